@@ -1,0 +1,259 @@
+"""The one conversion engine every kind uses: discover -> shuffle -> plan shards -> convert in
+parallel -> write shards atomically -> record each finished shard -> write the manifest last.
+
+A killed run resumes from the shard records; `--num-parts/--part` converts a disjoint subset of the
+shards and `merge()` assembles the manifest once every part is done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from converters import state
+from converters.kind import Discovery, Kind
+from converters.plan import (
+    ShardPlan,
+    plan_shards,
+    samples_per_shard_from_probe,
+    shards_for_part,
+    shuffle_split,
+)
+from converters.pool import run_ordered
+from converters.sample import Rejection, Sample, WorkItem, add_counts
+from converters.writers import WRITERS
+from fastdata import __version__
+from fastdata.errors import ConvertError
+from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest, write_manifest
+
+log = logging.getLogger(__name__)
+
+PROBE_ITEMS = 32  # inputs converted per split to size shards when only --shard-size is given
+SUFFIX = {"wds": ".tar", "arrow": ".arrow"}
+
+
+@dataclass(frozen=True)
+class ConvertConfig:
+    """Options every kind shares. `jobs`, `num_parts` and `part` never change the output bytes."""
+
+    format: str | None = None
+    seed: int = 0
+    shard_size: int = 256 * 2**20
+    samples_per_shard: int | None = None
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    num_parts: int = 1
+    part: int = 0
+
+    def validate(self, kind: Kind) -> str:
+        fmt = self.format or kind.formats[0]
+        if fmt not in kind.formats:
+            raise ValueError(f"--format {fmt!r} is not available for {kind.name}; choose from {list(kind.formats)}")
+        if self.shard_size < 1:
+            raise ValueError(f"--shard-size must be a positive number of bytes, got {self.shard_size}")
+        if self.samples_per_shard is not None and self.samples_per_shard < 1:
+            raise ValueError(f"--samples-per-shard must be >= 1, got {self.samples_per_shard}")
+        if self.jobs < 1:
+            raise ValueError(f"--jobs must be >= 1, got {self.jobs}")
+        shards_for_part([], num_parts=self.num_parts, part=self.part)
+        return fmt
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    dst: Path
+    manifest: Manifest | None  # None while other parts are still missing
+    converted: list[str]
+    skipped: list[str]
+    rejected: list[dict[str, str]]
+
+
+Progress = Callable[[int], None]
+
+
+def _jsonable(options: Any) -> Any:
+    return asdict(options) if is_dataclass(options) else options
+
+
+def fingerprint(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discovery: Discovery) -> str:
+    ident = {
+        "kind": kind.name,
+        "format": fmt,
+        "seed": config.seed,
+        "shard_size": None if config.samples_per_shard else config.shard_size,
+        "samples_per_shard": config.samples_per_shard,
+        "options": _jsonable(options),
+        "source": discovery.identity,
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discovery: Discovery,
+               shuffled: dict[str, list[WorkItem]], fp: str) -> dict[str, Any]:
+    fn = kind.processor(options)
+    per: dict[str, int] = {}
+    for split, items in shuffled.items():
+        if config.samples_per_shard:
+            per[split] = config.samples_per_shard
+        else:
+            probed = run_ordered(fn, items[:PROBE_ITEMS], jobs=config.jobs)
+            sizes = [r.nbytes for r in probed if isinstance(r, Sample)]
+            per[split] = samples_per_shard_from_probe(sizes, shard_size=config.shard_size, n=len(items))
+    plans = plan_shards({s: len(v) for s, v in shuffled.items()}, per)
+    described = kind.describe(discovery, options)
+    preprocessing = {
+        **described.get("preprocessing", {}),
+        "seed": config.seed,
+        "shard_size": config.shard_size,
+        "samples_per_shard": per,
+        "format": fmt,
+    }
+    return {
+        "fingerprint": fp,
+        "suffix": SUFFIX[fmt],
+        "shards": [p.to_dict() for p in plans],
+        "manifest": {
+            "kind": kind.name,
+            "shard_format": fmt,
+            "classes": list(discovery.classes),
+            "preprocessing": preprocessing,
+            "extra": {**described.get("extra", {}), "layout": discovery.layout,
+                      "members": list(kind.member_order)},
+            "tool_version": __version__,
+            "fingerprint": fp,
+        },
+        "discovery_rejected": [r.to_dict() for r in discovery.rejected],
+    }
+
+
+def _convert_shards(kind: Kind, fmt: str, dst: Path, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]],
+                    options: Any, discovery: Discovery, jobs: int, progress: Progress | None) -> None:
+    fn = kind.processor(options)
+    writer_cls = WRITERS[fmt]
+    layout = kind.arrow_layout(discovery, options) if fmt == "arrow" else None
+    results = run_ordered(fn, (it for p in todo for it in shuffled[p.split][p.start:p.stop]), jobs=jobs)
+    for p in todo:
+        name = p.name(SUFFIX[fmt])
+        writer = writer_cls(dst / name, member_order=kind.member_order, layout=layout)
+        class_counts: dict[str, int] = {}
+        stats: dict[str, Any] = {}
+        rejected: list[dict[str, str]] = []
+        try:
+            for _ in range(p.stop - p.start):
+                r = next(results)
+                if isinstance(r, Rejection):
+                    rejected.append(r.to_dict())
+                    log.info("rejected %s: %s", r.source, r.reason)
+                else:
+                    writer.add(r)
+                    if r.label is not None:
+                        class_counts[str(r.label)] = class_counts.get(str(r.label), 0) + 1
+                    add_counts(stats, r.stats)
+                if progress:
+                    progress(1)
+            info: ShardInfo | None = writer.close() if writer.samples else None
+            if info is None:
+                writer.abort()
+        except BaseException:
+            writer.abort()
+            raise
+        state.save_record(dst, name, {
+            "split": p.split, "shard": info.to_dict() if info else None,
+            "class_counts": class_counts, "stats": stats, "rejected": rejected,
+        })
+        log.info("wrote %s (%d samples, %d rejected)", name, info.samples if info else 0, len(rejected))
+
+
+def assemble(dst: Path, plan: dict[str, Any]) -> Manifest:
+    """Build the manifest from the plan and every shard record; ConvertError names missing shards."""
+    base = plan["manifest"]
+    shards = [ShardPlan(**d) for d in plan["shards"]]
+    missing, by_split = [], {}
+    rejected = list(plan["discovery_rejected"])
+    for p in shards:
+        name = p.name(plan["suffix"])
+        record = state.load_record(dst, name)
+        if record is None:
+            missing.append(name)
+            continue
+        infos, counts, stats = by_split.setdefault(p.split, ([], [0] * len(base["classes"]), {}))
+        if record["shard"]:
+            infos.append(ShardInfo(**record["shard"]))
+        for label, n in record["class_counts"].items():
+            counts[int(label)] += n
+        add_counts(stats, record["stats"])
+        rejected.extend(record["rejected"])
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ConvertError(f"cannot merge {dst}: {len(missing)} shard(s) not converted yet ({shown}); "
+                           "run the missing --part jobs (or rerun without --part), then merge again")
+    splits = {s: SplitInfo(name=s, shards=tuple(i), class_counts=tuple(c), stats=st)
+              for s, (i, c, st) in by_split.items()}
+    rejected.sort(key=lambda r: (r["split"], r["source"]))
+    return Manifest(
+        kind=base["kind"], shard_format=base["shard_format"], classes=tuple(base["classes"]), splits=splits,
+        preprocessing=base["preprocessing"], rejected=tuple(rejected), extra=base["extra"],
+        fingerprint=base["fingerprint"], tool_version=base["tool_version"],
+    )
+
+
+def merge(dst: Path | str) -> Manifest:
+    """Write the final manifest once every part of a `--num-parts` conversion is done."""
+    dst = Path(dst)
+    if not (dst / state.PARTIAL / state.PLAN).exists() and (dst / MANIFEST_NAME).exists():
+        return read_manifest(dst)  # already merged
+    manifest = assemble(dst, state.load_plan(dst))
+    write_manifest(dst, manifest)
+    state.cleanup(dst)
+    return manifest
+
+
+def convert(kind: Kind, src: Path | str, dst: Path | str, *, options: Any, config: ConvertConfig,
+            progress_factory: Callable[[int], Progress] | None = None) -> ConvertResult:
+    """Convert `src` into shards under `dst`. Raises ConvertError/ValueError before writing anything
+    if the source or destination is unusable."""
+    src, dst = Path(src), Path(dst)
+    fmt = config.validate(kind)
+    if not src.exists():
+        raise ConvertError(f"source {src} does not exist")
+    discovery = kind.discover(src, options=options)
+    if not any(discovery.splits.values()):
+        raise ConvertError(f"source {src} holds no {kind.name} input to convert"
+                           + (f" ({len(discovery.rejected)} file(s) rejected)" if discovery.rejected else ""))
+    fp = fingerprint(kind, fmt, config, options, discovery)
+    where = state.destination_state(dst, fp)
+    if where == "complete":
+        manifest = read_manifest(dst)
+        log.info("%s already holds this conversion; nothing to do", dst)
+        return ConvertResult(dst, manifest, [], [], list(manifest.rejected))
+    shuffled = {s: shuffle_split(items, seed=config.seed, split=s) for s, items in discovery.splits.items() if items}
+    if where == "resume":
+        plan = state.load_plan(dst)
+    else:
+        plan = _make_plan(kind, fmt, config, options, discovery, shuffled, fp)
+        dst.mkdir(parents=True, exist_ok=True)
+        state.save_plan(dst, plan)
+    all_shards = [ShardPlan(**d) for d in plan["shards"]]
+    mine = shards_for_part(all_shards, num_parts=config.num_parts, part=config.part)
+    todo, skipped = [], []
+    for p in mine:
+        name = p.name(plan["suffix"])
+        (skipped if state.load_record(dst, name) is not None else todo).append(p)
+    if skipped:
+        log.info("resuming: %d shard(s) already done, %d to convert", len(skipped), len(todo))
+    total = sum(p.stop - p.start for p in todo)
+    progress = progress_factory(total) if progress_factory else None
+    _convert_shards(kind, fmt, dst, todo, shuffled, options, discovery, config.jobs, progress)
+    converted = [p.name(plan["suffix"]) for p in todo]
+    skipped_names = [p.name(plan["suffix"]) for p in skipped]
+    if config.num_parts > 1:
+        log.info("part %d/%d done; run `fastdata convert --merge %s` once all parts are done",
+                 config.part, config.num_parts, dst)
+        return ConvertResult(dst, None, converted, skipped_names, [])
+    manifest = merge(dst)
+    return ConvertResult(dst, manifest, converted, skipped_names, list(manifest.rejected))

@@ -1,0 +1,147 @@
+"""Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...`, or a flat
+folder with a `filename,class` CSV. Class index = position in the sorted class names (ImageFolder)."""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from pathlib import Path
+
+from converters.kind import Discovery
+from converters.sample import Rejection, WorkItem
+from fastdata.errors import ConvertError
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
+SPLIT_NAMES = ("train", "val", "test")
+
+
+def _visible(names: list[str]) -> list[str]:
+    return sorted(n for n in names if not n.startswith("."))
+
+
+def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection | None]:
+    """(size, None) for a usable file, or (None, rejection) saying why it is not."""
+    if path.is_symlink() and not path.exists():
+        return None, Rejection(split, rel, f"broken symlink (points to {os.readlink(path)})")
+    if path.suffix.lower() not in EXTENSIONS:
+        return None, Rejection(split, rel, f"unsupported extension {path.suffix!r}; allowed: {', '.join(EXTENSIONS)}")
+    try:
+        return path.stat().st_size, None
+    except OSError as exc:
+        return None, Rejection(split, rel, f"unreadable: {exc.strerror or exc}")
+
+
+class _Collector:
+    def __init__(self, src: Path) -> None:
+        self.src = src
+        self.items: dict[str, list[WorkItem]] = {}
+        self.rejected: list[Rejection] = []
+        self.identity: list[list[object]] = []
+
+    def add_file(self, path: Path, split: str, label: int | None) -> None:
+        rel = path.relative_to(self.src).as_posix()
+        size, rejection = _check_file(path, rel, split)
+        if rejection is not None:
+            self.rejected.append(rejection)
+            return
+        self.items.setdefault(split, []).append(WorkItem(split=split, rel=rel, source=str(path), label=label))
+        self.identity.append([split, rel, label, size])
+
+    def add_tree(self, folder: Path, split: str, label: int | None) -> None:
+        for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+            dirnames[:] = _visible(dirnames)
+            for name in _visible(filenames):
+                self.add_file(Path(dirpath) / name, split, label)
+
+    def reject_tree(self, folder: Path, split: str, reason: str) -> None:
+        for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+            dirnames[:] = _visible(dirnames)
+            for name in _visible(filenames):
+                rel = (Path(dirpath) / name).relative_to(self.src).as_posix()
+                self.rejected.append(Rejection(split, rel, reason))
+
+
+def _read_labels(csv_path: Path) -> dict[str, str]:
+    if not csv_path.is_file():
+        raise ConvertError(f"labels file {csv_path} does not exist")
+    labels: dict[str, str] = {}
+    with open(csv_path, newline="", encoding="utf-8") as f:
+        for lineno, row in enumerate(csv.reader(f), 1):
+            if not row or (lineno == 1 and [c.strip().lower() for c in row[:2]] == ["filename", "class"]):
+                continue
+            if len(row) < 2 or not row[0].strip() or not row[1].strip():
+                raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
+            labels[row[0].strip()] = row[1].strip()
+    if not labels:
+        raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
+    return labels
+
+
+def _discover_flat(src: Path, csv_path: Path, split: str) -> Discovery:
+    labels = _read_labels(csv_path)
+    classes = tuple(sorted(set(labels.values())))
+    index = {c: i for i, c in enumerate(classes)}
+    col = _Collector(src)
+    seen = set()
+    for name in _visible(os.listdir(src)):
+        path = src / name
+        if path.is_dir():
+            col.reject_tree(path, split, "in a subfolder; with --labels the source must be a flat folder")
+        elif name not in labels:
+            col.rejected.append(Rejection(split, name, f"not listed in labels file {csv_path.name}"))
+        else:
+            seen.add(name)
+            col.add_file(path, split, index[labels[name]])
+    for name in sorted(set(labels) - seen):
+        col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} but no such file in the source"))
+    return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
+
+
+def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train") -> Discovery:
+    if not src.is_dir():
+        raise ConvertError(f"source {src} is not a directory")
+    if labels_csv:
+        return _discover_flat(src, Path(labels_csv), split)
+    top = _visible(os.listdir(src))
+    dirs = [n for n in top if (src / n).is_dir()]
+    split_dirs = [n for n in dirs if n in SPLIT_NAMES and any((src / n / c).is_dir() for c in os.listdir(src / n))]
+    col = _Collector(src)
+    if split_dirs:
+        layout = "split/class"
+        class_source = ["train"] if "train" in split_dirs else split_dirs
+        classes = tuple(sorted({c for s in class_source for c in _visible(os.listdir(src / s))
+                                if (src / s / c).is_dir()}))
+        index = {c: i for i, c in enumerate(classes)}
+        for name in top:
+            if name not in split_dirs:
+                path = src / name
+                reason = f"not inside a split folder ({'/'.join(SPLIT_NAMES)})"
+                if path.is_dir():
+                    col.reject_tree(path, name, reason)
+                else:
+                    col.rejected.append(Rejection("", name, reason))
+        for s in split_dirs:
+            for name in _visible(os.listdir(src / s)):
+                path = src / s / name
+                if not path.is_dir():
+                    col.rejected.append(Rejection(s, f"{s}/{name}", "not inside a class folder"))
+                elif name not in index:
+                    col.reject_tree(path, s, f"class folder {name!r} is not among train's classes")
+                else:
+                    col.add_tree(path, s, index[name])
+    else:
+        layout = "class"
+        classes = tuple(dirs)
+        for i, c in enumerate(classes):
+            col.add_tree(src / c, split, i)
+        for name in top:
+            if name not in dirs:
+                col.rejected.append(Rejection(split, name, "not inside a class folder"))
+    used = {it.label for items in col.items.values() for it in items}
+    for i, c in enumerate(classes):
+        if i not in used:
+            log.warning("class %r has no images", c)
+    return Discovery(col.items, classes, col.rejected, layout, col.identity)

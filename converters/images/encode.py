@@ -1,0 +1,134 @@
+"""Per-image work: decode, apply EXIF orientation, cap the shorter side, re-encode as baseline RGB
+JPEG, or copy the original bytes when they already satisfy all of that (no generational loss)."""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from converters.sample import Rejection, Sample, WorkItem
+
+ORIENTATION_TAG = 0x0112
+DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    short_side: int = 256
+    quality: int = 90
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    labels: str | None = None
+    split: str = "train"
+
+    def __post_init__(self) -> None:
+        if self.short_side < 0:
+            raise ValueError(f"--short-side must be >= 0 (0 keeps the original size), got {self.short_side}")
+        if not 1 <= self.quality <= 100:
+            raise ValueError(f"--quality must be in 1..100, got {self.quality}")
+        if self.max_pixels < 1:
+            raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
+
+
+class RejectInput(Exception):
+    """The input is not acceptable; the message is the recorded reason."""
+
+
+def target_size(width: int, height: int, short_side: int) -> tuple[int, int]:
+    """Size with the shorter side capped at `short_side`, aspect ratio kept (0: no cap)."""
+    short = min(width, height)
+    if short_side <= 0 or short <= short_side:
+        return width, height
+    scale = short_side / short
+    if width <= height:
+        return short_side, max(1, round(height * scale))
+    return max(1, round(width * scale)), short_side
+
+
+def _is_progressive(im: Image.Image) -> bool:
+    return bool(im.info.get("progressive") or im.info.get("progression"))
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    if im.mode == "RGB":
+        return im
+    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        background = Image.new("RGB", im.size, (255, 255, 255))
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    if im.mode.startswith("I;16") or im.mode in ("I", "F"):
+        arr = np.asarray(im, dtype=np.float64)
+        top = 65535.0 if arr.max(initial=0) > 255 else 255.0
+        grey = np.clip(arr * (255.0 / top), 0, 255).round().astype(np.uint8)
+        return Image.fromarray(grey, "L").convert("RGB")
+    return im.convert("RGB")
+
+
+def prepare_jpeg(data: bytes, opts: ImageOptions) -> tuple[bytes, dict[str, object]]:
+    """Return (baseline RGB JPEG bytes, metadata). Raises RejectInput or a decoder error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        im = Image.open(io.BytesIO(data))
+    with im:
+        width, height = im.size
+        if width * height > opts.max_pixels:
+            raise RejectInput(f"decompression bomb: {width}x{height} = {width * height} pixels is over the "
+                              f"limit of {opts.max_pixels} (--max-pixels)")
+        orientation = im.getexif().get(ORIENTATION_TAG, 1)
+        swapped = orientation in (5, 6, 7, 8)
+        upright = (height, width) if swapped else (width, height)
+        target = target_size(*upright, opts.short_side)
+        meta = {"orig_width": upright[0], "orig_height": upright[1], "width": target[0], "height": target[1],
+                "orig_format": im.format, "orig_mode": im.mode}
+        if im.format == "JPEG" and im.mode == "RGB" and not _is_progressive(im) and orientation in (0, 1) \
+                and target == upright:
+            im.load()  # a full decode: truncated or corrupt data is rejected, not copied
+            return data, {**meta, "copied": True}
+        if im.format == "JPEG":
+            im.draft("RGB", (target[1], target[0]) if swapped else target)  # DCT-domain downscale first
+        im.load()
+        out = _to_rgb(ImageOps.exif_transpose(im))
+        if out.size != target:
+            out = out.resize(target, Image.Resampling.LANCZOS)
+        buf = io.BytesIO()
+        out.save(buf, "JPEG", quality=opts.quality, optimize=False, progressive=False)
+        return buf.getvalue(), {**meta, "copied": False}
+
+
+def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejection:
+    """Convert one source image into a sample with members jpg, cls and json."""
+    if Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS * 2 < opts.max_pixels:
+        Image.MAX_IMAGE_PIXELS = opts.max_pixels  # our own limit is checked above; do not let Pillow's undercut it
+    try:
+        data = Path(item.source).read_bytes()
+    except OSError as exc:
+        return Rejection(item.split, item.rel, f"unreadable: {exc.strerror or exc}")
+    if not data:
+        return Rejection(item.split, item.rel, "empty file (0 bytes)")
+    try:
+        jpeg, meta = prepare_jpeg(data, opts)
+    except RejectInput as exc:
+        return Rejection(item.split, item.rel, str(exc))
+    except UnidentifiedImageError:
+        return Rejection(item.split, item.rel, "not an image (no known image format signature)")
+    except Image.DecompressionBombError as exc:
+        return Rejection(item.split, item.rel, f"decompression bomb: {exc}")
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        return Rejection(item.split, item.rel, f"corrupt or truncated image: {exc}")
+    info = {"source": item.rel, "label": item.label, **meta}
+    info_bytes = json.dumps(info, sort_keys=True).encode()
+    key = item.key
+    return Sample(
+        key=key,
+        label=item.label,
+        members={"jpg": jpeg, "cls": str(item.label).encode(), "json": info_bytes},
+        row={"key": key, "image": {"bytes": jpeg, "path": f"{key}.jpg"}, "label": item.label,
+             "json": info_bytes.decode()},
+        stats={"copied": int(meta["copied"])},
+    )

@@ -1,0 +1,61 @@
+"""What a kind of source (images, text, DICOM) provides to the shared conversion engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from converters.sample import Rejection, Sample, WorkItem
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """The result of scanning a source: inputs per split (in a deterministic order), class names,
+    inputs rejected before conversion, and what identifies this source for resume checks."""
+
+    splits: dict[str, list[WorkItem]]
+    classes: tuple[str, ...]
+    rejected: list[Rejection]
+    layout: str
+    identity: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ArrowLayout:
+    """How samples become Arrow rows: the schema (with Hugging Face feature metadata)."""
+
+    schema: Any  # pyarrow.Schema
+
+
+class Kind(Protocol):
+    """A converter for one kind of source. Registered by name in `converters.KINDS`."""
+
+    name: str
+    formats: tuple[str, ...]  # shard formats it can write, the first is the default
+    member_order: tuple[str, ...]  # order of tar members within a sample
+
+    def detect(self, src: Path, /) -> bool:
+        """Cheap check whether `src` looks like this kind's input (for `--kind auto`)."""
+        ...
+
+    def add_arguments(self, parser: Any) -> None:
+        """Add this kind's `fastdata convert` options to an argparse parser (group)."""
+        ...
+
+    def options_from_args(self, args: Any) -> Any:
+        """Build this kind's frozen options dataclass from parsed arguments."""
+        ...
+
+    def discover(self, src: Path, /, *, options: Any) -> Discovery: ...
+
+    def processor(self, options: Any) -> Callable[[WorkItem], Sample | Rejection]:
+        """A picklable callable converting one work item (run in worker processes)."""
+        ...
+
+    def arrow_layout(self, discovery: Discovery, options: Any) -> ArrowLayout: ...
+
+    def describe(self, discovery: Discovery, options: Any) -> dict[str, Any]:
+        """Preprocessing parameters and kind-specific manifest extras: {"preprocessing":…, "extra":…}."""
+        ...

@@ -1,0 +1,90 @@
+"""On-disk state of a conversion in progress (`DST/.partial/`): the plan and one record per finished
+shard. This is what makes a killed run resumable and parts mergeable."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from fastdata.atomic import write_json_atomic
+from fastdata.errors import ConvertError
+from fastdata.manifest import MANIFEST_NAME, read_manifest
+
+PARTIAL = ".partial"
+PLAN = "plan.json"
+
+
+def partial_dir(dst: Path) -> Path:
+    return dst / PARTIAL
+
+
+def record_path(dst: Path, shard_name: str) -> Path:
+    return partial_dir(dst) / "records" / f"{shard_name}.json"
+
+
+def destination_state(dst: Path, fingerprint: str) -> str:
+    """'fresh', 'resume' or 'complete'; raises ConvertError if `dst` holds something else."""
+    if dst.exists() and not dst.is_dir():
+        raise ConvertError(f"destination {dst} exists and is not a directory")
+    if not dst.exists() or not any(dst.iterdir()):
+        return "fresh"
+    if (dst / MANIFEST_NAME).exists():
+        found = read_manifest(dst).fingerprint
+        if found == fingerprint:
+            return "complete"
+        raise ConvertError(
+            f"destination {dst} already holds a different dataset (fingerprint {found[:12]}, this conversion "
+            f"is {fingerprint[:12]}): pick an empty directory, or delete {dst} to replace it"
+        )
+    plan = partial_dir(dst) / PLAN
+    if plan.exists():
+        found = load_plan(dst).get("fingerprint", "")
+        if found == fingerprint:
+            return "resume"
+        raise ConvertError(
+            f"destination {dst} holds an unfinished conversion of a different dataset or with other "
+            f"options (fingerprint {found[:12]}, this one is {fingerprint[:12]}): rerun that conversion "
+            f"with its original arguments, or delete {dst}"
+        )
+    raise ConvertError(f"destination {dst} is not empty and holds no fastdata dataset; pick an empty directory")
+
+
+def load_plan(dst: Path) -> dict[str, Any]:
+    path = partial_dir(dst) / PLAN
+    if not path.exists():
+        raise ConvertError(f"no conversion in progress in {dst} (missing {path}); run `fastdata convert` first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def save_plan(dst: Path, plan: dict[str, Any]) -> None:
+    (partial_dir(dst) / "records").mkdir(parents=True, exist_ok=True)
+    write_json_atomic(partial_dir(dst) / PLAN, plan)
+
+
+def load_record(dst: Path, shard_name: str) -> dict[str, Any] | None:
+    """The record of a finished shard, or None if the shard must be (re)done."""
+    path = record_path(dst, shard_name)
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text(encoding="utf-8"))
+    shard = record.get("shard")
+    if shard is not None:
+        tar = dst / shard["name"]
+        if not tar.exists() or tar.stat().st_size != shard["bytes"]:
+            return None
+        if shard.get("index") and not (dst / shard["index"]).exists():
+            return None
+    return record
+
+
+def save_record(dst: Path, shard_name: str, record: dict[str, Any]) -> None:
+    write_json_atomic(record_path(dst, shard_name), record)
+
+
+def cleanup(dst: Path) -> None:
+    """After the manifest is written: remove the in-progress state and stray temporary files."""
+    shutil.rmtree(partial_dir(dst), ignore_errors=True)
+    for tmp in dst.glob("*.tmp"):
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,5 @@
+import sys
+
+from fastdata.cli import main
+
+sys.exit(main())

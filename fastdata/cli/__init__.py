@@ -1,0 +1,47 @@
+"""The `fastdata` command: one module per subcommand, registered here by name."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from fastdata import __version__
+from fastdata.errors import FastdataError
+
+# subcommand -> module with `add_parser(subparsers)` and `run(args) -> int`
+COMMANDS: dict[str, str] = {
+    "convert": "fastdata.cli.convert",
+    "info": "fastdata.cli.info",
+    "verify": "fastdata.cli.verify",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fastdata", description="Pack datasets into shards and load them fast.")
+    parser.add_argument("--version", action="version", version=f"fastdata {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS.values():
+        importlib.import_module(module).add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return importlib.import_module(COMMANDS[args.command]).run(args)
+    except (FastdataError, ValueError) as exc:
+        print(f"fastdata {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

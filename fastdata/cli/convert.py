@@ -1,0 +1,111 @@
+"""`fastdata convert SRC DST`: raw data -> shards + manifest. `fastdata convert --merge DST` after parts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from fastdata.cli.format import human_bytes, parse_size, reason_summary
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from converters import KINDS, get_kind
+
+    p = sub.add_parser("convert", help="pack a raw dataset into shards",
+                       description="Pack a raw dataset (image folders, text, DICOM) into shards + manifest.json.",
+                       conflict_handler="resolve")
+    p.add_argument("src", nargs="?", help="source folder")
+    p.add_argument("dst", nargs="?", help="destination folder (created; must be empty or a resumable run)")
+    p.add_argument("--merge", metavar="DST", help="assemble the manifest of a --num-parts conversion")
+    p.add_argument("--kind", default="auto", choices=["auto", *KINDS], help="kind of source (default: detect)")
+    p.add_argument("--format", choices=["wds", "arrow"], help="shard format (default: the kind's own)")
+    p.add_argument("--shard-size", type=parse_size, default="256MB", help="target shard size (default 256MB)")
+    p.add_argument("--samples-per-shard", type=int, help="fixed number of samples per shard instead")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    p.add_argument("--strict", action="store_true", help="exit non-zero if any input was rejected")
+    p.add_argument("--num-parts", type=int, default=1, help="split the work into K parts (job arrays)")
+    p.add_argument("--part", type=int, default=0, help="which part this job converts (0..K-1)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for name in KINDS:
+        group = p.add_argument_group(f"{name} options")
+        get_kind(name).add_arguments(group)
+
+
+def _detect(src: Path) -> str:
+    from converters import KINDS, get_kind
+    from fastdata.errors import ConvertError
+
+    if not src.exists():
+        raise ConvertError(f"source {src} does not exist")
+    for name in KINDS:
+        if get_kind(name).detect(src):
+            return name
+    raise ConvertError(f"cannot tell what kind of data {src} holds; pass --kind ({', '.join(KINDS)})")
+
+
+def _progress_factory(enabled: bool, unit: str):
+    if not enabled:
+        return None
+
+    def make(total: int):
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit=unit, unit_scale=True, dynamic_ncols=True, smoothing=0.1)
+
+        def step(n: int) -> None:
+            bar.update(n)
+            if bar.n >= bar.total:
+                bar.close()
+
+        return step
+
+    return make
+
+
+def _summary(result) -> None:
+    if result.manifest is None:
+        print(f"converted {len(result.converted)} shard(s), skipped {len(result.skipped)} already done; "
+              f"run `fastdata convert --merge {result.dst}` when every part has finished")
+        return
+    m = result.manifest
+    done = f"converted {len(result.converted)} shard(s)" + (
+        f", skipped {len(result.skipped)} already done" if result.skipped else "")
+    print(f"{done} -> {result.dst}")
+    for name, s in sorted(m.splits.items()):
+        print(f"  {name:8s} {s.samples:9d} samples  {len(s.shards):5d} shards  {human_bytes(s.bytes)}")
+    if m.rejected:
+        print(f"  rejected {len(m.rejected)} input(s) (listed in manifest.json; `fastdata info {result.dst}`):")
+        for line in reason_summary(list(m.rejected)):
+            print(f"    {line}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from converters import get_kind
+    from converters.engine import ConvertConfig, convert, merge
+
+    if args.merge:
+        if args.src or args.dst:
+            raise ValueError("--merge DST takes no SRC/DST arguments")
+        manifest = merge(Path(args.merge))
+        print(f"merged {Path(args.merge)}: {manifest.num_samples} samples in "
+              f"{sum(len(s.shards) for s in manifest.splits.values())} shards")
+        return 1 if (args.strict and manifest.rejected) else 0
+    if not args.src or not args.dst:
+        raise ValueError("usage: fastdata convert SRC DST [options]  or  fastdata convert --merge DST")
+    src = Path(args.src)
+    kind = get_kind(_detect(src) if args.kind == "auto" else args.kind)
+    options = kind.options_from_args(args)
+    config = ConvertConfig(format=args.format, seed=args.seed, shard_size=args.shard_size,
+                           samples_per_shard=args.samples_per_shard, jobs=args.jobs,
+                           num_parts=args.num_parts, part=args.part)
+    show = not args.no_progress and sys.stderr.isatty()
+    result = convert(kind, src, Path(args.dst), options=options, config=config,
+                     progress_factory=_progress_factory(show, "sample"))
+    _summary(result)
+    if args.strict and result.rejected:
+        print(f"--strict: {len(result.rejected)} input(s) were rejected", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,48 @@
+"""`fastdata info DST`: what a converted dataset holds and how it was made."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from fastdata.cli.format import human_bytes, reason_summary
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="describe a converted dataset")
+    p.add_argument("dataset", help="dataset directory")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.add_argument("--rejected", action="store_true", help="list every rejected input with its reason")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastdata.manifest import read_manifest
+
+    m = read_manifest(args.dataset)
+    if args.json:
+        print(json.dumps(m.to_dict(), indent=1))
+        return 0
+    print(f"{args.dataset}: {m.kind} dataset, {m.shard_format} shards, format v{m.format_version}, "
+          f"written by fastdata {m.tool_version}")
+    print(f"{'split':10s} {'samples':>9s} {'shards':>7s} {'bytes':>11s}")
+    for name, s in sorted(m.splits.items()):
+        print(f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}")
+        for key, value in sorted(s.stats.items()):
+            if not isinstance(value, dict):
+                print(f"{'':10s} {key}: {value}")
+    if m.classes:
+        shown = ", ".join(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
+        print(f"classes ({len(m.classes)}): {shown}")
+    print("preprocessing: " + ", ".join(f"{k}={v}" for k, v in sorted(m.preprocessing.items())))
+    for key, value in sorted(m.extra.items()):
+        if key not in ("members",):
+            text = json.dumps(value) if isinstance(value, dict | list) else str(value)
+            print(f"{key}: {text[:200]}")
+    print(f"rejected inputs: {len(m.rejected)}")
+    if args.rejected:
+        for r in m.rejected:
+            print(f"  [{r['split']}] {r['source']}: {r['reason']}")
+    else:
+        for line in reason_summary(list(m.rejected)):
+            print(f"  {line}")
+    return 0

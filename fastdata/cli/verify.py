@@ -1,0 +1,27 @@
+"""`fastdata verify DST`: re-read every shard; non-zero exit on any mismatch."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("verify", help="re-read every shard and check it against the manifest")
+    p.add_argument("dataset", help="dataset directory")
+    p.add_argument("--decode", action="store_true", help="also decode every image")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastdata.manifest import read_manifest
+    from fastdata.verify import verify_dataset
+
+    manifest = read_manifest(args.dataset)
+    problems = verify_dataset(args.dataset, decode=args.decode)
+    for line in problems:
+        print(line)
+    shards = sum(len(s.shards) for s in manifest.splits.values())
+    if problems:
+        print(f"FAILED: {len(problems)} problem(s) in {args.dataset}")
+        return 1
+    print(f"OK: {shards} shard(s), {manifest.num_samples} samples match {args.dataset}/manifest.json")
+    return 0

@@ -1,0 +1,35 @@
+"""Exceptions raised by fastdata. Every message says what was received, what is allowed, how to fix it."""
+
+from __future__ import annotations
+
+
+class FastdataError(Exception):
+    """Base class for all fastdata errors."""
+
+
+class ManifestError(FastdataError):
+    """A dataset directory has no manifest, or its manifest is unreadable or of another version."""
+
+
+class ShardError(FastdataError):
+    """A shard is missing, truncated, or holds a sample that cannot be decoded."""
+
+
+class ConvertError(FastdataError):
+    """A conversion cannot start or cannot finish (bad source, bad destination, missing part)."""
+
+
+class MissingDependencyError(FastdataError, ImportError):
+    """An optional dependency is not installed; the message names the pip command that fixes it."""
+
+
+def require(module: str, extra: str):
+    """Import `module`, or raise MissingDependencyError naming the fastdata extra that provides it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{module!r} is not installed; install it with: pip install 'fastdata[{extra}]'"
+        ) from exc

@@ -1,0 +1,87 @@
+"""Options of the image loader: one frozen dataclass, validated eagerly, shared by every backend."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+BACKENDS = ("dali", "kornia")
+DTYPES = ("float32", "float16", "bfloat16", "uint8")
+ON_ERROR = ("raise", "skip")
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+EVAL_CROP_FRACTION = 0.875  # eval: resize shorter side to image_size / 0.875, then centre crop
+
+
+@dataclass(frozen=True)
+class ImageLoaderOptions:
+    """Everything that decides which tensors a loader yields, and how fast.
+
+    Order of samples is a pure function of (seed, epoch, rank, world_size).
+    """
+
+    batch_size: int = 256
+    train: bool = True
+    image_size: int = 224
+    backend: str = "dali"
+    device: str = "cpu"
+    dtype: str = "float32"
+    channels_last: bool = True
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    scale: tuple[float, float] = (0.08, 1.0)
+    ratio: tuple[float, float] = (3 / 4, 4 / 3)
+    hflip: bool = True
+    color_jitter: tuple[float, float, float, float] | None = None  # brightness, contrast, saturation, hue
+    seed: int = 0
+    drop_last: bool | None = None  # None: True for train, False for eval
+    num_threads: int = max(1, os.cpu_count() or 1)
+    prefetch: int = 2
+    rank: int = 0
+    world_size: int = 1
+    on_error: str = "raise"
+    hw_decoder_load: float = 0.65  # DALI mixed decode: share of images sent to the hardware JPEG decoder
+
+    def __post_init__(self) -> None:
+        def bad(name: str, value: object, allowed: str) -> ValueError:
+            return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
+
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise bad("batch_size", self.batch_size, "an integer >= 1")
+        if not isinstance(self.image_size, int) or self.image_size < 8:
+            raise bad("image_size", self.image_size, "an integer >= 8")
+        if self.backend not in BACKENDS:
+            raise bad("backend", self.backend, f"one of {list(BACKENDS)}")
+        if self.dtype not in DTYPES:
+            raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
+        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
+            raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
+        if len(self.mean) != 3 or len(self.std) != 3 or any(s <= 0 for s in self.std):
+            raise bad("mean/std", (self.mean, self.std), "three values each, std > 0")
+        if len(self.scale) != 2 or not 0 < self.scale[0] <= self.scale[1] <= 1:
+            raise bad("scale", self.scale, "(lo, hi) with 0 < lo <= hi <= 1")
+        if len(self.ratio) != 2 or not 0 < self.ratio[0] <= self.ratio[1]:
+            raise bad("ratio", self.ratio, "(lo, hi) with 0 < lo <= hi")
+        if self.color_jitter is not None and (len(self.color_jitter) != 4 or any(v < 0 for v in self.color_jitter)):
+            raise bad("color_jitter", self.color_jitter, "None or four non-negative values "
+                      "(brightness, contrast, saturation, hue)")
+        if not isinstance(self.num_threads, int) or self.num_threads < 1:
+            raise bad("num_threads", self.num_threads, "an integer >= 1")
+        if not isinstance(self.prefetch, int) or self.prefetch < 1:
+            raise bad("prefetch", self.prefetch, "an integer >= 1")
+        if not 0 <= self.rank < self.world_size:
+            raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
+        if self.on_error not in ON_ERROR:
+            raise bad("on_error", self.on_error, f"one of {list(ON_ERROR)}")
+        if not 0.0 <= self.hw_decoder_load <= 1.0:
+            raise bad("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
+
+    @property
+    def keep_last(self) -> bool:
+        """Whether a final partial batch is yielded (eval default) rather than dropped (train default)."""
+        return not (self.train if self.drop_last is None else self.drop_last)
+
+    @property
+    def resize_short(self) -> int:
+        """Eval: the shorter side is resized to this before the centre crop."""
+        return round(self.image_size / EVAL_CROP_FRACTION)

@@ -1,0 +1,31 @@
+"""`fastdata.loader(source, ...)`: open a converted dataset and return the loader for its kind.
+
+The manifest's `kind` picks the loader; each kind's loader module is imported only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from fastdata.dataset import open_dataset
+
+# manifest kind -> "module:function" building that kind's Loader
+LOADERS: dict[str, str] = {
+    "images": "fastdata.images.loader:image_loader",
+}
+
+
+def loader(source: str | Path, /, **options: Any) -> Any:
+    """A drop-in PyTorch iterable over the dataset at `source` (a directory or a shard glob).
+
+    Keyword options depend on the dataset's kind; see docs/loading.md. Every loader has `len()`,
+    `set_epoch()`, `state_dict()` / `load_state_dict()` and `classes`.
+    """
+    view = open_dataset(source, split=options.get("split"), check_files=False)
+    kind = view.manifest.kind
+    if kind not in LOADERS:
+        raise ValueError(f"no loader for datasets of kind {kind!r}; known kinds: {sorted(LOADERS)}")
+    module, func = LOADERS[kind].split(":")
+    return getattr(importlib.import_module(module), func)(source, **options)

@@ -1,0 +1,60 @@
+"""Data builders shared by the tests: exact-control synthetic image trees and a one-call conversion."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+PHOTOS = SHARED / "photos"
+
+
+def make_image(path: Path, *, size: tuple[int, int] = (64, 48), seed: int = 0, mode: str = "RGB",
+               fmt: str | None = None, **save: object) -> Path:
+    """Write a smooth random image (compresses like a photo) of `size` = (width, height)."""
+    rng = np.random.default_rng(seed)
+    w, h = size
+    base = rng.integers(0, 256, size=(max(h // 8, 1), max(w // 8, 1), 3), dtype=np.uint8)
+    im = Image.fromarray(base, "RGB").resize((w, h), Image.Resampling.BILINEAR)
+    if mode != "RGB":
+        im = im.convert(mode)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    im.save(path, fmt, **save)
+    return path
+
+
+def make_image_tree(root: Path, *, classes: int = 3, per_class: int = 4, size: tuple[int, int] = (64, 48),
+                    splits: tuple[str, ...] = ()) -> Path:
+    """`root/<class>/img_<i>.jpg` (or `root/<split>/<class>/...`) with deterministic content."""
+    seed = 0
+    for split in splits or ("",):
+        for c in range(classes):
+            for i in range(per_class):
+                seed += 1
+                make_image(root / split / f"class_{c}" / f"img_{i}.jpg", size=size, seed=seed, quality=92)
+    return root
+
+
+def copy_photos(root: Path, *, classes: int = 3, limit: int | None = None) -> Path:
+    """Real photos from ../shared/data/photos dealt round-robin into `classes` class folders."""
+    photos = sorted(PHOTOS.glob("*.jpg"))[:limit]
+    for i, p in enumerate(photos):
+        dst = root / f"class_{i % classes}" / p.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, dst)
+    return root
+
+
+def convert_images(src: Path, dst: Path, **config: object):
+    """Run the images conversion in-process with test-friendly defaults (1 job, small shards)."""
+    from converters import get_kind
+    from converters.engine import ConvertConfig, convert
+    from converters.images import ImageOptions
+
+    image_keys = {"short_side", "quality", "max_pixels", "labels", "split"}
+    opts = ImageOptions(**{k: v for k, v in config.items() if k in image_keys})
+    cfg = {"jobs": 1, "samples_per_shard": 5, **{k: v for k, v in config.items() if k not in image_keys}}
+    return convert(get_kind("images"), src, dst, options=opts, config=ConvertConfig(**cfg))
