@@ -1,0 +1,70 @@
+"""`fastdata info` and `fastdata verify`: what users run after converting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import convert_images
+
+from fastdata.cli import main as cli
+from fastdata.manifest import MANIFEST_NAME
+
+
+@pytest.fixture
+def dataset(small_tree: Path, tmp_path: Path) -> Path:
+    (small_tree / "class_1" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 nope")
+    convert_images(small_tree, tmp_path / "out", samples_per_shard=5)
+    return tmp_path / "out"
+
+
+def test_info_lists_splits_classes_rejections_and_preprocessing(dataset: Path, capsys) -> None:
+    assert cli(["info", str(dataset)]) == 0
+    out = capsys.readouterr().out
+    assert "images dataset, wds shards" in out
+    assert "train" in out and "12" in out
+    assert "classes (3): class_0, class_1, class_2" in out
+    assert "short_side=256" in out and "quality=90" in out
+    assert "rejected inputs: 1" in out
+    assert cli(["info", str(dataset), "--rejected"]) == 0
+    assert "class_1/broken.jpg" in capsys.readouterr().out
+    assert cli(["info", str(dataset), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["splits"]["train"]["samples"] == 12
+
+
+def test_verify_passes_on_a_fresh_dataset(dataset: Path, capsys) -> None:
+    assert cli(["verify", str(dataset), "--decode"]) == 0
+    assert "OK: 3 shard(s), 12 samples" in capsys.readouterr().out
+
+
+def test_verify_fails_on_a_changed_byte(dataset: Path, capsys) -> None:
+    tar = dataset / "train-000001.tar"
+    data = bytearray(tar.read_bytes())
+    data[700] ^= 0xFF
+    tar.write_bytes(bytes(data))
+    assert cli(["verify", str(dataset)]) == 1
+    assert "train-000001.tar: sha256 differs" in capsys.readouterr().out
+
+
+def test_verify_fails_on_missing_and_truncated_files(dataset: Path, capsys) -> None:
+    (dataset / "train-000000.tar").unlink()
+    tar = dataset / "train-000002.tar"
+    tar.write_bytes(tar.read_bytes()[:1024])
+    (dataset / "train-000001.idx").write_text("v1.2 0\n")
+    assert cli(["verify", str(dataset)]) == 1
+    out = capsys.readouterr().out
+    assert "train-000000.tar: missing" in out
+    assert "train-000002.tar: 1024 bytes, the manifest says" in out
+    assert "train-000001.idx: sha256 differs" in out
+
+
+def test_missing_manifest_and_bad_version_are_clear(dataset: Path, tmp_path: Path, capsys) -> None:
+    manifest = json.loads((dataset / MANIFEST_NAME).read_text())
+    manifest["format_version"] = 99
+    (dataset / MANIFEST_NAME).write_text(json.dumps(manifest))
+    assert cli(["info", str(dataset)]) == 2
+    assert "format_version 99" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli(["verify", str(tmp_path / "empty")]) == 2
+    assert "no manifest.json" in capsys.readouterr().err

@@ -1,0 +1,122 @@
+"""Bad input never crashes a conversion and is never lost: every case is rejected with its reason."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers import convert_images, make_image
+
+from fastdata.cli import main as cli
+from fastdata.errors import ConvertError
+from fastdata.manifest import read_manifest
+
+
+@pytest.fixture
+def bad_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    src = tmp_path / "bad"
+    good = [make_image(src / "a" / f"good_{i}.jpg", size=(40, 30), seed=i) for i in range(3)]
+    good.append(make_image(src / "b" / "good_png.png", size=(40, 30), fmt="PNG"))
+    data = good[0].read_bytes()
+    (src / "b" / "truncated.jpg").write_bytes(data[: len(data) // 2])
+    (src / "b" / "corrupt.jpg").write_bytes(data[:4] + os.urandom(600))
+    (src / "b" / "empty.jpg").write_bytes(b"")
+    (src / "b" / "notes.jpg").write_text("this is a text file with an image extension\n")
+    (src / "b" / "readme.txt").write_text("not an image\n")
+    make_image(src / "b" / "bomb.png", size=(200, 200), fmt="PNG")
+    (src / "b" / "dangling.jpg").symlink_to(src / "b" / "does-not-exist.jpg")
+    make_image(src / "b" / "locked.jpg", size=(40, 30))
+    (src / "stray.jpg").write_bytes(data)  # not inside a class folder
+
+    real_read = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:  # root can read any file: simulate a permission error
+        if self.name == "locked.jpg":
+            raise PermissionError(13, "Permission denied")
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    return src
+
+
+def test_every_bad_input_is_rejected_with_its_reason(bad_tree: Path, tmp_path: Path) -> None:
+    result = convert_images(bad_tree, tmp_path / "out", max_pixels=100 * 100)
+    m = read_manifest(tmp_path / "out")
+    assert m.splits["train"].samples == 4  # the good ones all made it
+    reasons = {r["source"]: r["reason"] for r in m.rejected}
+    assert set(reasons) == {"b/truncated.jpg", "b/corrupt.jpg", "b/empty.jpg", "b/notes.jpg", "b/readme.txt",
+                            "b/bomb.png", "b/dangling.jpg", "b/locked.jpg", "stray.jpg"}
+    assert reasons["b/truncated.jpg"].startswith("corrupt or truncated image")
+    assert reasons["b/corrupt.jpg"].startswith(("corrupt or truncated image", "not an image"))
+    assert reasons["b/empty.jpg"] == "empty file (0 bytes)"
+    assert reasons["b/notes.jpg"].startswith("not an image")
+    assert reasons["b/readme.txt"].startswith("unsupported extension '.txt'")
+    assert reasons["b/bomb.png"].startswith("decompression bomb: 200x200 = 40000 pixels")
+    assert reasons["b/dangling.jpg"].startswith("broken symlink")
+    assert reasons["b/locked.jpg"] == "unreadable: Permission denied"
+    assert reasons["stray.jpg"] == "not inside a class folder"
+    assert len(result.rejected) == 9
+
+
+def test_strict_exits_non_zero_and_summarises(bad_tree: Path, tmp_path: Path, capsys) -> None:
+    code = cli(["convert", str(bad_tree), str(tmp_path / "out"), "-j", "1", "--strict", "--max-pixels", "10000",
+                "--samples-per-shard", "4"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "rejected 9 input(s)" in out and "--strict" in err
+    assert (tmp_path / "out" / "manifest.json").exists()  # the good samples are still written
+    assert cli(["convert", str(bad_tree), str(tmp_path / "out2"), "-j", "1", "--max-pixels", "10000"]) == 0
+
+
+def test_missing_and_empty_sources_write_nothing(tmp_path: Path, capsys) -> None:
+    dst = tmp_path / "out"
+    with pytest.raises(ConvertError, match="does not exist"):
+        convert_images(tmp_path / "nope", dst)
+    (tmp_path / "empty" / "cls").mkdir(parents=True)
+    with pytest.raises(ConvertError, match="holds no images input"):
+        convert_images(tmp_path / "empty", dst)
+    (tmp_path / "empty" / "cls" / "x.txt").write_text("x")
+    with pytest.raises(ConvertError, match="1 file\\(s\\) rejected"):
+        convert_images(tmp_path / "empty", dst)
+    assert not dst.exists()
+    assert cli(["convert", str(tmp_path / "nope"), str(dst)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_destination_with_another_dataset_is_refused(small_tree: Path, tmp_path: Path) -> None:
+    dst = tmp_path / "out"
+    convert_images(small_tree, dst)
+    before = {p.name: p.read_bytes() for p in dst.iterdir()}
+    with pytest.raises(ConvertError, match="already holds a different dataset"):
+        convert_images(small_tree, dst, short_side=16)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "precious.txt").write_text("keep me")
+    with pytest.raises(ConvertError, match="not empty and holds no fastdata dataset"):
+        convert_images(small_tree, other)
+    assert {p.name: p.read_bytes() for p in dst.iterdir()} == before
+    assert [p.name for p in other.iterdir()] == ["precious.txt"]
+
+
+def test_labels_csv_errors(tmp_path: Path) -> None:
+    make_image(tmp_path / "flat" / "a.jpg")
+    with pytest.raises(ConvertError, match="does not exist"):
+        convert_images(tmp_path / "flat", tmp_path / "o", labels=str(tmp_path / "none.csv"))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a.jpg\n")
+    with pytest.raises(ConvertError, match="expected 'filename,class'"):
+        convert_images(tmp_path / "flat", tmp_path / "o", labels=str(bad))
+
+
+@pytest.mark.parametrize("args", [["--quality", "0"], ["--short-side", "-1"], ["--samples-per-shard", "0"],
+                                  ["--shard-size", "12XB"], ["--num-parts", "2", "--part", "2"],
+                                  ["--format", "arrow", "--jobs", "0"]])
+def test_invalid_options_are_clear_errors(small_tree: Path, tmp_path: Path, args: list[str], capsys) -> None:
+    try:
+        code = cli(["convert", str(small_tree), str(tmp_path / "out"), *args])
+    except SystemExit as exc:  # argparse rejects unparsable values itself
+        code = exc.code
+    assert code == 2
+    assert "error" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
