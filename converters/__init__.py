@@ -11,6 +11,7 @@ from converters.kind import Kind
 
 KINDS: dict[str, str] = {
     "images": "converters.images",
+    "text": "converters.text",
 }
 
 

@@ -44,7 +44,7 @@ class ConvertConfig:
 
     format: str | None = None
     seed: int = 0
-    shard_size: int = 256 * 2**20
+    shard_size: int = 256_000_000
     samples_per_shard: int | None = None
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     num_parts: int = 1
@@ -102,7 +102,7 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discov
             per[split] = config.samples_per_shard
         else:
             probed = run_ordered(fn, items[:PROBE_ITEMS], jobs=config.jobs)
-            sizes = [r.nbytes for r in probed if isinstance(r, Sample)]
+            sizes = [s.nbytes for r in probed for s in _samples(r)]
             per[split] = samples_per_shard_from_probe(sizes, shard_size=config.shard_size, n=len(items))
     plans = plan_shards({s: len(v) for s, v in shuffled.items()}, per)
     described = kind.describe(discovery, options)
@@ -131,6 +131,13 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discov
     }
 
 
+def _samples(result: Sample | Rejection | list[Sample]) -> list[Sample]:
+    """The samples of one processor result: none for a rejection, several when one input yields many."""
+    if isinstance(result, Rejection):
+        return []
+    return list(result) if isinstance(result, list) else [result]
+
+
 def _convert_shards(kind: Kind, fmt: str, dst: Path, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]],
                     options: Any, discovery: Discovery, jobs: int, progress: Progress | None) -> None:
     fn = kind.processor(options)
@@ -149,11 +156,11 @@ def _convert_shards(kind: Kind, fmt: str, dst: Path, todo: list[ShardPlan], shuf
                 if isinstance(r, Rejection):
                     rejected.append(r.to_dict())
                     log.info("rejected %s: %s", r.source, r.reason)
-                else:
-                    writer.add(r)
-                    if r.label is not None:
-                        class_counts[str(r.label)] = class_counts.get(str(r.label), 0) + 1
-                    add_counts(stats, r.stats)
+                for sample in _samples(r):
+                    writer.add(sample)
+                    if sample.label is not None:
+                        class_counts[str(sample.label)] = class_counts.get(str(sample.label), 0) + 1
+                    add_counts(stats, sample.stats)
                 if progress:
                     progress(1)
             info: ShardInfo | None = writer.close() if writer.samples else None

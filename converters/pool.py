@@ -1,5 +1,11 @@
 """Run a per-item conversion function over many items, in order, on `jobs` worker processes,
-with a bounded number of items in flight (memory stays flat however large the dataset)."""
+with a bounded number of items in flight (memory stays flat however large the dataset).
+
+A processor may also convert a whole chunk at once (e.g. batched tokenization): if it has a
+`process_batch(items) -> list[result]` method, chunks of `chunk_size` items (its attribute, default
+CHUNK) go through it; if the batch call fails, the chunk falls back to one item at a time so a
+bad input is still recorded as a rejection of that input alone. A result may be a list of samples
+(one input that yields several samples, e.g. a long document split into windows)."""
 
 from __future__ import annotations
 
@@ -13,12 +19,13 @@ from converters.sample import Rejection, Sample, WorkItem
 
 log = logging.getLogger(__name__)
 
-Processor = Callable[[WorkItem], Sample | Rejection]
+Result = Sample | Rejection | list[Sample]
+Processor = Callable[[WorkItem], Result]
 CHUNK = 4  # items per task sent to a worker
 IN_FLIGHT_PER_JOB = 4  # tasks queued per worker
 
 
-def run_one(fn: Processor, item: WorkItem) -> Sample | Rejection:
+def run_one(fn: Processor, item: WorkItem) -> Result:
     """Convert one item; an unexpected failure becomes a recorded rejection, never a crash."""
     try:
         return fn(item)
@@ -27,22 +34,37 @@ def run_one(fn: Processor, item: WorkItem) -> Sample | Rejection:
         return Rejection(item.split, item.rel, f"unexpected error: {type(exc).__name__}: {exc}")
 
 
-def _run_chunk(fn: Processor, items: list[WorkItem]) -> list[Sample | Rejection]:
+def _run_chunk(fn: Processor, items: list[WorkItem]) -> list[Result]:
+    batch = getattr(fn, "process_batch", None)
+    if batch is not None:
+        try:
+            results = batch(items)
+            if len(results) == len(items):
+                return results
+            log.debug("process_batch returned %d results for %d items; retrying one by one", len(results), len(items))
+        except Exception:  # noqa: BLE001 - fall back to one item at a time, which records the culprit
+            log.debug("batched processing failed; retrying one by one", exc_info=True)
     return [run_one(fn, it) for it in items]
 
 
-def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Iterator[Sample | Rejection]:
+def chunk_size(fn: Processor) -> int:
+    size = getattr(fn, "chunk_size", CHUNK)
+    return size if isinstance(size, int) and size >= 1 else CHUNK
+
+
+def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Iterator[Result]:
     """Yield fn(item) for every item, in input order."""
+    size = chunk_size(fn)
+    it = iter(items)
     if jobs <= 1:
-        for item in items:
-            yield run_one(fn, item)
+        while chunk := list(itertools.islice(it, size)):
+            yield from _run_chunk(fn, chunk)
         return
     ctx = mp.get_context("fork")
-    it = iter(items)
     with ctx.Pool(jobs) as pool:
         pending: deque = deque()
         while True:
-            chunk = list(itertools.islice(it, CHUNK))
+            chunk = list(itertools.islice(it, size))
             if chunk:
                 pending.append(pool.apply_async(_run_chunk, (fn, chunk)))
             if pending and (not chunk or len(pending) >= jobs * IN_FLIGHT_PER_JOB):

@@ -1,0 +1,114 @@
+"""Find the documents of a text corpus: a single file, a flat folder, `SRC/<class>/...` or
+`SRC/<split>/<class>/...` (class index = position in the sorted class names, as for images).
+Every document becomes one work item carrying its text; unusable files and records are rejected."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from converters.kind import Discovery
+from converters.sample import Rejection, WorkItem
+from converters.text.options import TextOptions
+from converters.text.records import Reject, read_documents
+from fastdata.errors import ConvertError
+
+log = logging.getLogger(__name__)
+
+SPLIT_NAMES = ("train", "val", "test")
+
+
+def _visible(names: list[str]) -> list[str]:
+    return sorted(n for n in names if not n.startswith("."))
+
+
+class _Collector:
+    def __init__(self, src: Path, opts: TextOptions) -> None:
+        self.src, self.opts = src, opts
+        self.items: dict[str, list[WorkItem]] = {}
+        self.rejected: list[Rejection] = []
+        self.identity: list[list[object]] = []
+
+    def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
+        rel = rel or path.relative_to(self.src).as_posix()
+        if path.is_symlink() and not path.exists():
+            self.rejected.append(Rejection(split, rel, f"broken symlink (points to {os.readlink(path)})"))
+            return
+        found, rejected_before = 0, len(self.rejected)
+        for where, doc in read_documents(path, self.opts):
+            if isinstance(doc, Reject):
+                self.rejected.append(Rejection(split, rel + where, doc.reason))
+                continue
+            found += 1
+            self.items.setdefault(split, []).append(
+                WorkItem(split=split, rel=rel + where, source=str(path), label=label, payload=doc))
+        if found == 0 and len(self.rejected) == rejected_before:
+            self.rejected.append(Rejection(split, rel, "no documents (only blank or separator lines)"))
+        self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
+
+    def add_tree(self, folder: Path, split: str, label: int | None) -> None:
+        for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+            dirnames[:] = _visible(dirnames)
+            for name in _visible(filenames):
+                self.add_file(Path(dirpath) / name, split, label)
+
+    def reject(self, path: Path, split: str, reason: str) -> None:
+        files = [path] if path.is_file() else [Path(d) / n for d, _, fs in os.walk(path) for n in _visible(fs)]
+        for f in files:
+            self.rejected.append(Rejection(split, f.relative_to(self.src).as_posix(), reason))
+
+
+def _class_names(folders: list[Path]) -> tuple[str, ...]:
+    return tuple(sorted({c for f in folders for c in _visible(os.listdir(f)) if (f / c).is_dir()}))
+
+
+def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int]) -> None:
+    """A folder of either class subfolders (when the corpus has classes) or plain files."""
+    for name in _visible(os.listdir(folder)):
+        path = folder / name
+        if not index:
+            if path.is_dir():
+                col.add_tree(path, split, None)
+            else:
+                col.add_file(path, split, None)
+        elif not path.is_dir():
+            col.reject(path, split, "not inside a class folder")
+        elif name not in index:
+            col.reject(path, split, f"class folder {name!r} is not among train's classes")
+        else:
+            col.add_tree(path, split, index[name])
+
+
+def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[object] = ()) -> Discovery:
+    col = _Collector(src, options)
+    if src.is_file():
+        col.add_file(src, options.split, None, rel=src.name)
+        return Discovery(col.items, (), col.rejected, "file", [*extra_identity, *col.identity])
+    if not src.is_dir():
+        raise ConvertError(f"source {src} is neither a file nor a directory")
+    top = _visible(os.listdir(src))
+    dirs = [n for n in top if (src / n).is_dir()]
+    split_dirs = [n for n in dirs if n in SPLIT_NAMES]
+    if split_dirs:
+        class_source = ["train"] if "train" in split_dirs else split_dirs
+        classes = _class_names([src / s for s in class_source])
+        layout = "split/class" if classes else "split"
+        index = {c: i for i, c in enumerate(classes)}
+        for name in top:
+            if name not in split_dirs:
+                col.reject(src / name, name if (src / name).is_dir() else "",
+                           f"not inside a split folder ({'/'.join(SPLIT_NAMES)})")
+        for s in split_dirs:
+            _add_split(col, src / s, s, index)
+    elif dirs:
+        layout, classes = "class", tuple(dirs)
+        _add_split(col, src, options.split, {c: i for i, c in enumerate(classes)})
+    else:
+        layout, classes = "flat", ()
+        _add_split(col, src, options.split, {})
+    used = {it.label for items in col.items.values() for it in items}
+    for i, c in enumerate(classes):
+        if i not in used:
+            log.warning("class %r has no documents", c)
+    return Discovery(col.items, classes, col.rejected, layout, [*extra_identity, *col.identity])

@@ -1,0 +1,42 @@
+"""Options of the text kind: one frozen dataclass, validated eagerly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OVERFLOW = ("truncate", "split")
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How a text corpus becomes token-id sequences.
+
+    A plain text file is one document, or one document per line (`per_line`), or records split by
+    a line holding only `separator`. JSON Lines / JSON / Parquet documents are read from
+    `text_field`. `max_length` caps a sequence (special tokens included); longer documents are
+    truncated or split into windows of `max_length` tokens (`overflow`), all kept.
+    """
+
+    tokenizer: str
+    per_line: bool = False
+    separator: str | None = None
+    text_field: str = "text"
+    max_length: int | None = None
+    overflow: str = "truncate"
+    split: str = "train"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tokenizer, str) or not self.tokenizer:
+            raise ValueError("--tokenizer is required for text: pass the path of a Hugging Face tokenizer.json")
+        if self.per_line and self.separator is not None:
+            raise ValueError("--per-line and --separator are exclusive: pick one way to split text files")
+        if self.separator is not None and (not self.separator or "\n" in self.separator):
+            raise ValueError(f"--separator must be a non-empty single line (e.g. '%'), got {self.separator!r}")
+        if not self.text_field:
+            raise ValueError("--text-field must name a field/column, e.g. 'text'")
+        if self.max_length is not None and (not isinstance(self.max_length, int) or self.max_length < 2):
+            raise ValueError(f"--max-length must be an integer >= 2 (or omitted for no limit), got {self.max_length!r}")
+        if self.overflow not in OVERFLOW:
+            raise ValueError(f"--overflow must be one of {list(OVERFLOW)}, got {self.overflow!r}")
+        if not self.split or "-" in self.split or "." in self.split:
+            raise ValueError(f"--split must be a name without '-' or '.', got {self.split!r}")

@@ -1,0 +1,130 @@
+"""Tokenization with the Hugging Face `tokenizers` library: load and describe a tokenizer.json,
+and the picklable processor that turns documents into token-id rows, one batch per worker chunk."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from converters.sample import Rejection, Sample, WorkItem
+from converters.text.options import TextOptions
+from fastdata.errors import ConvertError, require
+
+BATCH = 256  # documents tokenized per `encode_batch` call (one worker task)
+UINT16_VOCAB = 2**16  # ids are stored as uint16 when every id fits, else int32
+PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<|padding|>")
+BOS_TOKENS = ("[CLS]", "<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>", "<|endoftext|>")
+EOS_TOKENS = ("[SEP]", "</s>", "<eos>", "<|end_of_text|>", "<|endoftext|>")
+
+
+def read_tokenizer_json(path: str) -> str:
+    """The tokenizer file's text, or ConvertError saying what is wrong with it."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConvertError(f"tokenizer file {path} does not exist; pass --tokenizer PATH/tokenizer.json "
+                           "(a Hugging Face `tokenizers` file, e.g. saved with tokenizer.save())")
+    try:
+        return p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConvertError(f"cannot read tokenizer file {path}: {exc}") from exc
+
+
+def build_tokenizer(text: str, *, where: str, max_length: int | None = None) -> Any:
+    """A `tokenizers.Tokenizer` from JSON text, without padding, truncated only to `max_length`."""
+    tokenizers = require("tokenizers", "text")
+    try:
+        tok = tokenizers.Tokenizer.from_str(text)
+    except Exception as exc:  # tokenizers raises a bare Exception for malformed files
+        raise ConvertError(f"{where} is not a valid Hugging Face tokenizer.json: {exc}") from exc
+    tok.no_padding()
+    tok.no_truncation()
+    if max_length is not None:
+        tok.enable_truncation(max_length, stride=0, strategy="longest_first", direction="right")
+    return tok
+
+
+def _first_id(tok: Any, candidates: tuple[str, ...]) -> int | None:
+    for token in candidates:
+        found = tok.token_to_id(token)
+        if found is not None:
+            return int(found)
+    return None
+
+
+def tokenizer_info(path: str) -> dict[str, Any]:
+    """What the manifest records about the tokenizer: file hash, vocabulary size, special ids."""
+    text = read_tokenizer_json(path)
+    tok = build_tokenizer(text, where=path)
+    padding = (json.loads(text).get("padding") or {}) if text.lstrip().startswith("{") else {}
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    pad_id = padding.get("pad_id") if isinstance(padding.get("pad_id"), int) else _first_id(tok, PAD_TOKENS)
+    return {
+        "file": Path(path).name,
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "vocab_size": vocab,
+        "pad_id": pad_id,
+        "bos_id": _first_id(tok, BOS_TOKENS),
+        "eos_id": _first_id(tok, EOS_TOKENS),
+        "ids_dtype": "uint16" if vocab <= UINT16_VOCAB else "int32",
+    }
+
+
+def length_bucket(n: int) -> str:
+    """Histogram bucket of a sequence length: '1-8', '9-16', '17-32', ... (powers of two)."""
+    hi = 8
+    while hi < n:
+        hi *= 2
+    return f"{1 if hi == 8 else hi // 2 + 1}-{hi}"
+
+
+class TextProcessor:
+    """Documents -> token-id rows. Picklable: workers rebuild the tokenizer from its JSON text."""
+
+    chunk_size = BATCH
+
+    def __init__(self, tokenizer_json: str, options: TextOptions, *, with_labels: bool) -> None:
+        self.tokenizer_json = tokenizer_json
+        self.options = options
+        self.with_labels = with_labels
+        self._tok: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_tok": None}
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tok is None:
+            self._tok = build_tokenizer(self.tokenizer_json, where=self.options.tokenizer,
+                                        max_length=self.options.max_length)
+        return self._tok
+
+    def __call__(self, item: WorkItem) -> Sample | Rejection | list[Sample]:
+        return self.process_batch([item])[0]
+
+    def process_batch(self, items: list[WorkItem]) -> list[Sample | Rejection | list[Sample]]:
+        encodings = self.tokenizer.encode_batch([it.payload for it in items], add_special_tokens=True)
+        return [self._samples(it, enc) for it, enc in zip(items, encodings)]
+
+    def _samples(self, item: WorkItem, enc: Any) -> Sample | Rejection | list[Sample]:
+        if all(enc.special_tokens_mask):
+            return Rejection(item.split, item.rel, "empty document: no tokens besides the tokenizer's special tokens")
+        split = self.options.overflow == "split"
+        windows = [enc, *enc.overflowing] if split else [enc]
+        dropped = 0 if split else sum(len(o.ids) - sum(o.special_tokens_mask) for o in enc.overflowing)
+        samples = []
+        for w, window in enumerate(windows):
+            ids = window.ids
+            key = item.key if w == 0 else f"{item.key}-{w}"
+            row: dict[str, Any] = {"key": key, "input_ids": ids, "length": len(ids), "source": item.rel}
+            if self.with_labels:
+                row["label"] = item.label
+            stats: dict[str, Any] = {"sequences": 1, "tokens": len(ids),
+                                     "length_histogram": {length_bucket(len(ids)): 1}}
+            if w == 0:
+                stats.update(documents=1, truncated_documents=int(dropped > 0), truncated_tokens=dropped,
+                             split_documents=int(len(windows) > 1))
+            samples.append(Sample(key=key, label=item.label, members={},
+                                  row=row, stats=stats))
+        return samples[0] if len(samples) == 1 else samples
