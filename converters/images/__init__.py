@@ -18,6 +18,7 @@ class ImagesKind:
     name = "images"
     formats = ("wds", "arrow")
     member_order = ("jpg", "cls", "json")
+    unit = "img"  # progress bar unit
     extensions = EXTENSIONS
 
     def detect(self, src: Path, /) -> bool:

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                            num_parts=args.num_parts, part=args.part)
     show = not args.no_progress and sys.stderr.isatty()
     result = convert(kind, src, Path(args.dst), options=options, config=config,
-                     progress_factory=_progress_factory(show, "sample"))
+                     progress_factory=_progress_factory(show, getattr(kind, "unit", "sample")))
     _summary(result)
     if args.strict and result.rejected:
         print(f"--strict: {len(result.rejected)} input(s) were rejected", file=sys.stderr)
