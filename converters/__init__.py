@@ -11,6 +11,7 @@ from converters.kind import Kind
 
 KINDS: dict[str, str] = {
     "images": "converters.images",
+    "dicom": "converters.dicom",
     "text": "converters.text",
 }
 

@@ -1,0 +1,77 @@
+"""The dicom kind: folders of DICOM series -> int16 Hounsfield-unit volumes (npy + json samples)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any
+
+from converters.dicom.discover import discover_dicom, read_header
+from converters.dicom.options import DEFAULT_SALT_ENV, DicomOptions, parse_spacing
+from converters.dicom.privacy import PHI_KEYWORDS, warn_keep_phi, warn_unsalted
+from converters.dicom.series import process_series
+from converters.kind import ArrowLayout, Discovery
+
+
+class DicomKind:
+    name = "dicom"
+    formats = ("wds",)
+    member_order = ("npy", "json")
+
+    def detect(self, src: Path, /) -> bool:
+        for i, path in enumerate(p for p in src.rglob("*") if p.is_file()):
+            if read_header(path)[0] is not None:
+                return True
+            if i > 200:
+                break
+        return False
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--spacing", type=float, nargs="+", metavar="MM",
+                            help="resample to this voxel spacing in mm: one value (isotropic) or Z Y X "
+                                 "(slice, row, column); default: keep each series' native spacing")
+        parser.add_argument("--keep-phi", action="store_true",
+                            help="copy patient names, IDs, birth dates, accession numbers, institution and UIDs "
+                                 "into the shards (off by default)")
+        parser.add_argument("--salt", default=None,
+                            help=f"secret salt for the series hash (default: ${DEFAULT_SALT_ENV}, else unsalted)")
+        parser.add_argument("--split", default="train",
+                            help="split name for a source without train/val/test folders (default: train)")
+
+    def options_from_args(self, args: Any) -> DicomOptions:
+        salt = args.salt if args.salt is not None else os.environ.get(DEFAULT_SALT_ENV, "")
+        return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
+                            split=args.split)
+
+    def discover(self, src: Path, /, *, options: DicomOptions) -> Discovery:
+        if options.keep_phi:
+            warn_keep_phi()
+        if not options.salt:
+            warn_unsalted()
+        return discover_dicom(src, split=options.split)
+
+    def processor(self, options: DicomOptions):
+        return functools.partial(process_series, opts=options)
+
+    def arrow_layout(self, discovery: Discovery, options: DicomOptions) -> ArrowLayout:
+        raise ValueError("the dicom kind writes WebDataset tar shards only (--format wds)")
+
+    def describe(self, discovery: Discovery, options: DicomOptions) -> dict[str, Any]:
+        return {
+            "preprocessing": {
+                "spacing": None if options.spacing is None else list(options.spacing),
+                "spacing_axes": "zyx",
+                "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
+                "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
+                "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
+                "slice_tolerance": options.slice_tolerance,
+                "keep_phi": options.keep_phi,
+                "salted_series_hash": bool(options.salt),
+            },
+            "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS)},
+        }
+
+
+KIND = DicomKind()
+__all__ = ["KIND", "DicomKind", "DicomOptions"]

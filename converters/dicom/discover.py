@@ -1,0 +1,118 @@
+"""Find DICOM series by content (not extension): read every file's header, group images by
+SeriesInstanceUID, and record every file that is not a usable image as a rejection."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from converters.kind import Discovery
+from converters.sample import Rejection, WorkItem
+from fastdata.errors import ConvertError, require
+
+log = logging.getLogger(__name__)
+
+SPLIT_NAMES = ("train", "val", "test")
+DICOMDIR_SOP_CLASS = "1.2.840.10008.1.3.10"
+HEADER_TAGS = ("SOPClassUID", "SeriesInstanceUID", "Rows", "Columns", "Modality")
+
+
+def read_header(path: Path) -> tuple[Any | None, str | None]:
+    """(dataset without pixel data, None) for a DICOM file, else (None, reason)."""
+    pydicom = require("pydicom", "dicom")
+    from pydicom.errors import InvalidDicomError
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(132)
+    except OSError as exc:
+        return None, f"unreadable: {exc.strerror or exc}"
+    if not head:
+        return None, "empty file (0 bytes)"
+    if len(head) < 132 or head[128:132] != b"DICM":
+        return None, "not a DICOM file (no 'DICM' marker at byte 128)"
+    try:
+        ds = pydicom.dcmread(path, stop_before_pixels=True)
+    except (InvalidDicomError, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
+        return None, f"corrupt DICOM header: {type(exc).__name__}: {exc}"
+    return ds, None
+
+
+def _classify(ds: Any) -> str | None:
+    """Reason why a readable DICOM file is not an image we convert, or None if it is one."""
+    sop = str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
+    if sop == DICOMDIR_SOP_CLASS:
+        return "DICOMDIR (a directory index, not an image)"
+    if ds.get("Rows") is None or ds.get("Columns") is None:
+        name = getattr(ds.get("SOPClassUID"), "name", sop) or "unknown SOP class"
+        return f"DICOM object without an image (no Rows/Columns; {name})"
+    if not ds.get("SeriesInstanceUID"):
+        return "image without SeriesInstanceUID (cannot be grouped into a series)"
+    return None
+
+
+def _visible(names: list[str]) -> list[str]:
+    return sorted(n for n in names if not n.startswith("."))
+
+
+def _walk(folder: Path) -> list[Path]:
+    files = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        dirnames[:] = _visible(dirnames)
+        files.extend(Path(dirpath) / n for n in _visible(filenames))
+    return sorted(files)
+
+
+def _series_rel(rels: list[str]) -> str:
+    """How the manifest names a series: its one file, or the folder its files share."""
+    if len(rels) == 1:
+        return rels[0]
+    common = os.path.commonpath(rels)
+    return f"{common or '.'} ({len(rels)} files)"
+
+
+def discover_dicom(src: Path, /, *, split: str = "train") -> Discovery:
+    """Series per split. A source with train/val/test folders keeps them as splits; otherwise all
+    series go to `split`. Payload of a work item: tuple of (absolute path, relative path) per file."""
+    if not src.is_dir():
+        raise ConvertError(f"source {src} is not a directory")
+    top = _visible(os.listdir(src))
+    split_dirs = [n for n in top if n in SPLIT_NAMES and (src / n).is_dir()]
+    rejected: list[Rejection] = []
+    roots = [(s, src / s) for s in split_dirs] if split_dirs else [(split, src)]
+    if split_dirs:
+        for name in top:
+            if name not in split_dirs:
+                for path in (_walk(src / name) if (src / name).is_dir() else [src / name]):
+                    rejected.append(Rejection("", path.relative_to(src).as_posix(),
+                                              f"not inside a split folder ({'/'.join(SPLIT_NAMES)})"))
+    splits: dict[str, list[WorkItem]] = {}
+    identity: list[list[object]] = []
+    for split_name, root in roots:
+        series: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for path in _walk(root):
+            rel = path.relative_to(src).as_posix()
+            if path.is_symlink() and not path.exists():
+                rejected.append(Rejection(split_name, rel, f"broken symlink (points to {os.readlink(path)})"))
+                continue
+            ds, reason = read_header(path)
+            reason = reason or _classify(ds)
+            if reason is not None:
+                rejected.append(Rejection(split_name, rel, reason))
+                continue
+            series[str(ds.SeriesInstanceUID)].append((str(path), rel))
+        items = []
+        for files in series.values():
+            files.sort(key=lambda f: f[1])
+            rels = [r for _, r in files]
+            items.append(WorkItem(split=split_name, rel=_series_rel(rels), source=files[0][0],
+                                  payload=tuple(files)))
+        items.sort(key=lambda it: it.payload[0][1])  # canonical order: by first file's relative path
+        splits[split_name] = items
+        for it in items:
+            identity.append([split_name, [[r, os.path.getsize(p)] for p, r in it.payload]])
+    log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
+    return Discovery(splits, (), rejected, "split/series" if split_dirs else "series", identity)

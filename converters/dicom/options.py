@@ -1,0 +1,46 @@
+"""Options of the DICOM conversion: one frozen dataclass, validated eagerly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_SALT_ENV = "FASTDATA_DICOM_SALT"
+
+
+@dataclass(frozen=True)
+class DicomOptions:
+    """What decides the bytes of a DICOM conversion.
+
+    `spacing` is the output voxel spacing in mm in array-axis order (z, y, x) = (slice, row, column),
+    or None to keep each series' native spacing. `salt` keys the series hash (never written out).
+    `keep_phi` copies patient-identifying attributes and UIDs into the sample json (opt-in).
+    """
+
+    spacing: tuple[float, float, float] | None = None
+    salt: str = ""
+    keep_phi: bool = False
+    split: str = "train"
+    slice_tolerance: float = 0.05  # allowed relative deviation of a slice gap from the median gap
+
+    def __post_init__(self) -> None:
+        if self.spacing is not None:
+            if len(self.spacing) != 3 or any(not isinstance(s, int | float) or s <= 0 for s in self.spacing):
+                raise ValueError(f"--spacing must be three positive millimetre values Z Y X (or one for isotropic), "
+                                 f"got {self.spacing!r}")
+        if not isinstance(self.salt, str):
+            raise TypeError(f"salt must be a string, got {type(self.salt).__name__}")
+        if not 0 < self.slice_tolerance < 0.5:
+            raise ValueError(f"slice_tolerance must be in (0, 0.5), got {self.slice_tolerance}")
+        if not self.split or any(c in self.split for c in "/.- \t"):
+            raise ValueError(f"--split must be a plain name without '/', '.', '-' or spaces, got {self.split!r}")
+
+
+def parse_spacing(values: list[float] | None) -> tuple[float, float, float] | None:
+    """`--spacing 1.0` (isotropic) or `--spacing Z Y X`; None keeps the native spacing."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return (float(values[0]),) * 3
+    if len(values) != 3:
+        raise ValueError(f"--spacing takes one value (isotropic) or three (Z Y X), got {len(values)}: {values}")
+    return (float(values[0]), float(values[1]), float(values[2]))

@@ -1,0 +1,202 @@
+"""Per-series work (runs in worker processes): read every file of a series, order its slices,
+apply RescaleSlope/RescaleIntercept (HU for CT), resample to the requested spacing, and emit
+`{key}.npy` (int16) + `{key}.json` (geometry and acquisition metadata, no PHI by default)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
+from converters.dicom.options import DicomOptions
+from converters.dicom.privacy import phi_fields, series_hash
+from converters.dicom.resample import resample
+from converters.sample import Rejection, Sample, WorkItem
+from fastdata.errors import require
+
+INT16 = np.iinfo(np.int16)
+
+
+def _floats(value: Any, n: int) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    try:
+        out = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        return None
+    return out if len(out) == n else None
+
+
+def _number(value: Any, default: float) -> float:
+    try:
+        return float(value) if value is not None and str(value) != "" else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _group(item: Any, shared: Any, seq: str, attr: str) -> Any:
+    """An attribute from a frame's functional group, falling back to the shared functional group."""
+    for source in (item, shared):
+        if source is not None and seq in source and len(source[seq].value) and attr in source[seq].value[0]:
+            return source[seq].value[0].get(attr)
+    return None
+
+
+def _slices_of(ds: Any, rel: str, index: int) -> list[Slice]:
+    frames = int(_number(ds.get("NumberOfFrames"), 1))
+    shape = (int(ds.Rows), int(ds.Columns))
+    per_frame = ds.get("PerFrameFunctionalGroupsSequence")
+    if per_frame is not None:
+        shared = ds.SharedFunctionalGroupsSequence[0] if ds.get("SharedFunctionalGroupsSequence") else None
+        if len(per_frame) != frames:
+            raise RejectSeries(f"{rel}: {frames} frames but {len(per_frame)} per-frame functional groups")
+        out = []
+        for f, item in enumerate(per_frame):
+            out.append(Slice(
+                rel=rel, file_index=index, frame=f, shape=shape,
+                position=_floats(_group(item, shared, "PlanePositionSequence", "ImagePositionPatient"), 3),
+                orientation=_floats(_group(item, shared, "PlaneOrientationSequence", "ImageOrientationPatient"), 6),
+                pixel_spacing=_floats(_group(item, shared, "PixelMeasuresSequence", "PixelSpacing"), 2),
+                slope=_number(_group(item, shared, "PixelValueTransformationSequence", "RescaleSlope"), 1.0),
+                intercept=_number(_group(item, shared, "PixelValueTransformationSequence", "RescaleIntercept"), 0.0),
+                thickness=_number(_group(item, shared, "PixelMeasuresSequence", "SliceThickness"), 0.0) or None,
+            ))
+        return out
+    if frames > 1:
+        raise RejectSeries(f"missing position tags: {rel} is a multi-frame object ({frames} frames) without "
+                           "per-frame positions (PerFrameFunctionalGroupsSequence)")
+    spacing = _floats(ds.get("PixelSpacing"), 2) or _floats(ds.get("ImagerPixelSpacing"), 2)
+    if spacing is not None and min(spacing) <= 0:
+        spacing = None
+    thickness = _number(ds.get("SpacingBetweenSlices"), 0.0) or _number(ds.get("SliceThickness"), 0.0) or None
+    return [Slice(rel=rel, file_index=index, frame=None, shape=shape,
+                  position=_floats(ds.get("ImagePositionPatient"), 3),
+                  orientation=_floats(ds.get("ImageOrientationPatient"), 6),
+                  pixel_spacing=spacing, slope=_number(ds.get("RescaleSlope"), 1.0),
+                  intercept=_number(ds.get("RescaleIntercept"), 0.0), thickness=thickness)]
+
+
+def _pixels(ds: Any, rel: str) -> np.ndarray:
+    if not any(k in ds for k in ("PixelData", "FloatPixelData", "DoubleFloatPixelData")):
+        raise RejectSeries(f"missing pixel data in {rel}")
+    if int(_number(ds.get("SamplesPerPixel"), 1)) != 1:
+        raise RejectSeries(f"{rel}: colour image (SamplesPerPixel={ds.SamplesPerPixel}); volumes are single-channel")
+    try:
+        arr = ds.pixel_array
+    except Exception as exc:  # noqa: BLE001 - any decoder failure is a recorded reason
+        syntax = getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown transfer syntax")
+        raise RejectSeries(f"cannot decode pixel data of {rel} ({syntax}): {type(exc).__name__}: {exc}") from exc
+    if str(ds.get("PhotometricInterpretation", "")) == "MONOCHROME1" and arr.dtype.kind == "u":
+        arr = np.asarray((1 << int(ds.get("BitsStored", arr.dtype.itemsize * 8))) - 1, dtype=np.int64) - arr
+    return arr
+
+
+def _read(files: tuple[tuple[str, str], ...]) -> tuple[list[Slice], list[np.ndarray], Any, set[str]]:
+    pydicom = require("pydicom", "dicom")
+    slices, planes, syntaxes, first = [], [], set(), None
+    for index, (path, rel) in enumerate(files):
+        try:
+            ds = pydicom.dcmread(path)
+        except Exception as exc:  # noqa: BLE001
+            raise RejectSeries(f"cannot read {rel}: {type(exc).__name__}: {exc}") from exc
+        first = first if first is not None else ds
+        syntaxes.add(getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown"))
+        these = _slices_of(ds, rel, index)
+        arr = _pixels(ds, rel)
+        if arr.ndim == 2:
+            arr = arr[None]
+        if arr.shape[0] != len(these) or arr.shape[1:] != these[0].shape:
+            raise RejectSeries(f"{rel}: pixel data of shape {list(arr.shape)} does not match Rows/Columns/frames")
+        slices.extend(these)
+        planes.extend(arr[i] for i in range(arr.shape[0]))
+    return slices, planes, first, syntaxes
+
+
+def _to_int16(values: np.ndarray) -> tuple[np.ndarray, int]:
+    rounded = np.rint(values)
+    clipped = int(np.count_nonzero((rounded < INT16.min) | (rounded > INT16.max)))
+    return np.clip(rounded, INT16.min, INT16.max).astype(np.int16), clipped
+
+
+def _npy(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _round(values: Any) -> Any:
+    if values is None:
+        return None
+    if isinstance(values, list | tuple):
+        return [_round(v) for v in values]
+    return round(float(values), 6)
+
+
+def convert_series(files: tuple[tuple[str, str], ...], opts: DicomOptions) -> tuple[np.ndarray, dict[str, Any]]:
+    """The int16 array and the metadata of one series. Raises RejectSeries with the reason."""
+    slices, planes, ds, syntaxes = _read(files)
+    planar = len(slices) == 1 and (slices[0].position is None or slices[0].orientation is None)
+    if planar:
+        geometry: Geometry = planar_geometry(slices[0])
+        order = [0]
+    else:
+        order, geometry = stack_geometry(slices, tolerance=opts.slice_tolerance)
+    values = np.stack([planes[i].astype(np.float32) * np.float32(slices[i].slope) + np.float32(slices[i].intercept)
+                       for i in order])
+    if planar:
+        values = values[0]
+    target = geometry.spacing if opts.spacing is None else opts.spacing[-values.ndim:]
+    if values.ndim == 3 and values.shape[0] == 1:
+        target = (geometry.spacing[0], *target[1:])  # one slice: nothing to interpolate along z
+    out, spacing = resample(values, geometry.spacing, target)
+    arr, clipped = _to_int16(out)
+    modality = str(ds.get("Modality", ""))
+    meta: dict[str, Any] = {
+        "series": series_hash(str(ds.SeriesInstanceUID), opts.salt),
+        "ndim": arr.ndim,
+        "axes": "zyx" if arr.ndim == 3 else "yx",
+        "shape": list(arr.shape),
+        "spacing": _round(spacing),
+        "origin": _round(geometry.origin),
+        "direction": _round(geometry.direction),
+        "original_shape": list(geometry.shape),
+        "original_spacing": _round(geometry.spacing),
+        "slice_spacing_source": geometry.spacing_source,
+        "resampled": list(arr.shape) != list(geometry.shape) or _round(spacing) != _round(geometry.spacing),
+        "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
+        "modality": modality,
+        "units": "HU" if modality == "CT" else "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
+        "series_description": str(ds.get("SeriesDescription", "")),
+        "photometric": str(ds.get("PhotometricInterpretation", "")),
+        "transfer_syntaxes": sorted(syntaxes),
+        "files": len(files),
+        "slices": len(slices),
+        "min": int(arr.min()),
+        "max": int(arr.max()),
+        "clipped_voxels": clipped,
+    }
+    if opts.keep_phi:
+        meta["phi"] = phi_fields(ds)
+        meta["files_rel"] = [rel for _, rel in files]
+    return arr, meta
+
+
+def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejection:
+    """Convert the files of one series (item.payload) into a sample with members npy and json."""
+    for path, rel in item.payload:
+        if not Path(path).exists():
+            return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
+    try:
+        arr, meta = convert_series(item.payload, opts)
+    except RejectSeries as exc:
+        return Rejection(item.split, item.rel, str(exc))
+    meta = {"key": item.key, **meta}
+    info = json.dumps(meta, sort_keys=True).encode()
+    stats = {"series": 1, "slices": meta["slices"], "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
+             "modality": {meta["modality"] or "unknown": 1}, "ndim": {str(arr.ndim): 1}}
+    return Sample(key=item.key, label=None, members={"npy": _npy(arr), "json": info},
+                  stats=stats)

@@ -1,0 +1,148 @@
+"""Synthetic DICOM series with exact, known geometry (for the dicom converter and volume loader tests)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+PATIENT_NAME = "Doe^Jane"
+PATIENT_ID = "PID-7731-SECRET"
+ACCESSION = "ACC-99812"
+INSTITUTION = "St Example Hospital"
+BIRTH_DATE = "19610417"
+PHI_STRINGS = (PATIENT_NAME, PATIENT_ID, ACCESSION, INSTITUTION, BIRTH_DATE, "Doe")
+
+
+@dataclass(frozen=True)
+class Phantom:
+    """A CT series: `slices` axial slices of rows x cols, background HU, and a sphere of `sphere_hu`."""
+
+    rows: int = 40
+    cols: int = 36
+    slices: int = 16
+    pixel_spacing: tuple[float, float] = (0.8, 0.7)  # (between rows, between columns)
+    slice_spacing: float = 2.5
+    origin: tuple[float, float, float] = (-12.0, -20.0, 40.0)
+    center_mm: tuple[float, float, float] = (1.5, -4.0, 58.0)  # (x, y, z) patient coordinates
+    radius_mm: float = 8.0
+    background_hu: int = 0
+    sphere_hu: int = 800
+    slope: float = 0.5
+    intercept: float = -1024.0
+    series_uid: str = "1.2.826.0.1.3680043.8.498.1234567890.1"
+
+    def hu(self) -> np.ndarray:
+        """The HU volume (z, y, x) the series encodes."""
+        k, i, j = np.meshgrid(np.arange(self.slices), np.arange(self.rows), np.arange(self.cols), indexing="ij")
+        x = self.origin[0] + j * self.pixel_spacing[1]
+        y = self.origin[1] + i * self.pixel_spacing[0]
+        z = self.origin[2] + k * self.slice_spacing
+        cx, cy, cz = self.center_mm
+        inside = (x - cx) ** 2 + (y - cy) ** 2 + (z - cz) ** 2 <= self.radius_mm ** 2
+        return np.where(inside, self.sphere_hu, self.background_hu).astype(np.int32)
+
+
+def make_slice(path: Path, pixels: np.ndarray, *, series_uid: str, position: tuple[float, float, float] | None,
+               orientation: tuple[float, ...] | None = (1, 0, 0, 0, 1, 0), pixel_spacing=(0.8, 0.7),
+               slope: float = 1.0, intercept: float = 0.0, instance: int = 1, modality: str = "CT",
+               with_pixels: bool = True, slice_thickness: float | None = None) -> Path:
+    """Write one single-frame DICOM file with the given stored pixels (uint16) and geometry."""
+    from pydicom.dataset import Dataset, FileMetaDataset
+    from pydicom.uid import CTImageStorage, ExplicitVRLittleEndian, generate_uid
+
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = CTImageStorage
+    sop_uid = generate_uid(entropy_srcs=[str(path), series_uid, str(instance)])
+    meta.MediaStorageSOPInstanceUID = sop_uid
+    meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds = Dataset()
+    ds.file_meta = meta
+    ds.SOPClassUID = CTImageStorage
+    ds.SOPInstanceUID = sop_uid
+    ds.PatientName = PATIENT_NAME
+    ds.PatientID = PATIENT_ID
+    ds.PatientBirthDate = BIRTH_DATE
+    ds.AccessionNumber = ACCESSION
+    ds.InstitutionName = INSTITUTION
+    ds.StudyInstanceUID = series_uid + ".0"
+    ds.SeriesInstanceUID = series_uid
+    ds.Modality = modality
+    ds.SeriesDescription = "CHEST PHANTOM"
+    ds.InstanceNumber = instance
+    if position is not None:
+        ds.ImagePositionPatient = [f"{v:.4f}" for v in position]
+    if orientation is not None:
+        ds.ImageOrientationPatient = [f"{v:.6f}" for v in orientation]
+    ds.PixelSpacing = [f"{v:.4f}" for v in pixel_spacing]
+    if slice_thickness is not None:
+        ds.SliceThickness = f"{slice_thickness:.4f}"
+    ds.RescaleSlope = f"{slope:g}"
+    ds.RescaleIntercept = f"{intercept:g}"
+    ds.Rows, ds.Columns = pixels.shape
+    ds.SamplesPerPixel = 1
+    ds.PhotometricInterpretation = "MONOCHROME2"
+    ds.BitsAllocated = 16
+    ds.BitsStored = 16
+    ds.HighBit = 15
+    ds.PixelRepresentation = 0
+    if with_pixels:
+        ds.PixelData = np.ascontiguousarray(pixels, dtype="<u2").tobytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ds.save_as(path, enforce_file_format=True)
+    return path
+
+
+def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, skip: tuple[int, ...] = (),
+                  duplicate: tuple[int, ...] = ()) -> list[Path]:
+    """Write the phantom as one file per slice, under shuffled, meaningless names (no extension) and
+    with InstanceNumber reversed, so only ImagePositionPatient gives the right order."""
+    hu = phantom.hu()
+    stored = np.rint((hu - phantom.intercept) / phantom.slope).astype(np.uint16)
+    order = list(range(phantom.slices)) + list(duplicate)
+    random.Random(seed).shuffle(order)
+    paths = []
+    for n, k in enumerate(order):
+        if k in skip:
+            continue
+        position = (phantom.origin[0], phantom.origin[1], phantom.origin[2] + k * phantom.slice_spacing)
+        paths.append(make_slice(root / f"f{n:03d}x", stored[k], series_uid=phantom.series_uid, position=position,
+                                pixel_spacing=phantom.pixel_spacing, slope=phantom.slope,
+                                intercept=phantom.intercept, instance=phantom.slices - k))
+    return paths
+
+
+def convert_dicom(src: Path, dst: Path, *, spacing=None, keep_phi: bool = False, salt: str = "test-salt",
+                  **config: object):
+    """Run the dicom conversion in-process (1 job)."""
+    from converters import get_kind
+    from converters.dicom import DicomOptions
+    from converters.engine import ConvertConfig, convert
+
+    opts = DicomOptions(spacing=spacing, keep_phi=keep_phi, salt=salt)
+    return convert(get_kind("dicom"), src, dst, options=opts,
+                   config=ConvertConfig(**{"jobs": 1, "samples_per_shard": 4, **config}))
+
+
+def read_samples(dst: Path, split: str = "train") -> dict[str, dict[str, bytes]]:
+    """All samples of a converted split: {key: {ext: bytes}} (plain tarfile; never extracts to disk)."""
+    import json
+    import tarfile
+
+    manifest = json.loads((dst / "manifest.json").read_text())
+    out: dict[str, dict[str, bytes]] = {}
+    for shard in manifest["splits"].get(split, {}).get("shards", []):
+        with tarfile.open(dst / shard["name"]) as tar:
+            for member in tar:
+                key, ext = member.name.split(".", 1)
+                out.setdefault(key, {})[ext] = tar.extractfile(member).read()
+    return out
+
+
+def load_volume(sample: dict[str, bytes]) -> tuple[np.ndarray, dict]:
+    import io
+    import json
+
+    return np.load(io.BytesIO(sample["npy"]), allow_pickle=False), json.loads(sample["json"])
