@@ -1,0 +1,122 @@
+"""The DALI graph of the image loader: operator arguments per device, and the pipeline built from them.
+
+`graph_args` is plain data (no DALI import): which device each stage runs on and with which
+arguments, so the GPU variant (`device="mixed"` nvJPEG decode, GPU resize/normalise) is tested on
+machines without a GPU. `build_pipeline` turns it into a DALI pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastdata.images.dali_plan import EpochPlan
+from fastdata.images.options import ImageLoaderOptions
+
+READER_NAME = "Reader"
+
+
+@dataclass(frozen=True)
+class GraphArgs:
+    """Device placement and keyword arguments of every operator of the graph."""
+
+    device_id: int | None  # None: CPU-only pipeline
+    decode_device: str  # "cpu" or "mixed"
+    reader: dict[str, Any]
+    decode: dict[str, Any]
+    resize: dict[str, Any]
+    normalize: dict[str, Any]
+    flip: bool
+    color_jitter: tuple[float, float, float, float] | None
+    out_dtype: str  # dtype DALI produces; the backend converts to opts.dtype if they differ
+    layout: str  # "HWC" (permuted to channels_last NCHW in torch) or "CHW"
+
+
+def device_id_of(device: str) -> int | None:
+    """`cpu` -> None, `cuda` -> 0, `cuda:N` -> N."""
+    if device == "cpu":
+        return None
+    return int(device.split(":", 1)[1]) if ":" in device else 0
+
+
+def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
+    """The operator arguments for these options and this epoch plan, for either device."""
+    device_id = device_id_of(opts.device)
+    gpu = device_id is not None
+    size = opts.image_size
+    reader = dict(
+        paths=[str(s.path) for s in plan.shards],
+        index_paths=[str(s.index_path) for s in plan.shards],
+        ext=["jpg", "cls"],
+        missing_component_behavior="error",
+        shard_id=plan.shard_id,
+        num_shards=plan.num_shards,
+        random_shuffle=plan.shuffle,
+        initial_fill=plan.initial_fill,
+        pad_last_batch=not plan.shuffle,
+        stick_to_shard=True,
+        name=READER_NAME,
+    )
+    decode: dict[str, Any] = dict(device="mixed" if gpu else "cpu", output_type="RGB")
+    if gpu:
+        # nvJPEG: share of images for the hardware decoder (A100/H100), libjpeg-style fancy
+        # upsampling so GPU and CPU decodes agree.
+        decode.update(hw_decoder_load=opts.hw_decoder_load, jpeg_fancy_upsampling=True)
+    if opts.train:
+        decode.update(random_area=list(opts.scale), random_aspect_ratio=list(opts.ratio), num_attempts=10)
+        resize = dict(resize_x=size, resize_y=size, antialias=True, interp_type="linear")
+    else:
+        resize = dict(resize_shorter=opts.resize_short, antialias=True, interp_type="linear")
+    out_dtype = {"uint8": "uint8", "float16": "float16"}.get(opts.dtype, "float32")
+    layout = "HWC" if opts.channels_last else "CHW"
+    normalize: dict[str, Any] = dict(crop=[size, size], crop_pos_x=0.5, crop_pos_y=0.5, dtype=out_dtype,
+                                     output_layout=layout)
+    if opts.dtype == "uint8":
+        normalize.update(mean=[0.0, 0.0, 0.0], std=[1.0, 1.0, 1.0])
+    else:
+        normalize.update(mean=[255.0 * m for m in opts.mean], std=[255.0 * s for s in opts.std])
+    return GraphArgs(device_id=device_id, decode_device=decode["device"], reader=reader, decode=decode,
+                     resize=resize, normalize=normalize, flip=opts.train and opts.hflip,
+                     color_jitter=opts.color_jitter if opts.train else None, out_dtype=out_dtype, layout=layout)
+
+
+def _types(args: dict[str, Any]) -> dict[str, Any]:
+    """Replace the plain-data names of DALI enums by the enums."""
+    import nvidia.dali.types as types
+
+    enums = {"output_type": {"RGB": types.RGB}, "interp_type": {"linear": types.INTERP_LINEAR},
+             "dtype": {"uint8": types.UINT8, "float16": types.FLOAT16, "float32": types.FLOAT}}
+    return {k: enums[k][v] if k in enums else v for k, v in args.items()}
+
+
+def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_threads: int, prefetch: int,
+                   checkpoint: str | None = None) -> Any:
+    """A built DALI pipeline with outputs (images, raw `.cls` bytes, sample source info)."""
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=args.device_id, seed=plan.seed,
+                  prefetch_queue_depth=prefetch, enable_checkpointing=True, exec_dynamic=True)
+    def image_graph():  # type: ignore[no-untyped-def]
+        jpegs, labels = fn.readers.webdataset(**args.reader)
+        info = fn.get_property(jpegs, key="source_info")
+        if "random_area" in args.decode:
+            images = fn.decoders.image_random_crop(jpegs, **_types(args.decode))
+        else:
+            images = fn.decoders.image(jpegs, **_types(args.decode))
+        images = fn.resize(images, **_types(args.resize))
+        if args.color_jitter is not None:
+            b, c, s, h = args.color_jitter
+            images = fn.color_twist(
+                images,
+                brightness=fn.random.uniform(range=[max(0.0, 1 - b), 1 + b]),
+                contrast=fn.random.uniform(range=[max(0.0, 1 - c), 1 + c]),
+                saturation=fn.random.uniform(range=[max(0.0, 1 - s), 1 + s]),
+                hue=fn.random.uniform(range=[-360.0 * h, 360.0 * h]),
+            )
+        mirror = fn.random.coin_flip(probability=0.5) if args.flip else 0
+        images = fn.crop_mirror_normalize(images, mirror=mirror, **_types(args.normalize))
+        return images, labels, info
+
+    pipe = image_graph(checkpoint=checkpoint) if checkpoint else image_graph()
+    pipe.build()
+    return pipe
