@@ -46,7 +46,7 @@ class ImageLoaderOptions:
         def bad(name: str, value: object, allowed: str) -> ValueError:
             return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
 
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+        if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
             raise bad("batch_size", self.batch_size, "an integer >= 1")
         if not isinstance(self.image_size, int) or self.image_size < 8:
             raise bad("image_size", self.image_size, "an integer >= 8")
@@ -54,7 +54,7 @@ class ImageLoaderOptions:
             raise bad("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:
             raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
-        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
+        if not isinstance(self.device, str) or not (self.device in ("cpu", "cuda") or self.device.startswith("cuda:")):
             raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
         if len(self.mean) != 3 or len(self.std) != 3 or any(s <= 0 for s in self.std):
             raise bad("mean/std", (self.mean, self.std), "three values each, std > 0")
@@ -65,11 +65,22 @@ class ImageLoaderOptions:
         if self.color_jitter is not None and (len(self.color_jitter) != 4 or any(v < 0 for v in self.color_jitter)):
             raise bad("color_jitter", self.color_jitter, "None or four non-negative values "
                       "(brightness, contrast, saturation, hue)")
+        if self.color_jitter is not None and self.color_jitter[3] > 0.5:
+            raise bad("color_jitter", self.color_jitter, "with hue <= 0.5 (hue is a fraction of the colour circle)")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise bad("seed", self.seed, "an integer >= 0")
+        for flag in ("train", "channels_last", "hflip"):
+            if not isinstance(getattr(self, flag), bool):
+                raise bad(flag, getattr(self, flag), "True or False")
+        if self.drop_last is not None and not isinstance(self.drop_last, bool):
+            raise bad("drop_last", self.drop_last, "None (train drops, eval keeps), True or False")
         if not isinstance(self.num_threads, int) or self.num_threads < 1:
             raise bad("num_threads", self.num_threads, "an integer >= 1")
         if not isinstance(self.prefetch, int) or self.prefetch < 1:
             raise bad("prefetch", self.prefetch, "an integer >= 1")
-        if not 0 <= self.rank < self.world_size:
+        if not isinstance(self.world_size, int) or self.world_size < 1:
+            raise bad("world_size", self.world_size, "an integer >= 1")
+        if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
             raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
         if self.on_error not in ON_ERROR:
             raise bad("on_error", self.on_error, f"one of {list(ON_ERROR)}")

@@ -1,0 +1,109 @@
+"""Per-sample CPU work of the kornia backend: libjpeg-turbo decode, crop, resize to S x S (uint8).
+
+Runs in the decode thread pool: `simplejpeg.decode_jpeg` and torch's resize kernels release the GIL,
+so `num_threads` threads decode in parallel. Only what is needed is decoded: the DCT-domain downscale
+of libjpeg-turbo (1/2, 1/4, 1/8) is used whenever the region we keep still has at least the output
+resolution (train only: eval decodes at full size so it matches torchvision Resize + CenterCrop), and eval
+skips the resize when the shorter side already has the target length (shards converted with
+--short-side equal to image_size / 0.875).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from fastdata.errors import ShardError
+from fastdata.images.geometry import (
+    Box,
+    center_crop_offsets,
+    dct_factor,
+    random_resized_crop_box,
+    resize_short_size,
+)
+from fastdata.images.reader import RawSample
+
+DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's decompression-bomb limit
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    """What a train sample's RNG decided besides the crop: flip and colour-jitter factors."""
+
+    flip: bool
+    jitter: tuple[float, float, float, float] | None  # brightness, contrast, saturation, hue
+
+
+def _header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
+    import simplejpeg
+
+    try:
+        height, width, _, _ = simplejpeg.decode_jpeg_header(raw.data)
+    except ValueError as exc:
+        raise ShardError(f"corrupt JPEG in {raw.shard}, key {raw.key}: {exc}") from exc
+    if height * width > max_pixels:
+        raise ShardError(f"image too large in {raw.shard}, key {raw.key}: {width}x{height} pixels is more than "
+                         f"max_pixels={max_pixels} (decompression bomb guard)")
+    return height, width
+
+
+def _decode(raw: RawSample, factor: int) -> np.ndarray:
+    import simplejpeg
+
+    try:
+        return simplejpeg.decode_jpeg(raw.data, colorspace="RGB", min_factor=factor, strict=True)
+    except ValueError as exc:
+        raise ShardError(f"corrupt JPEG in {raw.shard}, key {raw.key}: {exc}") from exc
+
+
+def resize_hwc(image: np.ndarray | torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Bilinear, antialiased resize of a uint8 HWC image (torchvision v2 Resize on uint8 tensors)."""
+    x = torch.as_tensor(image).permute(2, 0, 1).unsqueeze(0)
+    if x.shape[-2:] == (height, width):
+        return x[0].permute(1, 2, 0)
+    y = F.interpolate(x, size=(height, width), mode="bilinear", antialias=True, align_corners=False)
+    return y[0].permute(1, 2, 0)
+
+
+def draw_train_params(rng: np.random.Generator, color_jitter: tuple[float, float, float, float] | None,
+                      hflip: bool) -> TrainParams:
+    """Flip and jitter factors, drawn before the crop so their values do not depend on the image size."""
+    flip = bool(rng.random() < 0.5) and hflip
+    jitter = None
+    if color_jitter is not None:
+        b, c, s, h = color_jitter
+        jitter = (float(rng.uniform(max(0.0, 1 - b), 1 + b)), float(rng.uniform(max(0.0, 1 - c), 1 + c)),
+                  float(rng.uniform(max(0.0, 1 - s), 1 + s)), float(rng.uniform(-h, h)))
+    return TrainParams(flip=flip, jitter=jitter)
+
+
+def train_crop_box(raw: RawSample, rng: np.random.Generator, *, scale: tuple[float, float],
+                   ratio: tuple[float, float], max_pixels: int) -> tuple[Box, int, int]:
+    """The random-resized-crop box in full-resolution coordinates, and the full (height, width)."""
+    height, width = _header(raw, max_pixels)
+    return random_resized_crop_box(rng, height, width, scale=scale, ratio=ratio), height, width
+
+
+def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int) -> torch.Tensor:
+    """Decode (downscaled in the DCT when the crop allows), crop `box`, resize to size x size: uint8 HWC."""
+    factor = dct_factor(box.height, box.width, size)
+    image = _decode(raw, factor)
+    if factor > 1:
+        box = box.scaled(image.shape[0] / height, image.shape[1] / width, max_h=image.shape[0],
+                         max_w=image.shape[1])
+    crop = image[box.top:box.top + box.height, box.left:box.left + box.width]
+    return resize_hwc(crop, size, size)
+
+
+def decode_eval(raw: RawSample, *, resize_short: int, size: int, max_pixels: int) -> torch.Tensor:
+    """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC."""
+    _header(raw, max_pixels)
+    image = _decode(raw, 1)  # full resolution: eval tensors must match torchvision / DALI closely
+    new_h, new_w = resize_short_size(image.shape[0], image.shape[1], resize_short)
+    top, left = center_crop_offsets(new_h, new_w, size)
+    if (new_h, new_w) == image.shape[:2]:
+        return torch.from_numpy(image[top:top + size, left:left + size])
+    return resize_hwc(image, new_h, new_w)[top:top + size, left:left + size]

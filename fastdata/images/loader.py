@@ -1,0 +1,150 @@
+"""`image_loader(source, ...)`: the image `Loader`, a drop-in PyTorch iterable over converted shards.
+
+Rank, world size, device and backend are resolved once here, at the edge, and passed explicitly to
+the backend as one frozen `ImageLoaderOptions`. Backends are looked up in `BACKENDS` (name ->
+"module:Class") and imported only when chosen, so DALI and kornia stay optional.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from fastdata.dataset import DatasetView, open_dataset
+from fastdata.distributed import resolve_rank
+from fastdata.errors import ManifestError, require
+from fastdata.images.options import ImageLoaderOptions
+
+BACKENDS: dict[str, str] = {
+    "kornia": "fastdata.images.kornia_backend:KorniaBackend",
+    "dali": "fastdata.images.dali_backend:DaliBackend",
+}
+_EXTRAS = {"kornia": ("kornia", "kornia"), "dali": ("nvidia.dali", "dali")}
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ImageLoaderOptions))
+
+
+class Backend(Protocol):
+    """What a backend class provides; built as `Backend(view, options)`."""
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]: ...
+    def __len__(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    @property
+    def num_samples(self) -> int: ...
+    @property
+    def skipped(self) -> int: ...
+
+
+class Loader:
+    """Iterable of `(images, labels)` batches; see docs/loading.md for the output contract."""
+
+    def __init__(self, view: DatasetView, options: ImageLoaderOptions, backend: Backend) -> None:
+        self._view, self._options, self._backend = view, options, backend
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return iter(self._backend)
+
+    def __len__(self) -> int:
+        """Batches per epoch on this rank (equal on every rank)."""
+        return len(self._backend)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose order the next iteration follows (call it before every epoch)."""
+        self._backend.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the iteration stands: load it into a fresh loader to get the rest of the epoch."""
+        return self._backend.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._backend.load_state_dict(state)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return self._view.classes
+
+    @property
+    def num_samples(self) -> int:
+        """Real samples this rank yields per epoch (padding rows excluded)."""
+        return self._backend.num_samples
+
+    @property
+    def skipped(self) -> int:
+        """Corrupt samples skipped so far with on_error='skip'."""
+        return self._backend.skipped
+
+    @property
+    def options(self) -> ImageLoaderOptions:
+        return self._options
+
+    @property
+    def split(self) -> str:
+        return self._view.split
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    def __repr__(self) -> str:
+        o = self._options
+        return (f"Loader({str(self._view.root)!r}, split={self.split!r}, backend={o.backend!r}, "
+                f"batch_size={o.batch_size}, train={o.train}, rank={o.rank}/{o.world_size}, batches={len(self)})")
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_backend() -> str:
+    try:
+        return "dali" if importlib.util.find_spec("nvidia.dali") is not None else "kornia"
+    except (ImportError, ValueError):
+        return "kornia"
+
+
+def build_options(**kwargs: Any) -> ImageLoaderOptions:
+    """ImageLoaderOptions with rank/world, device and backend defaults resolved; unknown names refused."""
+    unknown = sorted(set(kwargs) - set(_OPTION_NAMES))
+    if unknown:
+        raise TypeError(f"unknown image loader option(s) {unknown}; allowed: split, {', '.join(_OPTION_NAMES)}")
+    kwargs["rank"], kwargs["world_size"] = resolve_rank(kwargs.get("rank"), kwargs.get("world_size"))
+    if kwargs.get("device") is None:
+        kwargs["device"] = default_device()
+    if kwargs.get("backend") is None:
+        kwargs["backend"] = default_backend()
+    for name in ("mean", "std", "scale", "ratio", "color_jitter"):
+        if isinstance(kwargs.get(name), list):
+            kwargs[name] = tuple(kwargs[name])
+    opts = ImageLoaderOptions(**kwargs)
+    if opts.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={opts.device!r} but torch.cuda.is_available() is False; use device='cpu'")
+    return opts
+
+
+def image_loader(source: str | Path, /, *, split: str | None = None, **kwargs: Any) -> Loader:
+    """A `Loader` over the images dataset at `source` (a directory, or a glob of its shards).
+
+    Keyword options are the fields of `ImageLoaderOptions` (batch_size, train, image_size, backend,
+    device, dtype, channels_last, mean, std, scale, ratio, hflip, color_jitter, seed, drop_last,
+    num_threads, prefetch, rank, world_size, on_error, hw_decoder_load).
+    """
+    opts = build_options(**kwargs)
+    view = open_dataset(source, split=split)
+    if view.manifest.kind != "images":
+        raise ManifestError(f"{view.root} holds a dataset of kind {view.manifest.kind!r}; image_loader reads "
+                            "kind 'images' (use fastdata.loader() to pick the loader by kind)")
+    module_name, class_name = BACKENDS[opts.backend].split(":")
+    require(*_EXTRAS[opts.backend])
+    backend_cls = getattr(importlib.import_module(module_name), class_name)
+    return Loader(view, opts, backend_cls(view, opts))

@@ -1,0 +1,189 @@
+"""Random access to the samples of one split: `.tar` shards through their `.idx`, Arrow shards memory-mapped.
+
+Tar shards are read with `os.pread` at the offsets the DALI index records (no tar parsing, nothing
+extracted to disk, thread-safe without locks per read). Arrow IPC stream shards are memory-mapped with
+pyarrow and sliced zero-copy. Nothing is ever unpickled or executed. A sample is addressed by its global
+index in the split (shards in manifest order, samples in shard order).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastdata.dataset import DatasetView, ShardRef
+from fastdata.errors import ShardError
+
+IMAGE_EXTS = ("jpg", "jpeg")
+
+
+@dataclass(frozen=True)
+class RawSample:
+    """The encoded image of one sample and where it came from (for error messages)."""
+
+    data: bytes | memoryview
+    label: int
+    key: str
+    shard: Path
+
+
+class TarShard:
+    """One WebDataset `.tar` shard, read through the offsets of its `.idx` file."""
+
+    def __init__(self, ref: ShardRef) -> None:
+        self.path = ref.path
+        idx = ref.index_path
+        if idx is None:
+            raise ShardError(f"shard {self.path} has no index in the manifest; re-run `fastdata convert`")
+        try:
+            lines = idx.read_text(encoding="utf-8").splitlines()
+            size = os.path.getsize(self.path)
+        except FileNotFoundError as exc:
+            raise ShardError(f"{exc.filename} is missing (shard {self.path}); re-run `fastdata convert`") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ShardError(f"cannot read index {idx} of shard {self.path}: {exc}") from exc
+        self._entries: list[tuple[str, int, int, int, int]] = []  # key, jpg off, jpg size, cls off, cls size
+        for n, line in enumerate(lines[1:], start=2):
+            self._entries.append(self._parse(line, idx, n, size))
+        if len(self._entries) != ref.info.samples:
+            raise ShardError(f"index {idx} lists {len(self._entries)} samples, the manifest says "
+                             f"{ref.info.samples} for {self.path}; re-run `fastdata convert`")
+        self._fd = os.open(self.path, os.O_RDONLY)
+
+    def _parse(self, line: str, idx: Path, lineno: int, size: int) -> tuple[str, int, int, int, int]:
+        parts = line.split()
+        if len(parts) % 4 != 0 or not parts:
+            raise ShardError(f"index {idx} line {lineno} is malformed: {line[:80]!r}")
+        members: dict[str, tuple[int, int]] = {}
+        key = ""
+        for i in range(0, len(parts), 4):
+            ext, off, length, name = parts[i:i + 4]
+            key = name.split(".", 1)[0]
+            members[ext] = (int(off), int(length))
+        image = next((members[e] for e in IMAGE_EXTS if e in members), None)
+        if image is None or "cls" not in members:
+            raise ShardError(f"sample {key} in {self.path} has members {sorted(members)}; "
+                             "an image sample needs 'jpg' and 'cls'")
+        cls = members["cls"]
+        end = max(image[0] + image[1], cls[0] + cls[1])
+        if end > size:
+            raise ShardError(f"shard {self.path} is truncated: sample {key} ends at byte {end}, the file "
+                             f"has {size} bytes; re-run `fastdata convert` or restore the file")
+        return key, image[0], image[1], cls[0], cls[1]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def read(self, i: int, /) -> RawSample:
+        key, off, length, cls_off, cls_len = self._entries[i]
+        lo, hi = min(off, cls_off), max(off + length, cls_off + cls_len)
+        if hi - lo <= length + cls_len + 4096:  # adjacent members: one read for both
+            blob = os.pread(self._fd, hi - lo, lo)
+            view = memoryview(blob)
+            data, cls = view[off - lo: off - lo + length], bytes(view[cls_off - lo: cls_off - lo + cls_len])
+        else:
+            blob = os.pread(self._fd, length, off)
+            data, cls = memoryview(blob), os.pread(self._fd, cls_len, cls_off)
+        if len(data) != length or len(cls) != cls_len:
+            raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
+        try:
+            label = int(cls.decode("ascii"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ShardError(f"sample {key} in {self.path} has a bad class label {cls[:20]!r}") from exc
+        return RawSample(data=data, label=label, key=key, shard=self.path)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+class ArrowShard:
+    """One Arrow IPC stream shard, memory-mapped; columns key, image{bytes, path}, label."""
+
+    def __init__(self, ref: ShardRef) -> None:
+        import pyarrow as pa
+
+        self.path = ref.path
+        try:
+            self._map = pa.memory_map(str(self.path), "r")
+            batches = list(pa.ipc.open_stream(self._map))
+        except FileNotFoundError as exc:
+            raise ShardError(f"shard {self.path} listed in the manifest is missing") from exc
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise ShardError(f"shard {self.path} is truncated or not an Arrow IPC stream: {exc}; "
+                             "re-run `fastdata convert` or restore the file") from exc
+        self._starts: list[int] = []
+        self._images, self._labels, self._keys = [], [], []
+        total = 0
+        for batch in batches:
+            names = batch.schema.names
+            if not {"key", "image", "label"} <= set(names):
+                raise ShardError(f"shard {self.path} has columns {names}; an image shard needs key, image, label")
+            self._starts.append(total)
+            self._images.append(batch.column("image").flatten()[0])  # struct field 'bytes', offset applied
+            self._labels.append(batch.column("label").to_numpy(zero_copy_only=False))
+            self._keys.append(batch.column("key"))
+            total += batch.num_rows
+        if total != ref.info.samples:
+            raise ShardError(f"shard {self.path} holds {total} rows, the manifest says {ref.info.samples}; "
+                             "re-run `fastdata convert` or restore the file")
+        self._len = total
+
+    def __len__(self) -> int:
+        return self._len
+
+    def read(self, i: int, /) -> RawSample:
+        b = bisect.bisect_right(self._starts, i) - 1
+        row = i - self._starts[b]
+        key = str(self._keys[b][row].as_py())
+        image = self._images[b][row]
+        if not image.is_valid:
+            raise ShardError(f"sample {key} in {self.path} has no image bytes")
+        return RawSample(data=memoryview(image.as_buffer()).cast("B"), label=int(self._labels[b][row]), key=key,
+                         shard=self.path)
+
+    def close(self) -> None:
+        self._map.close()
+
+
+class SplitReader:
+    """All shards of one split behind one global index; shards are opened lazily and thread-safely."""
+
+    def __init__(self, view: DatasetView) -> None:
+        self._refs = view.shards
+        self._shard_type = ArrowShard if view.manifest.shard_format == "arrow" else TarShard
+        self._starts: list[int] = []
+        total = 0
+        for ref in self._refs:
+            self._starts.append(total)
+            total += ref.info.samples
+        self._len = total
+        self._open: dict[int, TarShard | ArrowShard] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _shard(self, s: int) -> TarShard | ArrowShard:
+        shard = self._open.get(s)
+        if shard is None:
+            with self._lock:
+                shard = self._open.get(s)
+                if shard is None:
+                    shard = self._shard_type(self._refs[s])
+                    self._open[s] = shard
+        return shard
+
+    def read(self, index: int, /) -> RawSample:
+        if not 0 <= index < self._len:
+            raise IndexError(f"sample index {index} out of range 0..{self._len - 1}")
+        s = bisect.bisect_right(self._starts, index) - 1
+        return self._shard(s).read(index - self._starts[s])
+
+    def close(self) -> None:
+        with self._lock:
+            for shard in self._open.values():
+                shard.close()
+            self._open.clear()
