@@ -203,6 +203,6 @@ class DaliBackend:
     def _padding(self) -> tuple[torch.Tensor, torch.Tensor]:
         s, n = self.opts.image_size, self.opts.batch_size
         fmt = torch.channels_last if self.opts.channels_last else torch.contiguous_format
-        images = torch.zeros((n, 3, s, s), dtype=_TORCH_DTYPES[self.opts.dtype], device=self._device,
-                             memory_format=fmt)
+        images = torch.empty((n, 3, s, s), dtype=_TORCH_DTYPES[self.opts.dtype], device=self._device,
+                             memory_format=fmt).zero_()
         return images, torch.full((n,), PAD_LABEL, dtype=torch.int64, device=self._device)

@@ -1,0 +1,48 @@
+"""Builders for the DALI backend tests: a small converted dataset, its keys in manifest order, corruption."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import convert_images, make_image_tree
+
+from fastdata.dataset import open_dataset
+from fastdata.images.options import ImageLoaderOptions
+from fastdata.verify import _tar_samples
+
+CLASSES, PER_CLASS = 3, 9  # 27 samples in shards of 5: 5 5 5 5 5 2
+
+
+def make_dataset(root: Path, *, size: tuple[int, int] = (64, 48), per_class: int = PER_CLASS) -> Path:
+    src = make_image_tree(root / "src", classes=CLASSES, per_class=per_class, size=size)
+    convert_images(src, root / "ds")
+    return root / "ds"
+
+
+def manifest_keys(ds: Path, split: str = "train") -> list[tuple[str, int]]:
+    """(key, label) of every sample: shards in manifest order, samples in shard order."""
+    view = open_dataset(ds, split=split)
+    return [(key, int(m["cls"])) for ref in view.shards for key, m in _tar_samples(ref.path)]
+
+
+def key_of(source_info: str) -> str:
+    """`/x/train-000002.tar:9216:00000012.jpg` -> `00000012`."""
+    return source_info.rsplit(":", 1)[1].partition(".")[0]
+
+
+def backend(ds: Path, **kw):
+    from fastdata.images.dali_backend import DaliBackend
+
+    base = dict(batch_size=4, image_size=32, num_threads=2, prefetch=2, backend="dali")
+    return DaliBackend(open_dataset(ds, split=kw.pop("split", "train")), ImageLoaderOptions(**{**base, **kw}))
+
+
+def corrupt_jpeg(ds: Path, shard: str, line: int) -> str:
+    """Overwrite the jpg bytes of sample `line` of `shard` in place (same size); returns its key."""
+    fields = (ds / shard).with_suffix(".idx").read_text().splitlines()[1 + line].split()
+    i = fields.index("jpg")
+    offset, size, name = int(fields[i + 1]), int(fields[i + 2]), fields[i + 3]
+    data = bytearray((ds / shard).read_bytes())
+    data[offset:offset + size] = bytes((7 * k) % 251 for k in range(size))
+    (ds / shard).write_bytes(bytes(data))
+    return name.partition(".")[0]

@@ -1,0 +1,241 @@
+"""DALI backend on CPU: output contract, epoch/rank rules, determinism, resume, errors, GPU plumbing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("nvidia.dali")
+
+from conftest_dali import backend, corrupt_jpeg, key_of, make_dataset, manifest_keys  # noqa: E402
+
+from fastdata.errors import ShardError  # noqa: E402
+from fastdata.images.dali_graph import graph_args  # noqa: E402
+from fastdata.images.dali_plan import ShardSource, block, plan_epoch  # noqa: E402
+from fastdata.images.options import IMAGENET_MEAN, IMAGENET_STD, ImageLoaderOptions  # noqa: E402
+from fastdata.manifest import read_manifest  # noqa: E402
+
+N = 27
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("dali"))
+
+
+def run_epoch(b) -> tuple[list[torch.Tensor], list[torch.Tensor], list[list[str]]]:
+    images, labels, keys = [], [], []
+    for x, y in b:
+        images.append(x)
+        labels.append(y)
+        keys.append([key_of(k) for k in b.last_keys])
+    return images, labels, keys
+
+
+@pytest.mark.parametrize("train,dtype,channels_last", [
+    (True, "float32", True), (True, "uint8", False), (False, "bfloat16", True), (False, "float16", False)])
+def test_output_contract(ds: Path, train: bool, dtype: str, channels_last: bool) -> None:
+    b = backend(ds, train=train, dtype=dtype, channels_last=channels_last, color_jitter=(0.2, 0.2, 0.2, 0.05))
+    images, labels, _ = run_epoch(b)
+    assert len(images) == len(b) > 0
+    want = {"float32": torch.float32, "uint8": torch.uint8, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    for x, y in zip(images, labels):
+        assert x.shape == (4, 3, 32, 32) and x.dtype == want[dtype] and x.device.type == "cpu"
+        assert y.shape == (4,) and y.dtype == torch.int64
+        if channels_last:
+            assert x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
+        else:
+            assert x.is_contiguous()
+    real = torch.cat([x[y >= 0] for x, y in zip(images, labels)]).float()
+    if dtype == "uint8":
+        assert real.min() >= 0 and real.max() <= 255 and real.max() > 100  # raw pixels, not normalised
+    else:
+        lo = min((0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
+        hi = max((1 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
+        assert lo - 0.02 <= real.min() < 0 < real.max() <= hi + 0.02
+        per_channel = real.mean(dim=(0, 2, 3))
+        assert per_channel.abs().max() < 1.5  # normalised around 0, not 0..255
+
+
+def test_eval_visits_manifest_order_with_padding(ds: Path) -> None:
+    b = backend(ds, train=False)
+    images, labels, keys = run_epoch(b)
+    expected = manifest_keys(ds)
+    assert len(b) == len(images) == 7 and b.num_samples == N
+    flat = torch.cat(labels).tolist()
+    assert flat[:N] == [lab for _, lab in expected] and flat[N:] == [-100]
+    assert [k for batch in keys for k in batch] == [k for k, _ in expected]
+    assert torch.count_nonzero(images[-1][3]) == 0 and torch.count_nonzero(images[-1][2]) > 0
+    counts = Counter(lab for lab in flat if lab >= 0)
+    assert [counts[c] for c in range(3)] == list(read_manifest(ds).splits["train"].class_counts)
+    # the eval pipeline is reused across epochs and gives the same epoch again
+    again = run_epoch(b)
+    assert torch.equal(torch.cat(again[1]), torch.cat(labels))
+    assert all(torch.equal(x, y) for x, y in zip(again[0], images))
+
+
+def test_train_epoch_is_a_permutation_with_manifest_counts(ds: Path) -> None:
+    b = backend(ds, train=True, batch_size=9)
+    _, labels, keys = run_epoch(b)
+    assert len(b) == 3 and b.num_samples == N
+    assert sorted(k for batch in keys for k in batch) == sorted(k for k, _ in manifest_keys(ds))
+    counts = Counter(torch.cat(labels).tolist())
+    assert [counts[c] for c in range(3)] == list(read_manifest(ds).splits["train"].class_counts)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4])
+def test_eval_ranks_disjoint_complete_equal(ds: Path, world_size: int) -> None:
+    expected = [k for k, _ in manifest_keys(ds)]
+    seen, lengths = [], set()
+    for rank in range(world_size):
+        b = backend(ds, train=False, rank=rank, world_size=world_size, batch_size=3)
+        _, labels, keys = run_epoch(b)
+        lengths.add(len(labels))
+        real = [k for batch, lab in zip(keys, labels) for k, y in zip(batch, lab.tolist()) if y >= 0]
+        lo, hi = block(rank, world_size, N)
+        assert real == expected[lo:hi]  # contiguous block in manifest order
+        assert b.num_samples == hi - lo
+        seen.extend(real)
+    assert seen == expected  # disjoint and complete
+    assert lengths == {math.ceil(math.ceil(N / world_size) / 3)}
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_train_ranks_equal_full_batches_and_disjoint(ds: Path, world_size: int) -> None:
+    seen: list[str] = []
+    for rank in range(world_size):
+        b = backend(ds, train=True, rank=rank, world_size=world_size, batch_size=2)
+        images, _, keys = run_epoch(b)
+        assert len(b) == len(images) == (N // world_size) // 2
+        assert all(x.shape[0] == 2 for x in images)
+        seen.extend(k for batch in keys for k in batch)
+    assert len(seen) == len(set(seen))
+
+
+def test_set_epoch_is_deterministic(ds: Path) -> None:
+    a, b = backend(ds, seed=5), backend(ds, seed=5)
+    first = run_epoch(a)
+    assert torch.equal(torch.cat(first[1]), torch.cat(run_epoch(b)[1]))
+    assert all(torch.equal(x, y) for x, y in zip(first[0], run_epoch(b)[0]))
+    a.set_epoch(1)
+    second = run_epoch(a)
+    assert first[2] != second[2]
+    a.set_epoch(0)
+    assert run_epoch(a)[2] == first[2]
+    assert run_epoch(backend(ds, seed=6))[2] != first[2]
+
+
+@pytest.mark.parametrize("train,use_checkpoint", [(True, True), (True, False), (False, True)])
+def test_resume_mid_epoch(ds: Path, train: bool, use_checkpoint: bool) -> None:
+    full = run_epoch(backend(ds, train=train, seed=3))
+    a = backend(ds, train=train, seed=3)
+    a.set_epoch(0)
+    it = iter(a)
+    for _ in range(2):
+        next(it)
+    state = json.loads(json.dumps(a.state_dict()))
+    assert state["batches"] == 2 and (state["checkpoint"] is not None)
+    if not use_checkpoint:
+        state["checkpoint"] = None  # replay path
+    fresh = backend(ds, train=train, seed=3)
+    fresh.load_state_dict(state)
+    rest = run_epoch(fresh)
+    assert len(rest[0]) == len(full[0]) - 2
+    assert rest[2] == full[2][2:]
+    assert all(torch.equal(x, y) for x, y in zip(rest[1], full[1][2:]))
+    assert all(torch.equal(x, y) for x, y in zip(rest[0], full[0][2:]))
+
+
+def test_load_state_from_other_settings_is_refused(ds: Path) -> None:
+    state = backend(ds, seed=1).state_dict()
+    with pytest.raises(ValueError, match="seed"):
+        backend(ds, seed=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="dali backend"):
+        backend(ds).load_state_dict({"backend": "kornia", "epoch": 0})
+
+
+@pytest.fixture
+def corrupt_ds(ds: Path, tmp_path: Path) -> tuple[Path, str]:
+    bad = tmp_path / "bad"
+    shutil.copytree(ds, bad)
+    return bad, corrupt_jpeg(bad, "train-000002.tar", 1)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_corrupt_jpeg_error_names_shard_and_key(corrupt_ds: tuple[Path, str], train: bool) -> None:
+    bad, key = corrupt_ds
+    with pytest.raises(ShardError, match=rf"train-000002\.tar, key {key}"):
+        run_epoch(backend(bad, train=train))
+
+
+def test_corrupt_jpeg_skipped_and_counted(corrupt_ds: tuple[Path, str], caplog: pytest.LogCaptureFixture) -> None:
+    bad, key = corrupt_ds
+    with caplog.at_level(logging.WARNING, logger="fastdata.images.dali_scan"):
+        b = backend(bad, train=False, on_error="skip")
+    assert b.skipped == 1 and key in caplog.text
+    _, labels, keys = run_epoch(b)
+    real = [k for batch in keys for k in batch]
+    assert real == [k for k, _ in manifest_keys(bad) if k != key]
+    assert b.num_samples == N - 1 and int((torch.cat(labels) >= 0).sum()) == N - 1
+
+
+def test_missing_index_and_arrow_shards_are_refused(ds: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "noidx"
+    shutil.copytree(ds, copy)
+    (copy / "train-000003.idx").unlink()
+    from fastdata.dataset import open_dataset
+    from fastdata.images.dali_backend import DaliBackend
+
+    view = open_dataset(copy, split="train", check_files=False)
+    with pytest.raises(ShardError, match=r"train-000003\.tar"):
+        DaliBackend(view, ImageLoaderOptions(batch_size=2))
+
+
+def _plan(train: bool):
+    shards = (ShardSource(Path("a.tar"), Path("a.idx"), 5), ShardSource(Path("b.tar"), Path("b.idx"), 4))
+    return plan_epoch(shards, train=train, batch_size=4, keep_last=not train, seed=0, epoch=0, rank=1, world_size=2)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:1"])
+def test_graph_args_for_each_device(device: str) -> None:
+    for train in (True, False):
+        opts = ImageLoaderOptions(batch_size=4, train=train, image_size=224, device=device, hw_decoder_load=0.4,
+                                  dtype="bfloat16", channels_last=True)
+        args = graph_args(opts, _plan(train))
+        assert args.reader["shard_id"] == 1 and args.reader["num_shards"] == 2
+        assert args.reader["random_shuffle"] is train and args.reader["pad_last_batch"] is (not train)
+        assert args.normalize["output_layout"] == "HWC" and args.normalize["crop"] == [224, 224]
+        assert args.normalize["mean"][0] == pytest.approx(0.485 * 255) and args.out_dtype == "float32"
+        if device == "cpu":
+            assert args.device_id is None and args.decode_device == "cpu" and "hw_decoder_load" not in args.decode
+        else:
+            assert args.device_id == (1 if device == "cuda:1" else 0) and args.decode_device == "mixed"
+            assert args.decode["hw_decoder_load"] == 0.4 and args.decode["jpeg_fancy_upsampling"] is True
+        if train:
+            assert args.decode["random_area"] == [0.08, 1.0] and args.resize["resize_x"] == 224 and args.flip
+        else:
+            assert args.resize["resize_shorter"] == 256 and args.resize["antialias"] and not args.flip
+
+
+@pytest.mark.parametrize("total,world_size,batch_size", [(27, 1, 4), (27, 4, 1), (10, 3, 4), (2, 4, 3), (100, 3, 7)])
+def test_plan_counts(total: int, world_size: int, batch_size: int) -> None:
+    sizes = [5] * (total // 5) + ([total % 5] if total % 5 else [])
+    shards = tuple(ShardSource(Path(f"{i}.tar"), Path(f"{i}.idx"), n) for i, n in enumerate(sizes))
+    evals = [plan_epoch(shards, train=False, batch_size=batch_size, keep_last=True, seed=0, epoch=0, rank=r,
+                        world_size=world_size) for r in range(world_size)]
+    assert {p.batches for p in evals} == {math.ceil(math.ceil(total / world_size) / batch_size)}
+    assert sum(p.num_samples for p in evals) == total
+    trains = [plan_epoch(shards, train=True, batch_size=batch_size, keep_last=False, seed=0, epoch=e, rank=r,
+                         world_size=world_size) for r in range(world_size) for e in (0, 1)]
+    assert {p.batches for p in trains} == {(total // world_size) // batch_size}
+    orders = {tuple(s.path.name for s in p.shards) for p in trains}
+    assert len(orders) <= 2 and all(sorted(o) == sorted(s.path.name for s in shards) for o in orders)
+    assert np.all([p.rank_samples >= (total // world_size) for p in trains])
