@@ -1,0 +1,83 @@
+"""Intensity normalisation and 3D augmentation of patch batches, on the batch's device.
+
+Augmentation uses kornia's 3D augmentations (random crop, flips on each axis, affine rotation and
+scaling) plus two of our own that kornia lacks: random 90-degree rotations in the (H, W) plane and
+an elastic deformation (a smooth random displacement field applied with `grid_sample`). Callers
+seed torch's RNG per batch (see loader.py), which makes the augmentation reproducible.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from fastdata.errors import require
+from fastdata.volumes.options import VolumeLoaderOptions
+
+
+def normalise(x: torch.Tensor, opts: VolumeLoaderOptions) -> torch.Tensor:
+    """HU -> [0, 1] with `window`, or z-score (per patch or with a fixed mean/std), else raw HU."""
+    if opts.window is not None:
+        lo, hi = opts.window
+        return ((x - lo) / (hi - lo)).clamp_(0.0, 1.0)
+    if opts.zscore is True:
+        dims = tuple(range(1, x.ndim))
+        mean = x.mean(dim=dims, keepdim=True)
+        std = x.std(dim=dims, keepdim=True).clamp_min(1e-6)
+        return (x - mean) / std
+    if opts.zscore:
+        mean, std = opts.zscore
+        return (x - mean) / std
+    return x
+
+
+def rot90_hw(x: torch.Tensor) -> torch.Tensor:
+    """Rotate each sample of [B, C, D, H, W] by a random multiple of 90 degrees in the (H, W) plane."""
+    k = torch.randint(0, 4, (x.shape[0],), device="cpu").tolist()
+    return torch.stack([torch.rot90(x[i], k[i], dims=(-2, -1)) for i in range(x.shape[0])])
+
+
+def elastic(x: torch.Tensor, *, prob: float, grid: int, magnitude: float) -> torch.Tensor:
+    """Warp samples (with probability `prob`) by a smooth random displacement field: Gaussian
+    displacements (std `magnitude` voxels) on a grid^3 lattice, trilinearly upsampled."""
+    b, _, d, h, w = x.shape
+    apply = (torch.rand(b, device=x.device) < prob).to(x.dtype)
+    if magnitude == 0 or not bool(apply.any()):
+        return x
+    coarse = torch.randn(b, 3, grid, grid, grid, device=x.device, dtype=x.dtype) * magnitude
+    disp = F.interpolate(coarse, size=(d, h, w), mode="trilinear", align_corners=True)
+    disp = disp * apply.view(b, 1, 1, 1, 1)
+    # voxels -> normalised coordinates; grid_sample wants (x, y, z) = (W, H, D) order in the last dim
+    scale = torch.tensor([2.0 / max(w - 1, 1), 2.0 / max(h - 1, 1), 2.0 / max(d - 1, 1)], device=x.device,
+                         dtype=x.dtype)
+    disp = disp.flip(1).permute(0, 2, 3, 4, 1) * scale
+    theta = torch.eye(3, 4, device=x.device, dtype=x.dtype).expand(b, 3, 4)
+    base = F.affine_grid(theta, [b, 1, d, h, w], align_corners=True)
+    return F.grid_sample(x, base + disp, mode="bilinear", padding_mode="border", align_corners=True)
+
+
+class VolumeAugment(torch.nn.Module):
+    """The training augmentation of a [B, 1, D', H', W'] batch -> [B, 1, *patch_size], same dtype."""
+
+    def __init__(self, opts: VolumeLoaderOptions) -> None:
+        super().__init__()
+        K = require("kornia.augmentation", "kornia")
+        self.opts = opts
+        steps: list[torch.nn.Module] = []
+        if opts.cut_size != opts.patch_size:
+            steps.append(K.RandomCrop3D(opts.patch_size, p=1.0))
+        if opts.flip_prob > 0:
+            steps += [K.RandomDepthicalFlip3D(p=opts.flip_prob), K.RandomVerticalFlip3D(p=opts.flip_prob),
+                      K.RandomHorizontalFlip3D(p=opts.flip_prob)]
+        if opts.affine_prob > 0 and (opts.rotate_degrees > 0 or opts.scale is not None):
+            steps.append(K.RandomAffine3D(degrees=opts.rotate_degrees, scale=opts.scale, p=opts.affine_prob))
+        self.kornia = torch.nn.Sequential(*steps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.kornia(x) if len(self.kornia) else x
+        if self.opts.rot90 and x.shape[-1] == x.shape[-2]:
+            x = rot90_hw(x)
+        if self.opts.elastic_prob > 0:
+            x = elastic(x, prob=self.opts.elastic_prob, grid=self.opts.elastic_grid,
+                        magnitude=self.opts.elastic_magnitude)
+        return x

@@ -1,0 +1,190 @@
+"""`fastdata.loader("volumes/", batch_size=4, patch_size=(128, 128, 128), window=(-1000, 400))`:
+batches of 3D patches from a converted dicom dataset.
+
+Train: each epoch shuffles the volumes (a pure function of seed and epoch), deals them to ranks,
+cuts `patches_per_volume` random patches from each (uniform or foreground-biased), moves the batch
+to the device, normalises intensity and augments there. Eval: deterministic sliding windows that
+cover every volume, with their coordinates, so predictions can be stitched back.
+Yields `(patches [B, 1, D, H, W] on the device, meta)`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastdata.dataset import DatasetView, open_dataset
+from fastdata.distributed import resolve_rank
+from fastdata.volumes.augment import VolumeAugment, normalise
+from fastdata.volumes.options import VolumeLoaderOptions
+from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, train_plan
+from fastdata.volumes.store import VolumeStore
+
+log = logging.getLogger(__name__)
+
+Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool]
+
+
+class VolumeLoader:
+    """Iterable of `(patches, meta)`; `len()` is the number of batches per epoch on this rank."""
+
+    def __init__(self, view: DatasetView, opts: VolumeLoaderOptions) -> None:
+        self.view = view
+        self.opts = opts
+        self.store = VolumeStore(view)
+        self.classes: tuple[str, ...] = view.manifest.classes
+        self._epoch = 0
+        self._batch = 0  # batches of the current epoch already yielded
+        self._augment = VolumeAugment(opts) if (opts.train and opts.augment) else None
+        self._shapes = [e.shape for e in self.store.entries]
+
+    # ---- the contract -------------------------------------------------------------------------
+    def plan(self, epoch: int | None = None) -> list[PatchSpec]:
+        """The patches this rank yields in `epoch`, in order."""
+        o = self.opts
+        if o.train:
+            return train_plan(len(self.store), per_volume=o.patches_per_volume, seed=o.seed,
+                              epoch=self._epoch if epoch is None else epoch, rank=o.rank, world_size=o.world_size)
+        return eval_plan(self._shapes, patch=o.patch_size, overlap=o.overlap, rank=o.rank, world_size=o.world_size)
+
+    def _num_patches(self) -> int:
+        o = self.opts
+        if o.train:
+            return -(-len(self.store) // o.world_size) * o.patches_per_volume
+        return len(self.plan())
+
+    def __len__(self) -> int:
+        n, b = self._num_patches(), self.opts.batch_size
+        return -(-n // b) if self.opts.keep_last else n // b
+
+    def set_epoch(self, epoch: int) -> None:
+        if not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        self._epoch, self._batch = epoch, 0
+
+    def state_dict(self) -> dict[str, Any]:
+        o = self.opts
+        return {"epoch": self._epoch, "batch": self._batch, "seed": o.seed, "rank": o.rank,
+                "world_size": o.world_size, "train": o.train, "num_volumes": len(self.store)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        o = self.opts
+        mine = {"seed": o.seed, "rank": o.rank, "world_size": o.world_size, "train": o.train,
+                "num_volumes": len(self.store)}
+        for key, value in mine.items():
+            if state.get(key) != value:
+                raise ValueError(f"cannot resume: the state was saved with {key}={state.get(key)!r}, this loader "
+                                 f"has {key}={value!r}; build the loader with the same arguments and dataset")
+        if not 0 <= int(state["batch"]) <= len(self):
+            raise ValueError(f"cannot resume at batch {state['batch']}: an epoch has {len(self)} batches")
+        self._epoch, self._batch = int(state["epoch"]), int(state["batch"])
+
+    # ---- iteration ----------------------------------------------------------------------------
+    def _cut(self, specs: list[PatchSpec]) -> list[Patch]:
+        """Read one volume and cut the patches `specs` (all of that volume) from it (reader thread)."""
+        o = self.opts
+        volume = self.store.read(specs[0].volume)
+        size = o.cut_size
+        out = []
+        for spec in specs:
+            centred = False
+            start = spec.start
+            if start is None:
+                rng = np.random.default_rng(list(spec.stream))
+                use_fg = o.sampling == "foreground" and rng.random() < o.foreground_prob
+                start, centred = random_start(volume, size, rng, foreground=use_fg, threshold=o.foreground_hu)
+            out.append((crop(volume, start, size, pad_value=o.pad_value), spec, start, centred))
+        return out
+
+    def _patches(self, specs: list[PatchSpec]) -> Iterator[Patch]:
+        groups = [list(g) for _, g in itertools.groupby(specs, key=lambda s: s.volume)]
+        if not groups:
+            return
+        workers = self.opts.num_workers
+        with ThreadPoolExecutor(workers, thread_name_prefix="fastdata-volumes") as pool:
+            pending: deque = deque()
+            it = iter(groups)
+            for group in itertools.islice(it, workers * self.opts.prefetch):
+                pending.append(pool.submit(self._cut, group))
+            while pending:
+                done = pending.popleft().result()
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending.append(pool.submit(self._cut, nxt))
+                yield from done
+
+    def _batch_out(self, patches: list[Patch], batch_index: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        o = self.opts
+        device = torch.device(o.device)
+        host = torch.from_numpy(np.stack([p[0] for p in patches]))[:, None]
+        if device.type == "cuda":
+            host = host.pin_memory()
+        x = host.to(device, non_blocking=True).float()
+        x = normalise(x, o)
+        if self._augment is not None:
+            devices = [device.index or 0] if device.type == "cuda" else []
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(hash_seed(o.seed, self._epoch, o.rank, batch_index))
+                x = self._augment(x)
+            if o.window is not None:
+                x = x.clamp_(0.0, 1.0)  # interpolation may overshoot by a rounding error
+        x = x.to(getattr(torch, o.dtype)).contiguous()
+        entries = [self.store.entries[p[1].volume] for p in patches]
+        meta = {
+            "keys": [e.key for e in entries],
+            "volume": torch.tensor([p[1].volume for p in patches], dtype=torch.long),
+            "start": torch.tensor([p[2] for p in patches], dtype=torch.long),
+            "volume_shape": torch.tensor([e.shape for e in entries], dtype=torch.long),
+            "spacing": torch.tensor([e.spacing for e in entries], dtype=torch.float64),
+            "duplicate": torch.tensor([p[1].duplicate for p in patches], dtype=torch.bool),
+            "foreground": torch.tensor([p[3] for p in patches], dtype=torch.bool),
+        }
+        return x, meta
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, dict[str, Any]]]:
+        b, total = self.opts.batch_size, len(self)
+        specs = self.plan()[self._batch * b: total * b]
+        batch: list[Patch] = []
+        for patch in self._patches(specs):
+            batch.append(patch)
+            if len(batch) == b:
+                out = self._batch_out(batch, self._batch)
+                batch = []
+                self._batch += 1
+                yield out
+        if batch and self._batch < total:
+            out = self._batch_out(batch, self._batch)
+            self._batch += 1
+            yield out
+        self._epoch, self._batch = self._epoch + 1, 0
+
+
+def hash_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (stable across processes, unlike hash())."""
+    state = np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)
+    return int(state[0] % (2**63 - 1))
+
+
+def volume_loader(source: str | Path, /, *, split: str | None = None, rank: int | None = None,
+                  world_size: int | None = None, **options: Any) -> VolumeLoader:
+    """Build the loader of a dicom dataset; keyword options are the fields of VolumeLoaderOptions."""
+    rank, world_size = resolve_rank(rank, world_size)
+    view = open_dataset(source, split=split)
+    if view.manifest.kind != "dicom":
+        raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the volume loader reads 'dicom' datasets")
+    allowed = set(VolumeLoaderOptions.__dataclass_fields__) - {"rank", "world_size"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown} for the volume loader; allowed: {sorted(allowed)}")
+    for key in ("patch_size", "overlap", "window", "scale", "zscore"):
+        if isinstance(options.get(key), list):
+            options[key] = tuple(options[key])
+    return VolumeLoader(view, VolumeLoaderOptions(**options, rank=rank, world_size=world_size))

@@ -1,0 +1,104 @@
+"""Options of the volume loader: one frozen dataclass, validated eagerly."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+SAMPLING = ("uniform", "foreground")
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _triple(name: str, value: object, *, minimum: int) -> tuple[int, int, int]:
+    if isinstance(value, int):
+        value = (value, value, value)
+    if not isinstance(value, tuple | list) or len(value) != 3 or any(
+            not isinstance(v, int) or isinstance(v, bool) or v < minimum for v in value):
+        raise ValueError(f"{name}={value!r} is not allowed; {name} must be an integer >= {minimum} "
+                         "or three of them (D, H, W)")
+    return (int(value[0]), int(value[1]), int(value[2]))
+
+
+@dataclass(frozen=True)
+class VolumeLoaderOptions:
+    """Everything that decides which patches a volume loader yields.
+
+    Order and patch positions are a pure function of (seed, epoch, rank, world_size); augmentation
+    randomness is seeded per batch from the same, so a resumed epoch yields identical tensors.
+    """
+
+    batch_size: int = 2
+    patch_size: tuple[int, int, int] = (128, 128, 128)
+    train: bool = True
+    patches_per_volume: int = 1
+    sampling: str = "uniform"  # or "foreground": centre on a voxel above foreground_hu with foreground_prob
+    foreground_hu: float = -500.0
+    foreground_prob: float = 0.5
+    window: tuple[float, float] | None = None  # (lo, hi) HU -> [0, 1]
+    zscore: bool | tuple[float, float] = False  # True: per patch; (mean, std): fixed
+    pad_value: float = -1024.0  # HU used where a patch reaches outside its volume (air)
+    augment: bool = True  # train only
+    flip_prob: float = 0.5  # per axis
+    rot90: bool = True  # random multiples of 90 degrees in the (H, W) plane (when H == W)
+    rotate_degrees: float = 10.0  # small random rotations about each axis (kornia RandomAffine3D)
+    scale: tuple[float, float] | None = (0.9, 1.1)
+    affine_prob: float = 0.5
+    crop_margin: int = 4  # patches are cut this much larger, then kornia RandomCrop3D crops them back
+    elastic_prob: float = 0.3
+    elastic_grid: int = 4  # control points per axis of the random displacement field
+    elastic_magnitude: float = 2.0  # displacement standard deviation in voxels
+    overlap: tuple[int, int, int] | int = 0  # eval sliding window overlap in voxels
+    seed: int = 0
+    drop_last: bool | None = None  # None: True for train, False for eval
+    device: str = "cpu"
+    dtype: str = "float32"
+    num_workers: int = max(1, min(4, os.cpu_count() or 1))  # reader threads
+    prefetch: int = 2  # volumes in flight per reader thread
+    rank: int = 0
+    world_size: int = 1
+
+    def __post_init__(self) -> None:
+        def bad(name: str, value: object, allowed: str) -> ValueError:
+            return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
+
+        object.__setattr__(self, "patch_size", _triple("patch_size", self.patch_size, minimum=1))
+        object.__setattr__(self, "overlap", _triple("overlap", self.overlap, minimum=0))
+        if any(o >= p for o, p in zip(self.overlap, self.patch_size)):
+            raise bad("overlap", self.overlap, f"smaller than patch_size {self.patch_size} on every axis")
+        for name in ("batch_size", "patches_per_volume", "num_workers", "prefetch", "elastic_grid"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < (2 if name == "elastic_grid" else 1):
+                raise bad(name, value, f"an integer >= {2 if name == 'elastic_grid' else 1}")
+        if self.sampling not in SAMPLING:
+            raise bad("sampling", self.sampling, f"one of {list(SAMPLING)}")
+        for name in ("foreground_prob", "flip_prob", "affine_prob", "elastic_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise bad(name, getattr(self, name), "in [0, 1]")
+        if self.window is not None and (len(self.window) != 2 or not self.window[0] < self.window[1]):
+            raise bad("window", self.window, "None or (lo, hi) with lo < hi, in HU")
+        if self.zscore is not False and self.zscore is not True and (
+                len(self.zscore) != 2 or self.zscore[1] <= 0):
+            raise bad("zscore", self.zscore, "False, True (per patch) or (mean, std) with std > 0")
+        if self.window is not None and self.zscore is not False:
+            raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
+        if self.scale is not None and (len(self.scale) != 2 or not 0 < self.scale[0] <= self.scale[1]):
+            raise bad("scale", self.scale, "None or (lo, hi) with 0 < lo <= hi")
+        if self.rotate_degrees < 0 or self.elastic_magnitude < 0 or self.crop_margin < 0:
+            raise bad("rotate_degrees/elastic_magnitude/crop_margin",
+                      (self.rotate_degrees, self.elastic_magnitude, self.crop_margin), "non-negative")
+        if self.dtype not in DTYPES:
+            raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
+        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
+            raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
+        if not isinstance(self.world_size, int) or self.world_size < 1 or not 0 <= self.rank < self.world_size:
+            raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
+
+    @property
+    def keep_last(self) -> bool:
+        return not (self.train if self.drop_last is None else self.drop_last)
+
+    @property
+    def cut_size(self) -> tuple[int, int, int]:
+        """Size of the region cut from a volume (the patch plus the random-crop margin when training)."""
+        m = self.crop_margin if (self.train and self.augment) else 0
+        return (self.patch_size[0] + 2 * m, self.patch_size[1] + 2 * m, self.patch_size[2] + 2 * m)

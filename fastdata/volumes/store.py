@@ -1,0 +1,97 @@
+"""Random access to the volumes of a converted dicom dataset: index the tar shards once (member
+offsets from the tar headers), then read a sample's bytes with one positioned read.
+
+Nothing is extracted to disk and nothing is unpickled: `.npy` members are read with
+`np.load(..., allow_pickle=False)` and `.json` members with `json.loads`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastdata.dataset import DatasetView
+from fastdata.errors import ShardError
+
+
+@dataclass(frozen=True)
+class VolumeEntry:
+    key: str
+    shard: Path
+    npy: tuple[int, int]  # (offset, size) in the shard
+    meta: dict[str, Any]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """The volume's shape as (D, H, W); 2D images count as one slice."""
+        shape = [int(v) for v in self.meta["shape"]]
+        return tuple([1] * (3 - len(shape)) + shape)  # type: ignore[return-value]
+
+    @property
+    def spacing(self) -> tuple[float, float, float]:
+        sp = [float(v) for v in self.meta["spacing"]]
+        return tuple([float(self.meta.get("spacing_z", 1.0))] * (3 - len(sp)) + sp)  # type: ignore[return-value]
+
+
+def _read_at(path: Path, offset: int, size: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
+    if len(data) != size:
+        raise ShardError(f"shard {path} is truncated: wanted {size} bytes at offset {offset}, got {len(data)}")
+    return data
+
+
+def index_shard(path: Path) -> list[VolumeEntry]:
+    members: dict[str, dict[str, tuple[int, int]]] = {}
+    try:
+        with tarfile.open(path, "r:") as tar:
+            for m in tar:
+                if not m.isfile() or "/" in m.name or "." not in m.name:
+                    raise ShardError(f"shard {path} holds an unexpected member {m.name!r}")
+                key, ext = m.name.split(".", 1)
+                members.setdefault(key, {})[ext] = (m.offset_data, m.size)
+    except tarfile.TarError as exc:
+        raise ShardError(f"cannot read shard {path}: {exc}") from exc
+    entries = []
+    for key, parts in members.items():
+        if "npy" not in parts or "json" not in parts:
+            raise ShardError(f"sample {key} in {path} lacks its npy or json member (has {sorted(parts)})")
+        try:
+            meta = json.loads(_read_at(path, *parts["json"]))
+        except json.JSONDecodeError as exc:
+            raise ShardError(f"sample {key} in {path} has an unreadable json member: {exc}") from exc
+        entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=meta))
+    return entries
+
+
+class VolumeStore:
+    """All volumes of the selected split, in key order (the order is part of the loader contract)."""
+
+    def __init__(self, view: DatasetView) -> None:
+        entries = [e for ref in view.shards for e in index_shard(ref.path)]
+        self.entries: list[VolumeEntry] = sorted(entries, key=lambda e: e.key)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def read(self, index: int) -> np.ndarray:
+        """The volume as an int16 (D, H, W) array (2D images get D = 1)."""
+        e = self.entries[index]
+        try:
+            arr = np.load(io.BytesIO(_read_at(e.shard, *e.npy)), allow_pickle=False)
+        except ValueError as exc:
+            raise ShardError(f"sample {e.key} in {e.shard} has an unreadable npy member: {exc}") from exc
+        if arr.dtype.kind not in "iuf" or arr.ndim not in (2, 3):
+            raise ShardError(f"sample {e.key} in {e.shard}: expected a 2D or 3D numeric array, got "
+                             f"{arr.dtype} with shape {arr.shape}")
+        return arr.reshape(e.shape)
