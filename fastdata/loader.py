@@ -14,6 +14,8 @@ from fastdata.dataset import open_dataset
 # manifest kind -> "module:function" building that kind's Loader
 LOADERS: dict[str, str] = {
     "images": "fastdata.images.loader:image_loader",
+    "dicom": "fastdata.volumes.loader:volume_loader",
+    "text": "fastdata.text.loader:sequence_loader",
 }
 
 

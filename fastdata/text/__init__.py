@@ -1,0 +1,1 @@
+"""Token sequences: memory-mapped Arrow token shards -> length-bucketed or packed PyTorch batches."""

@@ -1,0 +1,150 @@
+"""`fastdata.loader("tokens/", max_tokens=..., bucketing=...)`: token batches under a budget.
+
+The epoch's batches are planned from the stored lengths, evened out and dealt to ranks (equal
+counts, disjoint, complete); iteration state (epoch, batches done) is explicit so a run resumes in
+the middle of an epoch exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastdata.dataset import open_dataset
+from fastdata.distributed import resolve_rank
+from fastdata.text.collate import PackedStream, collate_packed, collate_padded
+from fastdata.text.options import SequenceLoaderOptions
+from fastdata.text.plan import deal, epoch_rng, padded, plan_pack, plan_sequences
+from fastdata.text.store import TokenStore, open_store
+
+log = logging.getLogger(__name__)
+
+STATE_KEYS = ("seed", "world_size", "rank", "bucketing", "max_tokens", "batch_size", "block_size",
+              "pad_to_multiple_of", "window", "shuffle")
+
+
+class SequenceLoader:
+    """Iterable of batch dicts (int64 tensors). See `sequence_loader` for the options."""
+
+    def __init__(self, store: TokenStore, options: SequenceLoaderOptions, *, classes: tuple[str, ...],
+                 eos_id: int | None, pad_id: int) -> None:
+        self.store, self.options, self.classes = store, options, classes
+        self.eos_id, self.pad_id = eos_id, pad_id
+        self._epoch, self._done = 0, 0
+        self._cache: tuple[int, list[np.ndarray], PackedStream | None] | None = None
+        self._last_ids = store.last_ids() if options.bucketing == "pack" else None
+        longest = int(store.lengths.max())
+        if options.bucketing != "pack" and options.max_tokens is not None \
+                and padded(longest, options.pad_to_multiple_of) > options.max_tokens:
+            raise ValueError(
+                f"max_tokens={options.max_tokens} cannot hold the longest sequence ({longest} tokens, "
+                f"{padded(longest, options.pad_to_multiple_of)} padded to a multiple of "
+                f"{options.pad_to_multiple_of}); raise max_tokens or convert with --max-length")
+
+    # -- planning ------------------------------------------------------------------------------
+    def _plan(self) -> tuple[list[np.ndarray], PackedStream | None]:
+        if self._cache is None or self._cache[0] != self._epoch:
+            o = self.options
+            stream = None
+            if o.bucketing == "pack":
+                n, rng = len(self.store), epoch_rng(o.seed, self._epoch)
+                order = rng.permutation(n) if o.shuffle else np.arange(n)
+                stream = PackedStream.build(self.store, order, eos_id=self.eos_id, last_ids=self._last_ids)
+                batches = plan_pack(stream.total, o)
+                if o.shuffle:
+                    batches = [batches[k] for k in rng.permutation(len(batches))]
+            else:
+                batches = plan_sequences(self.store.lengths, o, epoch=self._epoch)
+            mine = deal(batches, rank=o.rank, world_size=o.world_size)
+            self._cache = (self._epoch, mine, stream)
+        return self._cache[1], self._cache[2]
+
+    def batch_indices(self) -> list[np.ndarray]:
+        """This rank's batches of the current epoch as sequence indices (packed-row indices for 'pack')."""
+        return self._plan()[0]
+
+    # -- the Loader contract ---------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._plan()[0])
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        if not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        if epoch != self._epoch:
+            self._epoch, self._done = epoch, 0
+
+    def state_dict(self) -> dict[str, Any]:
+        o = self.options
+        return {"epoch": self._epoch, "batches_done": self._done, **{k: getattr(o, k) for k in STATE_KEYS}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        o = self.options
+        differ = [k for k in STATE_KEYS if k in state and state[k] != getattr(o, k)]
+        if differ:
+            shown = ", ".join(f"{k}: saved {state[k]!r}, now {getattr(o, k)!r}" for k in differ)
+            raise ValueError(f"cannot resume: the loader was built with other options ({shown}); "
+                             "build it with the saved options to resume exactly")
+        epoch, done = state.get("epoch"), state.get("batches_done")
+        if not isinstance(epoch, int) or not isinstance(done, int) or epoch < 0 or done < 0:
+            raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0, got {epoch!r}, {done!r}")
+        self._epoch, self._done = epoch, done
+
+    def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        o = self.options
+        if o.pin:
+            batch = {k: v.pin_memory() for k, v in batch.items()}
+        if o.device != "cpu":
+            batch = {k: v.to(o.device, non_blocking=True) for k, v in batch.items()}
+        return batch
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        batches, stream = self._plan()
+        o = self.options
+        while self._done < len(batches):
+            index = batches[self._done]
+            if stream is not None:
+                batch = collate_packed(self.store, stream, index, block_size=o.block_size, pad_id=self.pad_id)
+            else:
+                batch = collate_padded(self.store, index, pad_id=self.pad_id, multiple=o.pad_to_multiple_of)
+            self._done += 1
+            yield self._to_device(batch)
+        self._epoch, self._done = self._epoch + 1, 0
+
+
+def sequence_loader(source: str | Path, /, *, split: str | None = None, rank: int | None = None,
+                    world_size: int | None = None, **options: Any) -> SequenceLoader:
+    """Token batches from a `fastdata convert --kind text` dataset.
+
+    Options (keyword-only): max_tokens, batch_size, bucketing ("length" | "none" | "pack"),
+    pad_to_multiple_of (default 8), block_size (pack), window, shuffle, seed, device, pin_memory,
+    pad_id. Rank and world size come from torch.distributed when initialised, or the arguments.
+    """
+    known = {f.name for f in fields(SequenceLoaderOptions)} - {"rank", "world_size"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"unknown option(s) {unknown} for a text dataset; allowed: {sorted(known)}")
+    rank, world_size = resolve_rank(rank, world_size)
+    opts = SequenceLoaderOptions(**options, rank=rank, world_size=world_size)
+    view = open_dataset(source, split=split)
+    if view.manifest.kind != "text":
+        raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the sequence loader reads 'text'")
+    tok = view.manifest.extra.get("tokenizer", {})
+    pad_id = opts.pad_id if opts.pad_id is not None else (tok.get("pad_id") or 0)
+    eos_id = tok.get("eos_id")
+    if opts.bucketing == "pack" and eos_id is None:
+        raise ValueError("bucketing='pack' separates documents with EOS, but the tokenizer in the manifest "
+                         "has no EOS token; use bucketing='length'")
+    store = open_store(view)
+    log.info("%s: %d sequences, %d tokens, rank %d/%d", source, len(store), int(store.lengths.sum()),
+             rank, world_size)
+    return SequenceLoader(store, opts, classes=view.manifest.classes, eos_id=eos_id, pad_id=pad_id)

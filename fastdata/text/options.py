@@ -1,0 +1,81 @@
+"""Options of the sequence loader: one frozen dataclass, validated eagerly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BUCKETING = ("length", "none", "pack")
+
+
+@dataclass(frozen=True)
+class SequenceLoaderOptions:
+    """What decides the batches of a token dataset.
+
+    A batch holds at most `max_tokens` tokens counting padding (B * L <= max_tokens) and at most
+    `batch_size` sequences; give either or both. L is rounded up to `pad_to_multiple_of`.
+    `bucketing`: "length" sorts each shuffled window of `window` sequences by length and cuts
+    batches under the budget, then shuffles the batch order; "none" cuts batches in plain random
+    order; "pack" concatenates documents (EOS between them) into rows of `block_size` tokens.
+    Order is a pure function of (seed, epoch, rank, world_size).
+    """
+
+    max_tokens: int | None = None
+    batch_size: int | None = None
+    bucketing: str = "length"
+    pad_to_multiple_of: int = 8
+    block_size: int | None = None
+    window: int = 16384
+    shuffle: bool = True
+    seed: int = 0
+    device: str = "cpu"
+    pin_memory: bool | None = None  # None: pin when the device is CUDA
+    pad_id: int | None = None  # None: the tokenizer's pad id from the manifest (0 if it has none)
+    rank: int = 0
+    world_size: int = 1
+
+    def __post_init__(self) -> None:
+        def bad(name: str, value: object, allowed: str) -> ValueError:
+            return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
+
+        def positive(name: str, value: object, *, optional: bool) -> None:
+            if value is None and optional:
+                return
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise bad(name, value, "an integer >= 1" + (" or None" if optional else ""))
+
+        positive("max_tokens", self.max_tokens, optional=True)
+        positive("batch_size", self.batch_size, optional=True)
+        positive("pad_to_multiple_of", self.pad_to_multiple_of, optional=False)
+        positive("window", self.window, optional=False)
+        positive("block_size", self.block_size, optional=True)
+        if self.bucketing not in BUCKETING:
+            raise bad("bucketing", self.bucketing, f"one of {list(BUCKETING)}")
+        if self.max_tokens is None and self.batch_size is None:
+            raise ValueError("give max_tokens (a token budget per batch, padding included) or batch_size, or both")
+        if self.bucketing == "pack":
+            if self.block_size is None:
+                raise ValueError("bucketing='pack' needs block_size (tokens per packed row), e.g. block_size=2048")
+            if self.max_tokens is not None and self.max_tokens < self.block_size:
+                raise bad("max_tokens", self.max_tokens, f">= block_size ({self.block_size}) with bucketing='pack'")
+        elif self.block_size is not None:
+            raise ValueError(f"block_size is only used with bucketing='pack', not {self.bucketing!r}")
+        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
+            raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
+        if self.pad_id is not None and (not isinstance(self.pad_id, int) or self.pad_id < 0):
+            raise bad("pad_id", self.pad_id, "a non-negative integer or None")
+        if not isinstance(self.world_size, int) or self.world_size < 1:
+            raise bad("world_size", self.world_size, "an integer >= 1")
+        if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
+            raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
+
+    @property
+    def rows_per_batch(self) -> int:
+        """Packed rows per batch (bucketing='pack')."""
+        if self.block_size is None:
+            raise ValueError("rows_per_batch needs block_size (bucketing='pack')")
+        by_budget = self.max_tokens // self.block_size if self.max_tokens else None
+        return min(v for v in (by_budget, self.batch_size) if v is not None)
+
+    @property
+    def pin(self) -> bool:
+        return self.device != "cpu" if self.pin_memory is None else self.pin_memory

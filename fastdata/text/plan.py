@@ -1,0 +1,85 @@
+"""Epoch planning: pure functions of the stored lengths and (seed, epoch, rank, world_size).
+
+The whole epoch's batches are planned from the lengths alone (no token is read), then evened out
+so that their number divides by the world size, then dealt round robin to ranks. A batch is an
+array of sequence indices (or of packed-row indices for packing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fastdata.text.options import SequenceLoaderOptions
+
+
+def padded(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def cut(order: np.ndarray, lengths: np.ndarray, *, max_tokens: int | None, batch_size: int | None,
+        multiple: int) -> list[np.ndarray]:
+    """Cut `order` (kept as is) into consecutive batches: each under the token budget counting padding
+    (count * padded(longest) <= max_tokens) and at most `batch_size` long."""
+    batches: list[np.ndarray] = []
+    begin, longest = 0, 0
+    for j, i in enumerate(order.tolist()):
+        grown = max(longest, int(lengths[i]))
+        count = j - begin + 1
+        full = (batch_size is not None and count > batch_size) or \
+            (max_tokens is not None and count * padded(grown, multiple) > max_tokens)
+        if full and count > 1:
+            batches.append(order[begin:j])
+            begin, grown = j, int(lengths[i])
+        longest = grown
+    if begin < len(order):
+        batches.append(order[begin:])
+    return batches
+
+
+def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
+    return np.random.default_rng([seed, epoch, 0x7E47])
+
+
+def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: int) -> list[np.ndarray]:
+    """Every batch of the epoch (all ranks), for bucketing 'length' or 'none'."""
+    n = len(lengths)
+    rng = epoch_rng(opts.seed, epoch)
+    order = rng.permutation(n) if opts.shuffle else np.arange(n)
+    kw = {"max_tokens": opts.max_tokens, "batch_size": opts.batch_size, "multiple": opts.pad_to_multiple_of}
+    if opts.bucketing == "none":
+        return cut(order, lengths, **kw)
+    batches: list[np.ndarray] = []
+    for w in range(0, n, opts.window):
+        window = order[w:w + opts.window]
+        window = window[np.argsort(lengths[window], kind="stable")]
+        batches.extend(cut(window, lengths, **kw))
+    if opts.shuffle:
+        batches = [batches[k] for k in rng.permutation(len(batches))]
+    return batches
+
+
+def plan_pack(total_tokens: int, opts: SequenceLoaderOptions) -> list[np.ndarray]:
+    """Every batch of packed-row indices of the epoch (rows are consecutive pieces of the token stream)."""
+    rows = padded(total_tokens, opts.block_size) // opts.block_size
+    per = opts.rows_per_batch
+    return [np.arange(r, min(r + per, rows)) for r in range(0, rows, per)]
+
+
+def even_out(batches: list[np.ndarray], world_size: int) -> list[np.ndarray]:
+    """Make the number of batches a multiple of `world_size`: split the largest batches in two (every
+    sequence is still seen exactly once, budgets still hold); only when every batch holds a single
+    sequence, repeat batches from the start (as torch's DistributedSampler pads)."""
+    out = list(batches)
+    while len(out) % world_size:
+        k = max(range(len(out)), key=lambda i: (len(out[i]), -i))
+        if len(out[k]) < 2:
+            need = world_size - len(out) % world_size
+            return out + [out[i % len(out)] for i in range(need)]
+        half = len(out[k]) // 2
+        out[k:k + 1] = [out[k][:half], out[k][half:]]
+    return out
+
+
+def deal(batches: list[np.ndarray], *, rank: int, world_size: int) -> list[np.ndarray]:
+    """This rank's batches: every world_size-th one, starting at `rank` (equal counts after even_out)."""
+    return even_out(batches, world_size)[rank::world_size]

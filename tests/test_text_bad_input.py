@@ -1,0 +1,98 @@
+"""Bad text input: recorded rejections with reasons, or clear errors before anything is written."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from conftest_text import TOKENIZER, convert_text, read_rows
+
+from fastdata.errors import ConvertError
+
+
+def _reasons(result) -> dict[str, str]:
+    return {r["source"]: r["reason"] for r in result.rejected}
+
+
+def test_bad_files_and_records_are_rejected_with_reasons(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for c in ("a", "b"):
+        (src / c).mkdir(parents=True)
+    (src / "a" / "good.txt").write_text("A perfectly fine document.", encoding="utf-8")
+    (src / "a" / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (src / "a" / "empty.txt").write_bytes(b"")
+    (src / "a" / "blank.txt").write_text("  \n\t\n", encoding="utf-8")
+    (src / "a" / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0not really")
+    (src / "a" / "broken.txt.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    (src / "a" / "controls.txt").write_text("\x00\x01\x02", encoding="utf-8")
+    (src / "b" / "docs.jsonl").write_text(
+        '{"text": "kept"}\n{"body": "no text field"}\nnot json at all\n{"text": 7}\n{"text": "   "}\n[1, 2]\n',
+        encoding="utf-8")
+    (src / "b" / "gz.jsonl.gz").write_bytes(gzip.compress(b'{"text": "kept too"}\n'))
+    (src / "stray.txt").write_text("not in a class folder", encoding="utf-8")
+    result = convert_text(src, tmp_path / "dst")
+    reasons = _reasons(result)
+    assert "undecodable byte 0xe9 at offset 3" in reasons["a/latin1.txt"]
+    assert reasons["a/empty.txt"] == "empty file (0 bytes)"
+    assert "only whitespace" in reasons["a/blank.txt"]
+    assert "unsupported file type" in reasons["a/photo.jpg"]
+    assert "corrupt gzip" in reasons["a/broken.txt.gz"]
+    assert "no tokens besides the tokenizer's special tokens" in reasons["a/controls.txt"]
+    assert "missing text field 'text' (fields: body)" in reasons["b/docs.jsonl:2"]
+    assert "invalid JSON" in reasons["b/docs.jsonl:3"]
+    assert "holds int, not a string" in reasons["b/docs.jsonl:4"]
+    assert "only whitespace" in reasons["b/docs.jsonl:5"]
+    assert "expected a JSON object" in reasons["b/docs.jsonl:6"]
+    assert reasons["stray.txt"] == "not inside a class folder"
+    assert len(reasons) == 12
+    kept = sorted(r["source"] for r in read_rows(tmp_path / "dst"))
+    assert kept == ["a/good.txt", "b/docs.jsonl:1", "b/gz.jsonl.gz:1"]
+    assert len(result.manifest.rejected) == 12  # listed in the manifest, never dropped
+
+
+def test_parquet_without_the_text_column_is_rejected(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "src"
+    src.mkdir()
+    pq.write_table(pa.table({"content": ["x"]}), src / "a.parquet")
+    (src / "b.txt").write_text("fine", encoding="utf-8")
+    result = convert_text(src, tmp_path / "dst")
+    assert "missing text column 'text' (columns: content); set --text-field" in _reasons(result)["a.parquet"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "does not exist"),
+    ('{"model": "nonsense"}', "is not a valid Hugging Face tokenizer.json"),
+    ("not json {", "is not a valid Hugging Face tokenizer.json"),
+])
+def test_missing_or_invalid_tokenizer_is_a_clear_error_before_writing(tmp_path: Path, content, message) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("hello", encoding="utf-8")
+    tok = tmp_path / "tokenizer.json"
+    if content is not None:
+        tok.write_text(content, encoding="utf-8")
+    with pytest.raises(ConvertError, match=message):
+        convert_text(src, tmp_path / "dst", tokenizer=str(tok))
+    assert not (tmp_path / "dst").exists()
+
+
+def test_source_with_no_documents_and_bad_options(tmp_path: Path) -> None:
+    from converters.text import TextOptions
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "empty.txt").write_bytes(b"")
+    with pytest.raises(ConvertError, match=r"holds no text input .*1 file\(s\) rejected"):
+        convert_text(src, tmp_path / "dst")
+    with pytest.raises(ValueError, match="--tokenizer is required"):
+        TextOptions(tokenizer="")
+    with pytest.raises(ValueError, match=r"--overflow must be one of \['truncate', 'split'\]"):
+        TextOptions(tokenizer=str(TOKENIZER), overflow="wrap")
+    with pytest.raises(ValueError, match="exclusive"):
+        TextOptions(tokenizer=str(TOKENIZER), per_line=True, separator="%")
+    with pytest.raises(ValueError, match="--max-length must be an integer >= 2"):
+        TextOptions(tokenizer=str(TOKENIZER), max_length=1)

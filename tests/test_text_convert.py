@@ -1,0 +1,134 @@
+"""The text kind: real text + real tokenizer -> Arrow token shards that equal `tokenizers`' own output."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+from conftest_text import (
+    FORTUNES,
+    TOKENIZER,
+    bert,
+    convert_text,
+    copy_fortunes,
+    fortune_records,
+    fortunes_tokens_fixture,  # noqa: F401  (the fortunes_tokens fixture)
+    read_rows,
+)
+
+from fastdata.manifest import read_manifest
+
+CLASSES = ("computers", "education", "linux", "science", "wisdom")
+
+
+def test_ids_equal_tokenizers_encoding_no_document_lost(fortunes_tokens: Path) -> None:
+    tok = bert()
+    rows = read_rows(fortunes_tokens)
+    expected = {}
+    for label, name in enumerate(CLASSES):
+        for n, text in enumerate(fortune_records(FORTUNES / name)):
+            expected[f"{name}/{name}.txt#{n}"] = (text, label)
+    assert Counter(r["source"] for r in rows) == Counter(expected.keys())  # each record exactly once
+    encodings = tok.encode_batch([expected[r["source"]][0] for r in rows])
+    for row, enc in zip(rows, encodings):
+        assert row["input_ids"] == enc.ids, row["source"]
+        assert row["length"] == len(enc.ids)
+        assert row["label"] == expected[row["source"]][1]
+    assert len({r["key"] for r in rows}) == len(rows)
+
+
+def test_manifest_records_tokenizer_counts_and_histogram(fortunes_tokens: Path) -> None:
+    m = read_manifest(fortunes_tokens)
+    rows = read_rows(fortunes_tokens)
+    assert m.kind == "text" and m.shard_format == "arrow" and m.classes == CLASSES
+    info = m.extra["tokenizer"]
+    assert info["sha256"] == hashlib.sha256(TOKENIZER.read_bytes()).hexdigest()
+    assert (info["vocab_size"], info["pad_id"], info["bos_id"], info["eos_id"]) == (30522, 0, 101, 102)
+    assert info["ids_dtype"] == "uint16"
+    stats = m.split("train").stats
+    assert stats["documents"] == stats["sequences"] == len(rows) == m.split("train").samples
+    assert stats["tokens"] == sum(r["length"] for r in rows)
+    assert sum(stats["length_histogram"].values()) == len(rows)
+    assert stats["length_histogram"]["1-8"] == sum(r["length"] <= 8 for r in rows)
+    assert len(m.split("train").shards) == 4
+    assert list(m.split("train").class_counts) == [sum(r["label"] == i for r in rows) for i in range(5)]
+
+
+def test_arrow_schema_uint16_and_hf_features(fortunes_tokens: Path) -> None:
+    import datasets
+
+    shard = sorted(fortunes_tokens.glob("*.arrow"))[0]
+    schema = pa.ipc.open_stream(pa.memory_map(str(shard))).schema
+    assert schema.field("input_ids").type == pa.list_(pa.uint16())
+    ds = datasets.Dataset.from_file(str(shard))
+    assert ds.features["label"].names == list(CLASSES)
+    assert ds.features["input_ids"].feature.dtype == "uint16"
+    assert ds[0]["input_ids"][0] == 101 and ds[0]["input_ids"][-1] == 102
+
+
+def test_max_length_truncate_and_split(tmp_path: Path) -> None:
+    copy_fortunes(tmp_path / "src", ("science",))
+    texts = fortune_records(FORTUNES / "science")
+    trunc = convert_text(tmp_path / "src", tmp_path / "t", separator="%", max_length=16)
+    rows = read_rows(tmp_path / "t")
+    assert len(rows) == len(texts) and max(r["length"] for r in rows) == 16
+    tok = bert()
+    tok.enable_truncation(16)
+    for r in rows:
+        assert r["input_ids"] == tok.encode(texts[int(r["source"].split("#")[1])]).ids
+    assert trunc.manifest.split("train").stats["truncated_documents"] > 0
+
+    convert_text(tmp_path / "src", tmp_path / "s", separator="%", max_length=16, overflow="split")
+    windows = read_rows(tmp_path / "s")
+    assert len(windows) > len(texts) and max(r["length"] for r in windows) <= 16
+    full = bert()
+    by_doc: dict[str, list] = {}
+    for r in sorted(windows, key=lambda r: (r["source"], int(r["key"].partition("-")[2] or 0))):
+        by_doc.setdefault(r["source"], []).extend(t for t in r["input_ids"] if t not in (101, 102))
+    assert len(by_doc) == len(texts)  # every document kept, in all its windows
+    for source, ids in by_doc.items():
+        assert ids == full.encode(texts[int(source.split("#")[1])]).ids[1:-1]
+
+
+def test_formats_jsonl_json_parquet_gzip_per_line(tmp_path: Path) -> None:
+    import gzip
+
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jsonl").write_text('{"body": "first line"}\n\n{"body": "second one"}\n', encoding="utf-8")
+    (src / "b.jsonl.gz").write_bytes(gzip.compress(b'{"body": "gzipped json line"}\n'))
+    (src / "c.json").write_text(json.dumps([{"body": "from a json list"}, {"body": "again"}]), encoding="utf-8")
+    pq.write_table(pa.table({"body": ["parquet row", "another parquet row"]}), src / "d.parquet")
+    (src / "e.txt.gz").write_bytes(gzip.compress(b"line one\n\nline two\n"))
+    result = convert_text(src, tmp_path / "dst", text_field="body", per_line=True)
+    got = {r["source"]: r["input_ids"] for r in read_rows(tmp_path / "dst")}
+    tok = bert()
+    want = {"a.jsonl:1": "first line", "a.jsonl:3": "second one", "b.jsonl.gz:1": "gzipped json line",
+            "c.json#0": "from a json list", "c.json#1": "again", "d.parquet#0": "parquet row",
+            "d.parquet#1": "another parquet row", "e.txt.gz:1": "line one", "e.txt.gz:3": "line two"}
+    assert got == {k: tok.encode(v).ids for k, v in want.items()}
+    assert result.manifest.classes == () and result.rejected == []
+    assert "label" not in pa.ipc.open_stream(pa.memory_map(str(next((tmp_path / "dst").glob("*.arrow"))))).schema.names
+
+
+def test_batched_parallel_conversion_is_byte_identical_and_auto_detected(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    for name in ("education", "wisdom"):  # extension-less, as the fortunes package ships them
+        (src / name).mkdir(parents=True)
+        (src / name / name).write_bytes((FORTUNES / name).read_bytes())
+    convert_text(src, tmp_path / "one", separator="%", samples_per_shard=300)
+    cmd = [sys.executable, "-m", "fastdata", "convert", str(src), str(tmp_path / "two"), "--tokenizer", str(TOKENIZER),
+           "--separator", "%", "--samples-per-shard", "300", "-j", "2", "--no-progress"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    one, two = read_manifest(tmp_path / "one"), read_manifest(tmp_path / "two")
+    assert two.kind == "text"
+    assert [s.sha256 for s in one.split("train").shards] == [s.sha256 for s in two.split("train").shards]
