@@ -222,7 +222,7 @@ def test_graph_args_for_each_device(device: str) -> None:
         if train:
             assert args.decode["random_area"] == [0.08, 1.0] and args.resize["resize_x"] == 224 and args.flip
         else:
-            assert args.resize["resize_shorter"] == 256 and args.resize["antialias"] and not args.flip
+            assert args.resize_shorter == 256 and args.resize["antialias"] and not args.flip
 
 
 @pytest.mark.parametrize("total,world_size,batch_size", [(27, 1, 4), (27, 4, 1), (10, 3, 4), (2, 4, 3), (100, 3, 7)])

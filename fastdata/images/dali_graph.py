@@ -27,6 +27,7 @@ class GraphArgs:
     resize: dict[str, Any]
     normalize: dict[str, Any]
     flip: bool
+    resize_shorter: int | None  # eval: shorter side before the centre crop; None in training
     color_jitter: tuple[float, float, float, float] | None
     out_dtype: str  # dtype DALI produces; the backend converts to opts.dtype if they differ
     layout: str  # "HWC" (permuted to channels_last NCHW in torch) or "CHW"
@@ -66,7 +67,10 @@ def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
         decode.update(random_area=list(opts.scale), random_aspect_ratio=list(opts.ratio), num_attempts=10)
         resize = dict(resize_x=size, resize_y=size, antialias=True, interp_type="linear")
     else:
-        resize = dict(resize_shorter=opts.resize_short, antialias=True, interp_type="linear")
+        # Sizes and crop offsets are computed per sample in the graph (`_eval_geometry`) to match
+        # torchvision Resize(int) + CenterCrop exactly; subpixel_scale=False stretches to integer sizes
+        # as torchvision does.
+        resize = dict(antialias=True, interp_type="linear", subpixel_scale=False)
     out_dtype = {"uint8": "uint8", "float16": "float16"}.get(opts.dtype, "float32")
     layout = "HWC" if opts.channels_last else "CHW"
     normalize: dict[str, Any] = dict(crop=[size, size], crop_pos_x=0.5, crop_pos_y=0.5, dtype=out_dtype,
@@ -77,6 +81,7 @@ def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
         normalize.update(mean=[255.0 * m for m in opts.mean], std=[255.0 * s for s in opts.std])
     return GraphArgs(device_id=device_id, decode_device=decode["device"], reader=reader, decode=decode,
                      resize=resize, normalize=normalize, flip=opts.train and opts.hflip,
+                     resize_shorter=None if opts.train else opts.resize_short,
                      color_jitter=opts.color_jitter if opts.train else None, out_dtype=out_dtype, layout=layout)
 
 
@@ -87,6 +92,34 @@ def _types(args: dict[str, Any]) -> dict[str, Any]:
     enums = {"output_type": {"RGB": types.RGB}, "interp_type": {"linear": types.INTERP_LINEAR},
              "dtype": {"uint8": types.UINT8, "float16": types.FLOAT16, "float32": types.FLOAT}}
     return {k: enums[k][v] if k in enums else v for k, v in args.items()}
+
+
+def _eval_geometry(jpegs: Any, short: int, crop: int) -> tuple[Any, Any, dict[str, Any]]:
+    """Per-sample resize sizes and crop positions equal to torchvision's, from the JPEG header.
+
+    torchvision Resize(short): the shorter side becomes `short`, the longer side
+    int(short * long / shorter) (truncated). CenterCrop: offset int(round(d / 2)) for d = size - crop,
+    Python's round (half to even), where DALI's crop_pos rounds half up; so the position is given as
+    offset / d, which DALI maps back to exactly that offset.
+    """
+    import nvidia.dali.fn as fn
+    import nvidia.dali.types as types
+
+    shape = fn.peek_image_shape(jpegs, dtype=types.INT32)  # H, W, C; no decode
+    h, w = shape[0], shape[1]
+    landscape = h <= w
+    new_h = landscape * short + (1 - landscape) * ((short * h) // w)
+    new_w = landscape * ((short * w) // h) + (1 - landscape) * short
+
+    def position(size: Any) -> Any:
+        d = size - crop
+        half = d // 2
+        offset = half + (d - 2 * half) * (half - 2 * (half // 2))  # round(d / 2), half to even
+        return offset / (d + (d == 0))
+
+    as_float = {"dtype": types.FLOAT}
+    return (fn.cast(new_h, **as_float), fn.cast(new_w, **as_float),
+            {"crop_pos_y": position(new_h), "crop_pos_x": position(new_w)})
 
 
 def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_threads: int, prefetch: int,
@@ -103,7 +136,12 @@ def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_thr
             images = fn.decoders.image_random_crop(jpegs, **_types(args.decode))
         else:
             images = fn.decoders.image(jpegs, **_types(args.decode))
-        images = fn.resize(images, **_types(args.resize))
+        crop_pos: dict[str, Any] = {}
+        if args.resize_shorter is None:
+            images = fn.resize(images, **_types(args.resize))
+        else:
+            size_y, size_x, crop_pos = _eval_geometry(jpegs, args.resize_shorter, args.normalize["crop"][0])
+            images = fn.resize(images, resize_y=size_y, resize_x=size_x, **_types(args.resize))
         if args.color_jitter is not None:
             b, c, s, h = args.color_jitter
             images = fn.color_twist(
@@ -114,7 +152,7 @@ def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_thr
                 hue=fn.random.uniform(range=[-360.0 * h, 360.0 * h]),
             )
         mirror = fn.random.coin_flip(probability=0.5) if args.flip else 0
-        images = fn.crop_mirror_normalize(images, mirror=mirror, **_types(args.normalize))
+        images = fn.crop_mirror_normalize(images, mirror=mirror, **{**_types(args.normalize), **crop_pos})
         return images, labels, info
 
     pipe = image_graph(checkpoint=checkpoint) if checkpoint else image_graph()
