@@ -1,0 +1,152 @@
+"""The sequence loader on real tokens: budgets, padding, masks, packing boundaries, labels, resume."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest_text import fortunes_tokens_fixture, read_rows  # noqa: F401  (the fortunes_tokens fixture)
+
+import fastdata
+
+EOS, PAD = 102, 0
+
+
+def _docs(tokens: Path) -> Counter:
+    return Counter((tuple(r["input_ids"]), r["label"]) for r in read_rows(tokens))
+
+
+@pytest.mark.parametrize("bucketing, multiple", [("length", 8), ("length", 1), ("none", 8), ("none", 3)])
+def test_budget_padding_masks_and_every_document_once(fortunes_tokens: Path, bucketing: str, multiple: int) -> None:
+    loader = fastdata.loader(fortunes_tokens, max_tokens=2048, bucketing=bucketing, pad_to_multiple_of=multiple)
+    assert loader.classes == ("computers", "education", "linux", "science", "wisdom")
+    n = len(loader)
+    seen: Counter = Counter()
+    batches = 0
+    for batch in loader:
+        ids, mask, lengths = batch["input_ids"], batch["attention_mask"], batch["lengths"]
+        assert all(t.dtype == torch.int64 for t in batch.values())
+        assert ids.numel() <= 2048 and ids.shape[1] % multiple == 0
+        assert ids.shape[1] - multiple < int(lengths.max()) <= ids.shape[1]  # padded to the longest only
+        assert torch.equal(mask.sum(1), lengths)
+        assert torch.equal(mask, (torch.arange(ids.shape[1])[None] < lengths[:, None]).long())
+        assert bool((ids[mask == 0] == PAD).all())
+        for row, n_tok, label in zip(ids, lengths.tolist(), batch["labels"].tolist()):
+            seen[(tuple(row[:n_tok].tolist()), label)] += 1
+        batches += 1
+    assert batches == n
+    assert seen == _docs(fortunes_tokens)  # none lost, none duplicated, labels preserved
+
+
+def test_length_bucketing_wastes_far_less_than_random(fortunes_tokens: Path) -> None:
+    def waste(**kw) -> float:
+        real = total = 0
+        for b in fastdata.loader(fortunes_tokens, pad_to_multiple_of=1, **kw):
+            real += int(b["lengths"].sum())
+            total += b["input_ids"].numel()
+        return 1 - real / total
+
+    bucketed, random = waste(max_tokens=1024, bucketing="length"), waste(max_tokens=1024, bucketing="none")
+    assert bucketed < 0.02 and bucketed * 10 < random
+
+
+def test_batch_size_cap_and_budget_together(fortunes_tokens: Path) -> None:
+    loader = fastdata.loader(fortunes_tokens, batch_size=16, max_tokens=1024, bucketing="length")
+    sizes = [b["input_ids"].shape for b in loader]
+    assert max(s[0] for s in sizes) == 16 and all(s[0] * s[1] <= 1024 for s in sizes)
+    assert sum(s[0] for s in sizes) == sum(_docs(fortunes_tokens).values())
+
+
+def test_packing_boundaries_positions_and_waste(fortunes_tokens: Path) -> None:
+    block = 256
+    loader = fastdata.loader(fortunes_tokens, max_tokens=2048, bucketing="pack", block_size=block, seed=3)
+    rows: dict[int, dict] = {}
+    for index, batch in zip(loader.batch_indices(), loader):
+        assert batch["input_ids"].shape == (len(index), block) and batch["input_ids"].numel() <= 2048
+        cu = batch["cu_seqlens"]
+        assert int(cu[-1]) == int(batch["lengths"].sum())
+        for r, row in enumerate(index.tolist()):
+            rows[row] = {k: v[r] for k, v in batch.items() if k != "cu_seqlens"}
+        docs = batch["document_ids"]
+        pieces = [int((docs[r] == d).sum()) for r in range(len(index)) for d in range(1, int(docs[r].max()) + 1)]
+        assert torch.equal(cu.diff(), torch.tensor(pieces))
+    assert sorted(rows) == list(range(len(rows)))
+    stream = torch.cat([rows[r]["input_ids"][: int(rows[r]["lengths"])] for r in sorted(rows)])
+    positions = torch.cat([rows[r]["position_ids"][: int(rows[r]["lengths"])] for r in sorted(rows)])
+    # documents come back whole, each followed by one EOS ([SEP] already ends every BERT encoding)
+    starts = (positions == 0).nonzero().flatten().tolist() + [len(stream)]
+    docs = Counter(tuple(stream[a:b].tolist()) for a, b in zip(starts, starts[1:]))
+    assert docs == Counter(ids for ids, _ in _docs(fortunes_tokens).elements())
+    assert all(int(stream[b - 1]) == EOS for b in starts[1:])
+    for r in sorted(rows):  # a new document piece starts exactly where positions restart (or at a row start)
+        pos, doc, n = rows[r]["position_ids"], rows[r]["document_ids"], int(rows[r]["lengths"])
+        new_piece = torch.cat([torch.tensor([True]), doc[1:n] != doc[: n - 1]])
+        restart = torch.cat([torch.tensor([True]), pos[1:n] == 0])
+        assert torch.equal(new_piece, restart) and int(doc[n - 1]) == int(doc[:n].max())
+        assert bool((doc[n:] == 0).all()) and bool((rows[r]["attention_mask"][n:] == 0).all())
+    real = sum(int(rows[r]["lengths"]) for r in rows)
+    assert 1 - real / (len(rows) * block) < 0.01
+
+
+def test_resume_mid_epoch_is_exact(fortunes_tokens: Path) -> None:
+    for kw in ({"bucketing": "length"}, {"bucketing": "pack", "block_size": 128}):
+        full = fastdata.loader(fortunes_tokens, max_tokens=1024, seed=5, **kw)
+        full.set_epoch(2)
+        reference = [b["input_ids"] for b in full]
+        partial = fastdata.loader(fortunes_tokens, max_tokens=1024, seed=5, **kw)
+        partial.set_epoch(2)
+        it = iter(partial)
+        for _ in range(7):
+            next(it)
+        state = partial.state_dict()
+        assert state["epoch"] == 2 and state["batches_done"] == 7
+        resumed = fastdata.loader(fortunes_tokens, max_tokens=1024, seed=5, **kw)
+        resumed.load_state_dict(state)
+        rest = [b["input_ids"] for b in resumed]
+        assert len(rest) == len(reference) - 7
+        assert all(torch.equal(a, b) for a, b in zip(rest, reference[7:]))
+        assert resumed.state_dict()["epoch"] == 3  # a finished epoch advances
+    other = fastdata.loader(fortunes_tokens, max_tokens=2048, seed=5)
+    with pytest.raises(ValueError, match="max_tokens: saved 1024, now 2048"):
+        other.load_state_dict(state)
+
+
+def test_order_is_a_pure_function_of_seed_and_epoch(fortunes_tokens: Path) -> None:
+    def order(seed: int, epoch: int) -> list[list[int]]:
+        loader = fastdata.loader(fortunes_tokens, max_tokens=1024, seed=seed)
+        loader.set_epoch(epoch)
+        return [b.tolist() for b in loader.batch_indices()]
+
+    assert order(0, 1) == order(0, 1)
+    assert order(0, 1) != order(0, 2) and order(0, 1) != order(1, 1)
+
+
+def test_options_are_validated(fortunes_tokens: Path) -> None:
+    with pytest.raises(ValueError, match="give max_tokens"):
+        fastdata.loader(fortunes_tokens)
+    with pytest.raises(ValueError, match=r"bucketing must be one of \['length', 'none', 'pack'\]"):
+        fastdata.loader(fortunes_tokens, max_tokens=1024, bucketing="sorted")
+    with pytest.raises(ValueError, match="cannot hold the longest sequence"):
+        fastdata.loader(fortunes_tokens, max_tokens=64)
+    with pytest.raises(ValueError, match="needs block_size"):
+        fastdata.loader(fortunes_tokens, max_tokens=1024, bucketing="pack")
+    with pytest.raises(TypeError, match="unknown option"):
+        fastdata.loader(fortunes_tokens, max_tokens=1024, image_size=224)
+    with pytest.raises(ValueError, match="device"):
+        fastdata.loader(fortunes_tokens, max_tokens=1024, device="tpu")
+
+
+def test_device_plumbing_pins_for_cuda(fortunes_tokens: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastdata.text.options import SequenceLoaderOptions
+
+    assert SequenceLoaderOptions(max_tokens=8, device="cuda:1").pin
+    assert not SequenceLoaderOptions(max_tokens=8).pin
+    loader = fastdata.loader(fortunes_tokens, max_tokens=1024, pin_memory=True)
+    calls = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: calls.append(self.shape) or self.clone())
+    batch = next(iter(loader))
+    assert len(calls) == len(batch) and batch["input_ids"].device.type == "cpu"
+    assert np.all(batch["lengths"].numpy() > 0)
