@@ -176,23 +176,31 @@ class KorniaBackend:
                         if jitter is not None and params.jitter is not None:
                             jitter[r] = params.jitter
                     r += 1
-                out, ready = self._to_device(images, labels, flips, jitter, cuda_stream)
+                pad = np.flatnonzero(labels.numpy() == PAD_LABEL) if plan.padded else None
+                out, ready = self._to_device(images, labels, flips, jitter, pad, cuda_stream)
                 yield out[0], out[1], stream.position, skipped, ready
         finally:
             stream.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _to_device(self, images: torch.Tensor, labels: torch.Tensor, flips: np.ndarray,
-                   jitter: np.ndarray | None, cuda_stream: Any) -> tuple[tuple[torch.Tensor, torch.Tensor], Any]:
+                   jitter: np.ndarray | None, pad: np.ndarray | None,
+                   cuda_stream: Any) -> tuple[tuple[torch.Tensor, torch.Tensor], Any]:
         if cuda_stream is None:
-            return (self._augment(images, flips, jitter), labels), None
+            return (self._zero_padding(self._augment(images, flips, jitter), pad), labels), None
         with torch.cuda.stream(cuda_stream):
             x = images.to(self._device, non_blocking=True)
             y = labels.to(self._device, non_blocking=True)
-            out = self._augment(x, flips, jitter)
+            out = self._zero_padding(self._augment(x, flips, jitter), pad)
             ready = torch.cuda.Event()
             ready.record(cuda_stream)
         return (out, y), ready
+
+    def _zero_padding(self, images: torch.Tensor, pad: np.ndarray | None) -> torch.Tensor:
+        """Padding rows are all-zero images in the output dtype (after normalisation), label -100."""
+        if pad is not None and len(pad):
+            images[torch.from_numpy(pad).to(images.device)] = 0
+        return images
 
     def close(self) -> None:
         self._reader.close()

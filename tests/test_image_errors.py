@@ -1,0 +1,141 @@
+"""Every failure of the image loader (kornia backend) gives a clear error naming the file (and key), never a hang."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from conftest_images import corrupt_sample, fix_shard_size, jpg_entry, loader, make_datasets, set_manifest
+
+from fastdata.errors import ManifestError, ShardError
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return make_datasets(tmp_path_factory.mktemp("pristine"))
+
+
+@pytest.fixture
+def ds(pristine, tmp_path) -> dict[str, Path]:
+    """A private copy each test may damage."""
+    return {k: Path(shutil.copytree(v, tmp_path / k)) for k, v in pristine.items()}
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(ManifestError, match="does not exist"):
+        loader(tmp_path / "nope")
+
+
+def test_missing_manifest(ds):
+    (ds["wds"] / "manifest.json").unlink()
+    with pytest.raises(ManifestError, match="no manifest.json"):
+        loader(ds["wds"])
+
+
+def test_glob_matching_nothing(ds):
+    with pytest.raises(ManifestError, match="matches no file"):
+        loader(str(ds["wds"] / "test-*.tar"))
+
+
+def test_unknown_split(ds):
+    with pytest.raises(ManifestError, match=r"unknown split 'test'.*\['train', 'val'\]"):
+        loader(ds["wds"], split="test")
+
+
+def test_other_format_version(ds):
+    set_manifest(ds["wds"], format_version=99)
+    with pytest.raises(ManifestError, match="format_version 99"):
+        loader(ds["wds"])
+
+
+def test_missing_shard(ds):
+    (ds["wds"] / "train-000001.tar").unlink()
+    with pytest.raises(ShardError, match="train-000001.tar.*missing"):
+        loader(ds["wds"], split="train")
+
+
+def test_truncated_tar_shard(ds):
+    path = ds["wds"] / "train-000001.tar"
+    path.write_bytes(path.read_bytes()[:3000])
+    with pytest.raises(ShardError, match="train-000001.tar.*truncated"):
+        loader(ds["wds"], split="train")
+    fix_shard_size(ds["wds"], "train-000001.tar")  # even with a manifest that agrees, the index catches it
+    with pytest.raises(ShardError, match=r"train-000001.tar is truncated: sample \d{8}"):
+        list(loader(ds["wds"], split="train", train=False))
+
+
+def test_truncated_arrow_shard(ds):
+    path = ds["arrow"] / "val-000000.arrow"
+    path.write_bytes(path.read_bytes()[:2000])
+    with pytest.raises(ShardError, match="val-000000.arrow.*truncated"):
+        loader(ds["arrow"], split="val")
+    fix_shard_size(ds["arrow"], "val-000000.arrow")
+    with pytest.raises(ShardError, match="val-000000.arrow.*truncated"):
+        list(loader(ds["arrow"], split="val", train=False))
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_corrupt_jpeg_names_shard_and_key(ds, train):
+    key = corrupt_sample(ds["wds"], "train-000001.tar", 2)
+    ld = loader(ds["wds"], split="train", train=train, batch_size=2, seed=1)
+    with pytest.raises(ShardError, match=rf"corrupt JPEG in .*train-000001.tar, key {key}"):
+        list(ld)
+    with pytest.raises(ShardError, match=key):  # a second pass fails the same way: nothing is stuck
+        list(ld)
+
+
+def test_truncated_jpeg_inside_shard_is_an_error(ds):
+    offset, size, key = jpg_entry(ds["wds"], "val-000000.tar", 1)
+    path = ds["wds"] / "val-000000.tar"
+    data = bytearray(path.read_bytes())
+    data[offset + size // 2: offset + size] = bytes(size - size // 2)  # second half zeroed: truncated scan
+    path.write_bytes(bytes(data))
+    with pytest.raises(ShardError, match=rf"val-000000.tar, key {key}"):
+        list(loader(ds["wds"], split="val", train=False))
+
+
+def test_skip_train_fills_batches_from_following_samples(ds, caplog):
+    key = corrupt_sample(ds["wds"], "train-000000.tar", 0)
+    ld = loader(ds["wds"], split="train", train=True, batch_size=4, on_error="skip", drop_last=False)
+    with caplog.at_level(logging.WARNING, logger="fastdata.images.kornia_backend"):
+        batches = list(ld)
+    assert ld.skipped == 1 and key in caplog.text
+    assert len(batches) == len(ld) == 3 and all(y.shape == (4,) and (y >= 0).all() for _, y in batches)
+    state = ld.state_dict()
+    assert state["skipped"] == 1 and state["cursor"] == 13  # 12 rows + 1 skipped: wrapped once
+
+
+def test_skip_eval_turns_corrupt_sample_into_padding(ds):
+    corrupt_sample(ds["wds"], "val-000000.tar", 1)
+    ld = loader(ds["wds"], split="val", train=False, batch_size=4, on_error="skip")
+    labels = torch.cat([y for _, y in ld])
+    assert ld.skipped == 1 and labels[1] == -100 and int((labels >= 0).sum()) == 6 and len(labels) == 8
+
+
+def test_skip_arrow_shard(ds):
+    """Corrupt an image inside an Arrow shard: skip counts it, raise names the shard and key."""
+    import pyarrow as pa
+
+    path = ds["arrow"] / "train-000000.arrow"
+    with pa.OSFile(str(path)) as f:
+        row = pa.ipc.open_stream(f).read_all().slice(2, 1).to_pylist()[0]
+    data = bytearray(path.read_bytes())
+    start = data.find(row["image"]["bytes"])
+    assert start > 0
+    data[start + 2:start + 602] = bytes(range(256)) * 2 + bytes(88)  # keep the SOI marker, wreck the headers
+    path.write_bytes(bytes(data))
+    with pytest.raises(ShardError, match=rf"train-000000.arrow, key {row['key']}"):
+        list(loader(ds["arrow"], split="train", train=False))
+    ld = loader(ds["arrow"], split="train", train=False, on_error="skip")
+    assert int((torch.cat([y for _, y in ld]) >= 0).sum()) == 11 and ld.skipped == 1
+
+
+def test_every_sample_corrupt_raises_instead_of_spinning(ds):
+    for shard, n in (("val-000000.tar", 4), ("val-000001.tar", 3)):
+        for line in range(n):
+            corrupt_sample(ds["wds"], shard, line)
+    with pytest.raises(ShardError, match="every sample"):
+        list(loader(ds["wds"], split="val", train=True, batch_size=2, on_error="skip"))

@@ -1,0 +1,209 @@
+"""The image loader with the kornia backend: output contract, epochs, ranks, resume, both shard formats."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest_images import TRAIN_COUNTS, VAL_COUNTS, collect, loader, make_datasets
+from PIL import Image
+
+import fastdata
+from fastdata.dataset import open_dataset
+from fastdata.images.decode import decode_eval
+from fastdata.images.options import IMAGENET_MEAN, IMAGENET_STD
+from fastdata.images.reader import SplitReader
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return make_datasets(tmp_path_factory.mktemp("images"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "uint8"])
+@pytest.mark.parametrize("train", [True, False])
+def test_shapes_dtypes_layout(ds, dtype, train):
+    ld = loader(ds["wds"], split="val", train=train, dtype=dtype)
+    batches = list(ld)
+    assert len(batches) == len(ld) == (1 if train else 2)  # train: floor(7/4); eval: ceil(7/4) padded
+    for x, y in batches:
+        assert x.shape == (4, 3, 32, 32) and x.dtype == getattr(torch, dtype)
+        assert x.is_contiguous(memory_format=torch.channels_last)
+        assert y.dtype == torch.int64 and y.shape == (4,)
+
+
+def test_channels_first_when_asked(ds):
+    x, _ = next(iter(loader(ds["wds"], split="val", train=False, channels_last=False)))
+    assert x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_value_ranges_and_normalisation(ds):
+    raw = torch.cat([x for x, _ in loader(ds["wds"], split="val", train=False, dtype="uint8")])
+    norm = torch.cat([x for x, _ in loader(ds["wds"], split="val", train=False, dtype="float32")])
+    valid = slice(0, 7)
+    assert raw.dtype == torch.uint8 and int(raw[valid].max()) > 200 and int(raw[valid].min()) < 60
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    expected = (raw[valid].float() / 255 - mean) / std
+    assert torch.allclose(norm[valid], expected, atol=1e-5)
+    assert torch.all(norm[7:] == 0) and torch.all(raw[7:] == 0)  # padding rows are zero after normalisation
+
+
+def test_eval_pixels_equal_decode_and_torchvision_geometry(ds):
+    """Eval output is exactly: decode, resize shorter side to 37 (antialias), centre crop 32."""
+    from torchvision.transforms.v2 import functional as TF
+
+    x = torch.cat([b for b, _ in loader(ds["wds"], split="val", train=False, dtype="uint8")])
+    reader = SplitReader(open_dataset(ds["wds"], split="val"))
+    for i in range(7):
+        raw = reader.read(i)
+        ours = decode_eval(raw, resize_short=37, size=32, max_pixels=10**8).permute(2, 0, 1)
+        assert torch.equal(x[i], ours)
+        pil = torch.from_numpy(np.array(Image.open(io.BytesIO(bytes(raw.data))).convert("RGB")))
+        ref = TF.center_crop(TF.resize(pil.permute(2, 0, 1), [37], antialias=True), [32])
+        assert (x[i].int() - ref.int()).abs().max() <= 3  # PIL vs simplejpeg IDCT rounding only
+
+
+@pytest.mark.parametrize("fmt", ["wds", "arrow"])
+def test_label_counts_per_class_equal_manifest(ds, fmt):
+    for split, counts in (("train", TRAIN_COUNTS), ("val", VAL_COUNTS)):
+        ld = loader(ds[fmt], split=split, train=False, batch_size=3)
+        labels = torch.cat([y for _, y in ld])
+        got = Counter(labels[labels >= 0].tolist())
+        manifest = open_dataset(ds[fmt], split=split).manifest.split(split).class_counts
+        assert tuple(got[c] for c in range(3)) == tuple(manifest) == counts
+        assert ld.num_samples == sum(counts)
+    train = loader(ds[fmt], split="train", train=True, batch_size=4)  # 12 samples: all visited
+    assert Counter(torch.cat([y for _, y in train]).tolist()) == dict(enumerate(TRAIN_COUNTS))
+
+
+def test_tar_and_arrow_shards_give_identical_tensors(ds):
+    a = torch.cat([x for x, _ in loader(ds["wds"], split="train", train=False)])
+    b = torch.cat([x for x, _ in loader(ds["arrow"], split="train", train=False)])
+    assert torch.equal(a, b)
+    ta, la = collect(loader(ds["wds"], split="train", train=True, color_jitter=(0.4, 0.4, 0.4, 0.1)))
+    tb, lb = collect(loader(ds["arrow"], split="train", train=True, color_jitter=(0.4, 0.4, 0.4, 0.1)))
+    assert all(torch.equal(x, y) for x, y in zip(ta + la, tb + lb))
+
+
+def test_same_seed_same_order_and_set_epoch_changes_it(ds):
+    def epoch(seed: int, e: int):
+        ld = loader(ds["wds"], split="train", train=True, seed=seed)
+        ld.set_epoch(e)
+        return collect(ld)
+
+    a, b = epoch(0, 0), epoch(0, 0)
+    assert all(torch.equal(x, y) for x, y in zip(a[0] + a[1], b[0] + b[1]))
+    c = epoch(0, 1)
+    assert not all(torch.equal(x, y) for x, y in zip(a[0] + a[1], c[0] + c[1]))
+    assert sorted(torch.cat(a[1]).tolist()) == sorted(torch.cat(c[1]).tolist())  # same samples, new order
+    d = epoch(5, 0)
+    assert not torch.equal(torch.cat(a[0]), torch.cat(d[0]))
+    no_flip = collect(loader(ds["wds"], split="train", train=True, seed=0, hflip=False))
+    assert torch.equal(torch.cat(no_flip[1]), torch.cat(a[1]))  # same samples and crops ...
+    assert not torch.equal(torch.cat(no_flip[0]), torch.cat(a[0]))  # ... but some were flipped
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_resume_mid_epoch_is_bitwise_exact(ds, k):
+    kw = dict(split="train", train=True, batch_size=2, color_jitter=(0.3, 0.3, 0.3, 0.05), seed=3)
+    full = loader(ds["wds"], **kw)
+    full.set_epoch(2)
+    want = collect(full)
+    first = loader(ds["wds"], **kw)
+    first.set_epoch(2)
+    it = iter(first)
+    for _ in range(k):
+        next(it)
+    state = first.state_dict()
+    it.close()
+    assert state["epoch"] == 2 and state["batch"] == k
+    fresh = loader(ds["wds"], **kw)
+    fresh.load_state_dict(state)
+    fresh.set_epoch(2)  # the usual training loop calls set_epoch before iterating: keeps the resume point
+    got = collect(fresh)
+    assert len(got[0]) == len(want[0]) - k
+    assert all(torch.equal(x, y) for x, y in zip(got[0] + got[1], want[0][k:] + want[1][k:]))
+    assert len(list(fresh)) == len(fresh)  # the next pass is a whole epoch again
+
+
+def test_state_dict_from_other_setup_is_refused(ds):
+    state = loader(ds["wds"], split="train", seed=1).state_dict()
+    with pytest.raises(ValueError, match="seed"):
+        loader(ds["wds"], split="train", seed=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="backend"):
+        loader(ds["wds"], split="train", seed=1).load_state_dict({**state, "backend": "dali"})
+
+
+def test_eval_padding_across_two_ranks(ds):
+    r0 = loader(ds["wds"], split="val", train=False, rank=0, world_size=2)
+    r1 = loader(ds["wds"], split="val", train=False, rank=1, world_size=2)
+    (x0, y0), (x1, y1) = next(iter(r0)), next(iter(r1))
+    assert len(r0) == len(r1) == 1 and r0.num_samples == 3 and r1.num_samples == 4
+    assert y0[3] == -100 and (y1 >= 0).all() and torch.all(x0[3] == 0)
+    full = torch.cat([x for x, _ in loader(ds["wds"], split="val", train=False, batch_size=8)])
+    assert torch.equal(torch.cat([x0[:3], x1]), full[:7])
+
+
+@pytest.mark.parametrize("world_size", [2, 3, 4])
+def test_train_ranks_equal_batches_disjoint_samples(ds, world_size):
+    rows = []
+    for r in range(world_size):
+        ld = loader(ds["wds"], split="train", train=False, batch_size=1, rank=r, world_size=world_size)
+        rows.append([x for x, _ in ld])
+        tr = loader(ds["wds"], split="train", train=True, batch_size=1, rank=r, world_size=world_size)
+        assert len(tr) == 12 // world_size == len(list(tr))
+    assert len({len(r) for r in rows}) == 1
+    flat = [x for r in rows for x in r]
+    assert len(flat) >= 12 and len({x.numpy().tobytes() for x in flat if x.abs().sum() > 0}) == 12
+
+
+def test_glob_source_and_fastdata_loader_dispatch(ds):
+    ld = fastdata.loader(str(ds["wds"] / "val-*.tar"), batch_size=4, train=False, backend="kornia", device="cpu",
+                         image_size=32)
+    assert ld.split == "val" and ld.classes == ("class_0", "class_1", "class_2") and len(ld) == 2
+
+
+def test_early_break_leaves_no_thread_behind(ds):
+    before = threading.active_count()
+    ld = loader(ds["wds"], split="train", train=True, batch_size=2, prefetch=1)
+    for _ in range(3):
+        for _batch in ld:
+            break
+    assert threading.active_count() == before
+    assert len(list(ld)) == len(ld) == 6
+
+
+def test_uint8_output_keeps_flip_and_crop_deterministic(ds):
+    a = collect(loader(ds["wds"], split="train", dtype="uint8", num_threads=1))
+    b = collect(loader(ds["wds"], split="train", dtype="uint8", num_threads=2, prefetch=1))
+    assert all(torch.equal(x, y) for x, y in zip(a[0] + a[1], b[0] + b[1]))  # thread count does not matter
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    (dict(batch_size=0), "batch_size"),
+    (dict(dtype="float64"), "uint8"),
+    (dict(backend="ffcv"), "kornia"),
+    (dict(scale=(0.5, 0.1)), "scale"),
+    (dict(on_error="ignore"), "skip"),
+    (dict(num_threads=0), "num_threads"),
+    (dict(seed=-1), "seed"),
+    (dict(color_jitter=(0.4, 0.4, 0.4, 0.9)), "hue"),
+    (dict(rank=2, world_size=2), "rank"),
+])
+def test_bad_options_are_refused_eagerly(ds, kw, match):
+    with pytest.raises(ValueError, match=match):
+        loader(ds["wds"], split="val", **kw)
+
+
+def test_unknown_option_and_unavailable_cuda(ds):
+    with pytest.raises(TypeError, match="allowed"):
+        loader(ds["wds"], split="val", batchsize=4)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="cuda"):
+            loader(ds["wds"], split="val", device="cuda")

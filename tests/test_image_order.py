@@ -1,0 +1,115 @@
+"""Epoch order and rank splitting of the image loader, for every rank of world sizes 1-4 in one process."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torchvision.transforms.v2 import functional as TF
+
+from fastdata.images.geometry import (
+    Box,
+    center_crop_offsets,
+    dct_factor,
+    random_resized_crop_box,
+    resize_short_size,
+)
+from fastdata.images.order import epoch_plan, rank_block, sample_rng
+
+
+def plans(n, w, **kw):
+    base = dict(batch_size=3, seed=0, epoch=0)
+    return [epoch_plan(n, rank=r, world_size=w, **{**base, **kw}) for r in range(w)]
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4])
+@pytest.mark.parametrize("n", [1, 7, 10, 13, 24])
+@pytest.mark.parametrize("batch_size", [1, 3, 4])
+def test_eval_ranks_disjoint_complete_equal_batches(n, world_size, batch_size):
+    ps = plans(n, world_size, train=False, keep_last=True, batch_size=batch_size)
+    seqs = [p.sequence.tolist() for p in ps]
+    flat = [i for s in seqs for i in s]
+    assert sorted(flat) == list(range(n)) and len(flat) == n  # complete and disjoint
+    assert flat == list(range(n))  # contiguous blocks in dataset order
+    counts = {p.num_batches for p in ps}
+    assert counts == {math.ceil(math.ceil(n / world_size) / batch_size)}
+    for p in ps:
+        assert p.padded and p.num_batches * batch_size >= len(p.sequence)
+        assert all(p.rows(b) == batch_size for b in range(p.num_batches))
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 4])
+@pytest.mark.parametrize("n", [7, 13, 24])
+def test_train_ranks_disjoint_equal_full_batches(n, world_size):
+    ps = plans(n, world_size, train=True, keep_last=False, epoch=3)
+    seqs = [set(p.sequence.tolist()) for p in ps]
+    assert sum(len(s) for s in seqs) == len(set().union(*seqs))  # disjoint
+    assert all(len(s) == n // world_size for s in seqs)
+    assert {p.num_batches for p in ps} == {(n // world_size) // 3}
+    assert all(p.rows(b) == 3 for p in ps for b in range(p.num_batches))
+
+
+def test_train_keep_last_gives_partial_final_batch():
+    (p,) = plans(10, 1, train=True, keep_last=True, batch_size=4)
+    assert p.num_batches == 3 and [p.rows(b) for b in range(3)] == [4, 4, 2]
+
+
+def test_eval_drop_last_has_no_padding():
+    ps = plans(10, 3, train=False, keep_last=False, batch_size=2)
+    assert {p.num_batches for p in ps} == {1} and not any(p.padded for p in ps)
+    assert [p.sequence.tolist() for p in ps] == [[0, 1], [3, 4], [6, 7]]
+
+
+def test_order_is_pure_function_of_seed_epoch_rank_world():
+    a = plans(50, 2, train=True, keep_last=False, seed=7, epoch=1)
+    b = plans(50, 2, train=True, keep_last=False, seed=7, epoch=1)
+    assert all(np.array_equal(x.sequence, y.sequence) for x, y in zip(a, b))
+    c = plans(50, 2, train=True, keep_last=False, seed=7, epoch=2)
+    d = plans(50, 2, train=True, keep_last=False, seed=8, epoch=1)
+    assert not np.array_equal(a[0].sequence, c[0].sequence)
+    assert not np.array_equal(a[0].sequence, d[0].sequence)
+    assert sample_rng(1, 2, 3).random() == sample_rng(1, 2, 3).random() != sample_rng(1, 2, 4).random()
+
+
+def test_rank_block_matches_dali_rule():
+    assert [rank_block(7, r, 3) for r in range(3)] == [(0, 2), (2, 4), (4, 7)]
+
+
+def test_bad_plan_arguments_raise():
+    with pytest.raises(ValueError):
+        epoch_plan(10, train=True, batch_size=0, keep_last=False, seed=0, epoch=0, rank=0, world_size=1)
+
+
+def test_random_resized_crop_box_in_bounds_and_in_scale():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        h, w = int(rng.integers(20, 300)), int(rng.integers(20, 300))
+        box = random_resized_crop_box(rng, h, w, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3))
+        assert 0 <= box.top and box.top + box.height <= h and 0 <= box.left and box.left + box.width <= w
+        assert box.height >= 1 and box.width >= 1
+
+
+def test_random_resized_crop_fallback_is_central():
+    rng = np.random.default_rng(0)
+    # a 1000x10 strip can never fit a 3/4..4/3 crop of >= 50% area: central fallback
+    box = random_resized_crop_box(rng, 1000, 10, scale=(0.5, 1.0), ratio=(3 / 4, 4 / 3))
+    assert box == Box(top=(1000 - 13) // 2, left=0, height=13, width=10)
+
+
+@pytest.mark.parametrize("hw", [(48, 64), (64, 48), (37, 33), (100, 101), (256, 341)])
+def test_resize_and_center_crop_match_torchvision(hw):
+    img = torch.randint(0, 256, (3, *hw), dtype=torch.uint8)
+    ref = TF.center_crop(TF.resize(img, [37], antialias=True), [32])
+    new_h, new_w = resize_short_size(hw[0], hw[1], 37)
+    assert TF.resize(img, [37], antialias=True).shape[-2:] == (new_h, new_w)
+    top, left = center_crop_offsets(new_h, new_w, 32)
+    ours = TF.resize(img, [new_h, new_w], antialias=True)[:, top:top + 32, left:left + 32]
+    assert torch.equal(ours, ref)
+
+
+def test_dct_factor_keeps_needed_resolution():
+    assert dct_factor(1024, 800, 224) == 2
+    assert dct_factor(2000, 1900, 224) == 8
+    assert dct_factor(300, 300, 224) == 1
