@@ -77,24 +77,26 @@ def test_truncated_arrow_shard(ds):
         list(loader(ds["arrow"], split="val", train=False))
 
 
+@pytest.mark.parametrize("device_decode", [False, True])
 @pytest.mark.parametrize("train", [True, False])
-def test_corrupt_jpeg_names_shard_and_key(ds, train):
+def test_corrupt_jpeg_names_shard_and_key(ds, train, device_decode):
     key = corrupt_sample(ds["wds"], "train-000001.tar", 2)
-    ld = loader(ds["wds"], split="train", train=train, batch_size=2, seed=1)
+    ld = loader(ds["wds"], split="train", train=train, batch_size=2, seed=1, device_decode=device_decode)
     with pytest.raises(ShardError, match=rf"corrupt JPEG in .*train-000001.tar, key {key}"):
         list(ld)
     with pytest.raises(ShardError, match=key):  # a second pass fails the same way: nothing is stuck
         list(ld)
 
 
-def test_truncated_jpeg_inside_shard_is_an_error(ds):
+@pytest.mark.parametrize("device_decode", [False, True])
+def test_truncated_jpeg_inside_shard_is_an_error(ds, device_decode):
     offset, size, key = jpg_entry(ds["wds"], "val-000000.tar", 1)
     path = ds["wds"] / "val-000000.tar"
     data = bytearray(path.read_bytes())
     data[offset + size // 2: offset + size] = bytes(size - size // 2)  # second half zeroed: truncated scan
     path.write_bytes(bytes(data))
     with pytest.raises(ShardError, match=rf"val-000000.tar, key {key}"):
-        list(loader(ds["wds"], split="val", train=False))
+        list(loader(ds["wds"], split="val", train=False, device_decode=device_decode))
 
 
 def test_skip_train_fills_batches_from_following_samples(ds, caplog):
@@ -108,9 +110,10 @@ def test_skip_train_fills_batches_from_following_samples(ds, caplog):
     assert state["skipped"] == 1 and state["cursor"] == 13  # 12 rows + 1 skipped: wrapped once
 
 
-def test_skip_eval_turns_corrupt_sample_into_padding(ds):
+@pytest.mark.parametrize("device_decode", [False, True])
+def test_skip_eval_turns_corrupt_sample_into_padding(ds, device_decode):
     corrupt_sample(ds["wds"], "val-000000.tar", 1)
-    ld = loader(ds["wds"], split="val", train=False, batch_size=4, on_error="skip")
+    ld = loader(ds["wds"], split="val", train=False, batch_size=4, on_error="skip", device_decode=device_decode)
     labels = torch.cat([y for _, y in ld])
     assert ld.skipped == 1 and labels[1] == -100 and int((labels >= 0).sum()) == 6 and len(labels) == 8
 

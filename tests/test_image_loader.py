@@ -207,3 +207,17 @@ def test_unknown_option_and_unavailable_cuda(ds):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="cuda"):
             loader(ds["wds"], split="val", device="cuda")
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_device_decode_plumbing_on_cpu(ds, train):
+    """device_decode=True runs torchvision.io.decode_jpeg on `device` (nvJPEG on CUDA); on the CPU it runs
+    libjpeg, so the whole path (host header parse, device decode, crop, resize, batch) is exercised here."""
+    kw = dict(split="val", train=train, dtype="uint8", seed=4)
+    host = torch.cat([x for x, _ in loader(ds["wds"], **kw)]).int()
+    dev_ld = loader(ds["wds"], device_decode=True, **kw)
+    dev_batches = collect(dev_ld)
+    dev = torch.cat(dev_batches[0]).int()
+    assert dev.shape == host.shape and torch.equal(torch.cat(dev_batches[1]),
+                                                   torch.cat([y for _, y in loader(ds["wds"], **kw)]))
+    assert (dev - host).abs().float().mean() < 2.0 and (dev - host).abs().max() <= 16  # decoder/rounding only

@@ -37,7 +37,7 @@ class TrainParams:
     jitter: tuple[float, float, float, float] | None  # brightness, contrast, saturation, hue
 
 
-def _header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
+def check_header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
     import simplejpeg
 
     try:
@@ -83,7 +83,7 @@ def draw_train_params(rng: np.random.Generator, color_jitter: tuple[float, float
 def train_crop_box(raw: RawSample, rng: np.random.Generator, *, scale: tuple[float, float],
                    ratio: tuple[float, float], max_pixels: int) -> tuple[Box, int, int]:
     """The random-resized-crop box in full-resolution coordinates, and the full (height, width)."""
-    height, width = _header(raw, max_pixels)
+    height, width = check_header(raw, max_pixels)
     return random_resized_crop_box(rng, height, width, scale=scale, ratio=ratio), height, width
 
 
@@ -100,7 +100,7 @@ def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int) -
 
 def decode_eval(raw: RawSample, *, resize_short: int, size: int, max_pixels: int) -> torch.Tensor:
     """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC."""
-    _header(raw, max_pixels)
+    check_header(raw, max_pixels)
     image = _decode(raw, 1)  # full resolution: eval tensors must match torchvision / DALI closely
     new_h, new_w = resize_short_size(image.shape[0], image.shape[1], resize_short)
     top, left = center_crop_offsets(new_h, new_w, size)

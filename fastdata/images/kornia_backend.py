@@ -12,10 +12,11 @@ depend only on which samples it holds: resuming from `state_dict()` is bitwise e
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -26,12 +27,14 @@ from fastdata.errors import ShardError
 from fastdata.images.decode import (
     DEFAULT_MAX_PIXELS,
     TrainParams,
+    check_header,
     decode_eval,
     decode_train,
     draw_train_params,
     train_crop_box,
 )
 from fastdata.images.device_aug import DeviceAugment
+from fastdata.images.device_decode import Encoded, decode_on_device
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL, EpochPlan, epoch_plan, sample_rng
 from fastdata.images.prefetch import prefetch
@@ -58,6 +61,7 @@ class KorniaBackend:
         self._resume: ResumePoint | None = None
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
         self._skipped = 0
+        self._failures = 0  # corrupt samples met in the epoch being produced (guards against all-corrupt)
 
     # ------------------------------------------------------------------ plan and state
     def _plan(self, epoch: int) -> EpochPlan:
@@ -119,19 +123,64 @@ class KorniaBackend:
             yield images, labels
 
     # ------------------------------------------------------------------ production (background thread)
-    def _load(self, index: int, epoch: int) -> tuple[torch.Tensor, int, TrainParams | None]:
+    def _load(self, index: int, epoch: int) -> tuple[torch.Tensor | Encoded, int, TrainParams | None]:
+        """Decode-thread work for one sample: an S x S uint8 HWC image (or, with device_decode, the bytes)."""
         o = self._opts
         raw = self._reader.read(index)
         if not 0 <= raw.label < self._num_classes:
             raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label}, the manifest lists "
                              f"{self._num_classes} classes")
-        if not o.train:
+        params, box = None, None
+        if o.train:
+            rng = sample_rng(o.seed, epoch, index)
+            params = draw_train_params(rng, o.color_jitter, o.hflip)
+            box, height, width = train_crop_box(raw, rng, scale=o.scale, ratio=o.ratio, max_pixels=self._max_pixels)
+        if o.device_decode:
+            if box is None:
+                check_header(raw, self._max_pixels)
+            data = torch.frombuffer(bytearray(raw.data), dtype=torch.uint8)
+            return Encoded(data=data, key=raw.key, shard=str(raw.shard), box=box), raw.label, params
+        if box is None:
             return decode_eval(raw, resize_short=o.resize_short, size=o.image_size,
                                max_pixels=self._max_pixels), raw.label, None
-        rng = sample_rng(o.seed, epoch, index)
-        params = draw_train_params(rng, o.color_jitter, o.hflip)
-        box, height, width = train_crop_box(raw, rng, scale=o.scale, ratio=o.ratio, max_pixels=self._max_pixels)
         return decode_train(raw, box, height, width, o.image_size), raw.label, params
+
+    def _resolve(self, futures: list[Future | None]) -> list[tuple | ShardError | None]:
+        """Results in order: (image, label, params), the sample's ShardError, or None for a padding row."""
+        out: list[tuple | ShardError | None] = []
+        for fut in futures:
+            try:
+                out.append(None if fut is None else fut.result())
+            except ShardError as exc:
+                out.append(exc)
+        if self._opts.device_decode:
+            todo = [i for i, r in enumerate(out) if isinstance(r, tuple)]
+            images = decode_on_device([out[i][0] for i in todo], self._device, size=self._opts.image_size,
+                                      resize_short=self._opts.resize_short)
+            for i, image in zip(todo, images):
+                out[i] = image if isinstance(image, ShardError) else (image, *out[i][1:])
+        return out
+
+    def _fill(self, stream: SampleStream, rows: int, plan: EpochPlan) -> tuple[list[tuple | None], int]:
+        """`rows` entries for one batch; corrupt samples raise, or with on_error='skip' are logged and
+        replaced: by the following samples in train, by a padding row in eval."""
+        entries: list[tuple | None] = []
+        skipped = 0
+        while len(entries) < rows:
+            for res in self._resolve([stream.next() for _ in range(rows - len(entries))]):
+                if not isinstance(res, ShardError):
+                    entries.append(res)
+                    continue
+                if self._opts.on_error == "raise":
+                    raise res
+                skipped += 1
+                self._failures += 1
+                log.warning("skipping a corrupt sample (on_error='skip'): %s", res)
+                if self._failures > max(len(plan.sequence), 1):
+                    raise ShardError(f"every sample of this rank's epoch failed; last error: {res}") from res
+                if plan.padded:
+                    entries.append(None)
+        return entries, skipped
 
     def _produce(self, plan: EpochPlan, start: ResumePoint, stop: threading.Event) -> Iterator[tuple]:
         o, size = self._opts, self._opts.image_size
@@ -139,62 +188,49 @@ class KorniaBackend:
         pool = ThreadPoolExecutor(o.num_threads, thread_name_prefix="fastdata-decode")
         stream = SampleStream(pool, lambda i: self._load(i, start.epoch), plan.sequence, start=start.cursor,
                               limit=limit, ahead=(o.prefetch + 1) * o.batch_size, padded=plan.padded)
-        cuda_stream = torch.cuda.Stream(self._device) if self._pin else None
-        failures = 0
+        cuda_stream = torch.cuda.Stream(self._device) if self._device.type == "cuda" else None
+        self._failures = 0
         try:
             for b in range(start.batch, plan.num_batches):
                 if stop.is_set():
                     return
-                rows = plan.rows(b)
-                images = torch.zeros((rows, size, size, 3), dtype=torch.uint8, pin_memory=self._pin)
-                labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
-                flips = np.zeros(rows, dtype=bool)
-                jitter = np.zeros((rows, 4), dtype=np.float32) if o.train and o.color_jitter else None
-                skipped, r = 0, 0
-                while r < rows:
-                    fut = stream.next()
-                    if fut is None:  # eval padding row
-                        r += 1
-                        continue
-                    try:
-                        image, label, params = fut.result()
-                    except ShardError as exc:
-                        if o.on_error == "raise":
-                            raise
-                        skipped += 1
-                        failures += 1
-                        log.warning("skipping a corrupt sample (on_error='skip'): %s", exc)
-                        if failures > max(len(plan.sequence), 1):
-                            raise ShardError(f"every sample of this rank's epoch failed; last error: {exc}") from exc
-                        if plan.padded:
-                            r += 1  # eval: the sample's row becomes a padding row (label -100)
-                        continue  # train: the row is filled from the following samples
-                    images[r].copy_(image)
-                    labels[r] = label
-                    if params is not None:
-                        flips[r] = params.flip
-                        if jitter is not None and params.jitter is not None:
-                            jitter[r] = params.jitter
-                    r += 1
-                pad = np.flatnonzero(labels.numpy() == PAD_LABEL) if plan.padded else None
-                out, ready = self._to_device(images, labels, flips, jitter, pad, cuda_stream)
-                yield out[0], out[1], stream.position, skipped, ready
+                with torch.cuda.stream(cuda_stream) if cuda_stream is not None else contextlib.nullcontext():
+                    entries, skipped = self._fill(stream, plan.rows(b), plan)
+                    images, labels, ready = self._assemble(entries, size, cuda_stream)
+                yield images, labels, stream.position, skipped, ready
         finally:
             stream.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _to_device(self, images: torch.Tensor, labels: torch.Tensor, flips: np.ndarray,
-                   jitter: np.ndarray | None, pad: np.ndarray | None,
-                   cuda_stream: Any) -> tuple[tuple[torch.Tensor, torch.Tensor], Any]:
-        if cuda_stream is None:
-            return (self._zero_padding(self._augment(images, flips, jitter), pad), labels), None
-        with torch.cuda.stream(cuda_stream):
-            x = images.to(self._device, non_blocking=True)
-            y = labels.to(self._device, non_blocking=True)
-            out = self._zero_padding(self._augment(x, flips, jitter), pad)
+    def _assemble(self, entries: list[tuple | None], size: int, cuda_stream: Any) -> tuple:
+        """One uint8 NHWC batch (pinned host memory, or on the device with device_decode), moved with
+        non_blocking=True, then augmented on the device."""
+        rows = len(entries)
+        on_device = self._opts.device_decode
+        where = {"device": self._device} if on_device else {"pin_memory": self._pin}
+        images = torch.zeros((rows, size, size, 3), dtype=torch.uint8, **where)
+        labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
+        flips = np.zeros(rows, dtype=bool)
+        jitter = np.zeros((rows, 4), dtype=np.float32) if self._opts.train and self._opts.color_jitter else None
+        for r, entry in enumerate(entries):
+            if entry is None:  # padding row
+                continue
+            image, label, params = entry
+            images[r].copy_(image)
+            labels[r] = label
+            if params is not None:
+                flips[r] = params.flip
+                if jitter is not None and params.jitter is not None:
+                    jitter[r] = params.jitter
+        pad = np.flatnonzero(labels.numpy() == PAD_LABEL)
+        x = images.to(self._device, non_blocking=True)
+        y = labels.to(self._device, non_blocking=True)
+        out = self._zero_padding(self._augment(x, flips, jitter), pad)
+        ready = None
+        if cuda_stream is not None:
             ready = torch.cuda.Event()
             ready.record(cuda_stream)
-        return (out, y), ready
+        return out, y, ready
 
     def _zero_padding(self, images: torch.Tensor, pad: np.ndarray | None) -> torch.Tensor:
         """Padding rows are all-zero images in the output dtype (after normalisation), label -100."""

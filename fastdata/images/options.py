@@ -41,6 +41,7 @@ class ImageLoaderOptions:
     world_size: int = 1
     on_error: str = "raise"
     hw_decoder_load: float = 0.65  # DALI mixed decode: share of images sent to the hardware JPEG decoder
+    device_decode: bool = False  # kornia: decode with torchvision.io.decode_jpeg on `device` (nvJPEG on CUDA)
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, allowed: str) -> ValueError:
@@ -69,7 +70,7 @@ class ImageLoaderOptions:
             raise bad("color_jitter", self.color_jitter, "with hue <= 0.5 (hue is a fraction of the colour circle)")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise bad("seed", self.seed, "an integer >= 0")
-        for flag in ("train", "channels_last", "hflip"):
+        for flag in ("train", "channels_last", "hflip", "device_decode"):
             if not isinstance(getattr(self, flag), bool):
                 raise bad(flag, getattr(self, flag), "True or False")
         if self.drop_last is not None and not isinstance(self.drop_last, bool):
