@@ -101,7 +101,8 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discov
         if config.samples_per_shard:
             per[split] = config.samples_per_shard
         else:
-            probed = run_ordered(fn, items[:PROBE_ITEMS], jobs=config.jobs)
+            probe = getattr(kind, "probe_items", PROBE_ITEMS)  # a kind with large samples may probe fewer
+            probed = run_ordered(fn, items[:probe], jobs=config.jobs)
             sizes = [s.nbytes for r in probed for s in _samples(r)]
             per[split] = samples_per_shard_from_probe(sizes, shard_size=config.shard_size, n=len(items))
     plans = plan_shards({s: len(v) for s, v in shuffled.items()}, per)

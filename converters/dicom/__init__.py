@@ -18,6 +18,7 @@ class DicomKind:
     name = "dicom"
     formats = ("wds",)
     member_order = ("npy", "json")
+    probe_items = 4  # series are large: size shards from a few of them (each probed series is converted twice)
 
     def detect(self, src: Path, /) -> bool:
         for i, path in enumerate(p for p in src.rglob("*") if p.is_file()):
