@@ -34,10 +34,14 @@ class GraphArgs:
 
 
 def device_id_of(device: str) -> int | None:
-    """`cpu` -> None, `cuda` -> 0, `cuda:N` -> N."""
+    """`cpu` -> None, `cuda:N` -> N, `cuda` -> torch's current device (the local rank's GPU under DDP)."""
     if device == "cpu":
         return None
-    return int(device.split(":", 1)[1]) if ":" in device else 0
+    if ":" in device:
+        return int(device.split(":", 1)[1])
+    import torch
+
+    return torch.cuda.current_device() if torch.cuda.is_available() else 0
 
 
 def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
