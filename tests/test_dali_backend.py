@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -239,3 +240,41 @@ def test_plan_counts(total: int, world_size: int, batch_size: int) -> None:
     orders = {tuple(s.path.name for s in p.shards) for p in trains}
     assert len(orders) <= 2 and all(sorted(o) == sorted(s.path.name for s in shards) for o in orders)
     assert np.all([p.rank_samples >= (total // world_size) for p in trains])
+
+
+_DDP_SCRIPT = """
+import json, sys
+import torch.distributed as dist
+from fastdata.images.loader import image_loader
+
+rank, ds, store, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+loader = image_loader(ds, backend="dali", train=False, batch_size=4, image_size=32, num_threads=1, device="cpu")
+keys, batches = [], 0
+for images, labels in loader:
+    batches += 1
+    real = zip(loader.backend.last_keys, labels.tolist())
+    keys += [k.rsplit(":", 1)[1].partition(".")[0] for k, y in real if y >= 0]
+gathered = [None, None]
+dist.all_gather_object(gathered, {"rank": loader.options.rank, "batches": batches, "keys": keys})
+if rank == 0:
+    open(out, "w").write(json.dumps(gathered))
+dist.destroy_process_group()
+"""
+
+
+def test_two_process_gloo_eval_split(ds: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script, out = tmp_path / "ddp.py", tmp_path / "out.json"
+    script.write_text(_DDP_SCRIPT)
+    root = Path(__file__).resolve().parents[1]
+    procs = [subprocess.Popen([sys.executable, str(script), str(r), str(ds), str(tmp_path / "store"), str(out)],
+                              cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for r in range(2)]
+    logs = [p.communicate(timeout=120)[0].decode() for p in procs]
+    assert all(p.returncode == 0 for p in procs), logs
+    ranks = json.loads(out.read_text())
+    assert [r["rank"] for r in ranks] == [0, 1] and ranks[0]["batches"] == ranks[1]["batches"] == 4
+    assert ranks[0]["keys"] + ranks[1]["keys"] == [k for k, _ in manifest_keys(ds)]
