@@ -112,3 +112,18 @@ def test_split_folders_and_salted_hash(tmp_path):
     h1 = load_volume(next(iter(read_samples(tmp_path / "o1", "val").values())))[1]["series"]
     h2 = load_volume(next(iter(read_samples(tmp_path / "o2", "val").values())))[1]["series"]
     assert h1 != h2 and len(h1) == 32
+
+
+def test_options_are_validated():
+    from converters.dicom import DicomOptions
+    from converters.dicom.options import parse_spacing
+
+    assert parse_spacing([1.0]) == (1.0, 1.0, 1.0)
+    assert parse_spacing([2, 0.5, 0.5]) == (2.0, 0.5, 0.5)
+    assert parse_spacing(None) is None
+    with pytest.raises(ValueError, match="one value"):
+        parse_spacing([1.0, 2.0])
+    with pytest.raises(ValueError, match="positive"):
+        DicomOptions(spacing=(1.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match="split"):
+        DicomOptions(split="a/b")

@@ -173,3 +173,26 @@ def test_bad_options_are_rejected(volumes):
         fastdata.loader(volumes[0], image_size=224)
     with pytest.raises(ValueError, match="device"):
         fastdata.loader(volumes[0], device="gpu")
+
+
+def test_2d_images_load_as_one_slice_volumes(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from pydicom.data import get_testdata_file
+
+    tree = Path(get_testdata_file("CT_small.dcm", download=False)).parent / "dicomdirtests" / "77654033"
+    cr = sorted(tree.glob("CR*/*"))
+    for i, path in enumerate(cr):
+        shutil.copy(path, tmp_path / f"cr{i}")
+    convert_dicom(tmp_path, tmp_path / "out")
+    arrays = {k: load_volume(s)[0] for k, s in read_samples(tmp_path / "out").items()}
+    assert arrays and all(a.ndim == 2 for a in arrays.values())
+    loader = fastdata.loader(tmp_path / "out", batch_size=len(arrays), patch_size=(1, 8, 8), augment=False,
+                             num_workers=1)
+    x, meta = next(iter(loader))
+    assert x.shape == (len(arrays), 1, 1, 8, 8)
+    assert meta["volume_shape"][:, 0].tolist() == [1] * len(arrays)
+    for b, key in enumerate(meta["keys"]):
+        _, y0, x0 = meta["start"][b].tolist()
+        np.testing.assert_array_equal(x[b, 0, 0].numpy(), arrays[key][y0:y0 + 8, x0:x0 + 8])

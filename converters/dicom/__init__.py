@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 from converters.dicom.discover import discover_dicom, read_header
 from converters.dicom.options import DEFAULT_SALT_ENV, DicomOptions, parse_spacing
 from converters.dicom.privacy import PHI_KEYWORDS, warn_keep_phi, warn_unsalted
-from converters.dicom.series import process_series
+from converters.dicom.series import SeriesProcessor
 from converters.kind import ArrowLayout, Discovery
 
 
@@ -53,7 +52,7 @@ class DicomKind:
         return discover_dicom(src, split=options.split)
 
     def processor(self, options: DicomOptions):
-        return functools.partial(process_series, opts=options)
+        return SeriesProcessor(options)
 
     def arrow_layout(self, discovery: Discovery, options: DicomOptions) -> ArrowLayout:
         raise ValueError("the dicom kind writes WebDataset tar shards only (--format wds)")

@@ -200,3 +200,16 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
              "modality": {meta["modality"] or "unknown": 1}, "ndim": {str(arr.ndim): 1}}
     return Sample(key=item.key, label=None, members={"npy": _npy(arr), "json": info},
                   stats=stats)
+
+
+class SeriesProcessor:
+    """The picklable per-item callable handed to the engine; one series per worker task, because
+    a series can be hundreds of megabytes (the pool keeps a few tasks in flight per worker)."""
+
+    chunk_size = 1
+
+    def __init__(self, opts: DicomOptions) -> None:
+        self.opts = opts
+
+    def __call__(self, item: WorkItem) -> Sample | Rejection:
+        return process_series(item, opts=self.opts)
