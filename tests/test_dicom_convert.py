@@ -127,3 +127,17 @@ def test_options_are_validated():
         DicomOptions(spacing=(1.0, 0.0, 1.0))
     with pytest.raises(ValueError, match="split"):
         DicomOptions(split="a/b")
+
+
+def test_shards_read_with_the_webdataset_library(tmp_path):
+    wds = pytest.importorskip("webdataset")
+    import io
+
+    ph = Phantom(slices=5)
+    write_phantom(tmp_path / "src", ph, seed=0)
+    convert_dicom(tmp_path / "src", tmp_path / "out")
+    samples = list(wds.WebDataset(str(tmp_path / "out" / "train-000000.tar"), shardshuffle=False))
+    assert len(samples) == 1 and samples[0]["__key__"] == "00000000"
+    arr = np.load(io.BytesIO(samples[0]["npy"]), allow_pickle=False)
+    np.testing.assert_array_equal(arr, ph.hu())
+    assert json.loads(samples[0]["json"])["shape"] == [5, ph.rows, ph.cols]

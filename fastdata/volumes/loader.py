@@ -130,7 +130,8 @@ class VolumeLoader:
         x = host.to(device, non_blocking=True).float()
         x = normalise(x, o)
         if self._augment is not None:
-            devices = [device.index or 0] if device.type == "cuda" else []
+            devices = [torch.cuda.current_device() if device.index is None else device.index] \
+                if device.type == "cuda" else []
             with torch.random.fork_rng(devices=devices):
                 torch.manual_seed(hash_seed(o.seed, self._epoch, o.rank, batch_index))
                 x = self._augment(x)
