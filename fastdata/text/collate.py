@@ -61,35 +61,25 @@ def collate_packed(store: TokenStore, stream: PackedStream, rows: np.ndarray, *,
     cu_seqlens [D + 1] (flattened document boundaries, padding excluded; padding only ever ends a
     batch). position_ids count from 0 at each document start; document_ids number the pieces of
     documents within a row from 1 (0 = padding)."""
-    b = len(rows)
-    ids = np.full((b, block_size), pad_id, dtype=np.int64)
-    pos = np.zeros((b, block_size), dtype=np.int64)
-    doc = np.zeros((b, block_size), dtype=np.int64)
-    used = np.zeros(b, dtype=np.int64)
-    pieces: list[int] = []
-    for r, row in enumerate(rows.tolist()):
-        lo, hi = row * block_size, min((row + 1) * block_size, stream.total)
-        k = int(np.searchsorted(stream.begins, lo, side="right")) - 1
-        at, piece = lo, 0
-        while at < hi:
-            d = int(stream.order[k])
-            begin = int(stream.begins[k])
-            stop = min(hi, int(stream.begins[k + 1]))
-            a, z = at - begin, stop - begin  # [a, z) within this document (+ its EOS)
-            n = int(store.lengths[d])
-            c0 = at - lo
-            real = store.ids(d)[a:min(z, n)]
-            ids[r, c0:c0 + len(real)] = real
-            if z > n:  # the appended EOS falls in this row
-                ids[r, c0 + len(real)] = stream.eos_id
-            pos[r, c0:c0 + z - a] = np.arange(a, z)
-            piece += 1
-            doc[r, c0:c0 + z - a] = piece
-            pieces.append(z - a)
-            at, k = stop, k + 1
-        used[r] = hi - lo
-    mask = (np.arange(block_size)[None, :] < used[:, None]).astype(np.int64)
-    cu = np.concatenate([[0], np.cumsum(pieces)]).astype(np.int64)
-    return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask),
-            "position_ids": torch.from_numpy(pos), "document_ids": torch.from_numpy(doc),
-            "lengths": torch.from_numpy(used), "cu_seqlens": torch.from_numpy(cu)}
+    t = rows.astype(np.int64)[:, None] * block_size + np.arange(block_size)[None, :]  # stream offsets
+    valid = t < stream.total
+    t = np.where(valid, t, 0)
+    k = np.searchsorted(stream.begins, t, side="right") - 1  # which document (position in stream order)
+    k0, k1 = int(k[valid].min()), int(k[valid].max()) + 1
+    eos = np.array([stream.eos_id], dtype=np.int64)
+    parts: list[np.ndarray] = []
+    for j in range(k0, k1):
+        parts.append(store.ids(int(stream.order[j])))
+        if stream.append_eos[j]:
+            parts.append(eos)
+    flat = np.concatenate(parts).astype(np.int64)
+    ids = np.where(valid, flat[np.where(valid, t - stream.begins[k0], 0)], pad_id)
+    pos = np.where(valid, t - stream.begins[k], 0)
+    new = np.ones_like(valid)
+    new[:, 1:] = k[:, 1:] != k[:, :-1]
+    new &= valid
+    doc = np.where(valid, new.astype(np.int64).cumsum(axis=1), 0)
+    cu = np.concatenate([np.flatnonzero(new.ravel()), [int(valid.sum())]]).astype(np.int64)
+    return {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(valid.astype(np.int64)),
+            "position_ids": torch.from_numpy(pos.astype(np.int64)), "document_ids": torch.from_numpy(doc),
+            "lengths": torch.from_numpy(valid.sum(1).astype(np.int64)), "cu_seqlens": torch.from_numpy(cu)}
