@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "val", "test")
 DICOMDIR_SOP_CLASS = "1.2.840.10008.1.3.10"
-HEADER_TAGS = ("SOPClassUID", "SeriesInstanceUID", "Rows", "Columns", "Modality")
+HEADER_THREADS = 8
 
 
 def read_header(path: Path) -> tuple[Any | None, str | None]:
@@ -66,6 +67,12 @@ def _walk(folder: Path) -> list[Path]:
     return sorted(files)
 
 
+def _bounded_map(pool: ThreadPoolExecutor, fn, items: list, chunk: int = 256):
+    """pool.map in chunks, so that only a few hundred headers are held at a time."""
+    for i in range(0, len(items), chunk):
+        yield from pool.map(fn, items[i:i + chunk])
+
+
 def _series_rel(rels: list[str]) -> str:
     """How the manifest names a series: its one file, or the folder its files share."""
     if len(rels) == 1:
@@ -93,17 +100,17 @@ def discover_dicom(src: Path, /, *, split: str = "train") -> Discovery:
     identity: list[list[object]] = []
     for split_name, root in roots:
         series: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for path in _walk(root):
-            rel = path.relative_to(src).as_posix()
-            if path.is_symlink() and not path.exists():
-                rejected.append(Rejection(split_name, rel, f"broken symlink (points to {os.readlink(path)})"))
-                continue
-            ds, reason = read_header(path)
-            reason = reason or _classify(ds)
-            if reason is not None:
-                rejected.append(Rejection(split_name, rel, reason))
-                continue
-            series[str(ds.SeriesInstanceUID)].append((str(path), rel))
+        paths = _walk(root)
+        with ThreadPoolExecutor(HEADER_THREADS) as pool:  # header reads wait on storage more than on the CPU
+            for path, (ds, reason) in zip(paths, _bounded_map(pool, read_header, paths)):
+                rel = path.relative_to(src).as_posix()
+                if path.is_symlink() and not path.exists():
+                    reason = f"broken symlink (points to {os.readlink(path)})"
+                reason = reason or _classify(ds)
+                if reason is not None:
+                    rejected.append(Rejection(split_name, rel, reason))
+                    continue
+                series[str(ds.SeriesInstanceUID)].append((str(path), rel))
         items = []
         for files in series.values():
             files.sort(key=lambda f: f[1])
