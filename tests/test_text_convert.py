@@ -132,3 +132,40 @@ def test_batched_parallel_conversion_is_byte_identical_and_auto_detected(tmp_pat
     one, two = read_manifest(tmp_path / "one"), read_manifest(tmp_path / "two")
     assert two.kind == "text"
     assert [s.sha256 for s in one.split("train").shards] == [s.sha256 for s in two.split("train").shards]
+
+
+def test_parts_and_merge_give_the_same_shards(tmp_path: Path) -> None:
+    from converters.engine import merge
+
+    copy_fortunes(tmp_path / "src", ("education", "wisdom"))
+    whole = convert_text(tmp_path / "src", tmp_path / "whole", separator="%", samples_per_shard=200)
+    for part in (1, 0):
+        assert convert_text(tmp_path / "src", tmp_path / "parts", separator="%", samples_per_shard=200,
+                            num_parts=2, part=part).manifest is None
+    merged = merge(tmp_path / "parts")
+    shas = [[s.sha256 for s in m.split("train").shards] for m in (whole.manifest, merged)]
+    assert shas[0] == shas[1] and len(shas[0]) > 2
+    assert merged.split("train").stats == whole.manifest.split("train").stats
+
+
+def test_vocabulary_over_uint16_is_stored_as_int32(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    import fastdata
+
+    vocab = {"[UNK]": 0, "[PAD]": 1, **{f"w{i}": i + 2 for i in range(70_000)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    (tmp_path / "model").mkdir()
+    tok.save(str(tmp_path / "model" / "tokenizer.json"))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("w1 w69999 w5\nw3\n", encoding="utf-8")
+    result = convert_text(src, tmp_path / "dst", tokenizer=str(tmp_path / "model"), per_line=True)  # a model folder
+    assert result.manifest.extra["tokenizer"]["ids_dtype"] == "int32"
+    assert result.manifest.extra["tokenizer"]["eos_id"] is None
+    shard = next((tmp_path / "dst").glob("*.arrow"))
+    assert pa.ipc.open_stream(pa.memory_map(str(shard))).schema.field("input_ids").type == pa.list_(pa.int32())
+    batch = next(iter(fastdata.loader(tmp_path / "dst", batch_size=2, shuffle=False)))
+    assert sorted(batch["input_ids"][:, 0].tolist()) == [3, 5]
+    assert 70_001 in batch["input_ids"].flatten().tolist()

@@ -22,6 +22,8 @@ EOS_TOKENS = ("[SEP]", "</s>", "<eos>", "<|end_of_text|>", "<|endoftext|>")
 def read_tokenizer_json(path: str) -> str:
     """The tokenizer file's text, or ConvertError saying what is wrong with it."""
     p = Path(path)
+    if p.is_dir() and (p / "tokenizer.json").is_file():  # a Hugging Face model folder
+        p = p / "tokenizer.json"
     if not p.is_file():
         raise ConvertError(f"tokenizer file {path} does not exist; pass --tokenizer PATH/tokenizer.json "
                            "(a Hugging Face `tokenizers` file, e.g. saved with tokenizer.save())")
