@@ -45,6 +45,10 @@ class VolumeLoader:
         self._batch = 0  # batches of the current epoch already yielded
         self._augment = VolumeAugment(opts) if (opts.train and opts.augment) else None
         self._shapes = [e.shape for e in self.store.entries]
+        if len(self) == 0:
+            log.warning("this loader yields no batch: %d patch(es) per epoch on rank %d, batch_size %d, drop_last; "
+                        "lower batch_size or raise patches_per_volume", self._num_patches(), opts.rank,
+                        opts.batch_size)
 
     # ---- the contract -------------------------------------------------------------------------
     def plan(self, epoch: int | None = None) -> list[PatchSpec]:
