@@ -98,13 +98,14 @@ def _types(args: dict[str, Any]) -> dict[str, Any]:
     return {k: enums[k][v] if k in enums else v for k, v in args.items()}
 
 
-def _eval_geometry(jpegs: Any, short: int, crop: int) -> tuple[Any, Any, dict[str, Any]]:
+def _eval_geometry(jpegs: Any, short: int, crop: int) -> tuple[Any, Any, dict[str, Any], Any]:
     """Per-sample resize sizes and crop positions equal to torchvision's, from the JPEG header.
 
     torchvision Resize(short): the shorter side becomes `short`, the longer side
     int(short * long / shorter) (truncated). CenterCrop: offset int(round(d / 2)) for d = size - crop,
     Python's round (half to even), where DALI's crop_pos rounds half up; so the position is given as
-    offset / d, which DALI maps back to exactly that offset.
+    offset / d, which DALI maps back to exactly that offset. The last value is True for the samples
+    whose size changes (torchvision returns the others unchanged, and so do we).
     """
     import nvidia.dali.fn as fn
     import nvidia.dali.types as types
@@ -123,7 +124,7 @@ def _eval_geometry(jpegs: Any, short: int, crop: int) -> tuple[Any, Any, dict[st
 
     as_float = {"dtype": types.FLOAT}
     return (fn.cast(new_h, **as_float), fn.cast(new_w, **as_float),
-            {"crop_pos_y": position(new_h), "crop_pos_x": position(new_w)})
+            {"crop_pos_y": position(new_h), "crop_pos_x": position(new_w)}, (new_h != h) | (new_w != w))
 
 
 def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_threads: int, prefetch: int,
@@ -132,7 +133,8 @@ def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_thr
     from nvidia.dali import fn, pipeline_def
 
     @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=args.device_id, seed=plan.seed,
-                  prefetch_queue_depth=prefetch, enable_checkpointing=True, exec_dynamic=True)
+                  prefetch_queue_depth=prefetch, enable_checkpointing=True, exec_dynamic=True,
+                  enable_conditionals=args.resize_shorter is not None)
     def image_graph():  # type: ignore[no-untyped-def]
         jpegs, labels = fn.readers.webdataset(**args.reader)
         info = fn.get_property(jpegs, key="source_info")
@@ -144,8 +146,9 @@ def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_thr
         if args.resize_shorter is None:
             images = fn.resize(images, **_types(args.resize))
         else:
-            size_y, size_x, crop_pos = _eval_geometry(jpegs, args.resize_shorter, args.normalize["crop"][0])
-            images = fn.resize(images, resize_y=size_y, resize_x=size_x, **_types(args.resize))
+            size_y, size_x, crop_pos, resize = _eval_geometry(jpegs, args.resize_shorter, args.normalize["crop"][0])
+            if resize:  # per sample (DALI conditionals): shards pre-resized to this size skip the resampling
+                images = fn.resize(images, resize_y=size_y, resize_x=size_x, **_types(args.resize))
         if args.color_jitter is not None:
             b, c, s, h = args.color_jitter
             images = fn.color_twist(
