@@ -214,8 +214,10 @@ def markdown(summary: list[dict], sweep: dict[int, float], env: dict, config: di
              f"Corpus: {config['documents']} fortunes ({config['tokens']:,} tokens, BERT uncased), "
              f"one epoch = every document once; (a)/(b) batch_size={config['batch_size']}, (c)/(d) "
              f"max_tokens={config['max_tokens']}, (d) block_size={config['block_size']}, pad_to_multiple_of="
-             f"{config['pad_multiple']}; median of {config['reps']} interleaved repetitions x {config['epochs']} "
-             "epochs after a warm-up. Measured by `benchmarks/sequences.py`; rerun it to refresh this section.", "",
+             f"{config['pad_multiple']}; tokens/s is the median over {config['reps'] * config['epochs']} timed epochs "
+             f"({config['reps']} interleaved repetitions x {config['epochs']}) after one warm-up epoch each. Waste "
+             "counts padded slots over all slots of the epoch. Measured by `benchmarks/sequences.py`; rerun it to "
+             "refresh this section.", "",
              "| candidate | waste | vs (a) | real tokens / batch | tokens/s (median) | min-max | vs (b) |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for e in summary:
