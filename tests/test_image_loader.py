@@ -52,6 +52,9 @@ def test_value_ranges_and_normalisation(ds):
     expected = (raw[valid].float() / 255 - mean) / std
     assert torch.allclose(norm[valid], expected, atol=1e-5)
     assert torch.all(norm[7:] == 0) and torch.all(raw[7:] == 0)  # padding rows are zero after normalisation
+    for dtype, tol in (("float16", 4e-3), ("bfloat16", 3e-2)):
+        low = torch.cat([x for x, _ in loader(ds["wds"], split="val", train=False, dtype=dtype)])
+        assert (low.float() - norm).abs().max() <= tol
 
 
 def test_eval_pixels_equal_decode_and_torchvision_geometry(ds):

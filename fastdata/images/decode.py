@@ -61,6 +61,8 @@ def _decode(raw: RawSample, factor: int) -> np.ndarray:
 
 def resize_hwc(image: np.ndarray | torch.Tensor, height: int, width: int) -> torch.Tensor:
     """Bilinear, antialiased resize of a uint8 HWC image (torchvision v2 Resize on uint8 tensors)."""
+    if isinstance(image, np.ndarray):
+        image = np.ascontiguousarray(image)  # torch's fast uint8 kernel wants a dense channels-last image
     x = torch.as_tensor(image).permute(2, 0, 1).unsqueeze(0)
     if x.shape[-2:] == (height, width):
         return x[0].permute(1, 2, 0)
@@ -87,15 +89,16 @@ def train_crop_box(raw: RawSample, rng: np.random.Generator, *, scale: tuple[flo
     return random_resized_crop_box(rng, height, width, scale=scale, ratio=ratio), height, width
 
 
-def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int) -> torch.Tensor:
-    """Decode (downscaled in the DCT when the crop allows), crop `box`, resize to size x size: uint8 HWC."""
+def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *, flip: bool) -> torch.Tensor:
+    """Decode (downscaled in the DCT when the crop allows), crop `box`, mirror when `flip`, resize to
+    size x size: uint8 HWC. The mirror rides on the copy that makes the crop dense, so it costs nothing."""
     factor = dct_factor(box.height, box.width, size)
     image = _decode(raw, factor)
     if factor > 1:
         box = box.scaled(image.shape[0] / height, image.shape[1] / width, max_h=image.shape[0],
                          max_w=image.shape[1])
     crop = image[box.top:box.top + box.height, box.left:box.left + box.width]
-    return resize_hwc(crop, size, size)
+    return resize_hwc(crop[:, ::-1] if flip else crop, size, size)
 
 
 def decode_eval(raw: RawSample, *, resize_short: int, size: int, max_pixels: int) -> torch.Tensor:

@@ -1,9 +1,10 @@
-"""The batched, on-device part of the kornia backend: flip, colour jitter, normalise, dtype, layout.
+"""The batched, on-device part of the kornia backend: colour jitter, normalise, dtype, memory format.
 
-Input is a uint8 NHWC batch already on the device (every image already cropped and resized to S x S).
-Per-sample random decisions (flip, jitter factors) come in as arrays drawn from each sample's own RNG,
-so the result does not depend on the batch a sample lands in or on what ran before (exact resume).
-Pixels stay uint8 until the last step; normalisation is one fused multiply-add on the device.
+Input is a uint8 NHWC batch already on the device (every image already cropped, flipped and resized
+to S x S). Per-sample jitter factors come in as an array drawn from each sample's own RNG, so the
+result does not depend on the batch a sample lands in or on what ran before (exact resume). Pixels
+stay uint8 until the last step; normalisation is one fused multiply-add that reads the uint8 NHWC
+batch and writes the output dtype (NHWC memory is exactly NCHW channels_last, so no transpose).
 """
 
 from __future__ import annotations
@@ -23,31 +24,26 @@ class DeviceAugment:
         self.device = device
         self.dtype = _DTYPES[opts.dtype]
         self.channels_last = opts.channels_last
-        std = torch.tensor(opts.std, dtype=torch.float32, device=device).view(1, 3, 1, 1)
-        mean = torch.tensor(opts.mean, dtype=torch.float32, device=device).view(1, 3, 1, 1)
-        self._scale = 1.0 / (255.0 * std)  # (x / 255 - mean) / std == x * scale + shift
-        self._shift = -mean / std
+        std = torch.tensor(opts.std, dtype=torch.float64)
+        mean = torch.tensor(opts.mean, dtype=torch.float64)
+        # (x / 255 - mean) / std == x * scale + shift; per channel, broadcast over the last (C) dim of NHWC
+        self._scale = (1.0 / (255.0 * std)).to(device, torch.float32)
+        self._shift = (-mean / std).to(device, torch.float32)
 
-    def __call__(self, images: torch.Tensor, flips: np.ndarray | None = None,
-                 jitter: np.ndarray | None = None) -> torch.Tensor:
-        """images: uint8 [B, S, S, 3] on the device; flips: bool [B]; jitter: float [B, 4] or None."""
-        x = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy
-        if flips is not None and flips.any():
-            from kornia.geometry.transform import hflip
-
-            idx = torch.from_numpy(np.flatnonzero(flips)).to(self.device)
-            x = x.clone(memory_format=torch.channels_last)
-            x[idx] = hflip(x[idx])
+    def __call__(self, images: torch.Tensor, jitter: np.ndarray | None = None) -> torch.Tensor:
+        """images: uint8 [B, S, S, 3] on the device; jitter: float [B, 4] per-sample factors, or None."""
         if jitter is not None:
-            y = self._jitter(x.float().div_(255.0), torch.from_numpy(jitter).to(self.device, torch.float32))
-            if self.dtype == torch.uint8:
-                x = y.mul_(255.0).round_().to(torch.uint8)
-            else:
-                x = torch.addcmul(self._shift, y, self._scale * 255.0).to(self.dtype)
-        elif self.dtype != torch.uint8:
-            x = torch.addcmul(self._shift, x.float(), self._scale).to(self.dtype)
-        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
-        return x.contiguous(memory_format=fmt)
+            x = self._jitter(images.permute(0, 3, 1, 2).float().div_(255.0),
+                             torch.from_numpy(jitter).to(self.device, torch.float32))
+            images = x.mul_(255.0).round_().to(torch.uint8).permute(0, 2, 3, 1)
+        if self.dtype == torch.uint8:
+            out = images
+        else:
+            out = torch.addcmul(self._shift, images, self._scale)  # uint8 in, float32 out, one pass
+            if self.dtype != torch.float32:
+                out = out.to(self.dtype)
+        out = out.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy
+        return out.contiguous(memory_format=torch.channels_last if self.channels_last else torch.contiguous_format)
 
     @staticmethod
     def _jitter(x: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
@@ -63,7 +59,3 @@ class DeviceAugment:
         x = adjust_contrast_with_mean_subtraction(x, factors[:, 1])
         x = adjust_saturation(x, factors[:, 2])
         return adjust_hue(x, factors[:, 3] * (2 * torch.pi))
-
-
-def to_torch_dtype(name: str) -> torch.dtype:
-    return _DTYPES[name]

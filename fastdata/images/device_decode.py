@@ -26,6 +26,7 @@ class Encoded:
     key: str
     shard: str
     box: Box | None  # train: the crop box in full-resolution pixels; eval: None
+    flip: bool = False  # train: mirror horizontally
 
 
 def _resize(image: torch.Tensor, height: int, width: int) -> torch.Tensor:
@@ -42,6 +43,8 @@ def _geometry(image: torch.Tensor, enc: Encoded, *, size: int, resize_short: int
     if enc.box is not None:
         b = enc.box
         out = _resize(image[:, b.top:b.top + b.height, b.left:b.left + b.width], size, size)
+        if enc.flip:
+            out = out.flip(-1)
     else:
         new_h, new_w = resize_short_size(image.shape[-2], image.shape[-1], resize_short)
         top, left = center_crop_offsets(new_h, new_w, size)

@@ -2,9 +2,10 @@
 
 Pipeline per batch: the rank's epoch plan (`order.py`) -> samples read from the shards (`reader.py`)
 -> decode + crop + resize to S x S in `num_threads` threads (`decode.py`, GIL released) -> one uint8
-NHWC batch (pinned memory when the device is CUDA) -> `.to(device, non_blocking=True)` -> flip,
-colour jitter, normalise, dtype and memory format on the device (`device_aug.py`). A background thread
-keeps `prefetch` batches ready (`prefetch.py`).
+NHWC batch (pinned memory when the device is CUDA) -> `.to(device, non_blocking=True)` -> colour
+jitter, normalise, dtype and memory format on the device (`device_aug.py`). The horizontal flip is
+applied per sample while the crop is copied (free on the host; one flip per image with
+device_decode). A background thread keeps `prefetch` batches ready (`prefetch.py`).
 
 Every random decision of a sample comes from `sample_rng(seed, epoch, index)`, so a batch's tensors
 depend only on which samples it holds: resuming from `state_dict()` is bitwise exact.
@@ -139,11 +140,12 @@ class KorniaBackend:
             if box is None:
                 check_header(raw, self._max_pixels)
             data = torch.frombuffer(bytearray(raw.data), dtype=torch.uint8)
-            return Encoded(data=data, key=raw.key, shard=str(raw.shard), box=box), raw.label, params
+            return Encoded(data=data, key=raw.key, shard=str(raw.shard), box=box,
+                           flip=params is not None and params.flip), raw.label, params
         if box is None:
             return decode_eval(raw, resize_short=o.resize_short, size=o.image_size,
                                max_pixels=self._max_pixels), raw.label, None
-        return decode_train(raw, box, height, width, o.image_size), raw.label, params
+        return decode_train(raw, box, height, width, o.image_size, flip=params.flip), raw.label, params
 
     def _resolve(self, futures: list[Future | None]) -> list[tuple | ShardError | None]:
         """Results in order: (image, label, params), the sample's ShardError, or None for a padding row."""
@@ -210,7 +212,6 @@ class KorniaBackend:
         where = {"device": self._device} if on_device else {"pin_memory": self._pin}
         images = torch.zeros((rows, size, size, 3), dtype=torch.uint8, **where)
         labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
-        flips = np.zeros(rows, dtype=bool)
         jitter = np.zeros((rows, 4), dtype=np.float32) if self._opts.train and self._opts.color_jitter else None
         for r, entry in enumerate(entries):
             if entry is None:  # padding row
@@ -218,14 +219,12 @@ class KorniaBackend:
             image, label, params = entry
             images[r].copy_(image)
             labels[r] = label
-            if params is not None:
-                flips[r] = params.flip
-                if jitter is not None and params.jitter is not None:
-                    jitter[r] = params.jitter
+            if jitter is not None and params is not None and params.jitter is not None:
+                jitter[r] = params.jitter
         pad = np.flatnonzero(labels.numpy() == PAD_LABEL)
         x = images.to(self._device, non_blocking=True)
         y = labels.to(self._device, non_blocking=True)
-        out = self._zero_padding(self._augment(x, flips, jitter), pad)
+        out = self._zero_padding(self._augment(x, jitter), pad)
         ready = None
         if cuda_stream is not None:
             ready = torch.cuda.Event()
