@@ -113,6 +113,12 @@ class KorniaBackend:
         plan = self._plan(epoch)
         batches = prefetch(lambda stop: self._produce(plan, start, stop), depth=self._opts.prefetch,
                            name="fastdata-kornia-prefetch")
+        try:
+            yield from self._deliver(batches, epoch)
+        finally:
+            batches.close()  # stops and joins the prefetch thread, also on an early `break`
+
+    def _deliver(self, batches: Iterator[tuple], epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for images, labels, cursor, skipped, ready in batches:
             if ready is not None:  # produced on the prefetch thread's CUDA stream
                 current = torch.cuda.current_stream(self._device)
@@ -210,7 +216,7 @@ class KorniaBackend:
         rows = len(entries)
         on_device = self._opts.device_decode
         where = {"device": self._device} if on_device else {"pin_memory": self._pin}
-        images = torch.zeros((rows, size, size, 3), dtype=torch.uint8, **where)
+        images = torch.empty((rows, size, size, 3), dtype=torch.uint8, **where)  # padding rows zeroed below
         labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
         jitter = np.zeros((rows, 4), dtype=np.float32) if self._opts.train and self._opts.color_jitter else None
         for r, entry in enumerate(entries):

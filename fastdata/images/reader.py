@@ -1,9 +1,10 @@
 """Random access to the samples of one split: `.tar` shards through their `.idx`, Arrow shards memory-mapped.
 
 Tar shards are read with `os.pread` at the offsets the DALI index records (no tar parsing, nothing
-extracted to disk, thread-safe without locks per read). Arrow IPC stream shards are memory-mapped with
-pyarrow and sliced zero-copy. Nothing is ever unpickled or executed. A sample is addressed by its global
-index in the split (shards in manifest order, samples in shard order).
+extracted to disk, no shared file position, so reads from many threads need no lock). Arrow IPC
+stream shards are memory-mapped with pyarrow and sliced zero-copy. Nothing is ever unpickled or
+executed. A sample is addressed by its global index in the split (shards in manifest order, samples
+in shard order).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from fastdata.dataset import DatasetView, ShardRef
 from fastdata.errors import ShardError
@@ -31,7 +34,11 @@ class RawSample:
 
 
 class TarShard:
-    """One WebDataset `.tar` shard, read through the offsets of its `.idx` file."""
+    """One WebDataset `.tar` shard, read through the offsets of its `.idx` file.
+
+    The index is kept compact (numpy arrays: 32 bytes per sample plus the key), and the tar is opened
+    per read, so a process holding thousands of shards holds no file descriptors between reads.
+    """
 
     def __init__(self, ref: ShardRef) -> None:
         self.path = ref.path
@@ -45,13 +52,12 @@ class TarShard:
             raise ShardError(f"{exc.filename} is missing (shard {self.path}); re-run `fastdata convert`") from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise ShardError(f"cannot read index {idx} of shard {self.path}: {exc}") from exc
-        self._entries: list[tuple[str, int, int, int, int]] = []  # key, jpg off, jpg size, cls off, cls size
-        for n, line in enumerate(lines[1:], start=2):
-            self._entries.append(self._parse(line, idx, n, size))
-        if len(self._entries) != ref.info.samples:
-            raise ShardError(f"index {idx} lists {len(self._entries)} samples, the manifest says "
+        parsed = [self._parse(line, idx, n, size) for n, line in enumerate(lines[1:], start=2)]
+        if len(parsed) != ref.info.samples:
+            raise ShardError(f"index {idx} lists {len(parsed)} samples, the manifest says "
                              f"{ref.info.samples} for {self.path}; re-run `fastdata convert`")
-        self._fd = os.open(self.path, os.O_RDONLY)
+        self._keys = np.array([p[0] for p in parsed], dtype=str)
+        self._spans = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, 4)  # jpg off/len, cls off/len
 
     def _parse(self, line: str, idx: Path, lineno: int, size: int) -> tuple[str, int, int, int, int]:
         parts = line.split()
@@ -59,10 +65,13 @@ class TarShard:
             raise ShardError(f"index {idx} line {lineno} is malformed: {line[:80]!r}")
         members: dict[str, tuple[int, int]] = {}
         key = ""
-        for i in range(0, len(parts), 4):
-            ext, off, length, name = parts[i:i + 4]
-            key = name.split(".", 1)[0]
-            members[ext] = (int(off), int(length))
+        try:
+            for i in range(0, len(parts), 4):
+                ext, off, length, name = parts[i:i + 4]
+                key = name.split(".", 1)[0]
+                members[ext] = (int(off), int(length))
+        except ValueError as exc:
+            raise ShardError(f"index {idx} line {lineno} is malformed: {line[:80]!r}") from exc
         image = next((members[e] for e in IMAGE_EXTS if e in members), None)
         if image is None or "cls" not in members:
             raise ShardError(f"sample {key} in {self.path} has members {sorted(members)}; "
@@ -75,18 +84,24 @@ class TarShard:
         return key, image[0], image[1], cls[0], cls[1]
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._keys)
 
     def read(self, i: int, /) -> RawSample:
-        key, off, length, cls_off, cls_len = self._entries[i]
+        key = str(self._keys[i])
+        off, length, cls_off, cls_len = (int(v) for v in self._spans[i])
         lo, hi = min(off, cls_off), max(off + length, cls_off + cls_len)
-        if hi - lo <= length + cls_len + 4096:  # adjacent members: one read for both
-            blob = os.pread(self._fd, hi - lo, lo)
-            view = memoryview(blob)
-            data, cls = view[off - lo: off - lo + length], bytes(view[cls_off - lo: cls_off - lo + cls_len])
-        else:
-            blob = os.pread(self._fd, length, off)
-            data, cls = memoryview(blob), os.pread(self._fd, cls_len, cls_off)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as exc:
+            raise ShardError(f"cannot open shard {self.path} (sample {key}): {exc}") from exc
+        try:
+            if hi - lo <= length + cls_len + 4096:  # adjacent members: one read for both
+                view = memoryview(os.pread(fd, hi - lo, lo))
+                data, cls = view[off - lo: off - lo + length], bytes(view[cls_off - lo: cls_off - lo + cls_len])
+            else:
+                data, cls = memoryview(os.pread(fd, length, off)), os.pread(fd, cls_len, cls_off)
+        finally:
+            os.close(fd)
         if len(data) != length or len(cls) != cls_len:
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
         try:
@@ -96,7 +111,7 @@ class TarShard:
         return RawSample(data=data, label=label, key=key, shard=self.path)
 
     def close(self) -> None:
-        os.close(self._fd)
+        """Nothing is held open between reads."""
 
 
 class ArrowShard:
