@@ -1,0 +1,196 @@
+"""The candidates of images_per_sec.py, each written the way its users write it.
+
+Every candidate is built fresh for every timed repetition (nothing decoded survives from one
+repetition to the next) and yields `(images, labels)`: float32 [B, 3, S, S] normalised with the
+ImageNet mean/std, NCHW contiguous, labels int64 [B]. The ceiling yields lists of decoded images.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What every candidate must produce, from which files, with how many threads."""
+
+    raw: str  # ImageNet-style folder of the split (class folders directly inside)
+    shards: str  # converted dataset directory
+    split: str
+    batch_size: int
+    train: bool
+    threads: int
+    image_size: int = 224
+    seed: int = 0
+
+    @property
+    def resize_short(self) -> int:
+        return round(self.image_size / 0.875)
+
+
+def _torchvision_transform(spec: Spec):
+    import torchvision.transforms as T
+
+    if spec.train:
+        steps = [T.RandomResizedCrop(spec.image_size), T.RandomHorizontalFlip()]
+    else:
+        steps = [T.Resize(spec.resize_short), T.CenterCrop(spec.image_size)]
+    return T.Compose([*steps, T.ToTensor(), T.Normalize(MEAN, STD)])
+
+
+def torchvision_imagefolder(spec: Spec, state: Any) -> Iterable[Any]:
+    """(a) The baseline: torchvision ImageFolder on the raw JPEG tree, DataLoader with one worker per core."""
+    from torch.utils.data import DataLoader
+    from torchvision.datasets import ImageFolder
+
+    dataset = ImageFolder(spec.raw, transform=_torchvision_transform(spec))
+    return _tuples(DataLoader(dataset, batch_size=spec.batch_size, shuffle=spec.train, num_workers=spec.threads,
+                              drop_last=spec.train))
+
+
+def _tuples(loader: Iterable[Any]) -> Iterator[Any]:
+    """DataLoader's collate gives `[images, labels]` lists; yield `(images, labels)` like the others."""
+    it = iter(loader)
+    try:
+        yield from (tuple(batch) for batch in it)
+    finally:
+        del it  # shuts the workers down now, inside the measured block
+
+
+def _shard_urls(spec: Spec) -> list[str]:
+    from fastdata.dataset import open_dataset
+
+    return [str(ref.path) for ref in open_dataset(spec.shards, split=spec.split).shards]
+
+
+def webdataset_pil(spec: Spec, state: Any) -> Iterable[Any]:
+    """(b) The webdataset library over our shards, PIL decode, torchvision transforms, DataLoader workers."""
+    import webdataset as wds
+    from torch.utils.data import DataLoader
+
+    urls = _shard_urls(spec)
+    dataset = wds.WebDataset(urls, shardshuffle=len(urls) if spec.train else False, seed=spec.seed,
+                             empty_check=False)
+    if spec.train:
+        dataset = dataset.shuffle(1000)
+    dataset = dataset.decode("pil").to_tuple("jpg", "cls").map_tuple(_torchvision_transform(spec), int)
+    return _tuples(DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train))
+
+
+def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
+    """(c) A plain DALI pipeline on the raw tree as DALI's documentation writes it (CPU operators here)."""
+    import nvidia.dali.fn as fn
+    import nvidia.dali.types as types
+    import torch
+    from nvidia.dali import pipeline_def
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+    cuda = torch.cuda.is_available()
+
+    @pipeline_def(batch_size=spec.batch_size, num_threads=spec.threads, device_id=0 if cuda else None,
+                  seed=spec.seed + 1)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=spec.raw, random_shuffle=spec.train, name="Reader")
+        images = fn.decoders.image(jpegs, device="mixed" if cuda else "cpu", output_type=types.RGB)
+        if spec.train:
+            images = fn.random_resized_crop(images, size=(spec.image_size, spec.image_size))
+            mirror = fn.random.coin_flip(probability=0.5)
+        else:
+            images = fn.resize(images, resize_shorter=spec.resize_short)
+            mirror = False
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                          crop=(spec.image_size, spec.image_size),
+                                          mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD], mirror=mirror)
+        return images, labels.gpu() if cuda else labels
+
+    policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
+    iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
+    try:
+        for out in iterator:
+            yield out[0]["images"], out[0]["labels"].view(-1).long()
+    finally:
+        del iterator
+
+
+def _fastdata(backend: str) -> Callable[[Spec, Any], Iterable[Any]]:
+    def build(spec: Spec, state: Any) -> Iterable[Any]:
+        import torch
+
+        import fastdata
+
+        return fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend=backend,
+                               train=spec.train, image_size=spec.image_size, num_threads=spec.threads,
+                               device="cuda" if torch.cuda.is_available() else "cpu", dtype="float32",
+                               channels_last=False, seed=spec.seed)
+
+    build.__doc__ = f"fastdata.loader(..., backend={backend!r}) on the shards, NCHW float32 like the peers."
+    return build
+
+
+def read_shard_jpegs(spec: Spec) -> list[bytes]:
+    """The JPEG bytes of every sample of the split, read once from the shards (done before timing)."""
+    out = []
+    for url in _shard_urls(spec):
+        with tarfile.open(url) as tar:
+            for member in tar:
+                if member.isfile() and member.name.endswith(".jpg"):
+                    f = tar.extractfile(member)
+                    if f is not None:
+                        out.append(f.read())
+    if not out:
+        raise ValueError(f"no .jpg member in the shards of {spec.shards} (split {spec.split})")
+    return out
+
+
+def decode_ceiling(spec: Spec, state: Any) -> Iterator[list[Any]]:
+    """(f) The ceiling: libjpeg-turbo (simplejpeg) decode alone of the same shard bytes, same threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import simplejpeg
+
+    def decode(data: bytes):
+        return simplejpeg.decode_jpeg(data, colorspace="RGB")
+
+    with ThreadPoolExecutor(spec.threads) as pool:
+        batch: list[Any] = []
+        for image in pool.map(decode, state):
+            batch.append(image)
+            if len(batch) == spec.batch_size:
+                yield batch, None
+                batch = []
+        if batch:
+            yield batch, None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: str
+    label: str
+    build: Callable[[Spec, Any], Iterable[Any]]
+    setup: Callable[[Spec], Any] | None = None
+    ceiling: bool = False
+
+
+CANDIDATES: dict[str, Candidate] = {c.key: c for c in (
+    Candidate("a", "PyTorch DataLoader + torchvision ImageFolder (raw JPEGs)", torchvision_imagefolder),
+    Candidate("b", "webdataset + PIL + torchvision (shards)", webdataset_pil),
+    Candidate("c", "plain DALI pipeline, docs style (raw JPEGs)", dali_plain),
+    Candidate("d", "fastdata, DALI backend (shards)", _fastdata("dali")),
+    Candidate("e", "fastdata, kornia backend (shards)", _fastdata("kornia")),
+    Candidate("f", "ceiling: libjpeg-turbo decode only (shard bytes)", decode_ceiling, read_shard_jpegs, True),
+)}
+
+
+def raw_split_folder(raw: Path, split: str) -> Path:
+    """The class-folder root of `split` inside a raw tree (`raw/<split>/<class>` or `raw/<class>`)."""
+    candidate = raw / split
+    if candidate.is_dir() and any(p.is_dir() for p in candidate.iterdir()):
+        return candidate
+    return raw

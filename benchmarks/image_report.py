@@ -1,0 +1,128 @@
+"""Turn the rows of images_per_sec.py into per-candidate summaries and a markdown section."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import environment_markdown, summarize
+from benchmarks.image_candidates import CANDIDATES
+
+TARGETS = {"a": 3.0, "c": 1.5, "f": 0.6}  # fastdata's best backend vs (a), (c), and as a share of (f)
+FASTDATA = ("d", "e")
+
+
+def summarize_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per (variant, candidate) in candidate order, with ratios to the peers of that variant."""
+    out: list[dict[str, Any]] = []
+    for variant in dict.fromkeys(r["variant"] for r in rows):
+        mine = [r for r in rows if r["variant"] == variant]
+        medians: dict[str, float] = {}
+        for key in CANDIDATES:
+            runs = [r for r in mine if r["candidate"] == key]
+            if not runs:
+                continue
+            ok = [r for r in runs if "error" not in r]
+            entry: dict[str, Any] = {"variant": variant, "candidate": key, "label": CANDIDATES[key].label,
+                                     "ceiling": CANDIDATES[key].ceiling, "runs": len(ok),
+                                     "failed": len(runs) - len(ok)}
+            if ok:
+                entry.update({
+                    "images_per_s": summarize([r["images_per_s"] for r in ok]),
+                    "steady_images_per_s": statistics.median(r["steady_images_per_s"] for r in ok),
+                    "first_batch_s": statistics.median(r["first_batch_s"] for r in ok),
+                    "cpu_percent": statistics.median(r["cpu_percent"] for r in ok),
+                    "peak_rss": max(r["peak_rss"] for r in ok),
+                    "images": ok[0]["images"],
+                    "output": ok[0]["output"],
+                })
+                medians[key] = entry["images_per_s"]["median"]
+            else:
+                entry["error"] = runs[0]["error"].strip().splitlines()[-1]
+            out.append(entry)
+        for entry in out:
+            if entry["variant"] != variant or "images_per_s" not in entry:
+                continue
+            m = entry["images_per_s"]["median"]
+            for peer in ("a", "c", "f"):
+                if medians.get(peer):
+                    entry[f"vs_{peer}"] = m / medians[peer]
+    return out
+
+
+def target_lines(summary: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for variant in dict.fromkeys(e["variant"] for e in summary):
+        ours = [e for e in summary if e["variant"] == variant and e["candidate"] in FASTDATA and "images_per_s" in e]
+        if not ours:
+            lines.append(f"- {variant}: no fastdata backend produced a result")
+            continue
+        best = max(ours, key=lambda e: e["images_per_s"]["median"])
+        parts = []
+        for peer, want in TARGETS.items():
+            if f"vs_{peer}" in best:
+                got = best[f"vs_{peer}"]
+                shown = f"{got:.0%} of (f)" if peer == "f" else f"{got:.2f}x ({peer})"
+                wanted = f"{want:.0%}" if peer == "f" else f"{want}x"
+                parts.append(f"{shown} [target >= {wanted}: {'met' if got >= want else 'missed'}]")
+        lines.append(f"- {variant}: best fastdata backend is ({best['candidate']}) "
+                     f"{best['label'].split('(')[0].strip()}: " + "; ".join(parts))
+    return lines
+
+
+def _table(summary: list[dict[str, Any]], variant: str) -> str:
+    head = ("| | candidate | images/s median | min | max | vs (a) | steady images/s | first batch s "
+            "| CPU % of machine | peak RSS MiB |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines = [head]
+    for e in summary:
+        if e["variant"] != variant:
+            continue
+        if "images_per_s" not in e:
+            lines.append(f"| {e['candidate']} | {e['label']} | failed: {e.get('error', '?')[:80]} | | | | | | | |")
+            continue
+        s = e["images_per_s"]
+        vs = f"{e['vs_a']:.2f}x" if "vs_a" in e else "-"
+        lines.append(f"| {e['candidate']} | {e['label']} | {s['median']:.0f} | {s['min']:.0f} | {s['max']:.0f} "
+                     f"| {vs} | "
+                     f"{e['steady_images_per_s']:.0f} | {e['first_batch_s']:.2f} | {e['cpu_percent']:.0f} | "
+                     f"{e['peak_rss'] / 2**20:.0f} |")
+    return "\n".join(lines)
+
+
+VARIANT_TEXT = {
+    "train": "train: random resized crop to 224 (scale 0.08-1, ratio 3/4-4/3) + horizontal flip",
+    "eval": "eval: resize shorter side to 256 + centre crop 224",
+}
+
+
+def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config: dict[str, Any], *,
+                     chart: Path | None, docs: Path) -> str:
+    outputs = sorted({e["output"] for e in summary if "output" in e and not e["ceiling"]})
+    parts = [
+        "## Images per second (`benchmarks/images_per_sec.py`)",
+        "",
+        "*This section is rewritten by the script; numbers below are exactly what its last run measured.*",
+        "",
+        environment_markdown(env),
+        f"- Data: {config['raw_images']} JPEGs in `{config['raw']}` (raw tree, used by a and c), converted once "
+        f"with `fastdata convert` into `{config['shards']}` (used by b, d, e, f); batch {config['batch_size']}, "
+        f"{config['threads']} workers/threads for every candidate, {config['reps']} interleaved repetitions after "
+        f"a {config['warmup_batches']}-batch warm-up of each.",
+        "- Each repetition builds a fresh loader in the candidate's own process and reads one epoch; nothing "
+        "decoded is kept between repetitions. images/s = images delivered / seconds from building the loader "
+        "to the last batch (startup included); 'steady' leaves out the first batch. CPU % is the CPU time of "
+        "the candidate's whole process tree (workers included) over wall time, as a share of all cores; peak "
+        "RSS is the sampled sum over that process tree.",
+        f"- Every candidate except the ceiling produced {', '.join(outputs) or '?'} batches "
+        "(float32 NCHW, ImageNet mean/std).",
+        "",
+    ]
+    for variant in dict.fromkeys(e["variant"] for e in summary):
+        parts += [f"### {VARIANT_TEXT.get(variant, variant)}", "", _table(summary, variant), ""]
+    parts += ["Targets (fastdata's best backend, ratios of medians from this run):", *target_lines(summary), ""]
+    if chart is not None:
+        rel = os.path.relpath(chart, docs.parent)
+        parts += [f"![images per second]({rel})", ""]
+    return "\n".join(parts)

@@ -1,0 +1,113 @@
+"""Run benchmark candidates in separate worker processes, one per candidate, interleaved.
+
+Each candidate lives in its own spawned process for the whole run (imports once; its memory and
+CPU are measured apart from the others) and builds a fresh loader for every repetition. The parent
+sends "run" commands in an interleaved order, so slow drifts of a shared machine hit every
+candidate alike.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing as mp
+import traceback
+from dataclasses import asdict
+from typing import Any
+
+from benchmarks.image_candidates import CANDIDATES, Spec
+
+
+def _describe(batch: Any) -> str:
+    first = batch[0] if isinstance(batch, tuple) else batch
+    if isinstance(first, list):
+        first = first[0]
+        return f"list of {type(first).__name__} {getattr(first, 'dtype', '')}{list(getattr(first, 'shape', []))}"
+    shape = list(getattr(first, "shape", []))
+    dtype = str(getattr(first, "dtype", "?")).replace("torch.", "")
+    return f"{dtype}{shape}"
+
+
+def run_once(key: str, spec: Spec, state: Any, *, max_batches: int | None) -> dict[str, Any]:
+    """One timed repetition of one candidate: build, iterate, tear down, inside a resource monitor."""
+    from fastdata.perf.monitor import ResourceMonitor
+    from fastdata.perf.throughput import time_batches
+
+    cand = CANDIDATES[key]
+    seen: dict[str, str] = {}
+
+    def check(batch: Any) -> None:
+        if "output" not in seen:
+            seen["output"] = _describe(batch)
+
+    gc.collect()
+    with ResourceMonitor() as mon:
+        tp = time_batches(lambda: cand.build(spec, state), max_batches=max_batches, on_batch=check)
+        gc.collect()  # drop the loader (and join its workers) inside the measured block
+    u = mon.usage
+    return {
+        "candidate": key, "images": tp.images, "batches": tp.batches, "seconds": tp.seconds,
+        "images_per_s": tp.images_per_s, "steady_images_per_s": tp.steady_images_per_s,
+        "first_batch_s": tp.first_batch_s, "cpu_s": u.cpu_s, "block_s": u.wall_s, "cpu_percent": u.cpu_percent,
+        "peak_rss": u.peak_rss, "output": seen.get("output", "?"),
+    }
+
+
+def worker_main(conn, key: str, spec_dict: dict[str, Any]) -> None:
+    spec = Spec(**spec_dict)
+    try:
+        cand = CANDIDATES[key]
+        state = cand.setup(spec) if cand.setup else None
+        conn.send({"ready": True})
+    except BaseException:
+        conn.send({"error": traceback.format_exc()})
+        return
+    while True:
+        cmd = conn.recv()
+        if cmd is None:
+            return
+        try:
+            conn.send(run_once(key, spec, state, max_batches=cmd.get("max_batches")))
+        except BaseException:
+            conn.send({"error": traceback.format_exc()})
+
+
+class Worker:
+    """The parent's handle on one candidate's process."""
+
+    def __init__(self, key: str, spec: Spec) -> None:
+        ctx = mp.get_context("spawn")
+        self.key = key
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker_main, args=(child, key, asdict(spec)), name=f"bench-{key}")
+        self.proc.start()
+        child.close()
+        self.error: str | None = None
+        reply = self._recv()
+        if "error" in reply:
+            self.error = reply["error"]
+
+    def _recv(self) -> dict[str, Any]:
+        try:
+            return self.conn.recv()
+        except EOFError:
+            return {"error": f"worker process for candidate {self.key} died (exit code {self.proc.exitcode})"}
+
+    def run(self, *, max_batches: int | None = None) -> dict[str, Any]:
+        if self.error is not None:
+            return {"candidate": self.key, "error": self.error}
+        self.conn.send({"max_batches": max_batches})
+        reply = self._recv()
+        if "error" in reply:
+            return {"candidate": self.key, "error": reply["error"]}
+        return reply
+
+    def close(self) -> None:
+        try:
+            if self.proc.is_alive():
+                self.conn.send(None)
+        except OSError:
+            pass
+        self.proc.join(timeout=30)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join()

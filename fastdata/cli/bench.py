@@ -1,0 +1,111 @@
+"""`fastdata bench DATASET`: how fast can the loader go on this machine, and with which settings?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 1,2,4, got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected integers >= 1 like 1,2,4, got {text!r}")
+    return values
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="measure loader throughput and search threads/prefetch",
+                       description="Loader-only throughput of fastdata.loader(DATASET, ...) on this machine, "
+                                   "plus a small search over num_threads and prefetch that prints the best "
+                                   "settings and the exact arguments to use.")
+    p.add_argument("dataset", help="converted dataset directory (or a shard glob)")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--backend", choices=["dali", "kornia"], help="default: dali when installed, else kornia")
+    p.add_argument("--split", help="split to read (default: train, or the only split)")
+    p.add_argument("--eval", action="store_true", help="eval transforms (resize + centre crop) instead of train")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "uint8"], default="float32")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
+    p.add_argument("--no-channels-last", action="store_true", help="NCHW contiguous instead of channels_last")
+    p.add_argument("--threads", type=_int_list, help="num_threads value(s) to try, e.g. 1,2,4 "
+                   "(default: a quarter, half, all and twice the cores)")
+    p.add_argument("--prefetch", type=_int_list, help="prefetch depth(s) to try (default 1,2,4)")
+    p.add_argument("--batches", type=int, default=10, help="timed batches per setting (default 10)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed batches first (default 2)")
+    p.add_argument("--no-search", action="store_true", help="measure only the given settings")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def options_from_args(args: argparse.Namespace) -> dict:
+    """The loader options the user asked for (single --threads/--prefetch values are fixed settings)."""
+    opts = {"batch_size": args.batch_size, "train": not args.eval, "image_size": args.image_size,
+            "dtype": args.dtype, "channels_last": not args.no_channels_last}
+    for name, value in (("backend", args.backend), ("split", args.split), ("device", args.device)):
+        if value is not None:
+            opts[name] = value
+    if args.threads and len(args.threads) == 1:
+        opts["num_threads"] = args.threads[0]
+    if args.prefetch and len(args.prefetch) == 1:
+        opts["prefetch"] = args.prefetch[0]
+    return opts
+
+
+def _row(m) -> str:
+    o, tp, u = m.options, m.throughput, m.usage
+    cpu = f"{u.cpu_percent:5.0f}%" if u else "     -"
+    rss = f"{u.peak_rss / 2**20:7.0f}" if u else "      -"
+    return (f"{o.get('num_threads', '-')!s:>7} {o.get('prefetch', '-')!s:>8} {tp.images_per_s:10.1f} "
+            f"{tp.seconds:8.2f} {cpu} {rss}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastdata.images.loader import build_options
+    from fastdata.perf.loader_bench import bench, loader_call
+
+    if args.batches < 1 or args.warmup < 0:
+        raise ValueError("--batches must be >= 1 and --warmup >= 0")
+    opts = options_from_args(args)
+    resolved = build_options(**{k: v for k, v in opts.items() if k != "split"})
+    opts.setdefault("backend", resolved.backend)
+    opts.setdefault("device", resolved.device)
+    opts.setdefault("num_threads", resolved.num_threads)
+    opts.setdefault("prefetch", resolved.prefetch)
+    search = not args.no_search and not (args.threads and len(args.threads) == 1
+                                         and args.prefetch and len(args.prefetch) == 1)
+    if not args.json:
+        print(f"fastdata bench {args.dataset}: backend={opts['backend']} device={opts['device']} "
+              f"batch_size={args.batch_size} {'eval' if args.eval else 'train'} {args.image_size}px {args.dtype}; "
+              f"{args.batches} timed batches per setting after {args.warmup} warm-up, {os.cpu_count()} cores")
+    report = bench(args.dataset, options=opts, search=search, threads=args.threads, prefetches=args.prefetch,
+                   batches=args.batches, warmup=args.warmup)
+    best_opts = dict(opts)
+    if report.search is not None:
+        best_opts.update(num_threads=report.search.best.num_threads, prefetch=report.search.best.prefetch)
+    best = max(report.measurements, key=lambda m: m.images_per_s if m.options == best_opts else -1.0)
+    if args.json:
+        print(json.dumps({
+            "dataset": args.dataset, "options": opts, "best": best_opts,
+            "measurements": [{"options": m.options, "images_per_s": m.images_per_s, "seconds": m.throughput.seconds,
+                              "cpu_percent": m.usage.cpu_percent if m.usage else None,
+                              "peak_rss": m.usage.peak_rss if m.usage else None} for m in report.measurements],
+        }, indent=1))
+        return 0
+    print(f"{'threads':>7} {'prefetch':>8} {'images/s':>10} {'seconds':>8} {'CPU':>6} {'RSS MiB':>7}")
+    for i, m in enumerate(report.measurements):
+        print(_row(m) + ("   (as given)" if i == 0 else ""))
+    base = report.baseline.images_per_s
+    print(f"\nbest: num_threads={best_opts['num_threads']} prefetch={best_opts['prefetch']}: "
+          f"{best.images_per_s:.1f} images/s ({best.images_per_s / base:.2f}x the settings as given)"
+          if base > 0 else "")
+    print("use it in Python:\n  " + loader_call(args.dataset, {k: v for k, v in best_opts.items()
+                                                               if k not in ("device",)}))
+    cli = ["fastdata", "bench", args.dataset, "--batch-size", str(args.batch_size), "--backend", opts["backend"],
+           "--threads", str(best_opts["num_threads"]), "--prefetch", str(best_opts["prefetch"])]
+    print("re-check it:\n  " + shlex.join(cli) + (" --eval" if args.eval else ""))
+    print("(loader alone: a training step that also needs the CPU gets less; `fastdata doctor` measures that)")
+    return 0
