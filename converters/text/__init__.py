@@ -13,7 +13,7 @@ from converters.kind import ArrowLayout, Discovery
 from converters.text.discover import discover_text
 from converters.text.options import OVERFLOW, TextOptions
 from converters.text.records import EXTENSIONS, file_format
-from converters.text.tokenize import TextProcessor, read_tokenizer_json, tokenizer_info
+from converters.text.tokenize import TextProcessor, tokenizer_info
 
 SNIFF_BYTES = 4096  # bytes read from an extension-less file to decide whether it is text
 
@@ -70,8 +70,7 @@ class TextKind:
         return discover_text(src, options=options, extra_identity=[["tokenizer", info["sha256"]]])
 
     def processor(self, options: TextOptions) -> TextProcessor:
-        text = read_tokenizer_json(options.tokenizer)
-        return TextProcessor(text, options, with_labels=True)
+        return TextProcessor(options, sha256=tokenizer_info(options.tokenizer)["sha256"], with_labels=True)
 
     def arrow_layout(self, discovery: Discovery, options: TextOptions) -> ArrowLayout:
         dtype = tokenizer_info(options.tokenizer)["ids_dtype"]

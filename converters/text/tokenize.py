@@ -81,26 +81,36 @@ def length_bucket(n: int) -> str:
     return f"{1 if hi == 8 else hi // 2 + 1}-{hi}"
 
 
+_CACHE: dict[tuple[str, str, int | None], Any] = {}  # per process: (path, sha256, max_length) -> Tokenizer
+
+
+def cached_tokenizer(path: str, sha256: str, max_length: int | None) -> Any:
+    """The tokenizer of `path`, built once per process (worker) and checked against the planned hash."""
+    key = (path, sha256, max_length)
+    if key not in _CACHE:
+        text = read_tokenizer_json(path)
+        found = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        if found != sha256:
+            raise ConvertError(f"tokenizer file {path} changed during the conversion (sha256 {found[:12]}, "
+                               f"planned {sha256[:12]}); restore it or start over in an empty directory")
+        _CACHE[key] = build_tokenizer(text, where=path, max_length=max_length)
+    return _CACHE[key]
+
+
 class TextProcessor:
-    """Documents -> token-id rows. Picklable: workers rebuild the tokenizer from its JSON text."""
+    """Documents -> token-id rows. Picklable and small (sent with every task): each worker process
+    builds the tokenizer once from the file, whose sha256 was fixed when the run was planned."""
 
     chunk_size = BATCH
 
-    def __init__(self, tokenizer_json: str, options: TextOptions, *, with_labels: bool) -> None:
-        self.tokenizer_json = tokenizer_json
+    def __init__(self, options: TextOptions, *, sha256: str, with_labels: bool) -> None:
         self.options = options
+        self.sha256 = sha256
         self.with_labels = with_labels
-        self._tok: Any = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_tok": None}
 
     @property
     def tokenizer(self) -> Any:
-        if self._tok is None:
-            self._tok = build_tokenizer(self.tokenizer_json, where=self.options.tokenizer,
-                                        max_length=self.options.max_length)
-        return self._tok
+        return cached_tokenizer(self.options.tokenizer, self.sha256, self.options.max_length)
 
     def __call__(self, item: WorkItem) -> Sample | Rejection | list[Sample]:
         return self.process_batch([item])[0]
