@@ -4,7 +4,8 @@ Input is a uint8 NHWC batch already on the device (every image already cropped, 
 to S x S). Per-sample jitter factors come in as an array drawn from each sample's own RNG, so the
 result does not depend on the batch a sample lands in or on what ran before (exact resume). Pixels
 stay uint8 until the last step; normalisation is one fused multiply-add that reads the uint8 NHWC
-batch and writes the output dtype (NHWC memory is exactly NCHW channels_last, so no transpose).
+batch and writes float32 (NHWC memory is exactly NCHW channels_last, so no transpose; for
+channels_last=False the same pass writes contiguous NCHW).
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ class DeviceAugment:
                              torch.from_numpy(jitter).to(self.device, torch.float32))
             images = x.mul_(255.0).round_().to(torch.uint8).permute(0, 2, 3, 1)
         if self.dtype == torch.uint8:
-            out = images
-        else:
-            out = torch.addcmul(self._shift, images, self._scale)  # uint8 in, float32 out, one pass
-            if self.dtype != torch.float32:
-                out = out.to(self.dtype)
-        out = out.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy
-        return out.contiguous(memory_format=torch.channels_last if self.channels_last else torch.contiguous_format)
+            out = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy
+            return out if self.channels_last else out.contiguous()
+        x = images.permute(0, 3, 1, 2)
+        if self.channels_last:  # NHWC memory is NCHW channels_last: one pass, uint8 in, float32 out
+            out = torch.addcmul(self._shift.view(1, 3, 1, 1), x, self._scale.view(1, 3, 1, 1))
+        else:  # one pass that also transposes: read NHWC uint8, write contiguous NCHW float32
+            out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+            torch.addcmul(self._shift.view(1, 3, 1, 1), x, self._scale.view(1, 3, 1, 1), out=out)
+        return out if self.dtype == torch.float32 else out.to(self.dtype)
 
     @staticmethod
     def _jitter(x: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
