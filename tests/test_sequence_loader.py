@@ -144,6 +144,10 @@ def test_device_plumbing_pins_for_cuda(fortunes_tokens: Path, monkeypatch: pytes
 
     assert SequenceLoaderOptions(max_tokens=8, device="cuda:1").pin
     assert not SequenceLoaderOptions(max_tokens=8).pin
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="need CUDA"):
+            fastdata.loader(fortunes_tokens, max_tokens=1024, device="cuda")
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     loader = fastdata.loader(fortunes_tokens, max_tokens=1024, pin_memory=True)
     calls = []
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: calls.append(self.shape) or self.clone())

@@ -135,6 +135,9 @@ def sequence_loader(source: str | Path, /, *, split: str | None = None, rank: in
         raise TypeError(f"unknown option(s) {unknown} for a text dataset; allowed: {sorted(known)}")
     rank, world_size = resolve_rank(rank, world_size)
     opts = SequenceLoaderOptions(**options, rank=rank, world_size=world_size)
+    if (opts.device != "cpu" or opts.pin) and not torch.cuda.is_available():
+        raise ValueError(f"device={opts.device!r}, pin_memory={opts.pin_memory!r} need CUDA, but "
+                         "torch.cuda.is_available() is False; use device='cpu' (and pin_memory=None or False)")
     view = open_dataset(source, split=split)
     if view.manifest.kind != "text":
         raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the sequence loader reads 'text'")
