@@ -37,6 +37,16 @@ def test_shapes_dtypes_layout(ds, dtype, train):
         assert y.dtype == torch.int64 and y.shape == (4,)
 
 
+def test_num_samples_and_len_follow_drop_last(ds, caplog):
+    drop = loader(ds["wds"], split="train", batch_size=5)
+    keep = loader(ds["wds"], split="train", batch_size=5, drop_last=False)
+    assert (len(drop), drop.num_samples, len(keep), keep.num_samples) == (2, 10, 3, 12)
+    assert [len(y) for _, y in keep] == [5, 5, 2]
+    with caplog.at_level("WARNING"):
+        assert len(loader(ds["wds"], split="val", batch_size=8)) == 0  # 7 samples, train drops
+    assert "yields no batch" in caplog.text
+
+
 def test_channels_first_when_asked(ds):
     x, _ = next(iter(loader(ds["wds"], split="val", train=False, channels_last=False)))
     assert x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)

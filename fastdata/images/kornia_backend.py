@@ -71,6 +71,10 @@ class KorniaBackend:
             self._plans = {epoch: epoch_plan(len(self._reader), train=o.train, batch_size=o.batch_size,
                                              keep_last=o.keep_last, seed=o.seed, epoch=epoch, rank=o.rank,
                                              world_size=o.world_size)}
+            if self._plans[epoch].num_batches == 0:
+                log.warning("epoch %d yields no batch on rank %d: %d samples over %d ranks with batch_size %d "
+                            "(drop_last=%s)", epoch, o.rank, len(self._reader), o.world_size, o.batch_size,
+                            not o.keep_last)
         return self._plans[epoch]
 
     def __len__(self) -> int:
