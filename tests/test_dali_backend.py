@@ -209,7 +209,7 @@ def _plan(train: bool):
 def test_graph_args_for_each_device(device: str) -> None:
     for train in (True, False):
         opts = ImageLoaderOptions(batch_size=4, train=train, image_size=224, device=device, hw_decoder_load=0.4,
-                                  dtype="bfloat16", channels_last=True)
+                                  dtype="bfloat16", channels_last=True, num_threads=2)
         args = graph_args(opts, _plan(train))
         assert args.reader["shard_id"] == 1 and args.reader["num_shards"] == 2
         assert args.reader["random_shuffle"] is train and args.reader["pad_last_batch"] is (not train)
@@ -217,9 +217,11 @@ def test_graph_args_for_each_device(device: str) -> None:
         assert args.normalize["mean"][0] == pytest.approx(0.485 * 255) and args.out_dtype == "float32"
         if device == "cpu":
             assert args.device_id is None and args.decode_device == "cpu" and "hw_decoder_load" not in args.decode
+            assert args.resize["minibatch_size"] == 1  # 4 samples, 2 threads: every thread gets work
         else:
             assert args.device_id == (1 if device == "cuda:1" else 0) and args.decode_device == "mixed"
             assert args.decode["hw_decoder_load"] == 0.4 and args.decode["jpeg_fancy_upsampling"] is True
+            assert "minibatch_size" not in args.resize
         if train:
             assert args.decode["random_area"] == [0.08, 1.0] and args.resize["resize_x"] == 224 and args.flip
         else:

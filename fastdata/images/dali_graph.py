@@ -75,6 +75,10 @@ def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
         # torchvision Resize(int) + CenterCrop exactly; subpixel_scale=False stretches to integer sizes
         # as torchvision does.
         resize = dict(antialias=True, interp_type="linear", subpixel_scale=False)
+    if not gpu:
+        # CPU resize splits the batch into minibatches, one per thread task: DALI's default (32) leaves
+        # threads idle for batch_size < 32 * num_threads; ~4 tasks per thread balances uneven crops.
+        resize["minibatch_size"] = max(1, min(32, opts.batch_size // (4 * opts.num_threads)))
     out_dtype = {"uint8": "uint8", "float16": "float16"}.get(opts.dtype, "float32")
     layout = "HWC" if opts.channels_last else "CHW"
     normalize: dict[str, Any] = dict(crop=[size, size], crop_pos_x=0.5, crop_pos_y=0.5, dtype=out_dtype,
