@@ -36,9 +36,10 @@ class TokenStore:
     def last_ids(self) -> np.ndarray:
         """The last token of every sequence (-1 for an empty one)."""
         out = np.full(len(self), -1, dtype=np.int64)
-        for seg, values in enumerate(self.values):
-            rows = np.nonzero((self.segment == seg) & (self.lengths > 0))[0]
-            out[rows] = values[self.start[rows] + self.lengths[rows] - 1]
+        bounds = [0, *(np.flatnonzero(np.diff(self.segment)) + 1).tolist(), len(self)]  # segments are contiguous
+        for a, b in zip(bounds, bounds[1:]):
+            rows = a + np.flatnonzero(self.lengths[a:b] > 0)
+            out[rows] = self.values[self.segment[a]][self.start[rows] + self.lengths[rows] - 1]
         return out
 
 
