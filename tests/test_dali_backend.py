@@ -198,6 +198,12 @@ def test_missing_index_and_arrow_shards_are_refused(ds: Path, tmp_path: Path) ->
     view = open_dataset(copy, split="train", check_files=False)
     with pytest.raises(ShardError, match=r"train-000003\.tar"):
         DaliBackend(view, ImageLoaderOptions(batch_size=2))
+    from helpers import convert_images, make_image_tree
+
+    arrow = convert_images(make_image_tree(tmp_path / "src", classes=2, per_class=2), tmp_path / "arrow",
+                           format="arrow").dst
+    with pytest.raises(ValueError, match="backend='kornia'"):
+        DaliBackend(open_dataset(arrow, split="train"), ImageLoaderOptions(batch_size=2))
 
 
 def _plan(train: bool):
