@@ -20,20 +20,18 @@ def cut(order: np.ndarray, lengths: np.ndarray, *, max_tokens: int | None, batch
         multiple: int) -> list[np.ndarray]:
     """Cut `order` (kept as is) into consecutive batches: each under the token budget counting padding
     (count * padded(longest) <= max_tokens) and at most `batch_size` long."""
-    batches: list[np.ndarray] = []
+    cuts: list[int] = []
     begin, longest = 0, 0
-    for j, i in enumerate(order.tolist()):
-        grown = max(longest, int(lengths[i]))
+    cap = batch_size if batch_size is not None else len(order) + 1
+    budget = max_tokens if max_tokens is not None else float("inf")
+    for j, n in enumerate(lengths[order].tolist()):
+        grown = n if n > longest else longest
         count = j - begin + 1
-        full = (batch_size is not None and count > batch_size) or \
-            (max_tokens is not None and count * padded(grown, multiple) > max_tokens)
-        if full and count > 1:
-            batches.append(order[begin:j])
-            begin, grown = j, int(lengths[i])
+        if count > 1 and (count > cap or count * (-(-grown // multiple) * multiple) > budget):
+            cuts.append(j)
+            begin, grown = j, n
         longest = grown
-    if begin < len(order):
-        batches.append(order[begin:])
-    return batches
+    return [b for b in np.split(order, cuts) if len(b)]
 
 
 def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
