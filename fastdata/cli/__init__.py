@@ -15,6 +15,8 @@ COMMANDS: dict[str, str] = {
     "convert": "fastdata.cli.convert",
     "info": "fastdata.cli.info",
     "verify": "fastdata.cli.verify",
+    "bench": "fastdata.cli.bench",
+    "doctor": "fastdata.cli.doctor",
 }
 
 

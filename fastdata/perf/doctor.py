@@ -1,0 +1,203 @@
+"""Is a training step waiting for data? The measurement and the verdict behind `fastdata doctor`.
+
+Method: run `steps` training steps (forward, loss, backward, optimizer step) fed by the loader and
+time, per step, how long `next(batches)` blocks (the wait) and the whole step; the PyTorch
+profiler records the same wait as the "DataLoader" range. Then run the same number of steps on one
+batch that already sits on the device: that is the step time with free data. On CUDA every step
+ends with a synchronize, so the time of queued GPU work is not hidden from the wall clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FED_BELOW = 0.10  # wait share under which the loader keeps up
+INPUT_BOUND_ABOVE = 0.30  # wait share over which the step is input-bound
+CONTENTION = 1.15  # fed/resident step ratio, with little waiting, that signals CPU contention
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    wait_s: tuple[float, ...]  # per step: blocked in next(batches)
+    step_s: tuple[float, ...]  # per step: wait + compute
+    images: int  # real images (labels >= 0) over the measured steps
+
+    @property
+    def wait_fraction(self) -> float:
+        total = sum(self.step_s)
+        return sum(self.wait_s) / total if total > 0 else 0.0
+
+    @property
+    def median_step_s(self) -> float:
+        return statistics.median(self.step_s)
+
+    @property
+    def images_per_s(self) -> float:
+        total = sum(self.step_s)
+        return self.images / total if total > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    fed: StepTimes
+    resident: StepTimes
+    profiler_wait_fraction: float | None  # "DataLoader" range / profiled steps; None without the profiler
+
+    @property
+    def slowdown(self) -> float:
+        """Fed step time over the step time with the batch already on the device."""
+        r = self.resident.median_step_s
+        return self.fed.median_step_s / r if r > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    level: str  # "fed", "partly input-bound", "input-bound"
+    summary: str
+    advice: tuple[str, ...]
+
+
+def run_steps(step: Callable[[Any, Any], None], batches: Iterator[Any], /, *, steps: int, warmup: int,
+              sync: Callable[[], None] = lambda: None, label: str = "DataLoader") -> StepTimes:
+    """Time `warmup + steps` calls of `step(images, labels)`, each fed by `next(batches)`."""
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"steps must be >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    from torch.profiler import record_function
+
+    waits, totals, images = [], [], 0
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        with record_function(label):
+            try:
+                x, y = next(batches)
+            except StopIteration:
+                raise ValueError(f"the loader ran out of batches after {i} step(s); use fewer --steps or a "
+                                 "larger dataset") from None
+        t1 = time.perf_counter()
+        with record_function("train_step"):
+            step(x, y)
+            sync()
+        t2 = time.perf_counter()
+        if i >= warmup:
+            waits.append(t1 - t0)
+            totals.append(t2 - t0)
+            images += int((y >= 0).sum()) if hasattr(y, "sum") else len(y)
+    return StepTimes(wait_s=tuple(waits), step_s=tuple(totals), images=images)
+
+
+def profiler_share(profile: Any, label: str = "DataLoader") -> float | None:
+    """Share of the profiled steps' time spent in the `label` range, from the profiler's own events."""
+    waited = stepped = 0.0
+    for event in profile.events():
+        if "CPU" not in str(getattr(event, "device_type", "CPU")):
+            continue  # the GPU copy of a user range
+        if event.name == label:
+            waited += event.cpu_time_total
+        if event.name in (label, "train_step"):
+            stepped += event.cpu_time_total
+    return waited / stepped if stepped > 0 else None
+
+
+def verdict(d: Diagnosis, /, *, batch_size: int, device: str, backend: str, num_threads: int,
+            prefetch: int) -> Verdict:
+    """Plain-language conclusion and what to change, from the measured shares."""
+    w = d.fed.wait_fraction
+    fed_rate, free_rate = d.fed.images_per_s, d.resident.images_per_s
+    advice: list[str] = []
+    if w < FED_BELOW:
+        level = "fed"
+        summary = (f"The loader keeps up: {w:.0%} of step time waits for data. Faster data loading will not "
+                   "speed this training up; the model step is the bottleneck.")
+        if d.slowdown >= CONTENTION:
+            advice.append(f"Steps are still {d.slowdown:.2f}x slower than on a resident batch: the loader's threads "
+                          f"compete with the step for CPU. Try fewer threads (num_threads={max(1, num_threads // 2)}).")
+        advice.append("Speed up the step itself: mixed precision (bfloat16), channels_last, torch.compile, or a "
+                      "larger batch per device.")
+    else:
+        level = "input-bound" if w >= INPUT_BOUND_ABOVE else "partly input-bound"
+        need = free_rate / fed_rate if fed_rate > 0 else float("inf")
+        summary = (f"{'Input-bound' if level == 'input-bound' else 'Partly input-bound'}: {w:.0%} of step time "
+                   f"waits for data. With the data already on the device the step runs at {free_rate:.0f} images/s; "
+                   f"fed by the loader it gets {fed_rate:.0f} images/s (the loader would need to be {need:.1f}x "
+                   "faster).")
+        advice.append(f"Run `fastdata bench DATASET --batch-size {batch_size} --backend {backend}` to find the "
+                      f"best num_threads/prefetch (now num_threads={num_threads}, prefetch={prefetch}).")
+        if max(d.fed.wait_s) > 4 * max(statistics.median(d.fed.wait_s), 1e-4):
+            advice.append(f"Waits come in bursts: a deeper queue (prefetch={prefetch * 2}) absorbs them.")
+        if device == "cpu":
+            advice.append("Decoding and the model share the same CPU cores here; on a machine with a GPU use "
+                          "device='cuda' with backend='dali' (GPU JPEG decode and augmentation).")
+        elif backend != "dali":
+            advice.append("Use backend='dali': JPEG decode and augmentation on the GPU take the load off the CPU.")
+        advice.append("Store smaller images: convert with a --short-side close to the training size (decode cost "
+                      "grows with stored pixels).")
+        advice.append("Ask the loader for dtype='uint8' or 'bfloat16' if the model can take it (fewer bytes moved).")
+    return Verdict(level=level, summary=summary, advice=tuple(advice))
+
+
+def make_step(model: Any, /, *, lr: float = 0.01) -> Callable[[Any, Any], None]:
+    """One SGD training step (forward, cross-entropy, backward, update); padding labels -100 are ignored."""
+    import torch
+
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+
+    def step(images: Any, labels: Any) -> None:
+        if images.dtype == torch.uint8:
+            images = images.float().div_(255.0)
+        loss = loss_fn(model(images), labels)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def diagnose(loader: Any, model: Any, /, *, device: str, steps: int = 10, warmup: int = 2, profile: bool = True,
+             trace: str | None = None, channels_last: bool = True) -> Diagnosis:
+    """Fed steps (timed and profiled), then the same steps on one batch already on the device.
+
+    The loader is released before the resident phase so its threads do not compete with it.
+    """
+    import gc
+    import itertools
+
+    import torch
+
+    from fastdata.perf.throughput import epochs
+
+    model = model.to(device).train()
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    step = make_step(model)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    batches = epochs(loader)
+    if warmup:
+        run_steps(step, batches, steps=warmup, warmup=0, sync=sync)
+    share = None
+    if profile:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.startswith("cuda"):
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities) as prof:
+            fed = run_steps(step, batches, steps=steps, warmup=0, sync=sync)
+        share = profiler_share(prof)
+        if trace:
+            prof.export_chrome_trace(trace)
+            log.info("wrote profiler trace %s", trace)
+    else:
+        fed = run_steps(step, batches, steps=steps, warmup=0, sync=sync)
+    x, y = next(batches)
+    x, y = x.clone(), y.clone()
+    batches.close()
+    del batches, loader
+    gc.collect()
+    resident = run_steps(step, itertools.repeat((x, y)), steps=steps, warmup=warmup, sync=sync)
+    return Diagnosis(fed=fed, resident=resident, profiler_wait_fraction=share)
