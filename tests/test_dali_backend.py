@@ -177,15 +177,20 @@ def test_corrupt_jpeg_error_names_shard_and_key(corrupt_ds: tuple[Path, str], tr
         run_epoch(backend(bad, train=train))
 
 
-def test_corrupt_jpeg_skipped_and_counted(corrupt_ds: tuple[Path, str], caplog: pytest.LogCaptureFixture) -> None:
+def test_corrupt_jpeg_skipped_and_counted(corrupt_ds: tuple[Path, str], caplog: pytest.LogCaptureFixture,
+                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bad, key = corrupt_ds
-    with caplog.at_level(logging.WARNING, logger="fastdata.images.dali_scan"):
-        b = backend(bad, train=False, on_error="skip")
-    assert b.skipped == 1 and key in caplog.text
-    _, labels, keys = run_epoch(b)
-    real = [k for batch in keys for k in batch]
-    assert real == [k for k, _ in manifest_keys(bad) if k != key]
-    assert b.num_samples == N - 1 and int((torch.cat(labels) >= 0).sum()) == N - 1
+    monkeypatch.setenv("FASTDATA_CACHE", str(tmp_path / "cache"))
+    for attempt in ("scan", "cached"):
+        with caplog.at_level(logging.WARNING, logger="fastdata.images.dali_scan"):
+            b = backend(bad, train=False, on_error="skip")
+        assert b.skipped == 1 and key in caplog.text, attempt
+        _, labels, keys = run_epoch(b)
+        real = [k for batch in keys for k in batch]
+        assert real == [k for k, _ in manifest_keys(bad) if k != key]
+        assert b.num_samples == N - 1 and int((torch.cat(labels) >= 0).sum()) == N - 1
+        caplog.clear()
+    assert len(list((tmp_path / "cache" / "jpeg-check").glob("*.json"))) == 6
 
 
 def test_missing_index_and_arrow_shards_are_refused(ds: Path, tmp_path: Path) -> None:

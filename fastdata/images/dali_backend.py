@@ -45,7 +45,8 @@ class DaliBackend:
         for ref in view.shards:
             if ref.index_path is None or not ref.index_path.exists():
                 raise ShardError(f"shard {ref.path} has no DALI index (.idx) beside it; re-run `fastdata convert`")
-            sources.append(ShardSource(path=ref.path, index_path=ref.index_path, samples=ref.info.samples))
+            sources.append(ShardSource(path=ref.path, index_path=ref.index_path, samples=ref.info.samples,
+                                       sha256=ref.info.sha256))
         self.view = view
         self.opts = opts
         self._filter = SkipFilter(tuple(sources), num_threads=opts.num_threads) if opts.on_error == "skip" else None

@@ -25,6 +25,7 @@ class ShardSource:
     path: Path
     index_path: Path
     samples: int
+    sha256: str = ""  # from the manifest; keys the cache of the corrupt-sample check
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,18 @@ errors. So:
 - on_error="skip": the split is checked once before loading (libjpeg-turbo at 1/8 scale, which
   still entropy-decodes every block, in a thread pool), bad samples are logged and left out of
   filtered copies of the `.idx` files that DALI then reads. Every rank scans the same split and
-  removes the same samples, so the rank blocks stay consistent.
+  removes the same samples, so the rank blocks stay consistent. The result per shard is cached in
+  $FASTDATA_CACHE (default ~/.cache/fastdata) under the shard's sha256, size and mtime, so the
+  other ranks and later runs do not decode it again.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import mmap
+import os
 import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -96,6 +100,34 @@ def first_bad(stream: Iterable[tuple[ShardSource, int]]) -> BadSample | None:
     return None
 
 
+def _cache_file(shard: ShardSource) -> Path | None:
+    if not shard.sha256:
+        return None
+    root = Path(os.environ.get("FASTDATA_CACHE") or Path.home() / ".cache" / "fastdata")
+    st = shard.path.stat()
+    return root / "jpeg-check" / f"{shard.sha256}-{st.st_size}-{st.st_mtime_ns}.json"
+
+
+def check_shard(shard: ShardSource, lines: list[str]) -> list[tuple[int, BadSample]]:
+    """The undecodable samples of one shard (line index, sample), from the cache when it has them."""
+    cache = _cache_file(shard)
+    if cache is not None and cache.exists():
+        try:
+            return [(i, BadSample(shard.path, key, reason)) for i, key, reason in json.loads(cache.read_text())]
+        except (OSError, ValueError, TypeError) as exc:
+            log.debug("ignoring unreadable cache %s: %s", cache, exc)
+    bad = _check_lines(shard, list(enumerate(lines)))
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")  # ranks may write at once
+            tmp.write_text(json.dumps([[i, b.key, b.reason] for i, b in bad]))
+            os.replace(tmp, cache)
+        except OSError as exc:
+            log.debug("cannot cache the JPEG check of %s: %s", shard.path, exc)
+    return bad
+
+
 class SkipFilter:
     """Scans shards once and writes `.idx` copies without the undecodable samples (kept in a temp dir)."""
 
@@ -104,7 +136,7 @@ class SkipFilter:
         self.bad: list[BadSample] = []
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
             jobs = [(s, read_index(s.index_path)) for s in shards]
-            results = list(pool.map(lambda job: _check_lines(job[0], list(enumerate(job[1][1]))), jobs))
+            results = list(pool.map(lambda job: check_shard(job[0], job[1][1]), jobs))
         kept: list[ShardSource] = []
         for n, ((shard, (header, lines)), bad) in enumerate(zip(jobs, results)):
             for _, sample in bad:
