@@ -51,7 +51,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--text", type=Path, default=SHARED / "text" / "fortunes", help="folder of fortunes-style files")
     p.add_argument("--tokenizer", type=Path, default=SHARED / "tokenizers" / "bert-base-uncased.json")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="results folder (JSON, PNG, work files)")
-    p.add_argument("--batch-size", type=int, default=32, help="sequences per batch for (a) and (b)")
+    p.add_argument("--batch-size", type=int, default=16, help="sequences per batch for (a) and (b)")
     p.add_argument("--max-tokens", type=int, default=1024, help="token budget per batch for (c) and (d)")
     p.add_argument("--block-size", type=int, default=512, help="packed row length for (d)")
     p.add_argument("--pad-multiple", type=int, default=1, help="pad_to_multiple_of for every candidate")
