@@ -165,7 +165,10 @@ class DaliBackend:
         bs, ahead = self.opts.batch_size, self.opts.prefetch + 2
         stream = rank_stream(plan)
         window = stream[: plan.initial_fill + (b + ahead) * bs] if plan.shuffle else stream[b * bs:(b + ahead) * bs]
-        bad = first_bad(window) or first_bad(stream)
+        bad = first_bad(window)
+        if bad is None and any(w in str(exc).lower() for w in ("decod", "nvimagecodec", "jpeg")):
+            log.warning("the failing sample is not where expected; checking all %d samples of this rank", len(stream))
+            bad = first_bad(stream)
         if bad is not None:
             hint = "" if self.opts.on_error == "skip" else "; pass on_error='skip' to leave corrupt samples out"
             return ShardError(f"corrupt JPEG in {bad.shard}, key {bad.key}: {bad.reason}{hint}")
