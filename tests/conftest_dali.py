@@ -37,12 +37,18 @@ def backend(ds: Path, **kw):
     return DaliBackend(open_dataset(ds, split=kw.pop("split", "train")), ImageLoaderOptions(**{**base, **kw}))
 
 
-def corrupt_jpeg(ds: Path, shard: str, line: int) -> str:
-    """Overwrite the jpg bytes of sample `line` of `shard` in place (same size); returns its key."""
+def corrupt_jpeg(ds: Path, shard: str, line: int, *, mode: str = "garbage") -> str:
+    """Corrupt the jpg of sample `line` of `shard` in place (same size); returns its key.
+
+    garbage: every byte replaced (no JPEG header); tail: the last quarter zeroed (entropy data cut short).
+    """
     fields = (ds / shard).with_suffix(".idx").read_text().splitlines()[1 + line].split()
     i = fields.index("jpg")
     offset, size, name = int(fields[i + 1]), int(fields[i + 2]), fields[i + 3]
     data = bytearray((ds / shard).read_bytes())
-    data[offset:offset + size] = bytes((7 * k) % 251 for k in range(size))
+    if mode == "garbage":
+        data[offset:offset + size] = bytes((7 * k) % 251 for k in range(size))
+    else:
+        data[offset + size * 3 // 4:offset + size] = bytes(size - size * 3 // 4)
     (ds / shard).write_bytes(bytes(data))
     return name.partition(".")[0]

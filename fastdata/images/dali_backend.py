@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,7 @@ from fastdata.images.options import ImageLoaderOptions
 
 log = logging.getLogger(__name__)
 
+_NAMED_SAMPLE = re.compile(r"(?P<shard>\S+\.tar):\d+:(?P<key>[^.\s]+)\.\w+")
 PAD_LABEL = -100  # torch.nn.CrossEntropyLoss's default ignore_index
 _TORCH_DTYPES = {"uint8": torch.uint8, "float16": torch.float16, "float32": torch.float32,
                  "bfloat16": torch.bfloat16}
@@ -162,6 +164,10 @@ class DaliBackend:
 
     def _diagnose(self, plan: EpochPlan, b: int, exc: Exception) -> ShardError:
         """Name the corrupt sample behind a DALI failure: re-decode what the pipeline can have read."""
+        hint = "" if self.opts.on_error == "skip" else "; pass on_error='skip' to leave corrupt samples out"
+        named = _NAMED_SAMPLE.search(str(exc))  # some decoder errors carry the sample's source_info
+        if named:
+            return ShardError(f"corrupt JPEG in {named['shard']}, key {named['key']}: DALI could not decode it{hint}")
         bs, ahead = self.opts.batch_size, self.opts.prefetch + 2
         stream = rank_stream(plan)
         window = stream[: plan.initial_fill + (b + ahead) * bs] if plan.shuffle else stream[b * bs:(b + ahead) * bs]
@@ -170,7 +176,6 @@ class DaliBackend:
             log.warning("the failing sample is not where expected; checking all %d samples of this rank", len(stream))
             bad = first_bad(stream)
         if bad is not None:
-            hint = "" if self.opts.on_error == "skip" else "; pass on_error='skip' to leave corrupt samples out"
             return ShardError(f"corrupt JPEG in {bad.shard}, key {bad.key}: {bad.reason}{hint}")
         names = sorted({str(s.path) for s, _ in window})
         first = str(exc).strip().splitlines()
