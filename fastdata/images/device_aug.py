@@ -5,7 +5,7 @@ to S x S). Per-sample jitter factors come in as an array drawn from each sample'
 result does not depend on the batch a sample lands in or on what ran before (exact resume). Pixels
 stay uint8 until the last step; normalisation is one fused multiply-add that reads the uint8 NHWC
 batch and writes float32 (NHWC memory is exactly NCHW channels_last, so no transpose; for
-channels_last=False the same pass writes contiguous NCHW).
+channels_last=False the uint8 batch is transposed first, the cheaper of the two copies).
 """
 
 from __future__ import annotations
@@ -40,12 +40,17 @@ class DeviceAugment:
         if self.dtype == torch.uint8:
             out = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy
             return out if self.channels_last else out.contiguous()
-        x = images.permute(0, 3, 1, 2)
-        if self.channels_last:  # NHWC memory is NCHW channels_last: one pass, uint8 in, float32 out
-            out = torch.addcmul(self._shift.view(1, 3, 1, 1), x, self._scale.view(1, 3, 1, 1))
-        else:  # one pass that also transposes: read NHWC uint8, write contiguous NCHW float32
-            out = torch.empty(x.shape, dtype=torch.float32, device=x.device)
-            torch.addcmul(self._shift.view(1, 3, 1, 1), x, self._scale.view(1, 3, 1, 1), out=out)
+        n, size = images.shape[0], images.shape[1]
+        if self.channels_last:
+            # NHWC memory is NCHW channels_last. Rows of W*3 values with a per-column scale keep the
+            # innermost dimension dense, which vectorises (a (3,) broadcast on the innermost C does not).
+            rows = images.reshape(n * size, size * 3)
+            out = torch.addcmul(self._shift.repeat(size), rows, self._scale.repeat(size))  # uint8 in, float out
+            out = out.view(n, size, size, 3).permute(0, 3, 1, 2)
+        else:  # transpose the uint8 batch (4x less memory than float), then per-plane scale and shift
+            planes = images.permute(0, 3, 1, 2).contiguous().view(n * 3, size * size).float()
+            out = planes.mul_(self._scale.repeat(n).view(-1, 1)).add_(self._shift.repeat(n).view(-1, 1))
+            out = out.view(n, 3, size, size)
         return out if self.dtype == torch.float32 else out.to(self.dtype)
 
     @staticmethod
