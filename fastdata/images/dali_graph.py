@@ -14,6 +14,8 @@ from fastdata.images.dali_plan import EpochPlan
 from fastdata.images.options import ImageLoaderOptions
 
 READER_NAME = "Reader"
+GPU_DECODE_PADDING = 211_025_920  # bytes; nvJPEG device buffer growth step (mixed decode only)
+HOST_DECODE_PADDING = 140_544_512  # bytes; nvJPEG pinned host buffer growth step
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,9 @@ def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
     if gpu:
         # nvJPEG: share of images for the hardware decoder (A100/H100), libjpeg-style fancy
         # upsampling so GPU and CPU decodes agree.
-        decode.update(hw_decoder_load=opts.hw_decoder_load, jpeg_fancy_upsampling=True)
+        # Padding grows nvJPEG's host/device buffers in large steps, so they stop reallocating early.
+        decode.update(hw_decoder_load=opts.hw_decoder_load, jpeg_fancy_upsampling=True,
+                      device_memory_padding=GPU_DECODE_PADDING, host_memory_padding=HOST_DECODE_PADDING)
     if opts.train:
         decode.update(random_area=list(opts.scale), random_aspect_ratio=list(opts.ratio), num_attempts=10)
         resize = dict(resize_x=size, resize_y=size, antialias=True, interp_type="linear")
