@@ -15,6 +15,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rejected", action="store_true", help="list every rejected input with its reason")
 
 
+def _order(label: str) -> tuple[int, str]:
+    """Sort histogram buckets like "1-8", "9-16", "513+" numerically, anything else by name."""
+    head = label.split("-")[0].rstrip("+")
+    return (int(head), label) if head.isdigit() else (0, label)
+
+
+def _render(value: object) -> str:
+    if isinstance(value, dict):
+        return "  ".join(f"{k}: {value[k]}" for k in sorted(value, key=_order))
+    return str(value)
+
+
 def run(args: argparse.Namespace) -> int:
     from fastdata.manifest import read_manifest
 
@@ -28,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
     for name, s in sorted(m.splits.items()):
         print(f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}")
         for key, value in sorted(s.stats.items()):
-            if not isinstance(value, dict):
-                print(f"{'':10s} {key}: {value}")
+            print(f"{'':10s} {key}: {_render(value)}")
     if m.classes:
         shown = ", ".join(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
         print(f"classes ({len(m.classes)}): {shown}")
