@@ -242,6 +242,26 @@ def test_graph_args_for_each_device(device: str) -> None:
             assert args.resize_shorter == 256 and args.resize["antialias"] and not args.flip
 
 
+@pytest.mark.parametrize("train", [True, False])
+def test_gpu_graph_is_accepted_by_dali(ds: Path, train: bool) -> None:
+    """The mixed/GPU graph, defined and serialised (DALI checks every operator argument) without a GPU."""
+    import dataclasses
+
+    from fastdata.images.dali_graph import define_pipeline
+
+    opts = ImageLoaderOptions(batch_size=4, train=train, image_size=32, device="cuda:0", color_jitter=(0.1,) * 4,
+                              dtype="float16")
+    plan = backend(ds, train=train).plan()
+    args = graph_args(opts, plan)
+    assert args.decode_device == "mixed" and args.device_id == 0
+    pipe = define_pipeline(dataclasses.replace(args, device_id=None), plan, batch_size=4, num_threads=1, prefetch=2)
+    text = pipe.serialize()
+    assert b"mixed" in text and (b"ImageRandomCrop" in text) is train
+    bad = dataclasses.replace(args, device_id=None, decode={**args.decode, "hw_decoder_lod": 0.5})
+    with pytest.raises(KeyError, match="hw_decoder_lod"):
+        define_pipeline(bad, plan, batch_size=4, num_threads=1, prefetch=2).serialize()
+
+
 @pytest.mark.parametrize("total,world_size,batch_size", [(27, 1, 4), (27, 4, 1), (10, 3, 4), (2, 4, 3), (100, 3, 7)])
 def test_plan_counts(total: int, world_size: int, batch_size: int) -> None:
     sizes = [5] * (total // 5) + ([total % 5] if total % 5 else [])

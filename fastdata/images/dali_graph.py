@@ -138,6 +138,15 @@ def _eval_geometry(jpegs: Any, short: int, crop: int) -> tuple[Any, Any, dict[st
 def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_threads: int, prefetch: int,
                    checkpoint: str | None = None) -> Any:
     """A built DALI pipeline with outputs (images, raw `.cls` bytes, sample source info)."""
+    pipe = define_pipeline(args, plan, batch_size=batch_size, num_threads=num_threads, prefetch=prefetch,
+                           checkpoint=checkpoint)
+    pipe.build()
+    return pipe
+
+
+def define_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_threads: int, prefetch: int,
+                    checkpoint: str | None = None) -> Any:
+    """The pipeline, not yet built: `serialize()` checks every operator argument without a GPU."""
     from nvidia.dali import fn, pipeline_def
 
     @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=args.device_id, seed=plan.seed,
@@ -170,6 +179,4 @@ def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_thr
         images = fn.crop_mirror_normalize(images, mirror=mirror, **{**_types(args.normalize), **crop_pos})
         return images, labels, info
 
-    pipe = image_graph(checkpoint=checkpoint) if checkpoint else image_graph()
-    pipe.build()
-    return pipe
+    return image_graph(checkpoint=checkpoint) if checkpoint else image_graph()
