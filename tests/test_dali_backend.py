@@ -92,6 +92,16 @@ def test_train_epoch_is_a_permutation_with_manifest_counts(ds: Path) -> None:
     assert [counts[c] for c in range(3)] == list(read_manifest(ds).splits["train"].class_counts)
 
 
+def test_train_keep_last_yields_a_final_partial_batch(ds: Path) -> None:
+    b = backend(ds, train=True, batch_size=4, drop_last=False, channels_last=True)
+    images, labels, keys = run_epoch(b)
+    assert len(b) == len(images) == 7 and [len(y) for y in labels] == [4] * 6 + [3]
+    assert images[-1].shape == (3, 3, 32, 32) and images[-1].is_contiguous(memory_format=torch.channels_last)
+    assert sorted(k for batch in keys for k in batch) == sorted(k for k, _ in manifest_keys(ds))
+    b.set_epoch(1)
+    assert b.state_dict()["epoch"] == 1 and b.state_dict()["batches"] == 0
+
+
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
 def test_eval_ranks_disjoint_complete_equal(ds: Path, world_size: int) -> None:
     expected = [k for k, _ in manifest_keys(ds)]

@@ -83,6 +83,7 @@ class DaliBackend:
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
         if epoch != self._epoch:
             self._resume = None
+            self._consumed = 0  # state_dict() now describes the start of the new epoch
         self._epoch = epoch
 
     def state_dict(self) -> dict[str, Any]:
