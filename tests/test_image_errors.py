@@ -142,3 +142,22 @@ def test_every_sample_corrupt_raises_instead_of_spinning(ds):
             corrupt_sample(ds["wds"], shard, line)
     with pytest.raises(ShardError, match="every sample"):
         list(loader(ds["wds"], split="val", train=True, batch_size=2, on_error="skip"))
+
+
+def test_resume_after_skipped_samples_is_exact(ds):
+    """The state's cursor counts skipped samples, so a resumed loader continues where the batches left off."""
+    corrupt_sample(ds["wds"], "train-000000.tar", 1)
+    corrupt_sample(ds["wds"], "train-000002.tar", 0)
+    kw = dict(split="train", train=True, batch_size=3, on_error="skip", seed=2)
+    want = [x for x, _ in loader(ds["wds"], **kw)]
+    first = loader(ds["wds"], **kw)
+    it = iter(first)
+    next(it)
+    next(it)
+    state = first.state_dict()
+    it.close()
+    fresh = loader(ds["wds"], **kw)
+    fresh.load_state_dict(state)
+    got = [x for x, _ in fresh]
+    assert len(got) == len(want) - 2 and all(torch.equal(a, b) for a, b in zip(got, want[2:]))
+    assert fresh.skipped == 2
