@@ -158,6 +158,7 @@ def test_resume_mid_epoch(ds: Path, train: bool, use_checkpoint: bool) -> None:
         state["checkpoint"] = None  # replay path
     fresh = backend(ds, train=train, seed=3)
     fresh.load_state_dict(state)
+    assert fresh.state_dict() == state  # a loaded, not yet iterated loader still stands there
     rest = run_epoch(fresh)
     assert len(rest[0]) == len(full[0]) - 2
     assert rest[2] == full[2][2:]

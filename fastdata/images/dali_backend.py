@@ -87,6 +87,8 @@ class DaliBackend:
         self._epoch = epoch
 
     def state_dict(self) -> dict[str, Any]:
+        if self._resume is not None:  # loaded and not iterated yet: still that position
+            return dict(self._resume)
         plan = self.plan()
         checkpoint = None
         if self._pipe is not None and 0 < self._consumed < plan.dali_batches:
