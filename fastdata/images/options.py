@@ -13,6 +13,14 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 EVAL_CROP_FRACTION = 0.875  # eval: resize shorter side to image_size / 0.875, then centre crop
 
 
+def usable_cpus() -> int:
+    """CPUs this process may run on (respects taskset / cgroup affinity, unlike os.cpu_count())."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 @dataclass(frozen=True)
 class ImageLoaderOptions:
     """Everything that decides which tensors a loader yields, and how fast.
@@ -35,7 +43,7 @@ class ImageLoaderOptions:
     color_jitter: tuple[float, float, float, float] | None = None  # brightness, contrast, saturation, hue
     seed: int = 0
     drop_last: bool | None = None  # None: True for train, False for eval
-    num_threads: int = max(1, os.cpu_count() or 1)
+    num_threads: int = usable_cpus()
     prefetch: int = 2
     rank: int = 0
     world_size: int = 1
