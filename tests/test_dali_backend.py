@@ -83,6 +83,13 @@ def test_eval_visits_manifest_order_with_padding(ds: Path) -> None:
     assert all(torch.equal(x, y) for x, y in zip(again[0], images))
 
 
+def test_eval_drop_last_repeats_the_same_full_batches(ds: Path) -> None:
+    b = backend(ds, train=False, drop_last=True)
+    first, second = run_epoch(b), run_epoch(b)
+    assert len(b) == 6 and b.num_samples == 24 and first[2] == second[2]
+    assert [k for batch in first[2] for k in batch] == [k for k, _ in manifest_keys(ds)][:24]
+
+
 def test_train_epoch_is_a_permutation_with_manifest_counts(ds: Path) -> None:
     b = backend(ds, train=True, batch_size=9)
     _, labels, keys = run_epoch(b)

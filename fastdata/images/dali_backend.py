@@ -142,7 +142,8 @@ class DaliBackend:
         if checkpoint is None and start == 0 and self._pipe is not None and self._pipe_key is not None:
             epoch_key, pulled = self._pipe_key
             fresh = epoch_key == self._key(0)[0] and pulled == 0
-            wrapped = not self.opts.train and pulled % plan.dali_batches == 0
+            reader_epoch = -(-plan.rank_samples // self.opts.batch_size)  # batches, last one padded by DALI
+            wrapped = not self.opts.train and plan.dali_batches == reader_epoch and pulled % reader_epoch == 0
             if fresh or wrapped:
                 return  # at the start of this epoch's sequence already: no rebuild
         self._pipe = None
