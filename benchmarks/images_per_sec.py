@@ -89,6 +89,8 @@ def run_variant(args: argparse.Namespace, raw: Path, shards: Path, train: bool) 
     try:
         for key in args.candidates:
             workers[key] = Worker(key, spec)
+        for key in args.candidates:
+            workers[key].wait_ready()
             if workers[key].error:
                 print(f"  {key}: cannot start: {workers[key].error.strip().splitlines()[-1]}", flush=True)
         for w in workers.values():

@@ -52,7 +52,10 @@ def run_once(key: str, spec: Spec, state: Any, *, max_batches: int | None) -> di
     }
 
 
-def worker_main(conn, key: str, spec_dict: dict[str, Any]) -> None:
+def worker_main(conn, key: str, spec_dict: dict[str, Any], start_method: str) -> None:
+    # A spawned process defaults to spawning its own children; give DataLoader workers the start method
+    # a user's script gets (fork on Linux), or every repetition of (a) and (b) would re-import torch.
+    mp.set_start_method(start_method, force=True)
     spec = Spec(**spec_dict)
     try:
         cand = CANDIDATES[key]
@@ -78,13 +81,20 @@ class Worker:
         ctx = mp.get_context("spawn")
         self.key = key
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker_main, args=(child, key, asdict(spec)), name=f"bench-{key}")
+        self.proc = ctx.Process(target=worker_main, args=(child, key, asdict(spec), mp.get_start_method()),
+                                name=f"bench-{key}")
         self.proc.start()
         child.close()
         self.error: str | None = None
-        reply = self._recv()
-        if "error" in reply:
-            self.error = reply["error"]
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        """Block until the process has imported and set up its candidate (start all, then wait on each)."""
+        if not self._ready:
+            reply = self._recv()
+            self._ready = True
+            if "error" in reply:
+                self.error = reply["error"]
 
     def _recv(self) -> dict[str, Any]:
         try:
@@ -93,6 +103,7 @@ class Worker:
             return {"error": f"worker process for candidate {self.key} died (exit code {self.proc.exitcode})"}
 
     def run(self, *, max_batches: int | None = None) -> dict[str, Any]:
+        self.wait_ready()
         if self.error is not None:
             return {"candidate": self.key, "error": self.error}
         self.conn.send({"max_batches": max_batches})

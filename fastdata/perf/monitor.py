@@ -47,11 +47,12 @@ def _descendants(proc) -> list:
         return []
 
 
-def tree_cpu_seconds() -> float:
-    """User + system seconds of this process, its reaped children and its live descendants."""
+def tree_cpu_seconds(*, children_only: bool = False) -> float:
+    """User + system seconds of this process (unless `children_only`), its reaped children and its
+    live descendants."""
     psutil = require("psutil", "bench")
     t = os.times()
-    total = t.user + t.system + t.children_user + t.children_system
+    total = t.children_user + t.children_system + (0.0 if children_only else t.user + t.system)
     for child in _descendants(psutil.Process()):
         try:
             c = child.cpu_times()
@@ -61,11 +62,11 @@ def tree_cpu_seconds() -> float:
     return total
 
 
-def tree_rss() -> int:
-    """Resident memory of this process plus its live descendants, in bytes."""
+def tree_rss(*, children_only: bool = False) -> int:
+    """Resident memory of this process (unless `children_only`) plus its live descendants, in bytes."""
     psutil = require("psutil", "bench")
     me = psutil.Process()
-    total = me.memory_info().rss
+    total = 0 if children_only else me.memory_info().rss
     for child in _descendants(me):
         try:
             total += child.memory_info().rss
@@ -75,12 +76,15 @@ def tree_rss() -> int:
 
 
 class ResourceMonitor:
-    """`with ResourceMonitor() as mon: ...` then `mon.usage` (wall, cpu seconds, peak RSS of the tree)."""
+    """`with ResourceMonitor() as mon: ...` then `mon.usage` (wall, cpu seconds, peak RSS of the tree).
 
-    def __init__(self, *, interval: float = 0.05) -> None:
+    `children_only=True` leaves this process out (to measure a command run with subprocess)."""
+
+    def __init__(self, *, interval: float = 0.05, children_only: bool = False) -> None:
         if interval <= 0:
             raise ValueError(f"interval must be > 0 seconds, got {interval}")
         self.interval = interval
+        self.children_only = children_only
         self._peak = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -89,7 +93,7 @@ class ResourceMonitor:
 
     def _sample(self) -> None:
         try:
-            self._peak = max(self._peak, tree_rss())
+            self._peak = max(self._peak, tree_rss(children_only=self.children_only))
         except Exception as exc:  # never let the sampler kill a measurement
             log.debug("memory sample failed: %s", exc)
 
@@ -100,7 +104,7 @@ class ResourceMonitor:
     def __enter__(self) -> ResourceMonitor:
         self._peak = 0
         self._sample()
-        self._cpu0 = tree_cpu_seconds()
+        self._cpu0 = tree_cpu_seconds(children_only=self.children_only)
         self._t0 = time.perf_counter()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="fastdata-monitor", daemon=True)
@@ -109,7 +113,7 @@ class ResourceMonitor:
 
     def __exit__(self, *exc: object) -> None:
         wall = time.perf_counter() - self._t0
-        cpu = tree_cpu_seconds() - self._cpu0
+        cpu = tree_cpu_seconds(children_only=self.children_only) - self._cpu0
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -1,0 +1,124 @@
+"""fastdata.perf building blocks: settings search, batch timing/counting, process-tree resource monitor."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fastdata.perf.loader_bench import bench, loader_call, measure
+from fastdata.perf.monitor import ResourceMonitor
+from fastdata.perf.search import search_settings, thread_candidates
+from fastdata.perf.throughput import batch_images, epochs, time_batches
+
+
+def test_thread_candidates_cover_quarter_to_twice_the_cores():
+    assert thread_candidates(1) == [1, 2]
+    assert thread_candidates(2) == [1, 2, 4]
+    assert thread_candidates(16) == [4, 8, 16, 32]
+    with pytest.raises(ValueError, match="cores"):
+        thread_candidates(0)
+
+
+def test_search_varies_threads_then_prefetch_and_prefers_the_cheapest_fast_setting():
+    rates = {(1, 2): 100.0, (2, 2): 200.0, (4, 2): 205.0, (2, 1): 150.0, (2, 4): 201.0}
+    calls = []
+
+    def measure_fn(t, p):
+        calls.append((t, p))
+        return rates[(t, p)]
+
+    result = search_settings(measure_fn, threads=[1, 2, 4], prefetches=[1, 2, 4], default_prefetch=2)
+    # 4 threads is only 2.5% faster than 2: within the 3% tolerance, so 2 threads wins; then prefetch 2 beats 1
+    # and prefetch 4 is within tolerance of it, so the shallower queue wins.
+    assert (result.best.num_threads, result.best.prefetch) == (2, 2)
+    assert calls == [(1, 2), (2, 2), (4, 2), (2, 1), (2, 4)]  # (2, 2) measured once, not twice
+    assert len(result.trials) == 5
+
+
+def test_search_picks_a_clearly_faster_setting_and_validates_input():
+    rates = {(1, 2): 100.0, (2, 2): 100.0, (4, 2): 300.0, (4, 1): 100.0, (4, 4): 400.0}
+    result = search_settings(lambda t, p: rates[(t, p)], threads=[1, 2, 4], prefetches=[1, 2, 4])
+    assert (result.best.num_threads, result.best.prefetch) == (4, 4)
+    with pytest.raises(ValueError, match="threads"):
+        search_settings(lambda t, p: 1.0, threads=[])
+    with pytest.raises(ValueError, match="prefetches"):
+        search_settings(lambda t, p: 1.0, threads=[1], prefetches=[0])
+    with pytest.raises(ValueError, match="tolerance"):
+        search_settings(lambda t, p: 1.0, threads=[1], tolerance=1.5)
+
+
+def test_batch_images_counts_tuples_tensors_and_lists():
+    assert batch_images((torch.zeros(5, 3, 2, 2), torch.zeros(5))) == 5
+    assert batch_images(torch.zeros(7, 1)) == 7
+    assert batch_images(([1, 2, 3], None)) == 3
+
+
+def test_time_batches_counts_images_and_honours_warmup_and_limits():
+    batches = [(torch.zeros(4, 1), torch.zeros(4)) for _ in range(5)] + [(torch.zeros(2, 1), torch.zeros(2))]
+    seen = []
+    tp = time_batches(lambda: iter(batches), on_batch=seen.append)
+    assert (tp.images, tp.batches, tp.first_batch_images) == (22, 6, 4)
+    assert len(seen) == 6 and tp.seconds >= tp.first_batch_s >= 0
+    tp = time_batches(lambda: iter(batches), warmup_batches=2, max_batches=3)
+    assert (tp.images, tp.batches) == (12, 3)
+    with pytest.raises(ValueError, match="no batch"):
+        time_batches(lambda: iter([]))
+    with pytest.raises(ValueError, match="max_batches"):
+        time_batches(lambda: iter(batches), max_batches=0)
+
+
+class _EpochLoader:
+    def __init__(self, n: int) -> None:
+        self.n, self.epochs = n, []
+
+    def set_epoch(self, e: int) -> None:
+        self.epochs.append(e)
+
+    def __iter__(self):
+        return iter([(torch.full((2,), float(len(self.epochs))), torch.zeros(2)) for _ in range(self.n)])
+
+
+def test_epochs_repeats_the_loader_and_sets_each_epoch():
+    loader = _EpochLoader(2)
+    stream = epochs(loader)
+    got = [next(stream)[0][0].item() for _ in range(5)]
+    assert got == [1.0, 1.0, 2.0, 2.0, 3.0] and loader.epochs == [0, 1, 2]
+    with pytest.raises(ValueError, match="no batch in a whole epoch"):
+        next(epochs(_EpochLoader(0)))
+
+
+def test_monitor_counts_cpu_of_reaped_children_and_memory():
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    with ResourceMonitor(interval=0.01) as mon:
+        subprocess.run([sys.executable, "-c", burn], check=True)
+    u = mon.usage
+    assert u.cpu_s >= 0.3  # the child's own CPU clock ran 0.3 s: the monitor must see at least that
+    assert u.peak_rss > 0 and u.wall_s > 0
+    assert u.cpu_percent == pytest.approx(100 * u.cpu_s / u.wall_s / u.cores)
+    with ResourceMonitor(children_only=True) as mon:
+        pass
+    assert mon.usage.peak_rss == 0  # no child was running
+    with pytest.raises(RuntimeError, match="after the `with` block"):
+        _ = ResourceMonitor().usage
+
+
+def test_measure_and_bench_with_a_fake_loader_factory():
+    made = []
+
+    def factory(source, options):
+        made.append(options)
+        return _EpochLoader(3)
+
+    m = measure("ds", options={"batch_size": 2}, batches=4, warmup=1, loader_factory=factory)
+    assert m.throughput.images == 8 and m.usage is not None
+    report = bench("ds", options={"batch_size": 2, "num_threads": 2, "prefetch": 2}, threads=[1, 2],
+                   prefetches=[2, 4], batches=2, warmup=0, loader_factory=factory)
+    tried = [(o["num_threads"], o["prefetch"]) for o in made[1:]]
+    # as given (2, 2) first, then (1, 2); (2, 2) is reused, not rebuilt; then prefetch 4 at the best threads
+    assert tried[0] == (2, 2) and (1, 2) in tried and tried.count((2, 2)) == 1
+    assert report.search is not None and len(report.measurements) == len(tried)
+    assert loader_call("ds/", {"batch_size": 8, "backend": "dali"}) == "fastdata.loader('ds/', batch_size=8, " \
+                                                                       "backend='dali')"

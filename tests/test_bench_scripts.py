@@ -1,0 +1,106 @@
+"""The benchmark scripts: shared helpers, report building, and tiny end-to-end runs (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import PHOTOS
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import convert_speed, images_per_sec  # noqa: E402
+from benchmarks.common import interleaved, replace_section, replicate_photos, summarize  # noqa: E402
+from benchmarks.image_report import markdown_section, summarize_rows, target_lines  # noqa: E402
+
+
+def test_interleaved_runs_every_candidate_each_rep_with_rotating_start():
+    order = interleaved(["a", "b", "c"], 3)
+    assert order[:3] == [(0, "a"), (0, "b"), (0, "c")]
+    assert [n for r, n in order if r == 1] == ["b", "c", "a"]
+    assert [n for r, n in order if r == 2] == ["c", "a", "b"]
+    with pytest.raises(ValueError):
+        interleaved(["a"], 0)
+
+
+def test_summarize_and_replace_section_keep_other_sections(tmp_path):
+    assert summarize([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nintro\n\n<!-- sequences:begin -->\nSEQ\n<!-- sequences:end -->\n")
+    replace_section(doc, "images", "first")
+    replace_section(doc, "images", "second")
+    text = doc.read_text()
+    assert "SEQ" in text and "intro" in text and "second" in text and "first" not in text
+    assert text.count("<!-- images:begin -->") == 1
+    doc.write_text("<!-- images:begin -->\nonly a start\n")
+    with pytest.raises(ValueError, match="only one of the markers"):
+        replace_section(doc, "images", "x")
+
+
+def test_replicate_photos_copies_real_photos_round_robin(tmp_path):
+    tree = replicate_photos(tmp_path / "raw", images=10, classes=3)
+    files = sorted(p for p in tree.rglob("*") if p.is_file())
+    assert len(files) == 10 and len({p.parent.name for p in files}) == 3
+    first = sorted(PHOTOS.glob("*.jpg"))[0]
+    assert (tree / "class_00" / f"r000_{first.name}").read_bytes() == first.read_bytes()
+    assert not any(p.name.startswith(".") for p in tree.rglob("*"))  # readers see only images
+    before = files[0].stat().st_mtime_ns
+    replicate_photos(tmp_path / "raw", images=10, classes=3)  # reused as it is
+    assert files[0].stat().st_mtime_ns == before
+
+
+def _row(variant, cand, rate, rep=0):
+    return {"variant": variant, "rep": rep, "candidate": cand, "images": 64, "images_per_s": rate,
+            "steady_images_per_s": rate, "first_batch_s": 0.1, "cpu_percent": 50.0, "peak_rss": 2**20,
+            "output": "float32[8, 3, 224, 224]"}
+
+
+def test_summary_ratios_and_target_lines():
+    rows = [_row("train", "a", 100), _row("train", "a", 120, 1), _row("train", "c", 300), _row("train", "d", 400),
+            _row("train", "e", 330), _row("train", "f", 600),
+            {"variant": "train", "rep": 0, "candidate": "b", "error": "Traceback\nValueError: boom"}]
+    summary = summarize_rows(rows)
+    by = {e["candidate"]: e for e in summary}
+    assert by["a"]["images_per_s"]["median"] == 110 and by["a"]["runs"] == 2
+    assert by["d"]["vs_a"] == pytest.approx(400 / 110) and by["d"]["vs_c"] == pytest.approx(4 / 3)
+    assert by["b"]["error"] == "ValueError: boom"
+    lines = target_lines(summary)
+    assert "best fastdata backend is (d)" in lines[0]
+    assert "[target >= 3.0x: met]" in lines[0] and "[target >= 1.5x: missed]" in lines[0]
+    assert "67% of (f) [target >= 60%: met]" in lines[0]
+    md = markdown_section(summary, {"cpu": "CPU", "cores": 2, "usable_cores": 2, "memory_bytes": None, "gpu": None,
+                                    "os": "Linux", "load_avg": None, "versions": {"torch": "2"},
+                                    "date_utc": "now", "git_commit": "abc", "command": "python x"},
+                          {"raw_images": 64, "raw": "raw", "shards": "sh", "batch_size": 8, "threads": 2, "reps": 2,
+                           "warmup_batches": 1}, chart=None, docs=Path("docs/benchmarks.md"))
+    assert "| d | fastdata, DALI backend (shards) | 400 |" in md and "failed: ValueError: boom" in md
+
+
+def test_images_per_sec_tiny_end_to_end(tmp_path):
+    docs = tmp_path / "benchmarks.md"
+    rc = images_per_sec.main(["--images", "16", "--classes", "2", "--batch-size", "8", "--reps", "1",
+                              "--warmup-batches", "1", "--threads", "1", "--candidates", "af", "--variant", "eval",
+                              "--work-dir", str(tmp_path / "work"), "--docs", str(docs)])
+    assert rc == 0
+    data = json.loads((tmp_path / "work" / "images_per_sec.json").read_text())
+    rows = {r["candidate"]: r for r in data["rows"]}
+    assert rows["a"]["images"] == 16 and rows["f"]["images"] == 16  # eval keeps every image
+    assert rows["a"]["output"] == "float32[8, 3, 224, 224]"
+    assert data["environment"]["versions"]["torch"] != "not installed"
+    text = docs.read_text()
+    assert "<!-- images:begin -->" in text and "| a | PyTorch DataLoader" in text
+    assert (tmp_path / "images_per_sec.png").stat().st_size > 0  # the chart sits beside the docs file
+
+
+def test_convert_speed_tiny_end_to_end(tmp_path):
+    rc = convert_speed.main(["--images", "6", "--reps", "1", "--jobs", "1", "--work-dir", str(tmp_path / "w"),
+                             "--no-docs"])
+    assert rc == 0
+    data = json.loads((tmp_path / "w" / "convert_speed.json").read_text())
+    assert [e["candidate"] for e in data["summary"]] == ["pil", "fastdata-j1"]
+    assert all(r["images"] == 6 for r in data["rows"])
+    assert (tmp_path / "w" / "convert_speed.png").exists()
+    assert not (tmp_path / "w" / "out-pil").exists()  # outputs are removed after each run
