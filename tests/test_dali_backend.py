@@ -126,6 +126,16 @@ def test_eval_ranks_disjoint_complete_equal(ds: Path, world_size: int) -> None:
     assert lengths == {math.ceil(math.ceil(N / world_size) / 3)}
 
 
+def test_eval_more_ranks_than_samples_pads_empty_ranks(ds: Path) -> None:
+    empty = backend(ds, train=False, rank=0, world_size=N + 1)  # block [0, 0): nothing but padding
+    images, labels, _ = run_epoch(empty)
+    assert len(empty) == 1 and empty.num_samples == 0 and labels[0].tolist() == [-100] * 4
+    assert torch.count_nonzero(images[0]) == 0
+    last = backend(ds, train=False, rank=N, world_size=N + 1)  # block [26, 27): the last sample
+    _, labels, keys = run_epoch(last)
+    assert labels[0].tolist()[1:] == [-100] * 3 and keys[0] == [manifest_keys(ds)[-1][0]]
+
+
 @pytest.mark.parametrize("world_size", [2, 4])
 def test_train_ranks_equal_full_batches_and_disjoint(ds: Path, world_size: int) -> None:
     seen: list[str] = []

@@ -84,7 +84,12 @@ def plan_epoch(shards: tuple[ShardSource, ...], /, *, train: bool, batch_size: i
         batches = dali_batches = (total // world_size) // batch_size
         last_rows = batch_size
         num_samples = batches * batch_size
-    return EpochPlan(shards=shards, shard_id=rank, num_shards=world_size, shuffle=False, initial_fill=1,
+    shard_id, num_shards = rank, world_size
+    if world_size > total:
+        # DALI refuses more shards than samples; every block then holds at most the one sample at `start`,
+        # which is DALI's block `start` of `total`.
+        shard_id, num_shards = min(start, max(total - 1, 0)), max(total, 1)
+    return EpochPlan(shards=shards, shard_id=shard_id, num_shards=num_shards, shuffle=False, initial_fill=1,
                      seed=derive_seed(seed, rank, world_size), rank_samples=rank_samples,
                      dali_batches=dali_batches, last_rows=last_rows, batches=batches, num_samples=num_samples)
 
