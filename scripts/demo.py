@@ -1,4 +1,5 @@
-"""`make demo`: build a small class tree from the bundled real photos, convert, verify, describe, load.
+"""`make demo`: convert the bundled real data (photos, fortunes text, pydicom's CT series), verify and
+describe it, load it with every loader, print throughput, and end with a short side-by-side benchmark.
 
 Run from the repository root inside the project environment (the Makefile does both).
 """
@@ -8,40 +9,103 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PHOTOS = ROOT.parent / "shared" / "data" / "photos"
+SHARED = ROOT.parent / "shared" / "data"
 OUT = ROOT / "demo-out"
 CLASSES = ("indoor", "outdoor", "figures")
+COPIES = 4  # each photo appears this many times (as distinct files) so the loaders run for a moment
 
 
-def build_tree(dst: Path) -> Path:
+def run_cli(*args: str) -> None:
+    print(f"\n$ fastdata {' '.join(args)}", flush=True)
+    subprocess.run([sys.executable, "-m", "fastdata", *args], check=True)
+
+
+def build_photo_tree(dst: Path) -> Path:
     """Deal the real photos into train/val class folders (every 5th photo goes to val)."""
-    photos = sorted(PHOTOS.glob("*.jpg"))
+    photos = sorted((SHARED / "photos").glob("*.jpg"))
     if not photos:
-        sys.exit(f"no photos found in {PHOTOS}")
-    for i, p in enumerate(photos):
-        split = "val" if i % 5 == 4 else "train"
-        target = dst / split / CLASSES[i % len(CLASSES)] / p.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(p, target)
+        sys.exit(f"no photos found in {SHARED / 'photos'}")
+    for copy in range(COPIES):
+        for i, p in enumerate(photos):
+            split = "val" if i % 5 == 4 else "train"
+            target = dst / split / CLASSES[(i + copy) % len(CLASSES)] / f"{copy}_{p.name}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, target)
     return dst
 
 
-def fastdata(*args: str) -> None:
-    cmd = [sys.executable, "-m", "fastdata", *args]
-    print(f"\n$ fastdata {' '.join(args)}", flush=True)
-    subprocess.run(cmd, check=True)
+def load_images(shards: Path) -> None:
+    import torch
+
+    import fastdata
+
+    print("\n# loading the photos: 224x224 training batches, 2 epochs (the first warms up)")
+    for backend in ("dali", "kornia"):
+        loader = fastdata.loader(shards, split="train", batch_size=32, train=True, backend=backend,
+                                 device="cpu", drop_last=False)
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            start, n, last = time.perf_counter(), 0, None
+            for batch in loader:
+                last, n = batch[0], n + len(batch[1])
+            rate = n / (time.perf_counter() - start)
+        nhwc = last.is_contiguous(memory_format=torch.channels_last)
+        print(f"  {backend:7s} {n} images/epoch  {rate:7.0f} images/s  batch {tuple(last.shape)} {last.dtype}, "
+              f"channels_last={nhwc}")
+
+
+def text_demo(out: Path) -> None:
+    import fastdata
+
+    src = out / "corpus"
+    for f in sorted((SHARED / "text" / "fortunes").iterdir()):
+        (src / f.name).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, src / f.name / f"{f.name}.txt")
+    tokens = out / "tokens"
+    fastdata_cmd = ("convert", str(src), str(tokens), "--tokenizer",
+                    str(SHARED / "tokenizers" / "bert-base-uncased.json"), "--separator", "%")
+    run_cli(*fastdata_cmd)
+    run_cli("info", str(tokens))
+    print("\n# token batches from the fortunes (max_tokens=1024, pad_to_multiple_of=8)")
+    for kw in ({"bucketing": "none", "batch_size": 16}, {"bucketing": "length", "max_tokens": 1024},
+               {"bucketing": "pack", "max_tokens": 1024, "block_size": 512}):
+        loader = fastdata.loader(tokens, **kw)
+        batches, real, slots = len(loader), 0, 0
+        for batch in loader:
+            real += int(batch["attention_mask"].sum())
+            slots += batch["input_ids"].numel()
+        print(f"  {kw['bucketing']:7s} {batches:4d} batches/epoch, padding {100 * (1 - real / slots):5.1f}% of tokens")
+
+
+def dicom_demo(out: Path) -> None:
+    from pydicom.data import get_testdata_file
+
+    import fastdata
+
+    series = Path(get_testdata_file("dicomdirtests/77654033/CT2/17136", download=False)).parents[1]
+    vols = out / "volumes"
+    run_cli("convert", str(series), str(vols), "--kind", "dicom", "--spacing", "1.0", "-j", "1")
+    run_cli("info", str(vols))
+    loader = fastdata.loader(vols, batch_size=2, patch_size=(32, 64, 64), window=(-1000, 400), device="cpu")
+    patches, meta = next(iter(loader))
+    print(f"\n# volume patches: {tuple(patches.shape)} {patches.dtype}, range "
+          f"[{float(patches.min()):.2f}, {float(patches.max()):.2f}], {len(loader)} batches/epoch")
 
 
 def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
-    src = build_tree(OUT / "photos")
+    src = build_photo_tree(OUT / "photos")
     shards = OUT / "shards"
-    fastdata("convert", str(src), str(shards), "--shard-size", "1MB")
-    fastdata("verify", str(shards), "--decode")
-    fastdata("info", str(shards))
+    run_cli("convert", str(src), str(shards), "--shard-size", "2MB")
+    run_cli("verify", str(shards), "--decode")
+    run_cli("info", str(shards))
+    load_images(shards)
+    text_demo(OUT)
+    dicom_demo(OUT)
 
 
 if __name__ == "__main__":
