@@ -34,6 +34,7 @@ def summarize_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "steady_images_per_s": statistics.median(r["steady_images_per_s"] for r in ok),
                     "first_batch_s": statistics.median(r["first_batch_s"] for r in ok),
                     "cpu_percent": statistics.median(r["cpu_percent"] for r in ok),
+                    "cpu_ms_per_image": statistics.median(r["cpu_ms_per_image"] for r in ok),
                     "peak_rss": max(r["peak_rss"] for r in ok),
                     "images": ok[0]["images"],
                     "output": ok[0]["output"],
@@ -74,19 +75,21 @@ def target_lines(summary: list[dict[str, Any]]) -> list[str]:
 
 def _table(summary: list[dict[str, Any]], variant: str) -> str:
     head = ("| | candidate | images/s median | min | max | vs (a) | steady images/s | first batch s "
-            "| CPU % of machine | peak RSS MiB |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+            "| CPU % of machine | CPU ms/image | peak RSS MiB |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     lines = [head]
     for e in summary:
         if e["variant"] != variant:
             continue
         if "images_per_s" not in e:
-            lines.append(f"| {e['candidate']} | {e['label']} | failed: {e.get('error', '?')[:80]} | | | | | | | |")
+            lines.append(f"| {e['candidate']} | {e['label']} | failed: {e.get('error', '?')[:80]} | | | | | | | | |")
             continue
         s = e["images_per_s"]
         vs = f"{e['vs_a']:.2f}x" if "vs_a" in e else "-"
         lines.append(f"| {e['candidate']} | {e['label']} | {s['median']:.0f} | {s['min']:.0f} | {s['max']:.0f} "
                      f"| {vs} | "
                      f"{e['steady_images_per_s']:.0f} | {e['first_batch_s']:.2f} | {e['cpu_percent']:.0f} | "
+                     f"{e['cpu_ms_per_image']:.2f} | "
                      f"{e['peak_rss'] / 2**20:.0f} |")
     return "\n".join(lines)
 
@@ -114,7 +117,8 @@ def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config:
         "decoded is kept between repetitions. images/s = images delivered / seconds from building the loader "
         "to the last batch (startup included); 'steady' leaves out the first batch. CPU % is the CPU time of "
         "the candidate's whole process tree (workers included) over wall time, as a share of all cores; peak "
-        "RSS is the sampled sum over that process tree.",
+        "RSS is the sampled sum over that process tree. CPU ms/image (CPU time of the tree per delivered image) "
+        "is the number least disturbed by other work on a shared machine.",
         f"- Every candidate except the ceiling produced {', '.join(outputs) or '?'} batches "
         "(float32 NCHW, ImageNet mean/std).",
         "",

@@ -47,7 +47,9 @@ def run_once(key: str, spec: Spec, state: Any, *, max_batches: int | None) -> di
     return {
         "candidate": key, "images": tp.images, "batches": tp.batches, "seconds": tp.seconds,
         "images_per_s": tp.images_per_s, "steady_images_per_s": tp.steady_images_per_s,
-        "first_batch_s": tp.first_batch_s, "cpu_s": u.cpu_s, "block_s": u.wall_s, "cpu_percent": u.cpu_percent,
+        "first_batch_s": tp.first_batch_s, "cpu_s": u.cpu_s,
+        "cpu_ms_per_image": 1000.0 * u.cpu_s / tp.images if tp.images else 0.0, "block_s": u.wall_s,
+        "cpu_percent": u.cpu_percent,
         "peak_rss": u.peak_rss, "output": seen.get("output", "?"),
     }
 

@@ -54,7 +54,8 @@ def test_replicate_photos_copies_real_photos_round_robin(tmp_path):
 
 def _row(variant, cand, rate, rep=0):
     return {"variant": variant, "rep": rep, "candidate": cand, "images": 64, "images_per_s": rate,
-            "steady_images_per_s": rate, "first_batch_s": 0.1, "cpu_percent": 50.0, "peak_rss": 2**20,
+            "steady_images_per_s": rate, "first_batch_s": 0.1, "cpu_percent": 50.0, "cpu_ms_per_image": 2.0,
+            "peak_rss": 2**20,
             "output": "float32[8, 3, 224, 224]"}
 
 
