@@ -120,7 +120,7 @@ def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config:
         "RSS is the sampled sum over that process tree. CPU ms/image (CPU time of the tree per delivered image) "
         "is the number least disturbed by other work on a shared machine.",
         f"- Every candidate except the ceiling produced {', '.join(outputs) or '?'} batches "
-        "(float32 NCHW, ImageNet mean/std).",
+        "(float32 NCHW, ImageNet mean/std). Method and profiling notes: [performance.md](performance.md).",
         "",
     ]
     for variant in dict.fromkeys(e["variant"] for e in summary):
