@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from typing import Any
 
 TINY = "tiny-cnn"
@@ -31,6 +33,8 @@ def _from_callable(spec: str, num_classes: int) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ValueError(f"--model {spec!r}: a custom model is given as 'module:callable'")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())  # like `python -m`: modules in the working directory import
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
