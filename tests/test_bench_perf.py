@@ -11,7 +11,7 @@ import torch
 from fastdata.perf.loader_bench import bench, loader_call, measure
 from fastdata.perf.monitor import ResourceMonitor
 from fastdata.perf.search import search_settings, thread_candidates
-from fastdata.perf.throughput import batch_images, epochs, time_batches
+from fastdata.perf.throughput import batch_images, epochs, real_images, time_batches
 
 
 def test_thread_candidates_cover_quarter_to_twice_the_cores():
@@ -54,6 +54,10 @@ def test_batch_images_counts_tuples_tensors_and_lists():
     assert batch_images((torch.zeros(5, 3, 2, 2), torch.zeros(5))) == 5
     assert batch_images(torch.zeros(7, 1)) == 7
     assert batch_images(([1, 2, 3], None)) == 3
+    padded = (torch.zeros(4, 3, 2, 2), torch.tensor([0, 2, -100, -100]))  # eval padding rows
+    assert batch_images(padded) == 4 and real_images(padded) == 2
+    assert real_images(([1, 2, 3], None)) == 3
+    assert time_batches(lambda: iter([padded, padded])).images == 4
 
 
 def test_time_batches_counts_images_and_honours_warmup_and_limits():

@@ -41,6 +41,13 @@ def batch_images(batch: Any) -> int:
     return len(batch)
 
 
+def real_images(batch: Any) -> int:
+    """Like `batch_images`, but rows labelled below 0 (eval padding, label -100) are not counted."""
+    if isinstance(batch, tuple) and len(batch) == 2 and hasattr(batch[1], "shape") and hasattr(batch[1], "sum"):
+        return int((batch[1] >= 0).sum())
+    return batch_images(batch)
+
+
 def epochs(loader: Any, *, start_epoch: int = 0) -> Iterator[Any]:
     """Batches of epoch after epoch (calling `set_epoch` when the loader has it), without end."""
     for epoch in itertools.count(start_epoch):
@@ -56,13 +63,15 @@ def epochs(loader: Any, *, start_epoch: int = 0) -> Iterator[Any]:
 
 
 def time_batches(make: Callable[[], Iterable[Any]], /, *, max_batches: int | None = None,
-                 warmup_batches: int = 0, on_batch: Callable[[Any], None] | None = None) -> Throughput:
+                 warmup_batches: int = 0, on_batch: Callable[[Any], None] | None = None,
+                 count: Callable[[Any], int] = real_images) -> Throughput:
     """Call `make()` and iterate what it returns, timing it.
 
     With `warmup_batches=0` the clock starts before `make()` (end to end, construction included);
     otherwise it restarts after the warm-up batches (steady state). Stops after `max_batches`
     counted batches, or when the iterable ends. `on_batch` sees every counted batch (e.g. to check
-    shapes or to consume it like a training step would).
+    shapes or to consume it like a training step would). `count` says how many images a batch holds
+    (default: real images, padding rows with a negative label left out).
     """
     if max_batches is not None and max_batches < 1:
         raise ValueError(f"max_batches must be >= 1 or None, got {max_batches}")
@@ -78,7 +87,7 @@ def time_batches(make: Callable[[], Iterable[Any]], /, *, max_batches: int | Non
     first = end = 0.0
     for batch in it:
         end = time.perf_counter()
-        n = batch_images(batch)
+        n = count(batch)
         if batches == 0:
             first, first_images = end - start, n
         images += n
