@@ -111,3 +111,48 @@ def test_models_by_name_callable_and_errors(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="not a torchvision classification model"):
         build_model("resnet5000", num_classes=3)
     assert build_model("resnet18", num_classes=4).fc.out_features == 4
+
+
+class _SlowLoader:
+    """A loader stand-in: `batches` batches of 4 tiny images, each after `delay` seconds."""
+
+    def __init__(self, delay: float, batches: int = 20) -> None:
+        self.delay, self.batches, self.epochs = delay, batches, []
+
+    def set_epoch(self, e: int) -> None:
+        self.epochs.append(e)
+
+    def __iter__(self):
+        for i in range(self.batches):
+            time.sleep(self.delay)
+            yield torch.rand(4, 3, 16, 16), torch.tensor([0, 1, 2, i % 3])
+
+
+class _SlowModel(torch.nn.Module):
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay, self.net = delay, build_model(TINY, num_classes=3)
+
+    def forward(self, x):
+        time.sleep(self.delay)
+        return self.net(x)
+
+
+KW_CPU = dict(batch_size=4, device="cpu", backend="kornia", num_threads=2, prefetch=2)
+
+
+def test_diagnose_a_slow_loader_is_input_bound():
+    from fastdata.perf.doctor import diagnose
+
+    d = diagnose(_SlowLoader(0.08), _SlowModel(0.0), device="cpu", steps=3, warmup=1, profile=True)
+    assert d.fed.wait_fraction > 0.5 and d.profiler_wait_fraction is not None
+    assert d.resident.wait_fraction < d.fed.wait_fraction and d.slowdown > 1.0
+    assert verdict(d, **KW_CPU).level == "input-bound"
+
+
+def test_diagnose_a_slow_model_is_fed():
+    from fastdata.perf.doctor import diagnose
+
+    d = diagnose(_SlowLoader(0.0), _SlowModel(0.08), device="cpu", steps=3, warmup=1, profile=False)
+    assert d.fed.wait_fraction < 0.1 and d.profiler_wait_fraction is None
+    assert verdict(d, **KW_CPU).level == "fed"
