@@ -117,7 +117,8 @@ def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config:
         "decoded is kept between repetitions. images/s = images delivered / seconds from building the loader "
         "to the last batch (startup included); 'steady' leaves out the first batch. CPU % is the CPU time of "
         "the candidate's whole process tree (workers included) over wall time, as a share of all cores; peak "
-        "RSS is the sampled sum over that process tree. CPU ms/image (CPU time of the tree per delivered image) "
+        "RSS is the sampled sum over that process tree (pages forked workers share count once per process: "
+        "an upper bound for a and b). CPU ms/image (CPU time of the tree per delivered image) "
         "is the number least disturbed by other work on a shared machine.",
         f"- Every candidate except the ceiling produced {', '.join(outputs) or '?'} batches "
         "(float32 NCHW, ImageNet mean/std). Method and profiling notes: [performance.md](performance.md).",
