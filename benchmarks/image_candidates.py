@@ -52,14 +52,25 @@ def torchvision_imagefolder(spec: Spec, state: Any) -> Iterable[Any]:
 
     dataset = ImageFolder(spec.raw, transform=_torchvision_transform(spec))
     return _tuples(DataLoader(dataset, batch_size=spec.batch_size, shuffle=spec.train, num_workers=spec.threads,
-                              drop_last=spec.train))
+                              drop_last=spec.train, pin_memory=_cuda()))
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def _tuples(loader: Iterable[Any]) -> Iterator[Any]:
-    """DataLoader's collate gives `[images, labels]` lists; yield `(images, labels)` like the others."""
+    """DataLoader's collate gives `[images, labels]` lists; yield `(images, labels)` like the others,
+    on the GPU when there is one (pinned memory, non-blocking copies: what users write)."""
+    cuda = _cuda()
     it = iter(loader)
     try:
-        yield from (tuple(batch) for batch in it)
+        for images, labels in it:
+            if cuda:
+                images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+            yield images, labels
     finally:
         del it  # shuts the workers down now, inside the measured block
 
@@ -81,7 +92,8 @@ def webdataset_pil(spec: Spec, state: Any) -> Iterable[Any]:
     if spec.train:
         dataset = dataset.shuffle(1000)
     dataset = dataset.decode("pil").to_tuple("jpg", "cls").map_tuple(_torchvision_transform(spec), int)
-    return _tuples(DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train))
+    return _tuples(DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train,
+                              pin_memory=_cuda()))
 
 
 def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:

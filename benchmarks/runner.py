@@ -24,18 +24,24 @@ def _describe(batch: Any) -> str:
         return f"list of {type(first).__name__} {getattr(first, 'dtype', '')}{list(getattr(first, 'shape', []))}"
     shape = list(getattr(first, "shape", []))
     dtype = str(getattr(first, "dtype", "?")).replace("torch.", "")
-    return f"{dtype}{shape}"
+    device = str(getattr(first, "device", "cpu"))
+    return f"{dtype}{shape}" + ("" if device == "cpu" else f" on {device}")
 
 
 def run_once(key: str, spec: Spec, state: Any, *, max_batches: int | None) -> dict[str, Any]:
     """One timed repetition of one candidate: build, iterate, tear down, inside a resource monitor."""
+    import torch
+
     from fastdata.perf.monitor import ResourceMonitor
     from fastdata.perf.throughput import time_batches
 
     cand = CANDIDATES[key]
     seen: dict[str, str] = {}
+    cuda = torch.cuda.is_available()
 
     def check(batch: Any) -> None:
+        if cuda:
+            torch.cuda.synchronize()  # the batch has really arrived on the GPU, for every candidate alike
         if "output" not in seen:
             seen["output"] = _describe(batch)
 

@@ -86,14 +86,14 @@ def time_batches(make: Callable[[], Iterable[Any]], /, *, max_batches: int | Non
     images = batches = first_images = 0
     first = end = 0.0
     for batch in it:
+        if on_batch is not None:
+            on_batch(batch)  # counted in the time: e.g. a CUDA synchronize, or a consumer's work
         end = time.perf_counter()
         n = count(batch)
         if batches == 0:
             first, first_images = end - start, n
         images += n
         batches += 1
-        if on_batch is not None:
-            on_batch(batch)
         if max_batches is not None and batches >= max_batches:
             break
     if batches == 0:
