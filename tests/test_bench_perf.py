@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -99,12 +100,14 @@ def test_monitor_counts_cpu_of_reaped_children_and_memory():
     with ResourceMonitor(interval=0.01) as mon:
         subprocess.run([sys.executable, "-c", burn], check=True)
     u = mon.usage
-    assert u.cpu_s >= 0.3  # the child's own CPU clock ran 0.3 s: the monitor must see at least that
+    assert u.cpu_s >= 0.25  # the child's own CPU clock ran 0.3 s (margin for clock-tick accounting)
     assert u.peak_rss > 0 and u.wall_s > 0
     assert u.cpu_percent == pytest.approx(100 * u.cpu_s / u.wall_s / u.cores)
     with ResourceMonitor(children_only=True) as mon:
-        pass
-    assert mon.usage.peak_rss == 0  # no child was running
+        t = time.process_time()
+        while time.process_time() - t < 0.3:  # this process burns CPU, no child does
+            pass
+    assert mon.usage.cpu_s < 0.15  # children_only leaves this process's own CPU out
     with pytest.raises(RuntimeError, match="after the `with` block"):
         _ = ResourceMonitor().usage
 
