@@ -64,12 +64,15 @@ def test_verdict_fed_when_waiting_is_negligible():
     v = verdict(_diag(0.001, 0.1, 0.1), **KW)
     assert v.level == "fed" and "keeps up" in v.summary
     assert any("torch.compile" in a for a in v.advice)
-    assert not any("compete" in a for a in v.advice)
+    assert not any("fewer loader threads" in a for a in v.advice)
 
 
 def test_verdict_flags_cpu_contention_when_fed_steps_are_slower_without_waiting():
     v = verdict(_diag(0.001, 0.15, 0.1), **KW)
-    assert v.level == "fed" and any("num_threads=2" in a for a in v.advice)
+    assert v.level == "contended" and "1.51x as long" in v.summary
+    assert any("num_threads=2" in a for a in v.advice)
+    cpu = verdict(_diag(0.001, 0.15, 0.1), **{**KW, "device": "cpu"})
+    assert any("CPU-only machine" in a for a in cpu.advice)
 
 
 def test_verdict_partly_and_fully_input_bound_with_advice():

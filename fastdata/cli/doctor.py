@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import sys
+import tempfile
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +31,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-profiler", action="store_true", help="wall clock only, without torch.profiler")
     p.add_argument("--trace", help="write the profiler's Chrome trace of the fed steps to this file")
     p.add_argument("--json", action="store_true", help="print the measurements as JSON")
+
+
+_KINETO_NOISE = ("USDT:", "gpuGetDeviceCount failed")  # lines the profiler's C++ side prints on every start/stop
+
+
+@contextlib.contextmanager
+def _profiler_noise_filtered():
+    """Route the process's stderr (fd 2) through a file while profiling, then pass on every line but
+    the profiler library's own start/stop chatter. Python warnings and errors still come out."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            for line in tmp.read().decode(errors="replace").splitlines(keepends=True):
+                if not any(noise in line for noise in _KINETO_NOISE):
+                    sys.stderr.write(line)
+            sys.stderr.flush()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
               f"after {args.warmup} warm-up", flush=True)
     held = [loader]
     del loader  # diagnose() holds the only reference and releases the loader before the resident phase
-    d = diagnose(held.pop(), model, device=device, steps=args.steps, warmup=args.warmup, profile=not args.no_profiler,
-                 trace=args.trace, channels_last=o.channels_last)
+    with _profiler_noise_filtered() if not args.no_profiler else contextlib.nullcontext():
+        d = diagnose(held.pop(), model, device=device, steps=args.steps, warmup=args.warmup,
+                     profile=not args.no_profiler, trace=args.trace, channels_last=o.channels_last)
     v = verdict(d, batch_size=o.batch_size, device=device, backend=o.backend, num_threads=o.num_threads,
                 prefetch=o.prefetch)
     if args.json:

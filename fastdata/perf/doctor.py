@@ -59,7 +59,7 @@ class Diagnosis:
 
 @dataclass(frozen=True)
 class Verdict:
-    level: str  # "fed", "partly input-bound", "input-bound"
+    level: str  # "fed", "contended", "partly input-bound", "input-bound"
     summary: str
     advice: tuple[str, ...]
 
@@ -111,13 +111,24 @@ def verdict(d: Diagnosis, /, *, batch_size: int, device: str, backend: str, num_
     w = d.fed.wait_fraction
     fed_rate, free_rate = d.fed.images_per_s, d.resident.images_per_s
     advice: list[str] = []
-    if w < FED_BELOW:
+    if w < FED_BELOW and d.slowdown >= CONTENTION:
+        level = "contended"
+        summary = (f"The step rarely waits for data ({w:.0%} of step time), but fed steps take {d.slowdown:.2f}x as "
+                   f"long as steps on a batch already on the device ({fed_rate:.0f} vs {free_rate:.0f} images/s): "
+                   "the loader's work takes CPU time that the training step needs.")
+        advice.append(f"Try fewer loader threads (num_threads={max(1, num_threads // 2)}, now {num_threads}) and "
+                      "compare with `fastdata doctor` again.")
+        if device == "cpu":
+            advice.append("On a CPU-only machine decoding and training share the cores; a GPU (device='cuda', "
+                          "backend='dali') moves decode and augmentation off them.")
+        else:
+            advice.append("Move more of the input work to the GPU: backend='dali' (GPU decode), dtype='uint8' with "
+                          "normalisation in the model.")
+    elif w < FED_BELOW:
         level = "fed"
-        summary = (f"The loader keeps up: {w:.0%} of step time waits for data. Faster data loading will not "
-                   "speed this training up; the model step is the bottleneck.")
-        if d.slowdown >= CONTENTION:
-            advice.append(f"Steps are still {d.slowdown:.2f}x slower than on a resident batch: the loader's threads "
-                          f"compete with the step for CPU. Try fewer threads (num_threads={max(1, num_threads // 2)}).")
+        summary = (f"The loader keeps up: {w:.0%} of step time waits for data and fed steps run as fast as steps "
+                   "on a batch already on the device. Faster data loading will not speed this training up; the "
+                   "model step is the bottleneck.")
         advice.append("Speed up the step itself: mixed precision (bfloat16), channels_last, torch.compile, or a "
                       "larger batch per device.")
     else:
@@ -182,10 +193,10 @@ def diagnose(loader: Any, model: Any, /, *, device: str, steps: int = 10, warmup
     if warmup:
         run_steps(step, batches, steps=warmup, warmup=0, sync=sync)
     share = None
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
     if profile:
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if device.startswith("cuda"):
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
         with torch.profiler.profile(activities=activities) as prof:
             fed = run_steps(step, batches, steps=steps, warmup=0, sync=sync)
         share = profiler_share(prof)
@@ -199,5 +210,11 @@ def diagnose(loader: Any, model: Any, /, *, device: str, steps: int = 10, warmup
     batches.close()
     del batches, loader
     gc.collect()
-    resident = run_steps(step, itertools.repeat((x, y)), steps=steps, warmup=warmup, sync=sync)
+    resident_batches = itertools.repeat((x, y))
+    run_steps(step, resident_batches, steps=max(warmup, 1), warmup=0, sync=sync)
+    if profile:  # same profiler overhead in both phases, so their step times compare
+        with torch.profiler.profile(activities=activities):
+            resident = run_steps(step, resident_batches, steps=steps, warmup=0, sync=sync)
+    else:
+        resident = run_steps(step, resident_batches, steps=steps, warmup=0, sync=sync)
     return Diagnosis(fed=fed, resident=resident, profiler_wait_fraction=share)
