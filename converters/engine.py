@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, rea
 log = logging.getLogger(__name__)
 
 PROBE_ITEMS = 32  # inputs converted per split to size shards when only --shard-size is given
+PROBE_KEEP_BYTES = 64 * 2**20  # probed samples up to this size are kept and written, not converted twice
 SUFFIX = {"wds": ".tar", "arrow": ".arrow"}
 
 
@@ -93,17 +94,27 @@ def fingerprint(kind: Kind, fmt: str, config: ConvertConfig, options: Any, disco
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
 
 
+Probed = dict[tuple[str, int], Any]  # (split, position) -> processor result kept from the probe
+
+
 def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discovery: Discovery,
-               shuffled: dict[str, list[WorkItem]], fp: str) -> dict[str, Any]:
+               shuffled: dict[str, list[WorkItem]], fp: str, probed: Probed) -> dict[str, Any]:
+    """The shard plan; fills `probed` with the results of the probe so they are not computed twice."""
     fn = kind.processor(options)
     per: dict[str, int] = {}
+    kept = 0
     for split, items in shuffled.items():
         if config.samples_per_shard:
             per[split] = config.samples_per_shard
         else:
             probe = getattr(kind, "probe_items", PROBE_ITEMS)  # a kind with large samples may probe fewer
-            probed = run_ordered(fn, items[:probe], jobs=config.jobs)
-            sizes = [s.nbytes for r in probed for s in _samples(r)]
+            sizes = []
+            for item, result in zip(items[:probe], run_ordered(fn, items[:probe], jobs=config.jobs)):
+                nbytes = [s.nbytes for s in _samples(result)]
+                sizes.extend(nbytes)
+                if kept + sum(nbytes) <= PROBE_KEEP_BYTES:
+                    kept += sum(nbytes)
+                    probed[(item.split, item.position)] = result
             per[split] = samples_per_shard_from_probe(sizes, shard_size=config.shard_size, n=len(items))
     plans = plan_shards({s: len(v) for s, v in shuffled.items()}, per)
     described = kind.describe(discovery, options)
@@ -139,12 +150,27 @@ def _samples(result: Sample | Rejection | list[Sample]) -> list[Sample]:
     return list(result) if isinstance(result, list) else [result]
 
 
+def _results(fn: Any, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]], jobs: int,
+             probed: Probed) -> Iterator[Any]:
+    """Processor results for every input of `todo`, in order; probed inputs are not converted again."""
+    def items() -> Iterator[WorkItem]:
+        for p in todo:
+            yield from shuffled[p.split][p.start:p.stop]
+
+    skip = frozenset(probed)  # fixed now: the pool pulls items lazily while results are consumed
+    computed = run_ordered(fn, (it for it in items() if (it.split, it.position) not in skip), jobs=jobs)
+    for it in items():
+        kept = probed.pop((it.split, it.position), None)
+        yield kept if kept is not None else next(computed)
+
+
 def _convert_shards(kind: Kind, fmt: str, dst: Path, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]],
-                    options: Any, discovery: Discovery, jobs: int, progress: Progress | None) -> None:
+                    options: Any, discovery: Discovery, jobs: int, progress: Progress | None,
+                    probed: Probed) -> None:
     fn = kind.processor(options)
     writer_cls = WRITERS[fmt]
     layout = kind.arrow_layout(discovery, options) if fmt == "arrow" else None
-    results = run_ordered(fn, (it for p in todo for it in shuffled[p.split][p.start:p.stop]), jobs=jobs)
+    results = _results(fn, todo, shuffled, jobs, probed)
     for p in todo:
         name = p.name(SUFFIX[fmt])
         writer = writer_cls(dst / name, member_order=kind.member_order, layout=layout)
@@ -240,10 +266,11 @@ def convert(kind: Kind, src: Path | str, dst: Path | str, *, options: Any, confi
         log.info("%s already holds this conversion; nothing to do", dst)
         return ConvertResult(dst, manifest, [], [], list(manifest.rejected))
     shuffled = {s: shuffle_split(items, seed=config.seed, split=s) for s, items in discovery.splits.items() if items}
+    probed: Probed = {}
     if where == "resume":
         plan = state.load_plan(dst)
     else:
-        plan = _make_plan(kind, fmt, config, options, discovery, shuffled, fp)
+        plan = _make_plan(kind, fmt, config, options, discovery, shuffled, fp, probed)
         dst.mkdir(parents=True, exist_ok=True)
         state.save_plan(dst, plan)
     all_shards = [ShardPlan(**d) for d in plan["shards"]]
@@ -256,7 +283,7 @@ def convert(kind: Kind, src: Path | str, dst: Path | str, *, options: Any, confi
         log.info("resuming: %d shard(s) already done, %d to convert", len(skipped), len(todo))
     total = sum(p.stop - p.start for p in todo)
     progress = progress_factory(total) if progress_factory else None
-    _convert_shards(kind, fmt, dst, todo, shuffled, options, discovery, config.jobs, progress)
+    _convert_shards(kind, fmt, dst, todo, shuffled, options, discovery, config.jobs, progress, probed)
     converted = [p.name(plan["suffix"]) for p in todo]
     skipped_names = [p.name(plan["suffix"]) for p in skipped]
     if config.num_parts > 1:

@@ -38,7 +38,7 @@ def test_wds_round_trip_preserves_bytes_labels_and_counts(small_tree: Path, tmp_
     for shard in split.shards:
         samples = _tar_samples(tmp_path / "out" / shard.name)
         assert len(samples) == shard.samples
-        for key, members in samples.items():
+        for members in samples.values():
             assert set(members) == {"jpg", "cls", "json"}
             info = json.loads(members["json"])
             label = int(members["cls"])
@@ -128,3 +128,19 @@ def test_real_photos_are_baseline_rgb_and_resized(photo_tree: Path, tmp_path: Pa
                 assert min(im.size) == min(128, info["orig_width"], info["orig_height"])
                 assert (im.width, im.height) == (info["width"], info["height"])
     assert modes["L"] > 0  # the greyscale photos went through and came out RGB
+
+
+def test_shard_size_plan_writes_the_same_samples_as_a_fixed_count(tmp_path: Path) -> None:
+    """With --shard-size the first inputs are converted once to size the shards and reused, not redone."""
+    src = make_image_tree(tmp_path / "src", classes=3, per_class=15, size=(300, 200))
+    by_size = convert_images(src, tmp_path / "size", samples_per_shard=None, shard_size=60_000, short_side=64)
+    per = read_manifest(tmp_path / "size").preprocessing["samples_per_shard"]["train"]
+    assert 1 < per < 45
+    convert_images(src, tmp_path / "count", samples_per_shard=per, short_side=64)
+    names = [s.name for s in read_manifest(tmp_path / "size").splits["train"].shards]
+    assert names == [s.name for s in read_manifest(tmp_path / "count").splits["train"].shards]
+    for name in names:
+        assert (tmp_path / "size" / name).read_bytes() == (tmp_path / "count" / name).read_bytes()
+    keys = [k for name in names for k in _tar_samples(tmp_path / "size" / name)]
+    assert sorted(keys) == [f"{i:08d}" for i in range(45)]
+    assert by_size.rejected == []
