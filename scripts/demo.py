@@ -1,4 +1,4 @@
-"""`make demo`: convert the bundled real data (photos, fortunes text, pydicom's CT series), verify and
+"""`make demo`: convert the bundled real data (photos, fortunes text, pydicom's DICOM series), verify and
 describe it, load it with every loader, print throughput, and end with a short side-by-side benchmark.
 
 Run from the repository root inside the project environment (the Makefile does both).
@@ -106,6 +106,11 @@ def main() -> None:
     load_images(shards)
     text_demo(OUT)
     dicom_demo(OUT)
+    print("\n# side by side on the bundled photos (a short run; the full one: python benchmarks/images_per_sec.py)",
+          flush=True)
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "images_per_sec.py"), "--images", "256", "--reps", "2",
+                    "--batch-size", "64", "--variant", "train", "--work-dir", str(OUT / "bench"), "--no-docs"],
+                   check=True)
 
 
 if __name__ == "__main__":
