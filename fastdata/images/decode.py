@@ -1,11 +1,14 @@
 """Per-sample CPU work of the kornia backend: libjpeg-turbo decode, crop, resize to S x S (uint8).
 
 Runs in the decode thread pool: `simplejpeg.decode_jpeg` and torch's resize kernels release the GIL,
-so `num_threads` threads decode in parallel. Only what is needed is decoded: the DCT-domain downscale
-of libjpeg-turbo (1/2, 1/4, 1/8) is used whenever the region we keep still has at least the output
-resolution (train only: eval decodes at full size so it matches torchvision Resize + CenterCrop), and eval
-skips the resize when the shorter side already has the target length (shards converted with
---short-side equal to image_size / 0.875).
+so `num_threads` threads decode in parallel. Everything here is single-threaded per image (numpy
+copies; torch's uint8 antialiased resize runs no intra-op parallel region), so the decode threads
+never start torch intra-op (OpenMP) thread teams that would compete with them for the cores.
+
+Only what is needed is decoded: the DCT-domain downscale of libjpeg-turbo (1/2, 1/4, 1/8) is used
+whenever the region we keep still has at least the output resolution (train only: eval decodes at
+full size so it matches torchvision Resize + CenterCrop), and eval skips the resize when the shorter
+side already has the target length (shards converted with --short-side equal to image_size / 0.875).
 """
 
 from __future__ import annotations
@@ -60,12 +63,19 @@ def _decode(raw: RawSample, factor: int) -> np.ndarray:
 
 
 def resize_hwc(image: np.ndarray | torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Bilinear, antialiased resize of a uint8 HWC image (torchvision v2 Resize on uint8 tensors)."""
+    """Bilinear, antialiased resize of a uint8 HWC image (torchvision v2 Resize on uint8 tensors).
+
+    Returns a dense HWC tensor: the batch dimension is added before the permute, so the NCHW view has
+    true channels_last strides, torch keeps that memory format for its output, and the result is
+    already in the byte order of a row of the NHWC batch (copying it there is a memcpy). Adding the
+    batch dimension after the permute gives a stride torch does not recognise as channels_last: the
+    kernel then writes planar NCHW and every copy into the batch has to transpose it.
+    """
     if isinstance(image, np.ndarray):
-        image = np.ascontiguousarray(image)  # torch's fast uint8 kernel wants a dense channels-last image
-    x = torch.as_tensor(image).permute(2, 0, 1).unsqueeze(0)
+        image = torch.from_numpy(np.ascontiguousarray(image))  # the fast uint8 kernel wants dense HWC
+    x = image.unsqueeze(0).permute(0, 3, 1, 2)
     if x.shape[-2:] == (height, width):
-        return x[0].permute(1, 2, 0)
+        return image
     y = F.interpolate(x, size=(height, width), mode="bilinear", antialias=True, align_corners=False)
     return y[0].permute(1, 2, 0)
 
@@ -89,16 +99,19 @@ def train_crop_box(raw: RawSample, rng: np.random.Generator, *, scale: tuple[flo
     return random_resized_crop_box(rng, height, width, scale=scale, ratio=ratio), height, width
 
 
-def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *, flip: bool) -> torch.Tensor:
-    """Decode (downscaled in the DCT when the crop allows), crop `box`, mirror when `flip`, resize to
-    size x size: uint8 HWC. The mirror rides on the copy that makes the crop dense, so it costs nothing."""
+def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int) -> torch.Tensor:
+    """Decode (downscaled in the DCT when the crop allows), crop `box`, resize to size x size: uint8 HWC.
+
+    The horizontal flip is not done here: mirroring commutes exactly with the resize (the bilinear
+    antialiased weights are symmetric), so the backend flips the S x S rows of the whole batch in one
+    vectorised op (`DeviceAugment`), instead of a slow reversed-view copy of each (larger) crop here.
+    """
     factor = dct_factor(box.height, box.width, size)
     image = _decode(raw, factor)
     if factor > 1:
         box = box.scaled(image.shape[0] / height, image.shape[1] / width, max_h=image.shape[0],
                          max_w=image.shape[1])
-    crop = image[box.top:box.top + box.height, box.left:box.left + box.width]
-    return resize_hwc(crop[:, ::-1] if flip else crop, size, size)
+    return resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
 
 
 def decode_eval(raw: RawSample, *, resize_short: int, size: int, max_pixels: int) -> torch.Tensor:
