@@ -83,6 +83,21 @@ def test_eval_visits_manifest_order_with_padding(ds: Path) -> None:
     assert all(torch.equal(x, y) for x, y in zip(again[0], images))
 
 
+@pytest.mark.parametrize("train,dtype", [(True, "float32"), (False, "uint8")])
+def test_held_batches_stay_valid_while_later_batches_are_produced(ds: Path, train: bool, dtype: str) -> None:
+    # CPU batches are zero-copy views of DALI's output buffers: they must outlive later runs, the
+    # pipeline rebuild of the next epoch and the backend itself
+    b = backend(ds, train=train, dtype=dtype, prefetch=3)
+    held = []
+    for epoch in range(2):
+        b.set_epoch(epoch)
+        held += [(x, x.clone(), y) for x, y in b]
+    del b
+    assert len(held) == (12 if train else 14)
+    assert all(torch.equal(x, copy) for x, copy, _ in held)
+    assert all(torch.count_nonzero(x[y < 0]) == 0 for x, _, y in held)  # eval padding rows stayed zero
+
+
 def test_eval_drop_last_repeats_the_same_full_batches(ds: Path) -> None:
     b = backend(ds, train=False, drop_last=True)
     first, second = run_epoch(b), run_epoch(b)

@@ -1,8 +1,9 @@
 """The DALI backend of the image loader: a DALI graph over our WebDataset shards and `.idx` files.
 
 The graph (dali_graph.py) reads with `fn.readers.webdataset`, decodes (nvJPEG with the hardware
-decoder on GPU; only the crop region for training), resizes, flips and normalises, and hands a
-dense batch to torch in one copy. The epoch plan (dali_plan.py) makes the order a pure function of
+decoder on GPU; only the crop region for training), resizes, flips and normalises into the final
+dtype and layout, and hands the dense batch to torch: on CPU as a view of DALI's output buffer (no
+copy), on GPU in one device copy. The epoch plan (dali_plan.py) makes the order a pure function of
 (seed, epoch, rank, world_size) and gives every rank the same number of batches; eval pads with
 zero images labelled -100. Resume uses DALI's pipeline checkpoints.
 """
@@ -58,8 +59,9 @@ class DaliBackend:
         self._resume: dict[str, Any] | None = None
         self._pipe: Any = None
         self._pipe_key: tuple[int, int] | None = None  # (epoch, batches pulled) the live pipeline is at
+        self._inflight: int | None = None  # iterations scheduled and not handed out; None: nothing scheduled yet
         self._consumed = 0  # batches yielded so far in the current epoch
-        self.last_keys: list[str] = []  # "shard.tar:offset:key.jpg" of the last batch's rows (debugging)
+        self._keys: tuple[Any, int] | None = None  # (source_info TensorList, rows) of the last batch
 
     # -- protocol -------------------------------------------------------------------------------
     def plan(self, epoch: int | None = None) -> EpochPlan:
@@ -77,6 +79,14 @@ class DaliBackend:
     @property
     def skipped(self) -> int:
         return len(self._filter.bad) if self._filter else 0
+
+    @property
+    def last_keys(self) -> list[str]:
+        """"shard.tar:offset:key.jpg" of the last batch's real rows (debugging; decoded on access)."""
+        if self._keys is None:
+            return []
+        info, rows = self._keys
+        return [info.at(i).tobytes().decode("utf-8", "replace") for i in range(rows)]
 
     def set_epoch(self, epoch: int) -> None:
         if not isinstance(epoch, int) or epoch < 0:
@@ -128,7 +138,7 @@ class DaliBackend:
                 batch = self._convert(self._run(plan, b), rows)
             else:
                 batch = self._padding()
-                self.last_keys = []
+                self._keys = None
             self._consumed = b + 1
             yield batch
 
@@ -146,7 +156,7 @@ class DaliBackend:
             wrapped = not self.opts.train and plan.dali_batches == reader_epoch and pulled % reader_epoch == 0
             if fresh or wrapped:
                 return  # at the start of this epoch's sequence already: no rebuild
-        self._pipe = None
+        self._pipe, self._inflight = None, None
         raw = base64.b64decode(checkpoint).decode("latin-1") if checkpoint else None
         args = graph_args(self.opts, plan)
         self._pipe = build_pipeline(args, plan, batch_size=self.opts.batch_size, num_threads=self.opts.num_threads,
@@ -157,10 +167,22 @@ class DaliBackend:
                 self._run(plan, b)
 
     def _run(self, plan: EpochPlan, b: int) -> Any:
+        """The outputs of batch `b`, keeping `prefetch` batches in flight but none past the epoch's end.
+
+        `Pipeline.run()` schedules one more iteration per call, so the last call of an epoch would start
+        `prefetch - 1` batches that nobody takes (the train pipeline is rebuilt for the next epoch);
+        scheduling here stops at `plan.dali_batches`. The first `schedule_run()` of a pipeline fills its
+        whole queue (`prefetch` iterations), every later one schedules one.
+        """
         try:
-            outputs = self._pipe.run()
+            want = max(1, min(self.opts.prefetch, plan.dali_batches - b))
+            while (self._inflight or 0) < want:
+                self._pipe.schedule_run()
+                self._inflight = 1 + self._inflight if self._inflight is not None else self.opts.prefetch
+            outputs = self._pipe.outputs()
+            self._inflight -= 1
         except RuntimeError as exc:
-            self._pipe, self._pipe_key = None, None
+            self._pipe, self._pipe_key, self._inflight = None, None, None
             raise self._diagnose(plan, b, exc) from exc
         epoch_key, pulled = self._pipe_key or self._key(0)
         self._pipe_key = (epoch_key, pulled + 1)
@@ -188,23 +210,30 @@ class DaliBackend:
 
     # -- outputs --------------------------------------------------------------------------------
     def _convert(self, outputs: Any, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-        from nvidia.dali.plugin.pytorch import feed_ndarray
-
         images, labels, info = outputs
-        dense = images.as_tensor()
-        out_dtype = {"uint8": torch.uint8, "float16": torch.float16}.get(self.opts.dtype, torch.float32)
-        arr = torch.empty(dense.shape(), dtype=out_dtype, device=self._device)
-        stream = torch.cuda.current_stream(self._device) if self._device.type == "cuda" else None
-        feed_ndarray(dense, arr, cuda_stream=stream)
+        dense = images.as_tensor()  # the batch is one contiguous buffer: a view, no copy
+        if self._device.type == "cpu" and self._pipe.exec_dynamic:
+            # Zero copy: with the dynamic executor (exec_dynamic=True, dali_graph.py) every output batch
+            # owns its buffer, which DALI does not reuse while a reference to it is alive (DALI's own
+            # DALIGenericIterator hands out such views); the DLPack capsule keeps it alive in torch.
+            # The legacy executor recycles output buffers after `prefetch` more runs: no view there.
+            arr = torch.from_dlpack(dense)
+        else:
+            from nvidia.dali.plugin.pytorch import feed_ndarray
+
+            out_dtype = {"uint8": torch.uint8, "float16": torch.float16}.get(self.opts.dtype, torch.float32)
+            arr = torch.empty(dense.shape(), dtype=out_dtype, device=self._device)
+            stream = torch.cuda.current_stream(self._device) if self._device.type == "cuda" else None
+            feed_ndarray(dense, arr, cuda_stream=stream)
         if self.opts.channels_last:
             arr = arr.permute(0, 3, 1, 2)  # NHWC storage, NCHW shape: channels_last without a copy
         want = _TORCH_DTYPES[self.opts.dtype]
-        if arr.dtype != want:
+        if arr.dtype != want:  # bfloat16, which DALI does not produce: one conversion pass
             fmt = torch.channels_last if self.opts.channels_last else torch.contiguous_format
             arr = arr.to(want, memory_format=fmt)
         values = [int(labels.at(i).tobytes()) for i in range(len(labels))]
         lab = torch.tensor(values, dtype=torch.int64)
-        self.last_keys = [info.at(i).tobytes().decode("utf-8", "replace") for i in range(rows)]
+        self._keys = (info, rows)
         if rows < len(values):
             if self.opts.train:  # train keep_last: a smaller last batch
                 arr, lab = arr[:rows], lab[:rows]

@@ -149,6 +149,8 @@ def define_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_th
     """The pipeline, not yet built: `serialize()` checks every operator argument without a GPU."""
     from nvidia.dali import fn, pipeline_def
 
+    # exec_dynamic: each output batch owns its memory until released by its last user, so the backend
+    # hands CPU batches to torch without copying (dali_backend._convert).
     @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=args.device_id, seed=plan.seed,
                   prefetch_queue_depth=prefetch, enable_checkpointing=True, exec_dynamic=True,
                   enable_conditionals=args.resize_shorter is not None)
