@@ -99,19 +99,28 @@ def train_crop_box(raw: RawSample, rng: np.random.Generator, *, scale: tuple[flo
     return random_resized_crop_box(rng, height, width, scale=scale, ratio=ratio), height, width
 
 
-def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int) -> torch.Tensor:
-    """Decode (downscaled in the DCT when the crop allows), crop `box`, resize to size x size: uint8 HWC.
+def hflip_hwc(image: torch.Tensor) -> torch.Tensor:
+    """Mirror a dense uint8 HWC image horizontally, on the calling thread only.
 
-    The horizontal flip is not done here: mirroring commutes exactly with the resize (the bilinear
-    antialiased weights are symmetric), so the backend flips the S x S rows of the whole batch in one
-    vectorised op (`DeviceAugment`), instead of a slow reversed-view copy of each (larger) crop here.
-    """
+    One `flip` of a whole S x S image is larger than torch's intra-op grain (32768 elements), so it
+    would start an OpenMP thread team from this decode thread; flips of bands of rows below the grain,
+    joined by `cat` (a serial memcpy for dense inputs), stay on this thread (~0.1 ms for S = 224)."""
+    band = max(1, 16384 // max(1, image.shape[1] * image.shape[2]))
+    return torch.cat([rows.flip(1) for rows in image.split(band)])
+
+
+def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *, flip: bool) -> torch.Tensor:
+    """Decode (downscaled in the DCT when the crop allows), crop `box`, resize to size x size, mirror
+    when `flip`: uint8 HWC. The mirror is applied to the S x S result, not to the (larger) crop: it
+    commutes exactly with the antialiased bilinear resize (its weights are symmetric), and a reversed
+    numpy view of the crop would cost a slow element-wise copy before the resize."""
     factor = dct_factor(box.height, box.width, size)
     image = _decode(raw, factor)
     if factor > 1:
         box = box.scaled(image.shape[0] / height, image.shape[1] / width, max_h=image.shape[0],
                          max_w=image.shape[1])
-    return resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
+    out = resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
+    return hflip_hwc(out) if flip else out
 
 
 def decode_eval(raw: RawSample, *, resize_short: int, size: int, max_pixels: int) -> torch.Tensor:

@@ -1,10 +1,8 @@
-"""The batched, on-device part of the kornia backend: flip, colour jitter, normalise, dtype, memory format.
+"""The batched, on-device part of the kornia backend: colour jitter, normalise, dtype, memory format.
 
-Input is a uint8 NHWC batch already on the device (every image already cropped and resized to
-S x S). The rows to mirror and the per-sample jitter factors come in as arrays drawn from each
-sample's own RNG, so the result does not depend on the batch a sample lands in or on what ran before
-(exact resume). The flip runs first, on uint8, so jitter sees the same pixels (and sums them in the
-same order) as if each image had been mirrored before its resize. Pixels
+Input is a uint8 NHWC batch already on the device (every image already cropped, flipped and resized
+to S x S). Per-sample jitter factors come in as an array drawn from each sample's own RNG, so the
+result does not depend on the batch a sample lands in or on what ran before (exact resume). Pixels
 stay uint8 until the last step; normalisation is one fused multiply-add that reads the uint8 NHWC
 batch and writes float32 (NHWC memory is exactly NCHW channels_last, so no transpose; for
 channels_last=False the uint8 batch is transposed first, the cheaper of the two copies).
@@ -33,13 +31,8 @@ class DeviceAugment:
         self._scale = (1.0 / (255.0 * std)).to(device, torch.float32)
         self._shift = (-mean / std).to(device, torch.float32)
 
-    def __call__(self, images: torch.Tensor, jitter: np.ndarray | None = None,
-                 flip: np.ndarray | None = None) -> torch.Tensor:
-        """images: uint8 [B, S, S, 3] on the device (rows in `flip` are mirrored in place); jitter: float
-        [B, 4] per-sample factors, or None; flip: int64 indices of the rows to mirror, or None."""
-        if flip is not None and len(flip):
-            rows = torch.from_numpy(flip).to(self.device)
-            images.index_copy_(0, rows, images.index_select(0, rows).flip(2))  # NHWC: dim 2 is W
+    def __call__(self, images: torch.Tensor, jitter: np.ndarray | None = None) -> torch.Tensor:
+        """images: uint8 [B, S, S, 3] on the device; jitter: float [B, 4] per-sample factors, or None."""
         if jitter is not None:
             x = self._jitter(images.permute(0, 3, 1, 2).float().div_(255.0),
                              torch.from_numpy(jitter).to(self.device, torch.float32))

@@ -4,10 +4,10 @@ Pipeline per batch: the rank's epoch plan (`order.py`) -> samples read from the 
 -> decode + crop + resize to S x S in `num_threads` threads (`decode.py`, GIL released), each image
 already in the byte order of its batch row -> one uint8 NHWC batch, filled with plain memcpys
 (numpy, no torch intra-op threads; pinned memory when the device is CUDA) ->
-`.to(device, non_blocking=True)` -> horizontal flip of the selected rows, colour jitter, normalise,
-dtype and memory format on the device, batched (`device_aug.py`; with device_decode each image is
-flipped on the device as it is decoded). A background thread keeps `prefetch` batches ready
-(`prefetch.py`).
+`.to(device, non_blocking=True)` -> colour jitter, normalise, dtype and memory format on the
+device, batched (`device_aug.py`). The horizontal flip is applied per sample to the S x S result in
+the decode thread (on the device with device_decode). A background thread keeps `prefetch` batches
+ready (`prefetch.py`).
 
 Every random decision of a sample comes from `sample_rng(seed, epoch, index)`, so a batch's tensors
 depend only on which samples it holds: resuming from `state_dict()` is bitwise exact.
@@ -157,7 +157,7 @@ class KorniaBackend:
         if box is None:
             return decode_eval(raw, resize_short=o.resize_short, size=o.image_size,
                                max_pixels=self._max_pixels), raw.label, None
-        return decode_train(raw, box, height, width, o.image_size), raw.label, params
+        return decode_train(raw, box, height, width, o.image_size, flip=params.flip), raw.label, params
 
     def _resolve(self, futures: list[Future | None]) -> list[tuple | ShardError | None]:
         """Results in order: (image, label, params), the sample's ShardError, or None for a padding row."""
@@ -218,7 +218,7 @@ class KorniaBackend:
 
     def _assemble(self, entries: list[tuple | None], size: int, cuda_stream: Any) -> tuple:
         """One uint8 NHWC batch (pinned host memory, or on the device with device_decode), moved with
-        non_blocking=True, then flipped, jittered and normalised on the device.
+        non_blocking=True, then jittered and normalised on the device.
 
         Host images arrive dense in the NHWC row layout (`resize_hwc`), so filling a row is a memcpy,
         done by numpy: single-threaded, so it starts no torch intra-op thread team that would compete
@@ -230,7 +230,6 @@ class KorniaBackend:
         labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
         host, label_rows = (None if on_device else images.numpy()), labels.numpy()
         jitter = np.zeros((rows, 4), dtype=np.float32) if self._opts.train and self._opts.color_jitter else None
-        flip: list[int] = []
         for r, entry in enumerate(entries):
             if entry is None:  # padding row
                 continue
@@ -240,15 +239,12 @@ class KorniaBackend:
             else:
                 host[r] = image.numpy()
             label_rows[r] = label
-            if params is not None:
-                if params.flip and not on_device:  # device_decode flipped it already
-                    flip.append(r)
-                if jitter is not None and params.jitter is not None:
-                    jitter[r] = params.jitter
+            if jitter is not None and params is not None and params.jitter is not None:
+                jitter[r] = params.jitter
         pad = np.flatnonzero(label_rows == PAD_LABEL)
         x = images.to(self._device, non_blocking=True)
         y = labels.to(self._device, non_blocking=True)
-        out = self._zero_padding(self._augment(x, jitter, np.array(flip, dtype=np.int64)), pad)
+        out = self._zero_padding(self._augment(x, jitter), pad)
         ready = None
         if cuda_stream is not None:
             ready = torch.cuda.Event()
