@@ -1,7 +1,9 @@
 """Random access to the samples of one split: `.tar` shards through their `.idx`, Arrow shards memory-mapped.
 
 Tar shards are read with `os.pread` at the offsets the DALI index records (no tar parsing, nothing
-extracted to disk, no shared file position, so reads from many threads need no lock). Arrow IPC
+extracted to disk, no shared file position, so reads from many threads share one descriptor). The
+descriptors of recently read shards are kept open (`FileHandles`, a few dozen at most) so a sample
+does not cost an open/close (cheap on a local disk, a metadata round trip on network filesystems). Arrow IPC
 stream shards are memory-mapped with pyarrow and sliced zero-copy. Nothing is ever unpickled or
 executed. A sample is addressed by its global index in the split (shards in manifest order, samples
 in shard order).
@@ -12,6 +14,8 @@ from __future__ import annotations
 import bisect
 import os
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,15 +37,75 @@ class RawSample:
     shard: Path
 
 
+def _close_all(fds: OrderedDict[Path, list[int]]) -> None:
+    for fd, _ in fds.values():
+        os.close(fd)
+    fds.clear()
+
+
+class FileHandles:
+    """Read-only descriptors shared by all threads, at most `capacity` kept open while unused (LRU).
+
+    A descriptor in use (between `acquire` and `release`) is never closed, so a concurrent `pread`
+    can never meet a closed or reused descriptor; all are closed by `close()` or garbage collection.
+    """
+
+    def __init__(self, capacity: int = 32) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self._capacity = capacity
+        self._fds: OrderedDict[Path, list[int]] = OrderedDict()  # path -> [fd, users]
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _close_all, self._fds)
+
+    def acquire(self, path: Path) -> int:
+        with self._lock:
+            entry = self._fds.get(path)
+            if entry is not None:
+                entry[1] += 1
+                self._fds.move_to_end(path)
+                return entry[0]
+        fd = os.open(path, os.O_RDONLY)  # outside the lock: an open can be slow on network filesystems
+        with self._lock:
+            entry = self._fds.get(path)
+            if entry is not None:  # another thread opened it meanwhile
+                os.close(fd)
+                entry[1] += 1
+                return entry[0]
+            self._fds[path] = [fd, 1]
+            self._evict()
+            return fd
+
+    def release(self, path: Path) -> None:
+        with self._lock:
+            self._fds[path][1] -= 1
+            self._evict()
+
+    def _evict(self) -> None:
+        """Close the least recently used idle descriptors beyond capacity (caller holds the lock)."""
+        excess = len(self._fds) - self._capacity
+        for path in [p for p, (_, users) in self._fds.items() if users == 0][:max(0, excess)]:
+            os.close(self._fds.pop(path)[0])
+
+    def __len__(self) -> int:
+        return len(self._fds)
+
+    def close(self) -> None:
+        """Close every descriptor (call when no read is in flight); later reads open them again."""
+        with self._lock:
+            _close_all(self._fds)
+
+
 class TarShard:
     """One WebDataset `.tar` shard, read through the offsets of its `.idx` file.
 
-    The index is kept compact (numpy arrays: 32 bytes per sample plus the key), and the tar is opened
-    per read, so a process holding thousands of shards holds no file descriptors between reads.
+    The index is kept compact (numpy arrays: 32 bytes per sample plus the key); the descriptor comes
+    from `handles` (shared by the shards of a split, so thousands of shards hold a bounded number).
     """
 
-    def __init__(self, ref: ShardRef) -> None:
+    def __init__(self, ref: ShardRef, handles: FileHandles | None = None) -> None:
         self.path = ref.path
+        self._handles = handles if handles is not None else FileHandles(capacity=1)
         idx = ref.index_path
         if idx is None:
             raise ShardError(f"shard {self.path} has no index in the manifest; re-run `fastdata convert`")
@@ -91,7 +155,7 @@ class TarShard:
         off, length, cls_off, cls_len = (int(v) for v in self._spans[i])
         lo, hi = min(off, cls_off), max(off + length, cls_off + cls_len)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fd = self._handles.acquire(self.path)
         except OSError as exc:
             raise ShardError(f"cannot open shard {self.path} (sample {key}): {exc}") from exc
         try:
@@ -101,7 +165,7 @@ class TarShard:
             else:
                 data, cls = memoryview(os.pread(fd, length, off)), os.pread(fd, cls_len, cls_off)
         finally:
-            os.close(fd)
+            self._handles.release(self.path)
         if len(data) != length or len(cls) != cls_len:
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
         try:
@@ -111,7 +175,7 @@ class TarShard:
         return RawSample(data=data, label=label, key=key, shard=self.path)
 
     def close(self) -> None:
-        """Nothing is held open between reads."""
+        """The descriptor belongs to `handles`, closed by its owner."""
 
 
 class ArrowShard:
@@ -177,6 +241,7 @@ class SplitReader:
         self._len = total
         self._open: dict[int, TarShard | ArrowShard] = {}
         self._lock = threading.Lock()
+        self._handles = FileHandles()
 
     def __len__(self) -> int:
         return self._len
@@ -187,7 +252,8 @@ class SplitReader:
             with self._lock:
                 shard = self._open.get(s)
                 if shard is None:
-                    shard = self._shard_type(self._refs[s])
+                    ref = self._refs[s]
+                    shard = TarShard(ref, self._handles) if self._shard_type is TarShard else ArrowShard(ref)
                     self._open[s] = shard
         return shard
 
@@ -202,3 +268,4 @@ class SplitReader:
             for shard in self._open.values():
                 shard.close()
             self._open.clear()
+        self._handles.close()
