@@ -140,6 +140,15 @@ def replace_section(path: Path, name: str, body: str, *, title: str = "# Benchma
     os.replace(tmp, path)
 
 
+def publish(section: str, *, docs: Path, name: str, write: bool) -> None:
+    """Print a results section and, when `write` (no --no-docs), rewrite section `name` of `docs` with it."""
+    print()
+    print(section)
+    if write:
+        replace_section(docs, name, section)
+        print(f"wrote the {name} section of {docs}")
+
+
 def environment_markdown(env: dict[str, Any]) -> str:
     v = env["versions"]
     mem = f", {env['memory_bytes'] / 2**30:.0f} GiB RAM" if env.get("memory_bytes") else ""

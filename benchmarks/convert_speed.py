@@ -23,7 +23,7 @@ from benchmarks.common import (  # noqa: E402
     environment,
     environment_markdown,
     interleaved,
-    replace_section,
+    publish,
     replicate_photos,
     summarize,
     write_json,
@@ -177,12 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         plot_convert_speed(summary, chart, title=f"{env['cpu']} ({env['cores']} cores)")
     except ImportError:
         chart = None
-    section = markdown(summary, env, config, chart, args.docs)
-    print()
-    print(section)
-    if not args.no_docs:
-        replace_section(args.docs, "convert", section)
-        print(f"wrote the convert section of {args.docs}")
+    publish(markdown(summary, env, config, chart, args.docs), docs=args.docs, name="convert", write=not args.no_docs)
     return 0 if all("error" not in r for r in rows) else 1
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import DOCS, environment, interleaved, replace_section, replicate_photos, write_json  # noqa: E402
+from benchmarks.common import DOCS, environment, interleaved, publish, replicate_photos, write_json  # noqa: E402
 from benchmarks.image_candidates import CANDIDATES, Spec, raw_split_folder  # noqa: E402
 from benchmarks.image_report import markdown_section, summarize_rows  # noqa: E402
 
@@ -144,12 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         chart = None
         print(f"no chart ({exc}); pip install 'fastdata[bench]'")
-    section = markdown_section(summary, env, config, chart=chart, docs=args.docs)
-    print()
-    print(section)
-    if not args.no_docs:
-        replace_section(args.docs, "images", section)
-        print(f"\nwrote the images section of {args.docs}")
+    publish(markdown_section(summary, env, config, chart=chart, docs=args.docs), docs=args.docs, name="images",
+            write=not args.no_docs)
     return 0 if all("error" not in r for r in rows) else 1
 
 

@@ -14,6 +14,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def save_figure(fig: Any, out: Path) -> Path:
+    """Lay out `fig`, write it to `out` as PNG (parents created) and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def plot_images_per_sec(summary: list[dict[str, Any]], out: Path, *, title: str = "") -> Path:
     """Horizontal bars: median images/s per candidate, min-max whiskers, one panel per variant."""
     import matplotlib
@@ -38,11 +49,7 @@ def plot_images_per_sec(summary: list[dict[str, Any]], out: Path, *, title: str 
         ax.set_title(f"{variant}" + (f" - {title}" if title else ""), fontsize=10)
         ax.set_xlabel("images per second (median, min-max)")
         ax.set_xlim(0, max([e["images_per_s"]["max"] for e in entries] + [1]) * 1.3)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def plot_convert_speed(summary: list[dict[str, Any]], out: Path, *, title: str = "") -> Path:
@@ -63,11 +70,7 @@ def plot_convert_speed(summary: list[dict[str, Any]], out: Path, *, title: str =
     ax.set_xlabel("images converted per second (median, min-max)")
     ax.set_title(title, fontsize=10)
     ax.set_xlim(0, max([e["images_per_s"]["max"] for e in entries] + [1]) * 1.3)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,11 +34,12 @@ from benchmarks.common import (  # noqa: E402
     environment,
     environment_markdown,
     interleaved,
-    replace_section,
+    publish,
     summarize,
     versions,
     write_json,
 )
+from benchmarks.plot import save_figure  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LABELS = {"a": "pad_sequence, random batches", "b": "HF datasets + group_by_length + DataCollatorWithPadding",
@@ -202,11 +203,7 @@ def chart(summary: list[dict], out: Path) -> Path:
         right.text(e["tokens_per_s"]["max"] / 1e6, y, f"  {m / 1e6:.2f}M", va="center", fontsize=8)
     right.set_xlabel("million real tokens/s (median, min-max)")
     right.set_xlim(0, max(med + [1]) / 1e6 * 1.35)
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def markdown(summary: list[dict], sweep: dict[int, float], env: dict, config: dict, chart_rel: str) -> str:
@@ -257,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {work / 'sequences.json'} and {png}")
     if not args.no_docs:
         shutil.copyfile(png, args.docs.parent / "sequences.png")
-        replace_section(args.docs, "sequences", markdown(summary, sweep, env, config, "sequences.png"))
-        print(f"wrote the sequences section of {args.docs}")
+    publish(markdown(summary, sweep, env, config, "sequences.png"), docs=args.docs, name="sequences",
+            write=not args.no_docs)
     return 0
 
 

@@ -32,7 +32,7 @@ from benchmarks.common import (  # noqa: E402
     environment,
     environment_markdown,
     interleaved,
-    replace_section,
+    publish,
     summarize,
     write_json,
 )
@@ -229,9 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                      {"environment": env, "config": config, "convert_seconds": convert_s, "rows": rows,
                       "summary": summary})
     print(f"results: {out}")
-    if not args.no_docs:
-        replace_section(args.docs, "volumes", markdown(args, env, summary, convert_s))
-        print(f"updated the volumes section of {args.docs}")
+    publish(markdown(args, env, summary, convert_s), docs=args.docs, name="volumes", write=not args.no_docs)
     return 0
 
 
