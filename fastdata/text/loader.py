@@ -20,7 +20,7 @@ from fastdata.dataset import open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
-from fastdata.text.plan import deal, epoch_rng, padded, plan_pack, plan_sequences
+from fastdata.text.plan import deal, epoch_order, padded, plan_pack, plan_sequences, shuffle_batches
 from fastdata.text.store import TokenStore, open_store
 
 log = logging.getLogger(__name__)
@@ -53,12 +53,9 @@ class SequenceLoader:
             o = self.options
             stream = None
             if o.bucketing == "pack":
-                n, rng = len(self.store), epoch_rng(o.seed, self._epoch)
-                order = rng.permutation(n) if o.shuffle else np.arange(n)
+                order, rng = epoch_order(len(self.store), o, epoch=self._epoch)
                 stream = PackedStream.build(self.store, order, eos_id=self.eos_id, last_ids=self._last_ids)
-                batches = plan_pack(stream.total, o)
-                if o.shuffle:
-                    batches = [batches[k] for k in rng.permutation(len(batches))]
+                batches = shuffle_batches(plan_pack(stream.total, o), rng, o)
             else:
                 batches = plan_sequences(self.store.lengths, o, epoch=self._epoch)
             mine = deal(batches, rank=o.rank, world_size=o.world_size)

@@ -38,11 +38,23 @@ def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
     return np.random.default_rng([seed, epoch, 0x7E47])
 
 
+def epoch_order(n: int, opts: SequenceLoaderOptions, *, epoch: int) -> tuple[np.ndarray, np.random.Generator]:
+    """The epoch's order of the `n` sequences (shuffled unless shuffle=False) and the generator that
+    `shuffle_batches` goes on with, so that every bucketing draws from one stream per (seed, epoch)."""
+    rng = epoch_rng(opts.seed, epoch)
+    return (rng.permutation(n) if opts.shuffle else np.arange(n)), rng
+
+
+def shuffle_batches(batches: list[np.ndarray], rng: np.random.Generator,
+                    opts: SequenceLoaderOptions) -> list[np.ndarray]:
+    """The batches in random order (as they are when shuffle=False)."""
+    return [batches[k] for k in rng.permutation(len(batches))] if opts.shuffle else batches
+
+
 def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: int) -> list[np.ndarray]:
     """Every batch of the epoch (all ranks), for bucketing 'length' or 'none'."""
     n = len(lengths)
-    rng = epoch_rng(opts.seed, epoch)
-    order = rng.permutation(n) if opts.shuffle else np.arange(n)
+    order, rng = epoch_order(n, opts, epoch=epoch)
     kw = {"max_tokens": opts.max_tokens, "batch_size": opts.batch_size, "multiple": opts.pad_to_multiple_of}
     if opts.bucketing == "none":
         return cut(order, lengths, **kw)
@@ -51,9 +63,7 @@ def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: i
         window = order[w:w + opts.window]
         window = window[np.argsort(lengths[window], kind="stable")]
         batches.extend(cut(window, lengths, **kw))
-    if opts.shuffle:
-        batches = [batches[k] for k in rng.permutation(len(batches))]
-    return batches
+    return shuffle_batches(batches, rng, opts)
 
 
 def plan_pack(total_tokens: int, opts: SequenceLoaderOptions) -> list[np.ndarray]:
