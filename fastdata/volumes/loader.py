@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import numbers
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -87,9 +88,13 @@ class VolumeLoader:
             if state.get(key) != value:
                 raise ValueError(f"cannot resume: the state was saved with {key}={state.get(key)!r}, this loader "
                                  f"has {key}={value!r}; build the loader with the same arguments and dataset")
-        if not 0 <= int(state["batch"]) <= len(self):
-            raise ValueError(f"cannot resume at batch {state['batch']}: an epoch has {len(self)} batches")
-        self._epoch, self._batch = int(state["epoch"]), int(state["batch"])
+        epoch, batch = state.get("epoch"), state.get("batch")
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (epoch, batch)) or epoch < 0:
+            raise ValueError(f"state must hold an integer 'epoch' >= 0 and an integer 'batch', "
+                             f"got {epoch!r}, {batch!r}")
+        if not 0 <= batch <= len(self):
+            raise ValueError(f"cannot resume at batch {batch}: an epoch has {len(self)} batches")
+        self._epoch, self._batch = int(epoch), int(batch)
 
     # ---- iteration ----------------------------------------------------------------------------
     def _cut(self, specs: list[PatchSpec]) -> list[Patch]:
