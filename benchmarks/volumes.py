@@ -188,21 +188,17 @@ def fastdata_loader(args, dst, *, full: bool):
 
 def time_batches(loader, n: int) -> tuple[float, tuple[int, ...]]:
     """Seconds for n batches after one untimed warm-up batch (iterates over epochs as needed)."""
-    shape: tuple[int, ...] = ()
+    from fastdata.perf.throughput import epochs
+    from fastdata.perf.throughput import time_batches as timed
 
-    def stream():
-        while True:
-            yield from loader
+    shapes: list[tuple[int, ...]] = []
 
-    it = stream()
-    first = next(it)
-    shape = tuple((first[0] if isinstance(first, tuple | list) else first).shape)
-    start = time.perf_counter()
-    for _ in range(n):
-        next(it)
-    elapsed = time.perf_counter() - start
-    it.close()
-    return elapsed, shape
+    def shape_of_first(batch) -> None:
+        if not shapes:
+            shapes.append(tuple((batch[0] if isinstance(batch, tuple | list) else batch).shape))
+
+    tp = timed(lambda: epochs(loader), max_batches=n, warmup_batches=1, on_batch=shape_of_first)
+    return tp.seconds, shapes[0]
 
 
 def main(argv: list[str] | None = None) -> int:
