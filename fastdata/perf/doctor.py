@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.perf.throughput import real_images
+
 log = logging.getLogger(__name__)
 
 FED_BELOW = 0.10  # wait share under which the loader keeps up
@@ -88,7 +90,7 @@ def run_steps(step: Callable[[Any, Any], None], batches: Iterator[Any], /, *, st
         if i >= warmup:
             waits.append(t1 - t0)
             totals.append(t2 - t0)
-            images += int((y >= 0).sum()) if hasattr(y, "sum") else len(y)
+            images += real_images((x, y))
     return StepTimes(wait_s=tuple(waits), step_s=tuple(totals), images=images)
 
 

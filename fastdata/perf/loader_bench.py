@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.util
 import logging
@@ -50,18 +51,13 @@ def measure(source: str | Path, /, *, options: dict[str, Any], batches: int = 10
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     gc.collect()
-    use_monitor = importlib.util.find_spec("psutil") is not None
-    mon = ResourceMonitor() if use_monitor else None
+    mon = ResourceMonitor() if importlib.util.find_spec("psutil") is not None else None
     loader = loader_factory(source, options)
     try:
-        if mon is not None:
-            mon.__enter__()
-        stream = epochs(loader)
-        tp = time_batches(lambda: stream, max_batches=batches, warmup_batches=warmup)
-        stream.close()
+        with mon if mon is not None else contextlib.nullcontext():
+            stream = epochs(loader)
+            tp = time_batches(lambda: stream, max_batches=batches, warmup_batches=warmup)  # closes the stream
     finally:
-        if mon is not None:
-            mon.__exit__(None, None, None)
         del loader
         gc.collect()
     usage = mon.usage if mon is not None else None
