@@ -12,11 +12,11 @@ from typing import Any
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
+from converters.tree import SPLIT_NAMES, broken_symlink, visible, visible_files
 from fastdata.errors import ConvertError, require
 
 log = logging.getLogger(__name__)
 
-SPLIT_NAMES = ("train", "val", "test")
 DICOMDIR_SOP_CLASS = "1.2.840.10008.1.3.10"
 HEADER_THREADS = 8
 
@@ -55,18 +55,6 @@ def _classify(ds: Any) -> str | None:
     return None
 
 
-def _visible(names: list[str]) -> list[str]:
-    return sorted(n for n in names if not n.startswith("."))
-
-
-def _walk(folder: Path) -> list[Path]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-        dirnames[:] = _visible(dirnames)
-        files.extend(Path(dirpath) / n for n in _visible(filenames))
-    return sorted(files)
-
-
 def _bounded_map(pool: ThreadPoolExecutor, fn, items: list, chunk: int = 256):
     """pool.map in chunks, so that only a few hundred headers are held at a time."""
     for i in range(0, len(items), chunk):
@@ -86,27 +74,25 @@ def discover_dicom(src: Path, /, *, split: str = "train") -> Discovery:
     series go to `split`. Payload of a work item: tuple of (absolute path, relative path) per file."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
-    top = _visible(os.listdir(src))
+    top = visible(os.listdir(src))
     split_dirs = [n for n in top if n in SPLIT_NAMES and (src / n).is_dir()]
     rejected: list[Rejection] = []
     roots = [(s, src / s) for s in split_dirs] if split_dirs else [(split, src)]
     if split_dirs:
         for name in top:
             if name not in split_dirs:
-                for path in (_walk(src / name) if (src / name).is_dir() else [src / name]):
+                for path in (sorted(visible_files(src / name)) if (src / name).is_dir() else [src / name]):
                     rejected.append(Rejection("", path.relative_to(src).as_posix(),
                                               f"not inside a split folder ({'/'.join(SPLIT_NAMES)})"))
     splits: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []
     for split_name, root in roots:
         series: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        paths = _walk(root)
+        paths = sorted(visible_files(root))
         with ThreadPoolExecutor(HEADER_THREADS) as pool:  # header reads wait on storage more than on the CPU
             for path, (ds, reason) in zip(paths, _bounded_map(pool, read_header, paths)):
                 rel = path.relative_to(src).as_posix()
-                if path.is_symlink() and not path.exists():
-                    reason = f"broken symlink (points to {os.readlink(path)})"
-                reason = reason or _classify(ds)
+                reason = broken_symlink(path) or reason or _classify(ds)
                 if reason is not None:
                     rejected.append(Rejection(split_name, rel, reason))
                     continue

@@ -10,22 +10,18 @@ from pathlib import Path
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
+from converters.tree import SPLIT_NAMES, broken_symlink, class_names, visible, visible_files
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
-SPLIT_NAMES = ("train", "val", "test")
-
-
-def _visible(names: list[str]) -> list[str]:
-    return sorted(n for n in names if not n.startswith("."))
 
 
 def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection | None]:
     """(size, None) for a usable file, or (None, rejection) saying why it is not."""
-    if path.is_symlink() and not path.exists():
-        return None, Rejection(split, rel, f"broken symlink (points to {os.readlink(path)})")
+    if (reason := broken_symlink(path)) is not None:
+        return None, Rejection(split, rel, reason)
     if path.suffix.lower() not in EXTENSIONS:
         return None, Rejection(split, rel, f"unsupported extension {path.suffix!r}; allowed: {', '.join(EXTENSIONS)}")
     try:
@@ -51,17 +47,12 @@ class _Collector:
         self.identity.append([split, rel, label, size])
 
     def add_tree(self, folder: Path, split: str, label: int | None) -> None:
-        for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-            dirnames[:] = _visible(dirnames)
-            for name in _visible(filenames):
-                self.add_file(Path(dirpath) / name, split, label)
+        for path in visible_files(folder):
+            self.add_file(path, split, label)
 
     def reject_tree(self, folder: Path, split: str, reason: str) -> None:
-        for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-            dirnames[:] = _visible(dirnames)
-            for name in _visible(filenames):
-                rel = (Path(dirpath) / name).relative_to(self.src).as_posix()
-                self.rejected.append(Rejection(split, rel, reason))
+        for path in visible_files(folder):
+            self.rejected.append(Rejection(split, path.relative_to(self.src).as_posix(), reason))
 
 
 def _read_labels(csv_path: Path) -> dict[str, str]:
@@ -86,7 +77,7 @@ def _discover_flat(src: Path, csv_path: Path, split: str) -> Discovery:
     index = {c: i for i, c in enumerate(classes)}
     col = _Collector(src)
     seen = set()
-    for name in _visible(os.listdir(src)):
+    for name in visible(os.listdir(src)):
         path = src / name
         if path.is_dir():
             col.reject_tree(path, split, "in a subfolder; with --labels the source must be a flat folder")
@@ -105,15 +96,14 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         raise ConvertError(f"source {src} is not a directory")
     if labels_csv:
         return _discover_flat(src, Path(labels_csv), split)
-    top = _visible(os.listdir(src))
+    top = visible(os.listdir(src))
     dirs = [n for n in top if (src / n).is_dir()]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES and any((src / n / c).is_dir() for c in os.listdir(src / n))]
     col = _Collector(src)
     if split_dirs:
         layout = "split/class"
         class_source = ["train"] if "train" in split_dirs else split_dirs
-        classes = tuple(sorted({c for s in class_source for c in _visible(os.listdir(src / s))
-                                if (src / s / c).is_dir()}))
+        classes = class_names([src / s for s in class_source])
         index = {c: i for i, c in enumerate(classes)}
         for name in top:
             if name not in split_dirs:
@@ -124,7 +114,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
                 else:
                     col.rejected.append(Rejection("", name, reason))
         for s in split_dirs:
-            for name in _visible(os.listdir(src / s)):
+            for name in visible(os.listdir(src / s)):
                 path = src / s / name
                 if not path.is_dir():
                     col.rejected.append(Rejection(s, f"{s}/{name}", "not inside a class folder"))

@@ -12,15 +12,10 @@ from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
+from converters.tree import SPLIT_NAMES, broken_symlink, class_names, visible, visible_files
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
-
-SPLIT_NAMES = ("train", "val", "test")
-
-
-def _visible(names: list[str]) -> list[str]:
-    return sorted(n for n in names if not n.startswith("."))
 
 
 class _Collector:
@@ -32,8 +27,8 @@ class _Collector:
 
     def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
         rel = rel or path.relative_to(self.src).as_posix()
-        if path.is_symlink() and not path.exists():
-            self.rejected.append(Rejection(split, rel, f"broken symlink (points to {os.readlink(path)})"))
+        if (reason := broken_symlink(path)) is not None:
+            self.rejected.append(Rejection(split, rel, reason))
             return
         found, rejected_before = 0, len(self.rejected)
         for where, doc in read_documents(path, self.opts):
@@ -48,24 +43,18 @@ class _Collector:
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
 
     def add_tree(self, folder: Path, split: str, label: int | None) -> None:
-        for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-            dirnames[:] = _visible(dirnames)
-            for name in _visible(filenames):
-                self.add_file(Path(dirpath) / name, split, label)
+        for path in visible_files(folder):
+            self.add_file(path, split, label)
 
     def reject(self, path: Path, split: str, reason: str) -> None:
-        files = [path] if path.is_file() else [Path(d) / n for d, _, fs in os.walk(path) for n in _visible(fs)]
+        files = [path] if path.is_file() else visible_files(path)
         for f in files:
             self.rejected.append(Rejection(split, f.relative_to(self.src).as_posix(), reason))
 
 
-def _class_names(folders: list[Path]) -> tuple[str, ...]:
-    return tuple(sorted({c for f in folders for c in _visible(os.listdir(f)) if (f / c).is_dir()}))
-
-
 def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int]) -> None:
     """A folder of either class subfolders (when the corpus has classes) or plain files."""
-    for name in _visible(os.listdir(folder)):
+    for name in visible(os.listdir(folder)):
         path = folder / name
         if not index:
             if path.is_dir():
@@ -87,12 +76,12 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         return Discovery(col.items, (), col.rejected, "file", [*extra_identity, *col.identity])
     if not src.is_dir():
         raise ConvertError(f"source {src} is neither a file nor a directory")
-    top = _visible(os.listdir(src))
+    top = visible(os.listdir(src))
     dirs = [n for n in top if (src / n).is_dir()]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES]
     if split_dirs:
         class_source = ["train"] if "train" in split_dirs else split_dirs
-        classes = _class_names([src / s for s in class_source])
+        classes = class_names([src / s for s in class_source])
         layout = "split/class" if classes else "split"
         index = {c: i for i, c in enumerate(classes)}
         for name in top:
