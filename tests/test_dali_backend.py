@@ -20,8 +20,9 @@ from conftest_dali import backend, corrupt_jpeg, key_of, make_dataset, manifest_
 
 from fastdata.errors import ShardError  # noqa: E402
 from fastdata.images.dali_graph import graph_args  # noqa: E402
-from fastdata.images.dali_plan import ShardSource, block, plan_epoch  # noqa: E402
+from fastdata.images.dali_plan import ShardSource, plan_epoch  # noqa: E402
 from fastdata.images.options import IMAGENET_MEAN, IMAGENET_STD, ImageLoaderOptions  # noqa: E402
+from fastdata.images.order import rank_block  # noqa: E402
 from fastdata.manifest import read_manifest  # noqa: E402
 
 N = 27
@@ -133,7 +134,7 @@ def test_eval_ranks_disjoint_complete_equal(ds: Path, world_size: int) -> None:
         _, labels, keys = run_epoch(b)
         lengths.add(len(labels))
         real = [k for batch, lab in zip(keys, labels) for k, y in zip(batch, lab.tolist()) if y >= 0]
-        lo, hi = block(rank, world_size, N)
+        lo, hi = rank_block(N, rank, world_size)
         assert real == expected[lo:hi]  # contiguous block in manifest order
         assert b.num_samples == hi - lo
         seen.extend(real)

@@ -24,11 +24,11 @@ from fastdata.images.dali_graph import build_pipeline, graph_args
 from fastdata.images.dali_plan import EpochPlan, ShardSource, plan_epoch, rank_stream
 from fastdata.images.dali_scan import SkipFilter, first_bad
 from fastdata.images.options import ImageLoaderOptions
+from fastdata.images.order import PAD_LABEL
 
 log = logging.getLogger(__name__)
 
 _NAMED_SAMPLE = re.compile(r"(?P<shard>\S+\.tar):\d+:(?P<key>[^.\s]+)\.\w+")
-PAD_LABEL = -100  # torch.nn.CrossEntropyLoss's default ignore_index
 _TORCH_DTYPES = {"uint8": torch.uint8, "float16": torch.float16, "float32": torch.float32,
                  "bfloat16": torch.bfloat16}
 

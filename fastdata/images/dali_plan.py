@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fastdata.images.order import rank_block, rank_counts
+
 SHUFFLE_BUFFER = 2048  # samples held by DALI's reader for in-block shuffling (train only)
 
 
@@ -45,11 +47,6 @@ class EpochPlan:
     num_samples: int  # real (non-padding) samples yielded
 
 
-def block(rank: int, world_size: int, total: int) -> tuple[int, int]:
-    """The [start, stop) samples of rank `rank`: how DALI's readers split shard_id/num_shards."""
-    return rank * total // world_size, (rank + 1) * total // world_size
-
-
 def derive_seed(*parts: int) -> int:
     """A 31-bit seed that is a pure function of `parts` (DALI takes a non-negative int)."""
     return int(np.random.SeedSequence([p & 0xFFFFFFFF for p in parts]).generate_state(1)[0] & 0x7FFFFFFF)
@@ -59,31 +56,21 @@ def plan_epoch(shards: tuple[ShardSource, ...], /, *, train: bool, batch_size: i
                epoch: int, rank: int, world_size: int) -> EpochPlan:
     """The plan for (seed, epoch, rank, world_size): the order is a pure function of these."""
     total = sum(s.samples for s in shards)
-    start, stop = block(rank, world_size, total)
+    start, stop = rank_block(total, rank, world_size)
     rank_samples = stop - start
+    # The batch and sample counts are the kornia backend's (order.py); DALI delivers the real samples in
+    # ceil(num_samples / batch_size) batches and eval pads the rest with whole padding batches.
+    batches, num_samples = rank_counts(total, train=train, batch_size=batch_size, keep_last=keep_last, rank=rank,
+                                       world_size=world_size)
+    dali_batches = -(-num_samples // batch_size)
+    last_rows = num_samples - (dali_batches - 1) * batch_size if dali_batches else batch_size
     if train:
         order = np.random.default_rng([seed & 0xFFFFFFFF, epoch]).permutation(len(shards))
         shards = tuple(shards[i] for i in order)
-        per_rank = total // world_size  # the smallest block: every rank yields the same count
-        full, rest = divmod(per_rank, batch_size)
-        batches = full + (1 if keep_last and rest else 0)
-        last_rows = rest if keep_last and rest else batch_size
-        num_samples = per_rank if keep_last else full * batch_size
         return EpochPlan(shards=shards, shard_id=rank, num_shards=world_size, shuffle=True,
                          initial_fill=max(1, min(SHUFFLE_BUFFER, rank_samples)),
                          seed=derive_seed(seed, epoch, rank, world_size), rank_samples=rank_samples,
-                         dali_batches=batches, last_rows=last_rows, batches=batches, num_samples=num_samples)
-    if keep_last:
-        # Every sample once across ranks; ranks pad to the largest block's batch count.
-        largest = -(-total // world_size)
-        batches = -(-largest // batch_size)
-        dali_batches = -(-rank_samples // batch_size)
-        last_rows = rank_samples - (dali_batches - 1) * batch_size if dali_batches else batch_size
-        num_samples = rank_samples
-    else:
-        batches = dali_batches = (total // world_size) // batch_size
-        last_rows = batch_size
-        num_samples = batches * batch_size
+                         dali_batches=dali_batches, last_rows=last_rows, batches=batches, num_samples=num_samples)
     shard_id, num_shards = rank, world_size
     if world_size > total:
         # DALI refuses more shards than samples; every block then holds at most the one sample at `start`,
@@ -97,7 +84,7 @@ def plan_epoch(shards: tuple[ShardSource, ...], /, *, train: bool, batch_size: i
 def rank_stream(plan: EpochPlan) -> list[tuple[ShardSource, int]]:
     """(shard, index line) of every sample of this rank's block, in reading order (before shuffling)."""
     total = sum(s.samples for s in plan.shards)
-    start, stop = block(plan.shard_id, plan.num_shards, total)
+    start, stop = rank_block(total, plan.shard_id, plan.num_shards)
     out: list[tuple[ShardSource, int]] = []
     offset = 0
     for shard in plan.shards:

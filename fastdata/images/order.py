@@ -59,23 +59,33 @@ def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
     return np.random.default_rng([seed, epoch, int(index), _SAMPLE_STREAM])
 
 
+def rank_counts(num_samples: int, /, *, train: bool, batch_size: int, keep_last: bool, rank: int,
+                world_size: int) -> tuple[int, int]:
+    """(batches, real samples) rank `rank` yields per epoch; the rules of the module docstring, shared by
+    every backend (the DALI plan in dali_plan.py counts with this too)."""
+    if train or not keep_last:
+        per_rank = num_samples // world_size  # the smallest block: every rank yields the same count
+        full, rest = divmod(per_rank, batch_size)
+        if keep_last and rest:
+            return full + 1, per_rank
+        return full, full * batch_size
+    lo, hi = rank_block(num_samples, rank, world_size)
+    return math.ceil(math.ceil(num_samples / world_size) / batch_size), hi - lo
+
+
 def epoch_plan(num_samples: int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int, epoch: int,
                rank: int, world_size: int) -> EpochPlan:
     """The plan of rank `rank` of `world_size` in `epoch`; see the module docstring for the rules."""
     if num_samples < 0 or batch_size < 1 or not 0 <= rank < world_size or epoch < 0 or seed < 0:
         raise ValueError(f"bad plan arguments: num_samples={num_samples} batch_size={batch_size} "
                          f"rank={rank} world_size={world_size} epoch={epoch} seed={seed}")
+    batches, samples = rank_counts(num_samples, train=train, batch_size=batch_size, keep_last=keep_last, rank=rank,
+                                   world_size=world_size)
     if train:
-        per_rank = num_samples // world_size
+        per_rank = num_samples // world_size  # all of it: skipped samples are replaced by the following ones
         perm = epoch_permutation(num_samples, seed=seed, epoch=epoch)
         sequence = perm[rank * per_rank:(rank + 1) * per_rank].astype(np.int64)
-        batches = math.ceil(per_rank / batch_size) if keep_last else per_rank // batch_size
         return EpochPlan(sequence=sequence, num_batches=batches, batch_size=batch_size, padded=False)
-    lo, hi = rank_block(num_samples, rank, world_size)
-    if keep_last:
-        batches = math.ceil(math.ceil(num_samples / world_size) / batch_size)
-        return EpochPlan(sequence=np.arange(lo, hi, dtype=np.int64), num_batches=batches,
-                         batch_size=batch_size, padded=True)
-    batches = (num_samples // world_size) // batch_size
-    sequence = np.arange(lo, lo + batches * batch_size, dtype=np.int64)
-    return EpochPlan(sequence=sequence, num_batches=batches, batch_size=batch_size, padded=False)
+    lo = rank_block(num_samples, rank, world_size)[0]
+    return EpochPlan(sequence=np.arange(lo, lo + samples, dtype=np.int64), num_batches=batches,
+                     batch_size=batch_size, padded=keep_last)
