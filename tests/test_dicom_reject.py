@@ -103,3 +103,22 @@ def test_keep_phi_copies_identifiers_and_warns_loudly(tmp_path, caplog):
     assert meta["phi"]["AccessionNumber"] == "ACC-99812"
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["preprocessing"]["keep_phi"] is True
+
+
+def test_detect_needs_pydicom_only_for_files_with_the_dicom_marker(tmp_path, monkeypatch):
+    """`--kind auto` on a text or image folder must not ask for the dicom extra."""
+    import converters.dicom.discover as dicom_discover
+    from converters.dicom import KIND
+    from fastdata.errors import MissingDependencyError
+
+    def missing(module, extra):
+        raise MissingDependencyError(f"{module!r} is not installed")
+
+    monkeypatch.setattr(dicom_discover, "require", missing)
+    (tmp_path / "text" / "a.txt").parent.mkdir()
+    (tmp_path / "text" / "a.txt").write_text("hello\n" * 40)
+    assert KIND.detect(tmp_path / "text") is False
+    make_slice(tmp_path / "dicom" / "00.dcm", PLANE, series_uid="1.9.9", instance=1, position=(0.0, 0.0, 0.0),
+               pixel_spacing=(1.0, 1.0))
+    with pytest.raises(MissingDependencyError):
+        KIND.detect(tmp_path / "dicom")

@@ -22,10 +22,8 @@ HEADER_THREADS = 8
 
 
 def read_header(path: Path) -> tuple[Any | None, str | None]:
-    """(dataset without pixel data, None) for a DICOM file, else (None, reason)."""
-    pydicom = require("pydicom", "dicom")
-    from pydicom.errors import InvalidDicomError
-
+    """(dataset without pixel data, None) for a DICOM file, else (None, reason). pydicom is needed only
+    for files with the DICOM marker, so `--kind auto` on other sources works without the dicom extra."""
     try:
         with open(path, "rb") as f:
             head = f.read(132)
@@ -35,6 +33,9 @@ def read_header(path: Path) -> tuple[Any | None, str | None]:
         return None, "empty file (0 bytes)"
     if len(head) < 132 or head[128:132] != b"DICM":
         return None, "not a DICOM file (no 'DICM' marker at byte 128)"
+    pydicom = require("pydicom", "dicom")
+    from pydicom.errors import InvalidDicomError
+
     try:
         ds = pydicom.dcmread(path, stop_before_pixels=True)
     except (InvalidDicomError, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
