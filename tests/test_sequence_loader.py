@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import torch
 from conftest_text import fortunes_tokens_fixture, read_rows  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
+from fastdata.errors import ShardError
 
 EOS, PAD = 102, 0
 
@@ -154,3 +156,12 @@ def test_device_plumbing_pins_for_cuda(fortunes_tokens: Path, monkeypatch: pytes
     batch = next(iter(loader))
     assert len(calls) == len(batch) and batch["input_ids"].device.type == "cpu"
     assert np.all(batch["lengths"].numpy() > 0)
+
+
+def test_a_truncated_shard_is_a_clear_error(fortunes_tokens: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "tokens"
+    shutil.copytree(fortunes_tokens, copy)
+    shard = sorted(copy.glob("*.arrow"))[0]
+    shard.write_bytes(shard.read_bytes()[:-100])
+    with pytest.raises(ShardError, match=f"shard {shard} has .* bytes, the manifest says"):
+        fastdata.loader(copy, max_tokens=2048)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from fastdata.dataset import DatasetView, check_shard_file
+from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,9 @@ def _read_shard(path: str) -> pa.Table:
 
 
 def open_store(view: DatasetView) -> TokenStore:
+    """Map every shard of `view` (opened by `open_dataset`, which has checked the files' presence and size)."""
     lengths, labels, segment, start, values, tables = [], [], [], [], [], []
     for ref in view.shards:
-        check_shard_file(ref)
         table = _read_shard(str(ref.path))
         if table.num_rows != ref.info.samples or "input_ids" not in table.column_names:
             raise ShardError(f"shard {ref.path} holds {table.num_rows} rows with columns {table.column_names}, "
