@@ -163,6 +163,11 @@ def environment_markdown(env: dict[str, Any]) -> str:
             f"- Command: `{env['command']}`")
 
 
+def image_files(folder: Path) -> list[Path]:
+    """The image files (.jpg, .jpeg, .png, any case) anywhere under `folder`, sorted."""
+    return sorted(p for p in folder.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png") and p.is_file())
+
+
 def replicate_photos(dst: Path, *, images: int, classes: int = 8, src: Path = PHOTOS) -> Path:
     """An ImageNet-style tree `dst/class_k/rNN_name.jpg` of `images` real photos, copied round-robin
     from `src` (each photo repeated as often as needed). Reuses `dst` if it already matches."""

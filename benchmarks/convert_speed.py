@@ -22,6 +22,7 @@ from benchmarks.common import (  # noqa: E402
     DOCS,
     environment,
     environment_markdown,
+    image_files,
     interleaved,
     publish,
     replicate_photos,
@@ -38,9 +39,7 @@ def pil_loop(src: Path, dst: Path) -> int:
     from PIL import Image
 
     n = 0
-    for path in sorted(src.rglob("*")):
-        if path.suffix.lower() not in (".jpg", ".jpeg", ".png") or not path.is_file():
-            continue
+    for path in image_files(src):
         with Image.open(path) as im:
             im = im.convert("RGB")
             w, h = im.size
@@ -155,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     work = args.work_dir
     raw = args.raw or replicate_photos(work / "raw", images=args.images)
-    n = sum(1 for p in raw.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png") and p.is_file())
+    n = len(image_files(raw))
     names = ["pil", *[f"fastdata-j{j}" for j in args.job_list]]
     env = environment()
     rows = []

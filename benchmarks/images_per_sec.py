@@ -20,7 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import DOCS, environment, interleaved, publish, replicate_photos, write_json  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    DOCS,
+    environment,
+    image_files,
+    interleaved,
+    publish,
+    replicate_photos,
+    write_json,
+)
 from benchmarks.image_candidates import CANDIDATES, Spec, raw_split_folder  # noqa: E402
 from benchmarks.image_report import markdown_section, summarize_rows  # noqa: E402
 
@@ -73,10 +81,6 @@ def convert_once(raw: Path, dst: Path, *, images: int, threads: int) -> float:
     return time.perf_counter() - t
 
 
-def count_images(folder: Path) -> int:
-    return sum(1 for p in folder.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png") and p.is_file())
-
-
 def run_variant(args: argparse.Namespace, raw: Path, shards: Path, train: bool) -> list[dict]:
     from benchmarks.runner import Worker
 
@@ -117,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"raw tree: {raw} ({args.images} copies of the bundled real photos in {args.classes} classes)")
     else:
         raw = args.raw
-    n_raw = count_images(raw)
+    n_raw = len(image_files(raw))
     shards = args.shards or work / "shards"
     convert_s = None if args.shards else convert_once(raw, shards, images=n_raw, threads=args.threads)
     env = environment()
