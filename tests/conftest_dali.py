@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest_images import jpg_entry
 from helpers import convert_images, make_image_tree
 
 from fastdata.dataset import open_dataset
@@ -42,13 +43,11 @@ def corrupt_jpeg(ds: Path, shard: str, line: int, *, mode: str = "garbage") -> s
 
     garbage: every byte replaced (no JPEG header); tail: the last quarter zeroed (entropy data cut short).
     """
-    fields = (ds / shard).with_suffix(".idx").read_text().splitlines()[1 + line].split()
-    i = fields.index("jpg")
-    offset, size, name = int(fields[i + 1]), int(fields[i + 2]), fields[i + 3]
+    offset, size, key = jpg_entry(ds, shard, line)
     data = bytearray((ds / shard).read_bytes())
     if mode == "garbage":
         data[offset:offset + size] = bytes((7 * k) % 251 for k in range(size))
     else:
         data[offset + size * 3 // 4:offset + size] = bytes(size - size * 3 // 4)
     (ds / shard).write_bytes(bytes(data))
-    return name.partition(".")[0]
+    return key

@@ -104,19 +104,20 @@ class DaliBackend:
         if self._pipe is not None and 0 < self._consumed < plan.dali_batches:
             raw = self._pipe.checkpoint()
             checkpoint = base64.b64encode(raw if isinstance(raw, bytes) else raw.encode("latin-1")).decode("ascii")
-        o = self.opts
         return {"backend": self.name, "epoch": self._epoch, "batches": self._consumed, "checkpoint": checkpoint,
-                "seed": o.seed, "rank": o.rank, "world_size": o.world_size, "train": o.train,
+                **self._settings()}
+
+    def _settings(self) -> dict[str, Any]:
+        """What the order depends on: saved in the state, and checked equal when it is loaded."""
+        o = self.opts
+        return {"seed": o.seed, "rank": o.rank, "world_size": o.world_size, "train": o.train,
                 "batch_size": o.batch_size, "samples": sum(s.samples for s in self._shards)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict) or state.get("backend") != self.name:
             raise ValueError(f"not a state of the dali backend: {str(state)[:200]}; "
                              "a loader resumes only from its own backend's state_dict()")
-        o = self.opts
-        mine = {"seed": o.seed, "rank": o.rank, "world_size": o.world_size, "train": o.train,
-                "batch_size": o.batch_size, "samples": sum(s.samples for s in self._shards)}
-        diff = {k: (state.get(k), v) for k, v in mine.items() if state.get(k) != v}
+        diff = {k: (state.get(k), v) for k, v in self._settings().items() if state.get(k) != v}
         if diff:
             raise ValueError(f"the state was saved by a loader with other settings (saved, now): {diff}; "
                              "resume with the same seed, rank, world_size, train, batch_size and dataset")
