@@ -169,3 +169,16 @@ def test_vocabulary_over_uint16_is_stored_as_int32(tmp_path: Path) -> None:
     batch = next(iter(fastdata.loader(tmp_path / "dst", batch_size=2, shuffle=False)))
     assert sorted(batch["input_ids"][:, 0].tolist()) == [3, 5]
     assert 70_001 in batch["input_ids"].flatten().tolist()
+
+
+def test_auto_detect_ignores_hidden_files_as_discovery_does(tmp_path: Path) -> None:
+    """macOS `._x.jpg` companions and a `.git` folder are not inputs, so they do not decide the kind either."""
+    from fastdata.cli.convert import _detect
+
+    src = tmp_path / "src"
+    (src / "wisdom").mkdir(parents=True)
+    (src / "wisdom" / "wisdom").write_bytes((FORTUNES / "wisdom").read_bytes())
+    (src / "wisdom" / "._cover.jpg").write_bytes(b"\0\5\26\7" + bytes(60))  # AppleDouble resource fork
+    (src / ".git").mkdir()
+    (src / ".git" / "cover.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    assert _detect(src) == "text"

@@ -11,6 +11,9 @@ from converters.dicom.options import DEFAULT_SALT_ENV, DicomOptions, parse_spaci
 from converters.dicom.privacy import PHI_KEYWORDS, warn_keep_phi, warn_unsalted
 from converters.dicom.series import SeriesProcessor
 from converters.kind import ArrowLayout, Discovery
+from converters.tree import first_files
+
+DETECT_FILES = 200  # files whose header detect reads
 
 
 class DicomKind:
@@ -20,12 +23,7 @@ class DicomKind:
     probe_items = 4  # series are large: size shards from a few of them (each probed series is converted twice)
 
     def detect(self, src: Path, /) -> bool:
-        for i, path in enumerate(p for p in src.rglob("*") if p.is_file()):
-            if read_header(path)[0] is not None:
-                return True
-            if i > 200:
-                break
-        return False
+        return any(read_header(path)[0] is not None for path in first_files(src, DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--spacing", type=float, nargs="+", metavar="MM",

@@ -12,6 +12,9 @@ import pyarrow as pa
 from converters.images.discover import EXTENSIONS, discover_images
 from converters.images.encode import ImageOptions, process_image
 from converters.kind import ArrowLayout, Discovery
+from converters.tree import first_files
+
+DETECT_FILES = 2000  # files looked at by detect
 
 
 class ImagesKind:
@@ -22,12 +25,7 @@ class ImagesKind:
     extensions = EXTENSIONS
 
     def detect(self, src: Path, /) -> bool:
-        for i, path in enumerate(src.rglob("*")):
-            if path.suffix.lower() in EXTENSIONS:
-                return True
-            if i > 2000:
-                break
-        return False
+        return any(path.suffix.lower() in EXTENSIONS for path in first_files(src, DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--short-side", type=int, default=256,

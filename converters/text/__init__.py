@@ -14,8 +14,10 @@ from converters.text.discover import discover_text
 from converters.text.options import OVERFLOW, TextOptions
 from converters.text.records import EXTENSIONS, file_format
 from converters.text.tokenize import TextProcessor, tokenizer_info
+from converters.tree import first_files
 
 SNIFF_BYTES = 4096  # bytes read from an extension-less file to decide whether it is text
+DETECT_FILES = 2000  # files looked at by detect
 
 
 def _looks_like_text(path: Path) -> bool:
@@ -39,15 +41,11 @@ class TextKind:
     member_order = ()
 
     def detect(self, src: Path, /) -> bool:
-        paths = [src] if src.is_file() else (p for p in src.rglob("*") if p.is_file())
-        for i, path in enumerate(paths):
-            if path.name.startswith("."):
-                continue
+        paths = [src] if src.is_file() else first_files(src, DETECT_FILES)
+        for path in paths:
             fmt, _ = file_format(path.name)
             if fmt is not None and (path.suffix or _looks_like_text(path)):
                 return True
-            if i > 2000:
-                break
         return False
 
     def add_arguments(self, parser: Any) -> None:
