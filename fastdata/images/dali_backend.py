@@ -20,7 +20,7 @@ import torch
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError, require
-from fastdata.images.dali_graph import build_pipeline, graph_args
+from fastdata.images.dali_graph import build_pipeline, dali_dtype, graph_args
 from fastdata.images.dali_plan import EpochPlan, ShardSource, plan_epoch, rank_stream
 from fastdata.images.dali_scan import SkipFilter, first_bad
 from fastdata.images.options import ImageLoaderOptions
@@ -222,8 +222,7 @@ class DaliBackend:
         else:
             from nvidia.dali.plugin.pytorch import feed_ndarray
 
-            out_dtype = {"uint8": torch.uint8, "float16": torch.float16}.get(self.opts.dtype, torch.float32)
-            arr = torch.empty(dense.shape(), dtype=out_dtype, device=self._device)
+            arr = torch.empty(dense.shape(), dtype=_TORCH_DTYPES[dali_dtype(self.opts.dtype)], device=self._device)
             stream = torch.cuda.current_stream(self._device) if self._device.type == "cuda" else None
             feed_ndarray(dense, arr, cuda_stream=stream)
         if self.opts.channels_last:

@@ -46,6 +46,11 @@ def device_id_of(device: str) -> int | None:
     return torch.cuda.current_device() if torch.cuda.is_available() else 0
 
 
+def dali_dtype(dtype: str) -> str:
+    """The dtype DALI produces for the loader's `dtype`: bfloat16, which DALI lacks, comes out as float32."""
+    return dtype if dtype in ("uint8", "float16") else "float32"
+
+
 def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
     """The operator arguments for these options and this epoch plan, for either device."""
     device_id = device_id_of(opts.device)
@@ -83,7 +88,7 @@ def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
         # CPU resize splits the batch into minibatches, one per thread task: DALI's default (32) leaves
         # threads idle for batch_size < 32 * num_threads; ~4 tasks per thread balances uneven crops.
         resize["minibatch_size"] = max(1, min(32, opts.batch_size // (4 * opts.num_threads)))
-    out_dtype = {"uint8": "uint8", "float16": "float16"}.get(opts.dtype, "float32")
+    out_dtype = dali_dtype(opts.dtype)
     layout = "HWC" if opts.channels_last else "CHW"
     normalize: dict[str, Any] = dict(crop=[size, size], crop_pos_x=0.5, crop_pos_y=0.5, dtype=out_dtype,
                                      output_layout=layout)
