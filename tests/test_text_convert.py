@@ -182,3 +182,16 @@ def test_auto_detect_ignores_hidden_files_as_discovery_does(tmp_path: Path) -> N
     (src / ".git").mkdir()
     (src / ".git" / "cover.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     assert _detect(src) == "text"
+
+
+def test_tokenizer_info_follows_a_rewritten_file(tmp_path: Path) -> None:
+    """tokenizer_info is cached per file version: a changed file is described afresh."""
+    from converters.text.tokenize import tokenizer_info
+
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(TOKENIZER.read_bytes())
+    first = tokenizer_info(str(path))
+    assert first["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert tokenizer_info(str(tmp_path)) == {**first, "file": tmp_path.name}  # a model folder holding it
+    path.write_bytes(TOKENIZER.read_bytes() + b"\n")
+    assert tokenizer_info(str(path))["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest() != first["sha256"]

@@ -3,6 +3,7 @@ and the picklable processor that turns documents into token-id rows, one batch p
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -19,14 +20,19 @@ BOS_TOKENS = ("[CLS]", "<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>", "
 EOS_TOKENS = ("[SEP]", "</s>", "<eos>", "<|end_of_text|>", "<|endoftext|>")
 
 
-def read_tokenizer_json(path: str) -> str:
-    """The tokenizer file's text, or ConvertError saying what is wrong with it."""
+def _tokenizer_file(path: str) -> Path:
     p = Path(path)
     if p.is_dir() and (p / "tokenizer.json").is_file():  # a Hugging Face model folder
         p = p / "tokenizer.json"
     if not p.is_file():
         raise ConvertError(f"tokenizer file {path} does not exist; pass --tokenizer PATH/tokenizer.json "
                            "(a Hugging Face `tokenizers` file, e.g. saved with tokenizer.save())")
+    return p
+
+
+def read_tokenizer_json(path: str) -> str:
+    """The tokenizer file's text, or ConvertError saying what is wrong with it."""
+    p = _tokenizer_file(path)
     try:
         return p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -56,7 +62,15 @@ def _first_id(tok: Any, candidates: tuple[str, ...]) -> int | None:
 
 
 def tokenizer_info(path: str) -> dict[str, Any]:
-    """What the manifest records about the tokenizer: file hash, vocabulary size, special ids."""
+    """What the manifest records about the tokenizer: file hash, vocabulary size, special ids.
+    Built once per version (size, mtime) of the file: the text kind asks at discovery, planning,
+    layout and description, and a large tokenizer.json takes a while to load."""
+    st = _tokenizer_file(path).stat()
+    return dict(_tokenizer_info(path, st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _tokenizer_info(path: str, size: int, mtime_ns: int) -> dict[str, Any]:
     text = read_tokenizer_json(path)
     tok = build_tokenizer(text, where=path)
     padding = (json.loads(text).get("padding") or {}) if text.lstrip().startswith("{") else {}
