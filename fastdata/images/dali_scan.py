@@ -15,13 +15,15 @@ errors. So:
 
 from __future__ import annotations
 
+import contextlib
 import io
+import itertools
 import json
 import logging
 import mmap
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,26 +79,29 @@ def decode_problem(data: bytes) -> str | None:
     return None
 
 
-def _check_lines(shard: ShardSource, lines: list[tuple[int, str]]) -> list[tuple[int, BadSample]]:
-    bad = []
+def _bad_lines(shard: ShardSource, lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, BadSample]]:
+    """The undecodable samples among (line index, index line) pairs of `shard`, in order, found lazily."""
     with open(shard.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         for i, line in lines:
             key, offset, size = _jpeg_span(line)
             reason = decode_problem(mm[offset:offset + size])
             if reason is not None:
-                bad.append((i, BadSample(shard.path, key, reason)))
-    return bad
+                yield i, BadSample(shard.path, key, reason)
 
 
 def first_bad(stream: Iterable[tuple[ShardSource, int]]) -> BadSample | None:
-    """The first undecodable sample among (shard, index line) pairs, in the given order."""
+    """The first undecodable sample among (shard, index line) pairs, in the given order.
+
+    Consecutive pairs of one shard are checked through one mapping of the shard, up to the first bad one."""
     cache: dict[Path, list[str]] = {}
-    for shard, i in stream:
+    for shard, run in itertools.groupby(stream, key=lambda pair: pair[0]):
         if shard.index_path not in cache:
             cache[shard.index_path] = read_index(shard.index_path)[1]
-        found = _check_lines(shard, [(i, cache[shard.index_path][i])])
-        if found:
-            return found[0][1]
+        lines = cache[shard.index_path]
+        with contextlib.closing(_bad_lines(shard, ((i, lines[i]) for _, i in run))) as bad:
+            found = next(bad, None)
+        if found is not None:
+            return found[1]
     return None
 
 
@@ -116,7 +121,7 @@ def check_shard(shard: ShardSource, lines: list[str]) -> list[tuple[int, BadSamp
             return [(i, BadSample(shard.path, key, reason)) for i, key, reason in json.loads(cache.read_text())]
         except (OSError, ValueError, TypeError) as exc:
             log.debug("ignoring unreadable cache %s: %s", cache, exc)
-    bad = _check_lines(shard, list(enumerate(lines)))
+    bad = list(_bad_lines(shard, enumerate(lines)))
     if cache is not None:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
