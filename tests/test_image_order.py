@@ -77,6 +77,25 @@ def test_rank_block_matches_dali_rule():
     assert [rank_block(7, r, 3) for r in range(3)] == [(0, 2), (2, 4), (4, 7)]
 
 
+@pytest.mark.parametrize("train,keep_last", [(True, False), (True, True), (False, True), (False, False)])
+def test_dali_plan_counts_equal_kornia_plan(train, keep_last):
+    """Both backends yield the same batches and real samples on every rank (dali_plan uses rank_counts)."""
+    from pathlib import Path
+
+    from fastdata.images.dali_plan import ShardSource, plan_epoch
+
+    for n in (0, 1, 7, 10, 13):
+        shards = tuple(ShardSource(Path(f"{i}.tar"), Path(f"{i}.idx"), k) for i, k in enumerate((n // 2, n - n // 2)))
+        for w in (1, 2, 3, 4):
+            for b in (1, 3, 4):
+                kw = dict(train=train, batch_size=b, keep_last=keep_last, seed=1, epoch=2, world_size=w)
+                for r in range(w):
+                    ours, dali = epoch_plan(n, rank=r, **kw), plan_epoch(shards, rank=r, **kw)
+                    assert dali.batches == ours.num_batches
+                    assert dali.num_samples == min(len(ours.sequence), ours.num_batches * b)
+                    assert dali.dali_batches == math.ceil(dali.num_samples / b)
+
+
 def test_bad_plan_arguments_raise():
     with pytest.raises(ValueError):
         epoch_plan(10, train=True, batch_size=0, keep_last=False, seed=0, epoch=0, rank=0, world_size=1)
