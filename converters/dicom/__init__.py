@@ -20,7 +20,8 @@ class DicomKind:
     name = "dicom"
     formats = ("wds",)
     member_order = ("npy", "json")
-    probe_items = 4  # series are large: size shards from a few of them (each probed series is converted twice)
+    # series are large: size shards from a few of them (past engine.PROBE_KEEP_BYTES a probed one is converted twice)
+    probe_items = 4
 
     def detect(self, src: Path, /) -> bool:
         return any(read_header(path)[0] is not None for path in first_files(src, DETECT_FILES))

@@ -22,7 +22,6 @@ class Slice:
     """One 2D image of a series (a single-frame file, or one frame of a multi-frame object)."""
 
     rel: str
-    file_index: int
     frame: int | None  # None: single-frame file
     shape: tuple[int, int]
     position: tuple[float, float, float] | None
@@ -40,12 +39,6 @@ class Geometry:
     origin: tuple[float, float, float] | None
     direction: tuple[tuple[float, float, float], ...] | None
     spacing_source: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"shape": list(self.shape), "spacing": list(self.spacing),
-                "origin": None if self.origin is None else list(self.origin),
-                "direction": None if self.direction is None else [list(d) for d in self.direction],
-                "slice_spacing_source": self.spacing_source}
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

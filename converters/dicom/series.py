@@ -46,7 +46,7 @@ def _group(item: Any, shared: Any, seq: str, attr: str) -> Any:
     return None
 
 
-def _slices_of(ds: Any, rel: str, index: int) -> list[Slice]:
+def _slices_of(ds: Any, rel: str) -> list[Slice]:
     frames = int(_number(ds.get("NumberOfFrames"), 1))
     shape = (int(ds.Rows), int(ds.Columns))
     per_frame = ds.get("PerFrameFunctionalGroupsSequence")
@@ -57,7 +57,7 @@ def _slices_of(ds: Any, rel: str, index: int) -> list[Slice]:
         out = []
         for f, item in enumerate(per_frame):
             out.append(Slice(
-                rel=rel, file_index=index, frame=f, shape=shape,
+                rel=rel, frame=f, shape=shape,
                 position=_floats(_group(item, shared, "PlanePositionSequence", "ImagePositionPatient"), 3),
                 orientation=_floats(_group(item, shared, "PlaneOrientationSequence", "ImageOrientationPatient"), 6),
                 pixel_spacing=_floats(_group(item, shared, "PixelMeasuresSequence", "PixelSpacing"), 2),
@@ -73,7 +73,7 @@ def _slices_of(ds: Any, rel: str, index: int) -> list[Slice]:
     if spacing is not None and min(spacing) <= 0:
         spacing = None
     thickness = _number(ds.get("SpacingBetweenSlices"), 0.0) or _number(ds.get("SliceThickness"), 0.0) or None
-    return [Slice(rel=rel, file_index=index, frame=None, shape=shape,
+    return [Slice(rel=rel, frame=None, shape=shape,
                   position=_floats(ds.get("ImagePositionPatient"), 3),
                   orientation=_floats(ds.get("ImageOrientationPatient"), 6),
                   pixel_spacing=spacing, slope=_number(ds.get("RescaleSlope"), 1.0),
@@ -98,14 +98,14 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
 def _read(files: tuple[tuple[str, str], ...]) -> tuple[list[Slice], list[np.ndarray], Any, set[str]]:
     pydicom = require("pydicom", "dicom")
     slices, planes, syntaxes, first = [], [], set(), None
-    for index, (path, rel) in enumerate(files):
+    for path, rel in files:
         try:
             ds = pydicom.dcmread(path)
         except Exception as exc:  # noqa: BLE001
             raise RejectSeries(f"cannot read {rel}: {type(exc).__name__}: {exc}") from exc
         first = first if first is not None else ds
         syntaxes.add(getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown"))
-        these = _slices_of(ds, rel, index)
+        these = _slices_of(ds, rel)
         arr = _pixels(ds, rel)
         if arr.ndim == 2:
             arr = arr[None]
