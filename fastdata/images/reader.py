@@ -84,7 +84,9 @@ class FileHandles:
     def _evict(self) -> None:
         """Close the least recently used idle descriptors beyond capacity (caller holds the lock)."""
         excess = len(self._fds) - self._capacity
-        for path in [p for p, (_, users) in self._fds.items() if users == 0][:max(0, excess)]:
+        if excess <= 0:  # the common case, on every read: no scan of the open descriptors
+            return
+        for path in [p for p, (_, users) in self._fds.items() if users == 0][:excess]:
             os.close(self._fds.pop(path)[0])
 
     def __len__(self) -> int:
