@@ -119,6 +119,10 @@ def test_resume_mid_epoch_gives_identical_batches(volumes):
     for a, (b, _) in zip(got, expected):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     assert resumed.state_dict()["epoch"] == 4 and resumed.state_dict()["batch"] == 0
+    again = fastdata.loader(volumes[0], **opts)
+    again.load_state_dict(state)
+    again.set_epoch(3)  # the documented resume loop calls set_epoch(state["epoch"]) first: it keeps the point
+    assert [x.tolist() for x, _ in _all(again)] == [x.tolist() for x, _ in tail]
     with pytest.raises(ValueError, match="seed"):
         fastdata.loader(volumes[0], **{**opts, "seed": 8}).load_state_dict(state)
     for bad in ({**state, "epoch": -1}, {k: v for k, v in state.items() if k != "batch"}, {**state, "batch": "2"}):

@@ -73,7 +73,8 @@ class VolumeLoader:
     def set_epoch(self, epoch: int) -> None:
         if not isinstance(epoch, int) or epoch < 0:
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
-        self._epoch, self._batch = epoch, 0
+        if epoch != self._epoch:  # the same epoch keeps a resume point, as in every fastdata loader
+            self._epoch, self._batch = epoch, 0
 
     def state_dict(self) -> dict[str, Any]:
         o = self.opts
