@@ -195,3 +195,17 @@ def test_tokenizer_info_follows_a_rewritten_file(tmp_path: Path) -> None:
     assert tokenizer_info(str(tmp_path)) == {**first, "file": tmp_path.name}  # a model folder holding it
     path.write_bytes(TOKENIZER.read_bytes() + b"\n")
     assert tokenizer_info(str(path))["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest() != first["sha256"]
+
+
+def test_parquet_text_column_of_another_type_is_rejected(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from converters.text.options import TextOptions
+    from converters.text.records import Reject, read_documents
+
+    path = tmp_path / "ints.parquet"
+    pq.write_table(pa.table({"text": pa.array([1, 2], pa.int64())}), path)
+    assert list(read_documents(path, TextOptions(tokenizer=str(TOKENIZER)))) == [
+        ("", Reject("column 'text' has type int64, not string"))]
+    pq.write_table(pa.table({"text": pa.array(["a b", "c"], pa.large_string())}), path)
+    assert [doc for _, doc in read_documents(path, TextOptions(tokenizer=str(TOKENIZER)))] == ["a b", "c"]

@@ -127,10 +127,9 @@ def _parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]
     if opts.text_field not in names:
         yield "", Reject(f"missing text column {opts.text_field!r} (columns: {', '.join(names[:8])}); set --text-field")
         return
-    if not pa.types.is_string(pf.schema_arrow.field(opts.text_field).type) and \
-            not pa.types.is_large_string(pf.schema_arrow.field(opts.text_field).type):
-        yield "", Reject(f"column {opts.text_field!r} has type {pf.schema_arrow.field(opts.text_field).type}, "
-                         "not string")
+    kind = pf.schema_arrow.field(opts.text_field).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        yield "", Reject(f"column {opts.text_field!r} has type {kind}, not string")
         return
     row = 0
     for batch in pf.iter_batches(columns=[opts.text_field]):
