@@ -114,6 +114,8 @@ def test_resume_mid_epoch_is_exact(fortunes_tokens: Path) -> None:
     other = fastdata.loader(fortunes_tokens, max_tokens=2048, seed=5)
     with pytest.raises(ValueError, match="max_tokens: saved 1024, now 2048"):
         other.load_state_dict(state)
+    with pytest.raises(ValueError, match=f"num_sequences: saved {state['num_sequences'] + 1}, now"):
+        resumed.load_state_dict({**state, "num_sequences": state["num_sequences"] + 1})  # another dataset
 
 
 def test_order_is_a_pure_function_of_seed_and_epoch(fortunes_tokens: Path) -> None:

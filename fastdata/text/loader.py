@@ -80,17 +80,20 @@ class SequenceLoader:
         if epoch != self._epoch:
             self._epoch, self._done = epoch, 0
 
+    def _settings(self) -> dict[str, Any]:
+        """What the plan depends on besides the epoch: saved in the state and checked on load."""
+        return {**{k: getattr(self.options, k) for k in STATE_KEYS}, "num_sequences": len(self.store)}
+
     def state_dict(self) -> dict[str, Any]:
-        o = self.options
-        return {"epoch": self._epoch, "batches_done": self._done, **{k: getattr(o, k) for k in STATE_KEYS}}
+        return {"epoch": self._epoch, "batches_done": self._done, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        o = self.options
-        differ = [k for k in STATE_KEYS if k in state and state[k] != getattr(o, k)]
+        mine = self._settings()
+        differ = [k for k in mine if k in state and state[k] != mine[k]]
         if differ:
-            shown = ", ".join(f"{k}: saved {state[k]!r}, now {getattr(o, k)!r}" for k in differ)
-            raise ValueError(f"cannot resume: the loader was built with other options ({shown}); "
-                             "build it with the saved options to resume exactly")
+            shown = ", ".join(f"{k}: saved {state[k]!r}, now {mine[k]!r}" for k in differ)
+            raise ValueError(f"cannot resume: the loader was built with other options or data ({shown}); "
+                             "build it with the saved options and dataset to resume exactly")
         epoch, done = state.get("epoch"), state.get("batches_done")
         if not isinstance(epoch, int) or not isinstance(done, int) or epoch < 0 or done < 0:
             raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0, got {epoch!r}, {done!r}")
