@@ -209,3 +209,20 @@ def test_parquet_text_column_of_another_type_is_rejected(tmp_path: Path) -> None
         ("", Reject("column 'text' has type int64, not string"))]
     pq.write_table(pa.table({"text": pa.array(["a b", "c"], pa.large_string())}), path)
     assert [doc for _, doc in read_documents(path, TextOptions(tokenizer=str(TOKENIZER)))] == ["a b", "c"]
+
+
+def test_misplaced_entries_that_are_not_regular_files_are_still_rejected(tmp_path: Path) -> None:
+    """A broken symlink beside the split folders (or beside class folders) is recorded, not silently lost."""
+    from converters.text.discover import discover_text
+    from converters.text.options import TextOptions
+
+    src = tmp_path / "src"
+    (src / "train" / "wisdom").mkdir(parents=True)
+    (src / "train" / "wisdom" / "a.txt").write_text("to be or not to be\n")
+    (src / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    (src / "train" / "stray.txt").symlink_to(tmp_path / "missing.txt")
+    found = discover_text(src, options=TextOptions(tokenizer=str(TOKENIZER)))
+    assert [(r.split, r.source, r.reason) for r in found.rejected] == [
+        ("", "gone.txt", "not inside a split folder (train/val/test)"),
+        ("train", "train/stray.txt", "not inside a class folder")]
+    assert [it.rel for it in found.splits["train"]] == ["train/wisdom/a.txt"]

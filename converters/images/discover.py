@@ -4,16 +4,13 @@ folder with a `filename,class` CSV. Class index = position in the sorted class n
 from __future__ import annotations
 
 import csv
-import logging
 import os
 from pathlib import Path
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_NAMES, broken_symlink, class_names, visible, visible_files
+from converters.tree import SPLIT_NAMES, Collector, broken_symlink, split_classes, visible
 from fastdata.errors import ConvertError
-
-log = logging.getLogger(__name__)
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
 
@@ -30,13 +27,7 @@ def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection
         return None, Rejection(split, rel, f"unreadable: {exc.strerror or exc}")
 
 
-class _Collector:
-    def __init__(self, src: Path) -> None:
-        self.src = src
-        self.items: dict[str, list[WorkItem]] = {}
-        self.rejected: list[Rejection] = []
-        self.identity: list[list[object]] = []
-
+class _Collector(Collector):
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = path.relative_to(self.src).as_posix()
         size, rejection = _check_file(path, rel, split)
@@ -45,14 +36,6 @@ class _Collector:
             return
         self.items.setdefault(split, []).append(WorkItem(split=split, rel=rel, source=str(path), label=label))
         self.identity.append([split, rel, label, size])
-
-    def add_tree(self, folder: Path, split: str, label: int | None) -> None:
-        for path in visible_files(folder):
-            self.add_file(path, split, label)
-
-    def reject_tree(self, folder: Path, split: str, reason: str) -> None:
-        for path in visible_files(folder):
-            self.rejected.append(Rejection(split, path.relative_to(self.src).as_posix(), reason))
 
 
 def _read_labels(csv_path: Path) -> dict[str, str]:
@@ -80,7 +63,7 @@ def _discover_flat(src: Path, csv_path: Path, split: str) -> Discovery:
     for name in visible(os.listdir(src)):
         path = src / name
         if path.is_dir():
-            col.reject_tree(path, split, "in a subfolder; with --labels the source must be a flat folder")
+            col.reject(path, split, "in a subfolder; with --labels the source must be a flat folder")
         elif name not in labels:
             col.rejected.append(Rejection(split, name, f"not listed in labels file {csv_path.name}"))
         else:
@@ -102,24 +85,16 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     col = _Collector(src)
     if split_dirs:
         layout = "split/class"
-        class_source = ["train"] if "train" in split_dirs else split_dirs
-        classes = class_names([src / s for s in class_source])
+        classes = split_classes(src, split_dirs)
         index = {c: i for i, c in enumerate(classes)}
-        for name in top:
-            if name not in split_dirs:
-                path = src / name
-                reason = f"not inside a split folder ({'/'.join(SPLIT_NAMES)})"
-                if path.is_dir():
-                    col.reject_tree(path, name, reason)
-                else:
-                    col.rejected.append(Rejection("", name, reason))
+        col.reject_outside(top, split_dirs)
         for s in split_dirs:
             for name in visible(os.listdir(src / s)):
                 path = src / s / name
                 if not path.is_dir():
-                    col.rejected.append(Rejection(s, f"{s}/{name}", "not inside a class folder"))
+                    col.reject(path, s, "not inside a class folder")
                 elif name not in index:
-                    col.reject_tree(path, s, f"class folder {name!r} is not among train's classes")
+                    col.reject(path, s, f"class folder {name!r} is not among train's classes")
                 else:
                     col.add_tree(path, s, index[name])
     else:
@@ -129,9 +104,6 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
             col.add_tree(src / c, split, i)
         for name in top:
             if name not in dirs:
-                col.rejected.append(Rejection(split, name, "not inside a class folder"))
-    used = {it.label for items in col.items.values() for it in items}
-    for i, c in enumerate(classes):
-        if i not in used:
-            log.warning("class %r has no images", c)
+                col.reject(src / name, split, "not inside a class folder")
+    col.warn_unused(classes, "images")
     return Discovery(col.items, classes, col.rejected, layout, col.identity)

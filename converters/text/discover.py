@@ -4,7 +4,6 @@ Every document becomes one work item carrying its text; unusable files and recor
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
@@ -12,18 +11,14 @@ from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
-from converters.tree import SPLIT_NAMES, broken_symlink, class_names, visible, visible_files
+from converters.tree import SPLIT_NAMES, Collector, broken_symlink, split_classes, visible
 from fastdata.errors import ConvertError
 
-log = logging.getLogger(__name__)
 
-
-class _Collector:
+class _Collector(Collector):
     def __init__(self, src: Path, opts: TextOptions) -> None:
-        self.src, self.opts = src, opts
-        self.items: dict[str, list[WorkItem]] = {}
-        self.rejected: list[Rejection] = []
-        self.identity: list[list[object]] = []
+        super().__init__(src)
+        self.opts = opts
 
     def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
         rel = rel or path.relative_to(self.src).as_posix()
@@ -41,15 +36,6 @@ class _Collector:
         if found == 0 and len(self.rejected) == rejected_before:
             self.rejected.append(Rejection(split, rel, "no documents (only blank or separator lines)"))
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
-
-    def add_tree(self, folder: Path, split: str, label: int | None) -> None:
-        for path in visible_files(folder):
-            self.add_file(path, split, label)
-
-    def reject(self, path: Path, split: str, reason: str) -> None:
-        files = [path] if path.is_file() else visible_files(path)
-        for f in files:
-            self.rejected.append(Rejection(split, f.relative_to(self.src).as_posix(), reason))
 
 
 def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int]) -> None:
@@ -80,14 +66,10 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     dirs = [n for n in top if (src / n).is_dir()]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES]
     if split_dirs:
-        class_source = ["train"] if "train" in split_dirs else split_dirs
-        classes = class_names([src / s for s in class_source])
+        classes = split_classes(src, split_dirs)
         layout = "split/class" if classes else "split"
         index = {c: i for i, c in enumerate(classes)}
-        for name in top:
-            if name not in split_dirs:
-                col.reject(src / name, name if (src / name).is_dir() else "",
-                           f"not inside a split folder ({'/'.join(SPLIT_NAMES)})")
+        col.reject_outside(top, split_dirs)
         for s in split_dirs:
             _add_split(col, src / s, s, index)
     elif dirs:
@@ -96,8 +78,5 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     else:
         layout, classes = "flat", ()
         _add_split(col, src, options.split, {})
-    used = {it.label for items in col.items.values() for it in items}
-    for i, c in enumerate(classes):
-        if i not in used:
-            log.warning("class %r has no documents", c)
+    col.warn_unused(classes, "documents")
     return Discovery(col.items, classes, col.rejected, layout, [*extra_identity, *col.identity])
