@@ -156,7 +156,7 @@ def test_diagnose_a_slow_loader_is_input_bound():
 def test_diagnose_a_slow_model_is_fed():
     from fastdata.perf.doctor import diagnose
 
-    # 5 steps after 2 warm-up steps: the median is not swayed by one step that a busy machine slowed
-    d = diagnose(_SlowLoader(0.0), _SlowModel(0.1), device="cpu", steps=5, warmup=2, profile=False)
+    # 5 steps of 0.25 s after 2 warm-ups: a busy machine must add > 37 ms to the median step to flip it
+    d = diagnose(_SlowLoader(0.0), _SlowModel(0.25), device="cpu", steps=5, warmup=2, profile=False)
     assert d.fed.wait_fraction < 0.1 and d.profiler_wait_fraction is None
     assert verdict(d, **KW_CPU).level == "fed"
