@@ -30,7 +30,15 @@ class ArrowLayout:
 
 
 class Kind(Protocol):
-    """A converter for one kind of source. Registered by name in `converters.KINDS`."""
+    """A converter for one kind of source. Registered by name in `converters.KINDS`.
+
+    Optional attributes, read with defaults where they are used:
+    - `unit` (str, default "sample"): the unit of the CLI progress bar (`fastdata/cli/convert.py`);
+    - `probe_items` (int, default 32): inputs per split converted to size shards under `--shard-size`
+      (`converters/engine.py`); a kind with large samples probes fewer.
+    The processor may also have `process_batch(items) -> list[result]` and `chunk_size` (int) to
+    convert a worker chunk at once (`converters/pool.py`).
+    """
 
     name: str
     formats: tuple[str, ...]  # shard formats it can write, the first is the default
