@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # scripts run as `python benchmarks/x.py`; make `fastdata` importable from the checkout
     sys.path.insert(0, str(ROOT))
 
-PHOTOS = ROOT.parent / "shared" / "data" / "photos"
+SAMPLES = ROOT / "tests" / "data"  # real data bundled in the repository
+PHOTOS = SAMPLES / "photos"
 DOCS = ROOT / "docs" / "benchmarks.md"
 PACKAGES = ("fastdata", "torch", "torchvision", "nvidia-dali-cuda120", "kornia", "simplejpeg", "webdataset",
             "pillow", "numpy", "psutil")

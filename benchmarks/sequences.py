@@ -3,7 +3,7 @@
     python benchmarks/sequences.py                          # real fortunes text, real BERT tokenizer
     python benchmarks/sequences.py --reps 2 --epochs 1      # a short run
 
-The corpus (../shared/data/text/fortunes, one class per file, records split by `%` lines) is
+The corpus (tests/data/text/fortunes, one class per file, records split by `%` lines) is
 converted once with the text kind; every candidate then iterates the same token ids:
   (a) random batches of --batch-size padded to the longest with torch.nn.utils.rnn.pad_sequence
       (DataLoader over in-memory tensors, shuffle=True);
@@ -41,7 +41,7 @@ from benchmarks.common import (  # noqa: E402
 )
 from benchmarks.plot import save_figure  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data"  # bundled in the repository
 LABELS = {"a": "pad_sequence, random batches", "b": "HF datasets + group_by_length + DataCollatorWithPadding",
           "c": "fastdata bucketing='length'", "d": "fastdata bucketing='pack'"}
 SWEEP = (512, 1024, 2048, 4096, 8192)  # max_tokens values whose length-bucketing waste is also reported
@@ -49,8 +49,8 @@ SWEEP = (512, 1024, 2048, 4096, 8192)  # max_tokens values whose length-bucketin
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--text", type=Path, default=SHARED / "text" / "fortunes", help="folder of fortunes-style files")
-    p.add_argument("--tokenizer", type=Path, default=SHARED / "tokenizers" / "bert-base-uncased.json")
+    p.add_argument("--text", type=Path, default=SAMPLES / "text" / "fortunes", help="folder of fortunes-style files")
+    p.add_argument("--tokenizer", type=Path, default=SAMPLES / "tokenizers" / "bert-base-uncased.json")
     p.add_argument("--out", type=Path, default=Path("bench-out"), help="results folder (JSON, PNG, work files)")
     p.add_argument("--batch-size", type=int, default=16, help="sequences per batch for (a) and (b)")
     p.add_argument("--max-tokens", type=int, default=1024, help="token budget per batch for (c) and (d)")

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
+SAMPLES = ROOT / "tests" / "data"  # real data bundled in the repository (see its README)
 OUT = ROOT / "demo-out"
 CLASSES = ("indoor", "outdoor", "figures")
 COPIES = 4  # each photo appears this many times (as distinct files) so the loaders run for a moment
@@ -26,9 +26,9 @@ def run_cli(*args: str) -> None:
 
 def build_photo_tree(dst: Path) -> Path:
     """Deal the real photos into train/val class folders (every 5th photo goes to val)."""
-    photos = sorted((SHARED / "photos").glob("*.jpg"))
+    photos = sorted((SAMPLES / "photos").glob("*.jpg"))
     if not photos:
-        sys.exit(f"no photos found in {SHARED / 'photos'}")
+        sys.exit(f"no photos found in {SAMPLES / 'photos'}")
     for copy in range(COPIES):
         for i, p in enumerate(photos):
             split = "val" if i % 5 == 4 else "train"
@@ -62,12 +62,12 @@ def text_demo(out: Path) -> None:
     import fastdata
 
     src = out / "corpus"
-    for f in sorted((SHARED / "text" / "fortunes").iterdir()):
+    for f in sorted((SAMPLES / "text" / "fortunes").iterdir()):
         (src / f.name).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, src / f.name / f"{f.name}.txt")
     tokens = out / "tokens"
     fastdata_cmd = ("convert", str(src), str(tokens), "--tokenizer",
-                    str(SHARED / "tokenizers" / "bert-base-uncased.json"), "--separator", "%")
+                    str(SAMPLES / "tokenizers" / "bert-base-uncased.json"), "--separator", "%")
     run_cli(*fastdata_cmd)
     run_cli("info", str(tokens))
     print("\n# token batches from the fortunes (max_tokens=1024, pad_to_multiple_of=8)")

@@ -20,7 +20,7 @@ def small_tree(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def photo_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """All real photos from ../shared/data/photos dealt into 3 class folders (read-only use)."""
+    """All real photos bundled in tests/data/photos dealt into 3 class folders (read-only use)."""
     if not PHOTOS.is_dir():
-        pytest.fail(f"shared data missing: {PHOTOS}")
+        pytest.fail(f"bundled data missing: {PHOTOS}")
     return copy_photos(tmp_path_factory.mktemp("photos") / "src", classes=3)

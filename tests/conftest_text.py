@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from helpers import SAMPLES
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-FORTUNES = SHARED / "text" / "fortunes"
-TOKENIZER = SHARED / "tokenizers" / "bert-base-uncased.json"
+FORTUNES = SAMPLES / "text" / "fortunes"
+TOKENIZER = SAMPLES / "tokenizers" / "bert-base-uncased.json"
 
 
 def copy_fortunes(root: Path, names: tuple[str, ...] = ("computers", "education", "linux", "science", "wisdom"),
                   *, suffix: str = ".txt") -> Path:
     """`root/<name>/<name><suffix>`: each real fortunes file is its own class."""
     if not FORTUNES.is_dir() or not TOKENIZER.is_file():
-        pytest.fail(f"shared data missing: {FORTUNES} or {TOKENIZER}")
+        pytest.fail(f"bundled data missing: {FORTUNES} or {TOKENIZER}")
     for name in names:
         (root / name).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(FORTUNES / name, root / name / f"{name}{suffix}")

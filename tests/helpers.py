@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-PHOTOS = SHARED / "photos"
+SAMPLES = Path(__file__).resolve().parent / "data"  # real data bundled in the repository (see its README)
+PHOTOS = SAMPLES / "photos"
 
 
 def make_image(path: Path, *, size: tuple[int, int] = (64, 48), seed: int = 0, mode: str = "RGB",
@@ -39,7 +39,7 @@ def make_image_tree(root: Path, *, classes: int = 3, per_class: int = 4, size: t
 
 
 def copy_photos(root: Path, *, classes: int = 3, limit: int | None = None) -> Path:
-    """Real photos from ../shared/data/photos dealt round-robin into `classes` class folders."""
+    """Real photos from tests/data/photos dealt round-robin into `classes` class folders."""
     photos = sorted(PHOTOS.glob("*.jpg"))[:limit]
     for i, p in enumerate(photos):
         dst = root / f"class_{i % classes}" / p.name
