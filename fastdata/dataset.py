@@ -1,30 +1,39 @@
-"""Resolve what a loader was given (a dataset directory or a glob of shards) into manifest + shard paths."""
+"""Resolve what a loader was given into manifest + shard files of one split.
+
+A source is a dataset folder (the one holding `manifest.json`), one shard file, a glob, a brace
+pattern, or a list of shard files; shards named by path must be listed in the manifest beside them.
+The manifest's `shard_root` says where the shards lie when they are not beside it (`fastdata index
+SRC DST` on read-only shards); index files always lie beside the manifest.
+"""
 
 from __future__ import annotations
 
-import glob
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from fastdata.errors import ManifestError, ShardError
-from fastdata.manifest import Manifest, ShardInfo, read_manifest
+from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, read_manifest
+from fastdata.sources import Spec, expand
+
+SHARD_SUFFIXES = (".tar", ".arrow")
+RAW_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".txt", ".jsonl", ".json", ".parquet",
+                ".dcm", ".gz")
 
 
 @dataclass(frozen=True)
 class ShardRef:
-    """One shard of a split: its manifest entry and where it lies on disk."""
+    """One shard of a split: its manifest entry, where the shard lies and where its index lies."""
 
     info: ShardInfo
     path: Path
-
-    @property
-    def index_path(self) -> Path | None:
-        return self.path.with_name(self.info.index) if self.info.index else None
+    index_path: Path | None = None
 
 
 @dataclass(frozen=True)
 class DatasetView:
-    """A manifest, the directory it lies in, and the shards of one split selected for loading."""
+    """A manifest, the folder it lies in, and the shards of one split selected for loading."""
 
     root: Path
     manifest: Manifest
@@ -40,64 +49,127 @@ class DatasetView:
         return self.manifest.classes
 
 
-def _is_glob(source: str) -> bool:
-    return any(ch in source for ch in "*?[")
+def shard_root(root: Path, manifest: Manifest) -> Path:
+    """The folder holding the shards: the manifest's `shard_root` (relative to `root`), else `root`."""
+    return root if manifest.shard_root is None else root / manifest.shard_root
 
 
-def open_dataset(source: str | Path, /, *, split: str | None = None, check_files: bool = True) -> DatasetView:
-    """Open a dataset directory or a shard glob (`shards/train-*.tar`) and select one split.
+def missing_manifest_hint(folder: Path, names: list[Path] | None = None) -> str:
+    """What to run for a folder (or files in it) without a manifest: index foreign shards, convert raw files."""
+    try:
+        files = names if names is not None else [folder / n for n in sorted(os.listdir(folder))[:2000]]
+    except OSError:
+        files = []
+    suffixes = {p.suffix.lower() for p in files}
+    if (folder / ".partial").exists():
+        return f"a conversion into {folder} is unfinished: re-run the same `fastdata convert` command to finish it"
+    if ".tar" in suffixes:
+        return ("these look like WebDataset shards written by another tool: adopt them with "
+                f"`fastdata index {folder}` (or `fastdata index {folder} DST/` to keep the shards read-only), "
+                "then load that folder")
+    if suffixes & set(RAW_SUFFIXES) or any(p.is_dir() for p in files):
+        return f"to pack raw files into shards run `fastdata convert {folder} DST/`, then load DST/"
+    return "pass the folder `fastdata convert` or `fastdata index` wrote (the one holding manifest.json)"
 
-    With a glob, the manifest beside the matched shards is read and the split is the one the
-    shards belong to. Missing or truncated shards raise ShardError naming the file.
+
+def _read(root: Path, names: list[Path] | None = None) -> Manifest:
+    if not root.exists():
+        raise ManifestError(f"dataset folder {str(root)!r} does not exist")
+    if not root.is_dir():
+        raise ManifestError(f"{str(root)!r} is neither a dataset folder nor a shard file; "
+                            "pass the folder holding manifest.json, a shard, a glob or a list of shards")
+    if not (root / MANIFEST_NAME).exists():
+        raise ManifestError(f"no {MANIFEST_NAME} in {str(root)!r}: {missing_manifest_hint(root, names)}")
+    return read_manifest(root)
+
+
+def _select_named(files: list[Path], manifest: Manifest, root: Path, split: str | None) -> tuple[str, list[ShardInfo]]:
+    """The split and shards that `files` (shard paths) pick out of the manifest."""
+    where = shard_root(root, manifest).resolve()
+    outside = [str(p) for p in files if p.resolve().parent != where]
+    if outside:
+        raise ManifestError(f"{outside[:3]} do not lie in {where}, where the manifest of {root} keeps its shards")
+    names = {p.name for p in files}
+    by_split = {name: [sh for sh in s.shards if sh.name in names] for name, s in manifest.splits.items()}
+    by_split = {k: v for k, v in by_split.items() if v}
+    listed = {sh.name for v in by_split.values() for sh in v}
+    unknown = sorted(names - listed)
+    if unknown:
+        raise ManifestError(f"{unknown[:3]} are not listed in {root / MANIFEST_NAME}; pass shards of that dataset, "
+                            f"or adopt foreign shards with `fastdata index`")
+    if split is None:
+        if len(by_split) > 1:
+            raise ManifestError(f"the shards given span splits {sorted(by_split)}; pass split=")
+        split = next(iter(by_split))
+    manifest.split(split)
+    if split not in by_split:
+        raise ManifestError(f"none of the shards given belongs to split {split!r} (they are in {sorted(by_split)})")
+    return split, by_split[split]
+
+
+def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool = True) -> DatasetView:
+    """Open a dataset folder, or shards named by path, glob, brace pattern or list, and select one split.
+
+    Missing, truncated or non-regular shard files raise ShardError naming the file.
     """
-    text = str(source)
-    if _is_glob(text):
-        matches = sorted(Path(p) for p in glob.glob(text))
-        if not matches:
-            raise ManifestError(f"the glob {text!r} matches no file; check the path and pattern")
-        roots = {p.parent for p in matches}
-        if len(roots) != 1:
-            raise ManifestError(f"the glob {text!r} matches shards in {len(roots)} directories; use one dataset")
-        root = roots.pop()
-        manifest = read_manifest(root)
-        names = {p.name for p in matches}
-        by_split = {
-            name: [sh for sh in s.shards if sh.name in names] for name, s in manifest.splits.items()
-        }
-        by_split = {k: v for k, v in by_split.items() if v}
-        if not by_split:
-            raise ManifestError(f"the glob {text!r} matches no shard listed in {root / 'manifest.json'}")
-        if split is None:
-            if len(by_split) > 1:
-                raise ManifestError(f"the glob {text!r} spans splits {sorted(by_split)}; pass split=")
-            split = next(iter(by_split))
-        manifest.split(split)
-        selected = by_split.get(split, [])
-        if not selected:
-            raise ManifestError(f"the glob {text!r} matches no shard of split {split!r}")
-    else:
-        root = Path(text)
-        manifest = read_manifest(root)
+    paths = expand(source)
+    if len(paths) == 1 and not paths[0].exists():
+        raise ManifestError(f"{str(paths[0])!r} does not exist; pass a dataset folder (the one holding "
+                            f"{MANIFEST_NAME}), a shard file, a glob or a list of shards")
+    if len(paths) == 1 and paths[0].is_dir():
+        root = paths[0]
+        manifest = _read(root)
         if split is None:
             split = "train" if "train" in manifest.splits else sorted(manifest.splits)[0]
         selected = list(manifest.split(split).shards)
-    refs = tuple(ShardRef(info=sh, path=root / sh.name) for sh in selected)
+    else:
+        dirs = [str(p) for p in paths if p.is_dir()]
+        if dirs:
+            raise ManifestError(f"{dirs[:3]} are folders; a list names shard files of one dataset "
+                                "(to mix several datasets, give each dataset folder as its own entry)")
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise ManifestError(f"{missing[:3]} do not exist; check the path")
+        folders = {p.resolve().parent for p in paths}
+        if len(folders) != 1:
+            raise ManifestError(f"the shards given lie in {len(folders)} folders; the shards of one dataset lie in one")
+        root = paths[0].parent
+        if not (root / MANIFEST_NAME).exists():
+            raise ManifestError(f"no {MANIFEST_NAME} beside {paths[0]}: {missing_manifest_hint(root, paths)}")
+        manifest = _read(root)
+        split, selected = _select_named(paths, manifest, root, split)
+    where = shard_root(root, manifest)
+    refs = tuple(ShardRef(info=sh, path=where / sh.name, index_path=root / sh.index if sh.index else None)
+                 for sh in selected)
+    if not refs:
+        raise ManifestError(f"split {split!r} of {root} holds no shard (every input was rejected?); "
+                            f"see `fastdata info {root} --rejected`")
     if check_files:
         for ref in refs:
             check_shard_file(ref)
     return DatasetView(root=root, manifest=manifest, split=split, shards=refs)
 
 
+def regular_file_size(path: Path, what: str) -> int:
+    """The size of a regular file; ShardError for a missing file, a FIFO, a device, a socket or a folder."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ShardError(f"{what} {path} listed in the manifest is missing") from None
+    except OSError as exc:
+        raise ShardError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise ShardError(f"{what} {path} is not a regular file (a FIFO, device, socket or folder); refusing to read it")
+    return st.st_size
+
+
 def check_shard_file(ref: ShardRef) -> None:
-    """Cheap presence and size check; `fastdata verify` does the full hash check."""
-    if not ref.path.exists():
-        raise ShardError(f"shard {ref.path} listed in the manifest is missing")
-    size = ref.path.stat().st_size
+    """Cheap presence, type and size check; `fastdata verify` does the full hash check."""
+    size = regular_file_size(ref.path, "shard")
     if size != ref.info.bytes:
         raise ShardError(
             f"shard {ref.path} has {size} bytes, the manifest says {ref.info.bytes}: it is truncated or "
             "was changed; re-run `fastdata convert` or restore the file"
         )
-    idx = ref.index_path
-    if idx is not None and not idx.exists():
-        raise ShardError(f"index {idx} for shard {ref.path} is missing; re-run `fastdata convert`")
+    if ref.index_path is not None:
+        regular_file_size(ref.index_path, "index")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,7 @@ class Manifest:
     fingerprint: str = ""
     tool_version: str = ""
     format_version: int = FORMAT_VERSION
+    shard_root: str | None = None  # where the shards lie (relative to the manifest's folder); None: beside it
 
     @property
     def num_samples(self) -> int:
@@ -93,6 +95,7 @@ class Manifest:
             "splits": {name: s.to_dict() for name, s in sorted(self.splits.items())},
             "rejected": list(self.rejected),
             "extra": self.extra,
+            **({"shard_root": self.shard_root} if self.shard_root is not None else {}),
         }
 
     @classmethod
@@ -105,30 +108,136 @@ class Manifest:
                 f"{where} has format_version {version!r}, this fastdata reads version {FORMAT_VERSION}; "
                 "re-run `fastdata convert` with this version, or install the fastdata that wrote it"
             )
+        check = _Checker(where)
         try:
-            splits = {
-                name: SplitInfo(
-                    name=name,
-                    shards=tuple(ShardInfo(**sh) for sh in s["shards"]),
-                    class_counts=tuple(s.get("class_counts", ())),
-                    stats=dict(s.get("stats", {})),
-                )
-                for name, s in d["splits"].items()
-            }
+            splits_in = check.mapping(d, "splits")
+            if not splits_in:
+                raise check.error("splits", splits_in, "at least one split")
+            splits = {name: _split_from_dict(check, name, s) for name, s in splits_in.items()}
+            names = [sh.name for s in splits.values() for sh in s.shards]
+            names += [sh.index for s in splits.values() for sh in s.shards if sh.index]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ManifestError(f"{where} lists the file(s) {twice[:5]} more than once; each shard and index "
+                                    "file belongs to one place of one split")
+            shard_root = d.get("shard_root")
+            if shard_root is not None and (not isinstance(shard_root, str) or not shard_root or "\0" in shard_root):
+                raise check.error("shard_root", shard_root, "a folder path (absolute or relative to the manifest)")
+            kind = d.get("kind")
+            if not isinstance(kind, str) or not kind:
+                raise check.error("kind", kind, "a kind name such as 'images', 'text' or 'dicom'")
+            if d.get("shard_format") not in SHARD_FORMATS:
+                raise check.error("shard_format", d.get("shard_format"), f"one of {list(SHARD_FORMATS)}")
+            classes = d.get("classes")
+            if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+                raise check.error("classes", classes, "a list of class names (strings)")
+            rejected = d.get("rejected", [])
+            if not isinstance(rejected, list) or not all(isinstance(r, dict) for r in rejected):
+                raise check.error("rejected", rejected, "a list of {split, source, reason} records")
             return cls(
-                kind=d["kind"],
+                kind=kind,
                 shard_format=d["shard_format"],
-                classes=tuple(d["classes"]),
+                classes=tuple(classes),
                 splits=splits,
-                preprocessing=dict(d["preprocessing"]),
-                rejected=tuple(d.get("rejected", ())),
-                extra=dict(d.get("extra", {})),
-                fingerprint=d.get("fingerprint", ""),
-                tool_version=d.get("tool_version", ""),
+                preprocessing=check.mapping(d, "preprocessing"),
+                rejected=tuple(rejected),
+                extra=check.mapping(d, "extra", required=False),
+                fingerprint=str(d.get("fingerprint", "")),
+                tool_version=str(d.get("tool_version", "")),
                 format_version=version,
+                shard_root=shard_root,
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError) as exc:
             raise ManifestError(f"{where} is malformed: {exc!r}") from exc
+
+    @property
+    def labeled(self) -> bool:
+        """Whether samples carry a class label (a dataset without classes is unlabeled)."""
+        return bool(self.classes)
+
+    @property
+    def image_members(self) -> tuple[str, ...]:
+        """Tar member extensions that hold a sample's image (converted datasets: jpg only)."""
+        return tuple(self.extra.get("image_members") or ("jpg",))
+
+    @property
+    def label_member(self) -> str | None:
+        """Tar member extension holding the integer class label, None when unlabeled."""
+        if not self.labeled:
+            return None
+        return str(self.extra.get("label_member") or "cls")
+
+
+SPLIT_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def plain_file_name(name: object) -> bool:
+    """A file name with no folder part: nothing a manifest names can lie outside its dataset."""
+    return (isinstance(name, str) and 0 < len(name) <= 255 and name not in (".", "..")
+            and not any(ch in name for ch in "/\\\0") and name.strip() == name)
+
+
+class _Checker:
+    """Typed field access for one manifest; errors say which field, what it holds and what is allowed."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def error(self, field_name: str, value: object, allowed: str) -> ManifestError:
+        return ManifestError(f"{self.where}: {field_name} is {str(value)[:80]!r}, it must be {allowed}; "
+                             "the manifest was edited or damaged: restore it or re-run the command that wrote it")
+
+    def mapping(self, d: dict[str, Any], key: str, *, required: bool = True) -> dict[str, Any]:
+        if key not in d and not required:
+            return {}
+        value = d.get(key)
+        if not isinstance(value, dict):
+            raise self.error(key, value, "an object")
+        return dict(value)
+
+    def count(self, field_name: str, value: object, *, minimum: int) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise self.error(field_name, value, f"an integer >= {minimum}")
+        return value
+
+
+def _shard_from_dict(check: _Checker, split: str, sh: Any) -> ShardInfo:
+    if not isinstance(sh, dict):
+        raise check.error(f"a shard of split {split!r}", sh, "an object")
+    name = sh.get("name")
+    if not plain_file_name(name):
+        raise check.error(f"shard name in split {split!r}", name, "a plain file name (no folder, no '..')")
+    index = sh.get("index")
+    if index is not None and not plain_file_name(index):
+        raise check.error(f"index of shard {name}", index, "a plain file name (no folder, no '..')")
+    sha = sh.get("sha256")
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+        raise check.error(f"sha256 of shard {name}", sha, "64 lower-case hex digits")
+    index_sha = sh.get("index_sha256")
+    if index is not None and (not isinstance(index_sha, str) or not re.fullmatch(r"[0-9a-f]{64}", index_sha)):
+        raise check.error(f"index_sha256 of shard {name}", index_sha, "64 lower-case hex digits")
+    unknown = set(sh) - {"name", "samples", "bytes", "sha256", "index", "index_sha256"}
+    if unknown:
+        raise check.error(f"shard {name}", sorted(unknown), "free of unknown fields")
+    return ShardInfo(name=name, samples=check.count(f"samples of shard {name}", sh.get("samples"), minimum=1),
+                     bytes=check.count(f"bytes of shard {name}", sh.get("bytes"), minimum=0), sha256=sha,
+                     index=index, index_sha256=index_sha if index is not None else None)
+
+
+def _split_from_dict(check: _Checker, name: str, s: Any) -> SplitInfo:
+    if not SPLIT_NAME.fullmatch(name):
+        raise check.error("split name", name, "letters, digits, '_' or '-'")
+    if not isinstance(s, dict) or not isinstance(s.get("shards"), list):
+        raise check.error(f"split {name!r}", s, "an object with a list of shards")
+    counts = s.get("class_counts", [])
+    if not isinstance(counts, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                                               for c in counts):
+        raise check.error(f"class_counts of split {name!r}", counts, "a list of integers >= 0")
+    stats = s.get("stats", {})
+    if not isinstance(stats, dict):
+        raise check.error(f"stats of split {name!r}", stats, "an object")
+    return SplitInfo(name=name, shards=tuple(_shard_from_dict(check, name, sh) for sh in s["shards"]),
+                     class_counts=tuple(counts), stats=dict(stats))
 
 
 def read_manifest(root: Path | str) -> Manifest:
@@ -140,9 +249,9 @@ def read_manifest(root: Path | str) -> Manifest:
     if not root.is_dir():
         raise ManifestError(f"{str(root)!r} is not a directory; pass the directory `fastdata convert` wrote")
     if not path.exists():
-        in_progress = (root / ".partial").exists()
-        hint = " (a conversion is still in progress or was interrupted: re-run it)" if in_progress else ""
-        raise ManifestError(f"no {MANIFEST_NAME} in {str(root)!r}{hint}; create one with `fastdata convert SRC {root}`")
+        from fastdata.dataset import missing_manifest_hint  # lazy: dataset.py imports this module
+
+        raise ManifestError(f"no {MANIFEST_NAME} in {str(root)!r}: {missing_manifest_hint(root)}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

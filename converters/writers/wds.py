@@ -16,8 +16,7 @@ from typing import BinaryIO
 from converters.sample import Sample
 from fastdata.atomic import commit, tmp_path
 from fastdata.manifest import ShardInfo
-
-INDEX_VERSION = "v1.2"
+from fastdata.wds_index import Member, format_index
 
 
 class _HashingFile:
@@ -54,7 +53,7 @@ class WdsShardWriter:
         self._raw = open(tmp_path(path), "wb")
         self._out = _HashingFile(self._raw)
         self._tar = tarfile.open(fileobj=self._out, mode="w", format=tarfile.USTAR_FORMAT)  # type: ignore[arg-type]
-        self._index_lines: list[str] = []
+        self._index: list[list[Member]] = []
         self.samples = 0
 
     def _ordered(self, sample: Sample) -> list[tuple[str, bytes]]:
@@ -77,15 +76,14 @@ class WdsShardWriter:
             header = info.tobuf(self._tar.format, self._tar.encoding, self._tar.errors)
             offset = self._tar.offset + len(header)
             self._tar.addfile(info, io.BytesIO(data))
-            parts.append(f"{ext} {offset} {len(data)} {info.name}")
-        self._index_lines.append(" ".join(parts))
+            parts.append(Member(ext, offset, len(data), info.name))
+        self._index.append(parts)
         self.samples += 1
 
     def close(self) -> ShardInfo:
         self._tar.close()
         self._raw.close()
-        index = f"{INDEX_VERSION} {len(self._index_lines)}\n" + "".join(line + "\n" for line in self._index_lines)
-        index_bytes = index.encode("utf-8")
+        index_bytes = format_index(self._index)
         idx_tmp = tmp_path(self.idx_path)
         idx_tmp.write_bytes(index_bytes)
         # The index lands first: a tar under its final name always has its index beside it.

@@ -25,6 +25,7 @@ from fastdata.images.dali_plan import EpochPlan, ShardSource, plan_epoch, rank_s
 from fastdata.images.dali_scan import SkipFilter, first_bad
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL
+from fastdata.images.reader import UNLABELED, parse_label
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ class DaliBackend:
                                        sha256=ref.info.sha256))
         self.view = view
         self.opts = opts
-        self._filter = SkipFilter(tuple(sources), num_threads=opts.num_threads) if opts.on_error == "skip" else None
+        self._filter = (SkipFilter(tuple(sources), num_threads=opts.num_threads,
+                                   image_members=view.manifest.image_members) if opts.on_error == "skip" else None)
         self._shards = self._filter.shards if self._filter else tuple(sources)
         self._device = torch.device(opts.device)
         self._epoch = 0
@@ -159,7 +161,8 @@ class DaliBackend:
                 return  # at the start of this epoch's sequence already: no rebuild
         self._pipe, self._inflight = None, None
         raw = base64.b64decode(checkpoint).decode("latin-1") if checkpoint else None
-        args = graph_args(self.opts, plan)
+        m = self.view.manifest
+        args = graph_args(self.opts, plan, image_members=m.image_members, label_member=m.label_member)
         self._pipe = build_pipeline(args, plan, batch_size=self.opts.batch_size, num_threads=self.opts.num_threads,
                                     prefetch=self.opts.prefetch, checkpoint=raw)
         self._pipe_key = self._key(start if raw else 0)
@@ -198,10 +201,10 @@ class DaliBackend:
         bs, ahead = self.opts.batch_size, self.opts.prefetch + 2
         stream = rank_stream(plan)
         window = stream[: plan.initial_fill + (b + ahead) * bs] if plan.shuffle else stream[b * bs:(b + ahead) * bs]
-        bad = first_bad(window)
+        bad = first_bad(window, self.view.manifest.image_members)
         if bad is None and any(w in str(exc).lower() for w in ("decod", "nvimagecodec", "jpeg")):
             log.warning("the failing sample is not where expected; checking all %d samples of this rank", len(stream))
-            bad = first_bad(stream)
+            bad = first_bad(stream, self.view.manifest.image_members)
         if bad is not None:
             return ShardError(f"corrupt JPEG in {bad.shard}, key {bad.key}: {bad.reason}{hint}")
         names = sorted({str(s.path) for s, _ in window})
@@ -210,8 +213,27 @@ class DaliBackend:
                           f"(rank {plan.shard_id}, batch {b}): {' '.join(first)[:600]}")
 
     # -- outputs --------------------------------------------------------------------------------
+    def _labels(self, labels: Any, info: Any, count: int) -> torch.Tensor:
+        """The batch's labels as int64; every one checked against the classes (as the kornia backend does)."""
+        if labels is None:
+            return torch.full((count,), UNLABELED, dtype=torch.int64)
+        num_classes = len(self.view.classes)
+        values = []
+        for i in range(len(labels)):
+            raw = labels.at(i).tobytes()
+            try:
+                value = parse_label(raw, key="?", shard=self.view.root)
+            except ShardError:
+                value = None
+            if value is None or not 0 <= value < num_classes:
+                where = info.at(i).tobytes().decode("utf-8", "replace")
+                raise ShardError(f"sample {where} has label {raw[:20]!r}; the manifest lists {num_classes} classes, "
+                                 f"so a label is an integer in 0..{num_classes - 1}")
+            values.append(value)
+        return torch.tensor(values, dtype=torch.int64)
+
     def _convert(self, outputs: Any, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-        images, labels, info = outputs
+        images, labels, info = outputs if len(outputs) == 3 else (outputs[0], None, outputs[1])
         dense = images.as_tensor()  # the batch is one contiguous buffer: a view, no copy
         if self._device.type == "cpu" and self._pipe.exec_dynamic:
             # Zero copy: with the dynamic executor (exec_dynamic=True, dali_graph.py) every output batch
@@ -231,10 +253,9 @@ class DaliBackend:
         if arr.dtype != want:  # bfloat16, which DALI does not produce: one conversion pass
             fmt = torch.channels_last if self.opts.channels_last else torch.contiguous_format
             arr = arr.to(want, memory_format=fmt)
-        values = [int(labels.at(i).tobytes()) for i in range(len(labels))]
-        lab = torch.tensor(values, dtype=torch.int64)
+        lab = self._labels(labels, info, len(info))
         self._keys = (info, rows)
-        if rows < len(values):
+        if rows < len(lab):
             if self.opts.train:  # train keep_last: a smaller last batch
                 arr, lab = arr[:rows], lab[:rows]
             else:  # eval: DALI repeated the last sample to fill the batch; mark those rows as padding

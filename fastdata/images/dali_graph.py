@@ -33,6 +33,7 @@ class GraphArgs:
     color_jitter: tuple[float, float, float, float] | None
     out_dtype: str  # dtype DALI produces; the backend converts to opts.dtype if they differ
     layout: str  # "HWC" (permuted to channels_last NCHW in torch) or "CHW"
+    labeled: bool = True  # the reader has a label output (unlabeled datasets: images only)
 
 
 def device_id_of(device: str) -> int | None:
@@ -51,15 +52,19 @@ def dali_dtype(dtype: str) -> str:
     return dtype if dtype in ("uint8", "float16") else "float32"
 
 
-def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
-    """The operator arguments for these options and this epoch plan, for either device."""
+def graph_args(opts: ImageLoaderOptions, plan: EpochPlan, *, image_members: tuple[str, ...] = ("jpg",),
+               label_member: str | None = "cls") -> GraphArgs:
+    """The operator arguments for these options and this epoch plan, for either device.
+
+    `image_members` are the tar extensions that hold the image (one reader output, DALI's `;` set);
+    `label_member` the one holding the label, or None for an unlabeled dataset (no label output)."""
     device_id = device_id_of(opts.device)
     gpu = device_id is not None
     size = opts.image_size
     reader = dict(
         paths=[str(s.path) for s in plan.shards],
         index_paths=[str(s.index_path) for s in plan.shards],
-        ext=["jpg", "cls"],
+        ext=[";".join(image_members), *([label_member] if label_member else [])],
         missing_component_behavior="error",
         shard_id=plan.shard_id,
         num_shards=plan.num_shards,
@@ -99,7 +104,8 @@ def graph_args(opts: ImageLoaderOptions, plan: EpochPlan) -> GraphArgs:
     return GraphArgs(device_id=device_id, decode_device=decode["device"], reader=reader, decode=decode,
                      resize=resize, normalize=normalize, flip=opts.train and opts.hflip,
                      resize_shorter=None if opts.train else opts.resize_short,
-                     color_jitter=opts.color_jitter if opts.train else None, out_dtype=out_dtype, layout=layout)
+                     color_jitter=opts.color_jitter if opts.train else None, out_dtype=out_dtype, layout=layout,
+                     labeled=label_member is not None)
 
 
 def _types(args: dict[str, Any]) -> dict[str, Any]:
@@ -142,7 +148,8 @@ def _eval_geometry(jpegs: Any, short: int, crop: int) -> tuple[Any, Any, dict[st
 
 def build_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_threads: int, prefetch: int,
                    checkpoint: str | None = None) -> Any:
-    """A built DALI pipeline with outputs (images, raw `.cls` bytes, sample source info)."""
+    """A built DALI pipeline with outputs (images, raw label bytes, sample source info); unlabeled
+    datasets have no label output: (images, source info)."""
     pipe = define_pipeline(args, plan, batch_size=batch_size, num_threads=num_threads, prefetch=prefetch,
                            checkpoint=checkpoint)
     pipe.build()
@@ -160,7 +167,8 @@ def define_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_th
                   prefetch_queue_depth=prefetch, enable_checkpointing=True, exec_dynamic=True,
                   enable_conditionals=args.resize_shorter is not None)
     def image_graph():  # type: ignore[no-untyped-def]
-        jpegs, labels = fn.readers.webdataset(**args.reader)
+        read = fn.readers.webdataset(**args.reader)
+        jpegs, labels = (read[0], read[1]) if args.labeled else (read[0] if isinstance(read, list) else read, None)
         info = fn.get_property(jpegs, key="source_info")
         if "random_area" in args.decode:
             images = fn.decoders.image_random_crop(jpegs, **_types(args.decode))
@@ -184,6 +192,6 @@ def define_pipeline(args: GraphArgs, plan: EpochPlan, *, batch_size: int, num_th
             )
         mirror = fn.random.coin_flip(probability=0.5) if args.flip else 0
         images = fn.crop_mirror_normalize(images, mirror=mirror, **{**_types(args.normalize), **crop_pos})
-        return images, labels, info
+        return (images, labels, info) if args.labeled else (images, info)
 
     return image_graph(checkpoint=checkpoint) if checkpoint else image_graph()

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fastdata.images.dali_plan import ShardSource
+from fastdata.images.pixels import open_image, other_format
+from fastdata.wds_index import parse_line, split_name
 
 log = logging.getLogger(__name__)
 
@@ -48,19 +50,21 @@ def read_index(path: Path) -> tuple[str, list[str]]:
     return lines[0], [ln for ln in lines[1:] if ln.strip()]
 
 
-def _jpeg_span(line: str) -> tuple[str, int, int]:
-    """(key, offset, size) of the `jpg` component of one index line (`ext offset size name ...`)."""
-    fields = line.split()
-    for i in range(0, len(fields) - 3, 4):
-        if fields[i] == "jpg":
-            return fields[i + 3].partition(".")[0], int(fields[i + 1]), int(fields[i + 2])
-    raise ValueError(f"index line has no jpg component: {line[:120]!r}")
+def _image_span(line: str, image_members: tuple[str, ...]) -> tuple[str, int, int]:
+    """(key, offset, size) of the image member of one index line (`ext offset size name ...`)."""
+    members = {m.ext: m for m in parse_line(line, where="index", lineno=0)}
+    image = next((members[e] for e in image_members if e in members), None)
+    if image is None:
+        raise ValueError(f"index line has no {'/'.join(image_members)} member: {line[:120]!r}")
+    return split_name(image.name)[0], image.offset, image.size
 
 
 def decode_problem(data: bytes) -> str | None:
     """Why `data` is not a decodable JPEG (None when it decodes); decodes at reduced scale."""
     if not data:
-        return "empty JPEG member"
+        return "empty image member"
+    if other_format(data) is not None:  # PNG, WebP, ... in adopted shards: Pillow decodes them
+        return _other_problem(data)
     try:
         import simplejpeg
     except ImportError:
@@ -79,17 +83,28 @@ def decode_problem(data: bytes) -> str | None:
     return None
 
 
-def _bad_lines(shard: ShardSource, lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, BadSample]]:
+def _other_problem(data: bytes) -> str | None:
+
+    try:
+        with open_image(data) as im:
+            im.load()
+    except Exception as exc:  # noqa: BLE001 - any decode failure is the finding
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _bad_lines(shard: ShardSource, lines: Iterable[tuple[int, str]],
+               image_members: tuple[str, ...]) -> Iterator[tuple[int, BadSample]]:
     """The undecodable samples among (line index, index line) pairs of `shard`, in order, found lazily."""
     with open(shard.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         for i, line in lines:
-            key, offset, size = _jpeg_span(line)
+            key, offset, size = _image_span(line, image_members)
             reason = decode_problem(mm[offset:offset + size])
             if reason is not None:
                 yield i, BadSample(shard.path, key, reason)
 
 
-def first_bad(stream: Iterable[tuple[ShardSource, int]]) -> BadSample | None:
+def first_bad(stream: Iterable[tuple[ShardSource, int]], image_members: tuple[str, ...] = ("jpg",)) -> BadSample | None:
     """The first undecodable sample among (shard, index line) pairs, in the given order.
 
     Consecutive pairs of one shard are checked through one mapping of the shard, up to the first bad one."""
@@ -98,7 +113,7 @@ def first_bad(stream: Iterable[tuple[ShardSource, int]]) -> BadSample | None:
         if shard.index_path not in cache:
             cache[shard.index_path] = read_index(shard.index_path)[1]
         lines = cache[shard.index_path]
-        with contextlib.closing(_bad_lines(shard, ((i, lines[i]) for _, i in run))) as bad:
+        with contextlib.closing(_bad_lines(shard, ((i, lines[i]) for _, i in run), image_members)) as bad:
             found = next(bad, None)
         if found is not None:
             return found[1]
@@ -113,7 +128,8 @@ def _cache_file(shard: ShardSource) -> Path | None:
     return root / "jpeg-check" / f"{shard.sha256}-{st.st_size}-{st.st_mtime_ns}.json"
 
 
-def check_shard(shard: ShardSource, lines: list[str]) -> list[tuple[int, BadSample]]:
+def check_shard(shard: ShardSource, lines: list[str],
+                image_members: tuple[str, ...] = ("jpg",)) -> list[tuple[int, BadSample]]:
     """The undecodable samples of one shard (line index, sample), from the cache when it has them."""
     cache = _cache_file(shard)
     if cache is not None and cache.exists():
@@ -121,7 +137,7 @@ def check_shard(shard: ShardSource, lines: list[str]) -> list[tuple[int, BadSamp
             return [(i, BadSample(shard.path, key, reason)) for i, key, reason in json.loads(cache.read_text())]
         except (OSError, ValueError, TypeError) as exc:
             log.debug("ignoring unreadable cache %s: %s", cache, exc)
-    bad = list(_bad_lines(shard, enumerate(lines)))
+    bad = list(_bad_lines(shard, enumerate(lines), image_members))
     if cache is not None:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
@@ -136,12 +152,13 @@ def check_shard(shard: ShardSource, lines: list[str]) -> list[tuple[int, BadSamp
 class SkipFilter:
     """Scans shards once and writes `.idx` copies without the undecodable samples (kept in a temp dir)."""
 
-    def __init__(self, shards: tuple[ShardSource, ...], *, num_threads: int) -> None:
+    def __init__(self, shards: tuple[ShardSource, ...], *, num_threads: int,
+                 image_members: tuple[str, ...] = ("jpg",)) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="fastdata-dali-")
         self.bad: list[BadSample] = []
         with ThreadPoolExecutor(max_workers=num_threads) as pool:
             jobs = [(s, read_index(s.index_path)) for s in shards]
-            results = list(pool.map(lambda job: check_shard(job[0], job[1][1]), jobs))
+            results = list(pool.map(lambda job: check_shard(job[0], job[1][1], image_members), jobs))
         kept: list[ShardSource] = []
         for n, ((shard, (header, lines)), bad) in enumerate(zip(jobs, results)):
             for _, sample in bad:

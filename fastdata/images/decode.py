@@ -27,9 +27,8 @@ from fastdata.images.geometry import (
     random_resized_crop_box,
     resize_short_size,
 )
+from fastdata.images.pixels import open_image, other_format, to_rgb
 from fastdata.images.reader import RawSample
-
-DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's decompression-bomb limit
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,20 @@ class TrainParams:
     jitter: tuple[float, float, float, float] | None  # brightness, contrast, saturation, hue
 
 
+def is_jpeg(data: bytes | memoryview) -> bool:
+    """True unless the bytes carry the signature of another image format (those decode through Pillow)."""
+    return other_format(data) is None
+
+
+def _too_large(raw: RawSample, width: int, height: int, max_pixels: int) -> ShardError:
+    return ShardError(f"image too large in {raw.shard}, key {raw.key}: {width}x{height} pixels is more than "
+                      f"max_pixels={max_pixels} (decompression bomb guard; raise the loader's max_pixels to allow it)")
+
+
 def check_header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
+    """(height, width) from the image header, after the pixel limit check; no pixel is decoded."""
+    if not is_jpeg(raw.data):
+        return _other_header(raw, max_pixels)
     import simplejpeg
 
     try:
@@ -48,12 +60,35 @@ def check_header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
     except ValueError as exc:
         raise ShardError(f"corrupt JPEG in {raw.shard}, key {raw.key}: {exc}") from exc
     if height * width > max_pixels:
-        raise ShardError(f"image too large in {raw.shard}, key {raw.key}: {width}x{height} pixels is more than "
-                         f"max_pixels={max_pixels} (decompression bomb guard)")
+        raise _too_large(raw, width, height, max_pixels)
     return height, width
 
 
+def _other_header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
+    """PNG, WebP and the other formats Pillow reads (adopted shards): header only."""
+    try:
+        with open_image(raw.data) as im:
+            width, height = im.size
+    except Exception as exc:  # noqa: BLE001 - any failure to read the header is a bad sample
+        raise ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}") from exc
+    if height * width > max_pixels:
+        raise _too_large(raw, width, height, max_pixels)
+    return height, width
+
+
+def _decode_other(raw: RawSample) -> np.ndarray:
+    try:
+        with open_image(raw.data) as im:
+            im.load()
+            return np.asarray(to_rgb(im))
+    except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
+        raise ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}") from exc
+
+
 def _decode(raw: RawSample, factor: int) -> np.ndarray:
+    """RGB uint8 HWC; JPEGs through libjpeg-turbo (DCT-downscaled by 1/factor), other formats through Pillow."""
+    if not is_jpeg(raw.data):
+        return _decode_other(raw)
     import simplejpeg
 
     try:

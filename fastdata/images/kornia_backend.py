@@ -28,12 +28,12 @@ import torch
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 from fastdata.images.decode import (
-    DEFAULT_MAX_PIXELS,
     TrainParams,
     check_header,
     decode_eval,
     decode_train,
     draw_train_params,
+    is_jpeg,
     train_crop_box,
 )
 from fastdata.images.device_aug import DeviceAugment
@@ -55,7 +55,7 @@ class KorniaBackend:
         self._view, self._opts = view, opts
         self._reader = SplitReader(view)
         self._num_classes = len(view.classes)
-        self._max_pixels = int(view.manifest.preprocessing.get("max_pixels") or DEFAULT_MAX_PIXELS)
+        self._max_pixels = opts.max_pixels  # the loader's own limit, never a number the dataset supplies
         self._device = torch.device(opts.device)
         self._pin = self._device.type == "cuda"
         self._augment = DeviceAugment(opts, self._device)
@@ -140,7 +140,7 @@ class KorniaBackend:
         """Decode-thread work for one sample: an S x S uint8 HWC image (or, with device_decode, the bytes)."""
         o = self._opts
         raw = self._reader.read(index)
-        if not 0 <= raw.label < self._num_classes:
+        if self._num_classes and not 0 <= raw.label < self._num_classes:
             raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label}, the manifest lists "
                              f"{self._num_classes} classes")
         params, box = None, None
@@ -148,7 +148,7 @@ class KorniaBackend:
             rng = sample_rng(o.seed, epoch, index)
             params = draw_train_params(rng, o.color_jitter, o.hflip)
             box, height, width = train_crop_box(raw, rng, scale=o.scale, ratio=o.ratio, max_pixels=self._max_pixels)
-        if o.device_decode:
+        if o.device_decode and is_jpeg(raw.data):  # other formats (adopted shards) decode on the host
             if box is None:
                 check_header(raw, self._max_pixels)
             data = torch.frombuffer(bytearray(raw.data), dtype=torch.uint8)
@@ -168,7 +168,7 @@ class KorniaBackend:
             except ShardError as exc:
                 out.append(exc)
         if self._opts.device_decode:
-            todo = [i for i, r in enumerate(out) if isinstance(r, tuple)]
+            todo = [i for i, r in enumerate(out) if isinstance(r, tuple) and isinstance(r[0], Encoded)]
             images = decode_on_device([out[i][0] for i in todo], self._device, size=self._opts.image_size,
                                       resize_short=self._opts.resize_short)
             for i, image in zip(todo, images):

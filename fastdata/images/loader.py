@@ -11,13 +11,14 @@ import dataclasses
 import importlib
 import importlib.util
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Protocol
 
+from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.errors import ManifestError, require
 from fastdata.images.options import ImageLoaderOptions
+from fastdata.sources import Spec
 
 BACKENDS: dict[str, str] = {
     "kornia": "fastdata.images.kornia_backend:KorniaBackend",
@@ -115,6 +116,7 @@ def build_options(**kwargs: Any) -> ImageLoaderOptions:
     unknown = sorted(set(kwargs) - set(_OPTION_NAMES))
     if unknown:
         raise TypeError(f"unknown image loader option(s) {unknown}; allowed: split, {', '.join(_OPTION_NAMES)}")
+    kwargs = torch_options(kwargs)
     kwargs["rank"], kwargs["world_size"] = resolve_rank(kwargs.get("rank"), kwargs.get("world_size"))
     if kwargs.get("device") is None:
         kwargs["device"] = default_device()
@@ -132,12 +134,13 @@ def build_options(**kwargs: Any) -> ImageLoaderOptions:
     return opts
 
 
-def image_loader(source: str | Path, /, *, split: str | None = None, **kwargs: Any) -> Loader:
+def image_loader(source: Spec, /, *, split: str | None = None, **kwargs: Any) -> Loader:
     """A `Loader` over the images dataset at `source` (a directory, or a glob of its shards).
 
     Keyword options are the fields of `ImageLoaderOptions` (batch_size, train, image_size, backend,
     device, dtype, channels_last, mean, std, scale, ratio, hflip, color_jitter, seed, drop_last,
-    num_threads, prefetch, rank, world_size, on_error, hw_decoder_load).
+    num_threads, prefetch, rank, world_size, on_error, max_pixels, hw_decoder_load, device_decode).
+    `dtype` may be a torch.dtype and `device` a torch.device.
     """
     opts = build_options(**kwargs)
     view = open_dataset(source, split=split)

@@ -11,6 +11,7 @@ ON_ERROR = ("raise", "skip")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 EVAL_CROP_FRACTION = 0.875  # eval: resize shorter side to image_size / 0.875, then centre crop
+DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's decompression-bomb limit
 
 
 def usable_cpus() -> int:
@@ -48,6 +49,7 @@ class ImageLoaderOptions:
     rank: int = 0
     world_size: int = 1
     on_error: str = "raise"
+    max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused before decoding (decompression bombs)
     hw_decoder_load: float = 0.65  # DALI mixed decode: share of images sent to the hardware JPEG decoder
     device_decode: bool = False  # kornia: decode with torchvision.io.decode_jpeg on `device` (nvJPEG on CUDA)
 
@@ -93,6 +95,8 @@ class ImageLoaderOptions:
             raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
         if self.on_error not in ON_ERROR:
             raise bad("on_error", self.on_error, f"one of {list(ON_ERROR)}")
+        if not isinstance(self.max_pixels, int) or isinstance(self.max_pixels, bool) or self.max_pixels < 1:
+            raise bad("max_pixels", self.max_pixels, "an integer >= 1 (pixels per image; larger images are refused)")
         if not 0.0 <= self.hw_decoder_load <= 1.0:
             raise bad("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
 

@@ -23,8 +23,9 @@ import numpy as np
 
 from fastdata.dataset import DatasetView, ShardRef
 from fastdata.errors import ShardError
+from fastdata.wds_index import Member, parse_index, sample_key
 
-IMAGE_EXTS = ("jpg", "jpeg")
+UNLABELED = -1  # the label of every sample of a dataset without classes
 
 
 @dataclass(frozen=True)
@@ -103,58 +104,52 @@ class TarShard:
 
     The index is kept compact (numpy arrays: 32 bytes per sample plus the key); the descriptor comes
     from `handles` (shared by the shards of a split, so thousands of shards hold a bounded number).
+    A sample's image is its first member among `image_members`; its label the `label_member` (an
+    integer in ASCII), or UNLABELED when the dataset has none.
     """
 
-    def __init__(self, ref: ShardRef, handles: FileHandles | None = None) -> None:
+    def __init__(self, ref: ShardRef, handles: FileHandles | None = None, *,
+                 image_members: tuple[str, ...] = ("jpg",), label_member: str | None = "cls") -> None:
         self.path = ref.path
         self._handles = handles if handles is not None else FileHandles(capacity=1)
+        self._image_members, self._label_member = image_members, label_member
         idx = ref.index_path
         if idx is None:
             raise ShardError(f"shard {self.path} has no index in the manifest; re-run `fastdata convert`")
         try:
-            lines = idx.read_text(encoding="utf-8").splitlines()
+            text = idx.read_text(encoding="utf-8")
             size = os.path.getsize(self.path)
         except FileNotFoundError as exc:
             raise ShardError(f"{exc.filename} is missing (shard {self.path}); re-run `fastdata convert`") from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise ShardError(f"cannot read index {idx} of shard {self.path}: {exc}") from exc
-        parsed = [self._parse(line, idx, n, size) for n, line in enumerate(lines[1:], start=2)]
+        parsed = [self._spans(sample, size) for sample in parse_index(text, where=f"index {idx}")]
         if len(parsed) != ref.info.samples:
             raise ShardError(f"index {idx} lists {len(parsed)} samples, the manifest says "
                              f"{ref.info.samples} for {self.path}; re-run `fastdata convert`")
         self._keys = np.array([p[0] for p in parsed], dtype=str)
-        self._spans = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, 4)  # jpg off/len, cls off/len
+        self._spans_arr = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, 4)  # image, label off/len
 
-    def _parse(self, line: str, idx: Path, lineno: int, size: int) -> tuple[str, int, int, int, int]:
-        parts = line.split()
-        if len(parts) % 4 != 0 or not parts:
-            raise ShardError(f"index {idx} line {lineno} is malformed: {line[:80]!r}")
-        members: dict[str, tuple[int, int]] = {}
-        key = ""
-        try:
-            for i in range(0, len(parts), 4):
-                ext, off, length, name = parts[i:i + 4]
-                key = name.split(".", 1)[0]
-                members[ext] = (int(off), int(length))
-        except ValueError as exc:
-            raise ShardError(f"index {idx} line {lineno} is malformed: {line[:80]!r}") from exc
-        image = next((members[e] for e in IMAGE_EXTS if e in members), None)
-        if image is None or "cls" not in members:
-            raise ShardError(f"sample {key} in {self.path} has members {sorted(members)}; "
-                             "an image sample needs 'jpg' and 'cls'")
-        cls = members["cls"]
-        end = max(image[0] + image[1], cls[0] + cls[1])
+    def _spans(self, sample: tuple[Member, ...], size: int) -> tuple[str, int, int, int, int]:
+        key = sample_key(sample)
+        members = {m.ext: m for m in sample}
+        image = next((members[e] for e in self._image_members if e in members), None)
+        label = members.get(self._label_member) if self._label_member else None
+        if image is None or (self._label_member and label is None):
+            want = [" or ".join(self._image_members)] + ([self._label_member] if self._label_member else [])
+            raise ShardError(f"sample {key} in {self.path} has members {sorted(members)}; it needs {want}")
+        end = max(image.end, label.end if label else 0)
         if end > size:
             raise ShardError(f"shard {self.path} is truncated: sample {key} ends at byte {end}, the file "
                              f"has {size} bytes; re-run `fastdata convert` or restore the file")
-        return key, image[0], image[1], cls[0], cls[1]
+        return key, image.offset, image.size, *((label.offset, label.size) if label else (image.offset, 0))
 
     def __len__(self) -> int:
         return len(self._keys)
 
     def read(self, i: int, /) -> RawSample:
         key = str(self._keys[i])
-        off, length, cls_off, cls_len = (int(v) for v in self._spans[i])
+        off, length, cls_off, cls_len = (int(v) for v in self._spans_arr[i])
         lo, hi = min(off, cls_off), max(off + length, cls_off + cls_len)
         try:
             fd = self._handles.acquire(self.path)
@@ -170,14 +165,21 @@ class TarShard:
             self._handles.release(self.path)
         if len(data) != length or len(cls) != cls_len:
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
-        try:
-            label = int(cls.decode("ascii"))
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise ShardError(f"sample {key} in {self.path} has a bad class label {cls[:20]!r}") from exc
-        return RawSample(data=data, label=label, key=key, shard=self.path)
+        if self._label_member is None:
+            return RawSample(data=data, label=UNLABELED, key=key, shard=self.path)
+        return RawSample(data=data, label=parse_label(cls, key=key, shard=self.path), key=key, shard=self.path)
 
     def close(self) -> None:
         """The descriptor belongs to `handles`, closed by its owner."""
+
+
+def parse_label(data: bytes, *, key: str, shard: Path) -> int:
+    """The integer class label of a `.cls` member (ASCII digits, surrounding whitespace allowed)."""
+    text = data.strip()
+    if not text or len(text) > 18 or not text.lstrip(b"-").isdigit():
+        raise ShardError(f"sample {key} in {shard} has a bad class label {data[:20]!r}; a label member holds an "
+                         "integer such as b'3'")
+    return int(text)
 
 
 class ArrowShard:
@@ -200,11 +202,13 @@ class ArrowShard:
         total = 0
         for batch in batches:
             names = batch.schema.names
-            if not {"key", "image", "label"} <= set(names):
-                raise ShardError(f"shard {self.path} has columns {names}; an image shard needs key, image, label")
+            if not {"key", "image"} <= set(names):
+                raise ShardError(f"shard {self.path} has columns {names}; an image shard needs key and image")
             self._starts.append(total)
             self._images.append(batch.column("image").flatten()[0])  # struct field 'bytes', offset applied
-            self._labels.append(batch.column("label").to_numpy(zero_copy_only=False))
+            labels = batch.column("label") if "label" in names else None
+            self._labels.append(np.full(batch.num_rows, UNLABELED, dtype=np.int64) if labels is None
+                                else labels.fill_null(UNLABELED).to_numpy(zero_copy_only=False))
             self._keys.append(batch.column("key"))
             total += batch.num_rows
         if total != ref.info.samples:
@@ -235,6 +239,8 @@ class SplitReader:
     def __init__(self, view: DatasetView) -> None:
         self._refs = view.shards
         self._shard_type = ArrowShard if view.manifest.shard_format == "arrow" else TarShard
+        self._image_members = view.manifest.image_members
+        self._label_member = view.manifest.label_member
         self._starts: list[int] = []
         total = 0
         for ref in self._refs:
@@ -255,7 +261,9 @@ class SplitReader:
                 shard = self._open.get(s)
                 if shard is None:
                     ref = self._refs[s]
-                    shard = TarShard(ref, self._handles) if self._shard_type is TarShard else ArrowShard(ref)
+                    shard = (TarShard(ref, self._handles, image_members=self._image_members,
+                                      label_member=self._label_member)
+                             if self._shard_type is TarShard else ArrowShard(ref))
                     self._open[s] = shard
         return shard
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
+from fastdata.wds_index import split_name
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def index_shard(path: Path) -> list[VolumeEntry]:
             for m in tar:
                 if not m.isfile() or "/" in m.name or "." not in m.name:
                     raise ShardError(f"shard {path} holds an unexpected member {m.name!r}")
-                key, ext = m.name.split(".", 1)
+                key, ext = split_name(m.name)
                 members.setdefault(key, {})[ext] = (m.offset_data, m.size)
     except tarfile.TarError as exc:
         raise ShardError(f"cannot read shard {path}: {exc}") from exc

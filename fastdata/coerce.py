@@ -1,0 +1,44 @@
+"""PyTorch-native option values: `torch.float16` for "float16", `torch.device("cuda", 1)` for "cuda:1".
+
+Options are stored as names (plain data, picklable, comparable in saved states); these helpers turn
+what a PyTorch user passes into those names at the edge, before the options dataclass validates them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def dtype_name(value: Any) -> Any:
+    """'float16' for torch.float16 (or the string itself); anything else is returned for validation to refuse."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a core dependency
+        return value
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    return value
+
+
+def device_name(value: Any) -> Any:
+    """'cuda:1' for torch.device('cuda', 1), 'cpu' for torch.device('cpu'); strings pass through."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return value
+    if isinstance(value, torch.device):
+        return str(value)
+    return value
+
+
+def torch_options(options: dict[str, Any], *, dtypes: tuple[str, ...] = ("dtype",),
+                  devices: tuple[str, ...] = ("device",)) -> dict[str, Any]:
+    """`options` with torch dtypes and devices replaced by their names."""
+    out = dict(options)
+    for key in dtypes:
+        if key in out:
+            out[key] = dtype_name(out[key])
+    for key in devices:
+        if key in out:
+            out[key] = device_name(out[key])
+    return out

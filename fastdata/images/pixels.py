@@ -1,0 +1,70 @@
+"""Decoded images of any Pillow mode -> 8-bit RGB, by what the mode means (never by the pixel values).
+
+- RGB as is; L, 1, P, CMYK, YCbCr, HSV through Pillow's own conversion;
+- transparency (RGBA, LA, PA, P with a transparent index) composited over white;
+- 16-bit integer modes (I;16*) and I (Pillow's mode for 16-bit PNG/TIFF data) scaled from 0..65535;
+- F (32-bit float) read as 0..1 (the float image convention), clipped;
+- LAB through an ICC transform to sRGB.
+Shared by the converter (`converters/images/encode.py`) and the loaders' non-JPEG path (`decode.py`).
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+WHITE = (255, 255, 255)
+
+
+def _scaled_grey(im: Image.Image, top: float) -> Image.Image:
+    arr = np.asarray(im, dtype=np.float64)
+    grey = np.clip(np.nan_to_num(arr * (255.0 / top)), 0, 255).round().astype(np.uint8)
+    return Image.fromarray(grey, "L").convert("RGB")
+
+
+def to_rgb(im: Image.Image) -> Image.Image:
+    """`im` as an 8-bit RGB image; see the module docstring for the rule of each mode."""
+    mode = im.mode
+    if mode == "RGB":
+        return im
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La") or (mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        background = Image.new("RGB", im.size, WHITE)
+        background.paste(rgba, mask=rgba.getchannel("A"))
+        return background
+    if mode.startswith("I;16") or mode == "I":
+        return _scaled_grey(im, 65535.0)
+    if mode == "F":
+        return _scaled_grey(im, 1.0)
+    if mode == "LAB":
+        from PIL import ImageCms
+
+        transform = ImageCms.buildTransform(ImageCms.createProfile("LAB"), ImageCms.createProfile("sRGB"),
+                                            "LAB", "RGB")
+        return ImageCms.applyTransform(im, transform)
+    return im.convert("RGB")
+
+
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "png"), (b"GIF87a", "gif"), (b"GIF89a", "gif"), (b"BM", "bmp"),
+               (b"II*\x00", "tiff"), (b"MM\x00*", "tiff"))
+
+
+def other_format(data: bytes | memoryview) -> str | None:
+    """The format of an image that is not a JPEG (PNG, WebP, GIF, BMP, TIFF), None for anything else.
+
+    Everything else goes to the JPEG decoder, whose error then names a corrupt JPEG."""
+    head = bytes(data[:16])
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return next((name for magic, name in _SIGNATURES if head.startswith(magic)), None)
+
+
+def open_image(data: bytes | memoryview) -> Image.Image:
+    """A lazily decoded Pillow image (header read only); Pillow's own bomb limit is ours to enforce."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        return Image.open(io.BytesIO(bytes(data)))

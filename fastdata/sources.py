@@ -1,0 +1,68 @@
+"""What a user may name as shards: one file, a glob (`shards/train-*.tar`), a brace pattern
+(`shards/train-{000000..000099}.tar`, as WebDataset writes them), or a list of these; expanded here,
+once, into the files they name, in a stable order."""
+
+from __future__ import annotations
+
+import glob
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from fastdata.errors import ManifestError
+
+_BRACE = re.compile(r"\{[^{}]*(\.\.|,)[^{}]*\}")
+
+Spec = str | Path | Sequence[str | Path]
+
+
+def is_glob(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
+def is_brace(text: str) -> bool:
+    return bool(_BRACE.search(text))
+
+
+def is_pattern(text: str) -> bool:
+    return is_glob(text) or is_brace(text)
+
+
+def expand_pattern(text: str) -> list[Path]:
+    """The files a glob and/or brace pattern names; ManifestError when it names none or a missing file."""
+    names = [text]
+    if is_brace(text):
+        from braceexpand import braceexpand
+
+        names = list(braceexpand(text))
+    found: list[Path] = []
+    missing = []
+    for name in names:
+        if is_glob(name):
+            found.extend(Path(p) for p in sorted(glob.glob(name)))
+        elif Path(name).exists():
+            found.append(Path(name))
+        else:
+            missing.append(name)
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise ManifestError(f"the pattern {text!r} names {len(missing)} file(s) that do not exist ({shown}); "
+                            "check the range and the folder")
+    if not found:
+        raise ManifestError(f"the pattern {text!r} matches no file; check the path and the pattern")
+    return list(dict.fromkeys(found))
+
+
+def expand(spec: Spec) -> list[Path]:
+    """Every file or folder `spec` names: a path stays itself, a pattern expands, a list concatenates."""
+    if isinstance(spec, str | Path):
+        text = str(spec)
+        return expand_pattern(text) if is_pattern(text) else [Path(text)]
+    if not isinstance(spec, Sequence) or not spec:
+        raise TypeError(f"a source is a path, a pattern or a non-empty list of them, got {spec!r}")
+    out: list[Path] = []
+    for item in spec:
+        if not isinstance(item, str | Path):
+            raise TypeError(f"a source list holds paths or patterns, got {type(item).__name__}: {item!r}")
+        out.extend(expand(item))
+    return list(dict.fromkeys(out))
