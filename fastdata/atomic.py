@@ -48,3 +48,11 @@ def sha256_file(path: Path) -> str:
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value in `path`, or None when the file is missing or unreadable (state files we wrote)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None

@@ -54,8 +54,9 @@ def shard_root(root: Path, manifest: Manifest) -> Path:
     return root if manifest.shard_root is None else root / manifest.shard_root
 
 
-def missing_manifest_hint(folder: Path, names: list[Path] | None = None) -> str:
-    """What to run for a folder (or files in it) without a manifest: index foreign shards, convert raw files."""
+def missing_manifest_hint(folder: Path, names: list[Path] | None = None, *, given: str | None = None) -> str:
+    """What to run for a folder (or files in it) without a manifest: index foreign shards, convert raw files.
+    `given` is what the user passed (a pattern is repeated in the advice, quoted)."""
     try:
         files = names if names is not None else [folder / n for n in sorted(os.listdir(folder))[:2000]]
     except OSError:
@@ -64,8 +65,9 @@ def missing_manifest_hint(folder: Path, names: list[Path] | None = None) -> str:
     if (folder / ".partial").exists():
         return f"a conversion into {folder} is unfinished: re-run the same `fastdata convert` command to finish it"
     if ".tar" in suffixes:
+        what = f"'{given}'" if given else str(folder)
         return ("these look like WebDataset shards written by another tool: adopt them with "
-                f"`fastdata index {folder}` (or `fastdata index {folder} DST/` to keep the shards read-only), "
+                f"`fastdata index {what}` (or `fastdata index {what} DST/` to keep the shards read-only), "
                 "then load that folder")
     if suffixes & set(RAW_SUFFIXES) or any(p.is_dir() for p in files):
         return f"to pack raw files into shards run `fastdata convert {folder} DST/`, then load DST/"
@@ -135,7 +137,9 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
             raise ManifestError(f"the shards given lie in {len(folders)} folders; the shards of one dataset lie in one")
         root = paths[0].parent
         if not (root / MANIFEST_NAME).exists():
-            raise ManifestError(f"no {MANIFEST_NAME} beside {paths[0]}: {missing_manifest_hint(root, paths)}")
+            given = str(source) if isinstance(source, str | Path) else None
+            raise ManifestError(f"no {MANIFEST_NAME} beside {paths[0]}: "
+                                f"{missing_manifest_hint(root, paths, given=given)}")
         manifest = _read(root)
         split, selected = _select_named(paths, manifest, root, split)
     where = shard_root(root, manifest)

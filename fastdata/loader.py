@@ -6,10 +6,10 @@ The manifest's `kind` picks the loader; each kind's loader module is imported on
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 from typing import Any
 
 from fastdata.dataset import open_dataset
+from fastdata.sources import Spec
 
 # manifest kind -> "module:function" building that kind's Loader
 LOADERS: dict[str, str] = {
@@ -19,8 +19,9 @@ LOADERS: dict[str, str] = {
 }
 
 
-def loader(source: str | Path, /, **options: Any) -> Any:
-    """A drop-in PyTorch iterable over the dataset at `source` (a directory or a shard glob).
+def loader(source: Spec, /, **options: Any) -> Any:
+    """A drop-in PyTorch iterable over the dataset at `source`: its folder, one shard, a glob or brace
+    pattern of shards, or a list of shards.
 
     Keyword options depend on the dataset's kind; see docs/loading.md. Every loader has `len()`,
     `set_epoch()`, `state_dict()` / `load_state_dict()` and `classes`.

@@ -1,92 +1,149 @@
-"""Re-read a converted dataset and report every mismatch with its manifest (used by `fastdata verify`)."""
+"""Re-read a dataset against its manifest and report every mismatch (used by `fastdata verify`).
+
+Tar shards are checked through their index, the way the loaders read them: the shard and the index
+hash to the manifest's sha256, every index entry names a regular member of the tar at that offset
+with that size, every sample has its image (and label) member, labels are class indices, and with
+`decode=True` every image decodes strictly (a warning of the decoder is a failure). No member is
+read whose claimed size exceeds the file, and nothing outside the dataset is opened.
+"""
 
 from __future__ import annotations
 
 import io
 import logging
+import os
 import tarfile
+import warnings
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 from fastdata.atomic import sha256_bytes, sha256_file
+from fastdata.dataset import regular_file_size, shard_root
+from fastdata.errors import ShardError
 from fastdata.manifest import Manifest, ShardInfo, read_manifest
+from fastdata.wds_index import parse_index, split_name
 
 log = logging.getLogger(__name__)
 
+IMAGE_KINDS = ("images",)  # kinds whose samples hold an image (and a label when labeled)
+LABEL_MAX_BYTES = 64
+IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, not read
 
-def _tar_samples(path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
-    """Group a tar's regular members by key (text before the first dot), in order."""
-    key, members = None, {}
+
+def _members(path: Path) -> dict[int, tuple[str, int]]:
+    """offset of data -> (name, size) of every regular member of the tar (headers only)."""
+    out: dict[int, tuple[str, int]] = {}
     with tarfile.open(path, mode="r:") as tar:
         for m in tar:
-            if not m.isfile():
-                continue
-            k, _, ext = m.name.partition(".")
-            if k != key and key is not None:
-                yield key, members
-                members = {}
-            key = k
-            f = tar.extractfile(m)
-            members[ext] = f.read() if f else b""
-    if key is not None:
-        yield key, members
+            if m.isreg():
+                out[m.offset_data] = (m.name, m.size)
+    return out
+
+
+def _read(fd: int, offset: int, size: int) -> bytes:
+    data = os.pread(fd, size, offset)
+    if len(data) != size:
+        raise ShardError(f"short read: {len(data)} of {size} bytes at offset {offset}")
+    return data
 
 
 def _check_wds(root: Path, shard: ShardInfo, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
-    problems = []
-    path = root / shard.name
-    if shard.index:
-        idx = root / shard.index
-        if not idx.exists():
-            return [f"{idx}: index file missing"]
-        if sha256_bytes(idx.read_bytes()) != shard.index_sha256:
-            problems.append(f"{idx}: sha256 differs from the manifest")
-    expected = set(manifest.extra.get("members", ()))
-    n = 0
+    path = shard_root(root, manifest) / shard.name
+    if not shard.index:
+        return [f"{path}: the manifest names no index file for this shard"]
+    idx = root / shard.index
     try:
-        for key, members in _tar_samples(path):
-            n += 1
-            if expected and set(members) != expected:
-                problems.append(f"{path}: sample {key} has members {sorted(members)}, expected {sorted(expected)}")
-            if "cls" in members:
-                try:
-                    label = int(members["cls"])
-                except ValueError:
-                    problems.append(f"{path}: sample {key} has a non-integer label {members['cls'][:20]!r}")
-                    continue
-                if not 0 <= label < len(manifest.classes):
-                    problems.append(f"{path}: sample {key} label {label} outside 0..{len(manifest.classes) - 1}")
-                labels[label] += 1
-            if decode and "jpg" in members:
-                problems.extend(_decode_problems(path, key, members["jpg"]))
+        regular_file_size(idx, "index")
+        text = idx.read_bytes()
+        samples = parse_index(text.decode("utf-8"), where=str(idx))
+    except (ShardError, UnicodeDecodeError, OSError) as exc:
+        return [f"{idx}: {exc}"]
+    problems = [] if sha256_bytes(text) == shard.index_sha256 else [f"{idx}: sha256 differs from the manifest"]
+    if len(samples) != shard.samples:
+        problems.append(f"{idx}: {len(samples)} samples, the manifest says {shard.samples}")
+    try:
+        table = _members(path)
     except (tarfile.TarError, OSError, EOFError) as exc:
         return problems + [f"{path}: unreadable tar: {exc}"]
-    if n != shard.samples:
-        problems.append(f"{path}: {n} samples, the manifest says {shard.samples}")
+    converted = "adopted" not in manifest.extra
+    expected = set(manifest.extra.get("members", ())) if converted else set()
+    label_member = manifest.label_member
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for sample in samples:
+            key = split_name(sample[0].name)[0]
+            members = {m.ext: m for m in sample}
+            wrong = [m.name for m in sample if table.get(m.offset) != (m.name, m.size)]
+            if wrong:
+                problems.append(f"{path}: sample {key}: the index names {wrong} where the tar holds no such member")
+                continue
+            if expected and set(members) != expected:
+                problems.append(f"{path}: sample {key} has members {sorted(members)}, expected {sorted(expected)}")
+            if manifest.kind not in IMAGE_KINDS:
+                continue
+            image = next((members[e] for e in manifest.image_members if e in members), None)
+            if image is None:
+                problems.append(f"{path}: sample {key} has no image member ({'/'.join(manifest.image_members)})")
+                continue
+            if label_member is not None:
+                problems.extend(_check_label(fd, path, key, members.get(label_member), manifest, labels))
+            if decode:
+                problems.extend(_decode_problems(fd, path, key, image.offset, image.size, strict_jpeg=converted))
+    finally:
+        os.close(fd)
     return problems
 
 
-def _decode_problems(path: Path, key: str, data: bytes) -> list[str]:
+def _check_label(fd: int, path: Path, key: str, member, manifest: Manifest, labels: Counter) -> list[str]:
+    if member is None:
+        return [f"{path}: sample {key} has no {manifest.label_member} member"]
+    if member.size > LABEL_MAX_BYTES:
+        return [f"{path}: sample {key} label member is {member.size} bytes; a label is a short integer"]
+    raw = _read(fd, member.offset, member.size).strip()
+    if not raw.lstrip(b"-").isdigit():
+        return [f"{path}: sample {key} has a non-integer label {raw[:20]!r}"]
+    label = int(raw)
+    if not 0 <= label < len(manifest.classes):
+        return [f"{path}: sample {key} label {label} outside 0..{len(manifest.classes) - 1}"]
+    labels[label] += 1
+    return []
+
+
+def decode_strictly(data: bytes) -> tuple[str | None, str, str, bool]:
+    """Decode `data` fully with Pillow, a decoder warning counting as an error.
+    Returns (problem, format, mode, progressive)."""
     from PIL import Image
 
     try:
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()
-            if im.format != "JPEG" or im.mode != "RGB" or im.info.get("progressive"):
-                return [f"{path}: sample {key} is {im.format} {im.mode}, expected baseline RGB JPEG"]
-    except Exception as exc:  # noqa: BLE001 - any decode failure is a finding
-        return [f"{path}: sample {key} does not decode: {exc}"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with Image.open(io.BytesIO(data)) as im:
+                im.load()
+                return None, str(im.format), im.mode, bool(im.info.get("progressive") or im.info.get("progression"))
+    except Exception as exc:  # noqa: BLE001 - any decode failure or warning is a finding
+        return f"{type(exc).__name__}: {exc}", "", "", False
+
+
+def _decode_problems(fd: int, path: Path, key: str, offset: int, size: int, *, strict_jpeg: bool) -> list[str]:
+    if size > IMAGE_MAX_BYTES:
+        return [f"{path}: sample {key} image member is {size} bytes, over {IMAGE_MAX_BYTES}: not decoded"]
+    problem, fmt, mode, progressive = decode_strictly(_read(fd, offset, size))
+    if problem is not None:
+        return [f"{path}: sample {key} does not decode: {problem}"]
+    if strict_jpeg and (fmt != "JPEG" or mode != "RGB" or progressive):
+        return [f"{path}: sample {key} is {fmt} {mode}{' progressive' if progressive else ''}, "
+                "expected baseline RGB JPEG"]
     return []
 
 
 def _check_arrow(root: Path, shard: ShardInfo, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
     import pyarrow as pa
 
-    path = root / shard.name
+    path = shard_root(root, manifest) / shard.name
     try:
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_stream(source).read_all()
+        table.validate(full=True)
     except (pa.ArrowInvalid, OSError) as exc:
         return [f"{path}: unreadable Arrow stream: {exc}"]
     problems = []
@@ -94,37 +151,53 @@ def _check_arrow(root: Path, shard: ShardInfo, manifest: Manifest, labels: Count
         problems.append(f"{path}: {table.num_rows} rows, the manifest says {shard.samples}")
     if "label" in table.column_names and manifest.classes:
         for label in table.column("label").to_pylist():
-            if label is not None:
-                labels[label] += 1
+            if label is None:
+                continue
+            if not 0 <= label < len(manifest.classes):
+                problems.append(f"{path}: label {label} outside 0..{len(manifest.classes) - 1}")
+            labels[label] += 1
     if decode and "image" in table.column_names:
         keys = table.column("key").to_pylist()
         for key, image in zip(keys, table.column("image").to_pylist()):
-            problems.extend(_decode_problems(path, key, image["bytes"]))
+            problem, fmt, mode, progressive = decode_strictly(image["bytes"])
+            if problem is not None:
+                problems.append(f"{path}: sample {key} does not decode: {problem}")
+            elif fmt != "JPEG" or mode != "RGB" or progressive:
+                problems.append(f"{path}: sample {key} is {fmt} {mode}, expected baseline RGB JPEG")
     return problems
 
 
+CHECKS = {"wds": _check_wds, "arrow": _check_arrow}
+
+
 def verify_dataset(root: Path | str, *, decode: bool = False) -> list[str]:
-    """Every mismatch between the files under `root` and its manifest, as readable lines ([] if none)."""
+    """Every mismatch between the files of the dataset at `root` and its manifest, as readable lines."""
     root = Path(root)
     manifest = read_manifest(root)
     problems: list[str] = []
-    for split_name, split in sorted(manifest.splits.items()):
+    where = shard_root(root, manifest)
+    for split_name_, split in sorted(manifest.splits.items()):
         labels: Counter = Counter()
         for shard in split.shards:
-            path = root / shard.name
+            path = where / shard.name
             if not path.exists():
                 problems.append(f"{path}: missing")
                 continue
-            if path.stat().st_size != shard.bytes:
-                problems.append(f"{path}: {path.stat().st_size} bytes, the manifest says {shard.bytes}")
-            elif sha256_file(path) != shard.sha256:
+            try:
+                size = regular_file_size(path, "shard")
+            except ShardError as exc:
+                problems.append(f"{path}: {exc}")
+                continue
+            if size != shard.bytes:
+                problems.append(f"{path}: {size} bytes, the manifest says {shard.bytes}")
+                continue
+            if sha256_file(path) != shard.sha256:
                 problems.append(f"{path}: sha256 differs from the manifest")
-            check = _check_arrow if manifest.shard_format == "arrow" else _check_wds
-            problems.extend(check(root, shard, manifest, labels, decode))
+            problems.extend(CHECKS[manifest.shard_format](root, shard, manifest, labels, decode))
             log.info("checked %s", path)
         if split.class_counts and labels:
             found = [labels.get(i, 0) for i in range(len(manifest.classes))]
             if found != list(split.class_counts):
-                problems.append(f"split {split_name}: class counts {found} differ from the manifest's "
+                problems.append(f"split {split_name_}: class counts {found} differ from the manifest's "
                                 f"{list(split.class_counts)}")
     return problems

@@ -36,13 +36,16 @@ class ImagesKind:
         parser.add_argument("--labels", metavar="CSV", help="flat source folder: a 'filename,class' CSV")
         parser.add_argument("--split", default="train",
                             help="split name for a source without train/val/test folders (default: train)")
+        parser.add_argument("--unlabeled", action="store_true",
+                            help="no labels: every image of the tree, class folders ignored (a folder without "
+                                 "subfolders is unlabeled anyway)")
 
     def options_from_args(self, args: Any) -> ImageOptions:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,
-                            labels=args.labels, split=args.split)
+                            labels=args.labels, split=args.split, unlabeled=args.unlabeled)
 
     def discover(self, src: Path, /, *, options: ImageOptions) -> Discovery:
-        return discover_images(src, labels_csv=options.labels, split=options.split)
+        return discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled)
 
     def processor(self, options: ImageOptions):
         return functools.partial(process_image, opts=options)
@@ -54,15 +57,16 @@ class ImagesKind:
             "label": {"names": list(discovery.classes), "_type": "ClassLabel"},
             "json": {"dtype": "string", "_type": "Value"},
         }
-        schema = pa.schema(
-            [
-                ("key", pa.string()),
-                ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
-                ("label", pa.int64()),
-                ("json", pa.string()),
-            ],
-            metadata={"huggingface": json.dumps({"info": {"features": features}})},
-        )
+        fields = [
+            ("key", pa.string()),
+            ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+            ("label", pa.int64()),
+            ("json", pa.string()),
+        ]
+        if not discovery.classes:  # unlabeled: no label column at all
+            features.pop("label")
+            fields = [f for f in fields if f[0] != "label"]
+        schema = pa.schema(fields, metadata={"huggingface": json.dumps({"info": {"features": features}})})
         return ArrowLayout(schema=schema)
 
     def describe(self, discovery: Discovery, options: ImageOptions) -> dict[str, Any]:
@@ -75,7 +79,7 @@ class ImagesKind:
                 "resample": "lanczos after libjpeg DCT downscale",
                 "copy_when_compliant": True,
             },
-            "extra": {},
+            "extra": {"members": [m for m in self.member_order if discovery.classes or m != "cls"]},
         }
 
 

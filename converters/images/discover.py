@@ -74,13 +74,33 @@ def _discover_flat(src: Path, csv_path: Path, split: str) -> Discovery:
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
-def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train") -> Discovery:
+def _discover_unlabeled(src: Path, top: list[str], split: str) -> Discovery:
+    """Every image under `src` without a label: `train/val/test` folders are splits, anything else `split`."""
+    col = _Collector(src)
+    split_dirs = [n for n in top if n in SPLIT_NAMES and (src / n).is_dir()]
+    if split_dirs:
+        col.reject_outside(top, split_dirs)
+        for s in split_dirs:
+            col.add_tree(src / s, s, None)
+    else:
+        col.add_tree(src, split, None)
+    return Discovery(col.items, (), col.rejected, "unlabeled", col.identity)
+
+
+def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
+                    unlabeled: bool = False) -> Discovery:
+    """The inputs of an image source. A folder with no subfolder (and no labels CSV), or any tree with
+    `unlabeled=True`, gives unlabeled samples."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     if labels_csv:
+        if unlabeled:
+            raise ValueError("--labels and --unlabeled contradict each other: pick one")
         return _discover_flat(src, Path(labels_csv), split)
     top = visible(os.listdir(src))
     dirs = [n for n in top if (src / n).is_dir()]
+    if unlabeled or not dirs:
+        return _discover_unlabeled(src, top, split)
     split_dirs = [n for n in dirs if n in SPLIT_NAMES and any((src / n / c).is_dir() for c in os.listdir(src / n))]
     col = _Collector(src)
     if split_dirs:

@@ -9,10 +9,10 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from converters.sample import Rejection, Sample, WorkItem
+from fastdata.images.pixels import to_rgb
 
 ORIENTATION_TAG = 0x0112
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold
@@ -25,6 +25,7 @@ class ImageOptions:
     max_pixels: int = DEFAULT_MAX_PIXELS
     labels: str | None = None
     split: str = "train"
+    unlabeled: bool = False
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -54,22 +55,6 @@ def _is_progressive(im: Image.Image) -> bool:
     return bool(im.info.get("progressive") or im.info.get("progression"))
 
 
-def _to_rgb(im: Image.Image) -> Image.Image:
-    if im.mode == "RGB":
-        return im
-    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
-        rgba = im.convert("RGBA")
-        background = Image.new("RGB", im.size, (255, 255, 255))
-        background.paste(rgba, mask=rgba.getchannel("A"))
-        return background
-    if im.mode.startswith("I;16") or im.mode in ("I", "F"):
-        arr = np.asarray(im, dtype=np.float64)
-        top = 65535.0 if arr.max(initial=0) > 255 else 255.0
-        grey = np.clip(arr * (255.0 / top), 0, 255).round().astype(np.uint8)
-        return Image.fromarray(grey, "L").convert("RGB")
-    return im.convert("RGB")
-
-
 def prepare_jpeg(data: bytes, opts: ImageOptions) -> tuple[bytes, dict[str, object]]:
     """Return (baseline RGB JPEG bytes, metadata). Raises RejectInput or a decoder error."""
     with warnings.catch_warnings():
@@ -93,7 +78,7 @@ def prepare_jpeg(data: bytes, opts: ImageOptions) -> tuple[bytes, dict[str, obje
         if im.format == "JPEG":
             im.draft("RGB", (target[1], target[0]) if swapped else target)  # DCT-domain downscale first
         im.load()
-        out = _to_rgb(ImageOps.exif_transpose(im))
+        out = to_rgb(ImageOps.exif_transpose(im))
         if out.size != target:
             out = out.resize(target, Image.Resampling.LANCZOS)
         buf = io.BytesIO()
@@ -124,11 +109,9 @@ def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejectio
     info = {"source": item.rel, "label": item.label, **meta}
     info_bytes = json.dumps(info, sort_keys=True).encode()
     key = item.key
-    return Sample(
-        key=key,
-        label=item.label,
-        members={"jpg": jpeg, "cls": str(item.label).encode(), "json": info_bytes},
-        row={"key": key, "image": {"bytes": jpeg, "path": f"{key}.jpg"}, "label": item.label,
-             "json": info_bytes.decode()},
-        stats={"copied": int(meta["copied"])},
-    )
+    members = {"jpg": jpeg, "json": info_bytes}
+    row = {"key": key, "image": {"bytes": jpeg, "path": f"{key}.jpg"}, "json": info_bytes.decode()}
+    if item.label is not None:  # unlabeled datasets have no cls member and no label column
+        members["cls"] = str(item.label).encode()
+        row["label"] = item.label
+    return Sample(key=key, label=item.label, members=members, row=row, stats={"copied": int(meta["copied"])})

@@ -13,6 +13,7 @@ from fastdata.errors import FastdataError
 # subcommand -> module with `add_parser(subparsers)` and `run(args) -> int`
 COMMANDS: dict[str, str] = {
     "convert": "fastdata.cli.convert",
+    "index": "fastdata.cli.index",
     "info": "fastdata.cli.info",
     "verify": "fastdata.cli.verify",
     "bench": "fastdata.cli.bench",

@@ -27,5 +27,13 @@ def human_bytes(n: float) -> str:
 
 def reason_summary(rejected: list[dict[str, str]], *, limit: int = 8) -> list[str]:
     """Group rejection reasons by their first words, most common first."""
-    counts = Counter(r["reason"].split(":")[0] for r in rejected)
+    counts = Counter(printable(str(r.get("reason", "")).split(":")[0]) for r in rejected)
     return [f"{n:6d}  {reason}" for reason, n in counts.most_common(limit)]
+
+
+def printable(text: object) -> str:
+    """`text` safe for a terminal: control characters (escape sequences, newlines) shown escaped."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in s)

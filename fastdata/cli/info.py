@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from fastdata.cli.format import human_bytes, reason_summary
+from fastdata.cli.format import human_bytes, printable, reason_summary
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.dataset}: {m.kind} dataset, {m.shard_format} shards, format v{m.format_version}, "
           f"written by fastdata {m.tool_version}")
+    if m.shard_root is not None:
+        print(f"shards in: {printable(m.shard_root)} (relative to {args.dataset})")
     print(f"{'split':10s} {'samples':>9s} {'shards':>7s} {'bytes':>11s}")
     for name, s in sorted(m.splits.items()):
         print(f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}")
@@ -52,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"rejected inputs: {len(m.rejected)}")
     if args.rejected:
         for r in m.rejected:
-            print(f"  [{r['split']}] {r['source']}: {r['reason']}")
+            print(f"  [{printable(r.get('split', ''))}] {printable(r.get('source', ''))}: "
+                  f"{printable(r.get('reason', ''))}")
     else:
         for line in reason_summary(list(m.rejected)):
             print(f"  {line}")

@@ -80,7 +80,7 @@ def _decode_other(raw: RawSample) -> np.ndarray:
     try:
         with open_image(raw.data) as im:
             im.load()
-            return np.asarray(to_rgb(im))
+            return np.array(to_rgb(im))  # a writable copy (torch.from_numpy wants one)
     except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
         raise ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}") from exc
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from fastdata.coerce import torch_options
 from fastdata.dataset import open_dataset
 from fastdata.distributed import resolve_rank
+from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
 from fastdata.text.plan import deal, epoch_order, padded, plan_pack, plan_sequences, shuffle_batches
@@ -121,7 +122,7 @@ class SequenceLoader:
         self._epoch, self._done = self._epoch + 1, 0
 
 
-def sequence_loader(source: str | Path, /, *, split: str | None = None, rank: int | None = None,
+def sequence_loader(source: Spec, /, *, split: str | None = None, rank: int | None = None,
                     world_size: int | None = None, **options: Any) -> SequenceLoader:
     """Token batches from a `fastdata convert --kind text` dataset.
 
@@ -134,7 +135,7 @@ def sequence_loader(source: str | Path, /, *, split: str | None = None, rank: in
     if unknown:
         raise TypeError(f"unknown option(s) {unknown} for a text dataset; allowed: {sorted(known)}")
     rank, world_size = resolve_rank(rank, world_size)
-    opts = SequenceLoaderOptions(**options, rank=rank, world_size=world_size)
+    opts = SequenceLoaderOptions(**torch_options(options, dtypes=()), rank=rank, world_size=world_size)
     if (opts.device != "cpu" or opts.pin) and not torch.cuda.is_available():
         raise ValueError(f"device={opts.device!r}, pin_memory={opts.pin_memory!r} need CUDA, but "
                          "torch.cuda.is_available() is False; use device='cpu' (and pin_memory=None or False)")

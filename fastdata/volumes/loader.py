@@ -16,14 +16,15 @@ import numbers
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, open_dataset
 from fastdata.distributed import resolve_rank
+from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.options import VolumeLoaderOptions
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, train_plan
@@ -184,7 +185,7 @@ def hash_seed(*parts: int) -> int:
     return int(state[0] % (2**63 - 1))
 
 
-def volume_loader(source: str | Path, /, *, split: str | None = None, rank: int | None = None,
+def volume_loader(source: Spec, /, *, split: str | None = None, rank: int | None = None,
                   world_size: int | None = None, **options: Any) -> VolumeLoader:
     """Build the loader of a dicom dataset; keyword options are the fields of VolumeLoaderOptions."""
     rank, world_size = resolve_rank(rank, world_size)
@@ -198,4 +199,4 @@ def volume_loader(source: str | Path, /, *, split: str | None = None, rank: int 
     for key in ("patch_size", "overlap", "window", "scale", "zscore"):
         if isinstance(options.get(key), list):
             options[key] = tuple(options[key])
-    return VolumeLoader(view, VolumeLoaderOptions(**options, rank=rank, world_size=world_size))
+    return VolumeLoader(view, VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size))

@@ -1,0 +1,238 @@
+"""`fastdata index SRC [DST]`: adopt WebDataset shards made by another tool (webdataset's ShardWriter,
+img2dataset, an earlier pipeline) without rewriting them.
+
+1. Every tar is scanned once (`scan.py`, `-j` processes); each scan is saved in `DST/.partial/scans/`
+   so an interrupted run resumes.
+2. The dataset is labeled when any usable sample has a label member (`cls`, `class`, `label`); then the
+   samples without one are rejected. Classes are "0".."max" unless `classes` names them.
+3. Each tar's DALI index is written beside the manifest (byte for byte `wds2idx`'s for a clean tar), then
+   the manifest, last and atomically. The tars are never written: `DST` may sit beside read-only shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from converters.adopt.scan import TarScan, scan_tar
+from converters.pool import run_ordered
+from converters.sample import Rejection, WorkItem
+from fastdata import __version__
+from fastdata.atomic import read_json, write_bytes_atomic, write_json_atomic
+from fastdata.errors import ConvertError
+from fastdata.images.options import DEFAULT_MAX_PIXELS
+from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest, write_manifest
+from fastdata.sources import Spec, expand
+from fastdata.wds_index import format_index
+
+log = logging.getLogger(__name__)
+
+PARTIAL = ".partial"
+SPLIT_PREFIX = re.compile(r"^(train|val|valid|validation|test)[-_.]", re.IGNORECASE)
+SPLIT_ALIASES = {"valid": "val", "validation": "val"}
+
+
+@dataclass(frozen=True)
+class AdoptOptions:
+    split: str | None = None  # None: from the file name prefix (train-/val-/test-), else "train"
+    classes: tuple[str, ...] | None = None  # names of labels 0..K-1
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    decode: bool = False  # fully decode every image (slower) instead of reading its header
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        if self.split is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", self.split):
+            raise ValueError(f"--split {self.split!r} is not allowed; a split name is letters, digits, '_' or '-'")
+        if self.max_pixels < 1 or self.jobs < 1:
+            raise ValueError(f"--max-pixels and -j must be >= 1, got {self.max_pixels} and {self.jobs}")
+
+
+@dataclass(frozen=True)
+class AdoptResult:
+    dst: Path
+    manifest: Manifest
+    rejected: list[dict[str, str]]
+
+
+def find_tars(spec: Spec) -> tuple[Path, list[Path], list[Rejection]]:
+    """(the folder holding the tars, the tars in name order, non-tar files named explicitly)."""
+    paths = expand(spec)
+    if len(paths) == 1 and paths[0].is_dir():
+        folder = paths[0]
+        tars = sorted(p for p in folder.iterdir() if p.suffix == ".tar" and not p.name.startswith("."))
+        if not tars:
+            raise ConvertError(f"{folder} holds no .tar file; pass the folder of the shards, a glob, a brace "
+                               "pattern or a list of tars")
+        return folder, tars, []
+    folders = {p.resolve().parent for p in paths}
+    if any(p.is_dir() for p in paths) or len(folders) != 1:
+        raise ConvertError("the shards to index must be files in one folder (the manifest records one shard folder)")
+    rejected = [Rejection("", p.name, "not a .tar file") for p in paths if p.suffix != ".tar"]
+    return paths[0].parent, sorted(p for p in paths if p.suffix == ".tar"), rejected
+
+
+def split_of(name: str, options: AdoptOptions) -> str:
+    if options.split is not None:
+        return options.split
+    m = SPLIT_PREFIX.match(name)
+    return SPLIT_ALIASES.get(m.group(1).lower(), m.group(1).lower()) if m else "train"
+
+
+def _scan_path(dst: Path, name: str) -> Path:
+    return dst / PARTIAL / "scans" / f"{name}.json"
+
+
+class _Scanner:
+    """Picklable per-tar work for the process pool: reuse a saved scan of an unchanged file, else scan."""
+
+    def __init__(self, dst: Path, options: AdoptOptions) -> None:
+        self.dst, self.options = dst, options
+
+    def __call__(self, item: WorkItem) -> Any:
+        path = Path(item.source)
+        st = path.stat()
+        saved = _scan_path(self.dst, path.name)
+        stamp = [st.st_size, st.st_mtime_ns, self.options.max_pixels, self.options.decode]
+        record = read_json(saved)
+        if isinstance(record, dict) and record.get("stamp") == stamp:
+            return TarScan.from_dict(record["scan"])
+        scan = scan_tar(path, max_pixels=self.options.max_pixels, decode=self.options.decode)
+        write_json_atomic(saved, {"stamp": stamp, "scan": scan.to_dict()})
+        return scan
+
+
+def _dst_state(dst: Path, folder: Path) -> None:
+    """Refuse a DST that holds something else than an earlier adoption of these shards."""
+    if dst.exists() and not dst.is_dir():
+        raise ConvertError(f"destination {dst} exists and is not a folder")
+    if (dst / MANIFEST_NAME).exists():
+        manifest = read_manifest(dst)
+        if "adopted" not in manifest.extra:
+            raise ConvertError(f"{dst} already holds a dataset written by `fastdata convert`; index into another "
+                               "folder (fastdata index SRC DST)")
+
+
+def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = AdoptOptions(),
+          progress: Callable[[int], None] | None = None) -> AdoptResult:
+    """Index the shards `spec` names into `dst` (default: the shards' own folder); see the module docstring."""
+    folder, tars, rejected = find_tars(spec)
+    dst = Path(dst) if dst is not None else folder
+    _dst_state(dst, folder)
+    (dst / PARTIAL / "scans").mkdir(parents=True, exist_ok=True)
+    items = [WorkItem(split=split_of(p.name, options), rel=p.name, source=str(p)) for p in tars]
+    scans: list[tuple[WorkItem, TarScan]] = []
+    for item, result in zip(items, run_ordered(_Scanner(dst, options), items, jobs=options.jobs)):
+        if isinstance(result, Rejection):  # an unexpected failure reading the file: recorded, the run goes on
+            rejected.append(Rejection(item.split, item.rel, result.reason))
+        else:
+            scans.append((item, result))
+        if progress:
+            progress(1)
+    manifest = _assemble(dst, folder, scans, rejected, options)
+    write_manifest(dst, manifest)
+    for p in (dst / PARTIAL / "scans").glob("*.json"):
+        p.unlink()
+    for d in (dst / PARTIAL / "scans", dst / PARTIAL):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+    return AdoptResult(dst, manifest, list(manifest.rejected))
+
+
+def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection],
+              options: AdoptOptions) -> Manifest:
+    for item, scan in scans:
+        rejected.extend(Rejection(item.split, scan.name, why) for why in scan.problems)
+    good = [s for _, scan in scans for s in scan.samples if s.problem is None]
+    labeled = any(s.label is not None for s in good)
+    labels = [s.label for s in good if s.label is not None]
+    if labeled and min(labels) < 0:
+        raise ConvertError(f"the shards hold negative labels (down to {min(labels)}); labels are class indices >= 0")
+    num_classes = max(labels) + 1 if labeled else 0
+    classes = options.classes if options.classes is not None else tuple(str(i) for i in range(num_classes))
+    if labeled and len(classes) < num_classes:
+        raise ConvertError(f"--classes names {len(classes)} classes, the shards hold labels up to {num_classes - 1}")
+    label_member = _common(good, lambda s: next((m.ext for m in s.members if m.ext.lower() in ("cls", "class",
+                                                                                               "label")), None))
+    image_members = sorted({s.image for s in good if s.image}, key=lambda e: (e.lower() != "jpg", e))
+    splits: dict[str, list[ShardInfo]] = {}
+    counts: dict[str, list[int]] = {}
+    stats: dict[str, dict[str, Any]] = {}
+    member_exts: set[str] = set()
+    for item, scan in scans:
+        keep = []
+        for s in scan.samples:
+            if s.problem is None and labeled and s.label is None:
+                s.problem = "no label member while the rest of the dataset is labeled"
+            if s.problem is not None:
+                rejected.append(Rejection(item.split, f"{scan.name}:{s.key}", s.problem))
+                continue
+            keep.append(s)
+            member_exts.update(m.ext for m in s.members)
+            split_counts = counts.setdefault(item.split, [0] * len(classes))
+            if s.label is not None:
+                split_counts[s.label] += 1
+            formats = stats.setdefault(item.split, {}).setdefault("image_formats", {})
+            formats[s.image_format] = formats.get(s.image_format, 0) + 1
+        if not keep:
+            rejected.append(Rejection(item.split, scan.name, "no usable sample: the shard is left out"))
+            continue
+        index = format_index([s.members for s in keep])
+        index_name = Path(scan.name).with_suffix(".idx").name
+        _write_index(dst / index_name, index)
+        splits.setdefault(item.split, []).append(ShardInfo(
+            name=scan.name, samples=len(keep), bytes=scan.bytes, sha256=scan.sha256, index=index_name,
+            index_sha256=hashlib.sha256(index).hexdigest()))
+    if not splits:
+        shown = "; ".join(r.reason for r in rejected[:3])
+        raise ConvertError(f"no usable sample in {len(scans)} tar(s) under {folder} ({shown})")
+    shard_root = None if folder.resolve() == dst.resolve() else os.path.relpath(folder.resolve(), dst.resolve())
+    fingerprint = hashlib.sha256(json.dumps({"shards": {k: [s.to_dict() for s in v] for k, v in splits.items()},
+                                             "classes": classes}, sort_keys=True).encode()).hexdigest()
+    return Manifest(
+        kind="images", shard_format="wds", classes=tuple(classes) if labeled else (),
+        splits={name: SplitInfo(name=name, shards=tuple(infos), class_counts=tuple(counts.get(name, ())),
+                                stats=stats.get(name, {})) for name, infos in splits.items()},
+        preprocessing={"source": "adopted WebDataset shards (not re-encoded)", "max_pixels": options.max_pixels,
+                       "decoded_at_index": options.decode},
+        rejected=tuple(sorted((r.to_dict() for r in rejected), key=lambda r: (r["split"], r["source"]))),
+        extra={"adopted": {"tool": "fastdata index", "shards": len(scans)}, "image_members": image_members,
+               "label_member": label_member if labeled else None, "members": sorted(member_exts),
+               "layout": "adopted"},
+        fingerprint=fingerprint, tool_version=__version__, shard_root=shard_root)
+
+
+def _common(samples: Sequence[Any], pick: Callable[[Any], str | None]) -> str | None:
+    found = {pick(s) for s in samples} - {None}
+    if len(found) > 1:
+        raise ConvertError(f"the shards use several label members {sorted(found)}; one dataset uses one")
+    return next(iter(found), None)
+
+
+def _write_index(path: Path, data: bytes) -> None:
+    """Write an index unless an equal one is there; never replace a different file made by someone else."""
+    if path.exists():
+        if path.read_bytes() == data:
+            return
+        if not _ours(path):
+            raise ConvertError(f"{path} exists and differs from the index of its tar; pass a separate DST folder "
+                               f"(fastdata index SRC DST) or remove {path.name}")
+    write_bytes_atomic(path, data)
+
+
+def _ours(path: Path) -> bool:
+    """Whether an existing .idx was written by an earlier `fastdata index` into this folder (its manifest lists it)."""
+    try:
+        manifest = read_manifest(path.parent)
+    except Exception:  # noqa: BLE001 - no readable manifest: not ours
+        return False
+    return "adopted" in manifest.extra and any(sh.index == path.name for s in manifest.splits.values()
+                                               for sh in s.shards)

@@ -1,0 +1,224 @@
+"""Scan one WebDataset tar made by another tool: its samples as `wds2idx` groups them, what each
+holds, and every member or sample that cannot be used, with the reason.
+
+One sequential pass reads the whole file (its sha256 comes from the same bytes); only image headers
+and label members are parsed, nothing is extracted to disk and no member name becomes a path.
+Grouping follows `wds2idx` exactly (regular files only, key = name up to the first dot after the last
+slash, consecutive members with one key form a sample, hidden names skipped), so the index of a clean
+tar is byte for byte the one `wds2idx` writes; unusable samples are left out of it and recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from fastdata.images.pixels import open_image
+from fastdata.wds_index import Member, split_name
+
+IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff")  # compared in lower case
+LABEL_EXTS = ("cls", "class", "label")
+HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
+LABEL_BYTES = 64
+
+
+class _Hashing:
+    """A read-only file wrapper that hashes and counts every byte tarfile reads through it."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f, self.sha, self.pos = f, hashlib.sha256(), 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self.sha.update(data)
+        self.pos += len(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(1 << 20):
+            pass
+
+
+@dataclass
+class SampleScan:
+    """One sample: its members in tar order, what its image is, its label (None without a label member)."""
+
+    members: list[Member]
+    image: str | None = None  # extension of the image member
+    image_format: str = ""  # e.g. "jpeg", "jpeg-progressive", "png"
+    label: int | None = None
+    problem: str | None = None
+
+    @property
+    def key(self) -> str:
+        return split_name(self.members[0].name)[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"members": [[m.ext, m.offset, m.size, m.name] for m in self.members], "image": self.image,
+                "format": self.image_format, "label": self.label, "problem": self.problem}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SampleScan:
+        return cls([Member(*m) for m in d["members"]], d["image"], d["format"], d["label"], d["problem"])
+
+
+@dataclass
+class TarScan:
+    """Everything `fastdata index` needs from one tar, kept as a JSON record so a rerun resumes."""
+
+    name: str
+    bytes: int = 0
+    sha256: str = ""
+    samples: list[SampleScan] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # member- and file-level findings (reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "bytes": self.bytes, "sha256": self.sha256,
+                "samples": [s.to_dict() for s in self.samples], "problems": self.problems}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TarScan:
+        return cls(d["name"], d["bytes"], d["sha256"], [SampleScan.from_dict(s) for s in d["samples"]],
+                   list(d["problems"]))
+
+
+def unsafe_name(name: str) -> str | None:
+    """Why a member name cannot be used (index lines are space-separated; nothing may name a path outside)."""
+    if name.startswith("/") or name.startswith("\\"):
+        return "absolute path"
+    if ".." in name.replace("\\", "/").split("/"):
+        return "'..' in the path"
+    if any(ch.isspace() or ord(ch) < 32 or ch == "\x7f" for ch in name):
+        return "whitespace or a control character in the name (the index format separates fields by spaces)"
+    return None
+
+
+def _image_format(data: bytes, *, max_pixels: int, decode: bool) -> tuple[str, str | None]:
+    """(format, problem) of an image member from its first bytes (all of them with decode=True)."""
+    try:
+        with open_image(data) as im:
+            width, height = im.size
+            fmt = (im.format or "unknown").lower()
+            if fmt == "jpeg":
+                if im.info.get("progressive") or im.info.get("progression"):
+                    fmt = "jpeg-progressive"
+                elif im.mode == "CMYK":
+                    fmt = "jpeg-cmyk"
+            if width * height > max_pixels:
+                return fmt, (f"decompression bomb: {width}x{height} = {width * height} pixels is over the limit "
+                             f"of {max_pixels} (--max-pixels)")
+            if decode:
+                im.load()
+    except Exception as exc:  # noqa: BLE001 - any failure to read the image is the finding
+        return "", f"not a readable image: {type(exc).__name__}: {exc}"
+    return fmt, None
+
+
+def _wanted_bytes(ext: str, size: int, decode: bool) -> int:
+    """How much of a member the scan reads: an image's header (all of it to decode), a label, nothing else."""
+    if ext.lower() in IMAGE_EXTS:
+        return size if decode else min(size, HEADER_BYTES)
+    return min(size, LABEL_BYTES) if ext.lower() in LABEL_EXTS else 0
+
+
+def _label(data: bytes) -> tuple[int | None, str | None]:
+    text = data.strip()
+    if text.lstrip(b"-").isdigit() and len(text) <= 18:
+        return int(text), None
+    return None, f"label {data[:20]!r} is not an integer"
+
+
+def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool) -> SampleScan:
+    if sample.problem is not None:  # a bad member name: nothing of it was read
+        return sample
+    exts = [m.ext for m in sample.members]
+    twice = sorted({e for e in exts if exts.count(e) > 1})
+    if twice:
+        sample.problem = f"member extension(s) {twice} appear twice in one sample"
+        return sample
+    image = next((e for e in exts if e.lower() in IMAGE_EXTS), None)
+    if image is None:
+        sample.problem = f"no image member (has {exts}; an image is one of {', '.join(IMAGE_EXTS)})"
+        return sample
+    sample.image = image
+    sample.image_format, sample.problem = _image_format(data[image], max_pixels=max_pixels, decode=decode)
+    label_ext = next((e for e in exts if e.lower() in LABEL_EXTS), None)
+    if sample.problem is None and label_ext is not None:
+        sample.label, sample.problem = _label(data[label_ext])
+    return sample
+
+
+def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
+    """The samples and findings of the tar at `path` (see the module docstring)."""
+    scan = TarScan(name=path.name)
+    with open(path, "rb") as raw:
+        head = raw.read(2)
+        raw.seek(0)
+        if head == b"\x1f\x8b":
+            scan.problems.append("compressed (gzip) tar: DALI and fastdata read uncompressed tars; "
+                                 "decompress it (gunzip) and index again")
+            return _hashed(scan, raw)
+        reader = _Hashing(raw)
+        current: SampleScan | None = None
+        data: dict[str, bytes] = {}
+        seen: set[str] = set()
+        try:
+            with tarfile.open(fileobj=reader, mode="r|") as tar:  # type: ignore[call-overload]
+                for m in tar:
+                    if m.isdir():
+                        continue
+                    if not m.isreg():
+                        scan.problems.append(f"member {m.name!r} is not a regular file ({_type(m)}): not read")
+                        continue
+                    key, ext = split_name(m.name)
+                    base = key.rsplit("/", 1)[-1]
+                    if not base:  # wds2idx and WebDataset skip hidden names: recorded, not silently
+                        scan.problems.append(f"member {m.name!r} has a hidden name (starts with '.'): skipped, "
+                                             "as WebDataset and DALI skip it")
+                        continue
+                    member = Member(ext, m.offset_data, m.size, m.name)
+                    if current is None or current.key != key:
+                        if current is not None:
+                            scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode))
+                        current, data = SampleScan([]), {}
+                    current.members.append(member)
+                    why = unsafe_name(m.name) or (None if ext else "no extension after the key")
+                    if why and current.problem is None:
+                        current.problem = f"member name {m.name!r}: {why}"
+                    wanted = _wanted_bytes(ext, m.size, decode)
+                    if wanted and not why:
+                        f = tar.extractfile(m)
+                        data[ext] = f.read(wanted) if f else b""
+                if current is not None:
+                    scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode))
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            where = "no tar header at the start" if not scan.samples and current is None else f"after byte {reader.pos}"
+            scan.problems.append(f"damaged or truncated tar ({where}): {exc}; samples past that point are not indexed")
+            if current is not None and current not in scan.samples:
+                current.problem = current.problem or "cut off by the damaged end of the tar"
+                scan.samples.append(current)
+        reader.drain()
+        scan.bytes, scan.sha256 = reader.pos, reader.sha.hexdigest()
+    for sample in scan.samples:
+        if sample.problem is None and any(m.end > scan.bytes for m in sample.members):
+            sample.problem = "a member ends past the end of the file (truncated tar)"
+        if sample.problem is None:
+            if sample.key in seen:
+                sample.problem = f"key {sample.key!r} appears twice in this tar"
+            seen.add(sample.key)
+    return scan
+
+
+def _hashed(scan: TarScan, raw: BinaryIO) -> TarScan:
+    reader = _Hashing(raw)
+    reader.drain()
+    scan.bytes, scan.sha256 = reader.pos, reader.sha.hexdigest()
+    return scan
+
+
+def _type(m: tarfile.TarInfo) -> str:
+    return ("symbolic link" if m.issym() else "hard link" if m.islnk() else "device" if m.isdev()
+            else "FIFO" if m.isfifo() else "special entry")

@@ -1,0 +1,78 @@
+"""`fastdata index SRC [DST]`: adopt WebDataset shards written by another tool (index + manifest, tars untouched)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from fastdata.cli.format import human_bytes, reason_summary
+from fastdata.sources import is_pattern
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "index", help="adopt existing WebDataset shards (write their DALI indexes and a manifest)",
+        description="Adopt WebDataset .tar shards made by another tool: write each tar's DALI index (as wds2idx "
+                    "does) and a manifest, so `fastdata.loader` reads them. The tars are never modified.")
+    p.add_argument("paths", nargs="+", metavar="SRC [DST]",
+                   help="the shards (a folder, a glob, a brace pattern such as 'shards-{000000..000099}.tar', or "
+                        "tar files), then optionally DST: the folder for the indexes and manifest (default: the "
+                        "shards' folder; use DST when the shards are read-only)")
+    p.add_argument("--split", help="split of every shard (default: from the file name prefix train-/val-/test-, "
+                                   "else train)")
+    p.add_argument("--classes", metavar="FILE", help="class names of labels 0..K-1, one per line")
+    p.add_argument("--max-pixels", type=int, default=None, help="reject images with more pixels than this")
+    p.add_argument("--decode", action="store_true", help="fully decode every image (slower; default: headers)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
+    p.add_argument("--strict", action="store_true", help="exit non-zero if any sample or member was rejected")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def split_paths(paths: list[str]) -> tuple[list[str], str | None]:
+    """(sources, DST): the last argument is DST when there are several and it is neither a tar nor a pattern."""
+    if len(paths) > 1:
+        last = paths[-1]
+        if not is_pattern(last) and not last.endswith(".tar") and not Path(last).is_file():
+            return paths[:-1], last
+    return paths, None
+
+
+def run(args: argparse.Namespace) -> int:
+    from converters.adopt import AdoptOptions, adopt, find_tars
+    from fastdata.images.options import DEFAULT_MAX_PIXELS
+
+    sources, dst = split_paths(args.paths)
+    classes = None
+    if args.classes:
+        lines = Path(args.classes).read_text(encoding="utf-8-sig").splitlines()
+        classes = tuple(line.strip() for line in lines if line.strip())
+    options = AdoptOptions(split=args.split, classes=classes, decode=args.decode, jobs=args.jobs,
+                           max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS)
+    spec = sources[0] if len(sources) == 1 else sources
+    bar = None
+    if not args.no_progress and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(find_tars(spec)[1]), unit="shard", dynamic_ncols=True)
+    try:
+        result = adopt(spec, dst, options=options, progress=bar.update if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    m = result.manifest
+    print(f"indexed {sum(len(s.shards) for s in m.splits.values())} shard(s) -> {result.dst / 'manifest.json'}"
+          + (f" (shards in {m.shard_root})" if m.shard_root else ""))
+    for name, s in sorted(m.splits.items()):
+        print(f"  {name:8s} {s.samples:9d} samples  {len(s.shards):5d} shards  {human_bytes(s.bytes)}")
+    print(f"  {'labeled, ' + str(len(m.classes)) + ' classes' if m.labeled else 'unlabeled'}; "
+          f"image members {', '.join(m.image_members)}")
+    if m.rejected:
+        print(f"  rejected {len(m.rejected)} sample(s) or member(s) (`fastdata info {result.dst} --rejected`):")
+        for line in reason_summary(list(m.rejected)):
+            print(f"    {line}")
+    if args.strict and m.rejected:
+        print(f"--strict: {len(m.rejected)} rejection(s)", file=sys.stderr)
+        return 1
+    return 0

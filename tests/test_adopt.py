@@ -1,0 +1,243 @@
+"""`fastdata index`: WebDataset shards written by other tools are adopted (index + manifest, tars untouched)
+and read by both image backends exactly like converted shards; everything unusable is reported."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+from conftest_adopt import encoded, raw_tar, shardwriter_shards
+
+import fastdata
+from converters.adopt import AdoptOptions, adopt
+from converters.adopt import scan as scan_module
+from fastdata.cli import main as cli
+from fastdata.errors import ConvertError, ManifestError
+
+pytest.importorskip("webdataset")
+
+
+def wds2idx(tar: Path, out: Path) -> bytes:
+    """The index DALI's own tool writes for `tar`."""
+    from wds2idx import IndexCreator
+
+    with IndexCreator(str(tar), str(out), verbose=False) as creator:
+        creator.create_index()
+    return out.read_bytes()
+
+
+def load_all(source, backend: str, **kw) -> tuple[list[torch.Tensor], list[int]]:
+    ld = fastdata.loader(source, batch_size=3, image_size=32, train=False, backend=backend, device="cpu",
+                         num_threads=2, **kw)
+    images, labels = [], []
+    for x, y in ld:
+        images.extend(x[y != -100])
+        labels.extend(y.tolist())
+    return images, [v for v in labels if v != -100]
+
+
+@pytest.fixture
+def foreign(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    labels = shardwriter_shards(tmp_path / "shards", count=10, per_shard=4)
+    return tmp_path / "shards", labels
+
+
+def test_index_equals_wds2idx_and_manifest_describes_the_shards(foreign, tmp_path: Path):
+    pytest.importorskip("nvidia.dali")
+    folder, labels = foreign
+    tars = sorted(folder.glob("*.tar"))
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tars}
+    assert cli(["index", str(folder), "-j", "1", "--no-progress"]) == 0
+    for tar in tars:
+        assert (folder / tar.with_suffix(".idx").name).read_bytes() == wds2idx(tar, tmp_path / "ref.idx")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    shards = manifest["splits"]["train"]["shards"]
+    assert [s["name"] for s in shards] == [t.name for t in tars]
+    assert [s["samples"] for s in shards] == [4, 4, 2]
+    assert {s["name"]: s["sha256"] for s in shards} == before
+    assert manifest["classes"] == ["0", "1", "2"] and manifest["rejected"] == []
+    assert manifest["splits"]["train"]["class_counts"] == [4, 3, 3]
+    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tars} == before  # tars untouched
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_adopted_shards_load_with_their_labels(foreign, backend):
+    if backend == "dali":
+        pytest.importorskip("nvidia.dali")
+    folder, labels = foreign
+    adopt(folder, options=AdoptOptions(jobs=1))
+    ld = fastdata.loader(folder, batch_size=4, image_size=32, train=False, backend=backend, device="cpu")
+    seen = []
+    for x, y in ld:
+        assert x.shape[1:] == (3, 32, 32)
+        seen.extend(v for v in y.tolist() if v != -100)
+    assert sorted(seen) == sorted(labels.values())
+    assert ld.classes == ("0", "1", "2") and len(seen) == 10
+
+
+def test_the_loader_takes_a_shard_a_list_a_glob_and_a_brace_pattern(foreign):
+    folder, labels = foreign
+    adopt(folder, options=AdoptOptions(jobs=1))
+    counts = {}
+    for name, source in {"dir": folder, "one": folder / "f-000001.tar",
+                         "list": [folder / "f-000000.tar", str(folder / "f-000002.tar")],
+                         "glob": str(folder / "f-*.tar"), "brace": str(folder / "f-{000000..000001}.tar")}.items():
+        ld = fastdata.loader(source, batch_size=2, image_size=32, train=False, backend="kornia", device="cpu")
+        counts[name] = ld.num_samples
+    assert counts == {"dir": 10, "one": 4, "list": 6, "glob": 10, "brace": 8}
+    with pytest.raises(ManifestError, match="do not exist"):
+        fastdata.loader(str(folder / "f-{000000..000009}.tar"), batch_size=2)
+
+
+def test_foreign_shards_without_a_manifest_get_told_to_run_index(foreign, tmp_path: Path):
+    folder, _ = foreign
+    with pytest.raises(ManifestError, match=r"fastdata index '.*f-\*\.tar'"):
+        fastdata.loader(str(folder / "f-*.tar"), batch_size=2)
+    with pytest.raises(ManifestError, match="fastdata index"):
+        fastdata.loader(folder / "f-000000.tar", batch_size=2)
+    raw = tmp_path / "raw"
+    (raw / "cat").mkdir(parents=True)
+    (raw / "cat" / "a.jpg").write_bytes(encoded("JPEG"))
+    with pytest.raises(ManifestError, match="fastdata convert"):
+        fastdata.loader(raw, batch_size=2)
+
+
+def test_read_only_shards_are_indexed_into_a_separate_folder(foreign, tmp_path: Path):
+    folder, labels = foreign
+    before = {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in folder.iterdir()}
+    folder.chmod(0o555)  # what a read-only mount looks like (root may write anyway: the check below is by content)
+    try:
+        dst = tmp_path / "meta"
+        assert cli(["index", str(folder / "f-{000000..000002}.tar"), str(dst), "-j", "1", "--no-progress"]) == 0
+    finally:
+        folder.chmod(0o755)
+    after = {p.name: (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest()) for p in folder.iterdir()}
+    assert after == before  # nothing written, added or touched beside the shards
+    assert (dst / "f-000000.idx").exists()
+    manifest = json.loads((dst / "manifest.json").read_text())
+    assert manifest["shard_root"] == os.path.relpath(folder, dst)
+    _, got = load_all(dst, "kornia")
+    assert sorted(got) == sorted(labels.values())
+    assert cli(["verify", str(dst), "--decode"]) == 0
+
+
+def test_other_image_formats_decode_on_both_backends_and_agree(tmp_path: Path):
+    pytest.importorskip("nvidia.dali")
+    members = []
+    formats = {"a": ("jpg", encoded("JPEG", seed=1)), "b": ("png", encoded("PNG", seed=2)),
+               "c": ("webp", encoded("WEBP", seed=3, lossless=True)), "d": ("jpg", encoded("JPEG", seed=4,
+                                                                                              progressive=True)),
+               "e": ("jpg", encoded("JPEG", seed=5, mode="CMYK")), "f": ("png", encoded("PNG", seed=6, mode="L"))}
+    for key, (ext, data) in formats.items():
+        members += [(f"{key}.{ext}", data), (f"{key}.cls", b"1")]
+    raw_tar(tmp_path / "s" / "x-000000.tar", members)
+    result = adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    assert result.manifest.image_members == ("jpg", "png", "webp")
+    stats = result.manifest.splits["train"].stats["image_formats"]
+    assert stats == {"jpeg": 1, "png": 2, "webp": 1, "jpeg-progressive": 1, "jpeg-cmyk": 1}
+    k_images, k_labels = load_all(tmp_path / "s", "kornia")
+    d_images, d_labels = load_all(tmp_path / "s", "dali")
+    assert k_labels == d_labels == [1] * 6
+    for a, b in zip(k_images, d_images):
+        assert (a.float() - b.float()).abs().mean() < 0.05  # normalised units: about 3 grey levels
+
+
+def test_unusable_members_and_samples_are_rejected_with_reasons(tmp_path: Path):
+    jpg = encoded("JPEG")
+    members = [
+        ("ok1.jpg", jpg), ("ok1.cls", b"0"),
+        ("/abs/evil.jpg", jpg), ("/abs/evil.cls", b"1"),
+        ("../up.jpg", jpg), ("../up.cls", b"1"),
+        ("nolabel.jpg", jpg),
+        ("noimage.cls", b"1"), ("noimage.txt", b"hello"),
+        ("badlabel.jpg", jpg), ("badlabel.cls", b"cat"),
+        ("notimage.jpg", b"this is not an image"), ("notimage.cls", b"0"),
+        ("sp ace.jpg", jpg), ("sp ace.cls", b"0"),
+        ("dir/.hidden.jpg", jpg),
+        ("link.jpg", b""),
+        ("ok2.jpg", jpg), ("ok2.cls", b"2"),
+        ("ok1.jpg", jpg), ("ok1.cls", b"0"),
+    ]
+    raw_tar(tmp_path / "s" / "a.tar", members, types={"link.jpg": tarfile.SYMTYPE})
+    (tmp_path / "s" / "b.tar").write_bytes(b"not a tar at all" * 100)
+    good = raw_tar(tmp_path / "t" / "c.tar", [("k1.jpg", jpg), ("k1.cls", b"1"), ("k2.jpg", jpg), ("k2.cls", b"2")])
+    cut = good.read_bytes()
+    (tmp_path / "s" / "c.tar").write_bytes(cut[:len(cut) // 2 + 600])
+    result = adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    assert "absolute path" in reasons["a.tar:/abs/evil"]
+    assert "'..'" in reasons["a.tar:../up"]
+    assert "no label member" in reasons["a.tar:nolabel"]
+    assert "no image member" in reasons["a.tar:noimage"]
+    assert "not an integer" in reasons["a.tar:badlabel"]
+    assert "not a readable image" in reasons["a.tar:notimage"]
+    assert "whitespace" in reasons["a.tar:sp ace"]
+    assert "appears twice" in reasons["a.tar:ok1"]
+    problems = [r["reason"] for r in result.rejected if r["source"] == "a.tar"]
+    assert any("hidden name" in p for p in problems) and any("symbolic link" in p for p in problems)
+    assert any("no tar header" in r["reason"] for r in result.rejected if r["source"] == "b.tar")
+    assert any("truncated" in r["reason"] for r in result.rejected if r["source"].startswith("c.tar"))
+    shards = {s.name: s.samples for s in result.manifest.splits["train"].shards}
+    assert shards == {"a.tar": 2, "c.tar": 1}
+    _, labels = load_all(tmp_path / "s", "kornia")
+    assert sorted(labels) == [0, 1, 2]
+    assert cli(["index", str(tmp_path / "s"), "-j", "1", "--strict", "--no-progress"]) == 1
+
+
+def test_unlabeled_shards_yield_label_minus_one(tmp_path: Path):
+    shardwriter_shards(tmp_path / "u", count=5, per_shard=5, labeled=False)
+    manifest = adopt(tmp_path / "u", options=AdoptOptions(jobs=1)).manifest
+    assert manifest.classes == () and not manifest.labeled
+    for backend in ["kornia"] + (["dali"] if _has_dali() else []):
+        _, labels = load_all(tmp_path / "u", backend)
+        assert labels == [-1] * 5
+
+
+def test_a_rerun_reuses_saved_scans_and_writes_the_same_bytes(foreign, monkeypatch):
+    folder, _ = foreign
+    adopt(folder, options=AdoptOptions(jobs=1))
+    first = (folder / "manifest.json").read_bytes()
+    calls = []
+    real = scan_module.scan_tar
+    monkeypatch.setattr("converters.adopt.scan_tar", lambda *a, **k: calls.append(a) or real(*a, **k))
+    adopt(folder, options=AdoptOptions(jobs=1))
+    assert (folder / "manifest.json").read_bytes() == first and len(calls) == 3
+    saved = folder / ".partial" / "scans"
+    saved.mkdir(parents=True)
+    real_scan = real(folder / "f-000000.tar", max_pixels=AdoptOptions().max_pixels)
+    st = (folder / "f-000000.tar").stat()
+    (saved / "f-000000.tar.json").write_text(json.dumps({"stamp": [st.st_size, st.st_mtime_ns,
+                                                                   AdoptOptions().max_pixels, False],
+                                                         "scan": real_scan.to_dict()}))
+    calls.clear()
+    adopt(folder, options=AdoptOptions(jobs=1))
+    assert len(calls) == 2 and (folder / "manifest.json").read_bytes() == first  # the saved scan was used
+
+
+def test_a_different_existing_index_is_not_overwritten(foreign):
+    folder, _ = foreign
+    (folder / "f-000000.idx").write_text("v1.2 0\n")
+    with pytest.raises(ConvertError, match="exists and differs"):
+        adopt(folder, options=AdoptOptions(jobs=1))
+
+
+def test_splits_come_from_file_name_prefixes(tmp_path: Path):
+    shardwriter_shards(tmp_path / "s", count=4, per_shard=4, pattern="train-%06d.tar")
+    shardwriter_shards(tmp_path / "s", count=3, per_shard=4, pattern="validation-%06d.tar")
+    manifest = adopt(tmp_path / "s", options=AdoptOptions(jobs=1)).manifest
+    assert {k: v.samples for k, v in manifest.splits.items()} == {"train": 4, "val": 3}
+    forced = adopt(tmp_path / "s", tmp_path / "m", options=AdoptOptions(jobs=1, split="all")).manifest
+    assert {k: v.samples for k, v in forced.splits.items()} == {"all": 7}
+
+
+def _has_dali() -> bool:
+    try:
+        import nvidia.dali  # noqa: F401
+    except ImportError:
+        return False
+    return True
