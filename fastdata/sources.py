@@ -5,6 +5,7 @@ once, into the files they name, in a stable order."""
 from __future__ import annotations
 
 import glob
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,7 +57,7 @@ def expand_pattern(text: str) -> list[Path]:
 def expand(spec: Spec) -> list[Path]:
     """Every file or folder `spec` names: a path stays itself, a pattern expands, a list concatenates."""
     if isinstance(spec, str | Path):
-        text = str(spec)
+        text = os.path.expanduser(str(spec))  # a quoted '~/shards/{0..9}.tar' reaches us unexpanded
         return expand_pattern(text) if is_pattern(text) else [Path(text)]
     if not isinstance(spec, Sequence) or not spec:
         raise TypeError(f"a source is a path, a pattern or a non-empty list of them, got {spec!r}")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.images.reader import UNLABELED
 from fastdata.perf.throughput import real_images
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,8 @@ def verdict(d: Diagnosis, /, *, batch_size: int, device: str, backend: str, num_
 
 
 def make_step(model: Any, /, *, lr: float = 0.01) -> Callable[[Any, Any], None]:
-    """One SGD training step (forward, cross-entropy, backward, update); padding labels -100 are ignored."""
+    """One SGD training step (forward, cross-entropy, backward, update); padding labels -100 are ignored.
+    Unlabeled samples (label -1) are trained towards class 0: the step costs what a labeled one does."""
     import torch
 
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -165,7 +167,7 @@ def make_step(model: Any, /, *, lr: float = 0.01) -> Callable[[Any, Any], None]:
     def step(images: Any, labels: Any) -> None:
         if images.dtype == torch.uint8:
             images = images.float().div_(255.0)
-        loss = loss_fn(model(images), labels)
+        loss = loss_fn(model(images), torch.where(labels == UNLABELED, 0, labels))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.images.order import PAD_LABEL
+
 
 @dataclass(frozen=True)
 class Throughput:
@@ -42,9 +44,10 @@ def batch_images(batch: Any) -> int:
 
 
 def real_images(batch: Any) -> int:
-    """Like `batch_images`, but rows labelled below 0 (eval padding, label -100) are not counted."""
+    """Like `batch_images`, but eval padding rows (label -100) are not counted (unlabeled rows, -1, are)."""
     if isinstance(batch, tuple) and len(batch) == 2 and hasattr(batch[1], "shape") and hasattr(batch[1], "sum"):
-        return int((batch[1] >= 0).sum())
+        labels = batch[1]
+        return int((labels != PAD_LABEL).sum()) if labels.ndim == 1 else int(labels.shape[0])
     return batch_images(batch)
 
 

@@ -1,0 +1,100 @@
+"""A newcomer's walk through the documentation, checked: every command and Python block of README.md and
+docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out under the names the docs use:
+
+  ~/data/imagenet/{train,val}/<class>/*.jpg   the bundled photos (HOME is the sandbox's home/)
+  ~/data/wds/shards-00000{0,1,2}.tar          WebDataset shards of them, written by webdataset's ShardWriter
+  corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
+  scans/                                      a real CT series from pydicom's bundled files
+  shards/, tokens/, volumes/                  those converted with the commands the README shows
+
+Blocks marked `<!-- not run: reason -->` are skipped; the reasons are listed in the test's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest_adopt import shardwriter_shards
+from conftest_text import FORTUNES, TOKENIZER
+from docs_walk import steps
+from helpers import PHOTOS
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+CLASSES = ("indoor", "outdoor", "figures")
+SECRET = "docs-walk-salt"
+
+
+def _env(box: Path) -> dict[str, str]:
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "HOME": str(box / "home"), "SECRET": SECRET, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+            "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+
+
+def _run(box: Path, *args: str) -> None:
+    subprocess.run(args, cwd=box, env=_env(box), check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def base_box(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    box = tmp_path_factory.mktemp("docs-walk")
+    for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))):
+        target = box / "home" / "data" / "imagenet" / ("val" if i % 5 == 4 else "train") / CLASSES[i % 3] / p.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, target)
+    shardwriter_shards(box / "home" / "data" / "wds", count=24, per_shard=8, pattern="shards-%06d.tar")
+    for f in sorted(FORTUNES.iterdir()):
+        (box / "corpus" / f.name).mkdir(parents=True)
+        shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")
+    shutil.copyfile(TOKENIZER, box / "tokenizer.json")
+    from pydicom.data import get_testdata_file
+
+    series = Path(get_testdata_file("dicomdirtests/77654033/CT2/17136", download=False)).parents[1]
+    shutil.copytree(series, box / "scans")
+    fastdata = str(Path(sys.executable).parent / "fastdata")
+    _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
+    _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",
+         "--no-progress")
+    _run(box, fastdata, "convert", "scans/", "volumes/", "--kind", "dicom", "--spacing", "1.0", "--salt", SECRET,
+         "--no-progress")
+    return box
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[p.name for p in DOCS])
+def test_every_command_of_the_doc_runs_as_written(doc: Path, base_box: Path, tmp_path: Path):
+    plan = steps(doc.read_text(encoding="utf-8"))
+    skipped = [f"line {s.line}: {s.reason}" for s in plan if s.kind == "skip"]
+    todo = [s.__dict__ for s in plan if s.kind != "skip"]
+    if skipped:
+        print(f"{doc.name}: not run:\n  " + "\n  ".join(skipped))
+    if not todo:
+        pytest.skip(f"{doc.name} has no runnable block")
+    box = tmp_path / "box"
+    shutil.copytree(base_box, box, symlinks=True)
+    (box / "steps.json").write_text(json.dumps(todo))
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "docs_walk.py"), "steps.json"], cwd=box,
+                          env=_env(box), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{doc.name}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+
+
+def test_every_skipped_block_says_why_and_code_blocks_are_recognised():
+    for doc in DOCS:
+        for step in steps(doc.read_text(encoding="utf-8")):
+            if step.kind == "skip":
+                assert len(step.reason) > 10, f"{doc.name} line {step.line}: say why the block is not run"
+
+
+def test_the_extractor_finds_commands_python_and_markers():
+    text = ("```\nfastdata info x/   # comment\n```\n\n<!-- not run: needs a GPU machine -->\n```python\n"
+            "import torch\n```\n\n```python\nx = 1\n```\n\n```\nDST/manifest.json  written last\n```\n")
+    got = [(s.kind, s.text.strip(), s.reason) for s in steps(text)]
+    assert got == [("shell", "fastdata info x/   # comment", ""), ("skip", "import torch", "needs a GPU machine"),
+                   ("python", "x = 1", "")]
+    with pytest.raises(ValueError, match="mixes commands"):
+        steps("```\nfastdata info x/\nthen look at it\n```\n")
