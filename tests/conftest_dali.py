@@ -33,9 +33,9 @@ def manifest_keys(ds: Path, split: str = "train") -> list[tuple[str, int]]:
     return out
 
 
-def key_of(source_info: str) -> str:
-    """`/x/train-000002.tar:9216:00000012.jpg` -> `00000012`."""
-    return source_info.rsplit(":", 1)[1].partition(".")[0]
+def key_of(last_key: str) -> str:
+    """`train-000002.tar:00000012` (an entry of `backend.last_keys`) -> `00000012`."""
+    return last_key.rsplit(":", 1)[1]
 
 
 def backend(ds: Path, **kw):

@@ -77,26 +77,42 @@ def test_rank_block_matches_dali_rule():
     assert [rank_block(7, r, 3) for r in range(3)] == [(0, 2), (2, 4), (4, 7)]
 
 
-@pytest.mark.parametrize("train,keep_last", [(True, False), (True, True), (False, True), (False, False)])
-def test_dali_plan_counts_equal_kornia_plan(train, keep_last):
-    """Both backends yield the same batches and real samples on every rank (dali_plan uses rank_counts)."""
-    from pathlib import Path
+def test_train_reads_each_shard_in_one_stretch_and_mixes_within_windows():
+    sizes = (10,) * 20  # 200 samples in 20 shards
+    shard_of = np.repeat(np.arange(20), 10)
+    (p,) = [epoch_plan(sizes, train=True, batch_size=4, keep_last=False, seed=1, epoch=0, rank=0, world_size=1,
+                       window=30)]
+    assert sorted(p.sequence.tolist()) == list(range(200))  # a permutation of every sample
+    for k in range(0, 200, 30):  # a window of 30 samples draws from at most 4 shards (3 whole + a boundary one)
+        assert len(set(shard_of[p.sequence[k:k + 30]].tolist())) <= 4
+    last_use = {s: max(np.flatnonzero(shard_of[p.sequence] == s)) for s in range(20)}
+    first_use = {s: min(np.flatnonzero(shard_of[p.sequence] == s)) for s in range(20)}
+    assert all(last_use[s] - first_use[s] < 60 for s in range(20))  # each shard is done within two windows
+    inside = p.sequence[:30]
+    assert inside.tolist() != sorted(inside.tolist())  # shuffled inside the window
 
-    from fastdata.images.dali_plan import ShardSource, plan_epoch
 
-    for n in (0, 1, 7, 10, 13):
-        shards = tuple(ShardSource(Path(f"{i}.tar"), Path(f"{i}.idx"), k) for i, k in enumerate((n // 2, n - n // 2)))
-        for w in (1, 2, 3, 4):
-            for b in (1, 3, 4):
-                kw = dict(train=train, batch_size=b, keep_last=keep_last, seed=1, epoch=2, world_size=w)
-                for r in range(w):
-                    ours, dali = epoch_plan(n, rank=r, **kw), plan_epoch(shards, rank=r, **kw)
-                    assert dali.batches == ours.num_batches
-                    assert dali.num_samples == min(len(ours.sequence), ours.num_batches * b)
-                    assert dali.dali_batches == math.ceil(dali.num_samples / b)
+def test_shard_order_and_windows_change_every_epoch_and_ranks_split_the_shards():
+    sizes = (8,) * 12
+    a, b = (epoch_plan(sizes, train=True, batch_size=4, keep_last=False, seed=0, epoch=e, rank=0, world_size=1)
+            for e in (0, 1))
+    assert a.sequence.tolist() != b.sequence.tolist()
+    ranks = [epoch_plan(sizes, train=True, batch_size=4, keep_last=False, seed=0, epoch=2, rank=r, world_size=3)
+             for r in range(3)]
+    shard_sets = [set((r.sequence // 8).tolist()) for r in ranks]
+    assert all(len(s) == 4 for s in shard_sets) and len(set().union(*shard_sets)) == 12  # 4 whole shards each
+
+
+def test_window_none_shuffles_a_rank_block_whole():
+    p = epoch_plan((50, 50), train=True, batch_size=4, keep_last=False, seed=0, epoch=0, rank=0, world_size=1,
+                   window=None)
+    halves = p.sequence[:50] // 50  # with a single window the two shards are interleaved, not one after the other
+    assert 0 < halves.sum() < 50
 
 
 def test_bad_plan_arguments_raise():
+    with pytest.raises(ValueError, match="window"):
+        epoch_plan(10, train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=1, window=0)
     with pytest.raises(ValueError):
         epoch_plan(10, train=True, batch_size=0, keep_last=False, seed=0, epoch=0, rank=0, world_size=1)
 

@@ -24,7 +24,6 @@ from fastdata.images.geometry import (
     Box,
     center_crop_offsets,
     dct_factor,
-    random_resized_crop_box,
     resize_short_size,
 )
 from fastdata.images.pixels import open_image, other_format, to_rgb
@@ -127,13 +126,6 @@ def draw_train_params(rng: np.random.Generator, color_jitter: tuple[float, float
     return TrainParams(flip=flip, jitter=jitter)
 
 
-def train_crop_box(raw: RawSample, rng: np.random.Generator, *, scale: tuple[float, float],
-                   ratio: tuple[float, float], max_pixels: int) -> tuple[Box, int, int]:
-    """The random-resized-crop box in full-resolution coordinates, and the full (height, width)."""
-    height, width = check_header(raw, max_pixels)
-    return random_resized_crop_box(rng, height, width, scale=scale, ratio=ratio), height, width
-
-
 def hflip_hwc(image: torch.Tensor) -> torch.Tensor:
     """Mirror a dense uint8 HWC image horizontally, on the calling thread only.
 
@@ -158,12 +150,30 @@ def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *
     return hflip_hwc(out) if flip else out
 
 
-def decode_eval(raw: RawSample, *, resize_short: int, size: int, max_pixels: int) -> torch.Tensor:
-    """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC."""
-    check_header(raw, max_pixels)
+def decode_eval(raw: RawSample, *, resize_short: int, size: int) -> torch.Tensor:
+    """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC
+    (the header, and so the pixel limit, was checked when the sample was prepared)."""
     image = _decode(raw, 1)  # full resolution: eval tensors must match torchvision / DALI closely
     new_h, new_w = resize_short_size(image.shape[0], image.shape[1], resize_short)
     top, left = center_crop_offsets(new_h, new_w, size)
     if (new_h, new_w) == image.shape[:2]:
         return torch.from_numpy(image[top:top + size, left:left + size])
     return resize_hwc(image, new_h, new_w)[top:top + size, left:left + size]
+
+
+def decode_problem(data: bytes) -> str | None:
+    """Why `data` is not a decodable image (None when it decodes): JPEGs through libjpeg-turbo at reduced
+    scale (which still entropy-decodes every block), other formats through Pillow."""
+    if not data:
+        return "empty image member"
+    try:
+        if other_format(data) is not None:
+            with open_image(data) as im:
+                im.load()
+        else:
+            import simplejpeg
+
+            simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, min_height=1, min_width=1)
+    except Exception as exc:  # noqa: BLE001 - any decode failure is the finding
+        return f"{type(exc).__name__}: {exc}"
+    return None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from fastdata.images.order import SHUFFLE_WINDOW
+
 BACKENDS = ("dali", "kornia")
 DTYPES = ("float32", "float16", "bfloat16", "uint8")
 ON_ERROR = ("raise", "skip")
@@ -50,6 +52,7 @@ class ImageLoaderOptions:
     world_size: int = 1
     on_error: str = "raise"
     max_pixels: int = DEFAULT_MAX_PIXELS  # larger images are refused before decoding (decompression bombs)
+    shuffle_window: int | None = SHUFFLE_WINDOW  # train: samples shuffled together (None: a rank's whole block)
     hw_decoder_load: float = 0.65  # DALI mixed decode: share of images sent to the hardware JPEG decoder
     device_decode: bool = False  # kornia: decode with torchvision.io.decode_jpeg on `device` (nvJPEG on CUDA)
 
@@ -97,6 +100,9 @@ class ImageLoaderOptions:
             raise bad("on_error", self.on_error, f"one of {list(ON_ERROR)}")
         if not isinstance(self.max_pixels, int) or isinstance(self.max_pixels, bool) or self.max_pixels < 1:
             raise bad("max_pixels", self.max_pixels, "an integer >= 1 (pixels per image; larger images are refused)")
+        if self.shuffle_window is not None and (not isinstance(self.shuffle_window, int)
+                                                or isinstance(self.shuffle_window, bool) or self.shuffle_window < 1):
+            raise bad("shuffle_window", self.shuffle_window, "None or an integer >= 1 (samples shuffled together)")
         if not 0.0 <= self.hw_decoder_load <= 1.0:
             raise bad("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
 

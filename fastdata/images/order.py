@@ -3,9 +3,12 @@
 Everything here is a pure function of (num_samples, seed, epoch, rank, world_size, batch_size, train,
 keep_last): no hidden state, so a resumed or a restarted run computes the same plan.
 
-- train: one permutation of all N samples per (seed, epoch); rank r takes the r-th contiguous block of
-  n = floor(N / W) entries of it (the N mod W leftover samples sit out this epoch, a different set each
-  epoch). Every rank yields floor(n / B) full batches (plus one partial batch when keep_last).
+- train: the shards are permuted per (seed, epoch) and their samples concatenated in that order; rank r
+  takes the r-th contiguous block of n = floor(N / W) entries (the N mod W leftover samples sit out this
+  epoch, a different set each epoch), and shuffles it within consecutive windows of `window` samples.
+  Every rank yields floor(n / B) full batches (plus one partial batch when keep_last). An epoch thus
+  reads each shard in one stretch (what a bounded node-local cache of remote shards needs), while the
+  converter's write-time shuffle already mixed every shard; `window=None` shuffles a rank's whole block.
 - eval: no shuffle; rank r takes samples [floor(r*N/W), floor((r+1)*N/W)) in dataset order. Every rank
   yields ceil(ceil(N/W) / B) batches of B rows; rows past the rank's samples are padding (label -100).
   With drop_last=True in eval, every rank yields floor(floor(N/W) / B) full batches and no padding.
@@ -21,6 +24,8 @@ import numpy as np
 PAD_LABEL = -100  # torch.nn.CrossEntropyLoss's default ignore_index
 _PERMUTATION_STREAM = 0
 _SAMPLE_STREAM = 1
+_WINDOW_STREAM = 2
+SHUFFLE_WINDOW = 16384  # train: samples shuffled together (a rank reads ~window/shard-size shards at once)
 
 
 @dataclass(frozen=True)
@@ -43,15 +48,33 @@ class EpochPlan:
         return batch * self.batch_size
 
 
+def derive_seed(*parts: int) -> int:
+    """A 31-bit seed that is a pure function of `parts` (DALI takes a non-negative int)."""
+    return int(np.random.SeedSequence([p & 0xFFFFFFFF for p in parts]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
 def rank_block(num_samples: int, rank: int, world_size: int) -> tuple[int, int]:
     """[lo, hi) of the contiguous block of `num_samples` that rank `rank` of `world_size` owns."""
     return (rank * num_samples) // world_size, ((rank + 1) * num_samples) // world_size
 
 
-def epoch_permutation(num_samples: int, /, *, seed: int, epoch: int) -> np.ndarray:
-    """The shuffled order of all samples for one (seed, epoch)."""
-    rng = np.random.default_rng([seed, epoch, _PERMUTATION_STREAM])
-    return rng.permutation(num_samples)
+def shard_sequence(shard_sizes: tuple[int, ...], /, *, seed: int, epoch: int) -> np.ndarray:
+    """Every global sample index, shards in the order of one (seed, epoch) permutation, samples in shard order."""
+    starts = np.concatenate([[0], np.cumsum(shard_sizes, dtype=np.int64)])
+    order = np.random.default_rng([seed, epoch, _PERMUTATION_STREAM]).permutation(len(shard_sizes))
+    if not len(order):
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([np.arange(starts[s], starts[s + 1], dtype=np.int64) for s in order])
+
+
+def window_shuffle(block: np.ndarray, /, *, window: int | None, seed: int, epoch: int, start: int) -> np.ndarray:
+    """`block` (positions start.. of the epoch's sequence) shuffled within consecutive windows of `window`."""
+    out = block.copy()
+    step = len(out) if window is None else window
+    for k in range(0, len(out), max(step, 1)):
+        rng = np.random.default_rng([seed, epoch, _WINDOW_STREAM, start + k])
+        out[k:k + step] = rng.permutation(out[k:k + step])
+    return out
 
 
 def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
@@ -62,7 +85,7 @@ def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
 def rank_counts(num_samples: int, /, *, train: bool, batch_size: int, keep_last: bool, rank: int,
                 world_size: int) -> tuple[int, int]:
     """(batches, real samples) rank `rank` yields per epoch; the rules of the module docstring, shared by
-    every backend (the DALI plan in dali_plan.py counts with this too)."""
+    every backend."""
     if train or not keep_last:
         per_rank = num_samples // world_size  # the smallest block: every rank yields the same count
         full, rest = divmod(per_rank, batch_size)
@@ -73,18 +96,23 @@ def rank_counts(num_samples: int, /, *, train: bool, batch_size: int, keep_last:
     return math.ceil(math.ceil(num_samples / world_size) / batch_size), hi - lo
 
 
-def epoch_plan(num_samples: int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int, epoch: int,
-               rank: int, world_size: int) -> EpochPlan:
-    """The plan of rank `rank` of `world_size` in `epoch`; see the module docstring for the rules."""
-    if num_samples < 0 or batch_size < 1 or not 0 <= rank < world_size or epoch < 0 or seed < 0:
-        raise ValueError(f"bad plan arguments: num_samples={num_samples} batch_size={batch_size} "
-                         f"rank={rank} world_size={world_size} epoch={epoch} seed={seed}")
+def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
+               epoch: int, rank: int, world_size: int, window: int | None = SHUFFLE_WINDOW) -> EpochPlan:
+    """The plan of rank `rank` of `world_size` in `epoch`; see the module docstring for the rules.
+
+    `shard_sizes` are the sample counts of the split's shards in manifest order (an int: one shard)."""
+    sizes = (shard_sizes,) if isinstance(shard_sizes, int) else tuple(shard_sizes)
+    num_samples = sum(sizes)
+    if any(s < 0 for s in sizes) or batch_size < 1 or not 0 <= rank < world_size or epoch < 0 or seed < 0 \
+            or (window is not None and window < 1):
+        raise ValueError(f"bad plan arguments: shard sizes {sizes[:5]} batch_size={batch_size} rank={rank} "
+                         f"world_size={world_size} epoch={epoch} seed={seed} window={window}")
     batches, samples = rank_counts(num_samples, train=train, batch_size=batch_size, keep_last=keep_last, rank=rank,
                                    world_size=world_size)
     if train:
         per_rank = num_samples // world_size  # all of it: skipped samples are replaced by the following ones
-        perm = epoch_permutation(num_samples, seed=seed, epoch=epoch)
-        sequence = perm[rank * per_rank:(rank + 1) * per_rank].astype(np.int64)
+        block = shard_sequence(sizes, seed=seed, epoch=epoch)[rank * per_rank:(rank + 1) * per_rank]
+        sequence = window_shuffle(block, window=window, seed=seed, epoch=epoch, start=rank * per_rank)
         return EpochPlan(sequence=sequence, num_batches=batches, batch_size=batch_size, padded=False)
     lo = rank_block(num_samples, rank, world_size)[0]
     return EpochPlan(sequence=np.arange(lo, lo + samples, dtype=np.int64), num_batches=batches,

@@ -3,8 +3,9 @@
 A position is (epoch, batch, cursor): `batch` batches of `epoch` were handed to the user, and `cursor`
 sequence positions were consumed by them (cursor differs from batch * batch_size only when corrupt
 samples were skipped with on_error="skip"). The state also records what the plan depends on, so a
-state from a different seed, world size or dataset is refused with a clear message instead of
-silently resuming at the wrong place.
+state from a different seed, world size, window or dataset is refused with a clear message instead of
+silently resuming at the wrong place. Both backends execute the same plan, so a state saved with one
+resumes the other at the same sample.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 from fastdata.images.options import ImageLoaderOptions
 
-_CHECKED = ("seed", "rank", "world_size", "batch_size", "train", "num_samples")
+STATE_VERSION = 2
+_CHECKED = ("seed", "rank", "world_size", "batch_size", "train", "num_samples", "shuffle_window", "drop_last")
 
 
 @dataclass(frozen=True)
@@ -24,40 +26,39 @@ class ResumePoint:
     cursor: int
 
 
-def make_state(backend: str, point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int,
-               skipped: int) -> dict[str, Any]:
-    return {
-        "backend": backend,
-        "epoch": point.epoch,
-        "batch": point.batch,
-        "cursor": point.cursor,
-        "seed": opts.seed,
-        "rank": opts.rank,
-        "world_size": opts.world_size,
-        "batch_size": opts.batch_size,
-        "train": opts.train,
-        "num_samples": num_samples,
-        "skipped": skipped,
-    }
+def _settings(opts: ImageLoaderOptions, num_samples: int) -> dict[str, Any]:
+    return {"seed": opts.seed, "rank": opts.rank, "world_size": opts.world_size, "batch_size": opts.batch_size,
+            "train": opts.train, "num_samples": num_samples, "shuffle_window": opts.shuffle_window,
+            "drop_last": not opts.keep_last}
 
 
-def check_state(state: Any, backend: str, opts: ImageLoaderOptions, *, num_samples: int) -> ResumePoint:
+def make_state(point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int, skipped: int) -> dict[str, Any]:
+    return {"version": STATE_VERSION, "epoch": point.epoch, "batch": point.batch, "cursor": point.cursor,
+            "skipped": skipped, **_settings(opts, num_samples)}
+
+
+def _count(state: dict[str, Any], key: str) -> int:
+    value = state[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"state_dict field {key!r} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int) -> ResumePoint:
     """The ResumePoint of `state`, or ValueError/TypeError saying why it cannot resume this loader."""
     if not isinstance(state, dict):
         raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
-    missing = [k for k in ("backend", "epoch", "batch", "cursor", *_CHECKED) if k not in state]
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"state_dict has version {state.get('version')!r}, this loader reads version "
+                         f"{STATE_VERSION}; pass what Loader.state_dict() of this fastdata returned")
+    here = _settings(opts, num_samples)
+    missing = [k for k in ("epoch", "batch", "cursor", "skipped", *here) if k not in state]
     if missing:
         raise ValueError(f"state_dict lacks {missing}; pass what Loader.state_dict() returned")
-    if state["backend"] != backend:
-        raise ValueError(f"state_dict comes from backend {state['backend']!r}; this loader uses {backend!r}")
-    here = {"seed": opts.seed, "rank": opts.rank, "world_size": opts.world_size, "batch_size": opts.batch_size,
-            "train": opts.train, "num_samples": num_samples}
-    diff = {k: (state[k], here[k]) for k in _CHECKED if state[k] != here[k]}
+    diff = {k: (state[k], here[k]) for k in _CHECKED if state[k] != here[k] or type(state[k]) is not type(here[k])}
     if diff:
         detail = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in diff.items())
         raise ValueError(f"state_dict does not match this loader ({detail}); build the loader with the "
-                         "same dataset, seed, batch_size, train and rank/world_size to resume")
-    values = [state["epoch"], state["batch"], state["cursor"]]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values):
-        raise ValueError(f"state_dict epoch/batch/cursor must be integers >= 0, got {values}")
-    return ResumePoint(epoch=state["epoch"], batch=state["batch"], cursor=state["cursor"])
+                         "same dataset, seed, batch_size, train, drop_last, shuffle_window and rank/world_size")
+    _count(state, "skipped")
+    return ResumePoint(epoch=_count(state, "epoch"), batch=_count(state, "batch"), cursor=_count(state, "cursor"))

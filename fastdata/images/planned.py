@@ -1,0 +1,201 @@
+"""What every image backend shares: the epoch plan (order.py), the resumable position (resume.py), and the
+producer loop that fills batches from the plan in a background thread, skipping bad samples when asked.
+
+A backend supplies two things: `_load(index, epoch)`, the per-sample work run in `num_threads` threads
+(kornia: prepare + decode; DALI: prepare only), and `_assemble(entries)`, which turns one batch of
+results into `(images, labels, ready_event)` (kornia: stack + device augment; DALI: run the graph).
+`_assemble` may raise `BadSamples` when it finds samples it cannot use (DALI learns that a JPEG is
+corrupt only when its decoder fails); the loop then refills the batch without them, exactly as a
+sample that failed in `_load` is replaced (train: by the following samples; eval: by a padding row).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import torch
+
+from fastdata.dataset import DatasetView
+from fastdata.errors import ShardError
+from fastdata.images.options import ImageLoaderOptions
+from fastdata.images.order import EpochPlan, epoch_plan
+from fastdata.images.prefetch import prefetch
+from fastdata.images.reader import SplitReader
+from fastdata.images.resume import ResumePoint, check_state, make_state
+from fastdata.images.samples import Preparer, SkipBudget, fill_batch, resolve_futures
+from fastdata.images.stream import SampleStream
+
+log = logging.getLogger(__name__)
+
+
+class BadSamples(Exception):
+    """Raised by `_assemble`: these sample indices cannot be used; `error` names the first one."""
+
+    def __init__(self, indices: set[int], error: ShardError) -> None:
+        super().__init__(str(error))
+        self.indices, self.error = indices, error
+
+
+class PlannedBackend:
+    """Backend protocol (len, set_epoch, iter, state_dict/load_state_dict) over one epoch plan."""
+
+    name = "planned"
+
+    def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
+        self._view, self._opts = view, opts
+        self._reader = SplitReader(view)
+        self._prepare = Preparer(self._reader, opts, len(view.classes))
+        self._shard_sizes = tuple(ref.info.samples for ref in view.shards)
+        self._device = torch.device(opts.device)
+        self._epoch = 0
+        self._plans: dict[int, EpochPlan] = {}
+        self._resume: ResumePoint | None = None
+        self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
+        self._skipped = 0
+        self.last_keys: list[str] = []  # "shard:key" of the real rows of the last batch delivered (debugging)
+
+    # ------------------------------------------------------------------ plan and state
+    def plan(self, epoch: int | None = None) -> EpochPlan:
+        epoch = self._epoch if epoch is None else epoch
+        if epoch not in self._plans:
+            o = self._opts
+            self._plans = {epoch: epoch_plan(self._shard_sizes, train=o.train, batch_size=o.batch_size,
+                                             keep_last=o.keep_last, seed=o.seed, epoch=epoch, rank=o.rank,
+                                             world_size=o.world_size, window=o.shuffle_window)}
+            if self._plans[epoch].num_batches == 0:
+                log.warning("epoch %d yields no batch on rank %d: %d samples over %d ranks with batch_size %d "
+                            "(drop_last=%s)", epoch, o.rank, len(self._reader), o.world_size, o.batch_size,
+                            not o.keep_last)
+        return self._plans[epoch]
+
+    def __len__(self) -> int:
+        return self.plan().num_batches
+
+    @property
+    def num_samples(self) -> int:
+        plan = self.plan()
+        return min(len(plan.sequence), plan.num_batches * plan.batch_size)
+
+    @property
+    def skipped(self) -> int:
+        return self._skipped
+
+    def set_epoch(self, epoch: int) -> None:
+        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        if self._resume is not None and self._resume.epoch != epoch:
+            self._resume = None
+        if self._point.epoch != epoch:  # state_dict() now describes the start of the new epoch
+            self._point = ResumePoint(epoch=epoch, batch=0, cursor=0)
+        self._epoch = epoch
+
+    def state_dict(self) -> dict[str, Any]:
+        point = self._resume or self._point
+        return make_state(point, self._opts, num_samples=len(self._reader), skipped=self._skipped)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        point = check_state(state, self._opts, num_samples=len(self._reader))
+        plan = self.plan(point.epoch)
+        if point.batch > plan.num_batches:
+            raise ValueError(f"state_dict is at batch {point.batch}, but epoch {point.epoch} has "
+                             f"{plan.num_batches} batches on this rank")
+        if point.cursor > plan.num_batches * plan.batch_size + len(plan.sequence):
+            raise ValueError(f"state_dict cursor {point.cursor} is past the end of epoch {point.epoch}")
+        self._epoch, self._resume, self._point = point.epoch, point, point
+        self._skipped = int(state["skipped"])
+
+    # ------------------------------------------------------------------ iteration (consumer side)
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        epoch = self._epoch
+        start = self._resume if self._resume is not None else ResumePoint(epoch=epoch, batch=0, cursor=0)
+        self._resume = None
+        self._point = start
+        plan = self.plan(epoch)
+        batches = prefetch(lambda stop: self._produce(plan, start, stop), depth=self._opts.prefetch,
+                           name=f"fastdata-{self.name}-prefetch")
+        try:
+            yield from self._deliver(batches, epoch)
+        finally:
+            batches.close()  # stops and joins the prefetch thread, also on an early `break`
+
+    def _deliver(self, batches: Iterator[tuple], epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for images, labels, cursor, skipped, ready, keys in batches:
+            if ready is not None:  # produced on the prefetch thread's CUDA stream
+                current = torch.cuda.current_stream(self._device)
+                current.wait_event(ready)
+                images.record_stream(current)
+                labels.record_stream(current)
+            self._point = ResumePoint(epoch=epoch, batch=self._point.batch + 1, cursor=cursor)
+            self._skipped += skipped
+            self.last_keys = keys
+            yield images, labels
+
+    # ------------------------------------------------------------------ production (background thread)
+    def _load(self, index: int, epoch: int) -> Any:
+        raise NotImplementedError
+
+    def _resolve(self, futures: list[Future | None]) -> list[object]:
+        return resolve_futures(futures)
+
+    def _assemble(self, entries: list[Any], cuda_stream: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        raise NotImplementedError
+
+    def _key_of(self, entry: Any) -> str:
+        """'shard:key' of one batch entry (for `last_keys`)."""
+        raw = entry.raw
+        return f"{raw.shard.name}:{raw.key}"
+
+    def _cuda_stream(self) -> Any:
+        """The side stream batches are assembled on (None: the current stream)."""
+        return None
+
+    def _produce(self, plan: EpochPlan, start: ResumePoint, stop: threading.Event) -> Iterator[tuple]:
+        o = self._opts
+        limit = len(plan.sequence) if not plan.padded else plan.num_batches * plan.batch_size
+        pool = ThreadPoolExecutor(o.num_threads, thread_name_prefix=f"fastdata-{self.name}")
+        load = self._loader_for(start.epoch)
+
+        def stream_at(cursor: int) -> SampleStream:
+            return SampleStream(pool, load, plan.sequence, start=cursor, limit=limit,
+                                ahead=(o.prefetch + 1) * o.batch_size, padded=plan.padded)
+
+        stream = stream_at(start.cursor)
+        cuda_stream = self._cuda_stream()
+        budget = SkipBudget(plan)
+        try:
+            for b in range(start.batch, plan.num_batches):
+                if stop.is_set():
+                    return
+                cursor = stream.position
+                while True:
+                    with torch.cuda.stream(cuda_stream) if cuda_stream is not None else contextlib.nullcontext():
+                        entries, skipped = fill_batch(stream, plan.rows(b), plan, on_error=o.on_error,
+                                                      budget=budget, resolve=self._resolve)
+                        try:
+                            images, labels, ready = self._assemble(entries, cuda_stream)
+                            break
+                        except BadSamples as bad:
+                            if o.on_error == "raise":
+                                raise bad.error from None
+                            self._prepare.reject(bad.indices, bad.error)
+                            stream.cancel()
+                            stream = stream_at(cursor)  # refill this batch without them
+                keys = [self._key_of(e) for e in entries if e is not None]
+                yield images, labels, stream.position, skipped, ready, keys
+        finally:
+            stream.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _loader_for(self, epoch: int):
+        def load(index: int) -> Any:
+            return self._load(index, epoch)
+
+        return load
+
+    def close(self) -> None:
+        self._reader.close()

@@ -1,0 +1,122 @@
+"""What both image backends do before decoding: read a planned sample, check its label and header, and
+draw its augmentation; then fill a batch from the sample stream, skipping bad samples when asked.
+
+`prepare` runs in worker threads. Every random decision of a sample comes from
+`sample_rng(seed, epoch, index)`, so a batch depends only on which samples it holds (exact resume, and
+the same crops on both backends). A kornia batch is decoded on the host from these; a DALI batch hands
+the encoded bytes and the drawn parameters to the graph.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from fastdata.errors import ShardError
+from fastdata.images.decode import TrainParams, check_header, draw_train_params
+from fastdata.images.geometry import Box, center_crop_offsets, random_resized_crop_box, resize_short_size
+from fastdata.images.options import ImageLoaderOptions
+from fastdata.images.order import EpochPlan, sample_rng
+from fastdata.images.reader import UNLABELED, RawSample, SplitReader
+from fastdata.images.stream import SampleStream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A sample ready for decoding: its bytes, label, full size, and what its augmentation decided."""
+
+    index: int  # global index of the sample in the split
+    raw: RawSample
+    label: int
+    height: int
+    width: int
+    box: Box | None  # train: the random-resized-crop box in full-resolution pixels; eval: None
+    params: TrainParams | None  # train: flip and colour-jitter factors
+
+    def eval_geometry(self, resize_short: int, size: int) -> tuple[int, int, int, int]:
+        """Eval: (new_h, new_w, top, left) of torchvision Resize(resize_short) + CenterCrop(size)."""
+        new_h, new_w = resize_short_size(self.height, self.width, resize_short)
+        return (new_h, new_w, *center_crop_offsets(new_h, new_w, size))
+
+
+class Preparer:
+    """`prepare(index, epoch)` for one loader: the label check, the pixel limit and the draws of its options."""
+
+    def __init__(self, reader: SplitReader, opts: ImageLoaderOptions, num_classes: int) -> None:
+        self.reader, self.opts, self.num_classes = reader, opts, num_classes
+        self._rejected: dict[int, ShardError] = {}  # samples a decoder failed on (on_error="skip")
+
+    def reject(self, indices: set[int], error: ShardError) -> None:
+        """From now on, these samples fail as bad samples (with `error` for the first of them)."""
+        for i in indices:
+            self._rejected.setdefault(i, error)
+
+    def __call__(self, index: int, epoch: int) -> Prepared:
+        o = self.opts
+        if index in self._rejected:
+            raise self._rejected[index]
+        raw = self.reader.read(index)
+        if self.num_classes and not 0 <= raw.label < self.num_classes:
+            raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label}, the manifest lists "
+                             f"{self.num_classes} classes")
+        if not self.num_classes and raw.label != UNLABELED:
+            raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label} in an unlabeled dataset")
+        height, width = check_header(raw, o.max_pixels)
+        if not o.train:
+            return Prepared(index, raw, raw.label, height, width, None, None)
+        rng = sample_rng(o.seed, epoch, index)
+        params = draw_train_params(rng, o.color_jitter, o.hflip)
+        box = random_resized_crop_box(rng, height, width, scale=o.scale, ratio=o.ratio)
+        return Prepared(index, raw, raw.label, height, width, box, params)
+
+
+class SkipBudget:
+    """Counts the bad samples met while producing one epoch; gives up when every sample of it failed."""
+
+    def __init__(self, plan: EpochPlan) -> None:
+        self.limit = max(len(plan.sequence), 1)
+        self.failures = 0
+
+    def spend(self, exc: ShardError) -> None:
+        self.failures += 1
+        if self.failures > self.limit:
+            raise ShardError(f"every sample of this rank's epoch failed; last error: {exc}") from exc
+
+
+def fill_batch(stream: SampleStream, rows: int, plan: EpochPlan, *, on_error: str, budget: SkipBudget,
+               resolve: Callable[[list[Future | None]], list[object]]) -> tuple[list[object | None], int]:
+    """`rows` entries for one batch from `stream`: each a resolved result, or None for a padding row.
+
+    `resolve` turns the stream's futures into results in order (a ShardError for a bad sample). Bad
+    samples raise, or with on_error='skip' are logged and replaced: by the following samples in train,
+    by a padding row in eval. Returns (entries, samples skipped)."""
+    entries: list[object | None] = []
+    skipped = 0
+    while len(entries) < rows:
+        for res in resolve([stream.next() for _ in range(rows - len(entries))]):
+            if not isinstance(res, ShardError):
+                entries.append(res)
+                continue
+            if on_error == "raise":
+                raise res
+            skipped += 1
+            budget.spend(res)
+            log.warning("skipping a corrupt sample (on_error='skip'): %s", res)
+            if plan.padded:
+                entries.append(None)
+    return entries, skipped
+
+
+def resolve_futures(futures: list[Future | None]) -> list[object]:
+    """Results in order: the future's value, its ShardError, or None for a padding row."""
+    out: list[object] = []
+    for fut in futures:
+        try:
+            out.append(None if fut is None else fut.result())
+        except ShardError as exc:
+            out.append(exc)
+    return out
