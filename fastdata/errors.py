@@ -19,6 +19,10 @@ class ConvertError(FastdataError):
     """A conversion cannot start or cannot finish (bad source, bad destination, missing part)."""
 
 
+class StorageError(FastdataError):
+    """Remote storage cannot be read or written: the message names the URL and what to check."""
+
+
 class MissingDependencyError(FastdataError, ImportError):
     """An optional dependency is not installed; the message names the pip command that fixes it."""
 

@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from conftest_remote import s3, s3_endpoint  # noqa: E402, F401  (fixtures for every test module)
 from helpers import PHOTOS, copy_photos, make_image_tree  # noqa: E402
 
 

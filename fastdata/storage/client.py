@@ -1,0 +1,333 @@
+"""The one piece of fastdata that talks to remote storage: `RemoteStore(url)` for a dataset folder URL.
+
+- Credentials, region and endpoint come from the standard environment variables (`AWS_*`,
+  `GOOGLE_*`, `AZURE_*`, read by obstore) or the `storage_options` dict (obstore's config keys, plus
+  `connect_timeout`, `read_timeout`, `attempts` and `deadline` for fastdata's requests).
+- obstore (Rust, releases the GIL) holds the credentials: it signs requests, lists nothing, and uploads
+  (multipart for large files, checksummed by S3). Object bodies are fetched from presigned URLs (plain
+  HTTPS for `http(s)://` datasets) by urllib3, so that every answer's status and headers are seen:
+  `retry.py` honours `Retry-After`, a body cut short is resumed from where it stopped, a stall hits the
+  read timeout, and 403/404 fail at once with the URL and what to check.
+- Clients are created lazily, in the process that uses them. obstore's runtime does not survive fork:
+  a child forked after this process made a request hangs on its first one, even with a new client. So
+  a forked child gets a clear `StorageError` instead (the loaders fetch in their own thread of the main
+  process and need no forked workers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+import urllib.parse
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from fastdata.errors import StorageError, require
+from fastdata.storage.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
+from fastdata.storage.url import folder_url, scheme_of
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 10.0  # seconds
+READ_TIMEOUT = 60.0  # seconds without a byte before a read is abandoned (and retried)
+SIGN_FOR = timedelta(hours=1)
+RESIGN_AFTER = 45 * 60.0  # seconds: presigned URLs are renewed well before they expire
+CHUNK = 1 << 16  # bytes per read: a connection that breaks loses at most the chunk in flight
+MULTIPART_ABOVE = 64 * 2**20  # bytes: larger uploads go in parts
+_OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline")
+
+_state = {"used_in": None, "forked_after_use": False}  # the process that first used a client
+
+
+def _after_fork_in_child() -> None:
+    if _state["used_in"] is not None:
+        _state["forked_after_use"] = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _guard(url: str) -> None:
+    if _state["forked_after_use"]:
+        raise StorageError(
+            f"cannot reach {url} from process {os.getpid()}: it was forked from process {_state['used_in']} after "
+            "that one had used remote storage, and obstore's runtime does not survive fork (the request would "
+            "hang). Read remote datasets with fastdata.loader in the main process (it downloads in its own "
+            "thread and needs no DataLoader workers), or start worker processes with "
+            "multiprocessing.set_start_method('spawn') / 'forkserver'.")
+    _state["used_in"] = _state["used_in"] or os.getpid()
+
+
+class ChecksumError(StorageError):
+    """The downloaded bytes hash differently from the manifest's record."""
+
+
+class _Retryable(Exception):
+    """A failure worth another attempt (status in RETRY_STATUS, reset, timeout, body cut short)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class RemoteStore:
+    """Read (and, for object stores, write) the files of one dataset folder at `url`."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = folder_url(url)
+        self.scheme = scheme_of(url) or ""
+        options = dict(storage_options or {})
+        own = {k: options.pop(k) for k in _OWN_KEYS if k in options}
+        self.connect_timeout = float(own.get("connect_timeout", CONNECT_TIMEOUT))
+        self.read_timeout = float(own.get("read_timeout", READ_TIMEOUT))
+        self.policy = RetryPolicy(attempts=int(own.get("attempts", RetryPolicy.attempts)),
+                                  deadline=float(own.get("deadline", RetryPolicy.deadline)))
+        self._obstore_options = options
+        self._lock = threading.Lock()
+        self._store: Any = None
+        self._http: Any = None
+        self._signed: dict[tuple[str, str], tuple[str, float]] = {}
+        self._pid = os.getpid()
+
+    def __repr__(self) -> str:
+        return f"RemoteStore({self.url!r})"
+
+    @property
+    def http_only(self) -> bool:
+        return self.scheme in ("http", "https")
+
+    # ------------------------------------------------------------------ clients (lazy, per process)
+    def _clients(self) -> tuple[Any, Any]:
+        _guard(self.url)
+        with self._lock:
+            if self._pid != os.getpid():  # an object pickled or forked into another process: start afresh
+                self._store, self._http, self._signed, self._pid = None, None, {}, os.getpid()
+            if self._http is None:
+                urllib3 = require("urllib3", "remote")
+                timeout = urllib3.Timeout(connect=self.connect_timeout, read=self.read_timeout)
+                self._http = urllib3.PoolManager(num_pools=4, maxsize=16, timeout=timeout, retries=False)
+            if self._store is None and not self.http_only:
+                store = require("obstore.store", "remote")
+                self._store = store.from_url(self.url, client_options=self._client_options(),
+                                             retry_config={"max_retries": 3, "retry_timeout": timedelta(
+                                                 seconds=self.policy.deadline)}, **self._obstore_options)
+            return self._store, self._http
+
+    def _client_options(self) -> dict[str, Any]:
+        endpoint = str(self._obstore_options.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
+                       or os.environ.get("AWS_ENDPOINT") or "")
+        options: dict[str, Any] = {"connect_timeout": timedelta(seconds=self.connect_timeout),
+                                   "timeout": timedelta(seconds=max(self.read_timeout, 300.0))}
+        if endpoint.startswith("http://"):  # an endpoint the user set to plain HTTP (a local S3-compatible store)
+            options["allow_http"] = True
+        return options
+
+    def object_url(self, name: str, *, method: str = "GET", fresh: bool = False) -> str:
+        """The URL a GET/HEAD of `name` goes to: presigned for object stores (renewed before it expires)."""
+        if self.http_only:
+            self._clients()
+            return self.url + urllib.parse.quote(name)
+        store, _ = self._clients()
+        key = (method, name)
+        cached = self._signed.get(key)
+        if cached is not None and not fresh and time.monotonic() - cached[1] < RESIGN_AFTER:
+            return cached[0]
+        import obstore
+
+        try:
+            signed = obstore.sign(store, method, self._path(name), SIGN_FOR)
+        except Exception as exc:  # noqa: BLE001 - obstore's errors become one clear message
+            raise StorageError(f"cannot sign a {method} request for {self.url}{name}: {exc}; check the "
+                               "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or storage_options)") from exc
+        self._signed[key] = (signed, time.monotonic())
+        return signed
+
+    def _path(self, name: str) -> str:
+        return name  # the store is scoped to the dataset folder (its URL path is the prefix)
+
+    # ------------------------------------------------------------------ requests with retries
+    def _fatal(self, name: str, status: int) -> StorageError:
+        where = self.url + name
+        if status == 404:
+            return StorageError(f"{where} does not exist (HTTP 404): check the bucket, the path and the endpoint "
+                                "(AWS_ENDPOINT_URL); a dataset folder holds manifest.json")
+        if status in (401, 403):
+            return StorageError(f"access to {where} was denied (HTTP {status}): check the credentials "
+                                "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or storage_options), "
+                                "that they may read this bucket and path, and the endpoint")
+        return StorageError(f"{where} answered HTTP {status}")
+
+    def _retry(self, name: str, what: str, attempt_fn):
+        """Run `attempt_fn(attempt)` until it returns, retrying _Retryable failures per the policy."""
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                return attempt_fn(attempt)
+            except _Retryable as exc:
+                wait = self.policy.wait(attempt, exc.retry_after, started)
+                if wait is None:
+                    raise StorageError(f"gave up on {self.url}{name} ({what}) after {attempt + 1} attempt(s) in "
+                                       f"{time.monotonic() - started:.1f} s; last error: {exc}") from None
+                log.info("retrying %s%s (%s) in %.2f s after: %s", self.url, name, what, wait, exc)
+                time.sleep(wait)
+                attempt += 1
+
+    def _send(self, method: str, name: str, headers: dict[str, str], *, resigned: list[bool]) -> Any:
+        """One request; returns an open response with a 2xx status, or raises _Retryable / StorageError."""
+        _, http = self._clients()
+        urllib3 = require("urllib3", "remote")
+        url = self.object_url(name, method=method, fresh=resigned[0])
+        try:
+            response = http.request(method, url, headers=headers, preload_content=False, redirect=True)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+        status = response.status
+        if 200 <= status < 300:
+            return response
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        response.drain_conn()
+        response.release_conn()
+        if status in RETRY_STATUS:
+            raise _Retryable(f"HTTP {status}", retry_after)
+        if status == 403 and not self.http_only and not resigned[0]:
+            resigned[0] = True  # a presigned URL may have expired: sign once more before giving up
+            raise _Retryable("HTTP 403 (signing again)", 0.0)
+        raise self._fatal(name, status)
+
+    # ------------------------------------------------------------------ reads
+    def size(self, name: str) -> int | None:
+        """The size of `name` in bytes, or None when it does not exist."""
+        resigned = [False]
+
+        def attempt(_: int) -> int | None:
+            try:
+                response = self._send("HEAD", name, {}, resigned=resigned)
+            except StorageError as exc:
+                if "HTTP 404" in str(exc):
+                    return None
+                raise
+            response.release_conn()
+            length = response.headers.get("Content-Length")
+            if length is None or not length.isdigit():
+                raise StorageError(f"{self.url}{name}: the server sent no Content-Length for a HEAD request")
+            return int(length)
+
+        return self._retry(name, "HEAD", attempt)
+
+    def read(self, name: str, *, limit: int = 256 * 2**20) -> bytes:
+        """The whole of a small file (a manifest, an index, a record); StorageError beyond `limit` bytes."""
+        resigned = [False]
+
+        def attempt(_: int) -> bytes:
+            response = self._send("GET", name, {}, resigned=resigned)
+            try:
+                length = response.headers.get("Content-Length")
+                if length is not None and length.isdigit() and int(length) > limit:
+                    raise StorageError(f"{self.url}{name} is {int(length)} bytes, over the {limit} a metadata file "
+                                       "may have")
+                data = self._body(response, limit)
+            finally:
+                response.release_conn()
+            if length is not None and length.isdigit() and len(data) != int(length):
+                raise _Retryable(f"body cut short: {len(data)} of {length} bytes")
+            return data
+
+        return self._retry(name, "GET", attempt)
+
+    def _body(self, response: Any, limit: int) -> bytes:
+        urllib3 = require("urllib3", "remote")
+        out = bytearray()
+        try:
+            for chunk in response.stream(CHUNK):
+                out += chunk
+                if len(out) > limit:
+                    raise StorageError(f"{response.geturl()}: more than {limit} bytes")
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _Retryable(f"{type(exc).__name__} while reading the body: {exc}") from None
+        return bytes(out)
+
+    def download(self, name: str, dest: Path, *, size: int, sha256: str | None = None) -> None:
+        """Write `name` into `dest` (created or truncated), resuming a body cut short from where it stopped;
+        the size must be `size` and, when given, the sha256 `sha256` (StorageError otherwise)."""
+        resigned = [False]
+        with open(dest, "wb") as f:
+            state = {"have": 0, "hash": hashlib.sha256()}
+
+            def attempt(_: int) -> None:
+                have = state["have"]
+                headers = {"Range": f"bytes={have}-"} if have else {}
+                try:
+                    response = self._send("GET", name, headers, resigned=resigned)
+                except StorageError as exc:
+                    if have and "HTTP 416" in str(exc):  # asked past the end: the object is shorter than recorded
+                        raise StorageError(f"{self.url}{name} has {have} bytes, the manifest says {size}: the remote "
+                                           "file differs from the dataset's manifest") from None
+                    raise
+                try:
+                    if have and response.status == 200:  # the server ignored the range: start over
+                        f.seek(0)
+                        f.truncate()
+                        state["have"], state["hash"] = 0, hashlib.sha256()
+                    self._stream_into(response, f, state, size)
+                finally:
+                    response.release_conn()
+                if state["have"] < size:
+                    raise _Retryable(f"body cut short: {state['have']} of {size} bytes")
+
+            self._retry(name, "GET", attempt)
+            if state["have"] != size:
+                raise StorageError(f"{self.url}{name} has {state['have']} bytes, the manifest says {size}: the "
+                                   "remote file differs from the dataset's manifest")
+        got = state["hash"].hexdigest()
+        if sha256 is not None and got != sha256:
+            raise ChecksumError(f"{self.url}{name}: the downloaded bytes have sha256 {got[:16]}..., the manifest says "
+                                f"{sha256[:16]}...")
+
+    def _stream_into(self, response: Any, f: BinaryIO, state: dict[str, Any], size: int) -> None:
+        urllib3 = require("urllib3", "remote")
+        try:
+            for chunk in response.stream(CHUNK):
+                if state["have"] + len(chunk) > size:
+                    raise StorageError(f"{response.geturl()}: more bytes than the {size} the manifest records")
+                f.write(chunk)
+                state["hash"].update(chunk)
+                state["have"] += len(chunk)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            f.flush()
+            raise _Retryable(f"{type(exc).__name__} after {state['have']} bytes: {exc}") from None
+
+    # ------------------------------------------------------------------ writes (object stores only)
+    def upload(self, name: str, source: Path | bytes) -> None:
+        """Put a local file (multipart when large) or bytes at `name`; the object appears whole or not at all."""
+        if self.http_only:
+            raise StorageError(f"{self.url} is read-only (HTTP): write datasets to s3://, gs:// or az://, or to a "
+                               "local folder")
+        store, _ = self._clients()
+        import obstore
+
+        size = source.stat().st_size if isinstance(source, Path) else len(source)
+        try:
+            obstore.put(store, self._path(name), source, use_multipart=size > MULTIPART_ABOVE,
+                        chunk_size=16 * 2**20, max_concurrency=4)
+        except Exception as exc:  # noqa: BLE001 - obstore's errors become one clear message
+            raise StorageError(f"cannot upload {name} to {self.url}: {type(exc).__name__}: {exc}; check the "
+                               "credentials and that they may write there") from exc
+        found = self.size(name)
+        if found != size:
+            raise StorageError(f"after uploading {name} to {self.url} the object has {found} bytes, not {size}")
+
+    def delete(self, name: str) -> None:
+        if self.http_only:
+            raise StorageError(f"{self.url} is read-only (HTTP)")
+        store, _ = self._clients()
+        import obstore
+
+        try:
+            obstore.delete(store, self._path(name))
+        except FileNotFoundError:
+            pass

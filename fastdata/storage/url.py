@@ -1,0 +1,44 @@
+"""Dataset locations: a local path or a URL (`s3://`, `gs://`, `az://`, `https://`, `http://`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REMOTE_SCHEMES = ("s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "http", "https")
+_SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
+
+
+def scheme_of(location: object) -> str | None:
+    """The URL scheme of `location` (lower case), or None for a local path."""
+    if isinstance(location, Path) or not isinstance(location, str):
+        return None
+    m = _SCHEME.match(location)
+    return m.group(1).lower() if m else None
+
+
+def is_url(location: object) -> bool:
+    """Whether `location` names remote storage (a local path or `file://` is not)."""
+    scheme = scheme_of(location)
+    if scheme is None or scheme == "file":
+        return False
+    if scheme not in REMOTE_SCHEMES:
+        raise ValueError(f"unsupported URL scheme {scheme!r} in {location!r}; fastdata reads "
+                         f"{', '.join(s + '://' for s in REMOTE_SCHEMES)} and local paths")
+    return True
+
+
+def folder_url(url: str) -> str:
+    """`url` as a folder: with exactly one trailing slash."""
+    return url.rstrip("/") + "/"
+
+
+def join(base: str, name: str) -> str:
+    """`base` (a folder URL) joined with a plain file name."""
+    return folder_url(base) + name
+
+
+def split(url: str) -> tuple[str, str]:
+    """(folder URL, last name) of a file URL."""
+    base, _, name = url.rstrip("/").rpartition("/")
+    return folder_url(base), name

@@ -1,0 +1,145 @@
+"""The remote client against real servers on 127.0.0.1: reads, ranged resumes, every fault of the retry
+policy (503/429 with Retry-After, bodies cut short, stalls, wrong bytes, 403, 404), S3 uploads, and a clear
+error instead of a hang in a process forked after a request."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import os
+import time
+from pathlib import Path
+
+import pytest
+from http_server import Fault, FileServer
+
+from fastdata.errors import StorageError
+from fastdata.storage.client import ChecksumError, RemoteStore
+from fastdata.storage.retry import RetryPolicy, parse_retry_after
+
+pytest.importorskip("obstore")
+DATA = bytes(range(256)) * 4000  # 1,024,000 bytes
+
+
+@pytest.fixture
+def served(tmp_path: Path):
+    (tmp_path / "blob.bin").write_bytes(DATA)
+    (tmp_path / "small.json").write_text('{"a": 1}')
+    with FileServer(tmp_path) as server:
+        yield server
+
+
+def store(server: FileServer, **options) -> RemoteStore:
+    return RemoteStore(server.url, {"read_timeout": 1.0, "connect_timeout": 1.0, **options})
+
+
+def test_read_size_and_download(served, tmp_path: Path):
+    s = store(served)
+    assert s.read("small.json") == b'{"a": 1}' and s.size("blob.bin") == len(DATA) and s.size("nope") is None
+    s.download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
+    assert (tmp_path / "out").read_bytes() == DATA
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_retry_after_is_honoured(served, tmp_path: Path, status: int):
+    served.faults.append(Fault("blob.bin", status=status, retry_after=1.2, times=1))
+    started = time.monotonic()
+    store(served).download("blob.bin", tmp_path / "out", size=len(DATA))
+    assert time.monotonic() - started >= 1.2  # waited what the server asked, not a 0.1 s backoff
+    assert (tmp_path / "out").read_bytes() == DATA and served.gets("blob.bin") == 2
+
+
+def test_a_body_cut_short_is_resumed_from_where_it_stopped(served, tmp_path: Path):
+    served.faults.append(Fault("blob.bin", cut=300_000, times=2))
+    store(served).download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
+    assert (tmp_path / "out").read_bytes() == DATA
+    ranges = [r for m, p, r in served.requests if m == "GET" and p.endswith("blob.bin")]
+    starts = [int(r.removeprefix("bytes=").rstrip("-")) for r in ranges[1:]]
+    assert ranges[0] is None and len(starts) == 2  # two resumes, each from (about) where the body stopped
+    assert 300_000 - 2**16 <= starts[0] <= 300_000 and starts[0] + 300_000 - 2**16 <= starts[1] <= starts[0] + 300_000
+
+
+def test_a_stall_hits_the_read_timeout_and_is_retried(served, tmp_path: Path):
+    served.faults.append(Fault("blob.bin", stall=3.0, times=1))
+    started = time.monotonic()
+    store(served, read_timeout=0.5).download("blob.bin", tmp_path / "out", size=len(DATA))
+    assert time.monotonic() - started < 2.5 and (tmp_path / "out").read_bytes() == DATA
+
+
+def test_wrong_bytes_are_a_checksum_error_naming_the_url(served, tmp_path: Path):
+    served.faults.append(Fault("blob.bin", corrupt=True, times=1))
+    with pytest.raises(ChecksumError, match=r"blob\.bin.*sha256"):
+        store(served).download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
+
+
+@pytest.mark.parametrize("status,message", [(403, "denied.*credentials"), (404, "does not exist")])
+def test_403_and_404_fail_at_once_with_what_to_check(served, status: int, message: str):
+    served.faults.append(Fault("small.json", status=status, times=5))
+    with pytest.raises(StorageError, match=message):
+        store(served).read("small.json")
+    assert served.gets("small.json") == 1
+
+
+def test_a_server_that_keeps_failing_gives_up_within_the_policy(served):
+    served.faults.append(Fault("small.json", status=503, times=100))
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="gave up.*3 attempt"):
+        store(served, attempts=3).read("small.json")
+    assert served.gets("small.json") == 3 and time.monotonic() - started < 5
+
+
+def test_a_size_that_differs_from_the_manifest_is_an_error(served, tmp_path: Path):
+    with pytest.raises(StorageError, match="manifest says"):
+        store(served).download("blob.bin", tmp_path / "out", size=len(DATA) + 10)
+    with pytest.raises(StorageError, match="more bytes"):
+        store(served).download("blob.bin", tmp_path / "out", size=len(DATA) - 10)
+
+
+def test_retry_after_forms_and_the_backoff_bounds():
+    assert parse_retry_after("3") == 3.0 and parse_retry_after(None) is None and parse_retry_after("soon") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0) == pytest.approx(10.0)
+    policy = RetryPolicy(attempts=4, base_delay=0.5, max_delay=2.0, deadline=100)
+    import random
+
+    rng = random.Random(0)
+    assert all(0 <= policy.backoff(k, rng=rng) <= min(2.0, 0.5 * 2 ** k) for k in range(8))
+    assert policy.wait(3, None, time.monotonic()) is None  # the 4th attempt was the last
+    assert policy.wait(0, 50.0, time.monotonic() - 60) is None  # past the deadline
+
+
+def test_s3_upload_read_and_download(s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import fastdata.storage.client as client
+
+    monkeypatch.setattr(client, "MULTIPART_ABOVE", 100_000)  # the 1 MB file goes up in parts
+    (tmp_path / "up.bin").write_bytes(DATA)
+    remote = RemoteStore(f"{s3}/datasets/one/")
+    remote.upload("up.bin", tmp_path / "up.bin")
+    remote.upload("manifest.json", b'{"x": 2}')
+    assert remote.size("up.bin") == len(DATA) and remote.read("manifest.json") == b'{"x": 2}'
+    remote.download("up.bin", tmp_path / "back", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
+    assert (tmp_path / "back").read_bytes() == DATA
+    with pytest.raises(StorageError, match="does not exist"):
+        remote.read("missing.json")
+
+
+def _child_reads(url: str, queue) -> None:
+    try:
+        RemoteStore(url).read("manifest.json")
+        queue.put("read")
+    except StorageError as exc:
+        queue.put(f"error: {exc}")
+
+
+def test_a_process_forked_after_a_request_gets_an_error_not_a_hang(s3: str):
+    remote = RemoteStore(f"{s3}/f/")
+    remote.upload("manifest.json", b"{}")
+    assert remote.read("manifest.json") == b"{}"
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_reads, args=(f"{s3}/f/", queue))
+    child.start()
+    child.join(timeout=30)
+    assert not child.is_alive(), "the forked child hung"
+    message = queue.get(timeout=5)
+    assert message.startswith("error:") and "forked" in message and "spawn" in message
+    assert os.getpid() != child.pid
