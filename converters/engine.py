@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from converters import state
+from converters.destination import Destination, LocalDestination, RemoteDestination, destination
 from converters.kind import Discovery, Kind
 from converters.plan import (
     ShardPlan,
@@ -30,7 +30,7 @@ from converters.sample import Rejection, Sample, WorkItem, add_counts
 from converters.writers import WRITERS
 from fastdata import __version__
 from fastdata.errors import ConvertError
-from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest, write_manifest
+from fastdata.manifest import Manifest, ShardInfo, SplitInfo
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class ConvertConfig:
 
 @dataclass(frozen=True)
 class ConvertResult:
-    dst: Path
+    dst: Path | str  # the destination folder, or its URL
     manifest: Manifest | None  # None while other parts are still missing
     converted: list[str]
     skipped: list[str]
@@ -163,7 +163,7 @@ def _results(fn: Any, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]]
         yield kept if kept is not None else next(computed)
 
 
-def _convert_shards(kind: Kind, fmt: str, dst: Path, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]],
+def _convert_shards(kind: Kind, fmt: str, dest: Destination, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]],
                     options: Any, discovery: Discovery, jobs: int, progress: Progress | None,
                     probed: Probed) -> None:
     fn = kind.processor(options)
@@ -172,7 +172,7 @@ def _convert_shards(kind: Kind, fmt: str, dst: Path, todo: list[ShardPlan], shuf
     results = _results(fn, todo, shuffled, jobs, probed)
     for p in todo:
         name = p.name(SUFFIX[fmt])
-        writer = writer_cls(dst / name, member_order=kind.member_order, layout=layout)
+        writer = writer_cls(dest.work / name, member_order=kind.member_order, layout=layout)
         class_counts: dict[str, int] = {}
         stats: dict[str, Any] = {}
         rejected: list[dict[str, str]] = []
@@ -195,14 +195,14 @@ def _convert_shards(kind: Kind, fmt: str, dst: Path, todo: list[ShardPlan], shuf
         except BaseException:
             writer.abort()
             raise
-        state.save_record(dst, name, {
+        dest.save_record(name, {
             "split": p.split, "shard": info.to_dict() if info else None,
             "class_counts": class_counts, "stats": stats, "rejected": rejected,
         })
         log.info("wrote %s (%d samples, %d rejected)", name, info.samples if info else 0, len(rejected))
 
 
-def assemble(dst: Path, plan: dict[str, Any]) -> Manifest:
+def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
     """Build the manifest from the plan and every shard record; ConvertError names missing shards."""
     base = plan["manifest"]
     shards = [ShardPlan(**d) for d in plan["shards"]]
@@ -210,7 +210,7 @@ def assemble(dst: Path, plan: dict[str, Any]) -> Manifest:
     rejected = list(plan["discovery_rejected"])
     for p in shards:
         name = p.name(plan["suffix"])
-        record = state.load_record(dst, name)
+        record = dest.load_record(name)
         if record is None:
             missing.append(name)
             continue
@@ -223,7 +223,7 @@ def assemble(dst: Path, plan: dict[str, Any]) -> Manifest:
         rejected.extend(record["rejected"])
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise ConvertError(f"cannot merge {dst}: {len(missing)} shard(s) not converted yet ({shown}); "
+        raise ConvertError(f"cannot merge {dest.label}: {len(missing)} shard(s) not converted yet ({shown}); "
                            "run the missing --part jobs (or rerun without --part), then merge again")
     splits = {s: SplitInfo(name=s, shards=tuple(i), class_counts=tuple(c), stats=st)
               for s, (i, c, st) in by_split.items()}
@@ -235,22 +235,24 @@ def assemble(dst: Path, plan: dict[str, Any]) -> Manifest:
     )
 
 
-def merge(dst: Path | str) -> Manifest:
+def merge(dst: Path | str | Destination, *, storage_options: dict[str, Any] | None = None) -> Manifest:
     """Write the final manifest once every part of a `--num-parts` conversion is done."""
-    dst = Path(dst)
-    if not (dst / state.PARTIAL / state.PLAN).exists() and (dst / MANIFEST_NAME).exists():
-        return read_manifest(dst)  # already merged
-    manifest = assemble(dst, state.load_plan(dst))
-    write_manifest(dst, manifest)
-    state.cleanup(dst)
+    dest = dst if isinstance(dst, LocalDestination | RemoteDestination) else destination(
+        dst, storage_options=storage_options)
+    if not dest.has_plan():
+        return dest.read_manifest()  # already merged (or a clear error naming what is missing)
+    manifest = assemble(dest, dest.load_plan())
+    dest.write_manifest(manifest)
+    dest.cleanup()
     return manifest
 
 
-def convert(kind: Kind, src: Path | str, dst: Path | str, *, options: Any, config: ConvertConfig,
+def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, options: Any, config: ConvertConfig,
             progress_factory: Callable[[int], Progress] | None = None) -> ConvertResult:
-    """Convert `src` into shards under `dst`. Raises ConvertError/ValueError before writing anything
-    if the source or destination is unusable."""
-    src, dst = Path(src), Path(dst)
+    """Convert `src` into shards under `dst` (a local folder, or a URL: see destination.py). Raises
+    ConvertError/ValueError before writing anything if the source or destination is unusable."""
+    src = Path(src)
+    dest = dst if isinstance(dst, LocalDestination | RemoteDestination) else destination(dst)
     fmt = config.validate(kind)
     if not src.exists():
         raise ConvertError(f"source {src} does not exist")
@@ -259,35 +261,35 @@ def convert(kind: Kind, src: Path | str, dst: Path | str, *, options: Any, confi
         raise ConvertError(f"source {src} holds no {kind.name} input to convert"
                            + (f" ({len(discovery.rejected)} file(s) rejected)" if discovery.rejected else ""))
     fp = fingerprint(kind, fmt, config, options, discovery)
-    where = state.destination_state(dst, fp)
+    where = dest.state(fp)
     if where == "complete":
-        manifest = read_manifest(dst)
-        log.info("%s already holds this conversion; nothing to do", dst)
-        return ConvertResult(dst, manifest, [], [], list(manifest.rejected))
+        manifest = dest.read_manifest()
+        log.info("%s already holds this conversion; nothing to do", dest.label)
+        return ConvertResult(dest.label, manifest, [], [], list(manifest.rejected))
     shuffled = {s: shuffle_split(items, seed=config.seed, split=s) for s, items in discovery.splits.items() if items}
     probed: Probed = {}
     if where == "resume":
-        plan = state.load_plan(dst)
+        plan = dest.load_plan()
     else:
         plan = _make_plan(kind, fmt, config, options, discovery, shuffled, fp, probed)
-        dst.mkdir(parents=True, exist_ok=True)
-        state.save_plan(dst, plan)
+        dest.prepare()
+        dest.save_plan(plan)
     all_shards = [ShardPlan(**d) for d in plan["shards"]]
     mine = shards_for_part(all_shards, num_parts=config.num_parts, part=config.part)
     todo, skipped = [], []
     for p in mine:
         name = p.name(plan["suffix"])
-        (skipped if state.load_record(dst, name) is not None else todo).append(p)
+        (skipped if where == "resume" and dest.load_record(name) is not None else todo).append(p)
     if skipped:
         log.info("resuming: %d shard(s) already done, %d to convert", len(skipped), len(todo))
     total = sum(p.stop - p.start for p in todo)
     progress = progress_factory(total) if progress_factory else None
-    _convert_shards(kind, fmt, dst, todo, shuffled, options, discovery, config.jobs, progress, probed)
+    _convert_shards(kind, fmt, dest, todo, shuffled, options, discovery, config.jobs, progress, probed)
     converted = [p.name(plan["suffix"]) for p in todo]
     skipped_names = [p.name(plan["suffix"]) for p in skipped]
     if config.num_parts > 1:
         log.info("part %d/%d done; run `fastdata convert --merge %s` once all parts are done",
-                 config.part, config.num_parts, dst)
-        return ConvertResult(dst, None, converted, skipped_names, [])
-    manifest = merge(dst)
-    return ConvertResult(dst, manifest, converted, skipped_names, list(manifest.rejected))
+                 config.part, config.num_parts, dest.label)
+        return ConvertResult(dest.label, None, converted, skipped_names, [])
+    manifest = merge(dest)
+    return ConvertResult(dest.label, manifest, converted, skipped_names, list(manifest.rejected))

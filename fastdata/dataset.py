@@ -4,6 +4,11 @@ A source is a dataset folder (the one holding `manifest.json`), one shard file, 
 pattern, or a list of shard files; shards named by path must be listed in the manifest beside them.
 The manifest's `shard_root` says where the shards lie when they are not beside it (`fastdata index
 SRC DST` on read-only shards); index files always lie beside the manifest.
+
+A source may also be a URL (`s3://`, `gs://`, `az://`, `https://`) of a dataset folder or of shards in
+it (brace patterns expand without listing anything). Then the manifest is read with one GET, and
+`view.local(ref)` downloads a shard and its index into the node-local cache (`fastdata/storage/`)
+when a reader first needs it.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fastdata.errors import ManifestError, ShardError
 from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, read_manifest
@@ -32,13 +38,69 @@ class ShardRef:
 
 
 @dataclass(frozen=True)
+class RemoteOptions:
+    """Where a remote dataset's shards are cached on this node, how much of the disk they may take, and the
+    options of the storage client (obstore's config keys, plus connect_timeout/read_timeout/attempts/deadline)."""
+
+    storage_options: dict | None = None
+    cache_dir: str | Path | None = None
+    cache_limit: int | str | None = None  # bytes, or "200GB"; None: 80% of the cache disk's free space
+
+    @classmethod
+    def pop(cls, options: dict) -> RemoteOptions:
+        """Take the remote-storage options out of a loader's keyword options."""
+        return cls(**{k: options.pop(k) for k in ("storage_options", "cache_dir", "cache_limit") if k in options})
+
+    def limit_bytes(self) -> int | None:
+        if self.cache_limit is None:
+            return None
+        if isinstance(self.cache_limit, str):
+            from fastdata.cli.format import parse_size
+
+            return parse_size(self.cache_limit)
+        if not isinstance(self.cache_limit, int) or isinstance(self.cache_limit, bool) or self.cache_limit < 1:
+            raise ValueError(f"cache_limit={self.cache_limit!r} is not allowed; give bytes (int) or a size such as "
+                             "'200GB'")
+        return self.cache_limit
+
+
+@dataclass(frozen=True)
 class DatasetView:
     """A manifest, the folder it lies in, and the shards of one split selected for loading."""
 
-    root: Path
+    root: Path | str  # a local folder, or the URL of a remote dataset folder
     manifest: Manifest
     split: str
     shards: tuple[ShardRef, ...]
+    remote: Any = None  # RemoteFiles of a remote dataset (fastdata/storage/fetcher.py), else None
+
+    def local(self, ref: ShardRef) -> ShardRef:
+        """`ref` with its shard and index on local disk (downloaded into the node cache for a remote
+        dataset, and held there until `release(ref)`)."""
+        if self.remote is None:
+            return ref
+        path = self.remote.local(ref.info.name)
+        index = self.remote.local(ref.info.index) if ref.info.index else None
+        return ShardRef(info=ref.info, path=path, index_path=index)
+
+    def release(self, ref: ShardRef) -> None:
+        if self.remote is not None:
+            self.remote.release(ref.info.name)
+            if ref.info.index:
+                self.remote.release(ref.info.index)
+
+    def close(self) -> None:
+        if self.remote is not None:
+            self.remote.close()
+
+    def require_whole_split(self) -> None:
+        """For loaders that map a whole split (text, volumes): refuse a remote cache_limit smaller than it."""
+        if self.remote is None or self.remote.cache.limit is None:
+            return
+        need = sum(ref.info.bytes for ref in self.shards)
+        if self.remote.cache.limit < need:
+            raise ValueError(f"cache_limit={self.remote.cache.limit} bytes is too small: this loader holds the whole "
+                             f"split ({need} bytes of shards) on the node; set cache_limit to at least {need} bytes")
 
     @property
     def num_samples(self) -> int:
@@ -109,11 +171,17 @@ def _select_named(files: list[Path], manifest: Manifest, root: Path, split: str 
     return split, by_split[split]
 
 
-def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool = True) -> DatasetView:
+def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool = True,
+                 remote: RemoteOptions | None = None) -> DatasetView:
     """Open a dataset folder, or shards named by path, glob, brace pattern or list, and select one split.
 
-    Missing, truncated or non-regular shard files raise ShardError naming the file.
+    Missing, truncated or non-regular shard files raise ShardError naming the file. A URL opens a remote
+    dataset (see the module docstring), with `remote` for its cache and client options.
     """
+    if _is_remote(source):
+        from fastdata.storage.open import open_remote
+
+        return open_remote(source, split=split, options=remote or RemoteOptions())
     paths = expand(source)
     if len(paths) == 1 and not paths[0].exists():
         raise ManifestError(f"{str(paths[0])!r} does not exist; pass a dataset folder (the one holding "
@@ -121,8 +189,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
     if len(paths) == 1 and paths[0].is_dir():
         root = paths[0]
         manifest = _read(root)
-        if split is None:
-            split = "train" if "train" in manifest.splits else sorted(manifest.splits)[0]
+        split = select_split(manifest, split)
         selected = list(manifest.split(split).shards)
     else:
         dirs = [str(p) for p in paths if p.is_dir()]
@@ -152,6 +219,24 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
         for ref in refs:
             check_shard_file(ref)
     return DatasetView(root=root, manifest=manifest, split=split, shards=refs)
+
+
+def _is_remote(source: object) -> bool:
+    from fastdata.storage.url import is_url
+
+    items = source if isinstance(source, list | tuple) else [source]
+    remote = [is_url(s) for s in items]
+    if any(remote) and not all(remote):
+        raise ManifestError("a source list mixes URLs and local paths; the shards of one dataset lie in one place")
+    return bool(remote) and all(remote)
+
+
+def select_split(manifest: Manifest, split: str | None) -> str:
+    """`split`, or by default train when the dataset has it, else the first split by name."""
+    if split is None:
+        split = "train" if "train" in manifest.splits else sorted(manifest.splits)[0]
+    manifest.split(split)
+    return split
 
 
 def regular_file_size(path: Path, what: str) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from fastdata.dataset import open_dataset
+from fastdata.dataset import RemoteOptions, open_dataset
 from fastdata.sources import Spec
 
 # manifest kind -> "module:function" building that kind's Loader
@@ -21,14 +21,16 @@ LOADERS: dict[str, str] = {
 
 def loader(source: Spec, /, **options: Any) -> Any:
     """A drop-in PyTorch iterable over the dataset at `source`: its folder, one shard, a glob or brace
-    pattern of shards, or a list of shards.
+    pattern of shards, or a list of shards; local, or a URL (s3://, gs://, az://, https://) read through a
+    node-local cache (options `cache_dir`, `cache_limit`, `storage_options`; see docs/remote.md).
 
     Keyword options depend on the dataset's kind; see docs/loading.md. Every loader has `len()`,
     `set_epoch()`, `state_dict()` / `load_state_dict()` and `classes`.
     """
-    view = open_dataset(source, split=options.get("split"), check_files=False)
+    remote = RemoteOptions.pop(options)
+    view = open_dataset(source, split=options.pop("split", None), remote=remote)
     kind = view.manifest.kind
     if kind not in LOADERS:
         raise ValueError(f"no loader for datasets of kind {kind!r}; known kinds: {sorted(LOADERS)}")
     module, func = LOADERS[kind].split(":")
-    return getattr(importlib.import_module(module), func)(source, **options)
+    return getattr(importlib.import_module(module), func)(view, **options)

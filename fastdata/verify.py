@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 
 from fastdata.atomic import sha256_bytes, sha256_file
-from fastdata.dataset import regular_file_size, shard_root
+from fastdata.dataset import RemoteOptions, ShardRef, regular_file_size, shard_root
 from fastdata.errors import ShardError
-from fastdata.manifest import Manifest, ShardInfo, read_manifest
+from fastdata.manifest import Manifest, SplitInfo, read_manifest
+from fastdata.storage.url import is_url
 from fastdata.wds_index import parse_index, split_name
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,11 @@ def _read(fd: int, offset: int, size: int) -> bytes:
     return data
 
 
-def _check_wds(root: Path, shard: ShardInfo, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
-    path = shard_root(root, manifest) / shard.name
-    if not shard.index:
+def _check_wds(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
+    shard, path = ref.info, ref.path
+    if not shard.index or ref.index_path is None:
         return [f"{path}: the manifest names no index file for this shard"]
-    idx = root / shard.index
+    idx = ref.index_path
     try:
         regular_file_size(idx, "index")
         text = idx.read_bytes()
@@ -136,10 +137,10 @@ def _decode_problems(fd: int, path: Path, key: str, offset: int, size: int, *, s
     return []
 
 
-def _check_arrow(root: Path, shard: ShardInfo, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
+def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
     import pyarrow as pa
 
-    path = shard_root(root, manifest) / shard.name
+    shard, path = ref.info, ref.path
     try:
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_stream(source).read_all()
@@ -170,34 +171,72 @@ def _check_arrow(root: Path, shard: ShardInfo, manifest: Manifest, labels: Count
 CHECKS = {"wds": _check_wds, "arrow": _check_arrow}
 
 
-def verify_dataset(root: Path | str, *, decode: bool = False) -> list[str]:
-    """Every mismatch between the files of the dataset at `root` and its manifest, as readable lines."""
+def _check_shard(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
+    """Every problem of one local shard file (presence, type, size, sha256, then its format's checks)."""
+    path, shard = ref.path, ref.info
+    if not path.exists():
+        return [f"{path}: missing"]
+    try:
+        size = regular_file_size(path, "shard")
+    except ShardError as exc:
+        return [f"{path}: {exc}"]
+    if size != shard.bytes:
+        return [f"{path}: {size} bytes, the manifest says {shard.bytes}"]
+    problems = [] if sha256_file(path) == shard.sha256 else [f"{path}: sha256 differs from the manifest"]
+    return problems + CHECKS[manifest.shard_format](ref, manifest, labels, decode)
+
+
+def _class_counts(split_name: str, split: SplitInfo, manifest: Manifest, labels: Counter) -> list[str]:
+    if split.class_counts and labels:
+        found = [labels.get(i, 0) for i in range(len(manifest.classes))]
+        if found != list(split.class_counts):
+            return [f"split {split_name}: class counts {found} differ from the manifest's {list(split.class_counts)}"]
+    return []
+
+
+def verify_dataset(root: Path | str, *, decode: bool = False, remote: RemoteOptions | None = None) -> list[str]:
+    """Every mismatch between the files of the dataset at `root` (a folder or a URL) and its manifest."""
+    if is_url(str(root)):
+        return _verify_remote(str(root), decode=decode, remote=remote or RemoteOptions())
     root = Path(root)
     manifest = read_manifest(root)
     problems: list[str] = []
     where = shard_root(root, manifest)
-    for split_name_, split in sorted(manifest.splits.items()):
+    for name, split in sorted(manifest.splits.items()):
         labels: Counter = Counter()
         for shard in split.shards:
-            path = where / shard.name
-            if not path.exists():
-                problems.append(f"{path}: missing")
-                continue
-            try:
-                size = regular_file_size(path, "shard")
-            except ShardError as exc:
-                problems.append(f"{path}: {exc}")
-                continue
-            if size != shard.bytes:
-                problems.append(f"{path}: {size} bytes, the manifest says {shard.bytes}")
-                continue
-            if sha256_file(path) != shard.sha256:
-                problems.append(f"{path}: sha256 differs from the manifest")
-            problems.extend(CHECKS[manifest.shard_format](root, shard, manifest, labels, decode))
-            log.info("checked %s", path)
-        if split.class_counts and labels:
-            found = [labels.get(i, 0) for i in range(len(manifest.classes))]
-            if found != list(split.class_counts):
-                problems.append(f"split {split_name_}: class counts {found} differ from the manifest's "
-                                f"{list(split.class_counts)}")
+            ref = ShardRef(info=shard, path=where / shard.name, index_path=root / shard.index if shard.index else None)
+            problems.extend(_check_shard(ref, manifest, labels, decode))
+            log.info("checked %s", ref.path)
+        problems.extend(_class_counts(name, split, manifest, labels))
+    return problems
+
+
+def _verify_remote(url: str, *, decode: bool, remote: RemoteOptions) -> list[str]:
+    """Each shard is downloaded into the node cache (its size and sha256 checked on the way), checked like a
+    local one, and given back to the cache, so the check needs one shard of disk at a time."""
+    from fastdata.errors import StorageError
+    from fastdata.storage.open import open_remote
+
+    problems: list[str] = []
+    first = open_remote(url, split=None, options=remote)
+    manifest = first.manifest
+    first.close()
+    for name, split in sorted(manifest.splits.items()):
+        view = open_remote(url, split=name, options=remote)
+        labels: Counter = Counter()
+        try:
+            for ref in view.shards:
+                try:
+                    local = view.local(ref)
+                except StorageError as exc:
+                    problems.append(f"{url}{ref.info.name}: {exc}")
+                    continue
+                problems.extend(p.replace(str(local.path), url + ref.info.name)
+                                for p in _check_shard(local, manifest, labels, decode))
+                view.release(ref)
+                log.info("checked %s%s", url, ref.info.name)
+        finally:
+            view.close()
+        problems.extend(_class_counts(name, split, manifest, labels))
     return problems

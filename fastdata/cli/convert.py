@@ -17,7 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Pack a raw dataset (image folders, text, DICOM) into shards + manifest.json.",
                        conflict_handler="resolve")
     p.add_argument("src", nargs="?", help="source folder")
-    p.add_argument("dst", nargs="?", help="destination folder (created; must be empty or a resumable run)")
+    p.add_argument("dst", nargs="?", help="destination folder (created; must be empty or a resumable run), or a URL "
+                                        "(s3://, gs://, az://): shards are staged locally and uploaded")
     p.add_argument("--merge", metavar="DST", help="assemble the manifest of a --num-parts conversion")
     p.add_argument("--kind", default="auto", choices=["auto", *KINDS], help="kind of source (default: detect)")
     p.add_argument("--format", choices=["wds", "arrow"], help="shard format (default: the kind's own)")
@@ -29,6 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--num-parts", type=int, default=1, help="split the work into K parts (job arrays)")
     p.add_argument("--part", type=int, default=0, help="which part this job converts (0..K-1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--staging", metavar="DIR", help="remote DST: local folder for shards before upload "
+                                                    "(default: under the user cache folder)")
     for name in KINDS:
         group = p.add_argument_group(f"{name} options")
         get_kind(name).add_arguments(group)
@@ -84,13 +87,14 @@ def _summary(result) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from converters import get_kind
+    from converters.destination import destination
     from converters.engine import ConvertConfig, convert, merge
 
     if args.merge:
         if args.src or args.dst:
             raise ValueError("--merge DST takes no SRC/DST arguments")
-        manifest = merge(Path(args.merge))
-        print(f"merged {Path(args.merge)}: {manifest.num_samples} samples in "
+        manifest = merge(args.merge)
+        print(f"merged {args.merge}: {manifest.num_samples} samples in "
               f"{sum(len(s.shards) for s in manifest.splits.values())} shards")
         return 1 if (args.strict and manifest.rejected) else 0
     if not args.src or not args.dst:
@@ -102,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
                            samples_per_shard=args.samples_per_shard, jobs=args.jobs,
                            num_parts=args.num_parts, part=args.part)
     show = not args.no_progress and sys.stderr.isatty()
-    result = convert(kind, src, Path(args.dst), options=options, config=config,
+    dest = destination(args.dst, staging=args.staging)
+    result = convert(kind, src, dest, options=options, config=config,
                      progress_factory=_progress_factory(show, getattr(kind, "unit", "sample")))
     _summary(result)
     if args.strict and result.rejected:

@@ -10,7 +10,7 @@ from fastdata.cli.format import human_bytes, printable, reason_summary
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("info", help="describe a converted dataset")
-    p.add_argument("dataset", help="dataset directory")
+    p.add_argument("dataset", help="dataset folder, or its URL (s3://, gs://, az://, https://)")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.add_argument("--rejected", action="store_true", help="list every rejected input with its reason")
 
@@ -28,9 +28,9 @@ def _render(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastdata.manifest import read_manifest
+    from fastdata.manifest_at import read_any_manifest
 
-    m = read_manifest(args.dataset)
+    m = read_any_manifest(args.dataset)
     if args.json:
         print(json.dumps(m.to_dict(), indent=1))
         return 0

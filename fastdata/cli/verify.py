@@ -7,15 +7,15 @@ import argparse
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="re-read every shard and check it against the manifest")
-    p.add_argument("dataset", help="dataset directory")
+    p.add_argument("dataset", help="dataset folder, or its URL (s3://, gs://, az://, https://)")
     p.add_argument("--decode", action="store_true", help="also decode every image")
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastdata.manifest import read_manifest
+    from fastdata.manifest_at import read_any_manifest
     from fastdata.verify import verify_dataset
 
-    manifest = read_manifest(args.dataset)
+    manifest = read_any_manifest(args.dataset)
     problems = verify_dataset(args.dataset, decode=args.decode)
     for line in problems:
         print(line)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from fastdata.coerce import torch_options
-from fastdata.dataset import DatasetView, open_dataset
+from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.errors import ManifestError, require
 from fastdata.images.options import ImageLoaderOptions
@@ -134,7 +134,7 @@ def build_options(**kwargs: Any) -> ImageLoaderOptions:
     return opts
 
 
-def image_loader(source: Spec, /, *, split: str | None = None, **kwargs: Any) -> Loader:
+def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **kwargs: Any) -> Loader:
     """A `Loader` over the images dataset at `source` (a directory, or a glob of its shards).
 
     Keyword options are the fields of `ImageLoaderOptions` (batch_size, train, image_size, backend,
@@ -142,8 +142,9 @@ def image_loader(source: Spec, /, *, split: str | None = None, **kwargs: Any) ->
     num_threads, prefetch, rank, world_size, on_error, max_pixels, hw_decoder_load, device_decode).
     `dtype` may be a torch.dtype and `device` a torch.device.
     """
+    remote = RemoteOptions.pop(kwargs)
     opts = build_options(**kwargs)
-    view = open_dataset(source, split=split)
+    view = source if isinstance(source, DatasetView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "images":
         raise ManifestError(f"{view.root} holds a dataset of kind {view.manifest.kind!r}; image_loader reads "
                             "kind 'images' (use fastdata.loader() to pick the loader by kind)")

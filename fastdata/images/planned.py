@@ -28,6 +28,7 @@ from fastdata.images.prefetch import prefetch
 from fastdata.images.reader import SplitReader
 from fastdata.images.resume import ResumePoint, check_state, make_state
 from fastdata.images.samples import Preparer, SkipBudget, fill_batch, resolve_futures
+from fastdata.images.schedule import ShardSchedule
 from fastdata.images.stream import SampleStream
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class PlannedBackend:
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
         self._skipped = 0
         self.last_keys: list[str] = []  # "shard:key" of the real rows of the last batch delivered (debugging)
+        self.check_cache()
 
     # ------------------------------------------------------------------ plan and state
     def plan(self, epoch: int | None = None) -> EpochPlan:
@@ -167,11 +169,13 @@ class PlannedBackend:
         stream = stream_at(start.cursor)
         cuda_stream = self._cuda_stream()
         budget = SkipBudget(plan)
+        follow = self._follower(plan, start.cursor)
         try:
             for b in range(start.batch, plan.num_batches):
                 if stop.is_set():
                     return
                 cursor = stream.position
+                follow(cursor)
                 while True:
                     with torch.cuda.stream(cuda_stream) if cuda_stream is not None else contextlib.nullcontext():
                         entries, skipped = fill_batch(stream, plan.rows(b), plan, on_error=o.on_error,
@@ -190,6 +194,45 @@ class PlannedBackend:
         finally:
             stream.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
+            follow(None)
+
+    def _follower(self, plan: EpochPlan, cursor: int):
+        """For a remote dataset: a callable told the reading position before each batch (None at the end) that
+        prefetches the shards the plan reads next and gives back those it is done with; else a no-op."""
+        remote = self._view.remote
+        if remote is None:
+            return lambda position: None
+        schedule = ShardSchedule(plan.sequence, self._reader.starts)
+        names = [ref.info.name for ref in self._view.shards]
+        state = {"at": cursor}
+
+        def follow(position: int | None) -> None:
+            if position is None:  # epoch over (or stopped): every shard goes back to the cache, still cached
+                for s in range(len(names)):
+                    self._reader.forget(s)
+                return
+            for s in schedule.done(state["at"], position):
+                self._reader.forget(s)
+            state["at"] = position
+            remote.follow([names[s] for s in schedule.upcoming(position)])
+
+        return follow
+
+    def check_cache(self) -> None:
+        """Refuse a remote dataset's cache_limit that cannot hold what this rank reads at once."""
+        remote = self._view.remote
+        if remote is None:
+            return
+        sizes = [ref.info.bytes for ref in self._view.shards]
+        schedule = ShardSchedule(self.plan().sequence, self._reader.starts)
+        o = self._opts
+        need = schedule.peak_bytes(sizes, lookahead=(o.prefetch + 1) * o.batch_size, ahead=remote.ahead)
+        limit = remote.cache.limit
+        if limit is not None and limit < need:
+            raise ValueError(f"cache_limit={limit} bytes is too small for this loader: it holds up to {need} bytes "
+                             f"of shards at once (those of one shuffle window of {self._opts.shuffle_window} samples "
+                             f"plus {remote.ahead} prefetched shards); set cache_limit to at least {need} bytes, "
+                             "or lower shuffle_window")
 
     def _loader_for(self, epoch: int):
         def load(index: int) -> Any:
@@ -199,3 +242,4 @@ class PlannedBackend:
 
     def close(self) -> None:
         self._reader.close()
+        self._view.close()

@@ -93,6 +93,13 @@ class FileHandles:
     def __len__(self) -> int:
         return len(self._fds)
 
+    def drop(self, path: Path) -> None:
+        """Close the descriptor of `path` now if no read uses it (else the LRU closes it later)."""
+        with self._lock:
+            entry = self._fds.get(path)
+            if entry is not None and entry[1] == 0:
+                os.close(self._fds.pop(path)[0])
+
     def close(self) -> None:
         """Close every descriptor (call when no read is in flight); later reads open them again."""
         with self._lock:
@@ -234,9 +241,13 @@ class ArrowShard:
 
 
 class SplitReader:
-    """All shards of one split behind one global index; shards are opened lazily and thread-safely."""
+    """All shards of one split behind one global index; shards are opened lazily and thread-safely.
+
+    For a remote dataset a shard is downloaded into the node cache when first read (`view.local`) and
+    given back by `forget(s)` once the plan is past it."""
 
     def __init__(self, view: DatasetView) -> None:
+        self._view = view
         self._refs = view.shards
         self._shard_type = ArrowShard if view.manifest.shard_format == "arrow" else TarShard
         self._image_members = view.manifest.image_members
@@ -249,22 +260,31 @@ class SplitReader:
         self._len = total
         self._open: dict[int, TarShard | ArrowShard] = {}
         self._lock = threading.Lock()
+        self._opening: dict[int, threading.Lock] = {}  # one per shard: shards open (and download) in parallel
         self._handles = FileHandles()
 
     def __len__(self) -> int:
         return self._len
 
+    @property
+    def starts(self) -> list[int]:
+        """Global index of the first sample of every shard."""
+        return self._starts
+
     def _shard(self, s: int) -> TarShard | ArrowShard:
         shard = self._open.get(s)
-        if shard is None:
-            with self._lock:
-                shard = self._open.get(s)
-                if shard is None:
-                    ref = self._refs[s]
-                    shard = (TarShard(ref, self._handles, image_members=self._image_members,
-                                      label_member=self._label_member)
-                             if self._shard_type is TarShard else ArrowShard(ref))
-                    self._open[s] = shard
+        if shard is not None:
+            return shard
+        with self._lock:
+            opening = self._opening.setdefault(s, threading.Lock())
+        with opening:
+            shard = self._open.get(s)
+            if shard is None:
+                ref = self._view.local(self._refs[s])
+                shard = (TarShard(ref, self._handles, image_members=self._image_members,
+                                  label_member=self._label_member)
+                         if self._shard_type is TarShard else ArrowShard(ref))
+                self._open[s] = shard
         return shard
 
     def read(self, index: int, /) -> RawSample:
@@ -272,6 +292,15 @@ class SplitReader:
             raise IndexError(f"sample index {index} out of range 0..{self._len - 1}")
         s = bisect.bisect_right(self._starts, index) - 1
         return self._shard(s).read(index - self._starts[s])
+
+    def forget(self, s: int) -> None:
+        """Shard `s` is not needed for now: close it and give it back to the cache (read again: reopened)."""
+        with self._lock:
+            shard = self._open.pop(s, None)
+        if shard is not None:
+            shard.close()
+            self._handles.drop(shard.path)
+            self._view.release(self._refs[s])
 
     def close(self) -> None:
         with self._lock:

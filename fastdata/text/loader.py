@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from fastdata.coerce import torch_options
-from fastdata.dataset import open_dataset
+from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
@@ -122,7 +122,7 @@ class SequenceLoader:
         self._epoch, self._done = self._epoch + 1, 0
 
 
-def sequence_loader(source: Spec, /, *, split: str | None = None, rank: int | None = None,
+def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, rank: int | None = None,
                     world_size: int | None = None, **options: Any) -> SequenceLoader:
     """Token batches from a `fastdata convert --kind text` dataset.
 
@@ -130,6 +130,7 @@ def sequence_loader(source: Spec, /, *, split: str | None = None, rank: int | No
     pad_to_multiple_of (default 8), block_size (pack), window, shuffle, seed, device, pin_memory,
     pad_id. Rank and world size come from torch.distributed when initialised, or the arguments.
     """
+    remote = RemoteOptions.pop(options)
     known = {f.name for f in fields(SequenceLoaderOptions)} - {"rank", "world_size"}
     unknown = sorted(set(options) - known)
     if unknown:
@@ -139,7 +140,7 @@ def sequence_loader(source: Spec, /, *, split: str | None = None, rank: int | No
     if (opts.device != "cpu" or opts.pin) and not torch.cuda.is_available():
         raise ValueError(f"device={opts.device!r}, pin_memory={opts.pin_memory!r} need CUDA, but "
                          "torch.cuda.is_available() is False; use device='cpu' (and pin_memory=None or False)")
-    view = open_dataset(source, split=split)
+    view = source if isinstance(source, DatasetView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "text":
         raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the sequence loader reads 'text'")
     tok = view.manifest.extra.get("tokenizer", {})

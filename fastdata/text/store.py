@@ -54,7 +54,9 @@ def _read_shard(path: str) -> pa.Table:
 def open_store(view: DatasetView) -> TokenStore:
     """Map every shard of `view` (opened by `open_dataset`, which has checked the files' presence and size)."""
     lengths, labels, segment, start, values, tables = [], [], [], [], [], []
+    view.require_whole_split()
     for ref in view.shards:
+        ref = view.local(ref)  # a remote shard is downloaded into the node cache and held there
         table = _read_shard(str(ref.path))
         if table.num_rows != ref.info.samples or "input_ids" not in table.column_names:
             raise ShardError(f"shard {ref.path} holds {table.num_rows} rows with columns {table.column_names}, "

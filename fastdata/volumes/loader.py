@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from fastdata.coerce import torch_options
-from fastdata.dataset import DatasetView, open_dataset
+from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
@@ -185,11 +185,12 @@ def hash_seed(*parts: int) -> int:
     return int(state[0] % (2**63 - 1))
 
 
-def volume_loader(source: Spec, /, *, split: str | None = None, rank: int | None = None,
+def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, rank: int | None = None,
                   world_size: int | None = None, **options: Any) -> VolumeLoader:
     """Build the loader of a dicom dataset; keyword options are the fields of VolumeLoaderOptions."""
+    remote = RemoteOptions.pop(options)
     rank, world_size = resolve_rank(rank, world_size)
-    view = open_dataset(source, split=split)
+    view = source if isinstance(source, DatasetView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "dicom":
         raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the volume loader reads 'dicom' datasets")
     allowed = set(VolumeLoaderOptions.__dataclass_fields__) - {"rank", "world_size"}

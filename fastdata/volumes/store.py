@@ -79,7 +79,8 @@ class VolumeStore:
     """All volumes of the selected split, in key order (the order is part of the loader contract)."""
 
     def __init__(self, view: DatasetView) -> None:
-        entries = [e for ref in view.shards for e in index_shard(ref.path)]
+        view.require_whole_split()  # a remote split is held whole in the node cache
+        entries = [e for ref in view.shards for e in index_shard(view.local(ref).path)]
         self.entries: list[VolumeEntry] = sorted(entries, key=lambda e: e.key)
 
     def __len__(self) -> int:

@@ -1,0 +1,191 @@
+"""Where a conversion's output goes: a local folder, or a remote dataset folder (`s3://`, `gs://`, `az://`).
+
+The engine writes shards into `dest.work`, a local folder, and keeps its resumable state through the
+destination (the plan, one record per finished shard, the manifest last):
+
+- `LocalDestination`: `work` is DST itself; the state is `DST/.partial/` (state.py).
+- `RemoteDestination`: `work` is a local staging folder. A finished shard is uploaded (multipart when large),
+  its size checked on the store, and only then its record is uploaded to `DST/.partial/records/`; the local
+  copy is then deleted, so staging holds a few shards at most. The manifest is uploaded last, so a reader
+  never sees a manifest naming a missing shard. A killed run resumes from the records on the store (from any
+  machine); `--num-parts/--part` and `--merge` work the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from converters import state
+from fastdata.atomic import dumps_json
+from fastdata.errors import ConvertError
+from fastdata.manifest import MANIFEST_NAME, Manifest, read_manifest, write_manifest
+
+log = logging.getLogger(__name__)
+
+
+class LocalDestination:
+    def __init__(self, path: Path | str) -> None:
+        self.work = Path(path)
+        self.label = str(path)
+
+    def state(self, fingerprint: str) -> str:
+        return state.destination_state(self.work, fingerprint)
+
+    def read_manifest(self) -> Manifest:
+        return read_manifest(self.work)
+
+    def has_plan(self) -> bool:
+        return (self.work / state.PARTIAL / state.PLAN).exists()
+
+    def prepare(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+
+    def load_plan(self) -> dict[str, Any]:
+        return state.load_plan(self.work)
+
+    def save_plan(self, plan: dict[str, Any]) -> None:
+        state.save_plan(self.work, plan)
+
+    def load_record(self, name: str) -> dict[str, Any] | None:
+        return state.load_record(self.work, name)
+
+    def save_record(self, name: str, record: dict[str, Any]) -> None:
+        state.save_record(self.work, name, record)
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        write_manifest(self.work, manifest)
+
+    def cleanup(self) -> None:
+        state.cleanup(self.work)
+
+
+def staging_dir(url: str) -> Path:
+    """The default local staging folder of a remote destination (under the user cache folder)."""
+    from fastdata.storage.cache import default_cache_dir
+
+    return default_cache_dir().parent / "staging" / hashlib.sha256(url.encode()).hexdigest()[:24]
+
+
+class RemoteDestination:
+    def __init__(self, url: str, *, staging: Path | str | None = None,
+                 storage_options: dict[str, Any] | None = None) -> None:
+        from fastdata.storage.client import RemoteStore
+
+        self.store = RemoteStore(url, storage_options)
+        self.label = self.store.url
+        self.work = Path(staging) if staging is not None else staging_dir(self.store.url)
+
+    def _get_json(self, name: str) -> Any:
+        from fastdata.errors import StorageError
+
+        try:
+            return json.loads(self.store.read(name))
+        except StorageError as exc:
+            if "does not exist" in str(exc):
+                return None
+            raise
+
+    def state(self, fingerprint: str) -> str:
+        found = self._get_json(MANIFEST_NAME)
+        if found is not None:
+            manifest = Manifest.from_dict(found, where=self.label + MANIFEST_NAME)
+            if manifest.fingerprint == fingerprint:
+                return "complete"
+            raise ConvertError(f"destination {self.label} already holds a different dataset (fingerprint "
+                               f"{manifest.fingerprint[:12]}, this conversion is {fingerprint[:12]}): pick another "
+                               "folder, or delete that dataset to replace it")
+        plan = self._get_json(f"{state.PARTIAL}/{state.PLAN}")
+        if plan is not None:
+            if plan.get("fingerprint") == fingerprint:
+                return "resume"
+            raise ConvertError(f"destination {self.label} holds an unfinished conversion of a different dataset or "
+                               f"with other options (fingerprint {str(plan.get('fingerprint'))[:12]}, this one is "
+                               f"{fingerprint[:12]}): rerun that conversion with its original arguments, or delete "
+                               f"{self.label}{state.PARTIAL}/")
+        return "fresh"
+
+    def read_manifest(self) -> Manifest:
+        return Manifest.from_dict(self._get_json(MANIFEST_NAME), where=self.label + MANIFEST_NAME)
+
+    def has_plan(self) -> bool:
+        return self._get_json(f"{state.PARTIAL}/{state.PLAN}") is not None
+
+    def prepare(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+
+    def load_plan(self) -> dict[str, Any]:
+        plan = self._get_json(f"{state.PARTIAL}/{state.PLAN}")
+        if plan is None:
+            raise ConvertError(f"no conversion in progress at {self.label} (no {state.PARTIAL}/{state.PLAN}); "
+                               "run `fastdata convert` first")
+        local = self.work / state.PARTIAL / state.PLAN
+        if not local.exists() or json.loads(local.read_text()).get("fingerprint") != plan.get("fingerprint"):
+            shutil.rmtree(self.work, ignore_errors=True)  # staging of another conversion: start it afresh
+            self.prepare()
+            state.save_plan(self.work, plan)
+        return plan
+
+    def save_plan(self, plan: dict[str, Any]) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.prepare()
+        state.save_plan(self.work, plan)
+        self.store.upload(f"{state.PARTIAL}/{state.PLAN}", dumps_json(plan).encode())
+
+    def load_record(self, name: str) -> dict[str, Any] | None:
+        """The record of a finished shard: the one this machine uploaded, else the store's (a record is
+        uploaded only after its shard, so one on the store means the shard is there)."""
+        local = state.record_path(self.work, name)
+        if local.exists():
+            return json.loads(local.read_text(encoding="utf-8"))
+        record = self._get_json(f"{state.PARTIAL}/records/{name}.json")
+        if record is None:
+            return None
+        shard = record.get("shard")
+        if shard is not None and self.store.size(shard["name"]) != shard["bytes"]:
+            log.warning("%s%s is missing or of another size: converting it again", self.label, shard["name"])
+            return None
+        return record
+
+    def save_record(self, name: str, record: dict[str, Any]) -> None:
+        shard = record.get("shard")
+        if shard is not None:
+            if shard.get("index"):  # the index first: a shard under its final name always has its index
+                self.store.upload(shard["index"], self.work / shard["index"])
+            self.store.upload(shard["name"], self.work / shard["name"])
+        self.store.upload(f"{state.PARTIAL}/records/{name}.json", dumps_json(record).encode())
+        state.save_record(self.work, name, record)
+        if shard is not None:
+            for local in (shard["name"], shard.get("index")):
+                if local:
+                    (self.work / local).unlink(missing_ok=True)
+        log.info("uploaded %s to %s", name, self.label)
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        self.store.upload(MANIFEST_NAME, dumps_json(manifest.to_dict()).encode())
+
+    def cleanup(self) -> None:
+        """After the manifest: remove the in-progress state from the store and the local staging folder."""
+        plan = self._get_json(f"{state.PARTIAL}/{state.PLAN}")
+        if plan is not None:
+            for shard in plan.get("shards", []):
+                name = f"{shard['split']}-{shard['index']:06d}{plan['suffix']}"
+                self.store.delete(f"{state.PARTIAL}/records/{name}.json")
+            self.store.delete(f"{state.PARTIAL}/{state.PLAN}")
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def destination(dst: str | Path, *, staging: Path | str | None = None,
+                storage_options: dict[str, Any] | None = None) -> LocalDestination | RemoteDestination:
+    from fastdata.storage.url import is_url
+
+    if is_url(str(dst)):
+        return RemoteDestination(str(dst), staging=staging, storage_options=storage_options)
+    return LocalDestination(dst)
+
+
+Destination = LocalDestination | RemoteDestination

@@ -1,0 +1,289 @@
+"""The node-local shard cache: one download per shard per node, within a hard byte budget.
+
+Layout (`cache_dir/<first 32 hex of the manifest's sha256>/`, so a changed dataset never mixes with an old one):
+
+    <shard>                  a complete, verified shard (or index) file
+    <shard>.<pid>.tmp        a download in progress, preallocated to its full size (its space is reserved)
+    locks/<shard>            lock file: exclusive while downloading, shared while a process uses the shard
+    locks/.budget            exclusive while the budget is counted and space reserved or freed
+    locks/.slot-<k>          one of NODE_DOWNLOADS download slots, held while downloading
+    users/<pid>              one per live process using the cache
+    schedules/<pid>.json     the shards that process needs next, in order (read when choosing what to evict)
+
+- `acquire(name)` returns the local path of a shard that stays on disk until `release(name)`: it is used
+  at once when complete, else downloaded by exactly one process of the node (the others wait on its lock),
+  written to a temporary name, checked (size, sha256) by the fetch function, and renamed into place.
+- Before a download its full size is reserved. When the budget would be exceeded, shards no live process
+  holds are evicted: first those no process has scheduled (consumed this epoch), then those whose next use
+  is farthest. A held shard is never evicted; a budget that cannot fit the next shard is an error naming it.
+- At start-up temporary files and schedules of processes that are gone are removed, and when no other live
+  process uses the cache, the lock files too.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from fastdata.errors import StorageError
+
+log = logging.getLogger(__name__)
+
+WAIT_POLL_S = 0.2
+NODE_DOWNLOADS = 4  # downloads in flight per node, across every process using the cache
+WAIT_FOR_SPACE_S = 120.0  # how long a download waits for other processes to release shards before failing
+
+
+def default_cache_dir() -> Path:
+    """$FASTDATA_CACHE, else $XDG_CACHE_HOME/fastdata, else ~/.cache/fastdata (the `shards` folder in it)."""
+    root = os.environ.get("FASTDATA_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "fastdata")
+    return Path(root) / "shards"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _lock(fd: int, mode: int, *, block: bool = True) -> bool:
+    try:
+        fcntl.flock(fd, mode | (0 if block else fcntl.LOCK_NB))
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+class ShardCache:
+    """Files of one dataset (named by its fingerprint) cached in `root`, within `limit` bytes (None: no limit)."""
+
+    def __init__(self, root: Path | str, *, fingerprint: str, limit: int | None) -> None:
+        if limit is not None and limit < 1:
+            raise ValueError(f"cache_limit must be a positive number of bytes, got {limit}")
+        self.dir = Path(root) / fingerprint[:32]
+        self.limit = limit
+        for sub in ("locks", "users", "schedules"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        self._held: dict[str, int] = {}  # name -> fd of its lock file, holding a shared lock
+        self.downloads = 0  # files this process downloaded (tests and benchmarks count them)
+        self.downloaded_bytes = 0
+        with self._budget():
+            self._clean_stale()
+            (self.dir / "users" / str(os.getpid())).touch()
+
+    # ------------------------------------------------------------------ housekeeping
+    def _clean_stale(self) -> None:
+        """Temporary files, schedules and users of dead processes; all lock files when nobody else is alive."""
+        others = False
+        for user in (self.dir / "users").iterdir():
+            if user.name.isdigit() and int(user.name) != os.getpid() and _alive(int(user.name)):
+                others = True
+            elif user.name.isdigit() and not _alive(int(user.name)):
+                user.unlink(missing_ok=True)
+        for tmp in self.dir.glob("*.tmp"):
+            pid = tmp.name.rsplit(".", 2)[-2]
+            if not pid.isdigit() or not _alive(int(pid)):
+                log.info("removing a stale partial download %s", tmp)
+                tmp.unlink(missing_ok=True)
+        for sched in (self.dir / "schedules").glob("*.json"):
+            if not sched.stem.isdigit() or not _alive(int(sched.stem)):
+                sched.unlink(missing_ok=True)
+        if not others:
+            for lock in (self.dir / "locks").iterdir():
+                if not lock.name.startswith("."):
+                    lock.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        for name in list(self._held):
+            self.release(name)
+        (self.dir / "users" / str(os.getpid())).unlink(missing_ok=True)
+        (self.dir / "schedules" / f"{os.getpid()}.json").unlink(missing_ok=True)
+
+    class _Budget:
+        def __init__(self, path: Path) -> None:
+            self.path = path
+
+        def __enter__(self) -> None:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            _lock(self.fd, fcntl.LOCK_EX)
+
+        def __exit__(self, *exc: object) -> None:
+            os.close(self.fd)  # closing releases the lock
+
+    def _budget(self) -> ShardCache._Budget:
+        return ShardCache._Budget(self.dir / "locks" / ".budget")
+
+    # ------------------------------------------------------------------ what is where
+    def path(self, name: str) -> Path:
+        return self.dir / name
+
+    def complete(self, name: str, size: int | None) -> bool:
+        """Whether `name` is in the cache whole (files are renamed into place complete; `size` double-checks)."""
+        try:
+            found = self.path(name).stat().st_size
+        except FileNotFoundError:
+            return False
+        return size is None or found == size
+
+    def used(self) -> int:
+        """Bytes in the cache: complete files and reserved temporary files."""
+        return sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file())
+
+    def schedule(self, names: Sequence[str]) -> None:
+        """The shards this process needs next, soonest first (what eviction keeps longest)."""
+        path = self.dir / "schedules" / f"{os.getpid()}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(list(names)))
+        os.replace(tmp, path)
+
+    def _next_use(self) -> dict[str, int]:
+        """For every shard some live process has scheduled: the soonest position at which one needs it."""
+        soonest: dict[str, int] = {}
+        for sched in (self.dir / "schedules").glob("*.json"):
+            if not sched.stem.isdigit() or not _alive(int(sched.stem)):
+                continue
+            try:
+                names = json.loads(sched.read_text())
+            except (OSError, ValueError):
+                continue
+            for i, name in enumerate(names):
+                if isinstance(name, str):
+                    soonest[name] = min(i, soonest.get(name, i))
+        return soonest
+
+    # ------------------------------------------------------------------ holding shards
+    def held(self, name: str) -> bool:
+        return name in self._held
+
+    def release(self, name: str) -> None:
+        """This process no longer needs `name`: it may be evicted."""
+        fd = self._held.pop(name, None)
+        if fd is not None:
+            os.close(fd)
+
+    def acquire(self, name: str, *, size: int | None, fetch: Callable[[Path], None]) -> Path:
+        """The local path of `name`, complete and held until `release(name)`; `fetch(tmp)` downloads it."""
+        if name in self._held:
+            return self.path(name)
+        lock_path = self.dir / "locks" / name
+        while True:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                _lock(fd, fcntl.LOCK_SH)
+                if self.complete(name, size):
+                    self._held[name] = fd
+                    return self.path(name)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                _lock(fd, fcntl.LOCK_EX)  # one downloader per node; the others wait here
+                if not self.complete(name, size):
+                    self._download(name, size, fetch)
+                _lock(fd, fcntl.LOCK_SH)  # downgrade: now a user like the others
+                if self.complete(name, size):
+                    self._held[name] = fd
+                    return self.path(name)
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # evicted between the download and the downgrade: go again
+
+    def _download(self, name: str, size: int | None, fetch: Callable[[Path], None]) -> None:
+        tmp = self.dir / f"{name}.{os.getpid()}.tmp"
+        self._reserve(name, size or 0, tmp)
+        try:
+            with self._slot():
+                fetch(tmp)
+            got = tmp.stat().st_size
+            if size is not None and got != size:
+                raise StorageError(f"the download of {name} has {got} bytes, expected {size}")
+            os.replace(tmp, self.path(name))
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.downloads += 1
+        self.downloaded_bytes += got
+
+    class _Slot:
+        def __init__(self, locks: Path) -> None:
+            self.locks = locks
+
+        def __enter__(self) -> None:
+            while True:
+                for k in range(NODE_DOWNLOADS):
+                    fd = os.open(self.locks / f".slot-{k}", os.O_RDWR | os.O_CREAT, 0o644)
+                    if _lock(fd, fcntl.LOCK_EX, block=False):
+                        self.fd = fd
+                        return
+                    os.close(fd)
+                time.sleep(WAIT_POLL_S / 4)
+
+        def __exit__(self, *exc: object) -> None:
+            os.close(self.fd)
+
+    def _slot(self) -> ShardCache._Slot:
+        """One of the node's download slots: at most NODE_DOWNLOADS downloads run at once on a node."""
+        return ShardCache._Slot(self.dir / "locks")
+
+    def _reserve(self, name: str, size: int, tmp: Path) -> None:
+        """Make room for `size` bytes (evicting what no process holds) and preallocate `tmp` to that size."""
+        if self.limit is not None and size > self.limit:
+            raise StorageError(f"{name} has {size} bytes, more than the whole cache_limit ({self.limit} bytes); "
+                               "raise cache_limit")
+        waited = time.monotonic()
+        while True:
+            with self._budget():
+                if self._make_room(size):
+                    with open(tmp, "wb") as f:
+                        f.truncate(size)  # counted by every process's `used()` from now on
+                    return
+            if time.monotonic() - waited > WAIT_FOR_SPACE_S:
+                raise StorageError(f"cache_limit {self.limit} bytes cannot fit {name} ({size} bytes): "
+                                   f"{self.used()} bytes are held by processes using {self.dir}; raise cache_limit "
+                                   "or lower the prefetch depth")
+            time.sleep(WAIT_POLL_S)  # others hold everything: wait for them to release shards
+
+    def _make_room(self, size: int) -> bool:
+        """Evict until `size` more bytes fit (caller holds the budget lock); False when nothing more can go."""
+        if self.limit is None:
+            free = shutil.disk_usage(self.dir).free
+            if size > free:
+                raise StorageError(f"the disk of {self.dir} has {free} bytes free, {size} are needed; free space "
+                                   "or pass cache_limit/cache_dir")
+            return True
+        used = self.used()
+        if used + size <= self.limit:
+            return True
+        soonest = self._next_use()
+        far = 1 << 62
+        candidates = sorted((p for p in self.dir.iterdir() if p.is_file() and not p.name.endswith(".tmp")),
+                            key=lambda p: (p.name in soonest, -soonest.get(p.name, far)))
+        for victim in candidates:
+            if self._evict(victim) and self.used() + size <= self.limit:
+                return True
+        return self.used() + size <= self.limit
+
+    def _evict(self, victim: Path) -> bool:
+        """Remove `victim` if no process holds or downloads it."""
+        if victim.name in self._held:
+            return False
+        fd = os.open(self.dir / "locks" / victim.name, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not _lock(fd, fcntl.LOCK_EX, block=False):
+                return False
+            log.info("evicting %s from the shard cache", victim.name)
+            victim.unlink(missing_ok=True)
+            return True
+        finally:
+            os.close(fd)

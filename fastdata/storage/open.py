@@ -1,0 +1,104 @@
+"""Open a remote dataset: the manifest with one GET (no LIST), then a view whose shards come through the
+node-local cache (`cache.py`) on first use (`fetcher.py`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import urllib.parse
+from collections.abc import Sequence
+
+from fastdata.dataset import DatasetView, RemoteOptions, ShardRef, select_split
+from fastdata.errors import ManifestError, StorageError
+from fastdata.manifest import MANIFEST_NAME, Manifest
+from fastdata.sources import is_brace, is_glob
+from fastdata.storage.cache import ShardCache, default_cache_dir
+from fastdata.storage.client import RemoteStore
+from fastdata.storage.fetcher import RemoteFile, RemoteFiles
+from fastdata.storage.url import folder_url
+from fastdata.storage.url import split as split_url
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DISK_SHARE = 0.8  # without cache_limit: this share of the cache disk's free space (plus what is cached)
+
+
+def _urls(source: str | Sequence[str]) -> list[str]:
+    items = [source] if isinstance(source, str) else list(source)
+    out = []
+    for url in items:
+        url = str(url)
+        if is_glob(url.split("://", 1)[1]):
+            raise ManifestError(f"{url!r}: globs cannot be expanded on remote storage (fastdata never lists it); "
+                                "pass the dataset folder, shard URLs or a brace pattern such as "
+                                "'s3://bucket/ds/train-{000000..000009}.tar'")
+        if is_brace(url):
+            from braceexpand import braceexpand
+
+            out.extend(braceexpand(url))
+        else:
+            out.append(url)
+    return out
+
+
+def manifest_at(store: RemoteStore) -> tuple[Manifest, bytes]:
+    try:
+        raw = store.read(MANIFEST_NAME)
+    except StorageError as exc:
+        if "HTTP 404" in str(exc) or "does not exist" in str(exc):
+            raise ManifestError(f"no {MANIFEST_NAME} at {store.url}: pass the URL of the folder `fastdata convert` "
+                                f"or `fastdata index` wrote (a conversion still running uploads it last)") from exc
+        raise
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ManifestError(f"{store.url}{MANIFEST_NAME} is not JSON: {exc}") from exc
+    return Manifest.from_dict(data, where=store.url + MANIFEST_NAME), raw
+
+
+def open_remote(source: str | Sequence[str], /, *, split: str | None, options: RemoteOptions) -> DatasetView:
+    urls = _urls(source)
+    names: set[str] | None = None
+    if len(urls) == 1 and not urls[0].rstrip("/").endswith((".tar", ".arrow")):
+        base = folder_url(urls[0])
+    else:
+        bases = {split_url(u)[0] for u in urls}
+        if len(bases) != 1:
+            raise ManifestError(f"the shard URLs given lie in {len(bases)} folders; a dataset's shards lie in one")
+        base, names = bases.pop(), {split_url(u)[1] for u in urls}
+    store = RemoteStore(base, options.storage_options)
+    manifest, raw = manifest_at(store)
+    if names is None:
+        split_name = select_split(manifest, split)
+        selected = list(manifest.split(split_name).shards)
+    else:
+        found = {s: [sh for sh in manifest.splits[s].shards if sh.name in names] for s in manifest.splits}
+        found = {s: v for s, v in found.items() if v}
+        unknown = names - {sh.name for v in found.values() for sh in v}
+        if unknown:
+            raise ManifestError(f"{sorted(unknown)[:3]} are not listed in {base}{MANIFEST_NAME}")
+        if split is None and len(found) > 1:
+            raise ManifestError(f"the shards given span splits {sorted(found)}; pass split=")
+        split_name = split or next(iter(found))
+        selected = found.get(split_name, [])
+    if not selected:
+        raise ManifestError(f"split {split_name!r} of {base} holds no shard")
+    shard_store = store
+    if manifest.shard_root is not None:
+        shard_store = RemoteStore(urllib.parse.urljoin(base, folder_url(manifest.shard_root)), options.storage_options)
+    cache_root = options.cache_dir or default_cache_dir()
+    fingerprint = hashlib.sha256(raw).hexdigest()
+    limit = options.limit_bytes()
+    cache = ShardCache(cache_root, fingerprint=fingerprint, limit=limit)
+    if limit is None:
+        cache.limit = int(DEFAULT_DISK_SHARE * shutil.disk_usage(cache.dir).free) + cache.used()
+    files = [RemoteFile(sh.name, sh.bytes, sh.sha256, shard_store) for sh in selected]
+    files += [RemoteFile(sh.index, None, sh.index_sha256, store) for sh in selected if sh.index]
+    refs = tuple(ShardRef(info=sh, path=cache.path(sh.name), index_path=cache.path(sh.index) if sh.index else None)
+                 for sh in selected)
+    log.info("%s: %d shard(s) of split %s, cached in %s (limit %s bytes)", base, len(refs), split_name, cache.dir,
+             cache.limit)
+    return DatasetView(root=base, manifest=manifest, split=split_name, shards=refs, remote=RemoteFiles(cache, files))
+

@@ -1,0 +1,295 @@
+"""Remote datasets end to end, on servers on 127.0.0.1 (moto's S3, tests/http_server.py): conversion to S3
+(byte-identical to a local one, resumable, in parts), `info`/`verify` on URLs, every kind streamed with the
+batches of the local dataset, the node cache's budget, sharing and warm epochs, and faults that must end in
+a retry or a clear error, never a hang or a shorter epoch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
+from helpers import convert_images, make_image_tree
+from http_server import Fault, FileServer
+
+import fastdata
+from converters import get_kind
+from converters.destination import RemoteDestination
+from converters.engine import ConvertConfig, convert
+from converters.images import ImageOptions
+from fastdata.cli import main as cli
+from fastdata.errors import ManifestError, StorageError
+from fastdata.storage.client import RemoteStore
+
+pytest.importorskip("obstore")
+
+
+def files_of(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def remote_files(url: str, names: list[str]) -> dict[str, str]:
+    store = RemoteStore(url)
+    return {n: hashlib.sha256(store.read(n)).hexdigest() for n in names}
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory) -> Path:
+    return make_image_tree(tmp_path_factory.mktemp("remote") / "src", classes=3, per_class=8,
+                           splits=("train", "val"))
+
+
+@pytest.fixture(scope="module")
+def local(src: Path, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("local") / "ds"
+    convert_images(src, out, samples_per_shard=5)
+    return out
+
+
+def upload_folder(folder: Path, url: str) -> str:
+    store = RemoteStore(url)
+    for p in sorted(folder.iterdir()):
+        if p.is_file() and p.name != "manifest.json":
+            store.upload(p.name, p)
+    store.upload("manifest.json", (folder / "manifest.json").read_bytes())
+    return store.url
+
+
+def labels_of(source, **kw) -> list[list[int]]:
+    ld = fastdata.loader(source, batch_size=4, image_size=32, device="cpu", num_threads=2, **kw)
+    return [y.tolist() for _, y in ld]
+
+
+# ---------------------------------------------------------------------------------------------- convert
+def test_convert_to_s3_equals_a_local_conversion_and_info_verify_read_it(s3: str, src: Path, local: Path,
+                                                                          tmp_path: Path, capsys):
+    url = f"{s3}/imagenet/"
+    assert cli(["convert", str(src), url, "-j", "1", "--samples-per-shard", "5", "--no-progress",
+                "--staging", str(tmp_path / "stage")]) == 0
+    assert remote_files(url, list(files_of(local))) == files_of(local)  # byte for byte, manifest included
+    assert not (tmp_path / "stage").exists()  # staging removed once the manifest is up
+    with pytest.raises(StorageError, match="does not exist"):
+        RemoteStore(url).read(".partial/plan.json")
+    capsys.readouterr()
+    assert cli(["info", url]) == 0 and "images dataset" in capsys.readouterr().out
+    assert cli(["verify", url, "--decode"]) == 0 and "OK" in capsys.readouterr().out
+
+
+def _convert(src: Path, dst, *, staging: Path, **cfg) -> object:
+    dest = RemoteDestination(dst, staging=staging) if isinstance(dst, str) else dst
+    return convert(get_kind("images"), src, dest, options=ImageOptions(),
+                   config=ConvertConfig(**{"jobs": 1, "samples_per_shard": 5, **cfg}))
+
+
+def test_a_failed_upload_resumes_and_only_missing_shards_go_up(s3: str, src: Path, local: Path, tmp_path: Path,
+                                                               monkeypatch):
+    url = f"{s3}/resume/"
+    uploads: list[str] = []
+    real = RemoteStore.upload
+
+    def flaky(self, name, source):
+        if name.endswith(".tar") and len([u for u in uploads if u.endswith(".tar")]) == 2:
+            raise StorageError("injected: the network went away")
+        uploads.append(name)
+        return real(self, name, source)
+
+    monkeypatch.setattr(RemoteStore, "upload", flaky)
+    with pytest.raises(StorageError, match="injected"):
+        _convert(src, url, staging=tmp_path / "stage")
+    with pytest.raises(StorageError, match="does not exist"):
+        RemoteStore(url).read("manifest.json")  # no manifest while shards are missing
+    monkeypatch.setattr(RemoteStore, "upload", lambda self, n, s: uploads.append(n) or real(self, n, s))
+    first = list(uploads)
+    # resume from another machine: a new staging folder, the records on the store say what is done
+    result = _convert(src, url, staging=tmp_path / "elsewhere")
+    again = [u for u in uploads[len(first):] if u.endswith(".tar")]
+    assert set(again).isdisjoint(u for u in first if u.endswith(".tar")) and result.skipped
+    assert remote_files(url, list(files_of(local))) == files_of(local)
+
+
+def test_parts_and_merge_on_a_remote_destination(s3: str, src: Path, local: Path, tmp_path: Path):
+    url = f"{s3}/parts/"
+    for part in range(3):
+        assert cli(["convert", str(src), url, "-j", "1", "--samples-per-shard", "5", "--num-parts", "3",
+                    "--part", str(part), "--no-progress", "--staging", str(tmp_path / f"stage{part}")]) == 0
+    assert cli(["convert", "--merge", url]) == 0
+    assert remote_files(url, list(files_of(local))) == files_of(local)
+
+
+def test_an_http_destination_is_read_only(src: Path, tmp_path: Path):
+    with FileServer(tmp_path) as server, pytest.raises(StorageError, match="read-only"):
+        _convert(src, server.url + "ds/", staging=tmp_path / "stage")
+
+
+# ---------------------------------------------------------------------------------------------- stream
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+@pytest.mark.parametrize("train", [True, False])
+def test_images_from_s3_equal_local_batch_for_batch(s3: str, local: Path, tmp_path: Path, backend: str,
+                                                    train: bool):
+    if backend == "dali":
+        pytest.importorskip("nvidia.dali")
+    url = upload_folder(local, f"{s3}/img/")
+    kw = dict(backend=backend, train=train, seed=7, split="val" if not train else "train")
+    assert labels_of(url, cache_dir=tmp_path / "c", **kw) == labels_of(local, **kw)
+
+
+def test_cache_smaller_than_the_dataset_downloads_each_shard_once_per_epoch(s3: str, local: Path, tmp_path: Path):
+    url = upload_folder(local, f"{s3}/small/")
+    shards = json.loads((local / "manifest.json").read_text())["splits"]["train"]["shards"]
+    total = sum(s["bytes"] for s in shards)
+    limit = total - min(s["bytes"] for s in shards) // 2  # the shards do not all fit: eviction must happen
+    ld = fastdata.loader(url, batch_size=4, image_size=32, device="cpu", backend="kornia", shuffle_window=5,
+                         cache_dir=tmp_path / "c", cache_limit=limit, prefetch=1, num_threads=1)
+    cache = ld.backend._view.remote.cache
+    for epoch in range(3):
+        ld.set_epoch(epoch)
+        before = cache.downloaded_bytes
+        assert len(list(ld)) == len(ld)
+        got = cache.downloaded_bytes - before
+        assert cache.used() <= cache.limit
+        assert got <= total + 4096 * len(shards)  # no shard twice in an epoch (indexes: a few bytes each)
+        if epoch > 0:
+            assert got > 0  # the cache could not keep everything: some shards came again
+    with pytest.raises(ValueError, match="cache_limit=.*at least"):
+        fastdata.loader(url, batch_size=4, device="cpu", backend="kornia", cache_dir=tmp_path / "d", cache_limit=1000)
+
+
+def test_a_warm_epoch_downloads_nothing(s3: str, local: Path, tmp_path: Path):
+    url = upload_folder(local, f"{s3}/warm/")
+    ld = fastdata.loader(url, batch_size=4, image_size=32, device="cpu", backend="kornia", cache_dir=tmp_path / "c")
+    list(ld)
+    cache = ld.backend._view.remote.cache
+    first = cache.downloads
+    ld.set_epoch(1)
+    list(ld)
+    assert first > 0 and cache.downloads == first
+    again = fastdata.loader(url, batch_size=4, image_size=32, device="cpu", backend="kornia",
+                            cache_dir=tmp_path / "c")
+    list(again)
+    assert again.backend._view.remote.cache.downloads == 0  # a new process finds everything cached
+
+
+def test_resume_mid_epoch_from_s3(s3: str, local: Path, tmp_path: Path):
+    url = upload_folder(local, f"{s3}/resume-load/")
+    kw = dict(batch_size=3, image_size=32, device="cpu", backend="kornia", seed=2, cache_dir=tmp_path / "c")
+    full = [y.tolist() for _, y in fastdata.loader(url, **kw)]
+    a = fastdata.loader(url, **kw)
+    it = iter(a)
+    next(it)
+    next(it)
+    state = json.loads(json.dumps(a.state_dict()))
+    it.close()
+    b = fastdata.loader(url, **{**kw, "cache_dir": tmp_path / "other"})
+    b.load_state_dict(state)
+    assert [y.tolist() for _, y in b] == full[2:]
+
+
+def test_text_and_volumes_from_s3_equal_local(s3: str, fortunes_tokens: Path, tmp_path: Path):
+    url = upload_folder(fortunes_tokens, f"{s3}/tokens/")
+    kw = dict(max_tokens=2048, seed=3)
+    local_batches = [b["input_ids"] for b in fastdata.loader(fortunes_tokens, **kw)]
+    remote_batches = [b["input_ids"] for b in fastdata.loader(url, cache_dir=tmp_path / "c", **kw)]
+    assert len(local_batches) == len(remote_batches) and all(
+        torch.equal(a, b) for a, b in zip(local_batches, remote_batches))
+    with pytest.raises(ValueError, match="whole split"):
+        fastdata.loader(url, cache_dir=tmp_path / "d", cache_limit=10_000, **kw)
+    pytest.importorskip("pydicom")
+    from conftest_dicom import convert_dicom, write_phantom  # noqa: I001
+
+    write_phantom(tmp_path / "dcm" / "p1")
+    vols = tmp_path / "vols"
+    convert_dicom(tmp_path / "dcm", vols)
+    vurl = upload_folder(vols, f"{s3}/vols/")
+    vkw = dict(batch_size=1, patch_size=(4, 8, 8), seed=1, device="cpu")
+    a = [p for p, _ in fastdata.loader(vols, **vkw)]
+    b = [p for p, _ in fastdata.loader(vurl, cache_dir=tmp_path / "c", **vkw)]
+    assert len(a) == len(b) > 0 and all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def _count_downloads(url: str, cache: str, env: dict, queue) -> None:
+    os.environ.update(env)
+    ld = fastdata.loader(url, batch_size=4, image_size=32, device="cpu", backend="kornia", cache_dir=cache,
+                         num_threads=1, train=False)
+    list(ld)
+    queue.put(ld.backend._view.remote.cache.downloads)
+
+
+def test_two_processes_share_one_cache_and_download_each_shard_once(s3: str, local: Path, tmp_path: Path):
+    url = upload_folder(local, f"{s3}/shared/")
+    env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_count_downloads, args=(url, str(tmp_path / "c"), env, queue)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert all(p.exitcode == 0 for p in procs)
+    counts = [queue.get(timeout=5), queue.get(timeout=5)]
+    shards = json.loads((local / "manifest.json").read_text())["splits"]["train"]["shards"]
+    assert sum(counts) == 2 * len(shards)  # each shard and each index downloaded once on the node
+
+
+def test_stale_temporary_and_lock_files_are_cleaned_at_start(tmp_path: Path):
+    from fastdata.storage.cache import ShardCache
+
+    cache = ShardCache(tmp_path, fingerprint="ab" * 32, limit=None)
+    dead = 2**22 + 12345  # no such process
+    (cache.dir / f"train-000000.tar.{dead}.tmp").write_bytes(b"x" * 10)
+    (cache.dir / "locks" / "train-000000.tar").touch()
+    (cache.dir / "users" / str(dead)).touch()
+    cache.close()
+    fresh = ShardCache(tmp_path, fingerprint="ab" * 32, limit=None)
+    assert not list(fresh.dir.glob("*.tmp")) and not (fresh.dir / "locks" / "train-000000.tar").exists()
+    assert not (fresh.dir / "users" / str(dead)).exists()
+
+
+# ---------------------------------------------------------------------------------------------- faults
+@pytest.fixture
+def served(local: Path, tmp_path: Path):
+    shutil.copytree(local, tmp_path / "www" / "ds")
+    with FileServer(tmp_path / "www") as server:
+        yield server
+
+
+def _http_labels(server: FileServer, tmp_path: Path, **kw) -> list[list[int]]:
+    return labels_of(server.url + "ds/", backend="kornia", train=False, split="val", cache_dir=tmp_path / "cache",
+                     storage_options={"read_timeout": 0.5, "attempts": 4}, **kw)
+
+
+@pytest.mark.parametrize("fault", [Fault("val-000000.tar", status=503, retry_after=0.5, times=2),
+                                   Fault("val-000000.tar", status=429, retry_after=0.2, times=1),
+                                   Fault("val-000001.tar", cut=1000, times=2),
+                                   Fault("val-000000.tar", stall=2.0, times=1),
+                                   Fault("val-000000.tar", corrupt=True, times=1),
+                                   Fault("manifest.json", status=502, times=2)],
+                         ids=["503", "429", "cut", "stall", "corrupt-once", "manifest-502"])
+def test_transient_faults_give_the_same_epoch(served: FileServer, local: Path, tmp_path: Path, fault: Fault):
+    want = labels_of(local, backend="kornia", train=False, split="val")
+    served.faults.append(fault)
+    assert _http_labels(served, tmp_path) == want
+    assert fault.times == 0  # the fault happened
+
+
+@pytest.mark.parametrize("fault,message", [(Fault("val-000001.tar", corrupt=True, times=9), "sha256"),
+                                           (Fault("val-000001.tar", status=403, times=9), "denied"),
+                                           (Fault("val-000001.tar", status=503, times=99), "gave up")],
+                         ids=["corrupt", "403", "503-forever"])
+def test_lasting_faults_raise_from_the_loop_naming_the_url(served: FileServer, tmp_path: Path, fault: Fault,
+                                                           message: str):
+    served.faults.append(fault)
+    with pytest.raises(StorageError, match=rf"val-000001\.tar.*{message}|{message}.*val-000001\.tar"):
+        _http_labels(served, tmp_path)
+
+
+def test_a_missing_dataset_and_a_missing_manifest_are_clear(served: FileServer, tmp_path: Path):
+    with pytest.raises(Exception, match="no manifest.json at"):
+        fastdata.loader(served.url + "nothing-here/", batch_size=2, cache_dir=tmp_path / "c")
+    with pytest.raises(ManifestError, match="globs cannot"):
+        fastdata.loader(served.url + "ds/val-*.tar", batch_size=2, cache_dir=tmp_path / "c")
