@@ -6,6 +6,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
   shards/, tokens/, volumes/                  those converted with the commands the README shows
+  s3://bucket/                                an empty bucket on moto's S3 server on 127.0.0.1 (AWS_* set)
 
 Blocks marked `<!-- not run: reason -->` are skipped; the reasons are listed in the test's output.
 """
@@ -31,10 +32,13 @@ CLASSES = ("indoor", "outdoor", "figures")
 SECRET = "docs-walk-salt"
 
 
+S3_ENV: dict[str, str] = {}
+
+
 def _env(box: Path) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
     return {**os.environ, "HOME": str(box / "home"), "SECRET": SECRET, "PATH": f"{bin_dir}:{os.environ['PATH']}",
-            "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+            "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg", "FASTDATA_CACHE": str(box / "cache"), **S3_ENV}
 
 
 def _run(box: Path, *args: str) -> None:
@@ -42,7 +46,13 @@ def _run(box: Path, *args: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def base_box(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path:
+    S3_ENV.update(AWS_ENDPOINT_URL=s3_endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+                  AWS_DEFAULT_REGION="us-east-1", AWS_REGION="us-east-1")
+    import boto3
+
+    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                 aws_secret_access_key="testing").create_bucket(Bucket="bucket")
     box = tmp_path_factory.mktemp("docs-walk")
     for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))):
         target = box / "home" / "data" / "imagenet" / ("val" if i % 5 == 4 else "train") / CLASSES[i % 3] / p.name
