@@ -105,3 +105,20 @@ def test_convert_speed_tiny_end_to_end(tmp_path):
     assert all(r["images"] == 6 for r in data["rows"])
     assert (tmp_path / "w" / "convert_speed.png").exists()
     assert not (tmp_path / "w" / "out-pil").exists()  # outputs are removed after each run
+
+
+def test_remote_tiny_end_to_end_without_peers(tmp_path, monkeypatch):
+    """fastdata from a local S3 server and from disk; the peers' environment absent: reported, not hidden."""
+    pytest.importorskip("moto")
+    from benchmarks import remote
+
+    monkeypatch.chdir(tmp_path)
+    rc = remote.main(["--images", "24", "--batch-size", "8", "--reps", "1", "--backend", "kornia", "--threads", "1",
+                      "--peers-python", str(tmp_path / "nope" / "python"), "--work-dir", str(tmp_path / "w"),
+                      "--no-docs"])
+    assert rc == 0
+    result = json.loads((tmp_path / "bench-out" / "remote.json").read_text())
+    by = {(r["candidate"], r["epoch"]): r for r in result["rows"]}
+    assert by[("fastdata-s3", 0)]["images"] == by[("fastdata-local", 0)]["images"] == 24
+    assert by[("fastdata-s3", 0)]["downloaded_bytes"] > 0 and by[("fastdata-s3", 1)]["downloaded_bytes"] == 0
+    assert set(result["not_run"]) == {"mds", "litdata"} and "no peers environment" in result["not_run"]["mds"]
