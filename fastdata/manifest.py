@@ -171,6 +171,15 @@ class Manifest:
 SPLIT_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
+def check_split_name(name: object, *, option: str = "--split") -> str:
+    """`name` if it is a valid split name (letters, digits, '_' and '-': it becomes part of shard file
+    names, so it can never name a folder), else ValueError."""
+    if not isinstance(name, str) or not SPLIT_NAME.fullmatch(name) or len(name) > 64:
+        raise ValueError(f"{option} {name!r} is not allowed; a split name is 1-64 letters, digits, '_' or '-' "
+                         "(it becomes part of the shard file names)")
+    return name
+
+
 def plain_file_name(name: object) -> bool:
     """A file name with no folder part: nothing a manifest names can lie outside its dataset."""
     return (isinstance(name, str) and 0 < len(name) <= 255 and name not in (".", "..")

@@ -28,7 +28,15 @@ from fastdata import __version__
 from fastdata.atomic import read_json, write_bytes_atomic, write_json_atomic
 from fastdata.errors import ConvertError
 from fastdata.images.options import DEFAULT_MAX_PIXELS
-from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, SplitInfo, read_manifest, write_manifest
+from fastdata.manifest import (
+    MANIFEST_NAME,
+    Manifest,
+    ShardInfo,
+    SplitInfo,
+    check_split_name,
+    read_manifest,
+    write_manifest,
+)
 from fastdata.sources import Spec, expand
 from fastdata.wds_index import format_index
 
@@ -48,8 +56,8 @@ class AdoptOptions:
     jobs: int = 1
 
     def __post_init__(self) -> None:
-        if self.split is not None and not re.fullmatch(r"[A-Za-z0-9_-]+", self.split):
-            raise ValueError(f"--split {self.split!r} is not allowed; a split name is letters, digits, '_' or '-'")
+        if self.split is not None:
+            check_split_name(self.split)
         if self.max_pixels < 1 or self.jobs < 1:
             raise ValueError(f"--max-pixels and -j must be >= 1, got {self.max_pixels} and {self.jobs}")
 

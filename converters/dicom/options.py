@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastdata.manifest import check_split_name
+
 DEFAULT_SALT_ENV = "FASTDATA_DICOM_SALT"
 
 
@@ -31,8 +33,7 @@ class DicomOptions:
             raise TypeError(f"salt must be a string, got {type(self.salt).__name__}")
         if not 0 < self.slice_tolerance < 0.5:
             raise ValueError(f"slice_tolerance must be in (0, 0.5), got {self.slice_tolerance}")
-        if not self.split or any(c in self.split for c in "/. \t"):
-            raise ValueError(f"--split must be a plain name without '/', '.' or spaces, got {self.split!r}")
+        check_split_name(self.split)
 
 
 def parse_spacing(values: list[float] | None) -> tuple[float, float, float] | None:

@@ -13,6 +13,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.images.pixels import to_rgb
+from fastdata.manifest import check_split_name
 
 ORIENTATION_TAG = 0x0112
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold
@@ -34,6 +35,7 @@ class ImageOptions:
             raise ValueError(f"--quality must be in 1..100, got {self.quality}")
         if self.max_pixels < 1:
             raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
+        check_split_name(self.split)
 
 
 class RejectInput(Exception):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastdata.manifest import check_split_name
+
 OVERFLOW = ("truncate", "split")
 
 
@@ -38,5 +40,4 @@ class TextOptions:
             raise ValueError(f"--max-length must be an integer >= 2 (or omitted for no limit), got {self.max_length!r}")
         if self.overflow not in OVERFLOW:
             raise ValueError(f"--overflow must be one of {list(OVERFLOW)}, got {self.overflow!r}")
-        if not self.split or "-" in self.split or "." in self.split:
-            raise ValueError(f"--split must be a name without '-' or '.', got {self.split!r}")
+        check_split_name(self.split)
