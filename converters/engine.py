@@ -50,6 +50,7 @@ class ConvertConfig:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     num_parts: int = 1
     part: int = 0
+    follow_symlinks: bool = True  # False: links in SRC are rejected, not followed (trees from someone else)
 
     def validate(self, kind: Kind) -> str:
         fmt = self.format or kind.formats[0]
@@ -256,7 +257,7 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
     fmt = config.validate(kind)
     if not src.exists():
         raise ConvertError(f"source {src} does not exist")
-    discovery = kind.discover(src, options=options)
+    discovery = kind.discover(src, options=options, follow_symlinks=config.follow_symlinks)
     if not any(discovery.splits.values()):
         raise ConvertError(f"source {src} holds no {kind.name} input to convert"
                            + (f" ({len(discovery.rejected)} file(s) rejected)" if discovery.rejected else ""))

@@ -56,7 +56,10 @@ class Kind(Protocol):
         """Build this kind's frozen options dataclass from parsed arguments."""
         ...
 
-    def discover(self, src: Path, /, *, options: Any) -> Discovery: ...
+    def discover(self, src: Path, /, *, options: Any, follow_symlinks: bool = True) -> Discovery:
+        """Every input per split, in a canonical order, and the rejections; only regular files are opened,
+        symbolic links are followed only with `follow_symlinks` (converters/tree.py walks for every kind)."""
+        ...
 
     def processor(self, options: Any) -> Callable[[WorkItem], Sample | Rejection]:
         """A picklable callable converting one work item (run in worker processes)."""

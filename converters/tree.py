@@ -1,6 +1,13 @@
-"""Walking a source folder, shared by every kind's discovery: hidden names (a leading '.') are
-skipped, symlinks are followed, names are visited in sorted order; train/val/test folders are splits.
-`Collector` gathers inputs, rejections and source identity; a kind says how one file is taken."""
+"""Walking a source folder, shared by every kind's discovery: hidden names (a leading '.') are skipped,
+names are visited in sorted order; train/val/test folders are splits. `Collector` gathers inputs,
+rejections and source identity; a kind says how one file is taken.
+
+Containment: only regular files are ever opened. Symbolic links are the user's own choice and are
+followed to regular files and folders (`follow=False`, `--no-follow-symlinks`, rejects them instead,
+for trees from someone else); every real file is taken once however many links reach it, a link back
+into a folder being walked (a loop) is rejected, and FIFOs, devices and sockets are rejected without
+being opened, so nothing can block or stream forever.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,9 @@ import abc
 import itertools
 import logging
 import os
+import stat
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from converters.sample import Rejection, WorkItem
@@ -16,6 +25,8 @@ from converters.sample import Rejection, WorkItem
 log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "val", "test")
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device"}
 
 
 def visible(names: list[str]) -> list[str]:
@@ -23,12 +34,90 @@ def visible(names: list[str]) -> list[str]:
     return sorted(n for n in names if not n.startswith("."))
 
 
-def visible_files(folder: Path) -> Iterator[Path]:
-    """Every visible file under `folder`, top-down (a folder's files, then its subfolders'), names sorted."""
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
-        dirnames[:] = visible(dirnames)
-        for name in visible(filenames):
-            yield Path(dirpath) / name
+def display(path: Path | str) -> str:
+    """A path as text that is always valid UTF-8 (undecodable bytes of a file name shown as \\xNN)."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
+@dataclass
+class Walk:
+    """The state of one discovery's walk: whether links are followed, and the real files already taken."""
+
+    follow: bool = True
+    seen_files: dict[tuple[int, int], Path] = field(default_factory=dict)
+
+    def problem(self, path: Path) -> str | None:
+        """Why the entry at `path` is not a file to take (None: a regular file, not taken before)."""
+        try:
+            lst = os.lstat(path)
+        except OSError as exc:
+            return f"unreadable: {exc.strerror or exc}"
+        if stat.S_ISLNK(lst.st_mode):
+            if not self.follow:
+                return "symbolic link not followed (--no-follow-symlinks)"
+            try:
+                st = os.stat(path)
+            except OSError:
+                return f"broken symlink (points to {display(os.readlink(path))})"
+        else:
+            st = lst
+        kind = stat.S_IFMT(st.st_mode)
+        if kind in _KINDS:
+            return f"{_KINDS[kind]}, not a regular file: never opened"
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        first = self.seen_files.setdefault((st.st_dev, st.st_ino), path)
+        if first != path:
+            return f"the same file as {display(first)} (reached through a link): taken once"
+        return None
+
+    def files(self, folder: Path, *, root: Path | None = None) -> Iterator[tuple[Path, str | None]]:
+        """(path, problem) of every visible entry under `folder` that is not a folder, top-down (a folder's
+        files, then its subfolders'), names sorted. Folders reached through links are walked once, never in
+        a loop (a link to `folder` or to any folder between `root` and it is one); what cannot be walked is
+        reported as the problem of that path."""
+        ancestors = []
+        if root is not None and folder != root and root in folder.parents:
+            for parent in [root, *reversed(folder.relative_to(root).parents[:-1])]:
+                st = os.stat(root / parent) if parent != root else os.stat(root)
+                ancestors.append((st.st_dev, st.st_ino))
+        yield from self._files(folder, ancestors=tuple(ancestors))
+
+    def _files(self, folder: Path, ancestors: tuple[tuple[int, int], ...]) -> Iterator[tuple[Path, str | None]]:
+        try:
+            st = os.stat(folder)
+            names = visible(os.listdir(folder))
+        except OSError as exc:
+            yield folder, f"unreadable folder: {exc.strerror or exc}"
+            return
+        here = (*ancestors, (st.st_dev, st.st_ino))
+        subfolders = []
+        for name in names:
+            path = folder / name
+            is_link = os.path.islink(path)
+            if is_link and not self.follow:
+                yield path, "symbolic link not followed (--no-follow-symlinks)"
+                continue
+            if os.path.isdir(path):
+                target = os.stat(path)
+                if (target.st_dev, target.st_ino) in here:
+                    yield path, f"symlink loop: points back to {display(os.path.realpath(path))}, a folder being walked"
+                    continue
+                subfolders.append(path)
+                continue
+            yield path, self.problem(path)
+        for sub in subfolders:
+            yield from self._files(sub, here)
+
+
+def is_folder(path: Path, *, follow: bool = True) -> bool:
+    """A folder to walk into: a real one, or a link to one when links are followed."""
+    return path.is_dir() and (follow or not path.is_symlink())
+
+
+def visible_files(folder: Path, *, follow: bool = True) -> Iterator[Path]:
+    """The regular files `Walk.files` takes under `folder` (what a kind's cheap `detect` looks at)."""
+    return (p for p, problem in Walk(follow=follow).files(folder) if problem is None)
 
 
 def first_files(src: Path, limit: int) -> Iterator[Path]:
@@ -49,31 +138,53 @@ def split_classes(src: Path, split_dirs: list[str]) -> tuple[str, ...]:
 def broken_symlink(path: Path) -> str | None:
     """The rejection reason for a symlink whose target is gone, else None."""
     if path.is_symlink() and not path.exists():
-        return f"broken symlink (points to {os.readlink(path)})"
+        return f"broken symlink (points to {display(os.readlink(path))})"
     return None
 
 
 class Collector(abc.ABC):
     """What a discovery gathers: work items per split, rejections, and the identity of the source."""
 
-    def __init__(self, src: Path) -> None:
+    def __init__(self, src: Path, *, follow: bool = True) -> None:
         self.src = src
+        self.walk = Walk(follow=follow)
         self.items: dict[str, list[WorkItem]] = {}
         self.rejected: list[Rejection] = []
         self.identity: list[list[object]] = []
 
+    def rel(self, path: Path) -> str:
+        """How the manifest names `path`: relative to the source, always valid UTF-8."""
+        try:
+            return display(path.relative_to(self.src).as_posix())
+        except ValueError:
+            return display(path)
+
     @abc.abstractmethod
     def add_file(self, path: Path, split: str, label: int | None) -> None:
-        """Take one file as input(s) of `split`, or record why it cannot be."""
+        """Take one regular file as input(s) of `split`, or record why it cannot be."""
 
-    def add_tree(self, folder: Path, split: str, label: int | None) -> None:
-        for path in visible_files(folder):
+    def take(self, path: Path, split: str, label: int | None) -> None:
+        """`add_file` for a file that is safe to open; the rejection of anything else."""
+        problem = self.walk.problem(path)
+        if problem is not None:
+            self.rejected.append(Rejection(split, self.rel(path), problem))
+        else:
             self.add_file(path, split, label)
 
+    def add_tree(self, folder: Path, split: str, label: int | None) -> None:
+        for path, problem in self.walk.files(folder, root=self.src):
+            if problem is not None:
+                self.rejected.append(Rejection(split, self.rel(path), problem))
+            else:
+                self.add_file(path, split, label)
+
     def reject(self, path: Path, split: str, reason: str) -> None:
-        """Reject `path`, or every visible file under it when it is a folder."""
-        for f in visible_files(path) if path.is_dir() else [path]:
-            self.rejected.append(Rejection(split, f.relative_to(self.src).as_posix(), reason))
+        """Reject `path`, or every visible file under it when it is a folder (nothing is opened)."""
+        if path.is_dir() and (self.walk.follow or not path.is_symlink()):
+            for f, _ in Walk(follow=self.walk.follow).files(path):
+                self.rejected.append(Rejection(split, self.rel(f), reason))
+        else:
+            self.rejected.append(Rejection(split, self.rel(path), reason))
 
     def reject_outside(self, names: list[str], split_dirs: list[str]) -> None:
         """Reject the top-level entries of a split-folder source that are not split folders."""

@@ -43,12 +43,12 @@ class DicomKind:
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
                             split=args.split)
 
-    def discover(self, src: Path, /, *, options: DicomOptions) -> Discovery:
+    def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
             warn_keep_phi()
         if not options.salt:
             warn_unsalted()
-        return discover_dicom(src, split=options.split)
+        return discover_dicom(src, split=options.split, follow_symlinks=follow_symlinks)
 
     def processor(self, options: DicomOptions):
         return SeriesProcessor(options)

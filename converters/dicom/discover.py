@@ -12,7 +12,7 @@ from typing import Any
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_NAMES, broken_symlink, visible, visible_files
+from converters.tree import SPLIT_NAMES, Walk, display, is_folder, visible
 from fastdata.errors import ConvertError, require
 
 log = logging.getLogger(__name__)
@@ -70,30 +70,39 @@ def _series_rel(rels: list[str]) -> str:
     return f"{common or '.'} ({len(rels)} files)"
 
 
-def discover_dicom(src: Path, /, *, split: str = "train") -> Discovery:
+def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool = True) -> Discovery:
     """Series per split. A source with train/val/test folders keeps them as splits; otherwise all
     series go to `split`. Payload of a work item: tuple of (absolute path, relative path) per file."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
+    walk = Walk(follow=follow_symlinks)
     top = visible(os.listdir(src))
-    split_dirs = [n for n in top if n in SPLIT_NAMES and (src / n).is_dir()]
+    split_dirs = [n for n in top if n in SPLIT_NAMES and is_folder(src / n, follow=follow_symlinks)]
     rejected: list[Rejection] = []
     roots = [(s, src / s) for s in split_dirs] if split_dirs else [(split, src)]
     if split_dirs:
         for name in top:
             if name not in split_dirs:
-                for path in (sorted(visible_files(src / name)) if (src / name).is_dir() else [src / name]):
-                    rejected.append(Rejection("", path.relative_to(src).as_posix(),
+                outside = [p for p, _ in Walk(follow=follow_symlinks).files(src / name)] \
+                    if is_folder(src / name, follow=follow_symlinks) else [src / name]
+                for path in outside:
+                    rejected.append(Rejection("", display(path.relative_to(src).as_posix()),
                                               f"not inside a split folder ({'/'.join(SPLIT_NAMES)})"))
     splits: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []
     for split_name, root in roots:
         series: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        paths = sorted(visible_files(root))
+        paths = []
+        for path, problem in walk.files(root, root=src):  # nothing but regular files is opened
+            if problem is None:
+                paths.append(path)
+            else:
+                rejected.append(Rejection(split_name, display(path.relative_to(src).as_posix()), problem))
+        paths.sort()
         with ThreadPoolExecutor(HEADER_THREADS) as pool:  # header reads wait on storage more than on the CPU
             for path, (ds, reason) in zip(paths, _bounded_map(pool, read_header, paths)):
-                rel = path.relative_to(src).as_posix()
-                reason = broken_symlink(path) or reason or _classify(ds)
+                rel = display(path.relative_to(src).as_posix())
+                reason = reason or _classify(ds)
                 if reason is not None:
                     rejected.append(Rejection(split_name, rel, reason))
                     continue

@@ -44,8 +44,9 @@ class ImagesKind:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,
                             labels=args.labels, split=args.split, unlabeled=args.unlabeled)
 
-    def discover(self, src: Path, /, *, options: ImageOptions) -> Discovery:
-        return discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled)
+    def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
+        return discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
+                               follow_symlinks=follow_symlinks)
 
     def processor(self, options: ImageOptions):
         return functools.partial(process_image, opts=options)

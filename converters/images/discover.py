@@ -9,7 +9,7 @@ from pathlib import Path
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_NAMES, Collector, broken_symlink, split_classes, visible
+from converters.tree import SPLIT_NAMES, Collector, broken_symlink, is_folder, split_classes, visible
 from fastdata.errors import ConvertError
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
@@ -29,7 +29,7 @@ def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection
 
 class _Collector(Collector):
     def add_file(self, path: Path, split: str, label: int | None) -> None:
-        rel = path.relative_to(self.src).as_posix()
+        rel = self.rel(path)
         size, rejection = _check_file(path, rel, split)
         if rejection is not None:
             self.rejected.append(rejection)
@@ -54,30 +54,30 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
     return labels
 
 
-def _discover_flat(src: Path, csv_path: Path, split: str) -> Discovery:
+def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
     labels = _read_labels(csv_path)
     classes = tuple(sorted(set(labels.values())))
     index = {c: i for i, c in enumerate(classes)}
-    col = _Collector(src)
+    col = _Collector(src, follow=follow)
     seen = set()
     for name in visible(os.listdir(src)):
         path = src / name
-        if path.is_dir():
+        if is_folder(path, follow=follow):
             col.reject(path, split, "in a subfolder; with --labels the source must be a flat folder")
         elif name not in labels:
             col.rejected.append(Rejection(split, name, f"not listed in labels file {csv_path.name}"))
         else:
             seen.add(name)
-            col.add_file(path, split, index[labels[name]])
+            col.take(path, split, index[labels[name]])
     for name in sorted(set(labels) - seen):
         col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} but no such file in the source"))
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
-def _discover_unlabeled(src: Path, top: list[str], split: str) -> Discovery:
+def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool) -> Discovery:
     """Every image under `src` without a label: `train/val/test` folders are splits, anything else `split`."""
-    col = _Collector(src)
-    split_dirs = [n for n in top if n in SPLIT_NAMES and (src / n).is_dir()]
+    col = _Collector(src, follow=follow)
+    split_dirs = [n for n in top if n in SPLIT_NAMES and is_folder(src / n, follow=follow)]
     if split_dirs:
         col.reject_outside(top, split_dirs)
         for s in split_dirs:
@@ -88,7 +88,7 @@ def _discover_unlabeled(src: Path, top: list[str], split: str) -> Discovery:
 
 
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
-                    unlabeled: bool = False) -> Discovery:
+                    unlabeled: bool = False, follow_symlinks: bool = True) -> Discovery:
     """The inputs of an image source. A folder with no subfolder (and no labels CSV), or any tree with
     `unlabeled=True`, gives unlabeled samples."""
     if not src.is_dir():
@@ -96,13 +96,15 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if labels_csv:
         if unlabeled:
             raise ValueError("--labels and --unlabeled contradict each other: pick one")
-        return _discover_flat(src, Path(labels_csv), split)
+        return _discover_flat(src, Path(labels_csv), split, follow_symlinks)
+    follow = follow_symlinks
     top = visible(os.listdir(src))
-    dirs = [n for n in top if (src / n).is_dir()]
+    dirs = [n for n in top if is_folder(src / n, follow=follow)]
     if unlabeled or not dirs:
-        return _discover_unlabeled(src, top, split)
-    split_dirs = [n for n in dirs if n in SPLIT_NAMES and any((src / n / c).is_dir() for c in os.listdir(src / n))]
-    col = _Collector(src)
+        return _discover_unlabeled(src, top, split, follow)
+    split_dirs = [n for n in dirs if n in SPLIT_NAMES
+                  and any(is_folder(src / n / c, follow=follow) for c in os.listdir(src / n))]
+    col = _Collector(src, follow=follow)
     if split_dirs:
         layout = "split/class"
         classes = split_classes(src, split_dirs)
@@ -111,7 +113,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         for s in split_dirs:
             for name in visible(os.listdir(src / s)):
                 path = src / s / name
-                if not path.is_dir():
+                if not is_folder(path, follow=follow):
                     col.reject(path, s, "not inside a class folder")
                 elif name not in index:
                     col.reject(path, s, f"class folder {name!r} is not among train's classes")

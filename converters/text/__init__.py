@@ -63,9 +63,10 @@ class TextKind:
                            text_field=args.text_field, max_length=args.max_length, overflow=args.overflow,
                            split=getattr(args, "split", None) or "train")
 
-    def discover(self, src: Path, /, *, options: TextOptions) -> Discovery:
+    def discover(self, src: Path, /, *, options: TextOptions, follow_symlinks: bool = True) -> Discovery:
         info = tokenizer_info(options.tokenizer)  # fails early, before anything is written
-        return discover_text(src, options=options, extra_identity=[["tokenizer", info["sha256"]]])
+        return discover_text(src, options=options, extra_identity=[["tokenizer", info["sha256"]]],
+                             follow_symlinks=follow_symlinks)
 
     def processor(self, options: TextOptions) -> TextProcessor:
         return TextProcessor(options, sha256=tokenizer_info(options.tokenizer)["sha256"], with_labels=True)

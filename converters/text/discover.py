@@ -11,17 +11,17 @@ from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
-from converters.tree import SPLIT_NAMES, Collector, broken_symlink, split_classes, visible
+from converters.tree import SPLIT_NAMES, Collector, broken_symlink, is_folder, split_classes, visible
 from fastdata.errors import ConvertError
 
 
 class _Collector(Collector):
-    def __init__(self, src: Path, opts: TextOptions) -> None:
-        super().__init__(src)
+    def __init__(self, src: Path, opts: TextOptions, *, follow: bool = True) -> None:
+        super().__init__(src, follow=follow)
         self.opts = opts
 
     def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
-        rel = rel or path.relative_to(self.src).as_posix()
+        rel = rel or self.rel(path)
         if (reason := broken_symlink(path)) is not None:
             self.rejected.append(Rejection(split, rel, reason))
             return
@@ -43,11 +43,11 @@ def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int])
     for name in visible(os.listdir(folder)):
         path = folder / name
         if not index:
-            if path.is_dir():
+            if is_folder(path, follow=col.walk.follow):
                 col.add_tree(path, split, None)
             else:
-                col.add_file(path, split, None)
-        elif not path.is_dir():
+                col.take(path, split, None)
+        elif not is_folder(path, follow=col.walk.follow):
             col.reject(path, split, "not inside a class folder")
         elif name not in index:
             col.reject(path, split, f"class folder {name!r} is not among train's classes")
@@ -55,15 +55,17 @@ def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int])
             col.add_tree(path, split, index[name])
 
 
-def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[object] = ()) -> Discovery:
-    col = _Collector(src, options)
-    if src.is_file():
+def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[object] = (),
+                  follow_symlinks: bool = True) -> Discovery:
+    col = _Collector(src, options, follow=follow_symlinks)
+    if not src.is_dir():
+        problem = col.walk.problem(src)
+        if problem is not None:
+            raise ConvertError(f"source {src} cannot be read: {problem}")
         col.add_file(src, options.split, None, rel=src.name)
         return Discovery(col.items, (), col.rejected, "file", [*extra_identity, *col.identity])
-    if not src.is_dir():
-        raise ConvertError(f"source {src} is neither a file nor a directory")
     top = visible(os.listdir(src))
-    dirs = [n for n in top if (src / n).is_dir()]
+    dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES]
     if split_dirs:
         classes = split_classes(src, split_dirs)

@@ -30,6 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--num-parts", type=int, default=1, help="split the work into K parts (job arrays)")
     p.add_argument("--part", type=int, default=0, help="which part this job converts (0..K-1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-follow-symlinks", action="store_true",
+                   help="reject symbolic links in SRC instead of following them (for trees from someone else)")
     p.add_argument("--staging", metavar="DIR", help="remote DST: local folder for shards before upload "
                                                     "(default: under the user cache folder)")
     for name in KINDS:
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     options = kind.options_from_args(args)
     config = ConvertConfig(format=args.format, seed=args.seed, shard_size=args.shard_size,
                            samples_per_shard=args.samples_per_shard, jobs=args.jobs,
-                           num_parts=args.num_parts, part=args.part)
+                           num_parts=args.num_parts, part=args.part, follow_symlinks=not args.no_follow_symlinks)
     show = not args.no_progress and sys.stderr.isatty()
     dest = destination(args.dst, staging=args.staging)
     result = convert(kind, src, dest, options=options, config=config,
