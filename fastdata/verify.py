@@ -111,10 +111,15 @@ def _check_label(fd: int, path: Path, key: str, member, manifest: Manifest, labe
 
 
 def decode_strictly(data: bytes) -> tuple[str | None, str, str, bool]:
-    """Decode `data` fully with Pillow, a decoder warning counting as an error.
-    Returns (problem, format, mode, progressive)."""
+    """Decode `data` fully, a decoder warning counting as an error (libjpeg-turbo's strict mode for JPEGs:
+    data cut out of a scan or a header larger than its data fail). Returns (problem, format, mode, progressive)."""
     from PIL import Image
 
+    from fastdata.images.pixels import decode_problem
+
+    problem = decode_problem(data)
+    if problem is not None:
+        return problem, "", "", False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")

@@ -162,3 +162,29 @@ def test_resume_after_skipped_samples_is_exact(ds):
     got = [x for x, _ in fresh]
     assert len(got) == len(want) - 2 and all(torch.equal(a, b) for a, b in zip(got, want[2:]))
     assert fresh.skipped == full.skipped >= 2  # both corrupt samples met (and counted) exactly as uninterrupted
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_an_extreme_aspect_ratio_is_refused_in_eval_not_resized(tmp_path, backend):
+    """A 1 x 50000 strip would become 256 x 12.8 M pixels in eval: refused (or skipped), memory stays bounded."""
+    if backend == "dali":
+        pytest.importorskip("nvidia.dali")
+    import io
+
+    import numpy as np
+    from conftest_adopt import encoded, raw_tar
+    from PIL import Image
+
+    from converters.adopt import AdoptOptions, adopt
+
+    buf = io.BytesIO()
+    Image.fromarray(np.zeros((1, 50000, 3), np.uint8)).save(buf, "PNG")
+    raw_tar(tmp_path / "s" / "a.tar", [("strip.png", buf.getvalue()), ("strip.cls", b"0"),
+                                       ("ok.jpg", encoded("JPEG")), ("ok.cls", b"0")])
+    adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    kw = dict(split="train", train=False, batch_size=2, backend=backend, image_size=224)
+    with pytest.raises(ShardError, match="extreme aspect ratio"):
+        list(loader(tmp_path / "s", **kw))
+    ld = loader(tmp_path / "s", on_error="skip", **kw)
+    assert [y.tolist() for _, y in ld] == [[-100, 0]] or [y.tolist() for _, y in ld] == [[0, -100]]
+    assert ld.skipped >= 1

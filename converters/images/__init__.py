@@ -36,13 +36,16 @@ class ImagesKind:
         parser.add_argument("--labels", metavar="CSV", help="flat source folder: a 'filename,class' CSV")
         parser.add_argument("--split", default="train",
                             help="split name for a source without train/val/test folders (default: train)")
+        parser.add_argument("--keep-metadata", action="store_true",
+                            help="keep EXIF/XMP/IPTC/comments in JPEGs copied unchanged (default: removed; ICC kept)")
         parser.add_argument("--unlabeled", action="store_true",
                             help="no labels: every image of the tree, class folders ignored (a folder without "
                                  "subfolders is unlabeled anyway)")
 
     def options_from_args(self, args: Any) -> ImageOptions:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,
-                            labels=args.labels, split=args.split, unlabeled=args.unlabeled)
+                            labels=args.labels, split=args.split, unlabeled=args.unlabeled,
+                            keep_metadata=args.keep_metadata)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         return discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
@@ -79,6 +82,7 @@ class ImagesKind:
                 "encoding": "baseline RGB JPEG (4:2:0), EXIF orientation applied",
                 "resample": "lanczos after libjpeg DCT downscale",
                 "copy_when_compliant": True,
+                "metadata": "kept" if options.keep_metadata else "EXIF/XMP/IPTC/comments removed, ICC kept",
             },
             "extra": {"members": [m for m in self.member_order if discovery.classes or m != "cls"]},
         }

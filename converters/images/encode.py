@@ -11,8 +11,9 @@ from pathlib import Path
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from converters.images.jpeg_meta import NotAJpeg, strip_metadata
 from converters.sample import Rejection, Sample, WorkItem
-from fastdata.images.pixels import to_rgb
+from fastdata.images.pixels import decode_problem, to_rgb
 from fastdata.manifest import check_split_name
 
 ORIENTATION_TAG = 0x0112
@@ -27,6 +28,7 @@ class ImageOptions:
     labels: str | None = None
     split: str = "train"
     unlabeled: bool = False
+    keep_metadata: bool = False  # copied JPEGs keep EXIF/XMP/IPTC/comments (default: removed, ICC kept)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -71,12 +73,23 @@ def prepare_jpeg(data: bytes, opts: ImageOptions) -> tuple[bytes, dict[str, obje
         swapped = orientation in (5, 6, 7, 8)
         upright = (height, width) if swapped else (width, height)
         target = target_size(*upright, opts.short_side)
+        if opts.short_side and max(upright) * opts.short_side ** 2 > DEFAULT_MAX_PIXELS * min(upright):
+            scaled = round(max(upright) * opts.short_side / min(upright))
+            raise RejectInput(f"extreme aspect ratio: {upright[0]}x{upright[1]} with its shorter side at "
+                              f"{opts.short_side} (as evaluation resizes it) would be {scaled}x{opts.short_side} = "
+                              f"{scaled * opts.short_side} pixels, more than a loader decodes ({DEFAULT_MAX_PIXELS})")
         meta = {"orig_width": upright[0], "orig_height": upright[1], "width": target[0], "height": target[1],
                 "orig_format": im.format, "orig_mode": im.mode}
+        if im.format == "JPEG":  # decoded strictly: a warning of libjpeg (data cut out, bad header) rejects it
+            problem = decode_problem(data)
+            if problem is not None:
+                raise RejectInput(f"corrupt or truncated JPEG: {problem}")
         if im.format == "JPEG" and im.mode == "RGB" and not _is_progressive(im) and orientation in (0, 1) \
                 and target == upright:
-            im.load()  # a full decode: truncated or corrupt data is rejected, not copied
-            return data, {**meta, "copied": True}
+            if opts.keep_metadata:
+                return data, {**meta, "copied": True}
+            clean, removed = strip_metadata(data)
+            return clean, {**meta, "copied": True, "metadata_removed": removed}
         if im.format == "JPEG":
             im.draft("RGB", (target[1], target[0]) if swapped else target)  # DCT-domain downscale first
         im.load()
@@ -84,7 +97,9 @@ def prepare_jpeg(data: bytes, opts: ImageOptions) -> tuple[bytes, dict[str, obje
         if out.size != target:
             out = out.resize(target, Image.Resampling.LANCZOS)
         buf = io.BytesIO()
-        out.save(buf, "JPEG", quality=opts.quality, optimize=False, progressive=False)
+        icc = im.info.get("icc_profile") if im.mode in ("RGB", "RGBA", "RGBX") else None  # an RGB profile fits
+        out.save(buf, "JPEG", quality=opts.quality, optimize=False, progressive=False,
+                 **({"icc_profile": icc} if icc else {}))
         return buf.getvalue(), {**meta, "copied": False}
 
 
@@ -106,6 +121,8 @@ def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejectio
         return Rejection(item.split, item.rel, "not an image (no known image format signature)")
     except Image.DecompressionBombError as exc:
         return Rejection(item.split, item.rel, f"decompression bomb: {exc}")
+    except NotAJpeg as exc:
+        return Rejection(item.split, item.rel, f"corrupt JPEG structure: {exc}")
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         return Rejection(item.split, item.rel, f"corrupt or truncated image: {exc}")
     info = {"source": item.rel, "label": item.label, **meta}
@@ -116,4 +133,5 @@ def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejectio
     if item.label is not None:  # unlabeled datasets have no cls member and no label column
         members["cls"] = str(item.label).encode()
         row["label"] = item.label
-    return Sample(key=key, label=item.label, members=members, row=row, stats={"copied": int(meta["copied"])})
+    stats = {"copied": int(meta["copied"]), "metadata_removed": int(bool(meta.get("metadata_removed")))}
+    return Sample(key=key, label=item.label, members=members, row=row, stats=stats)

@@ -19,9 +19,9 @@ import torch
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError, require
 from fastdata.images.dali_graph import build_pipeline, dali_dtype, feeds, graph_args
-from fastdata.images.decode import decode_problem
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL, derive_seed
+from fastdata.images.pixels import decode_problem
 from fastdata.images.planned import BadSamples, PlannedBackend
 from fastdata.images.samples import Prepared
 

@@ -160,20 +160,3 @@ def decode_eval(raw: RawSample, *, resize_short: int, size: int) -> torch.Tensor
         return torch.from_numpy(image[top:top + size, left:left + size])
     return resize_hwc(image, new_h, new_w)[top:top + size, left:left + size]
 
-
-def decode_problem(data: bytes) -> str | None:
-    """Why `data` is not a decodable image (None when it decodes): JPEGs through libjpeg-turbo at reduced
-    scale (which still entropy-decodes every block), other formats through Pillow."""
-    if not data:
-        return "empty image member"
-    try:
-        if other_format(data) is not None:
-            with open_image(data) as im:
-                im.load()
-        else:
-            import simplejpeg
-
-            simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, min_height=1, min_width=1)
-    except Exception as exc:  # noqa: BLE001 - any decode failure is the finding
-        return f"{type(exc).__name__}: {exc}"
-    return None

@@ -1,4 +1,5 @@
-"""Decoded images of any Pillow mode -> 8-bit RGB, by what the mode means (never by the pixel values).
+"""Image helpers without torch (the converter imports them): sniffing formats, strict decode checks, and
+decoded images of any Pillow mode -> 8-bit RGB, by what the mode means (never by the pixel values).
 
 - RGB as is; L, 1, P, CMYK, YCbCr, HSV through Pillow's own conversion;
 - transparency (RGBA, LA, PA, P with a transparent index) composited over white;
@@ -68,3 +69,21 @@ def open_image(data: bytes | memoryview) -> Image.Image:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         return Image.open(io.BytesIO(bytes(data)))
+
+
+def decode_problem(data: bytes) -> str | None:
+    """Why `data` is not a decodable image (None when it decodes): JPEGs through libjpeg-turbo at reduced
+    scale (which still entropy-decodes every block), other formats through Pillow."""
+    if not data:
+        return "empty image member"
+    try:
+        if other_format(data) is not None:
+            with open_image(data) as im:
+                im.load()
+        else:
+            import simplejpeg
+
+            simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, min_height=1, min_width=1)
+    except Exception as exc:  # noqa: BLE001 - any decode failure is the finding
+        return f"{type(exc).__name__}: {exc}"
+    return None

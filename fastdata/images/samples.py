@@ -67,6 +67,11 @@ class Preparer:
             raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label} in an unlabeled dataset")
         height, width = check_header(raw, o.max_pixels)
         if not o.train:
+            new_h, new_w = resize_short_size(height, width, o.resize_short)
+            if new_h * new_w > o.max_pixels:  # a 1 x 50000 strip would become 256 x 12.8 M pixels
+                raise ShardError(f"image in {raw.shard}, key {raw.key}: {width}x{height} with its shorter side "
+                                 f"resized to {o.resize_short} for eval would be {new_w}x{new_h} pixels, more than "
+                                 f"max_pixels={o.max_pixels} (an extreme aspect ratio)")
             return Prepared(index, raw, raw.label, height, width, None, None)
         rng = sample_rng(o.seed, epoch, index)
         params = draw_train_params(rng, o.color_jitter, o.hflip)
