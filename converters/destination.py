@@ -13,14 +13,17 @@ destination (the plan, one record per finished shard, the manifest last):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from converters import state
+from converters.lock import exclusive_lock
 from fastdata.atomic import dumps_json
 from fastdata.errors import ConvertError
 from fastdata.manifest import MANIFEST_NAME, Manifest, read_manifest, write_manifest
@@ -35,6 +38,20 @@ class LocalDestination:
 
     def state(self, fingerprint: str) -> str:
         return state.destination_state(self.work, fingerprint)
+
+    @contextlib.contextmanager
+    def lock(self, part: int, num_parts: int) -> Iterator[None]:
+        """Held for a whole conversion: a second run of the same part into this destination is refused.
+        When the run leaves no plan behind (finished, or failed before planning) nothing of it stays."""
+        path = self.work / state.PARTIAL / f"lock-part-{part}-of-{num_parts}"
+        try:
+            with exclusive_lock(path, what=self.label):
+                yield
+        finally:
+            if not (self.work / state.PARTIAL / state.PLAN).exists():
+                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    (self.work / state.PARTIAL).rmdir()
 
     def read_manifest(self) -> Manifest:
         return read_manifest(self.work)
@@ -89,6 +106,12 @@ class RemoteDestination:
             if "does not exist" in str(exc):
                 return None
             raise
+
+    def lock(self, part: int, num_parts: int):
+        """One writer per destination on this machine (a lock beside the staging folder); runs on other
+        machines are told apart by their records, which only finished shards have."""
+        return exclusive_lock(self.work.with_name(f"{self.work.name}.lock-part-{part}-of-{num_parts}"),
+                              what=self.label)
 
     def state(self, fingerprint: str) -> str:
         found = self._get_json(MANIFEST_NAME)

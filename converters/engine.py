@@ -227,7 +227,14 @@ def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
         raise ConvertError(f"cannot merge {dest.label}: {len(missing)} shard(s) not converted yet ({shown}); "
                            "run the missing --part jobs (or rerun without --part), then merge again")
     splits = {s: SplitInfo(name=s, shards=tuple(i), class_counts=tuple(c), stats=st)
-              for s, (i, c, st) in by_split.items()}
+              for s, (i, c, st) in by_split.items() if i}
+    if not splits:
+        from collections import Counter
+
+        common = Counter(r["reason"].split(":")[0] for r in rejected).most_common(3)
+        shown = "; ".join(f"{n} x {why}" for why, n in common)
+        raise ConvertError(f"the conversion kept no sample: all {len(rejected)} input(s) were rejected ({shown}); "
+                           f"the records of every rejection are in {dest.label}/.partial/records/")
     rejected.sort(key=lambda r: (r["split"], r["source"]))
     return Manifest(
         kind=base["kind"], shard_format=base["shard_format"], classes=tuple(base["classes"]), splits=splits,
@@ -262,6 +269,14 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
         raise ConvertError(f"source {src} holds no {kind.name} input to convert"
                            + (f" ({len(discovery.rejected)} file(s) rejected)" if discovery.rejected else ""))
     fp = fingerprint(kind, fmt, config, options, discovery)
+    if isinstance(dest, LocalDestination) and dest.work.exists() and not dest.work.is_dir():
+        raise ConvertError(f"destination {dest.label} exists and is not a directory")
+    with dest.lock(config.part, config.num_parts):
+        return _convert_locked(kind, dest, fmt, fp, config, options, discovery, progress_factory)
+
+
+def _convert_locked(kind: Kind, dest: Destination, fmt: str, fp: str, config: ConvertConfig, options: Any,
+                    discovery: Discovery, progress_factory: Callable[[int], Progress] | None) -> ConvertResult:
     where = dest.state(fp)
     if where == "complete":
         manifest = dest.read_manifest()

@@ -28,7 +28,7 @@ def destination_state(dst: Path, fingerprint: str) -> str:
     """'fresh', 'resume' or 'complete'; raises ConvertError if `dst` holds something else."""
     if dst.exists() and not dst.is_dir():
         raise ConvertError(f"destination {dst} exists and is not a directory")
-    if not dst.exists() or not any(dst.iterdir()):
+    if not dst.exists() or not _holds_anything(dst):
         return "fresh"
     if (dst / MANIFEST_NAME).exists():
         found = read_manifest(dst).fingerprint
@@ -49,6 +49,18 @@ def destination_state(dst: Path, fingerprint: str) -> str:
             f"with its original arguments, or delete {dst}"
         )
     raise ConvertError(f"destination {dst} is not empty and holds no fastdata dataset; pick an empty directory")
+
+
+def _holds_anything(dst: Path) -> bool:
+    """Whether `dst` holds more than the leftovers of a run that failed before its plan was saved (an empty
+    `.partial/` and temporary files): such a folder is treated as empty, so the rerun starts."""
+    for entry in dst.iterdir():
+        if entry.name.endswith(".tmp"):
+            continue
+        if entry.name == PARTIAL and not (entry / PLAN).exists():
+            continue
+        return True
+    return False
 
 
 def load_plan(dst: Path) -> dict[str, Any]:

@@ -38,7 +38,9 @@ def read_header(path: Path) -> tuple[Any | None, str | None]:
 
     try:
         ds = pydicom.dcmread(path, stop_before_pixels=True)
-    except (InvalidDicomError, OSError, ValueError, EOFError, KeyError, TypeError) as exc:
+    except (InvalidDicomError, OSError, ValueError, EOFError, KeyError, TypeError, RecursionError) as exc:
+        return None, f"corrupt DICOM header: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - pydicom raises its own types (BytesLengthException, ...) on bad files
         return None, f"corrupt DICOM header: {type(exc).__name__}: {exc}"
     return ds, None
 

@@ -39,16 +39,23 @@ class _Collector(Collector):
 
 
 def _read_labels(csv_path: Path) -> dict[str, str]:
+    """`filename,class` rows; a spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed
+    twice is refused (which label would be meant?)."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
-    with open(csv_path, newline="", encoding="utf-8") as f:
+    where: dict[str, int] = {}
+    with open(csv_path, newline="", encoding="utf-8-sig") as f:
         for lineno, row in enumerate(csv.reader(f), 1):
             if not row or (lineno == 1 and [c.strip().lower() for c in row[:2]] == ["filename", "class"]):
                 continue
             if len(row) < 2 or not row[0].strip() or not row[1].strip():
                 raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
-            labels[row[0].strip()] = row[1].strip()
+            name = row[0].strip()
+            if name in labels:
+                raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line {where[name]}); "
+                                   "each file has one label: remove the duplicate row")
+            labels[name], where[name] = row[1].strip(), lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
     return labels

@@ -53,9 +53,18 @@ def _decode(data: bytes) -> str:
         raise ValueError(f"not UTF-8 text: undecodable byte 0x{bad} at offset {exc.start}") from exc
 
 
+def lines_of(text: str) -> list[str]:
+    """The lines of `text`, split at "\n" only (with a "\r" before it removed): U+2028, U+2029, U+0085 and
+    the other characters `str.splitlines` also splits at may sit inside a JSON string or a sentence."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def _plain(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
     if opts.per_line:
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(lines_of(text), 1):
             if line.strip():
                 yield f":{n}", line
         return
@@ -64,7 +73,7 @@ def _plain(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
         return
     record: list[str] = []
     count = 0
-    for line in [*text.splitlines(), opts.separator]:
+    for line in [*lines_of(text), opts.separator]:
         if line.rstrip() == opts.separator:
             body = "\n".join(record)
             record = []
@@ -90,13 +99,16 @@ def _field(obj: object, opts: TextOptions) -> str | Reject:
 
 
 def _jsonl(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(lines_of(text), 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             yield f":{n}", Reject(f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        except RecursionError:
+            yield f":{n}", Reject("JSON nested too deeply to read")
             continue
         yield f":{n}", _field(obj, opts)
 
@@ -106,6 +118,9 @@ def _json(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         yield "", Reject(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        return
+    except RecursionError:
+        yield "", Reject("JSON nested too deeply to read")
         return
     if isinstance(data, list):
         for n, obj in enumerate(data):
@@ -128,7 +143,10 @@ def _parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]
         yield "", Reject(f"missing text column {opts.text_field!r} (columns: {', '.join(names[:8])}); set --text-field")
         return
     kind = pf.schema_arrow.field(opts.text_field).type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+    if pa.types.is_dictionary(kind):  # dictionary-encoded strings (pandas categoricals) are strings too
+        kind = kind.value_type
+    is_view = getattr(pa.types, "is_string_view", lambda _: False)
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_view(kind)):
         yield "", Reject(f"column {opts.text_field!r} has type {kind}, not string")
         return
     row = 0

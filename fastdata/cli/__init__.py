@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     except (FastdataError, ValueError) as exc:
         print(f"fastdata {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a read-only destination, a full disk, a vanished file: one line, not a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"fastdata {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -39,12 +39,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         get_kind(name).add_arguments(group)
 
 
-def _detect(src: Path) -> str:
+def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     from converters import KINDS, get_kind
     from fastdata.errors import ConvertError
 
     if not src.exists():
         raise ConvertError(f"source {src} does not exist")
+    if args is not None and getattr(args, "tokenizer", None):
+        return "text"  # a tokenizer says what the user means, whatever stray image files the corpus holds
     for name in KINDS:
         if get_kind(name).detect(src):
             return name
@@ -102,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.src or not args.dst:
         raise ValueError("usage: fastdata convert SRC DST [options]  or  fastdata convert --merge DST")
     src = Path(args.src)
-    kind = get_kind(_detect(src) if args.kind == "auto" else args.kind)
+    kind = get_kind(_detect(src, args) if args.kind == "auto" else args.kind)
     options = kind.options_from_args(args)
     config = ConvertConfig(format=args.format, seed=args.seed, shard_size=args.shard_size,
                            samples_per_shard=args.samples_per_shard, jobs=args.jobs,

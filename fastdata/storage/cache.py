@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -79,6 +80,8 @@ class ShardCache:
         for sub in ("locks", "users", "schedules"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         self._held: dict[str, int] = {}  # name -> fd of its lock file, holding a shared lock
+        self._guard = threading.Lock()
+        self._acquiring: dict[str, threading.Lock] = {}  # one acquisition of a name at a time in this process
         self.downloads = 0  # files this process downloaded (tests and benchmarks count them)
         self.downloaded_bytes = 0
         with self._budget():
@@ -176,29 +179,38 @@ class ShardCache:
             os.close(fd)
 
     def acquire(self, name: str, *, size: int | None, fetch: Callable[[Path], None]) -> Path:
-        """The local path of `name`, complete and held until `release(name)`; `fetch(tmp)` downloads it."""
-        if name in self._held:
-            return self.path(name)
-        lock_path = self.dir / "locks" / name
-        while True:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                _lock(fd, fcntl.LOCK_SH)
-                if self.complete(name, size):
-                    self._held[name] = fd
-                    return self.path(name)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                _lock(fd, fcntl.LOCK_EX)  # one downloader per node; the others wait here
-                if not self.complete(name, size):
-                    self._download(name, size, fetch)
-                _lock(fd, fcntl.LOCK_SH)  # downgrade: now a user like the others
-                if self.complete(name, size):
-                    self._held[name] = fd
-                    return self.path(name)
-            except BaseException:
-                os.close(fd)
-                raise
-            os.close(fd)  # evicted between the download and the downgrade: go again
+        """The local path of `name`, complete and held until `release(name)`; `fetch(tmp)` downloads it.
+
+        Within a process one thread acquires a name at a time. Across processes the downloader holds the
+        name's lock exclusively and users hold it shared; a process that finds the file missing takes the
+        exclusive lock only when nobody holds the name (never waiting on a user, who may hold it for long),
+        and otherwise looks again shortly: the file is then complete, or a download finished or failed."""
+        with self._guard:
+            one = self._acquiring.setdefault(name, threading.Lock())
+        with one:
+            if name in self._held:
+                return self.path(name)
+            lock_path = self.dir / "locks" / name
+            while True:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    _lock(fd, fcntl.LOCK_SH)  # waits while a download runs (exclusive)
+                    if self.complete(name, size):
+                        self._held[name] = fd
+                        return self.path(name)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    if _lock(fd, fcntl.LOCK_EX, block=False):  # nobody holds it: this process downloads
+                        if not self.complete(name, size):
+                            self._download(name, size, fetch)
+                        _lock(fd, fcntl.LOCK_SH)  # downgrade: now a user like the others
+                        if self.complete(name, size):
+                            self._held[name] = fd
+                            return self.path(name)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                os.close(fd)  # held by someone, or evicted meanwhile: look again
+                time.sleep(WAIT_POLL_S / 4)
 
     def _download(self, name: str, size: int | None, fetch: Callable[[Path], None]) -> None:
         tmp = self.dir / f"{name}.{os.getpid()}.tmp"

@@ -1,0 +1,90 @@
+"""The node cache on its own: one download however many threads want a file, never a deadlock, a hard
+budget, and eviction that takes unscheduled (consumed) files first, then the farthest next use, and never a
+file in use."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import fastdata.storage.cache as cache_module
+from fastdata.errors import StorageError
+from fastdata.storage.cache import ShardCache
+
+
+def writer(data: bytes, calls: list[str], *, delay: float = 0.0):
+    def fetch(tmp: Path) -> None:
+        calls.append(tmp.name)
+        time.sleep(delay)
+        tmp.write_bytes(data)
+
+    return fetch
+
+
+def test_many_threads_one_download_and_no_deadlock(tmp_path: Path):
+    cache = ShardCache(tmp_path, fingerprint="a" * 64, limit=10_000)
+    calls: list[str] = []
+    paths: list[Path] = []
+
+    def worker() -> None:
+        paths.append(cache.acquire("s.tar", size=100, fetch=writer(b"x" * 100, calls, delay=0.2)))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert not any(t.is_alive() for t in threads), "a thread is stuck"
+    assert len(calls) == 1 and len(paths) == 8 and paths[0].read_bytes() == b"x" * 100
+    cache.release("s.tar")
+    cache.close()
+
+
+def test_the_budget_holds_and_a_held_file_is_never_evicted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(cache_module, "WAIT_FOR_SPACE_S", 0.5)
+    cache = ShardCache(tmp_path, fingerprint="b" * 64, limit=100)
+    calls: list[str] = []
+    cache.acquire("a", size=60, fetch=writer(b"a" * 60, calls))
+    with pytest.raises(StorageError, match="cannot fit"):
+        cache.acquire("b", size=60, fetch=writer(b"b" * 60, calls))
+    assert cache.path("a").exists() and cache.used() == 60
+    cache.release("a")
+    cache.acquire("b", size=60, fetch=writer(b"b" * 60, calls))  # now "a" may go
+    assert not cache.path("a").exists() and cache.used() == 60
+    with pytest.raises(StorageError, match="whole cache_limit"):
+        cache.acquire("huge", size=101, fetch=writer(b"h" * 101, calls))
+    cache.close()
+
+
+def test_eviction_takes_consumed_files_first_then_the_farthest_next_use(tmp_path: Path):
+    cache = ShardCache(tmp_path, fingerprint="c" * 64, limit=100)
+    calls: list[str] = []
+    for name in ("a", "b", "c"):
+        cache.acquire(name, size=30, fetch=writer(b"z" * 30, calls))
+        cache.release(name)
+    cache.schedule(["c", "a"])  # "b" was consumed; "a" is needed after "c"
+    cache.acquire("d", size=30, fetch=writer(b"d" * 30, calls))
+    assert not cache.path("b").exists() and cache.path("a").exists() and cache.path("c").exists()
+    cache.release("d")
+    cache.schedule(["c", "d", "a"])
+    cache.acquire("e", size=30, fetch=writer(b"e" * 30, calls))
+    assert not cache.path("a").exists() and cache.path("c").exists() and cache.path("d").exists()
+    cache.close()
+
+
+def test_a_failed_download_leaves_nothing_and_can_be_retried(tmp_path: Path):
+    cache = ShardCache(tmp_path, fingerprint="d" * 64, limit=1000)
+
+    def broken(tmp: Path) -> None:
+        tmp.write_bytes(b"half")
+        raise StorageError("the network went away")
+
+    with pytest.raises(StorageError, match="went away"):
+        cache.acquire("s", size=10, fetch=broken)
+    assert not [p for p in cache.dir.glob("s*") if p.is_file()] and cache.used() == 0
+    calls: list[str] = []
+    assert cache.acquire("s", size=10, fetch=writer(b"0123456789", calls)).read_bytes() == b"0123456789"
+    cache.close()
