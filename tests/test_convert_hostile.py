@@ -1,0 +1,122 @@
+"""Hostile and broken conversion inputs: nothing crashes with a traceback, nothing is lost or silently
+wrong. One writer per destination, a run that keeps nothing fails, OSErrors are one line, spreadsheet CSVs,
+JSONL with Unicode line separators, dictionary-encoded Parquet, deeply nested JSON, file names that are not
+UTF-8, and leftovers of a run that failed before planning."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest_text import TOKENIZER, convert_text, read_rows
+from helpers import convert_images, make_image, make_image_tree
+
+from fastdata.cli import main as cli
+from fastdata.errors import ConvertError
+
+
+def test_a_second_writer_into_one_destination_is_refused_naming_the_first(tmp_path: Path):
+    src = make_image_tree(tmp_path / "src", classes=1, per_class=2)
+    lock = tmp_path / "out" / ".partial" / "lock-part-0-of-1"
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    os.write(fd, b"host elsewhere, pid 4242")
+    fcntl.flock(fd, fcntl.LOCK_EX)  # what a running conversion holds
+    try:
+        with pytest.raises(ConvertError, match="being written by another.*pid 4242"):
+            convert_images(src, tmp_path / "out")
+    finally:
+        os.close(fd)
+    result = convert_images(src, tmp_path / "out")  # released: the run goes ahead
+    assert result.manifest.num_samples == 2 and not (tmp_path / "out" / ".partial").exists()
+
+
+def test_a_run_that_keeps_nothing_fails_and_says_why(tmp_path: Path, capsys):
+    src = tmp_path / "src" / "a"
+    src.mkdir(parents=True)
+    for i in range(3):
+        (src / f"bad{i}.jpg").write_bytes(b"not an image at all")
+    with pytest.raises(ConvertError, match="kept no sample: all 3 input"):
+        convert_images(tmp_path / "src", tmp_path / "out")
+    assert cli(["convert", str(tmp_path / "src"), str(tmp_path / "cli"), "-j", "1", "--no-progress"]) == 2
+    assert "kept no sample" in capsys.readouterr().err
+
+
+def test_an_os_error_is_one_line_not_a_traceback(tmp_path: Path, capsys):
+    src = make_image_tree(tmp_path / "src", classes=1, per_class=1)
+    (tmp_path / "file").write_text("x")
+    assert cli(["convert", str(src), str(tmp_path / "file" / "out"), "-j", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fastdata convert: error:") and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_spreadsheet_csv_with_bom_and_crlf_and_a_duplicate_row(tmp_path: Path):
+    src = tmp_path / "flat"
+    for name in ("a.jpg", "b.jpg", "c.jpg"):
+        make_image(src / name)
+    csv = tmp_path / "labels.csv"
+    csv.write_bytes("\ufefffilename,class\r\na.jpg,cat\r\nb.jpg,dog\r\nc.jpg,cat\r\n".encode("utf-8"))
+    result = convert_images(src, tmp_path / "out", labels=str(csv))
+    assert result.manifest.classes == ("cat", "dog")  # no phantom 'class' from a header the BOM hid
+    csv.write_bytes("\ufefffilename,class\r\na.jpg,cat\r\nb.jpg,dog\r\na.jpg,dog\r\n".encode("utf-8"))
+    with pytest.raises(ConvertError, match=r"'a.jpg' is listed again \(first on line 2\)"):
+        convert_images(src, tmp_path / "out2", labels=str(csv))
+
+
+def test_jsonl_with_unicode_line_separators_inside_strings(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    lines = [json.dumps({"text": f"first\u2028second {i}\u2029third\u0085end"}, ensure_ascii=False) for i in range(3)]
+    (corpus / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (corpus / "plain.txt").write_text("one\u2028still one\nline two\n", encoding="utf-8")
+    result = convert_text(corpus, tmp_path / "tokens", per_line=True)
+    assert result.manifest.rejected == ()
+    # 3 JSON documents (each one line) + 2 lines of plain text: U+2028 splits neither
+    assert result.manifest.num_samples == 5
+
+
+def test_dictionary_encoded_parquet_and_deeply_nested_json(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    table = pa.table({"text": pa.array(["alpha beta", "gamma", "alpha beta"]).dictionary_encode()})
+    pq.write_table(table, corpus / "cats.parquet")
+    (corpus / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (corpus / "ok.json").write_text(json.dumps([{"text": "fine"}]))
+    result = convert_text(corpus, tmp_path / "tokens")
+    reasons = {r["source"]: r["reason"] for r in result.manifest.rejected}
+    assert "nested too deeply" in reasons["deep.json"]
+    assert len(read_rows(tmp_path / "tokens")) == 4
+
+
+def test_a_tokenizer_makes_auto_detection_choose_text(tmp_path: Path):
+    corpus = tmp_path / "corpus"
+    (corpus / "a").mkdir(parents=True)
+    (corpus / "a" / "notes.txt").write_text("some words\n")
+    make_image(corpus / "a" / "figure.png", fmt="PNG")
+    assert cli(["convert", str(corpus), str(tmp_path / "out"), "--tokenizer", str(TOKENIZER), "-j", "1",
+                "--no-progress"]) == 0
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["kind"] == "text"
+
+
+def test_a_file_name_that_is_not_utf8_is_converted_and_reported(tmp_path: Path):
+    src = make_image_tree(tmp_path / "src", classes=1, per_class=1)
+    bad = os.fsencode(str(src / "class_0")) + b"/caf\xe9.jpg"
+    with open(bad, "wb") as f:
+        f.write(b"not an image")
+    result = convert_images(src, tmp_path / "out")
+    (rejected,) = result.rejected
+    assert rejected["source"] == "class_0/caf\\xe9.jpg"
+    json.dumps(result.manifest.to_dict()).encode("utf-8")  # the manifest is valid UTF-8
+    assert (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_leftovers_of_a_run_that_failed_before_planning_do_not_block_the_rerun(tmp_path: Path):
+    src = make_image_tree(tmp_path / "src", classes=1, per_class=2)
+    (tmp_path / "out" / ".partial").mkdir(parents=True)
+    (tmp_path / "out" / "train-000000.tar.tmp").write_bytes(b"half")
+    assert convert_images(src, tmp_path / "out").manifest.num_samples == 2
