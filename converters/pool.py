@@ -14,8 +14,11 @@ import logging
 import multiprocessing as mp
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from converters.sample import Rejection, Sample, WorkItem
+from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
 
@@ -52,22 +55,40 @@ def chunk_size(fn: Processor) -> int:
     return size if isinstance(size, int) and size >= 1 else CHUNK
 
 
+class WorkerDied(ConvertError):
+    """A worker process died (killed by the OOM killer, a signal, a crash in a native library)."""
+
+
 def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Iterator[Result]:
-    """Yield fn(item) for every item, in input order."""
+    """Yield fn(item) for every item, in input order.
+
+    A worker process that dies stops the run with WorkerDied naming the first input of its chunk, at once:
+    `concurrent.futures` notices dead workers (multiprocessing.Pool waits for them forever)."""
     size = chunk_size(fn)
     it = iter(items)
     if jobs <= 1:
         while chunk := list(itertools.islice(it, size)):
             yield from _run_chunk(fn, chunk)
         return
-    ctx = mp.get_context("fork")
-    with ctx.Pool(jobs) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
         pending: deque = deque()
-        while True:
-            chunk = list(itertools.islice(it, size))
-            if chunk:
-                pending.append(pool.apply_async(_run_chunk, (fn, chunk)))
-            if pending and (not chunk or len(pending) >= jobs * IN_FLIGHT_PER_JOB):
-                yield from pending.popleft().get()
-            if not chunk and not pending:
-                return
+        try:
+            while True:
+                chunk = list(itertools.islice(it, size))
+                if chunk:
+                    pending.append((chunk[0], pool.submit(_run_chunk, fn, chunk)))
+                if pending and (not chunk or len(pending) >= jobs * IN_FLIGHT_PER_JOB):
+                    first, fut = pending.popleft()
+                    try:
+                        results = fut.result()
+                    except BrokenProcessPool:
+                        raise WorkerDied(
+                            f"a conversion worker died while converting {first.rel} (split {first.split}) or an "
+                            "input near it: killed by the out-of-memory killer or a signal? Lower -j or free "
+                            "memory, then rerun the same command: it resumes from the finished shards") from None
+                    yield from results
+                if not chunk and not pending:
+                    return
+        finally:
+            for _, fut in pending:
+                fut.cancel()

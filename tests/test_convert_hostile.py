@@ -120,3 +120,39 @@ def test_leftovers_of_a_run_that_failed_before_planning_do_not_block_the_rerun(t
     (tmp_path / "out" / ".partial").mkdir(parents=True)
     (tmp_path / "out" / "train-000000.tar.tmp").write_bytes(b"half")
     assert convert_images(src, tmp_path / "out").manifest.num_samples == 2
+
+
+class _DiesOnce:
+    """A processor whose worker kills itself (as the OOM killer would) on one input."""
+
+    def __init__(self, victim: str) -> None:
+        self.victim = victim
+
+    def __call__(self, item):
+        if item.rel.endswith(self.victim):
+            os.kill(os.getpid(), 9)
+        from converters.sample import Rejection
+
+        return Rejection(item.split, item.rel, "fine")
+
+
+def test_a_killed_worker_stops_the_run_with_an_error_naming_the_input(tmp_path: Path):
+    import threading
+
+    from converters.pool import WorkerDied, run_ordered
+    from converters.sample import WorkItem
+
+    items = [WorkItem(split="train", rel=f"f{i}.jpg", source="") for i in range(40)]
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.extend(run_ordered(_DiesOnce("f17.jpg"), items, jobs=2))
+        except WorkerDied as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "the conversion hung on a dead worker"
+    assert isinstance(outcome[-1], WorkerDied) and "rerun" in str(outcome[-1])
