@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -14,6 +15,13 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 EVAL_CROP_FRACTION = 0.875  # eval: resize shorter side to image_size / 0.875, then centre crop
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's decompression-bomb limit
+MAX_THREADS = 256  # more decode threads than this only thrash (and DALI aborts the interpreter at ~10**6)
+MAX_PREFETCH = 64  # batches kept ready; each one holds a whole batch in memory
+
+
+def finite(*values: object) -> bool:
+    """Every value a real, finite number (not NaN, not inf, not a bool)."""
+    return all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
 
 
 def usable_cpus() -> int:
@@ -46,7 +54,7 @@ class ImageLoaderOptions:
     color_jitter: tuple[float, float, float, float] | None = None  # brightness, contrast, saturation, hue
     seed: int = 0
     drop_last: bool | None = None  # None: True for train, False for eval
-    num_threads: int = usable_cpus()
+    num_threads: int = min(usable_cpus(), MAX_THREADS)
     prefetch: int = 2
     rank: int = 0
     world_size: int = 1
@@ -70,13 +78,15 @@ class ImageLoaderOptions:
             raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
         if not isinstance(self.device, str) or not (self.device in ("cpu", "cuda") or self.device.startswith("cuda:")):
             raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
-        if len(self.mean) != 3 or len(self.std) != 3 or any(s <= 0 for s in self.std):
-            raise bad("mean/std", (self.mean, self.std), "three values each, std > 0")
-        if len(self.scale) != 2 or not 0 < self.scale[0] <= self.scale[1] <= 1:
+        if len(self.mean) != 3 or len(self.std) != 3 or not finite(*self.mean, *self.std) \
+                or any(s <= 0 for s in self.std):
+            raise bad("mean/std", (self.mean, self.std), "three finite values each, std > 0")
+        if len(self.scale) != 2 or not finite(*self.scale) or not 0 < self.scale[0] <= self.scale[1] <= 1:
             raise bad("scale", self.scale, "(lo, hi) with 0 < lo <= hi <= 1")
-        if len(self.ratio) != 2 or not 0 < self.ratio[0] <= self.ratio[1]:
-            raise bad("ratio", self.ratio, "(lo, hi) with 0 < lo <= hi")
-        if self.color_jitter is not None and (len(self.color_jitter) != 4 or any(v < 0 for v in self.color_jitter)):
+        if len(self.ratio) != 2 or not finite(*self.ratio) or not 0 < self.ratio[0] <= self.ratio[1]:
+            raise bad("ratio", self.ratio, "(lo, hi) with 0 < lo <= hi, finite")
+        if self.color_jitter is not None and (len(self.color_jitter) != 4 or not finite(*self.color_jitter)
+                                              or any(v < 0 for v in self.color_jitter)):
             raise bad("color_jitter", self.color_jitter, "None or four non-negative values "
                       "(brightness, contrast, saturation, hue)")
         if self.color_jitter is not None and self.color_jitter[3] > 0.5:
@@ -88,10 +98,12 @@ class ImageLoaderOptions:
                 raise bad(flag, getattr(self, flag), "True or False")
         if self.drop_last is not None and not isinstance(self.drop_last, bool):
             raise bad("drop_last", self.drop_last, "None (train drops, eval keeps), True or False")
-        if not isinstance(self.num_threads, int) or self.num_threads < 1:
-            raise bad("num_threads", self.num_threads, "an integer >= 1")
-        if not isinstance(self.prefetch, int) or self.prefetch < 1:
-            raise bad("prefetch", self.prefetch, "an integer >= 1")
+        if not isinstance(self.num_threads, int) or isinstance(self.num_threads, bool) \
+                or not 1 <= self.num_threads <= MAX_THREADS:
+            raise bad("num_threads", self.num_threads, f"an integer in 1..{MAX_THREADS}")
+        if not isinstance(self.prefetch, int) or isinstance(self.prefetch, bool) \
+                or not 1 <= self.prefetch <= MAX_PREFETCH:
+            raise bad("prefetch", self.prefetch, f"an integer in 1..{MAX_PREFETCH} (batches kept ready)")
         if not isinstance(self.world_size, int) or self.world_size < 1:
             raise bad("world_size", self.world_size, "an integer >= 1")
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
@@ -103,7 +115,7 @@ class ImageLoaderOptions:
         if self.shuffle_window is not None and (not isinstance(self.shuffle_window, int)
                                                 or isinstance(self.shuffle_window, bool) or self.shuffle_window < 1):
             raise bad("shuffle_window", self.shuffle_window, "None or an integer >= 1 (samples shuffled together)")
-        if not 0.0 <= self.hw_decoder_load <= 1.0:
+        if not finite(self.hw_decoder_load) or not 0.0 <= self.hw_decoder_load <= 1.0:
             raise bad("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
 
     @property

@@ -31,7 +31,9 @@ def thread_candidates(cores: int, /) -> list[int]:
     """A handful of thread counts around the number of cores: a quarter, half, all, and twice."""
     if cores < 1:
         raise ValueError(f"cores must be >= 1, got {cores}")
-    return sorted({max(1, cores // 4), max(1, cores // 2), cores, 2 * cores})
+    from fastdata.images.options import MAX_THREADS
+
+    return sorted({min(n, MAX_THREADS) for n in (max(1, cores // 4), max(1, cores // 2), cores, 2 * cores)})
 
 
 PREFETCH_CANDIDATES = (1, 2, 4)

@@ -89,16 +89,28 @@ class SequenceLoader:
         return {"epoch": self._epoch, "batches_done": self._done, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume where `state` (a `state_dict()`) stood; every field is checked: present, typed, in range."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
         mine = self._settings()
-        differ = [k for k in mine if k in state and state[k] != mine[k]]
+        missing = sorted({"epoch", "batches_done", *mine} - set(state))
+        if missing:
+            raise ValueError(f"cannot resume: the state lacks {missing}; pass what state_dict() returned")
+        differ = [k for k in mine if state[k] != mine[k] or type(state[k]) is not type(mine[k])]
         if differ:
             shown = ", ".join(f"{k}: saved {state[k]!r}, now {mine[k]!r}" for k in differ)
             raise ValueError(f"cannot resume: the loader was built with other options or data ({shown}); "
                              "build it with the saved options and dataset to resume exactly")
-        epoch, done = state.get("epoch"), state.get("batches_done")
-        if not isinstance(epoch, int) or not isinstance(done, int) or epoch < 0 or done < 0:
+        epoch, done = state["epoch"], state["batches_done"]
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in (epoch, done)):
             raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0, got {epoch!r}, {done!r}")
-        self._epoch, self._done = epoch, done
+        previous = (self._epoch, self._done, self._cache)
+        self._epoch, self._done = epoch, 0
+        total = len(self)
+        if done > total:
+            self._epoch, self._done, self._cache = previous
+            raise ValueError(f"cannot resume at batch {done}: epoch {epoch} has {total} batches on this rank")
+        self._done = done
 
     def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         o = self.options

@@ -77,17 +77,24 @@ class VolumeLoader:
         if epoch != self._epoch:  # the same epoch keeps a resume point, as in every fastdata loader
             self._epoch, self._batch = epoch, 0
 
-    def state_dict(self) -> dict[str, Any]:
+    def _settings(self) -> dict[str, Any]:
+        """What the plan depends on besides the epoch: saved in the state and checked equal on load."""
         o = self.opts
-        return {"epoch": self._epoch, "batch": self._batch, "seed": o.seed, "rank": o.rank,
-                "world_size": o.world_size, "train": o.train, "num_volumes": len(self.store)}
+        return {"seed": o.seed, "rank": o.rank, "world_size": o.world_size, "train": o.train,
+                "num_volumes": len(self.store), "batch_size": o.batch_size, "patches_per_volume": o.patches_per_volume,
+                "patch_size": list(o.patch_size), "overlap": list(o.overlap), "drop_last": not o.keep_last}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self._epoch, "batch": self._batch, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        o = self.opts
-        mine = {"seed": o.seed, "rank": o.rank, "world_size": o.world_size, "train": o.train,
-                "num_volumes": len(self.store)}
-        for key, value in mine.items():
-            if state.get(key) != value:
+        if not isinstance(state, dict):
+            raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
+        for key, value in self._settings().items():
+            saved = state.get(key)
+            if isinstance(saved, tuple):
+                saved = list(saved)
+            if saved != value or type(saved) is not type(value):
                 raise ValueError(f"cannot resume: the state was saved with {key}={state.get(key)!r}, this loader "
                                  f"has {key}={value!r}; build the loader with the same arguments and dataset")
         epoch, batch = state.get("epoch"), state.get("batch")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite
+
 SAMPLING = ("uniform", "foreground")
 DTYPES = ("float32", "float16", "bfloat16")
 
@@ -65,10 +67,25 @@ class VolumeLoaderOptions:
         object.__setattr__(self, "overlap", _triple("overlap", self.overlap, minimum=0))
         if any(o >= p for o, p in zip(self.overlap, self.patch_size)):
             raise bad("overlap", self.overlap, f"smaller than patch_size {self.patch_size} on every axis")
+        if not isinstance(self.num_workers, int) or self.num_workers > MAX_THREADS or \
+                not isinstance(self.prefetch, int) or self.prefetch > MAX_PREFETCH:
+            raise bad("num_workers/prefetch", (self.num_workers, self.prefetch),
+                      f"at most {MAX_THREADS} reader threads and {MAX_PREFETCH} volumes in flight per thread")
         for name in ("batch_size", "patches_per_volume", "num_workers", "prefetch", "elastic_grid"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < (2 if name == "elastic_grid" else 1):
                 raise bad(name, value, f"an integer >= {2 if name == 'elastic_grid' else 1}")
+        floats = {"foreground_hu": self.foreground_hu, "foreground_prob": self.foreground_prob,
+                  "pad_value": self.pad_value, "flip_prob": self.flip_prob, "rotate_degrees": self.rotate_degrees,
+                  "affine_prob": self.affine_prob, "elastic_prob": self.elastic_prob,
+                  "elastic_magnitude": self.elastic_magnitude}
+        for name, value in floats.items():
+            if not finite(value):
+                raise bad(name, value, "a finite number")
+        for name, pair in (("window", self.window), ("scale", self.scale),
+                           ("zscore", self.zscore if isinstance(self.zscore, tuple | list) else None)):
+            if pair is not None and not finite(*pair):
+                raise bad(name, pair, "finite numbers")
         if self.sampling not in SAMPLING:
             raise bad("sampling", self.sampling, f"one of {list(SAMPLING)}")
         for name in ("foreground_prob", "flip_prob", "affine_prob", "elastic_prob"):

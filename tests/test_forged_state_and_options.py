@@ -1,0 +1,68 @@
+"""States and options may come from someone else: every field of a state_dict is checked (present, typed,
+in range) on every loader, and numeric options must be finite and within bounds (NaN means give NaN
+batches; a million threads abort the interpreter)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest_images import loader, make_datasets
+from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
+
+import fastdata
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return make_datasets(tmp_path_factory.mktemp("forged"))
+
+
+def test_a_text_state_is_checked_field_by_field(fortunes_tokens):
+    ld = fastdata.loader(fortunes_tokens, max_tokens=2048)
+    state = json.loads(json.dumps(ld.state_dict()))
+    fresh = fastdata.loader(fortunes_tokens, max_tokens=2048)
+    for bad, match in [({"batches_done": 10**9}, "has .* batches"), ({"batches_done": -1}, ">= 0"),
+                       ({"epoch": True}, ">= 0"), ({"max_tokens": 4096}, "max_tokens"),
+                       ({"num_sequences": 3}, "num_sequences")]:
+        with pytest.raises(ValueError, match=match):
+            fresh.load_state_dict({**state, **bad})
+    for key in ("seed", "world_size", "num_sequences"):
+        with pytest.raises(ValueError, match="lacks"):
+            fresh.load_state_dict({k: v for k, v in state.items() if k != key})
+    fresh.load_state_dict({**state, "batches_done": len(fresh)})  # the very end is a valid place to resume
+    assert list(fresh) == []
+
+
+def test_a_volume_state_from_other_patches_is_refused(tmp_path):
+    pytest.importorskip("pydicom")
+    from conftest_dicom import convert_dicom, write_phantom
+
+    write_phantom(tmp_path / "src" / "p1")
+    convert_dicom(tmp_path / "src", tmp_path / "vols")
+    kw = dict(batch_size=1, patch_size=(4, 8, 8), device="cpu")
+    state = json.loads(json.dumps(fastdata.loader(tmp_path / "vols", **kw).state_dict()))
+    with pytest.raises(ValueError, match="patch_size"):
+        fastdata.loader(tmp_path / "vols", **{**kw, "patch_size": (8, 8, 8)}).load_state_dict(state)
+    with pytest.raises(ValueError, match="batch_size"):
+        fastdata.loader(tmp_path / "vols", **{**kw, "batch_size": 2}).load_state_dict(state)
+    fastdata.loader(tmp_path / "vols", **kw).load_state_dict(state)
+
+
+@pytest.mark.parametrize("option,value", [
+    ("mean", (math.nan, 0.5, 0.5)), ("std", (0.2, math.inf, 0.2)), ("scale", (math.nan, 1.0)),
+    ("ratio", (0.75, math.inf)), ("color_jitter", (0.1, math.nan, 0.1, 0.1)), ("hw_decoder_load", math.nan),
+    ("num_threads", 10**6), ("prefetch", 10**6), ("num_threads", True)])
+def test_numeric_image_options_must_be_finite_and_bounded(ds, option, value):
+    with pytest.raises(ValueError, match=option.split("_")[0]):
+        loader(ds["wds"], **{option: value})
+
+
+@pytest.mark.parametrize("option,value", [("window", (-1000.0, math.nan)), ("foreground_prob", math.nan),
+                                          ("pad_value", math.inf), ("num_workers", 10**6)])
+def test_numeric_volume_options_must_be_finite_and_bounded(option, value):
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    with pytest.raises(ValueError, match=option.split("_")[0]):
+        VolumeLoaderOptions(**{option: value})
