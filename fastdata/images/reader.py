@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView, ShardRef
 from fastdata.errors import ShardError
 from fastdata.wds_index import Member, parse_index, sample_key
@@ -190,33 +191,27 @@ def parse_label(data: bytes, *, key: str, shard: Path) -> int:
 
 
 class ArrowShard:
-    """One Arrow IPC stream shard, memory-mapped; columns key, image{bytes, path}, label."""
+    """One Arrow IPC stream shard (columns key, image{bytes, path}, label): validated at open, image bytes
+    read with pread (arrow_file.py), keys and labels copied at open."""
 
     def __init__(self, ref: ShardRef) -> None:
-        import pyarrow as pa
-
         self.path = ref.path
-        try:
-            self._map = pa.memory_map(str(self.path), "r")
-            batches = list(pa.ipc.open_stream(self._map))
-        except FileNotFoundError as exc:
-            raise ShardError(f"shard {self.path} listed in the manifest is missing") from exc
-        except (OSError, pa.ArrowInvalid) as exc:
-            raise ShardError(f"shard {self.path} is truncated or not an Arrow IPC stream: {exc}; "
-                             "re-run `fastdata convert` or restore the file") from exc
+        self._file = ArrowFile(self.path)
         self._starts: list[int] = []
-        self._images, self._labels, self._keys = [], [], []
+        self._images: list[BinaryColumn] = []
+        self._labels: list[np.ndarray] = []
+        self._keys: list[list[str]] = []
         total = 0
-        for batch in batches:
+        for batch in self._file.batches:
             names = batch.schema.names
             if not {"key", "image"} <= set(names):
                 raise ShardError(f"shard {self.path} has columns {names}; an image shard needs key and image")
             self._starts.append(total)
-            self._images.append(batch.column("image").flatten()[0])  # struct field 'bytes', offset applied
+            self._images.append(BinaryColumn(self._file, batch.column("image").flatten()[0]))  # field 'bytes'
             labels = batch.column("label") if "label" in names else None
             self._labels.append(np.full(batch.num_rows, UNLABELED, dtype=np.int64) if labels is None
-                                else labels.fill_null(UNLABELED).to_numpy(zero_copy_only=False))
-            self._keys.append(batch.column("key"))
+                                else labels.fill_null(UNLABELED).to_numpy(zero_copy_only=False).astype(np.int64))
+            self._keys.append([str(k) for k in batch.column("key").to_pylist()])
             total += batch.num_rows
         if total != ref.info.samples:
             raise ShardError(f"shard {self.path} holds {total} rows, the manifest says {ref.info.samples}; "
@@ -229,15 +224,14 @@ class ArrowShard:
     def read(self, i: int, /) -> RawSample:
         b = bisect.bisect_right(self._starts, i) - 1
         row = i - self._starts[b]
-        key = str(self._keys[b][row].as_py())
-        image = self._images[b][row]
-        if not image.is_valid:
+        key = self._keys[b][row]
+        data = self._images[b].read(row)
+        if not data:
             raise ShardError(f"sample {key} in {self.path} has no image bytes")
-        return RawSample(data=memoryview(image.as_buffer()).cast("B"), label=int(self._labels[b][row]), key=key,
-                         shard=self.path)
+        return RawSample(data=memoryview(data), label=int(self._labels[b][row]), key=key, shard=self.path)
 
     def close(self) -> None:
-        self._map.close()
+        self._file.close()
 
 
 class SplitReader:

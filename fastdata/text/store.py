@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
+from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 
@@ -17,68 +17,67 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TokenStore:
-    """All sequences of a split. `lengths[i]` is sequence i's token count; `ids(i)` its token ids."""
+    """All sequences of a split. `lengths[i]` is sequence i's token count; `ids(i)` its token ids, read with
+    pread from the validated shard (arrow_file.py), so a shard changed under the loader is an error, never a
+    signal, and a forged offset never reads outside its buffer."""
 
     lengths: np.ndarray  # int64 [N]
     labels: np.ndarray | None  # int64 [N], None when the corpus has no classes
     segment: np.ndarray  # int32 [N]: which record batch holds sequence i
-    start: np.ndarray  # int64 [N]: offset of sequence i in that batch's values
-    values: tuple[np.ndarray, ...]  # per record batch: the flat ids (a view into the mapped file)
-    tables: tuple[pa.Table, ...]  # keep the mapped tables alive as long as the views
+    start: np.ndarray  # int64 [N]: position of sequence i in that batch's ids
+    columns: tuple[BinaryColumn, ...]  # per record batch: where its ids lie in the shard file
+    dtypes: tuple[np.dtype, ...]  # per record batch: the dtype of its ids
+    files: tuple[ArrowFile, ...]  # keep the shards open as long as the store
 
     def __len__(self) -> int:
         return len(self.lengths)
 
     def ids(self, i: int) -> np.ndarray:
-        s = self.start[i]
-        return self.values[self.segment[i]][s:s + self.lengths[i]]
+        col = self.columns[self.segment[i]]
+        start, n = int(self.start[i]), int(self.lengths[i])
+        data = col.file.read(col.data_offset + start * col.itemsize, n * col.itemsize)
+        return np.frombuffer(data, dtype=self.dtypes[self.segment[i]])
 
     def last_ids(self) -> np.ndarray:
         """The last token of every sequence (-1 for an empty one)."""
         out = np.full(len(self), -1, dtype=np.int64)
-        bounds = [0, *(np.flatnonzero(np.diff(self.segment)) + 1).tolist(), len(self)]  # segments are contiguous
-        for a, b in zip(bounds, bounds[1:]):
-            rows = a + np.flatnonzero(self.lengths[a:b] > 0)
-            out[rows] = self.values[self.segment[a]][self.start[rows] + self.lengths[rows] - 1]
+        for i in np.flatnonzero(self.lengths > 0):
+            out[i] = int(self.ids(int(i))[-1])
         return out
 
 
-def _read_shard(path: str) -> pa.Table:
-    try:
-        with pa.ipc.open_stream(pa.memory_map(path, "r")) as reader:
-            return reader.read_all()
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise ShardError(f"cannot read Arrow shard {path}: {exc}; re-run `fastdata convert`") from exc
-
-
 def open_store(view: DatasetView) -> TokenStore:
-    """Map every shard of `view` (opened by `open_dataset`, which has checked the files' presence and size)."""
-    lengths, labels, segment, start, values, tables = [], [], [], [], [], []
+    """Open every shard of `view` (opened by `open_dataset`, which has checked the files' presence and size)."""
+    lengths, labels, segment, start, columns, dtypes, files = [], [], [], [], [], [], []
     view.require_whole_split()
     for ref in view.shards:
         ref = view.local(ref)  # a remote shard is downloaded into the node cache and held there
-        table = _read_shard(str(ref.path))
-        if table.num_rows != ref.info.samples or "input_ids" not in table.column_names:
-            raise ShardError(f"shard {ref.path} holds {table.num_rows} rows with columns {table.column_names}, "
-                             f"the manifest says {ref.info.samples} token sequences; re-run `fastdata convert`")
-        tables.append(table)
-        for batch in table.to_batches():
+        file = ArrowFile(ref.path)
+        files.append(file)
+        rows = sum(b.num_rows for b in file.batches)
+        names = file.batches[0].schema.names if file.batches else []
+        if rows != ref.info.samples or "input_ids" not in names:
+            raise ShardError(f"shard {ref.path} holds {rows} rows with columns {names}, the manifest says "
+                             f"{ref.info.samples} token sequences; re-run `fastdata convert`")
+        for batch in file.batches:
             ids = batch.column("input_ids")
-            offsets = ids.offsets.to_numpy()
+            col = BinaryColumn(file, ids)
             n = len(batch)
-            stored = batch.column("length").to_numpy().astype(np.int64)
-            if not np.array_equal(np.diff(offsets), stored):
+            stored = batch.column("length").to_numpy(zero_copy_only=False).astype(np.int64)
+            if not np.array_equal(np.diff(col.offsets), stored) or (stored < 0).any():
                 raise ShardError(f"shard {ref.path}: the length column disagrees with the stored ids")
             lengths.append(stored)
-            start.append(offsets[:-1].astype(np.int64))
-            segment.append(np.full(n, len(values), dtype=np.int32))
-            values.append(ids.values.to_numpy(zero_copy_only=True))
+            start.append(col.offsets[:-1].copy())
+            segment.append(np.full(n, len(columns), dtype=np.int32))
+            columns.append(col)
+            dtypes.append(np.dtype(ids.type.value_type.to_pandas_dtype()))
             if "label" in batch.schema.names:
-                labels.append(batch.column("label").to_numpy().astype(np.int64))
+                labels.append(batch.column("label").to_numpy(zero_copy_only=False).astype(np.int64))
     if not lengths:
         raise ShardError(f"split {view.split!r} of {view.root} holds no token sequences")
-    log.debug("mapped %d shard(s), %d record batches", len(tables), len(values))
+    log.debug("opened %d shard(s), %d record batches", len(files), len(columns))
     return TokenStore(
         lengths=np.concatenate(lengths), labels=np.concatenate(labels) if labels else None,
-        segment=np.concatenate(segment), start=np.concatenate(start), values=tuple(values), tables=tuple(tables),
+        segment=np.concatenate(segment), start=np.concatenate(start), columns=tuple(columns), dtypes=tuple(dtypes),
+        files=tuple(files),
     )

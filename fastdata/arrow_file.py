@@ -1,0 +1,148 @@
+"""An Arrow IPC stream shard opened safely: a file from someone else, or one that changes while it is read.
+
+The structure is read through a memory map once, at open, while the file is checked: every record batch
+is validated fully (offsets within their buffers and monotonic, lengths consistent), so a forged offset
+can never hand memory outside the shard to a decoder or a collate. Sample data is then read with `pread`
+at the file offsets of the validated buffers, never by touching the map: a file truncated or shrunk in
+place after open gives a short read and a clear ShardError, not SIGBUS.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from fastdata.errors import ShardError
+
+BLOCK = 1 << 20  # bytes per cached block
+CACHED_BLOCKS = 64  # blocks kept, for all open shards together: 64 MiB at most
+
+
+class _Blocks:
+    """The blocks recently read from every open shard, least recently used first, bounded in number."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.data: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+
+    def get(self, key: tuple[int, int]) -> bytes | None:
+        with self.lock:
+            block = self.data.get(key)
+            if block is not None:
+                self.data.move_to_end(key)
+            return block
+
+    def put(self, key: tuple[int, int], block: bytes) -> None:
+        with self.lock:
+            self.data[key] = block
+            while len(self.data) > CACHED_BLOCKS:
+                self.data.popitem(last=False)
+
+    def drop(self, owner: int) -> None:
+        with self.lock:
+            for key in [k for k in self.data if k[0] == owner]:
+                del self.data[key]
+
+
+_BLOCKS = _Blocks()
+_OWNERS = itertools.count()  # a unique number per opened file: cached blocks never outlive their file's identity
+
+
+class ArrowFile:
+    def __init__(self, path: Path | str, *, remedy: str = "re-run `fastdata convert` or restore the file") -> None:
+        self.path = Path(path)
+        self._remedy = remedy
+        self._owner = next(_OWNERS)
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError as exc:
+            raise ShardError(f"shard {self.path} listed in the manifest is missing") from exc
+        except OSError as exc:
+            raise ShardError(f"cannot open shard {self.path}: {exc.strerror or exc}") from exc
+        self.size = os.fstat(self._fd).st_size
+        try:
+            self._map = pa.memory_map(str(self.path), "r")
+            self._base = self._map.read_buffer(1).address if self.size else 0
+            self._map.seek(0)
+            self.batches = list(pa.ipc.open_stream(self._map))
+            for batch in self.batches:
+                batch.validate(full=True)
+        except (OSError, pa.ArrowInvalid, pa.ArrowIndexError, pa.ArrowException) as exc:
+            self.close()
+            raise ShardError(f"shard {self.path} is truncated, damaged or not an Arrow IPC stream: {exc}; "
+                             f"{self._remedy}") from exc
+
+    def file_offset(self, buf: pa.Buffer) -> int:
+        """Where a buffer of this shard's record batches starts in the file."""
+        offset = buf.address - self._base
+        if not 0 <= offset <= self.size or offset + buf.size > self.size:
+            raise ShardError(f"shard {self.path}: a buffer lies outside the file (offset {offset}, {buf.size} bytes, "
+                             f"file {self.size} bytes); {self._remedy}")
+        return offset
+
+    def pread(self, offset: int, length: int) -> bytes:
+        data = os.pread(self._fd, length, offset)
+        if len(data) != length:
+            raise ShardError(f"shard {self.path} shrank while it was read (wanted {length} bytes at {offset}, got "
+                             f"{len(data)}); {self._remedy}")
+        return data
+
+    def _block(self, k: int) -> bytes:
+        block = _BLOCKS.get((self._owner, k))
+        if block is None:
+            block = self.pread(k * BLOCK, min(BLOCK, self.size - k * BLOCK))
+            _BLOCKS.put((self._owner, k), block)
+        return block
+
+    def read(self, offset: int, length: int) -> bytes | memoryview:
+        """`length` bytes at `offset` through a small cache of blocks read with pread (many short reads of
+        nearby data, such as token sequences, cost one system call per block)."""
+        if length > BLOCK:
+            return self.pread(offset, length)
+        k, end = offset // BLOCK, offset + length
+        first = self._block(k)
+        if end <= (k + 1) * BLOCK:
+            return memoryview(first)[offset - k * BLOCK:end - k * BLOCK]
+        second = memoryview(self._block(k + 1))[:end - (k + 1) * BLOCK]
+        return bytes(memoryview(first)[offset - k * BLOCK:]) + bytes(second)
+
+    def close(self) -> None:
+        _BLOCKS.drop(self._owner)
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+        m = getattr(self, "_map", None)
+        if m is not None:
+            m.close()
+
+
+class BinaryColumn:
+    """The values of a (large_)binary or (large_)list array of one record batch, read by position with pread."""
+
+    def __init__(self, file: ArrowFile, arr: pa.Array) -> None:
+        self.file = file
+        large = pa.types.is_large_binary(arr.type) or pa.types.is_large_list(arr.type)
+        _, offsets_buf, *rest = arr.buffers()
+        raw = np.frombuffer(offsets_buf, dtype=np.int64 if large else np.int32)
+        self.offsets = raw[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)  # a copy, read at open
+        if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+            child = arr.values
+            self.itemsize = child.type.bit_width // 8
+            data = child.buffers()[1]
+            self.data_offset = file.file_offset(data) + child.offset * self.itemsize
+        else:
+            self.itemsize = 1
+            self.data_offset = file.file_offset(rest[0]) if rest and rest[0] is not None else 0
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def read(self, i: int) -> bytes:
+        start, end = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.file.pread(self.data_offset + start * self.itemsize, (end - start) * self.itemsize)
