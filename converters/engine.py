@@ -11,8 +11,9 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from converters.pool import run_ordered
 from converters.sample import Rejection, Sample, WorkItem, add_counts
 from converters.writers import WRITERS
 from fastdata import __version__
+from fastdata.atomic import write_bytes_atomic
 from fastdata.errors import ConvertError
 from fastdata.manifest import Manifest, ShardInfo, SplitInfo
 
@@ -51,6 +53,7 @@ class ConvertConfig:
     num_parts: int = 1
     part: int = 0
     follow_symlinks: bool = True  # False: links in SRC are rejected, not followed (trees from someone else)
+    private_report: Path | str | None = None  # where a kind that names sources by pseudonym writes their paths
 
     def validate(self, kind: Kind) -> str:
         fmt = self.format or kind.formats[0]
@@ -73,13 +76,52 @@ class ConvertResult:
     converted: list[str]
     skipped: list[str]
     rejected: list[dict[str, str]]
+    private_report: Path | None = None  # the local file mapping pseudonyms to source paths (not for sharing)
 
 
 Progress = Callable[[int], None]
 
 
+def _secret_fields(options: Any) -> list[str]:
+    """Fields of a kind's options marked `metadata={"secret": True}` (e.g. the DICOM salt)."""
+    return [f.name for f in fields(options) if f.metadata.get("secret")] if is_dataclass(options) else []
+
+
 def _jsonable(options: Any) -> Any:
-    return asdict(options) if is_dataclass(options) else options
+    """The options as they enter the fingerprint and the plan: secret fields left out (a public
+    fingerprint over a secret is an offline oracle for guessing it)."""
+    if not is_dataclass(options):
+        return options
+    hidden = set(_secret_fields(options))
+    return {k: v for k, v in asdict(options).items() if k not in hidden}
+
+
+def _verifier(value: str) -> str:
+    return hashlib.sha256(f"fastdata-secret-check\0{value}".encode()).hexdigest()
+
+
+def resolve_secrets(options: Any, kept: dict[str, Any], *, label: str) -> tuple[Any, dict[str, Any]]:
+    """Options with every secret field set, and what the plan keeps of them for a resume: an empty secret
+    becomes a random one drawn for this conversion (kept in the plan, which is deleted when the conversion
+    ends), a given one is kept only as a check value, so a resume with another one is refused."""
+    chosen, records = {}, {}
+    for name in _secret_fields(options):
+        given, old = getattr(options, name), kept.get(name)
+        if old is None:
+            value = given or secrets.token_hex(16)
+        elif "random" in old:
+            if given:
+                raise ConvertError(f"{label} was started without --{name}, with a random one; rerun without "
+                                   f"--{name} to resume it, or convert into a new destination")
+            value = old["random"]
+        else:
+            if _verifier(given) != old["check"]:
+                raise ConvertError(f"{label} was started with another --{name}; rerun with the same one to "
+                                   "resume it, or convert into a new destination")
+            value = given
+        chosen[name] = value
+        records[name] = {"check": _verifier(value)} if given else {"random": value}
+    return (replace(options, **chosen) if chosen else options), records
 
 
 def fingerprint(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discovery: Discovery) -> str:
@@ -98,8 +140,8 @@ def fingerprint(kind: Kind, fmt: str, config: ConvertConfig, options: Any, disco
 Probed = dict[tuple[str, int], Any]  # (split, position) -> processor result kept from the probe
 
 
-def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discovery: Discovery,
-               shuffled: dict[str, list[WorkItem]], fp: str, probed: Probed) -> dict[str, Any]:
+def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, described: dict[str, Any],
+               discovery: Discovery, shuffled: dict[str, list[WorkItem]], fp: str, probed: Probed) -> dict[str, Any]:
     """The shard plan; fills `probed` with the results of the probe so they are not computed twice."""
     fn = kind.processor(options)
     per: dict[str, int] = {}
@@ -118,7 +160,6 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discov
                     probed[(item.split, item.position)] = result
             per[split] = samples_per_shard_from_probe(sizes, shard_size=config.shard_size, n=len(items))
     plans = plan_shards({s: len(v) for s, v in shuffled.items()}, per)
-    described = kind.describe(discovery, options)
     preprocessing = {
         **described.get("preprocessing", {}),
         "seed": config.seed,
@@ -271,23 +312,69 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
     fp = fingerprint(kind, fmt, config, options, discovery)
     if isinstance(dest, LocalDestination) and dest.work.exists() and not dest.work.is_dir():
         raise ConvertError(f"destination {dest.label} exists and is not a directory")
+    if config.num_parts > 1 and any(not getattr(options, name) for name in _secret_fields(options)):
+        missing = ", ".join(f"--{name}" for name in _secret_fields(options) if not getattr(options, name))
+        raise ConvertError(f"a conversion in parts needs {missing}: every part must draw its pseudonyms from the "
+                           "same secret (a random one would differ from part to part)")
     with dest.lock(config.part, config.num_parts):
-        return _convert_locked(kind, dest, fmt, fp, config, options, discovery, progress_factory)
+        return _convert_locked(kind, src, dest, fmt, fp, config, options, discovery, progress_factory)
 
 
-def _convert_locked(kind: Kind, dest: Destination, fmt: str, fp: str, config: ConvertConfig, options: Any,
+def report_path(dest: Destination, config: ConvertConfig) -> Path:
+    """Where the pseudonyms' source paths go: --private-report, else beside a local DST (never inside it),
+    else in the working folder for a remote one."""
+    if config.private_report is not None:
+        path = Path(config.private_report).absolute()
+        if isinstance(dest, LocalDestination) and dest.work.absolute() in path.parents:
+            raise ConvertError(f"--private-report {path} is inside the destination {dest.label}: the paths it holds "
+                               "must not travel with the dataset")
+        return path
+    if isinstance(dest, LocalDestination):
+        return dest.work.parent / f"{dest.work.name}.private-sources.jsonl"
+    return Path.cwd() / f"{dest.label.rstrip('/').rsplit('/', 1)[-1]}.private-sources.jsonl"
+
+
+def _write_report(path: Path, dest: Destination, src: Path, shuffled: dict[str, list[WorkItem]],
+                  discovery: Discovery, paths: dict[str, str]) -> None:
+    """One JSON line per pseudonym: split, sample key (converted inputs) or reason (rejected at discovery),
+    pseudonym and source path; then the files inside the inputs (their pseudonyms appear in reasons)."""
+    lines = [{"source": str(src.resolve()), "destination": dest.label,
+              "note": "PRIVATE: maps pseudonyms to source paths; keep it with the source data, never with the dataset"}]
+    for split, items in sorted(shuffled.items()):
+        for it in items:
+            lines.append({"split": split, "key": it.key, "name": it.rel, "path": paths.get(it.rel, it.rel)})
+    for r in discovery.rejected:
+        lines.append({"split": r.split, "name": r.source, "path": paths.get(r.source, r.source), "reason": r.reason})
+    written = {line.get("name") for line in lines}
+    lines.extend({"name": name, "path": path} for name, path in paths.items() if name not in written)  # files
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode())
+    os.chmod(path, 0o600)
+    log.info("the source paths behind the pseudonyms are in %s (private: do not share it)", path)
+
+
+def _convert_locked(kind: Kind, src: Path, dest: Destination, fmt: str, fp: str, config: ConvertConfig, options: Any,
                     discovery: Discovery, progress_factory: Callable[[int], Progress] | None) -> ConvertResult:
     where = dest.state(fp)
     if where == "complete":
         manifest = dest.read_manifest()
         log.info("%s already holds this conversion; nothing to do", dest.label)
         return ConvertResult(dest.label, manifest, [], [], list(manifest.rejected))
+    plan = dest.load_plan() if where == "resume" else None
+    given = options
+    options, kept_secrets = resolve_secrets(options, (plan or {}).get("secrets", {}), label=dest.label)
+    paths: dict[str, str] = {}
+    if hasattr(kind, "pseudonymize"):  # optional: a kind whose source paths may identify people
+        discovery, paths = kind.pseudonymize(discovery, options)
     shuffled = {s: shuffle_split(items, seed=config.seed, split=s) for s, items in discovery.splits.items() if items}
+    report = report_path(dest, config) if paths else None
+    if report is not None:
+        _write_report(report, dest, src, shuffled, discovery, paths)
     probed: Probed = {}
-    if where == "resume":
-        plan = dest.load_plan()
-    else:
-        plan = _make_plan(kind, fmt, config, options, discovery, shuffled, fp, probed)
+    if plan is None:
+        plan = _make_plan(kind, fmt, config, options, kind.describe(discovery, given), discovery, shuffled, fp,
+                          probed)
+        plan["secrets"] = kept_secrets
         dest.prepare()
         dest.save_plan(plan)
     all_shards = [ShardPlan(**d) for d in plan["shards"]]
@@ -306,6 +393,6 @@ def _convert_locked(kind: Kind, dest: Destination, fmt: str, fp: str, config: Co
     if config.num_parts > 1:
         log.info("part %d/%d done; run `fastdata convert --merge %s` once all parts are done",
                  config.part, config.num_parts, dest.label)
-        return ConvertResult(dest.label, None, converted, skipped_names, [])
+        return ConvertResult(dest.label, None, converted, skipped_names, [], report)
     manifest = merge(dest)
-    return ConvertResult(dest.label, manifest, converted, skipped_names, list(manifest.rejected))
+    return ConvertResult(dest.label, manifest, converted, skipped_names, list(manifest.rejected), report)

@@ -41,10 +41,16 @@ def display(path: Path | str) -> str:
 
 @dataclass
 class Walk:
-    """The state of one discovery's walk: whether links are followed, and the real files already taken."""
+    """The state of one discovery's walk: whether links are followed, and the real files already taken.
+    `private`: reasons never show a path (a link's target, the first path of a file), for sources whose
+    paths may identify people (DICOM exports name folders after patients)."""
 
     follow: bool = True
+    private: bool = False
     seen_files: dict[tuple[int, int], Path] = field(default_factory=dict)
+
+    def _show(self, path: Path | str) -> str:
+        return "a path withheld" if self.private else display(path)
 
     def problem(self, path: Path) -> str | None:
         """Why the entry at `path` is not a file to take (None: a regular file, not taken before)."""
@@ -58,7 +64,7 @@ class Walk:
             try:
                 st = os.stat(path)
             except OSError:
-                return f"broken symlink (points to {display(os.readlink(path))})"
+                return f"broken symlink (points to {self._show(os.readlink(path))})"
         else:
             st = lst
         kind = stat.S_IFMT(st.st_mode)
@@ -68,7 +74,7 @@ class Walk:
             return "not a regular file"
         first = self.seen_files.setdefault((st.st_dev, st.st_ino), path)
         if first != path:
-            return f"the same file as {display(first)} (reached through a link): taken once"
+            return f"the same file as {self._show(first)} (reached through a link): taken once"
         return None
 
     def files(self, folder: Path, *, root: Path | None = None) -> Iterator[tuple[Path, str | None]]:
@@ -101,7 +107,8 @@ class Walk:
             if os.path.isdir(path):
                 target = os.stat(path)
                 if (target.st_dev, target.st_ino) in here:
-                    yield path, f"symlink loop: points back to {display(os.path.realpath(path))}, a folder being walked"
+                    target_path = self._show(os.path.realpath(path))
+                    yield path, f"symlink loop: points back to {target_path}, a folder being walked"
                     continue
                 subfolders.append(path)
                 continue

@@ -114,16 +114,32 @@ def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, sk
     return paths
 
 
-def convert_dicom(src: Path, dst: Path, *, spacing=None, keep_phi: bool = False, salt: str = "test-salt",
-                  **config: object):
-    """Run the dicom conversion in-process (1 job)."""
+def convert_dicom(src: Path, dst: Path, *, salt: str = "test-salt", **kwargs: object):
+    """Run the dicom conversion in-process (1 job); keyword arguments go to DicomOptions or ConvertConfig."""
+    from dataclasses import fields
+
     from converters import get_kind
     from converters.dicom import DicomOptions
     from converters.engine import ConvertConfig, convert
 
-    opts = DicomOptions(spacing=spacing, keep_phi=keep_phi, salt=salt)
-    return convert(get_kind("dicom"), src, dst, options=opts,
-                   config=ConvertConfig(**{"jobs": 1, "samples_per_shard": 4, **config}))
+    names = {f.name for f in fields(DicomOptions)}
+    opts = DicomOptions(salt=salt, **{k: v for k, v in kwargs.items() if k in names})
+    config = {"jobs": 1, "samples_per_shard": 4, **{k: v for k, v in kwargs.items() if k not in names}}
+    return convert(get_kind("dicom"), src, dst, options=opts, config=ConvertConfig(**config))
+
+
+def reasons_by_path(result, key: str = "path") -> dict[str, str]:
+    """{source path: reason} of a conversion's rejections, the pseudonyms of the manifest (and inside its
+    reasons) mapped back to paths through the conversion's private report; key="source": {pseudonym: path}."""
+    import json
+    import re
+
+    lines = [json.loads(line) for line in Path(result.private_report).read_text().splitlines()[1:]]
+    paths = {line["name"]: line["path"] for line in lines}
+    if key == "source":
+        return paths
+    back = re.compile("|".join(re.escape(n) for n in sorted(paths, key=len, reverse=True)))
+    return {paths[r["source"]]: back.sub(lambda m: paths[m.group(0)], r["reason"]) for r in result.rejected}
 
 
 def read_samples(dst: Path, split: str = "train") -> dict[str, dict[str, bytes]]:

@@ -72,24 +72,41 @@ def test_crash_then_rerun_resumes_and_is_byte_identical(tree: Path, tmp_path: Pa
     assert _files(tmp_path / "out") == reference
 
 
+_STALL_AFTER_TWO_RECORDS = """
+import sys, time
+from pathlib import Path
+from converters import state
+original = state.save_record
+done = []
+def stalling(*args, **kwargs):
+    original(*args, **kwargs)
+    done.append(1)
+    if len(done) == 2:  # two shards recorded: say so, then hang until killed (the kill lands mid-run)
+        Path(sys.argv[1]).write_text("ready")
+        time.sleep(3600)
+state.save_record = stalling
+from fastdata.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def test_kill_9_mid_run_then_rerun_is_byte_identical(tree: Path, tmp_path: Path, reference: dict[str, bytes]) -> None:
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "fastdata", "convert", str(tree), str(out), "-j", "1", "--samples-per-shard", "4",
-           "--short-side", "128", "--no-progress"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    records = out / ".partial" / "records"
+    out, ready = tmp_path / "out", tmp_path / "ready"
+    args = ["convert", str(tree), str(out), "-j", "1", "--samples-per-shard", "4", "--short-side", "128",
+            "--no-progress"]
+    proc = subprocess.Popen([sys.executable, "-c", _STALL_AFTER_TWO_RECORDS, str(ready), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if records.exists() and len(list(records.iterdir())) >= 2:
-            break
-        time.sleep(0.002)
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    killed_early = not (out / "manifest.json").exists()
-    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ready.exists(), "the conversion never reached its second shard"
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    assert not (out / "manifest.json").exists() and len(list((out / ".partial" / "records").iterdir())) == 2
+    rerun = subprocess.run([sys.executable, "-m", "fastdata", *args], capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "skipped 2 already done" in rerun.stdout
     assert _files(out) == reference
-    assert killed_early or proc.returncode == 0
 
 
 def test_parts_then_merge(tree: Path, tmp_path: Path, reference: dict[str, bytes], capsys) -> None:

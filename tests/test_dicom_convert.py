@@ -93,9 +93,14 @@ def test_cli_convert_and_info(tmp_path, capsys):
     assert rc == 0
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["kind"] == "dicom" and manifest["preprocessing"]["spacing"] == [1.0, 1.0, 1.0]
-    assert manifest["preprocessing"]["salted_series_hash"] is True
+    assert manifest["preprocessing"]["pseudonyms"].startswith("keyed by the user's salt")
     assert "s3cret" not in (tmp_path / "out" / "manifest.json").read_text()
-    assert [r["source"] for r in manifest["rejected"]] == ["notes.txt"]
+    # rejections name files by pseudonym; the private report beside DST maps them back
+    [rejected] = manifest["rejected"]
+    assert rejected["source"].startswith("file-") and "notes" not in json.dumps(manifest)
+    report = [json.loads(line) for line in (tmp_path / "out.private-sources.jsonl").read_text().splitlines()]
+    assert {r["name"]: r["path"] for r in report[1:]}[rejected["source"]] == "notes.txt"
+    assert "out.private-sources.jsonl" in capsys.readouterr().out
     rc = main(["convert", str(tmp_path / "src"), str(tmp_path / "out2"), "--kind", "dicom", "--strict", "-j", "1",
                "--no-progress"])
     assert rc == 1

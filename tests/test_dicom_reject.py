@@ -18,6 +18,7 @@ from conftest_dicom import (  # noqa: E402
     load_volume,
     make_slice,
     read_samples,
+    reasons_by_path,
     write_phantom,
 )
 
@@ -53,7 +54,7 @@ def bad_tree(tmp_path):
 
 def test_bad_inputs_are_rejected_with_reasons_and_nothing_is_lost(bad_tree, tmp_path):
     result = convert_dicom(bad_tree, tmp_path / "out")
-    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    reasons = reasons_by_path(result)
     assert reasons["missing_pixels (3 files)"].startswith("missing pixel data in missing_pixels/00.dcm")
     assert reasons["mixed_shapes (3 files)"].startswith("mixed image shapes within the series")
     assert reasons["duplicate (4 files)"].startswith("duplicate slices")

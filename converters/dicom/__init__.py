@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.discover import discover_dicom, read_header
-from converters.dicom.options import DEFAULT_SALT_ENV, DicomOptions, parse_spacing
-from converters.dicom.privacy import PHI_KEYWORDS, warn_keep_phi, warn_unsalted
+from converters.dicom.discover import SeriesFiles, discover_dicom, read_header
+from converters.dicom.options import DEFAULT_MAX_VOXELS, DEFAULT_SALT_ENV, DicomOptions, parse_spacing
+from converters.dicom.privacy import PHI_KEYWORDS, file_name, note_random_salt, series_name, warn_keep_phi
 from converters.dicom.series import SeriesProcessor
 from converters.kind import ArrowLayout, Discovery
+from converters.sample import Rejection
 from converters.tree import first_files
 
 DETECT_FILES = 200  # files whose header detect reads
@@ -31,24 +33,55 @@ class DicomKind:
                             help="resample to this voxel spacing in mm: one value (isotropic) or Z Y X "
                                  "(slice, row, column); default: keep each series' native spacing")
         parser.add_argument("--keep-phi", action="store_true",
-                            help="copy patient names, IDs, birth dates, accession numbers, institution and UIDs "
-                                 "into the shards (off by default)")
+                            help="copy patient names, IDs, birth dates, accession numbers, institution, descriptions, "
+                                 "UIDs and source paths into the dataset (off by default)")
         parser.add_argument("--salt", default=None,
-                            help=f"secret salt for the series hash (default: ${DEFAULT_SALT_ENV}, else unsalted)")
+                            help=f"secret key of the pseudonyms (default: ${DEFAULT_SALT_ENV}, else a random one "
+                                 "per conversion: pseudonyms then match no other conversion)")
+        parser.add_argument("--allow-burned-in", action="store_true",
+                            help="convert images marked BurnedInAnnotation YES (rejected by default: their pixels "
+                                 "may show names)")
+        parser.add_argument("--max-voxels", type=int, default=DEFAULT_MAX_VOXELS,
+                            help=f"reject a series larger than this before or after resampling "
+                                 f"(default {DEFAULT_MAX_VOXELS}; ~12 bytes of memory per voxel)")
         parser.add_argument("--split", default="train",
                             help="split name for a source without train/val/test folders (default: train)")
 
     def options_from_args(self, args: Any) -> DicomOptions:
         salt = args.salt if args.salt is not None else os.environ.get(DEFAULT_SALT_ENV, "")
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
-                            split=args.split)
+                            split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels)
 
     def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
             warn_keep_phi()
-        if not options.salt:
-            warn_unsalted()
-        return discover_dicom(src, split=options.split, follow_symlinks=follow_symlinks)
+        elif not options.salt:
+            note_random_salt()
+        return discover_dicom(src, split=options.split, follow_symlinks=follow_symlinks,
+                              allow_burned_in=options.allow_burned_in, private=not options.keep_phi)
+
+    def pseudonymize(self, discovery: Discovery, options: DicomOptions) -> tuple[Discovery, dict[str, str]]:
+        """Without --keep-phi, every series and file is named by its pseudonym under the (resolved) salt,
+        in work items, payloads (so conversion-time reasons name no path) and rejections; returns the
+        discovery renamed and {pseudonym: path relative to SRC} for the engine's private report."""
+        if options.keep_phi:
+            return discovery, {}
+        paths: dict[str, str] = {}
+
+        def named(rel: str, name: str) -> str:
+            paths[name] = rel
+            return name
+
+        splits = {}
+        for split, items in discovery.splits.items():
+            splits[split] = [replace(it, rel=named(it.rel, series_name(it.payload.uid, options.salt)),
+                                     payload=SeriesFiles(it.payload.uid, tuple(
+                                         (path, named(rel, file_name(rel, options.salt)))
+                                         for path, rel in it.payload.files)))
+                             for it in items]
+        rejected = [Rejection(r.split, named(r.source, file_name(r.source, options.salt)), r.reason)
+                    for r in discovery.rejected]
+        return replace(discovery, splits=splits, rejected=rejected), paths
 
     def processor(self, options: DicomOptions):
         return SeriesProcessor(options)
@@ -66,7 +99,11 @@ class DicomKind:
                 "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
                 "slice_tolerance": options.slice_tolerance,
                 "keep_phi": options.keep_phi,
-                "salted_series_hash": bool(options.salt),
+                "pseudonyms": "source paths and UIDs kept (--keep-phi)" if options.keep_phi else (
+                    "keyed by the user's salt: the same in every conversion with that salt" if options.salt else
+                    "keyed by a random salt of this conversion: linkable to no other conversion"),
+                "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",
+                "max_voxels": options.max_voxels,
             },
             "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS)},
         }

@@ -7,9 +7,11 @@ import logging
 import os
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from converters.dicom.privacy import burned_in
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_NAMES, Walk, display, is_folder, visible
@@ -19,6 +21,15 @@ log = logging.getLogger(__name__)
 
 DICOMDIR_SOP_CLASS = "1.2.840.10008.1.3.10"
 HEADER_THREADS = 8
+
+
+@dataclass(frozen=True)
+class SeriesFiles:
+    """The payload of a series' work item: its SeriesInstanceUID and (absolute path, name) per file, the
+    name being the path relative to SRC or, without --keep-phi, the file's pseudonym (privacy.file_name)."""
+
+    uid: str
+    files: tuple[tuple[str, str], ...]
 
 
 def read_header(path: Path) -> tuple[Any | None, str | None]:
@@ -45,7 +56,7 @@ def read_header(path: Path) -> tuple[Any | None, str | None]:
     return ds, None
 
 
-def _classify(ds: Any) -> str | None:
+def _classify(ds: Any, allow_burned_in: bool) -> str | None:
     """Reason why a readable DICOM file is not an image we convert, or None if it is one."""
     sop = str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
     if sop == DICOMDIR_SOP_CLASS:
@@ -55,6 +66,9 @@ def _classify(ds: Any) -> str | None:
         return f"DICOM object without an image (no Rows/Columns; {name})"
     if not ds.get("SeriesInstanceUID"):
         return "image without SeriesInstanceUID (cannot be grouped into a series)"
+    if not allow_burned_in and burned_in(ds):
+        return ("BurnedInAnnotation YES: the pixels may show identifying text that de-identification cannot "
+                "remove (--allow-burned-in converts such images)")
     return None
 
 
@@ -72,12 +86,13 @@ def _series_rel(rels: list[str]) -> str:
     return f"{common or '.'} ({len(rels)} files)"
 
 
-def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool = True) -> Discovery:
+def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool = True,
+                   allow_burned_in: bool = False, private: bool = True) -> Discovery:
     """Series per split. A source with train/val/test folders keeps them as splits; otherwise all
-    series go to `split`. Payload of a work item: tuple of (absolute path, relative path) per file."""
+    series go to `split`. Payload of a work item: SeriesFiles (names are paths relative to SRC)."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
-    walk = Walk(follow=follow_symlinks)
+    walk = Walk(follow=follow_symlinks, private=private)
     top = visible(os.listdir(src))
     split_dirs = [n for n in top if n in SPLIT_NAMES and is_folder(src / n, follow=follow_symlinks)]
     rejected: list[Rejection] = []
@@ -85,7 +100,7 @@ def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool 
     if split_dirs:
         for name in top:
             if name not in split_dirs:
-                outside = [p for p, _ in Walk(follow=follow_symlinks).files(src / name)] \
+                outside = [p for p, _ in Walk(follow=follow_symlinks, private=private).files(src / name)] \
                     if is_folder(src / name, follow=follow_symlinks) else [src / name]
                 for path in outside:
                     rejected.append(Rejection("", display(path.relative_to(src).as_posix()),
@@ -104,20 +119,20 @@ def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool 
         with ThreadPoolExecutor(HEADER_THREADS) as pool:  # header reads wait on storage more than on the CPU
             for path, (ds, reason) in zip(paths, _bounded_map(pool, read_header, paths)):
                 rel = display(path.relative_to(src).as_posix())
-                reason = reason or _classify(ds)
+                reason = reason or _classify(ds, allow_burned_in)
                 if reason is not None:
                     rejected.append(Rejection(split_name, rel, reason))
                     continue
                 series[str(ds.SeriesInstanceUID)].append((str(path), rel))
         items = []
-        for files in series.values():
+        for uid, files in series.items():
             files.sort(key=lambda f: f[1])
             rels = [r for _, r in files]
             items.append(WorkItem(split=split_name, rel=_series_rel(rels), source=files[0][0],
-                                  payload=tuple(files)))
-        items.sort(key=lambda it: it.payload[0][1])  # canonical order: by first file's relative path
+                                  payload=SeriesFiles(uid, tuple(files))))
+        items.sort(key=lambda it: it.payload.files[0][1])  # canonical order: by first file's relative path
         splits[split_name] = items
         for it in items:
-            identity.append([split_name, [[r, os.path.getsize(p)] for p, r in it.payload]])
+            identity.append([split_name, [[r, os.path.getsize(p)] for p, r in it.payload.files]])
     log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
     return Discovery(splits, (), rejected, "split/series" if split_dirs else "series", identity)

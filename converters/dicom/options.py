@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 from fastdata.manifest import check_split_name
 
 DEFAULT_SALT_ENV = "FASTDATA_DICOM_SALT"
+DEFAULT_MAX_VOXELS = 512 * 2**20  # a 1024 x 1024 x 512 volume: ~6 GB of float32 work memory in resampling
 
 
 @dataclass(frozen=True)
@@ -14,25 +16,33 @@ class DicomOptions:
     """What decides the bytes of a DICOM conversion.
 
     `spacing` is the output voxel spacing in mm in array-axis order (z, y, x) = (slice, row, column),
-    or None to keep each series' native spacing. `salt` keys the series hash (never written out).
-    `keep_phi` copies patient-identifying attributes and UIDs into the sample json (opt-in).
+    or None to keep each series' native spacing. `salt` keys the pseudonyms; it is a secret field
+    (metadata "secret"): never written out, not part of the fingerprint, and drawn at random by the
+    engine when empty. `keep_phi` copies patient-identifying attributes, UIDs and source paths into
+    the dataset (opt-in). `allow_burned_in` converts series marked BurnedInAnnotation YES.
+    `max_voxels` caps a series before and after resampling (memory is about 12 bytes per voxel).
     """
 
     spacing: tuple[float, float, float] | None = None
-    salt: str = ""
+    salt: str = field(default="", metadata={"secret": True})
     keep_phi: bool = False
     split: str = "train"
     slice_tolerance: float = 0.05  # allowed relative deviation of a slice gap from the median gap
+    allow_burned_in: bool = False
+    max_voxels: int = DEFAULT_MAX_VOXELS
 
     def __post_init__(self) -> None:
         if self.spacing is not None:
-            if len(self.spacing) != 3 or any(not isinstance(s, int | float) or s <= 0 for s in self.spacing):
+            if len(self.spacing) != 3 or any(not isinstance(s, int | float) or not math.isfinite(s) or s <= 0
+                                             for s in self.spacing):
                 raise ValueError(f"--spacing must be three positive millimetre values Z Y X (or one for isotropic), "
                                  f"got {self.spacing!r}")
         if not isinstance(self.salt, str):
             raise TypeError(f"salt must be a string, got {type(self.salt).__name__}")
         if not 0 < self.slice_tolerance < 0.5:
             raise ValueError(f"slice_tolerance must be in (0, 0.5), got {self.slice_tolerance}")
+        if not isinstance(self.max_voxels, int) or isinstance(self.max_voxels, bool) or self.max_voxels < 1:
+            raise ValueError(f"--max-voxels must be a positive whole number, got {self.max_voxels!r}")
         check_split_name(self.split)
 
 

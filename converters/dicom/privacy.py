@@ -1,18 +1,22 @@
-"""Privacy by default: series are named by a salted hash, identifying attributes stay behind.
+"""Privacy by default (DICOM PS3.15 Annex E, Basic Profile; docs/security.md has the table).
 
-Without `--keep-phi` nothing from this list (nor any UID) is written into shards or the manifest.
-With it, these attributes are copied into each sample's json, and a loud warning is logged.
+Without `--keep-phi` nothing identifying is written into DST: no attribute from PHI_KEYWORDS, no UID,
+no description, and no source path. Series and files are named by pseudonyms keyed by a salt: the
+user's `--salt` (reproducible across conversions) or a random one drawn per conversion (kept in the
+conversion's plan for resume only, so pseudonyms of two conversions cannot be linked). The paths
+behind the pseudonyms go to a local report outside DST (converters/engine.py writes it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-# Attributes copied only with --keep-phi (names, IDs, dates of birth, accession numbers, institution, UIDs).
+# Attributes copied only with --keep-phi (names, IDs, dates, accession numbers, institution, descriptions, UIDs).
 PHI_KEYWORDS = (
     "PatientName",
     "PatientID",
@@ -26,15 +30,32 @@ PHI_KEYWORDS = (
     "ReferringPhysicianName",
     "StudyDate",
     "StudyID",
+    "StudyDescription",
+    "SeriesDescription",
     "StudyInstanceUID",
     "SeriesInstanceUID",
     "FrameOfReferenceUID",
 )
 
 
+def _keyed(kind: str, value: str, salt: str, length: int) -> str:
+    return hmac.new(f"fastdata-dicom\0{salt}".encode(), f"{kind}\0{value}".encode(),
+                    hashlib.sha256).hexdigest()[:length]
+
+
 def series_hash(uid: str, salt: str) -> str:
-    """A stable pseudonym for a SeriesInstanceUID: SHA-256 of salt + UID (hex, 32 characters)."""
-    return hashlib.sha256(f"fastdata-dicom\0{salt}\0{uid}".encode()).hexdigest()[:32]
+    """A stable pseudonym for a SeriesInstanceUID under `salt` (HMAC-SHA-256, 32 hex characters)."""
+    return _keyed("series", uid, salt, 32)
+
+
+def series_name(uid: str, salt: str) -> str:
+    """How rejections and the report name a series: the same pseudonym as its samples' `series`."""
+    return f"series-{series_hash(uid, salt)}"
+
+
+def file_name(rel: str, salt: str) -> str:
+    """How rejections and the report name a source file (or folder) without its path."""
+    return f"file-{_keyed('file', rel, salt, 20)}"
 
 
 def phi_fields(ds: Any) -> dict[str, str]:
@@ -47,14 +68,20 @@ def phi_fields(ds: Any) -> dict[str, str]:
     return out
 
 
+def burned_in(ds: Any) -> bool:
+    """BurnedInAnnotation YES: the pixels themselves may show names or IDs (Annex E cannot remove those)."""
+    return str(ds.get("BurnedInAnnotation", "") or "").strip().upper() == "YES"
+
+
 def warn_keep_phi() -> None:
     log.warning("!" * 78)
-    log.warning("--keep-phi: patient names, IDs, birth dates, accession numbers, institution and UIDs WILL be")
-    log.warning("written into the shards of this dataset. Do not share it outside the approved environment.")
+    log.warning("--keep-phi: patient names, IDs, birth dates, accession numbers, institution, descriptions, UIDs")
+    log.warning("and source paths WILL be written into this dataset. Do not share it outside the approved "
+                "environment.")
     log.warning("!" * 78)
 
 
-def warn_unsalted() -> None:
-    log.warning("no --salt given: series hashes are an unsalted function of the SeriesInstanceUID, so anyone "
-                "holding the UID can link a sample to its series; pass --salt SECRET (or set "
-                "FASTDATA_DICOM_SALT) to prevent that")
+def note_random_salt() -> None:
+    log.info("no --salt given: series are named with a random salt drawn for this conversion, so its pseudonyms "
+             "cannot be linked to any other conversion; pass --salt SECRET (or set FASTDATA_DICOM_SALT) for "
+             "pseudonyms that are the same across conversions")

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
 from converters.dicom.privacy import phi_fields, series_hash
-from converters.dicom.resample import resample
+from converters.dicom.resample import output_shape, resample
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
 
@@ -38,6 +40,28 @@ def _number(value: Any, default: float) -> float:
         return default
 
 
+def _finite(rel: str, name: str, values: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    if values is not None and not all(math.isfinite(v) for v in values):
+        raise RejectSeries(f"{rel}: {name} {list(values)} is not finite")
+    return values
+
+
+def _checked(rel: str, s: Slice) -> Slice:
+    """RejectSeries for values that would silently give a wrong volume (NaN rescale: all-zero voxels)."""
+    for name, value in (("RescaleSlope", s.slope), ("RescaleIntercept", s.intercept)):
+        if not math.isfinite(value):
+            raise RejectSeries(f"{rel}: {name} {value} is not a finite number")
+    if s.slope == 0:
+        raise RejectSeries(f"{rel}: RescaleSlope 0 maps every stored value to the same number")
+    _finite(rel, "ImagePositionPatient", s.position)
+    _finite(rel, "ImageOrientationPatient", s.orientation)
+    if s.pixel_spacing is not None and not all(math.isfinite(v) and v > 0 for v in s.pixel_spacing):
+        raise RejectSeries(f"{rel}: PixelSpacing {list(s.pixel_spacing)} is not positive and finite")
+    if s.thickness is not None and not (math.isfinite(s.thickness) and s.thickness > 0):
+        raise RejectSeries(f"{rel}: slice thickness/spacing {s.thickness} is not positive and finite")
+    return s
+
+
 def _group(item: Any, shared: Any, seq: str, attr: str) -> Any:
     """An attribute from a frame's functional group, falling back to the shared functional group."""
     for source in (item, shared):
@@ -56,7 +80,7 @@ def _slices_of(ds: Any, rel: str) -> list[Slice]:
             raise RejectSeries(f"{rel}: {frames} frames but {len(per_frame)} per-frame functional groups")
         out = []
         for f, item in enumerate(per_frame):
-            out.append(Slice(
+            out.append(_checked(f"{rel} frame {f}", Slice(
                 rel=rel, frame=f, shape=shape,
                 position=_floats(_group(item, shared, "PlanePositionSequence", "ImagePositionPatient"), 3),
                 orientation=_floats(_group(item, shared, "PlaneOrientationSequence", "ImageOrientationPatient"), 6),
@@ -64,20 +88,18 @@ def _slices_of(ds: Any, rel: str) -> list[Slice]:
                 slope=_number(_group(item, shared, "PixelValueTransformationSequence", "RescaleSlope"), 1.0),
                 intercept=_number(_group(item, shared, "PixelValueTransformationSequence", "RescaleIntercept"), 0.0),
                 thickness=_number(_group(item, shared, "PixelMeasuresSequence", "SliceThickness"), 0.0) or None,
-            ))
+            )))
         return out
     if frames > 1:
         raise RejectSeries(f"missing position tags: {rel} is a multi-frame object ({frames} frames) without "
                            "per-frame positions (PerFrameFunctionalGroupsSequence)")
     spacing = _floats(ds.get("PixelSpacing"), 2) or _floats(ds.get("ImagerPixelSpacing"), 2)
-    if spacing is not None and min(spacing) <= 0:
-        spacing = None
     thickness = _number(ds.get("SpacingBetweenSlices"), 0.0) or _number(ds.get("SliceThickness"), 0.0) or None
-    return [Slice(rel=rel, frame=None, shape=shape,
-                  position=_floats(ds.get("ImagePositionPatient"), 3),
-                  orientation=_floats(ds.get("ImageOrientationPatient"), 6),
-                  pixel_spacing=spacing, slope=_number(ds.get("RescaleSlope"), 1.0),
-                  intercept=_number(ds.get("RescaleIntercept"), 0.0), thickness=thickness)]
+    return [_checked(rel, Slice(rel=rel, frame=None, shape=shape,
+                                position=_floats(ds.get("ImagePositionPatient"), 3),
+                                orientation=_floats(ds.get("ImageOrientationPatient"), 6),
+                                pixel_spacing=spacing, slope=_number(ds.get("RescaleSlope"), 1.0),
+                                intercept=_number(ds.get("RescaleIntercept"), 0.0), thickness=thickness))]
 
 
 def _pixels(ds: Any, rel: str) -> np.ndarray:
@@ -95,17 +117,27 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
     return arr
 
 
-def _read(files: tuple[tuple[str, str], ...]) -> tuple[list[Slice], list[np.ndarray], Any, set[str]]:
+def _too_many(voxels: int, max_voxels: int, what: str) -> RejectSeries:
+    return RejectSeries(f"{what} {voxels} voxels, more than --max-voxels {max_voxels} "
+                        f"(about {12 * voxels / 2**20:,.0f} MiB of memory to convert)")
+
+
+def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Slice], list[np.ndarray], Any, set[str]]:
     pydicom = require("pydicom", "dicom")
     slices, planes, syntaxes, first = [], [], set(), None
+    voxels = 0
     for path, rel in files:
         try:
             ds = pydicom.dcmread(path)
         except Exception as exc:  # noqa: BLE001
-            raise RejectSeries(f"cannot read {rel}: {type(exc).__name__}: {exc}") from exc
+            message = str(exc).replace(path, rel)  # an OSError names the path: never let it into DST
+            raise RejectSeries(f"cannot read {rel}: {type(exc).__name__}: {message}") from exc
         first = first if first is not None else ds
         syntaxes.add(getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown"))
         these = _slices_of(ds, rel)
+        voxels += len(these) * these[0].shape[0] * these[0].shape[1]
+        if voxels > max_voxels:  # checked on the header, before any pixel data is decoded
+            raise _too_many(voxels, max_voxels, "the series holds at least")
         arr = _pixels(ds, rel)
         if arr.ndim == 2:
             arr = arr[None]
@@ -136,9 +168,10 @@ def _round(values: Any) -> Any:
     return round(float(values), 6)
 
 
-def convert_series(files: tuple[tuple[str, str], ...], opts: DicomOptions) -> tuple[np.ndarray, dict[str, Any]]:
+def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, dict[str, Any]]:
     """The int16 array and the metadata of one series. Raises RejectSeries with the reason."""
-    slices, planes, ds, syntaxes = _read(files)
+    files = series.files
+    slices, planes, ds, syntaxes = _read(files, opts.max_voxels)
     planar = len(slices) == 1 and (slices[0].position is None or slices[0].orientation is None)
     if planar:
         geometry: Geometry = planar_geometry(slices[0])
@@ -152,11 +185,14 @@ def convert_series(files: tuple[tuple[str, str], ...], opts: DicomOptions) -> tu
     target = geometry.spacing if opts.spacing is None else opts.spacing[-values.ndim:]
     if values.ndim == 3 and values.shape[0] == 1:
         target = (geometry.spacing[0], *target[1:])  # one slice: nothing to interpolate along z
+    resampled = math.prod(output_shape(values.shape, geometry.spacing, target))
+    if resampled > opts.max_voxels:  # checked before the output is allocated
+        raise _too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
     arr, clipped = _to_int16(out)
     modality = str(ds.get("Modality", ""))
     meta: dict[str, Any] = {
-        "series": series_hash(str(ds.SeriesInstanceUID), opts.salt),
+        "series": series_hash(series.uid, opts.salt),
         "ndim": arr.ndim,
         "axes": "zyx" if arr.ndim == 3 else "yx",
         "shape": list(arr.shape),
@@ -170,7 +206,6 @@ def convert_series(files: tuple[tuple[str, str], ...], opts: DicomOptions) -> tu
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
         "modality": modality,
         "units": "HU" if modality == "CT" else "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
-        "series_description": str(ds.get("SeriesDescription", "")),
         "photometric": str(ds.get("PhotometricInterpretation", "")),
         "transfer_syntaxes": sorted(syntaxes),
         "files": len(files),
@@ -186,8 +221,8 @@ def convert_series(files: tuple[tuple[str, str], ...], opts: DicomOptions) -> tu
 
 
 def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejection:
-    """Convert the files of one series (item.payload) into a sample with members npy and json."""
-    for path, rel in item.payload:
+    """Convert the files of one series (item.payload: SeriesFiles) into a sample with members npy and json."""
+    for path, rel in item.payload.files:
         if not Path(path).exists():
             return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
     try:

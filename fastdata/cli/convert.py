@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-follow-symlinks", action="store_true",
                    help="reject symbolic links in SRC instead of following them (for trees from someone else)")
+    p.add_argument("--private-report", metavar="FILE",
+                   help="dicom: where the source paths behind the pseudonyms go (default: DST.private-sources.jsonl "
+                        "beside DST; never inside it)")
     p.add_argument("--staging", metavar="DIR", help="remote DST: local folder for shards before upload "
                                                     "(default: under the user cache folder)")
     for name in KINDS:
@@ -87,6 +90,8 @@ def _summary(result) -> None:
         print(f"  rejected {len(m.rejected)} input(s) (listed in manifest.json; `fastdata info {result.dst}`):")
         for line in reason_summary(list(m.rejected)):
             print(f"    {line}")
+    if result.private_report is not None:
+        print(f"  source paths of the pseudonyms: {result.private_report} (private: do not share it)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     options = kind.options_from_args(args)
     config = ConvertConfig(format=args.format, seed=args.seed, shard_size=args.shard_size,
                            samples_per_shard=args.samples_per_shard, jobs=args.jobs,
-                           num_parts=args.num_parts, part=args.part, follow_symlinks=not args.no_follow_symlinks)
+                           num_parts=args.num_parts, part=args.part, follow_symlinks=not args.no_follow_symlinks,
+                           private_report=args.private_report)
     show = not args.no_progress and sys.stderr.isatty()
     dest = destination(args.dst, staging=args.staging)
     result = convert(kind, src, dest, options=options, config=config,

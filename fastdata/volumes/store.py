@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import tarfile
 from dataclasses import dataclass
@@ -52,6 +53,46 @@ def _read_at(path: Path, offset: int, size: int) -> bytes:
     return data
 
 
+MAX_JSON_BYTES = 1 << 20  # a sample's metadata is a few hundred bytes; a larger member is not ours
+NPY_HEADER_BYTES = 4096  # the npy header (magic, version, dict, padding) is far smaller
+
+
+def _npy_header(path: Path, key: str, offset: int, size: int) -> tuple[tuple[int, ...], np.dtype, int]:
+    """(shape, dtype, header length) of an npy member, read from its header alone; ShardError unless the
+    header is a plain numeric 2D/3D array whose data fills the member exactly."""
+    head = io.BytesIO(_read_at(path, offset, min(size, NPY_HEADER_BYTES)))
+    try:
+        version = np.lib.format.read_magic(head)
+        read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+        if read is None:
+            raise ValueError(f"npy format version {version} is not 1.0 or 2.0")
+        shape, fortran, dtype = read(head, max_header_size=NPY_HEADER_BYTES)
+    except (ValueError, SyntaxError, TypeError, EOFError) as exc:
+        raise ShardError(f"sample {key} in {path} has an unreadable npy header: {exc}") from exc
+    if dtype.kind not in "iuf" or dtype.hasobject or len(shape) not in (2, 3) or fortran:
+        raise ShardError(f"sample {key} in {path}: expected a 2D or 3D numeric C-order array, got {dtype} with "
+                         f"shape {list(shape)}")
+    if head.tell() + math.prod(shape) * dtype.itemsize != size:
+        raise ShardError(f"sample {key} in {path}: its npy member holds {size} bytes, not what the header's "
+                         f"{dtype} {list(shape)} needs")
+    return tuple(int(v) for v in shape), dtype, head.tell()
+
+
+def _checked_meta(path: Path, key: str, meta: Any, shape: tuple[int, ...]) -> dict[str, Any]:
+    """The json member, checked against the array it describes (the loader plans with its shape/spacing)."""
+    if not isinstance(meta, dict):
+        raise ShardError(f"sample {key} in {path}: the json member is not an object")
+    if meta.get("shape") != list(shape) or any(n < 1 for n in shape):
+        raise ShardError(f"sample {key} in {path}: json shape {meta.get('shape')!r} does not match the npy "
+                         f"array's {list(shape)}")
+    spacing = meta.get("spacing")
+    if (not isinstance(spacing, list) or len(spacing) != len(shape)
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+                       for v in spacing)):
+        raise ShardError(f"sample {key} in {path}: json spacing {spacing!r} is not {len(shape)} positive numbers")
+    return meta
+
+
 def index_shard(path: Path) -> list[VolumeEntry]:
     members: dict[str, dict[str, tuple[int, int]]] = {}
     try:
@@ -67,11 +108,15 @@ def index_shard(path: Path) -> list[VolumeEntry]:
     for key, parts in members.items():
         if "npy" not in parts or "json" not in parts:
             raise ShardError(f"sample {key} in {path} lacks its npy or json member (has {sorted(parts)})")
+        if parts["json"][1] > MAX_JSON_BYTES:
+            raise ShardError(f"sample {key} in {path} has a json member of {parts['json'][1]} bytes (at most "
+                             f"{MAX_JSON_BYTES})")
+        shape, _, _ = _npy_header(path, key, *parts["npy"])
         try:
             meta = json.loads(_read_at(path, *parts["json"]))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise ShardError(f"sample {key} in {path} has an unreadable json member: {exc}") from exc
-        entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=meta))
+        entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=_checked_meta(path, key, meta, shape)))
     return entries
 
 
@@ -93,7 +138,7 @@ class VolumeStore:
             arr = np.load(io.BytesIO(_read_at(e.shard, *e.npy)), allow_pickle=False)
         except ValueError as exc:
             raise ShardError(f"sample {e.key} in {e.shard} has an unreadable npy member: {exc}") from exc
-        if arr.dtype.kind not in "iuf" or arr.ndim not in (2, 3):
-            raise ShardError(f"sample {e.key} in {e.shard}: expected a 2D or 3D numeric array, got "
-                             f"{arr.dtype} with shape {arr.shape}")
+        if arr.dtype.kind not in "iuf" or list(arr.shape) != e.meta["shape"]:  # the file changed since indexing
+            raise ShardError(f"sample {e.key} in {e.shard}: expected {e.meta['shape']}, got {arr.dtype} with "
+                             f"shape {list(arr.shape)}")
         return arr.reshape(e.shape)

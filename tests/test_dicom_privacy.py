@@ -1,0 +1,177 @@
+"""De-identification (DICOM PS3.15 Annex E, Basic Profile): no description, UID or source path inside DST
+without --keep-phi; pseudonyms keyed by the user's salt or a random one per conversion; the salt never
+in the fingerprint; BurnedInAnnotation YES rejected unless asked."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pydicom")
+pytest.importorskip("scipy")
+
+from conftest_dicom import (  # noqa: E402
+    PHI_STRINGS,
+    Phantom,
+    convert_dicom,
+    load_volume,
+    read_samples,
+    write_phantom,
+)
+
+from converters import state  # noqa: E402
+from fastdata.cli import main as cli  # noqa: E402
+from fastdata.errors import ConvertError  # noqa: E402
+
+PATIENT_FOLDER = "DOE_JANE_PID-7731-SECRET"  # PACS exports name folders after the patient
+
+
+def _everything(dst: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(dst.rglob("*")) if p.is_file())
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> Path:
+    """A PACS-style export: folders named after the patient, a good series, a broken one, a stray file."""
+    src = tmp_path / "export"
+    write_phantom(src / PATIENT_FOLDER / "CT_CHEST", Phantom(series_uid="1.2.840.99.1", slices=5), seed=0)
+    write_phantom(src / PATIENT_FOLDER / "CT_GAP", Phantom(series_uid="1.2.840.99.2", slices=5), seed=1,
+                  skip=(2,))
+    (src / PATIENT_FOLDER / "notes-about-jane.txt").write_text("not dicom")
+    (src / PATIENT_FOLDER / "loop").symlink_to("/nonexistent/DOE_JANE_target")
+    return src
+
+
+def _series_of(dst: Path) -> list[str]:
+    return sorted(load_volume(s)[1]["series"] for s in read_samples(dst).values())
+
+
+def test_no_description_uid_or_path_inside_dst(export: Path, tmp_path: Path, caplog) -> None:
+    with caplog.at_level(logging.INFO, logger="converters"):
+        result = convert_dicom(export, tmp_path / "out")
+    blob = _everything(tmp_path / "out")
+    for secret in (*PHI_STRINGS, PATIENT_FOLDER, "DOE_JANE", "CT_CHEST", "CT_GAP", "notes-about-jane",
+                   "CHEST PHANTOM", "1.2.840.99.1", "1.2.840.99.2", str(export)):
+        assert secret.encode() not in blob, secret
+        assert secret not in caplog.text, secret
+    meta = load_volume(next(iter(read_samples(tmp_path / "out").values())))[1]
+    assert "series_description" not in meta and "files_rel" not in meta and "phi" not in meta
+    # every rejection is named by a pseudonym, and the reasons name files by pseudonym too
+    sources = sorted(r["source"] for r in result.rejected)
+    assert len(sources) == 3 and all(s.startswith(("file-", "series-")) for s in sources)
+    gap = next(r["reason"] for r in result.rejected if r["source"].startswith("series-"))
+    assert gap.startswith("missing slices")
+    broken = next(r["reason"] for r in result.rejected if "symlink" in r["reason"])
+    assert broken == "broken symlink (points to a path withheld)"
+
+
+def test_the_private_report_maps_pseudonyms_back_outside_dst(export: Path, tmp_path: Path) -> None:
+    result = convert_dicom(export, tmp_path / "out")
+    report = tmp_path / "out.private-sources.jsonl"
+    assert result.private_report == report and oct(report.stat().st_mode & 0o777) == "0o600"
+    head, *lines = [json.loads(line) for line in report.read_text().splitlines()]
+    assert head["source"] == str(export.resolve()) and "PRIVATE" in head["note"]
+    by_name = {line["name"]: line for line in lines}
+    [sample_key] = read_samples(tmp_path / "out")
+    [kept] = [line for line in lines if line.get("key") == sample_key]
+    assert kept["path"] == f"{PATIENT_FOLDER}/CT_CHEST (5 files)"
+    assert kept["name"] == f"series-{_series_of(tmp_path / 'out')[0]}"  # the sample's own `series`
+    for r in result.rejected:
+        assert by_name[r["source"]]["path"].startswith(PATIENT_FOLDER)
+    # a report inside DST is refused (it would travel with the dataset)
+    with pytest.raises(ConvertError, match="inside the destination"):
+        convert_dicom(export, tmp_path / "o2", private_report=tmp_path / "o2" / "r.jsonl")
+
+
+def test_keep_phi_keeps_paths_and_descriptions(export: Path, tmp_path: Path) -> None:
+    result = convert_dicom(export, tmp_path / "out", keep_phi=True)
+    meta = load_volume(next(iter(read_samples(tmp_path / "out").values())))[1]
+    assert meta["phi"]["SeriesDescription"] == "CHEST PHANTOM"
+    assert meta["files_rel"][0].startswith(f"{PATIENT_FOLDER}/CT_CHEST/")
+    assert f"{PATIENT_FOLDER}/notes-about-jane.txt" in {r["source"] for r in result.rejected}
+    assert result.private_report is None and not (tmp_path / "out.private-sources.jsonl").exists()
+
+
+def test_pseudonyms_without_a_salt_link_to_nothing(export: Path, tmp_path: Path) -> None:
+    a = convert_dicom(export, tmp_path / "a", salt="")
+    b = convert_dicom(export, tmp_path / "b", salt="")
+    assert _series_of(tmp_path / "a") != _series_of(tmp_path / "b")
+    assert {r["source"] for r in a.rejected}.isdisjoint({r["source"] for r in b.rejected})
+    assert "random salt" in a.manifest.preprocessing["pseudonyms"]
+    # a given salt gives the same pseudonyms every time, and the salt is in no output nor the fingerprint
+    c = convert_dicom(export, tmp_path / "c", salt="pepper-1")
+    convert_dicom(export, tmp_path / "d", salt="pepper-1")
+    e = convert_dicom(export, tmp_path / "e", salt="pepper-2")
+    assert _series_of(tmp_path / "c") == _series_of(tmp_path / "d") != _series_of(tmp_path / "e")
+    assert a.manifest.fingerprint == b.manifest.fingerprint == c.manifest.fingerprint == e.manifest.fingerprint
+    assert b"pepper" not in _everything(tmp_path / "c")
+
+
+def test_resume_keeps_the_random_salt_and_refuses_another(export: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    write_phantom(export / "other" / "s3", Phantom(series_uid="1.2.840.99.3", slices=4), seed=2)
+    original = state.save_record
+
+    def crash_after_first(*args, **kwargs):
+        original(*args, **kwargs)
+        raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(state, "save_record", crash_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        convert_dicom(export, tmp_path / "out", salt="", samples_per_shard=1)
+    monkeypatch.setattr(state, "save_record", original)
+    plan = json.loads((tmp_path / "out" / ".partial" / "plan.json").read_text())
+    assert set(plan["secrets"]["salt"]) == {"random"}
+    with pytest.raises(ConvertError, match="started without --salt"):
+        convert_dicom(export, tmp_path / "out", salt="late", samples_per_shard=1)
+    result = convert_dicom(export, tmp_path / "out", salt="", samples_per_shard=1)
+    assert len(result.skipped) == 1 and not (tmp_path / "out" / ".partial").exists()
+    # the resumed shards use the first run's salt: the report (written by the rerun) matches every sample
+    lines = [json.loads(line) for line in result.private_report.read_text().splitlines()[1:]]
+    names = {line["key"]: line["name"] for line in lines if "key" in line}
+    for key, sample in read_samples(tmp_path / "out").items():
+        assert names[key] == "series-" + load_volume(sample)[1]["series"]
+
+
+def test_resume_with_another_given_salt_is_refused(export: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(state, "save_record", crash)
+    with pytest.raises(KeyboardInterrupt):
+        convert_dicom(export, tmp_path / "out", salt="first", samples_per_shard=1)
+    monkeypatch.undo()
+    plan = (tmp_path / "out" / ".partial" / "plan.json").read_text()
+    assert "first" not in plan and set(json.loads(plan)["secrets"]["salt"]) == {"check"}
+    with pytest.raises(ConvertError, match="started with another --salt"):
+        convert_dicom(export, tmp_path / "out", salt="second", samples_per_shard=1)
+    assert convert_dicom(export, tmp_path / "out", salt="first", samples_per_shard=1).manifest is not None
+
+
+def test_parts_need_a_salt(export: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConvertError, match="parts needs --salt"):
+        convert_dicom(export, tmp_path / "out", salt="", num_parts=2, part=0)
+
+
+def test_burned_in_annotation_is_rejected_unless_allowed(tmp_path: Path) -> None:
+    import pydicom
+
+    files = write_phantom(tmp_path / "src" / "a", Phantom(slices=4), seed=0)
+    for path in files:
+        ds = pydicom.dcmread(path)
+        ds.BurnedInAnnotation = "YES"
+        ds.save_as(path, enforce_file_format=True)
+    rc = cli(["convert", str(tmp_path / "src"), str(tmp_path / "no"), "--kind", "dicom", "--salt", "s", "-j", "1",
+              "--no-progress"])
+    assert rc == 2  # every file rejected: nothing kept, an error
+    result = convert_dicom(tmp_path / "src", tmp_path / "yes", allow_burned_in=True)
+    assert result.manifest.num_samples == 1
+    assert result.manifest.preprocessing["burned_in_annotation"] == "converted"
+    from converters.dicom.discover import discover_dicom
+
+    reasons = {r.reason for r in discover_dicom(tmp_path / "src").rejected}
+    assert len(reasons) == 1 and next(iter(reasons)).startswith("BurnedInAnnotation YES")
