@@ -13,13 +13,15 @@ from converters.sample import Rejection, Sample, WorkItem
 @dataclass(frozen=True)
 class Discovery:
     """The result of scanning a source: inputs per split (in a deterministic order), class names,
-    inputs rejected before conversion, and what identifies this source for resume checks."""
+    inputs rejected before conversion, and what identifies this source for resume checks. `keep`
+    holds what the work items refer to (the text kind's spill file) for as long as the discovery lives."""
 
     splits: dict[str, list[WorkItem]]
     classes: tuple[str, ...]
     rejected: list[Rejection]
     layout: str
     identity: list[Any] = field(default_factory=list)
+    keep: Any = None
 
 
 @dataclass(frozen=True)

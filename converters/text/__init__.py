@@ -11,10 +11,11 @@ import pyarrow as pa
 
 from converters.kind import ArrowLayout, Discovery
 from converters.text.discover import discover_text
-from converters.text.options import OVERFLOW, TextOptions
+from converters.text.options import DEFAULT_MAX_DOCUMENT_BYTES, OVERFLOW, TextOptions
 from converters.text.records import EXTENSIONS, file_format
 from converters.text.tokenize import TextProcessor, tokenizer_info
 from converters.tree import first_files
+from fastdata.cli.format import parse_size
 
 SNIFF_BYTES = 4096  # bytes read from an extension-less file to decide whether it is text
 DETECT_FILES = 2000  # files looked at by detect
@@ -57,11 +58,14 @@ class TextKind:
         parser.add_argument("--max-length", type=int, help="text: at most N tokens per sequence, specials included")
         parser.add_argument("--overflow", choices=OVERFLOW, default="truncate",
                             help="text: longer documents are truncated, or split into windows all kept")
+        parser.add_argument("--max-document-bytes", type=parse_size, default=DEFAULT_MAX_DOCUMENT_BYTES,
+                            metavar="SIZE", help="text: reject a document (or a whole .json file) larger than this "
+                                                 "(default 64MiB)")
 
     def options_from_args(self, args: Any) -> TextOptions:
         return TextOptions(tokenizer=args.tokenizer, per_line=args.per_line, separator=args.separator,
                            text_field=args.text_field, max_length=args.max_length, overflow=args.overflow,
-                           split=getattr(args, "split", None) or "train")
+                           split=getattr(args, "split", None) or "train", max_document_bytes=args.max_document_bytes)
 
     def discover(self, src: Path, /, *, options: TextOptions, follow_symlinks: bool = True) -> Discovery:
         info = tokenizer_info(options.tokenizer)  # fails early, before anything is written
@@ -99,6 +103,7 @@ class TextKind:
                 "per_line": options.per_line,
                 "separator": options.separator,
                 "text_field": options.text_field,
+                "max_document_bytes": options.max_document_bytes,
             },
             "extra": {"tokenizer": info, "columns": ["key", "input_ids", "length", "source"]
                       + (["label"] if discovery.classes else [])},

@@ -1,6 +1,7 @@
 """Find the documents of a text corpus: a single file, a flat folder, `SRC/<class>/...` or
 `SRC/<split>/<class>/...` (class index = position in the sorted class names, as for images).
-Every document becomes one work item carrying its text; unusable files and records are rejected."""
+Every document becomes one work item referring to its text in a spill file (spill.py); unusable files
+and records are rejected."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
+from converters.text.spill import Spill
 from converters.tree import SPLIT_NAMES, Collector, broken_symlink, is_folder, split_classes, visible
 from fastdata.errors import ConvertError
 
@@ -19,6 +21,7 @@ class _Collector(Collector):
     def __init__(self, src: Path, opts: TextOptions, *, follow: bool = True) -> None:
         super().__init__(src, follow=follow)
         self.opts = opts
+        self.spill = Spill()
 
     def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
         rel = rel or self.rel(path)
@@ -26,13 +29,14 @@ class _Collector(Collector):
             self.rejected.append(Rejection(split, rel, reason))
             return
         found, rejected_before = 0, len(self.rejected)
+        source = str(path)  # one string shared by the file's documents
         for where, doc in read_documents(path, self.opts):
             if isinstance(doc, Reject):
                 self.rejected.append(Rejection(split, rel + where, doc.reason))
                 continue
             found += 1
             self.items.setdefault(split, []).append(
-                WorkItem(split=split, rel=rel + where, source=str(path), label=label, payload=doc))
+                WorkItem(split=split, rel=rel + where, source=source, label=label, payload=self.spill.add(doc)))
         if found == 0 and len(self.rejected) == rejected_before:
             self.rejected.append(Rejection(split, rel, "no documents (only blank or separator lines)"))
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
@@ -63,7 +67,8 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         if problem is not None:
             raise ConvertError(f"source {src} cannot be read: {problem}")
         col.add_file(src, options.split, None, rel=src.name)
-        return Discovery(col.items, (), col.rejected, "file", [*extra_identity, *col.identity])
+        col.spill.flush()
+        return Discovery(col.items, (), col.rejected, "file", [*extra_identity, *col.identity], keep=col.spill)
     top = visible(os.listdir(src))
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES]
@@ -81,4 +86,5 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         layout, classes = "flat", ()
         _add_split(col, src, options.split, {})
     col.warn_unused(classes, "documents")
-    return Discovery(col.items, classes, col.rejected, layout, [*extra_identity, *col.identity])
+    col.spill.flush()
+    return Discovery(col.items, classes, col.rejected, layout, [*extra_identity, *col.identity], keep=col.spill)

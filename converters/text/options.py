@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from fastdata.manifest import check_split_name
 
 OVERFLOW = ("truncate", "split")
+DEFAULT_MAX_DOCUMENT_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,9 @@ class TextOptions:
     A plain text file is one document, or one document per line (`per_line`), or records split by
     a line holding only `separator`. JSON Lines / JSON / Parquet documents are read from
     `text_field`. `max_length` caps a sequence (special tokens included); longer documents are
-    truncated or split into windows of `max_length` tokens (`overflow`), all kept.
+    truncated or split into windows of `max_length` tokens (`overflow`), all kept. A document (a
+    whole plain file, a record, a JSON Lines line, a whole .json file, a Parquet value) larger than
+    `max_document_bytes` is rejected: the bound on what discovery holds in memory at once.
     """
 
     tokenizer: str
@@ -26,6 +29,7 @@ class TextOptions:
     max_length: int | None = None
     overflow: str = "truncate"
     split: str = "train"
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 
     def __post_init__(self) -> None:
         if not isinstance(self.tokenizer, str) or not self.tokenizer:
@@ -40,4 +44,7 @@ class TextOptions:
             raise ValueError(f"--max-length must be an integer >= 2 (or omitted for no limit), got {self.max_length!r}")
         if self.overflow not in OVERFLOW:
             raise ValueError(f"--overflow must be one of {list(OVERFLOW)}, got {self.overflow!r}")
+        if (not isinstance(self.max_document_bytes, int) or isinstance(self.max_document_bytes, bool)
+                or self.max_document_bytes < 1):
+            raise ValueError(f"--max-document-bytes must be a positive size, got {self.max_document_bytes!r}")
         check_split_name(self.split)

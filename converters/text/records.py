@@ -2,7 +2,9 @@
 records), JSON Lines, JSON and Parquet, each optionally gzip-compressed (except Parquet).
 
 `read_documents` yields `(where, text)` for every document and `(where, Reject(reason))` for every
-record that cannot be used; `where` is "" for the whole file or "#N" / ":LINE" inside it.
+record that cannot be used; `where` is "" for the whole file or "#N" / ":LINE" inside it. Files are
+streamed (gzip too): memory is bounded by `--max-document-bytes`, not by the file's size, and a
+document larger than that is a rejection, not a MemoryError.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from converters.text.options import TextOptions
 
@@ -21,6 +24,7 @@ JSONL = (".jsonl", ".ndjson")
 JSON = (".json",)
 PARQUET = (".parquet",)
 EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *PARQUET)
+BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -45,43 +49,92 @@ def file_format(name: str) -> tuple[str | None, bool]:
     return None, gz
 
 
-def _decode(data: bytes) -> str:
+def _decode(data: bytes, offset: int = 0) -> str:
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = data[exc.start:exc.start + 1].hex()
-        raise ValueError(f"not UTF-8 text: undecodable byte 0x{bad} at offset {exc.start}") from exc
+        raise ValueError(f"not UTF-8 text: undecodable byte 0x{bad} at offset {offset + exc.start}") from exc
 
 
-def lines_of(text: str) -> list[str]:
-    """The lines of `text`, split at "\n" only (with a "\r" before it removed): U+2028, U+2029, U+0085 and
-    the other characters `str.splitlines` also splits at may sit inside a JSON string or a sentence."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+def _too_large(cap: int) -> Reject:
+    return Reject(f"document larger than --max-document-bytes ({cap} bytes)")
 
 
-def _plain(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+def _lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, byte offset, line) of a binary stream, split at b"\n" only (a "\r" before it removed;
+    U+2028, U+2029 and U+0085 may sit inside a JSON string or a sentence). A line longer than `cap` bytes
+    is None, its bytes skipped in chunks: memory stays within `cap` whatever the file holds."""
+    number, offset = 0, 0
+    while True:
+        line = f.readline(cap + 2)
+        if not line:
+            return
+        number += 1
+        start = offset
+        offset += len(line)
+        if not line.endswith(b"\n") and len(line) == cap + 2:
+            while (more := f.readline(1 << 20)) and not more.endswith(b"\n"):
+                offset += len(more)
+            offset += len(more)
+            yield number, start, None
+            continue
+        body = line[:-1] if line.endswith(b"\n") else line
+        yield number, start, body[:-1] if body.endswith(b"\r") else body
+
+
+def _text_lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, str | Reject]]:
+    """(line number, text or the reason it is unusable), the UTF-8 byte order mark of line 1 dropped."""
+    for number, start, raw in _lines(f, cap):
+        if raw is None:
+            yield number, _too_large(cap)
+            continue
+        if number == 1 and raw.startswith(BOM):
+            raw, start = raw[len(BOM):], start + len(BOM)
+        try:
+            yield number, _decode(raw, start)
+        except ValueError as exc:
+            yield number, Reject(str(exc))
+
+
+def _whole(f: BinaryIO, cap: int, what: str) -> str | Reject:
+    data = f.read(cap + 1)
+    if not data:
+        return Reject("empty file (0 bytes)")
+    if len(data) > cap:
+        return Reject(f"{what} larger than --max-document-bytes ({cap} bytes)")
+    try:
+        text = _decode(data[len(BOM):] if data.startswith(BOM) else data)
+    except ValueError as exc:
+        return Reject(str(exc))
+    return text if text.strip() else Reject("empty document (only whitespace)")
+
+
+def _plain(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+    cap = opts.max_document_bytes
     if opts.per_line:
-        for n, line in enumerate(lines_of(text), 1):
-            if line.strip():
+        for n, line in _text_lines(f, cap):
+            if isinstance(line, Reject) or line.strip():
                 yield f":{n}", line
         return
     if opts.separator is None:
-        yield "", text
+        yield "", _whole(f, cap, "document")
         return
     record: list[str] = []
-    count = 0
-    for line in [*lines_of(text), opts.separator]:
-        if line.rstrip() == opts.separator:
+    size, problem, count = 0, None, 0
+    for _, line in [*_text_lines(f, cap), (0, opts.separator)]:
+        if isinstance(line, str) and line.rstrip() == opts.separator:
             body = "\n".join(record)
-            record = []
-            if body.strip():
-                yield f"#{count}", body
+            if problem is not None or body.strip():
+                yield f"#{count}", problem or body
                 count += 1
-        else:
-            record.append(line)
+            record, size, problem = [], 0, None
+        elif problem is None:
+            size += len(line.encode()) + 1 if isinstance(line, str) else 0
+            if isinstance(line, Reject) or size > cap:
+                problem, record = (line if isinstance(line, Reject) else _too_large(cap)), []
+            else:
+                record.append(line)
 
 
 def _field(obj: object, opts: TextOptions) -> str | Reject:
@@ -98,8 +151,11 @@ def _field(obj: object, opts: TextOptions) -> str | Reject:
     return value
 
 
-def _jsonl(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
-    for n, line in enumerate(lines_of(text), 1):
+def _jsonl(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+    for n, line in _text_lines(f, opts.max_document_bytes):
+        if isinstance(line, Reject):
+            yield f":{n}", line
+            continue
         if not line.strip():
             continue
         try:
@@ -113,7 +169,11 @@ def _jsonl(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
         yield f":{n}", _field(obj, opts)
 
 
-def _json(text: str, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+def _json(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+    text = _whole(f, opts.max_document_bytes, "a .json file is parsed whole: it is")
+    if isinstance(text, Reject):
+        yield "", text
+        return
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -154,6 +214,8 @@ def _parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]
         for value in batch.column(0).to_pylist():
             if not isinstance(value, str):
                 yield f"#{row}", Reject("null text")
+            elif len(value) > opts.max_document_bytes // 4 and len(value.encode()) > opts.max_document_bytes:
+                yield f"#{row}", _too_large(opts.max_document_bytes)
             else:
                 yield f"#{row}", value if value.strip() else Reject("empty document (only whitespace)")
             row += 1
@@ -168,24 +230,13 @@ def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | R
     if fmt == "parquet":
         yield from _parquet(path, opts)
         return
+    reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
     try:
-        data = path.read_bytes()
-        if gz:
-            data = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
+        with open(path, "rb") as raw, (gzip.open(raw, "rb") if gz else raw) as f:
+            if not f.peek(1):  # both readers buffer: peek reads without consuming
+                yield "", Reject("empty file (0 bytes)")
+                return
+            yield from reader(f, opts)
+    except (OSError, EOFError, zlib.error) as exc:  # streamed: what was read before the damage is kept
         what = "corrupt gzip data" if gz and not isinstance(exc, FileNotFoundError) else "unreadable"
         yield "", Reject(f"{what}: {exc}")
-        return
-    if not data:
-        yield "", Reject("empty file (0 bytes)")
-        return
-    try:
-        text = _decode(data)
-    except ValueError as exc:
-        yield "", Reject(str(exc))
-        return
-    if not text.strip():
-        yield "", Reject("empty document (only whitespace)")
-        return
-    reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
-    yield from reader(text, opts)

@@ -130,7 +130,8 @@ class TextProcessor:
         return self.process_batch([item])[0]
 
     def process_batch(self, items: list[WorkItem]) -> list[Sample | Rejection | list[Sample]]:
-        encodings = self.tokenizer.encode_batch([it.payload for it in items], add_special_tokens=True)
+        texts = [it.payload if isinstance(it.payload, str) else it.payload.read() for it in items]  # DocRef
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=True)
         return [self._samples(it, enc) for it, enc in zip(items, encodings)]
 
     def _samples(self, item: WorkItem, enc: Any) -> Sample | Rejection | list[Sample]:
