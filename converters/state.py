@@ -3,7 +3,9 @@ shard. This is what makes a killed run resumable and parts mergeable."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,8 @@ from typing import Any
 from fastdata.atomic import write_json_atomic
 from fastdata.errors import ConvertError
 from fastdata.manifest import MANIFEST_NAME, read_manifest
+
+log = logging.getLogger(__name__)
 
 PARTIAL = ".partial"
 PLAN = "plan.json"
@@ -75,23 +79,59 @@ def save_plan(dst: Path, plan: dict[str, Any]) -> None:
     write_json_atomic(partial_dir(dst) / PLAN, plan)
 
 
+def _stat(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _still_written(dst: Path, record: dict[str, Any]) -> bool:
+    """Whether the files a record vouches for are still the ones written: size and mtime as recorded, or
+    (touched since, e.g. copied) the shard's sha256 as recorded. A truncated or replaced shard fails."""
+    shard = record.get("shard")
+    if shard is None:
+        return True
+    written = record.get("written", {})
+    for name in (shard["name"], shard.get("index")):
+        if not name:
+            continue
+        found = _stat(dst / name)
+        if found is None:
+            return False
+        if found == written.get(name):
+            continue
+        if name != shard["name"] or found[0] != shard["bytes"] or _sha256(dst / name) != shard["sha256"]:
+            log.warning("%s changed since it was recorded: converting it again", dst / name)
+            return False
+    return True
+
+
 def load_record(dst: Path, shard_name: str) -> dict[str, Any] | None:
-    """The record of a finished shard, or None if the shard must be (re)done."""
+    """The record of a finished shard, or None if the shard must be (re)done: no record, or its files
+    missing, truncated or replaced since."""
     path = record_path(dst, shard_name)
     if not path.exists():
         return None
     record = json.loads(path.read_text(encoding="utf-8"))
-    shard = record.get("shard")
-    if shard is not None:
-        tar = dst / shard["name"]
-        if not tar.exists() or tar.stat().st_size != shard["bytes"]:
-            return None
-        if shard.get("index") and not (dst / shard["index"]).exists():
-            return None
-    return record
+    return record if _still_written(dst, record) else None
 
 
 def save_record(dst: Path, shard_name: str, record: dict[str, Any]) -> None:
+    """Record a finished shard with the size and mtime of its files as written (what resume checks)."""
+    shard = record.get("shard")
+    if shard is not None:
+        names = [n for n in (shard["name"], shard.get("index")) if n]
+        record = {**record, "written": {n: _stat(dst / n) for n in names}}
     write_json_atomic(record_path(dst, shard_name), record)
 
 

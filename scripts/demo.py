@@ -24,12 +24,12 @@ def run_cli(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "fastdata", *args], check=True)
 
 
-def build_photo_tree(dst: Path) -> Path:
+def build_photo_tree(dst: Path, copies: int = COPIES) -> Path:
     """Deal the real photos into train/val class folders (every 5th photo goes to val)."""
     photos = sorted((SAMPLES / "photos").glob("*.jpg"))
     if not photos:
         sys.exit(f"no photos found in {SAMPLES / 'photos'}")
-    for copy in range(COPIES):
+    for copy in range(copies):
         for i, p in enumerate(photos):
             split = "val" if i % 5 == 4 else "train"
             target = dst / split / CLASSES[(i + copy) % len(CLASSES)] / f"{copy}_{p.name}"
@@ -96,21 +96,29 @@ def dicom_demo(out: Path) -> None:
           f"[{float(patches.min()):.2f}, {float(patches.max()):.2f}], {len(loader)} batches/epoch")
 
 
-def main() -> None:
-    shutil.rmtree(OUT, ignore_errors=True)
-    src = build_photo_tree(OUT / "photos")
-    shards = OUT / "shards"
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description="convert, verify, load and benchmark the bundled real data")
+    p.add_argument("--out", type=Path, default=OUT, help="work folder (default demo-out/, replaced)")
+    p.add_argument("--quick", action="store_true", help="each photo once and a tiny benchmark (the test suite's run)")
+    args = p.parse_args(argv)
+    out = args.out
+    shutil.rmtree(out, ignore_errors=True)
+    src = build_photo_tree(out / "photos", copies=1 if args.quick else COPIES)
+    shards = out / "shards"
     run_cli("convert", str(src), str(shards), "--shard-size", "2MB")
     run_cli("verify", str(shards), "--decode")
     run_cli("info", str(shards))
     load_images(shards)
-    text_demo(OUT)
-    dicom_demo(OUT)
+    text_demo(out)
+    dicom_demo(out)
     print("\n# side by side on the bundled photos (a short run; the full one: python benchmarks/images_per_sec.py)",
           flush=True)
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "images_per_sec.py"), "--images", "256", "--reps", "2",
-                    "--batch-size", "64", "--variant", "train", "--work-dir", str(OUT / "bench"), "--no-docs"],
-                   check=True)
+    size = ["--images", "32", "--reps", "1", "--batch-size", "16"] if args.quick else \
+        ["--images", "256", "--reps", "2", "--batch-size", "64"]
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "images_per_sec.py"), *size, "--variant", "train",
+                    "--work-dir", str(out / "bench"), "--no-docs"], check=True)
 
 
 if __name__ == "__main__":

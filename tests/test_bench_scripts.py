@@ -122,3 +122,36 @@ def test_remote_tiny_end_to_end_without_peers(tmp_path, monkeypatch):
     assert by[("fastdata-s3", 0)]["images"] == by[("fastdata-local", 0)]["images"] == 24
     assert by[("fastdata-s3", 0)]["downloaded_bytes"] > 0 and by[("fastdata-s3", 1)]["downloaded_bytes"] == 0
     assert set(result["not_run"]) == {"mds", "litdata"} and "no peers environment" in result["not_run"]["mds"]
+
+
+def test_sequences_tiny_end_to_end(tmp_path):
+    from benchmarks import sequences
+
+    text = tmp_path / "text"
+    text.mkdir()
+    fortunes = ROOT / "tests" / "data" / "text" / "fortunes"
+    (text / "science").write_bytes((fortunes / "science").read_bytes())
+    rc = sequences.main(["--text", str(text), "--out", str(tmp_path / "out"), "--reps", "1", "--epochs", "1",
+                         "--no-docs"])
+    assert rc == 0
+    data = json.loads((tmp_path / "out" / "sequences" / "sequences.json").read_text())
+    waste = {e["candidate"]: e["waste"] for e in data["summary"]}
+    assert sorted(waste) == ["a", "b", "c", "d"]
+    assert waste["d"] < waste["c"] < waste["b"] < waste["a"]  # packing < bucketing < sorted pad < pad to max
+    real = {r["candidate"]: r["real_tokens"] for r in data["rows"]}
+    assert real["a"] == real["b"] == real["c"] == data["config"]["tokens"]  # every candidate saw every token
+    sweep = {int(k): v for k, v in data["waste_by_max_tokens"].items()}
+    assert 1024 in sweep and sweep[min(sweep)] < sweep[max(sweep)]  # a larger budget pads more
+
+
+def test_volumes_tiny_end_to_end(tmp_path):
+    from benchmarks import volumes
+
+    rc = volumes.main(["--work-dir", str(tmp_path / "w"), "--series", "2", "--slices", "12", "--size", "32",
+                       "--patch", "8", "--batch-size", "2", "--batches", "2", "--reps", "1", "--workers", "1",
+                       "--no-docs"])
+    assert rc == 0
+    data = json.loads((tmp_path / "w" / "volumes.json").read_text())
+    assert {r["candidate"] for r in data["rows"]} == {"baseline", "fastdata", "fastdata-full"}
+    assert all(r["patches"] == 4 and r["batch_shape"] == [2, 1, 8, 8, 8] for r in data["rows"])
+    assert data["convert_seconds"] > 0 and all(s["n"] == 1 for s in data["summary"].values())

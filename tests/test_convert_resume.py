@@ -72,6 +72,76 @@ def test_crash_then_rerun_resumes_and_is_byte_identical(tree: Path, tmp_path: Pa
     assert _files(tmp_path / "out") == reference
 
 
+def test_a_crash_inside_a_write_leaves_the_old_file_or_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastdata import atomic
+
+    target = tmp_path / "state.json"
+    atomic.write_bytes_atomic(target, b"old")
+
+    def crash(*args, **kwargs):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(atomic.os, "replace", crash)
+    with pytest.raises(OSError):
+        atomic.write_bytes_atomic(target, b"new and longer")
+    assert target.read_bytes() == b"old"  # never half of the new content
+    monkeypatch.setattr(atomic.os, "fsync", crash)
+    with pytest.raises(OSError):
+        atomic.write_bytes_atomic(tmp_path / "fresh.json", b"new")
+    assert not (tmp_path / "fresh.json").exists()
+
+
+def test_a_crash_while_a_shard_is_written_leaves_no_shard_under_its_name(tree: Path, tmp_path: Path,
+                                                                         reference: dict[str, bytes],
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    original = wds.WdsShardWriter.add
+    added = []
+
+    def crashing(self, sample):
+        added.append(sample.key)
+        if len(added) == 6:  # the second sample of the second shard
+            raise KeyboardInterrupt("killed mid-shard")
+        return original(self, sample)
+
+    monkeypatch.setattr(wds.WdsShardWriter, "add", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        convert_images(tree, tmp_path / "out", samples_per_shard=4, short_side=128)
+    monkeypatch.undo()
+    finals = sorted(p.name for p in (tmp_path / "out").glob("train-*") if not p.name.endswith(".tmp"))
+    assert finals == ["train-000000.idx", "train-000000.tar"]  # the half-written shard has no final name
+    result = convert_images(tree, tmp_path / "out", samples_per_shard=4, short_side=128)
+    assert len(result.skipped) == 1 and _files(tmp_path / "out") == reference
+
+
+def test_a_recorded_shard_truncated_or_replaced_is_made_again(tree: Path, tmp_path: Path,
+                                                              reference: dict[str, bytes],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    original = state.save_record
+    saved = []
+
+    def crash_after_three(*args, **kwargs):
+        original(*args, **kwargs)
+        saved.append(1)
+        if len(saved) == 3:
+            raise KeyboardInterrupt("simulated crash")
+
+    monkeypatch.setattr(state, "save_record", crash_after_three)
+    with pytest.raises(KeyboardInterrupt):
+        convert_images(tree, tmp_path / "out", samples_per_shard=4, short_side=128)
+    monkeypatch.undo()
+    out = tmp_path / "out"
+    shard0, shard1, shard2 = (out / f"train-00000{i}.tar" for i in range(3))
+    shard0.write_bytes(shard0.read_bytes()[:-1024])  # truncated
+    data = bytearray(shard1.read_bytes())
+    data[2000:2010] = b"x" * 10
+    shard1.write_bytes(bytes(data))  # replaced by other bytes of the same size
+    shard2.write_bytes(shard2.read_bytes())  # rewritten with the same bytes (a copy): newer mtime, same content
+    result = convert_images(tree, out, samples_per_shard=4, short_side=128)
+    assert result.skipped == ["train-000002.tar"]  # the copy is kept (its sha256 matches its record)
+    assert sorted(result.converted)[:2] == ["train-000000.tar", "train-000001.tar"]
+    assert _files(out) == reference
+
+
 _STALL_AFTER_TWO_RECORDS = """
 import sys, time
 from pathlib import Path

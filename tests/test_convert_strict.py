@@ -90,9 +90,10 @@ def test_corrupt_jpegs_with_an_intact_end_are_rejected(tmp_path: Path, size):
     (src / "good.jpg").write_bytes(good)
     (src / "cut.jpg").write_bytes(_cut_scan(good))
     (src / "header.jpg").write_bytes(_bigger_header(good))
+    (src / "cut90.jpg").write_bytes(good[:len(good) * 9 // 10])  # scan data cut at 90%, no end marker
     result = convert_images(tmp_path / "src", tmp_path / "out", short_side=256)
     reasons = {r["source"]: r["reason"] for r in result.rejected}
-    assert set(reasons) == {"a/cut.jpg", "a/header.jpg"}
+    assert set(reasons) == {"a/cut.jpg", "a/header.jpg", "a/cut90.jpg"}
     assert all("JPEG" in r for r in reasons.values())
     assert result.manifest.num_samples == 1
 

@@ -41,3 +41,39 @@ def test_decode_train_flip_is_the_mirror_of_no_flip() -> None:
     mirrored = decode_train(raw, box, 240, 320, 112, flip=True)
     assert plain.shape == (112, 112, 3)
     assert torch.equal(mirrored, plain.flip(1))
+
+
+PHOTOS = Path(__file__).parent / "data" / "photos"
+
+
+def test_dct_scaled_train_decode_matches_a_full_resolution_crop(monkeypatch) -> None:
+    """Train decodes at 1/2, 1/4 or 1/8 in the DCT when the crop keeps the output resolution: the result is
+    the full-resolution crop and resize within a few levels (a wrong factor or box would blur or shift it)."""
+    import simplejpeg
+
+    from fastdata.images.geometry import dct_factor
+
+    shapes = []
+    decode = simplejpeg.decode_jpeg
+
+    def recording(*args, **kwargs):
+        image = decode(*args, **kwargs)
+        shapes.append(image.shape)
+        return image
+
+    monkeypatch.setattr(simplejpeg, "decode_jpeg", recording)
+    for name, box, size, factor in [("aloeL.jpg", Box(100, 200, 480, 480), 112, 4),
+                                    ("aloeL.jpg", Box(0, 0, 1110, 1282), 224, 4),
+                                    ("building.jpg", Box(100, 100, 460, 460), 224, 2),
+                                    ("building.jpg", Box(33, 71, 301, 333), 64, 4)]:
+        data = (PHOTOS / name).read_bytes()
+        full = np.array(Image.open(PHOTOS / name).convert("RGB"))
+        height, width = full.shape[:2]
+        assert dct_factor(box.height, box.width, size) == factor
+        raw = RawSample(data=data, label=0, key="k", shard=Path("x.tar"))
+        got = decode_train(raw, box, height, width, size, flip=False).numpy().astype(int)
+        assert shapes[-1][:2] == (-(-height // factor), -(-width // factor))  # decoded at 1/factor, not in full
+        crop = full[box.top:box.top + box.height, box.left:box.left + box.width]
+        want = resize_hwc(crop, size, size).numpy().astype(int)
+        diff = np.abs(got - want)
+        assert diff.mean() < 5.5 and np.percentile(diff, 99) < 45, (name, box, diff.mean())

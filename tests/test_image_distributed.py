@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import socket
 import time
 from pathlib import Path
 
@@ -19,12 +18,6 @@ from conftest_images import loader, make_datasets
 TIMEOUT_S = 90
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _rows(ld) -> tuple[int, list[str], list[int]]:
     """Batches, one fingerprint per real row (its uint8 pixels' hash), labels of all rows."""
     batches, prints, labels = 0, [], []
@@ -35,8 +28,9 @@ def _rows(ld) -> tuple[int, list[str], list[int]]:
     return batches, prints, labels
 
 
-def _worker(rank: int, world_size: int, port: int, ds: str, out: str) -> None:
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
+def _worker(rank: int, world_size: int, store: str, ds: str, out: str) -> None:
+    # a file rendezvous: no port to pick and lose to another process between choosing and binding it
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=60))
     try:
         val = loader(Path(ds), split="val", train=False, dtype="uint8", batch_size=2)  # rank/world from dist
@@ -59,7 +53,7 @@ def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_two_process_gloo_run(ds, tmp_path):
     out = tmp_path / "result.json"
-    ctx = mp.start_processes(_worker, args=(2, _free_port(), str(ds), str(out)), nprocs=2, join=False,
+    ctx = mp.start_processes(_worker, args=(2, str(tmp_path / "rendezvous"), str(ds), str(out)), nprocs=2, join=False,
                              start_method="spawn")
     deadline = time.monotonic() + TIMEOUT_S
     try:

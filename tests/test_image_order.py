@@ -126,6 +126,39 @@ def test_random_resized_crop_box_in_bounds_and_in_scale():
         assert box.height >= 1 and box.width >= 1
 
 
+def test_random_resized_crop_area_and_ratio_follow_torchvision():
+    """Area fraction and log aspect ratio of the boxes have torchvision's distribution (uniform draws
+    on `scale` and log `ratio`, redrawn when the box does not fit): means and quartiles agree."""
+    from dataclasses import astuple
+
+    from torchvision.transforms import RandomResizedCrop
+
+    def stats(boxes):
+        area = np.array([h * w for _, _, h, w in boxes]) / (600 * 800)
+        ratio = np.log(np.array([w / h for _, _, h, w in boxes]))
+        return area, ratio
+
+    for ratio in ((3 / 4, 4 / 3), (1.0, 2.0)):  # symmetric, and one that tells width from height
+        rng = np.random.default_rng(1)
+        ours = stats([astuple(random_resized_crop_box(rng, 600, 800, scale=(0.08, 1.0), ratio=ratio))
+                      for _ in range(4000)])
+        torch.manual_seed(1)
+        image = torch.zeros(1, 600, 800)
+        theirs = stats([RandomResizedCrop.get_params(image, scale=[0.08, 1.0], ratio=list(ratio))
+                        for _ in range(4000)])
+        for a, b in zip(ours, theirs):
+            assert abs(a.mean() - b.mean()) < 0.02
+            quartiles = [0.1, 0.25, 0.5, 0.75, 0.9]
+            assert np.allclose(np.quantile(a, quartiles), np.quantile(b, quartiles), atol=0.03)
+    ours = stats([astuple(random_resized_crop_box(rng, 600, 800, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)))
+                  for _ in range(4000)])
+    area, ratio = ours
+    assert 0.08 * 0.98 <= area.min() < 0.1 and area.max() <= 1.0
+    assert np.log(3 / 4) - 0.01 <= ratio.min() and ratio.max() <= np.log(4 / 3) + 0.01
+    narrow = [random_resized_crop_box(rng, 1000, 1000, scale=(0.5, 0.5), ratio=(2.0, 2.0)) for _ in range(20)]
+    assert all(abs(b.height * b.width / 1e6 - 0.5) < 0.002 and abs(b.width / b.height - 2.0) < 0.01 for b in narrow)
+
+
 def test_random_resized_crop_fallback_is_central():
     rng = np.random.default_rng(0)
     # a 1000x10 strip can never fit a 3/4..4/3 crop of >= 50% area: central fallback

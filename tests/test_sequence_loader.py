@@ -167,3 +167,54 @@ def test_a_truncated_shard_is_a_clear_error(fortunes_tokens: Path, tmp_path: Pat
     shard.write_bytes(shard.read_bytes()[:-100])
     with pytest.raises(ShardError, match=f"shard {shard} has .* bytes, the manifest says"):
         fastdata.loader(copy, max_tokens=2048)
+
+
+def test_length_buckets_come_in_shuffled_order_with_mixed_lengths_inside_the_epoch(fortunes_tokens: Path) -> None:
+    """Bucketing groups similar lengths into a batch, but the batches of an epoch are shuffled: sorted
+    batches (shortest first) would give the model a curriculum by length and skew every epoch's start."""
+    loader = fastdata.loader(fortunes_tokens, max_tokens=1024, bucketing="length", seed=0)
+    longest = [int(b["lengths"].max()) for b in loader]
+    assert len(longest) > 20
+    assert longest != sorted(longest) and longest != sorted(longest, reverse=True)
+    rises = sum(b > a for a, b in zip(longest, longest[1:]))
+    assert 0.25 < rises / (len(longest) - 1) < 0.75  # about half the steps go up, as in a random order
+    within = [b["lengths"] for b in fastdata.loader(fortunes_tokens, max_tokens=1024, bucketing="length")]
+    spread = np.mean([int(x.max()) - int(x.min()) for x in within if len(x) > 1])
+    assert spread < 0.25 * np.mean([int(x.max()) for x in within])  # yet each batch holds similar lengths
+
+
+def test_load_state_then_set_epoch_continues_mid_epoch(fortunes_tokens: Path) -> None:
+    """The usual training loop calls set_epoch(e) every epoch, also right after loading a checkpoint:
+    with the saved epoch it must keep the resume point, not restart the epoch."""
+    full = fastdata.loader(fortunes_tokens, max_tokens=1024, seed=2)
+    full.set_epoch(1)
+    reference = [b["input_ids"] for b in full]
+    partial = fastdata.loader(fortunes_tokens, max_tokens=1024, seed=2)
+    partial.set_epoch(1)
+    it = iter(partial)
+    for _ in range(5):
+        next(it)
+    state = partial.state_dict()
+    resumed = fastdata.loader(fortunes_tokens, max_tokens=1024, seed=2)
+    resumed.load_state_dict(state)
+    resumed.set_epoch(1)  # the loop's call
+    rest = [b["input_ids"] for b in resumed]
+    assert len(rest) == len(reference) - 5 and all(torch.equal(a, b) for a, b in zip(rest, reference[5:]))
+    resumed.set_epoch(2)  # the next epoch is whole
+    assert len(list(resumed)) == len(resumed)
+
+
+def test_resume_on_a_rank_of_several_is_exact(fortunes_tokens: Path) -> None:
+    kw = dict(max_tokens=1024, seed=3, rank=1, world_size=3)
+    reference = [b["input_ids"] for b in fastdata.loader(fortunes_tokens, **kw)]
+    partial = fastdata.loader(fortunes_tokens, **kw)
+    it = iter(partial)
+    for _ in range(4):
+        next(it)
+    state = partial.state_dict()
+    resumed = fastdata.loader(fortunes_tokens, **kw)
+    resumed.load_state_dict(state)
+    rest = [b["input_ids"] for b in resumed]
+    assert len(rest) == len(reference) - 4 and all(torch.equal(a, b) for a, b in zip(rest, reference[4:]))
+    with pytest.raises(ValueError, match="world_size"):
+        fastdata.loader(fortunes_tokens, **{**kw, "world_size": 2, "rank": 1}).load_state_dict(state)

@@ -46,10 +46,10 @@ def test_even_out_splits_batches_then_repeats_only_single_sequence_batches() -> 
     assert [b.tolist() for b in deal(batches, rank=1, world_size=2)] == [[2, 3, 4], [7]]
 
 
-def _worker(rank: int, tokens: str, port: int, queue) -> None:
+def _worker(rank: int, tokens: str, store: str, queue) -> None:
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     try:
         loader = fastdata.loader(tokens, max_tokens=2048, seed=2)  # rank/world from torch.distributed
         queue.put((rank, len(loader), sorted(np.concatenate(loader.batch_indices()).tolist())))
@@ -57,15 +57,11 @@ def _worker(rank: int, tokens: str, port: int, queue) -> None:
         dist.destroy_process_group()
 
 
-def test_two_real_processes_split_by_torch_distributed(fortunes_tokens: Path) -> None:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_two_real_processes_split_by_torch_distributed(fortunes_tokens: Path, tmp_path: Path) -> None:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(r, str(fortunes_tokens), port, queue)) for r in range(2)]
+    store = str(tmp_path / "rendezvous")
+    procs = [ctx.Process(target=_worker, args=(r, str(fortunes_tokens), store, queue)) for r in range(2)]
     for p in procs:
         p.start()
     got = dict((r, (n, idx)) for r, n, idx in (queue.get(timeout=120) for _ in procs))

@@ -12,12 +12,12 @@ pytest.importorskip("kornia")
 from conftest_dicom import Phantom, convert_dicom, write_phantom  # noqa: E402
 
 
-def _worker(rank: int, world: int, dst: str, port: int, out) -> None:
+def _worker(rank: int, world: int, dst: str, store: str, out) -> None:
     import torch.distributed as dist
 
     import fastdata
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     try:
         loader = fastdata.loader(dst, batch_size=1, patch_size=8, augment=False, num_workers=1)
         keys = [m["keys"][0] for _, m in loader]
@@ -27,17 +27,13 @@ def _worker(rank: int, world: int, dst: str, port: int, out) -> None:
 
 
 def test_two_processes_split_the_volumes(tmp_path):
-    import socket
-
     for i in range(4):
         write_phantom(tmp_path / "src" / f"s{i}", Phantom(series_uid=f"1.3.{i}", slices=6, rows=12, cols=12), seed=i)
     convert_dicom(tmp_path / "src", tmp_path / "out")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("fork")  # spawn would re-import torch in each child (slow)
+    ctx = mp.get_context("spawn")  # forking a process that runs threads (torch's, the tests') can deadlock the child
     out = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(r, 2, str(tmp_path / "out"), port, out)) for r in range(2)]
+    procs = [ctx.Process(target=_worker, args=(r, 2, str(tmp_path / "out"), str(tmp_path / "rendezvous"), out))
+             for r in range(2)]
     for p in procs:
         p.start()
     results = sorted(out.get(timeout=120) for _ in procs)

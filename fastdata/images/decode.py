@@ -13,6 +13,7 @@ side already has the target length (shards converted with --short-side equal to 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,14 +85,20 @@ def _decode_other(raw: RawSample) -> np.ndarray:
         raise ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}") from exc
 
 
-def _decode(raw: RawSample, factor: int) -> np.ndarray:
-    """RGB uint8 HWC; JPEGs through libjpeg-turbo (DCT-downscaled by 1/factor), other formats through Pillow."""
+def _decode(raw: RawSample, factor: int = 1, height: int = 0, width: int = 0) -> np.ndarray:
+    """RGB uint8 HWC; JPEGs through libjpeg-turbo (DCT-downscaled by 1/factor when the full `height` x
+    `width` is given), other formats through Pillow at full size."""
     if not is_jpeg(raw.data):
         return _decode_other(raw)
     import simplejpeg
 
+    # libjpeg-turbo scales by M/8; simplejpeg picks the smallest output at least min_height x min_width
+    # (its min_factor alone does nothing: measured, a 1282x1110 JPEG decoded at full size for every factor)
+    small = factor > 1 and height > 0 and width > 0
     try:
-        return simplejpeg.decode_jpeg(raw.data, colorspace="RGB", min_factor=factor, strict=True)
+        return simplejpeg.decode_jpeg(raw.data, colorspace="RGB", strict=True,
+                                      min_height=math.ceil(height / factor) if small else 0,
+                                      min_width=math.ceil(width / factor) if small else 0)
     except ValueError as exc:
         raise ShardError(f"corrupt JPEG in {raw.shard}, key {raw.key}: {exc}") from exc
 
@@ -142,8 +149,8 @@ def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *
     commutes exactly with the antialiased bilinear resize (its weights are symmetric), and a reversed
     numpy view of the crop would cost a slow element-wise copy before the resize."""
     factor = dct_factor(box.height, box.width, size)
-    image = _decode(raw, factor)
-    if factor > 1:
+    image = _decode(raw, factor, height, width)
+    if image.shape[:2] != (height, width):
         box = box.scaled(image.shape[0] / height, image.shape[1] / width, max_h=image.shape[0],
                          max_w=image.shape[1])
     out = resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
@@ -153,7 +160,7 @@ def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *
 def decode_eval(raw: RawSample, *, resize_short: int, size: int) -> torch.Tensor:
     """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC
     (the header, and so the pixel limit, was checked when the sample was prepared)."""
-    image = _decode(raw, 1)  # full resolution: eval tensors must match torchvision / DALI closely
+    image = _decode(raw)  # full resolution: eval tensors must match torchvision / DALI closely
     new_h, new_w = resize_short_size(image.shape[0], image.shape[1], resize_short)
     top, left = center_crop_offsets(new_h, new_w, size)
     if (new_h, new_w) == image.shape[:2]:

@@ -29,10 +29,10 @@ class Box:
 
     def scaled(self, sy: float, sx: float, *, max_h: int, max_w: int) -> Box:
         """The same region in an image scaled by (sy, sx), clipped to (max_h, max_w)."""
-        top = min(int(self.top * sy), max_h - 1)
-        left = min(int(self.left * sx), max_w - 1)
-        height = max(1, min(round(self.height * sy), max_h - top))
-        width = max(1, min(round(self.width * sx), max_w - left))
+        top = min(round(self.top * sy), max_h - 1)  # both edges rounded: at most half a pixel off each
+        left = min(round(self.left * sx), max_w - 1)
+        height = max(1, min(round((self.top + self.height) * sy) - top, max_h - top))
+        width = max(1, min(round((self.left + self.width) * sx) - left, max_w - left))
         return Box(top, left, height, width)
 
 

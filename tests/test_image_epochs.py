@@ -1,0 +1,107 @@
+"""Behaviours a careless edit could break unnoticed (issue 17, "tests that let bugs through"), pinned on
+both image backends: per-sample augmentation is redrawn every epoch, rank blocks move between epochs,
+train-mode ranks are disjoint, a state from another world size is refused, labels out of range are refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest_images import jpg_entry, loader, make_datasets
+
+from fastdata.errors import ShardError
+
+BACKENDS = ["kornia", "dali"]  # DALI runs on its CPU operators here
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return make_datasets(tmp_path_factory.mktemp("epochs"))
+
+
+def _by_key(ld, epoch: int) -> dict[str, torch.Tensor]:
+    """{shard:key: image} of one epoch (batches of one, so last_keys names each row)."""
+    ld.set_epoch(epoch)
+    out = {}
+    for x, _ in ld:
+        (key,) = ld.backend.last_keys
+        out[key] = x[0].clone()
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_sample_gets_a_new_crop_every_epoch(ds, backend):
+    kw = dict(split="train", train=True, batch_size=1, backend=backend, dtype="uint8", seed=3)
+    e0, e1 = _by_key(loader(ds["wds"], **kw), 0), _by_key(loader(ds["wds"], **kw), 1)
+    again = _by_key(loader(ds["wds"], **kw), 0)
+    assert sorted(e0) == sorted(e1) and len(e0) == 12
+    assert all(torch.equal(e0[k], again[k]) for k in e0)  # a pure function of (seed, epoch, sample)
+    changed = sum(not torch.equal(e0[k], e1[k]) for k in e0)
+    assert changed == len(e0), f"only {changed} of {len(e0)} samples were augmented differently in epoch 1"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_train_ranks_are_disjoint_and_their_blocks_move_between_epochs(ds, backend):
+    world = 2
+    per_epoch = []
+    for epoch in (0, 1, 2):
+        ranks = []
+        for rank in range(world):
+            ld = loader(ds["wds"], split="train", train=True, batch_size=1, backend=backend, rank=rank,
+                        world_size=world)
+            ranks.append(set(_by_key(ld, epoch)))
+        assert len(ranks[0]) == len(ranks[1]) == 6 and not ranks[0] & ranks[1]  # train mode: disjoint halves
+        per_epoch.append(ranks[0])
+    assert len({frozenset(s) for s in per_epoch}) > 1, "rank 0 read the same samples in every epoch"
+
+
+def test_a_state_from_another_world_size_or_rank_is_refused(ds):
+    state = loader(ds["wds"], split="train", rank=0, world_size=2).state_dict()
+    with pytest.raises(ValueError, match="world_size"):
+        loader(ds["wds"], split="train", rank=0, world_size=3).load_state_dict(state)
+    with pytest.raises(ValueError, match="rank"):
+        loader(ds["wds"], split="train", rank=1, world_size=2).load_state_dict(state)
+    loader(ds["wds"], split="train", rank=0, world_size=2).load_state_dict(state)  # the same setup loads
+
+
+def _set_label(ds: Path, shard: str, line: int, label: bytes) -> None:
+    """Overwrite the .cls member of sample `line` in place (same length, so the shard size still matches)."""
+    fields = (ds / shard).with_suffix(".idx").read_text().splitlines()[1 + line].split()
+    i = fields.index("cls")
+    offset, size = int(fields[i + 1]), int(fields[i + 2])
+    assert size == len(label)
+    data = bytearray((ds / shard).read_bytes())
+    data[offset:offset + size] = label
+    (ds / shard).write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("label", [b"3", b"9"])  # the manifest lists 3 classes: 3 == num_classes is already out
+def test_a_label_out_of_range_is_refused(tmp_path, backend, label):
+    ds = make_datasets(tmp_path)["wds"]
+    _set_label(ds, "train-000000.tar", 0, label)
+    _, _, key = jpg_entry(ds, "train-000000.tar", 0)
+    with pytest.raises(ShardError, match=f"{key}.*has label {label.decode()}, the manifest lists 3 classes"):
+        for _ in loader(ds, split="train", train=True, backend=backend):
+            pass
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resume_on_a_rank_of_several_is_exact(ds, backend):
+    kw = dict(split="train", train=True, batch_size=2, backend=backend, rank=1, world_size=2, dtype="uint8", seed=4)
+    full = loader(ds["wds"], **kw)
+    full.set_epoch(1)
+    want = [x.clone() for x, _ in full]
+    part = loader(ds["wds"], **kw)
+    part.set_epoch(1)
+    it = iter(part)
+    next(it)
+    state = part.state_dict()
+    it.close()
+    assert (state["rank"], state["world_size"], state["batch"]) == (1, 2, 1)
+    resumed = loader(ds["wds"], **kw)
+    resumed.load_state_dict(state)
+    resumed.set_epoch(1)
+    got = [x.clone() for x, _ in resumed]
+    assert len(got) == len(want) - 1 and all(torch.equal(a, b) for a, b in zip(got, want[1:]))
