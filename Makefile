@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fastdata-installed
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test lint fuzz clean
 
 setup: $(STAMP)
 
@@ -20,5 +20,9 @@ lint: setup
 test: setup lint
 	$(PY) -m pytest -q
 
+# many more mutated inputs than `make test` runs, from a random seed (printed, to replay a finding)
+fuzz: setup
+	$(PY) tests/mutation_fuzz.py --cases 5000 --seed random
+
 clean:
-	rm -rf demo-out bench-out .pytest_cache
+	rm -rf demo-out bench-out .pytest_cache fuzz-findings

@@ -73,7 +73,8 @@ class ArrowFile:
             self.batches = list(pa.ipc.open_stream(self._map))
             for batch in self.batches:
                 batch.validate(full=True)
-        except (OSError, pa.ArrowInvalid, pa.ArrowIndexError, pa.ArrowException) as exc:
+                _ = batch.schema.names  # field names must be UTF-8: decoded once here rather than on first use
+        except (OSError, pa.ArrowInvalid, pa.ArrowIndexError, pa.ArrowException, UnicodeDecodeError) as exc:
             self.close()
             raise ShardError(f"shard {self.path} is truncated, damaged or not an Arrow IPC stream: {exc}; "
                              f"{self._remedy}") from exc

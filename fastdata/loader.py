@@ -9,6 +9,7 @@ import importlib
 from typing import Any
 
 from fastdata.dataset import RemoteOptions, open_dataset
+from fastdata.errors import ManifestError
 from fastdata.sources import Spec
 
 # manifest kind -> "module:function" building that kind's Loader
@@ -31,6 +32,7 @@ def loader(source: Spec, /, **options: Any) -> Any:
     view = open_dataset(source, split=options.pop("split", None), remote=remote)
     kind = view.manifest.kind
     if kind not in LOADERS:
-        raise ValueError(f"no loader for datasets of kind {kind!r}; known kinds: {sorted(LOADERS)}")
+        raise ManifestError(f"{source}: no loader for datasets of kind {kind!r} (its manifest says so); known "
+                            f"kinds: {sorted(LOADERS)}")
     module, func = LOADERS[kind].split(":")
     return getattr(importlib.import_module(module), func)(view, **options)

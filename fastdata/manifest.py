@@ -141,7 +141,7 @@ class Manifest:
                 splits=splits,
                 preprocessing=check.mapping(d, "preprocessing"),
                 rejected=tuple(rejected),
-                extra=check.mapping(d, "extra", required=False),
+                extra=_extra_from_dict(check, check.mapping(d, "extra", required=False)),
                 fingerprint=str(d.get("fingerprint", "")),
                 tool_version=str(d.get("tool_version", "")),
                 format_version=version,
@@ -210,6 +210,34 @@ class _Checker:
         return value
 
 
+MIN_SAMPLE_BYTES = 16  # no shard format stores a sample in fewer (a tar member alone takes 512)
+_NAME_LISTS = ("members", "image_members", "columns", "phi_removed")
+_TOKEN_IDS = ("pad_id", "bos_id", "eos_id")
+
+
+def _extra_from_dict(check: _Checker, extra: dict[str, Any]) -> dict[str, Any]:
+    """The kind-specific fields the readers use, checked for type (the rest is shown by `info` only)."""
+    for key in _NAME_LISTS:
+        value = extra.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise check.error(f"extra.{key}", value, "a list of names (strings)")
+    for key in ("label_member", "layout"):
+        if extra.get(key) is not None and not isinstance(extra[key], str):
+            raise check.error(f"extra.{key}", extra[key], "a string")
+    tok = extra.get("tokenizer")
+    if tok is not None:
+        if not isinstance(tok, dict):
+            raise check.error("extra.tokenizer", tok, "an object describing the tokenizer")
+        for key in _TOKEN_IDS:
+            if tok.get(key) is not None:
+                check.count(f"extra.tokenizer.{key}", tok[key], minimum=0)
+        if tok.get("vocab_size") is not None:
+            check.count("extra.tokenizer.vocab_size", tok["vocab_size"], minimum=1)
+        if tok.get("ids_dtype") not in (None, "uint16", "int32"):
+            raise check.error("extra.tokenizer.ids_dtype", tok.get("ids_dtype"), "'uint16' or 'int32'")
+    return extra
+
+
 def _shard_from_dict(check: _Checker, split: str, sh: Any) -> ShardInfo:
     if not isinstance(sh, dict):
         raise check.error(f"a shard of split {split!r}", sh, "an object")
@@ -228,9 +256,13 @@ def _shard_from_dict(check: _Checker, split: str, sh: Any) -> ShardInfo:
     unknown = set(sh) - {"name", "samples", "bytes", "sha256", "index", "index_sha256"}
     if unknown:
         raise check.error(f"shard {name}", sorted(unknown), "free of unknown fields")
-    return ShardInfo(name=name, samples=check.count(f"samples of shard {name}", sh.get("samples"), minimum=1),
-                     bytes=check.count(f"bytes of shard {name}", sh.get("bytes"), minimum=0), sha256=sha,
-                     index=index, index_sha256=index_sha if index is not None else None)
+    samples = check.count(f"samples of shard {name}", sh.get("samples"), minimum=1)
+    size = check.count(f"bytes of shard {name}", sh.get("bytes"), minimum=0)
+    if samples > size // MIN_SAMPLE_BYTES:  # a plan is allocated per sample: a forged count must not reach it
+        raise check.error(f"samples of shard {name}", samples,
+                          f"at most one per {MIN_SAMPLE_BYTES} bytes of the shard's {size} bytes")
+    return ShardInfo(name=name, samples=samples, bytes=size, sha256=sha, index=index,
+                     index_sha256=index_sha if index is not None else None)
 
 
 def _split_from_dict(check: _Checker, name: str, s: Any) -> SplitInfo:
@@ -263,8 +295,8 @@ def read_manifest(root: Path | str) -> Manifest:
         raise ManifestError(f"no {MANIFEST_NAME} in {str(root)!r}: {missing_manifest_hint(root)}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ManifestError(f"cannot read {path}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ManifestError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
     return Manifest.from_dict(data, where=str(path))
 
 

@@ -67,7 +67,7 @@ def _check_wds(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool)
     except (tarfile.TarError, OSError, EOFError) as exc:
         return problems + [f"{path}: unreadable tar: {exc}"]
     converted = "adopted" not in manifest.extra
-    expected = set(manifest.extra.get("members", ())) if converted else set()
+    expected = set(manifest.extra.get("members") or ()) if converted else set()
     label_member = manifest.label_member
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -150,8 +150,9 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_stream(source).read_all()
         table.validate(full=True)
-    except (pa.ArrowInvalid, OSError) as exc:
-        return [f"{path}: unreadable Arrow stream: {exc}"]
+    except Exception as exc:  # noqa: BLE001 - a forged stream fails in many ways: ArrowInvalid,
+        # ArrowNotImplementedError (a forged type), UnicodeDecodeError (a field name), OSError...
+        return [f"{path}: unreadable Arrow stream: {type(exc).__name__}: {exc}"]
     problems = []
     if table.num_rows != shard.samples:
         problems.append(f"{path}: {table.num_rows} rows, the manifest says {shard.samples}")
@@ -159,13 +160,17 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
         for label in table.column("label").to_pylist():
             if label is None:
                 continue
-            if not 0 <= label < len(manifest.classes):
+            if not isinstance(label, int) or not 0 <= label < len(manifest.classes):
                 problems.append(f"{path}: label {label} outside 0..{len(manifest.classes) - 1}")
             labels[label] += 1
     if decode and "image" in table.column_names:
         keys = table.column("key").to_pylist()
         for key, image in zip(keys, table.column("image").to_pylist()):
-            problem, fmt, mode, progressive = decode_strictly(image["bytes"])
+            data = image.get("bytes") if isinstance(image, dict) else None
+            if not isinstance(data, bytes):
+                problems.append(f"{path}: sample {key} has no image bytes")
+                continue
+            problem, fmt, mode, progressive = decode_strictly(data)
             if problem is not None:
                 problems.append(f"{path}: sample {key} does not decode: {problem}")
             elif fmt != "JPEG" or mode != "RGB" or progressive:

@@ -72,6 +72,14 @@ def _classify(ds: Any, allow_burned_in: bool) -> str | None:
     return None
 
 
+def _classified(ds: Any, allow_burned_in: bool) -> str | None:
+    """`_classify`, with a value pydicom cannot parse (it parses lazily, here) as the reason."""
+    try:
+        return _classify(ds, allow_burned_in)
+    except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
+        return f"malformed attribute value: {type(exc).__name__}: {exc}"
+
+
 def _bounded_map(pool: ThreadPoolExecutor, fn, items: list, chunk: int = 256):
     """pool.map in chunks, so that only a few hundred headers are held at a time."""
     for i in range(0, len(items), chunk):
@@ -119,7 +127,7 @@ def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool 
         with ThreadPoolExecutor(HEADER_THREADS) as pool:  # header reads wait on storage more than on the CPU
             for path, (ds, reason) in zip(paths, _bounded_map(pool, read_header, paths)):
                 rel = display(path.relative_to(src).as_posix())
-                reason = reason or _classify(ds, allow_burned_in)
+                reason = reason or _classified(ds, allow_burned_in)
                 if reason is not None:
                     rejected.append(Rejection(split_name, rel, reason))
                     continue

@@ -133,12 +133,24 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
             message = str(exc).replace(path, rel)  # an OSError names the path: never let it into DST
             raise RejectSeries(f"cannot read {rel}: {type(exc).__name__}: {message}") from exc
         first = first if first is not None else ds
-        syntaxes.add(getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown"))
-        these = _slices_of(ds, rel)
+        try:  # pydicom parses values when they are first read: a malformed one fails here, in any way
+            syntaxes.add(getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown"))
+            these = _slices_of(ds, rel)
+        except RejectSeries:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a value pydicom cannot parse is a reason, not a crash
+            raise RejectSeries(f"{rel}: malformed attribute value: {type(exc).__name__}: {exc}") from exc
+        if not these or min(these[0].shape) < 1:
+            raise RejectSeries(f"{rel}: an image of {list(these[0].shape) if these else 0} pixels")
         voxels += len(these) * these[0].shape[0] * these[0].shape[1]
         if voxels > max_voxels:  # checked on the header, before any pixel data is decoded
             raise _too_many(voxels, max_voxels, "the series holds at least")
-        arr = _pixels(ds, rel)
+        try:
+            arr = _pixels(ds, rel)
+        except RejectSeries:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise RejectSeries(f"{rel}: malformed attribute value: {type(exc).__name__}: {exc}") from exc
         if arr.ndim == 2:
             arr = arr[None]
         if arr.shape[0] != len(these) or arr.shape[1:] != these[0].shape:

@@ -1,0 +1,184 @@
+"""Seeded input mutations for the fuzz suite (tests/mutation_fuzz.py): bit flips, truncations, chunk
+edits and interesting integers for any bytes; header edits that keep a file plausible (JPEG frame size,
+PNG IHDR, tar size fields with a valid checksum); and value edits for JSON documents (manifests, states).
+
+Every mutation is a pure function of a `random.Random`, so (seed, case) reproduces it exactly."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import struct
+from collections.abc import Callable
+from typing import Any
+
+INTERESTING = (0, 1, 2, 0x7F, 0x80, 0xFF, 0x100, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF)
+
+
+def flip_bits(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    out = bytearray(data)
+    n = rng.randint(1, 8)
+    for _ in range(n):
+        i = rng.randrange(len(out))
+        out[i] ^= 1 << rng.randrange(8)
+    return bytes(out), f"flip {n} bits"
+
+
+def set_bytes(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    out = bytearray(data)
+    i = rng.randrange(len(out))
+    n = min(rng.randint(1, 16), len(out) - i)
+    value = rng.choice((0x00, 0xFF, 0x7F, 0x80, None))
+    out[i:i + n] = bytes(rng.randrange(256) if value is None else value for _ in range(n))
+    return bytes(out), f"set {n} bytes at {i}"
+
+
+def truncate(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    cut = rng.randrange(len(data))
+    return data[:cut], f"truncate at {cut} of {len(data)}"
+
+
+def delete_chunk(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    i = rng.randrange(len(data))
+    n = rng.randint(1, max(1, min(4096, len(data) - i)))
+    return data[:i] + data[i + n:], f"delete {n} bytes at {i}"
+
+
+def duplicate_chunk(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    i = rng.randrange(len(data))
+    n = rng.randint(1, max(1, min(4096, len(data) - i)))
+    j = rng.randrange(len(data))
+    return data[:j] + data[i:i + n] + data[j:], f"copy {n} bytes from {i} to {j}"
+
+
+def interesting_int(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    width, order = rng.choice(((1, ""), (2, "<"), (2, ">"), (4, "<"), (4, ">"), (8, "<")))
+    if len(data) < width:
+        return flip_bits(rng, data)
+    i = rng.randrange(len(data) - width + 1)
+    value = rng.choice(INTERESTING) & ((1 << (8 * width)) - 1)
+    fmt = {1: "B", 2: "H", 4: "I", 8: "Q"}[width]
+    out = bytearray(data)
+    out[i:i + width] = struct.pack(f"{order or '<'}{fmt}", value)
+    return bytes(out), f"int{8 * width} {value} at {i}"
+
+
+def jpeg_frame_size(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """The SOF marker's height/width set to an extreme: a header that lies about its data."""
+    for marker in (b"\xff\xc0", b"\xff\xc1", b"\xff\xc2"):
+        i = data.find(marker)
+        if i >= 0 and i + 9 <= len(data):
+            h, w = rng.choice((0, 1, 8, 0xFFFF, rng.randrange(1, 0x10000))), rng.choice((0, 1, 0xFFFF, 30000))
+            out = bytearray(data)
+            out[i + 5:i + 9] = struct.pack(">HH", h, w)
+            return bytes(out), f"JPEG frame {w}x{h}"
+    return set_bytes(rng, data)
+
+
+def png_header_size(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """IHDR width/height set to an extreme, its CRC recomputed so the header is well formed."""
+    import zlib
+
+    i = data.find(b"IHDR")
+    if i < 0 or i + 21 > len(data):
+        return set_bytes(rng, data)
+    w, h = rng.choice((0, 1, 1 << 16, 1 << 30)), rng.choice((1, 50000, 1 << 20))
+    out = bytearray(data)
+    out[i + 4:i + 12] = struct.pack(">II", w, h)
+    out[i + 17:i + 21] = struct.pack(">I", zlib.crc32(bytes(out[i:i + 17])))
+    return bytes(out), f"PNG IHDR {w}x{h}"
+
+
+def tar_size_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """A member header's size field set to a lie (0, 1 TiB, past the end), its checksum made valid."""
+    headers = [o for o in range(0, len(data) - 512, 512) if data[o + 257:o + 262] == b"ustar"]
+    if not headers:
+        return set_bytes(rng, data)
+    o = rng.choice(headers)
+    size = rng.choice((0, 1, 511, 1 << 40, len(data) * 2, int(data[o + 124:o + 135] or b"0", 8) + 1))
+    out = bytearray(data)
+    out[o + 124:o + 136] = f"{size:011o}".encode()[-11:] + b"\0"
+    out[o + 148:o + 156] = b"        "
+    out[o + 148:o + 156] = f"{sum(out[o:o + 512]):06o}\0 ".encode()
+    return bytes(out), f"tar member at {o} claims {size} bytes"
+
+
+BYTES_MUTATORS: tuple[Callable[[random.Random, bytes], tuple[bytes, str]], ...] = (
+    flip_bits, set_bytes, truncate, delete_chunk, duplicate_chunk, interesting_int)
+
+
+def mutate_bytes(rng: random.Random, data: bytes, extra: tuple[Callable, ...] = ()) -> tuple[bytes, str]:
+    """One to three mutations of `data`, from the generic ones and the format's own `extra` ones."""
+    steps = []
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        if not data:
+            break
+        data, what = rng.choice(BYTES_MUTATORS + extra * 2)(rng, data)
+        steps.append(what)
+    return data, "; ".join(steps)
+
+
+# -- JSON documents ------------------------------------------------------------------------------------
+
+ODD_VALUES: tuple[Any, ...] = (None, True, -1, 0, 10**18, -(10**18), 1.5, float("nan"), float("inf"), "", "x" * 5000,
+                                "../../etc/passwd", "/dev/zero", [], {}, [None], {"": None}, "5", "\x1b[2J")
+
+
+class Nested:
+    """A value wrapped in `depth` lists, written out by `dumps` without recursion (5000 levels deep)."""
+
+    def __init__(self, value: Any, depth: int) -> None:
+        self.value, self.depth = value, depth
+
+
+def dumps(doc: Any) -> str:
+    """JSON text of a mutated document (NaN and Infinity written as Python's json writes them)."""
+    if isinstance(doc, Nested):
+        return "[" * doc.depth + dumps(doc.value) + "]" * doc.depth
+    if isinstance(doc, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {dumps(v)}" for k, v in doc.items()) + "}"
+    if isinstance(doc, list):
+        return "[" + ", ".join(dumps(v) for v in doc) + "]"
+    return json.dumps(doc)
+
+
+def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _get(doc: Any, path: tuple) -> Any:
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def mutate_json(rng: random.Random, doc: Any) -> tuple[Any, str]:
+    """A deep copy of `doc` with one to three edits: a value replaced by an odd one, a key removed,
+    a list item duplicated, or a value nested deeply (write it with `dumps`)."""
+    doc = json.loads(json.dumps(doc))
+    steps = []
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        paths = [p for p in _paths(doc) if p]
+        if not paths:
+            break
+        path = rng.choice(paths)
+        parent, key = _get(doc, path[:-1]), path[-1]
+        action = rng.choice(("value", "value", "value", "delete", "duplicate", "nest"))
+        if action == "delete":
+            del parent[key]
+        elif action == "duplicate" and isinstance(parent, list):
+            parent.insert(key, copy.deepcopy(parent[key]))
+        elif action == "nest":
+            parent[key] = Nested(parent[key], rng.choice((2, 50, 5000)))
+        else:
+            parent[key] = rng.choice(ODD_VALUES)
+        steps.append(f"{action} at {'/'.join(map(str, path))}")
+    return doc, "; ".join(steps)

@@ -1,0 +1,399 @@
+"""Seeded input-mutation fuzzing of everything fastdata reads from outside: JPEG and PNG files at conversion
+and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards, DICOM
+files, text corpora (plain, JSON Lines, gzip), manifests and loader states.
+
+The oracle: a mutated input is converted, rejected with a reason, or refused with a fastdata error
+(a ValueError for a state); any other exception, a crash of the interpreter or a hang (--case-timeout)
+is a finding. Findings are printed with their (seed, target, case) and the input is saved under --out.
+
+    python tests/mutation_fuzz.py --cases 900 --seed 0          # what `make test` runs (tests/test_fuzz.py)
+    python tests/mutation_fuzz.py --cases 5000 --seed random    # `make fuzz`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from fuzz_mutators import (  # noqa: E402
+    dumps,
+    jpeg_frame_size,
+    mutate_bytes,
+    mutate_json,
+    png_header_size,
+    tar_size_field,
+)
+
+
+class Finding(Exception):
+    """An outcome the oracle does not allow."""
+
+
+@dataclass
+class Target:
+    name: str
+    seeds: Callable[[], list[tuple[str, Any]]]  # (label, input) pairs to mutate
+    run: Callable[[random.Random, str, Any], str]  # mutate one input, feed it; returns what was done
+
+
+def _allowed(exc: BaseException, *extra: type) -> bool:
+    from fastdata.errors import FastdataError
+
+    return isinstance(exc, (FastdataError, *extra))
+
+
+OUTCOMES: Counter = Counter()  # (target step, "ran" | "refused: <error type>"): how deep the cases reach
+
+
+def _expect(fn: Callable[[], Any], *extra: type, step: str = "") -> None:
+    """Run `fn`; a fastdata error (or one of `extra`) is an allowed refusal, anything else a finding."""
+    try:
+        fn()
+        OUTCOMES[(step, "ran")] += 1
+    except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
+        if not _allowed(exc, *extra):
+            raise Finding(f"{type(exc).__name__}: {exc}") from exc
+        OUTCOMES[(step, f"refused: {type(exc).__name__}")] += 1
+
+
+class Context:
+    """Valid inputs built once per run: small datasets of every kind and files to mutate."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        from conftest_dicom import Phantom, convert_dicom, write_phantom
+        from conftest_text import TOKENIZER, convert_text
+        from helpers import PHOTOS, convert_images, make_image, make_image_tree
+
+        self.tokenizer = TOKENIZER
+        src = make_image_tree(work / "img-src", classes=2, per_class=4, size=(64, 48))
+        convert_images(src, work / "wds", samples_per_shard=4)
+        convert_images(src, work / "arrow", samples_per_shard=4, format="arrow")
+        self.jpegs = [("synthetic", (src / "class_0" / "img_0.jpg").read_bytes()),
+                      ("progressive", make_image(work / "p.jpg", size=(40, 56), seed=3, progressive=True,
+                                                 quality=80).read_bytes()),
+                      ("real greyscale", min((p for p in PHOTOS.glob("*.jpg")), key=lambda p: p.stat().st_size)
+                       .read_bytes())]
+        self.pngs = [("rgb", make_image(work / "a.png", size=(40, 30), seed=4).read_bytes()),
+                     ("grey", make_image(work / "g.png", size=(33, 21), seed=5, mode="L").read_bytes())]
+        text = work / "text-src"
+        text.mkdir()
+        (text / "a.txt").write_text("the quick brown fox\njumps over\n\nthe lazy dog\n", encoding="utf-8")
+        convert_text(text, work / "tokens", per_line=True, samples_per_shard=2)
+        write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
+        convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
+        self.dicom_files = sorted((work / "dcm-src" / "s").iterdir())
+        self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
+                      ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
+                      ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
+                      ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20))]
+        self.case_dir = work / "case"
+
+    def fresh(self, name: str) -> Path:
+        """A private copy of dataset `name` for one case (the mutation must not leak into the next)."""
+        shutil.rmtree(self.case_dir, ignore_errors=True)
+        shutil.copytree(self.work / name, self.case_dir)
+        return self.case_dir
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+def _fix_size(ds: Path, shard: str, probability: float, rng: random.Random) -> None:
+    """Make the manifest agree with the mutated shard's size (mostly), so the readers get past that check."""
+    if rng.random() >= probability:
+        return
+    m = json.loads((ds / "manifest.json").read_text())
+    for split in m["splits"].values():
+        for entry in split["shards"]:
+            if entry["name"] == shard:
+                entry["bytes"] = (ds / shard).stat().st_size
+    (ds / "manifest.json").write_text(json.dumps(m))
+
+
+def _epoch(loader: Any, limit: int = 50) -> None:
+    for i, _ in enumerate(loader):
+        if i >= limit:
+            break
+
+
+# -- targets --------------------------------------------------------------------------------------------
+
+def _image_bytes(ctx: Context, rng: random.Random, label: str, data: bytes, extra: tuple) -> str:
+    from converters.images import ImageOptions
+    from converters.images.encode import process_image
+    from converters.sample import Rejection, Sample, WorkItem
+    from fastdata.images.decode import check_header, decode_eval, decode_train
+    from fastdata.images.geometry import random_resized_crop_box
+    from fastdata.images.reader import RawSample
+    from fastdata.verify import decode_strictly
+
+    data, what = mutate_bytes(rng, data, extra)
+    path = ctx.work / "case.img"
+    path.write_bytes(data)
+    result = process_image(WorkItem("train", "case.img", str(path), 0, 0), opts=ImageOptions())
+    if not isinstance(result, Sample | Rejection):
+        raise Finding(f"the converter returned {type(result).__name__}")
+    OUTCOMES[("image convert", type(result).__name__)] += 1
+    decode_strictly(data)  # verify --decode: returns its finding, never raises
+    raw = RawSample(data=data, label=0, key="k", shard=Path("case.tar"))
+
+    def load() -> None:
+        height, width = check_header(raw, 89_478_485)
+        box = random_resized_crop_box(np.random.default_rng(rng.randrange(1 << 30)), height, width,
+                                      scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3))
+        decode_train(raw, box, height, width, 32, flip=rng.random() < 0.5)
+        decode_eval(raw, resize_short=36, size=32)
+
+    _expect(load, step="image decode")
+    return f"{label}: {what}"
+
+
+def _tar_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
+    import fastdata
+    from fastdata.verify import verify_dataset
+
+    ds = ctx.fresh("wds")
+    shard, member = ("train-000000.tar", "tar") if label == "tar" else ("train-000001.idx", "idx")
+    data, what = mutate_bytes(rng, (ds / shard).read_bytes(), (tar_size_field,) if member == "tar" else ())
+    (ds / shard).write_bytes(data)
+    _fix_size(ds, "train-000000.tar", 0.8, rng)
+    _expect(lambda: verify_dataset(ds, decode=True), step=f"{member} verify")
+    backend = "dali" if rng.random() < 0.1 else "kornia"
+    for train in (True, False):
+        _expect(lambda train=train: _epoch(fastdata.loader(ds, batch_size=2, image_size=32, train=train,
+                                                           backend=backend, device="cpu", num_threads=1)),
+                step=f"{member} {backend} epoch")
+    return f"{shard} ({backend}): {what}"
+
+
+def _arrow_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
+    import fastdata
+    from fastdata.verify import verify_dataset
+
+    ds = ctx.fresh(label)
+    shard = sorted(p.name for p in ds.glob("*.arrow"))[0]
+    data, what = mutate_bytes(rng, (ds / shard).read_bytes())
+    (ds / shard).write_bytes(data)
+    _fix_size(ds, shard, 0.8, rng)
+    _expect(lambda: verify_dataset(ds, decode=True), step=f"{label} verify")
+    if label == "arrow":
+        _expect(lambda: _epoch(fastdata.loader(ds, batch_size=2, image_size=32, backend="kornia", device="cpu",
+                                               num_threads=1)), step="arrow images epoch")
+    else:
+        _expect(lambda: _epoch(fastdata.loader(ds, max_tokens=64)), step="arrow tokens epoch")
+    return f"{label}/{shard}: {what}"
+
+
+def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
+    import fastdata
+
+    ds = ctx.fresh("volumes")
+    shard = "train-000000.tar"
+    data, what = mutate_bytes(rng, (ds / shard).read_bytes(), (tar_size_field,))
+    (ds / shard).write_bytes(data)
+    _fix_size(ds, shard, 0.8, rng)
+    for train in (True, False):
+        _expect(lambda train=train: _epoch(fastdata.loader(ds, batch_size=1, patch_size=(4, 8, 8), train=train,
+                                               num_workers=1)), step="volume epoch")
+    return f"volumes/{shard}: {what}"
+
+
+def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
+    from converters import get_kind
+    from converters.dicom import DicomOptions
+    from converters.sample import Rejection, Sample
+
+    series = ctx.work / "case-dicom"
+    shutil.rmtree(series, ignore_errors=True)
+    shutil.copytree(path.parent, series)
+    data, what = mutate_bytes(rng, path.read_bytes())
+    (series / path.name).write_bytes(data)
+    kind, opts = get_kind("dicom"), DicomOptions(salt="fuzz")
+    discovery = kind.discover(series, options=opts)
+    discovery, _ = kind.pseudonymize(discovery, opts)
+    process = kind.processor(opts)
+    for items in discovery.splits.values():
+        for item in items:
+            result = process(item)
+            if not isinstance(result, Sample | Rejection):
+                raise Finding(f"the converter returned {type(result).__name__}")
+            OUTCOMES[("dicom series", type(result).__name__)] += 1
+    return f"{path.name}: {what}"
+
+
+def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
+    from converters.text.options import TextOptions
+    from converters.text.records import read_documents
+
+    data, what = mutate_bytes(rng, data)
+    path = ctx.work / name
+    path.write_bytes(data)
+    opts = TextOptions(tokenizer=str(ctx.tokenizer), separator="%" if name.endswith(".txt") else None,
+                       max_document_bytes=4096)
+    documents = list(read_documents(path, opts))  # every problem is a Reject, never an exception
+    if not all(isinstance(where, str) for where, _ in documents):
+        raise Finding("a document without a location")
+    return f"{name}: {what}"
+
+
+def _manifest(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
+    import fastdata
+    from fastdata.dataset import open_dataset
+    from fastdata.verify import verify_dataset
+
+    ds = ctx.fresh(label)
+    doc, what = mutate_json(rng, json.loads((ds / "manifest.json").read_text()))
+    (ds / "manifest.json").write_text(dumps(doc))
+    _expect(lambda: open_dataset(ds), step="manifest open")
+    _expect(lambda: verify_dataset(ds), step="manifest verify")
+    options = {"wds": dict(batch_size=2, image_size=32, backend="kornia", device="cpu", num_threads=1),
+               "tokens": dict(max_tokens=64), "volumes": dict(batch_size=1, patch_size=(4, 8, 8), num_workers=1)}
+    _expect(lambda: _epoch(fastdata.loader(ds, **options[label])), step="manifest epoch")
+    return f"{label}/manifest.json: {what}"
+
+
+def _state(ctx: Context, rng: random.Random, label: str, make: Callable[[], Any]) -> str:
+    loader = make()
+    it = iter(loader)
+    next(it)
+    state = loader.state_dict()
+    if hasattr(it, "close"):
+        it.close()
+    doc, what = mutate_json(rng, state)
+    fresh = make()
+    try:
+        fresh.load_state_dict(doc)
+    except Exception as exc:  # noqa: BLE001
+        if not _allowed(exc, ValueError):
+            raise Finding(f"load_state_dict: {type(exc).__name__}: {exc}") from exc
+        OUTCOMES[("state load", "refused")] += 1
+        return f"{label} state refused: {what}"
+    _expect(lambda: _epoch(fresh), step="state accepted, epoch")  # an accepted state must load and run
+    return f"{label} state accepted: {what}"
+
+
+def targets(ctx: Context) -> list[Target]:
+    import fastdata
+
+    def image_loader() -> Any:
+        return fastdata.loader(ctx.work / "wds", batch_size=2, image_size=32, backend="kornia", device="cpu",
+                               num_threads=1)
+
+    return [
+        Target("jpeg", lambda: ctx.jpegs, lambda r, label, d: _image_bytes(ctx, r, label, d, (jpeg_frame_size,))),
+        Target("png", lambda: ctx.pngs, lambda r, label, d: _image_bytes(ctx, r, label, d, (png_header_size,))),
+        Target("tar", lambda: [("tar", None), ("idx", None)], lambda r, label, d: _tar_shard(ctx, r, label, d)),
+        Target("arrow", lambda: [("arrow", None), ("tokens", None)],
+               lambda r, label, d: _arrow_shard(ctx, r, label, d)),
+        Target("volume", lambda: [("volume", None)], lambda r, label, d: _volume_shard(ctx, r, label, d)),
+        Target("dicom", lambda: [(p.name, p) for p in ctx.dicom_files],
+               lambda r, label, p: _dicom_file(ctx, r, label, p)),
+        Target("text", lambda: ctx.texts, lambda r, label, d: _text_file(ctx, r, label, d)),
+        Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
+               lambda r, label, d: _manifest(ctx, r, label, d)),
+        Target("state", lambda: [
+            ("images", image_loader),
+            ("tokens", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8)),
+            ("volumes", lambda: fastdata.loader(ctx.work / "volumes", batch_size=1, patch_size=(4, 8, 8),
+                                                num_workers=1)),
+        ], lambda r, label, make: _state(ctx, r, label, make)),
+    ]
+
+
+# -- the runner -------------------------------------------------------------------------------------------
+
+class Hang(BaseException):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise Hang()
+
+
+def run(cases: int, seed: str, only: list[str] | None, out: Path, case_timeout: int, budget_s: float,
+        verbose: bool = False) -> int:
+    import logging
+
+    logging.disable(logging.CRITICAL)  # rejections and refusals are logged by design: keep the output readable
+    signal.signal(signal.SIGALRM, _alarm)
+    with tempfile.TemporaryDirectory(prefix="fastdata-fuzz-") as tmp:
+        ctx = Context(Path(tmp))
+        chosen = [t for t in targets(ctx) if not only or t.name in only]
+        findings, done, start = 0, {t.name: 0 for t in chosen}, time.monotonic()
+        for case in range(cases):
+            if time.monotonic() - start > budget_s:
+                print(f"time budget of {budget_s:.0f} s reached after {case} cases")
+                break
+            target = chosen[case % len(chosen)]
+            rng = random.Random(f"{seed}:{target.name}:{case}")
+            label, value = rng.choice(target.seeds())
+            signal.alarm(case_timeout)
+            try:
+                target.run(rng, label, value)
+            except (Finding, Hang, Exception) as exc:  # noqa: BLE001 - an unexpected exception is a finding too
+                findings += 1
+                kind = "hang" if isinstance(exc, Hang) else "finding"
+                print(f"FINDING {kind} seed={seed} target={target.name} case={case} input={label}: "
+                      f"{type(exc).__name__}: {exc}")
+                print("".join(traceback.format_exception(exc.__cause__ or exc)[-14:]))
+                _save(out, seed, target.name, case, ctx)
+            finally:
+                signal.alarm(0)
+            done[target.name] += 1
+        if verbose:
+            for (step, outcome), n in sorted(OUTCOMES.items()):
+                print(f"  {step:28s} {outcome:36s} {n:6d}")
+        print(f"{sum(done.values())} cases ({', '.join(f'{k} {v}' for k, v in done.items())}), seed {seed}, "
+              f"{findings} finding(s), {time.monotonic() - start:.1f} s")
+    return 1 if findings else 0
+
+
+def _save(out: Path, seed: str, target: str, case: int, ctx: Context) -> None:
+    """Keep what the failing case fed in, for reproduction (`--targets T --seed S` replays the same cases)."""
+    dest = out / f"{target}-{seed}-{case}"
+    dest.mkdir(parents=True, exist_ok=True)
+    for path in (ctx.work / "case.img", ctx.case_dir, ctx.work / "case-dicom"):
+        if path.is_file():
+            shutil.copy(path, dest)
+        elif path.is_dir():
+            shutil.copytree(path, dest / path.name, dirs_exist_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", type=int, default=300, help="cases in all, dealt round robin to the targets")
+    p.add_argument("--seed", default="0", help="a seed, or 'random' (printed, so a finding can be replayed)")
+    p.add_argument("--targets", help="comma list of targets (default: all)")
+    p.add_argument("--out", type=Path, default=Path("fuzz-findings"), help="where failing inputs are saved")
+    p.add_argument("--case-timeout", type=int, default=30, help="seconds before a case counts as a hang")
+    p.add_argument("--budget", type=float, default=float("inf"), help="stop starting cases after this many seconds")
+    p.add_argument("-v", "--verbose", action="store_true", help="print how far the cases got, step by step")
+    args = p.parse_args(argv)
+    seed = str(random.SystemRandom().randrange(1 << 32)) if args.seed == "random" else args.seed
+    only = args.targets.split(",") if args.targets else None
+    return run(args.cases, seed, only, args.out, args.case_timeout, args.budget, args.verbose)
+
+
+import numpy as np  # noqa: E402  (after the sys.path set-up: numpy is used by the image target)
+
+if __name__ == "__main__":
+    sys.exit(main())

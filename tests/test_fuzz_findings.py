@@ -1,0 +1,170 @@
+"""Inputs the mutation fuzz suite (tests/mutation_fuzz.py) found escaping as a raw exception, each pinned
+to the clear error or recorded rejection it gets now."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest_images import make_datasets
+from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
+
+import fastdata
+from fastdata.errors import ManifestError, ShardError
+from fastdata.manifest import read_manifest
+from fastdata.verify import verify_dataset
+
+
+@pytest.fixture
+def ds(tmp_path: Path) -> dict[str, Path]:
+    return make_datasets(tmp_path)
+
+
+def edit_manifest(root: Path, change) -> None:
+    path = root / "manifest.json"
+    m = json.loads(path.read_text())
+    change(m)
+    path.write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("members", 5, "extra.members.*list of names"),
+    ("members", ["jpg", 3], "extra.members.*list of names"),
+    ("label_member", ["cls"], "extra.label_member.*string"),
+    ("tokenizer", "gpt2", "extra.tokenizer.*object"),
+])
+def test_manifest_extra_fields_of_the_wrong_type_are_refused(ds, key, value, message):
+    edit_manifest(ds["wds"], lambda m: m["extra"].__setitem__(key, value))
+    with pytest.raises(ManifestError, match=message):
+        read_manifest(ds["wds"])
+
+
+@pytest.mark.parametrize("field, value", [("pad_id", -1), ("vocab_size", 0), ("ids_dtype", "float64")])
+def test_a_forged_tokenizer_description_is_refused(fortunes_tokens, tmp_path, field, value):
+    copy = tmp_path / "tokens"
+    shutil.copytree(fortunes_tokens, copy)
+    edit_manifest(copy, lambda m: m["extra"]["tokenizer"].__setitem__(field, value))
+    with pytest.raises(ManifestError, match=f"extra.tokenizer.{field}"):
+        fastdata.loader(copy, max_tokens=64)
+
+
+def test_a_sample_count_the_shard_cannot_hold_is_refused_before_any_plan(ds):
+    # a plan holds one entry per sample: 10**12 samples would allocate terabytes before any shard is read
+    edit_manifest(ds["wds"], lambda m: m["splits"]["train"]["shards"][0].__setitem__("samples", 10**12))
+    with pytest.raises(ManifestError, match="at most one per 16 bytes"):
+        read_manifest(ds["wds"])
+
+
+def test_a_manifest_nested_past_the_recursion_limit_is_a_manifest_error(ds):
+    (ds["wds"] / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ManifestError, match="RecursionError"):
+        read_manifest(ds["wds"])
+
+
+def test_an_unknown_kind_is_a_manifest_error_from_the_loader(ds):
+    edit_manifest(ds["wds"], lambda m: m.__setitem__("kind", "audio"))
+    with pytest.raises(ManifestError, match="no loader for datasets of kind 'audio'"):
+        fastdata.loader(ds["wds"], batch_size=2)
+
+
+def _rename_field(path: Path, name: bytes) -> None:
+    raw = path.read_bytes()
+    assert raw.count(name) >= 1
+    path.write_bytes(raw.replace(name, b"\xff" + name[1:]))  # same length: the stream stays well formed
+
+
+def test_an_arrow_field_name_that_is_not_utf8_is_a_shard_error(fortunes_tokens, tmp_path, ds):
+    copy = tmp_path / "tokens"
+    shutil.copytree(fortunes_tokens, copy)
+    _rename_field(next(copy.glob("*.arrow")), b"input_ids")
+    with pytest.raises(ShardError, match="damaged or not an Arrow IPC stream"):
+        fastdata.loader(copy, max_tokens=64)
+    shard = ds["arrow"] / "train-000000.arrow"
+    _rename_field(shard, b"label")
+    with pytest.raises(ShardError, match="damaged or not an Arrow IPC stream"):
+        list(fastdata.loader(ds["arrow"], batch_size=4, backend="kornia", device="cpu", image_size=32))
+    assert any("unreadable Arrow stream: UnicodeDecodeError" in p for p in verify_dataset(ds["arrow"]))
+
+
+def test_verify_reports_an_arrow_label_of_the_wrong_type(ds):
+    import hashlib
+
+    import pyarrow as pa
+
+    shard = ds["arrow"] / "train-000000.arrow"
+    table = pa.ipc.open_stream(shard.read_bytes()).read_all()
+    table = table.set_column(table.schema.get_field_index("label"), "label",
+                             pa.array([str(v) for v in table.column("label").to_pylist()]))
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    shard.write_bytes(sink.getvalue())
+
+    def fix(m):
+        entry = m["splits"]["train"]["shards"][0]
+        entry.update(bytes=len(sink.getvalue()), sha256=hashlib.sha256(sink.getvalue()).hexdigest())
+
+    edit_manifest(ds["arrow"], fix)
+    assert any("label 0 outside" in p or "label 1 outside" in p for p in verify_dataset(ds["arrow"]))
+
+
+def test_an_npy_header_that_does_not_tokenize_is_a_shard_error(tmp_path):
+    pytest.importorskip("pydicom")
+    from conftest_dicom import Phantom, convert_dicom, write_phantom
+    from test_volume_forged import _rewrite
+
+    write_phantom(tmp_path / "src" / "a", Phantom(slices=6), seed=0)
+    convert_dicom(tmp_path / "src", tmp_path / "out")
+    header = b"{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3, '"  # the tokenizer's TokenError
+
+    def forge(name, data):
+        return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header if name.endswith(".npy") else data
+
+    _rewrite(tmp_path / "out" / "train-000000.tar", forge)
+    with pytest.raises(ShardError, match="unreadable npy header"):
+        fastdata.loader(tmp_path / "out", batch_size=1, patch_size=(4, 8, 8), num_workers=1)
+
+
+def _bad_us_length(path: Path, tag: bytes) -> None:
+    """Give the US element `tag` (group, element as little-endian bytes) a 3-byte value: pydicom fails when
+    the value is first read, not when the file is opened."""
+    raw = path.read_bytes()
+    at = raw.index(tag + b"US\x02\x00")
+    path.write_bytes(raw[:at] + tag + b"US\x03\x00" + raw[at + 8:at + 10] + b"\x00" + raw[at + 10:])
+
+
+@pytest.mark.parametrize("tag, where", [
+    (b"\x28\x00\x10\x00", "discovery"),  # Rows: read while files are sorted into series
+    (b"\x28\x00\x02\x00", "series"),  # SamplesPerPixel: read while the series is converted
+])
+def test_a_dicom_value_pydicom_cannot_parse_is_a_recorded_rejection(tmp_path, tag, where):
+    pytest.importorskip("pydicom")
+    from conftest_dicom import Phantom, convert_dicom, reasons_by_path, write_phantom
+
+    files = write_phantom(tmp_path / "src" / "a", Phantom(slices=4), seed=0)
+    write_phantom(tmp_path / "src" / "b", Phantom(slices=4, series_uid="1.2.3.4"), seed=1)  # a good series
+    _bad_us_length(files[1], tag)
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    reasons = reasons_by_path(result)
+    bad = files[1].relative_to(tmp_path / "src").as_posix()
+    if where == "discovery":
+        assert "BytesLengthException" in reasons[bad]
+    else:  # the series is rejected as a whole, naming the file
+        assert any("malformed attribute value: BytesLengthException" in r and bad in r for r in reasons.values())
+
+
+def test_a_dicom_image_of_zero_rows_is_rejected(tmp_path):
+    pytest.importorskip("pydicom")
+    from conftest_dicom import Phantom, convert_dicom, make_slice, reasons_by_path, write_phantom
+
+    write_phantom(tmp_path / "src" / "good", Phantom(slices=4), seed=0)
+    for k in range(3):
+        make_slice(tmp_path / "src" / "s" / f"{k}.dcm", np.zeros((0, 5), np.uint16), series_uid="1.2.3",
+                   position=(0.0, 0.0, float(k)), instance=k + 1)
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    assert any("an image of [0, 5] pixels" in r for r in reasons_by_path(result).values())
