@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fastdata-installed
 
-.PHONY: setup demo test lint fuzz clean
+.PHONY: setup demo test lint fuzz mutants clean
 
 setup: $(STAMP)
 
@@ -24,5 +24,10 @@ test: setup lint
 fuzz: setup
 	$(PY) tests/mutation_fuzz.py --cases 5000 --seed random
 
+# mutation testing of the modules that decide correctness (docs/testing.md); mutmut is installed on first use
+mutants: setup
+	$(VENV)/bin/pip install -q mutmut==3.8.1
+	$(PY) scripts/mutants.py
+
 clean:
-	rm -rf demo-out bench-out .pytest_cache fuzz-findings
+	rm -rf demo-out bench-out .pytest_cache fuzz-findings mutants
