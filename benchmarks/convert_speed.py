@@ -2,6 +2,7 @@
 
     python benchmarks/convert_speed.py                         # bundled photos replicated to 240 files
     python benchmarks/convert_speed.py --images 60 --reps 1 --no-docs   # a short run
+    python benchmarks/convert_speed.py --images 2000 --jobs 2 --ray     # --executor ray against -j 2
 
 Both sides run as fresh processes (interpreter start included), read the same raw tree, cap the
 shorter side at 256 px and write quality-90 JPEGs; they are interleaved over the repetitions.
@@ -56,13 +57,19 @@ def pil_loop(src: Path, dst: Path) -> int:
 def command(name: str, src: Path, dst: Path) -> list[str]:
     if name == "pil":
         return [sys.executable, str(Path(__file__).resolve()), "--pil-loop", str(src), str(dst)]
-    jobs = int(name.removeprefix("fastdata-j"))
+    ray = name.startswith("fastdata-ray-j")
+    jobs = int(name.removeprefix("fastdata-ray-j" if ray else "fastdata-j"))
     return [sys.executable, "-m", "fastdata", "convert", str(src), str(dst), "-j", str(jobs), "--no-progress",
-            "--short-side", str(SHORT_SIDE), "--quality", str(QUALITY), "--samples-per-shard", "64"]
+            "--short-side", str(SHORT_SIDE), "--quality", str(QUALITY), "--samples-per-shard", "64",
+            *(["--executor", "ray"] if ray else [])]
 
 
 def label(name: str) -> str:
-    return "PIL loop, 1 process" if name == "pil" else f"fastdata convert -j {name.removeprefix('fastdata-j')}"
+    if name == "pil":
+        return "PIL loop, 1 process"
+    if name.startswith("fastdata-ray-j"):
+        return f"fastdata convert --executor ray (local Ray, {name.removeprefix('fastdata-ray-j')} CPUs)"
+    return f"fastdata convert -j {name.removeprefix('fastdata-j')}"
 
 
 def run_once(name: str, src: Path, dst: Path, images: int) -> dict:
@@ -97,6 +104,10 @@ def summarize_convert(rows: list[dict], names: list[str]) -> list[dict]:
             e["vs_pil"] = e["images_per_s"]["median"] / base
         if j1 and e["candidate"].startswith("fastdata-j"):
             e["vs_j1"] = e["images_per_s"]["median"] / j1
+        if e["candidate"].startswith("fastdata-ray-j"):  # Ray against the local executor on the same CPUs
+            local = next((x for x in out if x["candidate"] == e["candidate"].replace("-ray", "")), None)
+            if local:
+                e["vs_local"] = e["images_per_s"]["median"] / local["images_per_s"]["median"]
     return out
 
 
@@ -118,6 +129,11 @@ def markdown(summary: list[dict], env: dict, config: dict, chart: Path | None, d
         vs_j1 = f"{e['vs_j1']:.2f}x" if "vs_j1" in e else "-"
         lines.append(f"| {e['label']} | {s['median']:.1f} | {s['min']:.1f} | {s['max']:.1f} | {vs_pil} | {vs_j1} | "
                      f"{e['cpu_percent']:.0f} | {e['peak_rss'] / 2**20:.0f} |")
+    for e in summary:
+        if "vs_local" in e:
+            lines += ["", f"{e['label']}: {e['vs_local']:.2f}x the images/s of the local executor on the same CPUs "
+                          f"(Ray's overhead: start-up of the local instance and one task per 64-image shard; "
+                          "docs/cluster.md has the cost model)."]
     if chart is not None:
         lines += ["", f"![conversion speed]({os.path.relpath(chart, docs.parent)})"]
     return "\n".join(lines) + "\n"
@@ -130,6 +146,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--images", type=int, default=240, help="size of the default tree (default 240)")
     p.add_argument("--jobs", default=",".join(str(j) for j in sorted({1, cores})),
                    help=f"comma-separated -j values for fastdata convert (default 1,{cores})")
+    p.add_argument("--ray", action="store_true", help="also --executor ray with the largest --jobs value")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--work-dir", type=Path, default=Path("bench-out/convert"))
     p.add_argument("--json", type=Path)
@@ -156,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     raw = args.raw or replicate_photos(work / "raw", images=args.images)
     n = len(image_files(raw))
     names = ["pil", *[f"fastdata-j{j}" for j in args.job_list]]
+    if args.ray:
+        names.append(f"fastdata-ray-j{max(args.job_list)}")
     env = environment()
     rows = []
     for rep, name in interleaved(names, args.reps):

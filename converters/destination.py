@@ -94,6 +94,7 @@ class RemoteDestination:
         from fastdata.storage.client import RemoteStore
 
         self.store = RemoteStore(url, storage_options)
+        self.storage_options = storage_options
         self.label = self.store.url
         self.work = Path(staging) if staging is not None else staging_dir(self.store.url)
 

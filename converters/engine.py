@@ -28,6 +28,7 @@ from converters.plan import (
 )
 from converters.pool import run_ordered
 from converters.sample import Rejection, Sample, WorkItem, add_counts
+from converters.versions import byte_versions, check_versions
 from converters.writers import WRITERS
 from fastdata import __version__
 from fastdata.atomic import write_bytes_atomic
@@ -54,6 +55,11 @@ class ConvertConfig:
     part: int = 0
     follow_symlinks: bool = True  # False: links in SRC are rejected, not followed (trees from someone else)
     private_report: Path | str | None = None  # where a kind that names sources by pseudonym writes their paths
+    executor: str = "local"  # "ray": one Ray task per shard (converters/executor.py)
+    address: str | None = None  # ray: the cluster to join ("auto", "ray://host:10001"); None starts a local one
+    retries: int = 3  # ray: attempts after the first, for a dead worker or an OSError/TimeoutError
+    task_cpus: float = 1.0  # ray: CPUs each shard task requests
+    task_memory: int | None = None  # ray: bytes of memory each shard task requests (None: the kind's default)
 
     def validate(self, kind: Kind) -> str:
         fmt = self.format or kind.formats[0]
@@ -65,6 +71,17 @@ class ConvertConfig:
             raise ValueError(f"--samples-per-shard must be >= 1, got {self.samples_per_shard}")
         if self.jobs < 1:
             raise ValueError(f"--jobs must be >= 1, got {self.jobs}")
+        from converters.executor import EXECUTORS
+
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {self.executor!r}")
+        if self.address is not None and self.executor != "ray":
+            raise ValueError("--address names a Ray cluster: it needs --executor ray")
+        if not 0 <= self.retries <= 100:
+            raise ValueError(f"--retries must be within 0..100, got {self.retries}")
+        if not 0 < self.task_cpus <= 1024 or (self.task_memory is not None and self.task_memory < 1):
+            raise ValueError(f"--task-cpus must be within (0, 1024] and --task-memory >= 1 byte, got "
+                             f"{self.task_cpus} and {self.task_memory}")
         shards_for_part([], num_parts=self.num_parts, part=self.part)
         return fmt
 
@@ -77,6 +94,7 @@ class ConvertResult:
     skipped: list[str]
     rejected: list[dict[str, str]]
     private_report: Path | None = None  # the local file mapping pseudonyms to source paths (not for sharing)
+    retries: int = 0  # ray: attempts of shard tasks beyond the first
 
 
 Progress = Callable[[int], None]
@@ -176,11 +194,13 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, descri
             "shard_format": fmt,
             "classes": list(discovery.classes),
             "preprocessing": preprocessing,
-            "extra": {"members": list(kind.member_order), **described.get("extra", {}), "layout": discovery.layout},
+            "extra": {"members": list(kind.member_order), **described.get("extra", {}), "layout": discovery.layout,
+                      "versions": byte_versions(kind.name)},
             "tool_version": __version__,
             "fingerprint": fp,
         },
         "discovery_rejected": [r.to_dict() for r in discovery.rejected],
+        "versions": byte_versions(kind.name),
     }
 
 
@@ -205,43 +225,66 @@ def _results(fn: Any, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]]
         yield kept if kept is not None else next(computed)
 
 
+def write_shard(kind: Kind, fmt: str, dest: Destination, p: ShardPlan, results: Iterator[Any], layout: Any,
+                progress: Progress | None = None) -> dict[str, Any]:
+    """Write shard `p` from the next `p.stop - p.start` processor results and record it (the commit: a shard
+    counts as finished only once its record exists). Returns the record."""
+    name = p.name(SUFFIX[fmt])
+    writer = WRITERS[fmt](dest.work / name, member_order=kind.member_order, layout=layout)
+    class_counts: dict[str, int] = {}
+    stats: dict[str, Any] = {}
+    rejected: list[dict[str, str]] = []
+    try:
+        for _ in range(p.stop - p.start):
+            r = next(results)
+            if isinstance(r, Rejection):
+                rejected.append(r.to_dict())
+                log.info("rejected %s: %s", r.source, r.reason)
+            for sample in _samples(r):
+                writer.add(sample)
+                if sample.label is not None:
+                    class_counts[str(sample.label)] = class_counts.get(str(sample.label), 0) + 1
+                add_counts(stats, sample.stats)
+            if progress:
+                progress(1)
+        info: ShardInfo | None = writer.close() if writer.samples else None
+        if info is None:
+            writer.abort()
+    except BaseException:
+        writer.abort()
+        raise
+    record = {"split": p.split, "shard": info.to_dict() if info else None, "class_counts": class_counts,
+              "stats": stats, "rejected": rejected}
+    dest.save_record(name, record)
+    log.info("wrote %s (%d samples, %d rejected)", name, info.samples if info else 0, len(rejected))
+    return record
+
+
 def _convert_shards(kind: Kind, fmt: str, dest: Destination, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]],
                     options: Any, discovery: Discovery, jobs: int, progress: Progress | None,
                     probed: Probed) -> None:
+    """The local executor: every shard in order, the inputs converted by a pool of `jobs` processes."""
     fn = kind.processor(options)
-    writer_cls = WRITERS[fmt]
     layout = kind.arrow_layout(discovery, options) if fmt == "arrow" else None
     results = _results(fn, todo, shuffled, jobs, probed)
     for p in todo:
-        name = p.name(SUFFIX[fmt])
-        writer = writer_cls(dest.work / name, member_order=kind.member_order, layout=layout)
-        class_counts: dict[str, int] = {}
-        stats: dict[str, Any] = {}
-        rejected: list[dict[str, str]] = []
-        try:
-            for _ in range(p.stop - p.start):
-                r = next(results)
-                if isinstance(r, Rejection):
-                    rejected.append(r.to_dict())
-                    log.info("rejected %s: %s", r.source, r.reason)
-                for sample in _samples(r):
-                    writer.add(sample)
-                    if sample.label is not None:
-                        class_counts[str(sample.label)] = class_counts.get(str(sample.label), 0) + 1
-                    add_counts(stats, sample.stats)
-                if progress:
-                    progress(1)
-            info: ShardInfo | None = writer.close() if writer.samples else None
-            if info is None:
-                writer.abort()
-        except BaseException:
-            writer.abort()
-            raise
-        dest.save_record(name, {
-            "split": p.split, "shard": info.to_dict() if info else None,
-            "class_counts": class_counts, "stats": stats, "rejected": rejected,
-        })
-        log.info("wrote %s (%d samples, %d rejected)", name, info.samples if info else 0, len(rejected))
+        write_shard(kind, fmt, dest, p, results, layout, progress)
+
+
+def _convert_with_ray(kind: Kind, fmt: str, dest: Destination, todo: list[ShardPlan],
+                      shuffled: dict[str, list[WorkItem]], options: Any, discovery: Discovery, config: ConvertConfig,
+                      plan: dict[str, Any], progress: Progress | None) -> int:
+    """The Ray executor: one task per shard (converters/executor.py); returns the number of retries."""
+    from converters.executor import DestSpec, ShardJob, run_ray
+
+    layout = kind.arrow_layout(discovery, options) if fmt == "arrow" else None
+    spec = DestSpec.of(dest)
+    jobs = (ShardJob(kind, fmt, spec, p, shuffled[p.split][p.start:p.stop], options, layout, plan.get("versions") or {})
+            for p in todo)
+    memory = config.task_memory if config.task_memory is not None else getattr(kind, "task_memory", None)
+    summary = run_ray(jobs, dest=dest, address=config.address, num_cpus=config.jobs, retries=config.retries,
+                      task_cpus=config.task_cpus, task_memory=memory, progress=progress)
+    return summary.retries
 
 
 def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
@@ -377,6 +420,8 @@ def _convert_locked(kind: Kind, src: Path, dest: Destination, fmt: str, fp: str,
         plan["secrets"] = kept_secrets
         dest.prepare()
         dest.save_plan(plan)
+    else:  # a resume or another part: the shards made here must be the bytes the first ones were made with
+        check_versions(plan.get("versions"), kind.name, where="this machine")
     all_shards = [ShardPlan(**d) for d in plan["shards"]]
     mine = shards_for_part(all_shards, num_parts=config.num_parts, part=config.part)
     todo, skipped = [], []
@@ -387,12 +432,16 @@ def _convert_locked(kind: Kind, src: Path, dest: Destination, fmt: str, fp: str,
         log.info("resuming: %d shard(s) already done, %d to convert", len(skipped), len(todo))
     total = sum(p.stop - p.start for p in todo)
     progress = progress_factory(total) if progress_factory else None
-    _convert_shards(kind, fmt, dest, todo, shuffled, options, discovery, config.jobs, progress, probed)
+    retries = 0
+    if config.executor == "ray":
+        retries = _convert_with_ray(kind, fmt, dest, todo, shuffled, options, discovery, config, plan, progress)
+    else:
+        _convert_shards(kind, fmt, dest, todo, shuffled, options, discovery, config.jobs, progress, probed)
     converted = [p.name(plan["suffix"]) for p in todo]
     skipped_names = [p.name(plan["suffix"]) for p in skipped]
     if config.num_parts > 1:
         log.info("part %d/%d done; run `fastdata convert --merge %s` once all parts are done",
                  config.part, config.num_parts, dest.label)
-        return ConvertResult(dest.label, None, converted, skipped_names, [], report)
+        return ConvertResult(dest.label, None, converted, skipped_names, [], report, retries)
     manifest = merge(dest)
-    return ConvertResult(dest.label, manifest, converted, skipped_names, list(manifest.rejected), report)
+    return ConvertResult(dest.label, manifest, converted, skipped_names, list(manifest.rejected), report, retries)

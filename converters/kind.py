@@ -37,7 +37,8 @@ class Kind(Protocol):
     Optional attributes, read with defaults where they are used:
     - `unit` (str, default "sample"): the unit of the CLI progress bar (`fastdata/cli/convert.py`);
     - `probe_items` (int, default 32): inputs per split converted to size shards under `--shard-size`
-      (`converters/engine.py`); a kind with large samples probes fewer.
+      (`converters/engine.py`); a kind with large samples probes fewer;
+    - `task_memory` (int bytes, default none): what one shard task requests from Ray under `--executor ray`.
     The processor may also have `process_batch(items) -> list[result]` and `chunk_size` (int) to
     convert a worker chunk at once (`converters/pool.py`).
     """

@@ -132,7 +132,9 @@ def save_record(dst: Path, shard_name: str, record: dict[str, Any]) -> None:
     if shard is not None:
         names = [n for n in (shard["name"], shard.get("index")) if n]
         record = {**record, "written": {n: _stat(dst / n) for n in names}}
-    write_json_atomic(record_path(dst, shard_name), record)
+    path = record_path(dst, shard_name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, record)
 
 
 def cleanup(dst: Path) -> None:

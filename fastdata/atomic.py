@@ -12,8 +12,9 @@ CHUNK = 1 << 20
 
 
 def tmp_path(path: Path) -> Path:
-    """The temporary name a file is written under before it is renamed into place."""
-    return path.with_name(path.name + ".tmp")
+    """The temporary name a file is written under before it is renamed into place: unique to the process, so
+    two attempts at the same file (a retried task, a duplicate one on another machine) never share it."""
+    return path.with_name(f"{path.name}.{os.getpid()}.tmp")
 
 
 def commit(tmp: Path, path: Path) -> None:

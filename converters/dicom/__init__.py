@@ -24,6 +24,7 @@ class DicomKind:
     member_order = ("npy", "json")
     # series are large: size shards from a few of them (past engine.PROBE_KEEP_BYTES a probed one is converted twice)
     probe_items = 4
+    task_memory = 2 * 2**30  # --executor ray: memory a series task requests (--task-memory; ~12 bytes per voxel)
 
     def detect(self, src: Path, /) -> bool:
         return any(read_header(path)[0] is not None for path in first_files(src, DETECT_FILES))

@@ -35,6 +35,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--private-report", metavar="FILE",
                    help="dicom: where the source paths behind the pseudonyms go (default: DST.private-sources.jsonl "
                         "beside DST; never inside it)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: this machine's worker processes (default); ray: one Ray task per shard on a Ray "
+                        "cluster (pip install 'fastdata[ray]'; docs/cluster.md)")
+    p.add_argument("--address", help="ray: the cluster to join ('auto', 'ray://host:10001'); default: start a local "
+                                     "Ray instance with --jobs CPUs")
+    p.add_argument("--retries", type=int, default=3,
+                   help="ray: attempts after the first for a shard whose worker died or hit an OSError (default 3)")
+    p.add_argument("--task-cpus", type=float, default=1.0, help="ray: CPUs each shard task requests (default 1)")
+    p.add_argument("--task-memory", type=parse_size, help="ray: memory each shard task requests (default: the "
+                                                          "kind's, 2GB for dicom, none otherwise)")
     p.add_argument("--staging", metavar="DIR", help="remote DST: local folder for shards before upload "
                                                     "(default: under the user cache folder)")
     for name in KINDS:
@@ -82,7 +92,8 @@ def _summary(result) -> None:
         return
     m = result.manifest
     done = f"converted {len(result.converted)} shard(s)" + (
-        f", skipped {len(result.skipped)} already done" if result.skipped else "")
+        f", skipped {len(result.skipped)} already done" if result.skipped else "") + (
+        f", {result.retries} task retries" if result.retries else "")
     print(f"{done} -> {result.dst}")
     for name, s in sorted(m.splits.items()):
         print(f"  {name:8s} {s.samples:9d} samples  {len(s.shards):5d} shards  {human_bytes(s.bytes)}")
@@ -114,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     config = ConvertConfig(format=args.format, seed=args.seed, shard_size=args.shard_size,
                            samples_per_shard=args.samples_per_shard, jobs=args.jobs,
                            num_parts=args.num_parts, part=args.part, follow_symlinks=not args.no_follow_symlinks,
-                           private_report=args.private_report)
+                           private_report=args.private_report, executor=args.executor, address=args.address,
+                           retries=args.retries, task_cpus=args.task_cpus, task_memory=args.task_memory)
     show = not args.no_progress and sys.stderr.isatty()
     dest = destination(args.dst, staging=args.staging)
     result = convert(kind, src, dest, options=options, config=config,
