@@ -203,3 +203,11 @@ def test_rerun_of_a_finished_conversion_is_a_no_op(small_tree: Path, tmp_path: P
     before = _files(tmp_path / "out")
     result = convert_images(small_tree, tmp_path / "out")
     assert result.converted == [] and _files(tmp_path / "out") == before
+
+
+def test_canonical_json_sorts_keys_at_every_level():
+    """Manifests, plans and records are byte-identical across runs only if their JSON does not depend on the
+    order a dict was built in."""
+    from fastdata.atomic import dumps_json
+
+    assert dumps_json({"b": 1, "a": {"d": 2, "c": "é"}}) == '{\n "a": {\n  "c": "é",\n  "d": 2\n },\n "b": 1\n}\n'

@@ -80,10 +80,14 @@ def test_max_length_truncate_and_split(tmp_path: Path) -> None:
     for r in rows:
         assert r["input_ids"] == tok.encode(texts[int(r["source"].split("#")[1])]).ids
     assert trunc.manifest.split("train").stats["truncated_documents"] > 0
+    histogram = trunc.manifest.split("train").stats["length_histogram"]
+    assert sum(histogram.values()) == len(rows) and set(histogram) <= {"1-8", "9-16"}
+    assert histogram.get("9-16") == sum(1 for r in rows if r["length"] > 8)
 
     convert_text(tmp_path / "src", tmp_path / "s", separator="%", max_length=16, overflow="split")
     windows = read_rows(tmp_path / "s")
     assert len(windows) > len(texts) and max(r["length"] for r in windows) <= 16
+    assert len({r["key"] for r in windows}) == len(windows)  # every window has a key of its own
     full = bert()
     by_doc: dict[str, list] = {}
     for r in sorted(windows, key=lambda r: (r["source"], int(r["key"].partition("-")[2] or 0))):
