@@ -11,9 +11,8 @@ import hashlib
 import json
 import logging
 import os
-import secrets
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,12 @@ from converters.plan import (
     shuffle_split,
 )
 from converters.pool import run_ordered
-from converters.sample import Rejection, Sample, WorkItem, add_counts
+from converters.private_report import report_path, write_report
+from converters.sample import WorkItem, add_counts
+from converters.secret_options import public_options, resolve_secrets, secret_fields
+from converters.shards import SUFFIX, Progress, samples_of, write_shard
 from converters.versions import byte_versions, check_versions
-from converters.writers import WRITERS
 from fastdata import __version__
-from fastdata.atomic import write_bytes_atomic
 from fastdata.errors import ConvertError
 from fastdata.manifest import Manifest, ShardInfo, SplitInfo
 
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 
 PROBE_ITEMS = 32  # inputs converted per split to size shards when only --shard-size is given
 PROBE_KEEP_BYTES = 64 * 2**20  # probed samples up to this size are kept and written, not converted twice
-SUFFIX = {"wds": ".tar", "arrow": ".arrow"}
 
 
 @dataclass(frozen=True)
@@ -97,51 +96,6 @@ class ConvertResult:
     retries: int = 0  # ray: attempts of shard tasks beyond the first
 
 
-Progress = Callable[[int], None]
-
-
-def _secret_fields(options: Any) -> list[str]:
-    """Fields of a kind's options marked `metadata={"secret": True}` (e.g. the DICOM salt)."""
-    return [f.name for f in fields(options) if f.metadata.get("secret")] if is_dataclass(options) else []
-
-
-def _jsonable(options: Any) -> Any:
-    """The options as they enter the fingerprint and the plan: secret fields left out (a public
-    fingerprint over a secret is an offline oracle for guessing it)."""
-    if not is_dataclass(options):
-        return options
-    hidden = set(_secret_fields(options))
-    return {k: v for k, v in asdict(options).items() if k not in hidden}
-
-
-def _verifier(value: str) -> str:
-    return hashlib.sha256(f"fastdata-secret-check\0{value}".encode()).hexdigest()
-
-
-def resolve_secrets(options: Any, kept: dict[str, Any], *, label: str) -> tuple[Any, dict[str, Any]]:
-    """Options with every secret field set, and what the plan keeps of them for a resume: an empty secret
-    becomes a random one drawn for this conversion (kept in the plan, which is deleted when the conversion
-    ends), a given one is kept only as a check value, so a resume with another one is refused."""
-    chosen, records = {}, {}
-    for name in _secret_fields(options):
-        given, old = getattr(options, name), kept.get(name)
-        if old is None:
-            value = given or secrets.token_hex(16)
-        elif "random" in old:
-            if given:
-                raise ConvertError(f"{label} was started without --{name}, with a random one; rerun without "
-                                   f"--{name} to resume it, or convert into a new destination")
-            value = old["random"]
-        else:
-            if _verifier(given) != old["check"]:
-                raise ConvertError(f"{label} was started with another --{name}; rerun with the same one to "
-                                   "resume it, or convert into a new destination")
-            value = given
-        chosen[name] = value
-        records[name] = {"check": _verifier(value)} if given else {"random": value}
-    return (replace(options, **chosen) if chosen else options), records
-
-
 def fingerprint(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discovery: Discovery) -> str:
     ident = {
         "kind": kind.name,
@@ -149,7 +103,7 @@ def fingerprint(kind: Kind, fmt: str, config: ConvertConfig, options: Any, disco
         "seed": config.seed,
         "shard_size": None if config.samples_per_shard else config.shard_size,
         "samples_per_shard": config.samples_per_shard,
-        "options": _jsonable(options),
+        "options": public_options(options),
         "source": discovery.identity,
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
@@ -171,7 +125,7 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, descri
             probe = getattr(kind, "probe_items", PROBE_ITEMS)  # a kind with large samples may probe fewer
             sizes = []
             for item, result in zip(items[:probe], run_ordered(fn, items[:probe], jobs=config.jobs)):
-                nbytes = [s.nbytes for s in _samples(result)]
+                nbytes = [s.nbytes for s in samples_of(result)]
                 sizes.extend(nbytes)
                 if kept + sum(nbytes) <= PROBE_KEEP_BYTES:
                     kept += sum(nbytes)
@@ -185,6 +139,7 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, descri
         "samples_per_shard": per,
         "format": fmt,
     }
+    versions = byte_versions(kind.name)  # in the plan (checked on resume, parts, workers) and the manifest
     return {
         "fingerprint": fp,
         "suffix": SUFFIX[fmt],
@@ -195,20 +150,13 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, descri
             "classes": list(discovery.classes),
             "preprocessing": preprocessing,
             "extra": {"members": list(kind.member_order), **described.get("extra", {}), "layout": discovery.layout,
-                      "versions": byte_versions(kind.name)},
+                      "versions": versions},
             "tool_version": __version__,
             "fingerprint": fp,
         },
         "discovery_rejected": [r.to_dict() for r in discovery.rejected],
-        "versions": byte_versions(kind.name),
+        "versions": versions,
     }
-
-
-def _samples(result: Sample | Rejection | list[Sample]) -> list[Sample]:
-    """The samples of one processor result: none for a rejection, several when one input yields many."""
-    if isinstance(result, Rejection):
-        return []
-    return list(result) if isinstance(result, list) else [result]
 
 
 def _results(fn: Any, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]], jobs: int,
@@ -223,41 +171,6 @@ def _results(fn: Any, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]]
     for it in items():
         kept = probed.pop((it.split, it.position), None)
         yield kept if kept is not None else next(computed)
-
-
-def write_shard(kind: Kind, fmt: str, dest: Destination, p: ShardPlan, results: Iterator[Any], layout: Any,
-                progress: Progress | None = None) -> dict[str, Any]:
-    """Write shard `p` from the next `p.stop - p.start` processor results and record it (the commit: a shard
-    counts as finished only once its record exists). Returns the record."""
-    name = p.name(SUFFIX[fmt])
-    writer = WRITERS[fmt](dest.work / name, member_order=kind.member_order, layout=layout)
-    class_counts: dict[str, int] = {}
-    stats: dict[str, Any] = {}
-    rejected: list[dict[str, str]] = []
-    try:
-        for _ in range(p.stop - p.start):
-            r = next(results)
-            if isinstance(r, Rejection):
-                rejected.append(r.to_dict())
-                log.info("rejected %s: %s", r.source, r.reason)
-            for sample in _samples(r):
-                writer.add(sample)
-                if sample.label is not None:
-                    class_counts[str(sample.label)] = class_counts.get(str(sample.label), 0) + 1
-                add_counts(stats, sample.stats)
-            if progress:
-                progress(1)
-        info: ShardInfo | None = writer.close() if writer.samples else None
-        if info is None:
-            writer.abort()
-    except BaseException:
-        writer.abort()
-        raise
-    record = {"split": p.split, "shard": info.to_dict() if info else None, "class_counts": class_counts,
-              "stats": stats, "rejected": rejected}
-    dest.save_record(name, record)
-    log.info("wrote %s (%d samples, %d rejected)", name, info.samples if info else 0, len(rejected))
-    return record
 
 
 def _convert_shards(kind: Kind, fmt: str, dest: Destination, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]],
@@ -355,45 +268,12 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
     fp = fingerprint(kind, fmt, config, options, discovery)
     if isinstance(dest, LocalDestination) and dest.work.exists() and not dest.work.is_dir():
         raise ConvertError(f"destination {dest.label} exists and is not a directory")
-    if config.num_parts > 1 and any(not getattr(options, name) for name in _secret_fields(options)):
-        missing = ", ".join(f"--{name}" for name in _secret_fields(options) if not getattr(options, name))
+    if config.num_parts > 1 and any(not getattr(options, name) for name in secret_fields(options)):
+        missing = ", ".join(f"--{name}" for name in secret_fields(options) if not getattr(options, name))
         raise ConvertError(f"a conversion in parts needs {missing}: every part must draw its pseudonyms from the "
                            "same secret (a random one would differ from part to part)")
     with dest.lock(config.part, config.num_parts):
         return _convert_locked(kind, src, dest, fmt, fp, config, options, discovery, progress_factory)
-
-
-def report_path(dest: Destination, config: ConvertConfig) -> Path:
-    """Where the pseudonyms' source paths go: --private-report, else beside a local DST (never inside it),
-    else in the working folder for a remote one."""
-    if config.private_report is not None:
-        path = Path(config.private_report).absolute()
-        if isinstance(dest, LocalDestination) and dest.work.absolute() in path.parents:
-            raise ConvertError(f"--private-report {path} is inside the destination {dest.label}: the paths it holds "
-                               "must not travel with the dataset")
-        return path
-    if isinstance(dest, LocalDestination):
-        return dest.work.parent / f"{dest.work.name}.private-sources.jsonl"
-    return Path.cwd() / f"{dest.label.rstrip('/').rsplit('/', 1)[-1]}.private-sources.jsonl"
-
-
-def _write_report(path: Path, dest: Destination, src: Path, shuffled: dict[str, list[WorkItem]],
-                  discovery: Discovery, paths: dict[str, str]) -> None:
-    """One JSON line per pseudonym: split, sample key (converted inputs) or reason (rejected at discovery),
-    pseudonym and source path; then the files inside the inputs (their pseudonyms appear in reasons)."""
-    lines = [{"source": str(src.resolve()), "destination": dest.label,
-              "note": "PRIVATE: maps pseudonyms to source paths; keep it with the source data, never with the dataset"}]
-    for split, items in sorted(shuffled.items()):
-        for it in items:
-            lines.append({"split": split, "key": it.key, "name": it.rel, "path": paths.get(it.rel, it.rel)})
-    for r in discovery.rejected:
-        lines.append({"split": r.split, "name": r.source, "path": paths.get(r.source, r.source), "reason": r.reason})
-    written = {line.get("name") for line in lines}
-    lines.extend({"name": name, "path": path} for name, path in paths.items() if name not in written)  # files
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode())
-    os.chmod(path, 0o600)
-    log.info("the source paths behind the pseudonyms are in %s (private: do not share it)", path)
 
 
 def _convert_locked(kind: Kind, src: Path, dest: Destination, fmt: str, fp: str, config: ConvertConfig, options: Any,
@@ -410,9 +290,9 @@ def _convert_locked(kind: Kind, src: Path, dest: Destination, fmt: str, fp: str,
     if hasattr(kind, "pseudonymize"):  # optional: a kind whose source paths may identify people
         discovery, paths = kind.pseudonymize(discovery, options)
     shuffled = {s: shuffle_split(items, seed=config.seed, split=s) for s, items in discovery.splits.items() if items}
-    report = report_path(dest, config) if paths else None
+    report = report_path(dest, config.private_report) if paths else None
     if report is not None:
-        _write_report(report, dest, src, shuffled, discovery, paths)
+        write_report(report, dest, src, shuffled, discovery, paths)
     probed: Probed = {}
     if plan is None:
         plan = _make_plan(kind, fmt, config, options, kind.describe(discovery, given), discovery, shuffled, fp,

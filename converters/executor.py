@@ -23,7 +23,9 @@ from typing import Any
 
 from converters.destination import Destination, LocalDestination, RemoteDestination
 from converters.plan import ShardPlan
+from converters.pool import run_ordered
 from converters.sample import WorkItem
+from converters.shards import SUFFIX, write_shard
 from converters.versions import VersionMismatch, check_versions
 from fastdata.atomic import write_json_atomic
 from fastdata.errors import ConvertError, require
@@ -70,9 +72,6 @@ class ShardJob:
 
 def convert_one_shard(job: ShardJob, attempts: Any = None) -> dict[str, Any]:
     """Run one shard's conversion in this process (a Ray task); returns its summary."""
-    from converters.engine import write_shard
-    from converters.pool import run_ordered
-
     name = _shard_name(job)
     if attempts is not None:
         import ray
@@ -89,8 +88,6 @@ def convert_one_shard(job: ShardJob, attempts: Any = None) -> dict[str, Any]:
 
 
 def _shard_name(job: ShardJob) -> str:
-    from converters.engine import SUFFIX
-
     return job.shard.name(SUFFIX[job.fmt])
 
 
@@ -144,14 +141,11 @@ def run_ray(jobs: Iterable[ShardJob], *, dest: Destination, address: str | None,
                 name = _shard_name(job)
                 try:
                     done = ray.get(ref)
-                except ray.exceptions.RayTaskError as exc:
-                    cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+                except ray.exceptions.RayError as exc:  # a task error, or a worker died more than --retries times
+                    cause = getattr(exc, "cause", None) or exc
                     if isinstance(cause, VersionMismatch):
                         raise cause from None
-                    failed[name] = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
-                    continue
-                except ray.exceptions.RayError as exc:  # a worker or node died more often than --retries
-                    failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    failed[name] = f"{type(cause).__name__}: {(str(cause).splitlines() or [''])[0]}"
                     continue
                 summary.shards += 1
                 summary.samples += done["samples"]

@@ -4,7 +4,7 @@ Without `--keep-phi` nothing identifying is written into DST: no attribute from 
 no description, and no source path. Series and files are named by pseudonyms keyed by a salt: the
 user's `--salt` (reproducible across conversions) or a random one drawn per conversion (kept in the
 conversion's plan for resume only, so pseudonyms of two conversions cannot be linked). The paths
-behind the pseudonyms go to a local report outside DST (converters/engine.py writes it).
+behind the pseudonyms go to a local report outside DST (converters/private_report.py writes it).
 """
 
 from __future__ import annotations
