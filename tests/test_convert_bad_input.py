@@ -88,7 +88,8 @@ def test_destination_with_another_dataset_is_refused(small_tree: Path, tmp_path:
     dst = tmp_path / "out"
     convert_images(small_tree, dst)
     before = {p.name: p.read_bytes() for p in dst.iterdir()}
-    with pytest.raises(ConvertError, match="already holds a different dataset"):
+    with pytest.raises(ConvertError, match=r"already holds a different dataset \(fingerprint [0-9a-f]{12}, "
+                                           r"this conversion is [0-9a-f]{12}\): pick an empty directory"):
         convert_images(small_tree, dst, short_side=16)
     other = tmp_path / "other"
     other.mkdir()
@@ -120,3 +121,12 @@ def test_invalid_options_are_clear_errors(small_tree: Path, tmp_path: Path, args
     assert code == 2
     assert "error" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_cleanup_after_the_manifest_tolerates_a_missing_state_folder(tmp_path: Path) -> None:
+    from converters.state import cleanup
+
+    (tmp_path / "x.tmp").write_bytes(b"half")
+    (tmp_path / "keep.tar").write_bytes(b"")
+    cleanup(tmp_path)  # no .partial/ (a merge, or a second cleanup): nothing to remove is not an error
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.tar"]

@@ -211,3 +211,4 @@ def test_canonical_json_sorts_keys_at_every_level():
     from fastdata.atomic import dumps_json
 
     assert dumps_json({"b": 1, "a": {"d": 2, "c": "é"}}) == '{\n "a": {\n  "c": "é",\n  "d": 2\n },\n "b": 1\n}\n'
+

@@ -247,3 +247,8 @@ def test_device_decode_plumbing_on_cpu(ds, train):
     assert dev.shape == host.shape and torch.equal(torch.cat(dev_batches[1]),
                                                    torch.cat([y for _, y in loader(ds["wds"], **kw)]))
     assert (dev - host).abs().float().mean() < 2.0 and (dev - host).abs().max() <= 16  # decoder/rounding only
+
+
+def test_a_state_that_is_not_a_dict_is_refused_by_name(ds):
+    with pytest.raises(TypeError, match=r"^state_dict must be a dict, got list$"):
+        loader(ds["wds"], split="val").load_state_dict([])

@@ -181,3 +181,8 @@ def test_dct_factor_keeps_needed_resolution():
     assert dct_factor(1024, 800, 224) == 2
     assert dct_factor(2000, 1900, 224) == 8
     assert dct_factor(300, 300, 224) == 1
+
+
+def test_a_scaled_box_keeps_at_least_one_pixel_and_no_more():
+    assert Box(0, 0, 1, 1).scaled(0.5, 0.5, max_h=10, max_w=10) == Box(0, 0, 1, 1)
+    assert Box(4, 6, 2, 2).scaled(0.25, 0.25, max_h=10, max_w=10) == Box(1, 2, 1, 1)

@@ -218,3 +218,17 @@ def test_resume_on_a_rank_of_several_is_exact(fortunes_tokens: Path) -> None:
     assert len(rest) == len(reference) - 4 and all(torch.equal(a, b) for a, b in zip(rest, reference[4:]))
     with pytest.raises(ValueError, match="world_size"):
         fastdata.loader(fortunes_tokens, **{**kw, "world_size": 2, "rank": 1}).load_state_dict(state)
+
+
+def test_cut_splits_a_pair_over_the_budget_and_ties_keep_the_shuffled_order() -> None:
+    from fastdata.text.options import SequenceLoaderOptions
+    from fastdata.text.plan import cut, epoch_order, plan_sequences
+
+    assert [b.tolist() for b in cut(np.arange(2), np.array([10, 10]), max_tokens=15, batch_size=None,
+                                    multiple=1)] == [[0], [1]]
+    opts = SequenceLoaderOptions(max_tokens=160, pad_to_multiple_of=8, seed=3)
+    lengths = np.random.default_rng(0).choice([8, 16], 1000)  # many ties: sorting must keep their shuffled order
+    order, _ = epoch_order(1000, opts, epoch=0)
+    by_length = np.array(sorted(order.tolist(), key=lambda i: lengths[i]))  # Python's sort is stable
+    expected = {tuple(b.tolist()) for b in cut(by_length, lengths, max_tokens=160, batch_size=None, multiple=8)}
+    assert {tuple(b.tolist()) for b in plan_sequences(lengths, opts, epoch=0)} == expected

@@ -38,16 +38,26 @@ class _Collector(Collector):
         self.identity.append([split, rel, label, size])
 
 
+_HEADER_FILE = {"filename", "file", "file_name", "path", "image", "name"}
+_HEADER_LABEL = {"class", "label", "category", "target"}
+
+
+def _is_header(row: list[str]) -> bool:
+    """A first row such as `filename,class` or `image,label` names the columns (it is not a file labelled)."""
+    cells = [c.strip().lower() for c in row[:2]]
+    return len(cells) == 2 and cells[0] in _HEADER_FILE and cells[1] in _HEADER_LABEL
+
+
 def _read_labels(csv_path: Path) -> dict[str, str]:
-    """`filename,class` rows; a spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed
-    twice is refused (which label would be meant?)."""
+    """`filename,class` rows (a header row of column names is skipped); a spreadsheet's UTF-8 BOM and CRLF
+    line ends are read right, a file listed twice is refused (which label would be meant?)."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
     where: dict[str, int] = {}
     with open(csv_path, newline="", encoding="utf-8-sig") as f:
         for lineno, row in enumerate(csv.reader(f), 1):
-            if not row or (lineno == 1 and [c.strip().lower() for c in row[:2]] == ["filename", "class"]):
+            if not row or (lineno == 1 and _is_header(row)):
                 continue
             if len(row) < 2 or not row[0].strip() or not row[1].strip():
                 raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")

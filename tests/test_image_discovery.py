@@ -1,0 +1,132 @@
+"""Image discovery on its own (no conversion): which layout a tree is read as, which split and label every
+file gets, what is rejected with which path and reason, and what --no-follow-symlinks changes."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from converters.images.discover import _check_file, discover_images
+from converters.sample import Rejection
+from fastdata.errors import ConvertError
+
+
+def _touch(root: Path, *names: str) -> Path:
+    for name in names:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"\xff\xd8 not decoded at discovery")
+    return root
+
+
+def _items(d) -> dict[str, list[tuple[str, int | None]]]:
+    return {s: sorted((it.rel, it.label) for it in items) for s, items in d.splits.items()}
+
+
+def _rejected(d) -> list[tuple[str, str, str]]:
+    return sorted((r.split, r.source, r.reason) for r in d.rejected)
+
+
+def test_a_flat_folder_is_unlabeled_train_by_default(tmp_path):
+    d = discover_images(_touch(tmp_path, "a.jpg", "b.png"))
+    assert d.layout == "unlabeled" and d.classes == () and _items(d) == {"train": [("a.jpg", None), ("b.png", None)]}
+
+
+def test_class_folders_are_labels_unless_unlabeled_is_asked(tmp_path):
+    src = _touch(tmp_path / "src", "cat/1.jpg", "dog/2.jpg", "stray.jpg")
+    d = discover_images(src)
+    assert d.layout == "class" and d.classes == ("cat", "dog")
+    assert _items(d) == {"train": [("cat/1.jpg", 0), ("dog/2.jpg", 1)]}
+    assert _rejected(d) == [("train", "stray.jpg", "not inside a class folder")]
+    u = discover_images(src, unlabeled=True)
+    assert u.layout == "unlabeled" and len(u.splits["train"]) == 3
+
+
+def test_split_folders_reject_loose_files_and_other_folders(tmp_path):
+    src = _touch(tmp_path / "src", "train/cat/1.jpg", "train/loose.jpg", "val/cat/2.jpg", "notes/x.jpg")
+    d = discover_images(src)
+    assert d.layout == "split/class"
+    assert _items(d) == {"train": [("train/cat/1.jpg", 0)], "val": [("val/cat/2.jpg", 0)]}
+    assert ("train", "train/loose.jpg", "not inside a class folder") in _rejected(d)
+    assert ("notes", "notes/x.jpg", "not inside a split folder (train/val/test)") in _rejected(d)
+
+
+def test_unlabeled_split_folders_only_take_split_names(tmp_path):
+    src = _touch(tmp_path / "src", "train/a.jpg", "extra/b.jpg")
+    d = discover_images(src, unlabeled=True)
+    assert _items(d) == {"train": [("train/a.jpg", None)]}
+    assert _rejected(d) == [("extra", "extra/b.jpg", "not inside a split folder (train/val/test)")]
+
+
+def test_an_empty_class_is_named_in_the_log(tmp_path, caplog):
+    src = _touch(tmp_path / "src", "cat/1.jpg")
+    (src / "dog").mkdir()
+    with caplog.at_level(logging.WARNING):
+        discover_images(src)
+    assert "class 'dog' has no images" in caplog.text
+
+
+def test_labels_csv_source_must_be_flat(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg", "sub/b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("filename,label\na.jpg,cat\n")
+    d = discover_images(src, labels_csv=str(csv), split="val")
+    assert _items(d) == {"val": [("a.jpg", 0)]}
+    assert _rejected(d) == [("val", "sub/b.jpg", "in a subfolder; with --labels the source must be a flat folder")]
+    with pytest.raises(ValueError, match="^--labels and --unlabeled contradict each other: pick one$"):
+        discover_images(src, labels_csv=str(csv), unlabeled=True)
+
+
+def test_not_a_directory(tmp_path):
+    with pytest.raises(ConvertError, match=f"^source {tmp_path / 'nope'} is not a directory$"):
+        discover_images(tmp_path / "nope")
+
+
+def test_symlinks_are_followed_only_when_asked(tmp_path):
+    outside = _touch(tmp_path / "outside", "cls/o.jpg", "o2.jpg")
+    src = _touch(tmp_path / "src", "cat/1.jpg")
+    (src / "linked").symlink_to(outside / "cls", target_is_directory=True)
+    (src / "cat" / "2.jpg").symlink_to(outside / "o2.jpg")
+    followed = discover_images(src)
+    assert followed.classes == ("cat", "linked") and len(followed.splits["train"]) == 3
+    kept = discover_images(src, follow_symlinks=False)
+    assert kept.classes == ("cat",) and _items(kept) == {"train": [("cat/1.jpg", 0)]}
+    assert {r.source for r in kept.rejected} == {"linked", "cat/2.jpg"}
+
+    flat = _touch(tmp_path / "flat", "a.jpg")
+    (flat / "b.jpg").symlink_to(outside / "o2.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("filename,label\na.jpg,x\nb.jpg,y\n")
+    assert len(discover_images(flat, labels_csv=str(csv)).splits["train"]) == 2
+    flat_kept = discover_images(flat, labels_csv=str(csv), follow_symlinks=False)
+    assert _items(flat_kept) == {"train": [("a.jpg", 0)]} and [r.source for r in flat_kept.rejected] == ["b.jpg"]
+
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "l.jpg").symlink_to(outside / "o2.jpg")
+    assert len(discover_images(only, unlabeled=True).splits["train"]) == 1
+    assert discover_images(only, unlabeled=True, follow_symlinks=False).splits == {}
+
+
+def test_a_file_that_cannot_be_read_is_rejected_with_the_reason(monkeypatch):
+    monkeypatch.setattr("converters.images.discover.broken_symlink", lambda path: None)
+
+    class Unreadable:
+        suffix = ".jpg"
+
+        def stat(self):
+            raise PermissionError(13, "Permission denied")
+
+    assert _check_file(Unreadable(), "a/x.jpg", "val") == (None, Rejection("val", "a/x.jpg",
+                                                                           "unreadable: Permission denied"))
+
+
+@pytest.mark.parametrize("first", ["filename,class", "image,label", "File_Name,Category", "a.jpg,cat"])
+def test_a_first_row_of_column_names_is_not_a_file(tmp_path, first):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(f"{first}\nb.jpg,dog\n" if first != "a.jpg,cat" else "a.jpg,cat\nb.jpg,dog\n")
+    d = discover_images(src, labels_csv=str(csv))
+    expected = ("cat", "dog") if first == "a.jpg,cat" else ("dog",)
+    assert d.classes == expected and all(r.source == "a.jpg" for r in d.rejected)
