@@ -29,6 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
 from benchmarks.common import (  # noqa: E402
     DOCS,
     environment,
@@ -45,6 +48,7 @@ SAMPLES = Path(__file__).resolve().parents[1] / "tests" / "data"  # bundled in t
 LABELS = {"a": "pad_sequence, random batches", "b": "HF datasets + group_by_length + DataCollatorWithPadding",
           "c": "fastdata bucketing='length'", "d": "fastdata bucketing='pack'"}
 SWEEP = (512, 1024, 2048, 4096, 8192)  # max_tokens values whose length-bucketing waste is also reported
+HEAVY = {"documents": 50_000, "min": 11, "max": 62_621, "max_tokens": 65_536}  # the heavy-tailed comparison
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -180,6 +184,37 @@ def waste_sweep(tokens: Path, args: argparse.Namespace) -> dict[int, float]:
     return out
 
 
+def heavy_tailed_lengths(seed: int = 0) -> np.ndarray:
+    """Synthetic document lengths with a long tail (log-normal, clipped to HEAVY's range): a stand-in for
+    a web or encyclopedia corpus, where a few documents are thousands of times longer than most."""
+    rng = np.random.default_rng(seed)
+    return np.clip(np.exp(rng.normal(6.0, 1.4, HEAVY["documents"])), HEAVY["min"], HEAVY["max"]).astype(np.int64)
+
+
+def partition_waste(lengths: np.ndarray, *, max_tokens: int, multiple: int) -> dict[str, float]:
+    """One epoch's padding waste when each sorted window is cut greedily and when it is cut exactly
+    (fastdata.text.partition), the same number of batches both ways, and the planning time of each."""
+    from fastdata.text.options import SequenceLoaderOptions
+    from fastdata.text.partition import exact_cut
+    from fastdata.text.plan import cut, epoch_order
+
+    opts = SequenceLoaderOptions(max_tokens=max_tokens, pad_to_multiple_of=multiple)
+    order, _ = epoch_order(len(lengths), opts, epoch=0)
+    out: dict[str, float] = {"documents": len(lengths), "tokens": int(lengths.sum())}
+    for name, fn in (("greedy", cut), ("exact", exact_cut)):
+        start, slots, batches = time.perf_counter(), 0, 0
+        for w in range(0, len(order), opts.window):
+            window = order[w:w + opts.window]
+            window = window[np.argsort(lengths[window], kind="stable")]
+            for b in fn(window, lengths, max_tokens=max_tokens, batch_size=None, multiple=multiple):
+                slots += len(b) * (-(-int(lengths[b].max()) // multiple) * multiple)
+                batches += 1
+        out[f"{name}_waste"] = 1 - out["tokens"] / slots
+        out[f"{name}_batches"] = batches
+        out[f"{name}_plan_ms"] = 1000 * (time.perf_counter() - start)
+    return out
+
+
 def chart(summary: list[dict], out: Path) -> Path:
     import matplotlib
 
@@ -206,7 +241,21 @@ def chart(summary: list[dict], out: Path) -> Path:
     return save_figure(fig, out)
 
 
-def markdown(summary: list[dict], sweep: dict[int, float], env: dict, config: dict, chart_rel: str) -> str:
+def partition_markdown(parts: dict[str, dict], multiple: int) -> list[str]:
+    lines = ["", "Length bucketing cuts each sorted window exactly (`fastdata/text/partition.py`): the fewest padded "
+             "slots among all cuts into as many batches as the greedy cut makes. Both plans of one epoch, "
+             f"pad_to_multiple_of={multiple}:", "",
+             "| corpus | documents | max_tokens | batches | greedy waste | exact waste | planning ms (greedy, exact) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, p in parts.items():
+        lines.append(f"| {name} | {p['documents']:,} | {p['max_tokens']:,} | {p['exact_batches']:,} | "
+                     f"{100 * p['greedy_waste']:.2f}% | {100 * p['exact_waste']:.2f}% | "
+                     f"{p['greedy_plan_ms']:.0f}, {p['exact_plan_ms']:.0f} |")
+    return lines
+
+
+def markdown(summary: list[dict], sweep: dict[int, float], env: dict, config: dict, chart_rel: str,
+             parts: dict[str, dict]) -> str:
     lines = ["## Token sequences: padding waste and tokens/s", "",
              f"Corpus: {config['documents']} fortunes ({config['tokens']:,} tokens, BERT uncased), "
              f"one epoch = every document once; (a)/(b) batch_size={config['batch_size']}, (c)/(d) "
@@ -224,7 +273,8 @@ def markdown(summary: list[dict], sweep: dict[int, float], env: dict, config: di
                      + f" | {e['real_tokens_per_batch']:.0f} | {t['median']:,.0f} | {t['min']:,.0f}-{t['max']:,.0f} | "
                      + (f"{e['speed_vs_b']:.1f}x" if "speed_vs_b" in e else "-") + " |")
     lines += ["", "Length-bucketing waste by token budget (same corpus, pad_to_multiple_of="
-              f"{config['pad_multiple']}): " + ", ".join(f"{m}: {100 * w:.2f}%" for m, w in sweep.items()), "",
+              f"{config['pad_multiple']}): " + ", ".join(f"{m}: {100 * w:.2f}%" for m, w in sweep.items()),
+              *partition_markdown(parts, config["pad_multiple"]), "",
               f"![padding waste and tokens/s]({chart_rel})", "", environment_markdown(env)]
     return "\n".join(lines)
 
@@ -243,18 +293,29 @@ def main(argv: list[str] | None = None) -> int:
     from fastdata.manifest import read_manifest
 
     stats = read_manifest(tokens).split("train").stats
+    fortune_lengths = np.concatenate([pa.ipc.open_stream(pa.OSFile(str(p))).read_all().column("length").to_numpy()
+                                      for p in sorted(tokens.glob("*.arrow"))])
+    parts = {"fortunes (BERT)":
+             {"max_tokens": args.max_tokens, **partition_waste(fortune_lengths, max_tokens=args.max_tokens,
+                                                              multiple=args.pad_multiple)},
+             f"synthetic heavy-tailed ({HEAVY['min']}-{HEAVY['max']:,} tokens, log-normal)":
+             {"max_tokens": HEAVY["max_tokens"],
+              **partition_waste(heavy_tailed_lengths(), max_tokens=HEAVY["max_tokens"], multiple=args.pad_multiple)}}
     config = {k: getattr(args, k) for k in ("batch_size", "max_tokens", "block_size", "pad_multiple", "reps", "epochs")}
     config.update(documents=stats["documents"], tokens=stats["tokens"], convert_seconds=convert_s)
     png = chart(summary, work / "sequences.png")
     write_json(work / "sequences.json", {"environment": env, "config": config, "rows": rows, "summary": summary,
-                                         "waste_by_max_tokens": sweep})
+                                         "waste_by_max_tokens": sweep, "partition": parts})
     for e in summary:
         print(f"({e['candidate']}) {e['label']:55s} waste {100 * e['waste']:6.2f}%  "
               f"{e['tokens_per_s']['median']:>12,.0f} tokens/s")
+    for name, p in parts.items():
+        print(f"{name:55s} waste greedy {100 * p['greedy_waste']:.2f}%  exact {100 * p['exact_waste']:.2f}%  "
+              f"({p['exact_batches']} batches)")
     print(f"wrote {work / 'sequences.json'} and {png}")
     if not args.no_docs:
         shutil.copyfile(png, args.docs.parent / "sequences.png")
-    publish(markdown(summary, sweep, env, config, "sequences.png"), docs=args.docs, name="sequences",
+    publish(markdown(summary, sweep, env, config, "sequences.png", parts), docs=args.docs, name="sequences",
             write=not args.no_docs)
     return 0
 

@@ -142,6 +142,10 @@ def test_sequences_tiny_end_to_end(tmp_path):
     assert real["a"] == real["b"] == real["c"] == data["config"]["tokens"]  # every candidate saw every token
     sweep = {int(k): v for k, v in data["waste_by_max_tokens"].items()}
     assert 1024 in sweep and sweep[min(sweep)] < sweep[max(sweep)]  # a larger budget pads more
+    for part in data["partition"].values():  # the exact cut: never more padding, never more batches
+        assert part["exact_waste"] <= part["greedy_waste"] and part["exact_batches"] == part["greedy_batches"]
+    heavy = next(p for name, p in data["partition"].items() if "heavy" in name)
+    assert heavy["exact_waste"] < heavy["greedy_waste"] and heavy["documents"] == 50_000
 
 
 def test_volumes_tiny_end_to_end(tmp_path):

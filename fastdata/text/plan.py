@@ -53,6 +53,8 @@ def shuffle_batches(batches: list[np.ndarray], rng: np.random.Generator,
 
 def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: int) -> list[np.ndarray]:
     """Every batch of the epoch (all ranks), for bucketing 'length' or 'none'."""
+    from fastdata.text.partition import exact_cut  # it builds on cut() above
+
     n = len(lengths)
     order, rng = epoch_order(n, opts, epoch=epoch)
     kw = {"max_tokens": opts.max_tokens, "batch_size": opts.batch_size, "multiple": opts.pad_to_multiple_of}
@@ -62,7 +64,7 @@ def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: i
     for w in range(0, n, opts.window):
         window = order[w:w + opts.window]
         window = window[np.argsort(lengths[window], kind="stable")]
-        batches.extend(cut(window, lengths, **kw))
+        batches.extend(exact_cut(window, lengths, **kw))
     return shuffle_batches(batches, rng, opts)
 
 

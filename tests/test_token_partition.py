@@ -1,0 +1,82 @@
+"""The exact partition of a sorted window: as many batches as the greedy cut, each under the budget, the
+fewest padded slots of all such partitions (checked against every partition on small windows)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fastdata.text.partition import exact_cut
+from fastdata.text.plan import cut
+
+
+def _slots(batches, lengths, multiple):
+    return sum(len(b) * (-(-int(lengths[b].max()) // multiple) * multiple) for b in batches)
+
+
+def _allowed(b, lengths, max_tokens, batch_size, multiple):
+    return len(b) == 1 or (len(b) * (-(-int(lengths[b].max()) // multiple) * multiple) <= max_tokens
+                           and (batch_size is None or len(b) <= batch_size))
+
+
+def _least_slots(window, lengths, batches, **kw):
+    """Every way to cut `window` into `batches` consecutive batches (small windows only)."""
+    best = None
+    for cuts in itertools.combinations(range(1, len(window)), batches - 1):
+        parts = np.split(window, cuts)
+        if all(_allowed(b, lengths, kw["max_tokens"], kw["batch_size"], kw["multiple"]) for b in parts):
+            cost = _slots(parts, lengths, kw["multiple"])
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+def test_exact_against_every_partition_of_small_windows():
+    rng = np.random.default_rng(0)
+    better = 0
+    for _ in range(400):
+        n = int(rng.integers(1, 11))
+        lengths = rng.integers(1, 60, n)
+        kw = {"max_tokens": int(rng.integers(60, 300)), "multiple": int(rng.choice([1, 8])),
+              "batch_size": None if rng.random() < 0.5 else int(rng.integers(1, 6))}
+        window = np.argsort(lengths, kind="stable")
+        greedy = cut(window, lengths, **kw)
+        exact = exact_cut(window, lengths, **kw)
+        assert len(exact) == len(greedy) and np.array_equal(np.concatenate(exact), window)
+        assert all(_allowed(b, lengths, **{k: kw[k] for k in ("max_tokens", "batch_size", "multiple")})
+                   for b in exact)
+        assert _slots(exact, lengths, kw["multiple"]) == _least_slots(window, lengths, len(greedy), **kw)
+        better += _slots(greedy, lengths, kw["multiple"]) > _slots(exact, lengths, kw["multiple"])
+    assert better > 50  # the greedy cut is often not the optimum, so the comparison above has teeth
+
+
+def test_a_known_window_and_its_ties():
+    lengths = np.array([8, 8, 8, 16, 16, 16, 16])
+    window = np.arange(7)
+    # budget 64: greedy takes [8 8 8 16] (64 slots) [16 16 16] (48): 112; exact [8 8 8] (24) [16 16 16 16] (64): 88
+    assert [b.tolist() for b in cut(window, lengths, max_tokens=64, batch_size=None, multiple=8)] == [
+        [0, 1, 2, 3], [4, 5, 6]]
+    assert [b.tolist() for b in exact_cut(window, lengths, max_tokens=64, batch_size=None, multiple=8)] == [
+        [0, 1, 2], [3, 4, 5, 6]]
+    # equal costs everywhere: the earliest boundaries win, every time
+    same = np.full(6, 8)
+    assert [len(b) for b in exact_cut(np.arange(6), same, max_tokens=32, batch_size=None, multiple=8)] == [2, 4]
+
+
+@pytest.mark.parametrize("kw", [dict(max_tokens=None, batch_size=4), dict(max_tokens=10, batch_size=None)])
+def test_one_batch_and_oversized_sequences(kw):
+    lengths = np.array([3, 40, 50])
+    out = exact_cut(np.arange(3), lengths, multiple=1, **kw)
+    assert np.array_equal(np.concatenate(out), np.arange(3))
+    if kw["max_tokens"] == 10:  # sequences over the budget each ride alone, as in cut()
+        assert [b.tolist() for b in out] == [[0], [1], [2]]
+
+
+def test_large_heavy_tailed_window_is_planned_quickly_and_never_worse():
+    rng = np.random.default_rng(1)
+    lengths = np.clip(np.exp(rng.normal(6, 1.3, 16384)), 11, 62621).astype(np.int64)
+    window = np.argsort(lengths, kind="stable")
+    greedy = cut(window, lengths, max_tokens=65536, batch_size=None, multiple=8)
+    exact = exact_cut(window, lengths, max_tokens=65536, batch_size=None, multiple=8)
+    assert len(exact) == len(greedy) and _slots(exact, lengths, 8) < _slots(greedy, lengths, 8)
