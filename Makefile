@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fastdata-installed
 
-.PHONY: setup demo test lint fuzz mutants clean
+.PHONY: setup demo test lint fuzz mutants gpu-check clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ fuzz: setup
 mutants: setup
 	$(VENV)/bin/pip install -q mutmut==3.8.1
 	$(PY) scripts/mutants.py
+
+# everything that needs CUDA (tests marked gpu, images/s on the GPU); without CUDA: the CPU plumbing, then exit 0
+gpu-check: setup
+	$(PY) scripts/gpu_check.py
 
 clean:
 	rm -rf demo-out bench-out .pytest_cache fuzz-findings mutants

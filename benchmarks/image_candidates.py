@@ -29,6 +29,11 @@ class Spec:
     threads: int
     image_size: int = 224
     seed: int = 0
+    device: str = "cpu"  # "cuda": every candidate delivers its batches on the GPU (--device)
+
+    @property
+    def cuda(self) -> bool:
+        return self.device.startswith("cuda")
 
     @property
     def resize_short(self) -> int:
@@ -52,19 +57,12 @@ def torchvision_imagefolder(spec: Spec, state: Any) -> Iterable[Any]:
 
     dataset = ImageFolder(spec.raw, transform=_torchvision_transform(spec))
     return _tuples(DataLoader(dataset, batch_size=spec.batch_size, shuffle=spec.train, num_workers=spec.threads,
-                              drop_last=spec.train, pin_memory=_cuda()))
+                              drop_last=spec.train, pin_memory=spec.cuda), cuda=spec.cuda)
 
 
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def _tuples(loader: Iterable[Any]) -> Iterator[Any]:
+def _tuples(loader: Iterable[Any], *, cuda: bool) -> Iterator[Any]:
     """DataLoader's collate gives `[images, labels]` lists; yield `(images, labels)` like the others,
-    on the GPU when there is one (pinned memory, non-blocking copies: what users write)."""
-    cuda = _cuda()
+    on the GPU with --device cuda (pinned memory, non-blocking copies: what users write)."""
     it = iter(loader)
     try:
         for images, labels in it:
@@ -93,18 +91,17 @@ def webdataset_pil(spec: Spec, state: Any) -> Iterable[Any]:
         dataset = dataset.shuffle(1000)
     dataset = dataset.decode("pil").to_tuple("jpg", "cls").map_tuple(_torchvision_transform(spec), int)
     return _tuples(DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train,
-                              pin_memory=_cuda()))
+                              pin_memory=spec.cuda), cuda=spec.cuda)
 
 
 def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
     """(c) A plain DALI pipeline on the raw tree as DALI's documentation writes it (CPU operators here)."""
     import nvidia.dali.fn as fn
     import nvidia.dali.types as types
-    import torch
     from nvidia.dali import pipeline_def
     from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
 
-    cuda = torch.cuda.is_available()
+    cuda = spec.cuda
 
     @pipeline_def(batch_size=spec.batch_size, num_threads=spec.threads, device_id=0 if cuda else None,
                   seed=spec.seed + 1)
@@ -133,13 +130,11 @@ def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
 
 def _fastdata(backend: str) -> Callable[[Spec, Any], Iterable[Any]]:
     def build(spec: Spec, state: Any) -> Iterable[Any]:
-        import torch
-
         import fastdata
 
         return fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend=backend,
                                train=spec.train, image_size=spec.image_size, num_threads=spec.threads,
-                               device="cuda" if torch.cuda.is_available() else "cpu", dtype="float32",
+                               device=spec.device, dtype="float32",
                                channels_last=False, seed=spec.seed)
 
     build.__doc__ = f"fastdata.loader(..., backend={backend!r}) on the shards, NCHW float32 like the peers."

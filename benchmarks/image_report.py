@@ -104,7 +104,8 @@ def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config:
                      chart: Path | None, docs: Path) -> str:
     outputs = sorted({e["output"] for e in summary if "output" in e and not e["ceiling"]})
     parts = [
-        "## Images per second (`benchmarks/images_per_sec.py`)",
+        "## Images per second (`benchmarks/images_per_sec.py`"
+        + ("" if config.get("device", "cpu") == "cpu" else f", batches delivered on {config['device']}") + ")",
         "",
         "*This section is rewritten by the script; numbers below are exactly what its last run measured.*",
         "",

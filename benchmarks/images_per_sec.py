@@ -54,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--candidates", default="abcdef",
                    help="letters of the candidates to run (default abcdef): " +
                    "; ".join(f"{c.key}: {c.label}" for c in CANDIDATES.values()))
+    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
+                   help="where every candidate delivers its batches (default cpu; auto: cuda when there is one). "
+                   "A cuda run writes its own docs section (images-cuda), beside the CPU one")
     p.add_argument("--json", type=Path, help="results file (default WORK_DIR/images_per_sec.json)")
     p.add_argument("--chart", type=Path, help="PNG chart (default WORK_DIR/images_per_sec.png)")
     p.add_argument("--docs", type=Path, default=DOCS, help="markdown file whose images section is rewritten")
@@ -67,6 +70,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.raw is None and args.images < 1:
         p.error("--images must be >= 1 when no --raw tree is given")
+    if args.device != "cpu":
+        import torch
+
+        if args.device == "cuda" and not torch.cuda.is_available():
+            p.error("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     return args
 
 
@@ -86,7 +95,8 @@ def run_variant(args: argparse.Namespace, raw: Path, shards: Path, train: bool) 
 
     split = "train" if train or not (raw / "val").is_dir() else "val"
     spec = Spec(raw=str(raw_split_folder(raw, split)), shards=str(shards), split=split,
-                batch_size=args.batch_size, train=train, threads=args.threads, image_size=args.image_size)
+                batch_size=args.batch_size, train=train, threads=args.threads, image_size=args.image_size,
+                device=args.device)
     variant = "train" if train else "eval"
     workers: dict[str, Worker] = {}
     rows: list[dict] = []
@@ -134,12 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize_rows(rows)
     config = {"raw": str(raw), "raw_images": n_raw, "shards": str(shards), "batch_size": args.batch_size,
               "image_size": args.image_size, "reps": args.reps, "threads": args.threads,
-              "warmup_batches": args.warmup_batches, "convert_seconds": convert_s}
+              "warmup_batches": args.warmup_batches, "convert_seconds": convert_s, "device": args.device}
     out_json = write_json(args.json or work / "images_per_sec.json",
                           {"benchmark": "images_per_sec", "environment": env, "config": config, "rows": rows,
                            "summary": summary})
     print(f"results: {out_json}")
-    chart = args.chart or (work if args.no_docs else args.docs.parent) / "images_per_sec.png"
+    png = "images_per_sec.png" if args.device == "cpu" else "images_per_sec_cuda.png"
+    chart = args.chart or (work if args.no_docs else args.docs.parent) / png
     try:
         from benchmarks.plot import plot_images_per_sec
 
@@ -148,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:
         chart = None
         print(f"no chart ({exc}); pip install 'fastdata[bench]'")
-    publish(markdown_section(summary, env, config, chart=chart, docs=args.docs), docs=args.docs, name="images",
+    section = "images" if args.device == "cpu" else "images-cuda"
+    publish(markdown_section(summary, env, config, chart=chart, docs=args.docs), docs=args.docs, name=section,
             write=not args.no_docs)
     return 0 if all("error" not in r for r in rows) else 1
 

@@ -1,0 +1,68 @@
+"""`make gpu-check`: everything that needs CUDA, in one command.
+
+    python scripts/gpu_check.py            # the GPU tests, the CPU plumbing subset, images/s on the GPU
+    python scripts/gpu_check.py --no-bench # the tests only
+
+1. the device plumbing that runs anywhere (device names, pinning, DALI's device arguments, nvJPEG decode
+   plumbing of the kornia backend on the CPU);
+2. the tests marked `gpu` (tests/test_gpu.py): DALI `mixed` nvJPEG decode and GPU resize, the kornia backend
+   on `cuda` with pinned non-blocking copies and `device_decode`, volume patches and augmentation on `cuda`,
+   GPU eval tensors against the CPU ones;
+3. `benchmarks/images_per_sec.py --device cuda`, which writes the images-cuda section of docs/benchmarks.md.
+
+On a machine without CUDA, 2 and 3 cannot run: the script says so and exits 0 after 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUMBING = ["tests/test_loader_options.py", "tests/test_dali_backend.py", "tests/test_image_loader.py",
+            "tests/test_sequence_loader.py", "-k", "cuda or device"]
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def steps(*, cuda: bool, bench: bool, reps: int) -> list[list[str]]:
+    py = sys.executable
+    out = [[py, "-m", "pytest", "-q", *PLUMBING]]
+    if cuda:
+        out.append([py, "-m", "pytest", "-q", "-m", "gpu", "-rs", "tests/test_gpu.py"])
+        if bench:
+            out.append([py, "benchmarks/images_per_sec.py", "--device", "cuda", "--reps", str(reps)])
+    return out
+
+
+def main(argv: Sequence[str] | None = None, *, run: Callable[[list[str]], int] | None = None,
+         has_cuda: Callable[[], bool] = cuda_available) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--no-bench", action="store_true", help="skip benchmarks/images_per_sec.py --device cuda")
+    p.add_argument("--reps", type=int, default=3, help="timed repetitions of the benchmark (default 3)")
+    args = p.parse_args(argv)
+    run = run or (lambda cmd: subprocess.run(cmd, cwd=ROOT).returncode)
+    cuda = has_cuda()
+    failed = []
+    for cmd in steps(cuda=cuda, bench=not args.no_bench, reps=args.reps):
+        print("$", " ".join(cmd[1:] if cmd[0] == sys.executable else cmd), flush=True)
+        if run(cmd) != 0:
+            failed.append(" ".join(cmd[1:]))
+    if not cuda:
+        print("no CUDA device here (torch.cuda.is_available() is False): ran the CPU plumbing subset only; "
+              "the gpu-marked tests and the cuda benchmark need a machine with an NVIDIA GPU")
+    if failed:
+        print("FAILED: " + "; ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
