@@ -128,6 +128,59 @@ def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
         del iterator
 
 
+def dali_shards(spec: Spec, state: Any) -> Iterator[Any]:
+    """(c2) Plain DALI on fastdata's own shards, as DALI's documentation writes it: readers.webdataset with our
+    .idx files, ROI decode (decoders.image_random_crop) in train. Measures the engine apart from the pre-resize."""
+    import nvidia.dali.fn as fn
+    import nvidia.dali.types as types
+    from nvidia.dali import pipeline_def
+    from nvidia.dali.plugin.pytorch import DALIGenericIterator, LastBatchPolicy
+
+    from fastdata.dataset import open_dataset
+
+    refs = open_dataset(spec.shards, split=spec.split).shards
+    cuda = spec.cuda
+    decoder = "mixed" if cuda else "cpu"
+
+    @pipeline_def(batch_size=spec.batch_size, num_threads=spec.threads, device_id=0 if cuda else None,
+                  seed=spec.seed + 1)
+    def pipe():
+        jpegs, labels = fn.readers.webdataset(paths=[str(r.path) for r in refs],
+                                              index_paths=[str(r.index_path) for r in refs], ext=["jpg", "cls"],
+                                              missing_component_behavior="error", random_shuffle=spec.train,
+                                              name="Reader")
+        if spec.train:
+            images = fn.decoders.image_random_crop(jpegs, device=decoder, output_type=types.RGB)
+            images = fn.resize(images, size=(spec.image_size, spec.image_size))
+            mirror = fn.random.coin_flip(probability=0.5)
+        else:
+            images = fn.decoders.image(jpegs, device=decoder, output_type=types.RGB)
+            images = fn.resize(images, resize_shorter=spec.resize_short)
+            mirror = False
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+                                          crop=(spec.image_size, spec.image_size),
+                                          mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD], mirror=mirror)
+        labels = fn.pad(labels, axes=(0,), shape=(8,), fill_value=0)  # ASCII digits of unequal lengths
+        return images, labels.gpu() if cuda else labels
+
+    policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
+    iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
+    try:
+        for out in iterator:
+            yield out[0]["images"], _cls_labels(out[0]["labels"])
+    finally:
+        del iterator
+
+
+def _cls_labels(raw: Any) -> Any:
+    """The `.cls` members (ASCII digits, as WebDataset writes them) of a batch as int64 labels."""
+    import torch
+
+    rows = raw.cpu().numpy() if raw.is_cuda else raw.numpy()
+    values = [int(bytes(r).rstrip(b"\0").decode() or -1) for r in rows]
+    return torch.tensor(values, dtype=torch.int64, device=raw.device)
+
+
 def _fastdata(backend: str) -> Callable[[Spec, Any], Iterable[Any]]:
     def build(spec: Spec, state: Any) -> Iterable[Any]:
         import fastdata
@@ -189,6 +242,7 @@ CANDIDATES: dict[str, Candidate] = {c.key: c for c in (
     Candidate("a", "PyTorch DataLoader + torchvision ImageFolder (raw JPEGs)", torchvision_imagefolder),
     Candidate("b", "webdataset + PIL + torchvision (shards)", webdataset_pil),
     Candidate("c", "plain DALI pipeline, docs style (raw JPEGs)", dali_plain),
+    Candidate("h", "plain DALI on fastdata's shards (webdataset reader, ROI decode)", dali_shards),
     Candidate("d", "fastdata, DALI backend (shards)", _fastdata("dali")),
     Candidate("e", "fastdata, kornia backend (shards)", _fastdata("kornia")),
     Candidate("f", "ceiling: libjpeg-turbo decode only (shard bytes)", decode_ceiling, read_shard_jpegs, True),

@@ -111,7 +111,7 @@ def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config:
         "",
         environment_markdown(env),
         f"- Data: {config['raw_images']} JPEGs in `{config['raw']}` (raw tree, used by a and c), converted once "
-        f"with `fastdata convert` into `{config['shards']}` (used by b, d, e, f); batch {config['batch_size']}, "
+        f"with `fastdata convert` into `{config['shards']}` (used by b, d, e, f, h); batch {config['batch_size']}, "
         f"{config['threads']} workers/threads for every candidate, {config['reps']} interleaved repetitions after "
         f"a {config['warmup_batches']}-batch warm-up of each.",
         "- Each repetition builds a fresh loader in the candidate's own process and reads one epoch; nothing "

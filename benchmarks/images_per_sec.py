@@ -51,8 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=5, help="timed repetitions per candidate (default 5)")
     p.add_argument("--warmup-batches", type=int, default=2, help="batches of the untimed warm-up pass (default 2)")
     p.add_argument("--threads", type=int, default=cores, help=f"workers/threads for every candidate (default {cores})")
-    p.add_argument("--candidates", default="abcdef",
-                   help="letters of the candidates to run (default abcdef): " +
+    p.add_argument("--candidates", default="abcdefh",
+                   help="letters of the candidates to run (default abcdefh): " +
                    "; ".join(f"{c.key}: {c.label}" for c in CANDIDATES.values()))
     p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu",
                    help="where every candidate delivers its batches (default cpu; auto: cuda when there is one). "

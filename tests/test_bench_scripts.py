@@ -83,12 +83,13 @@ def test_summary_ratios_and_target_lines():
 def test_images_per_sec_tiny_end_to_end(tmp_path):
     docs = tmp_path / "benchmarks.md"
     rc = images_per_sec.main(["--images", "16", "--classes", "2", "--batch-size", "8", "--reps", "1",
-                              "--warmup-batches", "1", "--threads", "1", "--candidates", "af", "--variant", "eval",
+                              "--warmup-batches", "1", "--threads", "1", "--candidates", "afh", "--variant", "eval",
                               "--work-dir", str(tmp_path / "work"), "--docs", str(docs)])
     assert rc == 0
     data = json.loads((tmp_path / "work" / "images_per_sec.json").read_text())
     rows = {r["candidate"]: r for r in data["rows"]}
-    assert rows["a"]["images"] == 16 and rows["f"]["images"] == 16  # eval keeps every image
+    assert rows["a"]["images"] == rows["f"]["images"] == rows["h"]["images"] == 16  # eval keeps every image
+    assert rows["h"]["output"] == "float32[8, 3, 224, 224]"  # plain DALI on the shards, same contract
     assert rows["a"]["output"] == "float32[8, 3, 224, 224]"
     assert data["environment"]["versions"]["torch"] != "not installed"
     text = docs.read_text()

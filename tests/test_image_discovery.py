@@ -130,3 +130,12 @@ def test_a_first_row_of_column_names_is_not_a_file(tmp_path, first):
     d = discover_images(src, labels_csv=str(csv))
     expected = ("cat", "dog") if first == "a.jpg,cat" else ("dog",)
     assert d.classes == expected and all(r.source == "a.jpg" for r in d.rejected)
+
+
+def test_a_file_listed_twice_names_both_lines(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("a.jpg,cat\nb.jpg,dog\na.jpg,dog\n")
+    with pytest.raises(ConvertError, match=rf"^{csv}:3: 'a.jpg' is listed again \(first on line 1\); each file has "
+                                           "one label: remove the duplicate row$"):
+        discover_images(src, labels_csv=str(csv))
