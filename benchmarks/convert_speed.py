@@ -3,6 +3,7 @@
     python benchmarks/convert_speed.py                         # bundled photos replicated to 240 files
     python benchmarks/convert_speed.py --images 60 --reps 1 --no-docs   # a short run
     python benchmarks/convert_speed.py --images 2000 --jobs 2 --ray     # --executor ray against -j 2
+    ray start --head --num-cpus 2 && python benchmarks/convert_speed.py --jobs 2 --ray --ray-address auto
 
 Both sides run as fresh processes (interpreter start included), read the same raw tree, cap the
 shorter side at 256 px and write quality-90 JPEGs; they are interleaved over the repetitions.
@@ -54,6 +55,9 @@ def pil_loop(src: Path, dst: Path) -> int:
     return n
 
 
+RAY_ADDRESS: str | None = None  # --ray-address: a running Ray cluster for the ray candidate
+
+
 def command(name: str, src: Path, dst: Path) -> list[str]:
     if name == "pil":
         return [sys.executable, str(Path(__file__).resolve()), "--pil-loop", str(src), str(dst)]
@@ -61,14 +65,15 @@ def command(name: str, src: Path, dst: Path) -> list[str]:
     jobs = int(name.removeprefix("fastdata-ray-j" if ray else "fastdata-j"))
     return [sys.executable, "-m", "fastdata", "convert", str(src), str(dst), "-j", str(jobs), "--no-progress",
             "--short-side", str(SHORT_SIDE), "--quality", str(QUALITY), "--samples-per-shard", "64",
-            *(["--executor", "ray"] if ray else [])]
+            *(["--executor", "ray"] if ray else []), *(["--address", RAY_ADDRESS] if ray and RAY_ADDRESS else [])]
 
 
 def label(name: str) -> str:
     if name == "pil":
         return "PIL loop, 1 process"
     if name.startswith("fastdata-ray-j"):
-        return f"fastdata convert --executor ray (local Ray, {name.removeprefix('fastdata-ray-j')} CPUs)"
+        where = f"running cluster {RAY_ADDRESS}" if RAY_ADDRESS else "local Ray"
+        return f"fastdata convert --executor ray ({where}, {name.removeprefix('fastdata-ray-j')} CPUs)"
     return f"fastdata convert -j {name.removeprefix('fastdata-j')}"
 
 
@@ -147,6 +152,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--jobs", default=",".join(str(j) for j in sorted({1, cores})),
                    help=f"comma-separated -j values for fastdata convert (default 1,{cores})")
     p.add_argument("--ray", action="store_true", help="also --executor ray with the largest --jobs value")
+    p.add_argument("--ray-address", help="with --ray: a Ray cluster already running (`ray start --head`), so that "
+                   "its start-up is not timed; default: each run starts a local instance")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--work-dir", type=Path, default=Path("bench-out/convert"))
     p.add_argument("--json", type=Path)
@@ -169,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.pil_loop:
         pil_loop(*args.pil_loop)
         return 0
+    global RAY_ADDRESS
+    RAY_ADDRESS = args.ray_address
     work = args.work_dir
     raw = args.raw or replicate_photos(work / "raw", images=args.images)
     n = len(image_files(raw))

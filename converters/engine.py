@@ -256,7 +256,7 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
             progress_factory: Callable[[int], Progress] | None = None) -> ConvertResult:
     """Convert `src` into shards under `dst` (a local folder, or a URL: see destination.py). Raises
     ConvertError/ValueError before writing anything if the source or destination is unusable."""
-    src = Path(src)
+    src = Path(src).absolute() if config.executor == "ray" else Path(src)  # Ray tasks have another cwd
     dest = dst if isinstance(dst, LocalDestination | RemoteDestination) else destination(dst)
     fmt = config.validate(kind)
     if not src.exists():

@@ -19,6 +19,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from converters.destination import Destination, LocalDestination, RemoteDestination
@@ -48,7 +49,7 @@ class DestSpec:
     def of(dest: Destination) -> DestSpec:
         if isinstance(dest, RemoteDestination):
             return DestSpec(dest.label, True, dest.storage_options)
-        return DestSpec(str(dest.work), False)
+        return DestSpec(str(Path(dest.work).absolute()), False)  # tasks do not share the driver's cwd
 
     def open(self) -> Destination:
         if self.remote:

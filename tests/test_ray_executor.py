@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,6 +70,14 @@ def test_images_ray_local_and_parts_write_the_same_bytes(images, golden, tmp_pat
     merge(tmp_path / "parts")
     assert tree_digest(tmp_path / "parts") == golden
     assert convert_images(images, tmp_path / "j1", jobs=1) and tree_digest(tmp_path / "j1") == golden
+
+
+def test_relative_source_and_destination_are_the_driver_s(images, golden, tmp_path, monkeypatch):
+    """Ray tasks run in another working directory: paths relative to the driver's must still work."""
+    shutil.copytree(images, tmp_path / "src")
+    monkeypatch.chdir(tmp_path)
+    result = convert_images(Path("src"), Path("out"), executor="ray")
+    assert not result.rejected and tree_digest(tmp_path / "out") == golden
 
 
 def test_the_manifest_records_the_library_versions_that_shape_the_bytes(images, tmp_path):
