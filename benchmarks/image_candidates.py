@@ -129,7 +129,7 @@ def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
 
 
 def dali_shards(spec: Spec, state: Any) -> Iterator[Any]:
-    """(c2) Plain DALI on fastdata's own shards, as DALI's documentation writes it: readers.webdataset with our
+    """(h; the issue's c2) Plain DALI on fastdata's own shards, docs style: readers.webdataset with our
     .idx files, ROI decode (decoders.image_random_crop) in train. Measures the engine apart from the pre-resize."""
     import nvidia.dali.fn as fn
     import nvidia.dali.types as types

@@ -25,12 +25,12 @@ def _max_counts(slots: np.ndarray, *, max_tokens: int | None, batch_size: int | 
     """counts[j]: the most sequences a batch ending at sequence j (its longest) may hold (at least 1)."""
     n = len(slots)
     counts = np.full(n, n if batch_size is None else batch_size, dtype=np.int64)
-    if max_tokens is not None:
-        counts = np.minimum(counts, max_tokens // slots)
+    if max_tokens is not None:  # empty sequences take no slots: only batch_size bounds them, as in cut()
+        counts = np.minimum(counts, np.where(slots > 0, max_tokens // np.maximum(slots, 1), n))
     return np.maximum(counts, 1)
 
 
-def _latest_starts(counts: np.ndarray, batches: int) -> np.ndarray:
+def _leftmost_bounds(counts: np.ndarray, batches: int) -> np.ndarray:
     """Boundary k (0..batches) as far left as it can be: a greedy cut from the right end."""
     bounds = np.zeros(batches + 1, dtype=np.int64)
     j = len(counts)
@@ -53,7 +53,7 @@ def exact_cut(window: np.ndarray, lengths: np.ndarray, *, max_tokens: int | None
     slots = -(-lengths[window].astype(np.int64) // multiple) * multiple
     counts = _max_counts(slots, max_tokens=max_tokens, batch_size=batch_size)
     hi = np.concatenate([[0], np.cumsum([len(b) for b in greedy])])
-    lo = np.maximum(_latest_starts(counts, batches), np.arange(batches + 1))
+    lo = np.maximum(_leftmost_bounds(counts, batches), np.arange(batches + 1))
     best = np.zeros(1)  # best[i]: least slots to cover the window up to boundary lo[k-1] + i in k-1 batches
     choice: list[np.ndarray] = []
     for k in range(1, batches + 1):
