@@ -95,6 +95,19 @@ def make_slice(path: Path, pixels: np.ndarray, *, series_uid: str, position: tup
     return path
 
 
+def edit_dicom(path: Path, **attrs: object) -> None:
+    """Set attributes of a DICOM file in place (None deletes one)."""
+    import pydicom
+
+    ds = pydicom.dcmread(path)
+    for name, value in attrs.items():
+        if value is None:
+            delattr(ds, name)
+        else:
+            setattr(ds, name, value)
+    ds.save_as(path, enforce_file_format=True)
+
+
 def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, skip: tuple[int, ...] = (),
                   duplicate: tuple[int, ...] = ()) -> list[Path]:
     """Write the phantom as one file per slice, under shuffled, meaningless names (no extension) and

@@ -14,7 +14,7 @@ import pytest
 pydicom = pytest.importorskip("pydicom")
 pytest.importorskip("scipy")
 
-from conftest_dicom import make_slice  # noqa: E402
+from conftest_dicom import edit_dicom, make_slice  # noqa: E402
 
 from converters.dicom import DicomOptions  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
@@ -36,20 +36,10 @@ def _stack(root, uid="1.2.3", zs=(0.0, 2.0, 4.0), **kwargs) -> SeriesFiles:
     return SeriesFiles(uid, tuple(files))
 
 
-def _edit(path, **attrs) -> None:
-    ds = pydicom.dcmread(path)
-    for name, value in attrs.items():
-        if value is None:
-            delattr(ds, name)
-        else:
-            setattr(ds, name, value)
-    ds.save_as(path, enforce_file_format=True)
-
-
 def _single(tmp_path, **attrs) -> SeriesFiles:
     path = make_slice(tmp_path / "one.dcm", PLANE, series_uid="1.2.9", position=(0.0, 0.0, 0.0),
                       pixel_spacing=(0.5, 0.5))
-    _edit(path, **attrs)
+    edit_dicom(path, **attrs)
     return SeriesFiles("1.2.9", ((str(path), "one.dcm"),))
 
 
@@ -175,7 +165,7 @@ def test_enhanced_multiframe_bad_frame_is_named(tmp_path):
 
 def test_two_frames_without_functional_groups_are_refused(tmp_path):
     path = make_slice(tmp_path / "m.dcm", PLANE, series_uid="1.2.8", position=(0.0, 0.0, 0.0))
-    _edit(path, NumberOfFrames=2, PixelData=np.stack([PLANE, PLANE]).astype("<u2").tobytes())
+    edit_dicom(path, NumberOfFrames=2, PixelData=np.stack([PLANE, PLANE]).astype("<u2").tobytes())
     with pytest.raises(RejectSeries, match=r"m\.dcm is a multi-frame object \(2 frames\) without per-frame "
                                            r"positions \(PerFrameFunctionalGroupsSequence\)"):
         convert_series(SeriesFiles("1.2.8", ((str(path), "m.dcm"),)), OPTS)
@@ -190,7 +180,7 @@ def test_rejection_wording(tmp_path):
     bad_orientation = _single(tmp_path / "o", ImageOrientationPatient=["1", "0", "nan", "0", "1", "0"])
     assert reason(bad_orientation).startswith("one.dcm: ImageOrientationPatient ")
     spacings = _stack(tmp_path / "p")
-    _edit(spacings.files[1][0], PixelSpacing=["0.5", "0.5"])
+    edit_dicom(spacings.files[1][0], PixelSpacing=["0.5", "0.5"])
     assert reason(spacings) == "mixed PixelSpacing within the series: [(0.5, 0.5), (1.0, 1.0)]"
     gap = _stack(tmp_path / "g", zs=(0.0, 2.0, 4.0, 6.0, 12.0))
     assert reason(gap).endswith("where 2.000 mm is expected (~2 slice(s) missing)")
@@ -202,7 +192,7 @@ def test_rejection_wording(tmp_path):
                                "not a rectilinear volume")
     no_pos = _stack(tmp_path / "n", zs=(0.0, 2.0, 4.0, 6.0, 8.0))
     for path, _ in no_pos.files:
-        _edit(path, ImagePositionPatient=None)
+        edit_dicom(path, ImagePositionPatient=None)
     assert reason(no_pos).endswith("5 of 5 slices: 00.dcm, 01.dcm, 02.dcm and 2 more")
     short = _single(tmp_path / "r", Rows=4)
     assert reason(short) == "one.dcm: pixel data of shape [2, 4, 8] does not match Rows/Columns/frames"
@@ -245,7 +235,7 @@ def test_pseudonyms_are_keyed_and_domain_separated():
 
 def test_phi_fields_leave_out_empty_values(tmp_path):
     path = make_slice(tmp_path / "p.dcm", PLANE, series_uid="1.2.5", position=(0.0, 0.0, 0.0))
-    _edit(path, InstitutionName="")
+    edit_dicom(path, InstitutionName="")
     fields = phi_fields(pydicom.dcmread(path))
     assert "InstitutionName" not in fields and fields["PatientID"] == "PID-7731-SECRET"
 

@@ -11,6 +11,7 @@ pytest.importorskip("scipy")
 from conftest_dicom import (  # noqa: E402
     Phantom,
     convert_dicom,
+    edit_dicom,
     load_volume,
     make_slice,
     read_samples,
@@ -29,28 +30,19 @@ def _series(root, uid, n=3, **slice_kwargs):
                    **{"pixel_spacing": (1.0, 1.0), **slice_kwargs})
 
 
-def _edit(path, **attrs):
-    import pydicom
-
-    ds = pydicom.dcmread(path)
-    for name, value in attrs.items():
-        setattr(ds, name, value)
-    ds.save_as(path, enforce_file_format=True)
-
-
 @pytest.fixture
 def bad_values(tmp_path):
     src = tmp_path / "src"
     write_phantom(src / "good", Phantom(slices=4), seed=0)
     _series(src / "nan_slope", "1.7.1")
-    _edit(src / "nan_slope" / "01.dcm", RescaleSlope="NaN")
+    edit_dicom(src / "nan_slope" / "01.dcm", RescaleSlope="NaN")
     _series(src / "inf_intercept", "1.7.2")
-    _edit(src / "inf_intercept" / "02.dcm", RescaleIntercept="inf")
+    edit_dicom(src / "inf_intercept" / "02.dcm", RescaleIntercept="inf")
     _series(src / "zero_slope", "1.7.3")
-    _edit(src / "zero_slope" / "00.dcm", RescaleSlope="0")
+    edit_dicom(src / "zero_slope" / "00.dcm", RescaleSlope="0")
     _series(src / "zero_spacing", "1.7.4", pixel_spacing=(0.0, 0.0))
     _series(src / "nan_position", "1.7.5")
-    _edit(src / "nan_position" / "01.dcm", ImagePositionPatient=["0", "nan", "2"])
+    edit_dicom(src / "nan_position" / "01.dcm", ImagePositionPatient=["0", "nan", "2"])
     return src
 
 
