@@ -196,18 +196,16 @@ def partition_waste(lengths: np.ndarray, *, max_tokens: int, multiple: int) -> d
     (fastdata.text.partition), the same number of batches both ways, and the planning time of each."""
     from fastdata.text.options import SequenceLoaderOptions
     from fastdata.text.partition import exact_cut
-    from fastdata.text.plan import cut, epoch_order
+    from fastdata.text.plan import cut, epoch_order, padded, sorted_windows
 
     opts = SequenceLoaderOptions(max_tokens=max_tokens, pad_to_multiple_of=multiple)
     order, _ = epoch_order(len(lengths), opts, epoch=0)
     out: dict[str, float] = {"documents": len(lengths), "tokens": int(lengths.sum())}
     for name, fn in (("greedy", cut), ("exact", exact_cut)):
         start, slots, batches = time.perf_counter(), 0, 0
-        for w in range(0, len(order), opts.window):
-            window = order[w:w + opts.window]
-            window = window[np.argsort(lengths[window], kind="stable")]
+        for window in sorted_windows(order, lengths, opts.window):
             for b in fn(window, lengths, max_tokens=max_tokens, batch_size=None, multiple=multiple):
-                slots += len(b) * (-(-int(lengths[b].max()) // multiple) * multiple)
+                slots += len(b) * padded(int(lengths[b].max()), multiple)
                 batches += 1
         out[f"{name}_waste"] = 1 - out["tokens"] / slots
         out[f"{name}_batches"] = batches

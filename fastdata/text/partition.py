@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastdata.text.plan import cut
+from fastdata.text.plan import cut, padded
 
 _TABLE = 1 << 22  # table cells per numpy step (~32 MiB of float64); larger steps are cut in column chunks
 
@@ -50,7 +50,7 @@ def exact_cut(window: np.ndarray, lengths: np.ndarray, *, max_tokens: int | None
     batches = len(greedy)
     if batches <= 1:
         return greedy
-    slots = -(-lengths[window].astype(np.int64) // multiple) * multiple
+    slots = padded(lengths[window].astype(np.int64), multiple)
     counts = _max_counts(slots, max_tokens=max_tokens, batch_size=batch_size)
     hi = np.concatenate([[0], np.cumsum([len(b) for b in greedy])])
     lo = np.maximum(_leftmost_bounds(counts, batches), np.arange(batches + 1))

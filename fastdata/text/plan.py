@@ -7,6 +7,8 @@ array of sequence indices (or of packed-row indices for packing).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from fastdata.text.options import SequenceLoaderOptions
@@ -51,6 +53,13 @@ def shuffle_batches(batches: list[np.ndarray], rng: np.random.Generator,
     return [batches[k] for k in rng.permutation(len(batches))] if opts.shuffle else batches
 
 
+def sorted_windows(order: np.ndarray, lengths: np.ndarray, window: int) -> Iterator[np.ndarray]:
+    """Each run of `window` sequences of `order`, sorted by length (stable: ties keep the shuffled order)."""
+    for w in range(0, len(order), window):
+        part = order[w:w + window]
+        yield part[np.argsort(lengths[part], kind="stable")]
+
+
 def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: int) -> list[np.ndarray]:
     """Every batch of the epoch (all ranks), for bucketing 'length' or 'none'."""
     from fastdata.text.partition import exact_cut  # it builds on cut() above
@@ -60,11 +69,7 @@ def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: i
     kw = {"max_tokens": opts.max_tokens, "batch_size": opts.batch_size, "multiple": opts.pad_to_multiple_of}
     if opts.bucketing == "none":
         return cut(order, lengths, **kw)
-    batches: list[np.ndarray] = []
-    for w in range(0, n, opts.window):
-        window = order[w:w + opts.window]
-        window = window[np.argsort(lengths[window], kind="stable")]
-        batches.extend(exact_cut(window, lengths, **kw))
+    batches = [b for window in sorted_windows(order, lengths, opts.window) for b in exact_cut(window, lengths, **kw)]
     return shuffle_batches(batches, rng, opts)
 
 
