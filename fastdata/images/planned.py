@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -42,8 +43,9 @@ class BadSamples(Exception):
         self.indices, self.error = indices, error
 
 
-class PlannedBackend:
-    """Backend protocol (len, set_epoch, iter, state_dict/load_state_dict) over one epoch plan."""
+class PlannedBackend(ABC):
+    """Backend protocol (len, set_epoch, iter, state_dict/load_state_dict) over one epoch plan. A backend
+    says how one sample is loaded (`_load`) and how a batch of them becomes tensors (`_assemble`)."""
 
     name = "planned"
 
@@ -138,14 +140,16 @@ class PlannedBackend:
             yield images, labels
 
     # ------------------------------------------------------------------ production (background thread)
+    @abstractmethod
     def _load(self, index: int, epoch: int) -> Any:
-        raise NotImplementedError
+        """Sample `index` of `epoch`, read and prepared for `_assemble` (runs on the loader's threads)."""
 
     def _resolve(self, futures: list[Future | None]) -> list[object]:
         return resolve_futures(futures)
 
+    @abstractmethod
     def _assemble(self, entries: list[Any], cuda_stream: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
-        raise NotImplementedError
+        """(images, labels, ready event or None) of one batch of loaded entries."""
 
     def _key_of(self, entry: Any) -> str:
         """'shard:key' of one batch entry (for `last_keys`)."""
