@@ -9,7 +9,8 @@ import importlib
 
 from converters.kind import Kind
 
-KINDS: dict[str, str] = {
+KINDS: dict[str, str] = {  # `--kind auto` asks each in this order
+    "image_text": "converters.image_text",
     "images": "converters.images",
     "dicom": "converters.dicom",
     "text": "converters.text",

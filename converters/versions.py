@@ -18,6 +18,7 @@ from fastdata.errors import ConvertError
 LIBRARIES: dict[str, tuple[str, ...]] = {
     "images": ("pillow", "numpy", "pyarrow"),
     "text": ("tokenizers", "numpy", "pyarrow"),
+    "image_text": ("pillow", "numpy", "tokenizers"),
     "dicom": ("pydicom", "numpy", "scipy", "pylibjpeg", "pylibjpeg-libjpeg", "pylibjpeg-openjpeg", "pylibjpeg-rle"),
 }
 
@@ -30,7 +31,7 @@ def byte_versions(kind: str) -> dict[str, str]:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = "none"
-    if kind == "images":  # Pillow's JPEG codec is a separate C library with its own version
+    if kind in ("images", "image_text"):  # Pillow's JPEG codec is a separate C library with its own version
         features = importlib.import_module("PIL.features")
         out["libjpeg-turbo"] = str(features.version("libjpeg_turbo") or "none")
     return out

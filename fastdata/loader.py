@@ -17,6 +17,7 @@ LOADERS: dict[str, str] = {
     "images": "fastdata.images.loader:image_loader",
     "dicom": "fastdata.volumes.loader:volume_loader",
     "text": "fastdata.text.loader:sequence_loader",
+    "image_text": "fastdata.pairs.loader:pair_loader",
 }
 
 

@@ -167,6 +167,21 @@ class Manifest:
             return None
         return str(self.extra.get("label_member") or "cls")
 
+    @property
+    def text_member(self) -> str | None:
+        """image_text: the tar member holding a sample's captions (one per line), else None."""
+        return self.extra.get("text_member") if self.kind == "image_text" else None
+
+    @property
+    def ids_member(self) -> str | None:
+        """image_text converted with a tokenizer: the tar member holding the captions' token ids (.npy)."""
+        return self.extra.get("ids_member") if self.kind == "image_text" else None
+
+    @property
+    def extra_members(self) -> tuple[str, ...]:
+        """Members read with each sample's image besides its label: the captions (and ids) of image_text."""
+        return tuple(m for m in (self.text_member, self.ids_member) if m)
+
 
 SPLIT_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -221,7 +236,7 @@ def _extra_from_dict(check: _Checker, extra: dict[str, Any]) -> dict[str, Any]:
         value = extra.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise check.error(f"extra.{key}", value, "a list of names (strings)")
-    for key in ("label_member", "layout"):
+    for key in ("label_member", "layout", "text_member", "ids_member"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             raise check.error(f"extra.{key}", extra[key], "a string")
     tok = extra.get("tokenizer")

@@ -26,7 +26,7 @@ from fastdata.wds_index import parse_index, split_name
 
 log = logging.getLogger(__name__)
 
-IMAGE_KINDS = ("images",)  # kinds whose samples hold an image (and a label when labeled)
+IMAGE_KINDS = ("images", "image_text")  # kinds whose samples hold an image (and a label when labeled)
 LABEL_MAX_BYTES = 64
 IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, not read
 

@@ -3,7 +3,9 @@ img2dataset, an earlier pipeline) without rewriting them.
 
 1. Every tar is scanned once (`scan.py`, `-j` processes); each scan is saved in `DST/.partial/scans/`
    so an interrupted run resumes.
-2. The dataset is labeled when any usable sample has a label member (`cls`, `class`, `label`); then the
+2. The dataset is image_text (image-caption pairs, as img2dataset writes them) when any usable sample has a
+   `txt` member; then the samples without one are rejected and label members are not read as classes.
+   Otherwise it is labeled when any usable sample has a label member (`cls`, `class`, `label`); then the
    samples without one are rejected. Classes are "0".."max" unless `classes` names them.
 3. Each tar's DALI index is written beside the manifest (byte for byte `wds2idx`'s for a clean tar), then
    the manifest, last and atomically. The tars are never written: `DST` may sit beside read-only shards.
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 PARTIAL = ".partial"
 SPLIT_PREFIX = re.compile(r"^(train|val|valid|validation|test)[-_.]", re.IGNORECASE)
 SPLIT_ALIASES = {"valid": "val", "validation": "val"}
+TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,8 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
     for item, scan in scans:
         rejected.extend(Rejection(item.split, scan.name, why) for why in scan.problems)
     good = [s for _, scan in scans for s in scan.samples if s.problem is None]
-    labeled = any(s.label is not None for s in good)
+    captioned = any(_has_caption(s) for s in good)  # img2dataset's jpg + txt (+ json): an image_text dataset
+    labeled = not captioned and any(s.label is not None for s in good)
     labels = [s.label for s in good if s.label is not None]
     if labeled and min(labels) < 0:
         raise ConvertError(f"the shards hold negative labels (down to {min(labels)}); labels are class indices >= 0")
@@ -180,6 +184,8 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
         for s in scan.samples:
             if s.problem is None and labeled and s.label is None:
                 s.problem = "no label member while the rest of the dataset is labeled"
+            if s.problem is None and captioned and not _has_caption(s):
+                s.problem = f"no caption member ({TEXT_MEMBER}) while the rest of the dataset has captions"
             if s.problem is not None:
                 rejected.append(Rejection(item.split, f"{scan.name}:{s.key}", s.problem))
                 continue
@@ -205,8 +211,9 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
     shard_root = None if folder.resolve() == dst.resolve() else os.path.relpath(folder.resolve(), dst.resolve())
     fingerprint = hashlib.sha256(json.dumps({"shards": {k: [s.to_dict() for s in v] for k, v in splits.items()},
                                              "classes": classes}, sort_keys=True).encode()).hexdigest()
+    extra: dict[str, Any] = {"text_member": TEXT_MEMBER} if captioned else {}
     return Manifest(
-        kind="images", shard_format="wds", classes=tuple(classes) if labeled else (),
+        kind="image_text" if captioned else "images", shard_format="wds", classes=tuple(classes) if labeled else (),
         splits={name: SplitInfo(name=name, shards=tuple(infos), class_counts=tuple(counts.get(name, ())),
                                 stats=stats.get(name, {})) for name, infos in splits.items()},
         preprocessing={"source": "adopted WebDataset shards (not re-encoded)", "max_pixels": options.max_pixels,
@@ -214,8 +221,12 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
         rejected=tuple(sorted((r.to_dict() for r in rejected), key=lambda r: (r["split"], r["source"]))),
         extra={"adopted": {"tool": "fastdata index", "shards": len(scans)}, "image_members": image_members,
                "label_member": label_member if labeled else None, "members": sorted(member_exts),
-               "layout": "adopted"},
+               "layout": "adopted", **extra},
         fingerprint=fingerprint, tool_version=__version__, shard_root=shard_root)
+
+
+def _has_caption(sample: Any) -> bool:
+    return any(m.ext == TEXT_MEMBER for m in sample.members)
 
 
 def _common(samples: Sequence[Any], pick: Callable[[Any], str | None]) -> str | None:

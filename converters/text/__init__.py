@@ -50,12 +50,14 @@ class TextKind:
         return False
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--tokenizer", metavar="JSON", help="text: Hugging Face tokenizer.json to tokenize with")
+        parser.add_argument("--tokenizer", metavar="JSON",
+                            help="text, image_text: Hugging Face tokenizer.json to tokenize with")
         parser.add_argument("--per-line", action="store_true", help="text: one document per non-blank line")
         parser.add_argument("--separator", metavar="LINE",
                             help="text: records are separated by a line holding only LINE (e.g. '%%')")
         parser.add_argument("--text-field", default="text", help="text: JSON field / Parquet column (default: text)")
-        parser.add_argument("--max-length", type=int, help="text: at most N tokens per sequence, specials included")
+        parser.add_argument("--max-length", type=int,
+                            help="text, image_text: at most N tokens per sequence (caption), specials included")
         parser.add_argument("--overflow", choices=OVERFLOW, default="truncate",
                             help="text: longer documents are truncated, or split into windows all kept")
         parser.add_argument("--max-document-bytes", type=parse_size, default=DEFAULT_MAX_DOCUMENT_BYTES,

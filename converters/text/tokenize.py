@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from converters.sample import Rejection, Sample, WorkItem
 from converters.text.options import TextOptions
-from fastdata.errors import ConvertError, require
+from fastdata.errors import ConvertError
+from fastdata.text.tokenizer import BOS_TOKENS, EOS_TOKENS, first_id, pad_id
+from fastdata.text.tokenizer import build_tokenizer as _build
 
 BATCH = 256  # documents tokenized per `encode_batch` call (one worker task)
 UINT16_VOCAB = 2**16  # ids are stored as uint16 when every id fits, else int32
-PAD_TOKENS = ("[PAD]", "<pad>", "<|pad|>", "<|padding|>")
-BOS_TOKENS = ("[CLS]", "<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>", "<|endoftext|>")
-EOS_TOKENS = ("[SEP]", "</s>", "<eos>", "<|end_of_text|>", "<|endoftext|>")
-
-
 def _tokenizer_file(path: str) -> Path:
     p = Path(path)
     if p.is_dir() and (p / "tokenizer.json").is_file():  # a Hugging Face model folder
@@ -41,24 +37,7 @@ def read_tokenizer_json(path: str) -> str:
 
 def build_tokenizer(text: str, *, where: str, max_length: int | None = None) -> Any:
     """A `tokenizers.Tokenizer` from JSON text, without padding, truncated only to `max_length`."""
-    tokenizers = require("tokenizers", "text")
-    try:
-        tok = tokenizers.Tokenizer.from_str(text)
-    except Exception as exc:  # tokenizers raises a bare Exception for malformed files
-        raise ConvertError(f"{where} is not a valid Hugging Face tokenizer.json: {exc}") from exc
-    tok.no_padding()
-    tok.no_truncation()
-    if max_length is not None:
-        tok.enable_truncation(max_length, stride=0, strategy="longest_first", direction="right")
-    return tok
-
-
-def _first_id(tok: Any, candidates: tuple[str, ...]) -> int | None:
-    for token in candidates:
-        found = tok.token_to_id(token)
-        if found is not None:
-            return int(found)
-    return None
+    return _build(text, where=where, max_length=max_length, error=ConvertError)
 
 
 def tokenizer_info(path: str) -> dict[str, Any]:
@@ -73,16 +52,14 @@ def tokenizer_info(path: str) -> dict[str, Any]:
 def _tokenizer_info(path: str, size: int, mtime_ns: int) -> dict[str, Any]:
     text = read_tokenizer_json(path)
     tok = build_tokenizer(text, where=path)
-    padding = (json.loads(text).get("padding") or {}) if text.lstrip().startswith("{") else {}
     vocab = tok.get_vocab_size(with_added_tokens=True)
-    pad_id = padding.get("pad_id") if isinstance(padding.get("pad_id"), int) else _first_id(tok, PAD_TOKENS)
     return {
         "file": Path(path).name,
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "vocab_size": vocab,
-        "pad_id": pad_id,
-        "bos_id": _first_id(tok, BOS_TOKENS),
-        "eos_id": _first_id(tok, EOS_TOKENS),
+        "pad_id": pad_id(tok, text),
+        "bos_id": first_id(tok, BOS_TOKENS),
+        "eos_id": first_id(tok, EOS_TOKENS),
         "ids_dtype": "uint16" if vocab <= UINT16_VOCAB else "int32",
     }
 

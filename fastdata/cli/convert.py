@@ -58,8 +58,10 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
 
     if not src.exists():
         raise ConvertError(f"source {src} does not exist")
-    if args is not None and getattr(args, "tokenizer", None):
-        return "text"  # a tokenizer says what the user means, whatever stray image files the corpus holds
+    if args is not None and getattr(args, "captions", None):
+        return "image_text"
+    if args is not None and getattr(args, "tokenizer", None):  # a tokenizer says text is meant, whatever stray
+        return "image_text" if get_kind("image_text").detect(src) else "text"  # images: unless they have captions
     for name in KINDS:
         if get_kind(name).detect(src):
             return name

@@ -66,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
           + (f" (shards in {m.shard_root})" if m.shard_root else ""))
     for name, s in sorted(m.splits.items()):
         print(f"  {name:8s} {s.samples:9d} samples  {len(s.shards):5d} shards  {human_bytes(s.bytes)}")
-    print(f"  {'labeled, ' + str(len(m.classes)) + ' classes' if m.labeled else 'unlabeled'}; "
-          f"image members {', '.join(m.image_members)}")
+    what = (f"image-text pairs (captions in {m.text_member})" if m.text_member
+            else f"labeled, {len(m.classes)} classes" if m.labeled else "unlabeled")
+    print(f"  {what}; image members {', '.join(m.image_members)}")
     if m.rejected:
         print(f"  rejected {len(m.rejected)} sample(s) or member(s) (`fastdata info {result.dst} --rejected`):")
         for line in reason_summary(list(m.rejected)):

@@ -61,9 +61,8 @@ class KorniaBackend(PlannedBackend):
         image = decode_train(p.raw, p.box, p.height, p.width, o.image_size, flip=p.params.flip)
         return image, p.label, p.params, p.raw
 
-    def _key_of(self, entry: tuple) -> str:
-        raw = entry[3]
-        return f"{raw.shard.name}:{raw.key}"
+    def _raw_of(self, entry: tuple) -> RawSample:
+        return entry[3]
 
     def _resolve(self, futures: list[Future | None]) -> list[object]:
         """Results in order: (image, label, params), the sample's ShardError, or None for a padding row."""

@@ -148,7 +148,12 @@ def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **k
     if view.manifest.kind != "images":
         raise ManifestError(f"{view.root} holds a dataset of kind {view.manifest.kind!r}; image_loader reads "
                             "kind 'images' (use fastdata.loader() to pick the loader by kind)")
+    return Loader(view, opts, make_backend(view, opts))
+
+
+def make_backend(view: DatasetView, opts: ImageLoaderOptions) -> Any:
+    """The backend `opts.backend` names over `view` (its optional dependency checked first)."""
     module_name, class_name = BACKENDS[opts.backend].split(":")
     require(*_EXTRAS[opts.backend])
     backend_cls = getattr(importlib.import_module(module_name), class_name)
-    return Loader(view, opts, backend_cls(view, opts))
+    return backend_cls(view, opts)

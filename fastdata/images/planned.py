@@ -26,7 +26,7 @@ from fastdata.errors import ShardError
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan, epoch_plan
 from fastdata.images.prefetch import prefetch
-from fastdata.images.reader import SplitReader
+from fastdata.images.reader import RawSample, SplitReader
 from fastdata.images.resume import ResumePoint, check_state, make_state
 from fastdata.images.samples import Preparer, SkipBudget, fill_batch, resolve_futures
 from fastdata.images.schedule import ShardSchedule
@@ -60,6 +60,7 @@ class PlannedBackend(ABC):
         self._resume: ResumePoint | None = None
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
         self._skipped = 0
+        self.targets: Any = None  # None, or `targets(raws, epoch)` -> what a batch yields instead of its labels
         self.last_keys: list[str] = []  # "shard:key" of the real rows of the last batch delivered (debugging)
         self.check_cache()
 
@@ -133,7 +134,9 @@ class PlannedBackend(ABC):
                 current = torch.cuda.current_stream(self._device)
                 current.wait_event(ready)
                 images.record_stream(current)
-                labels.record_stream(current)
+                for t in labels.values() if isinstance(labels, dict) else (labels,):
+                    if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+                        t.record_stream(current)
             self._point = ResumePoint(epoch=epoch, batch=self._point.batch + 1, cursor=cursor)
             self._skipped += skipped
             self.last_keys = keys
@@ -151,9 +154,13 @@ class PlannedBackend(ABC):
     def _assemble(self, entries: list[Any], cuda_stream: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """(images, labels, ready event or None) of one batch of loaded entries."""
 
+    def _raw_of(self, entry: Any) -> RawSample:
+        """The raw sample behind one batch entry."""
+        return entry.raw
+
     def _key_of(self, entry: Any) -> str:
         """'shard:key' of one batch entry (for `last_keys`)."""
-        raw = entry.raw
+        raw = self._raw_of(entry)
         return f"{raw.shard.name}:{raw.key}"
 
     def _cuda_stream(self) -> Any:
@@ -186,6 +193,9 @@ class PlannedBackend(ABC):
                                                       budget=budget, resolve=self._resolve)
                         try:
                             images, labels, ready = self._assemble(entries, cuda_stream)
+                            if self.targets is not None:  # e.g. the captions of image-text pairs
+                                labels = self.targets([None if e is None else self._raw_of(e) for e in entries],
+                                                      start.epoch)
                             break
                         except BadSamples as bad:
                             if o.on_error == "raise":

@@ -37,6 +37,8 @@ class RawSample:
     label: int
     key: str
     shard: Path
+    extra: tuple[bytes, ...] = ()  # the dataset's extra members (image_text: the captions, token ids), in order
+    index: int = -1  # global index in the split (set by SplitReader)
 
 
 def _close_all(fds: OrderedDict[Path, list[int]]) -> None:
@@ -113,14 +115,17 @@ class TarShard:
     The index is kept compact (numpy arrays: 32 bytes per sample plus the key); the descriptor comes
     from `handles` (shared by the shards of a split, so thousands of shards hold a bounded number).
     A sample's image is its first member among `image_members`; its label the `label_member` (an
-    integer in ASCII), or UNLABELED when the dataset has none.
+    integer in ASCII), or UNLABELED when the dataset has none; `extra_members` (image_text: the captions
+    and token ids) are read with the image, in the same `pread` when they are adjacent.
     """
 
     def __init__(self, ref: ShardRef, handles: FileHandles | None = None, *,
-                 image_members: tuple[str, ...] = ("jpg",), label_member: str | None = "cls") -> None:
+                 image_members: tuple[str, ...] = ("jpg",), label_member: str | None = "cls",
+                 extra_members: tuple[str, ...] = ()) -> None:
         self.path = ref.path
         self._handles = handles if handles is not None else FileHandles(capacity=1)
         self._image_members, self._label_member = image_members, label_member
+        self._extra_members = extra_members
         idx = ref.index_path
         if idx is None:
             raise ShardError(f"shard {self.path} has no index in the manifest; re-run `fastdata convert`")
@@ -136,26 +141,35 @@ class TarShard:
             raise ShardError(f"index {idx} lists {len(parsed)} samples, the manifest says "
                              f"{ref.info.samples} for {self.path}; re-run `fastdata convert`")
         self._keys = np.array([p[0] for p in parsed], dtype=str)
-        self._spans_arr = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, 4)  # image, label off/len
+        width = 4 + 2 * len(extra_members)
+        self._spans_arr = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, width)  # (offset, length)s
 
-    def _spans(self, sample: tuple[Member, ...], size: int) -> tuple[str, int, int, int, int]:
+    def _spans(self, sample: tuple[Member, ...], size: int) -> tuple[str | int, ...]:
+        """(key, then offset and length of: the image, the label, each extra member)."""
         key = sample_key(sample)
         members = {m.ext: m for m in sample}
         image = next((members[e] for e in self._image_members if e in members), None)
         label = members.get(self._label_member) if self._label_member else None
-        if image is None or (self._label_member and label is None):
-            want = [" or ".join(self._image_members)] + ([self._label_member] if self._label_member else [])
+        extras = [members.get(e) for e in self._extra_members]
+        if image is None or (self._label_member and label is None) or None in extras:
+            want = ([" or ".join(self._image_members)] + ([self._label_member] if self._label_member else [])
+                    + list(self._extra_members))
             raise ShardError(f"sample {key} in {self.path} has members {sorted(members)}; it needs {want}")
-        end = max(image.end, label.end if label else 0)
+        end = max(image.end, label.end if label else 0, *(m.end for m in extras))
         if end > size:
             raise ShardError(f"shard {self.path} is truncated: sample {key} ends at byte {end}, the file "
                              f"has {size} bytes; re-run `fastdata convert` or restore the file")
-        return key, image.offset, image.size, *((label.offset, label.size) if label else (image.offset, 0))
+        spans = [key, image.offset, image.size, *((label.offset, label.size) if label else (image.offset, 0))]
+        for m in extras:
+            spans.extend((m.offset, m.size))
+        return tuple(spans)
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def read(self, i: int, /) -> RawSample:
+    def read(self, i: int, /, index: int = -1) -> RawSample:
+        if self._extra_members:
+            return self._read_with_extras(i, index)
         key = str(self._keys[i])
         off, length, cls_off, cls_len = (int(v) for v in self._spans_arr[i])
         lo, hi = min(off, cls_off), max(off + length, cls_off + cls_len)
@@ -174,8 +188,34 @@ class TarShard:
         if len(data) != length or len(cls) != cls_len:
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
         if self._label_member is None:
-            return RawSample(data=data, label=UNLABELED, key=key, shard=self.path)
-        return RawSample(data=data, label=parse_label(cls, key=key, shard=self.path), key=key, shard=self.path)
+            return RawSample(data=data, label=UNLABELED, key=key, shard=self.path, index=index)
+        return RawSample(data=data, label=parse_label(cls, key=key, shard=self.path), key=key, shard=self.path,
+                         index=index)
+
+    def _read_with_extras(self, i: int, index: int) -> RawSample:
+        """A sample with extra members: one read over all of its members when they lie together (as every
+        converted or img2dataset shard has them), else one read each."""
+        key = str(self._keys[i])
+        row = [int(v) for v in self._spans_arr[i]]
+        spans = [(row[j], row[j + 1]) for j in range(0, len(row), 2) if row[j + 1] or j == 0]
+        lo, hi = min(o for o, _ in spans), max(o + n for o, n in spans)
+        try:
+            fd = self._handles.acquire(self.path)
+        except OSError as exc:
+            raise ShardError(f"cannot open shard {self.path} (sample {key}): {exc}") from exc
+        try:
+            if hi - lo <= sum(n for _, n in spans) + 4096 * len(spans):
+                view = memoryview(os.pread(fd, hi - lo, lo))
+                parts = [view[o - lo: o - lo + n] for o, n in ((row[j], row[j + 1]) for j in range(0, len(row), 2))]
+            else:
+                parts = [memoryview(os.pread(fd, row[j + 1], row[j])) for j in range(0, len(row), 2)]
+        finally:
+            self._handles.release(self.path)
+        if any(len(p) != row[2 * j + 1] for j, p in enumerate(parts)):
+            raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
+        label = UNLABELED if self._label_member is None else parse_label(bytes(parts[1]), key=key, shard=self.path)
+        return RawSample(data=parts[0], label=label, key=key, shard=self.path,
+                         extra=tuple(bytes(p) for p in parts[2:]), index=index)
 
     def close(self) -> None:
         """The descriptor belongs to `handles`, closed by its owner."""
@@ -221,14 +261,15 @@ class ArrowShard:
     def __len__(self) -> int:
         return self._len
 
-    def read(self, i: int, /) -> RawSample:
+    def read(self, i: int, /, index: int = -1) -> RawSample:
         b = bisect.bisect_right(self._starts, i) - 1
         row = i - self._starts[b]
         key = self._keys[b][row]
         data = self._images[b].read(row)
         if not data:
             raise ShardError(f"sample {key} in {self.path} has no image bytes")
-        return RawSample(data=memoryview(data), label=int(self._labels[b][row]), key=key, shard=self.path)
+        return RawSample(data=memoryview(data), label=int(self._labels[b][row]), key=key, shard=self.path,
+                         index=index)
 
     def close(self) -> None:
         self._file.close()
@@ -246,6 +287,7 @@ class SplitReader:
         self._shard_type = ArrowShard if view.manifest.shard_format == "arrow" else TarShard
         self._image_members = view.manifest.image_members
         self._label_member = view.manifest.label_member
+        self._extra_members = view.manifest.extra_members
         self._starts: list[int] = []
         total = 0
         for ref in self._refs:
@@ -276,7 +318,7 @@ class SplitReader:
             if shard is None:
                 ref = self._view.local(self._refs[s])
                 shard = (TarShard(ref, self._handles, image_members=self._image_members,
-                                  label_member=self._label_member)
+                                  label_member=self._label_member, extra_members=self._extra_members)
                          if self._shard_type is TarShard else ArrowShard(ref))
                 self._open[s] = shard
         return shard
@@ -285,7 +327,7 @@ class SplitReader:
         if not 0 <= index < self._len:
             raise IndexError(f"sample index {index} out of range 0..{self._len - 1}")
         s = bisect.bisect_right(self._starts, index) - 1
-        return self._shard(s).read(index - self._starts[s])
+        return self._shard(s).read(index - self._starts[s], index)
 
     def forget(self, s: int) -> None:
         """Shard `s` is not needed for now: close it and give it back to the cache (read again: reopened)."""

@@ -1,0 +1,78 @@
+"""The image_text kind: captioned images -> WebDataset samples `{key}.jpg` (pre-resized baseline JPEG, as the
+images kind makes it), `{key}.txt` (the captions, one per line), `{key}.json` and, with `--tokenizer`,
+`{key}.ids.npy` (token ids). The shards are what img2dataset writes, so OpenCLIP, WebDataset and DALI read
+them too; `fastdata.loader` yields `(images, text)` batches (fastdata/pairs/)."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from converters.image_text.discover import discover_pairs
+from converters.image_text.process import IDS_FILL, ImageTextOptions, PairProcessor
+from converters.images import ImagesKind
+from converters.images.discover import EXTENSIONS
+from converters.kind import Discovery
+from converters.text.tokenize import tokenizer_info
+from converters.tree import first_files
+
+DETECT_FILES = 2000
+
+
+class ImageTextKind:
+    name = "image_text"
+    formats = ("wds",)
+    member_order = ("jpg", "txt", "ids.npy", "json")
+    unit = "pair"
+
+    def detect(self, src: Path, /) -> bool:
+        """Images with a same-stem .txt beside them among the first files."""
+        stems: dict[str, set[str]] = {}
+        for path in first_files(src, DETECT_FILES):
+            stems.setdefault(str(path.with_suffix("")), set()).add(path.suffix.lower())
+        return any(".txt" in exts and exts & set(EXTENSIONS) for exts in stems.values())
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--captions", metavar="FILE",
+                            help="image_text: CSV/TSV/JSONL/Parquet with file and caption columns, or a COCO "
+                                 "captions_*.json (default: a same-stem .txt beside each image)")
+
+    def options_from_args(self, args: Any) -> ImageTextOptions:
+        return ImageTextOptions(captions=getattr(args, "captions", None), tokenizer=getattr(args, "tokenizer", None),
+                                max_length=getattr(args, "max_length", None), short_side=args.short_side,
+                                quality=args.quality, max_pixels=args.max_pixels, split=args.split or "train",
+                                keep_metadata=args.keep_metadata)
+
+    def _sha(self, options: ImageTextOptions) -> str | None:
+        return tokenizer_info(options.tokenizer)["sha256"] if options.tokenizer else None
+
+    def discover(self, src: Path, /, *, options: ImageTextOptions, follow_symlinks: bool = True) -> Discovery:
+        sha = self._sha(options)  # a bad tokenizer fails here, before anything is written
+        found = discover_pairs(src, captions=options.captions, split=options.split, follow_symlinks=follow_symlinks)
+        if sha is not None:
+            found.identity.append(["tokenizer", sha, options.max_length])
+        return found
+
+    def processor(self, options: ImageTextOptions) -> PairProcessor:
+        return PairProcessor(options, sha256=self._sha(options))
+
+    def describe(self, discovery: Discovery, options: ImageTextOptions) -> dict[str, Any]:
+        images = ImagesKind().describe(discovery, options.image_options())["preprocessing"]
+        preprocessing = {**images, "captions": posixpath.basename(options.captions) if options.captions
+                         else "same-stem .txt beside each image",
+                         "caption_normalization": "surrounding whitespace removed, line breaks made spaces"}
+        extra: dict[str, Any] = {"text_member": "txt"}
+        members = ["jpg", "txt", "json"]
+        if options.tokenizer:
+            info = tokenizer_info(options.tokenizer)
+            preprocessing.update(tokenizer=os.path.basename(options.tokenizer), tokenizer_sha256=info["sha256"],
+                                 add_special_tokens=True, max_length=options.max_length)
+            extra.update(tokenizer=info, ids_member="ids.npy", ids_fill=IDS_FILL, max_length=options.max_length)
+            members = ["jpg", "txt", "ids.npy", "json"]
+        return {"preprocessing": preprocessing, "extra": {"members": members, **extra}}
+
+
+KIND = ImageTextKind()
+__all__ = ["KIND", "ImageTextKind", "ImageTextOptions"]

@@ -1,0 +1,135 @@
+"""Reading a captions file: CSV, TSV, JSON Lines or Parquet with a file column and a caption column (several
+rows per file allowed), or a COCO `captions_*.json` (its `images` + `annotations`). Every row becomes
+`CaptionRow(path, caption, where)`; `where` names the file and line for the rejections."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastdata.errors import ConvertError
+
+FILE_COLUMNS = ("file", "filename", "file_name", "filepath", "path", "image", "url_path")
+CAPTION_COLUMNS = ("caption", "text", "txt", "title")
+FORMATS = (".csv", ".tsv", ".jsonl", ".parquet", ".json")
+
+
+@dataclass(frozen=True)
+class CaptionRow:
+    path: str  # as the file gives it: relative to the source folder
+    caption: str
+    where: str  # "captions.csv:12": for rejection reasons
+
+
+def normalize_caption(text: str) -> str:
+    """A caption as stored: surrounding whitespace removed, line breaks made spaces (a `.txt` member holds one
+    caption per line). Nothing else changes: the tokenizer sees what the user wrote."""
+    return " ".join(text.strip().splitlines())
+
+
+def _column(names: list[str], wanted: tuple[str, ...], what: str, where: Path) -> str:
+    lower = {n.strip().lower(): n for n in names}
+    for w in wanted:
+        if w in lower:
+            return lower[w]
+    raise ConvertError(f"captions file {where} has columns {names}; it needs a {what} column named one of "
+                       f"{list(wanted)}")
+
+
+def _table_rows(path: Path, delimiter: str) -> list[CaptionRow]:
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f, delimiter=delimiter)
+        names = list(reader.fieldnames or [])
+        file_col = _column(names, FILE_COLUMNS, "file", path)
+        cap_col = _column(names, CAPTION_COLUMNS, "caption", path)
+        return [CaptionRow(str(row.get(file_col) or ""), str(row.get(cap_col) or ""), f"{path.name}:{reader.line_num}")
+                for row in reader]
+
+
+def _jsonl_rows(path: Path) -> list[CaptionRow]:
+    rows = []
+    file_col = cap_col = None
+    with open(path, encoding="utf-8-sig") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConvertError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
+            if not isinstance(record, dict):
+                raise ConvertError(f"{path}:{lineno}: expected a JSON object with file and caption fields")
+            if file_col is None:
+                file_col = _column(list(record), FILE_COLUMNS, "file", path)
+                cap_col = _column(list(record), CAPTION_COLUMNS, "caption", path)
+            rows.append(CaptionRow(_text(record.get(file_col)), _text(record.get(cap_col)), f"{path.name}:{lineno}"))
+    return rows
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _parquet_rows(path: Path) -> list[CaptionRow]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+        raise ConvertError(f"cannot read captions file {path}: {exc}") from exc
+    file_col = _column(table.column_names, FILE_COLUMNS, "file", path)
+    cap_col = _column(table.column_names, CAPTION_COLUMNS, "caption", path)
+    files, caps = table.column(file_col).to_pylist(), table.column(cap_col).to_pylist()
+    return [CaptionRow(_text(f), _text(c), f"{path.name}:row {i}") for i, (f, c) in enumerate(zip(files, caps))]
+
+
+def _coco_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
+    """COCO captions: `images` [{id, file_name}], `annotations` [{image_id, caption}]; rows in annotation order."""
+    images = data.get("images")
+    annotations = data.get("annotations")
+    if not isinstance(images, list) or not isinstance(annotations, list):
+        raise ConvertError(f"{path} is JSON but not a COCO captions file (it needs 'images' and 'annotations' "
+                           "lists); for a table of captions use CSV, TSV, JSON Lines or Parquet")
+    names: dict[Any, str] = {}
+    for im in images:
+        if isinstance(im, dict) and isinstance(im.get("file_name"), str):
+            names[im.get("id")] = im["file_name"]
+    rows = []
+    for i, ann in enumerate(annotations):
+        ann = ann if isinstance(ann, dict) else {}
+        image_id = ann.get("image_id")
+        where = f"{path.name}:annotation {i} (image_id {image_id!r})"
+        rows.append(CaptionRow(names.get(image_id, ""), _text(ann.get("caption")), where))
+    return rows
+
+
+def read_captions(path: Path | str) -> list[CaptionRow]:
+    """Every row of a captions file, in file order; ConvertError for a file that cannot be read as one."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConvertError(f"captions file {path} does not exist")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            return _table_rows(path, ",")
+        if suffix == ".tsv":
+            return _table_rows(path, "\t")
+        if suffix == ".jsonl":
+            return _jsonl_rows(path)
+        if suffix == ".parquet":
+            return _parquet_rows(path)
+        if suffix == ".json":
+            try:
+                data = json.loads(path.read_text(encoding="utf-8-sig"))
+            except json.JSONDecodeError as exc:
+                raise ConvertError(f"captions file {path} is not valid JSON: {exc}") from exc
+            if not isinstance(data, dict):
+                raise ConvertError(f"{path} is JSON but not a COCO captions file (an object with 'images' and "
+                                   "'annotations')")
+            return _coco_rows(path, data)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConvertError(f"cannot read captions file {path}: {exc}") from exc
+    raise ConvertError(f"captions file {path} has extension {suffix!r}; use one of {list(FORMATS)}")

@@ -1,0 +1,173 @@
+"""Find the image-caption pairs of a source folder.
+
+With a captions file (`--captions`), its rows name the images, relative to SRC; an image may have several
+rows (COCO has five captions an image). Without one, an image with a same-stem `.txt` beside it
+(`x.jpg` + `x.txt`, the WebDataset convention, one caption per non-blank line) is a pair. A path whose
+first folder is `train`, `val` or `test` belongs to that split, any other to `--split`.
+
+Nothing is dropped silently: an image without a caption, a caption without an image, an empty caption
+and a row naming a path outside SRC are rejections with their reasons.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+
+from converters.image_text.captions import CaptionRow, normalize_caption, read_captions
+from converters.images.discover import EXTENSIONS
+from converters.kind import Discovery
+from converters.sample import Rejection, WorkItem
+from converters.tree import SPLIT_NAMES, Walk, display
+from fastdata.errors import ConvertError
+
+MAX_TXT_BYTES = 1 << 16  # a caption sidecar larger than this is not a caption
+
+
+@dataclass(frozen=True)
+class Captions:
+    """The payload of a pair's work item: every caption of the image, in file order."""
+
+    texts: tuple[str, ...]
+
+
+def _split_of(rel: str, default: str) -> str:
+    first = rel.split("/", 1)[0]
+    return first if "/" in rel and first in SPLIT_NAMES else default
+
+
+def _clean_rel(path: str) -> str | None:
+    """`path` as a normalised relative POSIX path, or None when it would leave the source folder."""
+    p = path.replace("\\", "/").strip()
+    if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
+        return None
+    norm = posixpath.normpath(p)
+    if norm == "." or norm == ".." or norm.startswith("../"):
+        return None
+    return norm
+
+
+class _Pairs:
+    """What discovery gathers: captions per image (by relative path), the rejections, the source identity."""
+
+    def __init__(self, src: Path, split: str, follow: bool) -> None:
+        self.src, self.split = src, split
+        self.walk = Walk(follow=follow)
+        self.images: dict[str, Path] = {}  # rel -> path, every regular image file of the tree
+        self.others: dict[str, Path] = {}  # rel -> path, every other regular file
+        self.rejected: list[Rejection] = []
+        for path, problem in self.walk.files(src, root=src):
+            rel = display(path.relative_to(src).as_posix())
+            if problem is not None:
+                self.rejected.append(Rejection(_split_of(rel, split), rel, problem))
+            elif path.suffix.lower() in EXTENSIONS:
+                self.images[rel] = path
+            else:
+                self.others[rel] = path
+
+    def reject(self, rel: str, reason: str) -> None:
+        self.rejected.append(Rejection(_split_of(rel, self.split), rel, reason))
+
+
+def _from_file(pairs: _Pairs, captions_file: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    rows = read_captions(captions_file)
+    if not rows:
+        raise ConvertError(f"captions file {captions_file} holds no rows")
+    for row in rows:
+        _take_row(pairs, row, found, captions_file.name)
+    for rel in pairs.images:
+        if rel not in found:
+            pairs.reject(rel, f"no caption: not named in {captions_file.name}")
+    for rel in pairs.others:
+        pairs.reject(rel, f"not an image ({', '.join(EXTENSIONS)})")
+    return found
+
+
+def _take_row(pairs: _Pairs, row: CaptionRow, found: dict[str, list[str]], name: str) -> None:
+    rel = _clean_rel(row.path)
+    if rel is None:
+        shown = row.path or "(empty)"
+        pairs.rejected.append(Rejection(pairs.split, f"{row.where}: {shown}",
+                                        "path outside the source folder (absolute, empty or with '..'): refused"))
+        return
+    caption = normalize_caption(row.caption)
+    if rel not in pairs.images:
+        why = ("not an image" if rel in pairs.others else "no such image in the source")
+        pairs.reject(f"{rel} ({row.where})", f"caption without an image: {why}")
+        return
+    if not caption:
+        pairs.reject(f"{rel} ({row.where})", "empty caption")
+        return
+    found.setdefault(rel, []).append(caption)
+
+
+def _read_sidecar(path: Path) -> tuple[list[str], str | None]:
+    """(captions, problem) of a `.txt` sidecar: one caption per non-blank line."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_TXT_BYTES:
+            return [], f"caption file of {size} bytes, over the {MAX_TXT_BYTES} bytes a caption file may have"
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        return [], f"unreadable caption file: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return [], f"caption file is not UTF-8 text: {exc}"
+    return [c for c in (normalize_caption(line) for line in text.splitlines()) if c], None
+
+
+def _from_sidecars(pairs: _Pairs) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    by_stem: dict[str, str] = {}
+    for rel in pairs.images:
+        stem = posixpath.splitext(rel)[0]
+        if stem in by_stem:
+            pairs.reject(rel, f"another image ({by_stem[stem]}) has the same stem: which one does "
+                              f"{stem}.txt describe?")
+            pairs.reject(by_stem[stem], f"another image ({rel}) has the same stem")
+            found.pop(by_stem[stem], None)
+            continue
+        by_stem[stem] = rel
+        txt = f"{stem}.txt"
+        if txt not in pairs.others:
+            pairs.reject(rel, f"no caption: no {posixpath.basename(txt)} beside it")
+            continue
+        captions, problem = _read_sidecar(pairs.others[txt])
+        if problem is not None or not captions:
+            pairs.reject(rel, problem or f"empty caption ({posixpath.basename(txt)} holds no text)")
+            continue
+        found[rel] = captions
+    for rel in pairs.others:
+        stem, ext = posixpath.splitext(rel)
+        if ext.lower() != ".txt":
+            pairs.reject(rel, f"not an image ({', '.join(EXTENSIONS)}) or a caption (.txt)")
+        elif stem not in by_stem:
+            pairs.reject(rel, "caption without an image (no image with the same stem)")
+    return found
+
+
+def discover_pairs(src: Path, /, *, captions: str | None, split: str, follow_symlinks: bool = True) -> Discovery:
+    """The pairs of `src` per split, in path order (see the module docstring)."""
+    if not src.is_dir():
+        raise ConvertError(f"source {src} is not a directory")
+    pairs = _Pairs(src, split, follow_symlinks)
+    found = _from_file(pairs, Path(captions)) if captions else _from_sidecars(pairs)
+    items: dict[str, list[WorkItem]] = {}
+    identity: list[list[object]] = []
+    for rel in sorted(found):
+        s = _split_of(rel, split)
+        texts = tuple(found[rel])
+        items.setdefault(s, []).append(WorkItem(split=s, rel=rel, source=str(pairs.images[rel]),
+                                                payload=Captions(texts)))
+        identity.append([s, rel, _size(pairs.images[rel]), list(texts)])
+    layout = "captions-file" if captions else "sidecar-txt"
+    return Discovery(items, (), pairs.rejected, layout, identity)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+

@@ -1,0 +1,137 @@
+"""The text half of an image-text batch, built in the loader's prefetch stage (off the training step).
+
+Each sample holds one or more captions (its `txt` member, one per line) and, when converted with a tokenizer,
+their token ids (`ids.npy`). Train picks one caption a sample per epoch with a generator seeded from
+(seed, epoch, sample index): the choice depends on nothing else, so resume and rank splitting stay exact.
+Eval takes the first caption. Token ids come from the shards, or from `tokenizer` in one `encode_batch` per
+batch when the shards hold none (adopted img2dataset shards) or were tokenized with another tokenizer.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from fastdata.errors import ShardError
+from fastdata.images.reader import RawSample
+from fastdata.manifest import Manifest
+from fastdata.text.tokenizer import load_tokenizer
+
+log = logging.getLogger(__name__)
+
+PAD_TO = 8  # without max_length, a batch's text is padded to its longest caption rounded up to this
+_CAPTION_STREAM = 0x43415054  # "CAPT": keeps the caption draw apart from the image augmentation's
+
+
+@dataclass(frozen=True)
+class CaptionOptions:
+    """How captions become tensors: `tokenizer` (a tokenizer.json; default: the ids stored in the shards),
+    `max_length` (pad and cut every row to this; default: the batch's longest rounded up to 8),
+    `return_captions` (add the chosen strings under "captions")."""
+
+    tokenizer: str | None = None
+    max_length: int | None = None
+    return_captions: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_length is not None and (not isinstance(self.max_length, int) or isinstance(self.max_length, bool)
+                                            or self.max_length < 1):
+            raise ValueError(f"max_length={self.max_length!r} is not allowed; it must be None or an integer >= 1")
+        if not isinstance(self.return_captions, bool):
+            raise ValueError(f"return_captions={self.return_captions!r} is not allowed; it must be True or False")
+
+
+def choose(num_captions: int, *, train: bool, seed: int, epoch: int, index: int) -> int:
+    """Which caption of a sample an epoch uses: a seeded draw in train, the first in eval."""
+    if not train or num_captions == 1:
+        return 0
+    return int(np.random.default_rng([seed, epoch, index, _CAPTION_STREAM]).integers(num_captions))
+
+
+def _captions(raw: RawSample) -> list[str]:
+    try:
+        lines = [c for c in bytes(raw.extra[0]).decode("utf-8").splitlines() if c.strip()]
+    except UnicodeDecodeError as exc:
+        raise ShardError(f"sample {raw.key} in {raw.shard}: its caption is not UTF-8 text ({exc})") from exc
+    if not lines:
+        raise ShardError(f"sample {raw.key} in {raw.shard} has an empty caption")
+    return lines
+
+
+def _stored_ids(raw: RawSample, choice: int, fill: int) -> list[int]:
+    try:
+        arr = np.load(io.BytesIO(raw.extra[1]), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ShardError(f"sample {raw.key} in {raw.shard}: its token ids are not a readable .npy ({exc})") from exc
+    if arr.ndim != 2 or arr.dtype.kind not in "iu" or choice >= arr.shape[0]:
+        raise ShardError(f"sample {raw.key} in {raw.shard}: token ids of shape {arr.shape} and dtype {arr.dtype} "
+                         f"do not match its captions (an int array [captions, length])")
+    row = arr[choice]
+    return row[row != fill].tolist()
+
+
+class CaptionBatcher:
+    """`batcher(raws, epoch) -> dict` for one batch: `input_ids` and `attention_mask` (int64 [B, L]) on the
+    loader's device, `captions` (list of str) when asked or when there are no ids; `None` rows (eval padding)
+    are all padding with an empty caption."""
+
+    def __init__(self, manifest: Manifest, options: CaptionOptions, *, train: bool, seed: int,
+                 device: torch.device) -> None:
+        self.options, self.train, self.seed, self.device = options, train, seed, device
+        info = manifest.extra.get("tokenizer") or {}
+        self._fill = int(manifest.extra.get("ids_fill", -1))
+        self._tokenizer = None
+        self._stored = manifest.ids_member is not None
+        self.pad_id = int(info.get("pad_id") or 0)
+        if options.tokenizer is not None:
+            tok, sha, pad = load_tokenizer(options.tokenizer, max_length=options.max_length)
+            if not (self._stored and sha == info.get("sha256")):  # else the stored ids are this tokenizer's
+                if self._stored:
+                    log.info("the shards hold ids of another tokenizer (sha256 %s); tokenizing with %s instead",
+                             str(info.get("sha256"))[:12], options.tokenizer)
+                self._tokenizer, self._stored, self.pad_id = tok, False, int(pad or 0)
+
+    @property
+    def tokenized(self) -> bool:
+        """Whether batches carry token ids (stored ones, or from `tokenizer`)."""
+        return self._stored or self._tokenizer is not None
+
+    def __call__(self, raws: list[RawSample | None], epoch: int) -> dict[str, Any]:
+        texts, rows = [], []
+        for raw in raws:
+            if raw is None:
+                texts.append("")
+                rows.append([])
+                continue
+            captions = _captions(raw)
+            c = choose(len(captions), train=self.train, seed=self.seed, epoch=epoch, index=raw.index)
+            texts.append(captions[c])
+            rows.append(_stored_ids(raw, c, self._fill) if self._stored else [])
+        out: dict[str, Any] = {}
+        if self._tokenizer is not None:
+            real = [i for i, raw in enumerate(raws) if raw is not None]
+            for i, enc in zip(real, self._tokenizer.encode_batch([texts[i] for i in real], add_special_tokens=True)):
+                rows[i] = enc.ids
+        if self.tokenized:
+            out["input_ids"], out["attention_mask"] = self._pad(rows)
+        if self.options.return_captions or not self.tokenized:
+            out["captions"] = texts
+        return out
+
+    def _pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        length = self.options.max_length
+        if length is None:
+            longest = max((len(r) for r in rows), default=0)
+            length = max(PAD_TO, -(-longest // PAD_TO) * PAD_TO)
+        ids = np.full((len(rows), length), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), length), dtype=np.int64)
+        for i, r in enumerate(rows):
+            n = min(len(r), length)
+            ids[i, :n] = r[:n]
+            mask[i, :n] = 1
+        return torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device)
