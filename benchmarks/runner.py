@@ -9,12 +9,13 @@ candidate alike.
 from __future__ import annotations
 
 import gc
+import importlib
 import multiprocessing as mp
 import traceback
 from dataclasses import asdict
 from typing import Any
 
-from benchmarks.image_candidates import CANDIDATES, Spec
+IMAGES = "benchmarks.image_candidates"  # a candidates module: its `Spec` dataclass and `CANDIDATES` by key
 
 
 def _describe(batch: Any) -> str:
@@ -28,14 +29,13 @@ def _describe(batch: Any) -> str:
     return f"{dtype}{shape}" + ("" if device == "cpu" else f" on {device}")
 
 
-def run_once(key: str, spec: Spec, state: Any, *, max_batches: int | None) -> dict[str, Any]:
+def run_once(cand: Any, spec: Any, state: Any, *, max_batches: int | None) -> dict[str, Any]:
     """One timed repetition of one candidate: build, iterate, tear down, inside a resource monitor."""
     import torch
 
     from fastdata.perf.monitor import ResourceMonitor
     from fastdata.perf.throughput import time_batches
 
-    cand = CANDIDATES[key]
     seen: dict[str, str] = {}
     cuda = torch.cuda.is_available()
 
@@ -51,7 +51,7 @@ def run_once(key: str, spec: Spec, state: Any, *, max_batches: int | None) -> di
         gc.collect()  # drop the loader (and join its workers) inside the measured block
     u = mon.usage
     return {
-        "candidate": key, "images": tp.images, "batches": tp.batches, "seconds": tp.seconds,
+        "candidate": cand.key, "images": tp.images, "batches": tp.batches, "seconds": tp.seconds,
         "images_per_s": tp.images_per_s, "steady_images_per_s": tp.steady_images_per_s,
         "first_batch_s": tp.first_batch_s, "cpu_s": u.cpu_s,
         "cpu_ms_per_image": 1000.0 * u.cpu_s / tp.images if tp.images else 0.0, "block_s": u.wall_s,
@@ -60,13 +60,14 @@ def run_once(key: str, spec: Spec, state: Any, *, max_batches: int | None) -> di
     }
 
 
-def worker_main(conn, key: str, spec_dict: dict[str, Any], start_method: str) -> None:
+def worker_main(conn, key: str, spec_dict: dict[str, Any], start_method: str, module: str = IMAGES) -> None:
     # A spawned process defaults to spawning its own children; give DataLoader workers the start method
     # a user's script gets (fork on Linux), or every repetition of (a) and (b) would re-import torch.
     mp.set_start_method(start_method, force=True)
-    spec = Spec(**spec_dict)
+    candidates = importlib.import_module(module)
+    spec = candidates.Spec(**spec_dict)
     try:
-        cand = CANDIDATES[key]
+        cand = candidates.CANDIDATES[key]
         state = cand.setup(spec) if cand.setup else None
         conn.send({"ready": True})
     except BaseException:
@@ -77,7 +78,7 @@ def worker_main(conn, key: str, spec_dict: dict[str, Any], start_method: str) ->
         if cmd is None:
             return
         try:
-            conn.send(run_once(key, spec, state, max_batches=cmd.get("max_batches")))
+            conn.send(run_once(cand, spec, state, max_batches=cmd.get("max_batches")))
         except BaseException:
             conn.send({"error": traceback.format_exc()})
 
@@ -85,11 +86,11 @@ def worker_main(conn, key: str, spec_dict: dict[str, Any], start_method: str) ->
 class Worker:
     """The parent's handle on one candidate's process."""
 
-    def __init__(self, key: str, spec: Spec) -> None:
+    def __init__(self, key: str, spec: Any, module: str = IMAGES) -> None:
         ctx = mp.get_context("spawn")
         self.key = key
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker_main, args=(child, key, asdict(spec), mp.get_start_method()),
+        self.proc = ctx.Process(target=worker_main, args=(child, key, asdict(spec), mp.get_start_method(), module),
                                 name=f"bench-{key}")
         self.proc.start()
         child.close()

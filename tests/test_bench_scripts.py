@@ -12,7 +12,7 @@ from helpers import PHOTOS
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import convert_speed, images_per_sec  # noqa: E402
+from benchmarks import convert_speed, images_per_sec, pairs_per_sec  # noqa: E402
 from benchmarks.common import interleaved, replace_section, replicate_photos, summarize  # noqa: E402
 from benchmarks.image_report import markdown_section, summarize_rows, target_lines  # noqa: E402
 
@@ -95,6 +95,31 @@ def test_images_per_sec_tiny_end_to_end(tmp_path):
     text = docs.read_text()
     assert "<!-- images:begin -->" in text and "| a | PyTorch DataLoader" in text
     assert (tmp_path / "images_per_sec.png").stat().st_size > 0  # the chart sits beside the docs file
+
+
+def test_pairs_per_sec_tiny_end_to_end(tmp_path):
+    """Every candidate delivers the same batches: 224x224 float32 images and 77 ids, every pair counted."""
+    docs = tmp_path / "benchmarks.md"
+    rc = pairs_per_sec.main(["--pairs", "32", "--batch-size", "8", "--reps", "1", "--warmup-batches", "1",
+                             "--threads", "1", "--work-dir", str(tmp_path / "work"), "--docs", str(docs)])
+    assert rc == 0
+    data = json.loads((tmp_path / "work" / "pairs_per_sec.json").read_text())
+    rows = {r["candidate"]: r for r in data["rows"]}
+    assert sorted(rows) == list("abcde")
+    assert all(r["images"] == 32 and r["batches"] == 4 for r in rows.values())
+    assert {r["output"] for r in rows.values()} == {"float32[8, 3, 224, 224]"}
+    assert {s["candidate"]: s["vs_a"] for s in data["summary"]}["a"] == 1.0
+    text = docs.read_text()
+    assert "<!-- pairs:begin -->" in text and "| d | fastdata, kornia backend" in text
+
+
+def test_replicate_pairs_gives_each_photo_its_bundled_captions(tmp_path):
+    raw = pairs_per_sec.replicate_pairs(tmp_path / "raw", pairs=30)
+    assert len(list(raw.glob("*.jpg"))) == len(list(raw.glob("*.txt"))) == 30
+    first = (raw / "r0000_baboon.txt").read_text().splitlines()[0]
+    assert first == "the face of a mandrill with a red nose and blue cheeks"
+    photo = pairs_per_sec.SAMPLES / "photos" / "HappyFish.jpg"
+    assert (raw / "r0001_HappyFish.jpg").read_bytes() == photo.read_bytes()  # the 25th pair: the 2nd photo again
 
 
 def test_convert_speed_tiny_end_to_end(tmp_path):

@@ -3,6 +3,8 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
 
   ~/data/imagenet/{train,val}/<class>/*.jpg   the bundled photos (HOME is the sandbox's home/)
   ~/data/wds/shards-00000{0,1,2}.tar          WebDataset shards of them, written by webdataset's ShardWriter
+  ~/data/coco/train2017/*.jpg, ~/data/coco/captions_train2017.json   the photos and their bundled COCO captions
+  ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
   shards/, tokens/, volumes/                  those converted with the commands the README shows
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from conftest_adopt import shardwriter_shards
+from conftest_pairs import COCO_CAPTIONS
 from conftest_text import FORTUNES, TOKENIZER
 from docs_walk import steps
 from helpers import PHOTOS
@@ -45,6 +48,24 @@ def _run(box: Path, *args: str) -> None:
     subprocess.run(args, cwd=box, env=_env(box), check=True, capture_output=True)
 
 
+def _captioned(data: Path) -> None:
+    """The photos with their bundled COCO captions, as a COCO folder and as an img2dataset shard."""
+    import webdataset as wds
+
+    shutil.copytree(PHOTOS, data / "coco" / "train2017")
+    shutil.copyfile(COCO_CAPTIONS, data / "coco" / "captions_train2017.json")
+    coco = json.loads(COCO_CAPTIONS.read_text())
+    names = {im["id"]: im["file_name"] for im in coco["images"]}
+    first: dict[str, str] = {}
+    for ann in coco["annotations"]:
+        first.setdefault(names[ann["image_id"]], ann["caption"])
+    (data / "laion").mkdir(parents=True)
+    with wds.TarWriter(str(data / "laion" / "00000.tar")) as sink:
+        for i, name in enumerate(sorted(first)):
+            sink.write({"__key__": f"{i:09d}", "jpg": (PHOTOS / name).read_bytes(), "txt": first[name].encode(),
+                        "json": json.dumps({"key": f"{i:09d}", "caption": first[name]}).encode()})
+
+
 @pytest.fixture(scope="session")
 def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path:
     S3_ENV.update(AWS_ENDPOINT_URL=s3_endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
@@ -59,6 +80,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(p, target)
     shardwriter_shards(box / "home" / "data" / "wds", count=24, per_shard=8, pattern="shards-%06d.tar")
+    _captioned(box / "home" / "data")
     for f in sorted(FORTUNES.iterdir()):
         (box / "corpus" / f.name).mkdir(parents=True)
         shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")
