@@ -18,7 +18,8 @@ import torch
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError, require
-from fastdata.images.dali_graph import build_pipeline, dali_dtype, feeds, graph_args
+from fastdata.images.dali_graph import build_pipeline, feeds, graph_args
+from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL, derive_seed
 from fastdata.images.pixels import decode_problem
@@ -39,6 +40,7 @@ class DaliBackend(PlannedBackend):
         super().__init__(view, opts)
         self._args = graph_args(opts)
         self._pipe: Any = None
+        self._normalize = DeviceAugment(opts, self._device)  # with an augment hook: normalises after it
 
     def _pipeline(self) -> Any:
         if self._pipe is None:  # built once: the graph holds no order or random state of its own
@@ -51,29 +53,37 @@ class DaliBackend(PlannedBackend):
         """Thread work for one sample: its bytes read, label and header checked, augmentation drawn."""
         return self._prepare(index, epoch)
 
-    def _assemble(self, entries: list[Prepared | None], cuda_stream: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
+    def _assemble(self, entries: list[Prepared | None], cuda_stream: Any,
+                  at: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, Any]:
         real = [e for e in entries if e is not None]
         rows = len(entries)
         o = self._opts
-        images = self._run(real) if real else None
-        fmt = torch.channels_last if o.channels_last else torch.contiguous_format
+        images = self._run(real, at[0]) if real else None
+        hooked = o.augment is not None  # the graph then yields float [0, 1] NCHW for the hook
+        fmt = torch.channels_last if o.channels_last and not hooked else torch.contiguous_format
         if images is None or len(real) < rows:  # eval padding rows (all-zero images, label -100)
-            out = torch.zeros((rows, 3, o.image_size, o.image_size), dtype=_TORCH_DTYPES[o.dtype],
+            out = torch.zeros((rows, 3, o.image_size, o.image_size),
+                              dtype=torch.float32 if hooked else _TORCH_DTYPES[o.dtype],
                               device=self._device).contiguous(memory_format=fmt)
             where = [i for i, e in enumerate(entries) if e is not None]
             if images is not None:
                 out[torch.tensor(where, device=self._device)] = images
             images = out
+        if hooked:
+            pad = [i for i, e in enumerate(entries) if e is None]
+            images = self._normalize.finish(self._hook_augment(images, pad, at))
+            if pad:
+                images[torch.tensor(pad, device=self._device)] = 0
         labels = torch.tensor([PAD_LABEL if e is None else e.label for e in entries], dtype=torch.int64)
         return images, labels.to(self._device, non_blocking=True), None
 
-    def _run(self, batch: list[Prepared]) -> torch.Tensor:
+    def _run(self, batch: list[Prepared], epoch: int) -> torch.Tensor:
         """The graph's output for these samples, as a torch tensor [n, 3, S, S] on the loader's device."""
         pipe = self._pipeline()
         o = self._opts
         try:
             for name, arrays in zip(self._args.inputs, feeds(self._args, batch, resize_short=o.resize_short,
-                                                             size=o.image_size)):
+                                                             size=o.image_size, seed=o.seed, epoch=epoch)):
                 pipe.feed_input(name, arrays)
             (out,) = pipe.run()
         except RuntimeError as exc:
@@ -98,7 +108,7 @@ class DaliBackend(PlannedBackend):
                           f"{' ...' if len(shards) > 4 else ''}: {' '.join(str(exc).split())[:600]}")
 
     def _convert(self, out: Any) -> torch.Tensor:
-        o = self._opts
+        o, args = self._opts, self._args
         dense = out.as_tensor()  # the batch is one contiguous buffer: a view, no copy
         if self._device.type == "cpu":
             # Zero copy: with the dynamic executor every output batch owns its buffer, which DALI does not
@@ -107,10 +117,12 @@ class DaliBackend(PlannedBackend):
         else:
             from nvidia.dali.plugin.pytorch import feed_ndarray
 
-            arr = torch.empty(dense.shape(), dtype=_TORCH_DTYPES[dali_dtype(o.dtype)], device=self._device)
+            arr = torch.empty(dense.shape(), dtype=_TORCH_DTYPES[args.out_dtype], device=self._device)
             feed_ndarray(dense, arr, cuda_stream=torch.cuda.current_stream(self._device))
-        if o.channels_last:
+        if args.layout == "HWC":
             arr = arr.permute(0, 3, 1, 2)  # NHWC storage, NCHW shape: channels_last without a copy
+        if o.augment is not None:
+            return arr  # float [0, 1] NCHW for the hook; normalised after it
         want = _TORCH_DTYPES[o.dtype]
         if arr.dtype != want:  # bfloat16, which DALI does not produce: one conversion pass
             fmt = torch.channels_last if o.channels_last else torch.contiguous_format

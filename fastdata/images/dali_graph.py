@@ -40,13 +40,16 @@ class GraphArgs:
     color_jitter: bool
     out_dtype: str  # dtype DALI produces; the backend converts to opts.dtype if they differ
     layout: str  # "HWC" (permuted to channels_last NCHW in torch) or "CHW"
+    user_augment: Any = None  # the dali_augment hook: fn(images) or fn(images, random) -> images
+    user_random: bool = False  # it takes `random`: per-sample uniform draws fed by fastdata
 
     @property
     def inputs(self) -> tuple[str, ...]:
         """The names of the graph's external sources, in the order `feeds` returns their arrays."""
+        extra = ("random",) if self.user_random else ()
         if not self.train:
-            return INPUTS_EVAL
-        return INPUTS_TRAIN + (INPUTS_JITTER if self.color_jitter else ())
+            return INPUTS_EVAL + extra
+        return INPUTS_TRAIN + (INPUTS_JITTER if self.color_jitter else ()) + extra
 
 
 def device_id_of(device: str) -> int | None:
@@ -89,14 +92,31 @@ def graph_args(opts: ImageLoaderOptions) -> GraphArgs:
         resize["minibatch_size"] = max(1, min(32, opts.batch_size // (4 * opts.num_threads)))
     out_dtype = dali_dtype(opts.dtype)
     layout = "HWC" if opts.channels_last else "CHW"
+    if opts.augment is not None:  # the torch hook takes float [0, 1] NCHW; normalised after it, in torch
+        out_dtype, layout = "float32", "CHW"
     normalize: dict[str, Any] = dict(crop=[size, size], dtype=out_dtype, output_layout=layout)
-    if opts.dtype == "uint8":
+    if opts.augment is not None:
+        normalize.update(mean=[0.0, 0.0, 0.0], std=[255.0, 255.0, 255.0])
+    elif opts.dtype == "uint8":
         normalize.update(mean=[0.0, 0.0, 0.0], std=[1.0, 1.0, 1.0])
     else:
         normalize.update(mean=[255.0 * m for m in opts.mean], std=[255.0 * s for s in opts.std])
     return GraphArgs(device_id=device_id, decode_device=decode["device"], train=opts.train, decode=decode,
                      resize=resize, normalize=normalize, color_jitter=opts.train and opts.color_jitter is not None,
-                     out_dtype=out_dtype, layout=layout)
+                     out_dtype=out_dtype, layout=layout, user_augment=opts.dali_augment,
+                     user_random=opts.dali_augment is not None and _takes_random(opts.dali_augment))
+
+
+def _takes_random(fn: Any) -> bool:
+    """Whether a dali_augment hook takes a second argument (the per-sample random draws)."""
+    import inspect
+
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 2
 
 
 def _position(offset: int, size: int, crop: int) -> float:
@@ -105,8 +125,25 @@ def _position(offset: int, size: int, crop: int) -> float:
     return offset / d if d > 0 else 0.5
 
 
-def feeds(args: GraphArgs, batch: list[Prepared], *, resize_short: int, size: int) -> list[list[np.ndarray]]:
+RANDOM_VALUES = 8  # uniform [0, 1) draws per sample handed to a dali_augment hook that takes `random`
+_RANDOM_STREAM = 0x44414C49  # "DALI": apart from the sample's crop and flip draws
+
+
+def random_draws(seed: int, epoch: int, index: int) -> np.ndarray:
+    """The `random` values of one sample for a dali_augment hook: a pure function of (seed, epoch, sample)."""
+    return np.random.default_rng([seed, epoch, index, _RANDOM_STREAM]).random(RANDOM_VALUES, dtype=np.float32)
+
+
+def feeds(args: GraphArgs, batch: list[Prepared], *, resize_short: int, size: int, seed: int = 0,
+          epoch: int = 0) -> list[list[np.ndarray]]:
     """The arrays of one batch for the graph's external sources (in `args.inputs` order)."""
+    out = _feeds(args, batch, resize_short=resize_short, size=size)
+    if args.user_random:
+        out.append([random_draws(seed, epoch, p.index) for p in batch])
+    return out
+
+
+def _feeds(args: GraphArgs, batch: list[Prepared], *, resize_short: int, size: int) -> list[list[np.ndarray]]:
     encoded = [np.frombuffer(p.raw.data, dtype=np.uint8) for p in batch]
     if not args.train:
         cols: list[list[np.ndarray]] = [encoded, [], [], [], [], []]
@@ -156,15 +193,37 @@ def define_pipeline(args: GraphArgs, *, batch_size: int, num_threads: int, seed:
             if args.color_jitter:
                 images = fn.color_twist(images, brightness=src["brightness"], contrast=src["contrast"],
                                         saturation=src["saturation"], hue=src["hue"])
+            images = _user(args, images, src)
             return fn.crop_mirror_normalize(images, mirror=src["flip"], crop_pos_x=0.5, crop_pos_y=0.5,
                                             **_types(args.normalize))
         images = fn.decoders.image(src["encoded"], **_types(args.decode))
         if src["resized"]:  # per sample (DALI conditionals): shards pre-resized to this size skip resampling
             images = fn.resize(images, resize_y=src["resize_y"], resize_x=src["resize_x"], **_types(args.resize))
+        if args.user_augment is not None:  # the hook sees the centre crop, as it sees the train crop
+            crop = args.normalize["crop"]
+            images = _user(args, fn.crop(images, crop=crop, crop_pos_x=src["crop_x"], crop_pos_y=src["crop_y"]), src)
+            return fn.crop_mirror_normalize(images, **_types(args.normalize))
         return fn.crop_mirror_normalize(images, crop_pos_x=src["crop_x"], crop_pos_y=src["crop_y"],
                                         **_types(args.normalize))
 
     return image_graph()
+
+
+def _user(args: GraphArgs, images: Any, src: dict[str, Any]) -> Any:
+    """The dali_augment hook's operators on the decoded, cropped and resized images (HWC uint8)."""
+    if args.user_augment is None:
+        return images
+    from fastdata.hooks import HookError
+
+    try:
+        out = args.user_augment(images, src["random"]) if args.user_random else args.user_augment(images)
+    except Exception as exc:  # noqa: BLE001 - a user's code: reported with where it ran
+        raise HookError(f"the dali_augment hook raised while the DALI graph was defined: {type(exc).__name__}: "
+                        f"{exc}", hook="dali_augment", epoch=-1, batch=-1) from exc
+    if out is None:
+        raise HookError("the dali_augment hook returned None; it must return the images DataNode",
+                        hook="dali_augment", epoch=-1, batch=-1)
+    return out
 
 
 def build_pipeline(args: GraphArgs, *, batch_size: int, num_threads: int, seed: int) -> Any:

@@ -30,6 +30,26 @@ class DeviceAugment:
         # (x / 255 - mean) / std == x * scale + shift; per channel, broadcast over the last (C) dim of NHWC
         self._scale = (1.0 / (255.0 * std)).to(device, torch.float32)
         self._shift = (-mean / std).to(device, torch.float32)
+        self._unit_scale = (self._scale * 255.0).view(1, 3, 1, 1)  # for [0, 1] input: x * (1 / std) - mean / std
+        self._unit_shift = self._shift.view(1, 3, 1, 1)
+
+    def unit(self, images: torch.Tensor, jitter: np.ndarray | None = None) -> torch.Tensor:
+        """What an `augment` hook receives: float32 NCHW in [0, 1] (channels_last memory), jittered as the
+        hookless path jitters (then on whole grey levels, so an identity hook changes nothing)."""
+        x = images.permute(0, 3, 1, 2).float().div_(255.0)
+        if jitter is not None:
+            x = self._jitter(x, torch.from_numpy(jitter).to(self.device, torch.float32))
+            x = x.mul_(255.0).round_().div_(255.0)
+        return x
+
+    def finish(self, x: torch.Tensor) -> torch.Tensor:
+        """A float [0, 1] NCHW batch (after the hook) in the loader's dtype and memory format: normalised, or
+        for uint8 back on 0..255."""
+        fmt = torch.channels_last if self.channels_last else torch.contiguous_format
+        if self.dtype == torch.uint8:
+            return x.mul(255.0).round_().clamp_(0, 255).to(torch.uint8).contiguous(memory_format=fmt)
+        out = torch.addcmul(self._unit_shift, x.float(), self._unit_scale)
+        return out.to(self.dtype).contiguous(memory_format=fmt)
 
     def __call__(self, images: torch.Tensor, jitter: np.ndarray | None = None) -> torch.Tensor:
         """images: uint8 [B, S, S, 3] on the device; jitter: float [B, 4] per-sample factors, or None."""
@@ -38,8 +58,8 @@ class DeviceAugment:
                              torch.from_numpy(jitter).to(self.device, torch.float32))
             images = x.mul_(255.0).round_().to(torch.uint8).permute(0, 2, 3, 1)
         if self.dtype == torch.uint8:
-            out = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy
-            return out if self.channels_last else out.contiguous()
+            out = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy (unless jittered)
+            return out.contiguous(memory_format=torch.channels_last) if self.channels_last else out.contiguous()
         n, size = images.shape[0], images.shape[1]
         if self.channels_last:
             # NHWC memory is NCHW channels_last. Rows of W*3 values with a per-column scale keep the

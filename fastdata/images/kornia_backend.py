@@ -75,7 +75,7 @@ class KorniaBackend(PlannedBackend):
                 out[i] = image if isinstance(image, ShardError) else (image, *out[i][1:])
         return out
 
-    def _assemble(self, entries: list[Any], cuda_stream: Any) -> tuple:
+    def _assemble(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple:
         """One uint8 NHWC batch (pinned host memory, or on the device with device_decode), moved with
         non_blocking=True, then jittered and normalised on the device.
 
@@ -103,7 +103,11 @@ class KorniaBackend(PlannedBackend):
         pad = np.flatnonzero(label_rows == PAD_LABEL)
         x = images.to(self._device, non_blocking=True)
         y = labels.to(self._device, non_blocking=True)
-        out = self._zero_padding(self._augment(x, jitter), pad)
+        if self._opts.augment is None:
+            out = self._augment(x, jitter)
+        else:  # the user's hook between the built-in augmentation and normalisation
+            out = self._augment.finish(self._hook_augment(self._augment.unit(x, jitter), pad, at))
+        out = self._zero_padding(out, pad)
         ready = None
         if cuda_stream is not None:
             ready = torch.cuda.Event()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
+from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
 
 BACKENDS = ("dali", "kornia")
@@ -63,6 +65,11 @@ class ImageLoaderOptions:
     shuffle_window: int | None = SHUFFLE_WINDOW  # train: samples shuffled together (None: a rank's whole block)
     hw_decoder_load: float = 0.65  # DALI mixed decode: share of images sent to the hardware JPEG decoder
     device_decode: bool = False  # kornia: decode with torchvision.io.decode_jpeg on `device` (nvJPEG on CUDA)
+    # user hooks (docs/augment.md): float [0, 1] batches on the device before normalisation; the final batch;
+    # DALI graph nodes after decode and crop/resize (DALI backend only)
+    augment: Any = None
+    batch_transform: Any = None
+    dali_augment: Any = None
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, allowed: str) -> ValueError:
@@ -117,6 +124,16 @@ class ImageLoaderOptions:
             raise bad("shuffle_window", self.shuffle_window, "None or an integer >= 1 (samples shuffled together)")
         if not finite(self.hw_decoder_load) or not 0.0 <= self.hw_decoder_load <= 1.0:
             raise bad("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
+        for name in ("augment", "batch_transform", "dali_augment"):
+            check_hook(name, getattr(self, name))
+        if self.dali_augment is not None and self.backend != "dali":
+            raise bad("dali_augment", self.dali_augment, "None on the kornia backend (it adds operators to the DALI "
+                      "graph); use augment= for batched torch/kornia augmentation on either backend")
+
+    @property
+    def hooked(self) -> bool:
+        """Whether any user hook is set (their batches run with torch's generators seeded)."""
+        return any(h is not None for h in (self.augment, self.batch_transform, self.dali_augment))
 
     @property
     def keep_last(self) -> bool:

@@ -23,6 +23,7 @@ import torch
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
+from fastdata.hooks import HookError, call_hook, pair, seeded
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan, epoch_plan
 from fastdata.images.prefetch import prefetch
@@ -151,8 +152,20 @@ class PlannedBackend(ABC):
         return resolve_futures(futures)
 
     @abstractmethod
-    def _assemble(self, entries: list[Any], cuda_stream: Any) -> tuple[torch.Tensor, torch.Tensor, Any]:
-        """(images, labels, ready event or None) of one batch of loaded entries."""
+    def _assemble(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple[torch.Tensor, Any, Any]:
+        """(images, labels, ready event or None) of one batch of loaded entries; `at` is (epoch, batch index),
+        for the `augment` hook (`_hook_augment`)."""
+
+    def _hook_augment(self, x: torch.Tensor, pad: Any, at: tuple[int, int]) -> torch.Tensor:
+        """The `augment` hook on a float [0, 1] NCHW batch; eval padding rows (indices `pad`) go in black."""
+        if pad is not None and len(pad):
+            x[torch.as_tensor(pad, device=x.device)] = 0
+        out = call_hook("augment", self._opts.augment, x, epoch=at[0], batch=at[1])
+        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+            raise HookError(f"the augment hook must return a tensor of shape {tuple(x.shape)}, it returned "
+                            f"{getattr(out, 'shape', type(out).__name__)} on epoch {at[0]}, batch {at[1]}",
+                            hook="augment", epoch=at[0], batch=at[1])
+        return out
 
     def _raw_of(self, entry: Any) -> RawSample:
         """The raw sample behind one batch entry."""
@@ -192,10 +205,8 @@ class PlannedBackend(ABC):
                         entries, skipped = fill_batch(stream, plan.rows(b), plan, on_error=o.on_error,
                                                       budget=budget, resolve=self._resolve)
                         try:
-                            images, labels, ready = self._assemble(entries, cuda_stream)
-                            if self.targets is not None:  # e.g. the captions of image-text pairs
-                                labels = self.targets([None if e is None else self._raw_of(e) for e in entries],
-                                                      start.epoch)
+                            with self._seeded(start.epoch, b):
+                                images, labels, ready = self._finish(entries, cuda_stream, (start.epoch, b))
                             break
                         except BadSamples as bad:
                             if o.on_error == "raise":
@@ -209,6 +220,30 @@ class PlannedBackend(ABC):
             stream.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
             follow(None)
+
+    def _seeded(self, epoch: int, batch: int) -> Any:
+        """torch's generators seeded for this batch while hooks run (fastdata/hooks.py); else nothing."""
+        o = self._opts
+        if not o.hooked:
+            return contextlib.nullcontext()
+        return seeded(o.seed, epoch, o.rank, batch, self._device)
+
+    def _finish(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple[torch.Tensor, Any, Any]:
+        """`_assemble`, then what replaces the labels (`targets`: the captions of image-text pairs), then the
+        `batch_transform` hook on the final batch."""
+        images, labels, ready = self._assemble(entries, cuda_stream, at)
+        if self.targets is not None:
+            labels = self.targets([None if e is None else self._raw_of(e) for e in entries], at[0])
+        fn = self._opts.batch_transform
+        if fn is not None:
+            if ready is not None:  # the hook runs on this thread's current stream: after the batch is ready
+                torch.cuda.current_stream(self._device).wait_event(ready)
+            out = call_hook("batch_transform", fn, images, labels, epoch=at[0], batch=at[1])
+            images, labels = pair("batch_transform", out, epoch=at[0], batch=at[1])
+            if ready is not None:
+                ready = torch.cuda.Event()
+                ready.record(torch.cuda.current_stream(self._device))
+        return images, labels, ready
 
     def _follower(self, plan: EpochPlan, cursor: int):
         """For a remote dataset: a callable told the reading position before each batch (None at the end) that

@@ -18,6 +18,7 @@ import torch
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
+from fastdata.hooks import HookError, call_hook, seeded
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
@@ -120,6 +121,17 @@ class SequenceLoader:
             batch = {k: v.to(o.device, non_blocking=True) for k, v in batch.items()}
         return batch
 
+    def _transform(self, batch: dict[str, torch.Tensor], index: int) -> dict[str, Any]:
+        """The batch_transform hook, with torch's generators seeded for this batch (fastdata/hooks.py)."""
+        o = self.options
+        with seeded(o.seed, self._epoch, o.rank, index, o.device):
+            out = call_hook("batch_transform", o.batch_transform, batch, epoch=self._epoch, batch=index)
+        if not isinstance(out, dict):
+            raise HookError(f"the batch_transform hook of a text loader must return the batch dict, it returned "
+                            f"{type(out).__name__} on epoch {self._epoch}, batch {index}", hook="batch_transform",
+                            epoch=self._epoch, batch=index)
+        return out
+
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         batches, stream = self._plan()
         o = self.options
@@ -129,8 +141,11 @@ class SequenceLoader:
                 batch = collate_packed(self.store, stream, index, block_size=o.block_size, pad_id=self.pad_id)
             else:
                 batch = collate_padded(self.store, index, pad_id=self.pad_id, multiple=o.pad_to_multiple_of)
+            batch = self._to_device(batch)
+            if o.batch_transform is not None:
+                batch = self._transform(batch, self._done)
             self._done += 1
-            yield self._to_device(batch)
+            yield batch
         self._epoch, self._done = self._epoch + 1, 0
 
 

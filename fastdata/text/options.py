@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from fastdata.hooks import check_hook
 
 BUCKETING = ("length", "none", "pack")
 
@@ -32,6 +35,7 @@ class SequenceLoaderOptions:
     pad_id: int | None = None  # None: the tokenizer's pad id from the manifest (0 if it has none)
     rank: int = 0
     world_size: int = 1
+    batch_transform: Any = None  # hook: fn(batch_dict) -> batch_dict on each batch, on the device
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, allowed: str) -> ValueError:
@@ -61,6 +65,7 @@ class SequenceLoaderOptions:
             raise ValueError(f"block_size is only used with bucketing='pack', not {self.bucketing!r}")
         if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
             raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
+        check_hook("batch_transform", self.batch_transform)
         if self.pad_id is not None and (not isinstance(self.pad_id, int) or self.pad_id < 0):
             raise bad("pad_id", self.pad_id, "a non-negative integer or None")
         if not isinstance(self.world_size, int) or self.world_size < 1:

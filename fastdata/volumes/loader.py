@@ -24,6 +24,7 @@ import torch
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
+from fastdata.hooks import HookError, call_hook, pair, seeded
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.options import VolumeLoaderOptions
@@ -147,17 +148,39 @@ class VolumeLoader:
             host = host.pin_memory()
         x = host.to(device, non_blocking=True).float()
         x = normalise(x, o)
+        hook = None if isinstance(o.augment, bool) else o.augment
+        if self._augment is not None or hook is not None or o.batch_transform is not None:
+            with seeded(o.seed, self._epoch, o.rank, batch_index, device):
+                return self._hooked(x, patches, batch_index, hook)
+        return self._cast(x), self._meta(patches)
+
+    def _hooked(self, x: torch.Tensor, patches: list[Patch], batch_index: int,
+                hook: Any) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The built-in augmentation, the augment hook, the cast, the batch_transform hook (seeded by the caller)."""
+        o = self.opts
         if self._augment is not None:
-            devices = [torch.cuda.current_device() if device.index is None else device.index] \
-                if device.type == "cuda" else []
-            with torch.random.fork_rng(devices=devices):
-                torch.manual_seed(hash_seed(o.seed, self._epoch, o.rank, batch_index))
-                x = self._augment(x)
+            x = self._augment(x)
             if o.window is not None:
                 x = x.clamp_(0.0, 1.0)  # interpolation may overshoot by a rounding error
-        x = x.to(getattr(torch, o.dtype)).contiguous()
+        if hook is not None:
+            out = call_hook("augment", hook, x, epoch=self._epoch, batch=batch_index)
+            if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+                raise HookError(f"the augment hook must return a tensor of shape {tuple(x.shape)}, it returned "
+                                f"{getattr(out, 'shape', type(out).__name__)} on epoch {self._epoch}, batch "
+                                f"{batch_index}", hook="augment", epoch=self._epoch, batch=batch_index)
+            x = out
+        x, meta = self._cast(x), self._meta(patches)
+        if o.batch_transform is not None:
+            out = call_hook("batch_transform", o.batch_transform, x, meta, epoch=self._epoch, batch=batch_index)
+            x, meta = pair("batch_transform", out, epoch=self._epoch, batch=batch_index)
+        return x, meta
+
+    def _cast(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(getattr(torch, self.opts.dtype)).contiguous()
+
+    def _meta(self, patches: list[Patch]) -> dict[str, Any]:
         entries = [self.store.entries[p[1].volume] for p in patches]
-        meta = {
+        return {
             "keys": [e.key for e in entries],
             "volume": torch.tensor([p[1].volume for p in patches], dtype=torch.long),
             "start": torch.tensor([p[2] for p in patches], dtype=torch.long),
@@ -166,7 +189,6 @@ class VolumeLoader:
             "duplicate": torch.tensor([p[1].duplicate for p in patches], dtype=torch.bool),
             "foreground": torch.tensor([p[3] for p in patches], dtype=torch.bool),
         }
-        return x, meta
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, dict[str, Any]]]:
         b, total = self.opts.batch_size, len(self)
@@ -184,12 +206,6 @@ class VolumeLoader:
             self._batch += 1
             yield out
         self._epoch, self._batch = self._epoch + 1, 0
-
-
-def hash_seed(*parts: int) -> int:
-    """A 63-bit seed from integers (stable across processes, unlike hash())."""
-    state = np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)
-    return int(state[0] % (2**63 - 1))
 
 
 def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, rank: int | None = None,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
+from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite
 
 SAMPLING = ("uniform", "foreground")
@@ -39,7 +41,7 @@ class VolumeLoaderOptions:
     window: tuple[float, float] | None = None  # (lo, hi) HU -> [0, 1]
     zscore: bool | tuple[float, float] = False  # True: per patch; (mean, std): fixed
     pad_value: float = -1024.0  # HU used where a patch reaches outside its volume (air)
-    augment: bool = True  # train only
+    augment: Any = True  # True: the built-in augmentation (train only); a callable: that, then the hook
     flip_prob: float = 0.5  # per axis
     rot90: bool = True  # random multiples of 90 degrees in the (H, W) plane (when H == W)
     rotate_degrees: float = 10.0  # small random rotations about each axis (kornia RandomAffine3D)
@@ -58,11 +60,15 @@ class VolumeLoaderOptions:
     prefetch: int = 2  # volumes in flight per reader thread
     rank: int = 0
     world_size: int = 1
+    batch_transform: Any = None  # hook: fn(patches, meta) -> (patches, meta) on the final batch
 
     def __post_init__(self) -> None:
         def bad(name: str, value: object, allowed: str) -> ValueError:
             return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
 
+        if not isinstance(self.augment, bool):
+            check_hook("augment", self.augment)
+        check_hook("batch_transform", self.batch_transform)
         object.__setattr__(self, "patch_size", _triple("patch_size", self.patch_size, minimum=1))
         object.__setattr__(self, "overlap", _triple("overlap", self.overlap, minimum=0))
         if any(o >= p for o, p in zip(self.overlap, self.patch_size)):

@@ -1,0 +1,228 @@
+"""User hooks on the image loader (both backends): augment on float [0, 1] batches before normalisation,
+batch_transform on the final batch, dali_augment inside the DALI graph; reproducible with the seed and across
+a mid-epoch resume; an exception names the hook and the batch and leaves nothing running."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from conftest_images import loader, make_datasets
+
+from fastdata.hooks import HookError, hook_seed, seeded
+
+pytest.importorskip("kornia")
+HAVE_DALI = __import__("importlib").util.find_spec("nvidia.dali") is not None
+BACKENDS = ["kornia", pytest.param("dali", marks=pytest.mark.skipif(not HAVE_DALI, reason="DALI not installed"))]
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return make_datasets(tmp_path_factory.mktemp("hooks"))["wds"]
+
+
+def run(ld) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [(x.clone(), y.clone()) for x, y in ld]
+
+
+def identity(x):
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("train", [True, False])
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_identity_hooks_give_the_batches_of_no_hooks(ds, backend, train, dtype):
+    plain = run(loader(ds, backend=backend, train=train, dtype=dtype, seed=2, color_jitter=(0.3, 0.3, 0.3, 0.05)))
+    hooked = run(loader(ds, backend=backend, train=train, dtype=dtype, seed=2, color_jitter=(0.3, 0.3, 0.3, 0.05),
+                        augment=identity, batch_transform=lambda x, y: (x, y)))
+    assert len(plain) == len(hooked)
+    for (a, ya), (b, yb) in zip(plain, hooked):
+        assert torch.equal(ya, yb) and a.dtype == b.dtype and a.stride() == b.stride()
+        if dtype == "uint8":
+            assert torch.equal(a, b)
+        else:  # the same pixels, normalised along another (equally exact) float path
+            assert torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_augment_sees_unit_range_before_normalisation(ds, backend):
+    seen = []
+
+    def flip(x):
+        seen.append((x.dtype, float(x.min()), float(x.max()), tuple(x.shape)))
+        return x.flip(-1)
+
+    plain = run(loader(ds, backend=backend, train=False, dtype="uint8"))
+    flipped = run(loader(ds, backend=backend, train=False, dtype="uint8", augment=flip))
+    for (a, _), (b, _) in zip(plain, flipped):
+        assert torch.equal(b, a.flip(-1))
+    assert all(dt == torch.float32 and lo >= 0 and hi <= 1 for dt, lo, hi, _ in seen)
+    assert seen[0][3] == (4, 3, 32, 32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_eval_padding_rows_stay_zero_with_label_minus_100(ds, backend):
+    def brighten(x):
+        return (x + 0.5).clamp(0, 1)
+
+    batches = run(loader(ds, backend=backend, split="val", train=False, dtype="uint8", augment=brighten))
+    x, y = batches[-1]
+    pad = y == -100
+    assert pad.any() and not x[pad].any() and x[~pad].min() >= 127
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mixup_cutmix_soft_labels_differ_per_batch(ds, backend):
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    mix = v2.RandomChoice([v2.MixUp(num_classes=3), v2.CutMix(num_classes=3)])
+    batches = run(loader(ds, backend=backend, train=True, seed=4, batch_transform=mix))
+    assert batches and all(y.shape == (4, 3) and y.dtype == torch.float32 for _, y in batches)
+    assert all(torch.allclose(y.sum(1), torch.ones(4)) for _, y in batches)
+    assert len({tuple(y.flatten().tolist()) for _, y in batches}) == len(batches)  # different mixes
+
+
+def _randaugment():
+    from kornia.augmentation import RandomErasing
+    from kornia.augmentation.auto import RandAugment
+
+    return torch.nn.Sequential(RandAugment(n=2, m=9), RandomErasing(p=0.5))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_same_seed_same_augmented_batches_and_batches_draw_differently(ds, backend):
+    def once(seed):
+        return run(loader(ds, backend=backend, train=True, seed=seed, dtype="uint8", augment=_randaugment()))
+
+    a, b, other = once(1), once(1), once(2)
+    assert all(torch.equal(x, y) for (x, _), (y, _) in zip(a, b))
+    assert any(not torch.equal(x, y) for (x, _), (y, _) in zip(a, other))
+    torch.manual_seed(123)
+    expect = torch.rand(3)
+    torch.manual_seed(123)
+    run(loader(ds, backend=backend, train=True, seed=1, augment=_randaugment()))
+    assert torch.equal(torch.rand(3), expect)  # the caller's generator is as it was
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resume_mid_epoch_gives_the_remaining_augmented_batches(ds, backend):
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    kw = dict(backend=backend, train=True, seed=9, augment=_randaugment(),
+              batch_transform=v2.MixUp(num_classes=3))
+    full = loader(ds, **kw)
+    full.set_epoch(1)
+    whole = run(full)
+    first = loader(ds, **kw)
+    first.set_epoch(1)
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    it.close()
+    resumed = loader(ds, **kw)
+    resumed.load_state_dict(state)
+    rest = run(resumed)
+    assert len(rest) == len(whole) - 1
+    for (a, ya), (b, yb) in zip(whole[1:], rest):
+        assert torch.equal(a, b) and torch.equal(ya, yb)
+
+
+def _threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith("fastdata")}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("hook", ["augment", "batch_transform"])
+def test_a_raising_hook_names_itself_and_the_batch_and_leaves_nothing_running(ds, backend, hook):
+    calls = []
+
+    def broken(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise ZeroDivisionError("boom")
+        return args[0] if len(args) == 1 else args
+
+    before = _threads()
+    ld = loader(ds, backend=backend, train=True, seed=0, **{hook: broken})
+    message = rf"the {hook} hook .*broken raised on epoch 0, batch 1: ZeroDivisionError: boom"
+    with pytest.raises(HookError, match=message) as info:
+        run(ld)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert (info.value.hook, info.value.epoch, info.value.batch) == (hook, 0, 1)
+    assert _threads() == before
+    ld.set_epoch(1)
+    assert len(run(ld)) == len(ld)  # usable again
+
+
+def test_hook_results_of_the_wrong_shape_are_errors(ds):
+    with pytest.raises(HookError, match="must return a tensor of shape"):
+        run(loader(ds, augment=lambda x: x[:, :1]))
+    with pytest.raises(HookError, match="must return a pair"):
+        run(loader(ds, batch_transform=lambda x, y: x))
+
+
+def test_hook_options_are_checked(ds):
+    with pytest.raises(ValueError, match="augment=3 is not allowed"):
+        loader(ds, augment=3)
+    with pytest.raises(ValueError, match="dali_augment.*kornia backend"):
+        loader(ds, backend="kornia", dali_augment=identity)
+
+
+@pytest.mark.skipif(not HAVE_DALI, reason="DALI not installed")
+def test_dali_augment_in_graph_rotation_is_reproducible_and_resumes(ds):
+    import nvidia.dali.fn as fn
+
+    def rotate(images, random):
+        return fn.rotate(images, angle=random[0] * 40 - 20, keep_size=True, fill_value=0)
+
+    kw = dict(backend="dali", train=True, seed=3, dtype="uint8", dali_augment=rotate)
+    plain = run(loader(ds, backend="dali", train=True, seed=3, dtype="uint8"))
+    a, b = run(loader(ds, **kw)), run(loader(ds, **kw))
+    assert all(torch.equal(x, y) for (x, _), (y, _) in zip(a, b))
+    assert any(not torch.equal(x, y) for (x, _), (y, _) in zip(a, plain))
+    first = loader(ds, **kw)
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    it.close()
+    resumed = loader(ds, **kw)
+    resumed.load_state_dict(state)
+    assert all(torch.equal(x, y) for (x, _), (y, _) in zip(a[1:], run(resumed)))
+    one_arg = run(loader(ds, backend="dali", train=False, dtype="uint8", dali_augment=lambda im: fn.flip(im)))
+    evals = run(loader(ds, backend="dali", train=False, dtype="uint8"))
+    assert all(torch.equal(x, y.flip(-1)) for (x, _), (y, _) in zip(one_arg, evals))
+
+
+@pytest.mark.skipif(not HAVE_DALI, reason="DALI not installed")
+def test_dali_augment_errors_name_the_hook(ds):
+    def bad(images):
+        raise KeyError("no such op")
+
+    with pytest.raises(HookError, match="dali_augment hook raised while the DALI graph was defined"):
+        run(loader(ds, backend="dali", dali_augment=bad))
+    with pytest.raises(HookError, match="returned None"):
+        run(loader(ds, backend="dali", dali_augment=lambda images: None))
+
+
+def test_dali_random_draws_are_a_function_of_seed_epoch_and_sample():
+    import numpy as np
+
+    from fastdata.images.dali_graph import RANDOM_VALUES, random_draws
+
+    a = random_draws(3, 0, 5)
+    assert a.shape == (RANDOM_VALUES,) and a.dtype == np.float32 and ((a >= 0) & (a < 1)).all()
+    assert np.array_equal(a, random_draws(3, 0, 5))
+    assert not np.array_equal(a, random_draws(3, 1, 5)) and not np.array_equal(a, random_draws(3, 0, 6))
+    assert not np.array_equal(a, random_draws(4, 0, 5))
+
+
+def test_seeds_differ_per_batch_and_the_window_restores_the_generator():
+    assert len({hook_seed(0, e, r, b) for e in range(3) for r in range(2) for b in range(5)}) == 30
+    torch.manual_seed(5)
+    expect = torch.rand(4)
+    torch.manual_seed(5)
+    with seeded(0, 1, 0, 2, "cpu"):
+        inside = torch.rand(2)
+    with seeded(0, 1, 0, 2, "cpu"):
+        again = torch.rand(2)
+    assert torch.equal(inside, again) and torch.equal(torch.rand(4), expect)
