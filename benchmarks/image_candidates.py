@@ -181,17 +181,59 @@ def _cls_labels(raw: Any) -> Any:
     return torch.tensor(values, dtype=torch.int64, device=raw.device)
 
 
-def _fastdata(backend: str) -> Callable[[Spec, Any], Iterable[Any]]:
+Hooks = Callable[[int], dict[str, Any]]  # number of classes -> the hook options of a fastdata candidate
+
+
+def _fastdata(backend: str, hooks: Hooks | None = None) -> Callable[[Spec, Any], Iterable[Any]]:
     def build(spec: Spec, state: Any) -> Iterable[Any]:
         import fastdata
+        from fastdata.dataset import open_dataset
 
+        extra = hooks(len(open_dataset(spec.shards, split=spec.split).classes)) if hooks else {}
         return fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend=backend,
                                train=spec.train, image_size=spec.image_size, num_threads=spec.threads,
                                device=spec.device, dtype="float32",
-                               channels_last=False, seed=spec.seed)
+                               channels_last=False, seed=spec.seed, **extra)
 
     build.__doc__ = f"fastdata.loader(..., backend={backend!r}) on the shards, NCHW float32 like the peers."
     return build
+
+
+def identity_hooks(num_classes: int) -> dict[str, Any]:
+    """(i) Hooks that change nothing: what running user hooks costs by itself."""
+    return {"augment": lambda x: x, "batch_transform": lambda x, y: (x, y)}
+
+
+def timm_hooks(num_classes: int) -> dict[str, Any]:
+    """(j) The timm-style ImageNet recipe as fastdata hooks: kornia RandAugment + random erasing on the
+    device batch, torchvision v2 MixUp/CutMix on the final batch (soft labels)."""
+    import torch
+    from kornia.augmentation import RandomErasing
+    from kornia.augmentation.auto import RandAugment
+    from torchvision.transforms import v2
+
+    return {"augment": torch.nn.Sequential(RandAugment(n=2, m=9), RandomErasing(p=0.25)),
+            "batch_transform": v2.RandomChoice([v2.MixUp(num_classes=num_classes),
+                                                v2.CutMix(num_classes=num_classes)])}
+
+
+def torchvision_timm(spec: Spec, state: Any) -> Iterator[Any]:
+    """(k) The same recipe as torchvision users run it: RandAugment on each PIL image and random erasing on
+    each tensor in DataLoader workers, MixUp/CutMix on the collated batch in the training loop."""
+    import torchvision.transforms as T
+    from torch.utils.data import DataLoader
+    from torchvision.datasets import ImageFolder
+    from torchvision.transforms import v2
+
+    transform = T.Compose([T.RandomResizedCrop(spec.image_size), T.RandomHorizontalFlip(),
+                           T.RandAugment(num_ops=2, magnitude=9), T.ToTensor(), T.Normalize(MEAN, STD),
+                           T.RandomErasing(p=0.25)])
+    dataset = ImageFolder(spec.raw, transform=transform)
+    mix = v2.RandomChoice([v2.MixUp(num_classes=len(dataset.classes)), v2.CutMix(num_classes=len(dataset.classes))])
+    loader = DataLoader(dataset, batch_size=spec.batch_size, shuffle=True, num_workers=spec.threads, drop_last=True,
+                        pin_memory=spec.cuda)
+    for images, labels in _tuples(loader, cuda=spec.cuda):
+        yield mix(images, labels)
 
 
 def read_shard_jpegs(spec: Spec) -> list[bytes]:
@@ -246,6 +288,12 @@ CANDIDATES: dict[str, Candidate] = {c.key: c for c in (
     Candidate("d", "fastdata, DALI backend (shards)", _fastdata("dali")),
     Candidate("e", "fastdata, kornia backend (shards)", _fastdata("kornia")),
     Candidate("f", "ceiling: libjpeg-turbo decode only (shard bytes)", decode_ceiling, read_shard_jpegs, True),
+    Candidate("i", "fastdata, kornia backend, identity hooks (shards)", _fastdata("kornia", identity_hooks)),
+    Candidate("l", "fastdata, DALI backend, identity hooks (shards)", _fastdata("dali", identity_hooks)),
+    Candidate("j", "fastdata, kornia backend, timm recipe as hooks (shards; train only)",
+              _fastdata("kornia", timm_hooks)),
+    Candidate("k", "DataLoader + ImageFolder, timm recipe per sample + MixUp/CutMix (raw JPEGs; train only)",
+              torchvision_timm),
 )}
 
 

@@ -39,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=int, default=2, help="untimed batches first (default 2)")
     p.add_argument("--no-search", action="store_true", help="measure only the given settings")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--identity-hooks", action="store_true",
+                   help="also measure the best settings with identity augment and batch_transform hooks, "
+                        "alternating with none, and print what running hooks costs by itself")
 
 
 def options_from_args(args: argparse.Namespace) -> dict:
@@ -108,4 +111,32 @@ def run(args: argparse.Namespace) -> int:
            "--threads", str(best_opts["num_threads"]), "--prefetch", str(best_opts["prefetch"])]
     print("re-check it:\n  " + shlex.join(cli) + (" --eval" if args.eval else ""))
     print("(loader alone: a training step that also needs the CPU gets less; `fastdata doctor` measures that)")
+    if args.identity_hooks:
+        _hooks_cost(args, best_opts)
     return 0
+
+
+def _unchanged(x):
+    return x
+
+
+def _unchanged_pair(x, y):
+    return x, y
+
+
+def _hooks_cost(args: argparse.Namespace, opts: dict, reps: int = 3) -> tuple[float, float]:
+    """Median images/s of the settings without hooks and with identity hooks, measured alternately."""
+    import statistics
+
+    from fastdata.perf.loader_bench import measure
+
+    hooked = {**opts, "augment": _unchanged, "batch_transform": _unchanged_pair}
+    runs: dict[str, list[float]] = {"none": [], "identity": []}
+    for _ in range(reps):
+        for name, o in (("none", opts), ("identity", hooked)):
+            m = measure(args.dataset, options=o, batches=args.batches, warmup=args.warmup)
+            runs[name].append(m.images_per_s)
+    plain, with_hooks = statistics.median(runs["none"]), statistics.median(runs["identity"])
+    print(f"identity hooks: {with_hooks:.1f} images/s vs {plain:.1f} without ({with_hooks / plain:.3f}x; medians of "
+          f"{reps} alternating runs)" if plain > 0 else "identity hooks: no images measured")
+    return plain, with_hooks

@@ -19,7 +19,6 @@ import torch
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError, require
 from fastdata.images.dali_graph import build_pipeline, feeds, graph_args
-from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL, derive_seed
 from fastdata.images.pixels import decode_problem
@@ -40,7 +39,6 @@ class DaliBackend(PlannedBackend):
         super().__init__(view, opts)
         self._args = graph_args(opts)
         self._pipe: Any = None
-        self._normalize = DeviceAugment(opts, self._device)  # with an augment hook: normalises after it
 
     def _pipeline(self) -> Any:
         if self._pipe is None:  # built once: the graph holds no order or random state of its own
@@ -59,8 +57,8 @@ class DaliBackend(PlannedBackend):
         rows = len(entries)
         o = self._opts
         images = self._run(real, at[0]) if real else None
-        hooked = o.augment is not None  # the graph then yields float [0, 1] NCHW for the hook
-        fmt = torch.channels_last if o.channels_last and not hooked else torch.contiguous_format
+        hooked = o.augment is not None  # the graph then yields float [0, 1] for the hook stage
+        fmt = torch.channels_last if o.channels_last else torch.contiguous_format
         if images is None or len(real) < rows:  # eval padding rows (all-zero images, label -100)
             out = torch.zeros((rows, 3, o.image_size, o.image_size),
                               dtype=torch.float32 if hooked else _TORCH_DTYPES[o.dtype],
@@ -69,11 +67,7 @@ class DaliBackend(PlannedBackend):
             if images is not None:
                 out[torch.tensor(where, device=self._device)] = images
             images = out
-        if hooked:
-            pad = [i for i, e in enumerate(entries) if e is None]
-            images = self._normalize.finish(self._hook_augment(images, pad, at))
-            if pad:
-                images[torch.tensor(pad, device=self._device)] = 0
+
         labels = torch.tensor([PAD_LABEL if e is None else e.label for e in entries], dtype=torch.int64)
         return images, labels.to(self._device, non_blocking=True), None
 

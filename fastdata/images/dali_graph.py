@@ -92,8 +92,8 @@ def graph_args(opts: ImageLoaderOptions) -> GraphArgs:
         resize["minibatch_size"] = max(1, min(32, opts.batch_size // (4 * opts.num_threads)))
     out_dtype = dali_dtype(opts.dtype)
     layout = "HWC" if opts.channels_last else "CHW"
-    if opts.augment is not None:  # the torch hook takes float [0, 1] NCHW; normalised after it, in torch
-        out_dtype, layout = "float32", "CHW"
+    if opts.augment is not None:  # the torch hook takes float [0, 1] (in the output's layout); normalised after it
+        out_dtype = "float32"
     normalize: dict[str, Any] = dict(crop=[size, size], dtype=out_dtype, output_layout=layout)
     if opts.augment is not None:
         normalize.update(mean=[0.0, 0.0, 0.0], std=[255.0, 255.0, 255.0])

@@ -25,7 +25,6 @@ import torch
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 from fastdata.images.decode import TrainParams, decode_eval, decode_train, is_jpeg
-from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.device_decode import Encoded, decode_on_device
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL
@@ -42,7 +41,6 @@ class KorniaBackend(PlannedBackend):
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         super().__init__(view, opts)
         self._pin = self._device.type == "cuda"
-        self._augment = DeviceAugment(opts, self._device)
 
     def _cuda_stream(self) -> Any:
         return torch.cuda.Stream(self._device) if self._device.type == "cuda" else None
@@ -104,10 +102,9 @@ class KorniaBackend(PlannedBackend):
         x = images.to(self._device, non_blocking=True)
         y = labels.to(self._device, non_blocking=True)
         if self._opts.augment is None:
-            out = self._augment(x, jitter)
-        else:  # the user's hook between the built-in augmentation and normalisation
-            out = self._augment.finish(self._hook_augment(self._augment.unit(x, jitter), pad, at))
-        out = self._zero_padding(out, pad)
+            out = self._zero_padding(self._normalizer(x, jitter), pad)
+        else:  # float [0, 1] for the hook stage, which normalises after the user's augment hook
+            out = self._normalizer.unit(x, jitter)
         ready = None
         if cuda_stream is not None:
             ready = torch.cuda.Event()

@@ -23,7 +23,8 @@ import torch
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
-from fastdata.hooks import HookError, call_hook, pair, seeded
+from fastdata.images.device_aug import DeviceAugment
+from fastdata.images.hook_stage import HookStage
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan, epoch_plan
 from fastdata.images.prefetch import prefetch
@@ -61,6 +62,9 @@ class PlannedBackend(ABC):
         self._resume: ResumePoint | None = None
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
         self._skipped = 0
+        self._normalizer = DeviceAugment(opts, self._device)  # uint8 or float [0, 1] -> the output tensor
+        self._hooks = HookStage(opts, self._device, self._normalizer) \
+            if opts.augment is not None or opts.batch_transform is not None else None
         self.targets: Any = None  # None, or `targets(raws, epoch)` -> what a batch yields instead of its labels
         self.last_keys: list[str] = []  # "shard:key" of the real rows of the last batch delivered (debugging)
         self.check_cache()
@@ -124,13 +128,17 @@ class PlannedBackend(ABC):
         plan = self.plan(epoch)
         batches = prefetch(lambda stop: self._produce(plan, start, stop), depth=self._opts.prefetch,
                            name=f"fastdata-{self.name}-prefetch")
+        if self._hooks is not None:  # a second thread: the hooks overlap the next batch's production
+            inner, hooks = batches, self._hooks
+            batches = prefetch(lambda stop: hooks.run(inner, stop), depth=self._opts.prefetch,
+                               name=f"fastdata-{self.name}-hooks")
         try:
             yield from self._deliver(batches, epoch)
         finally:
             batches.close()  # stops and joins the prefetch thread, also on an early `break`
 
     def _deliver(self, batches: Iterator[tuple], epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for images, labels, cursor, skipped, ready, keys in batches:
+        for images, labels, cursor, skipped, ready, keys, _, _ in batches:
             if ready is not None:  # produced on the prefetch thread's CUDA stream
                 current = torch.cuda.current_stream(self._device)
                 current.wait_event(ready)
@@ -153,19 +161,8 @@ class PlannedBackend(ABC):
 
     @abstractmethod
     def _assemble(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple[torch.Tensor, Any, Any]:
-        """(images, labels, ready event or None) of one batch of loaded entries; `at` is (epoch, batch index),
-        for the `augment` hook (`_hook_augment`)."""
-
-    def _hook_augment(self, x: torch.Tensor, pad: Any, at: tuple[int, int]) -> torch.Tensor:
-        """The `augment` hook on a float [0, 1] NCHW batch; eval padding rows (indices `pad`) go in black."""
-        if pad is not None and len(pad):
-            x[torch.as_tensor(pad, device=x.device)] = 0
-        out = call_hook("augment", self._opts.augment, x, epoch=at[0], batch=at[1])
-        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
-            raise HookError(f"the augment hook must return a tensor of shape {tuple(x.shape)}, it returned "
-                            f"{getattr(out, 'shape', type(out).__name__)} on epoch {at[0]}, batch {at[1]}",
-                            hook="augment", epoch=at[0], batch=at[1])
-        return out
+        """(images, labels, ready event or None) of one batch of loaded entries; `at` is (epoch, batch index).
+        With an `augment` hook the images are float [0, 1] NCHW, for the hook stage (`hook_stage.py`)."""
 
     def _raw_of(self, entry: Any) -> RawSample:
         """The raw sample behind one batch entry."""
@@ -205,8 +202,10 @@ class PlannedBackend(ABC):
                         entries, skipped = fill_batch(stream, plan.rows(b), plan, on_error=o.on_error,
                                                       budget=budget, resolve=self._resolve)
                         try:
-                            with self._seeded(start.epoch, b):
-                                images, labels, ready = self._finish(entries, cuda_stream, (start.epoch, b))
+                            images, labels, ready = self._assemble(entries, cuda_stream, (start.epoch, b))
+                            if self.targets is not None:  # e.g. the captions of image-text pairs
+                                labels = self.targets([None if e is None else self._raw_of(e) for e in entries],
+                                                      start.epoch)
                             break
                         except BadSamples as bad:
                             if o.on_error == "raise":
@@ -215,35 +214,12 @@ class PlannedBackend(ABC):
                             stream.cancel()
                             stream = stream_at(cursor)  # refill this batch without them
                 keys = [self._key_of(e) for e in entries if e is not None]
-                yield images, labels, stream.position, skipped, ready, keys
+                pad = [i for i, e in enumerate(entries) if e is None]
+                yield images, labels, stream.position, skipped, ready, keys, pad, (start.epoch, b)
         finally:
             stream.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
             follow(None)
-
-    def _seeded(self, epoch: int, batch: int) -> Any:
-        """torch's generators seeded for this batch while hooks run (fastdata/hooks.py); else nothing."""
-        o = self._opts
-        if not o.hooked:
-            return contextlib.nullcontext()
-        return seeded(o.seed, epoch, o.rank, batch, self._device)
-
-    def _finish(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple[torch.Tensor, Any, Any]:
-        """`_assemble`, then what replaces the labels (`targets`: the captions of image-text pairs), then the
-        `batch_transform` hook on the final batch."""
-        images, labels, ready = self._assemble(entries, cuda_stream, at)
-        if self.targets is not None:
-            labels = self.targets([None if e is None else self._raw_of(e) for e in entries], at[0])
-        fn = self._opts.batch_transform
-        if fn is not None:
-            if ready is not None:  # the hook runs on this thread's current stream: after the batch is ready
-                torch.cuda.current_stream(self._device).wait_event(ready)
-            out = call_hook("batch_transform", fn, images, labels, epoch=at[0], batch=at[1])
-            images, labels = pair("batch_transform", out, epoch=at[0], batch=at[1])
-            if ready is not None:
-                ready = torch.cuda.Event()
-                ready.record(torch.cuda.current_stream(self._device))
-        return images, labels, ready
 
     def _follower(self, plan: EpochPlan, cursor: int):
         """For a remote dataset: a callable told the reading position before each batch (None at the end) that
