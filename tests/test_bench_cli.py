@@ -59,3 +59,27 @@ def test_bench_json_without_search(dataset, capsys):
 def test_bench_reports_a_bad_dataset_clearly(tmp_path, capsys):
     rc = main(["bench", str(tmp_path / "missing"), "--backend", "kornia", "--device", "cpu", "--no-search"])
     assert rc == 2 and "fastdata bench: error:" in capsys.readouterr().err
+
+
+def test_bench_identity_hooks_measures_both_and_prints_the_ratio(dataset, capsys, monkeypatch):
+    from fastdata.cli import bench as bench_cli
+    from fastdata.perf import loader_bench
+
+    seen = []
+    real = loader_bench.measure
+
+    def spy(source, *, options, **kw):
+        seen.append(options.get("augment") is not None)
+        return real(source, options=options, **kw)
+
+    monkeypatch.setattr(loader_bench, "measure", spy)
+    rc = main(["bench", str(dataset), "--batch-size", "4", "--image-size", "32", "--backend", "kornia",
+               "--device", "cpu", "--threads", "1", "--prefetch", "1", "--batches", "2", "--warmup", "1",
+               "--identity-hooks"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    line = next(ln for ln in out.splitlines() if ln.startswith("identity hooks: "))
+    with_hooks, plain = float(line.split()[2]), float(line.split()[5])
+    assert with_hooks > 0 and plain > 0 and f"({with_hooks / plain:.3f}x" in line
+    assert seen[-6:] == [False, True] * 3  # alternating, three of each
+    assert bench_cli._unchanged_pair(1, 2) == (1, 2) and bench_cli._unchanged(3) == 3
