@@ -67,7 +67,6 @@ class DaliBackend(PlannedBackend):
             if images is not None:
                 out[torch.tensor(where, device=self._device)] = images
             images = out
-
         labels = torch.tensor([PAD_LABEL if e is None else e.label for e in entries], dtype=torch.int64)
         return images, labels.to(self._device, non_blocking=True), None
 

@@ -131,11 +131,6 @@ class ImageLoaderOptions:
                       "graph); use augment= for batched torch/kornia augmentation on either backend")
 
     @property
-    def hooked(self) -> bool:
-        """Whether any user hook is set (their batches run with torch's generators seeded)."""
-        return any(h is not None for h in (self.augment, self.batch_transform, self.dali_augment))
-
-    @property
     def keep_last(self) -> bool:
         """Whether a final partial batch is yielded (eval default) rather than dropped (train default)."""
         return not (self.train if self.drop_last is None else self.drop_last)
