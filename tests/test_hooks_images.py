@@ -226,3 +226,14 @@ def test_seeds_differ_per_batch_and_the_window_restores_the_generator():
     with seeded(0, 1, 0, 2, "cpu"):
         again = torch.rand(2)
     assert torch.equal(inside, again) and torch.equal(torch.rand(4), expect)
+
+
+def test_a_raising_module_hook_is_named_by_its_class():
+    from fastdata.hooks import call_hook
+
+    class Exploding(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("bad tensor")
+
+    with pytest.raises(HookError, match="the augment hook Exploding raised on epoch 2, batch 5: RuntimeError"):
+        call_hook("augment", Exploding(), torch.zeros(1), epoch=2, batch=5)

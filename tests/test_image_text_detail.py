@@ -1,0 +1,276 @@
+"""Image-text details, checked in-process (conversion workers run in forked processes, where mutation testing
+cannot see which test reaches a function): caption-file parsing edge cases, discovery rules, the per-pair
+processor, and the caption batcher's choices of ids, padding and tokenizer."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest_pairs import TOKENIZER, convert_pairs, make_pair_tree, tokenizer
+from PIL import Image
+
+from converters.image_text.captions import read_captions
+from converters.image_text.discover import MAX_TXT_BYTES, Captions, discover_pairs
+from converters.image_text.process import ImageTextOptions, PairProcessor, ids_array, npy_bytes
+from converters.sample import Rejection, WorkItem
+from fastdata.errors import ConvertError, ShardError
+from fastdata.images.reader import RawSample
+from fastdata.manifest import Manifest
+from fastdata.pairs.captions import CaptionBatcher, CaptionOptions, choose
+
+# -- captions files ----------------------------------------------------------------------------------
+
+
+def test_jsonl_blank_lines_non_string_values_and_row_names(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"file": "a.jpg", "caption": "one"}\n\n{"file": "b.jpg", "caption": 7}\n'
+                    '{"file": 3, "caption": "three"}\n')
+    rows = read_captions(path)
+    assert [(r.path, r.caption, r.where) for r in rows] == [
+        ("a.jpg", "one", "c.jsonl:1"), ("b.jpg", "", "c.jsonl:3"), ("", "three", "c.jsonl:4")]
+    (tmp_path / "bad.jsonl").write_text('{"file": "a.jpg"\n')
+    with pytest.raises(ConvertError, match=r"bad.jsonl:1: not a JSON object"):
+        read_captions(tmp_path / "bad.jsonl")
+
+
+def test_csv_empty_cells_bom_and_line_numbers(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_bytes("\ufeffFile,Caption\r\na.jpg,first\r\n,no file\r\nb.jpg,\r\n".encode())
+    rows = read_captions(path)
+    assert [(r.path, r.caption, r.where) for r in rows] == [
+        ("a.jpg", "first", "c.csv:2"), ("", "no file", "c.csv:3"), ("b.jpg", "", "c.csv:4")]
+    (tmp_path / "d.csv").write_bytes(b"file,caption\n\xff\xfe,x\n")
+    with pytest.raises(ConvertError, match="cannot read captions file"):
+        read_captions(tmp_path / "d.csv")
+
+
+def test_parquet_rows_and_an_unreadable_parquet(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"filename": ["a.jpg", None], "text": ["x", "y"]}), tmp_path / "c.parquet")
+    rows = read_captions(tmp_path / "c.parquet")
+    assert [(r.path, r.caption, r.where) for r in rows] == [("a.jpg", "x", "c.parquet:row 0"),
+                                                            ("", "y", "c.parquet:row 1")]
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(ConvertError, match="cannot read captions file .*bad.parquet"):
+        read_captions(tmp_path / "bad.parquet")
+
+
+def test_coco_with_junk_entries(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"images": [{"id": 1, "file_name": "a.jpg"}, "junk", {"id": 2, "file_name": 5}],
+                                "annotations": [{"image_id": 1, "caption": "x"}, "junk",
+                                                {"image_id": 2, "caption": "y"}, {"image_id": 9, "caption": "z"}]}))
+    rows = read_captions(path)
+    assert [(r.path, r.caption) for r in rows] == [("a.jpg", "x"), ("", ""), ("", "y"), ("", "z")]
+    assert rows[3].where == "c.json:annotation 3 (image_id 9)"
+    path.write_text(json.dumps([{"images": []}]))
+    with pytest.raises(ConvertError, match="an object with 'images' and 'annotations'"):
+        read_captions(path)
+
+
+# -- discovery -------------------------------------------------------------------------------------
+
+
+def _reasons(found) -> dict[str, str]:
+    return {r.source: r.reason for r in found.rejected}
+
+
+def test_sidecar_rules_size_encoding_splits_and_layout(tmp_path):
+    src = make_pair_tree(tmp_path / "src", n=4)
+    (src / "img_000.txt").write_bytes(b"x" * (MAX_TXT_BYTES + 1))
+    (src / "img_001.txt").write_bytes(b"\xff\xfe caption")
+    (src / "img_002.txt").write_bytes(b"x" * 10 + b"\n" * (MAX_TXT_BYTES - 10))  # exactly the limit: taken
+    make_pair_tree(src / "val" / "deeper", n=1)
+    make_pair_tree(src / "other", n=1)
+    found = discover_pairs(src, captions=None, split="train")
+    why = _reasons(found)
+    assert why["img_000.jpg"].startswith(f"caption file of {MAX_TXT_BYTES + 1} bytes")
+    assert why["img_001.jpg"].startswith("caption file is not UTF-8 text")
+    assert [it.rel for it in found.splits["train"]] == ["img_002.jpg", "img_003.jpg", "other/img_000.jpg"]
+    assert [it.rel for it in found.splits["val"]] == ["val/deeper/img_000.jpg"]
+    assert found.splits["val"][0].split == "val" and found.layout == "sidecar-txt"
+    assert found.splits["train"][0].payload == Captions(("x" * 10,))
+    assert found.identity[0][:2] == ["train", "img_002.jpg"] and found.identity[0][3] == ["x" * 10]
+
+
+def test_paths_named_like_split_folders_only_count_as_folders(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    Image.new("RGB", (8, 8)).save(src / "val.jpg")
+    (src / "val.txt").write_text("a file named val")
+    found = discover_pairs(src, captions=None, split="train")
+    assert [it.rel for it in found.splits["train"]] == ["val.jpg"]
+
+
+def test_windows_and_dot_paths_in_captions_files_are_refused(tmp_path):
+    src = make_pair_tree(tmp_path / "src", n=1)
+    captions = tmp_path / "c.csv"
+    captions.write_text("file,caption\nC:\\x.jpg,drive\n..,up\n.,here\nsub\\..\\img_000.jpg,fine\n")
+    found = discover_pairs(src, captions=str(captions), split="train")
+    refused = [s for s, r in _reasons(found).items() if r.startswith("path outside the source folder")]
+    assert sorted(refused) == ["c.csv:2: C:\\x.jpg", "c.csv:3: ..", "c.csv:4: ."]
+    assert [it.rel for it in found.splits["train"]] == ["img_000.jpg"] and found.layout == "captions-file"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_links_and_special_files_are_rejected_not_opened(tmp_path):
+    src = make_pair_tree(tmp_path / "src", n=2)
+    os.mkfifo(src / "pipe.jpg")
+    (src / "gone.jpg").symlink_to(tmp_path / "missing.jpg")
+    (src / "link.jpg").symlink_to(src / "img_000.jpg")
+    (src / "link.txt").write_text("a linked image")
+    why = _reasons(discover_pairs(src, captions=None, split="train"))
+    assert "FIFO" in why["pipe.jpg"] and why["gone.jpg"].startswith("broken symlink")
+    no_follow = discover_pairs(src, captions=None, split="train", follow_symlinks=False)
+    assert _reasons(no_follow)["link.jpg"] == "symbolic link not followed (--no-follow-symlinks)"
+    with pytest.raises(ConvertError, match="is not a directory"):
+        discover_pairs(src / "img_000.jpg", captions=None, split="train")
+
+
+def test_changed_captions_change_the_fingerprint(tmp_path):
+    src = make_pair_tree(tmp_path / "src", n=2)
+    first = convert_pairs(src, tmp_path / "a").manifest.fingerprint
+    (src / "img_001.txt").write_text("photo 1 with another caption\n")
+    assert convert_pairs(src, tmp_path / "b").manifest.fingerprint != first
+
+
+# -- the per-pair processor ---------------------------------------------------------------------------
+
+
+def test_image_options_reach_the_image_and_json_is_canonical(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    Image.new("RGB", (120, 60), (200, 10, 10)).save(src / "wide.png")
+    item = WorkItem(split="train", rel="wide.png", source=str(src / "wide.png"), position=3,
+                    payload=Captions(("red", "a red rectangle")))
+    sample = PairProcessor(ImageTextOptions(short_side=20, quality=50), sha256=None)(item)
+    with Image.open(io.BytesIO(sample.members["jpg"])) as im:
+        assert im.size == (40, 20)
+    finer = PairProcessor(ImageTextOptions(short_side=20, quality=95), sha256=None)(item)
+    assert len(sample.members["jpg"]) < len(finer.members["jpg"])  # --quality reaches the encoder
+    meta = json.loads(sample.members["json"])
+    assert list(meta) == sorted(meta) and meta["captions"] == 2 and "label" not in meta
+    assert sample.key == "00000003" and sample.members["txt"] == b"red\na red rectangle"
+    assert sample.stats["captions"] == 2 and sample.stats["captions_per_image"] == {"2": 1}
+    big = PairProcessor(ImageTextOptions(short_side=20, max_pixels=100), sha256=None)(item)
+    assert isinstance(big, Rejection) and "decompression bomb" in big.reason
+    none = PairProcessor(ImageTextOptions(), sha256=None)(WorkItem("train", "wide.png", str(src / "wide.png")))
+    assert isinstance(none, Rejection) and none.reason == "no caption" and none.source == "wide.png"
+
+
+def test_option_checks():
+    with pytest.raises(ValueError, match="--max-length must be an integer >= 2"):
+        ImageTextOptions(tokenizer=str(TOKENIZER), max_length=1)
+    assert ImageTextOptions(tokenizer=str(TOKENIZER), max_length=2).max_length == 2
+    with pytest.raises(ValueError, match="--quality"):
+        ImageTextOptions(quality=0)
+    for bad in (0, True, 1.5):
+        with pytest.raises(ValueError, match="max_length"):
+            CaptionOptions(max_length=bad)
+    assert CaptionOptions(max_length=1).max_length == 1
+    with pytest.raises(ValueError, match="return_captions=1 is not allowed"):
+        CaptionOptions(return_captions=1)
+
+
+def test_ids_are_int32_rows_filled_with_minus_one_and_never_pickled():
+    arr = ids_array([[5, 6, 7], [8]])
+    assert arr.dtype == np.int32 and arr.tolist() == [[5, 6, 7], [8, -1, -1]]
+    data = npy_bytes(arr)
+    assert np.array_equal(np.load(io.BytesIO(data), allow_pickle=False), arr)
+
+
+# -- the caption batcher ------------------------------------------------------------------------------
+
+
+def _manifest(**extra) -> Manifest:
+    return Manifest(kind="image_text", shard_format="wds", classes=(), splits={}, preprocessing={}, rejected=(),
+                    extra={"text_member": "txt", **extra}, fingerprint="0" * 64, tool_version="0")
+
+
+def _raw(captions: list[str], ids: np.ndarray | None = None, index: int = 0) -> RawSample:
+    extra = ("\n".join(captions).encode(),) + ((npy_bytes(ids),) if ids is not None else ())
+    return RawSample(data=b"", label=-1, key=f"{index:08d}", shard=Path("s.tar"), extra=extra, index=index)
+
+
+STORED = {"ids_member": "ids.npy", "ids_fill": -1, "tokenizer": {"pad_id": 7, "sha256": "ab" * 32}}
+
+
+def test_stored_ids_pad_with_the_manifests_pad_id_and_cut_at_max_length():
+    b = CaptionBatcher(_manifest(**STORED), CaptionOptions(), train=False, seed=0, device=torch.device("cpu"))
+    out = b([_raw(["x", "y"], ids_array([[1, 2, 3], [4]])), None], epoch=0)
+    assert b.pad_id == 7 and set(out) == {"input_ids", "attention_mask"}
+    assert out["input_ids"].tolist() == [[1, 2, 3, 7, 7, 7, 7, 7], [7] * 8]
+    assert out["attention_mask"].tolist() == [[1, 1, 1, 0, 0, 0, 0, 0], [0] * 8]
+    cut = CaptionBatcher(_manifest(**STORED), CaptionOptions(max_length=2, return_captions=True), train=False,
+                         seed=0, device=torch.device("cpu"))([_raw(["x"], ids_array([[1, 2, 3]])), None], epoch=0)
+    assert cut["input_ids"].tolist() == [[1, 2], [7, 7]] and cut["captions"] == ["x", ""]
+
+
+def test_another_fill_value_is_read_from_the_manifest():
+    m = _manifest(**{**STORED, "ids_fill": 99})
+    ids = np.array([[1, 99, 99]], dtype=np.int32)
+    out = CaptionBatcher(m, CaptionOptions(), train=False, seed=0, device=torch.device("cpu"))([_raw(["x"], ids)], 0)
+    assert out["attention_mask"].sum() == 1
+
+
+@pytest.mark.parametrize(("ids", "choice"), [
+    (np.array([1, 2], dtype=np.int32), 0),  # not [captions, length]
+    (np.array([[1.5, 2.0]]), 0),  # not integers
+    (np.array([[1, 2]], dtype=np.int32), 1),  # one row, the second caption asked for
+])
+def test_stored_ids_that_do_not_fit_are_shard_errors(ids, choice):
+    from fastdata.pairs.captions import _stored_ids
+
+    raw = RawSample(data=b"", label=-1, key="k", shard=Path("s.tar"), extra=(b"a\nb", npy_bytes(ids)), index=0)
+    with pytest.raises(ShardError, match="do not match its captions"):
+        _stored_ids(raw, choice, -1)
+    assert _stored_ids(raw, 0, -1) if ids.ndim == 2 and ids.dtype.kind == "i" else True
+
+
+def test_pickled_or_garbage_ids_and_empty_captions_are_refused():
+    from fastdata.pairs.captions import _captions, _stored_ids
+
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    pickled = RawSample(data=b"", label=-1, key="k", shard=Path("s.tar"), extra=(b"a", buf.getvalue()), index=0)
+    with pytest.raises(ShardError, match="not a readable .npy"):
+        _stored_ids(pickled, 0, -1)
+    with pytest.raises(ShardError, match="has an empty caption"):
+        _captions(_raw(["  ", ""]))
+
+
+def test_tokenizing_at_load_truncates_inside_the_special_tokens_and_pads_with_the_tokenizers_id():
+    b = CaptionBatcher(_manifest(), CaptionOptions(tokenizer=str(TOKENIZER), max_length=5), train=False, seed=0,
+                       device=torch.device("cpu"))
+    out = b([_raw(["a rather long caption of many words"]), _raw(["hi"])], epoch=0)
+    tok = tokenizer()
+    assert b.pad_id == 0 and b.tokenized
+    assert out["input_ids"][0].tolist()[-1] == tok.token_to_id("[SEP]")  # the tokenizer truncated, not a cut
+    assert out["input_ids"][1].tolist() == tok.encode("hi").ids + [0] * (5 - len(tok.encode("hi").ids))
+
+
+def test_the_same_tokenizer_as_stored_uses_the_stored_ids():
+    from fastdata.text.tokenizer import load_tokenizer
+
+    sha = load_tokenizer(TOKENIZER)[1]
+    m = _manifest(**{**STORED, "tokenizer": {"pad_id": 0, "sha256": sha}})
+    b = CaptionBatcher(m, CaptionOptions(tokenizer=str(TOKENIZER)), train=False, seed=0, device=torch.device("cpu"))
+    out = b([_raw(["anything"], ids_array([[42, 43]]))], epoch=0)
+    assert out["input_ids"][0, :2].tolist() == [42, 43]  # the stored ids, not the tokenizer's for "anything"
+    other = _manifest(**{**STORED, "tokenizer": {"pad_id": 0, "sha256": "cd" * 32}})
+    b2 = CaptionBatcher(other, CaptionOptions(tokenizer=str(TOKENIZER)), train=False, seed=0,
+                        device=torch.device("cpu"))
+    assert b2([_raw(["anything"], ids_array([[42, 43]]))], epoch=0)["input_ids"][0, 0] == 101
+
+
+def test_two_captions_are_both_drawn():
+    assert {choose(2, train=True, seed=0, epoch=e, index=1) for e in range(30)} == {0, 1}
+    assert choose(1, train=True, seed=0, epoch=5, index=1) == 0
