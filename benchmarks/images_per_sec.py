@@ -24,7 +24,6 @@ from benchmarks.common import (  # noqa: E402
     DOCS,
     environment,
     image_files,
-    interleaved,
     publish,
     replicate_photos,
     write_json,
@@ -91,36 +90,17 @@ def convert_once(raw: Path, dst: Path, *, images: int, threads: int) -> float:
 
 
 def run_variant(args: argparse.Namespace, raw: Path, shards: Path, train: bool) -> list[dict]:
-    from benchmarks.runner import Worker
+    from benchmarks.runner import run_interleaved
 
     split = "train" if train or not (raw / "val").is_dir() else "val"
     spec = Spec(raw=str(raw_split_folder(raw, split)), shards=str(shards), split=split,
                 batch_size=args.batch_size, train=train, threads=args.threads, image_size=args.image_size,
                 device=args.device)
     variant = "train" if train else "eval"
-    workers: dict[str, Worker] = {}
-    rows: list[dict] = []
-    try:
-        for key in args.candidates:
-            workers[key] = Worker(key, spec)
-        for key in args.candidates:
-            workers[key].wait_ready()
-            if workers[key].error:
-                print(f"  {key}: cannot start: {workers[key].error.strip().splitlines()[-1]}", flush=True)
-        for w in workers.values():
-            w.run(max_batches=args.warmup_batches)
-        for rep, key in interleaved(list(workers), args.reps):
-            row = {"variant": variant, "rep": rep, **workers[key].run()}
-            rows.append(row)
-            if "error" in row:
-                print(f"  [{variant} rep {rep}] {key}: FAILED: {row['error'].strip().splitlines()[-1]}", flush=True)
-            else:
-                print(f"  [{variant} rep {rep}] {key}: {row['images_per_s']:8.1f} images/s  ({row['images']} images, "
-                      f"{row['seconds']:.2f} s, CPU {row['cpu_percent']:.0f}%)", flush=True)
-    finally:
-        for w in workers.values():
-            w.close()
-    return rows
+    return run_interleaved(args.candidates, spec, reps=args.reps, warmup_batches=args.warmup_batches,
+                           tag=f"{variant} ", extra={"variant": variant},
+                           show=lambda row: f"{row['images_per_s']:8.1f} images/s  ({row['images']} images, "
+                                            f"{row['seconds']:.2f} s, CPU {row['cpu_percent']:.0f}%)")
 
 
 def main(argv: list[str] | None = None) -> int:

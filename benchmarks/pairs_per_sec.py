@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import DOCS, SAMPLES, environment, environment_markdown, interleaved, publish  # noqa: E402
+from benchmarks.common import DOCS, SAMPLES, environment, environment_markdown, publish  # noqa: E402
 from benchmarks.common import write_json as save_json  # noqa: E402
 from benchmarks.pair_candidates import CANDIDATES, Spec  # noqa: E402
 
@@ -85,29 +85,11 @@ def convert(raw: Path, dst: Path, *, threads: int, pairs: int, tokenize: bool) -
 
 
 def run(args: argparse.Namespace, spec: Spec) -> list[dict]:
-    from benchmarks.runner import Worker
+    from benchmarks.runner import run_interleaved
 
-    workers = {key: Worker(key, spec, MODULE) for key in args.candidates}
-    rows: list[dict] = []
-    try:
-        for key, w in workers.items():
-            w.wait_ready()
-            if w.error:
-                print(f"  {key}: cannot start: {w.error.strip().splitlines()[-1]}", flush=True)
-        for w in workers.values():
-            w.run(max_batches=args.warmup_batches)
-        for rep, key in interleaved(list(workers), args.reps):
-            row = {"rep": rep, **workers[key].run()}
-            rows.append(row)
-            if "error" in row:
-                print(f"  [rep {rep}] {key}: FAILED: {row['error'].strip().splitlines()[-1]}", flush=True)
-            else:
-                print(f"  [rep {rep}] {key}: {row['images_per_s']:8.1f} pairs/s  ({row['images']} pairs, "
-                      f"{row['seconds']:.2f} s, CPU {row['cpu_ms_per_image']:.2f} ms/pair)", flush=True)
-    finally:
-        for w in workers.values():
-            w.close()
-    return rows
+    return run_interleaved(args.candidates, spec, reps=args.reps, warmup_batches=args.warmup_batches, module=MODULE,
+                           show=lambda row: f"{row['images_per_s']:8.1f} pairs/s  ({row['images']} pairs, "
+                                            f"{row['seconds']:.2f} s, CPU {row['cpu_ms_per_image']:.2f} ms/pair)")
 
 
 def summarize(rows: list[dict]) -> list[dict]:

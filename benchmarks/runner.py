@@ -12,6 +12,7 @@ import gc
 import importlib
 import multiprocessing as mp
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -131,3 +132,34 @@ class Worker:
         if self.proc.is_alive():
             self.proc.terminate()
             self.proc.join()
+
+
+def run_interleaved(keys: str, spec: Any, *, reps: int, warmup_batches: int, module: str = IMAGES,
+                    tag: str = "", extra: dict[str, Any] | None = None,
+                    show: Callable[[dict[str, Any]], str] = lambda row: "") -> list[dict[str, Any]]:
+    """Every candidate of `keys` in its own process: started together, warmed up, then `reps` timed
+    repetitions in interleaved order (`common.interleaved`). Returns one row per repetition (`extra` added to
+    each); prints each as `show(row)` says, prefixed with `tag`."""
+    from benchmarks.common import interleaved
+
+    workers = {key: Worker(key, spec, module) for key in keys}
+    rows: list[dict[str, Any]] = []
+    try:
+        for key, w in workers.items():
+            w.wait_ready()
+            if w.error:
+                print(f"  {key}: cannot start: {w.error.strip().splitlines()[-1]}", flush=True)
+        for w in workers.values():
+            w.run(max_batches=warmup_batches)
+        for rep, key in interleaved(list(workers), reps):
+            row = {**(extra or {}), "rep": rep, **workers[key].run()}
+            rows.append(row)
+            where = f"[{tag}rep {rep}] {key}"
+            if "error" in row:
+                print(f"  {where}: FAILED: {row['error'].strip().splitlines()[-1]}", flush=True)
+            else:
+                print(f"  {where}: {show(row)}", flush=True)
+    finally:
+        for w in workers.values():
+            w.close()
+    return rows

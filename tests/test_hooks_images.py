@@ -30,6 +30,19 @@ def identity(x):
     return x
 
 
+def resumed_after_one_batch(ds, epoch: int = 0, **kw) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The batches a fresh loader yields after loading the state saved one batch into `epoch`."""
+    first = loader(ds, **kw)
+    first.set_epoch(epoch)
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    it.close()
+    resumed = loader(ds, **kw)
+    resumed.load_state_dict(state)
+    return run(resumed)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("train", [True, False])
 @pytest.mark.parametrize("dtype", ["uint8", "float32"])
@@ -113,15 +126,7 @@ def test_resume_mid_epoch_gives_the_remaining_augmented_batches(ds, backend):
     full = loader(ds, **kw)
     full.set_epoch(1)
     whole = run(full)
-    first = loader(ds, **kw)
-    first.set_epoch(1)
-    it = iter(first)
-    next(it)
-    state = first.state_dict()
-    it.close()
-    resumed = loader(ds, **kw)
-    resumed.load_state_dict(state)
-    rest = run(resumed)
+    rest = resumed_after_one_batch(ds, 1, **kw)
     assert len(rest) == len(whole) - 1
     for (a, ya), (b, yb) in zip(whole[1:], rest):
         assert torch.equal(a, b) and torch.equal(ya, yb)
@@ -180,14 +185,8 @@ def test_dali_augment_in_graph_rotation_is_reproducible_and_resumes(ds):
     a, b = run(loader(ds, **kw)), run(loader(ds, **kw))
     assert all(torch.equal(x, y) for (x, _), (y, _) in zip(a, b))
     assert any(not torch.equal(x, y) for (x, _), (y, _) in zip(a, plain))
-    first = loader(ds, **kw)
-    it = iter(first)
-    next(it)
-    state = first.state_dict()
-    it.close()
-    resumed = loader(ds, **kw)
-    resumed.load_state_dict(state)
-    assert all(torch.equal(x, y) for (x, _), (y, _) in zip(a[1:], run(resumed)))
+    rest = resumed_after_one_batch(ds, **kw)
+    assert len(rest) == len(a) - 1 and all(torch.equal(x, y) for (x, _), (y, _) in zip(a[1:], rest))
     one_arg = run(loader(ds, backend="dali", train=False, dtype="uint8", dali_augment=lambda im: fn.flip(im)))
     evals = run(loader(ds, backend="dali", train=False, dtype="uint8"))
     assert all(torch.equal(x, y.flip(-1)) for (x, _), (y, _) in zip(one_arg, evals))

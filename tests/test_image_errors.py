@@ -188,3 +188,20 @@ def test_an_extreme_aspect_ratio_is_refused_in_eval_not_resized(tmp_path, backen
     ld = loader(tmp_path / "s", on_error="skip", **kw)
     assert [y.tolist() for _, y in ld] == [[-100, 0]] or [y.tolist() for _, y in ld] == [[0, -100]]
     assert ld.skipped >= 1
+
+
+def test_a_shard_cut_short_after_it_was_opened_names_the_sample(ds):
+    """The index was checked against the file at open; a file truncated later is caught at the read."""
+    from fastdata.dataset import open_dataset
+    from fastdata.images.reader import SplitReader
+
+    reader = SplitReader(open_dataset(ds["wds"]))
+    first = reader.read(0)
+    assert len(first.data) > 0
+    shard = first.shard
+    offset, _, key = jpg_entry(ds["wds"], shard.name, 1)
+    with open(shard, "r+b") as f:
+        f.truncate(offset + 10)
+    with pytest.raises(ShardError, match=rf"{shard.name} is truncated at sample {key}"):
+        reader.read(1)
+    reader.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 from converters.image_text.discover import discover_pairs
 from converters.image_text.process import IDS_FILL, ImageTextOptions, PairProcessor
-from converters.images import ImagesKind
+from converters.images import KIND as IMAGES
 from converters.images.discover import EXTENSIONS
 from converters.kind import Discovery
 from converters.text.tokenize import tokenizer_info
@@ -59,7 +59,7 @@ class ImageTextKind:
         return PairProcessor(options, sha256=self._sha(options))
 
     def describe(self, discovery: Discovery, options: ImageTextOptions) -> dict[str, Any]:
-        images = ImagesKind().describe(discovery, options.image_options())["preprocessing"]
+        images = IMAGES.describe(discovery, options.image_options())["preprocessing"]
         preprocessing = {**images, "captions": posixpath.basename(options.captions) if options.captions
                          else "same-stem .txt beside each image",
                          "caption_normalization": "surrounding whitespace removed, line breaks made spaces"}

@@ -85,14 +85,11 @@ class DeviceAugment:
 
     def __call__(self, images: torch.Tensor, jitter: np.ndarray | None = None) -> torch.Tensor:
         """images: uint8 [B, S, S, 3] on the device; jitter: float [B, 4] per-sample factors, or None."""
-        if self.dtype != torch.uint8:  # to float once, then normalised in place (what a hook's batch takes too)
-            return self.finish(self.unit(images, jitter), inplace=True)
-        if jitter is not None:
-            x = self._jitter(images.permute(0, 3, 1, 2).float().div_(255.0),
-                             torch.from_numpy(jitter).to(self.device, torch.float32))
-            images = x.mul_(255.0).round_().to(torch.uint8).permute(0, 2, 3, 1)
-        out = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides, no copy (unless jittered)
-        return out.contiguous(memory_format=torch.channels_last) if self.channels_last else out.contiguous()
+        if self.dtype == torch.uint8 and jitter is None:  # nothing to compute: a view, or one layout copy
+            out = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides
+            return out if self.channels_last else out.contiguous()
+        # to float once (jittered on whole grey levels), then normalised in place, or back to uint8
+        return self.finish(self.unit(images, jitter), inplace=True)
 
     @staticmethod
     def _jitter(x: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:

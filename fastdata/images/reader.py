@@ -168,50 +168,26 @@ class TarShard:
         return len(self._keys)
 
     def read(self, i: int, /, index: int = -1) -> RawSample:
-        if self._extra_members:
-            return self._read_with_extras(i, index)
-        key = str(self._keys[i])
-        off, length, cls_off, cls_len = (int(v) for v in self._spans_arr[i])
-        lo, hi = min(off, cls_off), max(off + length, cls_off + cls_len)
-        try:
-            fd = self._handles.acquire(self.path)
-        except OSError as exc:
-            raise ShardError(f"cannot open shard {self.path} (sample {key}): {exc}") from exc
-        try:
-            if hi - lo <= length + cls_len + 4096:  # adjacent members: one read for both
-                view = memoryview(os.pread(fd, hi - lo, lo))
-                data, cls = view[off - lo: off - lo + length], bytes(view[cls_off - lo: cls_off - lo + cls_len])
-            else:
-                data, cls = memoryview(os.pread(fd, length, off)), os.pread(fd, cls_len, cls_off)
-        finally:
-            self._handles.release(self.path)
-        if len(data) != length or len(cls) != cls_len:
-            raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
-        if self._label_member is None:
-            return RawSample(data=data, label=UNLABELED, key=key, shard=self.path, index=index)
-        return RawSample(data=data, label=parse_label(cls, key=key, shard=self.path), key=key, shard=self.path,
-                         index=index)
-
-    def _read_with_extras(self, i: int, index: int) -> RawSample:
-        """A sample with extra members: one read over all of its members when they lie together (as every
+        """Sample `i`: its image, label and extra members, in one `pread` when they lie together (as every
         converted or img2dataset shard has them), else one read each."""
         key = str(self._keys[i])
-        row = [int(v) for v in self._spans_arr[i]]
-        spans = [(row[j], row[j + 1]) for j in range(0, len(row), 2) if row[j + 1] or j == 0]
+        row = [int(v) for v in self._spans_arr[i]]  # (offset, length) of the image, the label, each extra
+        pairs = [(row[j], row[j + 1]) for j in range(0, len(row), 2)]
+        spans = [pairs[0], *(p for p in pairs[1:] if p[1])]  # a missing label is an empty span: no bytes
         lo, hi = min(o for o, _ in spans), max(o + n for o, n in spans)
         try:
             fd = self._handles.acquire(self.path)
         except OSError as exc:
             raise ShardError(f"cannot open shard {self.path} (sample {key}): {exc}") from exc
         try:
-            if hi - lo <= sum(n for _, n in spans) + 4096 * len(spans):
+            if hi - lo <= sum(n for _, n in spans) + 4096 * (len(spans) - 1):  # adjacent members: one read
                 view = memoryview(os.pread(fd, hi - lo, lo))
-                parts = [view[o - lo: o - lo + n] for o, n in ((row[j], row[j + 1]) for j in range(0, len(row), 2))]
+                parts = [view[o - lo: o - lo + n] for o, n in pairs]
             else:
-                parts = [memoryview(os.pread(fd, row[j + 1], row[j])) for j in range(0, len(row), 2)]
+                parts = [memoryview(os.pread(fd, n, o)) for o, n in pairs]
         finally:
             self._handles.release(self.path)
-        if any(len(p) != row[2 * j + 1] for j, p in enumerate(parts)):
+        if any(len(p) != n for p, (_, n) in zip(parts, pairs)):
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
         label = UNLABELED if self._label_member is None else parse_label(bytes(parts[1]), key=key, shard=self.path)
         return RawSample(data=parts[0], label=label, key=key, shard=self.path,
