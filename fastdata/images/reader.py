@@ -171,23 +171,22 @@ class TarShard:
         """Sample `i`: its image, label and extra members, in one `pread` when they lie together (as every
         converted or img2dataset shard has them), else one read each."""
         key = str(self._keys[i])
-        row = [int(v) for v in self._spans_arr[i]]  # (offset, length) of the image, the label, each extra
-        pairs = [(row[j], row[j + 1]) for j in range(0, len(row), 2)]
-        spans = [pairs[0], *(p for p in pairs[1:] if p[1])]  # a missing label is an empty span: no bytes
-        lo, hi = min(o for o, _ in spans), max(o + n for o, n in spans)
+        row = self._spans_arr[i].tolist()  # offset, length of the image, the label, each extra member
+        offs, lens = row[0::2], row[1::2]  # a missing label is an empty span at the image: no bytes, no reach
+        lo, hi = min(offs), max(o + n for o, n in zip(offs, lens))
         try:
             fd = self._handles.acquire(self.path)
         except OSError as exc:
             raise ShardError(f"cannot open shard {self.path} (sample {key}): {exc}") from exc
         try:
-            if hi - lo <= sum(n for _, n in spans) + 4096 * (len(spans) - 1):  # adjacent members: one read
+            if hi - lo <= sum(lens) + 4096 * (len(lens) - 1):  # adjacent members: one read for all
                 view = memoryview(os.pread(fd, hi - lo, lo))
-                parts = [view[o - lo: o - lo + n] for o, n in pairs]
+                parts = [view[o - lo: o - lo + n] for o, n in zip(offs, lens)]
             else:
-                parts = [memoryview(os.pread(fd, n, o)) for o, n in pairs]
+                parts = [memoryview(os.pread(fd, n, o)) for o, n in zip(offs, lens)]
         finally:
             self._handles.release(self.path)
-        if any(len(p) != n for p, (_, n) in zip(parts, pairs)):
+        if any(len(p) != n for p, n in zip(parts, lens)):
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
         label = UNLABELED if self._label_member is None else parse_label(bytes(parts[1]), key=key, shard=self.path)
         return RawSample(data=parts[0], label=label, key=key, shard=self.path,
