@@ -10,6 +10,7 @@ from typing import Any
 
 from fastdata.dataset import RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
+from fastdata.mixing import MIX_OPTIONS, is_mixture, open_mixture, pop_spec
 from fastdata.sources import Spec
 
 # manifest kind -> "module:function" building that kind's Loader
@@ -21,16 +22,31 @@ LOADERS: dict[str, str] = {
 }
 
 
-def loader(source: Spec, /, **options: Any) -> Any:
+def loader(source: Spec | dict, /, **options: Any) -> Any:
     """A drop-in PyTorch iterable over the dataset at `source`: its folder, one shard, a glob or brace
     pattern of shards, or a list of shards; local, or a URL (s3://, gs://, az://, https://) read through a
     node-local cache (options `cache_dir`, `cache_limit`, `storage_options`; see docs/remote.md).
+
+    Several datasets mix: a list of dataset folders, globs or URLs (the union), with `weights=[...]`, or a
+    dict `{source: weight}`; see docs/mixing.md (options weight_by, samples_per_epoch, tokens_per_epoch,
+    return_dataset).
 
     Keyword options depend on the dataset's kind; see docs/loading.md. Every loader has `len()`,
     `set_epoch()`, `state_dict()` / `load_state_dict()` and `classes`.
     """
     remote = RemoteOptions.pop(options)
-    view = open_dataset(source, split=options.pop("split", None), remote=remote)
+    split = options.pop("split", None)
+    if is_mixture(source, options):
+        entries, spec = pop_spec(source, options)
+        view = open_mixture(entries, spec, split=split, remote=remote)
+    else:
+        given = [k for k in MIX_OPTIONS if options.get(k) not in (None, False)]
+        if given:
+            raise ValueError(f"{given} apply to a mixture of datasets: pass a list of dataset folders, globs or URLs "
+                             f"(or a dict {{source: weight}}), not {source!r}")
+        for k in MIX_OPTIONS:
+            options.pop(k, None)
+        view = open_dataset(source, split=split, remote=remote)
     kind = view.manifest.kind
     if kind not in LOADERS:
         raise ManifestError(f"{source}: no loader for datasets of kind {kind!r} (its manifest says so); known "

@@ -106,5 +106,8 @@ def test_resume_on_a_rank_of_several_is_exact(sparse):
     resumed.load_state_dict(state)
     got = [x.clone() for x, _ in resumed]
     assert len(want) == 2 and len(got) == 1 and torch.equal(got[0], want[1])
-    with pytest.raises(ValueError, match="world_size"):
-        fastdata.loader(dst, **{**kw, "world_size": 3}).load_state_dict(state)
+    with pytest.raises(ValueError, match="seed"):
+        fastdata.loader(dst, **{**kw, "seed": 6}).load_state_dict(state)
+    elastic = fastdata.loader(dst, **{**kw, "world_size": 3, "rank": 0})  # tests/test_elastic.py: what it delivers
+    elastic.load_state_dict(state)
+    assert elastic.state_dict()["elastic"] == [[2, 1]] and elastic.state_dict()["batch"] == 0

@@ -19,7 +19,7 @@ from fastdata.hooks import HookError, call_hook, pair, seeded
 from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.options import ImageLoaderOptions
 
-Item = tuple  # (images, labels, cursor, skipped, ready, keys, pad, at): what the producer yields
+Item = tuple  # (images, labels, cursor, skipped, ready, keys, pad, at, rows): what the producer yields
 
 
 class HookStage:
@@ -30,7 +30,7 @@ class HookStage:
         """The producer's items with the hooks applied (runs in the stage's prefetch thread)."""
         stream = torch.cuda.Stream(self._device) if self._device.type == "cuda" else None
         try:
-            for images, labels, cursor, skipped, ready, keys, pad, at in items:
+            for images, labels, cursor, skipped, ready, keys, pad, at, rows in items:
                 if stop.is_set():
                     return
                 if stream is not None:
@@ -43,7 +43,7 @@ class HookStage:
                         ready.record(stream)
                 else:
                     images, labels = self.apply(images, labels, pad, at)
-                yield images, labels, cursor, skipped, ready, keys, pad, at
+                yield images, labels, cursor, skipped, ready, keys, pad, at, rows
         finally:
             close = getattr(items, "close", None)
             if close is not None:

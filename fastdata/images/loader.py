@@ -18,6 +18,7 @@ from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.errors import ManifestError, require
 from fastdata.images.options import ImageLoaderOptions
+from fastdata.mixing import MixedView
 from fastdata.sources import Spec
 
 BACKENDS: dict[str, str] = {
@@ -144,7 +145,7 @@ def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **k
     """
     remote = RemoteOptions.pop(kwargs)
     opts = build_options(**kwargs)
-    view = source if isinstance(source, DatasetView) else open_dataset(source, split=split, remote=remote)
+    view = source if isinstance(source, DatasetView | MixedView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "images":
         raise ManifestError(f"{view.root} holds a dataset of kind {view.manifest.kind!r}; image_loader reads "
                             "kind 'images' (use fastdata.loader() to pick the loader by kind)")

@@ -96,24 +96,40 @@ def rank_counts(num_samples: int, /, *, train: bool, batch_size: int, keep_last:
     return math.ceil(math.ceil(num_samples / world_size) / batch_size), hi - lo
 
 
+def split_sequence(sequence: np.ndarray, /, *, train: bool, batch_size: int, keep_last: bool, rank: int,
+                   world_size: int) -> EpochPlan:
+    """Rank `rank`'s share of `sequence` (the samples left to visit, in order) by the module's rules, not
+    shuffled: how the rest of an interrupted epoch is dealt to a new number of ranks."""
+    n = len(sequence)
+    batches, samples = rank_counts(n, train=train, batch_size=batch_size, keep_last=keep_last, rank=rank,
+                                   world_size=world_size)
+    if train:
+        per_rank = n // world_size
+        return EpochPlan(sequence=sequence[rank * per_rank:(rank + 1) * per_rank], num_batches=batches,
+                         batch_size=batch_size, padded=False)
+    lo = rank_block(n, rank, world_size)[0]
+    return EpochPlan(sequence=sequence[lo:lo + samples], num_batches=batches, batch_size=batch_size,
+                     padded=keep_last)
+
+
 def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
-               epoch: int, rank: int, world_size: int, window: int | None = SHUFFLE_WINDOW) -> EpochPlan:
+               epoch: int, rank: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
+               sequence: np.ndarray | None = None) -> EpochPlan:
     """The plan of rank `rank` of `world_size` in `epoch`; see the module docstring for the rules.
 
-    `shard_sizes` are the sample counts of the split's shards in manifest order (an int: one shard)."""
+    `shard_sizes` are the sample counts of the split's shards in manifest order (an int: one shard).
+    `sequence` (train) replaces the epoch's shard sequence: a mixture's items (fastdata/planning/mixture.py)."""
     sizes = (shard_sizes,) if isinstance(shard_sizes, int) else tuple(shard_sizes)
-    num_samples = sum(sizes)
     if any(s < 0 for s in sizes) or batch_size < 1 or not 0 <= rank < world_size or epoch < 0 or seed < 0 \
             or (window is not None and window < 1):
         raise ValueError(f"bad plan arguments: shard sizes {sizes[:5]} batch_size={batch_size} rank={rank} "
                          f"world_size={world_size} epoch={epoch} seed={seed} window={window}")
-    batches, samples = rank_counts(num_samples, train=train, batch_size=batch_size, keep_last=keep_last, rank=rank,
-                                   world_size=world_size)
     if train:
-        per_rank = num_samples // world_size  # all of it: skipped samples are replaced by the following ones
-        block = shard_sequence(sizes, seed=seed, epoch=epoch)[rank * per_rank:(rank + 1) * per_rank]
-        sequence = window_shuffle(block, window=window, seed=seed, epoch=epoch, start=rank * per_rank)
-        return EpochPlan(sequence=sequence, num_batches=batches, batch_size=batch_size, padded=False)
-    lo = rank_block(num_samples, rank, world_size)[0]
-    return EpochPlan(sequence=np.arange(lo, lo + samples, dtype=np.int64), num_batches=batches,
-                     batch_size=batch_size, padded=keep_last)
+        full = shard_sequence(sizes, seed=seed, epoch=epoch) if sequence is None else sequence
+        plan = split_sequence(full, train=True, batch_size=batch_size, keep_last=keep_last, rank=rank,
+                              world_size=world_size)
+        per_rank = len(full) // world_size  # all of it: skipped samples are replaced by the following ones
+        shuffled = window_shuffle(plan.sequence, window=window, seed=seed, epoch=epoch, start=rank * per_rank)
+        return EpochPlan(sequence=shuffled, num_batches=plan.num_batches, batch_size=batch_size, padded=False)
+    return split_sequence(np.arange(sum(sizes), dtype=np.int64), train=False, batch_size=batch_size,
+                          keep_last=keep_last, rank=rank, world_size=world_size)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import torch
 
 from fastdata.dataset import DatasetView
@@ -26,13 +27,15 @@ from fastdata.errors import ShardError
 from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.hook_stage import HookStage
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.images.order import EpochPlan, epoch_plan
+from fastdata.images.order import EpochPlan, epoch_plan, split_sequence
 from fastdata.images.prefetch import prefetch
 from fastdata.images.reader import RawSample, SplitReader
 from fastdata.images.resume import ResumePoint, check_state, make_state
 from fastdata.images.samples import Preparer, SkipBudget, fill_batch, resolve_futures
 from fastdata.images.schedule import ShardSchedule
 from fastdata.images.stream import SampleStream
+from fastdata.mixing import MixedView, shard_permute
+from fastdata.planning.elastic import Step, replay
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +56,19 @@ class PlannedBackend(ABC):
 
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         self._view, self._opts = view, opts
-        self._reader = SplitReader(view)
+        self._reader = SplitReader(view) if not isinstance(view, MixedView) else _mixed_reader(view)
         self._prepare = Preparer(self._reader, opts, len(view.classes))
         self._shard_sizes = tuple(ref.info.samples for ref in view.shards)
+        self._mixture = None
+        if isinstance(view, MixedView):
+            view.check_train(opts.train)
+            per_dataset = [tuple(ref.info.samples for ref in v.shards) for v in view.views]
+            self._mixture = view.mixture([sum(sizes) for sizes in per_dataset])
+            self._permute = shard_permute(opts.seed, per_dataset)
+        self._return_dataset = isinstance(view, MixedView) and view.spec.return_dataset
         self._device = torch.device(opts.device)
         self._epoch = 0
-        self._plans: dict[int, EpochPlan] = {}
+        self._plans: dict[tuple[int, tuple[Step, ...]], EpochPlan] = {}
         self._resume: ResumePoint | None = None
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
         self._skipped = 0
@@ -67,21 +77,48 @@ class PlannedBackend(ABC):
             if opts.augment is not None or opts.batch_transform is not None else None
         self.targets: Any = None  # None, or `targets(raws, epoch)` -> what a batch yields instead of its labels
         self.last_keys: list[str] = []  # "shard:key" of the real rows of the last batch delivered (debugging)
+        self.last_rows: list[int] = []  # their global indices (a mixture's: dataset offset + index in it)
         self.check_cache()
 
     # ------------------------------------------------------------------ plan and state
-    def plan(self, epoch: int | None = None) -> EpochPlan:
+    def plan(self, epoch: int | None = None, lineage: tuple[Step, ...] | None = None) -> EpochPlan:
+        """This rank's plan of `epoch` (default: the current one, interrupted where the resume point says)."""
         epoch = self._epoch if epoch is None else epoch
-        if epoch not in self._plans:
+        if lineage is None:
+            point = self._resume or self._point
+            lineage = point.lineage if point.epoch == epoch else ()
+        key = (epoch, lineage)
+        if key not in self._plans:
             o = self._opts
-            self._plans = {epoch: epoch_plan(self._shard_sizes, train=o.train, batch_size=o.batch_size,
-                                             keep_last=o.keep_last, seed=o.seed, epoch=epoch, rank=o.rank,
-                                             world_size=o.world_size, window=o.shuffle_window)}
-            if self._plans[epoch].num_batches == 0:
+            self._plans = {key: self._replay(epoch, lineage)[o.rank]}
+            if self._plans[key].num_batches == 0:
                 log.warning("epoch %d yields no batch on rank %d: %d samples over %d ranks with batch_size %d "
                             "(drop_last=%s)", epoch, o.rank, len(self._reader), o.world_size, o.batch_size,
                             not o.keep_last)
-        return self._plans[epoch]
+        return self._plans[key]
+
+    def _replay(self, epoch: int, lineage: tuple[Step, ...]) -> list[EpochPlan] | dict[int, EpochPlan]:
+        """The plan of every rank (only this one when the epoch was not interrupted on another world size)."""
+        o = self._opts
+        sequence = None
+        if self._mixture is not None and o.train:
+            sequence = self._mixture.epoch_items(epoch, self._permute)
+
+        def fresh(rank: int, world_size: int) -> EpochPlan:
+            return epoch_plan(self._shard_sizes, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last,
+                              seed=o.seed, epoch=epoch, rank=rank, world_size=world_size, window=o.shuffle_window,
+                              sequence=sequence)
+
+        if not lineage:
+            return {o.rank: fresh(o.rank, o.world_size)}
+
+        def redeal(rests: list[np.ndarray], world_size: int) -> list[EpochPlan]:
+            rest = np.concatenate(rests)
+            return [split_sequence(rest, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last, rank=r,
+                                   world_size=world_size) for r in range(world_size)]
+
+        return replay(lineage, o.world_size, plans=lambda w: [fresh(r, w) for r in range(w)],
+                      rest=lambda plan, done: plan.sequence[done * plan.batch_size:], redeal=redeal)
 
     def __len__(self) -> int:
         return self.plan().num_batches
@@ -104,13 +141,17 @@ class PlannedBackend(ABC):
             self._point = ResumePoint(epoch=epoch, batch=0, cursor=0)
         self._epoch = epoch
 
+    def _mixture_state(self) -> dict[str, Any] | None:
+        return None if self._mixture is None else self._view.describe(self._mixture)
+
     def state_dict(self) -> dict[str, Any]:
         point = self._resume or self._point
-        return make_state(point, self._opts, num_samples=len(self._reader), skipped=self._skipped)
+        return make_state(point, self._opts, num_samples=len(self._reader), skipped=self._skipped,
+                          mixture=self._mixture_state())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        point = check_state(state, self._opts, num_samples=len(self._reader))
-        plan = self.plan(point.epoch)
+        point = check_state(state, self._opts, num_samples=len(self._reader), mixture=self._mixture_state())
+        plan = self.plan(point.epoch, point.lineage)
         if point.batch > plan.num_batches:
             raise ValueError(f"state_dict is at batch {point.batch}, but epoch {point.epoch} has "
                              f"{plan.num_batches} batches on this rank")
@@ -123,9 +164,11 @@ class PlannedBackend(ABC):
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         epoch = self._epoch
         start = self._resume if self._resume is not None else ResumePoint(epoch=epoch, batch=0, cursor=0)
+        if self._resume is None and self._point.epoch == epoch:
+            start = ResumePoint(epoch=epoch, batch=0, cursor=0, lineage=self._point.lineage)  # iterated again
         self._resume = None
         self._point = start
-        plan = self.plan(epoch)
+        plan = self.plan(epoch, start.lineage)
         batches = prefetch(lambda stop: self._produce(plan, start, stop), depth=self._opts.prefetch,
                            name=f"fastdata-{self.name}-prefetch")
         if self._hooks is not None:  # a second thread: the hooks overlap the next batch's production
@@ -138,7 +181,7 @@ class PlannedBackend(ABC):
             batches.close()  # stops and joins the prefetch thread, also on an early `break`
 
     def _deliver(self, batches: Iterator[tuple], epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for images, labels, cursor, skipped, ready, keys, _, _ in batches:
+        for images, labels, cursor, skipped, ready, keys, _, _, rows in batches:
             if ready is not None:  # produced on the prefetch thread's CUDA stream
                 current = torch.cuda.current_stream(self._device)
                 current.wait_event(ready)
@@ -146,10 +189,20 @@ class PlannedBackend(ABC):
                 for t in labels.values() if isinstance(labels, dict) else (labels,):
                     if isinstance(t, torch.Tensor) and t.device.type == "cuda":
                         t.record_stream(current)
-            self._point = ResumePoint(epoch=epoch, batch=self._point.batch + 1, cursor=cursor)
+            self._point = ResumePoint(epoch=epoch, batch=self._point.batch + 1, cursor=cursor,
+                                      lineage=self._point.lineage)
             self._skipped += skipped
             self.last_keys = keys
-            yield images, labels
+            self.last_rows = [r for r in rows if r >= 0]
+            if self._return_dataset:
+                yield images, labels, self._datasets(rows, images.device)
+            else:
+                yield images, labels
+
+    def _datasets(self, rows: list[int], device: torch.device) -> torch.Tensor:
+        """return_dataset: the index in the mixture of each row's dataset (-1: an eval padding row)."""
+        found = self._mixture.dataset_of(np.asarray(rows, dtype=np.int64))
+        return torch.from_numpy(found).to(device, non_blocking=True)
 
     # ------------------------------------------------------------------ production (background thread)
     @abstractmethod
@@ -215,7 +268,8 @@ class PlannedBackend(ABC):
                             stream = stream_at(cursor)  # refill this batch without them
                 keys = [self._key_of(e) for e in entries if e is not None]
                 pad = [i for i, e in enumerate(entries) if e is None]
-                yield images, labels, stream.position, skipped, ready, keys, pad, (start.epoch, b)
+                rows = [-1 if e is None else self._raw_of(e).index for e in entries]
+                yield images, labels, stream.position, skipped, ready, keys, pad, (start.epoch, b), rows
         finally:
             stream.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
@@ -268,3 +322,9 @@ class PlannedBackend(ABC):
     def close(self) -> None:
         self._reader.close()
         self._view.close()
+
+
+def _mixed_reader(view: MixedView) -> Any:
+    from fastdata.images.mixed_reader import MixedReader
+
+    return MixedReader(view)

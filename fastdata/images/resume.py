@@ -6,6 +6,11 @@ samples were skipped with on_error="skip"). The state also records what the plan
 state from a different seed, world size, window or dataset is refused with a clear message instead of
 silently resuming at the wrong place. Both backends execute the same plan, so a state saved with one
 resumes the other at the same sample.
+
+A state saved on another number of ranks resumes elastically (fastdata/planning/elastic.py): the rest of the
+interrupted epoch is dealt again to this loader's ranks, and `lineage` records where it was interrupted.
+Ranks advance in lockstep, so any rank's state will do; a state from another rank of the same world size
+resumes at the same batch (its cursor then assumes no sample was skipped).
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastdata.images.options import ImageLoaderOptions
+from fastdata.mixing import check_mixture_state
+from fastdata.planning.elastic import Step, check_lineage, resumed_lineage
 
 STATE_VERSION = 2
-_CHECKED = ("seed", "rank", "world_size", "batch_size", "train", "num_samples", "shuffle_window", "drop_last")
+_CHECKED = ("seed", "batch_size", "train", "num_samples", "shuffle_window", "drop_last")
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,7 @@ class ResumePoint:
     epoch: int
     batch: int
     cursor: int
+    lineage: tuple[Step, ...] = ()  # where `epoch` was interrupted on other world sizes (planning/elastic.py)
 
 
 def _settings(opts: ImageLoaderOptions, num_samples: int) -> dict[str, Any]:
@@ -32,9 +40,11 @@ def _settings(opts: ImageLoaderOptions, num_samples: int) -> dict[str, Any]:
             "drop_last": not opts.keep_last}
 
 
-def make_state(point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int, skipped: int) -> dict[str, Any]:
+def make_state(point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int, skipped: int,
+               mixture: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"version": STATE_VERSION, "epoch": point.epoch, "batch": point.batch, "cursor": point.cursor,
-            "skipped": skipped, **_settings(opts, num_samples)}
+            "skipped": skipped, "elastic": [list(s) for s in point.lineage], "mixture": mixture,
+            **_settings(opts, num_samples)}
 
 
 def _count(state: dict[str, Any], key: str) -> int:
@@ -44,13 +54,15 @@ def _count(state: dict[str, Any], key: str) -> int:
     return value
 
 
-def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int) -> ResumePoint:
+def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
+                mixture: dict[str, Any] | None = None) -> ResumePoint:
     """The ResumePoint of `state`, or ValueError/TypeError saying why it cannot resume this loader."""
     if not isinstance(state, dict):
         raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
     if state.get("version") != STATE_VERSION:
         raise ValueError(f"state_dict has version {state.get('version')!r}, this loader reads version "
                          f"{STATE_VERSION}; pass what Loader.state_dict() of this fastdata returned")
+    check_mixture_state(state.get("mixture"), mixture)
     here = _settings(opts, num_samples)
     missing = [k for k in ("epoch", "batch", "cursor", "skipped", *here) if k not in state]
     if missing:
@@ -59,6 +71,14 @@ def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int) -> Re
     if diff:
         detail = ", ".join(f"{k}: saved {a!r}, now {b!r}" for k, (a, b) in diff.items())
         raise ValueError(f"state_dict does not match this loader ({detail}); build the loader with the "
-                         "same dataset, seed, batch_size, train, drop_last, shuffle_window and rank/world_size")
+                         "same dataset, seed, batch_size, train, drop_last and shuffle_window")
     _count(state, "skipped")
-    return ResumePoint(epoch=_count(state, "epoch"), batch=_count(state, "batch"), cursor=_count(state, "cursor"))
+    saved_world, saved_rank = _count(state, "world_size"), _count(state, "rank")
+    if not saved_rank < saved_world:
+        raise ValueError(f"state_dict has rank {saved_rank} of world_size {saved_world}")
+    epoch, batch, cursor = _count(state, "epoch"), _count(state, "batch"), _count(state, "cursor")
+    lineage, batch = resumed_lineage(check_lineage(state.get("elastic")), saved_world=saved_world, saved_batch=batch,
+                                     world_size=opts.world_size)
+    if saved_world != opts.world_size or saved_rank != opts.rank:
+        cursor = batch * opts.batch_size  # another rank's cursor: exact unless samples were skipped there
+    return ResumePoint(epoch=epoch, batch=batch, cursor=cursor, lineage=lineage)

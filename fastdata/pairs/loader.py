@@ -13,6 +13,7 @@ from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
 from fastdata.images.loader import Loader, build_options, make_backend
 from fastdata.images.options import ImageLoaderOptions
+from fastdata.mixing import MixedView
 from fastdata.pairs.captions import CaptionBatcher, CaptionOptions
 from fastdata.sources import Spec
 
@@ -48,7 +49,7 @@ def pair_loader(source: Spec | DatasetView, /, *, split: str | None = None, toke
     remote = RemoteOptions.pop(kwargs)
     text = CaptionOptions(tokenizer=tokenizer, max_length=max_length, return_captions=return_captions)
     opts = build_options(**kwargs)
-    view = source if isinstance(source, DatasetView) else open_dataset(source, split=split, remote=remote)
+    view = source if isinstance(source, DatasetView | MixedView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "image_text":
         raise ManifestError(f"{view.root} holds a dataset of kind {view.manifest.kind!r}; pair_loader reads kind "
                             "'image_text' (use fastdata.loader() to pick the loader by kind)")

@@ -19,27 +19,35 @@ from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.hooks import HookError, call_hook, seeded
+from fastdata.mixing import MixedView, check_mixture_state
+from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
+from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
-from fastdata.text.plan import deal, epoch_order, padded, plan_pack, plan_sequences, shuffle_batches
-from fastdata.text.store import TokenStore, open_store
+from fastdata.text.plan import deal_all, epoch_order, padded, plan_pack, plan_sequences, redeal, shuffle_batches
+from fastdata.text.store import TokenStore, merge_stores, open_store
 
 log = logging.getLogger(__name__)
 
-STATE_KEYS = ("seed", "world_size", "rank", "bucketing", "max_tokens", "batch_size", "block_size",
-              "pad_to_multiple_of", "window", "shuffle")
+STATE_KEYS = ("seed", "bucketing", "max_tokens", "batch_size", "block_size", "pad_to_multiple_of", "window",
+              "shuffle")
 
 
 class SequenceLoader:
     """Iterable of batch dicts (int64 tensors). See `sequence_loader` for the options."""
 
     def __init__(self, store: TokenStore, options: SequenceLoaderOptions, *, classes: tuple[str, ...],
-                 eos_id: int | None, pad_id: int) -> None:
+                 eos_id: int | None, pad_id: int, mixture: Mixture | None = None,
+                 mixture_state: dict[str, Any] | None = None) -> None:
         self.store, self.options, self.classes = store, options, classes
         self.eos_id, self.pad_id = eos_id, pad_id
+        self.mixture, self._mixture_state = mixture, mixture_state
+        self._permute = random_permute(options.seed, mixture.sizes) if mixture is not None else None
         self._epoch, self._done = 0, 0
-        self._cache: tuple[int, list[np.ndarray], PackedStream | None] | None = None
+        self.last_index: np.ndarray | None = None  # sequence ids (packed-row ids) of the last batch (debugging)
+        self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes
+        self._cache: tuple[tuple[int, tuple[Step, ...]], list[np.ndarray], PackedStream | None] | None = None
         self._last_ids = store.last_ids() if options.bucketing == "pack" else None
         longest = int(store.lengths.max())
         if options.bucketing != "pack" and options.max_tokens is not None \
@@ -51,18 +59,29 @@ class SequenceLoader:
 
     # -- planning ------------------------------------------------------------------------------
     def _plan(self) -> tuple[list[np.ndarray], PackedStream | None]:
-        if self._cache is None or self._cache[0] != self._epoch:
+        key = (self._epoch, self._lineage)
+        if self._cache is None or self._cache[0] != key:
             o = self.options
-            stream = None
-            if o.bucketing == "pack":
-                order, rng = epoch_order(len(self.store), o, epoch=self._epoch)
-                stream = PackedStream.build(self.store, order, eos_id=self.eos_id, last_ids=self._last_ids)
-                batches = shuffle_batches(plan_pack(stream.total, o), rng, o)
-            else:
-                batches = plan_sequences(self.store.lengths, o, epoch=self._epoch)
-            mine = deal(batches, rank=o.rank, world_size=o.world_size)
-            self._cache = (self._epoch, mine, stream)
+            batches, stream = self._epoch_batches()
+            self._cache = (key, self._ranks(batches, self._lineage, o.world_size)[o.rank], stream)
         return self._cache[1], self._cache[2]
+
+    def _epoch_batches(self) -> tuple[list[np.ndarray], PackedStream | None]:
+        """Every batch of the current epoch (all ranks), and the packed stream they cut (bucketing='pack')."""
+        o = self.options
+        stream = None
+        items = None if self.mixture is None else self.mixture.epoch_items(self._epoch, self._permute)
+        if o.bucketing == "pack":
+            order, rng = epoch_order(len(self.store) if items is None else items, o, epoch=self._epoch)
+            stream = PackedStream.build(self.store, order, eos_id=self.eos_id, last_ids=self._last_ids)
+            return shuffle_batches(plan_pack(stream.total, o), rng, o), stream
+        return plan_sequences(self.store.lengths, o, epoch=self._epoch, items=items), None
+
+    @staticmethod
+    def _ranks(batches: list[np.ndarray], lineage: tuple[Step, ...], world_size: int) -> list[list[np.ndarray]]:
+        """Every rank's batches of an epoch of `batches`, interrupted at `lineage` (planning/elastic.py)."""
+        return replay(lineage, world_size, plans=lambda w: deal_all(batches, w), rest=lambda plan, done: plan[done:],
+                      redeal=redeal)
 
     def batch_indices(self) -> list[np.ndarray]:
         """This rank's batches of the current epoch as sequence indices (packed-row indices for 'pack')."""
@@ -80,21 +99,24 @@ class SequenceLoader:
         if not isinstance(epoch, int) or epoch < 0:
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
         if epoch != self._epoch:
-            self._epoch, self._done = epoch, 0
+            self._epoch, self._done, self._lineage = epoch, 0, ()
 
     def _settings(self) -> dict[str, Any]:
         """What the plan depends on besides the epoch: saved in the state and checked on load."""
         return {**{k: getattr(self.options, k) for k in STATE_KEYS}, "num_sequences": len(self.store)}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self._epoch, "batches_done": self._done, **self._settings()}
+        o = self.options
+        return {"epoch": self._epoch, "batches_done": self._done, "rank": o.rank, "world_size": o.world_size,
+                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where `state` (a `state_dict()`) stood; every field is checked: present, typed, in range."""
         if not isinstance(state, dict):
             raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
+        check_mixture_state(state.get("mixture"), self._mixture_state)
         mine = self._settings()
-        missing = sorted({"epoch", "batches_done", *mine} - set(state))
+        missing = sorted({"epoch", "batches_done", "world_size", *mine} - set(state))
         if missing:
             raise ValueError(f"cannot resume: the state lacks {missing}; pass what state_dict() returned")
         differ = [k for k in mine if state[k] != mine[k] or type(state[k]) is not type(mine[k])]
@@ -102,16 +124,21 @@ class SequenceLoader:
             shown = ", ".join(f"{k}: saved {state[k]!r}, now {mine[k]!r}" for k in differ)
             raise ValueError(f"cannot resume: the loader was built with other options or data ({shown}); "
                              "build it with the saved options and dataset to resume exactly")
-        epoch, done = state["epoch"], state["batches_done"]
-        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in (epoch, done)):
-            raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0, got {epoch!r}, {done!r}")
-        previous = (self._epoch, self._done, self._cache)
-        self._epoch, self._done = epoch, 0
-        total = len(self)
+        epoch, done, world = state["epoch"], state["batches_done"], state["world_size"]
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in (epoch, done)) \
+                or not isinstance(world, int) or isinstance(world, bool) or world < 1:
+            raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0 and 'world_size' >= 1, got "
+                             f"{epoch!r}, {done!r}, {world!r}")
+        previous = (self._epoch, self._done, self._lineage, self._cache)
+        saved_lineage = check_lineage(state.get("elastic"))
+        self._epoch, self._done, self._lineage = epoch, 0, saved_lineage
+        total = len(self._ranks(self._epoch_batches()[0], saved_lineage, world)[0])  # the saved world's count
         if done > total:
-            self._epoch, self._done, self._cache = previous
-            raise ValueError(f"cannot resume at batch {done}: epoch {epoch} has {total} batches on this rank")
-        self._done = done
+            self._epoch, self._done, self._lineage, self._cache = previous
+            raise ValueError(f"cannot resume at batch {done}: epoch {epoch} has {total} batches a rank "
+                             f"on {world} rank(s)")
+        self._lineage, self._done = resumed_lineage(saved_lineage, saved_world=world, saved_batch=done,
+                                                    world_size=self.options.world_size)
 
     def _to_device(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         o = self.options
@@ -120,6 +147,17 @@ class SequenceLoader:
         if o.device != "cpu":
             batch = {k: v.to(o.device, non_blocking=True) for k, v in batch.items()}
         return batch
+
+    def _datasets(self, index: np.ndarray, stream: PackedStream | None) -> torch.Tensor:
+        """`dataset` of a mixture's batch: per sequence [B], or per token [B, block_size] for packed rows (-1:
+        padding), since a packed row may join documents of several datasets."""
+        if stream is None:
+            return torch.from_numpy(self.mixture.dataset_of(index))
+        o = self.options
+        t = index.astype(np.int64)[:, None] * o.block_size + np.arange(o.block_size)[None, :]
+        valid = t < stream.total
+        k = np.searchsorted(stream.begins, np.where(valid, t, 0), side="right") - 1
+        return torch.from_numpy(np.where(valid, self.mixture.dataset_of(stream.order[k]), -1))
 
     def _transform(self, batch: dict[str, torch.Tensor], index: int) -> dict[str, Any]:
         """The batch_transform hook, with torch's generators seeded for this batch (fastdata/hooks.py)."""
@@ -141,12 +179,15 @@ class SequenceLoader:
                 batch = collate_packed(self.store, stream, index, block_size=o.block_size, pad_id=self.pad_id)
             else:
                 batch = collate_padded(self.store, index, pad_id=self.pad_id, multiple=o.pad_to_multiple_of)
+            if self.mixture is not None:
+                batch["dataset"] = self._datasets(index, stream)
             batch = self._to_device(batch)
             if o.batch_transform is not None:
                 batch = self._transform(batch, self._done)
             self._done += 1
+            self.last_index = index
             yield batch
-        self._epoch, self._done = self._epoch + 1, 0
+        self._epoch, self._done, self._lineage = self._epoch + 1, 0, ()
 
 
 def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, rank: int | None = None,
@@ -167,7 +208,7 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
     if (opts.device != "cpu" or opts.pin) and not torch.cuda.is_available():
         raise ValueError(f"device={opts.device!r}, pin_memory={opts.pin_memory!r} need CUDA, but "
                          "torch.cuda.is_available() is False; use device='cpu' (and pin_memory=None or False)")
-    view = source if isinstance(source, DatasetView) else open_dataset(source, split=split, remote=remote)
+    view = source if isinstance(source, DatasetView | MixedView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "text":
         raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the sequence loader reads 'text'")
     tok = view.manifest.extra.get("tokenizer", {})
@@ -176,6 +217,14 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
     if opts.bucketing == "pack" and eos_id is None:
         raise ValueError("bucketing='pack' separates documents with EOS, but the tokenizer in the manifest "
                          "has no EOS token; use bucketing='length'")
+    if isinstance(view, MixedView):
+        stores = [open_store(v) for v in view.views]
+        store = merge_stores(stores, view.label_maps)
+        mixture = view.mixture([len(s) for s in stores], [s.lengths for s in stores])
+        log.info("%s: %d sequences, %d tokens, rank %d/%d", view, len(store), int(store.lengths.sum()), rank,
+                 world_size)
+        return SequenceLoader(store, opts, classes=view.classes, eos_id=eos_id, pad_id=pad_id, mixture=mixture,
+                              mixture_state=view.describe(mixture))
     store = open_store(view)
     log.info("%s: %d sequences, %d tokens, rank %d/%d", source, len(store), int(store.lengths.sum()),
              rank, world_size)

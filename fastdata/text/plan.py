@@ -40,11 +40,14 @@ def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
     return np.random.default_rng([seed, epoch, 0x7E47])
 
 
-def epoch_order(n: int, opts: SequenceLoaderOptions, *, epoch: int) -> tuple[np.ndarray, np.random.Generator]:
-    """The epoch's order of the `n` sequences (shuffled unless shuffle=False) and the generator that
-    `shuffle_batches` goes on with, so that every bucketing draws from one stream per (seed, epoch)."""
+def epoch_order(n: int | np.ndarray, opts: SequenceLoaderOptions, *,
+                epoch: int) -> tuple[np.ndarray, np.random.Generator]:
+    """The epoch's order of the `n` sequences (or of the sequence ids `n`: a mixture's epoch), shuffled unless
+    shuffle=False, and the generator that `shuffle_batches` goes on with, so that every bucketing draws from
+    one stream per (seed, epoch)."""
     rng = epoch_rng(opts.seed, epoch)
-    return (rng.permutation(n) if opts.shuffle else np.arange(n)), rng
+    items = np.arange(n) if isinstance(n, int) else n
+    return (rng.permutation(items) if opts.shuffle else items), rng
 
 
 def shuffle_batches(batches: list[np.ndarray], rng: np.random.Generator,
@@ -60,12 +63,13 @@ def sorted_windows(order: np.ndarray, lengths: np.ndarray, window: int) -> Itera
         yield part[np.argsort(lengths[part], kind="stable")]
 
 
-def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: int) -> list[np.ndarray]:
-    """Every batch of the epoch (all ranks), for bucketing 'length' or 'none'."""
+def plan_sequences(lengths: np.ndarray, opts: SequenceLoaderOptions, *, epoch: int,
+                   items: np.ndarray | None = None) -> list[np.ndarray]:
+    """Every batch of the epoch (all ranks), for bucketing 'length' or 'none'; `items`: the sequences of the
+    epoch when they are not all of them once (a mixture)."""
     from fastdata.text.partition import exact_cut  # it builds on cut() above
 
-    n = len(lengths)
-    order, rng = epoch_order(n, opts, epoch=epoch)
+    order, rng = epoch_order(len(lengths) if items is None else items, opts, epoch=epoch)
     kw = {"max_tokens": opts.max_tokens, "batch_size": opts.batch_size, "multiple": opts.pad_to_multiple_of}
     if opts.bucketing == "none":
         return cut(order, lengths, **kw)
@@ -98,3 +102,16 @@ def even_out(batches: list[np.ndarray], world_size: int) -> list[np.ndarray]:
 def deal(batches: list[np.ndarray], *, rank: int, world_size: int) -> list[np.ndarray]:
     """This rank's batches: every world_size-th one, starting at `rank` (equal counts after even_out)."""
     return even_out(batches, world_size)[rank::world_size]
+
+
+def deal_all(batches: list[np.ndarray], world_size: int) -> list[list[np.ndarray]]:
+    """Every rank's batches (`deal` for each rank)."""
+    evened = even_out(batches, world_size)
+    return [evened[r::world_size] for r in range(world_size)]
+
+
+def redeal(rests: list[list[np.ndarray]], world_size: int) -> list[list[np.ndarray]]:
+    """The batches the old ranks had not delivered (in the order they would have come: batch position, then
+    rank), dealt to `world_size` ranks after evening out: an interrupted epoch resumed on other ranks."""
+    merged = [rest[k] for k in range(max((len(r) for r in rests), default=0)) for rest in rests if k < len(rest)]
+    return deal_all(merged, world_size)

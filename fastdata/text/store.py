@@ -81,3 +81,26 @@ def open_store(view: DatasetView) -> TokenStore:
         segment=np.concatenate(segment), start=np.concatenate(start), columns=tuple(columns), dtypes=tuple(dtypes),
         files=tuple(files),
     )
+
+
+def merge_stores(stores: list[TokenStore], label_maps: tuple[np.ndarray, ...]) -> TokenStore:
+    """The stores of a mixture's datasets as one (sequence ids: dataset offset + index), each label mapped into
+    the mixture's united classes."""
+    labels = None
+    if all(s.labels is not None for s in stores):
+        parts = []
+        for s, table in zip(stores, label_maps):
+            if len(s.labels) and (s.labels.min() < 0 or s.labels.max() >= len(table)):
+                raise ShardError(f"a label of {s.files[0].path} lies outside its manifest's {len(table)} classes")
+            parts.append(table[s.labels])
+        labels = np.concatenate(parts)
+    segments, base = [], 0
+    for s in stores:
+        segments.append(s.segment + base)
+        base += len(s.columns)
+    return TokenStore(lengths=np.concatenate([s.lengths for s in stores]), labels=labels,
+                      segment=np.concatenate(segments).astype(np.int32),
+                      start=np.concatenate([s.start for s in stores]),
+                      columns=tuple(c for s in stores for c in s.columns),
+                      dtypes=tuple(d for s in stores for d in s.dtypes),
+                      files=tuple(f for s in stores for f in s.files))

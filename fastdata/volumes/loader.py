@@ -25,10 +25,13 @@ from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.hooks import HookError, call_hook, pair, seeded
+from fastdata.mixing import MixedView, check_mixture_state
+from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
+from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.options import VolumeLoaderOptions
-from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, train_plan
+from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
 from fastdata.volumes.store import VolumeStore
 
 log = logging.getLogger(__name__)
@@ -39,13 +42,28 @@ Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool]
 class VolumeLoader:
     """Iterable of `(patches, meta)`; `len()` is the number of batches per epoch on this rank."""
 
-    def __init__(self, view: DatasetView, opts: VolumeLoaderOptions) -> None:
+    def __init__(self, view: DatasetView | MixedView, opts: VolumeLoaderOptions) -> None:
         self.view = view
         self.opts = opts
-        self.store = VolumeStore(view)
-        self.classes: tuple[str, ...] = view.manifest.classes
+        self.mixture: Mixture | None = None
+        self._mixture_state: dict[str, Any] | None = None
+        if isinstance(view, MixedView):
+            view.check_train(opts.train)
+            stores = [VolumeStore(v) for v in view.views]
+            self.store = VolumeStore.merged(stores)
+            self.mixture = view.mixture([len(s) for s in stores])
+            self._mixture_state = view.describe(self.mixture)
+            self._permute = random_permute(opts.seed, self.mixture.sizes)
+            self._return_dataset = view.spec.return_dataset
+        else:
+            self.store = VolumeStore(view)
+            self._return_dataset = False
+        self.classes: tuple[str, ...] = view.classes
         self._epoch = 0
         self._batch = 0  # batches of the current epoch already yielded
+        self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes
+        self.last_patches: list[PatchSpec] = []  # the plan entries of the last batch (debugging)
+        self._plan_cache: tuple[tuple[int, tuple[Step, ...]], list[PatchSpec]] | None = None
         self._augment = VolumeAugment(opts) if (opts.train and opts.augment) else None
         self._shapes = [e.shape for e in self.store.entries]
         if len(self) == 0:
@@ -55,42 +73,64 @@ class VolumeLoader:
 
     # ---- the contract -------------------------------------------------------------------------
     def plan(self, epoch: int | None = None) -> list[PatchSpec]:
-        """The patches this rank yields in `epoch`, in order."""
+        """The patches this rank yields in `epoch` (default: the current one, as interrupted), in order."""
+        epoch = self._epoch if epoch is None else epoch
+        lineage = self._lineage if epoch == self._epoch else ()
+        key = (epoch, lineage)
+        if self._plan_cache is None or self._plan_cache[0] != key:
+            self._plan_cache = (key, self._ranks(epoch, lineage, self.opts.world_size, only=self.opts.rank))
+        return self._plan_cache[1]
+
+    def _ranks(self, epoch: int, lineage: tuple[Step, ...], world_size: int, *, only: int | None = None) -> Any:
+        """Every rank's patches of `epoch` interrupted at `lineage` (planning/elastic.py); with `only` and no
+        lineage, just that rank's."""
         o = self.opts
-        if o.train:
-            return train_plan(len(self.store), per_volume=o.patches_per_volume, seed=o.seed,
-                              epoch=self._epoch if epoch is None else epoch, rank=o.rank, world_size=o.world_size)
-        return eval_plan(self._shapes, patch=o.patch_size, overlap=o.overlap, rank=o.rank, world_size=o.world_size)
+
+        def fresh(rank: int, world: int) -> list[PatchSpec]:
+            if o.train:
+                items = None if self.mixture is None else self.mixture.epoch_items(epoch, self._permute)
+                return train_plan(len(self.store), per_volume=o.patches_per_volume, seed=o.seed, epoch=epoch,
+                                  rank=rank, world_size=world, items=items)
+            return eval_plan(self._shapes, patch=o.patch_size, overlap=o.overlap, rank=rank, world_size=world)
+
+        if not lineage and only is not None:
+            return fresh(only, world_size)
+        ranks = replay(lineage, world_size, plans=lambda w: [fresh(r, w) for r in range(w)],
+                       rest=lambda plan, done: plan[done * o.batch_size:],
+                       redeal=lambda rests, w: redeal_patches(rests, w, train=o.train))
+        return ranks if only is None else ranks[only]
 
     def _num_patches(self) -> int:
-        o = self.opts
-        if o.train:
-            return -(-len(self.store) // o.world_size) * o.patches_per_volume
         return len(self.plan())
 
     def __len__(self) -> int:
-        n, b = self._num_patches(), self.opts.batch_size
-        return -(-n // b) if self.opts.keep_last else n // b
+        return self._batches(self._num_patches())
+
+    def _batches(self, patches: int) -> int:
+        b = self.opts.batch_size
+        return -(-patches // b) if self.opts.keep_last else patches // b
 
     def set_epoch(self, epoch: int) -> None:
         if not isinstance(epoch, int) or epoch < 0:
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
         if epoch != self._epoch:  # the same epoch keeps a resume point, as in every fastdata loader
-            self._epoch, self._batch = epoch, 0
+            self._epoch, self._batch, self._lineage = epoch, 0, ()
 
     def _settings(self) -> dict[str, Any]:
         """What the plan depends on besides the epoch: saved in the state and checked equal on load."""
         o = self.opts
-        return {"seed": o.seed, "rank": o.rank, "world_size": o.world_size, "train": o.train,
-                "num_volumes": len(self.store), "batch_size": o.batch_size, "patches_per_volume": o.patches_per_volume,
+        return {"seed": o.seed, "train": o.train, "num_volumes": len(self.store), "batch_size": o.batch_size,
+                "patches_per_volume": o.patches_per_volume,
                 "patch_size": list(o.patch_size), "overlap": list(o.overlap), "drop_last": not o.keep_last}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self._epoch, "batch": self._batch, **self._settings()}
+        return {"epoch": self._epoch, "batch": self._batch, "rank": self.opts.rank, "world_size": self.opts.world_size,
+                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict):
             raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
+        check_mixture_state(state.get("mixture"), self._mixture_state)
         for key, value in self._settings().items():
             saved = state.get(key)
             if isinstance(saved, tuple):
@@ -98,13 +138,18 @@ class VolumeLoader:
             if saved != value or type(saved) is not type(value):
                 raise ValueError(f"cannot resume: the state was saved with {key}={state.get(key)!r}, this loader "
                                  f"has {key}={value!r}; build the loader with the same arguments and dataset")
-        epoch, batch = state.get("epoch"), state.get("batch")
-        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (epoch, batch)) or epoch < 0:
-            raise ValueError(f"state must hold an integer 'epoch' >= 0 and an integer 'batch', "
-                             f"got {epoch!r}, {batch!r}")
-        if not 0 <= batch <= len(self):
-            raise ValueError(f"cannot resume at batch {batch}: an epoch has {len(self)} batches")
-        self._epoch, self._batch = int(epoch), int(batch)
+        epoch, batch, world = state.get("epoch"), state.get("batch"), state.get("world_size")
+        if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (epoch, batch, world)) \
+                or epoch < 0 or world < 1:
+            raise ValueError(f"state must hold an integer 'epoch' >= 0, an integer 'batch' and an integer "
+                             f"'world_size' >= 1, got {epoch!r}, {batch!r}, {world!r}")
+        lineage = check_lineage(state.get("elastic"))
+        saved = self._batches(len(self._ranks(int(epoch), lineage, int(world))[0]))
+        if not 0 <= batch <= saved:
+            raise ValueError(f"cannot resume at batch {batch}: an epoch has {saved} batches on {world} rank(s)")
+        self._epoch = int(epoch)
+        self._lineage, self._batch = resumed_lineage(lineage, saved_world=int(world), saved_batch=int(batch),
+                                                     world_size=self.opts.world_size)
 
     # ---- iteration ----------------------------------------------------------------------------
     def _cut(self, specs: list[PatchSpec]) -> list[Patch]:
@@ -142,6 +187,7 @@ class VolumeLoader:
 
     def _batch_out(self, patches: list[Patch], batch_index: int) -> tuple[torch.Tensor, dict[str, Any]]:
         o = self.opts
+        self.last_patches = [p[1] for p in patches]
         device = torch.device(o.device)
         host = torch.from_numpy(np.stack([p[0] for p in patches]))[:, None]
         if device.type == "cuda":
@@ -188,6 +234,8 @@ class VolumeLoader:
             "spacing": torch.tensor([e.spacing for e in entries], dtype=torch.float64),
             "duplicate": torch.tensor([p[1].duplicate for p in patches], dtype=torch.bool),
             "foreground": torch.tensor([p[3] for p in patches], dtype=torch.bool),
+            **({"dataset": torch.from_numpy(self.mixture.dataset_of(np.array([p[1].volume for p in patches])))}
+               if self._return_dataset else {}),
         }
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, dict[str, Any]]]:
@@ -205,7 +253,7 @@ class VolumeLoader:
             out = self._batch_out(batch, self._batch)
             self._batch += 1
             yield out
-        self._epoch, self._batch = self._epoch + 1, 0
+        self._epoch, self._batch, self._lineage = self._epoch + 1, 0, ()
 
 
 def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, rank: int | None = None,
@@ -213,7 +261,7 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     """Build the loader of a dicom dataset; keyword options are the fields of VolumeLoaderOptions."""
     remote = RemoteOptions.pop(options)
     rank, world_size = resolve_rank(rank, world_size)
-    view = source if isinstance(source, DatasetView) else open_dataset(source, split=split, remote=remote)
+    view = source if isinstance(source, DatasetView | MixedView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "dicom":
         raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the volume loader reads 'dicom' datasets")
     allowed = set(VolumeLoaderOptions.__dataclass_fields__) - {"rank", "world_size"}

@@ -25,17 +25,35 @@ class PatchSpec:
 
 
 def train_plan(n_volumes: int, *, per_volume: int, seed: int, epoch: int, rank: int,
-               world_size: int) -> list[PatchSpec]:
-    """Shuffle the volumes, wrap to a multiple of world_size, deal them round robin; every rank
-    gets ceil(n / world_size) volumes and `per_volume` random patches from each."""
+               world_size: int, items: np.ndarray | None = None) -> list[PatchSpec]:
+    """Shuffle the volumes (or `items`, the volumes of a mixture's epoch), wrap to a multiple of world_size,
+    deal them round robin; every rank gets ceil(n / world_size) volumes and `per_volume` random patches
+    from each."""
     if n_volumes == 0:
         return []
-    order = np.random.default_rng([seed, epoch, 0x7E5]).permutation(n_volumes)
-    per_rank = -(-n_volumes // world_size)
+    rng = np.random.default_rng([seed, epoch, 0x7E5])
+    order = rng.permutation(n_volumes) if items is None else rng.permutation(items)
+    per_rank = -(-len(order) // world_size)
     padded = np.resize(order, per_rank * world_size)
     mine = padded[rank::world_size]
     return [PatchSpec(int(v), None, (seed, epoch, int(v), j, slot)) for slot, v in enumerate(mine)
             for j in range(per_volume)]
+
+
+def redeal_patches(rests: list[list[PatchSpec]], world_size: int, *, train: bool) -> list[list[PatchSpec]]:
+    """The patches the old ranks had not delivered, in old rank order, dealt to `world_size` ranks in
+    contiguous blocks (a volume's patches stay together): train, floor(R / world_size) each (at most
+    world_size - 1 left out); eval, ceil(R / world_size) each, the last padded with `duplicate` repeats."""
+    rest = [p for part in rests for p in part if not p.duplicate]
+    if not rest:
+        return [[] for _ in range(world_size)]
+    if train:
+        per = len(rest) // world_size
+        return [rest[r * per:(r + 1) * per] for r in range(world_size)]
+    per = -(-len(rest) // world_size)
+    padded = rest + [PatchSpec(p.volume, p.start, p.stream, True) for p in
+                     (rest[i % len(rest)] for i in range(per * world_size - len(rest)))]
+    return [padded[r * per:(r + 1) * per] for r in range(world_size)]
 
 
 def window_starts(n: int, p: int, overlap: int) -> list[int]:

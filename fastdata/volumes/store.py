@@ -128,6 +128,13 @@ class VolumeStore:
         entries = [e for ref in view.shards for e in index_shard(view.local(ref).path)]
         self.entries: list[VolumeEntry] = sorted(entries, key=lambda e: e.key)
 
+    @classmethod
+    def merged(cls, stores: list[VolumeStore]) -> VolumeStore:
+        """The volumes of a mixture's datasets as one store (volume ids: dataset offset + index in it)."""
+        out = cls.__new__(cls)
+        out.entries = [e for s in stores for e in s.entries]
+        return out
+
     def __len__(self) -> int:
         return len(self.entries)
 

@@ -1,0 +1,59 @@
+"""The samples of a mixture of image datasets behind one global index (dataset offset + local index), each
+label mapped into the mixture's united classes; each dataset is read by its own SplitReader."""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+
+from fastdata.errors import ShardError
+from fastdata.images.reader import UNLABELED, RawSample, SplitReader
+from fastdata.mixing import MixedView
+
+
+class MixedReader:
+    """SplitReader's interface (len, starts, read, forget, close) over the datasets of a MixedView."""
+
+    def __init__(self, view: MixedView) -> None:
+        self._readers = [SplitReader(v) for v in view.views]
+        self._maps = view.label_maps
+        self._offsets: list[int] = []
+        self._starts: list[int] = []
+        self._first_shard: list[int] = []
+        total = 0
+        for reader in self._readers:
+            self._offsets.append(total)
+            self._first_shard.append(len(self._starts))
+            self._starts.extend(total + s for s in reader.starts)
+            total += len(reader)
+        self._len = total
+
+    def __len__(self) -> int:
+        return self._len
+
+    @property
+    def starts(self) -> list[int]:
+        """Global index of the first sample of every shard (the datasets' shards one after the other)."""
+        return self._starts
+
+    def read(self, index: int, /) -> RawSample:
+        if not 0 <= index < self._len:
+            raise IndexError(f"sample index {index} out of range 0..{self._len - 1}")
+        d = bisect.bisect_right(self._offsets, index) - 1
+        raw = self._readers[d].read(index - self._offsets[d])
+        label = raw.label
+        if label != UNLABELED:
+            table = self._maps[d]
+            if not 0 <= label < len(table):
+                raise ShardError(f"sample {raw.key} in {raw.shard} has label {label}, its manifest lists "
+                                 f"{len(table)} classes")
+            label = int(table[label])
+        return dataclasses.replace(raw, label=label, index=index)
+
+    def forget(self, s: int) -> None:
+        d = bisect.bisect_right(self._first_shard, s) - 1
+        self._readers[d].forget(s - self._first_shard[d])
+
+    def close(self) -> None:
+        for reader in self._readers:
+            reader.close()

@@ -1,0 +1,174 @@
+"""Weighted mixing: which items of each dataset an epoch of a mixture takes, as a pure function of
+(seed, epoch) and the mixture.
+
+Every dataset d has a measure per item (1 per sample, or its token count when weights are shares of
+tokens) and a total S_d. An epoch carries `per_epoch` units, dealt to the datasets by weight with the
+largest-remainder rule, so the quotas Q_d are integers that sum to `per_epoch` exactly. Dataset d then
+takes `Q_d // S_d` whole passes (each a fresh permutation) and `R_d = Q_d mod S_d` more units:
+
+- a dataset asked for less than it holds (no whole pass) takes them from its *remainder stream*, an endless
+  run of permutations whose epoch e covers the items starting in [e * R_d, (e + 1) * R_d): it continues its
+  own permutation across epochs, so every item is seen once before any item repeats (the cursor e * R_d is
+  computed, not stored, so a resume needs nothing more);
+- a dataset asked for more repeats whole passes and takes the R_d extra units from the start of one more
+  fresh permutation, so within one epoch item counts differ by at most 1;
+- counted in samples a quota is exact; counted in tokens an epoch's share is exact up to the last sequence,
+  and the error never accumulates (epoch e ends at token (e + 1) * R_d of the stream, whatever came before).
+
+The datasets' items are interleaved evenly (item k of a dataset taking m items sits at (k + 0.5) / m), so
+any stretch of the epoch holds the datasets in their shares; each kind's planner shuffles from there.
+Without weights a mixture is the union: one whole pass of every dataset per epoch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+WEIGHT_BY = ("samples", "tokens")
+_FULL, _REST = 0, 1  # the two permutation streams of a dataset
+_MIX_STREAM = 0x313
+Permute = Callable[[int, int, int], np.ndarray]  # (dataset, stream, pass) -> a permutation of its items
+
+
+def largest_remainder(total: int, weights: Sequence[float]) -> list[int]:
+    """Integers proportional to `weights` that sum to `total` exactly (Hamilton's method; ties to the
+    earlier dataset)."""
+    share = np.asarray(weights, dtype=np.float64) / math.fsum(weights) * total
+    base = np.floor(share).astype(np.int64)
+    left = total - int(base.sum())
+    order = sorted(range(len(base)), key=lambda d: (-(share[d] - base[d]), d))
+    for d in order[:left]:
+        base[d] += 1
+    return [int(b) for b in base]
+
+
+def check_weights(weights: Any, count: int) -> tuple[float, ...] | None:
+    """`weights` as floats (one positive finite number per dataset), or None."""
+    if weights is None:
+        return None
+    if isinstance(weights, str | bytes) or not isinstance(weights, Sequence) or len(weights) != count:
+        raise ValueError(f"weights must be a list of {count} numbers, one per dataset, got {weights!r}")
+    out = []
+    for w in weights:
+        if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w <= 0:
+            raise ValueError(f"every weight must be a finite number > 0, got {w!r} in {list(weights)}")
+        out.append(float(w))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """Datasets and their weights: `sizes` items each, `measures[d]` the units of each item (None: 1)."""
+
+    sizes: tuple[int, ...]
+    weights: tuple[float, ...] | None = None  # None: the union, every item once an epoch
+    per_epoch: int | None = None  # units an epoch carries; None: the sum over the datasets
+    weight_by: str = "samples"
+    measures: tuple[np.ndarray | None, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.weight_by not in WEIGHT_BY:
+            raise ValueError(f"weight_by={self.weight_by!r} is not allowed; weight_by must be one of {list(WEIGHT_BY)}")
+        if not self.sizes or any(n < 1 for n in self.sizes):
+            raise ValueError(f"every dataset of a mixture needs at least one item, the sizes are {list(self.sizes)}")
+        if self.per_epoch is not None and (not isinstance(self.per_epoch, int) or isinstance(self.per_epoch, bool)
+                                           or self.per_epoch < 1):
+            raise ValueError(f"the epoch size must be an integer >= 1, got {self.per_epoch!r}")
+        if self.per_epoch is not None and self.weights is None:
+            raise ValueError("samples_per_epoch / tokens_per_epoch need weights (without them a list is the union, "
+                             "every item once an epoch)")
+        if any(t < 1 for t in self.totals):
+            raise ValueError(f"every dataset of a mixture needs at least one unit of {self.weight_by}, the totals are "
+                             f"{list(self.totals)}")
+
+    @property
+    def totals(self) -> tuple[int, ...]:
+        """S_d: the units each dataset holds."""
+        if self.measures is None:
+            return self.sizes
+        return tuple(n if m is None else int(m.sum()) for n, m in zip(self.sizes, self.measures))
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Global id of each dataset's first item (ids are dataset offset + local index)."""
+        return np.concatenate([[0], np.cumsum(self.sizes, dtype=np.int64)])
+
+    def quotas(self) -> list[int]:
+        """Q_d: the units each dataset contributes to every epoch."""
+        if self.weights is None:
+            return list(self.totals)
+        total = self.per_epoch if self.per_epoch is not None else sum(self.totals)
+        return largest_remainder(total, self.weights)
+
+    def describe(self) -> dict[str, Any]:
+        """What the order depends on (saved in a loader's state and compared on load)."""
+        return {"sizes": list(self.sizes), "weights": None if self.weights is None else list(self.weights),
+                "per_epoch": self.per_epoch, "weight_by": self.weight_by, "totals": list(self.totals)}
+
+    def take(self, d: int, epoch: int, permute: Permute) -> np.ndarray:
+        """The local indices dataset `d` contributes to `epoch`, in stream order."""
+        total, quota = self.totals[d], self.quotas()[d]
+        full, rest = divmod(quota, total)
+        parts = [permute(d, _FULL, epoch * (full + 1) + j) for j in range(full)]
+        if rest and full:  # the extra units: the first ones of one more pass, so no item comes 2 more times
+            parts.append(self._prefix(d, permute(d, _FULL, epoch * (full + 1) + full), rest))
+        elif rest:
+            parts.append(self._remainder(d, epoch, rest, permute))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def _prefix(self, d: int, order: np.ndarray, units: int) -> np.ndarray:
+        """The items of `order` starting within its first `units` units."""
+        if self.measures is None or self.measures[d] is None:
+            return order[:units]
+        starts = np.concatenate([[0], np.cumsum(self.measures[d][order], dtype=np.int64)[:-1]])
+        return order[starts < units]
+
+    def _remainder(self, d: int, epoch: int, rest: int, permute: Permute) -> np.ndarray:
+        """The items of the remainder stream starting in [epoch * rest, (epoch + 1) * rest) units."""
+        total = self.totals[d]
+        lo, hi = epoch * rest, (epoch + 1) * rest
+        measure = None if self.measures is None else self.measures[d]
+        parts = []
+        for p in range(lo // total, (hi - 1) // total + 1):
+            order = permute(d, _REST, p)
+            if measure is None:
+                starts = p * total + np.arange(len(order), dtype=np.int64)
+            else:
+                starts = p * total + np.concatenate([[0], np.cumsum(measure[order], dtype=np.int64)[:-1]])
+            parts.append(order[(starts >= lo) & (starts < hi)])
+        return np.concatenate(parts)
+
+    def epoch_items(self, epoch: int, permute: Permute) -> np.ndarray:
+        """Global ids of every item of `epoch`, the datasets interleaved evenly."""
+        offsets = self.offsets
+        ids, keys = [], []
+        for d in range(len(self.sizes)):
+            local = self.take(d, epoch, permute)
+            ids.append(local.astype(np.int64) + offsets[d])
+            keys.append((np.arange(len(local)) + 0.5) / max(len(local), 1))
+        key = np.concatenate(keys)
+        owner = np.concatenate([np.full(len(x), d) for d, x in enumerate(ids)])
+        return np.concatenate(ids)[np.lexsort((owner, key))]
+
+    def dataset_of(self, ids: np.ndarray) -> np.ndarray:
+        """The dataset each global id belongs to (-1 stays -1: a padding row)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.searchsorted(self.offsets, ids, side="right") - 1
+        return np.where(ids < 0, -1, out)
+
+
+def random_permute(seed: int, sizes: Sequence[int]) -> Permute:
+    """The default permutation of a dataset's items: numpy's, seeded by (seed, dataset, stream, pass)."""
+    sizes = tuple(sizes)
+
+    @lru_cache(maxsize=16)
+    def permute(d: int, stream: int, p: int) -> np.ndarray:
+        return np.random.default_rng([seed, d, stream, p, _MIX_STREAM]).permutation(sizes[d])
+
+    return permute

@@ -1,0 +1,197 @@
+"""Weighted mixing through `fastdata.loader([...], weights=...)`: shares per epoch, cursors across epochs,
+united classes, the `dataset` of each row, exact resume in any epoch, and the refusals."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("kornia")
+
+from conftest_mixing import IMAGE_KW, image_datasets, image_rows, run_rank, text_datasets  # noqa: E402
+
+import fastdata  # noqa: E402
+from fastdata.errors import ManifestError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    return image_datasets(tmp_path_factory.mktemp("mix_images"))
+
+
+@pytest.fixture(scope="module")
+def texts(tmp_path_factory):
+    return text_datasets(tmp_path_factory.mktemp("mix_text"))
+
+
+def _pair(ds):
+    return [str(ds["a"]), str(ds["b"])]
+
+
+def test_image_classes_are_united_by_name_and_labels_follow(images):
+    mixed = fastdata.loader(_pair(images), **IMAGE_KW, train=False, return_dataset=True)
+    assert mixed.classes == ("cat", "dog", "emu")
+    singles = [fastdata.loader(images[k], **IMAGE_KW, train=False) for k in ("a", "b")]
+    owners, count = Counter(), 0
+    for _, labels, dataset in mixed:
+        for row, label, d in zip(mixed.backend.last_rows, labels.tolist(), dataset.tolist()):
+            local = row - (0 if d == 0 else 20)
+            raw = singles[d].backend._reader.read(local)
+            assert mixed.classes[label] == singles[d].classes[raw.label]
+            owners[d] += 1
+            count += 1
+    assert owners == {0: 20, 1: 12} and count == 32  # eval of a list: the union, every sample once
+
+
+@pytest.mark.parametrize("weights, per_epoch, quotas", [([0.5, 0.5], None, (16, 16)), ([3, 1], 24, (18, 6))])
+def test_image_shares_are_exact_in_every_epoch(images, weights, per_epoch, quotas):
+    loader = fastdata.loader(_pair(images), **{**IMAGE_KW, "batch_size": 2}, weights=weights,
+                             samples_per_epoch=per_epoch, return_dataset=True)
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        counts = Counter(d for _, _, ds in loader for d in ds.tolist())
+        assert (counts[0], counts[1]) == quotas
+
+
+def test_a_dict_is_the_same_mixture_as_a_list_with_weights(images):
+    a = fastdata.loader(_pair(images), **IMAGE_KW, weights=[0.3, 0.7])
+    b = fastdata.loader({_pair(images)[0]: 0.3, _pair(images)[1]: 0.7}, **IMAGE_KW)
+    ra = [row for _ in a for row in a.backend.last_rows]
+    rb = [row for _ in b for row in b.backend.last_rows]
+    assert ra == rb and len(ra) == 32
+
+
+@pytest.mark.parametrize("epoch", [0, 2])
+def test_image_mixture_resumes_mid_epoch_exactly(images, epoch):
+    def make(**kw):
+        return fastdata.loader(_pair(images), **IMAGE_KW, weights=[0.2, 0.8], **kw)
+
+    whole, _, _ = run_rank(make, epoch=epoch, ident=image_rows)
+    head, state, _ = run_rank(make, epoch=epoch, ident=image_rows, stop=3)
+    tail, _, _ = run_rank(make, epoch=epoch, ident=image_rows, state=state)
+    assert head + tail == whole and state["mixture"]["weights"] == [0.2, 0.8]
+
+
+def _text_rows(loader):
+    out = []
+    for batch in loader:
+        ids = loader.last_index
+        assert batch["dataset"].tolist() == loader.mixture.dataset_of(ids).tolist()
+        out.extend(ids.tolist())
+    return out
+
+
+def test_text_token_shares_per_epoch(texts):
+    loader = fastdata.loader(_pair(texts), weights=[0.7, 0.3], max_tokens=4096)
+    lengths, longest = loader.store.lengths, int(loader.store.lengths.max())
+    quotas = loader.mixture.quotas()
+    assert sum(quotas) == int(lengths.sum())  # an epoch carries as many tokens as the two datasets hold
+    for epoch in range(3):
+        loader.set_epoch(epoch)
+        ids = np.asarray(_text_rows(loader))
+        owner = loader.mixture.dataset_of(ids)
+        for d in (0, 1):
+            assert abs(int(lengths[ids[owner == d]].sum()) - quotas[d]) < longest
+
+
+def test_text_sample_shares_and_no_repeat_before_a_dataset_is_seen_whole(texts):
+    loader = fastdata.loader(_pair(texts), weights=[0.5, 0.5], weight_by="samples", samples_per_epoch=400,
+                             batch_size=16)
+    size = loader.mixture.sizes[0]
+    seen_a = []
+    for epoch in range(8):  # 8 x 200 of dataset a's sequences: more than it holds
+        loader.set_epoch(epoch)
+        ids = np.asarray(_text_rows(loader))
+        owner = loader.mixture.dataset_of(ids)
+        assert Counter(owner.tolist()) == {0: 200, 1: 200}
+        seen_a.extend(ids[owner == 0].tolist())
+    assert 1200 < size < 1400
+    assert len(set(seen_a[:1200])) == 1200  # epochs 0-5 continue one permutation: no repeat
+    assert set(seen_a[:1400]) == set(range(size))  # epoch 6 ends the pass (and starts the next)
+    assert max(Counter(seen_a).values()) == 2
+
+
+@pytest.mark.parametrize("epoch", [0, 2])
+def test_text_mixture_resumes_mid_epoch_exactly(texts, epoch):
+    kw = dict(weights=[0.4, 0.6], max_tokens=2048, rank=1, world_size=2)
+    whole = fastdata.loader(_pair(texts), **kw)
+    whole.set_epoch(epoch)
+    reference = [b["input_ids"] for b in whole]
+    part = fastdata.loader(_pair(texts), **kw)
+    part.set_epoch(epoch)
+    it = iter(part)
+    for _ in range(5):
+        next(it)
+    state = part.state_dict()
+    resumed = fastdata.loader(_pair(texts), **kw)
+    resumed.load_state_dict(state)
+    rest = [b["input_ids"] for b in resumed]
+    assert len(rest) == len(reference) - 5 and all(torch.equal(x, y) for x, y in zip(rest, reference[5:]))
+    other = fastdata.loader(_pair(texts), **{**kw, "weights": [0.5, 0.5]})
+    with pytest.raises(ValueError, match="another mixture.*weights: saved \\[0.4, 0.6\\], now \\[0.5, 0.5\\]"):
+        other.load_state_dict(state)
+    with pytest.raises(ValueError, match="without a mixture|with a mixture"):
+        fastdata.loader(texts["a"], max_tokens=2048, rank=1, world_size=2).load_state_dict(state)
+
+
+def test_packed_rows_say_the_dataset_of_every_token(texts):
+    loader = fastdata.loader(_pair(texts), weights=[0.5, 0.5], bucketing="pack", block_size=128, batch_size=8)
+    batch = next(iter(loader))
+    assert batch["dataset"].shape == batch["input_ids"].shape
+    assert set(batch["dataset"][batch["attention_mask"] == 1].tolist()) <= {0, 1}
+    assert (batch["dataset"][batch["attention_mask"] == 0] == -1).all()
+
+
+def test_a_mixture_of_tokenizers_is_refused_naming_both(texts):
+    with pytest.raises(ManifestError, match=r"tokenized differently.*0000000000"):
+        fastdata.loader([str(texts["a"]), str(texts["c"])], max_tokens=4096)
+
+
+def test_mixtures_are_checked(images, texts, tmp_path):
+    with pytest.raises(ManifestError, match="of one kind"):
+        fastdata.loader([str(images["a"]), str(texts["a"])], batch_size=4)
+    with pytest.raises(ValueError, match="weights apply to training"):
+        fastdata.loader(_pair(images), **IMAGE_KW, train=False, weights=[1, 1])
+    with pytest.raises(ValueError, match="list of 2 numbers"):
+        fastdata.loader(_pair(images), **IMAGE_KW, weights=[1])
+    with pytest.raises(ValueError, match="appears twice"):
+        fastdata.loader([str(images["a"]), str(images["a"])], **IMAGE_KW)
+    with pytest.raises(ValueError, match="apply to a mixture"):
+        fastdata.loader(images["a"], **IMAGE_KW, weights=[1.0])
+    with pytest.raises(ValueError, match="weight_by='tokens' applies to text"):
+        fastdata.loader(_pair(images), **IMAGE_KW, weights=[1, 1], weight_by="tokens")
+    with pytest.raises(ValueError, match="samples_per_epoch counts samples"):
+        fastdata.loader(_pair(texts), max_tokens=4096, weights=[1, 1], weight_by="tokens", samples_per_epoch=10)
+    with pytest.raises(ValueError, match="the weights either"):
+        fastdata.loader({_pair(images)[0]: 1, _pair(images)[1]: 2}, **IMAGE_KW, weights=[1, 2])
+    from helpers import convert_images, make_image
+
+    for i in range(3):
+        make_image(tmp_path / "flat" / f"x{i}.jpg", size=(24, 20), seed=i)
+    convert_images(tmp_path / "flat", tmp_path / "unlabeled", unlabeled=True)
+    with pytest.raises(ManifestError, match="has no classes"):
+        fastdata.loader([str(images["a"]), str(tmp_path / "unlabeled")], **IMAGE_KW)
+    plain = fastdata.loader([images["a"] / "train-000000.tar", images["a"] / "train-000001.tar"], **IMAGE_KW)
+    assert plain.num_samples == 8  # a list of shard files is still one dataset
+
+
+def test_volume_mixture_says_the_dataset_of_each_patch(tmp_path):
+    pytest.importorskip("pydicom")
+    from conftest_dicom import Phantom, convert_dicom, write_phantom
+
+    for i in range(5):
+        ph = Phantom(series_uid=f"1.2.840.5.{i}", slices=8, rows=16, cols=16, slice_spacing=2.0,
+                     pixel_spacing=(1.0, 1.0), origin=(-8.0, -8.0, 40.0), center_mm=(0.0, 0.0, 46.0), radius_mm=4.0)
+        write_phantom(tmp_path / "src" / ("x" if i < 4 else "y") / f"s{i}", ph, seed=i)
+    convert_dicom(tmp_path / "src" / "x", tmp_path / "x")
+    convert_dicom(tmp_path / "src" / "y", tmp_path / "y")
+    loader = fastdata.loader([str(tmp_path / "x"), str(tmp_path / "y")], weights=[0.5, 0.5], samples_per_epoch=6,
+                             return_dataset=True, batch_size=2, patches_per_volume=1, patch_size=(8, 8, 8),
+                             num_workers=1)
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        counts = Counter(d for _, meta in loader for d in meta["dataset"].tolist())
+        assert counts == {0: 3, 1: 3}  # y's single volume comes three times, x's four volumes three of them
