@@ -5,13 +5,14 @@ how MosaicML Streaming and LitData mix and resume the same token sequences.
     python benchmarks/mixing.py --reps 1 --images 400 # a short run
 
 1. Overhead. The same data converted three ways: as one dataset, split in 2 and split in 5 (text: the five
-   fortunes files; images: --images real photos in 10 classes, 2 or 5 classes a dataset). Each mixture is
+   fortunes files, --text-copies times each; images: --images real photos in 10 classes, 2 or 5 classes a
+   dataset). Each mixture is
    weighted by the parts' own sizes (tokens for text, samples for images), so every candidate carries the same
    epoch. tokens/s (bucketing='length', --max-tokens) and images/s (--backend, train, 224 px, --batch-size) of
    a whole epoch, loader construction excluded, median of interleaved repetitions after a warm-up epoch.
-2. Peers. The 2-way text split mixed 70/30 by samples, an epoch of --samples-per-epoch: fastdata
-   (`weights=`, `weight_by="samples"`), MosaicML Streaming (`Stream(proportion=...)`, `epoch_size`) and LitData
-   (`CombinedStreamingDataset(weights=...)`). Realised shares per epoch, whether two runs agree, and whether a
+2. Peers. The 2-way text split (one copy) mixed 70/30 by samples, an epoch of --samples-per-epoch: fastdata
+   (`weights=`, `weight_by="samples"`), MosaicML Streaming (`Stream(proportion=...)`, `epoch_size`) and
+   LitData (`CombinedStreamingDataset(weights=...)`). Realised shares per epoch, whether two runs agree, and whether a
    run stopped in the middle of epoch 1 resumes exactly from its state_dict (num_workers 0 and 2). The peers
    run in their own environment (`--peers-python`, default .venv-peers/bin/python, see benchmarks/remote.py);
    without it they are reported as not run.
@@ -60,6 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--backend", default="dali", choices=["dali", "kornia"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=8192)
+    p.add_argument("--text-copies", type=int, default=10, help="copies of each fortunes file (a longer epoch)")
     p.add_argument("--samples-per-epoch", type=int, default=1000, help="peers part: samples an epoch")
     p.add_argument("--peers-python", type=Path, default=ROOT / ".venv-peers" / "bin" / "python")
     p.add_argument("--work-dir", type=Path, default=Path("bench-out") / "mixing")
@@ -68,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # ------------------------------------------------------------------------------------------ data
-def prepare_text(work: Path) -> dict[str, list[Path]]:
+def prepare_text(work: Path, copies: int) -> dict[str, list[Path]]:
     from converters import get_kind
     from converters.engine import ConvertConfig, convert
     from converters.text import TextOptions
@@ -78,13 +80,14 @@ def prepare_text(work: Path) -> dict[str, list[Path]]:
     for name, parts in SPLITS.items():
         out[name] = []
         for k, files in enumerate(parts):
-            dst = work / "text" / f"{name}-{k}"
+            dst = work / "text" / f"{name}-{k}-x{copies}"
             if not (dst / "manifest.json").exists():
                 src = work / "text-src" / f"{name}-{k}"
                 shutil.rmtree(src, ignore_errors=True)
                 for f in files:
                     (src / f).mkdir(parents=True)
-                    shutil.copyfile(SAMPLES / "text" / "fortunes" / f, src / f / f"{f}.txt")
+                    for c in range(copies):
+                        shutil.copyfile(SAMPLES / "text" / "fortunes" / f, src / f / f"{f}-{c}.txt")
                 convert(get_kind("text"), src, dst, options=TextOptions(tokenizer=str(tokenizer), separator="%"),
                         config=ConvertConfig(jobs=os.cpu_count() or 1))
             out[name].append(dst)
@@ -179,19 +182,20 @@ def fastdata_mixing(parts: list[Path], args: argparse.Namespace, stop: int) -> d
                 break
         return out
 
+    from benchmarks.mixing_peers import shares
+
     loader = make()
     whole = [epoch_keys(loader, e) for e in range(3)]
     again = make()
     repeatable = [epoch_keys(again, e) for e in range(2)] == whole[:2]
-    lengths, mixture = loader.store.lengths, loader.mixture
-    epochs = []
-    for keys in whole:
-        flat = np.array([k for b in keys for k in b])
-        owner = mixture.dataset_of(flat)
-        tokens = lengths[flat]
-        epochs.append({"samples": len(flat), "sample_share": [round(float((owner == d).mean()), 4) for d in (0, 1)],
-                       "token_share": [round(float(tokens[owner == d].sum() / tokens.sum()), 4) for d in (0, 1)],
-                       "repeats": len(flat) - len(set(flat.tolist()))})
+    mixture, offsets = loader.mixture, loader.mixture.offsets
+    lengths = [loader.store.lengths[offsets[d]:offsets[d + 1]] for d in (0, 1)]
+
+    def named(keys: list[list[int]]) -> list[list[str]]:  # "dataset:index in it", as the peers name samples
+        return [[f"{d}:{i - offsets[d]}" for i, d in zip(b, mixture.dataset_of(np.asarray(b)).tolist())]
+                for b in keys]
+
+    epochs = shares([named(k) for k in whole], lengths, 2)
     part = make()
     epoch_keys(part, 0)
     epoch_keys(part, 1, stop)
@@ -248,18 +252,20 @@ def report(over: dict[str, Any], mixes: list[dict[str, Any]], env: dict[str, Any
               "### Peers: the 2-way text split mixed 70/30 by samples, "
               f"{args.samples_per_epoch} samples an epoch (LitData: its own epoch length)", "",
               "| loader | workers | samples an epoch | sample shares, epochs 0-2 | token shares, epoch 0 "
-              "| repeats in an epoch | two runs agree | resume mid-epoch 1 |", "|---|---|---|---|---|---|---|---|"]
+              "| repeats in an epoch | repeats before all seen | two runs agree | resume mid-epoch 1 |",
+              "|---|---|---|---|---|---|---|---|---|"]
     names = {"fastdata": "fastdata `weights=`", "mds": "MosaicML Streaming `Stream(proportion=)`",
              "litdata": "LitData `CombinedStreamingDataset(weights=)`"}
     for r in mixes:
         if "error" in r:
-            lines.append(f"| {names[r['candidate']]} | {r.get('workers', '')} | failed: {r['error'][:200]} | | | | | |")
+            failed = f"failed: {r['error'][:200]}"
+            lines.append(f"| {names[r['candidate']]} | {r.get('workers', '')} | {failed} | | | | | | |")
             continue
         ep = r["epochs"]
         share = "; ".join("/".join(f"{s:.3f}" for s in e["sample_share"]) for e in ep)
         lines.append(f"| {names[r['candidate']]} | {r['workers']} | {ep[0]['samples']} | {share} | "
                      f"{'/'.join(f'{s:.3f}' for s in ep[0]['token_share'])} | {max(e['repeats'] for e in ep)} | "
-                     f"{'yes' if r.get('repeatable') else 'no'} | {r.get('resume', '')} |")
+                     f"{ep[-1]['early_repeats']} | {'yes' if r.get('repeatable') else 'no'} | {r.get('resume', '')} |")
     return "\n".join(lines)
 
 
@@ -268,9 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work_dir
     env = environment()
     print("converting the text and the photos (once) ...")
-    data = {"text": prepare_text(work), "images": prepare_images(work, args.images)}
+    data = {"text": prepare_text(work, args.text_copies), "images": prepare_images(work, args.images)}
     over = overhead(data, args)
-    mixes = peers(data["text"]["2-way"], args, work)
+    mixes = peers(prepare_text(work, 1)["2-way"], args, work)
     write_json(work.parent / "mixing.json", {"environment": env, "overhead": over, "peers": mixes,
                                              "args": {k: str(v) for k, v in vars(args).items()}})
     publish(report(over, mixes, env, args), docs=DOCS / "benchmarks.md", name="mixing", write=not args.no_docs)

@@ -125,16 +125,23 @@ def litdata_epochs(dirs: list[Path], cfg: dict[str, Any], *, epochs: int, stop: 
 
 # -------------------------------------------------------------------------------------- the report
 def shares(epochs: list[list[list[str]]], lengths: list[np.ndarray], datasets: int) -> list[dict[str, Any]]:
-    out = []
+    """Per epoch: samples, sample and token shares, items delivered twice within the epoch, and (across the
+    epochs so far) deliveries of an item again while items of its dataset were still unseen."""
+    out, seen, early = [], [set() for _ in range(datasets)], 0
     for keys in epochs:
         flat = [k for batch in keys for k in batch]
-        owner = np.array([int(k.split(":")[0]) for k in flat])
-        tokens = np.array([int(lengths[int(d)][int(i)]) for d, i in (k.split(":") for k in flat)])
+        pairs = [(int(d), int(i)) for d, i in (k.split(":") for k in flat)]
+        owner = np.array([d for d, _ in pairs])
+        tokens = np.array([int(lengths[d][i]) for d, i in pairs])
+        for d, i in pairs:
+            if i in seen[d] and len(seen[d]) < len(lengths[d]):
+                early += 1
+            seen[d].add(i)
         out.append({"samples": len(flat),
                     "sample_share": [round(float((owner == d).mean()), 4) if len(flat) else 0 for d in range(datasets)],
                     "token_share": [round(float(tokens[owner == d].sum() / max(tokens.sum(), 1)), 4)
                                     for d in range(datasets)],
-                    "repeats": len(flat) - len(set(flat))})
+                    "repeats": len(flat) - len(set(flat)), "early_repeats": early})
     return out
 
 

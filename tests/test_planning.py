@@ -43,6 +43,19 @@ def test_an_undersampled_dataset_sees_every_item_once_before_any_repeats():
     assert len(set(seen[46:].tolist())) == 2
 
 
+@pytest.mark.parametrize("size, quota", [(23, 4), (10, 7), (10, 9), (1000, 333)])
+def test_an_epoch_straddling_two_passes_holds_no_item_twice(size, quota):
+    mix = Mixture(sizes=(size, 5000), weights=(quota, 5000 - quota), per_epoch=5000)
+    assert mix.quotas()[0] == quota
+    stream = []
+    for epoch in range(3 * size // quota + 2):
+        local = _local(mix, epoch, 0)
+        assert len(set(local.tolist())) == quota  # no repeat inside an epoch
+        stream.extend(local.tolist())
+    for p in range(3):  # and still each pass holds every item once
+        assert sorted(stream[p * size:(p + 1) * size]) == list(range(size))
+
+
 def test_an_oversampled_dataset_repeats_whole_passes_evenly():
     mix = Mixture(sizes=(5, 40), weights=(0.5, 0.5))  # dataset 0: 22 or 23 of 5 items an epoch
     for epoch in range(4):

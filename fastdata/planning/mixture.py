@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -71,6 +71,7 @@ class Mixture:
     per_epoch: int | None = None  # units an epoch carries; None: the sum over the datasets
     weight_by: str = "samples"
     measures: tuple[np.ndarray | None, ...] | None = None
+    _passes: dict = field(default_factory=dict, compare=False, repr=False, hash=False)  # remainder passes, by dataset
 
     def __post_init__(self) -> None:
         if self.weight_by not in WEIGHT_BY:
@@ -124,25 +125,54 @@ class Mixture:
 
     def _prefix(self, d: int, order: np.ndarray, units: int) -> np.ndarray:
         """The items of `order` starting within its first `units` units."""
-        if self.measures is None or self.measures[d] is None:
-            return order[:units]
-        starts = np.concatenate([[0], np.cumsum(self.measures[d][order], dtype=np.int64)[:-1]])
-        return order[starts < units]
+        return order[self._starts(d, order) < units]
 
     def _remainder(self, d: int, epoch: int, rest: int, permute: Permute) -> np.ndarray:
         """The items of the remainder stream starting in [epoch * rest, (epoch + 1) * rest) units."""
         total = self.totals[d]
         lo, hi = epoch * rest, (epoch + 1) * rest
-        measure = None if self.measures is None else self.measures[d]
         parts = []
         for p in range(lo // total, (hi - 1) // total + 1):
-            order = permute(d, _REST, p)
-            if measure is None:
-                starts = p * total + np.arange(len(order), dtype=np.int64)
-            else:
-                starts = p * total + np.concatenate([[0], np.cumsum(measure[order], dtype=np.int64)[:-1]])
+            order = self._rest_pass(d, p, rest, permute)
+            starts = p * total + self._starts(d, order)
             parts.append(order[(starts >= lo) & (starts < hi)])
         return np.concatenate(parts)
+
+    def _rest_pass(self, d: int, p: int, rest: int, permute: Permute) -> np.ndarray:
+        """Pass `p` of dataset `d`'s remainder stream. An epoch that straddles two passes takes the tail of one
+        and the head of the next; so that it holds no item twice, each pass puts the items of its predecessor's
+        straddling tail last (in its own random order otherwise). A pass thus depends on the one before it:
+        they are computed in order, the last two kept (a resume far into training computes the passes its
+        dataset has gone through, about as much work as planning those epochs)."""
+        cache = self._passes.setdefault(d, {})
+        if p not in cache:
+            below = [q for q in cache if q < p]
+            q = max(below) if below else 0
+            order = cache[q] if below else permute(d, _REST, 0)
+            while q < p:
+                q += 1
+                order = self._next_pass(d, q, order, rest, permute)
+            for old in [k for k in cache if k < p - 1]:
+                del cache[old]
+            cache[p] = order
+        return cache[p]
+
+    def _next_pass(self, d: int, p: int, previous: np.ndarray, rest: int, permute: Permute) -> np.ndarray:
+        order = permute(d, _REST, p)
+        total = self.totals[d]
+        begin = p * total
+        window = begin // rest * rest  # the first position of the epoch that holds the pass's first item
+        if window == begin:
+            return order
+        tail = previous[(p - 1) * total + self._starts(d, previous) >= window]
+        late = np.isin(order, tail)
+        return np.concatenate([order[~late], order[late]])
+
+    def _starts(self, d: int, order: np.ndarray) -> np.ndarray:
+        """Where each item of a pass in `order` starts, in units from the pass's start."""
+        if self.measures is None or self.measures[d] is None:
+            return np.arange(len(order), dtype=np.int64)
+        return np.concatenate([[0], np.cumsum(self.measures[d][order], dtype=np.int64)[:-1]])
 
     def epoch_items(self, epoch: int, permute: Permute) -> np.ndarray:
         """Global ids of every item of `epoch`, the datasets interleaved evenly."""
