@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     mixes = peers(prepare_text(work, 1)["2-way"], args, work)
     write_json(work.parent / "mixing.json", {"environment": env, "overhead": over, "peers": mixes,
                                              "args": {k: str(v) for k, v in vars(args).items()}})
-    publish(report(over, mixes, env, args), docs=DOCS / "benchmarks.md", name="mixing", write=not args.no_docs)
+    publish(report(over, mixes, env, args), docs=DOCS, name="mixing", write=not args.no_docs)
     return 0
 
 

@@ -125,18 +125,20 @@ def litdata_epochs(dirs: list[Path], cfg: dict[str, Any], *, epochs: int, stop: 
 
 # -------------------------------------------------------------------------------------- the report
 def shares(epochs: list[list[list[str]]], lengths: list[np.ndarray], datasets: int) -> list[dict[str, Any]]:
-    """Per epoch: samples, sample and token shares, items delivered twice within the epoch, and (across the
-    epochs so far) deliveries of an item again while items of its dataset were still unseen."""
+    """Per epoch: samples, sample and token shares, items delivered twice within the epoch, and (over the
+    epochs so far) `early_repeats`: items an epoch repeats from earlier epochs although their dataset was
+    still not seen whole at the end of that epoch (an epoch's order is shuffled, so it is counted by epoch)."""
     out, seen, early = [], [set() for _ in range(datasets)], 0
     for keys in epochs:
         flat = [k for batch in keys for k in batch]
         pairs = [(int(d), int(i)) for d, i in (k.split(":") for k in flat)]
         owner = np.array([d for d, _ in pairs])
         tokens = np.array([int(lengths[d][i]) for d, i in pairs])
-        for d, i in pairs:
-            if i in seen[d] and len(seen[d]) < len(lengths[d]):
-                early += 1
-            seen[d].add(i)
+        for d in range(datasets):
+            here = {i for e, i in pairs if e == d}
+            if len(seen[d] | here) < len(lengths[d]):
+                early += len(here & seen[d])
+            seen[d] |= here
         out.append({"samples": len(flat),
                     "sample_share": [round(float((owner == d).mean()), 4) if len(flat) else 0 for d in range(datasets)],
                     "token_share": [round(float(tokens[owner == d].sum() / max(tokens.sum(), 1)), 4)

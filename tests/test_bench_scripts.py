@@ -185,3 +185,24 @@ def test_volumes_tiny_end_to_end(tmp_path):
     assert {r["candidate"] for r in data["rows"]} == {"baseline", "fastdata", "fastdata-full"}
     assert all(r["patches"] == 4 and r["batch_shape"] == [2, 1, 8, 8, 8] for r in data["rows"])
     assert data["convert_seconds"] > 0 and all(s["n"] == 1 for s in data["summary"].values())
+
+
+def test_mixing_tiny_end_to_end_without_peers(tmp_path):
+    """The same data as one dataset and as 2-/5-way mixtures carries the same epoch; fastdata's 70/30 mixture
+    realises its shares exactly and resumes exactly; absent peers are reported, not hidden."""
+    from benchmarks import mixing
+
+    rc = mixing.main(["--images", "40", "--batch-size", "8", "--reps", "1", "--backend", "kornia", "--threads", "1",
+                      "--text-copies", "1", "--samples-per-epoch", "200", "--work-dir", str(tmp_path / "w"),
+                      "--peers-python", str(tmp_path / "nope" / "python"), "--no-docs"])
+    assert rc == 0
+    data = json.loads((tmp_path / "mixing.json").read_text())
+    over = data["overhead"]
+    for kind in ("text", "images"):
+        counts = {over[f"{kind}/{n}"]["items_per_epoch"] for n in ("one", "2-way", "5-way")}
+        assert len(counts) == 1 and counts.pop() > 0
+    rows = {r["candidate"]: r for r in data["peers"]}
+    ours = rows["fastdata"]
+    assert all(e["sample_share"] == [0.7, 0.3] and e["samples"] == 200 and e["repeats"] == 0 for e in ours["epochs"])
+    assert ours["epochs"][-1]["early_repeats"] == 0 and ours["repeatable"] and ours["resume"] == "exact"
+    assert "not run" in rows["mds"]["error"] and "not run" in rows["litdata"]["error"]

@@ -195,3 +195,18 @@ def test_volume_mixture_says_the_dataset_of_each_patch(tmp_path):
         loader.set_epoch(epoch)
         counts = Counter(d for _, meta in loader for d in meta["dataset"].tolist())
         assert counts == {0: 3, 1: 3}  # y's single volume comes three times, x's four volumes three of them
+
+
+def test_image_text_pairs_mix_and_stay_paired(tmp_path):
+    from conftest_pairs import caption_ids, convert_pairs, image_ids, make_pair_tree
+
+    convert_pairs(make_pair_tree(tmp_path / "src_a", n=10), tmp_path / "a")
+    convert_pairs(make_pair_tree(tmp_path / "src_b", n=6), tmp_path / "b")
+    loader = fastdata.loader([str(tmp_path / "a"), str(tmp_path / "b")], weights=[1, 3], samples_per_epoch=16,
+                             return_dataset=True, batch_size=4, image_size=32, dtype="uint8", backend="kornia",
+                             device="cpu", num_threads=1)
+    counts = Counter()
+    for images, text, dataset in loader:
+        assert image_ids(images) == caption_ids(text["captions"])  # a caption never leaves its image
+        counts.update(dataset.tolist())
+    assert counts == {0: 4, 1: 12}
