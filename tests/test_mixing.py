@@ -56,6 +56,17 @@ def test_image_shares_are_exact_in_every_epoch(images, weights, per_epoch, quota
         assert (counts[0], counts[1]) == quotas
 
 
+def test_repeats_of_a_sample_within_an_epoch_draw_their_own_crops(images):
+    loader = fastdata.loader(_pair(images), **IMAGE_KW, weights=[1, 3], samples_per_epoch=32)  # b: 24 of 12
+    views: dict[int, list[torch.Tensor]] = {}
+    for x, _ in loader:
+        for row, image in zip(loader.backend.last_rows, x):
+            views.setdefault(row, []).append(image.clone())
+    repeated = [v for row, v in views.items() if row >= 20 and len(v) == 2]
+    assert len(repeated) == 12  # every sample of b comes twice
+    assert all(not torch.equal(a, b) for a, b in repeated)
+
+
 def test_a_dict_is_the_same_mixture_as_a_list_with_weights(images):
     a = fastdata.loader(_pair(images), **IMAGE_KW, weights=[0.3, 0.7])
     b = fastdata.loader({_pair(images)[0]: 0.3, _pair(images)[1]: 0.7}, **IMAGE_KW)

@@ -37,8 +37,11 @@ class MixedReader:
         return self._starts
 
     def read(self, index: int, /) -> RawSample:
-        if not 0 <= index < self._len:
-            raise IndexError(f"sample index {index} out of range 0..{self._len - 1}")
+        """Sample `index % len(self)`: a mixture numbers the repeats of a sample within an epoch apart
+        (Mixture.epoch_items(distinct=True)) so that each draws its own crop and flip."""
+        if index < 0:
+            raise IndexError(f"sample index {index} is negative")
+        index %= self._len
         d = bisect.bisect_right(self._offsets, index) - 1
         raw = self._readers[d].read(index - self._offsets[d])
         label = raw.label

@@ -26,6 +26,7 @@ from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.hook_stage import HookStage
+from fastdata.images.mixed_reader import MixedReader
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan, epoch_plan, split_sequence
 from fastdata.images.prefetch import prefetch
@@ -56,7 +57,7 @@ class PlannedBackend(ABC):
 
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         self._view, self._opts = view, opts
-        self._reader = SplitReader(view) if not isinstance(view, MixedView) else _mixed_reader(view)
+        self._reader = SplitReader(view) if not isinstance(view, MixedView) else MixedReader(view)
         self._prepare = Preparer(self._reader, opts, len(view.classes))
         self._shard_sizes = tuple(ref.info.samples for ref in view.shards)
         self._mixture = None
@@ -102,7 +103,7 @@ class PlannedBackend(ABC):
         o = self._opts
         sequence = None
         if self._mixture is not None and o.train:
-            sequence = self._mixture.epoch_items(epoch, self._permute)
+            sequence = self._mixture.epoch_items(epoch, self._permute, distinct=True)
 
         def fresh(rank: int, world_size: int) -> EpochPlan:
             return epoch_plan(self._shard_sizes, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last,
@@ -322,9 +323,3 @@ class PlannedBackend(ABC):
     def close(self) -> None:
         self._reader.close()
         self._view.close()
-
-
-def _mixed_reader(view: MixedView) -> Any:
-    from fastdata.images.mixed_reader import MixedReader
-
-    return MixedReader(view)

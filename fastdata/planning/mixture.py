@@ -174,21 +174,38 @@ class Mixture:
             return np.arange(len(order), dtype=np.int64)
         return np.concatenate([[0], np.cumsum(self.measures[d][order], dtype=np.int64)[:-1]])
 
-    def epoch_items(self, epoch: int, permute: Permute) -> np.ndarray:
-        """Global ids of every item of `epoch`, the datasets interleaved evenly."""
-        offsets = self.offsets
+    def epoch_items(self, epoch: int, permute: Permute, *, distinct: bool = False) -> np.ndarray:
+        """Global ids of every item of `epoch`, the datasets interleaved evenly. With `distinct`, the k-th
+        occurrence of an item in the epoch (a dataset asked for more than it holds) is numbered
+        `k * total + id` (total: the items of all datasets), so that per-sample random draws differ between
+        repeats; `id % total` is the item."""
+        offsets, n = self.offsets, int(self.offsets[-1])
         ids, keys = [], []
         for d in range(len(self.sizes)):
-            local = self.take(d, epoch, permute)
-            ids.append(local.astype(np.int64) + offsets[d])
+            local = self.take(d, epoch, permute).astype(np.int64) + offsets[d]
+            if distinct and len(local) > self.sizes[d]:
+                local = local + self._occurrences(local) * n
+            ids.append(local)
             keys.append((np.arange(len(local)) + 0.5) / max(len(local), 1))
         key = np.concatenate(keys)
         owner = np.concatenate([np.full(len(x), d) for d, x in enumerate(ids)])
         return np.concatenate(ids)[np.lexsort((owner, key))]
 
+    @staticmethod
+    def _occurrences(ids: np.ndarray) -> np.ndarray:
+        """For each position, how many times its id came before it (0 for a first occurrence)."""
+        order = np.argsort(ids, kind="stable")
+        ranked = ids[order]
+        first = np.flatnonzero(np.concatenate([[True], ranked[1:] != ranked[:-1]]))
+        run_start = np.repeat(first, np.diff(np.concatenate([first, [len(ids)]])))
+        out = np.empty(len(ids), dtype=np.int64)
+        out[order] = np.arange(len(ids)) - run_start
+        return out
+
     def dataset_of(self, ids: np.ndarray) -> np.ndarray:
-        """The dataset each global id belongs to (-1 stays -1: a padding row)."""
+        """The dataset each global id belongs to (-1 stays -1: a padding row; distinct ids are reduced)."""
         ids = np.asarray(ids, dtype=np.int64)
+        ids = np.where(ids < 0, ids, ids % int(self.offsets[-1]))
         out = np.searchsorted(self.offsets, ids, side="right") - 1
         return np.where(ids < 0, -1, out)
 
