@@ -1,7 +1,7 @@
 """Weighted mixing, side by side: what a 2- and a 5-way mixture costs against one dataset of the same data, and
 how MosaicML Streaming and LitData mix and resume the same token sequences.
 
-    python benchmarks/mixing.py                       # real fortunes text and real photos, 3 repetitions
+    python benchmarks/mixing.py                       # real fortunes text and real photos, 5 repetitions
     python benchmarks/mixing.py --reps 1 --images 400 # a short run
 
 1. Overhead. The same data converted three ways: as one dataset, split in 2 and split in 5 (text: the five
@@ -9,7 +9,8 @@ how MosaicML Streaming and LitData mix and resume the same token sequences.
    dataset). Each mixture is
    weighted by the parts' own sizes (tokens for text, samples for images), so every candidate carries the same
    epoch. tokens/s (bucketing='length', --max-tokens) and images/s (--backend, train, 224 px, --batch-size) of
-   a whole epoch, loader construction excluded, median of interleaved repetitions after a warm-up epoch.
+   a whole epoch, loader construction excluded, median of interleaved repetitions after a warm-up epoch
+   (text first, then images: no image loader's threads run beside a text epoch).
 2. Peers. The 2-way text split (one copy) mixed 70/30 by samples, an epoch of --samples-per-epoch: fastdata
    (`weights=`, `weight_by="samples"`), MosaicML Streaming (`Stream(proportion=...)`, `epoch_size`) and
    LitData (`CombinedStreamingDataset(weights=...)`). Realised shares per epoch, whether two runs agree, and whether a
@@ -55,13 +56,13 @@ SPLITS = {"one": [FORTUNES], "2-way": [FORTUNES[:3], FORTUNES[3:]], "5-way": [(f
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
     p.add_argument("--images", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--backend", default="dali", choices=["dali", "kornia"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=8192)
-    p.add_argument("--text-copies", type=int, default=10, help="copies of each fortunes file (a longer epoch)")
+    p.add_argument("--text-copies", type=int, default=30, help="copies of each fortunes file (a longer epoch)")
     p.add_argument("--samples-per-epoch", type=int, default=1000, help="peers part: samples an epoch")
     p.add_argument("--peers-python", type=Path, default=ROOT / ".venv-peers" / "bin" / "python")
     p.add_argument("--work-dir", type=Path, default=Path("bench-out") / "mixing")
@@ -150,19 +151,25 @@ def epoch_rate(loader, epoch: int, *, kind: str) -> tuple[float, int]:
 
 
 def overhead(data: dict[str, dict[str, list[Path]]], args: argparse.Namespace) -> dict[str, Any]:
+    """Each kind on its own (text first, then images, so no image loader's threads run beside a text epoch):
+    its three loaders warmed up, then interleaved repetitions of whole epochs."""
     makers = {"text": text_loader, "images": image_loader}
-    loaders = {(kind, name): makers[kind](parts, args) for kind, split in data.items() for name, parts in split.items()}
-    for (kind, _), loader in loaders.items():
-        epoch_rate(loader, 0, kind=kind)  # warm-up: page cache, DALI graph, thread pools
-    rates: dict[str, list[float]] = {f"{k}/{n}": [] for k, n in loaders}
-    counts: dict[str, int] = {}
-    for rep, key in interleaved(list(rates), args.reps):
-        kind, name = key.split("/")
-        rate, items = epoch_rate(loaders[(kind, name)], 1 + rep, kind=kind)
-        rates[key].append(rate)
-        counts[key] = items
-        print(f"rep {rep} {key:>14}: {rate:,.0f} {'tokens' if kind == 'text' else 'images'}/s ({items:,} an epoch)")
-    return {key: {**summarize(v), "items_per_epoch": counts[key]} for key, v in rates.items()}
+    out: dict[str, Any] = {}
+    for kind, split in data.items():
+        loaders = {name: makers[kind](parts, args) for name, parts in split.items()}
+        for loader in loaders.values():
+            epoch_rate(loader, 0, kind=kind)  # warm-up: page cache, DALI graph, thread pools
+        rates: dict[str, list[float]] = {name: [] for name in loaders}
+        counts: dict[str, int] = {}
+        for rep, name in interleaved(list(rates), args.reps):
+            rate, items = epoch_rate(loaders[name], 1 + rep, kind=kind)
+            rates[name].append(rate)
+            counts[name] = items
+            print(f"rep {rep} {kind}/{name:>5}: {rate:,.0f} {'tokens' if kind == 'text' else 'images'}/s "
+                  f"({items:,} an epoch)")
+        out.update({f"{kind}/{name}": {**summarize(v), "items_per_epoch": counts[name]} for name, v in rates.items()})
+        del loaders
+    return out
 
 
 # ------------------------------------------------------------------------------------------ peers

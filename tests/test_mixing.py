@@ -221,3 +221,20 @@ def test_image_text_pairs_mix_and_stay_paired(tmp_path):
         assert image_ids(images) == caption_ids(text["captions"])  # a caption never leaves its image
         counts.update(dataset.tolist())
     assert counts == {0: 4, 1: 12}
+
+
+def test_a_remote_dataset_mixes_like_a_local_one(images, s3, tmp_path):
+    pytest.importorskip("obstore")
+    from fastdata.storage.client import RemoteStore
+
+    store = RemoteStore(f"{s3}/mix-b/")
+    for p in sorted(images["b"].iterdir()):
+        if p.is_file() and p.name != "manifest.json":
+            store.upload(p.name, p)
+    store.upload("manifest.json", (images["b"] / "manifest.json").read_bytes())
+
+    def rows(source):
+        loader = fastdata.loader(source, **IMAGE_KW, weights=[0.5, 0.5], cache_dir=tmp_path / "cache")
+        return [(r, y) for _, labels in loader for r, y in zip(loader.backend.last_rows, labels.tolist())]
+
+    assert rows([str(images["a"]), f"{s3}/mix-b/"]) == rows(_pair(images))
