@@ -121,22 +121,20 @@ def check_mixture_state(saved: Any, here: dict[str, Any]) -> None:
 
 
 def is_mixture(source: Any, options: Mapping[str, Any]) -> bool:
-    """A dict, or a list/tuple with weights or with a dataset folder, URL or pattern among its entries (a list
-    of shard files is one dataset, as it always was)."""
+    """A dict; or a list/tuple given with mixing options, naming a dataset folder or URL, or whose shard
+    patterns lie in more than one folder. A list of shard files or patterns of one folder is one dataset, as
+    it always was."""
     if isinstance(source, Mapping):
         return True
     if isinstance(source, str | Path) or not isinstance(source, Sequence):
         return False
     if any(options.get(k) not in (None, False) for k in MIX_OPTIONS):
         return True
-    return any(_is_dataset_entry(item) for item in source)
-
-
-def _is_dataset_entry(item: Any) -> bool:
-    if not isinstance(item, str | Path):
-        return False
-    text = str(item)
-    return "://" in text or is_pattern(text) or Path(text).expanduser().is_dir()
+    items = [str(item) for item in source if isinstance(item, str | Path)]
+    if any("://" in text or Path(text).expanduser().is_dir() for text in items):
+        return True
+    folders = {Path(text).expanduser().parent for text in items if is_pattern(text)}
+    return len(folders) > 1
 
 
 def pop_spec(source: Any, options: dict[str, Any]) -> tuple[list[Any], MixSpec]:

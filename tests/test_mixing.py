@@ -15,6 +15,7 @@ from conftest_mixing import IMAGE_KW, image_datasets, image_rows, run_rank, text
 
 import fastdata  # noqa: E402
 from fastdata.errors import ManifestError  # noqa: E402
+from fastdata.mixing import MixedView  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +188,10 @@ def test_mixtures_are_checked(images, texts, tmp_path):
         fastdata.loader([str(images["a"]), str(tmp_path / "unlabeled")], **IMAGE_KW)
     plain = fastdata.loader([images["a"] / "train-000000.tar", images["a"] / "train-000001.tar"], **IMAGE_KW)
     assert plain.num_samples == 8  # a list of shard files is still one dataset
+    globbed = fastdata.loader([str(images["a"] / "train-00000[01].tar")], **IMAGE_KW)
+    assert globbed.num_samples == 8 and not isinstance(globbed.backend._view, MixedView)  # and so are its patterns
+    mixed = fastdata.loader([str(images["a"] / "*.tar"), str(images["b"] / "*.tar")], **IMAGE_KW)
+    assert isinstance(mixed.backend._view, MixedView) and mixed.classes == ("cat", "dog", "emu")
 
 
 def test_volume_mixture_says_the_dataset_of_each_patch(tmp_path):
