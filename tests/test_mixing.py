@@ -158,8 +158,14 @@ def test_packed_rows_say_the_dataset_of_every_token(texts):
 
 
 def test_a_mixture_of_tokenizers_is_refused_naming_both(texts):
-    with pytest.raises(ManifestError, match=r"tokenized differently.*0000000000"):
-        fastdata.loader([str(texts["a"]), str(texts["c"])], max_tokens=4096)
+    import json
+    import re
+
+    sha = json.loads((texts["a"] / "manifest.json").read_text())["extra"]["tokenizer"]["sha256"]
+    want = (f"{texts['a']} and {texts['c']} were tokenized differently (tokenizer sha256 {sha} and {'0' * 64}); "
+            "token ids of one mixture must mean the same: convert both with one tokenizer")
+    with pytest.raises(ManifestError, match=re.escape(want)):
+        fastdata.loader([str(texts["a"]), str(texts["b"]), str(texts["c"])], max_tokens=4096)
 
 
 def test_mixtures_are_checked(images, texts, tmp_path):

@@ -12,18 +12,17 @@ from fastdata.mixing import MixedView
 
 
 class MixedReader:
-    """SplitReader's interface (len, starts, read, forget, close) over the datasets of a MixedView."""
+    """SplitReader's interface (len, starts, read, close) over the datasets of a MixedView. A mixture's remote
+    datasets keep the shards they have read in the node cache (no `forget`: MixedView has no follower)."""
 
     def __init__(self, view: MixedView) -> None:
         self._readers = [SplitReader(v) for v in view.views]
         self._maps = view.label_maps
         self._offsets: list[int] = []
         self._starts: list[int] = []
-        self._first_shard: list[int] = []
         total = 0
         for reader in self._readers:
             self._offsets.append(total)
-            self._first_shard.append(len(self._starts))
             self._starts.extend(total + s for s in reader.starts)
             total += len(reader)
         self._len = total
@@ -52,10 +51,6 @@ class MixedReader:
                                  f"{len(table)} classes")
             label = int(table[label])
         return dataclasses.replace(raw, label=label, index=index)
-
-    def forget(self, s: int) -> None:
-        d = bisect.bisect_right(self._first_shard, s) - 1
-        self._readers[d].forget(s - self._first_shard[d])
 
     def close(self) -> None:
         for reader in self._readers:
