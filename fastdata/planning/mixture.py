@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -95,7 +95,7 @@ class Mixture:
             return self.sizes
         return tuple(n if m is None else int(m.sum()) for n, m in zip(self.sizes, self.measures))
 
-    @property
+    @cached_property
     def offsets(self) -> np.ndarray:
         """Global id of each dataset's first item (ids are dataset offset + local index)."""
         return np.concatenate([[0], np.cumsum(self.sizes, dtype=np.int64)])
@@ -203,11 +203,14 @@ class Mixture:
         return out
 
     def dataset_of(self, ids: np.ndarray) -> np.ndarray:
-        """The dataset each global id belongs to (-1 stays -1: a padding row; distinct ids are reduced)."""
+        """The dataset each global id belongs to (-1 stays -1: a padding row; distinct ids are reduced). Called
+        for every batch: one searchsorted when every id is a plain one."""
         ids = np.asarray(ids, dtype=np.int64)
-        ids = np.where(ids < 0, ids, ids % int(self.offsets[-1]))
-        out = np.searchsorted(self.offsets, ids, side="right") - 1
-        return np.where(ids < 0, -1, out)
+        total = int(self.offsets[-1])
+        if ids.size and (ids.min() < 0 or ids.max() >= total):
+            ids = np.where(ids < 0, ids, ids % total)
+            return np.where(ids < 0, -1, np.searchsorted(self.offsets, ids, side="right") - 1)
+        return np.searchsorted(self.offsets, ids, side="right") - 1
 
 
 def random_permute(seed: int, sizes: Sequence[int]) -> Permute:
