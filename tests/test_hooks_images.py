@@ -236,3 +236,25 @@ def test_a_raising_module_hook_is_named_by_its_class():
 
     with pytest.raises(HookError, match="the augment hook Exploding raised on epoch 2, batch 5: RuntimeError"):
         call_hook("augment", Exploding(), torch.zeros(1), epoch=2, batch=5)
+
+
+@pytest.mark.parametrize("channels_last", [True, False])
+@pytest.mark.parametrize("block", [1 << 18, 700])  # one block, and many blocks of a few rows each
+def test_finish_normalises_in_blocks_exactly_as_one_pass(monkeypatch, channels_last, block):
+    """DeviceAugment.finish writes (x - mean) / std over the batch in cache-sized blocks of rows; every block must
+    get its own rows' (per-plane) scale and shift, whatever the layout and the block size."""
+    import fastdata.images.device_aug as device_aug
+    from fastdata.images.device_aug import DeviceAugment
+    from fastdata.images.options import ImageLoaderOptions
+
+    monkeypatch.setattr(device_aug, "_BLOCK", block)
+    opts = ImageLoaderOptions(batch_size=3, image_size=16, device="cpu", backend="kornia", dtype="float32",
+                              channels_last=channels_last)
+    x = torch.rand(3, 3, 16, 16)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    mean = torch.tensor(opts.mean).view(1, 3, 1, 1)
+    std = torch.tensor(opts.std).view(1, 3, 1, 1)
+    want = (x - mean) / std
+    got = DeviceAugment(opts, torch.device("cpu")).finish(x.clone(memory_format=torch.preserve_format), inplace=True)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
