@@ -9,7 +9,8 @@ takes `Q_d // S_d` whole passes (each a fresh permutation) and `R_d = Q_d mod S_
 - a dataset asked for less than it holds (no whole pass) takes them from its *remainder stream*, an endless
   run of permutations whose epoch e covers the items starting in [e * R_d, (e + 1) * R_d): it continues its
   own permutation across epochs, so every item is seen once before any item repeats (the cursor e * R_d is
-  computed, not stored, so a resume needs nothing more);
+  computed, not stored, so a resume needs nothing more), and an epoch that straddles two passes holds no
+  item twice (see `_rest_pass`);
 - a dataset asked for more repeats whole passes and takes the R_d extra units from the start of one more
   fresh permutation, so within one epoch item counts differ by at most 1;
 - counted in samples a quota is exact; counted in tokens an epoch's share is exact up to the last sequence,
@@ -217,7 +218,7 @@ def random_permute(seed: int, sizes: Sequence[int]) -> Permute:
     """The default permutation of a dataset's items: numpy's, seeded by (seed, dataset, stream, pass)."""
     sizes = tuple(sizes)
 
-    @lru_cache(maxsize=16)
+    @lru_cache(maxsize=4)  # a permutation is as large as its dataset: keep few
     def permute(d: int, stream: int, p: int) -> np.ndarray:
         return np.random.default_rng([seed, d, stream, p, _MIX_STREAM]).permutation(sizes[d])
 
