@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.ffcv_candidate import FFCV_PYTHON
+from benchmarks.ffcv_candidate import INSTALL as FFCV_INSTALL
+
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
@@ -278,6 +281,20 @@ class Candidate:
     build: Callable[[Spec, Any], Iterable[Any]]
     setup: Callable[[Spec], Any] | None = None
     ceiling: bool = False
+    python: Path | None = None  # another environment's interpreter runs it (benchmarks/runner.ExternalWorker)
+    install: str = ""  # how to create that environment, said when it is missing
+
+
+def _ffcv(spec: Spec, state: Any) -> Iterable[Any]:
+    from benchmarks.ffcv_candidate import ffcv_loader
+
+    return ffcv_loader(spec, state)
+
+
+def _ffcv_setup(spec: Spec) -> Any:
+    from benchmarks.ffcv_candidate import ffcv_setup
+
+    return ffcv_setup(spec)
 
 
 CANDIDATES: dict[str, Candidate] = {c.key: c for c in (
@@ -288,6 +305,8 @@ CANDIDATES: dict[str, Candidate] = {c.key: c for c in (
     Candidate("d", "fastdata, DALI backend (shards)", _fastdata("dali")),
     Candidate("e", "fastdata, kornia backend (shards)", _fastdata("kornia")),
     Candidate("f", "ceiling: libjpeg-turbo decode only (shard bytes)", decode_ceiling, read_shard_jpegs, True),
+    Candidate("g", "FFCV 1.0.2 (JPEG beton of the same photos, max_resolution 341, quality 90)", _ffcv, _ffcv_setup,
+              python=FFCV_PYTHON, install=FFCV_INSTALL),
     Candidate("i", "fastdata, kornia backend, identity hooks (shards)", _fastdata("kornia", identity_hooks)),
     Candidate("l", "fastdata, DALI backend, identity hooks (shards)", _fastdata("dali", identity_hooks)),
     Candidate("j", "fastdata, kornia backend, timm recipe as hooks (shards; train only)",

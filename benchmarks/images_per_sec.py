@@ -3,10 +3,13 @@
     python benchmarks/images_per_sec.py                       # real photos replicated into a tree
     python benchmarks/images_per_sec.py --raw ~/data/imagenet/train --images 0
     python benchmarks/images_per_sec.py --images 256 --reps 2 --batch-size 64   # a short run
+    python benchmarks/images_per_sec.py --candidates dehfg --variant both --no-docs  # with FFCV (g)
 
 The raw tree is converted once with `fastdata convert`; then every candidate builds a fresh loader
 per repetition and iterates one epoch, producing the same 224x224 normalised float32 batches (the
 ceiling only decodes). Results: JSON rows, a table in docs/benchmarks.md and a PNG chart.
+FFCV (g) runs in its own environment, .venv-ffcv (benchmarks/ffcv_candidate.py says how to create it);
+without it, it is reported as not run.
 """
 
 from __future__ import annotations

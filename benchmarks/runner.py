@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import gc
 import importlib
+import json
 import multiprocessing as mp
+import os
+import subprocess
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+_REPLY = "@@fastdata-bench "  # prefixes an external worker's replies on its stdout (libraries print too)
 
 IMAGES = "benchmarks.image_candidates"  # a candidates module: its `Spec` dataclass and `CANDIDATES` by key
 
@@ -134,6 +142,93 @@ class Worker:
             self.proc.join()
 
 
+class ExternalWorker:
+    """A candidate that needs another Python environment (its `python`, e.g. FFCV's): the same protocol as
+    `Worker`, over the pipes of `python -m benchmarks.runner MODULE KEY SPEC`, with PYTHONPATH set to the
+    repository so the child imports this module but keeps its own site-packages."""
+
+    def __init__(self, key: str, spec: Any, module: str, python: Path, hint: str) -> None:
+        self.key, self.error, self._ready = key, None, False
+        self.proc: subprocess.Popen | None = None
+        if not Path(python).exists():
+            self.error, self._ready = f"not run: {python} does not exist ({hint})", True
+            return
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen([str(python), "-m", "benchmarks.runner", module, key, json.dumps(asdict(spec))],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+
+    def _recv(self) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(_REPLY):
+                return json.loads(line[len(_REPLY):])
+        return {"error": f"worker process for candidate {self.key} died (exit code {self.proc.wait()})"}
+
+    def wait_ready(self) -> None:
+        if not self._ready:
+            reply = self._recv()
+            self._ready = True
+            if "error" in reply:
+                self.error = reply["error"]
+
+    def run(self, *, max_batches: int | None = None) -> dict[str, Any]:
+        self.wait_ready()
+        if self.error is not None:
+            return {"candidate": self.key, "error": self.error}
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"max_batches": max_batches}) + "\n")
+        self.proc.stdin.flush()
+        return {"candidate": self.key, **self._recv()}
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            if self.proc.poll() is None and self.proc.stdin is not None:
+                self.proc.stdin.close()  # end of commands
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def external_main(argv: list[str]) -> int:
+    """The child side of ExternalWorker: set up the candidate, then one timed repetition per command line."""
+    module, key, spec_json = argv
+
+    def reply(obj: dict[str, Any]) -> None:
+        sys.stdout.write(_REPLY + json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    candidates = importlib.import_module(module)
+    try:
+        cand = candidates.CANDIDATES[key]
+        spec = candidates.Spec(**json.loads(spec_json))
+        state = cand.setup(spec) if cand.setup else None
+        reply({"ready": True})
+    except BaseException:
+        reply({"error": traceback.format_exc()})
+        return 1
+    for line in sys.stdin:
+        try:
+            reply(run_once(cand, spec, state, max_batches=json.loads(line).get("max_batches")))
+        except BaseException:
+            reply({"error": traceback.format_exc()})
+    return 0
+
+
+def make_worker(key: str, spec: Any, module: str) -> Worker | ExternalWorker:
+    """A `Worker`, or an `ExternalWorker` for a candidate that names its own `python`."""
+    cand = importlib.import_module(module).CANDIDATES.get(key)
+    python = getattr(cand, "python", None)
+    if python is not None:
+        return ExternalWorker(key, spec, module, python, getattr(cand, "install", ""))
+    return Worker(key, spec, module)
+
+
 def run_interleaved(keys: str, spec: Any, *, reps: int, warmup_batches: int, module: str = IMAGES,
                     tag: str = "", extra: dict[str, Any] | None = None,
                     show: Callable[[dict[str, Any]], str] = lambda row: "") -> list[dict[str, Any]]:
@@ -142,7 +237,7 @@ def run_interleaved(keys: str, spec: Any, *, reps: int, warmup_batches: int, mod
     each); prints each as `show(row)` says, prefixed with `tag`."""
     from benchmarks.common import interleaved
 
-    workers = {key: Worker(key, spec, module) for key in keys}
+    workers = {key: make_worker(key, spec, module) for key in keys}
     rows: list[dict[str, Any]] = []
     try:
         for key, w in workers.items():
@@ -163,3 +258,7 @@ def run_interleaved(keys: str, spec: Any, *, reps: int, warmup_batches: int, mod
         for w in workers.values():
             w.close()
     return rows
+
+
+if __name__ == "__main__":
+    sys.exit(external_main(sys.argv[1:]))

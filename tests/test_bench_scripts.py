@@ -206,3 +206,33 @@ def test_mixing_tiny_end_to_end_without_peers(tmp_path):
     assert all(e["sample_share"] == [0.7, 0.3] and e["samples"] == 200 and e["repeats"] == 0 for e in ours["epochs"])
     assert ours["epochs"][-1]["early_repeats"] == 0 and ours["repeatable"] and ours["resume"] == "exact"
     assert "not run" in rows["mds"]["error"] and "not run" in rows["litdata"]["error"]
+
+
+def test_a_candidate_of_another_environment_runs_there_or_is_reported_not_run(tmp_path, monkeypatch):
+    """ExternalWorker (FFCV's candidate g lives in .venv-ffcv): the same rows as an in-process worker when its
+    interpreter exists (here this one, on the decode-only candidate), a 'not run' row naming the fix when not."""
+    import dataclasses
+
+    from helpers import convert_images, make_image_tree
+
+    from benchmarks import image_candidates, runner
+
+    convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=3), tmp_path / "shards")
+    spec = image_candidates.Spec(raw=str(tmp_path / "raw"), shards=str(tmp_path / "shards"), split="train",
+                                 batch_size=4, train=True, threads=1)
+    here = dataclasses.replace(image_candidates.CANDIDATES["f"], python=Path(sys.executable))
+    missing = dataclasses.replace(image_candidates.CANDIDATES["g"], python=tmp_path / "nope" / "python")
+    monkeypatch.setitem(image_candidates.CANDIDATES, "f", here)
+    monkeypatch.setitem(image_candidates.CANDIDATES, "g", missing)
+    worker = runner.make_worker("f", spec, runner.IMAGES)
+    try:
+        assert isinstance(worker, runner.ExternalWorker)
+        row = worker.run()
+    finally:
+        worker.close()
+    assert row["candidate"] == "f" and row["images"] == 6 and row["output"].startswith("list of ndarray uint8")
+    absent = runner.make_worker("g", spec, runner.IMAGES)
+    row = absent.run()
+    absent.close()
+    assert row["error"].startswith(f"not run: {tmp_path / 'nope' / 'python'} does not exist")
+    assert "ffcv_candidate.py" in row["error"]
