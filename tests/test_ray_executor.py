@@ -161,8 +161,17 @@ def test_a_driver_killed_mid_run_resumes(images, golden, tmp_path):
     while time.monotonic() < deadline and not (records.is_dir() and any(records.iterdir())):
         assert proc.poll() is None, "the driver ended before any shard was recorded"
         time.sleep(0.1)
+    import psutil
+
+    spawned = psutil.Process(proc.pid).children(recursive=True)  # its Ray instance: raylet, GCS, workers
     os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray instance it started
     proc.wait()
+    for p in spawned:  # Ray's processes outside the group die with their parent, a moment later: not during the
+        try:           # rerun (a worker killed mid-shard then races the rerun's attempt at that shard)
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(spawned, timeout=30)
     done = len(list(records.iterdir()))
     assert 1 <= done < 6 and not (dst / "manifest.json").exists()
     result = convert_images(images, dst, executor="ray")
