@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,53 +72,54 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # ------------------------------------------------------------------------------------------ data
-def prepare_text(work: Path, copies: int) -> dict[str, list[Path]]:
+def _convert_parts(work: Path, kind: str, groups: dict[str, list[Any]], *, tag: str, options: Any,
+                   fill: Callable[[Path, Any], None]) -> dict[str, list[Path]]:
+    """Each group's parts converted once into `work/kind/<group>-<k><tag>` (reused when already there);
+    `fill(src, part)` lays out the source folder of one part."""
     from converters import get_kind
     from converters.engine import ConvertConfig, convert
-    from converters.text import TextOptions
 
-    tokenizer = SAMPLES / "tokenizers" / "bert-base-uncased.json"
     out: dict[str, list[Path]] = {}
-    for name, parts in SPLITS.items():
+    for name, parts in groups.items():
         out[name] = []
-        for k, files in enumerate(parts):
-            dst = work / "text" / f"{name}-{k}-x{copies}"
+        for k, part in enumerate(parts):
+            dst = work / kind / f"{name}-{k}{tag}"
             if not (dst / "manifest.json").exists():
-                src = work / "text-src" / f"{name}-{k}"
+                src = work / f"{kind}-src" / f"{name}-{k}"
                 shutil.rmtree(src, ignore_errors=True)
-                for f in files:
-                    (src / f).mkdir(parents=True)
-                    for c in range(copies):
-                        shutil.copyfile(SAMPLES / "text" / "fortunes" / f, src / f / f"{f}-{c}.txt")
-                convert(get_kind("text"), src, dst, options=TextOptions(tokenizer=str(tokenizer), separator="%"),
-                        config=ConvertConfig(jobs=os.cpu_count() or 1))
+                fill(src, part)
+                convert(get_kind(kind), src, dst, options=options, config=ConvertConfig(jobs=os.cpu_count() or 1))
             out[name].append(dst)
     return out
 
 
+def prepare_text(work: Path, copies: int) -> dict[str, list[Path]]:
+    from converters.text import TextOptions
+
+    def fill(src: Path, files: tuple[str, ...]) -> None:
+        for f in files:
+            (src / f).mkdir(parents=True)
+            for c in range(copies):
+                shutil.copyfile(SAMPLES / "text" / "fortunes" / f, src / f / f"{f}-{c}.txt")
+
+    tokenizer = SAMPLES / "tokenizers" / "bert-base-uncased.json"
+    return _convert_parts(work, "text", SPLITS, tag=f"-x{copies}", fill=fill,
+                          options=TextOptions(tokenizer=str(tokenizer), separator="%"))
+
+
 def prepare_images(work: Path, images: int) -> dict[str, list[Path]]:
-    from converters import get_kind
-    from converters.engine import ConvertConfig, convert
     from converters.images import ImageOptions
 
     photos = replicate_photos(work / "photos", images=images, classes=10)
     classes = sorted(p.name for p in photos.iterdir())
     groups = {"one": [classes], "2-way": [classes[:5], classes[5:]],
               "5-way": [classes[i:i + 2] for i in range(0, 10, 2)]}
-    out: dict[str, list[Path]] = {}
-    for name, parts in groups.items():
-        out[name] = []
-        for k, names in enumerate(parts):
-            dst = work / "images" / f"{name}-{k}-{images}"
-            if not (dst / "manifest.json").exists():
-                src = work / "images-src" / f"{name}-{k}"
-                shutil.rmtree(src, ignore_errors=True)
-                for c in names:
-                    shutil.copytree(photos / c, src / c)
-                convert(get_kind("images"), src, dst, options=ImageOptions(),
-                        config=ConvertConfig(jobs=os.cpu_count() or 1))
-            out[name].append(dst)
-    return out
+
+    def fill(src: Path, names: list[str]) -> None:
+        for c in names:
+            shutil.copytree(photos / c, src / c)
+
+    return _convert_parts(work, "images", groups, tag=f"-{images}", fill=fill, options=ImageOptions())
 
 
 # ------------------------------------------------------------------------------------------ overhead

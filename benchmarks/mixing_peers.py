@@ -38,6 +38,23 @@ def _keys(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
     return {"key": [r["key"] for r in rows]}
 
 
+def _epochs(dl: Any, *, epochs: int, stop: tuple[int, int] | None) -> tuple[list[list[list[str]]], Any]:
+    """The keys of every batch of `epochs` epochs of loader `dl`; at (epoch, batches) `stop`, its state_dict()
+    and no more."""
+    out, saved = [], None
+    for epoch in range(epochs):
+        keys = []
+        for b, rows in enumerate(dl):
+            keys.append(list(rows["key"]))
+            if stop is not None and (epoch, b + 1) == stop:
+                saved = dl.state_dict()
+                break
+        out.append(keys)
+        if saved is not None:
+            break
+    return out, saved
+
+
 # -------------------------------------------------------------------------------------- MosaicML Streaming
 def write_mds(raw: Path, out: Path, datasets: int) -> list[Path]:
     from streaming import MDSWriter
@@ -66,17 +83,7 @@ def mds_epochs(dirs: list[Path], cfg: dict[str, Any], *, epochs: int, stop: tupl
     dl = StreamingDataLoader(ds, batch_size=cfg["batch_size"], num_workers=cfg.get("workers", 0), collate_fn=_keys)
     if state is not None:
         dl.load_state_dict(state)
-    out, saved = [], None
-    for epoch in range(epochs):
-        keys = []
-        for b, rows in enumerate(dl):
-            keys.append(list(rows["key"]))
-            if stop is not None and (epoch, b + 1) == stop:
-                saved = dl.state_dict()
-                break
-        out.append(keys)
-        if saved is not None:
-            break
+    out, saved = _epochs(dl, epochs=epochs, stop=stop)
     del dl, ds
     clean_stale_shared_memory()
     return out, saved
@@ -109,18 +116,7 @@ def litdata_epochs(dirs: list[Path], cfg: dict[str, Any], *, epochs: int, stop: 
     dl = StreamingDataLoader(ds, batch_size=cfg["batch_size"], num_workers=cfg.get("workers", 0), collate_fn=_keys)
     if state is not None:
         dl.load_state_dict(state)
-    out, saved = [], None
-    for epoch in range(epochs):
-        keys = []
-        for b, rows in enumerate(dl):
-            keys.append(list(rows["key"]))
-            if stop is not None and (epoch, b + 1) == stop:
-                saved = dl.state_dict()
-                break
-        out.append(keys)
-        if saved is not None:
-            break
-    return out, saved
+    return _epochs(dl, epochs=epochs, stop=stop)
 
 
 # -------------------------------------------------------------------------------------- the report

@@ -124,11 +124,14 @@ class Worker:
         self.wait_ready()
         if self.error is not None:
             return {"candidate": self.key, "error": self.error}
-        self.conn.send({"max_batches": max_batches})
+        self._send({"max_batches": max_batches})
         reply = self._recv()
         if "error" in reply:
             return {"candidate": self.key, "error": reply["error"]}
         return reply
+
+    def _send(self, command: dict[str, Any]) -> None:
+        self.conn.send(command)
 
     def close(self) -> None:
         try:
@@ -142,10 +145,10 @@ class Worker:
             self.proc.join()
 
 
-class ExternalWorker:
-    """A candidate that needs another Python environment (its `python`, e.g. FFCV's): the same protocol as
-    `Worker`, over the pipes of `python -m benchmarks.runner MODULE KEY SPEC`, with PYTHONPATH set to the
-    repository so the child imports this module but keeps its own site-packages."""
+class ExternalWorker(Worker):
+    """A candidate that needs another Python environment (its `python`, e.g. FFCV's): `Worker`'s protocol over
+    the pipes of `python -m benchmarks.runner MODULE KEY SPEC`, with PYTHONPATH set to the repository so the
+    child imports this module but keeps its own site-packages."""
 
     def __init__(self, key: str, spec: Any, module: str, python: Path, hint: str) -> None:
         self.key, self.error, self._ready = key, None, False
@@ -164,21 +167,10 @@ class ExternalWorker:
                 return json.loads(line[len(_REPLY):])
         return {"error": f"worker process for candidate {self.key} died (exit code {self.proc.wait()})"}
 
-    def wait_ready(self) -> None:
-        if not self._ready:
-            reply = self._recv()
-            self._ready = True
-            if "error" in reply:
-                self.error = reply["error"]
-
-    def run(self, *, max_batches: int | None = None) -> dict[str, Any]:
-        self.wait_ready()
-        if self.error is not None:
-            return {"candidate": self.key, "error": self.error}
+    def _send(self, command: dict[str, Any]) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"max_batches": max_batches}) + "\n")
+        self.proc.stdin.write(json.dumps(command) + "\n")
         self.proc.stdin.flush()
-        return {"candidate": self.key, **self._recv()}
 
     def close(self) -> None:
         if self.proc is None:

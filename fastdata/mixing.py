@@ -31,7 +31,6 @@ class MixSpec:
     weights: tuple[float, ...] | None = None
     weight_by: str | None = None  # None: "tokens" for text, "samples" otherwise
     per_epoch: int | None = None
-    per_epoch_name: str | None = None  # "samples_per_epoch" or "tokens_per_epoch", as given
     return_dataset: bool = False
 
 
@@ -72,10 +71,6 @@ class MixedView:
     @property
     def shards(self) -> tuple:
         return tuple(ref for v in self.views for ref in v.shards)
-
-    @property
-    def num_samples(self) -> int:
-        return sum(v.num_samples for v in self.views)
 
     def weight_by(self) -> str:
         return self.spec.weight_by or ("tokens" if self.kind == "text" else "samples")
@@ -167,7 +162,7 @@ def pop_spec(source: Any, options: dict[str, Any]) -> tuple[list[Any], MixSpec]:
     if not isinstance(ret, bool):
         raise ValueError(f"return_dataset must be True or False, got {ret!r}")
     spec = MixSpec(weights=check_weights(weights, len(entries)), weight_by=weight_by,
-                   per_epoch=per[0][1] if per else None, per_epoch_name=per[0][0] if per else None,
+                   per_epoch=per[0][1] if per else None,
                    return_dataset=ret)
     return entries, spec
 

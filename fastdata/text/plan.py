@@ -99,15 +99,15 @@ def even_out(batches: list[np.ndarray], world_size: int) -> list[np.ndarray]:
     return out
 
 
-def deal(batches: list[np.ndarray], *, rank: int, world_size: int) -> list[np.ndarray]:
-    """This rank's batches: every world_size-th one, starting at `rank` (equal counts after even_out)."""
-    return even_out(batches, world_size)[rank::world_size]
-
-
 def deal_all(batches: list[np.ndarray], world_size: int) -> list[list[np.ndarray]]:
-    """Every rank's batches (`deal` for each rank)."""
+    """Every rank's batches: rank r takes every world_size-th one, starting at r (equal counts after even_out)."""
     evened = even_out(batches, world_size)
     return [evened[r::world_size] for r in range(world_size)]
+
+
+def deal(batches: list[np.ndarray], *, rank: int, world_size: int) -> list[np.ndarray]:
+    """This rank's batches of `deal_all`."""
+    return deal_all(batches, world_size)[rank]
 
 
 def redeal(rests: list[list[np.ndarray]], world_size: int) -> list[list[np.ndarray]]:

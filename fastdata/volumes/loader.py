@@ -85,10 +85,10 @@ class VolumeLoader:
         """Every rank's patches of `epoch` interrupted at `lineage` (planning/elastic.py); with `only` and no
         lineage, just that rank's."""
         o = self.opts
+        items = None if self.mixture is None or not o.train else self.mixture.epoch_items(epoch, self._permute)
 
         def fresh(rank: int, world: int) -> list[PatchSpec]:
             if o.train:
-                items = None if self.mixture is None else self.mixture.epoch_items(epoch, self._permute)
                 return train_plan(len(self.store), per_volume=o.patches_per_volume, seed=o.seed, epoch=epoch,
                                   rank=rank, world_size=world, items=items)
             return eval_plan(self._shapes, patch=o.patch_size, overlap=o.overlap, rank=rank, world_size=world)
