@@ -88,3 +88,29 @@ def test_a_failed_download_leaves_nothing_and_can_be_retried(tmp_path: Path):
     calls: list[str] = []
     assert cache.acquire("s", size=10, fetch=writer(b"0123456789", calls)).read_bytes() == b"0123456789"
     cache.close()
+
+
+@pytest.mark.parametrize("gone_at_look", [1, 2])
+def test_used_skips_a_file_removed_while_it_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   gone_at_look: int):
+    """Another thread's failed download removes its temporary file between listing and reading its size (a CI
+    failure): `used()` counts it or not, and never raises."""
+    cache = ShardCache(tmp_path, fingerprint="e" * 64, limit=1000)
+    calls: list[str] = []
+    cache.acquire("kept", size=10, fetch=writer(b"k" * 10, calls))
+    gone = cache.path("s.123.tmp")
+    gone.write_bytes(b"t" * 7)
+    real_stat = Path.stat
+    looks = []
+
+    def vanishing(self: Path, **kw):
+        if self == gone:
+            looks.append(1)
+            if len(looks) == gone_at_look:
+                self.unlink()
+        return real_stat(self, **kw)
+
+    monkeypatch.setattr(Path, "stat", vanishing)
+    assert cache.used() in (10, 17) and looks
+    cache.release("kept")
+    cache.close()

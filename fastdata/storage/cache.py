@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -144,7 +145,15 @@ class ShardCache:
 
     def used(self) -> int:
         """Bytes in the cache: complete files and reserved temporary files."""
-        return sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file())
+        total = 0
+        for p in self.dir.iterdir():
+            try:
+                st = p.stat()
+            except FileNotFoundError:  # a temporary file another thread or process removed meanwhile
+                continue
+            if stat.S_ISREG(st.st_mode):
+                total += st.st_size
+        return total
 
     def schedule(self, names: Sequence[str]) -> None:
         """The shards this process needs next, soonest first (what eviction keeps longest)."""
