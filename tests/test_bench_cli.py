@@ -65,11 +65,12 @@ def test_bench_identity_hooks_measures_both_and_prints_the_ratio(dataset, capsys
     from fastdata.cli import bench as bench_cli
     from fastdata.perf import loader_bench
 
-    seen = []
+    seen, warmups = [], []
     real = loader_bench.measure
 
     def spy(source, *, options, **kw):
         seen.append(options.get("augment") is not None)
+        warmups.append(kw["warmup"])
         return real(source, options=options, **kw)
 
     monkeypatch.setattr(loader_bench, "measure", spy)
@@ -83,4 +84,7 @@ def test_bench_identity_hooks_measures_both_and_prints_the_ratio(dataset, capsys
     ratio = float(line.split("(")[1].split("x")[0])
     assert with_hooks > 0 and plain > 0 and abs(ratio - with_hooks / plain) < 0.001  # printed values are rounded
     assert seen[-8:] == [False, True, True, False] * 2  # four of each, the first of a pair changing every time
+    assert warmups[:-8] == [1] and warmups[-8:] == [4] * 8  # --warmup 1, but both queues of prefetch 1 filled
+    assert "one more pass" not in out  # kornia: no note on DALI's normalisation
+    assert bench_cli.hooks_warmup(10, 2) == 10 and bench_cli.hooks_warmup(2, 3) == 8
     assert bench_cli._unchanged_pair(1, 2) == (1, 2) and bench_cli._unchanged(3) == 3

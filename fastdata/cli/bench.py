@@ -135,11 +135,22 @@ def _hooks_cost(args: argparse.Namespace, opts: dict, reps: int = 4) -> tuple[fl
     hooked = {**opts, "augment": _unchanged, "batch_transform": _unchanged_pair}
     runs: dict[str, list[float]] = {"none": [], "identity": []}
     pair = [("none", opts), ("identity", hooked)]
+    warmup = hooks_warmup(args.warmup, int(opts.get("prefetch", 2)))
     for rep in range(reps):
         for name, o in pair if rep % 2 == 0 else pair[::-1]:
-            m = measure(args.dataset, options=o, batches=args.batches, warmup=args.warmup)
+            m = measure(args.dataset, options=o, batches=args.batches, warmup=warmup)
             runs[name].append(m.images_per_s)
     plain, with_hooks = statistics.median(runs["none"]), statistics.median(runs["identity"])
     print(f"identity hooks: {with_hooks:.1f} images/s vs {plain:.1f} without ({with_hooks / plain:.3f}x; medians of "
-          f"{reps} alternating runs)" if plain > 0 else "identity hooks: no images measured")
+          f"{reps} alternating runs, {warmup} warm-up batches each)" if plain > 0
+          else "identity hooks: no images measured")
+    if opts.get("backend") == "dali" and str(opts.get("device", "cpu")).startswith("cpu"):
+        print("(DALI on CPU: with an augment hook the graph hands over [0, 1] images and normalisation runs after "
+              "the hook, one more pass over each float batch; see docs/augment.md)")
     return plain, with_hooks
+
+
+def hooks_warmup(warmup: int, prefetch: int) -> int:
+    """Warm-up batches for the hooks comparison: enough to fill the hook stage's queue as well as the producer's
+    (2 x (prefetch + 1) batches in flight), so that the timed window starts from a full pipeline in both runs."""
+    return max(warmup, 2 * (prefetch + 1))
