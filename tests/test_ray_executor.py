@@ -237,3 +237,15 @@ def test_ray_tasks_upload_to_an_s3_destination(images, golden, s3, tmp_path):
     for name in ("train-000000.tar", "train-000005.idx", "manifest.json"):
         body = client.get_object(Bucket=bucket, Key=f"in/{name}")["Body"].read()
         assert hashlib.sha256(body).hexdigest() == golden[name], name
+
+
+def test_attempt_files_count_retries_per_shard(tmp_path):
+    from converters.executor import AttemptFiles
+
+    attempts = AttemptFiles(str(tmp_path / "attempts"))
+    assert attempts.retries() == 0  # no folder yet
+    for name in ("train-000000.tar", "train-000001.tar", "train-000000.tar", "train-000000.tar"):
+        attempts.start(name)
+    assert attempts.retries() == 2  # the first shard's second and third attempts
+    attempts.clear()
+    assert attempts.retries() == 0 and not (tmp_path / "attempts").exists()
