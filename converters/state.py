@@ -97,7 +97,9 @@ def _sha256(path: Path) -> str:
 
 def _still_written(dst: Path, record: dict[str, Any]) -> bool:
     """Whether the files a record vouches for are still the ones written: size and mtime as recorded, or
-    (touched since, e.g. copied) the shard's sha256 as recorded. A truncated or replaced shard fails."""
+    (touched since, e.g. copied) the sha256 recorded for the shard and its index. Also true when two attempts
+    at one shard (a retried task whose first attempt still runs) each renamed identical bytes into place and
+    the record stat'ed one's tar and the other's index. A truncated or replaced shard fails."""
     shard = record.get("shard")
     if shard is None:
         return True
@@ -110,7 +112,12 @@ def _still_written(dst: Path, record: dict[str, Any]) -> bool:
             return False
         if found == written.get(name):
             continue
-        if name != shard["name"] or found[0] != shard["bytes"] or _sha256(dst / name) != shard["sha256"]:
+        if name == shard["name"]:
+            same = found[0] == shard["bytes"] and _sha256(dst / name) == shard["sha256"]
+        else:  # the index: records before index hashes were kept cannot vouch for a touched one
+            expected = record.get("written_sha256", {}).get(name)
+            same = expected is not None and _sha256(dst / name) == expected
+        if not same:
             log.warning("%s changed since it was recorded: converting it again", dst / name)
             return False
     return True
@@ -132,6 +139,8 @@ def save_record(dst: Path, shard_name: str, record: dict[str, Any]) -> None:
     if shard is not None:
         names = [n for n in (shard["name"], shard.get("index")) if n]
         record = {**record, "written": {n: _stat(dst / n) for n in names}}
+        if shard.get("index"):  # vouches for the index when its mtime changed but not its bytes (below)
+            record["written_sha256"] = {shard["index"]: _sha256(dst / shard["index"])}
     path = record_path(dst, shard_name)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(path, record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -212,3 +213,28 @@ def test_canonical_json_sorts_keys_at_every_level():
 
     assert dumps_json({"b": 1, "a": {"d": 2, "c": "é"}}) == '{\n "a": {\n  "c": "é",\n  "d": 2\n },\n "b": 1\n}\n'
 
+
+
+@pytest.mark.parametrize("member", ["tar", "idx"])
+def test_a_record_vouches_for_touched_files_with_the_same_bytes_only(tree: Path, tmp_path: Path, member: str):
+    """Two attempts at one shard (a retried task whose first attempt still runs) rename identical bytes into
+    place: the record may hold the mtime of one attempt's file and the disk the other's. Same bytes: still
+    finished; other bytes: converted again."""
+    out = tmp_path / "out"
+    convert_images(tree, out, samples_per_shard=4, short_side=128)
+    name = "train-000000.tar"
+    path = out / f"train-000000.{member}"
+    data = path.read_bytes()
+    state.save_record(out, name, {"split": "train", "shard": {"name": name, "index": "train-000000.idx",
+                                                             "bytes": (out / name).stat().st_size,
+                                                             "sha256": hashlib.sha256((out / name).read_bytes())
+                                                             .hexdigest()},
+                                  "class_counts": {}, "stats": {}, "rejected": []})
+    assert state.load_record(out, name) is not None
+    stamp = path.stat().st_mtime_ns + 10**9
+    path.write_bytes(data)  # another attempt's identical file
+    os.utime(path, ns=(stamp, stamp))
+    assert state.load_record(out, name) is not None
+    path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, other bytes
+    os.utime(path, ns=(stamp, stamp))
+    assert state.load_record(out, name) is None

@@ -197,6 +197,9 @@ def test_the_same_shard_made_twice_at_once_leaves_one_valid_file(images, golden,
     assert made["train-000000.tar"] == golden["train-000000.tar"]
     assert made["train-000000.idx"] == golden["train-000000.idx"]
     assert not list(dst.glob("*.tmp"))
+    from converters import state
+
+    assert state.load_record(dst, "train-000000.tar") is not None  # whichever attempt's files and record won
 
 
 def test_a_worker_with_other_library_versions_is_refused(images, tmp_path):
