@@ -24,7 +24,9 @@ import torch
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
+from fastdata.images.buffers import BufferPool
 from fastdata.images.decode import TrainParams, decode_eval, decode_train, is_jpeg
+from fastdata.images.device_aug import pool_size
 from fastdata.images.device_decode import Encoded, decode_on_device
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL
@@ -41,6 +43,7 @@ class KorniaBackend(PlannedBackend):
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         super().__init__(view, opts)
         self._pin = self._device.type == "cuda"
+        self._hosts = BufferPool(keep=pool_size(opts))  # uint8 batches on a CPU-only loader
 
     def _cuda_stream(self) -> Any:
         return torch.cuda.Stream(self._device) if self._device.type == "cuda" else None
@@ -83,7 +86,10 @@ class KorniaBackend(PlannedBackend):
         rows, size = len(entries), self._opts.image_size
         on_device = self._opts.device_decode
         where = {"device": self._device} if on_device else {"pin_memory": self._pin}
-        images = torch.empty((rows, size, size, 3), dtype=torch.uint8, **where)  # padding rows zeroed below
+        if on_device or self._pin:
+            images = torch.empty((rows, size, size, 3), dtype=torch.uint8, **where)  # padding rows zeroed below
+        else:  # a pooled host buffer: already mapped (buffers.py)
+            images = torch.from_numpy(self._hosts.take((rows, size, size, 3), np.uint8))
         labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
         host, label_rows = (None if on_device else images.numpy()), labels.numpy()
         jitter = np.zeros((rows, 4), dtype=np.float32) if self._opts.train and self._opts.color_jitter else None
