@@ -236,3 +236,24 @@ def test_a_candidate_of_another_environment_runs_there_or_is_reported_not_run(tm
     absent.close()
     assert row["error"].startswith(f"not run: {tmp_path / 'nope' / 'python'} does not exist")
     assert "ffcv_candidate.py" in row["error"]
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_image_stages_times_every_stage_and_bounds_the_share_of_decode_only(tmp_path, capsys, train):
+    from helpers import convert_images, make_image_tree
+
+    from benchmarks import image_stages
+
+    convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=4, size=(320, 240)), tmp_path / "shards")
+    share = image_stages.main(["--shards", str(tmp_path / "shards"), "--images", "8", "--reps", "1", "--batch", "4",
+                               *([] if train else ["--eval"])])
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("| ") and "ms/image" not in ln]
+    names = [r.split(" | ")[0][2:] for r in rows]
+    assert names[0] == "read bytes from the shard" and names[1].startswith("decode") and names[-1].startswith("sum")
+    assert ("horizontal flip (its share: half the samples)" in names) == train
+    total = float(rows[-1].split(" | ")[1])
+    assert abs(sum(float(r.split(" | ")[1]) for r in rows[:-1]) - total) < 0.002 * len(rows)  # printed rounded
+    assert 0 < share < 1 and f"at best {share:.0%} of its images/s" in out
+    with pytest.raises(SystemExit):
+        image_stages.main(["--shards", str(tmp_path / "missing")])
