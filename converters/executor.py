@@ -9,7 +9,7 @@ is harmless. Tasks never list the source. A worker whose library versions differ
 (converters/versions.py). A worker or node that dies is retried by Ray (`--retries`), as are OSError and
 TimeoutError; shards that still fail are listed in `DST/.partial/failed.json` and the run exits non-zero;
 the rerun converts only the shards without a record. Attempts are counted (the summary's retries) with
-one empty file per attempt in `DST/.partial/attempts/` for a local destination, and by a small Ray actor for
+one empty file per attempt in `DST/.partial/attempts/HOST-PID/` for a local destination, and by a small Ray actor for
 a remote one.
 """
 
@@ -164,8 +164,10 @@ def run_ray(jobs: Iterable[ShardJob], *, dest: Destination, address: str | None,
     summary, failed = RaySummary(), {}
     try:
         if isinstance(dest, LocalDestination):
-            attempts: Any = AttemptFiles(str((dest.work / PARTIAL / "attempts").absolute()))
-            attempts.clear()  # a rerun counts its own retries
+            # one folder per driver: parts converted at once into one destination count their own retries
+            driver = f"{socket.gethostname()}-{os.getpid()}"
+            attempts: Any = AttemptFiles(str((dest.work / PARTIAL / "attempts" / driver).absolute()))
+            attempts.clear()
         else:
             attempts = ray.remote(num_cpus=0)(_Attempts).remote()
         task = ray.remote(convert_one_shard).options(

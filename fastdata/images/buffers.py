@@ -25,8 +25,6 @@ def _refs_when_only_pooled() -> int:
     return sys.getrefcount(probe[0])
 
 
-_ONLY_POOLED = _refs_when_only_pooled()
-
 
 class BufferPool:
     """Up to `keep` numpy buffers, each handed out again once only the pool refers to it."""
@@ -37,13 +35,14 @@ class BufferPool:
         self._keep = keep
         self._arrays: list[np.ndarray] = []
         self._lock = threading.Lock()
+        self._only_pooled = _refs_when_only_pooled()
         self.reused = 0  # how many `take`s were served from the pool (for tests and logs)
 
     def take(self, shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
         """An uninitialised C-contiguous array of `shape` and `dtype`: a free pooled one, else a new one."""
         dtype = np.dtype(dtype)
         with self._lock:
-            free = [i for i in range(len(self._arrays)) if sys.getrefcount(self._arrays[i]) == _ONLY_POOLED]
+            free = [i for i in range(len(self._arrays)) if sys.getrefcount(self._arrays[i]) == self._only_pooled]
             for i in free:
                 if self._arrays[i].shape == shape and self._arrays[i].dtype == dtype:
                     self.reused += 1

@@ -6,8 +6,9 @@ result does not depend on the batch a sample lands in or on what ran before (exa
 stay uint8 until the last step, then become float32 [0, 1] in one conversion (NHWC memory is exactly NCHW
 channels_last, so no transpose; for channels_last=False the uint8 batch is transposed first, the cheaper
 of the two copies). That is what an `augment` hook receives; it is then normalised in place by one
-multiply-add with a per-column (channels_last) or per-plane scale. On CPU this is faster than a single
-type-promoting multiply-add from uint8, and allocates one batch-sized tensor fewer.
+multiply-add with a per-column (channels_last) or per-plane scale. On the CPU, without colour jitter, the
+uint8 batch goes to the normalised float (or, for a hook, to [0, 1]) in one blocked pass (`_from_uint8`),
+into a batch buffer reused once nothing outside the loader refers to it (`buffers.py`).
 """
 
 from __future__ import annotations
