@@ -2,8 +2,9 @@
 
 A batch of 64 float32 images of 224 x 224 is 38 MB. A fresh one from the allocator is fresh memory from
 the kernel (glibc hands out allocations this large with mmap and returns them on free), so every batch
-pays about 9,400 page faults and the zeroing of each page on its first write: measured about 15 ms for
-that batch on this project's 2-core machine, more than converting and normalising it (7 ms). The pool
+pays about 9,400 page faults and the zeroing of each page on its first write: measured about 3 ms for
+that batch on a quiet 2-core machine (up to 15 ms while other work shared it), against 8 ms for converting
+and normalising it (see `device_aug.py`). The pool
 keeps the buffers of the last few batches and hands one out again when no tensor, view or array made from
 it is alive any more (its only reference is the pool's), so the memory is already mapped.
 
