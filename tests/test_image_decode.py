@@ -29,9 +29,20 @@ def test_resize_returns_dense_hwc() -> None:
     assert out.is_contiguous()  # so the copy into an NHWC batch row is a plain memcpy
 
 
-def test_hflip_equals_torch_flip() -> None:
+def test_hflip_equals_torch_flip_in_few_serial_bands(monkeypatch) -> None:
     image = torch.from_numpy(np.random.default_rng(2).integers(0, 256, (224, 224, 3), dtype=np.uint8))
-    assert torch.equal(hflip_hwc(image), image.flip(1))
+    want = image.flip(1)
+    sizes = []
+    real = torch.Tensor.flip
+
+    def spy(self, *dims):
+        sizes.append(self.numel())
+        return real(self, *dims)
+
+    monkeypatch.setattr(torch.Tensor, "flip", spy)
+    assert torch.equal(hflip_hwc(image), want)
+    # each band below torch's intra-op grain (no OpenMP team from a decode thread), and as few bands as that allows
+    assert max(sizes) < 32768 and len(sizes) == 5
 
 
 def test_decode_train_flip_is_the_mirror_of_no_flip() -> None:

@@ -133,13 +133,17 @@ def draw_train_params(rng: np.random.Generator, color_jitter: tuple[float, float
     return TrainParams(flip=flip, jitter=jitter)
 
 
+_GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller element-wise ops run serially
+
+
 def hflip_hwc(image: torch.Tensor) -> torch.Tensor:
     """Mirror a dense uint8 HWC image horizontally, on the calling thread only.
 
     One `flip` of a whole S x S image is larger than torch's intra-op grain (32768 elements), so it
-    would start an OpenMP thread team from this decode thread; flips of bands of rows below the grain,
-    joined by `cat` (a serial memcpy for dense inputs), stay on this thread (~0.1 ms for S = 224)."""
-    band = max(1, 16384 // max(1, image.shape[1] * image.shape[2]))
+    would start an OpenMP thread team from this decode thread; flips of bands of rows just below the grain,
+    joined by `cat` (a serial memcpy for dense inputs), stay on this thread. Each flip is a dispatch, so the
+    bands are as large as the grain allows: 5 bands of 48 rows for S = 224, 36 us (10 bands: 53 us)."""
+    band = max(1, (_GRAIN - 1) // max(1, image.shape[1] * image.shape[2]))
     return torch.cat([rows.flip(1) for rows in image.split(band)])
 
 
