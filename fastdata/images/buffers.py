@@ -4,9 +4,9 @@ A batch of 64 float32 images of 224 x 224 is 38 MB. A fresh one from the allocat
 the kernel (glibc hands out allocations this large with mmap and returns them on free), so every batch
 pays about 9,400 page faults and the zeroing of each page on its first write: measured about 3 ms for
 that batch on a quiet 2-core machine (up to 15 ms while other work shared it), against 8 ms for converting
-and normalising it (see `device_aug.py`). The pool
-keeps the buffers of the last few batches and hands one out again when no tensor, view or array made from
-it is alive any more (its only reference is the pool's), so the memory is already mapped.
+and normalising it (see `device_aug.py`). The pool keeps the buffers of the last few batches and hands one
+out again when no tensor, view or array made from it is alive any more (its only reference is the pool's),
+so the memory is already mapped.
 
 A buffer that the user keeps (a batch stored in a list, a view, `.numpy()`) stays referenced and is never
 handed out again while it lives; the pool then allocates a fresh one, as without it.
@@ -24,7 +24,6 @@ def _refs_when_only_pooled() -> int:
     """What `sys.getrefcount(pool[i])` reads when the pool's list is the array's only holder."""
     probe = [np.empty(1)]
     return sys.getrefcount(probe[0])
-
 
 
 class BufferPool:
