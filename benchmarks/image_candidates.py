@@ -3,6 +3,8 @@
 Every candidate is built fresh for every timed repetition (nothing decoded survives from one
 repetition to the next) and yields `(images, labels)`: float32 [B, 3, S, S] normalised with the
 ImageNet mean/std, NCHW contiguous, labels int64 [B]. The ceiling yields lists of decoded images.
+With `Spec.epochs` > 1 one loader yields that many epochs back to back, as a training loop reads it
+(the runner then times the epochs after the first: `Spec.warmup_epoch_batches`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ class Spec:
     image_size: int = 224
     seed: int = 0
     device: str = "cpu"  # "cuda": every candidate delivers its batches on the GPU (--device)
+    epochs: int = 1  # epochs of one loader per repetition (--epochs)
+    images: int = 0  # samples of the split (every candidate reads the same photos)
+
+    @property
+    def warmup_epoch_batches(self) -> int:
+        """With several epochs: the batches of the first, which the runner does not time (0 with one epoch).
+        Train drops the last partial batch (every candidate), eval keeps it."""
+        if self.epochs <= 1:
+            return 0
+        return self.images // self.batch_size if self.train else -(-self.images // self.batch_size)
 
     @property
     def cuda(self) -> bool:
@@ -53,14 +65,21 @@ def _torchvision_transform(spec: Spec):
     return T.Compose([*steps, T.ToTensor(), T.Normalize(MEAN, STD)])
 
 
+def _epochs(spec: Spec, one_epoch: Callable[[int], Iterable[Any]]) -> Iterator[Any]:
+    """`spec.epochs` epochs of one loader, back to back: `one_epoch(e)` iterates epoch e."""
+    for epoch in range(spec.epochs):
+        yield from one_epoch(epoch)
+
+
 def torchvision_imagefolder(spec: Spec, state: Any) -> Iterable[Any]:
     """(a) The baseline: torchvision ImageFolder on the raw JPEG tree, DataLoader with one worker per core."""
     from torch.utils.data import DataLoader
     from torchvision.datasets import ImageFolder
 
     dataset = ImageFolder(spec.raw, transform=_torchvision_transform(spec))
-    return _tuples(DataLoader(dataset, batch_size=spec.batch_size, shuffle=spec.train, num_workers=spec.threads,
-                              drop_last=spec.train, pin_memory=spec.cuda), cuda=spec.cuda)
+    loader = DataLoader(dataset, batch_size=spec.batch_size, shuffle=spec.train, num_workers=spec.threads,
+                        drop_last=spec.train, pin_memory=spec.cuda)
+    return _epochs(spec, lambda epoch: _tuples(loader, cuda=spec.cuda))
 
 
 def _tuples(loader: Iterable[Any], *, cuda: bool) -> Iterator[Any]:
@@ -93,8 +112,9 @@ def webdataset_pil(spec: Spec, state: Any) -> Iterable[Any]:
     if spec.train:
         dataset = dataset.shuffle(1000)
     dataset = dataset.decode("pil").to_tuple("jpg", "cls").map_tuple(_torchvision_transform(spec), int)
-    return _tuples(DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train,
-                              pin_memory=spec.cuda), cuda=spec.cuda)
+    loader = DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train,
+                        pin_memory=spec.cuda)
+    return _epochs(spec, lambda epoch: _tuples(loader, cuda=spec.cuda))
 
 
 def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
@@ -124,9 +144,17 @@ def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
 
     policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
     iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
+    return _dali_epochs(spec, iterator, lambda out: (out["images"], out["labels"].view(-1).long()))
+
+
+def _dali_epochs(spec: Spec, iterator: Any, convert: Callable[[Any], Any]) -> Iterator[Any]:
+    """`spec.epochs` epochs of a DALIGenericIterator (reset between epochs, as DALI's docs loop)."""
     try:
-        for out in iterator:
-            yield out[0]["images"], out[0]["labels"].view(-1).long()
+        for epoch in range(spec.epochs):
+            if epoch:
+                iterator.reset()
+            for out in iterator:
+                yield convert(out[0])
     finally:
         del iterator
 
@@ -168,11 +196,7 @@ def dali_shards(spec: Spec, state: Any) -> Iterator[Any]:
 
     policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
     iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
-    try:
-        for out in iterator:
-            yield out[0]["images"], _cls_labels(out[0]["labels"])
-    finally:
-        del iterator
+    return _dali_epochs(spec, iterator, lambda out: (out["images"], _cls_labels(out["labels"])))
 
 
 def _cls_labels(raw: Any) -> Any:
@@ -193,10 +217,16 @@ def _fastdata(backend: str, hooks: Hooks | None = None) -> Callable[[Spec, Any],
         from fastdata.dataset import open_dataset
 
         extra = hooks(len(open_dataset(spec.shards, split=spec.split).classes)) if hooks else {}
-        return fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend=backend,
-                               train=spec.train, image_size=spec.image_size, num_threads=spec.threads,
-                               device=spec.device, dtype="float32",
-                               channels_last=False, seed=spec.seed, **extra)
+        loader = fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend=backend,
+                                 train=spec.train, image_size=spec.image_size, num_threads=spec.threads,
+                                 device=spec.device, dtype="float32",
+                                 channels_last=False, seed=spec.seed, **extra)
+
+        def epoch(e: int) -> Iterable[Any]:
+            loader.set_epoch(e)
+            return loader
+
+        return loader if spec.epochs == 1 else _epochs(spec, epoch)
 
     build.__doc__ = f"fastdata.loader(..., backend={backend!r}) on the shards, NCHW float32 like the peers."
     return build
@@ -235,7 +265,7 @@ def torchvision_timm(spec: Spec, state: Any) -> Iterator[Any]:
     mix = v2.RandomChoice([v2.MixUp(num_classes=len(dataset.classes)), v2.CutMix(num_classes=len(dataset.classes))])
     loader = DataLoader(dataset, batch_size=spec.batch_size, shuffle=True, num_workers=spec.threads, drop_last=True,
                         pin_memory=spec.cuda)
-    for images, labels in _tuples(loader, cuda=spec.cuda):
+    for images, labels in _epochs(spec, lambda epoch: _tuples(loader, cuda=spec.cuda)):
         yield mix(images, labels)
 
 
@@ -255,7 +285,8 @@ def read_shard_jpegs(spec: Spec) -> list[bytes]:
 
 
 def decode_ceiling(spec: Spec, state: Any) -> Iterator[list[Any]]:
-    """(f) The ceiling: libjpeg-turbo (simplejpeg) decode alone of the same shard bytes, same threads."""
+    """(f) The ceiling: libjpeg-turbo (simplejpeg) decode alone of the same shard bytes, same threads
+    (train drops the last partial batch, as every candidate does)."""
     from concurrent.futures import ThreadPoolExecutor
 
     import simplejpeg
@@ -264,14 +295,15 @@ def decode_ceiling(spec: Spec, state: Any) -> Iterator[list[Any]]:
         return simplejpeg.decode_jpeg(data, colorspace="RGB")
 
     with ThreadPoolExecutor(spec.threads) as pool:
-        batch: list[Any] = []
-        for image in pool.map(decode, state):
-            batch.append(image)
-            if len(batch) == spec.batch_size:
+        for _ in range(spec.epochs):
+            batch: list[Any] = []
+            for image in pool.map(decode, state):
+                batch.append(image)
+                if len(batch) == spec.batch_size:
+                    yield batch, None
+                    batch = []
+            if batch and not spec.train:
                 yield batch, None
-                batch = []
-        if batch:
-            yield batch, None
 
 
 @dataclass(frozen=True)
@@ -288,7 +320,8 @@ class Candidate:
 def _ffcv(spec: Spec, state: Any) -> Iterable[Any]:
     from benchmarks.ffcv_candidate import ffcv_loader
 
-    return ffcv_loader(spec, state)
+    loader = ffcv_loader(spec, state)
+    return loader if spec.epochs == 1 else _epochs(spec, lambda epoch: loader)
 
 
 def _ffcv_setup(spec: Spec) -> Any:

@@ -100,6 +100,17 @@ VARIANT_TEXT = {
 }
 
 
+def _method(epochs: int) -> str:
+    if epochs <= 1:
+        return ("- Each repetition builds a fresh loader in the candidate's own process and reads one epoch; nothing "
+                "decoded is kept between repetitions. images/s = images delivered / seconds from building the loader "
+                "to the last batch (startup included); 'steady' leaves out the first batch.")
+    return (f"- Each repetition builds a fresh loader in the candidate's own process and reads {epochs} epochs of it, "
+            "as a training loop does; the first epoch is not timed (start-up, compilation, warm buffers). images/s "
+            f"= images of epochs 2-{epochs} / their seconds; CPU ms/image counts their CPU only; 'first batch' is "
+            "the first of epoch 2.")
+
+
 def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config: dict[str, Any], *,
                      chart: Path | None, docs: Path) -> str:
     outputs = sorted({e["output"] for e in summary if "output" in e and not e["ceiling"]})
@@ -114,9 +125,7 @@ def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config:
         f"with `fastdata convert` into `{config['shards']}` (used by b, d, e, f, h); batch {config['batch_size']}, "
         f"{config['threads']} workers/threads for every candidate, {config['reps']} interleaved repetitions after "
         f"a {config['warmup_batches']}-batch warm-up of each.",
-        "- Each repetition builds a fresh loader in the candidate's own process and reads one epoch; nothing "
-        "decoded is kept between repetitions. images/s = images delivered / seconds from building the loader "
-        "to the last batch (startup included); 'steady' leaves out the first batch. CPU % is the CPU time of "
+        _method(config.get("epochs", 1)) + " CPU % is the CPU time of "
         "the candidate's whole process tree (workers included) over wall time, as a share of all cores; peak "
         "RSS is the sampled sum over that process tree (pages forked workers share count once per process: "
         "an upper bound for a and b). CPU ms/image (CPU time of the tree per delivered image) "

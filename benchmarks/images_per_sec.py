@@ -4,10 +4,12 @@
     python benchmarks/images_per_sec.py --raw ~/data/imagenet/train --images 0
     python benchmarks/images_per_sec.py --images 256 --reps 2 --batch-size 64   # a short run
     python benchmarks/images_per_sec.py --candidates dehfg --variant both --no-docs  # with FFCV (g)
+    python benchmarks/images_per_sec.py --candidates dehfg --epochs 4 --no-docs  # steady epochs of one loader
 
 The raw tree is converted once with `fastdata convert`; then every candidate builds a fresh loader
-per repetition and iterates one epoch, producing the same 224x224 normalised float32 batches (the
-ceiling only decodes). Results: JSON rows, a table in docs/benchmarks.md and a PNG chart.
+per repetition and iterates one epoch (with --epochs N: N epochs of that loader, the first untimed),
+producing the same 224x224 normalised float32 batches (the ceiling only decodes). Results: JSON rows,
+a table in docs/benchmarks.md and a PNG chart.
 FFCV (g) runs in its own environment, .venv-ffcv (benchmarks/ffcv_candidate.py says how to create it);
 without it, it is reported as not run.
 """
@@ -52,6 +54,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--reps", type=int, default=5, help="timed repetitions per candidate (default 5)")
     p.add_argument("--warmup-batches", type=int, default=2, help="batches of the untimed warm-up pass (default 2)")
+    p.add_argument("--epochs", type=int, default=1,
+                   help="epochs of one loader per repetition; above 1 the first epoch is not timed, so images/s "
+                   "and CPU ms/image are those of a training loop's later epochs (default 1: one epoch, start-up "
+                   "included)")
     p.add_argument("--threads", type=int, default=cores, help=f"workers/threads for every candidate (default {cores})")
     p.add_argument("--candidates", default="abcdefh",
                    help="letters of the candidates to run (default abcdefh): " +
@@ -67,7 +73,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = sorted(set(args.candidates) - set(CANDIDATES))
     if unknown or not args.candidates:
         p.error(f"--candidates takes letters from {''.join(CANDIDATES)}, got {args.candidates!r}")
-    for name in ("batch_size", "reps", "threads", "classes"):
+    for name in ("batch_size", "reps", "threads", "classes", "epochs"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.raw is None and args.images < 1:
@@ -94,11 +100,16 @@ def convert_once(raw: Path, dst: Path, *, images: int, threads: int) -> float:
 
 def run_variant(args: argparse.Namespace, raw: Path, shards: Path, train: bool) -> list[dict]:
     from benchmarks.runner import run_interleaved
+    from fastdata.dataset import open_dataset
 
     split = "train" if train or not (raw / "val").is_dir() else "val"
+    images = sum(ref.info.samples for ref in open_dataset(shards, split=split).shards)
     spec = Spec(raw=str(raw_split_folder(raw, split)), shards=str(shards), split=split,
                 batch_size=args.batch_size, train=train, threads=args.threads, image_size=args.image_size,
-                device=args.device)
+                device=args.device, epochs=args.epochs, images=images)
+    if spec.epochs > 1 and spec.warmup_epoch_batches < 1:
+        raise SystemExit(f"--epochs {args.epochs}: the split holds {images} images, less than one batch of "
+                         f"{args.batch_size}")
     variant = "train" if train else "eval"
     return run_interleaved(args.candidates, spec, reps=args.reps, warmup_batches=args.warmup_batches,
                            tag=f"{variant} ", extra={"variant": variant},
@@ -127,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize_rows(rows)
     config = {"raw": str(raw), "raw_images": n_raw, "shards": str(shards), "batch_size": args.batch_size,
               "image_size": args.image_size, "reps": args.reps, "threads": args.threads,
-              "warmup_batches": args.warmup_batches, "convert_seconds": convert_s, "device": args.device}
+              "warmup_batches": args.warmup_batches, "convert_seconds": convert_s, "device": args.device,
+              "epochs": args.epochs}
     out_json = write_json(args.json or work / "images_per_sec.json",
                           {"benchmark": "images_per_sec", "environment": env, "config": config, "rows": rows,
                            "summary": summary})

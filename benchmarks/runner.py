@@ -42,7 +42,7 @@ def run_once(cand: Any, spec: Any, state: Any, *, max_batches: int | None) -> di
     """One timed repetition of one candidate: build, iterate, tear down, inside a resource monitor."""
     import torch
 
-    from fastdata.perf.monitor import ResourceMonitor
+    from fastdata.perf.monitor import ResourceMonitor, tree_cpu_seconds
     from fastdata.perf.throughput import time_batches
 
     seen: dict[str, str] = {}
@@ -54,16 +54,21 @@ def run_once(cand: Any, spec: Any, state: Any, *, max_batches: int | None) -> di
         if "output" not in seen:
             seen["output"] = _describe(batch)
 
+    skip = getattr(spec, "warmup_epoch_batches", 0)  # several epochs of one loader: the first is not timed
+    warm: dict[str, float] = {}
     gc.collect()
+    before = tree_cpu_seconds()
     with ResourceMonitor() as mon:
-        tp = time_batches(lambda: cand.build(spec, state), max_batches=max_batches, on_batch=check)
+        tp = time_batches(lambda: cand.build(spec, state), max_batches=max_batches, on_batch=check,
+                          warmup_batches=skip, on_start=lambda: warm.setdefault("cpu_s", tree_cpu_seconds() - before))
         gc.collect()  # drop the loader (and join its workers) inside the measured block
     u = mon.usage
+    cpu_s = max(u.cpu_s - warm.get("cpu_s", 0.0), 0.0)  # the timed epochs' CPU only
     return {
         "candidate": cand.key, "images": tp.images, "batches": tp.batches, "seconds": tp.seconds,
         "images_per_s": tp.images_per_s, "steady_images_per_s": tp.steady_images_per_s,
-        "first_batch_s": tp.first_batch_s, "cpu_s": u.cpu_s,
-        "cpu_ms_per_image": 1000.0 * u.cpu_s / tp.images if tp.images else 0.0, "block_s": u.wall_s,
+        "first_batch_s": tp.first_batch_s, "cpu_s": cpu_s,
+        "cpu_ms_per_image": 1000.0 * cpu_s / tp.images if tp.images else 0.0, "block_s": u.wall_s,
         "cpu_percent": u.cpu_percent,
         "peak_rss": u.peak_rss, "output": seen.get("output", "?"),
     }

@@ -69,6 +69,11 @@ def test_time_batches_counts_images_and_honours_warmup_and_limits():
     assert len(seen) == 6 and tp.seconds >= tp.first_batch_s >= 0
     tp = time_batches(lambda: iter(batches), warmup_batches=2, max_batches=3)
     assert (tp.images, tp.batches) == (12, 3)
+    starts = []
+    tp = time_batches(lambda: iter(batches), warmup_batches=5, on_start=lambda: starts.append(len(seen)))
+    assert starts == [6] and (tp.images, tp.batches) == (2, 1)  # called once, after the warm-up, before timing
+    time_batches(lambda: iter(batches), on_start=lambda: starts.append(-1))
+    assert starts == [6]  # without warm-up batches the clock starts before make(): no call
     with pytest.raises(ValueError, match="no batch"):
         time_batches(lambda: iter([]))
     with pytest.raises(ValueError, match="max_batches"):

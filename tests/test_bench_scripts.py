@@ -230,12 +230,42 @@ def test_a_candidate_of_another_environment_runs_there_or_is_reported_not_run(tm
         row = worker.run()
     finally:
         worker.close()
-    assert row["candidate"] == "f" and row["images"] == 6 and row["output"].startswith("list of ndarray uint8")
+    assert row["candidate"] == "f" and row["images"] == 4 and row["output"].startswith("list of ndarray uint8")  # 6 - partial
     absent = runner.make_worker("g", spec, runner.IMAGES)
     row = absent.run()
     absent.close()
     assert row["error"].startswith(f"not run: {tmp_path / 'nope' / 'python'} does not exist")
     assert "ffcv_candidate.py" in row["error"]
+
+
+def test_epochs_of_one_loader_time_all_but_the_first(tmp_path):
+    """--epochs N: each candidate yields N epochs of one loader (fastdata: set_epoch between them) and the runner
+    times epochs 2..N only, their images and their CPU."""
+    import dataclasses
+
+    import torch
+    from helpers import convert_images, make_image_tree
+
+    from benchmarks import image_candidates, runner
+
+    convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=3), tmp_path / "shards")
+    base = dict(raw=str(tmp_path / "raw"), shards=str(tmp_path / "shards"), split="train", batch_size=4, threads=1,
+                images=6)
+    assert image_candidates.Spec(**base, train=True).warmup_epoch_batches == 0  # one epoch: start-up timed
+    assert image_candidates.Spec(**base, train=True, epochs=3).warmup_epoch_batches == 1  # 6 // 4, last dropped
+    assert image_candidates.Spec(**base, train=False, epochs=3).warmup_epoch_batches == 2  # eval keeps it
+    spec = image_candidates.Spec(**base, train=True, epochs=3)
+    ceiling = image_candidates.CANDIDATES["f"]
+    row = runner.run_once(ceiling, spec, ceiling.setup(spec), max_batches=None)
+    assert (row["images"], row["batches"]) == (8, 2)  # epochs 2 and 3, 4 images each
+    one = runner.run_once(ceiling, dataclasses.replace(spec, epochs=1), ceiling.setup(spec), max_batches=None)
+    assert (one["images"], one["batches"]) == (4, 1)
+    kornia = image_candidates.CANDIDATES["e"]
+    batches = list(kornia.build(spec, None))
+    assert len(batches) == 3 and not torch.equal(batches[0][0], batches[1][0])  # a new epoch: new crops
+    row = runner.run_once(kornia, spec, None, max_batches=None)
+    assert (row["images"], row["batches"]) == (8, 2) and row["output"] == "float32[4, 3, 224, 224]"
+    assert 0 < row["cpu_s"] and row["cpu_ms_per_image"] == pytest.approx(1000 * row["cpu_s"] / 8)
 
 
 @pytest.mark.parametrize("train", [True, False])

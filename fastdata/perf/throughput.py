@@ -67,14 +67,16 @@ def epochs(loader: Any, *, start_epoch: int = 0) -> Iterator[Any]:
 
 def time_batches(make: Callable[[], Iterable[Any]], /, *, max_batches: int | None = None,
                  warmup_batches: int = 0, on_batch: Callable[[Any], None] | None = None,
-                 count: Callable[[Any], int] = real_images) -> Throughput:
+                 count: Callable[[Any], int] = real_images,
+                 on_start: Callable[[], None] | None = None) -> Throughput:
     """Call `make()` and iterate what it returns, timing it.
 
     With `warmup_batches=0` the clock starts before `make()` (end to end, construction included);
     otherwise it restarts after the warm-up batches (steady state). Stops after `max_batches`
     counted batches, or when the iterable ends. `on_batch` sees every counted batch (e.g. to check
     shapes or to consume it like a training step would). `count` says how many images a batch holds
-    (default: real images, padding rows with a negative label left out).
+    (default: real images, padding rows with a negative label left out). `on_start`, with warm-up batches,
+    is called just before the clock restarts (e.g. to read the CPU time the warm-up spent).
     """
     if max_batches is not None and max_batches < 1:
         raise ValueError(f"max_batches must be >= 1 or None, got {max_batches}")
@@ -85,6 +87,8 @@ def time_batches(make: Callable[[], Iterable[Any]], /, *, max_batches: int | Non
     for _ in range(warmup_batches):
         next(it)
     if warmup_batches:
+        if on_start is not None:
+            on_start()
         start = time.perf_counter()
     images = batches = first_images = 0
     first = end = 0.0
