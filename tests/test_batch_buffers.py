@@ -43,7 +43,7 @@ def test_the_pool_keeps_at_most_keep_and_makes_room_with_a_free_buffer_of_anothe
 
 @pytest.mark.parametrize("channels_last", [True, False])
 @pytest.mark.parametrize("block", [1 << 18, 100])  # one block, and many blocks of a few rows each
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "uint8"])
 def test_uint8_batches_are_normalised_in_one_pass_as_by_the_formula(monkeypatch, channels_last, block, dtype):
     import fastdata.images.device_aug as device_aug
     from fastdata.images.device_aug import DeviceAugment
@@ -60,8 +60,11 @@ def test_uint8_batches_are_normalised_in_one_pass_as_by_the_formula(monkeypatch,
     got = aug(images)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     assert got.dtype == getattr(torch, dtype) and got.is_contiguous(memory_format=fmt)
-    tol = 1e-5 if dtype == "float32" else 2e-2
-    torch.testing.assert_close(got.double(), (x / 255 - mean) / std, rtol=tol, atol=tol)
+    if dtype == "uint8":  # no normalisation: the pixels themselves, in the asked memory format
+        assert torch.equal(got, images.permute(0, 3, 1, 2))
+    else:
+        tol = 1e-5 if dtype == "float32" else 2e-2
+        torch.testing.assert_close(got.double(), (x / 255 - mean) / std, rtol=tol, atol=tol)
     unit = aug.unit(images)  # what an augment hook receives
     assert unit.dtype == torch.float32 and unit.is_contiguous(memory_format=fmt)
     torch.testing.assert_close(unit.double(), x / 255, rtol=1e-6, atol=1e-6)

@@ -109,30 +109,46 @@ class DeviceAugment:
         reads and writes the float batch twice more (unit + finish: 3 passes over 38 MB for 64 x 224^2)."""
         n, size = images.shape[0], images.shape[1]
         per_channel = (1.0 / 255.0) * torch.ones(3) if scale is None else scale.cpu()
-        if self.channels_last:  # rows of the NHWC memory, per-column factors
-            src = images.reshape(n * size, size * 3).numpy()
-            a, b = per_channel.repeat(size).numpy(), None if shift is None else shift.cpu().repeat(size).numpy()
-        else:  # planes of the uint8 batch transposed to NCHW (4x less memory than float), per-row factors
-            src = images.permute(0, 3, 1, 2).contiguous().view(n * 3, size * size).numpy()
-            a = per_channel.repeat(n).view(-1, 1).numpy()
-            b = None if shift is None else shift.cpu().repeat(n).view(-1, 1).numpy()
+        if not self.channels_last:
+            return self._planar_from_uint8(images, per_channel, shift)
+        src = images.reshape(n * size, size * 3).numpy()  # rows of the NHWC memory, per-column factors
+        a, b = per_channel.repeat(size).numpy(), None if shift is None else shift.cpu().repeat(size).numpy()
         dst = self._floats.take(src.shape, np.float32)  # already mapped: no page faults (buffers.py)
         out = torch.from_numpy(dst)
         step = max(1, _BLOCK // max(src.shape[1], 1))
         for r in range(0, len(src), step):
             part = dst[r:r + step]
-            np.multiply(src[r:r + step], a[r:r + step] if a.ndim == 2 else a, out=part)
+            np.multiply(src[r:r + step], a, out=part)
             if b is not None:
-                np.add(part, b[r:r + step] if b.ndim == 2 else b, out=part)
-        if self.channels_last:
-            return out.view(n, size, size, 3).permute(0, 3, 1, 2)
-        return out.view(n, 3, size, size)
+                np.add(part, b, out=part)
+        return out.view(n, size, size, 3).permute(0, 3, 1, 2)
+
+    def _planar_from_uint8(self, images: torch.Tensor, per_channel: torch.Tensor,
+                           shift: torch.Tensor | None) -> torch.Tensor:
+        """Contiguous NCHW output: each image's (H*W, 3) pixels are read transposed straight into its three float
+        planes (x * scale + shift per plane), single-threaded with numpy. Measured on a 128 x 224^2 batch, one
+        thread: 15 ms, against 21 ms for a torch uint8 permute-copy of the batch (whose kernel is 3x slower than
+        numpy's strided copy, and starts an intra-op thread team beside the decode threads) then the float pass."""
+        n, size = images.shape[0], images.shape[1]
+        src = images.reshape(n, size * size, 3).numpy()
+        a = per_channel.view(3, 1).numpy()
+        b = None if shift is None else shift.cpu().view(3, 1).numpy()
+        dst = self._floats.take((n, 3, size * size), np.float32)
+        for i in range(n):
+            np.multiply(src[i].T, a, out=dst[i])
+            if b is not None:
+                np.add(dst[i], b, out=dst[i])
+        return torch.from_numpy(dst).view(n, 3, size, size)
 
     def __call__(self, images: torch.Tensor, jitter: np.ndarray | None = None) -> torch.Tensor:
         """images: uint8 [B, S, S, 3] on the device; jitter: float [B, 4] per-sample factors, or None."""
         if self.dtype == torch.uint8 and jitter is None:  # nothing to compute: a view, or one layout copy
             out = images.permute(0, 3, 1, 2)  # NCHW view with channels_last strides
-            return out if self.channels_last else out.contiguous()
+            if self.channels_last:
+                return out
+            if images.device.type == "cpu":  # numpy's strided copy: 3x faster than torch's uint8 permute-copy
+                return torch.from_numpy(np.ascontiguousarray(out.numpy()))
+            return out.contiguous()
         if jitter is None and images.device.type == "cpu":  # uint8 -> normalised float in one pass
             out = self._from_uint8(images, self._scale, self._shift)
             return out if self.dtype == torch.float32 else out.to(self.dtype)
