@@ -35,7 +35,12 @@ def _describe(batch: Any) -> str:
     shape = list(getattr(first, "shape", []))
     dtype = str(getattr(first, "dtype", "?")).replace("torch.", "")
     device = str(getattr(first, "device", "cpu"))
-    return f"{dtype}{shape}" + ("" if device == "cpu" else f" on {device}")
+    layout = ""  # a 4-D tensor that is not contiguous NCHW says its memory format: candidates must deliver the same
+    if len(shape) == 4 and hasattr(first, "is_contiguous") and not first.is_contiguous():
+        import torch
+
+        layout = " channels_last" if first.is_contiguous(memory_format=torch.channels_last) else " strided"
+    return f"{dtype}{shape}{layout}" + ("" if device == "cpu" else f" on {device}")
 
 
 def run_once(cand: Any, spec: Any, state: Any, *, max_batches: int | None) -> dict[str, Any]:
