@@ -13,8 +13,8 @@ candidate reads (RGBImageField's default `raw` mode stores decoded pixels, ten t
 FFCV's documented one: `RandomResizedCropRGBImageDecoder` -> flip -> normalise (train) or
 `CenterCropRGBImageDecoder` (eval), with `NormalizeImage` before `ToTensor` (on the CPU, FFCV 1.0.2's
 `Graph.group_operations` loops forever when a jitted operation follows a non-jitted one), and
-`ToTorchImage(channels_last=False)`: contiguous NCHW, as every candidate delivers (its default returns a
-channels_last view and skips the transpose the others pay for). Its numba
+`ToTorchImage(channels_last=spec.channels_last)`: contiguous NCHW as every candidate delivers, or with
+--channels-last FFCV's default, a channels_last view (which skips the transpose). Its numba
 compilation happens in the first batch of every fresh Loader: the `first batch s` column, apart from
 `steady images/s`.
 """
@@ -83,9 +83,9 @@ def ffcv_loader(spec: Any, beton: str) -> Any:
         image = [RandomResizedCropRGBImageDecoder(size), RandomHorizontalFlip()]
     else:
         image = [CenterCropRGBImageDecoder(size, ratio=spec.image_size / spec.resize_short)]
-    # contiguous NCHW like every other candidate (ToTorchImage's default, channels_last=True, skips the transpose)
+    # the memory format every candidate delivers (ToTorchImage's default, channels_last=True, skips the transpose)
     image += [NormalizeImage(np.array(MEAN) * 255, np.array(STD) * 255, np.float32), ToTensor(),
-              ToTorchImage(channels_last=False)]
+              ToTorchImage(channels_last=spec.channels_last)]
     return Loader(beton, batch_size=spec.batch_size, num_workers=spec.threads, seed=spec.seed,
                   order=OrderOption.RANDOM if spec.train else OrderOption.SEQUENTIAL, drop_last=spec.train,
                   pipelines={"image": image, "label": [IntDecoder(), ToTensor(), Squeeze()]})

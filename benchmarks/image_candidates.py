@@ -2,7 +2,9 @@
 
 Every candidate is built fresh for every timed repetition (nothing decoded survives from one
 repetition to the next) and yields `(images, labels)`: float32 [B, 3, S, S] normalised with the
-ImageNet mean/std, NCHW contiguous, labels int64 [B]. The ceiling yields lists of decoded images.
+ImageNet mean/std, NCHW contiguous (with `Spec.channels_last`: NCHW shape in channels_last memory, the
+default of fastdata and FFCV, each candidate producing it as its users would), labels int64 [B]. The
+ceiling yields lists of decoded images.
 With `Spec.epochs` > 1 one loader yields that many epochs back to back, as a training loop reads it
 (the runner then times the epochs after the first: `Spec.warmup_epoch_batches`).
 """
@@ -37,6 +39,7 @@ class Spec:
     device: str = "cpu"  # "cuda": every candidate delivers its batches on the GPU (--device)
     epochs: int = 1  # epochs of one loader per repetition (--epochs)
     images: int = 0  # samples of the split (every candidate reads the same photos)
+    channels_last: bool = False  # the batches' memory format (--channels-last); the shape is NCHW either way
 
     @property
     def warmup_epoch_batches(self) -> int:
@@ -79,17 +82,22 @@ def torchvision_imagefolder(spec: Spec, state: Any) -> Iterable[Any]:
     dataset = ImageFolder(spec.raw, transform=_torchvision_transform(spec))
     loader = DataLoader(dataset, batch_size=spec.batch_size, shuffle=spec.train, num_workers=spec.threads,
                         drop_last=spec.train, pin_memory=spec.cuda)
-    return _epochs(spec, lambda epoch: _tuples(loader, cuda=spec.cuda))
+    return _epochs(spec, lambda epoch: _tuples(loader, spec))
 
 
-def _tuples(loader: Iterable[Any], *, cuda: bool) -> Iterator[Any]:
+def _tuples(loader: Iterable[Any], spec: Spec) -> Iterator[Any]:
     """DataLoader's collate gives `[images, labels]` lists; yield `(images, labels)` like the others,
-    on the GPU with --device cuda (pinned memory, non-blocking copies: what users write)."""
+    on the GPU with --device cuda (pinned memory, non-blocking copies: what users write), in channels_last
+    memory with --channels-last (converted in the training loop, as torchvision's reference scripts do)."""
+    import torch
+
     it = iter(loader)
     try:
         for images, labels in it:
-            if cuda:
+            if spec.cuda:
                 images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
+            if spec.channels_last:
+                images = images.contiguous(memory_format=torch.channels_last)
             yield images, labels
     finally:
         del it  # shuts the workers down now, inside the measured block
@@ -114,7 +122,7 @@ def webdataset_pil(spec: Spec, state: Any) -> Iterable[Any]:
     dataset = dataset.decode("pil").to_tuple("jpg", "cls").map_tuple(_torchvision_transform(spec), int)
     loader = DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train,
                         pin_memory=spec.cuda)
-    return _epochs(spec, lambda epoch: _tuples(loader, cuda=spec.cuda))
+    return _epochs(spec, lambda epoch: _tuples(loader, spec))
 
 
 def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
@@ -137,14 +145,23 @@ def dali_plain(spec: Spec, state: Any) -> Iterator[Any]:
         else:
             images = fn.resize(images, resize_shorter=spec.resize_short)
             mirror = False
-        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout=_dali_layout(spec),
                                           crop=(spec.image_size, spec.image_size),
                                           mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD], mirror=mirror)
         return images, labels.gpu() if cuda else labels
 
     policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
     iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
-    return _dali_epochs(spec, iterator, lambda out: (out["images"], out["labels"].view(-1).long()))
+    return _dali_epochs(spec, iterator, lambda out: (_nchw(out["images"], spec), out["labels"].view(-1).long()))
+
+
+def _dali_layout(spec: Spec) -> str:
+    """DALI writes channels_last memory as layout HWC (then viewed as NCHW: `_nchw`)."""
+    return "HWC" if spec.channels_last else "CHW"
+
+
+def _nchw(images: Any, spec: Spec) -> Any:
+    return images.permute(0, 3, 1, 2) if spec.channels_last else images
 
 
 def _dali_epochs(spec: Spec, iterator: Any, convert: Callable[[Any], Any]) -> Iterator[Any]:
@@ -188,7 +205,7 @@ def dali_shards(spec: Spec, state: Any) -> Iterator[Any]:
             images = fn.decoders.image(jpegs, device=decoder, output_type=types.RGB)
             images = fn.resize(images, resize_shorter=spec.resize_short)
             mirror = False
-        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout="CHW",
+        images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout=_dali_layout(spec),
                                           crop=(spec.image_size, spec.image_size),
                                           mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD], mirror=mirror)
         labels = fn.pad(labels, axes=(0,), shape=(8,), fill_value=0)  # ASCII digits of unequal lengths
@@ -196,7 +213,7 @@ def dali_shards(spec: Spec, state: Any) -> Iterator[Any]:
 
     policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
     iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
-    return _dali_epochs(spec, iterator, lambda out: (out["images"], _cls_labels(out["labels"])))
+    return _dali_epochs(spec, iterator, lambda out: (_nchw(out["images"], spec), _cls_labels(out["labels"])))
 
 
 def _cls_labels(raw: Any) -> Any:
@@ -220,7 +237,7 @@ def _fastdata(backend: str, hooks: Hooks | None = None) -> Callable[[Spec, Any],
         loader = fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend=backend,
                                  train=spec.train, image_size=spec.image_size, num_threads=spec.threads,
                                  device=spec.device, dtype="float32",
-                                 channels_last=False, seed=spec.seed, **extra)
+                                 channels_last=spec.channels_last, seed=spec.seed, **extra)
 
         def epoch(e: int) -> Iterable[Any]:
             loader.set_epoch(e)
@@ -265,7 +282,7 @@ def torchvision_timm(spec: Spec, state: Any) -> Iterator[Any]:
     mix = v2.RandomChoice([v2.MixUp(num_classes=len(dataset.classes)), v2.CutMix(num_classes=len(dataset.classes))])
     loader = DataLoader(dataset, batch_size=spec.batch_size, shuffle=True, num_workers=spec.threads, drop_last=True,
                         pin_memory=spec.cuda)
-    for images, labels in _epochs(spec, lambda epoch: _tuples(loader, cuda=spec.cuda)):
+    for images, labels in _epochs(spec, lambda epoch: _tuples(loader, spec)):
         yield mix(images, labels)
 
 

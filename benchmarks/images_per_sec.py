@@ -5,6 +5,7 @@
     python benchmarks/images_per_sec.py --images 256 --reps 2 --batch-size 64   # a short run
     python benchmarks/images_per_sec.py --candidates dehfg --variant both --no-docs  # with FFCV (g)
     python benchmarks/images_per_sec.py --candidates dehfg --epochs 4 --no-docs  # steady epochs of one loader
+    python benchmarks/images_per_sec.py --candidates dehfg --channels-last --no-docs  # channels_last batches
 
 The raw tree is converted once with `fastdata convert`; then every candidate builds a fresh loader
 per repetition and iterates one epoch (with --epochs N: N epochs of that loader, the first untimed),
@@ -54,6 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--image-size", type=int, default=224)
     p.add_argument("--reps", type=int, default=5, help="timed repetitions per candidate (default 5)")
     p.add_argument("--warmup-batches", type=int, default=2, help="batches of the untimed warm-up pass (default 2)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="every candidate delivers NCHW batches in channels_last memory (fastdata's and FFCV's "
+                   "default) instead of contiguous NCHW")
     p.add_argument("--epochs", type=int, default=1,
                    help="epochs of one loader per repetition; above 1 the first epoch is not timed, so images/s "
                    "and CPU ms/image are those of a training loop's later epochs (default 1: one epoch, start-up "
@@ -106,7 +110,7 @@ def run_variant(args: argparse.Namespace, raw: Path, shards: Path, train: bool) 
     images = sum(ref.info.samples for ref in open_dataset(shards, split=split).shards)
     spec = Spec(raw=str(raw_split_folder(raw, split)), shards=str(shards), split=split,
                 batch_size=args.batch_size, train=train, threads=args.threads, image_size=args.image_size,
-                device=args.device, epochs=args.epochs, images=images)
+                device=args.device, epochs=args.epochs, images=images, channels_last=args.channels_last)
     if spec.epochs > 1 and spec.warmup_epoch_batches < 1:
         raise SystemExit(f"--epochs {args.epochs}: the split holds {images} images, less than one batch of "
                          f"{args.batch_size}")
@@ -139,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     config = {"raw": str(raw), "raw_images": n_raw, "shards": str(shards), "batch_size": args.batch_size,
               "image_size": args.image_size, "reps": args.reps, "threads": args.threads,
               "warmup_batches": args.warmup_batches, "convert_seconds": convert_s, "device": args.device,
-              "epochs": args.epochs}
+              "epochs": args.epochs, "channels_last": args.channels_last}
     out_json = write_json(args.json or work / "images_per_sec.json",
                           {"benchmark": "images_per_sec", "environment": env, "config": config, "rows": rows,
                            "summary": summary})

@@ -301,3 +301,27 @@ def test_the_output_column_names_a_memory_format_other_than_contiguous_nchw():
     assert _describe((x, None)) == "float32[2, 3, 4, 4]"
     assert _describe((x.to(memory_format=torch.channels_last), None)) == "float32[2, 3, 4, 4] channels_last"
     assert _describe((x[:, :, :, ::2], None)) == "float32[2, 3, 4, 2] strided"
+
+
+def test_channels_last_candidates_deliver_the_same_pixels_in_channels_last_memory(tmp_path):
+    """--channels-last: fastdata, plain DALI and a DataLoader candidate each deliver NCHW batches in channels_last
+    memory (the output column says so), with the same values as their contiguous batches."""
+    import dataclasses
+
+    import torch
+    from helpers import convert_images, make_image_tree
+
+    from benchmarks import image_candidates, runner
+
+    convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=2), tmp_path / "shards")
+    spec = image_candidates.Spec(raw=str(tmp_path / "raw"), shards=str(tmp_path / "shards"), split="train",
+                                 batch_size=4, train=False, threads=1, images=4)
+    last = dataclasses.replace(spec, channels_last=True)
+    for key in "ehb":
+        cand = image_candidates.CANDIDATES[key]
+        (plain, labels), = list(cand.build(spec, None))
+        (packed, labels_last), = list(cand.build(last, None))
+        assert plain.is_contiguous() and not packed.is_contiguous(), key
+        assert packed.is_contiguous(memory_format=torch.channels_last), key
+        assert torch.equal(plain, packed) and torch.equal(labels, labels_last), key  # eval: deterministic
+        assert runner._describe((packed, labels_last)) == "float32[4, 3, 224, 224] channels_last"
