@@ -107,8 +107,8 @@ def _method(epochs: int) -> str:
                 "to the last batch (startup included); 'steady' leaves out the first batch.")
     return (f"- Each repetition builds a fresh loader in the candidate's own process and reads {epochs} epochs of it, "
             "as a training loop does; the first epoch is not timed (start-up, compilation, warm buffers). images/s "
-            f"= images of epochs 2-{epochs} / their seconds; CPU ms/image counts their CPU only; 'first batch' is "
-            "the first of epoch 2.")
+            f"= images of epochs 2-{epochs} / their seconds; CPU % and CPU ms/image count their CPU only; "
+            "'first batch' is the first of epoch 2.")
 
 
 def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config: dict[str, Any], *,

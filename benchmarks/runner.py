@@ -74,7 +74,7 @@ def run_once(cand: Any, spec: Any, state: Any, *, max_batches: int | None) -> di
         "images_per_s": tp.images_per_s, "steady_images_per_s": tp.steady_images_per_s,
         "first_batch_s": tp.first_batch_s, "cpu_s": cpu_s,
         "cpu_ms_per_image": 1000.0 * cpu_s / tp.images if tp.images else 0.0, "block_s": u.wall_s,
-        "cpu_percent": u.cpu_percent,
+        "cpu_percent": 100.0 * cpu_s / tp.seconds / u.cores if skip and tp.seconds > 0 else u.cpu_percent,
         "peak_rss": u.peak_rss, "output": seen.get("output", "?"),
     }
 

@@ -243,6 +243,7 @@ def test_epochs_of_one_loader_time_all_but_the_first(tmp_path):
     """--epochs N: each candidate yields N epochs of one loader (fastdata: set_epoch between them) and the runner
     times epochs 2..N only, their images and their CPU."""
     import dataclasses
+    import os
 
     import torch
     from helpers import convert_images, make_image_tree
@@ -267,6 +268,8 @@ def test_epochs_of_one_loader_time_all_but_the_first(tmp_path):
     row = runner.run_once(kornia, spec, None, max_batches=None)
     assert (row["images"], row["batches"]) == (8, 2) and row["output"] == "float32[4, 3, 224, 224]"
     assert 0 < row["cpu_s"] and row["cpu_ms_per_image"] == pytest.approx(1000 * row["cpu_s"] / 8)
+    cores = os.cpu_count() or 1  # CPU % of the timed epochs too, not of the whole block
+    assert row["cpu_percent"] == pytest.approx(100 * row["cpu_s"] / row["seconds"] / cores)
 
 
 @pytest.mark.parametrize("train", [True, False])
