@@ -75,15 +75,11 @@ class ShardJob:
     versions: dict[str, str]
 
 
-def convert_one_shard(job: ShardJob, attempts: Any = None) -> dict[str, Any]:
+def convert_one_shard(job: ShardJob, attempts: AttemptFiles | ActorAttempts | None = None) -> dict[str, Any]:
     """Run one shard's conversion in this process (a Ray task); returns its summary."""
     name = _shard_name(job)
-    if isinstance(attempts, AttemptFiles):
+    if attempts is not None:
         attempts.start(name)
-    elif attempts is not None:
-        import ray
-
-        ray.get(attempts.start.remote(name))
     check_versions(job.versions, job.kind.name, where=f"worker {socket.gethostname()} (pid {os.getpid()})")
     dest = job.dest.open()
     dest.prepare()
@@ -139,6 +135,28 @@ class _Attempts:
         return sum(n - 1 for n in self.counts.values())
 
 
+@dataclass(frozen=True)
+class ActorAttempts:
+    """The `_Attempts` actor behind the interface of `AttemptFiles` (start, retries, clear), for tasks and driver."""
+
+    actor: Any
+
+    def start(self, name: str) -> None:
+        import ray
+
+        ray.get(self.actor.start.remote(name))
+
+    def retries(self) -> int:
+        import ray
+
+        return ray.get(self.actor.retries.remote())
+
+    def clear(self) -> None:
+        import ray
+
+        ray.kill(self.actor)
+
+
 @dataclass
 class RaySummary:
     shards: int = 0
@@ -166,10 +184,11 @@ def run_ray(jobs: Iterable[ShardJob], *, dest: Destination, address: str | None,
         if isinstance(dest, LocalDestination):
             # one folder per driver: parts converted at once into one destination count their own retries
             driver = f"{socket.gethostname()}-{os.getpid()}"
-            attempts: Any = AttemptFiles(str((dest.work / PARTIAL / "attempts" / driver).absolute()))
+            attempts: AttemptFiles | ActorAttempts = AttemptFiles(
+                str((dest.work / PARTIAL / "attempts" / driver).absolute()))
             attempts.clear()
         else:
-            attempts = ray.remote(num_cpus=0)(_Attempts).remote()
+            attempts = ActorAttempts(ray.remote(num_cpus=0)(_Attempts).remote())
         task = ray.remote(convert_one_shard).options(
             num_cpus=task_cpus, memory=task_memory, max_retries=retries,
             retry_exceptions=[OSError, TimeoutError], name="fastdata-shard", runtime_env=_storage_env(dest))
@@ -202,12 +221,8 @@ def run_ray(jobs: Iterable[ShardJob], *, dest: Destination, address: str | None,
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             collect(ready)
-        if isinstance(attempts, AttemptFiles):
-            summary.retries = attempts.retries()
-            attempts.clear()
-        else:
-            summary.retries = ray.get(attempts.retries.remote())
-            ray.kill(attempts)
+        summary.retries = attempts.retries()
+        attempts.clear()
     finally:
         if started:
             ray.shutdown()

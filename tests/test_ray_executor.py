@@ -252,3 +252,20 @@ def test_attempt_files_count_retries_per_shard(tmp_path):
     assert attempts.retries() == 2  # the first shard's second and third attempts
     attempts.clear()
     assert attempts.retries() == 0 and not (tmp_path / "attempts").exists()
+
+
+def test_the_attempts_actor_counts_like_the_files_and_is_killed_by_clear():
+    """Remote destinations count attempts in a Ray actor, behind the same start/retries/clear as AttemptFiles."""
+    from converters.executor import ActorAttempts, _Attempts
+
+    attempts = ActorAttempts(ray.remote(num_cpus=0)(_Attempts).remote())
+    assert attempts.retries() == 0
+    for name in ("train-000000.tar", "train-000001.tar", "train-000000.tar", "train-000000.tar"):
+        attempts.start(name)
+    assert attempts.retries() == 2
+    attempts.clear()  # ray.kill is asynchronous: calls fail once the actor is gone
+    deadline = time.monotonic() + 30
+    with pytest.raises(ray.exceptions.RayActorError):
+        while time.monotonic() < deadline:
+            attempts.retries()
+            time.sleep(0.05)
