@@ -28,7 +28,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import fastdata  # noqa: E402
-from fastdata.images.decode import _decode, dct_factor, hflip_hwc, resize_hwc  # noqa: E402
+from fastdata.images.decode import (  # noqa: E402
+    _decode,
+    crop_resize_train,
+    dct_factor,
+    hflip_hwc,
+    resize_crop_eval,
+)
 from fastdata.images.device_aug import DeviceAugment  # noqa: E402
 
 
@@ -63,13 +69,8 @@ def stages(shards: str, *, train: bool, images: int, reps: int, batch: int) -> d
     def crop_resize(pair):
         p, image = pair
         if p.box is None:
-            h, w, top, left = p.eval_geometry(backend._opts.resize_short, size)
-            return resize_hwc(image, h, w)[top:top + size, left:left + size]
-        box = p.box
-        if image.shape[:2] != (p.height, p.width):
-            box = box.scaled(image.shape[0] / p.height, image.shape[1] / p.width, max_h=image.shape[0],
-                             max_w=image.shape[1])
-        return resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
+            return resize_crop_eval(image, resize_short=backend._opts.resize_short, size=size)
+        return crop_resize_train(image, p.box, p.height, p.width, size)
 
     pairs = list(zip(prepared, decoded))
     resized = [crop_resize(pr) for pr in pairs]

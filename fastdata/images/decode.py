@@ -152,19 +152,29 @@ def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *
     when `flip`: uint8 HWC. The mirror is applied to the S x S result, not to the (larger) crop: it
     commutes exactly with the antialiased bilinear resize (its weights are symmetric), and a reversed
     numpy view of the crop would cost a slow element-wise copy before the resize."""
-    factor = dct_factor(box.height, box.width, size)
-    image = _decode(raw, factor, height, width)
+    image = _decode(raw, dct_factor(box.height, box.width, size), height, width)
+    out = crop_resize_train(image, box, height, width, size)
+    return hflip_hwc(out) if flip else out
+
+
+def crop_resize_train(image: np.ndarray, box: Box, height: int, width: int, size: int) -> torch.Tensor:
+    """The `box` (drawn on the full `height` x `width`) of a decoded image, which may be DCT-downscaled,
+    resized to size x size: uint8 HWC."""
     if image.shape[:2] != (height, width):
         box = box.scaled(image.shape[0] / height, image.shape[1] / width, max_h=image.shape[0],
                          max_w=image.shape[1])
-    out = resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
-    return hflip_hwc(out) if flip else out
+    return resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
 
 
 def decode_eval(raw: RawSample, *, resize_short: int, size: int) -> torch.Tensor:
     """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC
     (the header, and so the pixel limit, was checked when the sample was prepared)."""
-    image = _decode(raw)  # full resolution: eval tensors must match torchvision / DALI closely
+    # full resolution: eval tensors must match torchvision / DALI closely
+    return resize_crop_eval(_decode(raw), resize_short=resize_short, size=size)
+
+
+def resize_crop_eval(image: np.ndarray, *, resize_short: int, size: int) -> torch.Tensor:
+    """A decoded image with its shorter side resized to `resize_short`, centre-cropped to size x size."""
     new_h, new_w = resize_short_size(image.shape[0], image.shape[1], resize_short)
     top, left = center_crop_offsets(new_h, new_w, size)
     if (new_h, new_w) == image.shape[:2]:
