@@ -243,7 +243,7 @@ def _fastdata(backend: str, hooks: Hooks | None = None) -> Callable[[Spec, Any],
             loader.set_epoch(e)
             return loader
 
-        return loader if spec.epochs == 1 else _epochs(spec, epoch)
+        return _epochs(spec, epoch)
 
     build.__doc__ = f"fastdata.loader(..., backend={backend!r}) on the shards, NCHW float32 like the peers."
     return build
@@ -338,7 +338,7 @@ def _ffcv(spec: Spec, state: Any) -> Iterable[Any]:
     from benchmarks.ffcv_candidate import ffcv_loader
 
     loader = ffcv_loader(spec, state)
-    return loader if spec.epochs == 1 else _epochs(spec, lambda epoch: loader)
+    return _epochs(spec, lambda epoch: loader)
 
 
 def _ffcv_setup(spec: Spec) -> Any:
