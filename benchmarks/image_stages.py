@@ -53,7 +53,10 @@ def stages(shards: str, *, train: bool, images: int, reps: int, batch: int) -> d
     torch.set_num_threads(1)
     loader = fastdata.loader(shards, batch_size=batch, train=train, backend="kornia", device="cpu")
     backend = loader._backend  # the kornia backend's own preparation: the same boxes and flips as its batches
-    prepared = [backend._prepare(i, 0) for i in range(min(images, len(backend._reader)))]
+    count = min(images, len(backend._reader))
+    draw = backend._prepare.draws(0)  # epoch 0's rows of draws (None in eval)
+    rows = draw(np.arange(count)) if draw is not None else [None] * count
+    prepared = [backend._prepare(i, row) for i, row in zip(range(count), rows)]
     size = backend._opts.image_size
     out: dict[str, float] = {}
     out["read bytes from the shard"] = _timed(lambda p: backend._reader.read(p.index), prepared, reps)

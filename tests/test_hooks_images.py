@@ -208,11 +208,12 @@ def test_dali_random_draws_are_a_function_of_seed_epoch_and_sample():
 
     from fastdata.images.dali_graph import RANDOM_VALUES, random_draws
 
-    a = random_draws(3, 0, 5)
+    a = random_draws(3, 0, np.array([5]))[0]
     assert a.shape == (RANDOM_VALUES,) and a.dtype == np.float32 and ((a >= 0) & (a < 1)).all()
-    assert np.array_equal(a, random_draws(3, 0, 5))
-    assert not np.array_equal(a, random_draws(3, 1, 5)) and not np.array_equal(a, random_draws(3, 0, 6))
-    assert not np.array_equal(a, random_draws(4, 0, 5))
+    assert np.array_equal(a, random_draws(3, 0, np.array([7, 5]))[1])  # the same in any batch
+    assert not np.array_equal(a, random_draws(3, 1, np.array([5]))[0])
+    assert not np.array_equal(a, random_draws(3, 0, np.array([6]))[0])
+    assert not np.array_equal(a, random_draws(4, 0, np.array([5]))[0])
 
 
 def test_seeds_differ_per_batch_and_the_window_restores_the_generator():

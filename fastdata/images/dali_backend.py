@@ -47,9 +47,9 @@ class DaliBackend(PlannedBackend):
                                         seed=derive_seed(o.seed, o.rank, o.world_size))
         return self._pipe
 
-    def _load(self, index: int, epoch: int) -> Prepared:
-        """Thread work for one sample: its bytes read, label and header checked, augmentation drawn."""
-        return self._prepare(index, epoch)
+    def _load(self, index: int, row: list[float] | None) -> Prepared:
+        """Thread work for one sample: its bytes read, label and header checked, augmentation decided."""
+        return self._prepare(index, row)
 
     def _assemble(self, entries: list[Prepared | None], cuda_stream: Any,
                   at: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, Any]:

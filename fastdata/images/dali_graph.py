@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from fastdata.images.draws import DALI_HOOK_STREAM, uniforms
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.samples import Prepared
 
@@ -126,12 +127,12 @@ def _position(offset: int, size: int, crop: int) -> float:
 
 
 RANDOM_VALUES = 8  # uniform [0, 1) draws per sample handed to a dali_augment hook that takes `random`
-_RANDOM_STREAM = 0x44414C49  # "DALI": apart from the sample's crop and flip draws
 
 
-def random_draws(seed: int, epoch: int, index: int) -> np.ndarray:
-    """The `random` values of one sample for a dali_augment hook: a pure function of (seed, epoch, sample)."""
-    return np.random.default_rng([seed, epoch, index, _RANDOM_STREAM]).random(RANDOM_VALUES, dtype=np.float32)
+def random_draws(seed: int, epoch: int, indices: np.ndarray) -> np.ndarray:
+    """float32 (len(indices), RANDOM_VALUES): the `random` values of each sample for a dali_augment hook, a
+    pure function of (seed, epoch, sample), apart from the sample's crop and flip draws (draws.py)."""
+    return uniforms(seed, epoch, indices, count=RANDOM_VALUES, stream=DALI_HOOK_STREAM, dtype=np.float32)
 
 
 def feeds(args: GraphArgs, batch: list[Prepared], *, resize_short: int, size: int, seed: int = 0,
@@ -139,7 +140,7 @@ def feeds(args: GraphArgs, batch: list[Prepared], *, resize_short: int, size: in
     """The arrays of one batch for the graph's external sources (in `args.inputs` order)."""
     out = _feeds(args, batch, resize_short=resize_short, size=size)
     if args.user_random:
-        out.append([random_draws(seed, epoch, p.index) for p in batch])
+        out.append(list(random_draws(seed, epoch, np.array([p.index for p in batch], dtype=np.int64))))
     return out
 
 

@@ -14,7 +14,6 @@ side already has the target length (shards converted with --short-side equal to 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -29,14 +28,6 @@ from fastdata.images.geometry import (
 )
 from fastdata.images.pixels import open_image, other_format, to_rgb
 from fastdata.images.reader import RawSample
-
-
-@dataclass(frozen=True)
-class TrainParams:
-    """What a train sample's RNG decided besides the crop: flip and colour-jitter factors."""
-
-    flip: bool
-    jitter: tuple[float, float, float, float] | None  # brightness, contrast, saturation, hue
 
 
 def is_jpeg(data: bytes | memoryview) -> bool:
@@ -119,18 +110,6 @@ def resize_hwc(image: np.ndarray | torch.Tensor, height: int, width: int) -> tor
         return image
     y = F.interpolate(x, size=(height, width), mode="bilinear", antialias=True, align_corners=False)
     return y[0].permute(1, 2, 0)
-
-
-def draw_train_params(rng: np.random.Generator, color_jitter: tuple[float, float, float, float] | None,
-                      hflip: bool) -> TrainParams:
-    """Flip and jitter factors, drawn before the crop so their values do not depend on the image size."""
-    flip = bool(rng.random() < 0.5) and hflip
-    jitter = None
-    if color_jitter is not None:
-        b, c, s, h = color_jitter
-        jitter = (float(rng.uniform(max(0.0, 1 - b), 1 + b)), float(rng.uniform(max(0.0, 1 - c), 1 + c)),
-                  float(rng.uniform(max(0.0, 1 - s), 1 + s)), float(rng.uniform(-h, h)))
-    return TrainParams(flip=flip, jitter=jitter)
 
 
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller element-wise ops run serially

@@ -1,8 +1,8 @@
 """Crop and resize geometry, shared by every backend, written to match torchvision exactly.
 
 - `random_resized_crop_box` is torchvision's `RandomResizedCrop.get_params` (10 attempts, then the
-  central fallback), drawing from a numpy Generator we control so that the result depends only on
-  (seed, epoch, sample index).
+  central fallback), reading its uniform numbers from the sample's row of draws (`draws.py`), so that
+  the result depends only on (seed, epoch, sample index).
 - `resize_short_size` is torchvision `Resize(int)`: the shorter side becomes `size`, the longer side
   is `int(size * long / short)` (truncated, as torchvision does).
 - `center_crop_offsets` is torchvision `CenterCrop`: `int(round((h - S) / 2))`.
@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import NamedTuple
 
-import numpy as np
+from fastdata.images.draws import CROP_ATTEMPTS, DRAWS_PER_ATTEMPT, integer_below
 
 
-@dataclass(frozen=True)
-class Box:
+class Box(NamedTuple):
     """A crop box in pixels: top, left, height, width."""
 
     top: int
@@ -36,20 +36,19 @@ class Box:
         return Box(top, left, height, width)
 
 
-def random_resized_crop_box(rng: np.random.Generator, height: int, width: int, *,
+def random_resized_crop_box(u: Sequence[float], height: int, width: int, *,
                             scale: tuple[float, float], ratio: tuple[float, float]) -> Box:
-    """torchvision RandomResizedCrop.get_params, with `rng` as the source of randomness."""
+    """torchvision RandomResizedCrop.get_params, reading uniform numbers in [0, 1) from `u`
+    (DRAWS_PER_ATTEMPT per attempt, CROP_ATTEMPTS attempts)."""
     area = height * width
     log_lo, log_hi = math.log(ratio[0]), math.log(ratio[1])
-    for _ in range(10):
-        target_area = area * rng.uniform(scale[0], scale[1])
-        aspect = math.exp(rng.uniform(log_lo, log_hi))
+    for a in range(0, CROP_ATTEMPTS * DRAWS_PER_ATTEMPT, DRAWS_PER_ATTEMPT):
+        target_area = area * (scale[0] + (scale[1] - scale[0]) * u[a])
+        aspect = math.exp(log_lo + (log_hi - log_lo) * u[a + 1])
         w = int(round(math.sqrt(target_area * aspect)))
         h = int(round(math.sqrt(target_area / aspect)))
         if 0 < w <= width and 0 < h <= height:
-            top = int(rng.integers(0, height - h + 1))
-            left = int(rng.integers(0, width - w + 1))
-            return Box(top, left, h, w)
+            return Box(integer_below(u[a + 2], height - h + 1), integer_below(u[a + 3], width - w + 1), h, w)
     in_ratio = width / height
     if in_ratio < min(ratio):
         w, h = width, int(round(width / min(ratio)))

@@ -9,8 +9,8 @@ device, batched (`device_aug.py`). The horizontal flip is applied per sample to 
 the decode thread (on the device with device_decode). A background thread keeps `prefetch` batches
 ready (`prefetch.py`).
 
-Every random decision of a sample comes from `sample_rng(seed, epoch, index)`, so a batch's tensors
-depend only on which samples it holds: resuming from `state_dict()` is bitwise exact.
+Every random decision of a sample comes from its row of draws (`draws.py`, a function of (seed, epoch,
+index) only), so a batch's tensors depend only on which samples it holds: resuming from `state_dict()` is bitwise exact.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ import torch
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 from fastdata.images.buffers import BufferPool
-from fastdata.images.decode import TrainParams, decode_eval, decode_train, is_jpeg
+from fastdata.images.decode import decode_eval, decode_train, is_jpeg
 from fastdata.images.device_aug import pool_size
 from fastdata.images.device_decode import Encoded, decode_on_device
+from fastdata.images.draws import TrainParams
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL
 from fastdata.images.planned import PlannedBackend
@@ -48,11 +49,12 @@ class KorniaBackend(PlannedBackend):
     def _cuda_stream(self) -> Any:
         return torch.cuda.Stream(self._device) if self._device.type == "cuda" else None
 
-    def _load(self, index: int, epoch: int) -> tuple[torch.Tensor | Encoded, int, TrainParams | None, RawSample]:
+    def _load(self, index: int, row: list[float] | None) -> tuple[torch.Tensor | Encoded, int, TrainParams | None,
+                                                                  RawSample]:
         """Decode-thread work for one sample: (an S x S uint8 HWC image, or with device_decode the bytes; label;
         augmentation parameters; the raw sample)."""
         o = self._opts
-        p = self._prepare(index, epoch)
+        p = self._prepare(index, row)
         if o.device_decode and is_jpeg(p.raw.data):  # other formats (adopted shards) decode on the host
             data = torch.frombuffer(bytearray(p.raw.data), dtype=torch.uint8)
             return Encoded(data=data, key=p.raw.key, shard=str(p.raw.shard), box=p.box,

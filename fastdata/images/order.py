@@ -23,7 +23,6 @@ import numpy as np
 
 PAD_LABEL = -100  # torch.nn.CrossEntropyLoss's default ignore_index
 _PERMUTATION_STREAM = 0
-_SAMPLE_STREAM = 1
 _WINDOW_STREAM = 2
 SHUFFLE_WINDOW = 16384  # train: samples shuffled together (a rank reads ~window/shard-size shards at once)
 
@@ -75,11 +74,6 @@ def window_shuffle(block: np.ndarray, /, *, window: int | None, seed: int, epoch
         rng = np.random.default_rng([seed, epoch, _WINDOW_STREAM, start + k])
         out[k:k + step] = rng.permutation(out[k:k + step])
     return out
-
-
-def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
-    """The random generator of one sample's augmentation: depends on nothing but these three numbers."""
-    return np.random.default_rng([seed, epoch, int(index), _SAMPLE_STREAM])
 
 
 def rank_counts(num_samples: int, /, *, train: bool, batch_size: int, keep_last: bool, rank: int,

@@ -1,7 +1,7 @@
 """What every image backend shares: the epoch plan (order.py), the resumable position (resume.py), and the
 producer loop that fills batches from the plan in a background thread, skipping bad samples when asked.
 
-A backend supplies two things: `_load(index, epoch)`, the per-sample work run in `num_threads` threads
+A backend supplies two things: `_load(index, row)`, the per-sample work run in `num_threads` threads
 (kornia: prepare + decode; DALI: prepare only), and `_assemble(entries)`, which turns one batch of
 results into `(images, labels, ready_event)` (kornia: stack + device augment; DALI: run the graph).
 `_assemble` may raise `BadSamples` when it finds samples it cannot use (DALI learns that a JPEG is
@@ -207,8 +207,9 @@ class PlannedBackend(ABC):
 
     # ------------------------------------------------------------------ production (background thread)
     @abstractmethod
-    def _load(self, index: int, epoch: int) -> Any:
-        """Sample `index` of `epoch`, read and prepared for `_assemble` (runs on the loader's threads)."""
+    def _load(self, index: int, row: list[float] | None) -> Any:
+        """Sample `index`, read and prepared for `_assemble` with its row of draws (train; None in eval)
+        (runs on the loader's threads)."""
 
     def _resolve(self, futures: list[Future | None]) -> list[object]:
         return resolve_futures(futures)
@@ -235,11 +236,12 @@ class PlannedBackend(ABC):
         o = self._opts
         limit = len(plan.sequence) if not plan.padded else plan.num_batches * plan.batch_size
         pool = ThreadPoolExecutor(o.num_threads, thread_name_prefix=f"fastdata-{self.name}")
-        load = self._loader_for(start.epoch)
+        draw = self._prepare.draws(start.epoch)
 
         def stream_at(cursor: int) -> SampleStream:
-            return SampleStream(pool, load, plan.sequence, start=cursor, limit=limit,
-                                ahead=(o.prefetch + 1) * o.batch_size, padded=plan.padded)
+            return SampleStream(pool, self._load, plan.sequence, start=cursor, limit=limit,
+                                ahead=(o.prefetch + 1) * o.batch_size, padded=plan.padded, chunk=o.batch_size,
+                                draw=draw)
 
         stream = stream_at(start.cursor)
         cuda_stream = self._cuda_stream()
@@ -313,12 +315,6 @@ class PlannedBackend(ABC):
                              f"of shards at once (those of one shuffle window of {self._opts.shuffle_window} samples "
                              f"plus {remote.ahead} prefetched shards); set cache_limit to at least {need} bytes, "
                              "or lower shuffle_window")
-
-    def _loader_for(self, epoch: int):
-        def load(index: int) -> Any:
-            return self._load(index, epoch)
-
-        return load
 
     def close(self) -> None:
         self._reader.close()

@@ -1,10 +1,11 @@
 """What both image backends do before decoding: read a planned sample, check its label and header, and
-draw its augmentation; then fill a batch from the sample stream, skipping bad samples when asked.
+decide its augmentation; then fill a batch from the sample stream, skipping bad samples when asked.
 
-`prepare` runs in worker threads. Every random decision of a sample comes from
-`sample_rng(seed, epoch, index)`, so a batch depends only on which samples it holds (exact resume, and
-the same crops on both backends). A kornia batch is decoded on the host from these; a DALI batch hands
-the encoded bytes and the drawn parameters to the graph.
+`prepare` runs in worker threads. Every random decision of a sample comes from its row of draws
+(`draws.py`: computed for a batch of samples at once, a function of (seed, epoch, index) only), so a
+batch depends only on which samples it holds (exact resume, and the same crops on both backends). A
+kornia batch is decoded on the host from these; a DALI batch hands the encoded bytes and the decided
+parameters to the graph.
 """
 
 from __future__ import annotations
@@ -12,21 +13,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
 
 from fastdata.errors import ShardError
-from fastdata.images.decode import TrainParams, check_header, draw_train_params
+from fastdata.images.decode import check_header
+from fastdata.images.draws import CROP, TrainParams, sample_draws, train_params
 from fastdata.images.geometry import Box, center_crop_offsets, random_resized_crop_box, resize_short_size
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.images.order import EpochPlan, sample_rng
+from fastdata.images.order import EpochPlan
 from fastdata.images.reader import UNLABELED, RawSample, SplitReader
 from fastdata.images.stream import SampleStream
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """A sample ready for decoding: its bytes, label, full size, and what its augmentation decided."""
 
     index: int  # global index of the sample in the split
@@ -55,7 +58,16 @@ class Preparer:
         for i in indices:
             self._rejected.setdefault(i, error)
 
-    def __call__(self, index: int, epoch: int) -> Prepared:
+    def draws(self, epoch: int) -> Callable[[np.ndarray], list[list[float]]] | None:
+        """Train: the rows of draws of a batch of sample indices, in one call (`SampleStream` asks for them
+        as it submits samples); eval draws nothing (None)."""
+        if not self.opts.train:
+            return None
+        seed = self.opts.seed
+        return lambda indices: sample_draws(seed, epoch, indices).tolist()
+
+    def __call__(self, index: int, row: list[float] | None) -> Prepared:
+        """Sample `index`, read and checked; in train with its crop and params from `row`, its draws."""
         o = self.opts
         if index in self._rejected:
             raise self._rejected[index]
@@ -73,9 +85,8 @@ class Preparer:
                                  f"resized to {o.resize_short} for eval would be {new_w}x{new_h} pixels, more than "
                                  f"max_pixels={o.max_pixels} (an extreme aspect ratio)")
             return Prepared(index, raw, raw.label, height, width, None, None)
-        rng = sample_rng(o.seed, epoch, index)
-        params = draw_train_params(rng, o.color_jitter, o.hflip)
-        box = random_resized_crop_box(rng, height, width, scale=o.scale, ratio=o.ratio)
+        params = train_params(row, o.color_jitter, o.hflip)
+        box = random_resized_crop_box(row[CROP:], height, width, scale=o.scale, ratio=o.ratio)
         return Prepared(index, raw, raw.label, height, width, box, params)
 
 

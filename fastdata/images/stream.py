@@ -3,7 +3,10 @@
 Position p of an epoch's stream is sample `sequence[p % n]` (train wraps around only when skipped
 samples are replaced by following ones), or padding (`None`) past the end of a padded eval sequence.
 Up to `ahead` positions are submitted before they are consumed, so the decode threads never wait on
-the batch assembler; results come back strictly in position order.
+the batch assembler; results come back strictly in position order. Positions are submitted in blocks of
+at least `chunk` (a batch), and the random draws of a block's samples are computed in one call
+(`draw`), so no sample seeds a generator of its own: `load(index, row)` gets its row of draws (None in
+eval).
 """
 
 from __future__ import annotations
@@ -17,31 +20,36 @@ import numpy as np
 
 
 class SampleStream:
-    def __init__(self, pool: ThreadPoolExecutor, load: Callable[[int], Any], sequence: np.ndarray, *,
-                 start: int, limit: int, ahead: int, padded: bool) -> None:
-        self._pool, self._load, self._sequence = pool, load, sequence
+    def __init__(self, pool: ThreadPoolExecutor, load: Callable[[int, list[float] | None], Any],
+                 sequence: np.ndarray, *, start: int, limit: int, ahead: int, padded: bool, chunk: int = 1,
+                 draw: Callable[[np.ndarray], list[list[float]]] | None = None) -> None:
+        self._pool, self._load, self._sequence, self._draw = pool, load, sequence, draw
         self._padded = padded
         self._limit = limit  # positions the epoch needs when nothing is skipped; submit ahead up to here
         self._ahead = max(1, ahead)
+        self._chunk = max(1, min(chunk, self._ahead))
         self._next_submit = start
         self.position = start  # next position to be consumed
         self._pending: deque[Future | None] = deque()
 
-    def _submit_one(self) -> None:
-        p = self._next_submit
-        self._next_submit += 1
-        n = len(self._sequence)
-        if self._padded and p >= n:
-            self._pending.append(None)
-        else:
-            self._pending.append(self._pool.submit(self._load, int(self._sequence[p % n])))
+    def _submit(self, stop: int) -> None:
+        """Submit positions `_next_submit` .. stop - 1, with their draws computed in one call."""
+        first, n = self._next_submit, len(self._sequence)
+        self._next_submit = stop
+        real = max(0, (min(stop, n) if self._padded else stop) - first)  # positions holding a sample
+        indices = self._sequence[np.arange(first, first + real) % n] if real else self._sequence[:0]
+        rows = self._draw(indices) if self._draw is not None and real else [None] * real
+        for index, row in zip(indices.tolist(), rows):
+            self._pending.append(self._pool.submit(self._load, index, row))
+        self._pending.extend([None] * (stop - first - real))  # padding rows
 
     def next(self) -> Future | None:
         """The future of the next position (None: a padding row)."""
-        if not self._pending:
-            self._submit_one()
-        while self._next_submit < min(self.position + self._ahead, self._limit):
-            self._submit_one()
+        target = min(self.position + self._ahead, self._limit)
+        gap = target - self._next_submit
+        if not self._pending or gap >= self._chunk or (gap > 0 and target == self._limit):
+            self._submit(max(target, self._next_submit + 1))  # past the limit (train replacing skipped
+            # samples): one position at a time
         self.position += 1
         return self._pending.popleft()
 

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from fastdata.errors import ShardError
+from fastdata.images.draws import CAPTION_STREAM, integer_below, uniforms
 from fastdata.images.reader import RawSample
 from fastdata.manifest import Manifest
 from fastdata.text.tokenizer import load_tokenizer
@@ -25,7 +26,6 @@ from fastdata.text.tokenizer import load_tokenizer
 log = logging.getLogger(__name__)
 
 PAD_TO = 8  # without max_length, a batch's text is padded to its longest caption rounded up to this
-_CAPTION_STREAM = 0x43415054  # "CAPT": keeps the caption draw apart from the image augmentation's
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ def choose(num_captions: int, *, train: bool, seed: int, epoch: int, index: int)
     """Which caption of a sample an epoch uses: a seeded draw in train, the first in eval."""
     if not train or num_captions == 1:
         return 0
-    return int(np.random.default_rng([seed, epoch, index, _CAPTION_STREAM]).integers(num_captions))
+    u = uniforms(seed, epoch, np.array([index]), count=1, stream=CAPTION_STREAM)
+    return integer_below(float(u[0, 0]), num_captions)
 
 
 def _captions(raw: RawSample) -> list[str]:
