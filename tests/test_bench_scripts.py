@@ -61,7 +61,7 @@ def _row(variant, cand, rate, rep=0):
 
 def test_summary_ratios_and_target_lines():
     rows = [_row("train", "a", 100), _row("train", "a", 120, 1), _row("train", "c", 300), _row("train", "d", 400),
-            _row("train", "e", 330), _row("train", "f", 600),
+            _row("train", "e", 330), _row("train", "f", 600), _row("train", "g", 320), _row("train", "h", 210),
             {"variant": "train", "rep": 0, "candidate": "b", "error": "Traceback\nValueError: boom"}]
     summary = summarize_rows(rows)
     by = {e["candidate"]: e for e in summary}
@@ -70,8 +70,10 @@ def test_summary_ratios_and_target_lines():
     assert by["b"]["error"] == "ValueError: boom"
     lines = target_lines(summary)
     assert "best fastdata backend is (d)" in lines[0]
-    assert "[target >= 3.0x: met]" in lines[0] and "[target >= 1.5x: missed]" in lines[0]
-    assert "67% of (f) [target >= 60%: met]" in lines[0]
+    assert "3.64x (a) [target >= 3.0x: met]" in lines[0] and "1.33x (c) [target >= 1.5x: missed]" in lines[0]
+    assert "1.25x (g) [target >= 1.5x: missed]" in lines[0] and "1.90x (h) [target >= 2.0x: missed]" in lines[0]
+    assert "67% of (f) [target >= 75%: missed]" in lines[0]
+    assert by["e"]["vs_h"] == pytest.approx(330 / 210) and by["e"]["vs_g"] == pytest.approx(330 / 320)
     md = markdown_section(summary, {"cpu": "CPU", "cores": 2, "usable_cores": 2, "memory_bytes": None, "gpu": None,
                                     "os": "Linux", "load_avg": None, "versions": {"torch": "2"},
                                     "date_utc": "now", "git_commit": "abc", "command": "python x"},
