@@ -27,6 +27,14 @@ def test_resize_returns_dense_hwc() -> None:
     out = resize_hwc(image, 224, 224)
     assert out.shape == (224, 224, 3) and out.dtype == torch.uint8
     assert out.is_contiguous()  # so the copy into an NHWC batch row is a plain memcpy
+    crop = image[10:160, 20:170]  # a strided view, as the crop box of a decoded image is
+    same = resize_hwc(crop, 150, 150)
+    assert same.is_contiguous() and np.array_equal(same.numpy(), crop)  # nothing to resize: still dense
+    from torchvision.transforms.v2 import functional as TF
+
+    want = TF.resize(torch.from_numpy(np.ascontiguousarray(crop)).permute(2, 0, 1), [100, 120], antialias=True)
+    got = resize_hwc(crop, 100, 120)
+    assert got.is_contiguous() and torch.equal(got.permute(2, 0, 1), want)
 
 
 def test_hflip_equals_torch_flip_in_few_serial_bands(monkeypatch) -> None:

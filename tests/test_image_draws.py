@@ -28,7 +28,7 @@ from fastdata.images.draws import (
     train_params,
     uniforms,
 )
-from fastdata.images.stream import SampleStream
+from fastdata.images.stream import GROUP, SampleStream
 
 
 def test_a_sample_draws_the_same_numbers_in_any_batch():
@@ -127,6 +127,35 @@ def test_the_stream_pads_eval_and_wraps_train_past_its_limit():
                           draw=draw)
         assert drain(tr, 5) == [15, 16, 10, 11, 12]  # replacements of skipped samples wrap around, one at a time
         assert draw.calls == [2, 1, 1, 1]
+
+
+class CountingPool(ThreadPoolExecutor):
+    def __init__(self, workers):
+        super().__init__(workers)
+        self.tasks = 0
+
+    def submit(self, *args, **kwargs):
+        self.tasks += 1
+        return super().submit(*args, **kwargs)
+
+
+def test_a_pool_task_loads_a_group_of_samples_and_each_keeps_its_own_outcome():
+    def load(i, row):
+        if i % 10 == 3:
+            raise KeyError(i)  # any exception: the position raises it, its group's other samples are delivered
+        return i * 2
+
+    with CountingPool(2) as pool:
+        stream = SampleStream(pool, load, np.arange(100), start=0, limit=100, ahead=64, padded=False, chunk=32)
+        outcomes = []
+        for _ in range(100):
+            slot = stream.next()
+            try:
+                outcomes.append(slot.result())
+            except KeyError as exc:
+                outcomes.append(("failed", exc.args[0]))
+    assert outcomes == [("failed", i) if i % 10 == 3 else 2 * i for i in range(100)]
+    assert GROUP == 8 and pool.tasks == 13  # blocks of 64, 32 and 4 samples: 8 + 4 + 1 groups
 
 
 @pytest.fixture(scope="module")

@@ -97,19 +97,20 @@ def _decode(raw: RawSample, factor: int = 1, height: int = 0, width: int = 0) ->
 def resize_hwc(image: np.ndarray | torch.Tensor, height: int, width: int) -> torch.Tensor:
     """Bilinear, antialiased resize of a uint8 HWC image (torchvision v2 Resize on uint8 tensors).
 
-    Returns a dense HWC tensor: the batch dimension is added before the permute, so the NCHW view has
-    true channels_last strides, torch keeps that memory format for its output, and the result is
-    already in the byte order of a row of the NHWC batch (copying it there is a memcpy). Adding the
-    batch dimension after the permute gives a stride torch does not recognise as channels_last: the
-    kernel then writes planar NCHW and every copy into the batch has to transpose it.
+    Returns a dense HWC tensor. The NCHW view handed to torch has true channels_last strides (the batch
+    dimension is a reshape of the dense image, so its stride is H*W*3, not numpy's 0 for a new axis), so
+    torch keeps that memory format for its output and the result is already in the byte order of a row
+    of the NHWC batch (copying it there is a memcpy). A stride torch does not recognise as channels_last
+    makes the kernel write planar NCHW, and every copy into the batch would have to transpose it. The
+    views are numpy's: one torch call in and one out, where torch's own view ops cost 4 us more a sample
+    of Python holding the GIL.
     """
-    if isinstance(image, np.ndarray):
-        image = torch.from_numpy(np.ascontiguousarray(image))  # the fast uint8 kernel wants dense HWC
-    x = image.unsqueeze(0).permute(0, 3, 1, 2)
-    if x.shape[-2:] == (height, width):
-        return image
+    image = np.ascontiguousarray(image.numpy() if isinstance(image, torch.Tensor) else image)  # dense HWC
+    if image.shape[:2] == (height, width):
+        return torch.from_numpy(image)
+    x = torch.from_numpy(image.reshape(1, *image.shape).transpose(0, 3, 1, 2))
     y = F.interpolate(x, size=(height, width), mode="bilinear", antialias=True, align_corners=False)
-    return y[0].permute(1, 2, 0)
+    return torch.from_numpy(y.numpy()[0].transpose(1, 2, 0))
 
 
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller element-wise ops run serially

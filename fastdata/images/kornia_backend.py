@@ -16,7 +16,6 @@ index) only), so a batch's tensors depend only on which samples it holds: resumi
 from __future__ import annotations
 
 import logging
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from fastdata.images.order import PAD_LABEL
 from fastdata.images.planned import PlannedBackend
 from fastdata.images.reader import RawSample
 from fastdata.images.samples import resolve_futures
+from fastdata.images.stream import Slot
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class KorniaBackend(PlannedBackend):
     def _raw_of(self, entry: tuple) -> RawSample:
         return entry[3]
 
-    def _resolve(self, futures: list[Future | None]) -> list[object]:
+    def _resolve(self, futures: list[Slot | None]) -> list[object]:
         """Results in order: (image, label, params), the sample's ShardError, or None for a padding row."""
         out = resolve_futures(futures)
         if self._opts.device_decode:

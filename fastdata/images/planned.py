@@ -16,7 +16,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from fastdata.images.reader import RawSample, SplitReader
 from fastdata.images.resume import ResumePoint, check_state, make_state
 from fastdata.images.samples import Preparer, SkipBudget, fill_batch, resolve_futures
 from fastdata.images.schedule import ShardSchedule
-from fastdata.images.stream import SampleStream
+from fastdata.images.stream import SampleStream, Slot
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step, replay
 
@@ -211,7 +211,7 @@ class PlannedBackend(ABC):
         """Sample `index`, read and prepared for `_assemble` with its row of draws (train; None in eval)
         (runs on the loader's threads)."""
 
-    def _resolve(self, futures: list[Future | None]) -> list[object]:
+    def _resolve(self, futures: list[Slot | None]) -> list[object]:
         return resolve_futures(futures)
 
     @abstractmethod

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import NamedTuple
 
 import numpy as np
@@ -24,7 +23,7 @@ from fastdata.images.geometry import Box, center_crop_offsets, random_resized_cr
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan
 from fastdata.images.reader import UNLABELED, RawSample, SplitReader
-from fastdata.images.stream import SampleStream
+from fastdata.images.stream import SampleStream, Slot
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +103,7 @@ class SkipBudget:
 
 
 def fill_batch(stream: SampleStream, rows: int, plan: EpochPlan, *, on_error: str, budget: SkipBudget,
-               resolve: Callable[[list[Future | None]], list[object]]) -> tuple[list[object | None], int]:
+               resolve: Callable[[list[Slot | None]], list[object]]) -> tuple[list[object | None], int]:
     """`rows` entries for one batch from `stream`: each a resolved result, or None for a padding row.
 
     `resolve` turns the stream's futures into results in order (a ShardError for a bad sample). Bad
@@ -127,8 +126,8 @@ def fill_batch(stream: SampleStream, rows: int, plan: EpochPlan, *, on_error: st
     return entries, skipped
 
 
-def resolve_futures(futures: list[Future | None]) -> list[object]:
-    """Results in order: the future's value, its ShardError, or None for a padding row."""
+def resolve_futures(futures: list[Slot | None]) -> list[object]:
+    """Results in order: the slot's value, its ShardError, or None for a padding row."""
     out: list[object] = []
     for fut in futures:
         try:
