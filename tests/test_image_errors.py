@@ -142,6 +142,18 @@ def test_every_sample_corrupt_raises_instead_of_spinning(ds):
             corrupt_sample(ds["wds"], shard, line)
     with pytest.raises(ShardError, match="every sample"):
         list(loader(ds["wds"], split="val", train=True, batch_size=2, on_error="skip"))
+    with pytest.raises(ShardError, match="every sample"):  # eval: not an epoch of padding rows
+        list(loader(ds["wds"], split="val", train=False, batch_size=2, on_error="skip"))
+
+
+def test_an_epoch_with_more_bad_than_good_samples_still_completes(ds):
+    """The skip budget is the epoch's sample count: 4 bad samples of 7 are skipped, not taken for 'every sample'."""
+    for shard, lines in (("val-000000.tar", (0, 1, 3)), ("val-000001.tar", (2,))):
+        for line in lines:
+            corrupt_sample(ds["wds"], shard, line)
+    ld = loader(ds["wds"], split="val", train=False, batch_size=7, on_error="skip")
+    labels = torch.cat([y for _, y in ld])
+    assert ld.skipped == 4 and int((labels >= 0).sum()) == 3 and int((labels == -100).sum()) == 4
 
 
 def test_resume_after_skipped_samples_is_exact(ds):

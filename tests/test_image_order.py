@@ -184,3 +184,7 @@ def test_dct_factor_keeps_needed_resolution():
 def test_a_scaled_box_keeps_at_least_one_pixel_and_no_more():
     assert Box(0, 0, 1, 1).scaled(0.5, 0.5, max_h=10, max_w=10) == Box(0, 0, 1, 1)
     assert Box(4, 6, 2, 2).scaled(0.25, 0.25, max_h=10, max_w=10) == Box(1, 2, 1, 1)
+    # a 9 px side decoded at 1/8 is 2 px: the last pixel's box starts at 8 * 2/9 = 1.78, rounded to 2, kept at 1
+    assert Box(8, 8, 1, 1).scaled(2 / 9, 2 / 9, max_h=2, max_w=2) == Box(1, 1, 1, 1)
+    # a box reaching past the scaled image (scale factors larger than max / full) is cut at its edge
+    assert Box(2, 2, 8, 8).scaled(0.5, 0.5, max_h=4, max_w=4) == Box(1, 1, 3, 3)

@@ -10,7 +10,8 @@ the decode thread (on the device with device_decode). A background thread keeps 
 ready (`prefetch.py`).
 
 Every random decision of a sample comes from its row of draws (`draws.py`, a function of (seed, epoch,
-index) only), so a batch's tensors depend only on which samples it holds: resuming from `state_dict()` is bitwise exact.
+index) only), so a batch's tensors depend only on which samples it holds: resuming from `state_dict()`
+is bitwise exact.
 """
 
 from __future__ import annotations

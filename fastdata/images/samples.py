@@ -90,7 +90,9 @@ class Preparer:
 
 
 class SkipBudget:
-    """Counts the bad samples met while producing one epoch; gives up when every sample of it failed."""
+    """Counts the bad samples met while producing one epoch; gives up when the failures reach the epoch's
+    sample count: in eval, every sample failed (an epoch of nothing but padding rows is an error, not a
+    result); in train, where replacements wrap around the epoch, as many failed reads as samples."""
 
     def __init__(self, plan: EpochPlan) -> None:
         self.limit = max(len(plan.sequence), 1)
@@ -98,7 +100,7 @@ class SkipBudget:
 
     def spend(self, exc: ShardError) -> None:
         self.failures += 1
-        if self.failures > self.limit:
+        if self.failures >= self.limit:
             raise ShardError(f"every sample of this rank's epoch failed; last error: {exc}") from exc
 
 
