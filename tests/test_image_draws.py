@@ -108,8 +108,8 @@ def test_the_stream_draws_once_per_block_and_hands_each_sample_its_row():
     sequence = np.random.default_rng(0).permutation(1000)
     draw = Counting()
     with ThreadPoolExecutor(2) as pool:
-        stream = SampleStream(pool, lambda i, row: (i, row), sequence, start=0, limit=1000, ahead=192, padded=False,
-                              chunk=64, draw=draw)
+        stream = SampleStream(pool, lambda i, row, dest: (i, row), sequence, start=0, limit=1000, ahead=192,
+                              padded=False, chunk=64, draw=draw)
         out = drain(stream, 1000)
     assert [i for i, _ in out] == sequence.tolist()
     assert all(row == sample_draws(5, 2, np.array([i]))[0].tolist() for i, row in out)
@@ -120,12 +120,15 @@ def test_the_stream_draws_once_per_block_and_hands_each_sample_its_row():
 def test_the_stream_pads_eval_and_wraps_train_past_its_limit():
     sequence = np.arange(10, 17)
     with ThreadPoolExecutor(1) as pool:
-        ev = SampleStream(pool, lambda i, row: (i, row), sequence, start=2, limit=12, ahead=4, padded=True, chunk=4)
-        assert drain(ev, 10) == [(i, None) for i in range(12, 17)] + [None] * 5  # eval: no draws; padding rows
+        ev = SampleStream(pool, lambda i, row, dest: (i, row, dest), sequence, start=2, limit=12, ahead=4,
+                          padded=True, chunk=4, place=lambda position: ("row", position))
+        # eval: no draws; each real position gets its destination; padding rows are no task
+        assert drain(ev, 10) == [(i, None, ("row", i - 10)) for i in range(12, 17)] + [None] * 5
         draw = Counting()
-        tr = SampleStream(pool, lambda i, row: i, sequence, start=5, limit=7, ahead=8, padded=False, chunk=8,
-                          draw=draw)
-        assert drain(tr, 5) == [15, 16, 10, 11, 12]  # replacements of skipped samples wrap around, one at a time
+        tr = SampleStream(pool, lambda i, row, dest: (i, dest), sequence, start=5, limit=7, ahead=8, padded=False,
+                          chunk=8, draw=draw)
+        # replacements of skipped samples wrap around, one at a time; no destination without `place`
+        assert drain(tr, 5) == [(15, None), (16, None), (10, None), (11, None), (12, None)]
         assert draw.calls == [2, 1, 1, 1]
 
 
@@ -140,7 +143,7 @@ class CountingPool(ThreadPoolExecutor):
 
 
 def test_a_pool_task_loads_a_group_of_samples_and_each_keeps_its_own_outcome():
-    def load(i, row):
+    def load(i, row, dest):
         if i % 10 == 3:
             raise KeyError(i)  # any exception: the position raises it, its group's other samples are delivered
         return i * 2

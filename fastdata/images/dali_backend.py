@@ -47,8 +47,9 @@ class DaliBackend(PlannedBackend):
                                         seed=derive_seed(o.seed, o.rank, o.world_size))
         return self._pipe
 
-    def _load(self, index: int, row: list[float] | None) -> Prepared:
-        """Thread work for one sample: its bytes read, label and header checked, augmentation decided."""
+    def _load(self, index: int, row: list[float] | None, dest: None = None) -> Prepared:
+        """Thread work for one sample: its bytes read, label and header checked, augmentation decided (the
+        graph decodes: there is no destination)."""
         return self._prepare(index, row)
 
     def _assemble(self, entries: list[Prepared | None], cuda_stream: Any,

@@ -14,10 +14,10 @@ side already has the target length (shards converted with --short-side equal to 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from fastdata.errors import ShardError
 from fastdata.images.geometry import (
@@ -94,70 +94,105 @@ def _decode(raw: RawSample, factor: int = 1, height: int = 0, width: int = 0) ->
         raise ShardError(f"corrupt JPEG in {raw.shard}, key {raw.key}: {exc}") from exc
 
 
-def resize_hwc(image: np.ndarray | torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Bilinear, antialiased resize of a uint8 HWC image (torchvision v2 Resize on uint8 tensors).
+def resize_hwc(image: np.ndarray | torch.Tensor, height: int, width: int,
+               out: np.ndarray | None = None) -> torch.Tensor:
+    """Bilinear, antialiased resize of a uint8 HWC image (torchvision v2 Resize on uint8 tensors), written
+    into `out` (a dense height x width x 3 uint8 array, e.g. a row of the batch: `rows.py`) or a new one.
 
-    Returns a dense HWC tensor. The NCHW view handed to torch has true channels_last strides (the batch
-    dimension is a reshape of the dense image, so its stride is H*W*3, not numpy's 0 for a new axis), so
-    torch keeps that memory format for its output and the result is already in the byte order of a row
-    of the NHWC batch (copying it there is a memcpy). A stride torch does not recognise as channels_last
-    makes the kernel write planar NCHW, and every copy into the batch would have to transpose it. The
-    views are numpy's: one torch call in and one out, where torch's own view ops cost 4 us more a sample
-    of Python holding the GIL.
+    Returns the dense HWC result. The kernel is the one `F.interpolate(antialias=True)` calls, with its
+    `out=` argument. The NCHW views handed to it have true channels_last strides (the batch dimension is
+    a reshape of the dense image, so its stride is H*W*3, not numpy's 0 for a new axis), so torch keeps
+    that memory format and writes the HWC bytes in place; a stride torch does not recognise as
+    channels_last would make it write planar NCHW into a temporary and copy it back transposed. The
+    views are numpy's: torch's own view ops cost 4 us more a sample of Python holding the GIL.
     """
-    image = np.ascontiguousarray(image.numpy() if isinstance(image, torch.Tensor) else image)  # dense HWC
-    if image.shape[:2] == (height, width):
-        return torch.from_numpy(image)
-    x = torch.from_numpy(image.reshape(1, *image.shape).transpose(0, 3, 1, 2))
-    y = F.interpolate(x, size=(height, width), mode="bilinear", antialias=True, align_corners=False)
-    return torch.from_numpy(y.numpy()[0].transpose(1, 2, 0))
+    image = image.numpy() if isinstance(image, torch.Tensor) else image
+    if image.shape[:2] == (height, width):  # nothing to resize: one copy, dense
+        if out is None:
+            return torch.from_numpy(np.ascontiguousarray(image))
+        np.copyto(out, image)
+        return torch.from_numpy(out)
+    image = np.ascontiguousarray(image)  # dense HWC (a strided crop straight into the kernel is no faster)
+    if out is None:
+        out = np.empty((height, width, 3), dtype=np.uint8)
+    _resize_aa(_nchw(image), (height, width), False, None, None, out=_nchw(out))
+    return torch.from_numpy(out)
+
+
+def _nchw(image: np.ndarray) -> torch.Tensor:
+    """A dense HWC array as a 1 x C x H x W tensor with channels_last strides (no copy)."""
+    return torch.from_numpy(image.reshape(1, *image.shape).transpose(0, 3, 1, 2))
+
+
+_resize_aa = torch._C._nn._upsample_bilinear2d_aa  # what F.interpolate(mode="bilinear", antialias=True) runs
 
 
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller element-wise ops run serially
 
 
-def hflip_hwc(image: torch.Tensor) -> torch.Tensor:
-    """Mirror a dense uint8 HWC image horizontally, on the calling thread only.
+def hflip_hwc(image: torch.Tensor, out: np.ndarray | None = None) -> torch.Tensor:
+    """Mirror a dense uint8 HWC image horizontally (into `out` when given), on the calling thread only.
 
     One `flip` of a whole S x S image is larger than torch's intra-op grain (32768 elements), so it
     would start an OpenMP thread team from this decode thread; flips of bands of rows just below the grain,
     joined by `cat` (a serial memcpy for dense inputs), stay on this thread. Each flip is a dispatch, so the
     bands are as large as the grain allows: 5 bands of 48 rows for S = 224, 36 us (10 bands: 53 us)."""
     band = max(1, (_GRAIN - 1) // max(1, image.shape[1] * image.shape[2]))
-    return torch.cat([rows.flip(1) for rows in image.split(band)])
+    bands = [rows.flip(1) for rows in image.split(band)]
+    return torch.cat(bands) if out is None else torch.cat(bands, out=torch.from_numpy(out))
 
 
-def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *, flip: bool) -> torch.Tensor:
+def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *, flip: bool,
+                 out: np.ndarray | None = None) -> torch.Tensor:
     """Decode (downscaled in the DCT when the crop allows), crop `box`, resize to size x size, mirror
-    when `flip`: uint8 HWC. The mirror is applied to the S x S result, not to the (larger) crop: it
-    commutes exactly with the antialiased bilinear resize (its weights are symmetric), and a reversed
-    numpy view of the crop would cost a slow element-wise copy before the resize."""
+    when `flip`: uint8 HWC, written into `out` when given. The mirror is applied to the S x S result,
+    not to the (larger) crop: it commutes exactly with the antialiased bilinear resize (its weights are
+    symmetric), and a reversed numpy view of the crop would cost a slow element-wise copy before the resize."""
     image = _decode(raw, dct_factor(box.height, box.width, size), height, width)
-    out = crop_resize_train(image, box, height, width, size)
-    return hflip_hwc(out) if flip else out
+    if flip:  # resized into this thread's scratch image, mirrored into `out`
+        return hflip_hwc(crop_resize_train(image, box, height, width, size, out=_scratch(size)), out=out)
+    return crop_resize_train(image, box, height, width, size, out=out)
 
 
-def crop_resize_train(image: np.ndarray, box: Box, height: int, width: int, size: int) -> torch.Tensor:
+_local = threading.local()
+
+
+def _scratch(size: int) -> np.ndarray:
+    """A size x size x 3 uint8 image of the calling thread, reused by its next call: a fresh 150 KB array per
+    flipped image cost 6-13 us more CPU a flip (two threads resizing and flipping 224 x 224 images)."""
+    image = getattr(_local, "scratch", None)
+    if image is None or image.shape[0] != size:
+        image = _local.scratch = np.empty((size, size, 3), dtype=np.uint8)
+    return image
+
+
+def crop_resize_train(image: np.ndarray, box: Box, height: int, width: int, size: int,
+                      out: np.ndarray | None = None) -> torch.Tensor:
     """The `box` (drawn on the full `height` x `width`) of a decoded image, which may be DCT-downscaled,
-    resized to size x size: uint8 HWC."""
+    resized to size x size: uint8 HWC (into `out` when given)."""
     if image.shape[:2] != (height, width):
         box = box.scaled(image.shape[0] / height, image.shape[1] / width, max_h=image.shape[0],
                          max_w=image.shape[1])
-    return resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size)
+    return resize_hwc(image[box.top:box.top + box.height, box.left:box.left + box.width], size, size, out=out)
 
 
-def decode_eval(raw: RawSample, *, resize_short: int, size: int) -> torch.Tensor:
-    """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC
-    (the header, and so the pixel limit, was checked when the sample was prepared)."""
+def decode_eval(raw: RawSample, *, resize_short: int, size: int, out: np.ndarray | None = None) -> torch.Tensor:
+    """Decode, resize the shorter side to `resize_short`, centre crop size x size: uint8 HWC, copied into
+    `out` when given (the header, and so the pixel limit, was checked when the sample was prepared)."""
     # full resolution: eval tensors must match torchvision / DALI closely
-    return resize_crop_eval(_decode(raw), resize_short=resize_short, size=size)
+    return resize_crop_eval(_decode(raw), resize_short=resize_short, size=size, out=out)
 
 
-def resize_crop_eval(image: np.ndarray, *, resize_short: int, size: int) -> torch.Tensor:
-    """A decoded image with its shorter side resized to `resize_short`, centre-cropped to size x size."""
+def resize_crop_eval(image: np.ndarray, *, resize_short: int, size: int, out: np.ndarray | None = None) -> torch.Tensor:
+    """A decoded image with its shorter side resized to `resize_short`, centre-cropped to size x size (a view,
+    or a copy in `out`)."""
     new_h, new_w = resize_short_size(image.shape[0], image.shape[1], resize_short)
     top, left = center_crop_offsets(new_h, new_w, size)
-    if (new_h, new_w) == image.shape[:2]:
-        return torch.from_numpy(image[top:top + size, left:left + size])
-    return resize_hwc(image, new_h, new_w)[top:top + size, left:left + size]
+    if (new_h, new_w) != image.shape[:2]:
+        image = resize_hwc(image, new_h, new_w).numpy()
+    crop = image[top:top + size, left:left + size]
+    if out is None:
+        return torch.from_numpy(crop)
+    np.copyto(out, crop)
+    return torch.from_numpy(out)
 

@@ -2,8 +2,8 @@
 
 Pipeline per batch: the rank's epoch plan (`order.py`) -> samples read from the shards (`reader.py`)
 -> decode + crop + resize to S x S in `num_threads` threads (`decode.py`, GIL released), each image
-already in the byte order of its batch row -> one uint8 NHWC batch, filled with plain memcpys
-(numpy, no torch intra-op threads; pinned memory when the device is CUDA) ->
+written straight into its row of the uint8 NHWC batch (`rows.py`; on a CPU-only loader: pinned and
+device batches are filled with memcpys by numpy, no torch intra-op threads) ->
 `.to(device, non_blocking=True)` -> colour jitter, normalise, dtype and memory format on the
 device, batched (`device_aug.py`). The horizontal flip is applied per sample to the S x S result in
 the decode thread (on the device with device_decode). A background thread keeps `prefetch` batches
@@ -33,6 +33,7 @@ from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL
 from fastdata.images.planned import PlannedBackend
 from fastdata.images.reader import RawSample
+from fastdata.images.rows import BatchRows, Row
 from fastdata.images.samples import resolve_futures
 from fastdata.images.stream import Slot
 
@@ -50,20 +51,29 @@ class KorniaBackend(PlannedBackend):
     def _cuda_stream(self) -> Any:
         return torch.cuda.Stream(self._device) if self._device.type == "cuda" else None
 
-    def _load(self, index: int, row: list[float] | None) -> tuple[torch.Tensor | Encoded, int, TrainParams | None,
-                                                                  RawSample]:
-        """Decode-thread work for one sample: (an S x S uint8 HWC image, or with device_decode the bytes; label;
-        augmentation parameters; the raw sample)."""
+    def _rows(self, cursor: int) -> BatchRows | None:
+        """Host batches of a CPU-only loader are written row by row by the decode threads (`rows.py`)."""
+        if self._opts.device_decode or self._pin:
+            return None
+        size, batch = self._opts.image_size, self._opts.batch_size
+        return BatchRows(lambda: self._hosts.take((batch, size, size, 3), np.uint8), batch, cursor)
+
+    def _load(self, index: int, row: list[float] | None, dest: Row | None) -> tuple[torch.Tensor | Encoded | Row, int,
+                                                                                   TrainParams | None, RawSample]:
+        """Decode-thread work for one sample: (an S x S uint8 HWC image, `dest` once the image is written there,
+        or with device_decode the bytes; label; augmentation parameters; the raw sample)."""
         o = self._opts
         p = self._prepare(index, row)
         if o.device_decode and is_jpeg(p.raw.data):  # other formats (adopted shards) decode on the host
             data = torch.frombuffer(bytearray(p.raw.data), dtype=torch.uint8)
             return Encoded(data=data, key=p.raw.key, shard=str(p.raw.shard), box=p.box,
                            flip=p.params is not None and p.params.flip), p.label, p.params, p.raw
+        out = None if dest is None else dest.array
         if p.box is None:
-            return decode_eval(p.raw, resize_short=o.resize_short, size=o.image_size), p.label, None, p.raw
-        image = decode_train(p.raw, p.box, p.height, p.width, o.image_size, flip=p.params.flip)
-        return image, p.label, p.params, p.raw
+            image = decode_eval(p.raw, resize_short=o.resize_short, size=o.image_size, out=out)
+        else:
+            image = decode_train(p.raw, p.box, p.height, p.width, o.image_size, flip=p.params.flip, out=out)
+        return image if dest is None else dest, p.label, p.params, p.raw
 
     def _raw_of(self, entry: tuple) -> RawSample:
         return entry[3]
@@ -80,17 +90,21 @@ class KorniaBackend(PlannedBackend):
         return out
 
     def _assemble(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple:
-        """One uint8 NHWC batch (pinned host memory, or on the device with device_decode), moved with
-        non_blocking=True, then jittered and normalised on the device.
+        """One uint8 NHWC batch (the rows the decode threads wrote, pinned host memory, or on the device with
+        device_decode), moved with non_blocking=True, then jittered and normalised on the device.
 
-        Host images arrive dense in the NHWC row layout (`resize_hwc`), so filling a row is a memcpy,
-        done by numpy: single-threaded, so it starts no torch intra-op thread team that would compete
-        with the decode threads for the cores."""
+        On a CPU-only loader the batch is the block its first sample was written to (`rows.py`): only rows
+        that a skipped sample moved are copied. Other host images arrive dense in the NHWC row layout
+        (`resize_hwc`), so filling a row is a memcpy, done by numpy: single-threaded, so it starts no torch
+        intra-op thread team that would compete with the decode threads for the cores."""
         rows, size = len(entries), self._opts.image_size
         on_device = self._opts.device_decode
         where = {"device": self._device} if on_device else {"pin_memory": self._pin}
+        first = next((e[0] for e in entries if e is not None and isinstance(e[0], Row)), None)
         if on_device or self._pin:
             images = torch.empty((rows, size, size, 3), dtype=torch.uint8, **where)  # padding rows zeroed below
+        elif first is not None:  # written in place by the decode threads
+            images = torch.from_numpy(first.owner.batch(first, rows))
         else:  # a pooled host buffer: already mapped (buffers.py)
             images = torch.from_numpy(self._hosts.take((rows, size, size, 3), np.uint8))
         labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
@@ -100,7 +114,10 @@ class KorniaBackend(PlannedBackend):
             if entry is None:  # padding row
                 continue
             image, label, params, _ = entry
-            if host is None:
+            if isinstance(image, Row):
+                if image.buffer is not first.buffer or image.row != r:  # moved by a skipped sample
+                    host[r] = image.array
+            elif host is None:
                 images[r].copy_(image)
             else:
                 host[r] = image.numpy()

@@ -1,9 +1,10 @@
 """What every image backend shares: the epoch plan (order.py), the resumable position (resume.py), and the
 producer loop that fills batches from the plan in a background thread, skipping bad samples when asked.
 
-A backend supplies two things: `_load(index, row)`, the per-sample work run in `num_threads` threads
-(kornia: prepare + decode; DALI: prepare only), and `_assemble(entries)`, which turns one batch of
-results into `(images, labels, ready_event)` (kornia: stack + device augment; DALI: run the graph).
+A backend supplies two things: `_load(index, row, dest)`, the per-sample work run in `num_threads`
+threads (kornia: prepare + decode, into its batch row when `_rows` gave one; DALI: prepare only), and
+`_assemble(entries)`, which turns one batch of results into `(images, labels, ready_event)` (kornia:
+batch + device augment; DALI: run the graph).
 `_assemble` may raise `BadSamples` when it finds samples it cannot use (DALI learns that a JPEG is
 corrupt only when its decoder fails); the loop then refills the batch without them, exactly as a
 sample that failed in `_load` is replaced (train: by the following samples; eval: by a padding row).
@@ -207,9 +208,14 @@ class PlannedBackend(ABC):
 
     # ------------------------------------------------------------------ production (background thread)
     @abstractmethod
-    def _load(self, index: int, row: list[float] | None) -> Any:
-        """Sample `index`, read and prepared for `_assemble` with its row of draws (train; None in eval)
-        (runs on the loader's threads)."""
+    def _load(self, index: int, row: list[float] | None, dest: Any) -> Any:
+        """Sample `index`, read and prepared for `_assemble` with its row of draws (train; None in eval), its
+        image written to `dest` when `_rows` gave it one (runs on the loader's threads)."""
+
+    def _rows(self, cursor: int) -> Any:
+        """The destinations of a stream starting at `cursor` (`rows.BatchRows`), or None: loads return their
+        results."""
+        return None
 
     def _resolve(self, futures: list[Slot | None]) -> list[object]:
         return resolve_futures(futures)
@@ -241,7 +247,7 @@ class PlannedBackend(ABC):
         def stream_at(cursor: int) -> SampleStream:
             return SampleStream(pool, self._load, plan.sequence, start=cursor, limit=limit,
                                 ahead=(o.prefetch + 1) * o.batch_size, padded=plan.padded, chunk=o.batch_size,
-                                draw=draw)
+                                draw=draw, place=self._rows(cursor))
 
         stream = stream_at(start.cursor)
         cuda_stream = self._cuda_stream()

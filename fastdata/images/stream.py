@@ -5,10 +5,11 @@ samples are replaced by following ones), or padding (`None`) past the end of a p
 Up to `ahead` positions are submitted before they are consumed, so the decode threads never wait on
 the batch assembler; results come back strictly in position order. Positions are submitted in blocks of
 at least `chunk` (a batch), and the random draws of a block's samples are computed in one call
-(`draw`), so no sample seeds a generator of its own: `load(index, row)` gets its row of draws (None in
-eval). A pool task loads `GROUP` consecutive samples: one task per sample cost 9.8 us of Python
-(future, queue, wake-up) held under the GIL that the decode threads share, 2.6 us a sample in groups
-of 8; each position still gets its own result or exception (`Slot`).
+(`draw`), so no sample seeds a generator of its own: `load(index, row, dest)` gets its row of draws (None
+in eval) and, when the stream was given `place`, `place(position)`: where its image goes (`rows.py`),
+else None. A pool task loads `GROUP` consecutive samples: one task per sample cost 9.8 us of Python
+(future, queue, wake-up) held under the GIL that the decode threads share, 2.6 us a sample in groups of
+8; each position still gets its own result or exception (`Slot`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ class _Failed:
         self.exc = exc
 
 
-def _load_group(load: Callable[[int, list[float] | None], Any], items: list[tuple[int, Any]]) -> list[Any]:
+Load = Callable[[int, list[float] | None, Any], Any]  # (index, row of draws, destination) -> result
+
+
+def _load_group(load: Load, items: list[tuple[int, Any, Any]]) -> list[Any]:
     out: list[Any] = []
-    for index, row in items:
+    for index, row, dest in items:
         try:
-            out.append(load(index, row))
+            out.append(load(index, row, dest))
         except BaseException as exc:  # noqa: BLE001 - handed to this sample's Slot, as a Future would
             out.append(_Failed(exc))
     return out
@@ -61,10 +65,11 @@ class Slot:
 
 
 class SampleStream:
-    def __init__(self, pool: ThreadPoolExecutor, load: Callable[[int, list[float] | None], Any],
-                 sequence: np.ndarray, *, start: int, limit: int, ahead: int, padded: bool, chunk: int = 1,
-                 draw: Callable[[np.ndarray], list[list[float]]] | None = None) -> None:
-        self._pool, self._load, self._sequence, self._draw = pool, load, sequence, draw
+    def __init__(self, pool: ThreadPoolExecutor, load: Load, sequence: np.ndarray, *, start: int, limit: int,
+                 ahead: int, padded: bool, chunk: int = 1,
+                 draw: Callable[[np.ndarray], list[list[float]]] | None = None,
+                 place: Callable[[int], Any] | None = None) -> None:
+        self._pool, self._load, self._sequence, self._draw, self._place = pool, load, sequence, draw, place
         self._padded = padded
         self._limit = limit  # positions the epoch needs when nothing is skipped; submit ahead up to here
         self._ahead = max(1, ahead)
@@ -80,7 +85,8 @@ class SampleStream:
         real = max(0, (min(stop, n) if self._padded else stop) - first)  # positions holding a sample
         indices = self._sequence[np.arange(first, first + real) % n] if real else self._sequence[:0]
         rows = self._draw(indices) if self._draw is not None and real else [None] * real
-        items = list(zip(indices.tolist(), rows))
+        dests = [self._place(p) for p in range(first, first + real)] if self._place is not None else [None] * real
+        items = list(zip(indices.tolist(), rows, dests))
         for g in range(0, real, GROUP):
             group = self._pool.submit(_load_group, self._load, items[g:g + GROUP])
             self._pending.extend(Slot(group, j) for j in range(min(GROUP, real - g)))
