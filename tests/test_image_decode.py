@@ -6,10 +6,12 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from PIL import Image
 
-from fastdata.images.decode import decode_train, hflip_hwc, resize_hwc
+from fastdata.errors import ShardError
+from fastdata.images.decode import check_header, decode_train, hflip_hwc, resize_hwc
 from fastdata.images.geometry import Box
 from fastdata.images.reader import RawSample
 
@@ -96,3 +98,19 @@ def test_dct_scaled_train_decode_matches_a_full_resolution_crop(monkeypatch) -> 
         want = resize_hwc(crop, size, size).numpy().astype(int)
         diff = np.abs(got - want)
         assert diff.mean() < 5.5 and np.percentile(diff, 99) < 45, (name, box, diff.mean())
+
+
+def test_a_non_jpeg_header_is_read_by_pillow_and_its_errors_name_the_sample() -> None:
+    buf = io.BytesIO()
+    Image.new("RGB", (30, 20), (1, 2, 3)).save(buf, "PNG")
+    raw = RawSample(buf.getvalue(), 0, "k7", Path("s-000001.tar"))
+    assert check_header(raw, 600) == (20, 30)  # (height, width); exactly max_pixels is allowed
+    with pytest.raises(ShardError, match=r"^image too large in s-000001.tar, key k7: 30x20 pixels is more than "
+                                         r"max_pixels=599 \(decompression bomb guard"):
+        check_header(raw, 599)
+    broken = RawSample(buf.getvalue()[:8] + b"not a PNG chunk", 0, "k8", Path("s-000002.tar"))
+    with pytest.raises(ShardError) as err:
+        check_header(broken, 600)
+    cause = err.value.__cause__  # Pillow's own error, kept as the cause and named in the message
+    assert cause is not None and str(err.value).startswith(
+        f"undecodable image in s-000002.tar, key k8: {type(cause).__name__}: {cause}")

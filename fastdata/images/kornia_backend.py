@@ -2,8 +2,8 @@
 
 Pipeline per batch: the rank's epoch plan (`order.py`) -> samples read from the shards (`reader.py`)
 -> decode + crop + resize to S x S in `num_threads` threads (`decode.py`, GIL released), each image
-written straight into its row of the uint8 NHWC batch (`rows.py`; on a CPU-only loader: pinned and
-device batches are filled with memcpys by numpy, no torch intra-op threads) ->
+written straight into its row of the uint8 NHWC batch on a CPU-only loader (`rows.py`; for a CUDA
+device the rows are copied into a pinned batch by numpy memcpys, no torch intra-op threads) ->
 `.to(device, non_blocking=True)` -> colour jitter, normalise, dtype and memory format on the
 device, batched (`device_aug.py`). The horizontal flip is applied per sample to the S x S result in
 the decode thread (on the device with device_decode). A background thread keeps `prefetch` batches
