@@ -67,7 +67,7 @@ def _npy_header(path: Path, key: str, offset: int, size: int) -> tuple[tuple[int
         if read is None:
             raise ValueError(f"npy format version {version} is not 1.0 or 2.0")
         shape, fortran, dtype = read(head, max_header_size=NPY_HEADER_BYTES)
-    except Exception as exc:  # noqa: BLE001 - numpy parses the header with ast: ValueError, SyntaxError, TokenError and others
+    except Exception as exc:  # noqa: BLE001 - numpy parses the header with ast; ValueError, SyntaxError or TokenError: a bad header
         raise ShardError(f"sample {key} in {path} has an unreadable npy header: {exc}") from exc
     if dtype.kind not in "iuf" or dtype.hasobject or len(shape) not in (2, 3) or fortran:
         raise ShardError(f"sample {key} in {path}: expected a 2D or 3D numeric C-order array, got {dtype} with "
