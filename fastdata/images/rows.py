@@ -22,7 +22,9 @@ import numpy as np
 
 
 class Row(NamedTuple):
-    """Where one sample's image was written: row `row` of `buffer`, block `block` of `owner`."""
+    """Where one sample's image was written: row `row` of `buffer`, block `block` of `owner`. The buffer is
+    carried, not looked up in `owner` by block: decode threads then never read the owner's dict while the
+    producer thread changes it, and a block the owner has let go stays valid for whoever still holds it."""
 
     owner: BatchRows
     block: int
