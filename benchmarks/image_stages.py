@@ -50,7 +50,16 @@ def _timed(fn, items: list, reps: int) -> float:
 
 
 def stages(shards: str, *, train: bool, images: int, reps: int, batch: int) -> dict[str, float]:
+    """Single-thread seconds per image of each stage; torch's thread count is restored afterwards."""
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
+        return _stages(shards, train=train, images=images, reps=reps, batch=batch)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _stages(shards: str, *, train: bool, images: int, reps: int, batch: int) -> dict[str, float]:
     loader = fastdata.loader(shards, batch_size=batch, train=train, backend="kornia", device="cpu")
     backend = loader._backend  # the kornia backend's own preparation: the same boxes and flips as its batches
     count = min(images, len(backend._reader))

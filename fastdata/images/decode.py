@@ -1,9 +1,9 @@
 """Per-sample CPU work of the kornia backend: libjpeg-turbo decode, crop, resize to S x S (uint8).
 
 Runs in the decode thread pool: `simplejpeg.decode_jpeg` and torch's resize kernels release the GIL,
-so `num_threads` threads decode in parallel. Everything here is single-threaded per image (numpy
-copies; torch's uint8 antialiased resize runs no intra-op parallel region), so the decode threads
-never start torch intra-op (OpenMP) thread teams that would compete with them for the cores.
+so `num_threads` threads decode in parallel. Everything here is single-threaded per image: the decode
+threads run torch's ops serially (`intraop.py`), so they start no intra-op (OpenMP) thread teams that
+would compete with them for the cores.
 
 Only what is needed is decoded: the DCT-domain downscale of libjpeg-turbo (1/2, 1/4, 1/8) is used
 whenever the region we keep still has at least the output resolution (train only: eval decodes at
@@ -127,19 +127,12 @@ def _nchw(image: np.ndarray) -> torch.Tensor:
 _resize_aa = torch._C._nn._upsample_bilinear2d_aa  # what F.interpolate(mode="bilinear", antialias=True) runs
 
 
-_GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller element-wise ops run serially
-
-
 def hflip_hwc(image: torch.Tensor, out: np.ndarray | None = None) -> torch.Tensor:
-    """Mirror a dense uint8 HWC image horizontally (into `out` when given), on the calling thread only.
-
-    One `flip` of a whole S x S image is larger than torch's intra-op grain (32768 elements), so it
-    would start an OpenMP thread team from this decode thread; flips of bands of rows just below the grain,
-    joined by `cat` (a serial memcpy for dense inputs), stay on this thread. Each flip is a dispatch, so the
-    bands are as large as the grain allows: 5 bands of 48 rows for S = 224, 36 us (10 bands: 53 us)."""
-    band = max(1, (_GRAIN - 1) // max(1, image.shape[1] * image.shape[2]))
-    bands = [rows.flip(1) for rows in image.split(band)]
-    return torch.cat(bands) if out is None else torch.cat(bands, out=torch.from_numpy(out))
+    """Mirror a dense uint8 HWC image horizontally (into `out` when given). On a loader thread torch runs it
+    serially (`intraop.py`): 17 us for a 224 x 224 image, against 36 us for the flips of bands of rows below
+    torch's parallel grain joined by `cat` that an unrestricted thread needed to stay serial."""
+    flipped = image.flip(1)
+    return flipped if out is None else torch.from_numpy(out).copy_(flipped)
 
 
 def decode_train(raw: RawSample, box: Box, height: int, width: int, size: int, *, flip: bool,

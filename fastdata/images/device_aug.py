@@ -21,19 +21,22 @@ from fastdata.images.options import ImageLoaderOptions
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "uint8": torch.uint8}
 
-_BLOCK = 1 << 18  # floats (1 MiB) a block of _scale_shift: in the L2 cache between its two passes
+_BLOCK = 1 << 20  # elements a block of _affine_rows (4 MiB of float32 output), the fastest measured (1 << 16 .. 30)
 
 
-def _affine_rows(src: np.ndarray, dst: np.ndarray, a: np.ndarray, b: np.ndarray | None) -> None:
-    """dst = src * a + b (b None: no shift) over 2-D rows, `a` and `b` per column (1-D) or per row (2-D, one
-    column), in blocks of rows that stay in the cache between the multiply and the add; `dst` may be `src`."""
-    per_row = a.ndim == 2
+def _affine_rows(src: torch.Tensor, dst: torch.Tensor, a: torch.Tensor, b: torch.Tensor | None) -> None:
+    """dst = src * a + b (b None: no shift) over 2-D rows of a CPU tensor, `a` and `b` per column (1-D) or per
+    row (2-D, one column). A uint8 `src` is converted as it is read: one pass, 38 us per 224 x 224 image on one
+    thread against 113 us for numpy's multiply and add (which convert through buffers). In blocks of rows:
+    one op over a whole 128-image batch took 7.5x longer. `dst` may be `src`."""
+    per_row = a.dim() == 2
     step = max(1, _BLOCK // max(src.shape[1], 1))
     for r in range(0, len(src), step):
-        part = dst[r:r + step]
-        np.multiply(src[r:r + step], a[r:r + step] if per_row else a, out=part)
-        if b is not None:
-            np.add(part, b[r:r + step] if per_row else b, out=part)
+        scale = a[r:r + step] if per_row else a
+        if b is None:
+            torch.mul(src[r:r + step], scale, out=dst[r:r + step])
+        else:
+            torch.addcmul(b[r:r + step] if per_row else b, src[r:r + step], scale, out=dst[r:r + step])
 
 
 def pool_size(opts: ImageLoaderOptions) -> int:
@@ -99,37 +102,35 @@ class DeviceAugment:
         return out if self.dtype == torch.float32 else out.to(self.dtype)
 
     def _scale_shift(self, x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
-        """x * scale + shift written over x (2-D: rows, with per-column or per-row scale and shift). On the CPU
-        with numpy: single-threaded, so no torch intra-op thread team is woken, whose spinning after the op takes
-        the cores from the decode threads (DALI's, or ours); in blocks of rows that stay in the cache between
-        the multiply and the add (one trip through memory instead of two: 8.1 -> 5.9 ms for a 64 x 224^2 batch)."""
+        """x * scale + shift written over x (2-D: rows, with per-column or per-row scale and shift); on the CPU in
+        blocks of rows (`_affine_rows`)."""
         if x.device.type == "cpu":
-            arr = x.numpy()
-            _affine_rows(arr, arr, scale.numpy(), shift.numpy())
+            _affine_rows(x, x, scale, shift)
             return x
         return torch.addcmul(shift, x, scale, out=x)
 
     def _from_uint8(self, images: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None) -> torch.Tensor:
         """A uint8 NHWC CPU batch as float32 NCHW in the output's memory format, `x * scale + shift` per channel
-        (None: x / 255), in one trip through memory: blocks of rows are converted and scaled while they sit in
-        the cache, single-threaded with numpy (see `_scale_shift`). Converting with `.float()` and then scaling
+        (None: x / 255), in one trip through memory: each block of rows is converted as it is scaled
+        (`_affine_rows`), on the producer thread alone (`intraop.py`). Converting with `.float()` and then scaling
         reads and writes the float batch twice more (unit + finish: 3 passes over 38 MB for 64 x 224^2)."""
         n, size = images.shape[0], images.shape[1]
         per_channel = (1.0 / 255.0) * torch.ones(3) if scale is None else scale.cpu()
         if not self.channels_last:
             return self._planar_from_uint8(images, per_channel, shift)
-        src = images.reshape(n * size, size * 3).numpy()  # rows of the NHWC memory, per-column factors
-        a, b = per_channel.repeat(size).numpy(), None if shift is None else shift.cpu().repeat(size).numpy()
-        dst = self._floats.take(src.shape, np.float32)  # already mapped: no page faults (buffers.py)
+        src = images.reshape(n * size, size * 3)  # rows of the NHWC memory, per-column factors
+        a, b = per_channel.repeat(size), None if shift is None else shift.cpu().repeat(size)
+        dst = torch.from_numpy(self._floats.take(tuple(src.shape), np.float32))  # already mapped (buffers.py)
         _affine_rows(src, dst, a, b)
-        return torch.from_numpy(dst).view(n, size, size, 3).permute(0, 3, 1, 2)
+        return dst.view(n, size, size, 3).permute(0, 3, 1, 2)
 
     def _planar_from_uint8(self, images: torch.Tensor, per_channel: torch.Tensor,
                            shift: torch.Tensor | None) -> torch.Tensor:
         """Contiguous NCHW output: each image's (H*W, 3) pixels are read transposed straight into its three float
-        planes (x * scale + shift per plane), single-threaded with numpy. Measured on a 128 x 224^2 batch, one
-        thread: 15 ms, against 21 ms for a torch uint8 permute-copy of the batch (whose kernel is 3x slower than
-        numpy's strided copy, and starts an intra-op thread team beside the decode threads) then the float pass."""
+        planes (x * scale + shift per plane) with numpy. Measured on a 128 x 224^2 batch, one thread: 15 ms,
+        against 21 ms for a torch uint8 permute-copy of the batch (whose kernel is 3x slower than numpy's strided
+        copy) then the float pass. Torch's addcmul reading the transposed uint8 view was faster alone (98 against
+        150 us an image) but slower in the loader, beside the decode threads: 205 against 128 us of CPU an image."""
         n, size = images.shape[0], images.shape[1]
         src = images.reshape(n, size * size, 3).numpy()
         a = per_channel.view(3, 1).numpy()

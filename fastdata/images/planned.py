@@ -27,6 +27,7 @@ from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.hook_stage import HookStage
+from fastdata.images.intraop import serial_torch
 from fastdata.images.mixed_reader import MixedReader
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan, epoch_plan, split_sequence
@@ -241,7 +242,8 @@ class PlannedBackend(ABC):
     def _produce(self, plan: EpochPlan, start: ResumePoint, stop: threading.Event) -> Iterator[tuple]:
         o = self._opts
         limit = len(plan.sequence) if not plan.padded else plan.num_batches * plan.batch_size
-        pool = ThreadPoolExecutor(o.num_threads, thread_name_prefix=f"fastdata-{self.name}")
+        serial_torch()  # this producer thread and the decode threads run torch ops serially (intraop.py)
+        pool = ThreadPoolExecutor(o.num_threads, thread_name_prefix=f"fastdata-{self.name}", initializer=serial_torch)
         draw = self._prepare.draws(start.epoch)
 
         def stream_at(cursor: int) -> SampleStream:

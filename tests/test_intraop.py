@@ -1,0 +1,72 @@
+"""The loader's threads run torch ops serially, without changing torch's thread count anywhere else."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+import torch
+from conftest_images import loader, make_datasets
+
+from fastdata.images import decode
+from fastdata.images.intraop import serial_torch
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc (Linux)")
+
+
+@pytest.fixture(autouse=True)
+def two_threads():
+    """torch's intra-op count at 2 for the test, whatever the machine or an earlier test left."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def _in_thread(fn):
+    out = {}
+    thread = threading.Thread(target=lambda: out.update(fn()))
+    thread.start()
+    thread.join()
+    return out
+
+
+def _threads_started_by_a_large_op(serial: bool) -> dict:
+    made = serial_torch() if serial else None
+    before = len(os.listdir("/proc/self/task"))
+    torch.ones(1 << 22).mul_(2.0)  # far above torch's parallel grain
+    return {"made": made, "count": torch.get_num_threads(), "started": len(os.listdir("/proc/self/task")) - before}
+
+
+def test_serial_torch_keeps_a_threads_ops_on_it_and_nobody_elses() -> None:
+    count = 2
+    free = _in_thread(lambda: _threads_started_by_a_large_op(serial=False))
+    assert free["started"] >= 1  # an unrestricted thread starts its own OpenMP team
+    serial = _in_thread(lambda: _threads_started_by_a_large_op(serial=True))
+    assert serial == {"made": True, "count": 1, "started": 0}
+    assert torch.get_num_threads() == count  # this thread's count is untouched
+    later = _in_thread(lambda: {"count": torch.get_num_threads()})
+    assert later["count"] == count  # and so is the count new threads start from
+
+
+def test_the_loaders_decode_and_producer_threads_are_serial(tmp_path, monkeypatch) -> None:
+    from fastdata.images import device_aug
+
+    seen = {}
+    real_train, real_rows = decode.decode_train, device_aug._affine_rows
+
+    def train(*args, **kwargs):
+        seen.setdefault("decode", set()).add(torch.get_num_threads())
+        return real_train(*args, **kwargs)
+
+    def rows(*args, **kwargs):
+        seen.setdefault("normalise", set()).add(torch.get_num_threads())
+        return real_rows(*args, **kwargs)
+
+    monkeypatch.setattr("fastdata.images.kornia_backend.decode_train", train)
+    monkeypatch.setattr(device_aug, "_affine_rows", rows)
+    batches = list(loader(make_datasets(tmp_path)["wds"], train=True, channels_last=True))
+    assert sum(len(x) for x, _ in batches) > 0
+    assert seen == {"decode": {1}, "normalise": {1}}
+    assert torch.get_num_threads() == 2
