@@ -72,3 +72,21 @@ def test_the_loaders_decode_and_producer_threads_are_serial(tmp_path, monkeypatc
     assert sum(len(x) for x, _ in batches) > 0
     assert seen == {"decode": {1}, "normalise": {1}}
     assert torch.get_num_threads() == 2
+
+
+def test_every_openmp_runtime_of_the_process_is_set_and_none_means_no_change(monkeypatch) -> None:
+    from fastdata.images import intraop
+
+    calls = []
+
+    class Other:  # a second runtime listed first (an MKL build of numpy brings Intel's)
+        def omp_set_num_threads(self, n):
+            calls.append(n)
+
+    real = intraop._openmp_runtimes()
+    assert real  # this process's torch (PyPI's Linux wheel) brings libgomp
+    monkeypatch.setattr(intraop, "_openmp_runtimes", lambda: (Other(), *real))
+    assert _in_thread(lambda: {"made": serial_torch(), "count": torch.get_num_threads()}) == {"made": True, "count": 1}
+    assert calls == [1]
+    monkeypatch.setattr(intraop, "_openmp_runtimes", lambda: ())
+    assert _in_thread(lambda: {"made": serial_torch(), "count": torch.get_num_threads()}) == {"made": False, "count": 2}
