@@ -150,8 +150,8 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_stream(source).read_all()
         table.validate(full=True)
-    except Exception as exc:  # noqa: BLE001 - a forged stream fails in many ways (ArrowInvalid,
-        # ArrowNotImplementedError for a forged type, UnicodeDecodeError for a field name, OSError): each is a finding
+    except Exception as exc:  # noqa: BLE001 - a forged stream fails in many ways: ArrowInvalid, pyarrow's
+        # unsupported-feature error for a forged type, UnicodeDecodeError for a field name, OSError; each is a finding
         return [f"{path}: unreadable Arrow stream: {type(exc).__name__}: {exc}"]
     problems = []
     if table.num_rows != shard.samples:
