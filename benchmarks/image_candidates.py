@@ -19,6 +19,7 @@ from typing import Any
 
 from benchmarks.ffcv_candidate import FFCV_PYTHON
 from benchmarks.ffcv_candidate import INSTALL as FFCV_INSTALL
+from benchmarks.kernel_floor import kernel_floor, kernel_floor_setup
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -355,6 +356,8 @@ CANDIDATES: dict[str, Candidate] = {c.key: c for c in (
     Candidate("d", "fastdata, DALI backend (shards)", _fastdata("dali")),
     Candidate("e", "fastdata, kornia backend (shards)", _fastdata("kornia")),
     Candidate("f", "ceiling: libjpeg-turbo decode only (shard bytes)", decode_ceiling, read_shard_jpegs, True),
+    Candidate("m", "kernel floor: fastdata's decode/resize/flip/normalise kernels alone (shard bytes)", kernel_floor,
+              kernel_floor_setup),
     Candidate("g", "FFCV 1.0.2 (JPEG beton of the same photos, max_resolution 341, quality 90)", _ffcv, _ffcv_setup,
               python=FFCV_PYTHON, install=FFCV_INSTALL),
     Candidate("i", "fastdata, kornia backend, identity hooks (shards)", _fastdata("kornia", identity_hooks)),

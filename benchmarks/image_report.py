@@ -14,6 +14,7 @@ from benchmarks.image_candidates import CANDIDATES
 # on the same shards (issue #12), and as a share of the decode-only ceiling (f)
 TARGETS = {"a": 3.0, "c": 1.5, "g": 1.5, "h": 2.0, "f": 0.75}
 FASTDATA = ("d", "e")
+FLOOR = "m"  # fastdata's kernels alone, no loader (benchmarks/kernel_floor.py)
 
 
 def summarize_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -72,7 +73,27 @@ def target_lines(summary: list[dict[str, Any]]) -> list[str]:
                 parts.append(f"{shown} [target >= {wanted}: {'met' if got >= want else 'missed'}]")
         lines.append(f"- {variant}: best fastdata backend is ({best['candidate']}) "
                      f"{best['label'].split('(')[0].strip()}: " + "; ".join(parts))
+        floor = next((e for e in summary if e["variant"] == variant and e["candidate"] == FLOOR
+                      and "images_per_s" in e), None)
+        if floor is not None:
+            lines.append(f"  - {floor_line(best, floor)}")
     return lines
+
+
+def floor_line(best: dict[str, Any], floor: dict[str, Any]) -> str:
+    """What the kernel floor (m) of the same run says of each target: a target the floor itself misses is out of
+    reach for any loader built on these kernels on these cores; one it meets is a matter of the loader's overhead."""
+    rate = floor["images_per_s"]["median"]
+    share = best["images_per_s"]["median"] / rate
+    verdicts = []
+    for peer, want in TARGETS.items():
+        if f"vs_{peer}" not in floor or best.get(f"vs_{peer}", 0.0) >= want:
+            continue  # not measured, or already met by the backend
+        got = floor[f"vs_{peer}"]
+        shown = f"{got:.0%} of (f)" if peer == "f" else f"{got:.2f}x ({peer})"
+        verdicts.append(f"{shown}: {'within the floor' if got >= want else 'out of reach with these kernels'}")
+    return (f"kernel floor (m) {rate:.0f} images/s, the backend reaches {share:.0%} of it"
+            + ("; the floor itself: " + "; ".join(verdicts) if verdicts else ""))
 
 
 def _table(summary: list[dict[str, Any]], variant: str) -> str:

@@ -74,6 +74,15 @@ def test_summary_ratios_and_target_lines():
     assert "1.25x (g) [target >= 1.5x: missed]" in lines[0] and "1.90x (h) [target >= 2.0x: missed]" in lines[0]
     assert "67% of (f) [target >= 75%: missed]" in lines[0]
     assert by["e"]["vs_h"] == pytest.approx(330 / 210) and by["e"]["vs_g"] == pytest.approx(330 / 320)
+    assert len(lines) == 1  # no kernel floor in this run
+    floor = target_lines(summarize_rows(rows + [_row("train", "m", 500)]))
+    assert floor[1] == ("  - kernel floor (m) 500 images/s, the backend reaches 80% of it; the floor itself: "
+                        "1.67x (c): within the floor; 1.56x (g): within the floor; 2.38x (h): within the floor; "
+                        "83% of (f): within the floor")
+    assert "2.00x (g): within" in target_lines(summarize_rows(rows + [_row("train", "m", 640)]))[1]
+    low = target_lines(summarize_rows(rows + [_row("train", "m", 410)]))[1]
+    assert "1.28x (g): out of reach with these kernels" in low and "68% of (f): out of reach" in low
+    assert "(a)" not in low  # a target the backend meets is not judged
     md = markdown_section(summary, {"cpu": "CPU", "cores": 2, "usable_cores": 2, "memory_bytes": None, "gpu": None,
                                     "os": "Linux", "load_avg": None, "versions": {"torch": "2"},
                                     "date_utc": "now", "git_commit": "abc", "command": "python x"},
@@ -336,3 +345,31 @@ def test_channels_last_candidates_deliver_the_same_pixels_in_channels_last_memor
         torch.testing.assert_close(packed, plain, rtol=0, atol=1e-6 if key == "e" else 0, msg=key)
         assert torch.equal(labels, labels_last), key
         assert runner._describe((packed, labels_last)) == "float32[4, 3, 224, 224] channels_last"
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("train", [True, False])
+def test_the_kernel_floor_delivers_the_kornia_backends_tensors(tmp_path, train, channels_last):
+    """(m) runs the kornia backend's kernels without its loader: every epoch, each of its images is exactly the
+    backend's image of that sample (same crop, flip and normalisation), in the asked memory format."""
+    import torch
+    from helpers import convert_images, make_image_tree
+
+    from benchmarks import image_candidates
+
+    convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=3), tmp_path / "shards")
+    spec = image_candidates.Spec(raw=str(tmp_path / "raw"), shards=str(tmp_path / "shards"), split="train",
+                                 batch_size=6, train=train, threads=2, images=6, epochs=2, channels_last=channels_last)
+    floor, kornia = image_candidates.CANDIDATES["m"], image_candidates.CANDIDATES["e"]
+    ours, theirs = list(floor.build(spec, floor.setup(spec))), list(kornia.build(spec, None))
+    assert len(ours) == len(theirs) == 2  # one batch of all 6 samples per epoch
+    for (x, y), (ex, ey) in zip(ours, theirs):
+        assert x.shape == ex.shape == (6, 3, 224, 224) and x.dtype == torch.float32
+        assert x.is_contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        if not train:  # eval reads in shard order, as the backend does
+            assert torch.equal(x, ex) and torch.equal(y, ey)
+            continue
+        match = [next((j for j in range(6) if torch.equal(x[i], ex[j])), None) for i in range(6)]
+        assert sorted(match) == list(range(6)) and torch.equal(y, ey[match])  # the backend's shuffle, same pixels
+    if train:
+        assert not torch.equal(ours[0][0], ours[1][0])  # epoch 1 drew new crops

@@ -1,0 +1,125 @@
+"""Candidate (m) of images_per_sec.py: the kernel floor. fastdata's own per-image kernels, and nothing of a loader.
+
+It delivers the tensors the loader contract fixes (random-resized crop + flip to 224, or resize + centre crop in
+eval, normalised float32 in the asked memory format), from shard bytes read into memory before timing, as (f) reads
+them. Every sample's size, crop box and flip are decided before timing too (from fastdata's own draws, so the crops
+are the kornia backend's). What is timed is only the work that cannot be skipped:
+- libjpeg-turbo decode (DCT-downscaled when the crop allows), crop and antialiased resize into the sample's row of a
+  uint8 batch, and the flip, on `threads` threads (tasks of 8 samples; torch kept serial per thread: intraop.py);
+- the uint8 -> normalised float32 pass over each batch, on the thread that iterates.
+Every epoch's batches are submitted as one stream, 3 batches ahead, so no epoch boundary costs anything.
+
+No loader that uses these kernels on these cores can beat this candidate's images/s by more than the spread of
+the machine: it has no sample plan, no file read, no header parse, no resume state and no per-batch bookkeeping.
+A target above it, measured in the same run, is out of reach with these kernels (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
+
+import numpy as np
+
+GROUP = 8  # samples per pool task, as the kornia backend's stream groups them
+AHEAD = 3  # batches submitted ahead of the one being normalised (the loader's default prefetch + 1)
+
+
+class Job(NamedTuple):
+    """One sample of one epoch, decided before timing: its bytes and, in train, its crop and flip."""
+
+    raw: Any  # fastdata.images.reader.RawSample
+    box: Any  # fastdata.images.geometry.Box, or None in eval
+    height: int
+    width: int
+    flip: bool
+
+
+def kernel_floor_setup(spec: Any) -> tuple[list[list[Job]], Any]:
+    """Every epoch's jobs (samples in shard order, as (f) reads them) and the kornia backend's options."""
+    import fastdata
+    from fastdata.images.decode import check_header
+
+    loader = fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend="kornia",
+                             train=spec.train, image_size=spec.image_size, num_threads=spec.threads, device="cpu",
+                             dtype="float32", channels_last=spec.channels_last, seed=spec.seed)
+    backend = loader._backend
+    opts = backend._opts
+    raws = [backend._reader.read(i) for i in range(len(backend._reader))]
+    sizes = [check_header(raw, opts.max_pixels) for raw in raws]
+    epochs = []
+    for epoch in range(spec.epochs):
+        if not opts.train:
+            epochs.append([Job(raw, None, h, w, False) for raw, (h, w) in zip(raws, sizes)])
+            continue
+        rows = backend._prepare.draws(epoch)(np.arange(len(raws)))
+        epochs.append([_train_job(raw, h, w, row, opts) for raw, (h, w), row in zip(raws, sizes, rows)])
+    return epochs, opts
+
+
+def _train_job(raw: Any, height: int, width: int, row: list[float], opts: Any) -> Job:
+    from fastdata.images.draws import CROP, train_params
+    from fastdata.images.geometry import random_resized_crop_box
+
+    params = train_params(row, opts.color_jitter, opts.hflip)
+    box = random_resized_crop_box(row[CROP:], height, width, scale=opts.scale, ratio=opts.ratio)
+    return Job(raw, box, height, width, params.flip)
+
+
+def _batches(jobs: list[Job], batch: int, train: bool) -> list[list[Job]]:
+    """Train drops the last partial batch, eval keeps it (as every candidate does)."""
+    full = len(jobs) // batch * batch if train else len(jobs)
+    return [jobs[i:i + batch] for i in range(0, full, batch)]
+
+
+def _kernels(opts: Any):
+    """What one task runs: its samples decoded, cropped, resized (and flipped) into their rows of `out`."""
+    from fastdata.images.decode import decode_eval, decode_train
+
+    size, resize_short = opts.image_size, opts.resize_short
+
+    def run(jobs: list[Job], out: np.ndarray) -> None:
+        for job, row in zip(jobs, out):
+            if job.box is None:
+                decode_eval(job.raw, resize_short=resize_short, size=size, out=row)
+            else:
+                decode_train(job.raw, job.box, job.height, job.width, size, flip=job.flip, out=row)
+
+    return run
+
+
+def kernel_floor(spec: Any, state: tuple[list[list[Job]], Any]) -> Iterator[Any]:
+    """(m) fastdata's kernels alone: the batches of every epoch, one stream, normalised on this thread."""
+    import torch
+
+    from fastdata.images.device_aug import DeviceAugment
+    from fastdata.images.intraop import serial_torch
+
+    serial_torch()  # the normalise runs on this thread alone, as on the loader's producer thread
+    epochs, opts = state
+    size = opts.image_size
+    batches = [b for jobs in epochs for b in _batches(jobs, spec.batch_size, opts.train)]
+    buffers = [np.empty((spec.batch_size, size, size, 3), dtype=np.uint8) for _ in range(AHEAD)]
+    normalizer = DeviceAugment(opts, torch.device("cpu"))
+    run = _kernels(opts)
+    pending: deque[tuple[list[Any], np.ndarray, list[Job]]] = deque()
+    with ThreadPoolExecutor(spec.threads, thread_name_prefix="kernel-floor", initializer=serial_torch) as pool:
+
+        def submit(b: int) -> None:
+            jobs, out = batches[b], buffers[b % AHEAD][:len(batches[b])]
+            pending.append(([pool.submit(run, jobs[g:g + GROUP], out[g:g + GROUP])
+                             for g in range(0, len(jobs), GROUP)], out, jobs))
+
+        for b in range(min(AHEAD, len(batches))):
+            submit(b)
+        for b in range(len(batches)):
+            futures, out, jobs = pending.popleft()
+            for fut in futures:
+                fut.result()
+            images = normalizer(torch.from_numpy(out))  # read out before its buffer is handed to batch b + AHEAD
+            labels = torch.tensor([job.raw.label for job in jobs], dtype=torch.int64)
+            if b + AHEAD < len(batches):
+                submit(b + AHEAD)
+            yield images, labels
