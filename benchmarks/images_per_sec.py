@@ -4,7 +4,7 @@
     python benchmarks/images_per_sec.py --raw ~/data/imagenet/train --images 0
     python benchmarks/images_per_sec.py --images 256 --reps 2 --batch-size 64   # a short run
     python benchmarks/images_per_sec.py --candidates dehfg --variant both --no-docs  # with FFCV (g)
-    python benchmarks/images_per_sec.py --candidates dehfg --epochs 4 --no-docs  # steady epochs of one loader
+    python benchmarks/images_per_sec.py --candidates dehfgm --epochs 4 --no-docs  # steady epochs; (m) the kernel floor
     python benchmarks/images_per_sec.py --candidates dehfg --channels-last --no-docs  # channels_last batches
 
 The raw tree is converted once with `fastdata convert`; then every candidate builds a fresh loader

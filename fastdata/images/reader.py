@@ -1,12 +1,13 @@
-"""Random access to the samples of one split: `.tar` shards through their `.idx`, Arrow shards memory-mapped.
+"""Random access to the samples of one split: `.tar` shards through their `.idx`, Arrow shards validated at open.
 
 Tar shards are read with `os.pread` at the offsets the DALI index records (no tar parsing, nothing
 extracted to disk, no shared file position, so reads from many threads share one descriptor). The
 descriptors of recently read shards are kept open (`FileHandles`, a few dozen at most) so a sample
 does not cost an open/close (cheap on a local disk, a metadata round trip on network filesystems). Arrow IPC
-stream shards are memory-mapped with pyarrow and sliced zero-copy. Nothing is ever unpickled or
-executed. A sample is addressed by its global index in the split (shards in manifest order, samples
-in shard order).
+stream shards are validated at open and their sample bytes read with `pread` as well (`arrow_file.py`). No
+shard is read through a memory map after open: a file truncated in place then gives a ShardError, not SIGBUS.
+Nothing is ever unpickled or executed. A sample is addressed by its global index in the split (shards in
+manifest order, samples in shard order).
 """
 
 from __future__ import annotations
