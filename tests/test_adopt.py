@@ -241,3 +241,17 @@ def _has_dali() -> bool:
     except ImportError:
         return False
     return True
+
+
+def test_captioned_shards_that_also_hold_labels_adopt_as_pairs(tmp_path: Path):
+    """jpg + txt + cls (captions beside class labels): an image_text dataset whose label members are not classes;
+    indexing it once failed with an IndexError while counting the labels per class."""
+    from conftest_adopt import photo_bytes
+
+    members = []
+    for i, (_, data) in enumerate(photo_bytes(3)):
+        members += [(f"s{i}.jpg", data), (f"s{i}.txt", f"photo number {i}".encode()), (f"s{i}.cls", b"2")]
+    raw_tar(tmp_path / "c" / "c-000000.tar", members)
+    manifest = adopt(tmp_path / "c", options=AdoptOptions(jobs=1)).manifest
+    assert manifest.kind == "image_text" and manifest.classes == () and not manifest.labeled
+    assert manifest.num_samples == 3 and not manifest.rejected

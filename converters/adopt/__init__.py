@@ -192,7 +192,7 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
             keep.append(s)
             member_exts.update(m.ext for m in s.members)
             split_counts = counts.setdefault(item.split, [0] * len(classes))
-            if s.label is not None:
+            if labeled and s.label is not None:  # a captioned dataset's label members are not its classes
                 split_counts[s.label] += 1
             formats = stats.setdefault(item.split, {}).setdefault("image_formats", {})
             formats[s.image_format] = formats.get(s.image_format, 0) + 1
