@@ -217,3 +217,28 @@ def test_a_shard_cut_short_after_it_was_opened_names_the_sample(ds):
     with pytest.raises(ShardError, match=rf"{shard.name} is truncated at sample {key}"):
         reader.read(1)
     reader.close()
+
+
+def test_a_shard_cut_short_between_members_read_apart_names_the_sample(tmp_path):
+    """Members more than a page apart are read one `pread` each (an adopted shard may hold a large member between
+    a sample's image and label); a file truncated after open inside the second read is caught too."""
+    from conftest_adopt import photo_bytes, raw_tar
+
+    from converters.adopt import AdoptOptions, adopt
+    from fastdata.dataset import open_dataset
+    from fastdata.images.reader import SplitReader
+
+    members = []
+    for i, (_, data) in enumerate(photo_bytes(2)):
+        members += [(f"s{i}.jpg", data), (f"s{i}.bin", b"x" * 20000), (f"s{i}.cls", b"1")]
+    shard = raw_tar(tmp_path / "wds" / "a-000000.tar", members)
+    adopt(tmp_path / "wds", options=AdoptOptions(jobs=1))
+    reader = SplitReader(open_dataset(tmp_path / "wds"))
+    assert reader.read(1).label == 1  # both reads whole
+    cls_offset = next(m.offset_data for m in __import__("tarfile").open(shard) if m.name == "s1.cls")
+    with open(shard, "r+b") as f:
+        f.truncate(cls_offset)
+    with pytest.raises(ShardError, match=r"a-000000.tar is truncated at sample s1"):
+        reader.read(1)
+    assert reader.read(0).label == 1  # the sample before the cut still reads
+    reader.close()
