@@ -9,9 +9,10 @@ are the kornia backend's). What is timed is only the work that cannot be skipped
 - the uint8 -> normalised float32 pass over each batch, on the thread that iterates.
 Every epoch's batches are submitted as one stream, 3 batches ahead, so no epoch boundary costs anything.
 
-No loader that uses these kernels on these cores can beat this candidate's images/s by more than the spread of
-the machine: it has no sample plan, no file read, no header parse, no resume state and no per-batch bookkeeping.
-A target above it, measured in the same run, is out of reach with these kernels (docs/benchmarks.md).
+A loader that runs these kernels on these threads does at least this work, and more: a sample plan, file reads,
+header checks, resume state, per-batch bookkeeping. A target above this candidate's images/s, measured in the same
+run, is out of reach for such a loader within the spread of the machine (docs/benchmarks.md). CPU only: with
+`--device cuda` it refuses to run (its kernels are the host path's).
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def kernel_floor_setup(spec: Any) -> tuple[list[list[Job]], Any]:
     import fastdata
     from fastdata.images.decode import check_header
 
+    if spec.cuda:
+        raise ValueError("the kernel floor (m) times the host kernels of the kornia backend; run it without "
+                         "--device cuda")
     loader = fastdata.loader(spec.shards, split=spec.split, batch_size=spec.batch_size, backend="kornia",
                              train=spec.train, image_size=spec.image_size, num_threads=spec.threads, device="cpu",
                              dtype="float32", channels_last=spec.channels_last, seed=spec.seed)

@@ -354,6 +354,8 @@ def test_channels_last_candidates_deliver_the_same_pixels_in_channels_last_memor
 def test_the_kernel_floor_delivers_the_kornia_backends_tensors(tmp_path, train, channels_last):
     """(m) runs the kornia backend's kernels without its loader: every epoch, each of its images is exactly the
     backend's image of that sample (same crop, flip and normalisation), in the asked memory format."""
+    import dataclasses
+
     import torch
     from helpers import convert_images, make_image_tree
 
@@ -375,3 +377,5 @@ def test_the_kernel_floor_delivers_the_kornia_backends_tensors(tmp_path, train, 
         assert sorted(match) == list(range(6)) and torch.equal(y, ey[match])  # the backend's shuffle, same pixels
     if train:
         assert not torch.equal(ours[0][0], ours[1][0])  # epoch 1 drew new crops
+    with pytest.raises(ValueError, match="without --device cuda"):
+        floor.setup(dataclasses.replace(spec, device="cuda"))

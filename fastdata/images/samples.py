@@ -93,7 +93,6 @@ class Preparer:
         box = random_resized_crop_box(row[CROP:], height, width, scale=o.scale, ratio=o.ratio)
         return Prepared(index, raw, raw.label, height, width, box, params)
 
-
     def _size(self, raw: RawSample) -> tuple[int, int]:
         """(height, width) of the sample's image: its header checked once (pixel limit included), then cached."""
         known = int(self._sizes[raw.index]) if 0 <= raw.index < len(self._sizes) else -1
