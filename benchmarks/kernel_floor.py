@@ -2,8 +2,8 @@
 
 It delivers the tensors the loader contract fixes (random-resized crop + flip to 224, or resize + centre crop in
 eval, normalised float32 in the asked memory format), from shard bytes read into memory before timing, as (f) reads
-them. Every sample's size, crop box and flip are decided before timing too (from fastdata's own draws, so the crops
-are the kornia backend's). What is timed is only the work that cannot be skipped:
+them. Every sample's size, crop box and flip are decided before timing too, by the kornia backend's own Preparer,
+so the crops are the backend's. What is timed is only the work that cannot be skipped:
 - libjpeg-turbo decode (DCT-downscaled when the crop allows), crop and antialiased resize into the sample's row of a
   uint8 batch, and the flip, on `threads` threads (tasks of 8 samples; torch kept serial per thread: intraop.py);
 - the uint8 -> normalised float32 pass over each batch, on the thread that iterates.
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -28,20 +28,11 @@ GROUP = 8  # samples per pool task, as the kornia backend's stream groups them
 AHEAD = 3  # batches submitted ahead of the one being normalised (the loader's default prefetch + 1)
 
 
-class Job(NamedTuple):
-    """One sample of one epoch, decided before timing: its bytes and, in train, its crop and flip."""
-
-    raw: Any  # fastdata.images.reader.RawSample
-    box: Any  # fastdata.images.geometry.Box, or None in eval
-    height: int
-    width: int
-    flip: bool
-
-
-def kernel_floor_setup(spec: Any) -> tuple[list[list[Job]], Any]:
-    """Every epoch's jobs (samples in shard order, as (f) reads them) and the kornia backend's options."""
+def kernel_floor_setup(spec: Any) -> tuple[list[list[Any]], Any]:
+    """Every epoch's samples as the kornia backend prepares them (`samples.Preparer`: size, crop box, flip), in
+    shard order as (f) reads them, and the backend's options. Each sample's bytes are read once and shared by
+    every epoch's entry."""
     import fastdata
-    from fastdata.images.decode import check_header
 
     if spec.cuda:
         raise ValueError("the kernel floor (m) times the host kernels of the kornia backend; run it without "
@@ -50,29 +41,17 @@ def kernel_floor_setup(spec: Any) -> tuple[list[list[Job]], Any]:
                              train=spec.train, image_size=spec.image_size, num_threads=spec.threads, device="cpu",
                              dtype="float32", channels_last=spec.channels_last, seed=spec.seed)
     backend = loader._backend
-    opts = backend._opts
-    raws = [backend._reader.read(i) for i in range(len(backend._reader))]
-    sizes = [check_header(raw, opts.max_pixels) for raw in raws]
+    prepare, count = backend._prepare, len(backend._reader)
+    raws = [backend._reader.read(i) for i in range(count)]
     epochs = []
     for epoch in range(spec.epochs):
-        if not opts.train:
-            epochs.append([Job(raw, None, h, w, False) for raw, (h, w) in zip(raws, sizes)])
-            continue
-        rows = backend._prepare.draws(epoch)(np.arange(len(raws)))
-        epochs.append([_train_job(raw, h, w, row, opts) for raw, (h, w), row in zip(raws, sizes, rows)])
-    return epochs, opts
+        draw = prepare.draws(epoch)  # None in eval
+        rows = draw(np.arange(count)) if draw is not None else [None] * count
+        epochs.append([prepare(i, row)._replace(raw=raws[i]) for i, row in zip(range(count), rows)])
+    return epochs, backend._opts
 
 
-def _train_job(raw: Any, height: int, width: int, row: list[float], opts: Any) -> Job:
-    from fastdata.images.draws import CROP, train_params
-    from fastdata.images.geometry import random_resized_crop_box
-
-    params = train_params(row, opts.color_jitter, opts.hflip)
-    box = random_resized_crop_box(row[CROP:], height, width, scale=opts.scale, ratio=opts.ratio)
-    return Job(raw, box, height, width, params.flip)
-
-
-def _batches(jobs: list[Job], batch: int, train: bool) -> list[list[Job]]:
+def _batches(jobs: list[Any], batch: int, train: bool) -> list[list[Any]]:
     """Train drops the last partial batch, eval keeps it (as every candidate does)."""
     full = len(jobs) // batch * batch if train else len(jobs)
     return [jobs[i:i + batch] for i in range(0, full, batch)]
@@ -84,17 +63,17 @@ def _kernels(opts: Any):
 
     size, resize_short = opts.image_size, opts.resize_short
 
-    def run(jobs: list[Job], out: np.ndarray) -> None:
-        for job, row in zip(jobs, out):
+    def run(jobs: list[Any], out: np.ndarray) -> None:
+        for job, row in zip(jobs, out):  # each job a samples.Prepared
             if job.box is None:
                 decode_eval(job.raw, resize_short=resize_short, size=size, out=row)
             else:
-                decode_train(job.raw, job.box, job.height, job.width, size, flip=job.flip, out=row)
+                decode_train(job.raw, job.box, job.height, job.width, size, flip=job.params.flip, out=row)
 
     return run
 
 
-def kernel_floor(spec: Any, state: tuple[list[list[Job]], Any]) -> Iterator[Any]:
+def kernel_floor(spec: Any, state: tuple[list[list[Any]], Any]) -> Iterator[Any]:
     """(m) fastdata's kernels alone: the batches of every epoch, one stream, normalised on this thread."""
     import torch
 
@@ -108,7 +87,7 @@ def kernel_floor(spec: Any, state: tuple[list[list[Job]], Any]) -> Iterator[Any]
     buffers = [np.empty((spec.batch_size, size, size, 3), dtype=np.uint8) for _ in range(AHEAD)]
     normalizer = DeviceAugment(opts, torch.device("cpu"))
     run = _kernels(opts)
-    pending: deque[tuple[list[Any], np.ndarray, list[Job]]] = deque()
+    pending: deque[tuple[list[Any], np.ndarray, list[Any]]] = deque()
     with ThreadPoolExecutor(spec.threads, thread_name_prefix="kernel-floor", initializer=serial_torch) as pool:
 
         def submit(b: int) -> None:
