@@ -124,5 +124,6 @@ class DaliBackend(PlannedBackend):
         return arr
 
     def close(self) -> None:
+        self.stop_ahead()  # before the pipeline goes: the producer may be running it for the next epoch
         self._pipe = None
         super().close()

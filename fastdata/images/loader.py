@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -48,6 +49,9 @@ class Loader:
 
     def __init__(self, view: DatasetView, options: ImageLoaderOptions, backend: Backend) -> None:
         self._view, self._options, self._backend = view, options, backend
+        stop = getattr(backend, "stop_ahead", None)
+        if stop is not None:  # the thread producing the next epoch ahead holds the backend, not this loader
+            weakref.finalize(self, stop, False)
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         return iter(self._backend)

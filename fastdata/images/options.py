@@ -65,6 +65,7 @@ class ImageLoaderOptions:
     shuffle_window: int | None = SHUFFLE_WINDOW  # train: samples shuffled together (None: a rank's whole block)
     hw_decoder_load: float = 0.65  # DALI mixed decode: share of images sent to the hardware JPEG decoder
     device_decode: bool = False  # kornia: decode with torchvision.io.decode_jpeg on `device` (nvJPEG on CUDA)
+    overlap_epochs: bool = True  # start the next epoch's first batches while this one's last are consumed
     # user hooks (docs/augment.md): float [0, 1] batches on the device before normalisation; the final batch;
     # DALI graph nodes after decode and crop/resize (DALI backend only)
     augment: Any = None
@@ -100,7 +101,7 @@ class ImageLoaderOptions:
             raise bad("color_jitter", self.color_jitter, "with hue <= 0.5 (hue is a fraction of the colour circle)")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
             raise bad("seed", self.seed, "an integer >= 0")
-        for flag in ("train", "channels_last", "hflip", "device_decode"):
+        for flag in ("train", "channels_last", "hflip", "device_decode", "overlap_epochs"):
             if not isinstance(getattr(self, flag), bool):
                 raise bad(flag, getattr(self, flag), "True or False")
         if self.drop_last is not None and not isinstance(self.drop_last, bool):

@@ -31,6 +31,7 @@ from fastdata.images.intraop import serial_torch
 from fastdata.images.mixed_reader import MixedReader
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan, epoch_plan, split_sequence
+from fastdata.images.overlap import EPOCH_END, Ahead, follow_on, next_step
 from fastdata.images.prefetch import prefetch
 from fastdata.images.reader import RawSample, SplitReader
 from fastdata.images.resume import ResumePoint, check_state, make_state
@@ -74,6 +75,8 @@ class PlannedBackend(ABC):
         self._plans: dict[tuple[int, tuple[Step, ...]], EpochPlan] = {}
         self._resume: ResumePoint | None = None
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
+        self._ahead: Ahead | None = None  # the producer, gone on into the next epoch (overlap.py)
+        self._last_epoch: int | None = None  # the epoch iterated last
         self._skipped = 0
         self._normalizer = DeviceAugment(opts, self._device)  # uint8 or float [0, 1] -> the output tensor
         self._hooks = HookStage(opts, self._device, self._normalizer) \
@@ -91,9 +94,9 @@ class PlannedBackend(ABC):
             point = self._resume or self._point
             lineage = point.lineage if point.epoch == epoch else ()
         key = (epoch, lineage)
-        if key not in self._plans:
+        if key not in self._plans:  # kept: this plan and the last other one (the producer's next epoch)
             o = self._opts
-            self._plans = {key: self._replay(epoch, lineage)[o.rank]}
+            self._plans = {**dict(list(self._plans.items())[-1:]), key: self._replay(epoch, lineage)[o.rank]}
             if self._plans[key].num_batches == 0:
                 log.warning("epoch %d yields no batch on rank %d: %d samples over %d ranks with batch_size %d "
                             "(drop_last=%s)", epoch, o.rank, len(self._reader), o.world_size, o.batch_size,
@@ -140,6 +143,8 @@ class PlannedBackend(ABC):
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
         if self._resume is not None and self._resume.epoch != epoch:
             self._resume = None
+        if self._ahead is not None and self._ahead.start.epoch != epoch:
+            self.stop_ahead()  # produced for another epoch
         if self._point.epoch != epoch:  # state_dict() now describes the start of the new epoch
             self._point = ResumePoint(epoch=epoch, batch=0, cursor=0)
         self._epoch = epoch
@@ -160,6 +165,7 @@ class PlannedBackend(ABC):
                              f"{plan.num_batches} batches on this rank")
         if point.cursor > plan.num_batches * plan.batch_size + len(plan.sequence):
             raise ValueError(f"state_dict cursor {point.cursor} is past the end of epoch {point.epoch}")
+        self.stop_ahead()
         self._epoch, self._resume, self._point = point.epoch, point, point
         self._skipped = int(state["skipped"])
 
@@ -171,20 +177,32 @@ class PlannedBackend(ABC):
             start = ResumePoint(epoch=epoch, batch=0, cursor=0, lineage=self._point.lineage)  # iterated again
         self._resume = None
         self._point = start
-        plan = self.plan(epoch, start.lineage)
-        batches = prefetch(lambda stop: self._produce(plan, start, stop), depth=self._opts.prefetch,
-                           name=f"fastdata-{self.name}-prefetch")
-        if self._hooks is not None:  # a second thread: the hooks overlap the next batch's production
-            inner, hooks = batches, self._hooks
-            batches = prefetch(lambda stop: hooks.run(inner, stop), depth=self._opts.prefetch,
-                               name=f"fastdata-{self.name}-hooks")
+        step = self._next_step(epoch)
+        batches = self._take_ahead(start)  # produced ahead at the end of the last epoch, when it began here
+        if batches is None:
+            plan = self.plan(epoch, start.lineage)
+            batches = prefetch(lambda stop: self._chain(plan, start, step, stop), depth=self._opts.prefetch,
+                               name=f"fastdata-{self.name}-prefetch")
+            if self._hooks is not None:  # a second thread: the hooks overlap the next batch's production
+                inner, hooks = batches, self._hooks
+                batches = prefetch(lambda stop: hooks.run(inner, stop), depth=self._opts.prefetch,
+                                   name=f"fastdata-{self.name}-hooks")
+        ended: list[ResumePoint] = []
         try:
-            yield from self._deliver(batches, epoch)
+            yield from self._deliver(batches, epoch, ended)
         finally:
-            batches.close()  # stops and joins the prefetch thread, also on an early `break`
+            if ended:  # the producer goes on with the epoch it expects next (overlap.py)
+                self._ahead = Ahead(ended[0], batches)
+            else:
+                batches.close()  # stops and joins the prefetch thread, also on an early `break`
 
-    def _deliver(self, batches: Iterator[tuple], epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        for images, labels, cursor, skipped, ready, keys, _, _, rows in batches:
+    def _deliver(self, batches: Iterator[tuple], epoch: int,
+                 ended: list[ResumePoint]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        for item in batches:
+            if item[0] is EPOCH_END:  # this epoch is over; the items after it belong to the next one
+                ended.append(item[1])
+                return
+            images, labels, cursor, skipped, ready, keys, _, _, rows = item
             if ready is not None:  # produced on the prefetch thread's CUDA stream
                 current = torch.cuda.current_stream(self._device)
                 current.wait_event(ready)
@@ -201,6 +219,34 @@ class PlannedBackend(ABC):
                 yield images, labels, self._datasets(rows, images.device)
             else:
                 yield images, labels
+
+    def _next_step(self, epoch: int) -> int | None:
+        """The step to the epoch the producer goes on with after `epoch` (None: it stops there)."""
+        last, self._last_epoch = self._last_epoch, epoch
+        if not self._opts.overlap_epochs or self._hooks is not None:
+            return None
+        return next_step(last, epoch, train=self._opts.train)
+
+    def _take_ahead(self, start: ResumePoint) -> Iterator[tuple] | None:
+        """The batches produced ahead from `start` on, if that is where they began; else None (they are let go)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        if ahead.start == start:
+            return ahead.batches
+        ahead.batches.close()
+        return None
+
+    def stop_ahead(self, wait: bool = True) -> None:
+        """Stop the production of the next epoch's batches, if it goes on, and join its thread (only tell it to
+        stop when not `wait`: what a garbage-collection finalizer does, on whichever thread it runs)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        if wait:
+            ahead.batches.close()
+        else:
+            ahead.batches.cancel()
 
     def _datasets(self, rows: list[int], device: torch.device) -> torch.Tensor:
         """return_dataset: the index in the mixture of each row's dataset (-1: an eval padding row)."""
@@ -239,19 +285,42 @@ class PlannedBackend(ABC):
         """The side stream batches are assembled on (None: the current stream)."""
         return None
 
-    def _produce(self, plan: EpochPlan, start: ResumePoint, stop: threading.Event) -> Iterator[tuple]:
+    def _chain(self, plan: EpochPlan, start: ResumePoint, step: int | None, stop: threading.Event) -> Iterator[tuple]:
+        """The batches of `plan` from `start`; then, unless `step` is None, an `EPOCH_END` item and the batches of
+        the epoch `step` after, and so on, as far as the queue lets the producer go (overlap.py). One pool of
+        decode threads serves every epoch, and the next epoch's first samples are submitted to it once this
+        epoch's last ones are (a local dataset's: a remote one's shard cache follows one epoch at a time)."""
+        serial_torch()  # this producer thread and the decode threads run torch ops serially (intraop.py)
+        pool = ThreadPoolExecutor(self._opts.num_threads, thread_name_prefix=f"fastdata-{self.name}",
+                                  initializer=serial_torch)
+        stream = None
+        try:
+            while True:
+                after = None if step is None else follow_on(start, step)
+                primed: list[SampleStream] = []
+                yield from self._produce(plan, start, stop, pool, stream,
+                                         after if self._view.remote is None else None, primed)
+                if after is None or stop.is_set():
+                    return
+                yield EPOCH_END, after
+                start, plan, stream = after, self.plan(after.epoch, after.lineage), (primed or [None])[0]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _stream(self, pool: ThreadPoolExecutor, plan: EpochPlan, epoch: int, cursor: int) -> SampleStream:
         o = self._opts
         limit = len(plan.sequence) if not plan.padded else plan.num_batches * plan.batch_size
-        serial_torch()  # this producer thread and the decode threads run torch ops serially (intraop.py)
-        pool = ThreadPoolExecutor(o.num_threads, thread_name_prefix=f"fastdata-{self.name}", initializer=serial_torch)
-        draw = self._prepare.draws(start.epoch)
+        return SampleStream(pool, self._load, plan.sequence, start=cursor, limit=limit,
+                            ahead=(o.prefetch + 1) * o.batch_size, padded=plan.padded, chunk=o.batch_size,
+                            draw=self._prepare.draws(epoch), place=self._rows(cursor))
 
-        def stream_at(cursor: int) -> SampleStream:
-            return SampleStream(pool, self._load, plan.sequence, start=cursor, limit=limit,
-                                ahead=(o.prefetch + 1) * o.batch_size, padded=plan.padded, chunk=o.batch_size,
-                                draw=draw, place=self._rows(cursor))
-
-        stream = stream_at(start.cursor)
+    def _produce(self, plan: EpochPlan, start: ResumePoint, stop: threading.Event, pool: ThreadPoolExecutor,
+                 stream: SampleStream | None, after: ResumePoint | None, primed: list[SampleStream]) -> Iterator[tuple]:
+        """The batches of `plan` from `start` (from `stream` when one was primed for it). When `after` is given,
+        the stream of the epoch that begins there is primed into `primed` once this one has submitted all."""
+        o = self._opts
+        if stream is None:
+            stream = self._stream(pool, plan, start.epoch, start.cursor)
         cuda_stream = self._cuda_stream()
         budget = SkipBudget(plan)
         follow = self._follower(plan, start.cursor)
@@ -276,14 +345,16 @@ class PlannedBackend(ABC):
                                 raise bad.error from None
                             self._prepare.reject(bad.indices, bad.error)
                             stream.cancel()
-                            stream = stream_at(cursor)  # refill this batch without them
+                            stream = self._stream(pool, plan, start.epoch, cursor)  # refill this batch without them
+                if after is not None and not primed and stream.submitted_all:  # the threads go on with the next
+                    primed.append(self._stream(pool, self.plan(after.epoch, after.lineage), after.epoch, after.cursor))
+                    primed[0].prime()
                 keys = [self._key_of(e) for e in entries if e is not None]
                 pad = [i for i, e in enumerate(entries) if e is None]
                 rows = [-1 if e is None else self._raw_of(e).index for e in entries]
                 yield images, labels, stream.position, skipped, ready, keys, pad, (start.epoch, b), rows
         finally:
-            stream.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
+            stream.cancel()  # a primed next stream is cancelled with the pool when the chain stops (`_chain`)
             follow(None)
 
     def _follower(self, plan: EpochPlan, cursor: int):
@@ -325,5 +396,6 @@ class PlannedBackend(ABC):
                              "or lower shuffle_window")
 
     def close(self) -> None:
+        self.stop_ahead()
         self._reader.close()
         self._view.close()

@@ -1,17 +1,24 @@
 """Run a batch producer in a background thread, `depth` items ahead of the consumer.
 
-Errors raised by the producer are re-raised in the consumer (never a silent hang); when the consumer
-stops early (`break`, an exception, garbage collection) the producer is told to stop and is joined,
-so no thread is left blocked on a full queue.
+Errors raised by the producer are re-raised in the consumer (never a silent hang). `close()` tells the
+producer to stop and joins its thread, so no thread is left blocked on a full queue: the queue is emptied
+as it is told, so a producer waiting to put an item sees at once that it should stop. The loader calls it
+on an early `break`, an exception, or when it lets go of batches produced ahead (overlap.py).
+
+`cancel()` only tells the producer to stop, without waiting for it: what a garbage-collection finalizer
+may call, on whatever thread the collection happens to run; a decode thread that the producer itself
+waits on, for one (a join there would never return).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -31,47 +38,108 @@ def _put(q: queue.Queue, entry: tuple[str, object], stop: threading.Event) -> bo
     return False
 
 
-def prefetch(produce: Callable[[threading.Event], Iterator[T]], /, *, depth: int,
-             name: str = "fastdata-prefetch") -> Iterator[T]:
-    """Yield the items of `produce(stop)`, computed in a background thread up to `depth` items ahead.
+# every producer thread made here, with what stops it; an entry goes when its thread object does
+_live: weakref.WeakKeyDictionary[threading.Thread, tuple[threading.Event, queue.Queue]] = weakref.WeakKeyDictionary()
+_live_lock = threading.Lock()
 
-    `produce` should check `stop.is_set()` between items and release its resources in a `finally`.
-    """
-    if depth < 1:
-        raise ValueError(f"depth must be >= 1, got {depth}")
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
 
-    def run() -> None:
+@atexit.register
+def _stop_all() -> None:
+    """At interpreter exit, stop and join every producer (one that went on into the next epoch, one whose consumer
+    never finished, one told to stop and still ending): a daemon thread still releasing tensors while the
+    interpreter finalises aborts the process ("terminate called without an active exception"). Joining a thread
+    that has ended returns at once; one that is ending is waited for until its last object is released."""
+    with _live_lock:
+        live = list(_live.items())
+    for _thread, (stop, q) in live:
+        stop.set()
+        _drain(q)
+    for thread, _ in live:
+        if thread.is_alive() or thread.ident is not None:
+            thread.join(timeout=60)
+
+
+def _drain(q: queue.Queue) -> None:
+    """Empty the queue: a producer blocked on it wakes now, not at its next poll."""
+    while True:
         try:
-            items = produce(stop)
-            try:
-                for item in items:
-                    if not _put(q, (_ITEM, item), stop):
-                        return
-            finally:
-                close = getattr(items, "close", None)
-                if close is not None:
-                    close()
-            _put(q, (_DONE, None), stop)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, who re-raises it
-            _put(q, (_ERROR, exc), stop)
+            q.get_nowait()
+        except queue.Empty:
+            return
 
-    thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
+
+def _run(produce: Callable[[threading.Event], Iterator[T]], q: queue.Queue, stop: threading.Event) -> None:
     try:
+        items = produce(stop)
+        try:
+            for item in items:
+                if not _put(q, (_ITEM, item), stop):
+                    return
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+        _put(q, (_DONE, None), stop)
+    except BaseException as exc:  # noqa: BLE001 - handed to the consumer, who re-raises it
+        _put(q, (_ERROR, exc), stop)
+
+
+class Prefetched(Generic[T]):
+    """The items of `produce(stop)`, computed in a background thread up to `depth` items ahead."""
+
+    def __init__(self, produce: Callable[[threading.Event], Iterator[T]], depth: int, name: str) -> None:
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
+        self._q: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._name = name
+        self._finished = False
+        # the thread holds the queue and the event, not this object: one the consumer drops is collected, and
+        # its __del__ stops the producer
+        self._thread = threading.Thread(target=_run, args=(produce, self._q, self._stop), name=name, daemon=True)
+        with _live_lock:
+            _live[self._thread] = (self._stop, self._q)
+        self._thread.start()
+
+    def __iter__(self) -> Prefetched[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._finished:
+            raise StopIteration
         while True:
             try:
-                tag, value = q.get(timeout=_POLL_S)
+                tag, value = self._q.get(timeout=_POLL_S)
             except queue.Empty:
-                if not thread.is_alive() and q.empty():
-                    raise RuntimeError(f"{name} thread ended without a result") from None
+                if not self._thread.is_alive() and self._q.empty():
+                    self.close()
+                    raise RuntimeError(f"{self._name} thread ended without a result") from None
                 continue
-            if tag == _DONE:
-                return
+            if tag == _ITEM:
+                return value  # type: ignore[return-value]
+            self.close()
             if tag == _ERROR:
                 raise value  # type: ignore[misc]
-            yield value  # type: ignore[misc]
-    finally:
-        stop.set()
-        thread.join()
+            raise StopIteration
+
+    def cancel(self) -> None:
+        """Tell the producer to stop; do not wait for it."""
+        self._finished = True
+        self._stop.set()
+        _drain(self._q)
+
+    def close(self) -> None:
+        """Stop the producer and join its thread (it runs the producer's `finally`, e.g. a pool shutdown)."""
+        self.cancel()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __del__(self) -> None:
+        self.cancel()
+
+
+def prefetch(produce: Callable[[threading.Event], Iterator[T]], /, *, depth: int,
+             name: str = "fastdata-prefetch") -> Prefetched[T]:
+    """`Prefetched(produce, depth, name)`: `produce` should check `stop.is_set()` between items and release
+    its resources in a `finally`."""
+    return Prefetched(produce, depth, name)

@@ -92,6 +92,17 @@ class SampleStream:
             self._pending.extend(Slot(group, j) for j in range(min(GROUP, real - g)))
         self._pending.extend([None] * (stop - first - real))  # padding rows
 
+    @property
+    def submitted_all(self) -> bool:
+        """Every position the epoch needs (when nothing is skipped) has been submitted."""
+        return self._next_submit >= self._limit
+
+    def prime(self) -> None:
+        """Submit the first `ahead` positions now, before the first `next()` (the end of the epoch before it)."""
+        target = min(self.position + self._ahead, self._limit)
+        if target > self._next_submit:
+            self._submit(target)
+
     def next(self) -> Slot | None:
         """The result slot of the next position (None: a padding row)."""
         target = min(self.position + self._ahead, self._limit)

@@ -1,0 +1,250 @@
+"""Epoch overlap (fastdata/images/overlap.py): at an epoch's end the producer goes on with the epoch it expects
+next. What it made ahead is used only when the next epoch begins exactly there, and let go otherwise; the
+batches are those of a loader that never overlaps; its threads end when the loader is let go of."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+from conftest_images import collect, loader, make_datasets
+
+from fastdata.images import prefetch as prefetch_module
+from fastdata.images.overlap import follow_on, next_step
+from fastdata.images.prefetch import prefetch
+from fastdata.images.resume import ResumePoint
+
+BACKENDS = ["kornia", "dali"]  # DALI runs on its CPU operators here
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return make_datasets(tmp_path_factory.mktemp("overlap"))
+
+
+def _run(ld, epochs: list[int | None]) -> list[tuple[list, list]]:
+    """The batches of each epoch in turn; `None`: iterate again without set_epoch."""
+    out = []
+    for epoch in epochs:
+        if epoch is not None:
+            ld.set_epoch(epoch)
+        out.append(collect(ld))
+    return out
+
+
+def _same(a: list[tuple[list, list]], b: list[tuple[list, list]]) -> bool:
+    return len(a) == len(b) and all(
+        len(x[0]) == len(y[0]) > 0 and all(torch.equal(p, q) for p, q in zip(x[0] + x[1], y[0] + y[1]))
+        for x, y in zip(a, b))
+
+
+def _wait_for(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "the producer did not go on with the next epoch"
+        time.sleep(0.005)
+
+
+def _ours(before: set[threading.Thread]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t not in before and t.name.startswith("fastdata")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("train", "split", "epochs"), [
+    # epoch 1 expected, epoch 0 again (no set_epoch); then the step, the same again, a jump, the step again
+    (True, "train", [0, None, 1, 2, 2, None, 5, 6]),
+    (False, "val", [None, None, 3, 4, None]),  # eval: the same epoch again, then set_epoch steps; padded batches
+])
+def test_batches_are_those_of_a_loader_that_never_overlaps(ds, backend, train, split, epochs):
+    kw = dict(split=split, train=train, backend=backend, seed=5)
+    overlapped = _run(loader(ds["wds"], **kw), epochs)
+    plain = _run(loader(ds["wds"], overlap_epochs=False, **kw), epochs)
+    assert _same(overlapped, plain)
+    assert _same(overlapped[:1], overlapped[1:2])  # the same epoch twice
+    assert not train or not _same(overlapped[:1], overlapped[2:3])  # epoch 1 is another epoch
+
+
+class _Loads:
+    """Counts every sample load of a backend, by (index, its row of draws): that pair names a sample of one
+    epoch, so a pair loaded twice is an epoch decoded twice."""
+
+    def __init__(self, backend) -> None:
+        self.seen: Counter = Counter()
+        real, lock = backend._load, threading.Lock()
+
+        def load(index, row, dest):
+            with lock:
+                self.seen[(index, None if row is None else tuple(row))] += 1
+            return real(index, row, dest)
+
+        backend._load = load
+
+    @property
+    def total(self) -> int:
+        return sum(self.seen.values())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_expected_epoch_is_made_ahead_and_taken_over_not_made_again(ds, backend):
+    ld = loader(ds["wds"], split="train", train=True, backend=backend, seed=5)  # 12 samples: 3 batches of 4
+    loads = _Loads(ld.backend)
+    ld.set_epoch(0)
+    collect(ld)
+    assert ld.state_dict()["epoch"] == 0 and ld.state_dict()["batch"] == 3  # what the user received, only
+    assert ld.backend._ahead.start == ResumePoint(epoch=1, batch=0, cursor=0)
+    _wait_for(lambda: loads.total >= 24)  # epoch 1 decoded ahead, before anyone asked for it
+    ld.set_epoch(1)
+    one = collect(ld)
+    assert max(loads.seen.values()) == 1  # taken over: nothing of epoch 1 was decoded again
+    fresh = loader(ds["wds"], split="train", train=True, backend=backend, seed=5, overlap_epochs=False)
+    fresh.set_epoch(1)
+    assert _same([one], [collect(fresh)])
+
+
+def test_an_epoch_other_than_the_expected_one_lets_the_ahead_go_at_once(ds):
+    before = set(threading.enumerate())
+    ld = loader(ds["wds"], split="train", train=True, seed=5)
+    loads = _Loads(ld.backend)
+    collect(ld)
+    _wait_for(lambda: loads.total >= 24)
+    assert _ours(before) and ld.backend._ahead is not None
+    ld.set_epoch(7)  # not the expected epoch 1: stopped and joined here, decode threads included
+    assert ld.backend._ahead is None and not [t.name for t in _ours(before) if t.is_alive()]
+    seven = collect(ld)
+    fresh = loader(ds["wds"], split="train", train=True, seed=5, overlap_epochs=False)
+    fresh.set_epoch(7)
+    assert _same([seven], [collect(fresh)])
+
+
+def test_a_loaded_state_lets_the_ahead_go_and_resumes_exactly(ds):
+    kw = dict(split="train", train=True, seed=5)
+    source = loader(ds["wds"], **kw)
+    source.set_epoch(1)
+    it = iter(source)
+    next(it)
+    state = source.state_dict()
+    whole = loader(ds["wds"], overlap_epochs=False, **kw)
+    whole.set_epoch(1)
+    rest = collect(whole)
+
+    ld = loader(ds["wds"], **kw)
+    collect(ld)  # epoch 0; epoch 1 goes on ahead from its start
+    assert ld.backend._ahead is not None
+    ld.load_state_dict(state)  # epoch 1 after its first batch: not where the ahead began
+    assert ld.backend._ahead is None
+    got = collect(ld)
+    assert len(got[0]) == len(rest[0]) - 1 and _same([got], [(rest[0][1:], rest[1][1:])])
+
+
+def test_a_loader_let_go_of_leaves_no_thread_behind(ds):
+    before = set(threading.enumerate())
+    ld = loader(ds["wds"], split="train", train=True)
+    collect(ld)
+    ours = _ours(before)
+    assert any(t.is_alive() for t in ours)  # the producer, gone on into epoch 1
+    del ld
+    gc.collect()
+    for t in ours:
+        t.join(timeout=10)  # told to stop by the loader's finalizer; a leaked thread never ends
+    assert not [t.name for t in ours if t.is_alive()]
+
+
+@pytest.mark.parametrize("kw", [dict(overlap_epochs=False), dict(augment=lambda x: x)],
+                         ids=["overlap_epochs=False", "with-a-hook"])
+def test_no_overlap_when_turned_off_or_with_hooks(ds, kw):
+    """Hooks may depend on what the training loop changes between epochs: nothing of theirs runs ahead."""
+    before = set(threading.enumerate())
+    ld = loader(ds["wds"], split="train", train=True, **kw)
+    collect(ld)
+    assert ld.backend._ahead is None
+    for t in _ours(before):
+        t.join(timeout=10)
+    assert not [t.name for t in _ours(before) if t.is_alive()]
+
+
+@pytest.mark.parametrize(("last", "epoch", "train", "step"), [
+    (None, 0, True, 1), (None, 0, False, 0),  # no step taken yet: train expects set_epoch(e + 1), eval the same
+    (3, 4, False, 1), (4, 4, True, 0),  # the user's last step, 0 or 1
+    (2, 5, True, 1), (5, 2, False, 0),  # a jump, back or forward: the default
+])
+def test_the_expected_next_epoch_repeats_the_users_last_step(last, epoch, train, step):
+    assert next_step(last, epoch, train=train) == step
+
+
+def test_the_next_epoch_starts_at_its_beginning_with_a_lineage_only_when_it_is_the_same_epoch():
+    lineage = ((2, 10),)
+    start = ResumePoint(epoch=3, batch=5, cursor=21, lineage=lineage)
+    assert follow_on(start, 0) == ResumePoint(epoch=3, batch=0, cursor=0, lineage=lineage)
+    assert follow_on(start, 1) == ResumePoint(epoch=4, batch=0, cursor=0, lineage=())
+
+
+def test_overlap_epochs_must_be_a_bool(ds):
+    with pytest.raises(ValueError, match="overlap_epochs"):
+        loader(ds["wds"], overlap_epochs="yes")
+
+
+def _endless(stop: threading.Event):
+    n = 0
+    while not stop.is_set():
+        n += 1
+        yield n
+
+
+def test_a_producer_blocked_on_a_full_queue_is_stopped_and_joined_by_close():
+    items = prefetch(_endless, depth=1, name="fastdata-test-prefetch")
+    assert next(items) == 1
+    items.close()
+    assert not items._thread.is_alive()
+    with pytest.raises(StopIteration):
+        next(items)
+
+
+def test_a_dropped_prefetch_stops_its_producer():
+    items = prefetch(_endless, depth=1, name="fastdata-test-prefetch")
+    thread = items._thread
+    del items  # the thread holds only the queue and the event, so the object is collected and stops it
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def test_every_producer_still_running_is_stopped_and_joined_at_interpreter_exit():
+    items = prefetch(_endless, depth=2, name="fastdata-test-prefetch")
+    next(items)
+    assert items._thread in prefetch_module._live
+    prefetch_module._stop_all()  # what atexit runs
+    assert not items._thread.is_alive()
+
+
+class _SlowToRelease:
+    """A producer whose last reference goes with its thread's arguments, after the producer has returned:
+    releasing it takes a while, as releasing a batch's tensors can."""
+
+    def __init__(self) -> None:
+        self.releasing, self.released = threading.Event(), threading.Event()
+
+    def __call__(self, stop: threading.Event):
+        return _endless(stop)
+
+    def __del__(self) -> None:
+        self.releasing.set()
+        time.sleep(0.3)
+        self.released.set()
+
+
+def test_a_producer_still_releasing_its_objects_is_waited_for_at_interpreter_exit():
+    """The abort this guards against: a daemon thread still freeing tensors while the interpreter finalises."""
+    slow = _SlowToRelease()
+    releasing, released = slow.releasing, slow.released
+    items = prefetch(slow, depth=1, name="fastdata-test-prefetch")
+    del slow  # now only the thread's arguments hold it
+    next(items)
+    items.cancel()  # told to stop, not joined (what the loader's finalizer does)
+    assert releasing.wait(timeout=10)  # the thread has returned from the producer and is releasing it
+    prefetch_module._stop_all()
+    assert released.is_set() and not items._thread.is_alive()
