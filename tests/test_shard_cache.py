@@ -4,6 +4,7 @@ file in use."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -114,3 +115,35 @@ def test_used_skips_a_file_removed_while_it_counts(tmp_path: Path, monkeypatch: 
     assert cache.used() in (10, 17) and looks
     cache.release("kept")
     cache.close()
+
+
+def test_two_loaders_of_one_process_write_their_schedules_at_once(tmp_path: Path):
+    """One loader producing its next epoch ahead while another runs: both write this process's schedule."""
+    cache = ShardCache(tmp_path, fingerprint="f" * 64, limit=None)
+    errors: list[BaseException] = []
+
+    def write(names: list[str]) -> None:
+        try:
+            for _ in range(300):
+                cache.schedule(names)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=([f"s{k}.tar"],)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert not list((cache.dir / "schedules").glob("*.tmp"))  # every write replaced its own file
+
+
+def test_a_schedule_write_cut_short_by_a_dead_process_is_removed_at_open(tmp_path: Path):
+    first = ShardCache(tmp_path, fingerprint="f" * 64, limit=None)
+    schedules = first.dir / "schedules"
+    dead = schedules / "999999999.json.140000.tmp"  # no such process
+    mine = schedules / f"{os.getpid()}.json.140000.tmp"  # a live process's write in flight
+    dead.write_text("[]")
+    mine.write_text("[]")
+    ShardCache(tmp_path, fingerprint="f" * 64, limit=None)
+    assert not dead.exists() and mine.exists()

@@ -106,6 +106,10 @@ class ShardCache:
         for sched in (self.dir / "schedules").glob("*.json"):
             if not sched.stem.isdigit() or not _alive(int(sched.stem)):
                 sched.unlink(missing_ok=True)
+        for tmp in (self.dir / "schedules").glob("*.tmp"):  # <pid>.json.<thread>.tmp of a write cut short
+            pid = tmp.name.split(".", 1)[0]
+            if not pid.isdigit() or not _alive(int(pid)):
+                tmp.unlink(missing_ok=True)
         if not others:
             for lock in (self.dir / "locks").iterdir():
                 if not lock.name.startswith("."):
@@ -158,7 +162,9 @@ class ShardCache:
     def schedule(self, names: Sequence[str]) -> None:
         """The shards this process needs next, soonest first (what eviction keeps longest)."""
         path = self.dir / "schedules" / f"{os.getpid()}.json"
-        tmp = path.with_name(path.name + ".tmp")
+        # a temporary name per thread: two loaders of one process (one of them producing its next epoch ahead)
+        # may write their schedules at once, and a shared name lost the race (FileNotFoundError at the replace)
+        tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(list(names)))
         os.replace(tmp, path)
 
