@@ -55,7 +55,7 @@ def _stop_all() -> None:
         stop.set()
         _drain(q)
     for thread, _ in live:
-        if thread.is_alive() or thread.ident is not None:
+        if thread.ident is not None:  # started (registered just before its start)
             thread.join(timeout=60)
 
 
