@@ -167,13 +167,25 @@ def test_no_overlap_when_turned_off_or_with_hooks(ds, kw):
     assert not [t.name for t in _ours(before) if t.is_alive()]
 
 
-@pytest.mark.parametrize(("last", "epoch", "train", "step"), [
-    (None, 0, True, 1), (None, 0, False, 0),  # no step taken yet: train expects set_epoch(e + 1), eval the same
+@pytest.mark.parametrize(("last", "epoch", "sets_epochs", "step"), [
+    (None, 0, True, 1), (None, 0, False, 0),  # no step taken yet: set_epoch(e + 1) expected once it was called
     (3, 4, False, 1), (4, 4, True, 0),  # the user's last step, 0 or 1
     (2, 5, True, 1), (5, 2, False, 0),  # a jump, back or forward: the default
 ])
-def test_the_expected_next_epoch_repeats_the_users_last_step(last, epoch, train, step):
-    assert next_step(last, epoch, train=train) == step
+def test_the_expected_next_epoch_repeats_the_users_last_step(last, epoch, sets_epochs, step):
+    assert next_step(last, epoch, sets_epochs=sets_epochs) == step
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_before_any_step_the_expected_epoch_follows_whether_set_epoch_is_called(ds, train):
+    kw = dict(split="train", train=train, seed=5)
+    never = loader(ds["wds"], **kw)
+    collect(never)
+    assert never.backend._ahead.start.epoch == 0  # read again, as a loader whose epoch is never set does
+    setting = loader(ds["wds"], **kw)
+    setting.set_epoch(0)
+    collect(setting)
+    assert setting.backend._ahead.start.epoch == 1
 
 
 def test_the_next_epoch_starts_at_its_beginning_with_a_lineage_only_when_it_is_the_same_epoch():

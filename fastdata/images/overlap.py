@@ -11,8 +11,9 @@ The producer marks the boundary with `(EPOCH_END, start)` in its queue: `start` 
 Production is a pure function of that start (epoch, batch 0, cursor 0, elastic lineage), so the next
 `iter()` takes over what was produced ahead only when it starts exactly there; anything else (another
 epoch set, a state loaded) closes it and starts afresh. The expected next epoch repeats the last step the
-user took (`set_epoch(e + 1)` before every epoch, or the same epoch iterated again); before there is one,
-train expects e + 1 (the `set_epoch` convention of PyTorch's samplers) and eval the same epoch.
+user took (`set_epoch(e + 1)` before every epoch, or the same epoch iterated again); before there is one, a
+loader whose `set_epoch` was called expects e + 1 (the convention of PyTorch's samplers), one whose epoch was
+never set the same epoch again (which is what it then reads), in train and eval alike.
 
 What is produced ahead is bounded by the loader's `prefetch` depth and then waits; it is released when
 the user sets another epoch, loads a state, closes the loader or lets it go (`Loader` stops it when it
@@ -43,12 +44,13 @@ class Ahead(NamedTuple):
     batches: Iterator[Any]
 
 
-def next_step(last: int | None, epoch: int, *, train: bool) -> int:
+def next_step(last: int | None, epoch: int, *, sets_epochs: bool) -> int:
     """The expected epoch after `epoch` is epoch + step: the user's last step (`last` is the epoch iterated
-    before this one) when it was 0 or 1, else 1 in train and 0 in eval."""
+    before this one) when it was 0 or 1; else 1 when the user has called `set_epoch` (the convention: once
+    before every epoch), and 0 when not (a loader whose epoch is never set reads the same epoch again)."""
     if last is not None and epoch - last in (0, 1):
         return epoch - last
-    return 1 if train else 0
+    return 1 if sets_epochs else 0
 
 
 def follow_on(start: ResumePoint, step: int) -> ResumePoint:

@@ -77,6 +77,7 @@ class PlannedBackend(ABC):
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
         self._ahead: Ahead | None = None  # the producer, gone on into the next epoch (overlap.py)
         self._last_epoch: int | None = None  # the epoch iterated last
+        self._sets_epochs = False  # whether set_epoch was ever called (what the overlap expects next: overlap.py)
         self._skipped = 0
         self._normalizer = DeviceAugment(opts, self._device)  # uint8 or float [0, 1] -> the output tensor
         self._hooks = HookStage(opts, self._device, self._normalizer) \
@@ -143,6 +144,7 @@ class PlannedBackend(ABC):
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
         if self._resume is not None and self._resume.epoch != epoch:
             self._resume = None
+        self._sets_epochs = True
         if self._ahead is not None and self._ahead.start.epoch != epoch:
             self.stop_ahead()  # produced for another epoch
         if self._point.epoch != epoch:  # state_dict() now describes the start of the new epoch
@@ -225,7 +227,7 @@ class PlannedBackend(ABC):
         last, self._last_epoch = self._last_epoch, epoch
         if not self._opts.overlap_epochs or self._hooks is not None:
             return None
-        return next_step(last, epoch, train=self._opts.train)
+        return next_step(last, epoch, sets_epochs=self._sets_epochs)
 
     def _take_ahead(self, start: ResumePoint) -> Iterator[tuple] | None:
         """The batches produced ahead from `start` on, if that is where they began; else None (they are let go)."""
