@@ -96,7 +96,7 @@ def test_the_expected_epoch_is_made_ahead_and_taken_over_not_made_again(ds, back
     ld.set_epoch(0)
     collect(ld)
     assert ld.state_dict()["epoch"] == 0 and ld.state_dict()["batch"] == 3  # what the user received, only
-    assert ld.backend._ahead.start == ResumePoint(epoch=1, batch=0, cursor=0)
+    assert ld.backend._overlap.ahead.start == ResumePoint(epoch=1, batch=0, cursor=0)
     _wait_for(lambda: loads.total >= 24)  # epoch 1 decoded ahead, before anyone asked for it
     ld.set_epoch(1)
     one = collect(ld)
@@ -112,9 +112,9 @@ def test_an_epoch_other_than_the_expected_one_lets_the_ahead_go_at_once(ds):
     loads = _Loads(ld.backend)
     collect(ld)
     _wait_for(lambda: loads.total >= 24)
-    assert _ours(before) and ld.backend._ahead is not None
+    assert _ours(before) and ld.backend._overlap.ahead is not None
     ld.set_epoch(7)  # not the expected epoch 1: stopped and joined here, decode threads included
-    assert ld.backend._ahead is None and not [t.name for t in _ours(before) if t.is_alive()]
+    assert ld.backend._overlap.ahead is None and not [t.name for t in _ours(before) if t.is_alive()]
     seven = collect(ld)
     fresh = loader(ds["wds"], split="train", train=True, seed=5, overlap_epochs=False)
     fresh.set_epoch(7)
@@ -134,9 +134,9 @@ def test_a_loaded_state_lets_the_ahead_go_and_resumes_exactly(ds):
 
     ld = loader(ds["wds"], **kw)
     collect(ld)  # epoch 0; epoch 1 goes on ahead from its start
-    assert ld.backend._ahead is not None
+    assert ld.backend._overlap.ahead is not None
     ld.load_state_dict(state)  # epoch 1 after its first batch: not where the ahead began
-    assert ld.backend._ahead is None
+    assert ld.backend._overlap.ahead is None
     got = collect(ld)
     assert len(got[0]) == len(rest[0]) - 1 and _same([got], [(rest[0][1:], rest[1][1:])])
 
@@ -161,7 +161,7 @@ def test_no_overlap_when_turned_off_or_with_hooks(ds, kw):
     before = set(threading.enumerate())
     ld = loader(ds["wds"], split="train", train=True, **kw)
     collect(ld)
-    assert ld.backend._ahead is None
+    assert ld.backend._overlap.ahead is None
     for t in _ours(before):
         t.join(timeout=10)
     assert not [t.name for t in _ours(before) if t.is_alive()]
@@ -181,11 +181,11 @@ def test_before_any_step_the_expected_epoch_follows_whether_set_epoch_is_called(
     kw = dict(split="train", train=train, seed=5)
     never = loader(ds["wds"], **kw)
     collect(never)
-    assert never.backend._ahead.start.epoch == 0  # read again, as a loader whose epoch is never set does
+    assert never.backend._overlap.ahead.start.epoch == 0  # read again, as a loader whose epoch is never set does
     setting = loader(ds["wds"], **kw)
     setting.set_epoch(0)
     collect(setting)
-    assert setting.backend._ahead.start.epoch == 1
+    assert setting.backend._overlap.ahead.start.epoch == 1
 
 
 def test_the_next_epoch_starts_at_its_beginning_with_a_lineage_only_when_it_is_the_same_epoch():

@@ -22,8 +22,8 @@ from fastdata.images.dali_graph import build_pipeline, feeds, graph_args
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL, derive_seed
 from fastdata.images.pixels import decode_problem
-from fastdata.images.planned import BadSamples, PlannedBackend
-from fastdata.images.samples import Prepared
+from fastdata.images.planned import PlannedBackend
+from fastdata.images.samples import BadSamples, Prepared
 
 log = logging.getLogger(__name__)
 

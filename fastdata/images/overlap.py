@@ -53,6 +53,54 @@ def next_step(last: int | None, epoch: int, *, sets_epochs: bool) -> int:
     return 1 if sets_epochs else 0
 
 
+class Overlap:
+    """What a backend keeps between epochs for the overlap: the producer gone on ahead (`ahead`), and what it
+    needs to expect the next epoch (the epoch iterated last, whether `set_epoch` was ever called). Off when
+    `enabled` is False (the option, or user hooks)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.ahead: Ahead | None = None
+        self._last: int | None = None
+        self._sets_epochs = False
+
+    def set_epoch(self, epoch: int) -> None:
+        """The user set `epoch`: what was produced ahead for another epoch is let go."""
+        self._sets_epochs = True
+        if self.ahead is not None and self.ahead.start.epoch != epoch:
+            self.stop()
+
+    def step(self, epoch: int) -> int | None:
+        """`epoch` is iterated now: the step to the epoch the producer goes on with after it (None: it stops)."""
+        last, self._last = self._last, epoch
+        return next_step(last, epoch, sets_epochs=self._sets_epochs) if self.enabled else None
+
+    def park(self, start: ResumePoint, batches: Iterator[Any]) -> None:
+        """The producer went on past an epoch's end: its items from `start` on wait for the next `iter()`."""
+        self.ahead = Ahead(start, batches)
+
+    def take(self, start: ResumePoint) -> Iterator[Any] | None:
+        """The batches produced ahead from `start` on, if that is where they began; else None (they are let go)."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is None:
+            return None
+        if ahead.start == start:
+            return ahead.batches
+        ahead.batches.close()
+        return None
+
+    def stop(self, wait: bool = True) -> None:
+        """Stop the production ahead, if it goes on, and join its thread (only tell it to stop when not `wait`:
+        what a garbage-collection finalizer does, on whichever thread it runs)."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is None:
+            return
+        if wait:
+            ahead.batches.close()
+        else:
+            ahead.batches.cancel()
+
+
 def follow_on(start: ResumePoint, step: int) -> ResumePoint:
     """Where the epoch after the one that began at `start` begins: a new epoch has no elastic lineage (it is
     dealt afresh on this world size); the same epoch iterated again keeps it."""

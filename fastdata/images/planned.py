@@ -1,5 +1,6 @@
-"""What every image backend shares: the epoch plan (order.py), the resumable position (resume.py), and the
-producer loop that fills batches from the plan in a background thread, skipping bad samples when asked.
+"""What every image backend shares: the epoch plan (order.py, rank_plans.py), the resumable position
+(resume.py), and the producer loop that fills batches from the plan in a background thread, skipping bad
+samples when asked, and goes on into the next epoch (overlap.py).
 
 A backend supplies two things: `_load(index, row, dest)`, the per-sample work run in `num_threads`
 threads (kornia: prepare + decode, into its batch row when `_rows` gave one; DALI: prepare only), and
@@ -13,7 +14,6 @@ sample that failed in `_load` is replaced (train: by the following samples; eval
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -24,32 +24,22 @@ import numpy as np
 import torch
 
 from fastdata.dataset import DatasetView
-from fastdata.errors import ShardError
 from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.hook_stage import HookStage
 from fastdata.images.intraop import serial_torch
 from fastdata.images.mixed_reader import MixedReader
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.images.order import EpochPlan, epoch_plan, split_sequence
-from fastdata.images.overlap import EPOCH_END, Ahead, follow_on, next_step
+from fastdata.images.order import EpochPlan
+from fastdata.images.overlap import EPOCH_END, Overlap, follow_on
 from fastdata.images.prefetch import prefetch
+from fastdata.images.rank_plans import RankPlans
 from fastdata.images.reader import RawSample, SplitReader
 from fastdata.images.resume import ResumePoint, check_state, make_state
-from fastdata.images.samples import Preparer, SkipBudget, fill_batch, resolve_futures
-from fastdata.images.schedule import ShardSchedule
+from fastdata.images.samples import BadSamples, Preparer, SkipBudget, fill_batch, resolve_futures
+from fastdata.images.schedule import check_cache, shard_follower
 from fastdata.images.stream import SampleStream, Slot
 from fastdata.mixing import MixedView, shard_permute
-from fastdata.planning.elastic import Step, replay
-
-log = logging.getLogger(__name__)
-
-
-class BadSamples(Exception):
-    """Raised by `_assemble`: these sample indices cannot be used; `error` names the first one."""
-
-    def __init__(self, indices: set[int], error: ShardError) -> None:
-        super().__init__(str(error))
-        self.indices, self.error = indices, error
+from fastdata.planning.elastic import Step
 
 
 class PlannedBackend(ABC):
@@ -62,30 +52,28 @@ class PlannedBackend(ABC):
         self._view, self._opts = view, opts
         self._reader = SplitReader(view) if not isinstance(view, MixedView) else MixedReader(view)
         self._prepare = Preparer(self._reader, opts, len(view.classes))
-        self._shard_sizes = tuple(ref.info.samples for ref in view.shards)
-        self._mixture = None
+        self._mixture = permute = None
         if isinstance(view, MixedView):
             view.check_train(opts.train)
             per_dataset = [tuple(ref.info.samples for ref in v.shards) for v in view.views]
             self._mixture = view.mixture([sum(sizes) for sizes in per_dataset])
-            self._permute = shard_permute(opts.seed, per_dataset)
+            permute = shard_permute(opts.seed, per_dataset)
+        self._plans = RankPlans(opts, tuple(ref.info.samples for ref in view.shards), len(self._reader),
+                                mixture=self._mixture, permute=permute)
         self._return_dataset = isinstance(view, MixedView) and view.spec.return_dataset
         self._device = torch.device(opts.device)
         self._epoch = 0
-        self._plans: dict[tuple[int, tuple[Step, ...]], EpochPlan] = {}
         self._resume: ResumePoint | None = None
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
-        self._ahead: Ahead | None = None  # the producer, gone on into the next epoch (overlap.py)
-        self._last_epoch: int | None = None  # the epoch iterated last
-        self._sets_epochs = False  # whether set_epoch was ever called (what the overlap expects next: overlap.py)
         self._skipped = 0
         self._normalizer = DeviceAugment(opts, self._device)  # uint8 or float [0, 1] -> the output tensor
         self._hooks = HookStage(opts, self._device, self._normalizer) \
             if opts.augment is not None or opts.batch_transform is not None else None
+        self._overlap = Overlap(opts.overlap_epochs and self._hooks is None)  # hooks never run ahead
         self.targets: Any = None  # None, or `targets(raws, epoch)` -> what a batch yields instead of its labels
         self.last_keys: list[str] = []  # "shard:key" of the real rows of the last batch delivered (debugging)
         self.last_rows: list[int] = []  # their global indices (a mixture's: dataset offset + index in it)
-        self.check_cache()
+        check_cache(self._view, self._reader, self.plan().sequence, opts)
 
     # ------------------------------------------------------------------ plan and state
     def plan(self, epoch: int | None = None, lineage: tuple[Step, ...] | None = None) -> EpochPlan:
@@ -94,38 +82,7 @@ class PlannedBackend(ABC):
         if lineage is None:
             point = self._resume or self._point
             lineage = point.lineage if point.epoch == epoch else ()
-        key = (epoch, lineage)
-        if key not in self._plans:  # kept: this plan and the last other one (the producer's next epoch)
-            o = self._opts
-            self._plans = {**dict(list(self._plans.items())[-1:]), key: self._replay(epoch, lineage)[o.rank]}
-            if self._plans[key].num_batches == 0:
-                log.warning("epoch %d yields no batch on rank %d: %d samples over %d ranks with batch_size %d "
-                            "(drop_last=%s)", epoch, o.rank, len(self._reader), o.world_size, o.batch_size,
-                            not o.keep_last)
-        return self._plans[key]
-
-    def _replay(self, epoch: int, lineage: tuple[Step, ...]) -> list[EpochPlan] | dict[int, EpochPlan]:
-        """The plan of every rank (only this one when the epoch was not interrupted on another world size)."""
-        o = self._opts
-        sequence = None
-        if self._mixture is not None and o.train:
-            sequence = self._mixture.epoch_items(epoch, self._permute, distinct=True)
-
-        def fresh(rank: int, world_size: int) -> EpochPlan:
-            return epoch_plan(self._shard_sizes, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last,
-                              seed=o.seed, epoch=epoch, rank=rank, world_size=world_size, window=o.shuffle_window,
-                              sequence=sequence)
-
-        if not lineage:
-            return {o.rank: fresh(o.rank, o.world_size)}
-
-        def redeal(rests: list[np.ndarray], world_size: int) -> list[EpochPlan]:
-            rest = np.concatenate(rests)
-            return [split_sequence(rest, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last, rank=r,
-                                   world_size=world_size) for r in range(world_size)]
-
-        return replay(lineage, o.world_size, plans=lambda w: [fresh(r, w) for r in range(w)],
-                      rest=lambda plan, done: plan.sequence[done * plan.batch_size:], redeal=redeal)
+        return self._plans.get(epoch, lineage)
 
     def __len__(self) -> int:
         return self.plan().num_batches
@@ -144,9 +101,7 @@ class PlannedBackend(ABC):
             raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
         if self._resume is not None and self._resume.epoch != epoch:
             self._resume = None
-        self._sets_epochs = True
-        if self._ahead is not None and self._ahead.start.epoch != epoch:
-            self.stop_ahead()  # produced for another epoch
+        self._overlap.set_epoch(epoch)
         if self._point.epoch != epoch:  # state_dict() now describes the start of the new epoch
             self._point = ResumePoint(epoch=epoch, batch=0, cursor=0)
         self._epoch = epoch
@@ -179,8 +134,8 @@ class PlannedBackend(ABC):
             start = ResumePoint(epoch=epoch, batch=0, cursor=0, lineage=self._point.lineage)  # iterated again
         self._resume = None
         self._point = start
-        step = self._next_step(epoch)
-        batches = self._take_ahead(start)  # produced ahead at the end of the last epoch, when it began here
+        step = self._overlap.step(epoch)
+        batches = self._overlap.take(start)  # produced ahead at the end of the last epoch, when it began here
         if batches is None:
             plan = self.plan(epoch, start.lineage)
             batches = prefetch(lambda stop: self._chain(plan, start, step, stop), depth=self._opts.prefetch,
@@ -194,7 +149,7 @@ class PlannedBackend(ABC):
             yield from self._deliver(batches, epoch, ended)
         finally:
             if ended:  # the producer goes on with the epoch it expects next (overlap.py)
-                self._ahead = Ahead(ended[0], batches)
+                self._overlap.park(ended[0], batches)
             else:
                 batches.close()  # stops and joins the prefetch thread, also on an early `break`
 
@@ -222,33 +177,9 @@ class PlannedBackend(ABC):
             else:
                 yield images, labels
 
-    def _next_step(self, epoch: int) -> int | None:
-        """The step to the epoch the producer goes on with after `epoch` (None: it stops there)."""
-        last, self._last_epoch = self._last_epoch, epoch
-        if not self._opts.overlap_epochs or self._hooks is not None:
-            return None
-        return next_step(last, epoch, sets_epochs=self._sets_epochs)
-
-    def _take_ahead(self, start: ResumePoint) -> Iterator[tuple] | None:
-        """The batches produced ahead from `start` on, if that is where they began; else None (they are let go)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
-            return None
-        if ahead.start == start:
-            return ahead.batches
-        ahead.batches.close()
-        return None
-
     def stop_ahead(self, wait: bool = True) -> None:
-        """Stop the production of the next epoch's batches, if it goes on, and join its thread (only tell it to
-        stop when not `wait`: what a garbage-collection finalizer does, on whichever thread it runs)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
-            return
-        if wait:
-            ahead.batches.close()
-        else:
-            ahead.batches.cancel()
+        """Stop the production of the next epoch's batches, if it goes on (`Overlap.stop`)."""
+        self._overlap.stop(wait)
 
     def _datasets(self, rows: list[int], device: torch.device) -> torch.Tensor:
         """return_dataset: the index in the mixture of each row's dataset (-1: an eval padding row)."""
@@ -325,7 +256,7 @@ class PlannedBackend(ABC):
             stream = self._stream(pool, plan, start.epoch, start.cursor)
         cuda_stream = self._cuda_stream()
         budget = SkipBudget(plan)
-        follow = self._follower(plan, start.cursor)
+        follow = shard_follower(self._view, self._reader, plan.sequence, start.cursor)
         try:
             for b in range(start.batch, plan.num_batches):
                 if stop.is_set():
@@ -358,44 +289,6 @@ class PlannedBackend(ABC):
         finally:
             stream.cancel()  # a primed next stream is cancelled with the pool when the chain stops (`_chain`)
             follow(None)
-
-    def _follower(self, plan: EpochPlan, cursor: int):
-        """For a remote dataset: a callable told the reading position before each batch (None at the end) that
-        prefetches the shards the plan reads next and gives back those it is done with; else a no-op."""
-        remote = self._view.remote
-        if remote is None:
-            return lambda position: None
-        schedule = ShardSchedule(plan.sequence, self._reader.starts)
-        names = [ref.info.name for ref in self._view.shards]
-        state = {"at": cursor}
-
-        def follow(position: int | None) -> None:
-            if position is None:  # epoch over (or stopped): every shard goes back to the cache, still cached
-                for s in range(len(names)):
-                    self._reader.forget(s)
-                return
-            for s in schedule.done(state["at"], position):
-                self._reader.forget(s)
-            state["at"] = position
-            remote.follow([names[s] for s in schedule.upcoming(position)])
-
-        return follow
-
-    def check_cache(self) -> None:
-        """Refuse a remote dataset's cache_limit that cannot hold what this rank reads at once."""
-        remote = self._view.remote
-        if remote is None:
-            return
-        sizes = [ref.info.bytes for ref in self._view.shards]
-        schedule = ShardSchedule(self.plan().sequence, self._reader.starts)
-        o = self._opts
-        need = schedule.peak_bytes(sizes, lookahead=(o.prefetch + 1) * o.batch_size, ahead=remote.ahead)
-        limit = remote.cache.limit
-        if limit is not None and limit < need:
-            raise ValueError(f"cache_limit={limit} bytes is too small for this loader: it holds up to {need} bytes "
-                             f"of shards at once (those of one shuffle window of {self._opts.shuffle_window} samples "
-                             f"plus {remote.ahead} prefetched shards); set cache_limit to at least {need} bytes, "
-                             "or lower shuffle_window")
 
     def close(self) -> None:
         self.stop_ahead()

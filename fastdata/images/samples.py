@@ -104,6 +104,15 @@ class Preparer:
         return height, width
 
 
+class BadSamples(Exception):
+    """Raised by a backend's `_assemble` (planned.py): these sample indices cannot be used; `error` names the
+    first one."""
+
+    def __init__(self, indices: set[int], error: ShardError) -> None:
+        super().__init__(str(error))
+        self.indices, self.error = indices, error
+
+
 class SkipBudget:
     """Counts the bad samples met while producing one epoch; gives up when the failures reach the epoch's
     sample count: in eval, every sample failed (an epoch of nothing but padding rows is an error, not a

@@ -1,7 +1,11 @@
 """Which shards a rank's epoch reads, in which order, and when it is done with each (for remote datasets:
-what to prefetch, what to give back to the node cache, and how much cache the plan needs at once)."""
+what to prefetch, what to give back to the node cache, and how much cache the plan needs at once), and the
+two uses a loader makes of it: following an epoch's reading position, and checking the cache limit."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,3 +48,44 @@ class ShardSchedule:
             held[upcoming] = True
             peak = max(peak, int(size[held].sum()))
         return peak
+
+
+def shard_follower(view: Any, reader: Any, sequence: np.ndarray, cursor: int) -> Callable[[int | None], None]:
+    """For a remote dataset: a callable told the reading position of `sequence` before each batch (None at the
+    end) that prefetches the shards it reads next and gives back to the node cache those it is done with;
+    for a local one, a no-op. `reader` is the view's SplitReader."""
+    remote = view.remote
+    if remote is None:
+        return lambda position: None
+    schedule = ShardSchedule(sequence, reader.starts)
+    names = [ref.info.name for ref in view.shards]
+    state = {"at": cursor}
+
+    def follow(position: int | None) -> None:
+        if position is None:  # epoch over (or stopped): every shard goes back to the cache, still cached
+            for s in range(len(names)):
+                reader.forget(s)
+            return
+        for s in schedule.done(state["at"], position):
+            reader.forget(s)
+        state["at"] = position
+        remote.follow([names[s] for s in schedule.upcoming(position)])
+
+    return follow
+
+
+def check_cache(view: Any, reader: Any, sequence: np.ndarray, opts: Any) -> None:
+    """Refuse a remote dataset's cache_limit that cannot hold what a loader reading `sequence` (with `opts`'
+    batch size and prefetch) holds at once."""
+    remote = view.remote
+    if remote is None:
+        return
+    sizes = [ref.info.bytes for ref in view.shards]
+    schedule = ShardSchedule(sequence, reader.starts)
+    need = schedule.peak_bytes(sizes, lookahead=(opts.prefetch + 1) * opts.batch_size, ahead=remote.ahead)
+    limit = remote.cache.limit
+    if limit is not None and limit < need:
+        raise ValueError(f"cache_limit={limit} bytes is too small for this loader: it holds up to {need} bytes "
+                         f"of shards at once (those of one shuffle window of {opts.shuffle_window} samples "
+                         f"plus {remote.ahead} prefetched shards); set cache_limit to at least {need} bytes, "
+                         "or lower shuffle_window")
