@@ -260,3 +260,17 @@ def test_a_producer_still_releasing_its_objects_is_waited_for_at_interpreter_exi
     assert releasing.wait(timeout=10)  # the thread has returned from the producer and is releasing it
     prefetch_module._stop_all()
     assert released.is_set() and not items._thread.is_alive()
+
+
+def test_an_epoch_without_batches_does_not_go_on_into_the_next(ds, caplog):
+    """A split smaller than a batch: nothing to produce ahead, and no warning for an epoch nobody asked for."""
+    before = set(threading.enumerate())
+    ld = loader(ds["wds"], split="val", train=True, batch_size=64, seed=5)  # 7 samples, drop_last
+    with caplog.at_level("WARNING"):
+        ld.set_epoch(0)
+        assert collect(ld) == ([], [])
+    assert ld.backend._overlap.ahead is None
+    assert [m for m in caplog.messages if "yields no batch" in m] == [m for m in caplog.messages if "epoch 0 " in m]
+    for t in _ours(before):
+        t.join(timeout=10)
+    assert not [t.name for t in _ours(before) if t.is_alive()]

@@ -233,8 +233,8 @@ class PlannedBackend(ABC):
                 primed: list[SampleStream] = []
                 yield from self._produce(plan, start, stop, pool, stream,
                                          after if self._view.remote is None else None, primed)
-                if after is None or stop.is_set():
-                    return
+                if after is None or stop.is_set() or plan.num_batches == 0:
+                    return  # an epoch without batches (a split smaller than a batch) has nothing to overlap
                 yield EPOCH_END, after
                 start, plan, stream = after, self.plan(after.epoch, after.lineage), (primed or [None])[0]
         finally:
