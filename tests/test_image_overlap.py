@@ -5,6 +5,8 @@ batches are those of a loader that never overlaps; its threads end when the load
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -274,3 +276,47 @@ def test_an_epoch_without_batches_does_not_go_on_into_the_next(ds, caplog):
     for t in _ours(before):
         t.join(timeout=10)
     assert not [t.name for t in _ours(before) if t.is_alive()]
+
+
+_EXIT_ORDER = """
+import sys, threading, time
+sys.path.insert(0, {tests!r})
+from conftest_images import loader
+import fastdata.images.prefetch  # as in a user's program: fastdata first, DALI when the first DALI loader is made
+from fastdata.images.dali_backend import DaliBackend
+import nvidia.dali.pipeline as dali_pipeline
+
+def probed(self, shutdown=dali_pipeline.Pipeline._shutdown, main=threading.main_thread(),
+           current=threading.current_thread, enumerate=threading.enumerate):
+    if current() is main:
+        alive = sorted(t.name for t in enumerate() if t.name.startswith("fastdata-"))
+        print("fastdata threads alive at DALI's shutdown:", alive, flush=True)
+    shutdown(self)
+dali_pipeline.Pipeline._shutdown = probed
+
+slow = threading.Event()  # once set, a sample takes 0.5 s to load: the producer takes that long to wind down
+def slow_load(self, *args, load=DaliBackend._load, sleep=time.sleep):
+    if slow.is_set():
+        sleep(0.5)
+    return load(self, *args)
+DaliBackend._load = slow_load
+
+ld = loader({ds!r}, split="train", train=True, batch_size=2, prefetch=1, backend="dali")
+it = iter(ld)
+print("batches:", sum(1 for _ in zip(range(2), it)), flush=True)
+slow.set()  # the producer is busy with the next batches while the program ends
+"""
+
+
+def test_producers_end_at_exit_before_dali_shuts_its_pipelines_down(ds, tmp_path):
+    """DALI shuts every pipeline down in an `atexit` handler. A producer still running then (gone on into the next
+    epoch, or still releasing its objects after its loader was dropped) can use or free a pipeline while DALI
+    tears it down: the process aborted at exit ("terminate called without an active exception"). The producers
+    are stopped and joined before every `atexit` handler."""
+    script = tmp_path / "exit_order.py"
+    script.write_text(_EXIT_ORDER.format(tests=str(Path(__file__).parent), ds=str(ds["wds"])))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "batches: 2" in done.stdout
+    probes = [line for line in done.stdout.splitlines() if line.startswith("fastdata threads alive")]
+    assert probes and probes[0].endswith(": []"), done.stdout  # the first: DALI's atexit handler

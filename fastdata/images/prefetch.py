@@ -13,6 +13,7 @@ waits on, for one (a join there would never return).
 from __future__ import annotations
 
 import atexit
+import concurrent.futures.thread  # noqa: F401 - its exit hook (joining pool workers) registered before ours
 import logging
 import queue
 import threading
@@ -43,7 +44,6 @@ _live: weakref.WeakKeyDictionary[threading.Thread, tuple[threading.Event, queue.
 _live_lock = threading.Lock()
 
 
-@atexit.register
 def _stop_all() -> None:
     """At interpreter exit, stop and join every producer (one that went on into the next epoch, one whose consumer
     never finished, one told to stop and still ending): a daemon thread still releasing tensors while the
@@ -57,6 +57,25 @@ def _stop_all() -> None:
     for thread, _ in live:
         if thread.ident is not None:  # started (registered just before its start)
             thread.join(timeout=60)
+
+
+def _run_first_at_exit(hook: Callable[[], None]) -> None:
+    """Run `hook` at interpreter exit before every `atexit` handler and before thread pools join their workers.
+
+    Order matters: DALI shuts its pipelines down in an `atexit` handler registered when DALI is first imported
+    (after this module), and `atexit` runs the last registered first, so a producer still running a pipeline, or
+    releasing one, would meet DALI tearing it down (the same abort). `threading`'s exit hooks run before `atexit`
+    and last-registered first too, so ours comes before `concurrent.futures` joins the pools' workers, while the
+    producers can still shut their pools down themselves. `threading._register_atexit` is private (CPython 3.9+,
+    the hook `concurrent.futures` uses); without it, `atexit`."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        atexit.register(hook)
+    else:
+        register(hook)
+
+
+_run_first_at_exit(_stop_all)
 
 
 def _drain(q: queue.Queue) -> None:
