@@ -8,6 +8,7 @@ import dataclasses
 
 from fastdata.errors import ShardError
 from fastdata.images.reader import UNLABELED, RawSample, SplitReader
+from fastdata.images.shard_memory import MemoryBudget
 from fastdata.mixing import MixedView
 
 
@@ -15,8 +16,8 @@ class MixedReader:
     """SplitReader's interface (len, starts, read, close) over the datasets of a MixedView. A mixture's remote
     datasets keep the shards they have read in the node cache (no `forget`: MixedView has no follower)."""
 
-    def __init__(self, view: MixedView) -> None:
-        self._readers = [SplitReader(v) for v in view.views]
+    def __init__(self, view: MixedView, budget: MemoryBudget | None = None) -> None:
+        self._readers = [SplitReader(v, budget) for v in view.views]  # one memory budget for the whole mixture
         self._maps = view.label_maps
         self._offsets: list[int] = []
         self._starts: list[int] = []

@@ -19,6 +19,7 @@ EVAL_CROP_FRACTION = 0.875  # eval: resize shorter side to image_size / 0.875, t
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's decompression-bomb limit
 MAX_THREADS = 256  # more decode threads than this only thrash (and DALI aborts the interpreter at ~10**6)
 MAX_PREFETCH = 64  # batches kept ready; each one holds a whole batch in memory
+DEFAULT_MEMORY_CACHE = 512 * 2**20  # bytes of tar shards a loader keeps in its own memory once read
 
 
 def finite(*values: object) -> bool:
@@ -66,6 +67,7 @@ class ImageLoaderOptions:
     hw_decoder_load: float = 0.65  # DALI mixed decode: share of images sent to the hardware JPEG decoder
     device_decode: bool = False  # kornia: decode with torchvision.io.decode_jpeg on `device` (nvJPEG on CUDA)
     overlap_epochs: bool = True  # start the next epoch's first batches while this one's last are consumed
+    memory_cache: int | str = DEFAULT_MEMORY_CACHE  # bytes (or "2GB"): tar shards kept in memory once read; 0: off
     # user hooks (docs/augment.md): float [0, 1] batches on the device before normalisation; the final batch;
     # DALI graph nodes after decode and crop/resize (DALI backend only)
     augment: Any = None
@@ -123,6 +125,16 @@ class ImageLoaderOptions:
         if self.shuffle_window is not None and (not isinstance(self.shuffle_window, int)
                                                 or isinstance(self.shuffle_window, bool) or self.shuffle_window < 1):
             raise bad("shuffle_window", self.shuffle_window, "None or an integer >= 1 (samples shuffled together)")
+        if isinstance(self.memory_cache, str):
+            from fastdata.cli.format import parse_size
+
+            try:
+                object.__setattr__(self, "memory_cache", parse_size(self.memory_cache))
+            except ValueError as exc:
+                raise bad("memory_cache", self.memory_cache, f"bytes or a size such as '2GB' ({exc})") from None
+        if not isinstance(self.memory_cache, int) or isinstance(self.memory_cache, bool) or self.memory_cache < 0:
+            raise bad("memory_cache", self.memory_cache, "bytes >= 0 (0: read every sample from its file) or a size "
+                      "such as '2GB'")
         if not finite(self.hw_decoder_load) or not 0.0 <= self.hw_decoder_load <= 1.0:
             raise bad("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
         for name in ("augment", "batch_transform", "dali_augment"):

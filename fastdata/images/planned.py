@@ -37,6 +37,7 @@ from fastdata.images.reader import RawSample, SplitReader
 from fastdata.images.resume import ResumePoint, check_state, make_state
 from fastdata.images.samples import BadSamples, Preparer, SkipBudget, fill_batch, resolve_futures
 from fastdata.images.schedule import check_cache, shard_follower
+from fastdata.images.shard_memory import MemoryBudget
 from fastdata.images.stream import SampleStream, Slot
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
@@ -50,7 +51,8 @@ class PlannedBackend(ABC):
 
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         self._view, self._opts = view, opts
-        self._reader = SplitReader(view) if not isinstance(view, MixedView) else MixedReader(view)
+        budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
+        self._reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
         self._prepare = Preparer(self._reader, opts, len(view.classes))
         self._mixture = permute = None
         if isinstance(view, MixedView):

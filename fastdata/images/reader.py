@@ -2,10 +2,12 @@
 
 Tar shards are read with `os.pread` at the offsets the DALI index records (no tar parsing, nothing
 extracted to disk, no shared file position, so reads from many threads share one descriptor). The
-descriptors of recently read shards are kept open (`FileHandles`, a few dozen at most) so a sample
+descriptors of recently read shards are kept open (`file_handles.py`, a few dozen at most) so a sample
 does not cost an open/close (cheap on a local disk, a metadata round trip on network filesystems). Arrow IPC
 stream shards are validated at open and their sample bytes read with `pread` as well (`arrow_file.py`). No
-shard is read through a memory map after open: a file truncated in place then gives a ShardError, not SIGBUS.
+shard is read through a memory map of its file: a file truncated in place gives a ShardError, not SIGBUS. With
+a memory budget (`memory_cache`), tar shards that fit keep the bytes of each sample read once in the loader's own
+memory, and later epochs read them there (`shard_memory.py`).
 Nothing is ever unpickled or executed. A sample is addressed by its global index in the split (shards in
 manifest order, samples in shard order).
 """
@@ -15,8 +17,6 @@ from __future__ import annotations
 import bisect
 import os
 import threading
-import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from operator import add
 from pathlib import Path
@@ -26,6 +26,8 @@ import numpy as np
 from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView, ShardRef
 from fastdata.errors import ShardError
+from fastdata.images.file_handles import FileHandles
+from fastdata.images.shard_memory import MemoryBudget, ShardMemory
 from fastdata.wds_index import Member, parse_index, sample_key
 
 UNLABELED = -1  # the label of every sample of a dataset without classes
@@ -43,74 +45,6 @@ class RawSample:
     index: int = -1  # global index in the split (set by SplitReader)
 
 
-def _close_all(fds: OrderedDict[Path, list[int]]) -> None:
-    for fd, _ in fds.values():
-        os.close(fd)
-    fds.clear()
-
-
-class FileHandles:
-    """Read-only descriptors shared by all threads, at most `capacity` kept open while unused (LRU).
-
-    A descriptor in use (between `acquire` and `release`) is never closed, so a concurrent `pread`
-    can never meet a closed or reused descriptor; all are closed by `close()` or garbage collection.
-    """
-
-    def __init__(self, capacity: int = 32) -> None:
-        if capacity < 1:
-            raise ValueError(f"capacity must be >= 1, got {capacity}")
-        self._capacity = capacity
-        self._fds: OrderedDict[Path, list[int]] = OrderedDict()  # path -> [fd, users]
-        self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_all, self._fds)
-
-    def acquire(self, path: Path) -> int:
-        with self._lock:
-            entry = self._fds.get(path)
-            if entry is not None:
-                entry[1] += 1
-                self._fds.move_to_end(path)
-                return entry[0]
-        fd = os.open(path, os.O_RDONLY)  # outside the lock: an open can be slow on network filesystems
-        with self._lock:
-            entry = self._fds.get(path)
-            if entry is not None:  # another thread opened it meanwhile
-                os.close(fd)
-                entry[1] += 1
-                return entry[0]
-            self._fds[path] = [fd, 1]
-            self._evict()
-            return fd
-
-    def release(self, path: Path) -> None:
-        with self._lock:
-            self._fds[path][1] -= 1
-            self._evict()
-
-    def _evict(self) -> None:
-        """Close the least recently used idle descriptors beyond capacity (caller holds the lock)."""
-        excess = len(self._fds) - self._capacity
-        if excess <= 0:  # the common case, on every read: no scan of the open descriptors
-            return
-        for path in [p for p, (_, users) in self._fds.items() if users == 0][:excess]:
-            os.close(self._fds.pop(path)[0])
-
-    def __len__(self) -> int:
-        return len(self._fds)
-
-    def drop(self, path: Path) -> None:
-        """Close the descriptor of `path` now if no read uses it (else the LRU closes it later)."""
-        with self._lock:
-            entry = self._fds.get(path)
-            if entry is not None and entry[1] == 0:
-                os.close(self._fds.pop(path)[0])
-
-    def close(self) -> None:
-        """Close every descriptor (call when no read is in flight); later reads open them again."""
-        with self._lock:
-            _close_all(self._fds)
-
-
 class TarShard:
     """One WebDataset `.tar` shard, read through the offsets of its `.idx` file.
 
@@ -118,12 +52,13 @@ class TarShard:
     from `handles` (shared by the shards of a split, so thousands of shards hold a bounded number).
     A sample's image is its first member among `image_members`; its label the `label_member` (an
     integer in ASCII), or UNLABELED when the dataset has none; `extra_members` (image_text: the captions
-    and token ids) are read with the image, in the same `pread` when they are adjacent.
+    and token ids) are read with the image, in the same `pread` when they are adjacent. When `budget` has room
+    for the whole file, the shard reserves it and keeps each sample read in memory (`shard_memory.py`).
     """
 
     def __init__(self, ref: ShardRef, handles: FileHandles | None = None, *,
                  image_members: tuple[str, ...] = ("jpg",), label_member: str | None = "cls",
-                 extra_members: tuple[str, ...] = ()) -> None:
+                 extra_members: tuple[str, ...] = (), budget: MemoryBudget | None = None) -> None:
         self.path = ref.path
         self._handles = handles if handles is not None else FileHandles(capacity=1)
         self._image_members, self._label_member = image_members, label_member
@@ -145,6 +80,8 @@ class TarShard:
         self._keys = np.array([p[0] for p in parsed], dtype=str)
         width = 4 + 2 * len(extra_members)
         self._spans_arr = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, width)  # (offset, length)s
+        self._budget = budget if budget is not None and budget.take(size) else None
+        self._memory = ShardMemory(size, len(parsed)) if self._budget is not None else None
 
     def _spans(self, sample: tuple[Member, ...], size: int) -> tuple[str | int, ...]:
         """(key, then offset and length of: the image, the label, each extra member)."""
@@ -177,12 +114,21 @@ class TarShard:
         offs, lens = row[0::2], row[1::2]  # a missing label is an empty span at the image: no bytes, no reach
         ends = list(map(add, offs, lens))  # map and slices, no generators: this runs under the GIL that
         lo, hi = min(offs), max(ends)  # the decode threads share, for every sample
+        adjacent = hi - lo <= sum(lens) + 4096 * (len(lens) - 1)  # one read for all members
+        memory = self._memory if adjacent else None
+        if memory is not None and memory.filled[i]:  # read before: no system call
+            view = memory.view[lo:hi]
+            return self._sample([view[o - lo:e - lo] for o, e in zip(offs, ends)], key, index)
         try:
             fd = self._handles.acquire(self.path)
         except OSError as exc:
             raise ShardError(f"cannot open shard {self.path} (sample {key}): {exc}") from exc
         try:
-            if hi - lo <= sum(lens) + 4096 * (len(lens) - 1):  # adjacent members: one read for all
+            if memory is not None:
+                short = not memory.fill(fd, lo, hi)
+                view = memory.view[lo:hi]
+                parts = [view[o - lo:e - lo] for o, e in zip(offs, ends)]
+            elif adjacent:
                 view = memoryview(os.pread(fd, hi - lo, lo))
                 short = len(view) != hi - lo  # every member lies within [lo, hi)
                 parts = [view[o - lo:e - lo] for o, e in zip(offs, ends)]
@@ -193,12 +139,27 @@ class TarShard:
             self._handles.release(self.path)
         if short:
             raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
+        sample = self._sample(parts, key, index)  # the label checked before the span counts as read
+        if memory is not None:
+            memory.filled[i] = 1
+        return sample
+
+    def _sample(self, parts: list[memoryview], key: str, index: int) -> RawSample:
         label = UNLABELED if self._label_member is None else parse_label(bytes(parts[1]), key=key, shard=self.path)
         return RawSample(data=parts[0], label=label, key=key, shard=self.path,
                          extra=tuple(map(bytes, parts[2:])) if len(parts) > 2 else (), index=index)
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether this shard keeps the samples it has read in memory."""
+        return self._memory is not None
+
     def close(self) -> None:
-        """The descriptor belongs to `handles`, closed by its owner."""
+        """Give the shard's memory back to the budget (samples already handed out keep theirs alive); the
+        descriptor belongs to `handles`, closed by its owner."""
+        budget, memory, self._budget, self._memory = self._budget, self._memory, None, None
+        if budget is not None and memory is not None:
+            budget.give(memory.size)
 
 
 def parse_label(data: bytes, *, key: str, shard: Path) -> int:
@@ -261,8 +222,9 @@ class SplitReader:
     For a remote dataset a shard is downloaded into the node cache when first read (`view.local`) and
     given back by `forget(s)` once the plan is past it."""
 
-    def __init__(self, view: DatasetView) -> None:
+    def __init__(self, view: DatasetView, budget: MemoryBudget | None = None) -> None:
         self._view = view
+        self._budget = budget  # tar shards that fit keep what they read in memory (None: pread every time)
         self._refs = view.shards
         self._shard_type = ArrowShard if view.manifest.shard_format == "arrow" else TarShard
         self._image_members = view.manifest.image_members
@@ -298,7 +260,8 @@ class SplitReader:
             if shard is None:
                 ref = self._view.local(self._refs[s])
                 shard = (TarShard(ref, self._handles, image_members=self._image_members,
-                                  label_member=self._label_member, extra_members=self._extra_members)
+                                  label_member=self._label_member, extra_members=self._extra_members,
+                                  budget=self._budget)
                          if self._shard_type is TarShard else ArrowShard(ref))
                 self._open[s] = shard
         return shard
