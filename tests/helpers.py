@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,3 +59,11 @@ def convert_images(src: Path, dst: Path, **config: object):
     opts = ImageOptions(**{k: v for k, v in config.items() if k in image_keys})
     cfg = {"jobs": 1, "samples_per_shard": 5, **{k: v for k, v in config.items() if k not in image_keys}}
     return convert(get_kind("images"), src, dst, options=opts, config=ConvertConfig(**cfg))
+
+
+def wait_until(condition, what: str, *, timeout: float = 20.0, poll: float = 0.01) -> None:
+    """Poll `condition()` until it is true; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(poll)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest_images import collect, loader, make_datasets
+from helpers import wait_until
 
 from fastdata.images import prefetch as prefetch_module
 from fastdata.images.overlap import follow_on, next_step
@@ -43,13 +44,6 @@ def _same(a: list[tuple[list, list]], b: list[tuple[list, list]]) -> bool:
     return len(a) == len(b) and all(
         len(x[0]) == len(y[0]) > 0 and all(torch.equal(p, q) for p, q in zip(x[0] + x[1], y[0] + y[1]))
         for x, y in zip(a, b))
-
-
-def _wait_for(predicate, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "the producer did not go on with the next epoch"
-        time.sleep(0.005)
 
 
 def _ours(before: set[threading.Thread]) -> list[threading.Thread]:
@@ -99,7 +93,7 @@ def test_the_expected_epoch_is_made_ahead_and_taken_over_not_made_again(ds, back
     collect(ld)
     assert ld.state_dict()["epoch"] == 0 and ld.state_dict()["batch"] == 3  # what the user received, only
     assert ld.backend._overlap.ahead.start == ResumePoint(epoch=1, batch=0, cursor=0)
-    _wait_for(lambda: loads.total >= 24)  # epoch 1 decoded ahead, before anyone asked for it
+    wait_until(lambda: loads.total >= 24, "the producer goes on with the next epoch", poll=0.005)  # epoch 1 ahead
     ld.set_epoch(1)
     one = collect(ld)
     assert max(loads.seen.values()) == 1  # taken over: nothing of epoch 1 was decoded again
@@ -113,7 +107,7 @@ def test_an_epoch_other_than_the_expected_one_lets_the_ahead_go_at_once(ds):
     ld = loader(ds["wds"], split="train", train=True, seed=5)
     loads = _Loads(ld.backend)
     collect(ld)
-    _wait_for(lambda: loads.total >= 24)
+    wait_until(lambda: loads.total >= 24, "the producer goes on with the next epoch", poll=0.005)
     assert _ours(before) and ld.backend._overlap.ahead is not None
     ld.set_epoch(7)  # not the expected epoch 1: stopped and joined here, decode threads included
     assert ld.backend._overlap.ahead is None and not [t.name for t in _ours(before) if t.is_alive()]
@@ -320,3 +314,23 @@ def test_producers_end_at_exit_before_dali_shuts_its_pipelines_down(ds, tmp_path
     assert "batches: 2" in done.stdout
     probes = [line for line in done.stdout.splitlines() if line.startswith("fastdata threads alive")]
     assert probes and probes[0].endswith(": []"), done.stdout  # the first: DALI's atexit handler
+
+
+_HELD_AT_EXIT = """
+import sys
+sys.path.insert(0, {tests!r})
+from conftest_images import loader
+it = iter(loader({ds!r}, split="train", train=True, batch_size=2, backend={backend!r}))
+print("batches:", sum(1 for _ in zip(range(3), it)), flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_an_iterator_held_by_the_main_module_at_exit_closes_quietly(ds, tmp_path, backend):
+    """The iterator is closed while the interpreter tears the modules down (their globals already None): its
+    close must not print "Exception ignored ... 'NoneType' object is not callable" into the user's log."""
+    script = tmp_path / "held.py"
+    script.write_text(_HELD_AT_EXIT.format(tests=str(Path(__file__).parent), ds=str(ds["wds"]), backend=backend))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "batches: 3" in done.stdout, done.stderr[-2000:]
+    assert "Exception ignored" not in done.stderr, done.stderr[-2000:]

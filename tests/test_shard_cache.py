@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import fastdata.exiting as exiting
 import fastdata.storage.cache as cache_module
 from fastdata.errors import StorageError
 from fastdata.storage.cache import ShardCache
@@ -141,9 +142,52 @@ def test_two_loaders_of_one_process_write_their_schedules_at_once(tmp_path: Path
 def test_a_schedule_write_cut_short_by_a_dead_process_is_removed_at_open(tmp_path: Path):
     first = ShardCache(tmp_path, fingerprint="f" * 64, limit=None)
     schedules = first.dir / "schedules"
-    dead = schedules / "999999999.json.140000.tmp"  # no such process
-    mine = schedules / f"{os.getpid()}.json.140000.tmp"  # a live process's write in flight
+    dead = schedules / "999999999-0.json.140000.tmp"  # no such process
+    mine = schedules / f"{os.getpid()}-0.json.140000.tmp"  # a live process's write in flight
     dead.write_text("[]")
     mine.write_text("[]")
     ShardCache(tmp_path, fingerprint="f" * 64, limit=None)
     assert not dead.exists() and mine.exists()
+
+
+def test_two_open_caches_of_one_process_keep_each_others_files_and_holds(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch):
+    """A train and a val loader of one remote dataset open its cache twice in one process: opening or closing
+    one must not take away the other's lock files (its holds), user entry or schedule."""
+    monkeypatch.setattr(cache_module, "WAIT_FOR_SPACE_S", 0.3)
+    calls: list[str] = []
+    train = ShardCache(tmp_path, fingerprint="e" * 64, limit=100)
+    train.acquire("a", size=60, fetch=writer(b"a" * 60, calls))  # held while train reads it
+    train.schedule(["a"])
+    val = ShardCache(tmp_path, fingerprint="e" * 64, limit=100)
+    with pytest.raises(StorageError, match="cannot fit"):  # "a" is held by the other open cache
+        val.acquire("b", size=60, fetch=writer(b"b" * 60, calls))
+    assert train.path("a").read_bytes() == b"a" * 60
+    assert sorted(p.name for p in (train.dir / "schedules").iterdir()) == [f"{train.token}.json"]
+    val.close()
+    assert [p.name for p in (train.dir / "users").iterdir()] == [train.token]
+    assert (train.dir / "schedules" / f"{train.token}.json").exists()
+    again = ShardCache(tmp_path, fingerprint="e" * 64, limit=100)  # opened after the other closed: same rules
+    with pytest.raises(StorageError, match="cannot fit"):
+        again.acquire("b", size=60, fetch=writer(b"b" * 60, calls))
+    train.release("a")
+    again.acquire("b", size=60, fetch=writer(b"b" * 60, calls))  # now "a" may go
+    assert not train.path("a").exists()
+    again.close()
+    train.close()
+    assert not list((train.dir / "users").iterdir()) and not list((train.dir / "schedules").iterdir())
+
+
+def test_an_exit_ends_a_wait_for_cache_space(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Waiting for other processes to release shards (up to WAIT_FOR_SPACE_S) ends when the process exits."""
+    monkeypatch.setattr(exiting, "EXITING", threading.Event())
+    cache = ShardCache(tmp_path, fingerprint="f" * 64, limit=100)
+    calls: list[str] = []
+    cache.acquire("a", size=60, fetch=writer(b"a" * 60, calls))  # held: "b" must wait for space
+    threading.Timer(0.5, exiting.EXITING.set).start()
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="cache space for b abandoned: the process is exiting"):
+        cache.acquire("b", size=60, fetch=writer(b"b" * 60, calls))
+    assert time.monotonic() - started < 2.0 and calls == ["a." + str(os.getpid()) + ".tmp"]
+    assert not list(cache.dir.glob("*.tmp"))
+    cache.close()

@@ -7,12 +7,15 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from http_server import Fault, FileServer
 
+import fastdata.exiting as exiting
+import fastdata.storage.inflight as inflight
 from fastdata.errors import StorageError
 from fastdata.storage.client import ChecksumError, RemoteStore
 from fastdata.storage.retry import RetryPolicy, parse_retry_after
@@ -93,6 +96,34 @@ def test_a_size_that_differs_from_the_manifest_is_an_error(served, tmp_path: Pat
         store(served).download("blob.bin", tmp_path / "out", size=len(DATA) + 10)
     with pytest.raises(StorageError, match="more bytes"):
         store(served).download("blob.bin", tmp_path / "out", size=len(DATA) - 10)
+
+
+@pytest.mark.parametrize("fault", ["body-stalled", "retry-after"])
+@pytest.mark.parametrize("how", ["exit", "abandon"])
+def test_an_exit_or_abandon_ends_a_download_at_once(served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    fault: str, how: str):
+    """What the interpreter's exit hook does (fastdata/exiting.py), and `abandon()` (a closed dataset): a body
+    being read is cut short, a wait before a retry ends, and nothing is retried."""
+    monkeypatch.setattr(exiting, "EXITING", threading.Event())
+    served.faults.append(Fault("blob.bin", stall=30.0) if fault == "body-stalled"
+                         else Fault("blob.bin", status=503, retry_after=30))
+    s = store(served, read_timeout=60.0)
+
+    def stop_soon() -> None:
+        time.sleep(0.5)
+        if how == "exit":
+            exiting.EXITING.set()
+            inflight._abandon_all()
+        else:
+            s.abandon()
+
+    started = time.monotonic()
+    threading.Thread(target=stop_soon).start()
+    why = "the process is exiting" if how == "exit" else "the dataset was closed"
+    with pytest.raises(StorageError, match=f"blob.bin abandoned: {why}"):
+        s.download("blob.bin", tmp_path / "out", size=len(DATA))
+    assert time.monotonic() - started < 2.5
+    assert len(served.requests) == 1  # not retried
 
 
 def test_retry_after_forms_and_the_backoff_bounds():

@@ -41,6 +41,14 @@ from fastdata.images.shard_memory import MemoryBudget
 from fastdata.images.stream import SampleStream, Slot
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
+from fastdata.storage.fetcher import stop_waits_when
+
+
+def _decode_thread(stop: threading.Event) -> None:
+    """What each decode thread does first: run torch ops serially (intraop.py), and give up waiting for a remote
+    shard once its producer is told to stop, so that a `break` or Ctrl-C never waits for a slow server."""
+    serial_torch()
+    stop_waits_when(stop)
 
 
 class PlannedBackend(ABC):
@@ -227,7 +235,7 @@ class PlannedBackend(ABC):
         epoch's last ones are (a local dataset's: a remote one's shard cache follows one epoch at a time)."""
         serial_torch()  # this producer thread and the decode threads run torch ops serially (intraop.py)
         pool = ThreadPoolExecutor(self._opts.num_threads, thread_name_prefix=f"fastdata-{self.name}",
-                                  initializer=serial_torch)
+                                  initializer=_decode_thread, initargs=(stop,))
         stream = None
         try:
             while True:

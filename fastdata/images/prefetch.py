@@ -12,14 +12,14 @@ waits on, for one (a join there would never return).
 
 from __future__ import annotations
 
-import atexit
-import concurrent.futures.thread  # noqa: F401 - its exit hook (joining pool workers) registered before ours
 import logging
 import queue
 import threading
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
+
+from fastdata.exiting import STOP_PRODUCERS, on_exit
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -48,7 +48,8 @@ def _stop_all() -> None:
     """At interpreter exit, stop and join every producer (one that went on into the next epoch, one whose consumer
     never finished, one told to stop and still ending): a daemon thread still releasing tensors while the
     interpreter finalises aborts the process ("terminate called without an active exception"). Joining a thread
-    that has ended returns at once; one that is ending is waited for until its last object is released."""
+    that has ended returns at once; one that is ending is waited for until its last object is released. Runs
+    before DALI's own exit handler and before thread pools join their workers (`fastdata/exiting.py`)."""
     with _live_lock:
         live = list(_live.items())
     for _thread, (stop, q) in live:
@@ -59,23 +60,7 @@ def _stop_all() -> None:
             thread.join(timeout=60)
 
 
-def _run_first_at_exit(hook: Callable[[], None]) -> None:
-    """Run `hook` at interpreter exit before every `atexit` handler and before thread pools join their workers.
-
-    Order matters: DALI shuts its pipelines down in an `atexit` handler registered when DALI is first imported
-    (after this module), and `atexit` runs the last registered first, so a producer still running a pipeline, or
-    releasing one, would meet DALI tearing it down (the same abort). `threading`'s exit hooks run before `atexit`
-    and last-registered first too, so ours comes before `concurrent.futures` joins the pools' workers, while the
-    producers can still shut their pools down themselves. `threading._register_atexit` is private (CPython 3.9+,
-    the hook `concurrent.futures` uses); without it, `atexit`."""
-    register = getattr(threading, "_register_atexit", None)
-    if register is None:
-        atexit.register(hook)
-    else:
-        register(hook)
-
-
-_run_first_at_exit(_stop_all)
+on_exit(_stop_all, STOP_PRODUCERS)  # after the downloads a producer may wait on are abandoned (exiting.py)
 
 
 def _drain(q: queue.Queue) -> None:
@@ -144,13 +129,19 @@ class Prefetched(Generic[T]):
     def cancel(self) -> None:
         """Tell the producer to stop; do not wait for it."""
         self._finished = True
+        if self._stop.is_set():  # told already: by close(), cancel() or the exit hook, who emptied the queue
+            return
         self._stop.set()
         _drain(self._q)
 
     def close(self) -> None:
-        """Stop the producer and join its thread (it runs the producer's `finally`, e.g. a pool shutdown)."""
+        """Stop the producer and join its thread (it runs the producer's `finally`, e.g. a pool shutdown).
+
+        Uses no module global once the producer has been told and has ended: an iterator the main module still
+        refers to is closed while the interpreter tears the modules down, their globals already None (the exit
+        hook stopped and joined its producer before that)."""
         self.cancel()
-        if self._thread is not threading.current_thread():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
 
     def __del__(self) -> None:

@@ -7,8 +7,8 @@ Layout (`cache_dir/<first 32 hex of the manifest's sha256>/`, so a changed datas
     locks/<shard>            lock file: exclusive while downloading, shared while a process uses the shard
     locks/.budget            exclusive while the budget is counted and space reserved or freed
     locks/.slot-<k>          one of NODE_DOWNLOADS download slots, held while downloading
-    users/<pid>              one per live process using the cache
-    schedules/<pid>.json     the shards that process needs next, in order (read when choosing what to evict)
+    users/<pid>-<n>          one per open cache of a live process (a process may open one dataset twice)
+    schedules/<pid>-<n>.json the shards that open cache needs next, in order (read when choosing what to evict)
 
 - `acquire(name)` returns the local path of a shard that stays on disk until `release(name)`: it is used
   at once when complete, else downloaded by exactly one process of the node (the others wait on its lock),
@@ -16,14 +16,15 @@ Layout (`cache_dir/<first 32 hex of the manifest's sha256>/`, so a changed datas
 - Before a download its full size is reserved. When the budget would be exceeded, shards no live process
   holds are evicted: first those no process has scheduled (consumed this epoch), then those whose next use
   is farthest. A held shard is never evicted; a budget that cannot fit the next shard is an error naming it.
-- At start-up temporary files and schedules of processes that are gone are removed, and when no other live
-  process uses the cache, the lock files too.
+- At start-up temporary files and schedules of processes that are gone are removed, and when nothing else
+  uses the cache (no other process, no other open cache of this process), the lock files too.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fastdata.errors import StorageError
+from fastdata.exiting import stop_if_exiting
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,15 @@ def default_cache_dir() -> Path:
     root = os.environ.get("FASTDATA_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "fastdata")
     return Path(root) / "shards"
+
+
+_opened = itertools.count()  # numbers the caches this process opens: users/<pid>-<n>
+
+
+def _pid_of(name: str) -> int | None:
+    """The process id a user, schedule or temporary file is named after (`<pid>`, `<pid>-<n>`, `<pid>-<n>.json...`)."""
+    head = name.split(".", 1)[0].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
 
 
 def _alive(pid: int) -> bool:
@@ -85,31 +96,31 @@ class ShardCache:
         self._acquiring: dict[str, threading.Lock] = {}  # one acquisition of a name at a time in this process
         self.downloads = 0  # files this process downloaded (tests and benchmarks count them)
         self.downloaded_bytes = 0
+        self.token = f"{os.getpid()}-{next(_opened)}"  # this open cache among the node's users
         with self._budget():
             self._clean_stale()
-            (self.dir / "users" / str(os.getpid())).touch()
+            (self.dir / "users" / self.token).touch()
 
     # ------------------------------------------------------------------ housekeeping
     def _clean_stale(self) -> None:
-        """Temporary files, schedules and users of dead processes; all lock files when nobody else is alive."""
+        """Temporary files, schedules and users of dead processes; all lock files when nothing else uses the
+        cache. Another open cache of this same process counts as a user: its shared locks live on those files."""
         others = False
         for user in (self.dir / "users").iterdir():
-            if user.name.isdigit() and int(user.name) != os.getpid() and _alive(int(user.name)):
-                others = True
-            elif user.name.isdigit() and not _alive(int(user.name)):
+            pid = _pid_of(user.name)
+            if pid is not None and not _alive(pid):
                 user.unlink(missing_ok=True)
+            elif pid is not None and user.name != self.token:
+                others = True
         for tmp in self.dir.glob("*.tmp"):
             pid = tmp.name.rsplit(".", 2)[-2]
             if not pid.isdigit() or not _alive(int(pid)):
                 log.info("removing a stale partial download %s", tmp)
                 tmp.unlink(missing_ok=True)
-        for sched in (self.dir / "schedules").glob("*.json"):
-            if not sched.stem.isdigit() or not _alive(int(sched.stem)):
+        for sched in (self.dir / "schedules").iterdir():  # <token>.json, and <token>.json.<thread>.tmp cut short
+            pid = _pid_of(sched.name)
+            if pid is None or not _alive(pid):
                 sched.unlink(missing_ok=True)
-        for tmp in (self.dir / "schedules").glob("*.tmp"):  # <pid>.json.<thread>.tmp of a write cut short
-            pid = tmp.name.split(".", 1)[0]
-            if not pid.isdigit() or not _alive(int(pid)):
-                tmp.unlink(missing_ok=True)
         if not others:
             for lock in (self.dir / "locks").iterdir():
                 if not lock.name.startswith("."):
@@ -118,8 +129,8 @@ class ShardCache:
     def close(self) -> None:
         for name in list(self._held):
             self.release(name)
-        (self.dir / "users" / str(os.getpid())).unlink(missing_ok=True)
-        (self.dir / "schedules" / f"{os.getpid()}.json").unlink(missing_ok=True)
+        (self.dir / "users" / self.token).unlink(missing_ok=True)
+        (self.dir / "schedules" / f"{self.token}.json").unlink(missing_ok=True)
 
     class _Budget:
         def __init__(self, path: Path) -> None:
@@ -160,10 +171,10 @@ class ShardCache:
         return total
 
     def schedule(self, names: Sequence[str]) -> None:
-        """The shards this process needs next, soonest first (what eviction keeps longest)."""
-        path = self.dir / "schedules" / f"{os.getpid()}.json"
-        # a temporary name per thread: two loaders of one process (one of them producing its next epoch ahead)
-        # may write their schedules at once, and a shared name lost the race (FileNotFoundError at the replace)
+        """The shards this open cache needs next, soonest first (what eviction keeps longest)."""
+        path = self.dir / "schedules" / f"{self.token}.json"
+        # a temporary name per thread: a loader producing its next epoch ahead may write while the current
+        # epoch's follower does, and a shared name lost the race (FileNotFoundError at the replace)
         tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(list(names)))
         os.replace(tmp, path)
@@ -172,7 +183,8 @@ class ShardCache:
         """For every shard some live process has scheduled: the soonest position at which one needs it."""
         soonest: dict[str, int] = {}
         for sched in (self.dir / "schedules").glob("*.json"):
-            if not sched.stem.isdigit() or not _alive(int(sched.stem)):
+            pid = _pid_of(sched.name)
+            if pid is None or not _alive(pid):
                 continue
             try:
                 names = json.loads(sched.read_text())
@@ -225,6 +237,7 @@ class ShardCache:
                     os.close(fd)
                     raise
                 os.close(fd)  # held by someone, or evicted meanwhile: look again
+                stop_if_exiting(f"the wait for {name}")
                 time.sleep(WAIT_POLL_S / 4)
 
     def _download(self, name: str, size: int | None, fetch: Callable[[Path], None]) -> None:
@@ -254,6 +267,7 @@ class ShardCache:
                         self.fd = fd
                         return
                     os.close(fd)
+                stop_if_exiting("the wait for a download slot")
                 time.sleep(WAIT_POLL_S / 4)
 
         def __exit__(self, *exc: object) -> None:
@@ -279,6 +293,7 @@ class ShardCache:
                 raise StorageError(f"cache_limit {self.limit} bytes cannot fit {name} ({size} bytes): "
                                    f"{self.used()} bytes are held by processes using {self.dir}; raise cache_limit "
                                    "or lower the prefetch depth")
+            stop_if_exiting(f"the wait for cache space for {name}")
             time.sleep(WAIT_POLL_S)  # others hold everything: wait for them to release shards
 
     def _make_room(self, size: int) -> bool:

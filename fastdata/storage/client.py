@@ -8,6 +8,8 @@
   HTTPS for `http(s)://` datasets) by urllib3, so that every answer's status and headers are seen:
   `retry.py` honours `Retry-After`, a body cut short is resumed from where it stopped, a stall hits the
   read timeout, and 403/404 fail at once with the URL and what to check.
+- A download in flight when the process exits or when its dataset is closed (`abandon()`) is cut short
+  at once (its socket shut down, its partial file removed by the cache), not waited for: `inflight.py`.
 - Clients are created lazily, in the process that uses them. obstore's runtime does not survive fork:
   a child forked after this process made a request hangs on its first one, even with a new client. So
   a forked child gets a clear `StorageError` instead (the loaders fetch in their own thread of the main
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from fastdata.errors import StorageError, require
+from fastdata.storage.inflight import InFlight
 from fastdata.storage.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
 from fastdata.storage.url import folder_url, scheme_of
 
@@ -49,7 +52,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
 
 def _guard(url: str) -> None:
     if _state["forked_after_use"]:
@@ -92,6 +94,11 @@ class RemoteStore:
         self._http: Any = None
         self._signed: dict[tuple[str, str], tuple[str, float]] = {}
         self._pid = os.getpid()
+        self._inflight = InFlight()  # the bodies it reads, cut short by an exit or `abandon()`
+
+    def abandon(self) -> None:
+        """Its dataset was closed: reads in flight end now (their sockets shut), and nothing is retried or sent."""
+        self._inflight.abandon()
 
     def __repr__(self) -> str:
         return f"RemoteStore({self.url!r})"
@@ -166,6 +173,7 @@ class RemoteStore:
         started = time.monotonic()
         attempt = 0
         while True:
+            self._inflight.stop_if_abandoned(f"{what} {self.url}{name}")  # also a read cut short by either: not retried
             try:
                 return attempt_fn(attempt)
             except _Retryable as exc:
@@ -174,7 +182,7 @@ class RemoteStore:
                     raise StorageError(f"gave up on {self.url}{name} ({what}) after {attempt + 1} attempt(s) in "
                                        f"{time.monotonic() - started:.1f} s; last error: {exc}") from None
                 log.info("retrying %s%s (%s) in %.2f s after: %s", self.url, name, what, wait, exc)
-                time.sleep(wait)
+                self._inflight.pause(wait)
                 attempt += 1
 
     def _send(self, method: str, name: str, headers: dict[str, str], *, resigned: list[bool]) -> Any:
@@ -243,10 +251,11 @@ class RemoteStore:
         urllib3 = require("urllib3", "remote")
         out = bytearray()
         try:
-            for chunk in response.stream(CHUNK):
-                out += chunk
-                if len(out) > limit:
-                    raise StorageError(f"{response.geturl()}: more than {limit} bytes")
+            with self._inflight.reading(response):
+                for chunk in response.stream(CHUNK):
+                    out += chunk
+                    if len(out) > limit:
+                        raise StorageError(f"{response.geturl()}: more than {limit} bytes")
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise _Retryable(f"{type(exc).__name__} while reading the body: {exc}") from None
         return bytes(out)
@@ -291,12 +300,13 @@ class RemoteStore:
     def _stream_into(self, response: Any, f: BinaryIO, state: dict[str, Any], size: int) -> None:
         urllib3 = require("urllib3", "remote")
         try:
-            for chunk in response.stream(CHUNK):
-                if state["have"] + len(chunk) > size:
-                    raise StorageError(f"{response.geturl()}: more bytes than the {size} the manifest records")
-                f.write(chunk)
-                state["hash"].update(chunk)
-                state["have"] += len(chunk)
+            with self._inflight.reading(response):
+                for chunk in response.stream(CHUNK):
+                    if state["have"] + len(chunk) > size:
+                        raise StorageError(f"{response.geturl()}: more bytes than the {size} the manifest records")
+                    f.write(chunk)
+                    state["hash"].update(chunk)
+                    state["have"] += len(chunk)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             f.flush()
             raise _Retryable(f"{type(exc).__name__} after {state['have']} bytes: {exc}") from None

@@ -7,6 +7,11 @@ first `ahead` of them in a background thread of this process (one per loader; ne
 see client.py) and publishes the order to the cache for its eviction choices; `release(name)` gives a
 shard back. A download whose bytes hash differently from the manifest is fetched once more, then fails
 with an error naming the URL. Errors of a prefetch reach the loader when it asks for that shard.
+
+Downloads run in this object's threads only; a loader's thread waiting for one (`local`) gives up when
+the stop event it was given with `stop_waits_when` is set, or the process exits, so that a loader left
+early (`break`, Ctrl-C) never waits for a slow or stalled server. `close()` cuts the downloads in flight
+short.
 """
 
 from __future__ import annotations
@@ -16,15 +21,28 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
+from fastdata.errors import StorageError
+from fastdata.exiting import stop_if_exiting
 from fastdata.storage.cache import ShardCache
 from fastdata.storage.client import ChecksumError, RemoteStore
 
 log = logging.getLogger(__name__)
 
 PREFETCH_SHARDS = 3  # shards downloaded ahead of the one being read, per loader
+ON_DEMAND = 4  # threads downloading what was asked for and not prefetched (an index, a shard out of plan)
+WAIT_POLL_S = 0.1
+
+_waiter = threading.local()
+
+
+def stop_waits_when(stop: threading.Event) -> None:
+    """From now on, the calling thread's waits for a file (`RemoteFiles.local`) end with a StorageError once
+    `stop` is set: what a loader's decode threads call when they start, with their producer's stop event."""
+    _waiter.stop = stop
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,7 @@ class RemoteFiles:
         self._lock = threading.Lock()
         self._pending: dict[str, Future] = {}
         self._pool = ThreadPoolExecutor(max(1, min(ahead, 4)), thread_name_prefix="fastdata-fetch")
+        self._now = ThreadPoolExecutor(ON_DEMAND, thread_name_prefix="fastdata-fetch-now")
 
     def _fetch(self, f: RemoteFile) -> Callable[[Path], None]:
         def fetch(tmp: Path) -> None:
@@ -70,14 +89,36 @@ class RemoteFiles:
         return self.cache.acquire(name, size=f.size, fetch=self._fetch(f))
 
     def local(self, name: str) -> Path:
-        """The local path of `name`, downloading it (or waiting for its prefetch) if needed; held until released."""
+        """The local path of `name`, downloading it (or waiting for its prefetch) if needed; held until released.
+
+        The download runs in this object's threads (a prefetch, else one started now); the caller waits for it,
+        and gives up when its thread's stop event (`stop_waits_when`) is set or the process exits: the download
+        goes on, and a later `local(name)` takes it over."""
         if name not in self.files:
             raise KeyError(f"{name} is not a file of this dataset")
         with self._lock:
-            pending = self._pending.pop(name, None)
-        if pending is not None:
-            return pending.result()
-        return self._acquire(name)
+            pending = self._pending.get(name)
+            if pending is None:
+                pending = self._pending[name] = self._now.submit(self._acquire, name)
+        stop = getattr(_waiter, "stop", None)
+        while True:
+            try:
+                path = pending.result(timeout=WAIT_POLL_S)
+            except FutureTimeout:  # still downloading: the download goes on whatever the caller does now
+                stop_if_exiting(f"the wait for {name}")
+                if stop is not None and stop.is_set():
+                    raise StorageError(f"the wait for {name} abandoned: the loader stopped") from None
+                continue
+            except BaseException:
+                self._forget_pending(name, pending)  # a failed download: asked again, it starts anew
+                raise
+            self._forget_pending(name, pending)
+            return path
+
+    def _forget_pending(self, name: str, pending: Future) -> None:
+        with self._lock:
+            if self._pending.get(name) is pending:
+                del self._pending[name]
 
     def follow(self, order: Sequence[str]) -> None:
         """The shards the plan reads next, soonest first: prefetch the first `ahead`, tell the cache the rest."""
@@ -100,9 +141,13 @@ class RemoteFiles:
         self.cache.release(name)
 
     def close(self) -> None:
+        """Cancel what has not started, cut the downloads in flight short, and let the cache go."""
         with self._lock:
             pending, self._pending = list(self._pending.values()), {}
         for fut in pending:
             fut.cancel()
+        for store in {id(f.store): f.store for f in self.files.values()}.values():
+            store.abandon()
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._now.shutdown(wait=True, cancel_futures=True)
         self.cache.close()

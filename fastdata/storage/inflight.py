@@ -1,0 +1,86 @@
+"""Response bodies being read from remote storage, and cutting them short.
+
+Every body a `RemoteStore` reads is registered while it is read. When the process exits (`fastdata/exiting.py`)
+every registered body's socket is shut; when a store's dataset is closed (`InFlight.abandon`), that store's. A
+read blocked on a slow or stalled server then returns at once, the retry loop sees that it must not try again,
+and a wait before a retry ends within 0.1 s: no exit, `break` or `close()` waits for a server.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fastdata import exiting
+from fastdata.errors import StorageError
+
+_reading: set[Any] = set()  # responses whose bodies are being read, in any thread of any store
+_lock = threading.Lock()
+
+
+def _shut(response: Any) -> None:
+    try:
+        response.shutdown()  # a read blocked in another thread returns at once
+    except (ValueError, RuntimeError, OSError):  # no socket to shut (already released or closed)
+        pass
+
+
+def _abandon_all() -> None:
+    """At exit: shut the sockets of the bodies being read, so that no exit waits for a slow or stalled server."""
+    with _lock:
+        responses = list(_reading)
+    for response in responses:
+        _shut(response)
+
+
+exiting.on_exit(_abandon_all, exiting.ABANDON_DOWNLOADS)
+
+
+class InFlight:
+    """The bodies one store is reading, and whether its dataset was closed."""
+
+    def __init__(self) -> None:
+        self._bodies: set[Any] = set()
+        self.abandoned = False
+
+    def abandon(self) -> None:
+        """The dataset was closed: reads in flight end now (their sockets shut), and nothing is retried or sent."""
+        with _lock:
+            self.abandoned = True
+            responses = list(self._bodies)
+        for response in responses:
+            _shut(response)
+
+    def pause(self, seconds: float) -> None:
+        """Sleep before a retry; an exit or `abandon()` ends the sleep (within 0.1 s)."""
+        until = time.monotonic() + seconds
+        while not self.abandoned and not exiting.EXITING.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            exiting.EXITING.wait(min(left, 0.1))
+
+    def stop_if_abandoned(self, what: str) -> None:
+        """Raise a StorageError naming `what` when the process exits or the dataset was closed."""
+        exiting.stop_if_exiting(what)
+        if self.abandoned:
+            raise StorageError(f"{what} abandoned: the dataset was closed")
+
+    @contextmanager
+    def reading(self, response: Any) -> Iterator[None]:
+        """While a response's body is read: registered, so that an exit or `abandon()` can cut the read short."""
+        with _lock:
+            _reading.add(response)
+            self._bodies.add(response)
+            late = self.abandoned or exiting.EXITING.is_set()  # registered after the sockets were shut
+        try:
+            if late:
+                _shut(response)
+            yield
+        finally:
+            with _lock:
+                _reading.discard(response)
+                self._bodies.discard(response)
