@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
@@ -44,8 +45,9 @@ class Backend(Protocol):
     def skipped(self) -> int: ...
 
 
-class Loader:
-    """Iterable of `(images, labels)` batches; see docs/loading.md for the output contract."""
+class Loader(Closable):
+    """Iterable of `(images, labels)` batches; see docs/loading.md for the output contract. `close()` or `with`
+    lets its threads and files go (closing.py)."""
 
     def __init__(self, view: DatasetView, options: ImageLoaderOptions, backend: Backend) -> None:
         self._view, self._options, self._backend = view, options, backend
@@ -53,8 +55,14 @@ class Loader:
         if stop is not None:  # the thread producing the next epoch ahead holds the backend, not this loader
             weakref.finalize(self, stop, False)
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+    def _iterate(self) -> Iterator[tuple[Any, Any]]:
         return iter(self._backend)
+
+    def _release(self) -> None:
+        """Its threads stopped, open shards closed, its dataset's files let go (closing.py)."""
+        close = getattr(self._backend, "close", None)
+        if close is not None:
+            close()
 
     def __len__(self) -> int:
         """Batches per epoch on this rank (equal on every rank)."""

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
@@ -34,13 +35,15 @@ STATE_KEYS = ("seed", "bucketing", "max_tokens", "batch_size", "block_size", "pa
               "shuffle")
 
 
-class SequenceLoader:
-    """Iterable of batch dicts (int64 tensors). See `sequence_loader` for the options."""
+class SequenceLoader(Closable):
+    """Iterable of batch dicts (int64 tensors). See `sequence_loader` for the options. `close()` or `with` lets
+    its dataset's files go (closing.py)."""
 
     def __init__(self, store: TokenStore, options: SequenceLoaderOptions, *, classes: tuple[str, ...],
                  eos_id: int | None, pad_id: int, mixture: Mixture | None = None,
-                 mixture_state: dict[str, Any] | None = None) -> None:
+                 mixture_state: dict[str, Any] | None = None, view: DatasetView | MixedView | None = None) -> None:
         self.store, self.options, self.classes = store, options, classes
+        self._view = view  # closed with the loader
         self.eos_id, self.pad_id = eos_id, pad_id
         self.mixture, self._mixture_state = mixture, mixture_state
         self._permute = random_permute(options.seed, mixture.sizes) if mixture is not None else None
@@ -170,7 +173,11 @@ class SequenceLoader:
                             epoch=self._epoch, batch=index)
         return out
 
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+    def _release(self) -> None:
+        if self._view is not None:
+            self._view.close()
+
+    def _iterate(self) -> Iterator[dict[str, torch.Tensor]]:
         batches, stream = self._plan()
         o = self.options
         while self._done < len(batches):
@@ -224,8 +231,8 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
         log.info("%s: %d sequences, %d tokens, rank %d/%d", view, len(store), int(store.lengths.sum()), rank,
                  world_size)
         return SequenceLoader(store, opts, classes=view.classes, eos_id=eos_id, pad_id=pad_id, mixture=mixture,
-                              mixture_state=view.describe(mixture))
+                              mixture_state=view.describe(mixture), view=view)
     store = open_store(view)
     log.info("%s: %d sequences, %d tokens, rank %d/%d", source, len(store), int(store.lengths.sum()),
              rank, world_size)
-    return SequenceLoader(store, opts, classes=view.manifest.classes, eos_id=eos_id, pad_id=pad_id)
+    return SequenceLoader(store, opts, classes=view.manifest.classes, eos_id=eos_id, pad_id=pad_id, view=view)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
@@ -39,8 +40,9 @@ log = logging.getLogger(__name__)
 Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool]
 
 
-class VolumeLoader:
-    """Iterable of `(patches, meta)`; `len()` is the number of batches per epoch on this rank."""
+class VolumeLoader(Closable):
+    """Iterable of `(patches, meta)`; `len()` is the number of batches per epoch on this rank. `close()` or `with`
+    lets its dataset's files go (closing.py)."""
 
     def __init__(self, view: DatasetView | MixedView, opts: VolumeLoaderOptions) -> None:
         self.view = view
@@ -238,7 +240,10 @@ class VolumeLoader:
                if self._return_dataset else {}),
         }
 
-    def __iter__(self) -> Iterator[tuple[torch.Tensor, dict[str, Any]]]:
+    def _release(self) -> None:
+        self.view.close()
+
+    def _iterate(self) -> Iterator[tuple[torch.Tensor, dict[str, Any]]]:
         b, total = self.opts.batch_size, len(self)
         specs = self.plan()[self._batch * b: total * b]
         batch: list[Patch] = []
