@@ -13,7 +13,7 @@ and decode them with PIL + torchvision v2 RandomResizedCrop(224) + flip + normal
 They run in their own environment (`--peers-python`, default .venv-peers/bin/python; create it with
 `python -m venv .venv-peers && .venv-peers/bin/pip install torch==2.14.1 torchvision==0.29.1 mosaicml-streaming
 litdata boto3 pillow psutil`); without it they are reported as not run. Writes bench-out/remote.json, a chart
-and the `remote` section of docs/benchmarks.md.
+and the `remote` section of docs/benchmarks.md (with --no-docs: the chart into bench-out/, docs/ untouched).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(Path("bench-out") / "remote.json", {"environment": env_info, "args": vars(args) | {
         "peers_python": str(args.peers_python), "work_dir": str(args.work_dir)}, "rows": rows, "summary": summary,
         "not_run": skipped})
-    chart = plot(summary, Path("docs") / "remote.png")
+    chart = plot(summary, (Path("bench-out") if args.no_docs else DOCS.parent) / "remote.png")
     publish(report(summary, skipped, env_info, args, chart), docs=DOCS, name="remote", write=not args.no_docs)
     return 0
 
