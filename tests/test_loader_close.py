@@ -66,3 +66,28 @@ def test_closing_a_remote_loader_gives_its_cache_entry_back(kind: str, images: P
         assert len(list(users.iterdir())) == 1  # this loader's open cache
         ld.close()
         assert not list(users.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["images", "text"])
+def test_a_remote_loader_dropped_unclosed_gives_its_cache_entry_back(kind: str, images: Path, fortunes_tokens: Path,
+                                                                   tmp_path: Path):
+    """A loader made per epoch and dropped without close() (an eval loader in a training loop) leaves no user
+    entry in the node cache once it is garbage-collected, even when its producer had gone on into the next
+    epoch."""
+    import gc
+    import time
+
+    shutil.copytree(images if kind == "images" else fortunes_tokens, tmp_path / "www" / "ds")
+    cache = tmp_path / "cache"
+    with FileServer(tmp_path / "www") as server:
+        for _ in range(2):
+            ld = _open(kind, server.url + "ds/", images, fortunes_tokens, None, cache_dir=cache)
+            assert len(list(ld)) > 0
+            users = next(cache.iterdir()) / "users"
+            assert len(list(users.iterdir())) == 1
+            del ld
+            deadline = time.monotonic() + 10  # the producer gone ahead ends on its own thread first
+            while list(users.iterdir()) and time.monotonic() < deadline:
+                gc.collect()
+                time.sleep(0.05)
+            assert not list(users.iterdir())

@@ -18,6 +18,9 @@ Layout (`cache_dir/<first 32 hex of the manifest's sha256>/`, so a changed datas
   is farthest. A held shard is never evicted; a budget that cannot fit the next shard is an error naming it.
 - At start-up temporary files and schedules of processes that are gone are removed, and when nothing else
   uses the cache (no other process, no other open cache of this process), the lock files too.
+- `close()` gives every held shard back and removes this open cache's user entry and schedule; an open cache
+  that is garbage-collected unclosed (its loader dropped without `close()`) does the same then, so a process
+  that makes a loader per epoch does not pile up held shards, lock descriptors and user entries.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import shutil
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -81,6 +85,15 @@ def _lock(fd: int, mode: int, *, block: bool = True) -> bool:
         raise
 
 
+def _let_go(held: dict[str, int], own: tuple[Path, ...]) -> None:
+    """An open cache's end, by `close()` or garbage collection: the lock descriptors of the shards it holds
+    closed (their shared locks go with them) and its own files (user entry, schedule) removed."""
+    while held:
+        os.close(held.popitem()[1])
+    for path in own:
+        path.unlink(missing_ok=True)
+
+
 class ShardCache:
     """Files of one dataset (named by its fingerprint) cached in `root`, within `limit` bytes (None: no limit)."""
 
@@ -100,6 +113,8 @@ class ShardCache:
         with self._budget():
             self._clean_stale()
             (self.dir / "users" / self.token).touch()
+        self._finalizer = weakref.finalize(self, _let_go, self._held, (self.dir / "users" / self.token,
+                                                                       self.dir / "schedules" / f"{self.token}.json"))
 
     # ------------------------------------------------------------------ housekeeping
     def _clean_stale(self) -> None:
@@ -127,10 +142,8 @@ class ShardCache:
                     lock.unlink(missing_ok=True)
 
     def close(self) -> None:
-        for name in list(self._held):
-            self.release(name)
-        (self.dir / "users" / self.token).unlink(missing_ok=True)
-        (self.dir / "schedules" / f"{self.token}.json").unlink(missing_ok=True)
+        """Give every held shard back and leave the node's users; closing twice does nothing."""
+        self._finalizer()
 
     class _Budget:
         def __init__(self, path: Path) -> None:
