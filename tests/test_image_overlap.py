@@ -334,3 +334,66 @@ def test_an_iterator_held_by_the_main_module_at_exit_closes_quietly(ds, tmp_path
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "batches: 3" in done.stdout, done.stderr[-2000:]
     assert "Exception ignored" not in done.stderr, done.stderr[-2000:]
+
+
+class _Batch:
+    """An item that records on which thread it was freed."""
+
+    def __init__(self, freed_on: list[str]) -> None:
+        self.freed_on = freed_on
+
+    def __del__(self) -> None:
+        self.freed_on.append(threading.current_thread().name)
+
+
+def test_an_item_put_after_the_consumer_left_is_freed_by_the_producer_before_it_ends():
+    """The consumer told the producer to stop and emptied the queue just before the producer's put went through:
+    that item is never taken. The producer must free it itself while it still counts as running, not leave it to
+    be freed with the queue when its thread object dies at the thread's very end, where the exit hook cannot join
+    it (a core dump of the docs walk caught the process aborting there: prefetch.py)."""
+    freed_on: list[str] = []
+
+    def produce(stop: threading.Event):
+        yield _Batch(freed_on)  # put: the queue has room
+        stop.set()  # the consumer leaves now, after the put: nothing will take that batch
+
+    items = prefetch(produce, depth=2, name="fastdata-test-prefetch")
+    items._thread.join(timeout=10)
+    assert not items._thread.is_alive()
+    assert items._q.empty()
+    assert freed_on == ["fastdata-test-prefetch"]
+
+
+_LEFTOVER_AT_EXIT = """
+import threading, time
+import numpy as np, torch
+from fastdata.images.prefetch import prefetch
+
+put = threading.Event()
+
+def produce(stop):
+    yield [torch.from_numpy(np.zeros(4)) for _ in range(200_000)]  # put; the consumer never takes it
+    stop.set()  # the consumer left just after that put
+    put.set()
+    time.sleep(0.3)  # still winding down (a decode pool joined, a pipeline released) when its loader drops it
+
+items = prefetch(produce, depth=2, name="fastdata-test-prefetch")
+put.wait()
+del items  # let go without a join, as a dropped loader's finalizer does
+while any(t.name == "fastdata-test-prefetch" for t in threading.enumerate()):
+    time.sleep(0.0005)
+print("exiting", flush=True)  # the program ends as the thread's object dies, at the thread's very end
+"""
+
+
+def test_a_batch_left_in_the_queue_does_not_abort_the_exit(tmp_path):
+    """What the core dump of the docs walk showed, made to happen every time: torch frees each numpy-backed tensor
+    with the GIL released and takes it again in its deleter. A batch left in the queue of a producer that ends as
+    the program exits was freed at the thread's very end, after the exit hook could see it, and retaking the GIL
+    there while the interpreter finalised aborted the process ("terminate called without an active
+    exception"; 3 runs in 3 before the fix)."""
+    script = tmp_path / "leftover.py"
+    script.write_text(_LEFTOVER_AT_EXIT)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "exiting" in done.stdout and "terminate" not in done.stderr

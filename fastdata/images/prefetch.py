@@ -8,6 +8,14 @@ on an early `break`, an exception, or when it lets go of batches produced ahead 
 `cancel()` only tells the producer to stop, without waiting for it: what a garbage-collection finalizer
 may call, on whatever thread the collection happens to run; a decode thread that the producer itself
 waits on, for one (a join there would never return).
+
+A producer told to stop empties its queue itself before it returns. An item it put just after the consumer
+emptied the queue (told between `_put`'s check and the put) is never taken; left there, it would be freed with
+the queue when the thread's object dies, at the thread's very end, after the thread has left `_live`, where the
+exit hook can no longer see or join it. Freeing a batch's tensors takes the GIL again (torch's deleter of
+numpy-backed storage); once the interpreter is finalising, that ends the thread inside a C++ frame that cannot
+unwind, and the process aborts: "terminate called without an active exception" (a core dump of the docs walk
+showed it, about one exit in 700).
 """
 
 from __future__ import annotations
@@ -86,6 +94,10 @@ def _run(produce: Callable[[threading.Event], Iterator[T]], q: queue.Queue, stop
         _put(q, (_DONE, None), stop)
     except BaseException as exc:  # noqa: BLE001 - handed to the consumer, who re-raises it
         _put(q, (_ERROR, exc), stop)
+    finally:
+        if stop.is_set():
+            _drain(q)  # what the consumer will never take is freed here, not at the thread's end (see above)
+
 
 
 class Prefetched(Generic[T]):
