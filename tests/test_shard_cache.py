@@ -4,6 +4,8 @@ file in use."""
 
 from __future__ import annotations
 
+import fcntl
+import gc
 import os
 import threading
 import time
@@ -196,19 +198,21 @@ def test_an_exit_ends_a_wait_for_cache_space(tmp_path: Path, monkeypatch: pytest
 def test_an_open_cache_dropped_unclosed_gives_its_holds_and_entries_back(tmp_path: Path):
     """A loader dropped without close(): once its open cache is garbage-collected, its held shards may be evicted
     by another open cache, and its user entry, schedule and lock descriptors are gone."""
-    import gc
-
     calls: list[str] = []
     dropped = ShardCache(tmp_path, fingerprint="d" * 64, limit=100)
     dropped.acquire("a", size=60, fetch=writer(b"a" * 60, calls))
     dropped.schedule(["a"])
-    fds = len(os.listdir("/proc/self/fd"))
+    dropped_lock = dropped.dir / "locks" / "a"
     users, schedules = dropped.dir / "users", dropped.dir / "schedules"
     assert len(list(users.iterdir())) == 1 and len(list(schedules.iterdir())) == 1
     del dropped
     gc.collect()
     assert not list(users.iterdir()) and not list(schedules.iterdir())
-    assert len(os.listdir("/proc/self/fd")) == fds - 1  # the lock descriptor of "a" closed
+    probe = os.open(dropped_lock, os.O_RDWR)
+    try:  # the shared lock went with the descriptor that held it: an exclusive one is free to take
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(probe)
     other = ShardCache(tmp_path, fingerprint="d" * 64, limit=100)
     other.acquire("b", size=60, fetch=writer(b"b" * 60, calls))  # "a" is no longer held: it may go
     assert not other.path("a").exists() and other.path("b").read_bytes() == b"b" * 60
