@@ -99,7 +99,6 @@ def _run(produce: Callable[[threading.Event], Iterator[T]], q: queue.Queue, stop
             _drain(q)  # what the consumer will never take is freed here, not at the thread's end (see above)
 
 
-
 class Prefetched(Generic[T]):
     """The items of `produce(stop)`, computed in a background thread up to `depth` items ahead."""
 
