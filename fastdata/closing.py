@@ -4,18 +4,21 @@ entry in the cache's users removed). Iterating a closed loader is an error."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
 
-class Closable:
+class Closable(ABC):
     """A loader's `__iter__` (its batches come from `_iterate`, refused once closed), `close()` and `with`."""
 
     _closed = False
 
+    @abstractmethod
     def _iterate(self) -> Iterator[Any]:
-        raise NotImplementedError
+        """The loader's batches for one pass (what `__iter__` returns while the loader is open)."""
 
+    @abstractmethod
     def _release(self) -> None:
         """What closing lets go: the loader's threads, its dataset's files."""
 
