@@ -3,7 +3,9 @@ and a remote dataset's loader gives its node-cache entry back (fastdata/closing.
 
 from __future__ import annotations
 
+import gc
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -74,9 +76,6 @@ def test_a_remote_loader_dropped_unclosed_gives_its_cache_entry_back(kind: str, 
     """A loader made per epoch and dropped without close() (an eval loader in a training loop) leaves no user
     entry in the node cache once it is garbage-collected, even when its producer had gone on into the next
     epoch."""
-    import gc
-    import time
-
     shutil.copytree(images if kind == "images" else fortunes_tokens, tmp_path / "www" / "ds")
     cache = tmp_path / "cache"
     with FileServer(tmp_path / "www") as server:
