@@ -2,6 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+# The most ranks a loader plans for. An elastic replay plans every rank of each world size it passes through, so
+# a world size is also an amount of work: a state naming 10**18 ranks planned for ever. Resuming the image loader
+# from a state of 131,072 ranks took 0.8-3.2 s of one core (measured 2026-11-25).
+MAX_WORLD_SIZE = 1 << 17
+
+
+WORLD_SIZES = f"an integer in 1..{MAX_WORLD_SIZE}"  # what an option's error says it must be
+
+
+def valid_world_size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_WORLD_SIZE
+
+
+def check_world_size(value: Any, what: str = "world_size") -> int:
+    """`value` if it is an int in 1..MAX_WORLD_SIZE, else ValueError naming `what` (an option or a state field)."""
+    if not valid_world_size(value):
+        raise ValueError(f"{what} must be {WORLD_SIZES}, got {value!r}")
+    return value
+
 
 def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
     """Explicit arguments win; otherwise `torch.distributed` when initialised; otherwise (0, 1)."""
@@ -16,8 +37,7 @@ def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
             pass
         rank = detected[0] if rank is None else rank
         world_size = detected[1] if world_size is None else world_size
-    if not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be an integer >= 1, got {world_size!r}")
+    check_world_size(world_size)
     if not isinstance(rank, int) or not 0 <= rank < world_size:
         raise ValueError(f"rank must be an integer in 0..{world_size - 1}, got {rank!r}")
     return rank, world_size

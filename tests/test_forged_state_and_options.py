@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 
 import pytest
 from conftest_images import loader, make_datasets
@@ -66,3 +67,52 @@ def test_numeric_volume_options_must_be_finite_and_bounded(option, value):
 
     with pytest.raises(ValueError, match=option.split("_")[0]):
         VolumeLoaderOptions(**{option: value})
+
+
+@pytest.mark.parametrize("edit", ["world_size", "elastic"])
+@pytest.mark.parametrize("kind", ["images", "tokens"])
+def test_a_state_naming_too_many_ranks_is_refused_not_planned(ds, fortunes_tokens, kind, edit):
+    """A state is also an amount of work: an elastic replay plans every rank of each world size it names (the
+    fuzzer's 10**18 ranks planned for ever). The bound is checked before any plan; at the bound, it plans."""
+    from fastdata.distributed import MAX_WORLD_SIZE
+
+    def make():
+        if kind == "images":
+            return loader(ds["wds"], batch_size=2, image_size=32, num_threads=1)
+        return fastdata.loader(fortunes_tokens, max_tokens=2048)
+
+    state = json.loads(json.dumps(make().state_dict()))
+    field = {"world_size": lambda w: w, "elastic": lambda w: [[w, 0]]}[edit]
+    for bad in (MAX_WORLD_SIZE + 1, 10**18):
+        with pytest.raises(ValueError, match=f"world_size.*1..{MAX_WORLD_SIZE}"):
+            make().load_state_dict({**state, edit: field(bad)})
+    fresh = make()
+    fresh.load_state_dict({**state, edit: field(MAX_WORLD_SIZE)})  # planned: every rank of the saved world
+    assert fresh.state_dict()["elastic"] == [[MAX_WORLD_SIZE, 0]]
+
+
+def test_a_lineage_replaying_too_many_ranks_in_all_is_refused():
+    from fastdata.distributed import MAX_WORLD_SIZE
+    from fastdata.planning.elastic import MAX_REPLAYED_RANKS, check_lineage
+
+    steps = MAX_REPLAYED_RANKS // MAX_WORLD_SIZE
+    assert len(check_lineage([[MAX_WORLD_SIZE, 1]] * steps)) == steps
+    with pytest.raises(ValueError, match=f"replays {MAX_REPLAYED_RANKS + 1} ranks in all"):
+        check_lineage([[MAX_WORLD_SIZE, 1]] * steps + [[1, 1]])
+
+
+@pytest.mark.parametrize("cls", ["images", "text", "volumes"])
+def test_a_world_size_option_past_the_bound_is_refused(cls):
+    from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank
+    from fastdata.images.options import ImageLoaderOptions
+    from fastdata.text.options import SequenceLoaderOptions
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    options = {"images": ImageLoaderOptions, "text": partial(SequenceLoaderOptions, max_tokens=64),
+               "volumes": VolumeLoaderOptions}[cls]
+    assert options(rank=MAX_WORLD_SIZE - 1, world_size=MAX_WORLD_SIZE).world_size == MAX_WORLD_SIZE
+    for bad in (MAX_WORLD_SIZE + 1, 10**18, 0, True):
+        with pytest.raises(ValueError, match="world_size"):
+            options(world_size=bad)
+    with pytest.raises(ValueError, match=f"world_size must be an integer in 1..{MAX_WORLD_SIZE}"):
+        resolve_rank(0, MAX_WORLD_SIZE + 1)

@@ -16,7 +16,7 @@ from fastdata.images.geometry import (
     random_resized_crop_box,
     resize_short_size,
 )
-from fastdata.images.order import epoch_plan, rank_block
+from fastdata.images.order import epoch_plan, epoch_plans, rank_block
 
 
 def plans(n, w, **kw):
@@ -188,3 +188,22 @@ def test_a_scaled_box_keeps_at_least_one_pixel_and_no_more():
     assert Box(8, 8, 1, 1).scaled(2 / 9, 2 / 9, max_h=2, max_w=2) == Box(1, 1, 1, 1)
     # a box reaching past the scaled image (scale factors larger than max / full) is cut at its edge
     assert Box(2, 2, 8, 8).scaled(0.5, 0.5, max_h=4, max_w=4) == Box(1, 1, 3, 3)
+
+
+@pytest.mark.parametrize("train,keep_last,window", [(True, False, 5), (True, True, None), (False, True, 5),
+                                                    (False, False, None)])
+def test_every_rank_at_once_is_each_rank_alone(train, keep_last, window):
+    """`epoch_plans` (what an elastic replay uses) makes the epoch's sequence once; each plan is `epoch_plan`'s."""
+    sizes, mixed = (7, 0, 12, 5), np.arange(40, 80)[::-1].copy()
+    for sequence in (None, mixed if train else None):
+        kw = dict(train=train, batch_size=3, keep_last=keep_last, seed=4, epoch=2, world_size=5, window=window,
+                  sequence=sequence)
+        every = epoch_plans(sizes, **kw)
+        assert len(every) == 5
+        for r, plan in enumerate(every):
+            alone = epoch_plan(sizes, rank=r, **kw)
+            assert (plan.num_batches, plan.batch_size, plan.padded) == (alone.num_batches, alone.batch_size,
+                                                                        alone.padded)
+            np.testing.assert_array_equal(plan.sequence, alone.sequence)
+    with pytest.raises(ValueError, match="bad plan arguments"):
+        epoch_plans(sizes, train=train, batch_size=0, keep_last=keep_last, seed=4, epoch=2, world_size=5)

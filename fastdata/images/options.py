@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
 
@@ -114,8 +115,8 @@ class ImageLoaderOptions:
         if not isinstance(self.prefetch, int) or isinstance(self.prefetch, bool) \
                 or not 1 <= self.prefetch <= MAX_PREFETCH:
             raise bad("prefetch", self.prefetch, f"an integer in 1..{MAX_PREFETCH} (batches kept ready)")
-        if not isinstance(self.world_size, int) or self.world_size < 1:
-            raise bad("world_size", self.world_size, "an integer >= 1")
+        if not valid_world_size(self.world_size):
+            raise bad("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
             raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
         if self.on_error not in ON_ERROR:

@@ -113,17 +113,49 @@ def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size
 
     `shard_sizes` are the sample counts of the split's shards in manifest order (an int: one shard).
     `sequence` (train) replaces the epoch's shard sequence: a mixture's items (fastdata/planning/mixture.py)."""
+    sizes = _checked(shard_sizes, batch_size=batch_size, rank=rank, world_size=world_size, epoch=epoch, seed=seed,
+                     window=window)
+    return _rank_plan(_full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence), train=train,
+                      batch_size=batch_size, keep_last=keep_last, seed=seed, epoch=epoch, rank=rank,
+                      world_size=world_size, window=window)
+
+
+def epoch_plans(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
+                epoch: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
+                sequence: np.ndarray | None = None) -> list[EpochPlan]:
+    """`epoch_plan` of every rank of `world_size`, the epoch's sequence made once (an elastic replay plans every
+    rank of each world size it passes through: up to MAX_WORLD_SIZE of them, fastdata/distributed.py)."""
+    sizes = _checked(shard_sizes, batch_size=batch_size, rank=0, world_size=world_size, epoch=epoch, seed=seed,
+                     window=window)
+    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence)
+    return [_rank_plan(full, train=train, batch_size=batch_size, keep_last=keep_last, seed=seed, epoch=epoch, rank=r,
+                       world_size=world_size, window=window) for r in range(world_size)]
+
+
+def _checked(shard_sizes: tuple[int, ...] | int, *, batch_size: int, rank: int, world_size: int, epoch: int,
+             seed: int, window: int | None) -> tuple[int, ...]:
     sizes = (shard_sizes,) if isinstance(shard_sizes, int) else tuple(shard_sizes)
     if any(s < 0 for s in sizes) or batch_size < 1 or not 0 <= rank < world_size or epoch < 0 or seed < 0 \
             or (window is not None and window < 1):
         raise ValueError(f"bad plan arguments: shard sizes {sizes[:5]} batch_size={batch_size} rank={rank} "
                          f"world_size={world_size} epoch={epoch} seed={seed} window={window}")
-    if train:
-        full = shard_sequence(sizes, seed=seed, epoch=epoch) if sequence is None else sequence
-        plan = split_sequence(full, train=True, batch_size=batch_size, keep_last=keep_last, rank=rank,
-                              world_size=world_size)
-        per_rank = len(full) // world_size  # all of it: skipped samples are replaced by the following ones
-        shuffled = window_shuffle(plan.sequence, window=window, seed=seed, epoch=epoch, start=rank * per_rank)
-        return EpochPlan(sequence=shuffled, num_batches=plan.num_batches, batch_size=batch_size, padded=False)
-    return split_sequence(np.arange(sum(sizes), dtype=np.int64), train=False, batch_size=batch_size,
-                          keep_last=keep_last, rank=rank, world_size=world_size)
+    return sizes
+
+
+def _full_sequence(sizes: tuple[int, ...], *, train: bool, seed: int, epoch: int,
+                   sequence: np.ndarray | None) -> np.ndarray:
+    """What the ranks' blocks are cut from: train, the epoch's shard sequence (or `sequence`); eval, dataset order."""
+    if not train:
+        return np.arange(sum(sizes), dtype=np.int64)
+    return shard_sequence(sizes, seed=seed, epoch=epoch) if sequence is None else sequence
+
+
+def _rank_plan(full: np.ndarray, *, train: bool, batch_size: int, keep_last: bool, seed: int, epoch: int, rank: int,
+               world_size: int, window: int | None) -> EpochPlan:
+    plan = split_sequence(full, train=train, batch_size=batch_size, keep_last=keep_last, rank=rank,
+                          world_size=world_size)
+    if not train:
+        return plan
+    per_rank = len(full) // world_size  # all of it: skipped samples are replaced by the following ones
+    shuffled = window_shuffle(plan.sequence, window=window, seed=seed, epoch=epoch, start=rank * per_rank)
+    return EpochPlan(sequence=shuffled, num_batches=plan.num_batches, batch_size=batch_size, padded=False)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.images.order import EpochPlan, epoch_plan, split_sequence
+from fastdata.images.order import EpochPlan, epoch_plan, epoch_plans, split_sequence
 from fastdata.planning.elastic import Step, replay
 
 log = logging.getLogger(__name__)
@@ -58,5 +58,10 @@ class RankPlans:
             return [split_sequence(rest, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last, rank=r,
                                    world_size=world_size) for r in range(world_size)]
 
-        return replay(lineage, o.world_size, plans=lambda w: [fresh(r, w) for r in range(w)],
+        def every_rank(world_size: int) -> list[EpochPlan]:
+            return epoch_plans(self._shard_sizes, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last,
+                               seed=o.seed, epoch=epoch, world_size=world_size, window=o.shuffle_window,
+                               sequence=sequence)
+
+        return replay(lineage, o.world_size, plans=every_rank,
                       rest=lambda plan, done: plan.sequence[done * plan.batch_size:], redeal=redeal)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.distributed import check_world_size
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.mixing import check_mixture_state
 from fastdata.planning.elastic import Step, check_lineage, resumed_lineage
@@ -73,7 +74,8 @@ def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
         raise ValueError(f"state_dict does not match this loader ({detail}); build the loader with the "
                          "same dataset, seed, batch_size, train, drop_last and shuffle_window")
     _count(state, "skipped")
-    saved_world, saved_rank = _count(state, "world_size"), _count(state, "rank")
+    saved_world = check_world_size(state["world_size"], "state_dict field 'world_size'")
+    saved_rank = _count(state, "rank")
     if not saved_rank < saved_world:
         raise ValueError(f"state_dict has rank {saved_rank} of world_size {saved_world}")
     epoch, batch, cursor = _count(state, "epoch"), _count(state, "batch"), _count(state, "cursor")

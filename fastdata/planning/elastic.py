@@ -14,6 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from fastdata.distributed import MAX_WORLD_SIZE, valid_world_size
+
+# ranks an interrupted epoch's replay may plan in all (the world sizes of its lineage): 8 x MAX_WORLD_SIZE
+MAX_REPLAYED_RANKS = 1 << 20
+
 Plan = TypeVar("Plan")
 Rest = TypeVar("Rest")
 Step = tuple[int, int]  # (world_size, batches every rank had delivered) when the epoch was interrupted
@@ -28,8 +33,12 @@ def check_lineage(value: Any) -> tuple[Step, ...]:
                                                               for v in s) for s in value):
         raise ValueError(f"state_dict field 'elastic' must be a list of [world_size, batches] pairs, got {value!r}")
     steps = tuple((int(w), int(b)) for w, b in value)
-    if any(w < 1 or b < 0 for w, b in steps):
-        raise ValueError(f"state_dict field 'elastic' holds a world_size < 1 or a negative batch count: {value!r}")
+    if any(not valid_world_size(w) or b < 0 for w, b in steps):
+        raise ValueError(f"state_dict field 'elastic' holds a world_size outside 1..{MAX_WORLD_SIZE} or a negative "
+                         f"batch count: {value!r}")
+    if sum(w for w, _ in steps) > MAX_REPLAYED_RANKS:
+        raise ValueError(f"state_dict field 'elastic' replays {sum(w for w, _ in steps)} ranks in all, more than "
+                         f"{MAX_REPLAYED_RANKS}: {len(steps)} interruptions of one epoch")
     return steps
 
 

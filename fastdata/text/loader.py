@@ -18,7 +18,7 @@ import torch
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
-from fastdata.distributed import resolve_rank
+from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, seeded
 from fastdata.mixing import MixedView, check_mixture_state
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
@@ -129,9 +129,9 @@ class SequenceLoader(Closable):
                              "build it with the saved options and dataset to resume exactly")
         epoch, done, world = state["epoch"], state["batches_done"], state["world_size"]
         if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in (epoch, done)) \
-                or not isinstance(world, int) or isinstance(world, bool) or world < 1:
-            raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0 and 'world_size' >= 1, got "
-                             f"{epoch!r}, {done!r}, {world!r}")
+                or not valid_world_size(world):
+            raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0 and 'world_size' in "
+                             f"1..{MAX_WORLD_SIZE}, got {epoch!r}, {done!r}, {world!r}")
         previous = (self._epoch, self._done, self._lineage, self._cache)
         saved_lineage = check_lineage(state.get("elastic"))
         self._epoch, self._done, self._lineage = epoch, 0, saved_lineage

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 
 BUCKETING = ("length", "none", "pack")
@@ -68,8 +69,8 @@ class SequenceLoaderOptions:
         check_hook("batch_transform", self.batch_transform)
         if self.pad_id is not None and (not isinstance(self.pad_id, int) or self.pad_id < 0):
             raise bad("pad_id", self.pad_id, "a non-negative integer or None")
-        if not isinstance(self.world_size, int) or self.world_size < 1:
-            raise bad("world_size", self.world_size, "an integer >= 1")
+        if not valid_world_size(self.world_size):
+            raise bad("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
             raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
 

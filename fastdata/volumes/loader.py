@@ -24,7 +24,7 @@ import torch
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
-from fastdata.distributed import resolve_rank
+from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, pair, seeded
 from fastdata.mixing import MixedView, check_mixture_state
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
@@ -142,9 +142,9 @@ class VolumeLoader(Closable):
                                  f"has {key}={value!r}; build the loader with the same arguments and dataset")
         epoch, batch, world = state.get("epoch"), state.get("batch"), state.get("world_size")
         if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (epoch, batch, world)) \
-                or epoch < 0 or world < 1:
+                or epoch < 0 or not valid_world_size(int(world)):
             raise ValueError(f"state must hold an integer 'epoch' >= 0, an integer 'batch' and an integer "
-                             f"'world_size' >= 1, got {epoch!r}, {batch!r}, {world!r}")
+                             f"'world_size' in 1..{MAX_WORLD_SIZE}, got {epoch!r}, {batch!r}, {world!r}")
         lineage = check_lineage(state.get("elastic"))
         saved = self._batches(len(self._ranks(int(epoch), lineage, int(world))[0]))
         if not 0 <= batch <= saved:

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite
 
@@ -113,7 +114,9 @@ class VolumeLoaderOptions:
             raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
         if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
             raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
-        if not isinstance(self.world_size, int) or self.world_size < 1 or not 0 <= self.rank < self.world_size:
+        if not valid_world_size(self.world_size):
+            raise bad("world_size", self.world_size, WORLD_SIZES)
+        if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
             raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
 
     @property
