@@ -45,23 +45,15 @@ class RankPlans:
         if self._mixture is not None and o.train:
             sequence = self._mixture.epoch_items(epoch, self._permute, distinct=True)
 
-        def fresh(rank: int, world_size: int) -> EpochPlan:
-            return epoch_plan(self._shard_sizes, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last,
-                              seed=o.seed, epoch=epoch, rank=rank, world_size=world_size, window=o.shuffle_window,
-                              sequence=sequence)
-
+        args = dict(train=o.train, batch_size=o.batch_size, keep_last=o.keep_last, seed=o.seed, epoch=epoch,
+                    window=o.shuffle_window, sequence=sequence)
         if not lineage:
-            return {o.rank: fresh(o.rank, o.world_size)}
+            return {o.rank: epoch_plan(self._shard_sizes, rank=o.rank, world_size=o.world_size, **args)}
 
         def redeal(rests: list[np.ndarray], world_size: int) -> list[EpochPlan]:
             rest = np.concatenate(rests)
             return [split_sequence(rest, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last, rank=r,
                                    world_size=world_size) for r in range(world_size)]
 
-        def every_rank(world_size: int) -> list[EpochPlan]:
-            return epoch_plans(self._shard_sizes, train=o.train, batch_size=o.batch_size, keep_last=o.keep_last,
-                               seed=o.seed, epoch=epoch, world_size=world_size, window=o.shuffle_window,
-                               sequence=sequence)
-
-        return replay(lineage, o.world_size, plans=every_rank,
+        return replay(lineage, o.world_size, plans=lambda w: epoch_plans(self._shard_sizes, world_size=w, **args),
                       rest=lambda plan, done: plan.sequence[done * plan.batch_size:], redeal=redeal)
