@@ -21,6 +21,7 @@ from fastdata.atomic import sha256_bytes, sha256_file
 from fastdata.dataset import RemoteOptions, ShardRef, regular_file_size, shard_root
 from fastdata.errors import ShardError
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
+from fastdata.numerals import parse_int
 from fastdata.storage.url import is_url
 from fastdata.wds_index import parse_index, split_name
 
@@ -101,9 +102,9 @@ def _check_label(fd: int, path: Path, key: str, member, manifest: Manifest, labe
     if member.size > LABEL_MAX_BYTES:
         return [f"{path}: sample {key} label member is {member.size} bytes; a label is a short integer"]
     raw = _read(fd, member.offset, member.size).strip()
-    if not raw.lstrip(b"-").isdigit():
+    label = parse_int(raw, signed=True)
+    if label is None:
         return [f"{path}: sample {key} has a non-integer label {raw[:20]!r}"]
-    label = int(raw)
     if not 0 <= label < len(manifest.classes):
         return [f"{path}: sample {key} label {label} outside 0..{len(manifest.classes) - 1}"]
     labels[label] += 1

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fastdata.errors import ShardError
+from fastdata.numerals import parse_int
 
 INDEX_VERSION = "v1.2"
 
@@ -54,9 +55,11 @@ def parse_line(line: str, *, where: str, lineno: int) -> tuple[Member, ...]:
     members = []
     for i in range(0, len(fields), 4):
         ext, offset, size, name = fields[i:i + 4]
-        if not (offset.isdigit() and size.isdigit()):
-            raise ShardError(f"{where} line {lineno} has a non-numeric offset or size: {line[:80]!r}")
-        members.append(Member(ext, int(offset), int(size), name))
+        start, length = parse_int(offset), parse_int(size)
+        if start is None or length is None:
+            raise ShardError(f"{where} line {lineno} has an offset or size that is not a number of at most "
+                             f"18 ASCII digits: {line[:80]!r}")
+        members.append(Member(ext, start, length, name))
     return tuple(members)
 
 
@@ -64,10 +67,11 @@ def parse_index(text: str, *, where: str) -> list[tuple[Member, ...]]:
     """The samples of an index file; ShardError names the file and line of anything malformed."""
     lines = text.splitlines()
     head = lines[0].split() if lines else []
-    if len(head) != 2 or not head[0].startswith("v") or not head[1].isdigit():
+    count = parse_int(head[1]) if len(head) == 2 else None
+    if count is None or not head[0].startswith("v"):
         raise ShardError(f"{where} is not a DALI webdataset index (first line {lines[0][:40] if lines else ''!r}, "
                           f"want '{INDEX_VERSION} N')")
     samples = [parse_line(line, where=where, lineno=n) for n, line in enumerate(lines[1:], start=2) if line.strip()]
-    if len(samples) != int(head[1]):
+    if len(samples) != count:
         raise ShardError(f"{where} declares {head[1]} samples and lists {len(samples)}")
     return samples

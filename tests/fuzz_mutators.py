@@ -1,6 +1,7 @@
 """Seeded input mutations for the fuzz suite (tests/mutation_fuzz.py): bit flips, truncations, chunk
 edits and interesting integers for any bytes; header edits that keep a file plausible (JPEG frame size,
-PNG IHDR, tar size fields with a valid checksum); and value edits for JSON documents (manifests, states).
+PNG IHDR, tar size fields with a valid checksum); numbers written as text made ones that `isdigit()` accepts
+and `int()` refuses or reads otherwise (index offsets, labels); and value edits for JSON documents (manifests, states).
 
 Every mutation is a pure function of a `random.Random`, so (seed, case) reproduces it exactly."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -102,6 +104,25 @@ def tar_size_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     out[o + 148:o + 156] = b"        "
     out[o + 148:o + 156] = f"{sum(out[o:o + 512]):06o}\0 ".encode()
     return bytes(out), f"tar member at {o} claims {size} bytes"
+
+
+SIGNS = (b"--", b"-", b"+")
+NUMBER_FORMS = ("²".encode(), "１２".encode(), b"9" * 5000, b"1_0", b"0x1", *SIGNS)
+
+
+def text_number(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """A run of ASCII digits replaced by a forged number: a superscript or fullwidth digit (UTF-8), 5000
+    digits, a doubled or lone sign, an underscore, a hex literal; in place (same length) when it fits."""
+    runs = [m.span() for m in re.finditer(rb"[0-9]+", data)]
+    if not runs:
+        return set_bytes(rng, data)
+    a, b = rng.choice(runs)
+    form = rng.choice(NUMBER_FORMS)
+    if len(form) <= b - a and rng.random() < 0.5:  # in place: a tar member keeps its size
+        new = form + data[a + len(form):b]
+    else:
+        new = form + data[a:b] if form in SIGNS else form
+    return data[:a] + new + data[b:], f"number at {a} written as {new[:12]!r}"
 
 
 BYTES_MUTATORS: tuple[Callable[[random.Random, bytes], tuple[bytes, str]], ...] = (

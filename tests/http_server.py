@@ -29,6 +29,7 @@ class Fault:
     cut: int | None = None  # send only this many body bytes, then close the connection
     stall: float | None = None  # sleep this long before sending the body
     corrupt: bool = False  # flip the bits of the body (same length)
+    length: str | None = None  # send this Content-Length header (a forged one) and close after the body
     times: int = 1
     method: str = "GET"
 
@@ -90,12 +91,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
         else:
             self.send_response(200)
-        self.send_header("Content-Length", str(end - start))
+        self.send_header("Content-Length", str(end - start) if fault is None or fault.length is None else fault.length)
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Last-Modified", self.date_time_string(path.stat().st_mtime))
         self.send_header("ETag", f'"{size}-{path.stat().st_mtime_ns}"')
         self.end_headers()
         if not body:
+            self.close_connection = fault is not None and fault.length is not None
             return
         with open(path, "rb") as f:
             f.seek(start)
@@ -104,6 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(fault.stall)
         if fault is not None and fault.corrupt:
             data = bytes(b ^ 0xFF for b in data)
+        if fault is not None and fault.length is not None:
+            self.close_connection = True  # the client cannot know where the body ends
         if fault is not None and fault.cut is not None:
             self.wfile.write(data[:fault.cut])
             self.wfile.flush()

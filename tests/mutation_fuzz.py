@@ -37,6 +37,7 @@ from fuzz_mutators import (  # noqa: E402
     mutate_json,
     png_header_size,
     tar_size_field,
+    text_number,
 )
 
 
@@ -173,7 +174,8 @@ def _tar_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
 
     ds = ctx.fresh("wds")
     shard, member = ("train-000000.tar", "tar") if label == "tar" else ("train-000001.idx", "idx")
-    data, what = mutate_bytes(rng, (ds / shard).read_bytes(), (tar_size_field,) if member == "tar" else ())
+    extra = (tar_size_field, text_number) if member == "tar" else (text_number,)
+    data, what = mutate_bytes(rng, (ds / shard).read_bytes(), extra)
     (ds / shard).write_bytes(data)
     _fix_size(ds, "train-000000.tar", 0.8, rng)
     _expect(lambda: verify_dataset(ds, decode=True), step=f"{member} verify")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from fastdata.images.pixels import open_image
+from fastdata.numerals import parse_int
 from fastdata.wds_index import Member, split_name
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff")  # compared in lower case
@@ -125,10 +126,8 @@ def _wanted_bytes(ext: str, size: int, decode: bool) -> int:
 
 
 def _label(data: bytes) -> tuple[int | None, str | None]:
-    text = data.strip()
-    if text.lstrip(b"-").isdigit() and len(text) <= 18:
-        return int(text), None
-    return None, f"label {data[:20]!r} is not an integer"
+    label = parse_int(data.strip(), signed=True)
+    return (label, None) if label is not None else (None, f"label {data[:20]!r} is not an integer")
 
 
 def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool) -> SampleScan:

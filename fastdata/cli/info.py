@@ -6,6 +6,7 @@ import argparse
 import json
 
 from fastdata.cli.format import human_bytes, printable, reason_summary
+from fastdata.numerals import parse_int
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,8 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _order(label: str) -> tuple[int, str]:
     """Sort histogram buckets like "1-8", "9-16", "513+" numerically, anything else by name."""
-    head = label.split("-")[0].rstrip("+")
-    return (int(head), label) if head.isdigit() else (0, label)
+    head = parse_int(label.split("-")[0].rstrip("+"))
+    return (0, label) if head is None else (head, label)
 
 
 def _render(value: object) -> str:

@@ -28,6 +28,7 @@ from fastdata.dataset import DatasetView, ShardRef
 from fastdata.errors import ShardError
 from fastdata.images.file_handles import FileHandles
 from fastdata.images.shard_memory import MemoryBudget, ShardMemory
+from fastdata.numerals import parse_int
 from fastdata.wds_index import Member, parse_index, sample_key
 
 UNLABELED = -1  # the label of every sample of a dataset without classes
@@ -164,11 +165,11 @@ class TarShard:
 
 def parse_label(data: bytes, *, key: str, shard: Path) -> int:
     """The integer class label of a `.cls` member (ASCII digits, surrounding whitespace allowed)."""
-    text = data.strip()
-    if not text or len(text) > 18 or not text.lstrip(b"-").isdigit():
+    label = parse_int(data.strip(), signed=True)
+    if label is None:
         raise ShardError(f"sample {key} in {shard} has a bad class label {data[:20]!r}; a label member holds an "
                          "integer such as b'3'")
-    return int(text)
+    return label
 
 
 class ArrowShard:

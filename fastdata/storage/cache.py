@@ -41,10 +41,12 @@ from pathlib import Path
 
 from fastdata.errors import StorageError
 from fastdata.exiting import stop_if_exiting
+from fastdata.numerals import parse_int
 
 log = logging.getLogger(__name__)
 
 WAIT_POLL_S = 0.2
+PID_DIGITS = 10  # a pid_t holds at most 2**31 - 1
 NODE_DOWNLOADS = 4  # downloads in flight per node, across every process using the cache
 WAIT_FOR_SPACE_S = 120.0  # how long a download waits for other processes to release shards before failing
 
@@ -61,14 +63,13 @@ _opened = itertools.count()  # numbers the caches this process opens: users/<pid
 
 def _pid_of(name: str) -> int | None:
     """The process id a user, schedule or temporary file is named after (`<pid>`, `<pid>-<n>`, `<pid>-<n>.json...`)."""
-    head = name.split(".", 1)[0].split("-", 1)[0]
-    return int(head) if head.isdigit() else None
+    return parse_int(name.split(".", 1)[0].split("-", 1)[0], max_digits=PID_DIGITS)
 
 
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: more than a pid_t holds, no process's
         return False
     except PermissionError:
         return True
@@ -128,8 +129,8 @@ class ShardCache:
             elif pid is not None and user.name != self.token:
                 others = True
         for tmp in self.dir.glob("*.tmp"):
-            pid = tmp.name.rsplit(".", 2)[-2]
-            if not pid.isdigit() or not _alive(int(pid)):
+            pid = parse_int(tmp.name.rsplit(".", 2)[-2], max_digits=PID_DIGITS)
+            if pid is None or not _alive(pid):
                 log.info("removing a stale partial download %s", tmp)
                 tmp.unlink(missing_ok=True)
         for sched in (self.dir / "schedules").iterdir():  # <token>.json, and <token>.json.<thread>.tmp cut short

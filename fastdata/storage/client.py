@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from fastdata.errors import StorageError, require
+from fastdata.numerals import parse_int
 from fastdata.storage.inflight import InFlight
 from fastdata.storage.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
 from fastdata.storage.url import folder_url, scheme_of
@@ -220,10 +221,11 @@ class RemoteStore:
                     return None
                 raise
             response.release_conn()
-            length = response.headers.get("Content-Length")
-            if length is None or not length.isdigit():
-                raise StorageError(f"{self.url}{name}: the server sent no Content-Length for a HEAD request")
-            return int(length)
+            length = parse_int(response.headers.get("Content-Length") or "")
+            if length is None:
+                raise StorageError(f"{self.url}{name}: the server sent no Content-Length (a number of at most 18 "
+                                   "digits) for a HEAD request")
+            return length
 
         return self._retry(name, "HEAD", attempt)
 
@@ -234,14 +236,14 @@ class RemoteStore:
         def attempt(_: int) -> bytes:
             response = self._send("GET", name, {}, resigned=resigned)
             try:
-                length = response.headers.get("Content-Length")
-                if length is not None and length.isdigit() and int(length) > limit:
-                    raise StorageError(f"{self.url}{name} is {int(length)} bytes, over the {limit} a metadata file "
+                length = parse_int(response.headers.get("Content-Length") or "")
+                if length is not None and length > limit:
+                    raise StorageError(f"{self.url}{name} is {length} bytes, over the {limit} a metadata file "
                                        "may have")
                 data = self._body(response, limit)
             finally:
                 response.release_conn()
-            if length is not None and length.isdigit() and len(data) != int(length):
+            if length is not None and len(data) != length:
                 raise _Retryable(f"body cut short: {len(data)} of {length} bytes")
             return data
 
