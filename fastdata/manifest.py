@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from fastdata.atomic import write_json_atomic
 from fastdata.errors import ManifestError
+from fastdata.json_text import BadJSON, parse_json
 
 FORMAT_NAME = "fastdata"
 FORMAT_VERSION = 1
@@ -309,9 +309,9 @@ def read_manifest(root: Path | str) -> Manifest:
 
         raise ManifestError(f"no {MANIFEST_NAME} in {str(root)!r}: {missing_manifest_hint(root)}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ManifestError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+        data = parse_json(path.read_bytes())
+    except (OSError, BadJSON) as exc:
+        raise ManifestError(f"cannot read {path}: {exc}") from exc
     return Manifest.from_dict(data, where=str(path))
 
 

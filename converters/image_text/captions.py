@@ -5,12 +5,12 @@ rows per file allowed), or a COCO `captions_*.json` (its `images` + `annotations
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fastdata.errors import ConvertError
+from fastdata.json_text import BadJSON, parse_json
 
 FILE_COLUMNS = ("file", "filename", "file_name", "filepath", "path", "image", "url_path")
 CAPTION_COLUMNS = ("caption", "text", "txt", "title")
@@ -57,8 +57,8 @@ def _jsonl_rows(path: Path) -> list[CaptionRow]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
+                record = parse_json(line)
+            except BadJSON as exc:
                 raise ConvertError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
             if not isinstance(record, dict):
                 raise ConvertError(f"{path}:{lineno}: expected a JSON object with file and caption fields")
@@ -123,8 +123,8 @@ def read_captions(path: Path | str) -> list[CaptionRow]:
             return _parquet_rows(path)
         if suffix == ".json":
             try:
-                data = json.loads(path.read_text(encoding="utf-8-sig"))
-            except json.JSONDecodeError as exc:
+                data = parse_json(path.read_text(encoding="utf-8-sig"))
+            except BadJSON as exc:
                 raise ConvertError(f"captions file {path} is not valid JSON: {exc}") from exc
             if not isinstance(data, dict):
                 raise ConvertError(f"{path} is JSON but not a COCO captions file (an object with 'images' and "

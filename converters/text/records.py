@@ -10,7 +10,6 @@ document larger than that is a rejection, not a MemoryError.
 from __future__ import annotations
 
 import gzip
-import json
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from converters.text.options import TextOptions
+from fastdata.json_text import BadJSON, parse_json
 
 PLAIN = (".txt", ".text", "")
 JSONL = (".jsonl", ".ndjson")
@@ -159,12 +159,9 @@ def _jsonl(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield f":{n}", Reject(f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        except RecursionError:
-            yield f":{n}", Reject("JSON nested too deeply to read")
+            obj = parse_json(line)
+        except BadJSON as exc:
+            yield f":{n}", Reject(str(exc))
             continue
         yield f":{n}", _field(obj, opts)
 
@@ -175,12 +172,9 @@ def _json(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
         yield "", text
         return
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        yield "", Reject(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-        return
-    except RecursionError:
-        yield "", Reject("JSON nested too deeply to read")
+        data = parse_json(text)
+    except BadJSON as exc:
+        yield "", Reject(str(exc))
         return
     if isinstance(data, list):
         for n, obj in enumerate(data):

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from fastdata.errors import StorageError
 from fastdata.exiting import stop_if_exiting
+from fastdata.json_text import BadJSON, parse_json
 from fastdata.numerals import parse_int
 
 log = logging.getLogger(__name__)
@@ -201,8 +202,8 @@ class ShardCache:
             if pid is None or not _alive(pid):
                 continue
             try:
-                names = json.loads(sched.read_text())
-            except (OSError, ValueError):
+                names = parse_json(sched.read_bytes())
+            except (OSError, BadJSON):
                 continue
             for i, name in enumerate(names):
                 if isinstance(name, str):

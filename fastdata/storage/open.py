@@ -4,7 +4,6 @@ node-local cache (`cache.py`) on first use (`fetcher.py`)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 import urllib.parse
@@ -12,6 +11,7 @@ from collections.abc import Sequence
 
 from fastdata.dataset import DatasetView, RemoteOptions, ShardRef, select_split
 from fastdata.errors import ManifestError, StorageError
+from fastdata.json_text import BadJSON, parse_json
 from fastdata.manifest import MANIFEST_NAME, Manifest
 from fastdata.sources import is_brace, is_glob
 from fastdata.storage.cache import ShardCache, default_cache_dir
@@ -52,8 +52,8 @@ def manifest_at(store: RemoteStore) -> tuple[Manifest, bytes]:
                                 f"or `fastdata index` wrote (a conversion still running uploads it last)") from exc
         raise
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
+        data = parse_json(raw)
+    except BadJSON as exc:
         raise ManifestError(f"{store.url}{MANIFEST_NAME} is not JSON: {exc}") from exc
     return Manifest.from_dict(data, where=store.url + MANIFEST_NAME), raw
 

@@ -2,13 +2,12 @@
 offsets from the tar headers), then read a sample's bytes with one positioned read.
 
 Nothing is extracted to disk and nothing is unpickled: `.npy` members are read with
-`np.load(..., allow_pickle=False)` and `.json` members with `json.loads`.
+`np.load(..., allow_pickle=False)` and `.json` members with `parse_json` (json_text.py).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import math
 import os
 import tarfile
@@ -20,6 +19,7 @@ import numpy as np
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
+from fastdata.json_text import BadJSON, parse_json
 from fastdata.wds_index import split_name
 
 
@@ -113,8 +113,8 @@ def index_shard(path: Path) -> list[VolumeEntry]:
                              f"{MAX_JSON_BYTES})")
         shape, _, _ = _npy_header(path, key, *parts["npy"])
         try:
-            meta = json.loads(_read_at(path, *parts["json"]))
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            meta = parse_json(_read_at(path, *parts["json"]))
+        except BadJSON as exc:
             raise ShardError(f"sample {key} in {path} has an unreadable json member: {exc}") from exc
         entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=_checked_meta(path, key, meta, shape)))
     return entries
