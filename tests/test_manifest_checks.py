@@ -87,3 +87,14 @@ def test_a_device_or_fifo_named_by_shard_root_is_never_read(ds: Path, tmp_path: 
     assert any("not a regular file" in p for p in verify_dataset(ds))  # returns: no hang reading the FIFO
     with pytest.raises(ShardError, match="not a regular file"):
         fastdata.loader(ds, batch_size=2, backend="kornia", device="cpu")
+
+
+def test_the_error_shows_the_value_cut_short_and_what_to_do(ds: Path):
+    """The message names the file, the field, the value as read (its first 80 characters) and the remedy."""
+    edit(ds, lambda m: first_shard(m).__setitem__("samples", "7" * 100))
+    with pytest.raises(ManifestError) as info:
+        read_manifest(ds)
+    message = str(info.value)
+    assert message.startswith(f"{ds / 'manifest.json'}: ")
+    assert f"is {'7' * 80!r}, it must be an integer >= 1; " in message
+    assert message.endswith("the manifest was edited or damaged: restore it or re-run the command that wrote it")
