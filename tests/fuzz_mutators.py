@@ -142,8 +142,9 @@ def mutate_bytes(rng: random.Random, data: bytes, extra: tuple[Callable, ...] = 
 
 # -- JSON documents ------------------------------------------------------------------------------------
 
+HUGE = 10**5000  # past int()'s 4,300-digit limit: written out by `dumps` as 5000 nines
 ODD_VALUES: tuple[Any, ...] = (None, True, -1, 0, 10**18, -(10**18), 1.5, float("nan"), float("inf"), "", "x" * 5000,
-                                "../../etc/passwd", "/dev/zero", [], {}, [None], {"": None}, "5", "\x1b[2J")
+                                "../../etc/passwd", "/dev/zero", [], {}, [None], {"": None}, "5", "\x1b[2J", HUGE)
 
 
 class Nested:
@@ -161,6 +162,8 @@ def dumps(doc: Any) -> str:
         return "{" + ", ".join(f"{json.dumps(str(k))}: {dumps(v)}" for k, v in doc.items()) + "}"
     if isinstance(doc, list):
         return "[" + ", ".join(dumps(v) for v in doc) + "]"
+    if doc is HUGE:
+        return "9" * 5000
     return json.dumps(doc)
 
 
