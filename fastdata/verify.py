@@ -157,7 +157,14 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
     problems = []
     if table.num_rows != shard.samples:
         problems.append(f"{path}: {table.num_rows} rows, the manifest says {shard.samples}")
-    if "label" in table.column_names and manifest.classes:
+    if manifest.kind == "text":
+        from fastdata.text.store import check_token_columns
+
+        try:
+            check_token_columns(table.schema, path)
+        except ShardError as exc:
+            problems.append(str(exc))
+    if table.column_names.count("label") == 1 and manifest.classes:  # twice: a problem of the columns (text)
         for label in table.column("label").to_pylist():
             if label is None:
                 continue

@@ -168,3 +168,73 @@ def test_a_dicom_image_of_zero_rows_is_rejected(tmp_path):
                    position=(0.0, 0.0, float(k)), instance=k + 1)
     result = convert_dicom(tmp_path / "src", tmp_path / "out")
     assert any("an image of [0, 5] pixels" in r for r in reasons_by_path(result).values())
+
+
+def _rewrite_tokens(root: Path, change) -> None:
+    """Rewrite the first token shard's table through `change(table)` and fix its manifest entry (size, digest)."""
+    import hashlib
+
+    import pyarrow as pa
+
+    shard = sorted(root.glob("*.arrow"))[0]
+    table = change(pa.ipc.open_stream(shard.read_bytes()).read_all())
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    shard.write_bytes(sink.getvalue())
+
+    def fix(m):
+        for entry in (e for s in m["splits"].values() for e in s["shards"] if e["name"] == shard.name):
+            entry.update(bytes=len(sink.getvalue()), sha256=hashlib.sha256(sink.getvalue()).hexdigest())
+    edit_manifest(root, fix)
+
+
+def _tables():
+    import pyarrow as pa
+
+    def rename(old, new):
+        return lambda t: t.rename_columns([new if n == old else n for n in t.column_names])
+
+    def retype(name, values):
+        return lambda t: t.set_column(t.schema.get_field_index(name), name, values(t.column(name)))
+
+    return {
+        "length renamed": (rename("length", "lengtx"), "length: missing or given twice"),
+        "length twice": (lambda t: t.append_column("length", t.column("length")), "length: missing or given twice"),
+        "length as text": (retype("length", lambda c: pa.array([str(v) for v in c.to_pylist()])), "length: string"),
+        "ids as bytes": (retype("input_ids", lambda c: pa.array([bytes(len(v)) for v in c.to_pylist()])),
+                         "input_ids: binary"),
+        "ids as floats": (retype("input_ids", lambda c: pa.array([[float(x) for x in v] for v in c.to_pylist()])),
+                          "input_ids: list<item: double>"),
+        "label as text": (retype("label", lambda c: pa.array([str(v) for v in c.to_pylist()])), "label: string"),
+        "label twice": (lambda t: t.append_column("label", t.column("label")), "label: given twice"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_tables()))
+def test_a_token_shard_whose_columns_are_not_what_convert_writes_is_a_shard_error(fortunes_tokens, tmp_path, case):
+    change, named = _tables()[case]
+    copy = tmp_path / "tokens"
+    shutil.copytree(fortunes_tokens, copy)
+    _rewrite_tokens(copy, change)
+    with pytest.raises(ShardError) as info:
+        fastdata.loader(copy, max_tokens=64)
+    assert "is not a token shard fastdata can read (" in str(info.value) and named in str(info.value)
+    assert verify_dataset(copy)  # a list of problems, not an exception
+
+
+def test_a_modality_of_an_unknown_value_representation_is_a_recorded_rejection(tmp_path):
+    """pydicom parses Modality when the series' metadata is written, after the pixels: an unknown VR there
+    raised NotImplementedError out of the converter."""
+    pytest.importorskip("pydicom")
+    from conftest_dicom import Phantom, convert_dicom, reasons_by_path, write_phantom
+
+    files = write_phantom(tmp_path / "src" / "a", Phantom(slices=4), seed=0)
+    write_phantom(tmp_path / "src" / "b", Phantom(slices=4, series_uid="1.2.3.4"), seed=1)  # a good series
+    raw = files[0].read_bytes()
+    at = raw.index(b"\x08\x00\x60\x00CS")  # (0008,0060) Modality, explicit VR
+    files[0].write_bytes(raw[:at + 4] + b"C\xd3" + raw[at + 6:])
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    reasons = list(reasons_by_path(result).values())
+    bad = files[0].relative_to(tmp_path / "src").as_posix()
+    assert reasons == [f"{bad}: malformed Modality attribute (NotImplementedError)"]

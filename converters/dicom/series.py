@@ -160,6 +160,17 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
     return slices, planes, first, syntaxes
 
 
+def _text(ds: Any, keyword: str, rel: str) -> str:
+    """An attribute of the series' first file as text ('' when absent). pydicom parses a value when it is first
+    read, so a malformed one (an unknown VR, undecodable bytes) fails here: a rejection naming the attribute, whose
+    value is not shown (it may identify the patient)."""
+    try:
+        value = ds.get(keyword)
+        return "" if value is None else str(value)
+    except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
+        raise RejectSeries(f"{rel}: malformed {keyword} attribute ({type(exc).__name__})") from exc
+
+
 def _to_int16(values: np.ndarray) -> tuple[np.ndarray, int]:
     rounded = np.rint(values)
     clipped = int(np.count_nonzero((rounded < INT16.min) | (rounded > INT16.max)))
@@ -202,7 +213,8 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         raise _too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
     arr, clipped = _to_int16(out)
-    modality = str(ds.get("Modality", ""))
+    rel = files[0][1]
+    modality = _text(ds, "Modality", rel)
     meta: dict[str, Any] = {
         "series": series_hash(series.uid, opts.salt),
         "ndim": arr.ndim,
@@ -218,7 +230,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
         "modality": modality,
         "units": "HU" if modality == "CT" else "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
-        "photometric": str(ds.get("PhotometricInterpretation", "")),
+        "photometric": _text(ds, "PhotometricInterpretation", rel),
         "transfer_syntaxes": sorted(syntaxes),
         "files": len(files),
         "slices": len(slices),
@@ -227,7 +239,10 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "clipped_voxels": clipped,
     }
     if opts.keep_phi:
-        meta["phi"] = phi_fields(ds)
+        try:
+            meta["phi"] = phi_fields(ds)
+        except Exception as exc:  # noqa: BLE001 - pydicom parses a value when it is first read
+            raise RejectSeries(f"{rel}: an identifying attribute is malformed ({type(exc).__name__})") from exc
         meta["files_rel"] = [rel for _, rel in files]
     return arr, meta
 

@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView
@@ -46,6 +47,28 @@ class TokenStore:
         return out
 
 
+def _one_column(schema: pa.Schema, name: str) -> pa.DataType | None:
+    """The type of column `name`, None when the schema has no column of that name; a name given to two columns
+    is a ShardError raised by the caller (`check_token_columns`)."""
+    found = schema.get_all_field_indices(name)
+    return schema.field(found[0]).type if len(found) == 1 else None
+
+
+def check_token_columns(schema: pa.Schema, path: object) -> None:
+    """A token shard holds input_ids (a list of integers a row), length and, when labelled, label (integers), each
+    once: anything else was not written by `fastdata convert` (a shard damaged in place, or another tool's)."""
+    ids, length = _one_column(schema, "input_ids"), _one_column(schema, "length")
+    wrong = [] if ids is not None and (pa.types.is_list(ids) or pa.types.is_large_list(ids)) and \
+        pa.types.is_integer(ids.value_type) else [f"input_ids: {ids or 'missing or given twice'}"]
+    if length is None or not pa.types.is_integer(length):
+        wrong.append(f"length: {length or 'missing or given twice'}")
+    if "label" in schema.names and not pa.types.is_integer(_one_column(schema, "label") or pa.null()):
+        wrong.append(f"label: {_one_column(schema, 'label') or 'given twice'}")
+    if wrong:
+        raise ShardError(f"shard {path} is not a token shard fastdata can read ({'; '.join(wrong)}; want input_ids a "
+                         "list of integers, length and label integers, each once); re-run `fastdata convert`")
+
+
 def open_store(view: DatasetView) -> TokenStore:
     """Open every shard of `view` (opened by `open_dataset`, which has checked the files' presence and size)."""
     lengths, labels, segment, start, columns, dtypes, files = [], [], [], [], [], [], []
@@ -60,6 +83,7 @@ def open_store(view: DatasetView) -> TokenStore:
             raise ShardError(f"shard {ref.path} holds {rows} rows with columns {names}, the manifest says "
                              f"{ref.info.samples} token sequences; re-run `fastdata convert`")
         for batch in file.batches:
+            check_token_columns(batch.schema, ref.path)
             ids = batch.column("input_ids")
             col = BinaryColumn(file, ids)
             n = len(batch)
