@@ -213,8 +213,8 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         raise _too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
     arr, clipped = _to_int16(out)
-    rel = files[0][1]
-    modality = _text(ds, "Modality", rel)
+    first_rel = files[0][1]  # ds is the series' first file
+    modality = _text(ds, "Modality", first_rel)
     meta: dict[str, Any] = {
         "series": series_hash(series.uid, opts.salt),
         "ndim": arr.ndim,
@@ -230,7 +230,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
         "modality": modality,
         "units": "HU" if modality == "CT" else "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
-        "photometric": _text(ds, "PhotometricInterpretation", rel),
+        "photometric": _text(ds, "PhotometricInterpretation", first_rel),
         "transfer_syntaxes": sorted(syntaxes),
         "files": len(files),
         "slices": len(slices),
@@ -242,7 +242,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         try:
             meta["phi"] = phi_fields(ds)
         except Exception as exc:  # noqa: BLE001 - pydicom parses a value when it is first read
-            raise RejectSeries(f"{rel}: an identifying attribute is malformed ({type(exc).__name__})") from exc
+            raise RejectSeries(f"{first_rel}: an identifying attribute is malformed ({type(exc).__name__})") from exc
         meta["files_rel"] = [rel for _, rel in files]
     return arr, meta
 

@@ -57,13 +57,15 @@ def _one_column(schema: pa.Schema, name: str) -> pa.DataType | None:
 def check_token_columns(schema: pa.Schema, path: object) -> None:
     """A token shard holds input_ids (a list of integers a row), length and, when labelled, label (integers), each
     once: anything else was not written by `fastdata convert` (a shard damaged in place, or another tool's)."""
-    ids, length = _one_column(schema, "input_ids"), _one_column(schema, "length")
-    wrong = [] if ids is not None and (pa.types.is_list(ids) or pa.types.is_large_list(ids)) and \
-        pa.types.is_integer(ids.value_type) else [f"input_ids: {ids or 'missing or given twice'}"]
+    ids, length, label = (_one_column(schema, name) for name in ("input_ids", "length", "label"))
+    wrong = []
+    if ids is None or not (pa.types.is_list(ids) or pa.types.is_large_list(ids)) or \
+            not pa.types.is_integer(ids.value_type):
+        wrong.append(f"input_ids: {ids or 'missing or given twice'}")
     if length is None or not pa.types.is_integer(length):
         wrong.append(f"length: {length or 'missing or given twice'}")
-    if "label" in schema.names and not pa.types.is_integer(_one_column(schema, "label") or pa.null()):
-        wrong.append(f"label: {_one_column(schema, 'label') or 'given twice'}")
+    if "label" in schema.names and (label is None or not pa.types.is_integer(label)):
+        wrong.append(f"label: {label or 'given twice'}")
     if wrong:
         raise ShardError(f"shard {path} is not a token shard fastdata can read ({'; '.join(wrong)}; want input_ids a "
                          "list of integers, length and label integers, each once); re-run `fastdata convert`")
@@ -79,11 +81,11 @@ def open_store(view: DatasetView) -> TokenStore:
         files.append(file)
         rows = sum(b.num_rows for b in file.batches)
         names = file.batches[0].schema.names if file.batches else []
-        if rows != ref.info.samples or "input_ids" not in names:
+        if rows != ref.info.samples:
             raise ShardError(f"shard {ref.path} holds {rows} rows with columns {names}, the manifest says "
                              f"{ref.info.samples} token sequences; re-run `fastdata convert`")
+        check_token_columns(file.batches[0].schema, ref.path)  # a stream has one schema for all its batches
         for batch in file.batches:
-            check_token_columns(batch.schema, ref.path)
             ids = batch.column("input_ids")
             col = BinaryColumn(file, ids)
             n = len(batch)
