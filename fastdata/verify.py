@@ -22,6 +22,7 @@ from fastdata.dataset import RemoteOptions, ShardRef, regular_file_size, shard_r
 from fastdata.errors import ShardError
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
 from fastdata.numerals import parse_int
+from fastdata.shard_columns import COLUMN_CHECKS, value_problems
 from fastdata.storage.url import is_url
 from fastdata.wds_index import parse_index, split_name
 
@@ -157,26 +158,24 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
     problems = []
     if table.num_rows != shard.samples:
         problems.append(f"{path}: {table.num_rows} rows, the manifest says {shard.samples}")
-    if manifest.kind == "text":
-        from fastdata.text.store import check_token_columns
-
+    check = COLUMN_CHECKS.get(manifest.kind)
+    if check is not None:
         try:
-            check_token_columns(table.schema, path)
+            check(table.schema, path, labelled=bool(manifest.classes))
         except ShardError as exc:
-            problems.append(str(exc))
-    if table.column_names.count("label") == 1 and manifest.classes:  # twice: a problem of the columns (text)
-        for label in table.column("label").to_pylist():
-            if label is None:
-                continue
-            if not isinstance(label, int) or not 0 <= label < len(manifest.classes):
-                problems.append(f"{path}: label {label} outside 0..{len(manifest.classes) - 1}")
-            labels[label] += 1
+            return problems + [str(exc)]  # the columns are not there to read further
+        first_row = 0
+        for batch in table.to_batches():
+            problems.extend(f"{path}: {p}" for p in value_problems(batch, classes=len(manifest.classes),
+                                                                   first_row=first_row))
+            first_row += len(batch)
+    if "label" in table.column_names and manifest.classes:
+        labels.update(label for label in table.column("label").to_pylist() if label is not None)
     if decode and "image" in table.column_names:
         keys = table.column("key").to_pylist()
         for key, image in zip(keys, table.column("image").to_pylist()):
             data = image.get("bytes") if isinstance(image, dict) else None
-            if not isinstance(data, bytes):
-                problems.append(f"{path}: sample {key} has no image bytes")
+            if data is None:  # named above (column image.bytes)
                 continue
             problem, fmt, mode, progressive = decode_strictly(data)
             if problem is not None:

@@ -67,3 +67,25 @@ def wait_until(condition, what: str, *, timeout: float = 20.0, poll: float = 0.0
     while not condition():
         assert time.monotonic() < deadline, f"never: {what}"
         time.sleep(poll)
+
+
+def rewrite_arrow_shard(root: Path, name: str, change) -> None:
+    """Rewrite Arrow shard `name` of dataset `root` as `change(table)` and give the manifest its new size and
+    sha256, so that only the shard's contents are wrong (a forger who knows the format)."""
+    import hashlib
+    import io
+    import json
+
+    import pyarrow as pa
+
+    path = root / name
+    table = change(pa.ipc.open_stream(path.read_bytes()).read_all())
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    data = sink.getvalue()
+    path.write_bytes(data)
+    manifest = json.loads((root / "manifest.json").read_text())
+    for entry in (e for split in manifest["splits"].values() for e in split["shards"] if e["name"] == name):
+        entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (root / "manifest.json").write_text(json.dumps(manifest))

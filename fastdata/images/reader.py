@@ -29,6 +29,7 @@ from fastdata.errors import ShardError
 from fastdata.images.file_handles import FileHandles
 from fastdata.images.shard_memory import MemoryBudget, ShardMemory
 from fastdata.numerals import parse_int
+from fastdata.shard_columns import check_image_columns, check_values, image_bytes_field
 from fastdata.wds_index import Member, parse_index, sample_key
 
 UNLABELED = -1  # the label of every sample of a dataset without classes
@@ -173,27 +174,27 @@ def parse_label(data: bytes, *, key: str, shard: Path) -> int:
 
 
 class ArrowShard:
-    """One Arrow IPC stream shard (columns key, image{bytes, path}, label): validated at open, image bytes
-    read with pread (arrow_file.py), keys and labels copied at open."""
+    """One Arrow IPC stream shard (columns key, image{bytes, path}, label): its columns and values checked at open
+    (shard_columns.py), image bytes read with pread (arrow_file.py), keys and labels copied at open."""
 
-    def __init__(self, ref: ShardRef) -> None:
+    def __init__(self, ref: ShardRef, *, classes: int) -> None:
         self.path = ref.path
         self._file = ArrowFile(self.path)
         self._starts: list[int] = []
         self._images: list[BinaryColumn] = []
         self._labels: list[np.ndarray] = []
         self._keys: list[list[str]] = []
+        if self._file.batches:  # a stream has one schema for all its batches
+            check_image_columns(self._file.batches[0].schema, self.path, labelled=bool(classes))
         total = 0
         for batch in self._file.batches:
-            names = batch.schema.names
-            if not {"key", "image"} <= set(names):
-                raise ShardError(f"shard {self.path} has columns {names}; an image shard needs key and image")
+            check_values(batch, self.path, classes=classes, first_row=total)
             self._starts.append(total)
-            self._images.append(BinaryColumn(self._file, batch.column("image").flatten()[0]))  # field 'bytes'
-            labels = batch.column("label") if "label" in names else None
-            self._labels.append(np.full(batch.num_rows, UNLABELED, dtype=np.int64) if labels is None
-                                else labels.fill_null(UNLABELED).to_numpy(zero_copy_only=False).astype(np.int64))
-            self._keys.append([str(k) for k in batch.column("key").to_pylist()])
+            image = batch.column("image")
+            self._images.append(BinaryColumn(self._file, image.flatten()[image_bytes_field(image.type)]))
+            self._labels.append(batch.column("label").to_numpy(zero_copy_only=False).astype(np.int64) if classes
+                                else np.full(batch.num_rows, UNLABELED, dtype=np.int64))
+            self._keys.append(batch.column("key").to_pylist())
             total += batch.num_rows
         if total != ref.info.samples:
             raise ShardError(f"shard {self.path} holds {total} rows, the manifest says {ref.info.samples}; "
@@ -231,6 +232,7 @@ class SplitReader:
         self._image_members = view.manifest.image_members
         self._label_member = view.manifest.label_member
         self._extra_members = view.manifest.extra_members
+        self._classes = len(view.manifest.classes)
         self._starts: list[int] = []
         total = 0
         for ref in self._refs:
@@ -263,7 +265,7 @@ class SplitReader:
                 shard = (TarShard(ref, self._handles, image_members=self._image_members,
                                   label_member=self._label_member, extra_members=self._extra_members,
                                   budget=self._budget)
-                         if self._shard_type is TarShard else ArrowShard(ref))
+                         if self._shard_type is TarShard else ArrowShard(ref, classes=self._classes))
                 self._open[s] = shard
         return shard
 

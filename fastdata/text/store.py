@@ -7,11 +7,11 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
+from fastdata.shard_columns import check_token_columns, check_values
 
 log = logging.getLogger(__name__)
 
@@ -47,34 +47,11 @@ class TokenStore:
         return out
 
 
-def _one_column(schema: pa.Schema, name: str) -> pa.DataType | None:
-    """The type of column `name`, None when the schema has no column of that name; a name given to two columns
-    is a ShardError raised by the caller (`check_token_columns`)."""
-    found = schema.get_all_field_indices(name)
-    return schema.field(found[0]).type if len(found) == 1 else None
-
-
-def check_token_columns(schema: pa.Schema, path: object) -> None:
-    """A token shard holds input_ids (a list of integers a row), length and, when labelled, label (integers), each
-    once: anything else was not written by `fastdata convert` (a shard damaged in place, or another tool's)."""
-    ids, length, label = (_one_column(schema, name) for name in ("input_ids", "length", "label"))
-    wrong = []
-    if ids is None or not (pa.types.is_list(ids) or pa.types.is_large_list(ids)) or \
-            not pa.types.is_integer(ids.value_type):
-        wrong.append(f"input_ids: {ids or 'missing or given twice'}")
-    if length is None or not pa.types.is_integer(length):
-        wrong.append(f"length: {length or 'missing or given twice'}")
-    if "label" in schema.names and (label is None or not pa.types.is_integer(label)):
-        wrong.append(f"label: {label or 'given twice'}")
-    if wrong:
-        raise ShardError(f"shard {path} is not a token shard fastdata can read ({'; '.join(wrong)}; want input_ids a "
-                         "list of integers, length and label integers, each once); re-run `fastdata convert`")
-
-
 def open_store(view: DatasetView) -> TokenStore:
     """Open every shard of `view` (opened by `open_dataset`, which has checked the files' presence and size)."""
     lengths, labels, segment, start, columns, dtypes, files = [], [], [], [], [], [], []
     view.require_whole_split()
+    classes = len(view.manifest.classes)
     for ref in view.shards:
         ref = view.local(ref)  # a remote shard is downloaded into the node cache and held there
         file = ArrowFile(ref.path)
@@ -84,8 +61,12 @@ def open_store(view: DatasetView) -> TokenStore:
         if rows != ref.info.samples:
             raise ShardError(f"shard {ref.path} holds {rows} rows with columns {names}, the manifest says "
                              f"{ref.info.samples} token sequences; re-run `fastdata convert`")
-        check_token_columns(file.batches[0].schema, ref.path)  # a stream has one schema for all its batches
+        if file.batches:  # a stream has one schema for all its batches
+            check_token_columns(file.batches[0].schema, ref.path, labelled=bool(classes))
+        first_row = 0
         for batch in file.batches:
+            check_values(batch, ref.path, classes=classes, first_row=first_row)
+            first_row += len(batch)
             ids = batch.column("input_ids")
             col = BinaryColumn(file, ids)
             n = len(batch)
