@@ -78,26 +78,33 @@ def test_an_image_shard_with_wrong_columns_is_refused_by_the_loader_and_verify(i
 
 
 IMAGE = _struct(("bytes", pa.binary()), ("path", pa.string()))
-VALUE_CASES = {
+VALUE_CASES = {  # the first shard (5 rows) rewritten: (change, the problem named, how many problems)
     "null image": (retype("image", lambda v: None, IMAGE),
-                   "column image.bytes holds 5 null value(s), the first in row 0"),
+                   "column image.bytes holds 5 null value(s), the first in row 0", 1),
     "null bytes": (retype("image", lambda v: {"bytes": None, "path": v["path"]}, IMAGE),
-                   "column image.bytes holds 5 null value(s), the first in row 0"),
-    "null key": (retype("key", lambda v: None, pa.string()), "column key holds 5 null value(s), the first in row 0"),
-    "null label": (retype("label", lambda v: None, pa.int64()), "column label holds 5 null value(s)"),
-    "label past the classes": (retype("label", lambda v: 3), "row 0 has label 3, outside 0..2"),
-    "negative label": (retype("label", lambda v: -1), "row 0 has label -1, outside 0..2"),
+                   "column image.bytes holds 5 null value(s), the first in row 0", 1),
+    "null key": (retype("key", lambda v: None, pa.string()), "column key holds 5 null value(s), the first in row 0", 1),
+    "null label": (retype("label", lambda v: None, pa.int64()),
+                   "column label holds 5 null value(s), the first in row 0", 1),
+    "label past the classes": (retype("label", lambda v: 3), "row 0 has label 3, outside 0..2", 5),
+    "negative label": (retype("label", lambda v: -1), "row 0 has label -1, outside 0..2", 5),
+    "two labels past the classes": (
+        lambda t: t.set_column(t.schema.get_field_index("label"), "label", pa.array([9, 0, 9, 0, 0])),
+        "row 0 has label 9, outside 0..2", 2),
 }
 
 
 @pytest.mark.parametrize("case", list(VALUE_CASES))
 def test_an_image_shard_with_nulls_or_foreign_labels_is_refused_by_the_loader_and_verify(images, tmp_path, case):
-    change, named = VALUE_CASES[case]
-    root = _copy(images, tmp_path / "arrow", change)
-    with pytest.raises(ShardError, match="which `fastdata convert` never writes") as info:
-        list(fastdata.loader(root, batch_size=4, backend="kornia", device="cpu", image_size=32))
-    assert named in str(info.value)
-    assert f"{root / 'train-000000.arrow'}: {named}" in "\n".join(verify_dataset(root))
+    change, named, count = VALUE_CASES[case]
+    root = _copy(images, tmp_path / "arrow", change, slice(0, 1))
+    first = root / "train-000000.arrow"
+    with pytest.raises(ShardError) as info:  # eval reads the shards in order: the first is opened first
+        list(fastdata.loader(root, batch_size=4, backend="kornia", device="cpu", image_size=32, train=False))
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    assert str(info.value) == f"shard {first}: {named}{more}, which `fastdata convert` never writes; re-run " \
+                              "`fastdata convert`"
+    assert f"{first}: {named}" in verify_dataset(root)
 
 
 def test_a_label_column_in_a_dataset_without_classes_is_refused(images, tmp_path):
@@ -165,6 +172,8 @@ def test_the_checks_accept_what_convert_writes_and_name_every_wrong_column_at_on
     ok_tokens = pa.schema([("key", pa.string()), ("input_ids", pa.large_list(pa.uint16())), ("length", pa.int32())])
     check_token_columns(ok_tokens, "t", labelled=False)
     check_token_columns(ok_tokens.append(pa.field("label", pa.int64())), "t", labelled=True)
+    with pytest.raises(ShardError, match=r"\(input_ids: missing or given twice; length: missing or given twice;"):
+        check_token_columns(pa.schema([("ids", pa.list_(pa.int32())), ("size", pa.int32())]), "t", labelled=False)
     with pytest.raises(ShardError) as info:
         check_token_columns(pa.schema([("input_ids", pa.list_(pa.float32())), ("label", pa.int64())]), "t",
                             labelled=False)
@@ -193,3 +202,7 @@ def test_value_problems_count_rows_from_the_batch_start_and_list_every_label_out
     ]
     assert value_problems(batch, classes=3, first_row=0) == ["column key holds 1 null value(s), the first in row 2",
                                                              "row 3 has label -1, outside 0..2"]
+    assert value_problems(batch, classes=0, first_row=0) == ["column key holds 1 null value(s), the first in row 2"]
+    nulls = pa.RecordBatch.from_pydict({"label": pa.array([0, None, 2], pa.int64())})  # a null is not also a label
+    assert value_problems(nulls, classes=1, first_row=0) == ["column label holds 1 null value(s), the first in row 1",
+                                                             "row 2 has label 2, outside 0..0"]
