@@ -22,8 +22,10 @@ from fastdata.dataset import RemoteOptions, ShardRef, regular_file_size, shard_r
 from fastdata.errors import ShardError
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
 from fastdata.numerals import parse_int
+from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_ids, caption_lines, ids_rule
 from fastdata.shard_columns import COLUMN_CHECKS, value_problems
 from fastdata.storage.url import is_url
+from fastdata.text.tokenizer import outside_vocabulary
 from fastdata.wds_index import parse_index, split_name
 
 log = logging.getLogger(__name__)
@@ -34,11 +36,12 @@ IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, n
 
 
 def _members(path: Path) -> dict[int, tuple[str, int]]:
-    """offset of data -> (name, size) of every regular member of the tar (headers only)."""
+    """offset of data -> (name, size) of every regular member of the tar (headers only); a GNU sparse member is
+    left out: its bytes are not the one span its header gives (what the index and the loaders read)."""
     out: dict[int, tuple[str, int]] = {}
     with tarfile.open(path, mode="r:") as tar:
         for m in tar:
-            if m.isreg():
+            if m.isreg() and not m.issparse():
                 out[m.offset_data] = (m.name, m.size)
     return out
 
@@ -90,11 +93,27 @@ def _check_wds(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool)
                 continue
             if label_member is not None:
                 problems.extend(_check_label(fd, path, key, members.get(label_member), manifest, labels))
+            if manifest.kind == "image_text":
+                problems.extend(_check_pair(fd, path, key, members, manifest))
             if decode:
                 problems.extend(_decode_problems(fd, path, key, image.offset, image.size, strict_jpeg=converted))
     finally:
         os.close(fd)
     return problems
+
+
+def _check_pair(fd: int, path: Path, key: str, members: dict, manifest: Manifest) -> list[str]:
+    """A pair's caption member and, converted with a tokenizer, its ids, read by the loader's rule (members.py)."""
+    text, ids = members.get(manifest.text_member), members.get(manifest.ids_member)
+    if text is None or (manifest.ids_member is not None and ids is None):
+        return [f"{path}: sample {key} has no {manifest.text_member if text is None else manifest.ids_member} member"]
+    if text.size > MAX_CAPTION_BYTES or (ids is not None and ids.size > IMAGE_MAX_BYTES):
+        return [f"{path}: sample {key}: a text member of {max(text.size, ids.size if ids else 0)} bytes, not read"]
+    lines, problem = caption_lines(_read(fd, text.offset, text.size))
+    if problem is None and ids is not None:
+        fill, vocab = ids_rule(manifest.extra)
+        problem = caption_ids(_read(fd, ids.offset, ids.size), len(lines), fill=fill, vocab_size=vocab)[1]
+    return [] if problem is None else [f"{path}: sample {key}: {problem}"]
 
 
 def _check_label(fd: int, path: Path, key: str, member, manifest: Manifest, labels: Counter) -> list[str]:
@@ -144,6 +163,23 @@ def _decode_problems(fd: int, path: Path, key: str, offset: int, size: int, *, s
     return []
 
 
+def _arrow_values(table, path: Path, manifest: Manifest) -> list[str]:
+    """Nulls, labels outside the classes and, in token shards, ids outside the tokenizer's vocabulary (which the
+    loader checks batch by batch as it reads), record batch by record batch."""
+    vocab = (manifest.extra.get("tokenizer") or {}).get("vocab_size") if manifest.kind == "text" else None
+    problems, first_row = [], 0
+    for batch in table.to_batches():
+        found = value_problems(batch, classes=len(manifest.classes), first_row=first_row)
+        problems.extend(f"{path}: {p}" for p in found)
+        bad = outside_vocabulary(batch.column("input_ids").flatten().to_numpy(), vocab) if vocab and not found \
+            else None
+        if bad is not None:
+            problems.append(f"{path}: token id {bad} in the record batch from row {first_row} lies outside the "
+                            f"tokenizer's vocabulary (0..{vocab - 1})")
+        first_row += len(batch)
+    return problems
+
+
 def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool) -> list[str]:
     import pyarrow as pa
 
@@ -164,11 +200,7 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
             check(table.schema, path, labelled=bool(manifest.classes))
         except ShardError as exc:
             return problems + [str(exc)]  # the columns are not there to read further
-        first_row = 0
-        for batch in table.to_batches():
-            problems.extend(f"{path}: {p}" for p in value_problems(batch, classes=len(manifest.classes),
-                                                                   first_row=first_row))
-            first_row += len(batch)
+        problems.extend(_arrow_values(table, path, manifest))
     if "label" in table.column_names and manifest.classes:
         labels.update(label for label in table.column("label").to_pylist() if label is not None)
     if decode and "image" in table.column_names:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from converters.adopt import AdoptOptions, adopt
 from converters.adopt import scan as scan_module
 from fastdata.cli import main as cli
 from fastdata.errors import ConvertError, ManifestError
+from fastdata.verify import verify_dataset
 
 pytest.importorskip("webdataset")
 
@@ -211,8 +214,13 @@ def test_a_rerun_reuses_saved_scans_and_writes_the_same_bytes(foreign, monkeypat
     saved.mkdir(parents=True)
     real_scan = real(folder / "f-000000.tar", max_pixels=AdoptOptions().max_pixels)
     st = (folder / "f-000000.tar").stat()
-    (saved / "f-000000.tar.json").write_text(json.dumps({"stamp": [st.st_size, st.st_mtime_ns,
-                                                                   AdoptOptions().max_pixels, False],
+    stamp = [st.st_size, st.st_mtime_ns, AdoptOptions().max_pixels, False]
+    (saved / "f-000000.tar.json").write_text(json.dumps({"stamp": stamp, "scan": real_scan.to_dict()}))
+    calls.clear()
+    adopt(folder, options=AdoptOptions(jobs=1))
+    assert len(calls) == 3  # a scan saved by a version that did not check captions is not reused
+    saved.mkdir(parents=True, exist_ok=True)  # a finished run removed it
+    (saved / "f-000000.tar.json").write_text(json.dumps({"stamp": stamp + [scan_module.SCAN_VERSION],
                                                          "scan": real_scan.to_dict()}))
     calls.clear()
     adopt(folder, options=AdoptOptions(jobs=1))
@@ -255,3 +263,76 @@ def test_captioned_shards_that_also_hold_labels_adopt_as_pairs(tmp_path: Path):
     manifest = adopt(tmp_path / "c", options=AdoptOptions(jobs=1)).manifest
     assert manifest.kind == "image_text" and manifest.classes == () and not manifest.labeled
     assert manifest.num_samples == 3 and not manifest.rejected
+
+
+@pytest.mark.skipif(shutil.which("tar") is None, reason="needs GNU tar to write a sparse member")
+def test_a_sparse_member_is_rejected_not_indexed_over_the_bytes_after_it(tmp_path: Path):
+    """wds2idx indexes a GNU sparse member as the span its header claims (2 MiB here, over the members after it);
+    the loaders would read those bytes as the image."""
+    src = tmp_path / "files"
+    src.mkdir()
+    jpg = encoded("JPEG")
+    for name, data in [("a.jpg", jpg), ("a.cls", b"0"), ("c.jpg", jpg), ("c.cls", b"2")]:
+        (src / name).write_bytes(data)
+    (src / "b.jpg").write_bytes(jpg)
+    os.truncate(src / "b.jpg", 2 << 20)  # a hole after the image: written sparse
+    (src / "b.cls").write_bytes(b"1")
+    (src / "c.bin").write_bytes(bytes(range(256)) * (3 << 12))  # enough bytes after b for its claimed span
+    (tmp_path / "s").mkdir()
+    tar = tmp_path / "s" / "a.tar"
+    subprocess.run(["tar", "--sparse", "--format=gnu", "-cf", str(tar), "-C", str(src), "a.jpg", "a.cls", "b.jpg",
+                    "b.cls", "c.jpg", "c.cls", "c.bin"], check=True)
+    claimed = {m.name: (m.issparse(), m.offset_data + m.size) for m in tarfile.open(tar)}
+    assert claimed["b.jpg"][0] and claimed["b.jpg"][1] < tar.stat().st_size  # the span lies inside the file
+    assert b"b.jpg" in wds2idx(tar, tmp_path / "dali.idx")  # DALI's tool indexes it
+    result = adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    reasons = [(r["source"], r["reason"]) for r in result.rejected]
+    assert reasons == [("a.tar:b", f"member 'b.jpg': {scan_module.SPARSE}")]
+    assert [s.samples for s in result.manifest.splits["train"].shards] == [2]
+    _, labels = load_all(tmp_path / "s", "kornia")
+    assert sorted(labels) == [0, 2]
+    assert verify_dataset(tmp_path / "s") == []
+    (tmp_path / "s" / "a.idx").write_bytes(wds2idx(tar, tmp_path / "dali.idx"))  # an index that names b.jpg
+    assert any("sample b: the index names ['b.jpg'] where the tar holds no such member" in p
+               for p in verify_dataset(tmp_path / "s"))
+
+
+@pytest.mark.parametrize(("caption", "reason"), [
+    ("café".encode("latin-1"), "its caption is not UTF-8 text ('utf-8' codec can't decode byte 0xe9 in position 3: "
+                               "unexpected end of data)"),
+    (b"  \n\t\n", "its caption is empty"),
+    (b"", "its caption is empty"),
+    (b"x" * (scan_module.MAX_CAPTION_BYTES + 1),
+     f"its caption member is {scan_module.MAX_CAPTION_BYTES + 1} bytes, more than a caption has "
+     f"({scan_module.MAX_CAPTION_BYTES})"),
+])
+def test_a_caption_the_loader_would_refuse_is_rejected_at_index_time(tmp_path: Path, caption, reason):
+    """Such a caption used to be indexed and verified clean, then stop the pairs loader at that sample."""
+    from conftest_adopt import photo_bytes
+
+    members = []
+    for i, (_, data) in enumerate(photo_bytes(3)):
+        members += [(f"s{i}.jpg", data), (f"s{i}.txt", caption if i == 1 else f"photo number {i}".encode())]
+    raw_tar(tmp_path / "c" / "c-000000.tar", members)
+    result = adopt(tmp_path / "c", options=AdoptOptions(jobs=1))
+    assert result.manifest.kind == "image_text"
+    assert [(r["source"], r["reason"]) for r in result.rejected] == [("c-000000.tar:s1", reason)]
+    loader = fastdata.loader(tmp_path / "c", batch_size=4, image_size=32, backend="kornia", device="cpu",
+                             train=False, return_captions=True)
+    assert [c for _, text in loader for c in text["captions"] if c] == ["photo number 0", "photo number 2"]
+    assert verify_dataset(tmp_path / "c") == []
+
+
+def test_an_empty_label_or_image_member_rejects_its_sample_not_the_whole_tar(tmp_path: Path):
+    """An empty member was never read, and the scan then failed with KeyError: the whole tar was dropped as an
+    unexpected error."""
+    jpg = encoded("JPEG")
+    raw_tar(tmp_path / "s" / "a.tar", [("a.jpg", jpg), ("a.cls", b""), ("b.jpg", jpg), ("b.cls", b"1"),
+                                       ("c.jpg", b""), ("c.cls", b"0"), ("d.jpg", b"not an image"), ("d.cls", b"2")])
+    result = adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    assert [(r["source"], r["reason"]) for r in result.rejected] == [
+        ("a.tar:a", "label b'' is not an integer"),
+        ("a.tar:c", "not a readable image: no known image format signature"),  # no address of an object
+        ("a.tar:d", "not a readable image: no known image format signature"),
+    ]
+    assert result.manifest.num_samples == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -221,30 +222,35 @@ def test_another_fill_value_is_read_from_the_manifest():
     assert out["attention_mask"].sum() == 1
 
 
-@pytest.mark.parametrize(("ids", "choice"), [
-    (np.array([1, 2], dtype=np.int32), 0),  # not [captions, length]
-    (np.array([[1.5, 2.0]]), 0),  # not integers
-    (np.array([[1, 2]], dtype=np.int32), 1),  # one row, the second caption asked for
+@pytest.mark.parametrize(("ids", "captions"), [
+    (np.array([1, 2], dtype=np.int32), 1),  # not [captions, length]
+    (np.array([[1.5, 2.0]]), 1),  # not integers
+    (np.array([[1, 2]], dtype=np.int32), 2),  # one row for two captions
 ])
-def test_stored_ids_that_do_not_fit_are_shard_errors(ids, choice):
+def test_stored_ids_that_do_not_fit_are_shard_errors(ids, captions):
     from fastdata.pairs.captions import _stored_ids
 
     raw = RawSample(data=b"", label=-1, key="k", shard=Path("s.tar"), extra=(b"a\nb", npy_bytes(ids)), index=0)
-    with pytest.raises(ShardError, match="do not match its captions"):
-        _stored_ids(raw, choice, -1)
-    assert _stored_ids(raw, 0, -1) if ids.ndim == 2 and ids.dtype.kind == "i" else True
+    with pytest.raises(ShardError, match=rf"^sample k in s.tar: token ids of shape {re.escape(str(ids.shape))} and "
+                                         rf"dtype {ids.dtype} do not match its captions \({captions}; "):
+        _stored_ids(raw, captions, 0, -1, 2**63)
+    if ids.ndim == 2 and ids.dtype.kind == "i":  # one row for one caption fits
+        assert _stored_ids(raw, 1, 0, -1, 2**63) == [1, 2]
 
 
-def test_pickled_or_garbage_ids_and_empty_captions_are_refused():
+def test_pickled_or_garbage_ids_and_empty_or_foreign_captions_are_refused():
     from fastdata.pairs.captions import _captions, _stored_ids
 
     buf = io.BytesIO()
     np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
     pickled = RawSample(data=b"", label=-1, key="k", shard=Path("s.tar"), extra=(b"a", buf.getvalue()), index=0)
-    with pytest.raises(ShardError, match="not a readable .npy"):
-        _stored_ids(pickled, 0, -1)
-    with pytest.raises(ShardError, match="has an empty caption"):
+    with pytest.raises(ShardError, match="^sample k in s.tar: its token ids are not a readable .npy"):
+        _stored_ids(pickled, 1, 0, -1, 2**63)
+    with pytest.raises(ShardError, match="^sample 00000000 in s.tar: its caption is empty$"):
         _captions(_raw(["  ", ""]))
+    latin1 = RawSample(data=b"", label=-1, key="k", shard=Path("s.tar"), extra=("café".encode("latin-1"),), index=0)
+    with pytest.raises(ShardError, match="^sample k in s.tar: its caption is not UTF-8 text"):
+        _captions(latin1)
 
 
 def test_tokenizing_at_load_truncates_inside_the_special_tokens_and_pads_with_the_tokenizers_id():
@@ -274,3 +280,30 @@ def test_the_same_tokenizer_as_stored_uses_the_stored_ids():
 def test_two_captions_are_both_drawn():
     assert {choose(2, train=True, seed=0, epoch=e, index=1) for e in range(30)} == {0, 1}
     assert choose(1, train=True, seed=0, epoch=5, index=1) == 0
+
+
+def test_verify_reads_captions_and_ids_as_the_loader_does(tmp_path):
+    """A caption that is not UTF-8 or ids past the vocabulary passed `verify` (it looked at images and labels only),
+    then stopped the loader at that sample."""
+    from fastdata.verify import verify_dataset
+
+    make_pair_tree(tmp_path / "src", 6)
+    root = tmp_path / "pairs"
+    convert_pairs(tmp_path / "src", root, tokenizer=str(TOKENIZER))
+    assert verify_dataset(root) == []
+    idx, tar = root / "train-000000.idx", root / "train-000000.tar"
+    spans = [line.split() for line in idx.read_text().splitlines()[1:3]]
+    data = bytearray(tar.read_bytes())
+    txt = spans[0].index("txt")
+    data[int(spans[0][txt + 1])] = 0xFF  # the first byte of sample 0's caption
+    ids = spans[1].index("ids.npy")
+    offset, size = int(spans[1][ids + 1]), int(spans[1][ids + 2])
+    data[offset + size - 4:offset + size] = np.array([40000], dtype="<i4").tobytes()  # sample 1's last id
+    tar.write_bytes(bytes(data))
+    key0, key1 = spans[0][txt + 3].partition(".")[0], spans[1][ids + 3].partition(".")[0]
+    assert verify_dataset(root) == [
+        f"{tar}: sha256 differs from the manifest",
+        f"{tar}: sample {key0}: its caption is not UTF-8 text ('utf-8' codec can't decode byte 0xff in position 0: "
+        "invalid start byte)",
+        f"{tar}: sample {key1}: token id 40000 lies outside the tokenizer's vocabulary (0..30521)",
+    ]

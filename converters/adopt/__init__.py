@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from converters.adopt.scan import TarScan, scan_tar
+from converters.adopt.scan import SCAN_VERSION, TEXT_MEMBER, TarScan, scan_tar
 from converters.pool import run_ordered
 from converters.sample import Rejection, WorkItem
 from fastdata import __version__
@@ -47,7 +47,6 @@ log = logging.getLogger(__name__)
 PARTIAL = ".partial"
 SPLIT_PREFIX = re.compile(r"^(train|val|valid|validation|test)[-_.]", re.IGNORECASE)
 SPLIT_ALIASES = {"valid": "val", "validation": "val"}
-TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ class _Scanner:
         path = Path(item.source)
         st = path.stat()
         saved = _scan_path(self.dst, path.name)
-        stamp = [st.st_size, st.st_mtime_ns, self.options.max_pixels, self.options.decode]
+        stamp = [st.st_size, st.st_mtime_ns, self.options.max_pixels, self.options.decode, SCAN_VERSION]
         record = read_json(saved)
         if isinstance(record, dict) and record.get("stamp") == stamp:
             return TarScan.from_dict(record["scan"])
@@ -186,6 +185,8 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
                 s.problem = "no label member while the rest of the dataset is labeled"
             if s.problem is None and captioned and not _has_caption(s):
                 s.problem = f"no caption member ({TEXT_MEMBER}) while the rest of the dataset has captions"
+            if s.problem is None and captioned:
+                s.problem = s.caption
             if s.problem is not None:
                 rejected.append(Rejection(item.split, f"{scan.name}:{s.key}", s.problem))
                 continue

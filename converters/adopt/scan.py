@@ -16,14 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from PIL import UnidentifiedImageError
+
 from fastdata.images.pixels import open_image
 from fastdata.numerals import parse_int
+from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
 from fastdata.wds_index import Member, split_name
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff")  # compared in lower case
 LABEL_EXTS = ("cls", "class", "label")
 HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
 LABEL_BYTES = 64
+TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
+SCAN_VERSION = 2  # saved scans of another version are scanned again (2: captions checked)
+SPARSE = ("stored as a GNU sparse file: its bytes are not one span of the tar (the holes are left out), and DALI "
+          "and fastdata read a member as the one span its header gives; re-create the tar without --sparse")
 
 
 class _Hashing:
@@ -52,6 +59,7 @@ class SampleScan:
     image_format: str = ""  # e.g. "jpeg", "jpeg-progressive", "png"
     label: int | None = None
     problem: str | None = None
+    caption: str | None = None  # why its caption member is unusable: a problem once the dataset is image_text
 
     @property
     def key(self) -> str:
@@ -59,11 +67,12 @@ class SampleScan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"members": [[m.ext, m.offset, m.size, m.name] for m in self.members], "image": self.image,
-                "format": self.image_format, "label": self.label, "problem": self.problem}
+                "format": self.image_format, "label": self.label, "problem": self.problem, "caption": self.caption}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleScan:
-        return cls([Member(*m) for m in d["members"]], d["image"], d["format"], d["label"], d["problem"])
+        return cls([Member(*m) for m in d["members"]], d["image"], d["format"], d["label"], d["problem"],
+                   d["caption"])
 
 
 @dataclass
@@ -113,16 +122,31 @@ def _image_format(data: bytes, *, max_pixels: int, decode: bool) -> tuple[str, s
                              f"of {max_pixels} (--max-pixels)")
             if decode:
                 im.load()
+    except UnidentifiedImageError:  # its message holds the address of a BytesIO: not for a manifest
+        return "", "not a readable image: no known image format signature"
     except Exception as exc:  # noqa: BLE001 - any failure to read the image is the finding
         return "", f"not a readable image: {type(exc).__name__}: {exc}"
     return fmt, None
 
 
 def _wanted_bytes(ext: str, size: int, decode: bool) -> int:
-    """How much of a member the scan reads: an image's header (all of it to decode), a label, nothing else."""
+    """How much of a member the scan reads: an image's header (all of it to decode), a label, a caption, nothing
+    else."""
     if ext.lower() in IMAGE_EXTS:
         return size if decode else min(size, HEADER_BYTES)
+    if ext == TEXT_MEMBER:
+        return min(size, MAX_CAPTION_BYTES)
     return min(size, LABEL_BYTES) if ext.lower() in LABEL_EXTS else 0
+
+
+def _caption(sample: SampleScan, data: dict[str, bytes]) -> str | None:
+    """Why the sample's caption member cannot be read as the loader reads it (None: usable, or no caption)."""
+    member = next((m for m in sample.members if m.ext == TEXT_MEMBER), None)
+    if member is None:
+        return None
+    if member.size > MAX_CAPTION_BYTES:
+        return f"its caption member is {member.size} bytes, more than a caption has ({MAX_CAPTION_BYTES})"
+    return caption_lines(data[TEXT_MEMBER])[1]
 
 
 def _label(data: bytes) -> tuple[int | None, str | None]:
@@ -131,7 +155,7 @@ def _label(data: bytes) -> tuple[int | None, str | None]:
 
 
 def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool) -> SampleScan:
-    if sample.problem is not None:  # a bad member name: nothing of it was read
+    if sample.problem is not None:  # a bad member name or a sparse member: nothing of it was read
         return sample
     exts = [m.ext for m in sample.members]
     twice = sorted({e for e in exts if exts.count(e) > 1})
@@ -147,6 +171,7 @@ def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, deco
     label_ext = next((e for e in exts if e.lower() in LABEL_EXTS), None)
     if sample.problem is None and label_ext is not None:
         sample.label, sample.problem = _label(data[label_ext])
+    sample.caption = _caption(sample, data)
     return sample
 
 
@@ -184,12 +209,13 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
                             scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode))
                         current, data = SampleScan([]), {}
                     current.members.append(member)
-                    why = unsafe_name(m.name) or (None if ext else "no extension after the key")
+                    why = unsafe_name(m.name) or (None if ext else "no extension after the key") or (
+                        SPARSE if m.issparse() else None)
                     if why and current.problem is None:
-                        current.problem = f"member name {m.name!r}: {why}"
+                        current.problem = f"member {m.name!r}: {why}"
                     wanted = _wanted_bytes(ext, m.size, decode)
-                    if wanted and not why:
-                        f = tar.extractfile(m)
+                    if not why:  # an empty member is b"" (an empty label or image is a finding, not a KeyError)
+                        f = tar.extractfile(m) if wanted else None
                         data[ext] = f.read(wanted) if f else b""
                 if current is not None:
                     scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode))

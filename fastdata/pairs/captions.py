@@ -9,7 +9,6 @@ batch when the shards hold none (adopted img2dataset shards) or were tokenized w
 
 from __future__ import annotations
 
-import io
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from fastdata.errors import ShardError
 from fastdata.images.draws import CAPTION_STREAM, integer_below, uniforms
 from fastdata.images.reader import RawSample
 from fastdata.manifest import Manifest
+from fastdata.pairs.members import caption_ids, caption_lines, ids_rule
 from fastdata.text.tokenizer import load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -55,23 +55,17 @@ def choose(num_captions: int, *, train: bool, seed: int, epoch: int, index: int)
 
 
 def _captions(raw: RawSample) -> list[str]:
-    try:
-        lines = [c for c in bytes(raw.extra[0]).decode("utf-8").splitlines() if c.strip()]
-    except UnicodeDecodeError as exc:
-        raise ShardError(f"sample {raw.key} in {raw.shard}: its caption is not UTF-8 text ({exc})") from exc
-    if not lines:
-        raise ShardError(f"sample {raw.key} in {raw.shard} has an empty caption")
+    lines, problem = caption_lines(bytes(raw.extra[0]))
+    if problem is not None:
+        raise ShardError(f"sample {raw.key} in {raw.shard}: {problem}")
     return lines
 
 
-def _stored_ids(raw: RawSample, choice: int, fill: int) -> list[int]:
-    try:
-        arr = np.load(io.BytesIO(raw.extra[1]), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise ShardError(f"sample {raw.key} in {raw.shard}: its token ids are not a readable .npy ({exc})") from exc
-    if arr.ndim != 2 or arr.dtype.kind not in "iu" or choice >= arr.shape[0]:
-        raise ShardError(f"sample {raw.key} in {raw.shard}: token ids of shape {arr.shape} and dtype {arr.dtype} "
-                         f"do not match its captions (an int array [captions, length])")
+def _stored_ids(raw: RawSample, captions: int, choice: int, fill: int, vocab_size: int) -> list[int]:
+    """The ids of caption `choice` of a sample with `captions` captions (members.py checks them all)."""
+    arr, problem = caption_ids(bytes(raw.extra[1]), captions, fill=fill, vocab_size=vocab_size)
+    if arr is None:
+        raise ShardError(f"sample {raw.key} in {raw.shard}: {problem}")
     row = arr[choice]
     return row[row != fill].tolist()
 
@@ -85,7 +79,7 @@ class CaptionBatcher:
                  device: torch.device) -> None:
         self.options, self.train, self.seed, self.device = options, train, seed, device
         info = manifest.extra.get("tokenizer") or {}
-        self._fill = int(manifest.extra.get("ids_fill", -1))
+        self._fill, self._vocab = ids_rule(manifest.extra)
         self._tokenizer = None
         self._stored = manifest.ids_member is not None
         self.pad_id = int(info.get("pad_id") or 0)
@@ -112,7 +106,7 @@ class CaptionBatcher:
             captions = _captions(raw)
             c = choose(len(captions), train=self.train, seed=self.seed, epoch=epoch, index=raw.index)
             texts.append(captions[c])
-            rows.append(_stored_ids(raw, c, self._fill) if self._stored else [])
+            rows.append(_stored_ids(raw, len(captions), c, self._fill, self._vocab) if self._stored else [])
         out: dict[str, Any] = {}
         if self._tokenizer is not None:
             real = [i for i, raw in enumerate(raws) if raw is not None]

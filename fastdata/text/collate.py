@@ -24,6 +24,7 @@ def collate_padded(store: TokenStore, index: np.ndarray, *, pad_id: int, multipl
     for row, i in enumerate(index.tolist()):
         n = store.lengths[i]
         ids[row, :n] = store.ids(i)
+    store.check_vocabulary(ids, index.tolist())
     mask = (np.arange(width)[None, :] < lengths[:, None]).astype(np.int64)
     out = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask),
            "lengths": torch.from_numpy(lengths.astype(np.int64))}
@@ -73,6 +74,7 @@ def collate_packed(store: TokenStore, stream: PackedStream, rows: np.ndarray, *,
         if stream.append_eos[j]:
             parts.append(eos)
     flat = np.concatenate(parts).astype(np.int64)
+    store.check_vocabulary(flat, (int(stream.order[j]) for j in range(k0, k1)))
     ids = np.where(valid, flat[np.where(valid, t - stream.begins[k0], 0)], pad_id)
     pos = np.where(valid, t - stream.begins[k], 0)
     new = np.ones_like(valid)

@@ -4,6 +4,7 @@ arrays, and each sequence's ids as a zero-copy view into the mapped file."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,6 +13,7 @@ from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 from fastdata.shard_columns import check_token_columns, check_values
+from fastdata.text.tokenizer import outside_vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,7 @@ class TokenStore:
     columns: tuple[BinaryColumn, ...]  # per record batch: where its ids lie in the shard file
     dtypes: tuple[np.dtype, ...]  # per record batch: the dtype of its ids
     files: tuple[ArrowFile, ...]  # keep the shards open as long as the store
+    vocab_size: int | None = None  # the tokenizer's, from the manifest: each batch's ids are checked against it
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -38,6 +41,19 @@ class TokenStore:
         start, n = int(self.start[i]), int(self.lengths[i])
         data = col.file.read(col.data_offset + start * col.itemsize, n * col.itemsize)
         return np.frombuffer(data, dtype=self.dtypes[self.segment[i]])
+
+    def check_vocabulary(self, batch: np.ndarray, sequences: Iterable[int]) -> None:
+        """A ShardError naming the shard of the first of `sequences` that holds an id outside the tokenizer's
+        vocabulary, when `batch` (their ids, padding included) holds one: one reduction per batch, not per sequence
+        (a forged or damaged shard's id would otherwise index past the model's embedding table)."""
+        if outside_vocabulary(batch, self.vocab_size) is None:
+            return
+        for i in sequences:
+            bad = outside_vocabulary(self.ids(i), self.vocab_size)
+            if bad is not None:
+                path = self.columns[self.segment[i]].file.path
+                raise ShardError(f"shard {path}: a sequence holds token id {bad}, outside the tokenizer's vocabulary "
+                                 f"(0..{self.vocab_size - 1}) in the manifest; re-run `fastdata convert`")
 
     def last_ids(self) -> np.ndarray:
         """The last token of every sequence (-1 for an empty one)."""
@@ -86,7 +102,7 @@ def open_store(view: DatasetView) -> TokenStore:
     return TokenStore(
         lengths=np.concatenate(lengths), labels=np.concatenate(labels) if labels else None,
         segment=np.concatenate(segment), start=np.concatenate(start), columns=tuple(columns), dtypes=tuple(dtypes),
-        files=tuple(files),
+        files=tuple(files), vocab_size=(view.manifest.extra.get("tokenizer") or {}).get("vocab_size"),
     )
 
 
@@ -110,4 +126,5 @@ def merge_stores(stores: list[TokenStore], label_maps: tuple[np.ndarray, ...]) -
                       start=np.concatenate([s.start for s in stores]),
                       columns=tuple(c for s in stores for c in s.columns),
                       dtypes=tuple(d for s in stores for d in s.dtypes),
-                      files=tuple(f for s in stores for f in s.files))
+                      files=tuple(f for s in stores for f in s.files),
+                      vocab_size=min((s.vocab_size for s in stores if s.vocab_size is not None), default=None))

@@ -1,5 +1,6 @@
 """Loading a Hugging Face `tokenizers` file the same way at conversion and at load time: no padding, truncated
-only to `max_length`, and the special-token ids found by their usual names."""
+only to `max_length`, and the special-token ids found by their usual names; and the check that stored ids are ids
+the tokenizer can have made (within its vocabulary)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import hashlib
 import json
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from fastdata.errors import FastdataError, require
 
@@ -56,3 +59,16 @@ def load_tokenizer(path: str | Path, *, max_length: int | None = None) -> tuple[
         raise FastdataError(f"cannot read tokenizer file {path}: {exc}") from exc
     tok = build_tokenizer(text, where=str(path), max_length=max_length)
     return tok, hashlib.sha256(text.encode("utf-8")).hexdigest(), pad_id(tok, text)
+
+
+def outside_vocabulary(ids: np.ndarray, vocab_size: int | None) -> int | None:
+    """The first of `ids` (integers) outside 0..vocab_size-1, None when all lie inside or no size is known.
+
+    One reduction in the common case: viewed as unsigned, a negative id is larger than any vocabulary."""
+    if vocab_size is None or not ids.size:
+        return None
+    if not ids.dtype.isnative:  # a forged .npy may be big-endian
+        ids = ids.astype(ids.dtype.newbyteorder("="))
+    if int(ids.view(f"u{ids.dtype.itemsize}").max()) < vocab_size:
+        return None
+    return int(ids.flat[np.flatnonzero((ids < 0) | (ids >= vocab_size))[0]])
