@@ -232,7 +232,8 @@ def test_stored_ids_that_do_not_fit_are_shard_errors(ids, captions):
 
     raw = RawSample(data=b"", label=-1, key="k", shard=Path("s.tar"), extra=(b"a\nb", npy_bytes(ids)), index=0)
     with pytest.raises(ShardError, match=rf"^sample k in s.tar: token ids of shape {re.escape(str(ids.shape))} and "
-                                         rf"dtype {ids.dtype} do not match its captions \({captions}; "):
+                                         rf"dtype {ids.dtype} do not match its captions \({captions}; an int array "
+                                         r"\[captions, length\]\)$"):
         _stored_ids(raw, captions, 0, -1, 2**63)
     if ids.ndim == 2 and ids.dtype.kind == "i":  # one row for one caption fits
         assert _stored_ids(raw, 1, 0, -1, 2**63) == [1, 2]

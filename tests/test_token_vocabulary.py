@@ -31,6 +31,7 @@ VOCAB = 30522  # bert-base-uncased, the tokenizer of the fortunes fixture and of
     (np.array([0, VOCAB, 7, 65535], dtype=np.uint16), VOCAB, VOCAB),
     (np.array([3, -2, 40000], dtype=np.int32), VOCAB, -2),
     (np.array([[1, 2], [3, 99]], dtype=">i4"), 50, 99),  # big-endian, two dimensions
+    (np.array([2**24, 2**25], dtype=">i4"), 50, 2**24),  # big-endian, read as little-endian: 1 and 2
     (np.array([2**64 - 1], dtype=np.uint64), 2**63, 2**64 - 1),
     (np.array([-1], dtype=np.int8), 100, -1),
     (np.array([], dtype=np.int32), 1, None),
@@ -38,6 +39,14 @@ VOCAB = 30522  # bert-base-uncased, the tokenizer of the fortunes fixture and of
 ])
 def test_outside_vocabulary_names_the_first_id_outside(ids, vocab, first):
     assert outside_vocabulary(ids, vocab) == first
+
+
+def test_the_ids_rule_of_a_manifest_reads_its_fill_and_vocabulary():
+    from fastdata.pairs.members import ids_rule
+
+    assert ids_rule({}) == (-1, 2**63)
+    assert ids_rule({"ids_fill": 7, "tokenizer": {"vocab_size": 100}}) == (7, 100)
+    assert ids_rule({"tokenizer": {"pad_id": 0}}) == (-1, 2**63)
 
 
 def _forge_id(root: Path, row: int, value: int) -> Path:
