@@ -5,6 +5,7 @@ once, into the files they name, in a stable order."""
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -13,6 +14,9 @@ from pathlib import Path
 from fastdata.errors import ManifestError
 
 _BRACE = re.compile(r"\{[^{}]*(\.\.|,)[^{}]*\}")
+_INT_RANGE = re.compile(r"\{(-?\d+)\.\.(-?\d+)(?:\.\.-?(\d+))?\}")
+_LIST = re.compile(r"\{([^{}]*,[^{}]*)\}")
+MAX_NAMES = 1_000_000  # files one brace pattern may name (the largest public WebDataset sets have ~250k shards)
 
 Spec = str | Path | Sequence[str | Path]
 
@@ -29,12 +33,31 @@ def is_pattern(text: str) -> bool:
     return is_glob(text) or is_brace(text)
 
 
+def _range_size(start: str, end: str, step: str) -> int:
+    if max(len(start), len(end)) > 18:  # past any shard count (and int()'s digit limit further on)
+        return MAX_NAMES + 1
+    stride = int(step) if step and len(step) <= 18 else (MAX_NAMES + 1 if step else 1)
+    return abs(int(end) - int(start)) // max(stride, 1) + 1
+
+
+def _range_sizes(text: str) -> int:
+    """The product of the sizes of the innermost brace groups of a pattern (a range's length, a list's items): the
+    files it names, or more when groups nest as alternatives (`{a{0..9},b{0..9}}`); counted before braceexpand
+    builds them."""
+    sizes = [_range_size(*found) for found in _INT_RANGE.findall(text)]
+    sizes += [group.count(",") + 1 for group in _LIST.findall(text)]
+    return math.prod(sizes)
+
+
 def expand_pattern(text: str) -> list[Path]:
     """The files a glob and/or brace pattern names; ManifestError when it names none or a missing file."""
     names = [text]
     if is_brace(text):
         from braceexpand import braceexpand
 
+        if _range_sizes(text) > MAX_NAMES:  # braceexpand builds every range whole: '{0..999999999}' is a typo
+            raise ManifestError(f"the pattern {text!r} names more than {MAX_NAMES:,} files; check the range (a "
+                                "digit too many?)")
         names = list(braceexpand(text))
     found: list[Path] = []
     missing = []

@@ -36,13 +36,17 @@ IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, n
 
 
 def _members(path: Path) -> dict[int, tuple[str, int]]:
-    """offset of data -> (name, size) of every regular member of the tar (headers only); a GNU sparse member is
-    left out: its bytes are not the one span its header gives (what the index and the loaders read)."""
+    """offset of data -> (name, size) of every regular member of the tar (headers only) up to any damage (`fastdata
+    index` indexes the samples before a damaged end, and so does the index checked against this); a GNU sparse
+    member is left out: its bytes are not the one span its header gives (what the index and the loaders read)."""
     out: dict[int, tuple[str, int]] = {}
     with tarfile.open(path, mode="r:") as tar:
-        for m in tar:
-            if m.isreg() and not m.issparse():
-                out[m.offset_data] = (m.name, m.size)
+        try:
+            for m in tar:
+                if m.isreg() and not m.issparse():
+                    out[m.offset_data] = (m.name, m.size)
+        except (tarfile.TarError, EOFError):  # a damaged end: an index entry past it is named as missing
+            log.debug("%s: tar headers unreadable after %d members", path, len(out))
     return out
 
 

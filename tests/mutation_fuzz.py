@@ -1,6 +1,7 @@
 """Seeded input-mutation fuzzing of everything fastdata reads from outside: JPEG and PNG files at conversion
-and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards, DICOM
-files, text corpora (plain, JSON Lines, gzip), manifests and loader states.
+and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards, image-text
+shards, tars from other tools (`fastdata index`, whose result `verify` must find clean), DICOM files, text
+corpora (plain, JSON Lines, gzip), captions files and labels CSVs, manifests and loader states.
 
 The oracle: a mutated input is converted, rejected with a reason, or refused with a fastdata error
 (a ValueError for a state); any other exception, a crash of the interpreter or a hang (--case-timeout)
@@ -103,6 +104,29 @@ class Context:
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
                       ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20))]
+        from conftest_adopt import encoded, raw_tar
+        from conftest_pairs import convert_pairs, make_pair_tree
+
+        make_pair_tree(work / "pair-src", 6, captions=2)
+        convert_pairs(work / "pair-src", work / "pairs", tokenizer=str(TOKENIZER), samples_per_shard=3)
+        jpg = encoded("JPEG", size=(40, 32))
+        self.foreign = {
+            "labeled": raw_tar(work / "labeled.tar", [m for i in range(4) for m in
+                                                      ((f"s{i}.jpg", jpg), (f"s{i}.cls", str(i % 2).encode()))]),
+            "captioned": raw_tar(work / "captioned.tar", [m for i in range(4) for m in
+                                                          ((f"s{i}.jpg", jpg), (f"s{i}.txt", f"photo {i}".encode()),
+                                                           (f"s{i}.json", b'{"w": 40}'))]),
+        }
+        self.tables = [  # captions files of every format and a labels CSV, as users write them
+            ("captions.csv", b"file,caption\nimg_000.jpg,a cat on a mat\nimg_001.jpg,\"two, dogs\"\n"),
+            ("captions.tsv", b"file\tcaption\nimg_000.jpg\ta cat\n"),
+            ("captions.jsonl", b'{"file": "img_000.jpg", "caption": "a cat"}\n{"file": "b.jpg", "caption": "x"}\n'),
+            ("captions.json", json.dumps({"images": [{"id": 1, "file_name": "img_000.jpg"}, {"id": 2, "file_name":
+                                         "b.jpg"}], "annotations": [{"image_id": 1, "caption": "a cat"},
+                                                                    {"image_id": 2, "caption": "b"}]}).encode()),
+            ("captions.parquet", _parquet({"file": ["img_000.jpg", "b.jpg"], "caption": ["a cat", "b"]})),
+            ("labels.csv", "filename,class\nimg_0.jpg,cat\nimg_1.jpg,chien \u00e9\n".encode()),
+        ]
         self.case_dir = work / "case"
 
     def fresh(self, name: str) -> Path:
@@ -110,6 +134,15 @@ class Context:
         shutil.rmtree(self.case_dir, ignore_errors=True)
         shutil.copytree(self.work / name, self.case_dir)
         return self.case_dir
+
+
+def _parquet(columns: dict[str, list[str]]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink)
+    return sink.getvalue().to_pybytes()
 
 
 def _gzip(data: bytes) -> bytes:
@@ -205,6 +238,49 @@ def _arrow_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     return f"{label}/{shard}: {what}"
 
 
+def _pairs_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
+    import fastdata
+    from fastdata.verify import verify_dataset
+
+    ds = ctx.fresh("pairs")
+    shard = "train-000000.tar"
+    data, what = mutate_bytes(rng, (ds / shard).read_bytes(), (tar_size_field, text_number))
+    (ds / shard).write_bytes(data)
+    _fix_size(ds, shard, 0.8, rng)
+    _expect(lambda: verify_dataset(ds), step="pairs verify")
+    for train in (True, False):
+        _expect(lambda train=train: _epoch(fastdata.loader(ds, batch_size=2, image_size=32, train=train,
+                                                           backend="kornia", device="cpu", num_threads=1)),
+                step="pairs epoch")
+    return f"pairs/{shard}: {what}"
+
+
+def _foreign_tar(ctx: Context, rng: random.Random, label: str, tar: Path) -> str:
+    """A tar from another tool, mutated, then `fastdata index`: what it indexes, `verify` must find clean."""
+    import fastdata
+    from converters.adopt import AdoptOptions, adopt
+    from fastdata.verify import verify_dataset
+
+    shutil.rmtree(ctx.case_dir, ignore_errors=True)
+    ctx.case_dir.mkdir()
+    data, what = mutate_bytes(rng, tar.read_bytes(), (tar_size_field, text_number))
+    (ctx.case_dir / "a.tar").write_bytes(data)
+    try:
+        adopt(ctx.case_dir, options=AdoptOptions(jobs=1))
+    except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
+        if not _allowed(exc):
+            raise Finding(f"index: {type(exc).__name__}: {exc}") from exc
+        OUTCOMES[("adopt", f"refused: {type(exc).__name__}")] += 1
+        return f"{label}: {what} (refused)"
+    OUTCOMES[("adopt", "ran")] += 1
+    problems = verify_dataset(ctx.case_dir)
+    if problems:
+        raise Finding(f"verify disagrees with what index accepted: {problems[:3]}")
+    _expect(lambda: _epoch(fastdata.loader(ctx.case_dir, batch_size=2, image_size=32, train=False,
+                                           backend="kornia", device="cpu", num_threads=1)), step="adopted epoch")
+    return f"{label}: {what}"
+
+
 def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     import fastdata
 
@@ -254,6 +330,22 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     documents = list(read_documents(path, opts))  # every problem is a Reject, never an exception
     if not all(isinstance(where, str) for where, _ in documents):
         raise Finding("a document without a location")
+    return f"{name}: {what}"
+
+
+def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
+    """A captions file or a labels CSV, mutated (as bytes, or as JSON values): rows, or a ConvertError."""
+    from converters.image_text.captions import read_captions
+    from converters.images.discover import _read_labels
+
+    if name.endswith(".json") and rng.random() < 0.5:
+        doc, what = mutate_json(rng, json.loads(data))
+        data = dumps(doc).encode()
+    else:
+        data, what = mutate_bytes(rng, data, (text_number,))
+    path = ctx.work / name
+    path.write_bytes(data)
+    _expect(lambda: _read_labels(path) if name == "labels.csv" else read_captions(path), step=f"{name} read")
     return f"{name}: {what}"
 
 
@@ -307,9 +399,12 @@ def targets(ctx: Context) -> list[Target]:
         Target("arrow", lambda: [("arrow", None), ("tokens", None)],
                lambda r, label, d: _arrow_shard(ctx, r, label, d)),
         Target("volume", lambda: [("volume", None)], lambda r, label, d: _volume_shard(ctx, r, label, d)),
+        Target("pairs", lambda: [("pairs", None)], lambda r, label, d: _pairs_shard(ctx, r, label, d)),
+        Target("adopt", lambda: list(ctx.foreign.items()), lambda r, label, p: _foreign_tar(ctx, r, label, p)),
         Target("dicom", lambda: [(p.name, p) for p in ctx.dicom_files],
                lambda r, label, p: _dicom_file(ctx, r, label, p)),
         Target("text", lambda: ctx.texts, lambda r, label, d: _text_file(ctx, r, label, d)),
+        Target("tables", lambda: ctx.tables, lambda r, label, d: _table_file(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
         Target("state", lambda: [

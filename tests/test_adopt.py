@@ -336,3 +336,17 @@ def test_an_empty_label_or_image_member_rejects_its_sample_not_the_whole_tar(tmp
         ("a.tar:d", "not a readable image: no known image format signature"),
     ]
     assert result.manifest.num_samples == 1
+
+
+def test_verify_agrees_with_index_on_a_tar_with_a_damaged_end(tmp_path: Path):
+    """index keeps the samples before a damaged end; verify used to call the whole tar unreadable (found by the
+    `adopt` target of `make fuzz`, seed 1)."""
+    jpg = encoded("JPEG")
+    good = raw_tar(tmp_path / "t" / "a.tar", [m for i in range(4) for m in ((f"k{i}.jpg", jpg), (f"k{i}.cls", b"1"))])
+    data = good.read_bytes()
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "a.tar").write_bytes(data[:len(data) // 2 + 600])
+    result = adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    assert 0 < result.manifest.num_samples < 4
+    assert any("damaged or truncated tar" in r["reason"] for r in result.rejected)
+    assert verify_dataset(tmp_path / "s") == []

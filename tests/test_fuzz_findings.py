@@ -197,3 +197,35 @@ def test_a_modality_of_an_unknown_value_representation_is_a_recorded_rejection(t
     reasons = list(reasons_by_path(result).values())
     bad = files[0].relative_to(tmp_path / "src").as_posix()
     assert reasons == [f"{bad}: malformed Modality attribute (NotImplementedError)"]
+
+
+@pytest.mark.parametrize("data", [
+    b"filename,class\na.jpg,cat\nb.jpg,d\xffog\n",  # not UTF-8 (a spreadsheet saved as Latin-1)
+    b"a.jpg," + b"x" * 200_000 + b"\n",  # a field past csv's size limit
+])
+def test_a_labels_csv_that_is_not_utf8_csv_is_a_convert_error(tmp_path, data):
+    """Found by the `tables` target of `make fuzz` (seed 5): UnicodeDecodeError / csv.Error escaped convert."""
+    from converters.images.discover import _read_labels
+    from fastdata.errors import ConvertError
+
+    (tmp_path / "labels.csv").write_bytes(data)
+    with pytest.raises(ConvertError, match=f"cannot read labels file {tmp_path / 'labels.csv'}: .*; save it as UTF-8 "
+                                           "CSV$"):
+        _read_labels(tmp_path / "labels.csv")
+
+
+@pytest.mark.parametrize("change", [
+    lambda doc: doc["annotations"][0].__setitem__("image_id", [1]),
+    lambda doc: doc["annotations"][0].__setitem__("image_id", {"id": 1}),
+    lambda doc: doc["images"][0].__setitem__("id", [1]),
+])
+def test_coco_ids_of_another_json_type_name_no_image(tmp_path, change):
+    """Found by the `tables` target of `make fuzz` (seed 5): a list or object id raised TypeError (unhashable)."""
+    from converters.image_text.captions import read_captions
+
+    doc = {"images": [{"id": 1, "file_name": "a.jpg"}, {"id": 2, "file_name": "b.jpg"}],
+           "annotations": [{"image_id": 1, "caption": "a cat"}, {"image_id": 2, "caption": "a dog"}]}
+    change(doc)
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    rows = read_captions(tmp_path / "c.json")
+    assert [(r.path, r.caption) for r in rows] == [("", "a cat"), ("b.jpg", "a dog")]

@@ -93,16 +93,17 @@ def _coco_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
     if not isinstance(images, list) or not isinstance(annotations, list):
         raise ConvertError(f"{path} is JSON but not a COCO captions file (it needs 'images' and 'annotations' "
                            "lists); for a table of captions use CSV, TSV, JSON Lines or Parquet")
-    names: dict[Any, str] = {}
+    names: dict[int | str, str] = {}  # an id of another JSON type (a list, an object) names no image
     for im in images:
-        if isinstance(im, dict) and isinstance(im.get("file_name"), str):
-            names[im.get("id")] = im["file_name"]
+        if isinstance(im, dict) and isinstance(im.get("file_name"), str) and isinstance(im.get("id"), int | str):
+            names[im["id"]] = im["file_name"]
     rows = []
     for i, ann in enumerate(annotations):
         ann = ann if isinstance(ann, dict) else {}
         image_id = ann.get("image_id")
-        where = f"{path.name}:annotation {i} (image_id {image_id!r})"
-        rows.append(CaptionRow(names.get(image_id, ""), _text(ann.get("caption")), where))
+        where = f"{path.name}:annotation {i} (image_id {repr(image_id)[:40]})"
+        name = names.get(image_id, "") if isinstance(image_id, int | str) else ""
+        rows.append(CaptionRow(name, _text(ann.get("caption")), where))
     return rows
 
 

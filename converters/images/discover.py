@@ -55,17 +55,20 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
     where: dict[str, int] = {}
-    with open(csv_path, newline="", encoding="utf-8-sig") as f:
-        for lineno, row in enumerate(csv.reader(f), 1):
-            if not row or (lineno == 1 and _is_header(row)):
-                continue
-            if len(row) < 2 or not row[0].strip() or not row[1].strip():
-                raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
-            name = row[0].strip()
-            if name in labels:
-                raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line {where[name]}); "
-                                   "each file has one label: remove the duplicate row")
-            labels[name], where[name] = row[1].strip(), lineno
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:
+            for lineno, row in enumerate(csv.reader(f), 1):
+                if not row or (lineno == 1 and _is_header(row)):
+                    continue
+                if len(row) < 2 or not row[0].strip() or not row[1].strip():
+                    raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
+                name = row[0].strip()
+                if name in labels:
+                    raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
+                                       f"{where[name]}); each file has one label: remove the duplicate row")
+                labels[name], where[name] = row[1].strip(), lineno
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
+        raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
     return labels

@@ -9,11 +9,11 @@ none is refused. An ids member (`ids.npy`, converted with a tokenizer) holds an 
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import numpy as np
 
+from fastdata.npy import load_npy
 from fastdata.text.tokenizer import outside_vocabulary
 
 MAX_CAPTION_BYTES = 1 << 20  # `fastdata index` and `verify` read at most this much of a caption member
@@ -32,8 +32,8 @@ def caption_lines(data: bytes) -> tuple[list[str], str | None]:
 def caption_ids(data: bytes, captions: int, *, fill: int, vocab_size: int) -> tuple[np.ndarray | None, str | None]:
     """(the ids array of a sample with `captions` captions, None) or (None, why it cannot be used)."""
     try:
-        arr = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+        arr = load_npy(data)
+    except ValueError as exc:
         return None, f"its token ids are not a readable .npy ({exc})"
     if arr.ndim != 2 or arr.dtype.kind not in "iu" or arr.shape[0] < captions:
         return None, (f"token ids of shape {arr.shape} and dtype {arr.dtype} do not match its captions ({captions}; "

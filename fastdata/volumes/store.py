@@ -7,7 +7,6 @@ Nothing is extracted to disk and nothing is unpickled: `.npy` members are read w
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import tarfile
@@ -20,6 +19,7 @@ import numpy as np
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
 from fastdata.json_text import BadJSON, parse_json
+from fastdata.npy import MAX_HEADER_BYTES, check_fills, load_npy, npy_header
 from fastdata.wds_index import split_name
 
 
@@ -54,28 +54,23 @@ def _read_at(path: Path, offset: int, size: int) -> bytes:
 
 
 MAX_JSON_BYTES = 1 << 20  # a sample's metadata is a few hundred bytes; a larger member is not ours
-NPY_HEADER_BYTES = 4096  # the npy header (magic, version, dict, padding) is far smaller
 
 
 def _npy_header(path: Path, key: str, offset: int, size: int) -> tuple[tuple[int, ...], np.dtype, int]:
-    """(shape, dtype, header length) of an npy member, read from its header alone; ShardError unless the
-    header is a plain numeric 2D/3D array whose data fills the member exactly."""
-    head = io.BytesIO(_read_at(path, offset, min(size, NPY_HEADER_BYTES)))
+    """(shape, dtype, header length) of an npy member, read from its header alone (fastdata/npy.py); ShardError
+    unless the header is a plain numeric 2D/3D array whose data fills the member exactly."""
     try:
-        version = np.lib.format.read_magic(head)
-        read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
-        if read is None:
-            raise ValueError(f"npy format version {version} is not 1.0 or 2.0")
-        shape, fortran, dtype = read(head, max_header_size=NPY_HEADER_BYTES)
-    except Exception as exc:  # noqa: BLE001 - numpy parses the header with ast; ValueError, SyntaxError or TokenError: a bad header
-        raise ShardError(f"sample {key} in {path} has an unreadable npy header: {exc}") from exc
-    if dtype.kind not in "iuf" or dtype.hasobject or len(shape) not in (2, 3) or fortran:
+        shape, dtype, fortran, start = npy_header(_read_at(path, offset, min(size, MAX_HEADER_BYTES)))
+    except ValueError as exc:
+        raise ShardError(f"sample {key} in {path}: {exc}") from exc
+    if dtype.kind not in "iuf" or len(shape) not in (2, 3) or fortran:
         raise ShardError(f"sample {key} in {path}: expected a 2D or 3D numeric C-order array, got {dtype} with "
                          f"shape {list(shape)}")
-    if head.tell() + math.prod(shape) * dtype.itemsize != size:
-        raise ShardError(f"sample {key} in {path}: its npy member holds {size} bytes, not what the header's "
-                         f"{dtype} {list(shape)} needs")
-    return tuple(int(v) for v in shape), dtype, head.tell()
+    try:
+        check_fills(shape, dtype, start, size)
+    except ValueError as exc:
+        raise ShardError(f"sample {key} in {path}: {exc}") from exc
+    return shape, dtype, start
 
 
 def _checked_meta(path: Path, key: str, meta: Any, shape: tuple[int, ...]) -> dict[str, Any]:
@@ -141,8 +136,8 @@ class VolumeStore:
     def read(self, index: int) -> np.ndarray:
         """The volume as an int16 (D, H, W) array (2D images get D = 1)."""
         e = self.entries[index]
-        try:
-            arr = np.load(io.BytesIO(_read_at(e.shard, *e.npy)), allow_pickle=False)
+        try:  # checked again: the file may have changed since it was opened
+            arr = load_npy(_read_at(e.shard, *e.npy)).copy()  # writable, as np.load's was
         except ValueError as exc:
             raise ShardError(f"sample {e.key} in {e.shard} has an unreadable npy member: {exc}") from exc
         if arr.dtype.kind not in "iuf" or list(arr.shape) != e.meta["shape"]:  # the file changed since indexing
