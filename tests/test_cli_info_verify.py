@@ -68,3 +68,31 @@ def test_missing_manifest_and_bad_version_are_clear(dataset: Path, tmp_path: Pat
     (tmp_path / "empty").mkdir()
     assert cli(["verify", str(tmp_path / "empty")]) == 2
     assert "no manifest.json" in capsys.readouterr().err
+
+
+ESC = "\x1b]0;owned\x07\x1b[2J"  # retitle the terminal, clear the screen
+
+
+def test_info_and_verify_show_text_from_the_shards_with_control_characters_escaped(dataset: Path, capsys) -> None:
+    """Class names, stats, preprocessing and extras come from whoever wrote the manifest, and verify's problems
+    name keys from the index: printed raw, an escape sequence in them drove the user's terminal."""
+    path = dataset / MANIFEST_NAME
+    m = json.loads(path.read_text())
+    m["classes"][0] += ESC
+    m["preprocessing"]["quality"] = ESC
+    m["splits"]["train"]["stats"]["note"] = ESC
+    m["extra"]["origin"] = ESC
+    path.write_text(json.dumps(m))
+    assert cli(["info", str(dataset), "--rejected"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert out.count("\\x1b]0;owned\\x07\\x1b[2J") == 4
+    idx = dataset / "train-000000.idx"
+    lines = idx.read_text().splitlines()
+    first = lines[1].split()
+    key = first[3].partition(".")[0]
+    lines[1] = " ".join(f.replace(key, key + "\x1b[2J") if i % 4 == 3 else f for i, f in enumerate(first))
+    idx.write_text("\n".join(lines) + "\n")
+    assert cli(["verify", str(dataset)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and f"sample {key}\\x1b[2J" in out

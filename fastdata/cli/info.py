@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fastdata.cli.format import human_bytes, printable, reason_summary
 from fastdata.numerals import parse_int
+
+if TYPE_CHECKING:
+    from fastdata.manifest import Manifest
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,31 +38,35 @@ def run(args: argparse.Namespace) -> int:
 
     m = read_any_manifest(args.dataset)
     if args.json:
-        print(json.dumps(m.to_dict(), indent=1))
+        print(json.dumps(m.to_dict(), indent=1))  # JSON escapes every control character
         return 0
-    print(f"{args.dataset}: {m.kind} dataset, {m.shard_format} shards, format v{m.format_version}, "
-          f"written by fastdata {m.tool_version}")
+    for line in _lines(args, m):
+        print(printable(line))  # class names, stats, reasons: text from whoever wrote the manifest
+    return 0
+
+
+def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
+    yield (f"{args.dataset}: {m.kind} dataset, {m.shard_format} shards, format v{m.format_version}, "
+           f"written by fastdata {m.tool_version}")
     if m.shard_root is not None:
-        print(f"shards in: {printable(m.shard_root)} (relative to {args.dataset})")
-    print(f"{'split':10s} {'samples':>9s} {'shards':>7s} {'bytes':>11s}")
+        yield f"shards in: {m.shard_root} (relative to {args.dataset})"
+    yield f"{'split':10s} {'samples':>9s} {'shards':>7s} {'bytes':>11s}"
     for name, s in sorted(m.splits.items()):
-        print(f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}")
+        yield f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}"
         for key, value in sorted(s.stats.items()):
-            print(f"{'':10s} {key}: {_render(value)}")
+            yield f"{'':10s} {key}: {_render(value)}"
     if m.classes:
         shown = ", ".join(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
-        print(f"classes ({len(m.classes)}): {shown}")
-    print("preprocessing: " + ", ".join(f"{k}={v}" for k, v in sorted(m.preprocessing.items())))
+        yield f"classes ({len(m.classes)}): {shown}"
+    yield "preprocessing: " + ", ".join(f"{k}={v}" for k, v in sorted(m.preprocessing.items()))
     for key, value in sorted(m.extra.items()):
         if key not in ("members",):
             text = json.dumps(value) if isinstance(value, dict | list) else str(value)
-            print(f"{key}: {text[:200]}")
-    print(f"rejected inputs: {len(m.rejected)}")
+            yield f"{key}: {text[:200]}"
+    yield f"rejected inputs: {len(m.rejected)}"
     if args.rejected:
         for r in m.rejected:
-            print(f"  [{printable(r.get('split', ''))}] {printable(r.get('source', ''))}: "
-                  f"{printable(r.get('reason', ''))}")
+            yield f"  [{r.get('split', '')}] {r.get('source', '')}: {r.get('reason', '')}"
     else:
         for line in reason_summary(list(m.rejected)):
-            print(f"  {line}")
-    return 0
+            yield f"  {line}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from fastdata.cli.format import printable
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="re-read every shard and check it against the manifest")
@@ -18,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     manifest = read_any_manifest(args.dataset)
     problems = verify_dataset(args.dataset, decode=args.decode)
     for line in problems:
-        print(line)
+        print(printable(line))  # member names and keys come from the shards: no escape sequence reaches the terminal
     shards = sum(len(s.shards) for s in manifest.splits.values())
     if problems:
         print(f"FAILED: {len(problems)} problem(s) in {args.dataset}")
