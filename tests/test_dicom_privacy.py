@@ -175,3 +175,22 @@ def test_burned_in_annotation_is_rejected_unless_allowed(tmp_path: Path) -> None
 
     reasons = {r.reason for r in discover_dicom(tmp_path / "src").rejected}
     assert len(reasons) == 1 and next(iter(reasons)).startswith("BurnedInAnnotation YES")
+
+
+@pytest.mark.parametrize("keep_phi", [False, True])
+def test_pydicom_never_prints_or_logs_an_invalid_identifier(tmp_path: Path, caplog, capfd, recwarn,
+                                                            keep_phi: bool) -> None:
+    """pydicom warns and logs a value it finds invalid for its VR with the value itself: a SeriesInstanceUID with a
+    letter in it went to the terminal and the logs of a de-identified conversion, four times a series."""
+    uid = "1.2.840.99.7"
+    files = write_phantom(tmp_path / "src" / "a", Phantom(series_uid=uid, slices=4), seed=0)
+    secret = "1.2.840.99.X"  # a letter: not a valid UI (and as long as the UID it replaces)
+    for f in files:
+        f.write_bytes(f.read_bytes().replace(uid.encode(), secret.encode()))
+    assert secret.encode() in files[0].read_bytes()
+    with caplog.at_level(logging.DEBUG):
+        result = convert_dicom(tmp_path / "src", tmp_path / "out", keep_phi=keep_phi)
+    assert result.manifest.num_samples == 1
+    out, err = capfd.readouterr()
+    shown = out + err + caplog.text + "".join(str(w.message) for w in recwarn)
+    assert secret not in shown and "Invalid value for VR UI" not in shown

@@ -9,7 +9,14 @@ from typing import Any
 
 from converters.dicom.discover import SeriesFiles, discover_dicom, read_header
 from converters.dicom.options import DEFAULT_MAX_VOXELS, DEFAULT_SALT_ENV, DicomOptions, parse_spacing
-from converters.dicom.privacy import PHI_KEYWORDS, file_name, note_random_salt, series_name, warn_keep_phi
+from converters.dicom.privacy import (
+    PHI_KEYWORDS,
+    file_name,
+    note_random_salt,
+    quiet_values,
+    series_name,
+    warn_keep_phi,
+)
 from converters.dicom.series import SeriesProcessor
 from converters.kind import ArrowLayout, Discovery
 from converters.sample import Rejection
@@ -27,7 +34,8 @@ class DicomKind:
     task_memory = 2 * 2**30  # --executor ray: memory a series task requests (--task-memory; ~12 bytes per voxel)
 
     def detect(self, src: Path, /) -> bool:
-        return any(read_header(path)[0] is not None for path in first_files(src, DETECT_FILES))
+        with quiet_values():
+            return any(read_header(path)[0] is not None for path in first_files(src, DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--spacing", type=float, nargs="+", metavar="MM",

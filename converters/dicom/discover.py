@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.privacy import burned_in
+from converters.dicom.privacy import burned_in, quiet_values
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_NAMES, Walk, display, is_folder, visible
@@ -100,6 +100,12 @@ def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool 
     series go to `split`. Payload of a work item: SeriesFiles (names are paths relative to SRC)."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
+    with quiet_values():  # no value pydicom finds invalid is printed or logged (privacy.py)
+        return _discover(src, split=split, follow_symlinks=follow_symlinks, allow_burned_in=allow_burned_in,
+                         private=private)
+
+
+def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_in: bool, private: bool) -> Discovery:
     walk = Walk(follow=follow_symlinks, private=private)
     top = visible(os.listdir(src))
     split_dirs = [n for n in top if n in SPLIT_NAMES and is_folder(src / n, follow=follow_symlinks)]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -85,3 +87,23 @@ def note_random_salt() -> None:
     log.info("no --salt given: series are named with a random salt drawn for this conversion, so its pseudonyms "
              "cannot be linked to any other conversion; pass --salt SECRET (or set FASTDATA_DICOM_SALT) for "
              "pseudonyms that are the same across conversions")
+
+
+@contextmanager
+def quiet_values() -> Iterator[None]:
+    """pydicom's validation of the values it reads, off while a conversion reads DICOM. In its default mode it warns
+    and logs an invalid value with the value itself ("Invalid value for VR UI: '1.2.840...'"): a UID or a patient's
+    name written to the terminal and to the logs of a conversion whose output is de-identified. Nothing else
+    changes: the default mode only warns, and fastdata checks the values it uses. Entered by one thread for the
+    whole of a discovery (its header threads run inside) or of one series. Without pydicom: nothing to quiet."""
+    try:
+        from pydicom import config
+    except ImportError:  # --kind auto on a source of no DICOM file needs no pydicom
+        yield
+        return
+    before = config.settings.reading_validation_mode
+    config.settings.reading_validation_mode = config.IGNORE
+    try:
+        yield
+    finally:
+        config.settings.reading_validation_mode = before

@@ -15,7 +15,7 @@ import numpy as np
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
-from converters.dicom.privacy import phi_fields, series_hash
+from converters.dicom.privacy import phi_fields, quiet_values, series_hash
 from converters.dicom.resample import output_shape, resample
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
@@ -253,7 +253,8 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
         if not Path(path).exists():
             return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
     try:
-        arr, meta = convert_series(item.payload, opts)
+        with quiet_values():  # no value pydicom finds invalid is printed or logged (privacy.py)
+            arr, meta = convert_series(item.payload, opts)
     except RejectSeries as exc:
         return Rejection(item.split, item.rel, str(exc))
     meta = {"key": item.key, **meta}
