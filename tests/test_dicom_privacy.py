@@ -194,3 +194,20 @@ def test_pydicom_never_prints_or_logs_an_invalid_identifier(tmp_path: Path, capl
     out, err = capfd.readouterr()
     shown = out + err + caplog.text + "".join(str(w.message) for w in recwarn)
     assert secret not in shown and "Invalid value for VR UI" not in shown
+
+
+def test_a_rejection_reason_never_quotes_the_value_pydicom_failed_on(tmp_path: Path) -> None:
+    """A SeriesInstanceUID stored with the VR US and an odd length: pydicom's BytesLengthException quotes the bytes
+    it got, and that message was the rejection reason, written into the manifest: the UID inside DST."""
+    uid = "1.2.840.99.12345"
+    files = write_phantom(tmp_path / "src" / "a", Phantom(series_uid=uid, slices=4), seed=0)
+    write_phantom(tmp_path / "src" / "b", Phantom(series_uid="1.2.840.99.2", slices=4), seed=1)
+    raw = files[1].read_bytes()
+    at = raw.index(b"\x20\x00\x0e\x00UI")  # (0020,000E) SeriesInstanceUID, explicit VR
+    n = int.from_bytes(raw[at + 6:at + 8], "little")
+    files[1].write_bytes(raw[:at + 4] + b"US" + (n - 1).to_bytes(2, "little") + raw[at + 8:at + 7 + n] +
+                         raw[at + 8 + n:])
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    reasons = [r["reason"] for r in result.rejected]
+    assert "malformed attribute value: BytesLengthException" in reasons
+    assert b"1.2.840.99.1" not in _everything(tmp_path / "out")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.privacy import burned_in, quiet_values
+from converters.dicom.privacy import burned_in, failure, quiet_values
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_NAMES, Walk, display, is_folder, visible
@@ -45,14 +45,10 @@ def read_header(path: Path) -> tuple[Any | None, str | None]:
     if len(head) < 132 or head[128:132] != b"DICM":
         return None, "not a DICOM file (no 'DICM' marker at byte 128)"
     pydicom = require("pydicom", "dicom")
-    from pydicom.errors import InvalidDicomError
-
     try:
         ds = pydicom.dcmread(path, stop_before_pixels=True)
-    except (InvalidDicomError, OSError, ValueError, EOFError, KeyError, TypeError, RecursionError) as exc:
-        return None, f"corrupt DICOM header: {type(exc).__name__}: {exc}"
-    except Exception as exc:  # noqa: BLE001 - pydicom raises its own types (BytesLengthException, ...) on bad files
-        return None, f"corrupt DICOM header: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - pydicom raises many types (BytesLengthException, ...) on bad files
+        return None, f"corrupt DICOM header: {failure(exc)}"
     return ds, None
 
 
@@ -77,7 +73,7 @@ def _classified(ds: Any, allow_burned_in: bool) -> str | None:
     try:
         return _classify(ds, allow_burned_in)
     except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
-        return f"malformed attribute value: {type(exc).__name__}: {exc}"
+        return f"malformed attribute value: {failure(exc)}"
 
 
 def _bounded_map(pool: ThreadPoolExecutor, fn, items: list, chunk: int = 256):

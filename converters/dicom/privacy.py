@@ -107,3 +107,17 @@ def quiet_values() -> Iterator[None]:
         yield
     finally:
         config.settings.reading_validation_mode = before
+
+
+def failure(exc: BaseException) -> str:
+    """What a rejection reason says of an exception raised while pydicom read a file or a value: its type, with
+    pydicom's own fixed-text InvalidDicomError message or an OSError's strerror (not its file name). Other messages
+    can quote the value being parsed (a BytesLengthException shows the bytes: a UID, a name), and reasons go into
+    DST."""
+    from pydicom.errors import InvalidDicomError
+
+    if isinstance(exc, InvalidDicomError):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{type(exc).__name__}: {exc.strerror}"
+    return type(exc).__name__

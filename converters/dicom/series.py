@@ -15,7 +15,7 @@ import numpy as np
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
-from converters.dicom.privacy import phi_fields, quiet_values, series_hash
+from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash
 from converters.dicom.resample import output_shape, resample
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
@@ -130,8 +130,7 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
         try:
             ds = pydicom.dcmread(path)
         except Exception as exc:  # noqa: BLE001
-            message = str(exc).replace(path, rel)  # an OSError names the path: never let it into DST
-            raise RejectSeries(f"cannot read {rel}: {type(exc).__name__}: {message}") from exc
+            raise RejectSeries(f"cannot read {rel}: {failure(exc)}") from exc
         first = first if first is not None else ds
         try:  # pydicom parses values when they are first read: a malformed one fails here, in any way
             syntaxes.add(getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown"))
@@ -139,7 +138,7 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
         except RejectSeries:
             raise
         except Exception as exc:  # noqa: BLE001 - a value pydicom cannot parse is a reason, not a crash
-            raise RejectSeries(f"{rel}: malformed attribute value: {type(exc).__name__}: {exc}") from exc
+            raise RejectSeries(f"{rel}: malformed attribute value: {failure(exc)}") from exc
         if not these or min(these[0].shape) < 1:
             raise RejectSeries(f"{rel}: an image of {list(these[0].shape) if these else 0} pixels")
         voxels += len(these) * these[0].shape[0] * these[0].shape[1]
@@ -150,7 +149,7 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
         except RejectSeries:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise RejectSeries(f"{rel}: malformed attribute value: {type(exc).__name__}: {exc}") from exc
+            raise RejectSeries(f"{rel}: malformed attribute value: {failure(exc)}") from exc
         if arr.ndim == 2:
             arr = arr[None]
         if arr.shape[0] != len(these) or arr.shape[1:] != these[0].shape:
