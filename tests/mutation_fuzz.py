@@ -309,13 +309,26 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     discovery = kind.discover(series, options=opts)
     discovery, _ = kind.pseudonymize(discovery, opts)
     process = kind.processor(opts)
+    written = [r.reason for r in discovery.rejected]
     for items in discovery.splits.values():
         for item in items:
             result = process(item)
             if not isinstance(result, Sample | Rejection):
                 raise Finding(f"the converter returned {type(result).__name__}")
             OUTCOMES[("dicom series", type(result).__name__)] += 1
+            written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
+    _no_phi(written)
     return f"{path.name}: {what}"
+
+
+def _no_phi(written: list[str]) -> None:
+    """The privacy oracle: no identifier of the phantom in anything a default conversion writes into DST."""
+    from conftest_dicom import PHI_STRINGS, Phantom
+
+    for text in written:
+        for secret in (*PHI_STRINGS, Phantom.series_uid):
+            if secret in text:
+                raise Finding(f"{secret!r} written into DST: {text[:200]!r}")
 
 
 def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:

@@ -211,3 +211,23 @@ def test_a_rejection_reason_never_quotes_the_value_pydicom_failed_on(tmp_path: P
     reasons = [r["reason"] for r in result.rejected]
     assert "malformed attribute value: BytesLengthException" in reasons
     assert b"1.2.840.99.1" not in _everything(tmp_path / "out")
+
+
+def test_a_sop_class_uid_that_runs_on_into_the_patients_name_is_not_quoted(tmp_path: Path) -> None:
+    """A SOPClassUID whose length runs on over the elements after it (the patient's name among them): the reason
+    "without an image" quoted the value as pydicom read it, the name inside (found by `make fuzz` with the privacy
+    oracle of its dicom target)."""
+    files = write_phantom(tmp_path / "src" / "a", Phantom(slices=2), seed=0)
+    write_phantom(tmp_path / "src" / "b", Phantom(series_uid="1.2.840.99.2", slices=4), seed=1)
+    raw = files[0].read_bytes()
+    at = raw.index(b"\x08\x00\x16\x00UI")  # (0008,0016) SOPClassUID in the dataset
+    n = int.from_bytes(raw[at + 6:at + 8], "little")
+    end = raw.index(PHI_STRINGS[0].encode()) + len(PHI_STRINGS[0])
+    longer = n + (end - (at + 8 + n) + 1) // 2 * 2 + 2  # past the end of PatientName: the parse goes astray
+    files[0].write_bytes(raw[:at + 6] + longer.to_bytes(2, "little") + raw[at + 8:])
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    reasons = [r["reason"] for r in result.rejected]
+    assert any(r.startswith("DICOM object without an image (no Rows/Columns; ") for r in reasons), reasons
+    blob = _everything(tmp_path / "out")
+    for secret in PHI_STRINGS:
+        assert secret.encode() not in blob, secret
