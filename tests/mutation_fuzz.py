@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import shutil
 import signal
@@ -306,29 +307,43 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     data, what = mutate_bytes(rng, path.read_bytes())
     (series / path.name).write_bytes(data)
     kind, opts = get_kind("dicom"), DicomOptions(salt="fuzz")
-    discovery = kind.discover(series, options=opts)
-    discovery, _ = kind.pseudonymize(discovery, opts)
-    process = kind.processor(opts)
-    written = [r.reason for r in discovery.rejected]
-    for items in discovery.splits.values():
-        for item in items:
-            result = process(item)
-            if not isinstance(result, Sample | Rejection):
-                raise Finding(f"the converter returned {type(result).__name__}")
-            OUTCOMES[("dicom series", type(result).__name__)] += 1
-            written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
-    _no_phi(written)
+    logged = _Logged()
+    logging.getLogger().addHandler(logged)  # what the conversion logs (pydicom's own logger included)
+    try:
+        discovery = kind.discover(series, options=opts)
+        discovery, _ = kind.pseudonymize(discovery, opts)
+        process = kind.processor(opts)
+        written = [r.reason for r in discovery.rejected]
+        for items in discovery.splits.values():
+            for item in items:
+                result = process(item)
+                if not isinstance(result, Sample | Rejection):
+                    raise Finding(f"the converter returned {type(result).__name__}")
+                OUTCOMES[("dicom series", type(result).__name__)] += 1
+                written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
+    finally:
+        logging.getLogger().removeHandler(logged)
+    _no_phi(written + logged.messages)
     return f"{path.name}: {what}"
 
 
+class _Logged(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def _no_phi(written: list[str]) -> None:
-    """The privacy oracle: no identifier of the phantom in anything a default conversion writes into DST."""
+    """The privacy oracle: no identifier of the phantom in anything a default conversion writes into DST or logs."""
     from conftest_dicom import PHI_STRINGS, Phantom
 
     for text in written:
         for secret in (*PHI_STRINGS, Phantom.series_uid):
             if secret in text:
-                raise Finding(f"{secret!r} written into DST: {text[:200]!r}")
+                raise Finding(f"{secret!r} written or logged: {text[:200]!r}")
 
 
 def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:

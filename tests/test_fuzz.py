@@ -35,3 +35,22 @@ def test_the_oracle_calls_an_unexpected_exception_a_finding():
         mutation_fuzz._expect(lambda: 1 / 0, step="crash")
     with pytest.raises(mutation_fuzz.Finding, match="KeyError"):
         mutation_fuzz._expect(lambda: {}["x"], ValueError, step="crash")
+
+
+def test_the_privacy_oracle_sees_identifiers_in_what_is_written_and_what_is_logged():
+    sys.path.insert(0, str(HERE))
+    import logging
+
+    import mutation_fuzz
+
+    mutation_fuzz._no_phi(["series-0a1b2c: missing slices", '{"modality": "CT"}'])  # nothing identifying
+    with pytest.raises(mutation_fuzz.Finding, match="'Doe\\^Jane' written"):
+        mutation_fuzz._no_phi(["DICOM object without an image (no Rows/Columns; PN Doe^Jane)"])
+    logged = mutation_fuzz._Logged()
+    logging.getLogger().addHandler(logged)
+    try:
+        logging.getLogger("pydicom").warning("Invalid value for VR UI: '1.2.826.0.1.3680043.8.498.1234567890.1X'")
+    finally:
+        logging.getLogger().removeHandler(logged)
+    with pytest.raises(mutation_fuzz.Finding, match="1234567890.1"):
+        mutation_fuzz._no_phi(logged.messages)
