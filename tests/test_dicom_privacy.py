@@ -231,3 +231,22 @@ def test_a_sop_class_uid_that_runs_on_into_the_patients_name_is_not_quoted(tmp_p
     blob = _everything(tmp_path / "out")
     for secret in PHI_STRINGS:
         assert secret.encode() not in blob, secret
+
+
+def test_a_modality_that_runs_on_over_the_institution_is_rejected_unquoted(tmp_path: Path) -> None:
+    """Modality's length stretched over the InstitutionName element after it: the series converted, and its
+    'modality' (in the sample json and the manifest's stats) held the institution's name."""
+    files = write_phantom(tmp_path / "src" / "a", Phantom(slices=3), seed=0)
+    write_phantom(tmp_path / "src" / "b", Phantom(series_uid="1.2.840.99.2", slices=4), seed=1)
+    institution = PHI_STRINGS[3].encode()
+    for f in files:
+        raw = f.read_bytes()
+        at = raw.index(b"\x08\x00\x60\x00CS")  # (0008,0060) Modality, explicit VR
+        value = raw.index(institution)
+        end = value + int.from_bytes(raw[value - 2:value], "little")  # the end of InstitutionName
+        f.write_bytes(raw[:at + 6] + (end - (at + 8)).to_bytes(2, "little") + raw[at + 8:])
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    assert [r["reason"].partition(": ")[2] for r in result.rejected] == [
+        "malformed Modality attribute (not a code string of at most 16 capitals, digits, spaces or underscores)"]
+    assert result.manifest.num_samples == 1
+    assert institution not in _everything(tmp_path / "out")

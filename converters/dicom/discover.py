@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.privacy import burned_in, failure, quiet_values
+from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_NAMES, Walk, display, is_folder, visible
@@ -58,22 +58,13 @@ def _classify(ds: Any, allow_burned_in: bool) -> str | None:
     if sop == DICOMDIR_SOP_CLASS:
         return "DICOMDIR (a directory index, not an image)"
     if ds.get("Rows") is None or ds.get("Columns") is None:
-        return f"DICOM object without an image (no Rows/Columns; {_sop_class_name(sop)})"
+        return f"DICOM object without an image (no Rows/Columns; {uid_name(sop, 'a SOP class pydicom does not know')})"
     if not ds.get("SeriesInstanceUID"):
         return "image without SeriesInstanceUID (cannot be grouped into a series)"
     if not allow_burned_in and burned_in(ds):
         return ("BurnedInAnnotation YES: the pixels may show identifying text that de-identification cannot "
                 "remove (--allow-burned-in converts such images)")
     return None
-
-
-def _sop_class_name(sop: str) -> str:
-    """The registered name of a SOP class UID; any other value is not shown (a damaged element can run on into the
-    next ones, a patient's name among them, and the reason goes into DST)."""
-    from pydicom.uid import UID_dictionary
-
-    known = UID_dictionary.get(sop)
-    return known[0] if known is not None else "a SOP class pydicom does not know"
 
 
 def _classified(ds: Any, allow_burned_in: bool) -> str | None:

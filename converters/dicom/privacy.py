@@ -121,3 +121,13 @@ def failure(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{type(exc).__name__}: {exc.strerror}"
     return type(exc).__name__
+
+
+def uid_name(value: object, unknown: str) -> str:
+    """The registered name of a UID (a SOP class, a transfer syntax), else `unknown`: any other value is not shown.
+    A damaged length can run a value on over the elements after it, a patient's name among them, and these names
+    go into rejection reasons and sample metadata, inside DST."""
+    from pydicom.uid import UID_dictionary
+
+    known = UID_dictionary.get(str(value)) if value is not None else None
+    return known[0] if known is not None else unknown

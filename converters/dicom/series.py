@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ import numpy as np
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
-from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash
+from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash, uid_name
 from converters.dicom.resample import output_shape, resample
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
+
+_CODE_STRING = re.compile(r"[A-Z0-9_ ]{0,16}")  # DICOM PS3.5 6.2, VR CS
 
 INT16 = np.iinfo(np.int16)
 
@@ -110,7 +113,7 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
     try:
         arr = ds.pixel_array
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a recorded reason
-        syntax = getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown transfer syntax")
+        syntax = uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown transfer syntax")
         raise RejectSeries(f"cannot decode pixel data of {rel} ({syntax}): {type(exc).__name__}: {exc}") from exc
     if str(ds.get("PhotometricInterpretation", "")) == "MONOCHROME1" and arr.dtype.kind == "u":
         arr = np.asarray((1 << int(ds.get("BitsStored", arr.dtype.itemsize * 8))) - 1, dtype=np.int64) - arr
@@ -133,7 +136,7 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
             raise RejectSeries(f"cannot read {rel}: {failure(exc)}") from exc
         first = first if first is not None else ds
         try:  # pydicom parses values when they are first read: a malformed one fails here, in any way
-            syntaxes.add(getattr(ds.file_meta.get("TransferSyntaxUID"), "name", "unknown"))
+            syntaxes.add(uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown"))
             these = _slices_of(ds, rel)
         except RejectSeries:
             raise
@@ -159,15 +162,20 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
     return slices, planes, first, syntaxes
 
 
-def _text(ds: Any, keyword: str, rel: str) -> str:
-    """An attribute of the series' first file as text ('' when absent). pydicom parses a value when it is first
-    read, so a malformed one (an unknown VR, undecodable bytes) fails here: a rejection naming the attribute, whose
-    value is not shown (it may identify the patient)."""
+def _code(ds: Any, keyword: str, rel: str) -> str:
+    """A code string (CS) attribute of the series' first file ('' when absent), written into DST. pydicom parses a
+    value when it is first read, so a malformed one (an unknown VR, undecodable bytes) fails here; a value that is
+    not a code string (a damaged length can run it on over the next elements: the institution's name after
+    Modality) is refused as well. The reason names the attribute, never the value (it may identify the patient)."""
     try:
         value = ds.get(keyword)
-        return "" if value is None else str(value)
+        text = "" if value is None else str(value).strip()
     except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
         raise RejectSeries(f"{rel}: malformed {keyword} attribute ({type(exc).__name__})") from exc
+    if not _CODE_STRING.fullmatch(text):
+        raise RejectSeries(f"{rel}: malformed {keyword} attribute (not a code string of at most 16 capitals, digits, "
+                           "spaces or underscores)")
+    return text
 
 
 def _to_int16(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -213,7 +221,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
     out, spacing = resample(values, geometry.spacing, target)
     arr, clipped = _to_int16(out)
     first_rel = files[0][1]  # ds is the series' first file
-    modality = _text(ds, "Modality", first_rel)
+    modality = _code(ds, "Modality", first_rel)
     meta: dict[str, Any] = {
         "series": series_hash(series.uid, opts.salt),
         "ndim": arr.ndim,
@@ -229,7 +237,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
         "modality": modality,
         "units": "HU" if modality == "CT" else "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
-        "photometric": _text(ds, "PhotometricInterpretation", first_rel),
+        "photometric": _code(ds, "PhotometricInterpretation", first_rel),
         "transfer_syntaxes": sorted(syntaxes),
         "files": len(files),
         "slices": len(slices),
