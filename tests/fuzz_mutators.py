@@ -106,6 +106,22 @@ def tar_size_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return bytes(out), f"tar member at {o} claims {size} bytes"
 
 
+_DICOM_SHORT = re.compile(rb"[\x00-\xff]{4}(?:AE|AS|AT|CS|DA|DS|DT|FL|FD|IS|LO|LT|PN|SH|SL|SS|ST|TM|UI|UL|US)"
+                          rb"[\x00-\xff]{2}", re.DOTALL)
+
+
+def dicom_length(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """An explicit-VR element's 2-byte length made longer or shorter by an even amount: its value runs on over the
+    elements after it (a patient's name among them), or stops inside its own."""
+    heads = [m.start() for m in _DICOM_SHORT.finditer(data, 132)]
+    if not heads:
+        return set_bytes(rng, data)
+    at = rng.choice(heads)
+    old = int.from_bytes(data[at + 6:at + 8], "little")
+    new = max(0, min(0xFFFE, old + 2 * rng.choice((-4, -1, 1, 2, 4, 8, 16, 32, 64))))
+    return data[:at + 6] + new.to_bytes(2, "little") + data[at + 8:], f"DICOM element at {at}: length {old} -> {new}"
+
+
 SIGNS = (b"--", b"-", b"+")
 NUMBER_FORMS = ("²".encode(), "１２".encode(), b"9" * 5000, b"1_0", b"0x1", *SIGNS)
 

@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from fuzz_mutators import (  # noqa: E402
+    dicom_length,
     dumps,
     jpeg_frame_size,
     mutate_bytes,
@@ -304,7 +305,7 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     series = ctx.work / "case-dicom"
     shutil.rmtree(series, ignore_errors=True)
     shutil.copytree(path.parent, series)
-    data, what = mutate_bytes(rng, path.read_bytes())
+    data, what = mutate_bytes(rng, path.read_bytes(), (dicom_length,))
     (series / path.name).write_bytes(data)
     kind, opts = get_kind("dicom"), DicomOptions(salt="fuzz")
     logged = _Logged()
