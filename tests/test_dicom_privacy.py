@@ -250,3 +250,23 @@ def test_a_modality_that_runs_on_over_the_institution_is_rejected_unquoted(tmp_p
         "malformed Modality attribute (not a code string of at most 16 capitals, digits, spaces or underscores)"]
     assert result.manifest.num_samples == 1
     assert institution not in _everything(tmp_path / "out")
+
+
+def test_an_unexpected_error_is_recorded_without_its_message(tmp_path: Path, monkeypatch) -> None:
+    """The engine's catch-all quotes an exception's message in the reason; a DICOM series' reason must not (a
+    message can quote a value: a name, a UID)."""
+    from converters.dicom import series as series_module
+
+    write_phantom(tmp_path / "src" / "a", Phantom(series_uid="1.2.840.99.1", slices=4), seed=0)
+    write_phantom(tmp_path / "src" / "b", Phantom(series_uid="1.2.840.99.2", slices=4), seed=1)
+    real = series_module.convert_series
+
+    def failing(series, opts):
+        if series.uid.endswith(".1"):
+            raise ValueError(f"cannot use {PHI_STRINGS[0]}")
+        return real(series, opts)
+
+    monkeypatch.setattr(series_module, "convert_series", failing)
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    assert [r["reason"] for r in result.rejected] == ["unexpected error: ValueError"]
+    assert PHI_STRINGS[0].encode() not in _everything(tmp_path / "out")

@@ -282,4 +282,7 @@ class SeriesProcessor:
         self.opts = opts
 
     def __call__(self, item: WorkItem) -> Sample | Rejection:
-        return process_series(item, opts=self.opts)
+        try:
+            return process_series(item, opts=self.opts)
+        except Exception as exc:  # noqa: BLE001 - recorded here, not by the pool, whose reason quotes the message
+            return Rejection(item.split, item.rel, f"unexpected error: {failure(exc)}")  # it may quote a value
