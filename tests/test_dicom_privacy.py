@@ -270,3 +270,17 @@ def test_an_unexpected_error_is_recorded_without_its_message(tmp_path: Path, mon
     result = convert_dicom(tmp_path / "src", tmp_path / "out")
     assert [r["reason"] for r in result.rejected] == ["unexpected error: ValueError"]
     assert PHI_STRINGS[0].encode() not in _everything(tmp_path / "out")
+
+
+def test_failure_shows_only_fixed_text_of_an_exception() -> None:
+    from pydicom.errors import InvalidDicomError
+
+    from converters.dicom.privacy import failure, uid_name
+
+    assert failure(InvalidDicomError("File is missing DICOM File Meta Information header")) == (
+        "InvalidDicomError: File is missing DICOM File Meta Information header")
+    assert failure(OSError(5, "Input/output error", "/export/DOE_JANE/1.dcm")) == "OSError: Input/output error"
+    assert failure(OSError("no errno")) == "OSError"
+    assert failure(ValueError(f"invalid literal: {PHI_STRINGS[0]!r}")) == "ValueError"
+    assert uid_name("1.2.840.10008.1.2.1", "?") == "Explicit VR Little Endian"
+    assert uid_name("1.2.840.10008.1.2.1\x00\x10\x00PN Doe^Jane", "?") == "?" and uid_name(None, "none") == "none"
