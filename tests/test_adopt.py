@@ -350,3 +350,27 @@ def test_verify_agrees_with_index_on_a_tar_with_a_damaged_end(tmp_path: Path):
     assert 0 < result.manifest.num_samples < 4
     assert any("damaged or truncated tar" in r["reason"] for r in result.rejected)
     assert verify_dataset(tmp_path / "s") == []
+
+
+def test_verify_does_not_read_a_caption_member_past_the_limit(tmp_path: Path):
+    """An index that names a caption member larger than a caption has (wds2idx's, over a tar index rejected that
+    sample from): verify names its size and does not read it."""
+    import hashlib
+
+    from conftest_adopt import photo_bytes
+
+    big, most = scan_module.MAX_CAPTION_BYTES + 2, scan_module.MAX_CAPTION_BYTES
+    captions = [b"photo 0", b"x" * big, b"y" * most]  # s2: exactly as large as a caption may be
+    members = []
+    for i, (_, data) in enumerate(photo_bytes(3)):
+        members += [(f"s{i}.jpg", data), (f"s{i}.txt", captions[i])]
+    tar = raw_tar(tmp_path / "c" / "c-000000.tar", members)
+    adopt(tmp_path / "c", options=AdoptOptions(jobs=1))
+    index = wds2idx(tar, tmp_path / "dali.idx")  # names s1, which index left out
+    (tmp_path / "c" / "c-000000.idx").write_bytes(index)
+    manifest = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    entry = manifest["splits"]["train"]["shards"][0]
+    entry.update(samples=3, index_sha256=hashlib.sha256(index).hexdigest())
+    (tmp_path / "c" / "manifest.json").write_text(json.dumps(manifest))
+    problems = verify_dataset(tmp_path / "c")
+    assert problems == [f"{tar}: sample s1: a text member of {big} bytes, not read"], problems

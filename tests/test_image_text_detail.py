@@ -308,3 +308,28 @@ def test_verify_reads_captions_and_ids_as_the_loader_does(tmp_path):
         "invalid start byte)",
         f"{tar}: sample {key1}: token id 40000 lies outside the tokenizer's vocabulary (0..30521)",
     ]
+
+
+def test_verify_of_pairs_with_several_captions_each_is_clean_and_names_a_missing_member(tmp_path):
+    """Gaps a mutation round of verify.py found: rows padded with the fill value are not ids outside the vocabulary,
+    and a missing caption or ids member is named (which one)."""
+    from fastdata.verify import verify_dataset
+
+    make_pair_tree(tmp_path / "src", 4, captions=3)  # even samples: 3 captions of different lengths, fill after
+    root = tmp_path / "pairs"
+    convert_pairs(tmp_path / "src", root, tokenizer=str(TOKENIZER))
+    assert verify_dataset(root) == []
+    idx, tar = root / "train-000000.idx", root / "train-000000.tar"
+    lines = idx.read_text().splitlines()
+    first, second = lines[1].split(), lines[2].split()
+    key0, key1 = first[3].partition(".")[0], second[3].partition(".")[0]
+
+    def without(fields, ext):
+        at = fields.index(ext)
+        return " ".join(fields[:at] + fields[at + 4:])
+
+    lines[1], lines[2] = without(first, "txt"), without(second, "ids.npy")
+    idx.write_text("\n".join(lines) + "\n")
+    problems = verify_dataset(root)
+    assert f"{tar}: sample {key0} has no txt member" in problems
+    assert f"{tar}: sample {key1} has no ids.npy member" in problems

@@ -206,3 +206,18 @@ def test_value_problems_count_rows_from_the_batch_start_and_list_every_label_out
     nulls = pa.RecordBatch.from_pydict({"label": pa.array([0, None, 2], pa.int64())})  # a null is not also a label
     assert value_problems(nulls, classes=1, first_row=0) == ["column label holds 1 null value(s), the first in row 1",
                                                              "row 2 has label 2, outside 0..0"]
+
+
+def test_rows_are_counted_across_record_batches(fortunes_tokens, tmp_path):
+    """A token shard holds record batches of 256 rows: a bad label in the second batch is named by its row in the
+    shard (a mutation round of verify.py found the count unchecked)."""
+    def change(t):
+        labels = t.column("label").to_pylist()
+        labels[600] = 9  # in the third batch (rows 512-699)
+        return t.set_column(t.schema.get_field_index("label"), "label", pa.array(labels, pa.int64()))
+
+    root = _copy(fortunes_tokens, tmp_path / "tokens", change, slice(0, 1))
+    assert pa.ipc.open_stream((root / "train-000000.arrow").read_bytes()).read_all().column("label").num_chunks > 1
+    assert f"{root / 'train-000000.arrow'}: row 600 has label 9, outside 0..4" in verify_dataset(root)
+    with pytest.raises(ShardError, match="row 600 has label 9, outside 0..4"):
+        fastdata.loader(root, max_tokens=512)

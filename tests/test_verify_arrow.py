@@ -73,3 +73,34 @@ def test_each_problem_of_a_forged_arrow_shard_is_named(pristine, tmp_path):
     assert found != counts
     assert problems[5:] == [f"split train: class counts {found} differ from the manifest's {counts}"]
     assert verify_dataset(root) == problems[:3] + problems[5:]  # without --decode: no image bytes are decoded
+
+
+def _jpeg(**save) -> bytes:
+    buf = io.BytesIO()
+    mode = save.pop("mode", "RGB")
+    Image.new(mode, (16, 16), 100 if mode == "L" else (1, 2, 3)).save(buf, "JPEG", **save)
+    return buf.getvalue()
+
+
+def test_decode_names_a_progressive_or_grey_jpeg_and_survives_a_null_image(pristine, tmp_path):
+    """Gaps a mutation round of verify.py found: each of 'progressive' and 'not RGB' alone is a problem, and a null
+    image (named as a null column) is skipped by the decode pass, not read."""
+    import shutil
+
+    root = Path(shutil.copytree(pristine, tmp_path / "arrow"))
+    keys = []
+
+    def edit(rows):
+        keys.extend(r["key"] for r in rows)
+        rows[0]["image"]["bytes"] = _jpeg(progressive=True)
+        rows[1]["image"]["bytes"] = _jpeg(mode="L")
+        rows[2]["image"] = None
+        return rows
+
+    _forge(root, "train-000000.arrow", edit)
+    path = root / "train-000000.arrow"
+    assert verify_dataset(root, decode=True) == [
+        f"{path}: column image.bytes holds 1 null value(s), the first in row 2",
+        f"{path}: sample {keys[0]} is JPEG RGB, expected baseline RGB JPEG",
+        f"{path}: sample {keys[1]} is JPEG L, expected baseline RGB JPEG",
+    ]
