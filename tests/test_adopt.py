@@ -374,3 +374,27 @@ def test_verify_does_not_read_a_caption_member_past_the_limit(tmp_path: Path):
     (tmp_path / "c" / "manifest.json").write_text(json.dumps(manifest))
     problems = verify_dataset(tmp_path / "c")
     assert problems == [f"{tar}: sample s1: a text member of {big} bytes, not read"], problems
+
+
+def test_a_scan_saved_for_resume_reads_back_equal(tmp_path: Path):
+    """Every field of a scan survives its JSON record (a mutation round found the record's fields unchecked: a
+    resumed run would have lost a sample's problem, caption finding or image member, or a tar's problems)."""
+    jpg = encoded("JPEG")
+    tar = raw_tar(tmp_path / "a.tar", [("a.jpg", jpg), ("a.txt", b"\xff"), ("a.cls", b"1"), ("b.jpg", b"junk"),
+                                       ("b.txt", b"ok"), ("link.jpg", b"")], types={"link.jpg": tarfile.SYMTYPE})
+    scan = scan_module.scan_tar(tar, max_pixels=AdoptOptions().max_pixels)
+    assert scan.problems and any(s.caption for s in scan.samples) and any(s.problem for s in scan.samples)
+    assert any(s.image and s.label == 1 for s in scan.samples)
+    again = scan_module.TarScan.from_dict(json.loads(json.dumps(scan.to_dict())))
+    assert again == scan
+
+
+def test_a_gzip_tar_is_rejected_with_its_size_and_sha256_recorded(tmp_path: Path):
+    import gzip
+
+    raw = raw_tar(tmp_path / "a.tar", [("a.jpg", encoded("JPEG")), ("a.cls", b"0")]).read_bytes()
+    gz = tmp_path / "b.tar"
+    gz.write_bytes(gzip.compress(raw, mtime=0))
+    scan = scan_module.scan_tar(gz, max_pixels=AdoptOptions().max_pixels)
+    assert scan.samples == [] and scan.problems[0].startswith("compressed (gzip) tar")
+    assert (scan.bytes, scan.sha256) == (gz.stat().st_size, hashlib.sha256(gz.read_bytes()).hexdigest())
