@@ -5,6 +5,9 @@ no description, and no source path. Series and files are named by pseudonyms key
 user's `--salt` (reproducible across conversions) or a random one drawn per conversion (kept in the
 conversion's plan for resume only, so pseudonyms of two conversions cannot be linked). The paths
 behind the pseudonyms go to a local report outside DST (converters/private_report.py writes it).
+Nor does a value reach a rejection reason or a log: pydicom's validation (which quotes values) is off while a
+conversion reads (`quiet_values`), reasons name an exception's type (`failure`) and UIDs by their registered name
+only (`uid_name`).
 """
 
 from __future__ import annotations
