@@ -439,6 +439,9 @@ def targets(ctx: Context) -> list[Target]:
         Target("state", lambda: [
             ("images", image_loader),
             ("tokens", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8)),
+            ("mixture", lambda: fastdata.loader({str(ctx.work / "wds"): 1.0, str(ctx.work / "arrow"): 2.0},
+                                                batch_size=2, image_size=32, backend="kornia", device="cpu",
+                                                num_threads=1)),
             ("volumes", lambda: fastdata.loader(ctx.work / "volumes", batch_size=1, patch_size=(4, 8, 8),
                                                 num_workers=1)),
         ], lambda r, label, make: _state(ctx, r, label, make)),

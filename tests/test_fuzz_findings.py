@@ -229,3 +229,49 @@ def test_coco_ids_of_another_json_type_name_no_image(tmp_path, change):
     (tmp_path / "c.json").write_text(json.dumps(doc))
     rows = read_captions(tmp_path / "c.json")
     assert [(r.path, r.caption) for r in rows] == [("", "a cat"), ("b.jpg", "a dog")]
+
+
+def test_a_mixture_state_far_past_any_epoch_is_refused_at_once(ds):
+    """Found by the `state` target of `make fuzz` given a mixture (seeds 1 and 2): a mixture plans an epoch from
+    the remainder passes before it, so a state at epoch 10**18 resumed for ever."""
+    import time
+
+    from fastdata.planning.epochs import MAX_EPOCH
+
+    kw = dict(batch_size=2, image_size=32, backend="kornia", device="cpu", num_threads=1)
+    mixture = {str(ds["wds"]): 1.0, str(ds["arrow"]): 2.0}
+    loader = fastdata.loader(mixture, **kw)
+    next(iter(loader))
+    state = json.loads(json.dumps(loader.state_dict()))
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=f"'epoch' must be at most {MAX_EPOCH}, got {10**18}"):
+        fastdata.loader(mixture, **kw).load_state_dict({**state, "epoch": 10**18})
+    with pytest.raises(ValueError, match=f"epoch must be an integer in 0..{MAX_EPOCH}, got {MAX_EPOCH + 1}"):
+        fastdata.loader(mixture, **kw).set_epoch(MAX_EPOCH + 1)
+    assert time.perf_counter() - start < 5
+    plain = fastdata.loader(ds["wds"], **kw)
+    plain.set_epoch(MAX_EPOCH)  # the last epoch allowed is allowed
+    assert len(list(plain)) == len(plain)
+
+
+def test_text_and_volume_loaders_refuse_epochs_past_the_limit_alike(fortunes_tokens, tmp_path):
+    from fastdata.planning.epochs import MAX_EPOCH
+
+    text = fastdata.loader(fortunes_tokens, max_tokens=2048)
+    state = json.loads(json.dumps(text.state_dict()))
+    with pytest.raises(ValueError, match=f"epoch must be an integer in 0..{MAX_EPOCH}"):
+        text.set_epoch(MAX_EPOCH + 1)
+    with pytest.raises(ValueError, match=f"'epoch' in 0..{MAX_EPOCH}"):
+        fastdata.loader(fortunes_tokens, max_tokens=2048).load_state_dict({**state, "epoch": 10**18})
+    pytest.importorskip("pydicom")
+    from conftest_dicom import Phantom, convert_dicom, write_phantom
+
+    write_phantom(tmp_path / "src" / "a", Phantom(slices=4), seed=0)
+    convert_dicom(tmp_path / "src", tmp_path / "vols")
+    kw = dict(batch_size=1, patch_size=(4, 8, 8), num_workers=1)
+    volumes = fastdata.loader(tmp_path / "vols", **kw)
+    vstate = json.loads(json.dumps(volumes.state_dict()))
+    with pytest.raises(ValueError, match=f"epoch must be an integer in 0..{MAX_EPOCH}"):
+        volumes.set_epoch(MAX_EPOCH + 1)
+    with pytest.raises(ValueError, match=f"'epoch' in 0..{MAX_EPOCH}"):
+        fastdata.loader(tmp_path / "vols", **kw).load_state_dict({**vstate, "epoch": 10**18})

@@ -41,6 +41,7 @@ from fastdata.images.shard_memory import MemoryBudget
 from fastdata.images.stream import SampleStream, Slot
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
+from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.storage.fetcher import stop_waits_when
 
 
@@ -107,8 +108,8 @@ class PlannedBackend(ABC):
         return self._skipped
 
     def set_epoch(self, epoch: int) -> None:
-        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
-            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        if not valid_epoch(epoch):
+            raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if self._resume is not None and self._resume.epoch != epoch:
             self._resume = None
         self._overlap.set_epoch(epoch)

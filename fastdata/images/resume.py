@@ -22,6 +22,7 @@ from fastdata.distributed import check_world_size
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.mixing import check_mixture_state
 from fastdata.planning.elastic import Step, check_lineage, resumed_lineage
+from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 
 STATE_VERSION = 2
 _CHECKED = ("seed", "batch_size", "train", "num_samples", "shuffle_window", "drop_last")
@@ -79,6 +80,8 @@ def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
     if not saved_rank < saved_world:
         raise ValueError(f"state_dict has rank {saved_rank} of world_size {saved_world}")
     epoch, batch, cursor = _count(state, "epoch"), _count(state, "batch"), _count(state, "cursor")
+    if not valid_epoch(epoch):
+        raise ValueError(f"state_dict field 'epoch' must be at most {MAX_EPOCH}, got {epoch!r}")
     lineage, batch = resumed_lineage(check_lineage(state.get("elastic")), saved_world=saved_world, saved_batch=batch,
                                      world_size=opts.world_size)
     if saved_world != opts.world_size or saved_rank != opts.rank:

@@ -22,6 +22,7 @@ from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, seeded
 from fastdata.mixing import MixedView, check_mixture_state
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
+from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
@@ -99,8 +100,8 @@ class SequenceLoader(Closable):
         return self._epoch
 
     def set_epoch(self, epoch: int) -> None:
-        if not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        if not valid_epoch(epoch):
+            raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if epoch != self._epoch:
             self._epoch, self._done, self._lineage = epoch, 0, ()
 
@@ -128,10 +129,10 @@ class SequenceLoader(Closable):
             raise ValueError(f"cannot resume: the loader was built with other options or data ({shown}); "
                              "build it with the saved options and dataset to resume exactly")
         epoch, done, world = state["epoch"], state["batches_done"], state["world_size"]
-        if any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in (epoch, done)) \
+        if not valid_epoch(epoch) or not isinstance(done, int) or isinstance(done, bool) or done < 0 \
                 or not valid_world_size(world):
-            raise ValueError(f"state must hold integer 'epoch' and 'batches_done' >= 0 and 'world_size' in "
-                             f"1..{MAX_WORLD_SIZE}, got {epoch!r}, {done!r}, {world!r}")
+            raise ValueError(f"state must hold an integer 'epoch' in 0..{MAX_EPOCH}, 'batches_done' >= 0 and "
+                             f"'world_size' in 1..{MAX_WORLD_SIZE}, got {epoch!r}, {done!r}, {world!r}")
         previous = (self._epoch, self._done, self._lineage, self._cache)
         saved_lineage = check_lineage(state.get("elastic"))
         self._epoch, self._done, self._lineage = epoch, 0, saved_lineage

@@ -28,6 +28,7 @@ from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, pair, seeded
 from fastdata.mixing import MixedView, check_mixture_state
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
+from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
@@ -113,8 +114,8 @@ class VolumeLoader(Closable):
         return -(-patches // b) if self.opts.keep_last else patches // b
 
     def set_epoch(self, epoch: int) -> None:
-        if not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        if not valid_epoch(epoch):
+            raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if epoch != self._epoch:  # the same epoch keeps a resume point, as in every fastdata loader
             self._epoch, self._batch, self._lineage = epoch, 0, ()
 
@@ -142,9 +143,9 @@ class VolumeLoader(Closable):
                                  f"has {key}={value!r}; build the loader with the same arguments and dataset")
         epoch, batch, world = state.get("epoch"), state.get("batch"), state.get("world_size")
         if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (epoch, batch, world)) \
-                or epoch < 0 or not valid_world_size(int(world)):
-            raise ValueError(f"state must hold an integer 'epoch' >= 0, an integer 'batch' and an integer "
-                             f"'world_size' in 1..{MAX_WORLD_SIZE}, got {epoch!r}, {batch!r}, {world!r}")
+                or not valid_epoch(int(epoch)) or not valid_world_size(int(world)):
+            raise ValueError(f"state must hold an integer 'epoch' in 0..{MAX_EPOCH}, an integer 'batch' and an "
+                             f"integer 'world_size' in 1..{MAX_WORLD_SIZE}, got {epoch!r}, {batch!r}, {world!r}")
         lineage = check_lineage(state.get("elastic"))
         saved = self._batches(len(self._ranks(int(epoch), lineage, int(world))[0]))
         if not 0 <= batch <= saved:
