@@ -99,6 +99,7 @@ class Context:
         text.mkdir()
         (text / "a.txt").write_text("the quick brown fox\njumps over\n\nthe lazy dog\n", encoding="utf-8")
         convert_text(text, work / "tokens", per_line=True, samples_per_shard=2)
+        convert_text(text, work / "tokens2", per_line=True, samples_per_shard=3)
         write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
         convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
         self.dicom_files = sorted((work / "dcm-src" / "s").iterdir())
@@ -439,6 +440,8 @@ def targets(ctx: Context) -> list[Target]:
         Target("state", lambda: [
             ("images", image_loader),
             ("tokens", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8)),
+            ("token mixture", lambda: fastdata.loader({str(ctx.work / "tokens"): 1.0, str(ctx.work / "tokens2"): 3.0},
+                                                      max_tokens=8)),
             ("mixture", lambda: fastdata.loader({str(ctx.work / "wds"): 1.0, str(ctx.work / "arrow"): 2.0},
                                                 batch_size=2, image_size=32, backend="kornia", device="cpu",
                                                 num_threads=1)),
