@@ -8,7 +8,8 @@ another's label. The schema is checked once per shard (a stream has one schema);
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -116,9 +117,18 @@ def value_problems(batch: pa.RecordBatch, *, classes: int, first_row: int) -> li
     return problems
 
 
-def check_values(batch: pa.RecordBatch, path: object, *, classes: int, first_row: int) -> None:
-    """The loaders' form of `value_problems`: a ShardError naming the first."""
-    problems = value_problems(batch, classes=classes, first_row=first_row)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ShardError(f"shard {path}: {problems[0]}{more}, which `fastdata convert` never writes; {REMEDY}")
+def numbered(batches: Sequence[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """Each record batch with the row of its shard it begins at."""
+    return zip(itertools.accumulate((len(b) for b in batches), initial=0), batches)
+
+
+def check_shard(batches: Sequence[pa.RecordBatch], path: object, *, check: Callable[..., None], classes: int) -> None:
+    """The loaders' check of a whole shard: its columns by the kind's `check`, once (a stream has one schema), then
+    every record batch's values; a ShardError naming the first problem."""
+    if batches:
+        check(batches[0].schema, path, labelled=bool(classes))
+    for first_row, batch in numbered(batches):
+        problems = value_problems(batch, classes=classes, first_row=first_row)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise ShardError(f"shard {path}: {problems[0]}{more}, which `fastdata convert` never writes; {REMEDY}")

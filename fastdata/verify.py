@@ -23,7 +23,7 @@ from fastdata.errors import ShardError
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
 from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_ids, caption_lines, ids_rule
-from fastdata.shard_columns import COLUMN_CHECKS, value_problems
+from fastdata.shard_columns import COLUMN_CHECKS, numbered, value_problems
 from fastdata.storage.url import is_url
 from fastdata.text.tokenizer import outside_vocabulary
 from fastdata.wds_index import parse_index, split_name
@@ -171,8 +171,8 @@ def _arrow_values(table, path: Path, manifest: Manifest) -> list[str]:
     """Nulls, labels outside the classes and, in token shards, ids outside the tokenizer's vocabulary (which the
     loader checks batch by batch as it reads), record batch by record batch."""
     vocab = (manifest.extra.get("tokenizer") or {}).get("vocab_size") if manifest.kind == "text" else None
-    problems, first_row = [], 0
-    for batch in table.to_batches():
+    problems = []
+    for first_row, batch in numbered(table.to_batches()):
         found = value_problems(batch, classes=len(manifest.classes), first_row=first_row)
         problems.extend(f"{path}: {p}" for p in found)
         bad = outside_vocabulary(batch.column("input_ids").flatten().to_numpy(), vocab) if vocab and not found \
@@ -180,7 +180,6 @@ def _arrow_values(table, path: Path, manifest: Manifest) -> list[str]:
         if bad is not None:
             problems.append(f"{path}: token id {bad} in the record batch from row {first_row} lies outside the "
                             f"tokenizer's vocabulary (0..{vocab - 1})")
-        first_row += len(batch)
     return problems
 
 

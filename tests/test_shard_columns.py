@@ -4,6 +4,7 @@ writes, and the wider types a writer may choose, still load."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -74,6 +75,7 @@ def test_an_image_shard_with_wrong_columns_is_refused_by_the_loader_and_verify(i
         list(fastdata.loader(root, batch_size=4, backend="kornia", device="cpu", image_size=32))
     message = str(info.value)
     assert "is not an image shard fastdata can read " + named in message and "re-run `fastdata convert`" in message
+    assert message.startswith(f"shard {root}{os.sep}")  # the loader names the shard it opened
     assert f"shard {first} is not an image shard fastdata can read {named}" in "\n".join(verify_dataset(root))
 
 

@@ -29,7 +29,7 @@ from fastdata.errors import ShardError
 from fastdata.images.file_handles import FileHandles
 from fastdata.images.shard_memory import MemoryBudget, ShardMemory
 from fastdata.numerals import parse_int
-from fastdata.shard_columns import check_image_columns, check_values, image_bytes_field
+from fastdata.shard_columns import check_image_columns, check_shard, image_bytes_field
 from fastdata.wds_index import Member, parse_index, sample_key
 
 UNLABELED = -1  # the label of every sample of a dataset without classes
@@ -184,11 +184,9 @@ class ArrowShard:
         self._images: list[BinaryColumn] = []
         self._labels: list[np.ndarray] = []
         self._keys: list[list[str]] = []
-        if self._file.batches:  # a stream has one schema for all its batches
-            check_image_columns(self._file.batches[0].schema, self.path, labelled=bool(classes))
+        check_shard(self._file.batches, self.path, check=check_image_columns, classes=classes)
         total = 0
         for batch in self._file.batches:
-            check_values(batch, self.path, classes=classes, first_row=total)
             self._starts.append(total)
             image = batch.column("image")
             self._images.append(BinaryColumn(self._file, image.flatten()[image_bytes_field(image.type)]))

@@ -12,7 +12,7 @@ import numpy as np
 from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
-from fastdata.shard_columns import check_token_columns, check_values
+from fastdata.shard_columns import check_shard, check_token_columns
 from fastdata.text.tokenizer import outside_vocabulary
 
 log = logging.getLogger(__name__)
@@ -77,12 +77,8 @@ def open_store(view: DatasetView) -> TokenStore:
         if rows != ref.info.samples:
             raise ShardError(f"shard {ref.path} holds {rows} rows with columns {names}, the manifest says "
                              f"{ref.info.samples} token sequences; re-run `fastdata convert`")
-        if file.batches:  # a stream has one schema for all its batches
-            check_token_columns(file.batches[0].schema, ref.path, labelled=bool(classes))
-        first_row = 0
+        check_shard(file.batches, ref.path, check=check_token_columns, classes=classes)
         for batch in file.batches:
-            check_values(batch, ref.path, classes=classes, first_row=first_row)
-            first_row += len(batch)
             ids = batch.column("input_ids")
             col = BinaryColumn(file, ids)
             n = len(batch)
