@@ -178,6 +178,11 @@ class Manifest:
         return self.extra.get("ids_member") if self.kind == "image_text" else None
 
     @property
+    def vocab_size(self) -> int | None:
+        """Text and image_text converted with a tokenizer: its vocabulary size (every stored id lies below it)."""
+        return (self.extra.get("tokenizer") or {}).get("vocab_size")
+
+    @property
     def extra_members(self) -> tuple[str, ...]:
         """Members read with each sample's image besides its label: the captions (and ids) of image_text."""
         return tuple(m for m in (self.text_member, self.ids_member) if m)

@@ -115,7 +115,7 @@ def _check_pair(fd: int, path: Path, key: str, members: dict, manifest: Manifest
         return [f"{path}: sample {key}: a text member of {max(text.size, ids.size if ids else 0)} bytes, not read"]
     lines, problem = caption_lines(_read(fd, text.offset, text.size))
     if problem is None and ids is not None:
-        fill, vocab = ids_rule(manifest.extra)
+        fill, vocab = ids_rule(manifest)
         problem = caption_ids(_read(fd, ids.offset, ids.size), len(lines), fill=fill, vocab_size=vocab)[1]
     return [] if problem is None else [f"{path}: sample {key}: {problem}"]
 
@@ -170,7 +170,7 @@ def _decode_problems(fd: int, path: Path, key: str, offset: int, size: int, *, s
 def _arrow_values(table, path: Path, manifest: Manifest) -> list[str]:
     """Nulls, labels outside the classes and, in token shards, ids outside the tokenizer's vocabulary (which the
     loader checks batch by batch as it reads), record batch by record batch."""
-    vocab = (manifest.extra.get("tokenizer") or {}).get("vocab_size") if manifest.kind == "text" else None
+    vocab = manifest.vocab_size if manifest.kind == "text" else None
     problems = []
     for first_row, batch in numbered(table.to_batches()):
         found = value_problems(batch, classes=len(manifest.classes), first_row=first_row)

@@ -42,11 +42,17 @@ def test_outside_vocabulary_names_the_first_id_outside(ids, vocab, first):
 
 
 def test_the_ids_rule_of_a_manifest_reads_its_fill_and_vocabulary():
+    from fastdata.manifest import Manifest
     from fastdata.pairs.members import ids_rule
 
-    assert ids_rule({}) == (-1, 2**63)
-    assert ids_rule({"ids_fill": 7, "tokenizer": {"vocab_size": 100}}) == (7, 100)
-    assert ids_rule({"tokenizer": {"pad_id": 0}}) == (-1, 2**63)
+    def manifest(**extra):
+        return Manifest(kind="image_text", shard_format="wds", classes=(), splits={}, preprocessing={}, rejected=(),
+                        extra={"text_member": "txt", **extra}, fingerprint="0" * 64, tool_version="0")
+
+    assert ids_rule(manifest()) == (-1, 2**63)
+    assert ids_rule(manifest(ids_fill=7, tokenizer={"vocab_size": 100})) == (7, 100)
+    assert ids_rule(manifest(tokenizer={"pad_id": 0})) == (-1, 2**63)
+    assert manifest(tokenizer={"vocab_size": 100}).vocab_size == 100 and manifest().vocab_size is None
 
 
 def _forge_id(root: Path, row: int, value: int) -> Path:

@@ -79,7 +79,7 @@ class CaptionBatcher:
                  device: torch.device) -> None:
         self.options, self.train, self.seed, self.device = options, train, seed, device
         info = manifest.extra.get("tokenizer") or {}
-        self._fill, self._vocab = ids_rule(manifest.extra)
+        self._fill, self._vocab = ids_rule(manifest)
         self._tokenizer = None
         self._stored = manifest.ids_member is not None
         self.pad_id = int(info.get("pad_id") or 0)

@@ -9,12 +9,15 @@ none is refused. An ids member (`ids.npy`, converted with a tokenizer) holds an 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fastdata.npy import load_npy
 from fastdata.text.tokenizer import outside_vocabulary
+
+if TYPE_CHECKING:
+    from fastdata.manifest import Manifest
 
 MAX_CAPTION_BYTES = 1 << 20  # `fastdata index` and `verify` read at most this much of a caption member
 
@@ -44,6 +47,6 @@ def caption_ids(data: bytes, captions: int, *, fill: int, vocab_size: int) -> tu
     return arr, None
 
 
-def ids_rule(extra: dict[str, Any]) -> tuple[int, int]:
-    """(fill, vocabulary size) for the ids of a manifest's `extra`: the tokenizer's size, else ids that fit int64."""
-    return int(extra.get("ids_fill", -1)), (extra.get("tokenizer") or {}).get("vocab_size") or 2**63
+def ids_rule(manifest: Manifest) -> tuple[int, int]:
+    """(fill, vocabulary size) for a manifest's stored ids: the tokenizer's size, else ids that fit an int64."""
+    return int(manifest.extra.get("ids_fill", -1)), manifest.vocab_size or 2**63

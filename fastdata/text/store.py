@@ -98,7 +98,7 @@ def open_store(view: DatasetView) -> TokenStore:
     return TokenStore(
         lengths=np.concatenate(lengths), labels=np.concatenate(labels) if labels else None,
         segment=np.concatenate(segment), start=np.concatenate(start), columns=tuple(columns), dtypes=tuple(dtypes),
-        files=tuple(files), vocab_size=(view.manifest.extra.get("tokenizer") or {}).get("vocab_size"),
+        files=tuple(files), vocab_size=view.manifest.vocab_size,
     )
 
 
