@@ -150,6 +150,22 @@ def test_a_loader_let_go_of_leaves_no_thread_behind(ds):
     assert not [t.name for t in ours if t.is_alive()]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_loader_only_the_loop_held_leaves_no_thread_behind(ds, backend):
+    """`for x, y in fastdata.loader(...)`, the README's idiom: nothing but the loop holds the loader. It used
+    to die at `iter()`, before its producer went on into the next epoch, so every such loop left a producer
+    and its decode pool running (and the batches made ahead held) until the process ended."""
+    before = set(threading.enumerate())
+    for _ in range(3):
+        for x, _y in loader(ds["wds"], split="train", train=True, backend=backend):
+            pass
+        del x, _y  # a batch may hold the loader's buffer pool
+    ours = _ours(before)
+    for t in ours:
+        t.join(timeout=10)
+    assert not [t.name for t in ours if t.is_alive()]
+
+
 @pytest.mark.parametrize("kw", [dict(overlap_epochs=False), dict(augment=lambda x: x)],
                          ids=["overlap_epochs=False", "with-a-hook"])
 def test_no_overlap_when_turned_off_or_with_hooks(ds, kw):

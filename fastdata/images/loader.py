@@ -56,7 +56,10 @@ class Loader(Closable):
             weakref.finalize(self, stop, False)
 
     def _iterate(self) -> Iterator[tuple[Any, Any]]:
-        return iter(self._backend)
+        # a generator, so that the pass holds this loader to its end: in `for x, y in fastdata.loader(...)` the
+        # loader then dies when the loop ends, and its finalizer stops the producer gone on into the next epoch
+        # (dying at `iter()`, before the producer went on, it left that producer and its pool running for good)
+        yield from self._backend
 
     def _release(self) -> None:
         """Its threads stopped, open shards closed, its dataset's files let go (closing.py)."""
