@@ -3,7 +3,8 @@
 Layout (`cache_dir/<first 32 hex of the manifest's sha256>/`, so a changed dataset never mixes with an old one):
 
     <shard>                  a complete, verified shard (or index) file
-    <shard>.<pid>.tmp        a download in progress, preallocated to its full size (its space is reserved)
+    <shard>.<pid>-<n>.tmp    a download in progress, preallocated to its full size (its space is reserved);
+                             <n> numbers this process's downloads, so that two never share a file
     locks/<shard>            lock file: exclusive while downloading, shared while a process uses the shard
     locks/.budget            exclusive while the budget is counted and space reserved or freed
     locks/.slot-<k>          one of NODE_DOWNLOADS download slots, held while downloading
@@ -60,6 +61,7 @@ def default_cache_dir() -> Path:
 
 
 _opened = itertools.count()  # numbers the caches this process opens: users/<pid>-<n>
+_downloads = itertools.count()  # numbers the downloads this process starts: <shard>.<pid>-<n>.tmp
 
 
 def _pid_of(name: str) -> int | None:
@@ -130,7 +132,7 @@ class ShardCache:
             elif pid is not None and user.name != self.token:
                 others = True
         for tmp in self.dir.glob("*.tmp"):
-            pid = parse_int(tmp.name.rsplit(".", 2)[-2], max_digits=PID_DIGITS)
+            pid = _pid_of(tmp.name.rsplit(".", 2)[-2])
             if pid is None or not _alive(pid):
                 log.info("removing a stale partial download %s", tmp)
                 tmp.unlink(missing_ok=True)
@@ -256,7 +258,9 @@ class ShardCache:
                 time.sleep(WAIT_POLL_S / 4)
 
     def _download(self, name: str, size: int | None, fetch: Callable[[Path], None]) -> None:
-        tmp = self.dir / f"{name}.{os.getpid()}.tmp"
+        # a name of its own: a download of this name by another open cache of this process may still run (its
+        # loader let go, lock files then removed as unused); sharing one file, each wrote into the other's
+        tmp = self.dir / f"{name}.{os.getpid()}-{next(_downloads)}.tmp"
         self._reserve(name, size or 0, tmp)
         try:
             with self._slot():
