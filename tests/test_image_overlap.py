@@ -157,9 +157,11 @@ def test_a_loader_only_the_loop_held_leaves_no_thread_behind(ds, backend):
     and its decode pool running (and the batches made ahead held) until the process ended."""
     before = set(threading.enumerate())
     for _ in range(3):
-        for x, _y in loader(ds["wds"], split="train", train=True, backend=backend):
-            pass
-        del x, _y  # a batch may hold the loader's buffer pool
+        batches = 0
+        for batch in loader(ds["wds"], split="train", train=True, backend=backend):
+            batches += len(batch[1])
+        del batch  # a batch may hold the loader's buffer pool
+        assert batches > 0
     ours = _ours(before)
     for t in ours:
         t.join(timeout=10)
