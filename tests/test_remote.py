@@ -17,7 +17,7 @@ import pytest
 import torch
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 from helpers import convert_images, make_image_tree
-from http_server import Fault, FileServer
+from http_server import Answer, Fault, FileServer
 
 import fastdata
 from converters import get_kind
@@ -290,6 +290,16 @@ def test_lasting_faults_raise_from_the_loop_naming_the_url(served: FileServer, t
     with pytest.raises(StorageError, match=rf"val-000001\.tar.*{message}|{message}.*val-000001\.tar"):
         _http_labels(served, tmp_path)
     assert fault.times < times  # the error came from the fault
+
+
+def test_a_dataset_behind_redirects_gives_the_same_epoch(served: FileServer, local: Path, tmp_path: Path):
+    """Every file of the dataset answered with a 307 to where its bytes are (a hub's `resolve` URL, a CDN)."""
+    def rewrite(method: str, path: str, requested: str | None, answer: Answer) -> Answer:
+        return answer if "?cdn" in path else Answer(307, [("Location", path + "?cdn"), ("Content-Length", "0")])
+
+    served.rewrite = rewrite
+    assert _http_labels(served, tmp_path) == labels_of(local, backend="kornia", train=False, split="val")
+    assert served.gets("val-000000.tar?cdn") == 1 and served.gets("manifest.json?cdn") == 1
 
 
 def test_a_missing_dataset_and_a_missing_manifest_are_clear(served: FileServer, tmp_path: Path):

@@ -4,6 +4,7 @@ error instead of a hang in a process forked after a request."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import multiprocessing as mp
 import os
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from http_server import Fault, FileServer
+from http_server import Answer, Fault, FileServer
 
 import fastdata.exiting as exiting
 import fastdata.storage.inflight as inflight
@@ -124,6 +125,84 @@ def test_an_exit_or_abandon_ends_a_download_at_once(served, tmp_path: Path, monk
         s.download("blob.bin", tmp_path / "out", size=len(DATA))
     assert time.monotonic() - started < 2.5
     assert len(served.requests) == 1  # not retried
+
+
+def _redirecting(served: FileServer, location) -> None:
+    """Every request answered with a 302 to `location(path)`; the copies at `?moved` honestly."""
+    def rewrite(method: str, path: str, requested: str | None, answer: Answer) -> Answer:
+        if "?moved" in path:
+            return answer
+        return Answer(302, [("Location", location(path)), ("Content-Length", "0")])
+
+    served.rewrite = rewrite
+
+
+def test_redirects_are_followed_to_the_same_bytes(served, tmp_path: Path):
+    """A dataset behind a CDN or a hub's `resolve` URL answers 302 to where the bytes are (absolute or relative):
+    they used to be an error ('answered HTTP 302')."""
+    _redirecting(served, lambda path: f"{served.url.rstrip('/')}{path}?moved" if "blob" in path else
+                 f"{path.rsplit('/', 1)[-1]}?moved")
+    s = store(served)
+    assert s.read("small.json") == b'{"a": 1}' and s.size("blob.bin") == len(DATA)
+    s.download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
+    assert (tmp_path / "out").read_bytes() == DATA
+    assert [p for m, p, _ in served.requests if m == "GET"] == ["/small.json", "/small.json?moved", "/blob.bin",
+                                                                 "/blob.bin?moved"]
+
+
+@pytest.mark.parametrize("where,message", [("loop", "redirected more than 10 times"),
+                                           ("ftp", "cannot be fetched over HTTP.*ftp")])
+def test_a_redirect_loop_or_to_another_scheme_fails_at_once(served, where: str, message: str):
+    _redirecting(served, lambda path: path if where == "loop" else f"ftp://127.0.0.1{path}")
+    with pytest.raises(StorageError, match=message):
+        store(served).read("small.json")
+    assert served.gets("small.json") == (11 if where == "loop" else 1)  # one request, its redirects; no retry
+
+
+def _cut_then(served: FileServer, ranged) -> None:
+    """The first answer for blob.bin cut after 300,000 bytes; every answer to a Range request made by `ranged`."""
+    cut = [True]
+
+    def rewrite(method: str, path: str, requested: str | None, answer: Answer) -> Answer:
+        if requested is None and cut[0] and path.endswith("blob.bin"):
+            cut[0] = False
+            return Answer(answer.status, answer.headers, answer.body, cut=300_000)
+        return ranged(answer) if requested is not None else answer
+
+    served.rewrite = rewrite
+
+
+@pytest.mark.parametrize("how", ["whole as 200", "wrong offset", "no Content-Range"])
+def test_a_range_answered_from_elsewhere_starts_the_download_over(served, tmp_path: Path, how: str):
+    """A resume whose range the server ignored (200, the whole file) or answered from another offset (a broken
+    proxy): the bytes are not spliced in where they do not belong; the download starts over and is whole.
+    A wrong offset used to be found only by the checksum, after the whole download, and was then an error."""
+    def ranged(answer: Answer) -> Answer:
+        if how == "whole as 200":
+            return Answer(200, [("Content-Length", str(len(DATA)))], DATA)
+        start = int(answer.header("Content-Range").split()[1].split("-")[0])
+        headers = [(k, v) for k, v in answer.headers if k != "Content-Range"]
+        if how == "wrong offset":
+            headers.append(("Content-Range", f"bytes {start + 7}-{len(DATA) - 1 + 7}/{len(DATA)}"))
+        return Answer(206, headers, answer.body)
+
+    _cut_then(served, ranged)
+    store(served).download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
+    assert (tmp_path / "out").read_bytes() == DATA
+    ranges = [r for m, p, r in served.requests if m == "GET"]
+    assert ranges[0] is None and ranges[1].startswith("bytes=")
+    assert ranges[2:] == ([] if how == "whole as 200" else [None])  # started over: the whole file asked for
+
+
+def test_a_body_compressed_unasked_is_read_whole(served):
+    """A server that gzips a manifest although the client asked for identity: its Content-Length counts the
+    compressed bytes; the read compares it with the bytes on the wire (it retried, then gave up: 'cut short')."""
+    def rewrite(method: str, path: str, requested: str | None, answer: Answer) -> Answer:
+        body = gzip.compress(answer.body, mtime=0)
+        return Answer(200, [("Content-Length", str(len(body))), ("Content-Encoding", "gzip")], body)
+
+    served.rewrite = rewrite
+    assert store(served).read("small.json") == b'{"a": 1}' and served.gets("small.json") == 1
 
 
 def test_retry_after_forms_and_the_backoff_bounds():

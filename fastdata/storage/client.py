@@ -5,7 +5,8 @@
   `connect_timeout`, `read_timeout`, `attempts` and `deadline` for fastdata's requests).
 - obstore (Rust, releases the GIL) holds the credentials: it signs requests, lists nothing, and uploads
   (multipart for large files, checksummed by S3). Object bodies are fetched from presigned URLs (plain
-  HTTPS for `http(s)://` datasets) by urllib3, so that every answer's status and headers are seen:
+  HTTPS for `http(s)://` datasets) by urllib3, which follows up to 10 redirects (a CDN, a hub's `resolve`
+  URL) and retries nothing itself, so that every answer's status and headers are seen:
   `retry.py` honours `Retry-After`, a body cut short is resumed from where it stopped, a stall hits the
   read timeout, and 403/404 fail at once with the URL and what to check.
 - A download in flight when the process exits or when its dataset is closed (`abandon()`) is cut short
@@ -42,6 +43,7 @@ SIGN_FOR = timedelta(hours=1)
 RESIGN_AFTER = 45 * 60.0  # seconds: presigned URLs are renewed well before they expire
 CHUNK = 1 << 16  # bytes per read: a connection that breaks loses at most the chunk in flight
 MULTIPART_ABOVE = 64 * 2**20  # bytes: larger uploads go in parts
+MAX_REDIRECTS = 10  # redirects followed per request (a dataset behind a CDN or a hub's `resolve` URL)
 _OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline")
 
 _state = {"used_in": None, "forked_after_use": False}  # the process that first used a client
@@ -75,6 +77,14 @@ class _Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+def _range_start(response: Any) -> int | None:
+    """The first byte of a 206 answer's `Content-Range: bytes FIRST-LAST/SIZE` (None when absent or unreadable)."""
+    value = (response.headers.get("Content-Range") or "").strip()
+    unit, _, span = value.partition(" ")
+    first, dash, _ = span.partition("-")
+    return parse_int(first) if unit == "bytes" and dash else None
 
 
 class RemoteStore:
@@ -117,7 +127,10 @@ class RemoteStore:
             if self._http is None:
                 urllib3 = require("urllib3", "remote")
                 timeout = urllib3.Timeout(connect=self.connect_timeout, read=self.read_timeout)
-                self._http = urllib3.PoolManager(num_pools=4, maxsize=16, timeout=timeout, retries=False)
+                # urllib3 follows redirects and nothing else: every failure comes back at once, to retry.py
+                follow = urllib3.Retry(total=None, connect=0, read=0, status=0, other=0, redirect=MAX_REDIRECTS,
+                                       raise_on_redirect=False, raise_on_status=False)
+                self._http = urllib3.PoolManager(num_pools=4, maxsize=16, timeout=timeout, retries=follow)
             if self._store is None and not self.http_only:
                 store = require("obstore.store", "remote")
                 self._store = store.from_url(self.url, client_options=self._client_options(),
@@ -193,11 +206,21 @@ class RemoteStore:
         url = self.object_url(name, method=method, fresh=resigned[0])
         try:
             response = http.request(method, url, headers=headers, preload_content=False, redirect=True)
+        except urllib3.exceptions.LocationValueError as exc:  # a redirect to a URL urllib3 cannot request
+            raise StorageError(f"{self.url}{name} cannot be fetched over HTTP(S) (redirected to another scheme, or "
+                               f"a malformed URL): {exc}") from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
+            if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+                exc = exc.reason  # a connection error after a redirect: the error itself, not urllib3's wrapper
             raise _Retryable(f"{type(exc).__name__}: {exc}") from None
         status = response.status
         if 200 <= status < 300:
             return response
+        if 300 <= status < 400 and response.get_redirect_location():
+            response.drain_conn()
+            response.release_conn()
+            raise StorageError(f"{self.url}{name} was redirected more than {MAX_REDIRECTS} times (HTTP {status}, "
+                               "last to the same place or in a loop): check the URL")
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         response.drain_conn()
         response.release_conn()
@@ -241,10 +264,11 @@ class RemoteStore:
                     raise StorageError(f"{self.url}{name} is {length} bytes, over the {limit} a metadata file "
                                        "may have")
                 data = self._body(response, limit)
+                wire = response.tell()  # bytes as sent: a body the server compressed unasked is longer decoded
             finally:
                 response.release_conn()
-            if length is not None and len(data) != length:
-                raise _Retryable(f"body cut short: {len(data)} of {length} bytes")
+            if length is not None and wire != length:
+                raise _Retryable(f"body cut short: {wire} of {length} bytes")
             return data
 
         return self._retry(name, "GET", attempt)
@@ -280,10 +304,13 @@ class RemoteStore:
                                            "file differs from the dataset's manifest") from None
                     raise
                 try:
-                    if have and response.status == 200:  # the server ignored the range: start over
-                        f.seek(0)
+                    if have and (response.status == 200 or _range_start(response) != have):
+                        f.seek(0)  # the range ignored (200) or answered from elsewhere: start over
                         f.truncate()
                         state["have"], state["hash"] = 0, hashlib.sha256()
+                        if response.status != 200:  # bytes that would be spliced in at the wrong place
+                            raise _Retryable(f"asked for the bytes from {have} on, answered Content-Range "
+                                             f"{response.headers.get('Content-Range')!r}; starting over")
                     self._stream_into(response, f, state, size)
                 finally:
                     response.release_conn()
