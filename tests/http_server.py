@@ -5,6 +5,7 @@ for the remote-dataset tests: 503/429 + Retry-After, bodies cut short, stalls, w
         server.faults.append(Fault("train-000000.tar", status=503, retry_after=1, times=2))
         url = server.url                         # http://127.0.0.1:PORT/
         server.requests                          # every (method, path, range header) served, in order
+        server.rewrite = fn                      # fn(method, path, range, answer) -> the Answer sent instead
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -32,6 +34,30 @@ class Fault:
     length: str | None = None  # send this Content-Length header (a forged one) and close after the body
     times: int = 1
     method: str = "GET"
+
+
+@dataclass
+class Answer:
+    """What the server sends for one request: the status line, the headers in order (a forged or repeated one
+    included), the body, and how it is sent."""
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    stall: float = 0.0  # seconds of silence before the body
+    cut: int | None = None  # send only this many body bytes, then close the connection
+    close: bool = False  # close the connection after the body (the client cannot know where it ends)
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
+
+
+# rewrite(method, path, range header, answer) -> the answer sent: a test's or the fuzzer's hostile server
+Rewrite = Callable[[str, str, "str | None", Answer], Answer]
+
+
+def _empty(status: int, *headers: tuple[str, str]) -> Answer:
+    return Answer(status, [*headers, ("Content-Length", "0")])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -56,25 +82,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve(body=True)
 
     def _serve(self, *, body: bool) -> None:
+        requested = self.headers.get("Range")
         with self.server.lock:
-            self.server.requests.append((self.command, self.path, self.headers.get("Range")))
-        fault = self._fault()
-        if fault is not None and fault.status is not None:
-            self.send_response(fault.status)
-            if fault.retry_after is not None:
-                self.send_header("Retry-After", str(fault.retry_after))
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
+            self.server.requests.append((self.command, self.path, requested))
+        answer = _faulty(self._file(requested), self._fault())
+        if self.server.rewrite is not None:
+            answer = self.server.rewrite(self.command, self.path, requested, answer)
+        self._send(answer, body=body)
+
+    def _file(self, requested: str | None) -> Answer:
+        """The honest answer: the file's bytes, or the range of them asked for."""
         path = (self.server.root / self.path.split("?", 1)[0].lstrip("/")).resolve()
         if self.server.root not in path.parents or not path.is_file():
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        size = path.stat().st_size
-        start, end = 0, size
-        match = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range") or "")
+            return _empty(404)
+        stat = path.stat()
+        size = stat.st_size
+        start, end, status = 0, size, 200
+        match = re.fullmatch(r"bytes=(\d*)-(\d*)", requested or "")
         if match:
             if match.group(1):
                 start = int(match.group(1))
@@ -82,44 +106,57 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 start, end = max(0, size - int(match.group(2))), size
             if start >= size:
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{size}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
-        else:
-            self.send_response(200)
-        self.send_header("Content-Length", str(end - start) if fault is None or fault.length is None else fault.length)
-        self.send_header("Accept-Ranges", "bytes")
-        self.send_header("Last-Modified", self.date_time_string(path.stat().st_mtime))
-        self.send_header("ETag", f'"{size}-{path.stat().st_mtime_ns}"')
-        self.end_headers()
-        if not body:
-            self.close_connection = fault is not None and fault.length is not None
-            return
+                return _empty(416, ("Content-Range", f"bytes */{size}"))
+            status = 206
         with open(path, "rb") as f:
             f.seek(start)
             data = f.read(end - start)
-        if fault is not None and fault.stall:
-            time.sleep(fault.stall)
-        if fault is not None and fault.corrupt:
-            data = bytes(b ^ 0xFF for b in data)
-        if fault is not None and fault.length is not None:
-            self.close_connection = True  # the client cannot know where the body ends
-        if fault is not None and fault.cut is not None:
-            self.wfile.write(data[:fault.cut])
-            self.wfile.flush()
-            self.close_connection = True
+        headers = [("Content-Range", f"bytes {start}-{end - 1}/{size}")] if status == 206 else []
+        headers += [("Content-Length", str(end - start)), ("Accept-Ranges", "bytes"),
+                    ("Last-Modified", self.date_time_string(stat.st_mtime)), ("ETag", f'"{size}-{stat.st_mtime_ns}"')]
+        return Answer(status, headers, data)
+
+    def _send(self, answer: Answer, *, body: bool) -> None:
+        self.send_response(answer.status)
+        for key, value in answer.headers:
+            self.send_header(key, value.encode().decode("latin-1"))  # a header of any text goes out as its UTF-8
+        self.end_headers()
+        if not body:
+            self.close_connection = answer.close
             return
+        if answer.stall:
+            time.sleep(answer.stall)
+        data = answer.body if answer.cut is None else answer.body[:answer.cut]
         self.wfile.write(data)
+        self.wfile.flush()
+        if answer.close or answer.cut is not None:
+            self.close_connection = True
+
+
+def _faulty(answer: Answer, fault: Fault | None) -> Answer:
+    """The answer a scripted fault makes of the honest one."""
+    if fault is None:
+        return answer
+    if fault.status is not None:
+        retry = [("Retry-After", str(fault.retry_after))] if fault.retry_after is not None else []
+        return _empty(fault.status, *retry)
+    if answer.status >= 300:
+        return answer
+    if fault.length is not None:
+        answer.headers = [(k, fault.length if k == "Content-Length" else v) for k, v in answer.headers]
+        answer.close = True
+    answer.stall = fault.stall or 0.0
+    answer.cut = fault.cut
+    if fault.corrupt:
+        answer.body = bytes(b ^ 0xFF for b in answer.body)
+    return answer
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     root: Path
     faults: list[Fault]
+    rewrite: Rewrite | None
     requests: list[tuple[str, str, str | None]]
     lock: threading.Lock
 
@@ -138,6 +175,7 @@ class FileServer:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.root = Path(root).resolve()
         self._server.faults = []
+        self._server.rewrite = None
         self._server.requests = []
         self._server.lock = threading.Lock()
         self._thread = threading.Thread(target=self._server.serve_forever, name="test-http", daemon=True)
@@ -149,6 +187,14 @@ class FileServer:
     @property
     def faults(self) -> list[Fault]:
         return self._server.faults
+
+    @property
+    def rewrite(self) -> Rewrite | None:
+        return self._server.rewrite
+
+    @rewrite.setter
+    def rewrite(self, fn: Rewrite | None) -> None:
+        self._server.rewrite = fn
 
     @property
     def requests(self) -> list[tuple[str, str, str | None]]:

@@ -1,7 +1,8 @@
 """Seeded input-mutation fuzzing of everything fastdata reads from outside: JPEG and PNG files at conversion
 and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards, image-text
 shards, tars from other tools (`fastdata index`, whose result `verify` must find clean), DICOM files, text
-corpora (plain, JSON Lines, gzip), captions files and labels CSVs, manifests and loader states.
+corpora (plain, JSON Lines, gzip), captions files and labels CSVs, manifests, loader states, and the answers of
+an HTTP server to a remote loader (tests/fuzz_answers.py).
 
 The oracle: a mutated input is converted, rejected with a reason, or refused with a fastdata error
 (a ValueError for a state); any other exception, a crash of the interpreter or a hang (--case-timeout)
@@ -131,6 +132,25 @@ class Context:
             ("labels.csv", "filename,class\nimg_0.jpg,cat\nimg_1.jpg,chien \u00e9\n".encode()),
         ]
         self.case_dir = work / "case"
+        self._server: Any = None
+        self._local: dict[str, list] = {}
+
+    def server(self) -> Any:
+        """An HTTP server of the work folder (started on first use), for the remote target."""
+        if self._server is None:
+            from http_server import FileServer
+
+            self._server = FileServer(self.work).__enter__()
+        return self._server
+
+    def local_epoch(self, label: str) -> list:
+        if label not in self._local:
+            self._local[label] = _remote_epoch(self.work / label, label)
+        return self._local[label]
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.__exit__(None, None, None)
 
     def fresh(self, name: str) -> Path:
         """A private copy of dataset `name` for one case (the mutation must not leak into the next)."""
@@ -395,6 +415,64 @@ def _manifest(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     return f"{label}/manifest.json: {what}"
 
 
+def _flat(value: Any) -> Any:
+    """A batch as plain values (tensors as lists), to compare two epochs exactly."""
+    if hasattr(value, "tolist"):
+        return (str(getattr(value, "dtype", "")), tuple(getattr(value, "shape", ())), value.tolist())
+    if isinstance(value, dict):
+        return {k: _flat(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_flat(v) for v in value]
+    return value
+
+
+REMOTE_OPTIONS = {"wds": dict(batch_size=2, image_size=32, backend="kornia", device="cpu", num_threads=1, train=False),
+                  "tokens": dict(max_tokens=64, shuffle=False)}
+REMOTE_TIMEOUTS = {"read_timeout": 0.3, "connect_timeout": 0.5, "attempts": 3, "deadline": 2.0}
+
+
+def _remote_epoch(source: Any, label: str, cache: Path | None = None) -> list:
+    import fastdata
+
+    remote = {} if cache is None else {"cache_dir": cache, "storage_options": REMOTE_TIMEOUTS}
+    return [_flat(batch) for batch in fastdata.loader(source, **REMOTE_OPTIONS[label], **remote)]
+
+
+def _remote(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
+    """A dataset served over HTTP by a hostile server (tests/fuzz_answers.py) for one of its files. The oracle:
+    the epoch equals the local one or ends in a fastdata error, and the cache is not poisoned: afterwards an
+    honest server gives the local epoch from the same cache."""
+    from fuzz_answers import hostile
+
+    server = ctx.server()
+    names = ["manifest.json"] + sorted(p.name for p in (ctx.work / label).iterdir() if p.name != "manifest.json")
+    victim = rng.choice(names)
+    rewrite, what, changes_bytes, lawful = hostile(rng, server.url,
+                                                   lambda path: (ctx.work / path.lstrip("/")).read_bytes())
+    want = ctx.local_epoch(label)
+    cache = ctx.work / "case-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    server.rewrite = lambda m, path, r, a: rewrite(m, path, r, a) if path.split("?")[0].endswith("/" + victim) else a
+    try:
+        try:
+            got = _remote_epoch(server.url + label + "/", label, cache)
+            OUTCOMES[("remote epoch", "ran")] += 1
+        except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
+            if not _allowed(exc) or lawful:
+                raise Finding(f"{victim}, {what}: {type(exc).__name__}: {exc}") from exc
+            OUTCOMES[("remote epoch", f"refused: {type(exc).__name__}")] += 1
+        else:
+            if got != want and not (victim == "manifest.json" and changes_bytes):
+                raise Finding(f"{victim}, {what}: the epoch differs from the local one ({len(got)} batches, "
+                              f"{len(want)} local)")
+    finally:
+        server.rewrite = None
+    if _remote_epoch(server.url + label + "/", label, cache) != want:
+        raise Finding(f"{victim}, {what}: the cache was poisoned: an honest server's epoch from the same cache "
+                      "differs")
+    return f"{label}/{victim}: {what}"
+
+
 def _state(ctx: Context, rng: random.Random, label: str, make: Callable[[], Any]) -> str:
     loader = make()
     it = iter(loader)
@@ -437,6 +515,7 @@ def targets(ctx: Context) -> list[Target]:
         Target("tables", lambda: ctx.tables, lambda r, label, d: _table_file(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
+        Target("remote", lambda: [("wds", None), ("tokens", None)], lambda r, label, d: _remote(ctx, r, label, d)),
         Target("state", lambda: [
             ("images", image_loader),
             ("tokens", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8)),
@@ -491,6 +570,7 @@ def run(cases: int, seed: str, only: list[str] | None, out: Path, case_timeout: 
             finally:
                 signal.alarm(0)
             done[target.name] += 1
+        ctx.close()
         if verbose:
             for (step, outcome), n in sorted(OUTCOMES.items()):
                 print(f"  {step:28s} {outcome:36s} {n:6d}")
