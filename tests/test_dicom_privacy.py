@@ -252,6 +252,25 @@ def test_a_modality_that_runs_on_over_the_institution_is_rejected_unquoted(tmp_p
     assert institution not in _everything(tmp_path / "out")
 
 
+def test_an_undecodable_pixel_reason_never_quotes_the_transfer_syntax_uid() -> None:
+    """pydicom's NotImplementedError for a transfer syntax it does not know quotes the UID (a private one, or the
+    value a damaged length ran on into); the reason quoted pydicom's message whole."""
+    from pydicom.dataset import Dataset, FileMetaDataset
+
+    from converters.dicom.geometry import RejectSeries
+    from converters.dicom.series import _pixels
+
+    ds = Dataset()
+    ds.file_meta = FileMetaDataset()
+    ds.file_meta.TransferSyntaxUID = "1.2.840.99.777123"
+    ds.Rows, ds.Columns, ds.SamplesPerPixel, ds.BitsAllocated = 2, 2, 1, 8
+    ds.PixelData = b"\0\1\2\3"
+    with pytest.raises(RejectSeries) as info:
+        _pixels(ds, "x.dcm")
+    assert str(info.value) == ("cannot decode pixel data of x.dcm (unknown transfer syntax): no installed decoder "
+                               "supports it")
+
+
 def test_an_unexpected_error_is_recorded_without_its_message(tmp_path: Path, monkeypatch) -> None:
     """The engine's catch-all quotes an exception's message in the reason; a DICOM series' reason must not (a
     message can quote a value: a name, a UID)."""

@@ -113,8 +113,10 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
     try:
         arr = ds.pixel_array
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a recorded reason
+        # the type only (failure): pydicom's messages quote values, an unregistered transfer syntax UID among them
         syntax = uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown transfer syntax")
-        raise RejectSeries(f"cannot decode pixel data of {rel} ({syntax}): {type(exc).__name__}: {exc}") from exc
+        why = "no installed decoder supports it" if isinstance(exc, NotImplementedError) else failure(exc)
+        raise RejectSeries(f"cannot decode pixel data of {rel} ({syntax}): {why}") from exc
     if str(ds.get("PhotometricInterpretation", "")) == "MONOCHROME1" and arr.dtype.kind == "u":
         arr = np.asarray((1 << int(ds.get("BitsStored", arr.dtype.itemsize * 8))) - 1, dtype=np.int64) - arr
     return arr
