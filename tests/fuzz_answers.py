@@ -1,8 +1,8 @@
 """Seeded hostile HTTP answers for the `remote` fuzz target (tests/mutation_fuzz.py): what a broken proxy, a
 misconfigured CDN or a hostile server sends instead of the honest answer of tests/http_server.py.
 
-`hostile(rng)` draws one rewrite for a case: `rewrite(method, path, range, answer) -> answer`, applied to
-the requests for one file of the dataset (the first `times` of them). Statuses that mean nothing here,
+`hostile(rng, base_url, whole)` draws one rewrite for a case, `rewrite(method, path, range, answer) -> answer`,
+applied to the requests for one file of the dataset (the first `times` of them). Statuses that mean nothing here,
 redirects (to the same file elsewhere, in a loop, to a closed port, to another scheme), forged
 Content-Length / Content-Range / Retry-After headers, bodies cut, stretched, flipped or stalled, a range
 ignored or answered from the wrong offset, bodies declared chunked or gzip that are neither (or are).
@@ -41,13 +41,9 @@ def _set(headers: list[tuple[str, str]], name: str, value: str | None) -> list[t
 
 
 def _chunked(data: bytes, sizes: Callable[[int], str]) -> bytes:
-    out, i, n = b"", 0, 0
-    while i < len(data):
-        piece = data[i:i + 4096]
-        out += sizes(len(piece)).encode() + b"\r\n" + piece + b"\r\n"
-        i += len(piece)
-        n += 1
-    return out + b"0\r\n\r\n"
+    """`data` in chunked transfer coding, each chunk's size line written by `sizes(length)`."""
+    pieces = [data[i:i + 4096] for i in range(0, len(data), 4096)]
+    return b"".join(sizes(len(p)).encode() + b"\r\n" + p + b"\r\n" for p in pieces) + b"0\r\n\r\n"
 
 
 def _status(rng: random.Random) -> tuple[Callable[[Answer], Answer], str]:

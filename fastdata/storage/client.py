@@ -309,8 +309,9 @@ class RemoteStore:
                         f.truncate()
                         state["have"], state["hash"] = 0, hashlib.sha256()
                         if response.status != 200:  # bytes that would be spliced in at the wrong place
+                            found = (response.headers.get("Content-Range") or "")[:80]  # the server's text
                             raise _Retryable(f"asked for the bytes from {have} on, answered Content-Range "
-                                             f"{response.headers.get('Content-Range')!r}; starting over")
+                                             f"{found!r}; starting over")
                     self._stream_into(response, f, state, size)
                 finally:
                     response.release_conn()
