@@ -426,8 +426,9 @@ def _flat(value: Any) -> Any:
     return value
 
 
-REMOTE_OPTIONS = {"wds": dict(batch_size=2, image_size=32, backend="kornia", device="cpu", num_threads=1, train=False),
-                  "tokens": dict(max_tokens=64, shuffle=False)}
+_EVAL_IMAGES = dict(batch_size=2, image_size=32, backend="kornia", device="cpu", num_threads=1, train=False)
+REMOTE_OPTIONS = {"wds": _EVAL_IMAGES, "pairs": _EVAL_IMAGES, "tokens": dict(max_tokens=64, shuffle=False),
+                  "volumes": dict(batch_size=1, patch_size=(4, 8, 8), num_workers=1)}
 REMOTE_TIMEOUTS = {"read_timeout": 0.3, "connect_timeout": 0.5, "attempts": 3, "deadline": 2.0}
 
 
@@ -515,7 +516,7 @@ def targets(ctx: Context) -> list[Target]:
         Target("tables", lambda: ctx.tables, lambda r, label, d: _table_file(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
-        Target("remote", lambda: [("wds", None), ("tokens", None)], lambda r, label, d: _remote(ctx, r, label, d)),
+        Target("remote", lambda: [(k, None) for k in REMOTE_OPTIONS], lambda r, label, d: _remote(ctx, r, label, d)),
         Target("state", lambda: [
             ("images", image_loader),
             ("tokens", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8)),
