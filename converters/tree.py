@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import stat
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,9 +133,26 @@ def first_files(src: Path, limit: int) -> Iterator[Path]:
     return itertools.islice(visible_files(src), limit)
 
 
+def class_folder_problem(name: str) -> str | None:
+    """Why a folder named `name` cannot be a class (None: it can). Class names go into the manifest as text and
+    are printed by training scripts: bytes that are not UTF-8 (they stopped the conversion with a UnicodeEncodeError
+    when the manifest was written) and control characters (a terminal escape sequence, a newline) are refused."""
+    if name != display(name):
+        return "class folder name is not valid UTF-8: rename the folder"
+    if any(unicodedata.category(ch) == "Cc" for ch in name):
+        return "class folder name holds control characters (an escape sequence, a tab, a newline): rename the folder"
+    return None
+
+
+def usable_classes(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The folder names that can be classes (`class_folder_problem`), in their order; the others are rejected by
+    the walk that meets them."""
+    return tuple(n for n in names if class_folder_problem(n) is None)
+
+
 def class_names(folders: list[Path]) -> tuple[str, ...]:
-    """Sorted names of the visible subfolders of `folders` (ImageFolder-style classes)."""
-    return tuple(sorted({c for f in folders for c in visible(os.listdir(f)) if (f / c).is_dir()}))
+    """Sorted names of the visible subfolders of `folders` (ImageFolder-style classes) that can be classes."""
+    return usable_classes(sorted({c for f in folders for c in visible(os.listdir(f)) if (f / c).is_dir()}))
 
 
 def split_classes(src: Path, split_dirs: list[str]) -> tuple[str, ...]:

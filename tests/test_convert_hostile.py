@@ -115,6 +115,50 @@ def test_a_file_name_that_is_not_utf8_is_converted_and_reported(tmp_path: Path):
     assert (tmp_path / "out" / "manifest.json").exists()
 
 
+BAD_CLASS_FOLDERS = {b"caf\xe9": "not valid UTF-8", b"red\x1b[31m": "control characters",
+                     b"tab\tname": "control characters"}
+
+
+@pytest.mark.parametrize("layout", ["class", "split/class"])
+def test_a_class_folder_name_that_is_not_text_is_rejected_not_a_class(tmp_path: Path, layout: str):
+    """A class folder whose name is not UTF-8 stopped the conversion when the manifest was written
+    (UnicodeEncodeError: surrogates not allowed), and every re-run again; one with a terminal escape sequence became
+    a class name that training scripts print. Now their files are rejected with the reason, the rest converts."""
+    src = tmp_path / "src"
+    root = src / "train" if layout == "split/class" else src
+    for name in [b"ok", *BAD_CLASS_FOLDERS]:
+        make_image(Path(os.fsdecode(os.fsencode(str(root)) + b"/" + name + b"/a.jpg")))
+    if layout == "split/class":
+        make_image(Path(os.fsdecode(os.fsencode(str(src)) + b"/val/red\x1b[31m/b.jpg")))
+    result = convert_images(src, tmp_path / "out")
+    assert result.manifest.classes == ("ok",) and result.manifest.num_samples == 1
+    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    prefix = "train/" if layout == "split/class" else ""
+    assert set(reasons) == {f"{prefix}caf\\xe9/a.jpg", f"{prefix}red\x1b[31m/a.jpg", f"{prefix}tab\tname/a.jpg"} | (
+        {"val/red\x1b[31m/b.jpg"} if layout == "split/class" else set())
+    for source, reason in reasons.items():
+        want = "not valid UTF-8" if "caf" in source else "control characters"
+        assert reason.startswith(f"class folder name {'is' if 'caf' in source else 'holds'} {want}"), reason
+    assert (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_a_text_class_folder_with_control_characters_is_rejected(tmp_path: Path):
+    for name in ("news", "red\x1b[31m"):
+        (tmp_path / "src" / name).mkdir(parents=True)
+        (tmp_path / "src" / name / "a.txt").write_text("one document\n")
+    result = convert_text(tmp_path / "src", tmp_path / "out")
+    assert result.manifest.classes == ("news",)
+    assert [(r["source"], r["reason"].split(" (")[0]) for r in result.rejected] == [
+        ("red\x1b[31m/a.txt", "class folder name holds control characters")]
+
+
+def test_a_labels_csv_class_with_control_characters_is_refused(tmp_path: Path):
+    make_image(tmp_path / "flat" / "a.jpg")
+    (tmp_path / "labels.csv").write_text("a.jpg,\x1b[2Jcat\n", encoding="utf-8")
+    with pytest.raises(ConvertError, match=r"labels.csv:1: the class '\\x1b\[2Jcat' holds control characters"):
+        convert_images(tmp_path / "flat", tmp_path / "out", labels=str(tmp_path / "labels.csv"))
+
+
 def test_leftovers_of_a_run_that_failed_before_planning_do_not_block_the_rerun(tmp_path: Path):
     src = make_image_tree(tmp_path / "src", classes=1, per_class=2)
     (tmp_path / "out" / ".partial").mkdir(parents=True)

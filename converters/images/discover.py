@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import csv
 import os
+import unicodedata
 from pathlib import Path
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_NAMES, Collector, broken_symlink, is_folder, split_classes, visible
+from converters.tree import (
+    SPLIT_NAMES,
+    Collector,
+    broken_symlink,
+    class_folder_problem,
+    is_folder,
+    split_classes,
+    usable_classes,
+    visible,
+)
 from fastdata.errors import ConvertError
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
@@ -66,6 +76,9 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
                 if name in labels:
                     raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
                                        f"{where[name]}); each file has one label: remove the duplicate row")
+                if any(unicodedata.category(ch) == "Cc" for ch in row[1].strip()):
+                    raise ConvertError(f"{csv_path}:{lineno}: the class {row[1].strip()!r} holds control characters "
+                                       "(an escape sequence, a tab, a newline); class names are printed as text")
                 labels[name], where[name] = row[1].strip(), lineno
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
@@ -136,16 +149,18 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
                 if not is_folder(path, follow=follow):
                     col.reject(path, s, "not inside a class folder")
                 elif name not in index:
-                    col.reject(path, s, f"class folder {name!r} is not among train's classes")
+                    col.reject(path, s, class_folder_problem(name) or f"class folder {name!r} is not among train's "
+                               "classes")
                 else:
                     col.add_tree(path, s, index[name])
     else:
         layout = "class"
-        classes = tuple(dirs)
+        classes = usable_classes(dirs)
         for i, c in enumerate(classes):
             col.add_tree(src / c, split, i)
         for name in top:
-            if name not in dirs:
-                col.reject(src / name, split, "not inside a class folder")
+            if name not in classes:
+                col.reject(src / name, split, (name in dirs and class_folder_problem(name)) or
+                           "not inside a class folder")
     col.warn_unused(classes, "images")
     return Discovery(col.items, classes, col.rejected, layout, col.identity)

@@ -13,7 +13,16 @@ from converters.sample import Rejection, WorkItem
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
 from converters.text.spill import Spill
-from converters.tree import SPLIT_NAMES, Collector, broken_symlink, is_folder, split_classes, visible
+from converters.tree import (
+    SPLIT_NAMES,
+    Collector,
+    broken_symlink,
+    class_folder_problem,
+    is_folder,
+    split_classes,
+    usable_classes,
+    visible,
+)
 from fastdata.errors import ConvertError
 
 
@@ -54,7 +63,7 @@ def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int])
         elif not is_folder(path, follow=col.walk.follow):
             col.reject(path, split, "not inside a class folder")
         elif name not in index:
-            col.reject(path, split, f"class folder {name!r} is not among train's classes")
+            col.reject(path, split, class_folder_problem(name) or f"class folder {name!r} is not among train's classes")
         else:
             col.add_tree(path, split, index[name])
 
@@ -80,7 +89,7 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         for s in split_dirs:
             _add_split(col, src / s, s, index)
     elif dirs:
-        layout, classes = "class", tuple(dirs)
+        layout, classes = "class", usable_classes(dirs)
         _add_split(col, src, options.split, {c: i for i, c in enumerate(classes)})
     else:
         layout, classes = "flat", ()
