@@ -297,6 +297,21 @@ def test_a_sparse_member_is_rejected_not_indexed_over_the_bytes_after_it(tmp_pat
                for p in verify_dataset(tmp_path / "s"))
 
 
+def test_a_member_name_that_is_not_utf8_is_rejected_not_a_failed_tar(tmp_path: Path):
+    """A tar written with Latin-1 names (an old tool): tarfile reads the byte 0xe9 as a lone surrogate, and the
+    scan's JSON record could not be written: the whole tar was rejected as 'unexpected error: UnicodeEncodeError'
+    ('no usable sample in 0 tar(s)'). Now that sample is rejected, named with \\xNN, and the others are indexed."""
+    jpg = encoded("JPEG")
+    raw_tar(tmp_path / "s" / "a.tar", [("caf\udce9.jpg", jpg), ("caf\udce9.cls", b"1"), ("ok.jpg", jpg),
+                                       ("ok.cls", b"0")])
+    assert b"caf\xe9.jpg" in (tmp_path / "s" / "a.tar").read_bytes()
+    result = adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    assert [(r["source"], r["reason"]) for r in result.rejected] == [
+        ("a.tar:caf\\xe9", f"member 'caf\\\\xe9.jpg': {scan_module.NOT_UTF8}")]
+    assert [s.samples for s in result.manifest.splits["train"].shards] == [1]
+    assert load_all(tmp_path / "s", "kornia")[1] == [0] and verify_dataset(tmp_path / "s") == []
+
+
 @pytest.mark.parametrize(("caption", "reason"), [
     ("café".encode("latin-1"), "its caption is not UTF-8 text ('utf-8' codec can't decode byte 0xe9 in position 3: "
                                "unexpected end of data)"),

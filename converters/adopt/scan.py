@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 
 from PIL import UnidentifiedImageError
 
+from converters.tree import display
 from fastdata.images.pixels import open_image
 from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
@@ -28,9 +29,10 @@ LABEL_EXTS = ("cls", "class", "label")
 HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
 LABEL_BYTES = 64
 TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
-SCAN_VERSION = 2  # saved scans of another version are scanned again (2: captions checked)
+SCAN_VERSION = 3  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8)
 SPARSE = ("stored as a GNU sparse file: its bytes are not one span of the tar (the holes are left out), and DALI "
           "and fastdata read a member as the one span its header gives; re-create the tar without --sparse")
+NOT_UTF8 = "the name is not UTF-8 (shown with \\xNN; a sample's key is text in the index and the loaders)"
 
 
 class _Hashing:
@@ -194,25 +196,26 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
                 for m in tar:
                     if m.isdir():
                         continue
+                    name = display(m.name)  # tarfile decodes bytes that are not UTF-8 to lone surrogates: \xNN
                     if not m.isreg():
-                        scan.problems.append(f"member {m.name!r} is not a regular file ({_type(m)}): not read")
+                        scan.problems.append(f"member {name!r} is not a regular file ({_type(m)}): not read")
                         continue
-                    key, ext = split_name(m.name)
+                    key, ext = split_name(name)
                     base = key.rsplit("/", 1)[-1]
                     if not base:  # wds2idx and WebDataset skip hidden names: recorded, not silently
-                        scan.problems.append(f"member {m.name!r} has a hidden name (starts with '.'): skipped, "
+                        scan.problems.append(f"member {name!r} has a hidden name (starts with '.'): skipped, "
                                              "as WebDataset and DALI skip it")
                         continue
-                    member = Member(ext, m.offset_data, m.size, m.name)
+                    member = Member(ext, m.offset_data, m.size, name)
                     if current is None or current.key != key:
                         if current is not None:
                             scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode))
                         current, data = SampleScan([]), {}
                     current.members.append(member)
-                    why = unsafe_name(m.name) or (None if ext else "no extension after the key") or (
-                        SPARSE if m.issparse() else None)
+                    why = (NOT_UTF8 if name != m.name else unsafe_name(name)) or (
+                        None if ext else "no extension after the key") or (SPARSE if m.issparse() else None)
                     if why and current.problem is None:
-                        current.problem = f"member {m.name!r}: {why}"
+                        current.problem = f"member {name!r}: {why}"
                     wanted = _wanted_bytes(ext, m.size, decode)
                     if not why:  # an empty member is b"" (an empty label or image is a finding, not a KeyError)
                         f = tar.extractfile(m) if wanted else None
