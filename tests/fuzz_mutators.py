@@ -98,12 +98,31 @@ def tar_size_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     if not headers:
         return set_bytes(rng, data)
     o = rng.choice(headers)
-    size = rng.choice((0, 1, 511, 1 << 40, len(data) * 2, int(data[o + 124:o + 135] or b"0", 8) + 1))
+    field = data[o + 124:o + 135].strip(b"\0 ")
+    claimed = int(field, 8) if field and set(field) <= set(b"01234567") else 0  # an earlier step may have mangled it
+    size = rng.choice((0, 1, 511, 1 << 40, len(data) * 2, claimed + 1))
     out = bytearray(data)
     out[o + 124:o + 136] = f"{size:011o}".encode()[-11:] + b"\0"
     out[o + 148:o + 156] = b"        "
     out[o + 148:o + 156] = f"{sum(out[o:o + 512]):06o}\0 ".encode()
     return bytes(out), f"tar member at {o} claims {size} bytes"
+
+
+def tar_name_byte(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """A byte of a member header's name made a byte that is not UTF-8 alone (0x80-0xff: a Latin-1 name from an old
+    tool), or a control character, its checksum made valid."""
+    headers = [o for o in range(0, len(data) - 512, 512) if data[o + 257:o + 262] == b"ustar"]
+    if not headers:
+        return set_bytes(rng, data)
+    o = rng.choice(headers)
+    length = data[o:o + 100].find(b"\0") % 101 or 100
+    i = o + rng.randrange(length)
+    value = rng.choice((0xE9, 0xFF, 0x80, 0xC3, 0x1B, 0x0A, 0x7F))
+    out = bytearray(data)
+    out[i] = value
+    out[o + 148:o + 156] = b"        "
+    out[o + 148:o + 156] = f"{sum(out[o:o + 512]):06o}\0 ".encode()
+    return bytes(out), f"tar member name at {o}: byte {i - o} -> {value:#04x}"
 
 
 _DICOM_SHORT = re.compile(rb"[\x00-\xff]{4}(?:AE|AS|AT|CS|DA|DS|DT|FL|FD|IS|LO|LT|PN|SH|SL|SS|ST|TM|UI|UL|US)"

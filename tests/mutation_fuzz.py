@@ -40,6 +40,7 @@ from fuzz_mutators import (  # noqa: E402
     mutate_bytes,
     mutate_json,
     png_header_size,
+    tar_name_byte,
     tar_size_field,
     text_number,
 )
@@ -286,16 +287,17 @@ def _foreign_tar(ctx: Context, rng: random.Random, label: str, tar: Path) -> str
 
     shutil.rmtree(ctx.case_dir, ignore_errors=True)
     ctx.case_dir.mkdir()
-    data, what = mutate_bytes(rng, tar.read_bytes(), (tar_size_field, text_number))
+    data, what = mutate_bytes(rng, tar.read_bytes(), (tar_size_field, tar_name_byte, text_number))
     (ctx.case_dir / "a.tar").write_bytes(data)
     try:
-        adopt(ctx.case_dir, options=AdoptOptions(jobs=1))
+        result = adopt(ctx.case_dir, options=AdoptOptions(jobs=1))
     except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
-        if not _allowed(exc):
+        if not _allowed(exc) or "unexpected error" in str(exc):  # every tar rejected, one by the catch-all
             raise Finding(f"index: {type(exc).__name__}: {exc}") from exc
         OUTCOMES[("adopt", f"refused: {type(exc).__name__}")] += 1
         return f"{label}: {what} (refused)"
     OUTCOMES[("adopt", "ran")] += 1
+    _no_unexpected([r["reason"] for r in result.rejected])
     problems = verify_dataset(ctx.case_dir)
     if problems:
         raise Finding(f"verify disagrees with what index accepted: {problems[:3]}")
@@ -346,6 +348,7 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     finally:
         logging.getLogger().removeHandler(logged)
     _no_phi(written + logged.messages)
+    _no_unexpected(written)
     return f"{path.name}: {what}"
 
 
@@ -356,6 +359,14 @@ class _Logged(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage())
+
+
+def _no_unexpected(reasons: list[str]) -> None:
+    """A rejection the catch-all made ('unexpected error: ...') is an exception nobody expected: a finding, though
+    the conversion went on."""
+    for reason in reasons:
+        if reason.startswith("unexpected error"):
+            raise Finding(f"rejected by the catch-all: {reason[:200]}")
 
 
 def _no_phi(written: list[str]) -> None:
