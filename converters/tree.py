@@ -133,14 +133,20 @@ def first_files(src: Path, limit: int) -> Iterator[Path]:
     return itertools.islice(visible_files(src), limit)
 
 
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # reorder how text shows
+
+
 def class_folder_problem(name: str) -> str | None:
     """Why a folder named `name` cannot be a class (None: it can). Class names go into the manifest as text and
     are printed by training scripts: bytes that are not UTF-8 (they stopped the conversion with a UnicodeEncodeError
-    when the manifest was written) and control characters (a terminal escape sequence, a newline) are refused."""
+    when the manifest was written), control characters (a terminal escape sequence, a newline) and the bidi
+    embeddings, overrides and isolates (a name shown in another order than it is) are refused. Other format
+    characters stay: a zero-width non-joiner is part of Persian words."""
     if name != display(name):
         return "class folder name is not valid UTF-8: rename the folder"
-    if any(unicodedata.category(ch) == "Cc" for ch in name):
-        return "class folder name holds control characters (an escape sequence, a tab, a newline): rename the folder"
+    if any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in name):
+        return ("class folder name holds control characters (an escape sequence, a tab, a newline, a bidi override): "
+                "rename the folder")
     return None
 
 

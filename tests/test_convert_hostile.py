@@ -116,14 +116,15 @@ def test_a_file_name_that_is_not_utf8_is_converted_and_reported(tmp_path: Path):
 
 
 BAD_CLASS_FOLDERS = {b"caf\xe9": "not valid UTF-8", b"red\x1b[31m": "control characters",
-                     b"tab\tname": "control characters"}
+                     b"tab\tname": "control characters", "\u202eevil".encode(): "control characters"}
 
 
 @pytest.mark.parametrize("layout", ["class", "split/class"])
 def test_a_class_folder_name_that_is_not_text_is_rejected_not_a_class(tmp_path: Path, layout: str):
     """A class folder whose name is not UTF-8 stopped the conversion when the manifest was written
-    (UnicodeEncodeError: surrogates not allowed), and every re-run again; one with a terminal escape sequence became
-    a class name that training scripts print. Now their files are rejected with the reason, the rest converts."""
+    (UnicodeEncodeError: surrogates not allowed), and every re-run again; one with a terminal escape sequence or a
+    right-to-left override became a class name that training scripts print. Now their files are rejected with the
+    reason, the rest converts."""
     src = tmp_path / "src"
     root = src / "train" if layout == "split/class" else src
     for name in [b"ok", *BAD_CLASS_FOLDERS]:
@@ -134,8 +135,9 @@ def test_a_class_folder_name_that_is_not_text_is_rejected_not_a_class(tmp_path: 
     assert result.manifest.classes == ("ok",) and result.manifest.num_samples == 1
     reasons = {r["source"]: r["reason"] for r in result.rejected}
     prefix = "train/" if layout == "split/class" else ""
-    assert set(reasons) == {f"{prefix}caf\\xe9/a.jpg", f"{prefix}red\x1b[31m/a.jpg", f"{prefix}tab\tname/a.jpg"} | (
-        {"val/red\x1b[31m/b.jpg"} if layout == "split/class" else set())
+    val = {"val/red\x1b[31m/b.jpg"} if layout == "split/class" else set()
+    assert set(reasons) == {f"{prefix}caf\\xe9/a.jpg", f"{prefix}red\x1b[31m/a.jpg", f"{prefix}tab\tname/a.jpg",
+                            f"{prefix}\u202eevil/a.jpg"} | val
     for source, reason in reasons.items():
         want = "not valid UTF-8" if "caf" in source else "control characters"
         assert reason.startswith(f"class folder name {'is' if 'caf' in source else 'holds'} {want}"), reason

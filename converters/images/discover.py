@@ -11,6 +11,7 @@ from pathlib import Path
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import (
+    BIDI_CONTROLS,
     SPLIT_NAMES,
     Collector,
     broken_symlink,
@@ -76,9 +77,10 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
                 if name in labels:
                     raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
                                        f"{where[name]}); each file has one label: remove the duplicate row")
-                if any(unicodedata.category(ch) == "Cc" for ch in row[1].strip()):
+                if any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in row[1].strip()):
                     raise ConvertError(f"{csv_path}:{lineno}: the class {row[1].strip()!r} holds control characters "
-                                       "(an escape sequence, a tab, a newline); class names are printed as text")
+                                       "(an escape sequence, a tab, a newline, a bidi override); class names are "
+                                       "printed as text")
                 labels[name], where[name] = row[1].strip(), lineno
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
