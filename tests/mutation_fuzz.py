@@ -1,8 +1,8 @@
 """Seeded input-mutation fuzzing of everything fastdata reads from outside: JPEG and PNG files at conversion
 and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards, image-text
 shards, tars from other tools (`fastdata index`, whose result `verify` must find clean), DICOM files, text
-corpora (plain, JSON Lines, gzip), captions files and labels CSVs, manifests, loader states, and the answers of
-an HTTP server to a remote loader (tests/fuzz_answers.py).
+corpora (plain, JSON Lines, gzip), captions files and labels CSVs, image source trees of hostile names, manifests,
+loader states, and the answers of an HTTP server to a remote loader (tests/fuzz_answers.py).
 
 The oracle: a mutated input is converted, rejected with a reason, or refused with a fastdata error
 (a ValueError for a state); any other exception, a crash of the interpreter or a hang (--case-timeout)
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import random
 import shutil
 import signal
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 import traceback
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -306,6 +308,61 @@ def _foreign_tar(ctx: Context, rng: random.Random, label: str, tar: Path) -> str
     return f"{label}: {what}"
 
 
+FOLDER_NAMES = (b"ok", b"caf\xe9", b"red\x1b[31m", b"tab\tname", b"with space", "\u00fc".encode(), "u\u0308".encode(),
+                b"x" * 200, b"train", b"val", b".hidden", b"-x", b"a\nb", "\u202eevil".encode())
+FILE_NAMES = (b"a.jpg", b"A.JPG", b"b\xe9.jpg", b"c\x1b.jpg", b"d .jpg", b"e.jpeg.txt", b"f", b".g.jpg",
+              b"h" * 240 + b".jpg", b"i.png", b"j\n.jpg", b"k.jpg.", b"l.webp")
+
+
+def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
+    """A source tree of hostile names (bytes that are not UTF-8, control characters, long names, split names as
+    classes, hidden entries) holding images or garbage, converted whole. The oracle: a conversion or a fastdata
+    error; no rejection by the catch-all; a manifest of UTF-8 JSON whose classes are printable text; every visible
+    file a sample or a rejection (nothing lost); and an epoch of the result."""
+    from helpers import convert_images
+
+    import fastdata
+    from converters.tree import BIDI_CONTROLS
+
+    src, dst = ctx.work / "case-tree", ctx.work / "case-tree-out"
+    for folder in (src, dst):
+        shutil.rmtree(folder, ignore_errors=True)
+    jpg, png = ctx.jpegs[0][1], ctx.pngs[0][1]
+    top = [b"train", b"val"] if layout == "split/class" else [b""]
+    files = 0
+    made = []
+    for split in top:
+        for folder in rng.sample(FOLDER_NAMES, rng.randint(1, 4)) if layout != "flat" else [b""]:
+            for name in rng.sample(FILE_NAMES, rng.randint(1, 4)):
+                path = os.path.join(os.fsencode(str(src)), *[p for p in (split, folder, name) if p])
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(rng.choice((jpg, jpg, png, b"not an image", b"")))
+                made.append(path)
+                hidden = any(part.startswith(b".") for part in (split, folder, name))
+                files += not hidden
+    try:
+        result = convert_images(Path(os.fsdecode(os.fsencode(str(src)))), dst)
+    except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
+        if not _allowed(exc) or "unexpected error" in str(exc):
+            raise Finding(f"convert: {type(exc).__name__}: {exc}") from exc
+        OUTCOMES[("tree convert", f"refused: {type(exc).__name__}")] += 1
+        return f"{layout}: {len(made)} files (refused)"
+    OUTCOMES[("tree convert", "ran")] += 1
+    _no_unexpected([r["reason"] for r in result.rejected])
+    doc = json.loads((dst / "manifest.json").read_bytes().decode("utf-8"))
+    if any(unicodedata.category(ch) in ("Cc", "Cs") or ch in BIDI_CONTROLS for c in doc["classes"] for ch in c):
+        raise Finding(f"a class name with control characters or bytes that are not UTF-8: {doc['classes']!r}")
+    if result.manifest.num_samples + len(result.rejected) != files:
+        raise Finding(f"{files} visible files, {result.manifest.num_samples} samples and {len(result.rejected)} "
+                      "rejections: something was lost or counted twice")
+    if result.manifest.num_samples:
+        _expect(lambda: _epoch(fastdata.loader(dst, batch_size=1, image_size=32, train=False, backend="kornia",
+                                               device="cpu", num_threads=1, split=next(iter(doc["splits"])))),
+                step="tree epoch")
+    return f"{layout}: {len(made)} files"
+
+
 def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     import fastdata
 
@@ -527,6 +584,8 @@ def targets(ctx: Context) -> list[Target]:
         Target("tables", lambda: ctx.tables, lambda r, label, d: _table_file(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
+        Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None)],
+               lambda r, label, d: _tree(ctx, r, label, d)),
         Target("remote", lambda: [(k, None) for k in REMOTE_OPTIONS], lambda r, label, d: _remote(ctx, r, label, d)),
         Target("state", lambda: [
             ("images", image_loader),
