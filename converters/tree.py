@@ -157,8 +157,9 @@ def usable_classes(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def class_names(folders: list[Path]) -> tuple[str, ...]:
-    """Sorted names of the visible subfolders of `folders` (ImageFolder-style classes) that can be classes."""
-    return usable_classes(sorted({c for f in folders for c in visible(os.listdir(f)) if (f / c).is_dir()}))
+    """Sorted names of the visible subfolders of `folders` (ImageFolder-style class folders; `usable_classes` keeps
+    those that can be classes)."""
+    return tuple(sorted({c for f in folders for c in visible(os.listdir(f)) if (f / c).is_dir()}))
 
 
 def split_classes(src: Path, split_dirs: list[str]) -> tuple[str, ...]:

@@ -154,6 +154,17 @@ def test_a_text_class_folder_with_control_characters_is_rejected(tmp_path: Path)
         ("red\x1b[31m/a.txt", "class folder name holds control characters")]
 
 
+@pytest.mark.parametrize("layout", ["class", "split/class"])
+def test_text_whose_only_class_folders_are_refused_is_not_taken_unlabeled(tmp_path: Path, layout: str):
+    """With no usable class name left, the corpus looked flat to the text discovery: the documents of the refused
+    class folder became unlabeled samples."""
+    folder = tmp_path / "src" / ("train" if layout == "split/class" else "") / "red\x1b[31m"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("one document\n")
+    with pytest.raises(ConvertError, match=r"holds no text input to convert \(1 file\(s\) rejected\)"):
+        convert_text(tmp_path / "src", tmp_path / "out")
+
+
 def test_a_labels_csv_class_with_control_characters_is_refused(tmp_path: Path):
     make_image(tmp_path / "flat" / "a.jpg")
     (tmp_path / "labels.csv").write_text("a.jpg,\x1b[2Jcat\n", encoding="utf-8")

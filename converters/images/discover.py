@@ -142,7 +142,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     col = _Collector(src, follow=follow)
     if split_dirs:
         layout = "split/class"
-        classes = split_classes(src, split_dirs)
+        classes = usable_classes(split_classes(src, split_dirs))
         index = {c: i for i, c in enumerate(classes)}
         col.reject_outside(top, split_dirs)
         for s in split_dirs:

@@ -51,11 +51,11 @@ class _Collector(Collector):
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
 
 
-def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int]) -> None:
-    """A folder of either class subfolders (when the corpus has classes) or plain files."""
+def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int], *, labeled: bool) -> None:
+    """A folder of either class subfolders (`labeled`: the corpus has class folders) or plain files."""
     for name in visible(os.listdir(folder)):
         path = folder / name
-        if not index:
+        if not labeled:
             if is_folder(path, follow=col.walk.follow):
                 col.add_tree(path, split, None)
             else:
@@ -82,18 +82,19 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES]
     if split_dirs:
-        classes = split_classes(src, split_dirs)
-        layout = "split/class" if classes else "split"
+        found = split_classes(src, split_dirs)  # class folders, whether or not their names can be classes
+        classes = usable_classes(found)
+        layout = "split/class" if found else "split"
         index = {c: i for i, c in enumerate(classes)}
         col.reject_outside(top, split_dirs)
         for s in split_dirs:
-            _add_split(col, src / s, s, index)
+            _add_split(col, src / s, s, index, labeled=bool(found))
     elif dirs:
         layout, classes = "class", usable_classes(dirs)
-        _add_split(col, src, options.split, {c: i for i, c in enumerate(classes)})
+        _add_split(col, src, options.split, {c: i for i, c in enumerate(classes)}, labeled=True)
     else:
         layout, classes = "flat", ()
-        _add_split(col, src, options.split, {})
+        _add_split(col, src, options.split, {}, labeled=False)
     col.warn_unused(classes, "documents")
     col.spill.flush()
     return Discovery(col.items, classes, col.rejected, layout, [*extra_identity, *col.identity], keep=col.spill)
