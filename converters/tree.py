@@ -136,6 +136,12 @@ def first_files(src: Path, limit: int) -> Iterator[Path]:
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # reorder how text shows
 
 
+def has_control_characters(text: str) -> bool:
+    """Whether `text` holds a control character (an escape sequence, a tab, a newline) or a bidi embedding,
+    override or isolate: not for a name that is printed as text."""
+    return any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in text)
+
+
 def class_folder_problem(name: str) -> str | None:
     """Why a folder named `name` cannot be a class (None: it can). Class names go into the manifest as text and
     are printed by training scripts: bytes that are not UTF-8 (they stopped the conversion with a UnicodeEncodeError
@@ -144,7 +150,7 @@ def class_folder_problem(name: str) -> str | None:
     characters stay: a zero-width non-joiner is part of Persian words."""
     if name != display(name):
         return "class folder name is not valid UTF-8: rename the folder"
-    if any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in name):
+    if has_control_characters(name):
         return ("class folder name holds control characters (an escape sequence, a tab, a newline, a bidi override): "
                 "rename the folder")
     return None

@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 import traceback
-import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -322,7 +321,7 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     from helpers import convert_images
 
     import fastdata
-    from converters.tree import BIDI_CONTROLS
+    from converters.tree import has_control_characters
 
     src, dst = ctx.work / "case-tree", ctx.work / "case-tree-out"
     for folder in (src, dst):
@@ -351,7 +350,7 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     OUTCOMES[("tree convert", "ran")] += 1
     _no_unexpected([r["reason"] for r in result.rejected])
     doc = json.loads((dst / "manifest.json").read_bytes().decode("utf-8"))
-    if any(unicodedata.category(ch) in ("Cc", "Cs") or ch in BIDI_CONTROLS for c in doc["classes"] for ch in c):
+    if any(has_control_characters(c) or any("\ud800" <= ch <= "\udfff" for ch in c) for c in doc["classes"]):
         raise Finding(f"a class name with control characters or bytes that are not UTF-8: {doc['classes']!r}")
     if result.manifest.num_samples + len(result.rejected) != files:
         raise Finding(f"{files} visible files, {result.manifest.num_samples} samples and {len(result.rejected)} "

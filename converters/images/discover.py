@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import csv
 import os
-import unicodedata
 from pathlib import Path
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import (
-    BIDI_CONTROLS,
     SPLIT_NAMES,
     Collector,
     broken_symlink,
     class_folder_problem,
+    has_control_characters,
     is_folder,
     split_classes,
     usable_classes,
@@ -77,7 +76,7 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
                 if name in labels:
                     raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
                                        f"{where[name]}); each file has one label: remove the duplicate row")
-                if any(unicodedata.category(ch) == "Cc" or ch in BIDI_CONTROLS for ch in row[1].strip()):
+                if has_control_characters(row[1].strip()):
                     raise ConvertError(f"{csv_path}:{lineno}: the class {row[1].strip()!r} holds control characters "
                                        "(an escape sequence, a tab, a newline, a bidi override); class names are "
                                        "printed as text")
