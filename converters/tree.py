@@ -156,6 +156,11 @@ def class_folder_problem(name: str) -> str | None:
     return None
 
 
+def not_a_class(name: str) -> str:
+    """Why a class folder outside the classes is rejected: its name cannot be a class, or (val/test) train lacks it."""
+    return class_folder_problem(name) or f"class folder {name!r} is not among train's classes"
+
+
 def usable_classes(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """The folder names that can be classes (`class_folder_problem`), in their order; the others are rejected by
     the walk that meets them."""

@@ -16,6 +16,7 @@ from converters.tree import (
     class_folder_problem,
     has_control_characters,
     is_folder,
+    not_a_class,
     split_classes,
     usable_classes,
     visible,
@@ -150,8 +151,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
                 if not is_folder(path, follow=follow):
                     col.reject(path, s, "not inside a class folder")
                 elif name not in index:
-                    col.reject(path, s, class_folder_problem(name) or f"class folder {name!r} is not among train's "
-                               "classes")
+                    col.reject(path, s, not_a_class(name))
                 else:
                     col.add_tree(path, s, index[name])
     else:

@@ -17,8 +17,8 @@ from converters.tree import (
     SPLIT_NAMES,
     Collector,
     broken_symlink,
-    class_folder_problem,
     is_folder,
+    not_a_class,
     split_classes,
     usable_classes,
     visible,
@@ -63,7 +63,7 @@ def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int],
         elif not is_folder(path, follow=col.walk.follow):
             col.reject(path, split, "not inside a class folder")
         elif name not in index:
-            col.reject(path, split, class_folder_problem(name) or f"class folder {name!r} is not among train's classes")
+            col.reject(path, split, not_a_class(name))
         else:
             col.add_tree(path, split, index[name])
 
