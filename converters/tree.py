@@ -156,20 +156,56 @@ def class_folder_problem(name: str) -> str | None:
     return None
 
 
-def not_a_class(name: str) -> str:
-    """Why a class folder outside the classes is rejected: its name cannot be a class, or (val/test) train lacks it."""
-    return class_folder_problem(name) or f"class folder {name!r} is not among train's classes"
+def same_name(name: str) -> str:
+    """The key under which two names are the same text: their NFC form. macOS writes names decomposed (NFD: `u`
+    and a combining diaeresis), most other systems composed (NFC: `ü`); both show as the same word."""
+    return unicodedata.normalize("NFC", name)
 
 
-def usable_classes(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """The folder names that can be classes (`class_folder_problem`), in their order; the others are rejected by
-    the walk that meets them."""
-    return tuple(n for n in names if class_folder_problem(n) is None)
+@dataclass(frozen=True)
+class ClassFolders:
+    """The class folder names of a source and which of them can be classes. A name is refused for what
+    `class_folder_problem` says, or when another class folder differs from it only in Unicode normalisation (two
+    folders that show as the same name: which one would a label mean?)."""
+
+    found: tuple[str, ...]
+    problems: dict[str, str]
+
+    @classmethod
+    def of(cls, names: list[str] | tuple[str, ...]) -> ClassFolders:
+        problems = {n: p for n in names if (p := class_folder_problem(n)) is not None}
+        twins: dict[str, list[str]] = {}
+        for n in names:
+            if n not in problems:
+                twins.setdefault(same_name(n), []).append(n)
+        for group in twins.values():
+            for n in group if len(group) > 1 else ():
+                others = ", ".join(ascii(o) for o in group if o != n)
+                problems[n] = (f"class folder name {ascii(n)} differs from {others} only in Unicode normalisation "
+                               "(NFC/NFD): the same name twice; merge or rename the folders")
+        return cls(tuple(names), problems)
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The names that can be classes, in their order; the others are rejected by the walk that meets them."""
+        return tuple(n for n in self.found if n not in self.problems)
+
+    def why_not(self, name: str) -> str:
+        """Why the files of a class folder named `name`, outside the classes, are rejected: its name cannot be a
+        class, or (val/test) train lacks it."""
+        problem = self.problems.get(name) or class_folder_problem(name)
+        if problem is not None:
+            return problem
+        twin = next((c for c in self.classes if same_name(c) == same_name(name)), None)
+        if twin is not None:
+            return (f"class folder {ascii(name)} is not among train's classes; {ascii(twin)} is, the same name in "
+                    "another Unicode normalisation (NFC/NFD): rename the folder")
+        return f"class folder {name!r} is not among train's classes"
 
 
 def class_names(folders: list[Path]) -> tuple[str, ...]:
-    """Sorted names of the visible subfolders of `folders` (ImageFolder-style class folders; `usable_classes` keeps
-    those that can be classes)."""
+    """Sorted names of the visible subfolders of `folders` (ImageFolder-style class folders; `ClassFolders` says
+    which can be classes)."""
     return tuple(sorted({c for f in folders for c in visible(os.listdir(f)) if (f / c).is_dir()}))
 
 

@@ -315,13 +315,14 @@ FILE_NAMES = (b"a.jpg", b"A.JPG", b"b\xe9.jpg", b"c\x1b.jpg", b"d .jpg", b"e.jpe
 
 def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     """A source tree of hostile names (bytes that are not UTF-8, control characters, long names, split names as
-    classes, hidden entries) holding images or garbage, converted whole. The oracle: a conversion or a fastdata
-    error; no rejection by the catch-all; a manifest of UTF-8 JSON whose classes are printable text; every visible
+    classes, hidden entries, one name composed and decomposed) holding images or garbage, converted whole. The
+    oracle: a conversion or a fastdata error; no rejection by the catch-all; a manifest of UTF-8 JSON whose classes
+    are printable text, no two the same name in Unicode normalisations; every visible
     file a sample or a rejection (nothing lost); and an epoch of the result."""
     from helpers import convert_images
 
     import fastdata
-    from converters.tree import has_control_characters
+    from converters.tree import has_control_characters, same_name
 
     src, dst = ctx.work / "case-tree", ctx.work / "case-tree-out"
     for folder in (src, dst):
@@ -352,6 +353,8 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     doc = json.loads((dst / "manifest.json").read_bytes().decode("utf-8"))
     if any(has_control_characters(c) or any("\ud800" <= ch <= "\udfff" for ch in c) for c in doc["classes"]):
         raise Finding(f"a class name with control characters or bytes that are not UTF-8: {doc['classes']!r}")
+    if len({same_name(c) for c in doc["classes"]}) != len(doc["classes"]):
+        raise Finding(f"class names that differ only in Unicode normalisation: {[ascii(c) for c in doc['classes']]}")
     if result.manifest.num_samples + len(result.rejected) != files:
         raise Finding(f"{files} visible files, {result.manifest.num_samples} samples and {len(result.rejected)} "
                       "rejections: something was lost or counted twice")

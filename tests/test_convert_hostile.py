@@ -172,6 +172,74 @@ def test_a_labels_csv_class_with_control_characters_is_refused(tmp_path: Path):
         convert_images(tmp_path / "flat", tmp_path / "out", labels=str(tmp_path / "labels.csv"))
 
 
+NFC, NFD = "M\u00fcller", "Mu\u0308ller"  # the same name as most systems and as macOS write it
+
+
+@pytest.mark.parametrize("layout", ["class", "split/class"])
+def test_class_folders_that_differ_only_in_unicode_normalisation_are_refused(tmp_path: Path, layout: str):
+    """Two folders that show as the same name became two classes that look alike: which one would a label mean?"""
+    root = tmp_path / "src" / ("train" if layout == "split/class" else "")
+    for name in ("ok", NFC, NFD):
+        make_image(root / name / "a.jpg")
+    result = convert_images(tmp_path / "src", tmp_path / "out")
+    assert result.manifest.classes == ("ok",) and result.manifest.num_samples == 1
+    prefix = "train/" if layout == "split/class" else ""
+    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    assert set(reasons) == {f"{prefix}{NFC}/a.jpg", f"{prefix}{NFD}/a.jpg"}
+    assert reasons[f"{prefix}{NFC}/a.jpg"] == (
+        "class folder name 'M\\xfcller' differs from 'Mu\\u0308ller' only in Unicode normalisation (NFC/NFD): the "
+        "same name twice; merge or rename the folders")
+    assert "differs from 'M\\xfcller' only" in reasons[f"{prefix}{NFD}/a.jpg"]
+
+
+def test_text_class_folders_that_differ_only_in_unicode_normalisation_are_refused(tmp_path: Path):
+    for name in ("news", NFC, NFD):
+        (tmp_path / "src" / name).mkdir(parents=True)
+        (tmp_path / "src" / name / "a.txt").write_text("one document\n")
+    result = convert_text(tmp_path / "src", tmp_path / "out")
+    assert result.manifest.classes == ("news",)
+    assert sorted(r["source"] for r in result.rejected if "Unicode normalisation" in r["reason"]) == sorted(
+        [f"{NFC}/a.txt", f"{NFD}/a.txt"])
+
+
+def test_a_val_class_folder_named_another_way_than_trains_says_so(tmp_path: Path):
+    make_image(tmp_path / "src" / "train" / NFC / "a.jpg")
+    make_image(tmp_path / "src" / "val" / NFD / "b.jpg")
+    make_image(tmp_path / "src" / "val" / "other" / "c.jpg")
+    result = convert_images(tmp_path / "src", tmp_path / "out")
+    assert result.manifest.classes == (NFC,) and result.manifest.num_samples == 1
+    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    assert reasons == {
+        f"val/{NFD}/b.jpg": "class folder 'Mu\\u0308ller' is not among train's classes; 'M\\xfcller' is, the same "
+                            "name in another Unicode normalisation (NFC/NFD): rename the folder",
+        "val/other/c.jpg": "class folder 'other' is not among train's classes"}
+
+
+def test_a_labels_csv_class_written_two_ways_is_refused(tmp_path: Path):
+    for name in ("a.jpg", "b.jpg"):
+        make_image(tmp_path / "flat" / name)
+    (tmp_path / "labels.csv").write_text(f"a.jpg,{NFC}\nb.jpg,{NFD}\n", encoding="utf-8")
+    with pytest.raises(ConvertError, match=r"labels.csv:2: the class 'Mu\\u0308ller' differs from 'M\\xfcller' "
+                                           r"\(line 1\) only in Unicode normalisation"):
+        convert_images(tmp_path / "flat", tmp_path / "out", labels=str(tmp_path / "labels.csv"))
+
+
+def test_a_labels_csv_finds_files_named_in_the_other_unicode_normalisation(tmp_path: Path):
+    """A CSV typed on one system lists 'Müller.jpg' composed; macOS named the file decomposed. Both were rejected
+    ('not listed', 'no such file') though they show as the same name. When two files have that name, the one the
+    CSV spells exactly is taken and the other stays unlisted."""
+    make_image(tmp_path / "flat" / f"{NFD}.jpg")
+    make_image(tmp_path / "flat" / "plain.jpg")
+    (tmp_path / "labels.csv").write_text(f"{NFC}.jpg,cat\nplain.jpg,dog\n", encoding="utf-8")
+    result = convert_images(tmp_path / "flat", tmp_path / "out", labels=str(tmp_path / "labels.csv"))
+    assert result.manifest.num_samples == 2 and result.rejected == []
+    make_image(tmp_path / "flat" / f"{NFC}.jpg")
+    result = convert_images(tmp_path / "flat", tmp_path / "out2", labels=str(tmp_path / "labels.csv"))
+    assert result.manifest.num_samples == 2
+    assert [(r["source"], r["reason"]) for r in result.rejected] == [
+        (f"{NFD}.jpg", "not listed in labels file labels.csv")]
+
+
 def test_leftovers_of_a_run_that_failed_before_planning_do_not_block_the_rerun(tmp_path: Path):
     src = make_image_tree(tmp_path / "src", classes=1, per_class=2)
     (tmp_path / "out" / ".partial").mkdir(parents=True)

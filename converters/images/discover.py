@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import csv
 import os
+from collections import Counter
 from pathlib import Path
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import (
     SPLIT_NAMES,
+    ClassFolders,
     Collector,
     broken_symlink,
-    class_folder_problem,
     has_control_characters,
     is_folder,
-    not_a_class,
+    same_name,
     split_classes,
-    usable_classes,
     visible,
 )
 from fastdata.errors import ConvertError
@@ -66,6 +66,7 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
     where: dict[str, int] = {}
+    class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
     try:
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
             for lineno, row in enumerate(csv.reader(f), 1):
@@ -81,12 +82,36 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
                     raise ConvertError(f"{csv_path}:{lineno}: the class {row[1].strip()!r} holds control characters "
                                        "(an escape sequence, a tab, a newline, a bidi override); class names are "
                                        "printed as text")
-                labels[name], where[name] = row[1].strip(), lineno
+                cls = row[1].strip()
+                first, first_line = class_lines.setdefault(same_name(cls), (cls, lineno))
+                if first != cls:
+                    raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
+                                       f"{first_line}) only in Unicode normalisation (NFC/NFD): the same name written "
+                                       "two ways; write it one way")
+                labels[name], where[name] = cls, lineno
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
     return labels
+
+
+def _listed_names(labels: dict[str, str], names: list[str]) -> dict[str, str]:
+    """The labels file's name for each file of `names` it lists: the same string, or else the one name it lists that
+    differs only in Unicode normalisation (a CSV typed on one system for files named on macOS), when no other file
+    of the folder has that name too."""
+    listed = {n: n for n in names if n in labels}
+    unmatched: dict[str, list[str]] = {}
+    for n in labels:
+        if n not in listed:
+            unmatched.setdefault(same_name(n), []).append(n)
+    if unmatched:
+        files = Counter(same_name(n) for n in names)
+        for n in names:
+            twins = unmatched.get(same_name(n), ())
+            if n not in listed and len(twins) == 1 and files[same_name(n)] == 1:
+                listed[n] = twins[0]
+    return listed
 
 
 def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
@@ -95,15 +120,18 @@ def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Disco
     index = {c: i for i, c in enumerate(classes)}
     col = _Collector(src, follow=follow)
     seen = set()
-    for name in visible(os.listdir(src)):
+    names = visible(os.listdir(src))
+    listed_names = _listed_names(labels, names)
+    for name in names:
         path = src / name
+        listed = listed_names.get(name)
         if is_folder(path, follow=follow):
             col.reject(path, split, "in a subfolder; with --labels the source must be a flat folder")
-        elif name not in labels:
+        elif listed is None:
             col.rejected.append(Rejection(split, name, f"not listed in labels file {csv_path.name}"))
         else:
-            seen.add(name)
-            col.take(path, split, index[labels[name]])
+            seen.add(listed)
+            col.take(path, split, index[labels[listed]])
     for name in sorted(set(labels) - seen):
         col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} but no such file in the source"))
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
@@ -142,7 +170,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     col = _Collector(src, follow=follow)
     if split_dirs:
         layout = "split/class"
-        classes = usable_classes(split_classes(src, split_dirs))
+        folders = ClassFolders.of(split_classes(src, split_dirs))
+        classes = folders.classes
         index = {c: i for i, c in enumerate(classes)}
         col.reject_outside(top, split_dirs)
         for s in split_dirs:
@@ -151,17 +180,18 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
                 if not is_folder(path, follow=follow):
                     col.reject(path, s, "not inside a class folder")
                 elif name not in index:
-                    col.reject(path, s, not_a_class(name))
+                    col.reject(path, s, folders.why_not(name))
                 else:
                     col.add_tree(path, s, index[name])
     else:
         layout = "class"
-        classes = usable_classes(dirs)
+        folders = ClassFolders.of(dirs)
+        classes = folders.classes
         for i, c in enumerate(classes):
             col.add_tree(src / c, split, i)
         for name in top:
             if name not in classes:
-                col.reject(src / name, split, (name in dirs and class_folder_problem(name)) or
+                col.reject(src / name, split, (name in dirs and folders.problems.get(name)) or
                            "not inside a class folder")
     col.warn_unused(classes, "images")
     return Discovery(col.items, classes, col.rejected, layout, col.identity)

@@ -15,12 +15,11 @@ from converters.text.records import Reject, read_documents
 from converters.text.spill import Spill
 from converters.tree import (
     SPLIT_NAMES,
+    ClassFolders,
     Collector,
     broken_symlink,
     is_folder,
-    not_a_class,
     split_classes,
-    usable_classes,
     visible,
 )
 from fastdata.errors import ConvertError
@@ -51,8 +50,9 @@ class _Collector(Collector):
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
 
 
-def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int], *, labeled: bool) -> None:
+def _add_split(col: _Collector, folder: Path, split: str, folders: ClassFolders, *, labeled: bool) -> None:
     """A folder of either class subfolders (`labeled`: the corpus has class folders) or plain files."""
+    index = {c: i for i, c in enumerate(folders.classes)}
     for name in visible(os.listdir(folder)):
         path = folder / name
         if not labeled:
@@ -63,7 +63,7 @@ def _add_split(col: _Collector, folder: Path, split: str, index: dict[str, int],
         elif not is_folder(path, follow=col.walk.follow):
             col.reject(path, split, "not inside a class folder")
         elif name not in index:
-            col.reject(path, split, not_a_class(name))
+            col.reject(path, split, folders.why_not(name))
         else:
             col.add_tree(path, split, index[name])
 
@@ -82,19 +82,19 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES]
     if split_dirs:
-        found = split_classes(src, split_dirs)  # class folders, whether or not their names can be classes
-        classes = usable_classes(found)
-        layout = "split/class" if found else "split"
-        index = {c: i for i, c in enumerate(classes)}
+        folders = ClassFolders.of(split_classes(src, split_dirs))  # whether or not their names can be classes
+        classes = folders.classes
+        layout = "split/class" if folders.found else "split"
         col.reject_outside(top, split_dirs)
         for s in split_dirs:
-            _add_split(col, src / s, s, index, labeled=bool(found))
+            _add_split(col, src / s, s, folders, labeled=bool(folders.found))
     elif dirs:
-        layout, classes = "class", usable_classes(dirs)
-        _add_split(col, src, options.split, {c: i for i, c in enumerate(classes)}, labeled=True)
+        folders = ClassFolders.of(dirs)
+        layout, classes = "class", folders.classes
+        _add_split(col, src, options.split, folders, labeled=True)
     else:
         layout, classes = "flat", ()
-        _add_split(col, src, options.split, {}, labeled=False)
+        _add_split(col, src, options.split, ClassFolders.of(()), labeled=False)
     col.warn_unused(classes, "documents")
     col.spill.flush()
     return Discovery(col.items, classes, col.rejected, layout, [*extra_identity, *col.identity], keep=col.spill)
