@@ -4,7 +4,7 @@ misconfigured CDN or a hostile server sends instead of the honest answer of test
 `hostile(rng, base_url, whole)` draws one rewrite for a case, `rewrite(method, path, range, answer) -> answer`,
 applied to the requests for one file of the dataset (the first `times` of them). Statuses that mean nothing here,
 redirects (to the same file elsewhere, in a loop, to a closed port, to another scheme), forged
-Content-Length / Content-Range / Retry-After headers, bodies cut, stretched, flipped or stalled, a range
+Content-Length / Content-Range / Retry-After headers, bodies cut, stretched, flipped, stalled or dripped, a range
 ignored or answered from the wrong offset, bodies declared chunked or gzip that are neither (or are).
 
 Every draw is a pure function of a `random.Random`, so (seed, case) reproduces it exactly."""
@@ -149,7 +149,7 @@ def _range_answer(rng: random.Random, whole: Callable[[str], bytes]) -> tuple[Ca
 
 
 def _body(rng: random.Random) -> tuple[Callable[[Answer], Answer], str]:
-    how = rng.choice(("cut", "flipped", "appended", "empty", "stalled", "stalled long", "chunked raw",
+    how = rng.choice(("cut", "flipped", "appended", "empty", "stalled", "stalled long", "dripped", "chunked raw",
                       "chunked bad sizes", "chunked", "gzip", "gzip claimed", "deflate claimed"))
     at = rng.random()
     seed = rng.randrange(1 << 30)
@@ -167,6 +167,8 @@ def _body(rng: random.Random) -> tuple[Callable[[Answer], Answer], str]:
             return replace(a, body=b"", headers=_set(a.headers, "Content-Length", "0"))
         if how.startswith("stalled"):
             return replace(a, stall=0.2 + at * (1.5 if how == "stalled long" else 0.2))
+        if how == "dripped":  # never silent for a read timeout, too slow to end: 1-64 bytes every 0.05 s
+            return replace(a, drip=(1 + int(at * 63), 0.05))
         if how.startswith("chunked"):
             body = a.body if how == "chunked raw" else _chunked(
                 a.body, (lambda k: f"{k:x}") if how == "chunked" else (lambda k: f"{k + 3:x}" if at < 0.5 else "zz"))

@@ -32,6 +32,7 @@ class Fault:
     stall: float | None = None  # sleep this long before sending the body
     corrupt: bool = False  # flip the bits of the body (same length)
     length: str | None = None  # send this Content-Length header (a forged one) and close after the body
+    drip: tuple[int, float] | None = None  # send the body (n bytes, then a pause of s seconds) at a time
     times: int = 1
     method: str = "GET"
 
@@ -47,6 +48,7 @@ class Answer:
     stall: float = 0.0  # seconds of silence before the body
     cut: int | None = None  # send only this many body bytes, then close the connection
     close: bool = False  # close the connection after the body (the client cannot know where it ends)
+    drip: tuple[int, float] | None = None  # (n, s): n bytes of the body at a time, s seconds apart
 
     def header(self, name: str) -> str | None:
         return next((v for k, v in self.headers if k.lower() == name.lower()), None)
@@ -127,8 +129,12 @@ class _Handler(BaseHTTPRequestHandler):
         if answer.stall:
             time.sleep(answer.stall)
         data = answer.body if answer.cut is None else answer.body[:answer.cut]
-        self.wfile.write(data)
-        self.wfile.flush()
+        step, pause = answer.drip or (len(data), 0.0)
+        for at in range(0, len(data), max(step, 1)):
+            if at and pause:
+                time.sleep(pause)
+            self.wfile.write(data[at:at + step])
+            self.wfile.flush()
         if answer.close or answer.cut is not None:
             self.close_connection = True
 
@@ -147,6 +153,7 @@ def _faulty(answer: Answer, fault: Fault | None) -> Answer:
         answer.close = True
     answer.stall = fault.stall or 0.0
     answer.cut = fault.cut
+    answer.drip = fault.drip
     if fault.corrupt:
         answer.body = bytes(b ^ 0xFF for b in answer.body)
     return answer

@@ -70,6 +70,45 @@ def test_a_stall_hits_the_read_timeout_and_is_retried(served, tmp_path: Path):
     assert time.monotonic() - started < 2.5 and (tmp_path / "out").read_bytes() == DATA
 
 
+def test_a_dripping_body_is_cut_short_and_resumed(served, tmp_path: Path):
+    """A server that sends a few bytes now and then is never silent for a whole read timeout: the read went on at
+    its pace (this body took 10 s; a shard, days). Now a body must deliver its next 64 KiB within the read timeout."""
+    data = DATA[:8000]
+    (tmp_path / "drip.bin").write_bytes(data)
+    served.faults.append(Fault("drip.bin", drip=(40, 0.05), times=1))
+    started = time.monotonic()
+    store(served).download("drip.bin", tmp_path / "out", size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    assert time.monotonic() - started < 4.0 and (tmp_path / "out").read_bytes() == data
+    ranges = [r for m, p, r in served.requests if m == "GET" and p.endswith("drip.bin")]
+    assert len(ranges) == 2 and ranges[0] is None  # cut once, then resumed (from where the drip had got to)
+
+
+def test_a_server_that_always_drips_gives_up_saying_why(served):
+    served.faults.append(Fault("small.json", drip=(1, 0.2), times=10))
+    started = time.monotonic()
+    with pytest.raises(StorageError, match=r"small\.json.*after 2 attempt.*less than 64 KiB in 1 s \(a stalled or "
+                                           r"dripping server\)"):
+        store(served, attempts=2).read("small.json")
+    assert time.monotonic() - started < 4.0
+
+
+def test_a_slow_body_that_keeps_moving_is_not_cut(served, tmp_path: Path):
+    data = DATA[:4 * 2**16]
+    (tmp_path / "slow.bin").write_bytes(data)
+    served.faults.append(Fault("slow.bin", drip=(2**16, 0.4), times=1))  # 64 KiB every 0.4 s, under the 1 s timeout
+    store(served).download("slow.bin", tmp_path / "out", size=len(data))
+    assert (tmp_path / "out").read_bytes() == data and served.gets("slow.bin") == 1
+
+
+def test_the_body_watcher_ends_when_nothing_is_read(served):
+    store(served).read("small.json")
+    deadline = time.monotonic() + 2.0
+    while inflight._watcher and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not inflight._watcher and not inflight._watched
+    assert not [t for t in threading.enumerate() if t.name == "fastdata-body-watch"]
+
+
 def test_wrong_bytes_are_a_checksum_error_naming_the_url(served, tmp_path: Path):
     served.faults.append(Fault("blob.bin", corrupt=True, times=1))
     with pytest.raises(ChecksumError, match=r"blob\.bin.*sha256"):

@@ -7,8 +7,9 @@
   (multipart for large files, checksummed by S3). Object bodies are fetched from presigned URLs (plain
   HTTPS for `http(s)://` datasets) by urllib3, which follows up to 10 redirects (a CDN, a hub's `resolve`
   URL) and retries nothing itself, so that every answer's status and headers are seen:
-  `retry.py` honours `Retry-After`, a body cut short is resumed from where it stopped, a stall hits the
-  read timeout, and 403/404 fail at once with the URL and what to check.
+  `retry.py` honours `Retry-After`, a body cut short is resumed from where it stopped, a body that does not
+  deliver its next 64 KiB within the read timeout (a stall, or a server dripping bytes) is cut short and
+  resumed, and 403/404 fail at once with the URL and what to check.
 - A download in flight when the process exits or when its dataset is closed (`abandon()`) is cut short
   at once (its socket shut down, its partial file removed by the cache), not waited for: `inflight.py`.
 - Clients are created lazily, in the process that uses them. obstore's runtime does not survive fork:
@@ -38,7 +39,7 @@ from fastdata.storage.url import folder_url, scheme_of
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 10.0  # seconds
-READ_TIMEOUT = 60.0  # seconds without a byte before a read is abandoned (and retried)
+READ_TIMEOUT = 60.0  # seconds for the next CHUNK of a body (or its rest) before the read is cut short and retried
 SIGN_FOR = timedelta(hours=1)
 RESIGN_AFTER = 45 * 60.0  # seconds: presigned URLs are renewed well before they expire
 CHUNK = 1 << 16  # bytes per read: a connection that breaks loses at most the chunk in flight
@@ -273,17 +274,25 @@ class RemoteStore:
 
         return self._retry(name, "GET", attempt)
 
+    def _too_slow(self, have: int) -> _Retryable:
+        return _Retryable(f"less than {CHUNK // 1024} KiB in {self.read_timeout:g} s (a stalled or dripping server) "
+                          f"after {have} bytes")
+
     def _body(self, response: Any, limit: int) -> bytes:
         urllib3 = require("urllib3", "remote")
         out = bytearray()
         try:
-            with self._inflight.reading(response):
+            with self._inflight.reading(response, self.read_timeout) as body:
                 for chunk in response.stream(CHUNK):
+                    body.moved()
                     out += chunk
                     if len(out) > limit:
                         raise StorageError(f"{response.geturl()}: more than {limit} bytes")
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _Retryable(f"{type(exc).__name__} while reading the body: {exc}") from None
+            raise self._too_slow(len(out)) if body.cut else _Retryable(
+                f"{type(exc).__name__} while reading the body: {exc}") from None
+        if body.cut:  # its socket shut, the body may have ended quietly
+            raise self._too_slow(len(out))
         return bytes(out)
 
     def download(self, name: str, dest: Path, *, size: int, sha256: str | None = None) -> None:
@@ -330,8 +339,9 @@ class RemoteStore:
     def _stream_into(self, response: Any, f: BinaryIO, state: dict[str, Any], size: int) -> None:
         urllib3 = require("urllib3", "remote")
         try:
-            with self._inflight.reading(response):
+            with self._inflight.reading(response, self.read_timeout) as body:
                 for chunk in response.stream(CHUNK):
+                    body.moved()
                     if state["have"] + len(chunk) > size:
                         raise StorageError(f"{response.geturl()}: more bytes than the {size} the manifest records")
                     f.write(chunk)
@@ -339,7 +349,10 @@ class RemoteStore:
                     state["have"] += len(chunk)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             f.flush()
-            raise _Retryable(f"{type(exc).__name__} after {state['have']} bytes: {exc}") from None
+            raise self._too_slow(state["have"]) if body.cut else _Retryable(
+                f"{type(exc).__name__} after {state['have']} bytes: {exc}") from None
+        if body.cut and state["have"] < size:  # its socket shut, the body may have ended quietly
+            raise self._too_slow(state["have"])
 
     # ------------------------------------------------------------------ writes (object stores only)
     def upload(self, name: str, source: Path | bytes) -> None:

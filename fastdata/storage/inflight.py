@@ -4,6 +4,10 @@ Every body a `RemoteStore` reads is registered while it is read. When the proces
 every registered body's socket is shut; when a store's dataset is closed (`InFlight.abandon`), that store's. A
 read blocked on a slow or stalled server then returns at once, the retry loop sees that it must not try again,
 and a wait before a retry ends within 0.1 s: no exit, `break` or `close()` waits for a server.
+
+A body read with a `timeout` must move: each piece it delivers (`Body.moved`) gives it `timeout` seconds for the
+next. A watcher thread shuts the socket of one that does not (`Body.cut`), so a server that drips a byte now and
+then, never silent for a whole read timeout, cannot hold a read forever (curl's `--speed-time`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from fastdata import exiting
@@ -19,6 +24,49 @@ from fastdata.errors import StorageError
 
 _reading: set[Any] = set()  # responses whose bodies are being read, in any thread of any store
 _lock = threading.Lock()
+WATCH_EVERY = 0.1  # seconds between the watcher's looks at the bodies that must move
+
+
+@dataclass(eq=False)
+class Body:
+    """One body being read; with a `timeout`, it must deliver a piece within `timeout` seconds of the last one."""
+
+    response: Any
+    timeout: float | None = None
+    due: float = 0.0  # monotonic time by which the next piece must come
+    cut: bool = False  # the watcher shut it for not moving
+
+    def moved(self) -> None:
+        """A piece of the body arrived: `timeout` seconds more for the next."""
+        if self.timeout is not None:
+            self.due = time.monotonic() + self.timeout
+
+
+_watched: set[Body] = set()  # bodies with a timeout, looked at by the watcher
+_watcher: list[threading.Thread] = []
+
+
+def _watch() -> None:
+    """Shut the socket of every watched body whose next piece is late; ends when none is left to watch."""
+    while not exiting.EXITING.is_set():
+        with _lock:
+            if not _watched:
+                _watcher.clear()  # under the lock: the next watched body starts a new watcher
+                return
+            now = time.monotonic()
+            late = [b for b in _watched if not b.cut and b.due < now]
+            for body in late:
+                body.cut = True
+        for body in late:
+            _shut(body.response)
+        exiting.EXITING.wait(WATCH_EVERY)
+
+
+def _start_watcher() -> None:
+    """Under `_lock`: start the watcher thread unless one runs (a forked child starts its own)."""
+    if not _watcher or not _watcher[0].is_alive():
+        _watcher[:] = [threading.Thread(target=_watch, name="fastdata-body-watch", daemon=True)]
+        _watcher[0].start()
 
 
 def _shut(response: Any) -> None:
@@ -70,17 +118,24 @@ class InFlight:
             raise StorageError(f"{what} abandoned: the dataset was closed")
 
     @contextmanager
-    def reading(self, response: Any) -> Iterator[None]:
-        """While a response's body is read: registered, so that an exit or `abandon()` can cut the read short."""
+    def reading(self, response: Any, timeout: float | None = None) -> Iterator[Body]:
+        """While a response's body is read: registered, so that an exit or `abandon()` can cut the read short; with
+        a `timeout`, watched: cut short (`Body.cut`) when no piece comes for `timeout` seconds."""
+        body = Body(response, timeout)
+        body.moved()
         with _lock:
             _reading.add(response)
             self._bodies.add(response)
+            if timeout is not None:
+                _watched.add(body)
+                _start_watcher()
             late = self.abandoned or exiting.EXITING.is_set()  # registered after the sockets were shut
         try:
             if late:
                 _shut(response)
-            yield
+            yield body
         finally:
             with _lock:
                 _reading.discard(response)
                 self._bodies.discard(response)
+                _watched.discard(body)
