@@ -26,6 +26,7 @@ from converters.sample import Rejection, WorkItem
 log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "val", "test")
+NOT_FOLLOWED = "symbolic link not followed (--no-follow-symlinks)"
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device"}
 
@@ -61,7 +62,7 @@ class Walk:
             return f"unreadable: {exc.strerror or exc}"
         if stat.S_ISLNK(lst.st_mode):
             if not self.follow:
-                return "symbolic link not followed (--no-follow-symlinks)"
+                return NOT_FOLLOWED
             try:
                 st = os.stat(path)
             except OSError:
@@ -84,9 +85,10 @@ class Walk:
         a loop (a link to `folder` or to any folder between `root` and it is one); what cannot be walked is
         reported as the problem of that path."""
         ancestors = []
-        if root is not None and folder != root and root in folder.parents:
-            for parent in [root, *reversed(folder.relative_to(root).parents[:-1])]:
-                st = os.stat(root / parent) if parent != root else os.stat(root)
+        if root is not None and root in folder.parents:
+            between = reversed(folder.relative_to(root).parents[:-1])  # below root, above folder, top-down
+            for parent in [root, *(root / p for p in between)]:
+                st = os.stat(parent)
                 ancestors.append((st.st_dev, st.st_ino))
         yield from self._files(folder, ancestors=tuple(ancestors))
 
@@ -103,7 +105,7 @@ class Walk:
             path = folder / name
             is_link = os.path.islink(path)
             if is_link and not self.follow:
-                yield path, "symbolic link not followed (--no-follow-symlinks)"
+                yield path, NOT_FOLLOWED
                 continue
             if os.path.isdir(path):
                 target = os.stat(path)
@@ -118,19 +120,14 @@ class Walk:
             yield from self._files(sub, here)
 
 
-def is_folder(path: Path, *, follow: bool = True) -> bool:
+def is_folder(path: Path, *, follow: bool) -> bool:
     """A folder to walk into: a real one, or a link to one when links are followed."""
     return path.is_dir() and (follow or not path.is_symlink())
 
 
-def visible_files(folder: Path, *, follow: bool = True) -> Iterator[Path]:
-    """The regular files `Walk.files` takes under `folder` (what a kind's cheap `detect` looks at)."""
-    return (p for p, problem in Walk(follow=follow).files(folder) if problem is None)
-
-
 def first_files(src: Path, limit: int) -> Iterator[Path]:
-    """The first `limit` files `visible_files` finds: what a kind's cheap `detect` looks at."""
-    return itertools.islice(visible_files(src), limit)
+    """The first `limit` regular files `Walk.files` takes under `src`: what a kind's cheap `detect` looks at."""
+    return itertools.islice((p for p, problem in Walk().files(src) if problem is None), limit)
 
 
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # reorder how text shows
@@ -203,28 +200,21 @@ class ClassFolders:
         return f"class folder {name!r} is not among train's classes"
 
 
-def class_names(folders: list[Path]) -> tuple[str, ...]:
-    """Sorted names of the visible subfolders of `folders` (ImageFolder-style class folders; `ClassFolders` says
-    which can be classes)."""
-    return tuple(sorted({c for f in folders for c in visible(os.listdir(f)) if (f / c).is_dir()}))
+def class_names(folders: list[Path], *, follow: bool) -> tuple[str, ...]:
+    """Sorted names of the visible subfolders of `folders` (ImageFolder-style class folders; with `follow=False`,
+    links to folders are not among them); `ClassFolders` says which can be classes."""
+    return tuple(sorted({c for f in folders for c in visible(os.listdir(f)) if is_folder(f / c, follow=follow)}))
 
 
-def split_classes(src: Path, split_dirs: list[str]) -> tuple[str, ...]:
+def split_classes(src: Path, split_dirs: list[str], *, follow: bool) -> tuple[str, ...]:
     """The classes of a `SRC/<split>/<class>/` tree: train's class folders, or every split's without train."""
-    return class_names([src / s for s in (["train"] if "train" in split_dirs else split_dirs)])
-
-
-def broken_symlink(path: Path) -> str | None:
-    """The rejection reason for a symlink whose target is gone, else None."""
-    if path.is_symlink() and not path.exists():
-        return f"broken symlink (points to {display(os.readlink(path))})"
-    return None
+    return class_names([src / s for s in (["train"] if "train" in split_dirs else split_dirs)], follow=follow)
 
 
 class Collector(abc.ABC):
     """What a discovery gathers: work items per split, rejections, and the identity of the source."""
 
-    def __init__(self, src: Path, *, follow: bool = True) -> None:
+    def __init__(self, src: Path, *, follow: bool) -> None:
         self.src = src
         self.walk = Walk(follow=follow)
         self.items: dict[str, list[WorkItem]] = {}
@@ -258,8 +248,11 @@ class Collector(abc.ABC):
                 self.add_file(path, split, label)
 
     def reject(self, path: Path, split: str, reason: str) -> None:
-        """Reject `path`, or every visible file under it when it is a folder (nothing is opened)."""
-        if path.is_dir() and (self.walk.follow or not path.is_symlink()):
+        """Reject `path`, or every visible file under it when it is a folder (nothing is opened). A link the walk
+        does not follow is rejected as that, wherever it is."""
+        if path.is_symlink() and not self.walk.follow:
+            self.rejected.append(Rejection(split, self.rel(path), NOT_FOLLOWED))
+        elif path.is_dir():
             for f, _ in Walk(follow=self.walk.follow).files(path):
                 self.rejected.append(Rejection(split, self.rel(f), reason))
         else:

@@ -14,7 +14,6 @@ from converters.tree import (
     SPLIT_NAMES,
     ClassFolders,
     Collector,
-    broken_symlink,
     has_control_characters,
     is_folder,
     same_name,
@@ -27,9 +26,8 @@ EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
 
 
 def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection | None]:
-    """(size, None) for a usable file, or (None, rejection) saying why it is not."""
-    if (reason := broken_symlink(path)) is not None:
-        return None, Rejection(split, rel, reason)
+    """(size, None) for a usable file, or (None, rejection) saying why it is not (a regular file: `Walk.problem`
+    was asked before)."""
     if path.suffix.lower() not in EXTENSIONS:
         return None, Rejection(split, rel, f"unsupported extension {path.suffix!r}; allowed: {', '.join(EXTENSIONS)}")
     try:
@@ -125,7 +123,7 @@ def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Disco
     for name in names:
         path = src / name
         listed = listed_names.get(name)
-        if is_folder(path, follow=follow):
+        if path.is_dir():  # a link to one not followed is rejected as that
             col.reject(path, split, "in a subfolder; with --labels the source must be a flat folder")
         elif listed is None:
             col.rejected.append(Rejection(split, name, f"not listed in labels file {csv_path.name}"))
@@ -170,7 +168,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     col = _Collector(src, follow=follow)
     if split_dirs:
         layout = "split/class"
-        folders = ClassFolders.of(split_classes(src, split_dirs))
+        folders = ClassFolders.of(split_classes(src, split_dirs, follow=col.walk.follow))
         classes = folders.classes
         index = {c: i for i, c in enumerate(classes)}
         col.reject_outside(top, split_dirs)

@@ -17,7 +17,6 @@ from converters.tree import (
     SPLIT_NAMES,
     ClassFolders,
     Collector,
-    broken_symlink,
     is_folder,
     split_classes,
     visible,
@@ -26,16 +25,13 @@ from fastdata.errors import ConvertError
 
 
 class _Collector(Collector):
-    def __init__(self, src: Path, opts: TextOptions, *, follow: bool = True) -> None:
+    def __init__(self, src: Path, opts: TextOptions, *, follow: bool) -> None:
         super().__init__(src, follow=follow)
         self.opts = opts
         self.spill = Spill()
 
     def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
-        rel = rel or self.rel(path)
-        if (reason := broken_symlink(path)) is not None:
-            self.rejected.append(Rejection(split, rel, reason))
-            return
+        rel = rel or self.rel(path)  # a regular file: `Walk.problem` was asked before
         found, rejected_before = 0, len(self.rejected)
         source = str(path)  # one string shared by the file's documents
         for where, doc in read_documents(path, self.opts):
@@ -82,7 +78,8 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     split_dirs = [n for n in dirs if n in SPLIT_NAMES]
     if split_dirs:
-        folders = ClassFolders.of(split_classes(src, split_dirs))  # whether or not their names can be classes
+        # every class folder, whether or not its name can be a class
+        folders = ClassFolders.of(split_classes(src, split_dirs, follow=col.walk.follow))
         classes = folders.classes
         layout = "split/class" if folders.found else "split"
         col.reject_outside(top, split_dirs)
