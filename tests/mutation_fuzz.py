@@ -1,8 +1,8 @@
 """Seeded input-mutation fuzzing of everything fastdata reads from outside: JPEG and PNG files at conversion
 and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards, image-text
 shards, tars from other tools (`fastdata index`, whose result `verify` must find clean), DICOM files, text
-corpora (plain, JSON Lines, gzip), captions files and labels CSVs, image source trees of hostile names, manifests,
-loader states, and the answers of an HTTP server to a remote loader (tests/fuzz_answers.py).
+corpora (plain, JSON Lines, JSON, gzip, Parquet), captions files and labels CSVs, image source trees of hostile
+names, manifests, loader states, and the answers of an HTTP server to a remote loader (tests/fuzz_answers.py).
 
 The oracle: a mutated input is converted, rejected with a reason, or refused with a fastdata error
 (a ValueError for a state); any other exception, a crash of the interpreter or a hang (--case-timeout)
@@ -109,7 +109,8 @@ class Context:
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
-                      ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20))]
+                      ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20)),
+                      ("x.parquet", _parquet({"text": ["one doc", "", "three " * 50, "four"]}))]
         from conftest_adopt import encoded, raw_tar
         from conftest_pairs import convert_pairs, make_pair_tree
 

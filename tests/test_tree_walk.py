@@ -196,10 +196,13 @@ def test_text_splits_without_class_folders_take_subfolders_unlabeled(tmp_path: P
     (src / "train" / "a.txt").write_text("one\n")
     (src / "val" / "more").mkdir(parents=True)
     (src / "val" / "more" / "b.txt").write_text("two\n")
+    (tmp_path / "far").mkdir()
+    (tmp_path / "far" / "c.txt").write_text("three\n")
+    os.symlink(tmp_path / "far", src / "val" / "linked")
     found = discover_text(src, options=TextOptions(tokenizer=str(TOKENIZER)))
-    assert found.layout == "split" and found.classes == ()
+    assert found.layout == "split" and found.classes == () and found.rejected == []
     assert {s: [(i.rel, i.label) for i in items] for s, items in found.splits.items()} == {
-        "train": [("train/a.txt", None)], "val": [("val/more/b.txt", None)]}
+        "train": [("train/a.txt", None)], "val": [("val/linked/c.txt", None), ("val/more/b.txt", None)]}
 
 
 def test_a_text_val_class_that_train_lacks_is_rejected_under_val(tmp_path: Path, caplog):
