@@ -63,6 +63,38 @@ def test_parquet_without_the_text_column_is_rejected(tmp_path: Path) -> None:
     assert "missing text column 'text' (columns: content); set --text-field" in _reasons(result)["a.parquet"]
 
 
+def test_damaged_parquet_keeps_the_rows_before_the_damage_and_says_where(tmp_path: Path) -> None:
+    """pyarrow raised out of the conversion (OSError: corrupt snappy data, thrift, short pages; UnicodeDecodeError)
+    for a Parquet corpus damaged past its first page, or with a column name that is not UTF-8. Found by the `text`
+    fuzz target once it read Parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from converters.text.options import TextOptions
+    from converters.text.records import Reject, read_documents
+
+    path = tmp_path / "a.parquet"
+    docs = ["first doc", "second doc", "third doc", "fourth doc"]
+    pq.write_table(pa.table({"text": docs}), path, row_group_size=2, compression="none", use_dictionary=False,
+                   write_statistics=False)
+    data = path.read_bytes()
+    assert data.count(b"third doc") == 1
+    path.write_bytes(data.replace(b"third doc", b"\xff" * 9))
+    opts = TextOptions(tokenizer=str(TOKENIZER))
+    got = list(read_documents(path, opts))
+    assert got[:2] == [("#0", "first doc"), ("#1", "second doc")] and len(got) == 3  # row group 0 kept
+    where, reject = got[2]
+    assert where == "#2" and isinstance(reject, Reject)
+    assert reject.reason.startswith("corrupt Parquet data, rows 2 to 3 of the file not read: UnicodeDecodeError: ")
+    path.write_bytes(data.replace(b"first doc", b"\xff" * 9))
+    assert [(w, d if isinstance(d, str) else d.reason[:40]) for w, d in read_documents(path, opts)] == [
+        ("#0", "corrupt Parquet data, rows 0 to 1 of the"), ("#2", "third doc"), ("#3", "fourth doc")]
+
+    path.write_bytes(data.replace(b"text", b"t\xffxt"))  # the column's name, in the footer
+    (where, reject), = read_documents(path, opts)
+    assert where == "" and reject.reason.startswith("not a readable Parquet file: ")
+
+
 @pytest.mark.parametrize("content, message", [
     (None, "does not exist"),
     ('{"model": "nonsense"}', "is not a valid Hugging Face tokenizer.json"),

@@ -189,7 +189,7 @@ def _parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]
 
     try:
         pf = pq.ParquetFile(path)
-    except (OSError, pa.ArrowException) as exc:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a column name that is not UTF-8, too
         yield "", Reject(f"not a readable Parquet file: {exc}")
         return
     names = pf.schema_arrow.names
@@ -204,15 +204,25 @@ def _parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]
         yield "", Reject(f"column {opts.text_field!r} has type {kind}, not string")
         return
     row = 0
-    for batch in pf.iter_batches(columns=[opts.text_field]):
-        for value in batch.column(0).to_pylist():
-            if not isinstance(value, str):
-                yield f"#{row}", Reject("null text")
-            elif len(value) > opts.max_document_bytes // 4 and len(value.encode()) > opts.max_document_bytes:
-                yield f"#{row}", _too_large(opts.max_document_bytes)
-            else:
-                yield f"#{row}", value if value.strip() else Reject("empty document (only whitespace)")
-            row += 1
+    for group in range(pf.num_row_groups):  # a damaged row group loses its own rows after the damage, no others
+        end = row + pf.metadata.row_group(group).num_rows
+        try:
+            for batch in pf.iter_batches(row_groups=[group], columns=[opts.text_field]):
+                for value in batch.column(0).to_pylist():
+                    yield f"#{row}", _parquet_document(value, opts.max_document_bytes)
+                    row += 1
+        except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
+            yield f"#{row}", Reject(f"corrupt Parquet data, rows {row} to {end - 1} of the file not read: "
+                                    f"{type(exc).__name__}: {exc}")
+            row = end
+
+
+def _parquet_document(value: object, cap: int) -> str | Reject:
+    if not isinstance(value, str):
+        return Reject("null text")
+    if len(value) > cap // 4 and len(value.encode()) > cap:
+        return _too_large(cap)
+    return value if value.strip() else Reject("empty document (only whitespace)")
 
 
 def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
