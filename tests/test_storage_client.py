@@ -292,3 +292,21 @@ def test_a_process_forked_after_a_request_gets_an_error_not_a_hang(s3: str):
     message = queue.get(timeout=5)
     assert message.startswith("error:") and "forked" in message and "spawn" in message
     assert os.getpid() != child.pid
+
+
+def _child_ends_its_reads() -> None:
+    inflight._abandon_all()  # what its exit hook does
+
+
+def test_a_child_forked_while_the_body_lock_is_held_still_exits():
+    """The body watcher takes the lock ten times a second while a download runs: a child forked at that moment
+    inherited it held, by a thread that does not exist in the child, and its exit hook waited on it forever."""
+    ctx = mp.get_context("fork")
+    with inflight._lock:
+        child = ctx.Process(target=_child_ends_its_reads)
+        child.start()
+    child.join(timeout=20)
+    hung = child.is_alive()
+    if hung:
+        child.kill()
+    assert not hung and child.exitcode == 0

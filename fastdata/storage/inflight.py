@@ -7,11 +7,13 @@ and a wait before a retry ends within 0.1 s: no exit, `break` or `close()` waits
 
 A body read with a `timeout` must move: each piece it delivers (`Body.moved`) gives it `timeout` seconds for the
 next. A watcher thread shuts the socket of one that does not (`Body.cut`), so a server that drips a byte now and
-then, never silent for a whole read timeout, cannot hold a read forever (curl's `--speed-time`).
+then, never silent for a whole read timeout, cannot hold a read forever (curl's `--speed-time`). A forked child
+starts with none of its parent's bodies and a fresh lock.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -44,6 +46,19 @@ class Body:
 
 _watched: set[Body] = set()  # bodies with a timeout, looked at by the watcher
 _watcher: list[threading.Thread] = []
+
+
+def _after_fork_in_child() -> None:
+    """A forked child reads none of its parent's bodies, and must not inherit `_lock` held by a thread that is not
+    there (the watcher takes it ten times a second): its exit hook would wait on it forever."""
+    global _lock
+    _lock = threading.Lock()
+    _reading.clear()
+    _watched.clear()
+    _watcher.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _watch() -> None:
