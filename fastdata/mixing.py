@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
+from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
 from fastdata.planning.mixture import Mixture, Permute, check_weights
 from fastdata.sources import is_pattern
@@ -116,9 +116,9 @@ def check_mixture_state(saved: Any, here: dict[str, Any]) -> None:
 
 
 def is_mixture(source: Any, options: Mapping[str, Any]) -> bool:
-    """A dict; or a list/tuple given with mixing options, naming a dataset folder or URL, or whose shard
-    patterns lie in more than one folder. A list of shard files or patterns of one folder is one dataset, as
-    it always was."""
+    """A dict; or a list/tuple given with mixing options, naming a dataset folder (a path or a URL), or whose shard
+    patterns lie in more than one folder. A list of shard files, shard URLs or patterns of one folder is one
+    dataset, as it always was locally."""
     if isinstance(source, Mapping):
         return True
     if isinstance(source, str | Path) or not isinstance(source, Sequence):
@@ -126,10 +126,19 @@ def is_mixture(source: Any, options: Mapping[str, Any]) -> bool:
     if any(options.get(k) not in (None, False) for k in MIX_OPTIONS):
         return True
     items = [str(item) for item in source if isinstance(item, str | Path)]
-    if any("://" in text or Path(text).expanduser().is_dir() for text in items):
+    if any(_names_a_dataset(text) for text in items):
         return True
-    folders = {Path(text).expanduser().parent for text in items if is_pattern(text)}
+    folders = {text.rstrip("/").rpartition("/")[0] if "://" in text else Path(text).expanduser().parent
+               for text in items if is_pattern(text)}
     return len(folders) > 1
+
+
+def _names_a_dataset(text: str) -> bool:
+    """A dataset folder, local or a URL; not a shard or a pattern of shards (a URL is a shard when it ends in one's
+    suffix: fastdata never lists remote storage)."""
+    if "://" in text:
+        return not (is_pattern(text) or text.rstrip("/").endswith(SHARD_SUFFIXES))
+    return Path(text).expanduser().is_dir()
 
 
 def pop_spec(source: Any, options: dict[str, Any]) -> tuple[list[Any], MixSpec]:

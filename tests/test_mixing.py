@@ -249,3 +249,18 @@ def test_a_remote_dataset_mixes_like_a_local_one(images, s3, tmp_path):
         return [(r, y) for _, labels in loader for r, y in zip(loader.backend.last_rows, labels.tolist())]
 
     assert rows([str(images["a"]), f"{s3}/mix-b/"]) == rows(_pair(images))
+
+
+@pytest.mark.parametrize("source, mixture", [
+    (["s3://b/web/", "s3://b/code/"], True),  # dataset folders
+    (["s3://b/web"], True),
+    (["s3://b/ds/train-000000.tar", "s3://b/ds/train-000001.tar"], False),  # shards of one dataset
+    (["https://h/ds/train-000000.arrow"], False),
+    (["s3://b/ds/train-{000000..000001}.tar"], False),
+    (["s3://b/x/t-{0..1}.tar", "s3://b/y/t-{0..1}.tar"], True),  # patterns in two folders
+    ("s3://b/web/", False),  # one source, not a list
+])
+def test_which_lists_of_urls_are_mixtures(source, mixture: bool):
+    from fastdata.mixing import is_mixture
+
+    assert is_mixture(source, {}) is mixture

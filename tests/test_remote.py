@@ -307,3 +307,25 @@ def test_a_missing_dataset_and_a_missing_manifest_are_clear(served: FileServer, 
         fastdata.loader(served.url + "nothing-here/", batch_size=2, cache_dir=tmp_path / "c")
     with pytest.raises(ManifestError, match="globs cannot"):
         fastdata.loader(served.url + "ds/val-*.tar", batch_size=2, cache_dir=tmp_path / "c")
+
+
+def test_shard_urls_and_brace_patterns_read_those_shards(served: FileServer, local: Path, tmp_path: Path):
+    """A list of shard URLs, or a brace pattern of them, reads those shards as one dataset, as the same local paths
+    do. A list of URLs was taken for a mixture of one-shard datasets, each opened on its own."""
+    names = sorted(p.name for p in local.glob("val-*.tar"))
+    assert len(names) >= 2
+    want = labels_of([str(local / n) for n in names], backend="kornia", train=False)
+    kw = {"backend": "kornia", "train": False, "cache_dir": tmp_path / "c"}
+    assert labels_of([served.url + "ds/" + n for n in names], **kw) == want
+    assert served.gets("manifest.json") == 1  # one dataset, not a mixture of one-shard datasets
+    assert labels_of(served.url + f"ds/val-{{000000..{len(names) - 1:06d}}}.tar", **kw) == want
+    assert labels_of(served.url + "ds/" + names[1], **kw) == labels_of(str(local / names[1]), backend="kornia",
+                                                                       train=False)
+    with pytest.raises(ManifestError, match="the shard URLs given lie in 2 folders; a dataset's shards lie in one"):
+        fastdata.loader([served.url + "ds/" + names[0], served.url + "other/" + names[1]], batch_size=2, **kw)
+    with pytest.raises(ManifestError, match=r"\['val-000099.tar'\] are not listed in http://127.0.0.1:\d+/ds/manifest"):
+        fastdata.loader(served.url + "ds/val-000099.tar", batch_size=2, **kw)
+    both = [served.url + "ds/train-000000.tar", served.url + "ds/" + names[0]]
+    with pytest.raises(ManifestError, match=r"the shards given span splits \['train', 'val'\]; pass split="):
+        fastdata.loader(both, batch_size=2, **kw)
+    assert labels_of(both, split="val", **kw) == labels_of(str(local / names[0]), backend="kornia", train=False)

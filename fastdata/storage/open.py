@@ -9,7 +9,7 @@ import shutil
 import urllib.parse
 from collections.abc import Sequence
 
-from fastdata.dataset import DatasetView, RemoteOptions, ShardRef, select_split
+from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, ShardRef, select_split
 from fastdata.errors import ManifestError, StorageError
 from fastdata.json_text import BadJSON, parse_json
 from fastdata.manifest import MANIFEST_NAME, Manifest
@@ -61,7 +61,7 @@ def manifest_at(store: RemoteStore) -> tuple[Manifest, bytes]:
 def open_remote(source: str | Sequence[str], /, *, split: str | None, options: RemoteOptions) -> DatasetView:
     urls = _urls(source)
     names: set[str] | None = None
-    if len(urls) == 1 and not urls[0].rstrip("/").endswith((".tar", ".arrow")):
+    if len(urls) == 1 and not urls[0].rstrip("/").endswith(SHARD_SUFFIXES):
         base = folder_url(urls[0])
     else:
         bases = {split_url(u)[0] for u in urls}
