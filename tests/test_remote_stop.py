@@ -46,7 +46,9 @@ def _decode_thread_waits_for(name: str) -> bool:
         if thread.name.startswith("fastdata-kornia_"):
             frame = sys._current_frames().get(thread.ident)
             while frame is not None:
-                if frame.f_code.co_name == "local" and frame.f_locals.get("name") == name:
+                # mutmut runs a copy of `local` named `xǁRemoteFilesǁlocal__mutmut_orig` (or `_N`)
+                function = frame.f_code.co_name.split("ǁ")[-1].split("__mutmut_")[0]
+                if function == "local" and frame.f_locals.get("name") == name:
                     return True
                 frame = frame.f_back
     return False

@@ -33,11 +33,6 @@ def folder_url(url: str) -> str:
     return url.rstrip("/") + "/"
 
 
-def join(base: str, name: str) -> str:
-    """`base` (a folder URL) joined with a plain file name."""
-    return folder_url(base) + name
-
-
 def split(url: str) -> tuple[str, str]:
     """(folder URL, last name) of a file URL."""
     base, _, name = url.rstrip("/").rpartition("/")
