@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import shutil
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from typing import Any
 from converters import state
 from converters.lock import exclusive_lock
 from fastdata.atomic import dumps_json
-from fastdata.errors import ConvertError
+from fastdata.errors import ConvertError, ManifestError
 from fastdata.manifest import MANIFEST_NAME, Manifest, read_manifest, write_manifest
 
 log = logging.getLogger(__name__)
@@ -98,15 +97,25 @@ class RemoteDestination:
         self.label = self.store.url
         self.work = Path(staging) if staging is not None else staging_dir(self.store.url)
 
-    def _get_json(self, name: str) -> Any:
+    def _get_json(self, name: str, *, fix: str) -> dict[str, Any] | None:
+        """A state file or the manifest on the store, None when it is not there; ConvertError (with `fix`) when it is
+        not a JSON object."""
         from fastdata.errors import StorageError
 
         try:
-            return json.loads(self.store.read(name))
+            data = self.store.read(name)
         except StorageError as exc:
             if "does not exist" in str(exc):
                 return None
             raise
+        return state.read_state(data, self.label + name, fix=fix)
+
+    @property
+    def _manifest_fix(self) -> str:
+        return f"delete {self.label}{MANIFEST_NAME} to convert into {self.label} again"
+
+    def _get_plan(self) -> dict[str, Any] | None:
+        return self._get_json(f"{state.PARTIAL}/{state.PLAN}", fix=state.plan_fix(self.label))
 
     def lock(self, part: int, num_parts: int):
         """One writer per destination on this machine (a lock beside the staging folder); runs on other
@@ -115,7 +124,7 @@ class RemoteDestination:
                               what=self.label)
 
     def state(self, fingerprint: str) -> str:
-        found = self._get_json(MANIFEST_NAME)
+        found = self._get_json(MANIFEST_NAME, fix=self._manifest_fix)
         if found is not None:
             manifest = Manifest.from_dict(found, where=self.label + MANIFEST_NAME)
             if manifest.fingerprint == fingerprint:
@@ -123,7 +132,7 @@ class RemoteDestination:
             raise ConvertError(f"destination {self.label} already holds a different dataset (fingerprint "
                                f"{manifest.fingerprint[:12]}, this conversion is {fingerprint[:12]}): pick another "
                                "folder, or delete that dataset to replace it")
-        plan = self._get_json(f"{state.PARTIAL}/{state.PLAN}")
+        plan = self._get_plan()
         if plan is not None:
             if plan.get("fingerprint") == fingerprint:
                 return "resume"
@@ -134,21 +143,25 @@ class RemoteDestination:
         return "fresh"
 
     def read_manifest(self) -> Manifest:
-        return Manifest.from_dict(self._get_json(MANIFEST_NAME), where=self.label + MANIFEST_NAME)
+        data = self._get_json(MANIFEST_NAME, fix=self._manifest_fix)
+        if data is None:  # nothing there: neither a finished conversion nor parts to merge
+            raise ManifestError(f"no {MANIFEST_NAME} at {self.label}: no conversion was finished or started there "
+                                "(check the URL)")
+        return Manifest.from_dict(data, where=self.label + MANIFEST_NAME)
 
     def has_plan(self) -> bool:
-        return self._get_json(f"{state.PARTIAL}/{state.PLAN}") is not None
+        return self._get_plan() is not None
 
     def prepare(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
 
     def load_plan(self) -> dict[str, Any]:
-        plan = self._get_json(f"{state.PARTIAL}/{state.PLAN}")
+        plan = self._get_plan()
         if plan is None:
             raise ConvertError(f"no conversion in progress at {self.label} (no {state.PARTIAL}/{state.PLAN}); "
                                "run `fastdata convert` first")
         local = self.work / state.PARTIAL / state.PLAN
-        if not local.exists() or json.loads(local.read_text()).get("fingerprint") != plan.get("fingerprint"):
+        if not local.exists() or _fingerprint_of(local) != plan.get("fingerprint"):
             shutil.rmtree(self.work, ignore_errors=True)  # staging of another conversion: start it afresh
             self.prepare()
             state.save_plan(self.work, plan)
@@ -164,9 +177,13 @@ class RemoteDestination:
         """The record of a finished shard: the one this machine uploaded, else the store's (a record is
         uploaded only after its shard, so one on the store means the shard is there)."""
         local = state.record_path(self.work, name)
-        if local.exists():
-            return json.loads(local.read_text(encoding="utf-8"))
-        record = self._get_json(f"{state.PARTIAL}/records/{name}.json")
+        try:
+            if local.exists():
+                return state.read_state(local.read_bytes(), str(local), fix="converting the shard again")
+            record = self._get_json(f"{state.PARTIAL}/records/{name}.json", fix="converting the shard again")
+        except ConvertError as exc:
+            log.warning("%s", exc)
+            return None
         if record is None:
             return None
         shard = record.get("shard")
@@ -194,13 +211,21 @@ class RemoteDestination:
 
     def cleanup(self) -> None:
         """After the manifest: remove the in-progress state from the store and the local staging folder."""
-        plan = self._get_json(f"{state.PARTIAL}/{state.PLAN}")
+        plan = self._get_plan()
         if plan is not None:
             for shard in plan.get("shards", []):
                 name = f"{shard['split']}-{shard['index']:06d}{plan['suffix']}"
                 self.store.delete(f"{state.PARTIAL}/records/{name}.json")
             self.store.delete(f"{state.PARTIAL}/{state.PLAN}")
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _fingerprint_of(plan: Path) -> object:
+    """The fingerprint of a staging folder's plan; None for one that cannot be read (staging starts afresh)."""
+    try:
+        return state.read_state(plan.read_bytes(), str(plan), fix="").get("fingerprint")
+    except (ConvertError, OSError):
+        return None
 
 
 def destination(dst: str | Path, *, staging: Path | str | None = None,

@@ -4,7 +4,6 @@ shard. This is what makes a killed run resumable and parts mergeable."""
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 from fastdata.atomic import write_json_atomic
 from fastdata.errors import ConvertError
+from fastdata.json_text import BadJSON, parse_json
 from fastdata.manifest import MANIFEST_NAME, read_manifest
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def destination_state(dst: Path, fingerprint: str) -> str:
             return "resume"
         raise ConvertError(
             f"destination {dst} holds an unfinished conversion of a different dataset or with other "
-            f"options (fingerprint {found[:12]}, this one is {fingerprint[:12]}): rerun that conversion "
+            f"options (fingerprint {str(found)[:12]}, this one is {fingerprint[:12]}): rerun that conversion "
             f"with its original arguments, or delete {dst}"
         )
     raise ConvertError(f"destination {dst} is not empty and holds no fastdata dataset; pick an empty directory")
@@ -67,11 +67,27 @@ def _holds_anything(dst: Path) -> bool:
     return False
 
 
+def read_state(data: bytes, where: str, *, fix: str) -> dict[str, Any]:
+    """A plan, record or manifest as a conversion wrote it (a JSON object); a ConvertError naming `where` and what to
+    do (`fix`) for one that is not: damaged on disk or in transit, or edited."""
+    try:
+        value = parse_json(data)
+    except BadJSON as exc:
+        raise ConvertError(f"{where} is damaged ({exc}): {fix}") from None
+    if not isinstance(value, dict):
+        raise ConvertError(f"{where} is damaged (a JSON {type(value).__name__}, not an object): {fix}")
+    return value
+
+
+def plan_fix(dst: object) -> str:
+    return f"delete {dst}{'' if str(dst).endswith('/') else '/'}{PARTIAL}/ to start the conversion over"
+
+
 def load_plan(dst: Path) -> dict[str, Any]:
     path = partial_dir(dst) / PLAN
     if not path.exists():
         raise ConvertError(f"no conversion in progress in {dst} (missing {path}); run `fastdata convert` first")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_state(path.read_bytes(), str(path), fix=plan_fix(dst))
 
 
 def save_plan(dst: Path, plan: dict[str, Any]) -> None:
@@ -129,8 +145,14 @@ def load_record(dst: Path, shard_name: str) -> dict[str, Any] | None:
     path = record_path(dst, shard_name)
     if not path.exists():
         return None
-    record = json.loads(path.read_text(encoding="utf-8"))
-    return record if _still_written(dst, record) else None
+    try:
+        record = read_state(path.read_bytes(), str(path), fix="converting the shard again")
+        return record if _still_written(dst, record) else None
+    except ConvertError as exc:
+        log.warning("%s", exc)
+    except (KeyError, TypeError, AttributeError):  # an object, but not the record this version writes
+        log.warning("%s is not a record of this fastdata version: converting the shard again", path)
+    return None
 
 
 def save_record(dst: Path, shard_name: str, record: dict[str, Any]) -> None:

@@ -238,3 +238,46 @@ def test_a_record_vouches_for_touched_files_with_the_same_bytes_only(tree: Path,
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, other bytes
     os.utime(path, ns=(stamp, stamp))
     assert state.load_record(out, name) is None
+
+
+@pytest.mark.parametrize("sizes, shard_size, n, want", [
+    ([], 10**9, 0, 1), ([], 10**9, 1, 1), ([], 10**9, 7, 7),  # nothing probed: one shard of everything
+    ([1000, 3000], 30240, 100, 10),  # (2000 + 1024 bytes of tar headers) x 10 = 30240 exactly
+    ([1000, 3000], 30239, 100, 9),
+    ([1000, 3000], 30240, 4, 4),  # never more than there are samples
+    ([1000, 3000], 30240, 1, 1),
+    ([1000, 3000], 100, 100, 1),  # a shard smaller than one sample still holds one
+])
+def test_samples_per_shard_follow_the_probed_sizes(sizes: list[int], shard_size: int, n: int, want: int) -> None:
+    from converters.plan import samples_per_shard_from_probe
+
+    assert samples_per_shard_from_probe(sizes, shard_size=shard_size, n=n) == want
+
+
+@pytest.mark.parametrize("damage", [b"{\"fingerprint\": ", b"[1, 2]", b"\xff\xfe"])
+def test_a_damaged_plan_is_a_clear_error_saying_how_to_start_over(tree: Path, tmp_path: Path, damage: bytes) -> None:
+    """json.loads' JSONDecodeError (or an AttributeError for a plan that is a list) escaped the conversion."""
+    dst = tmp_path / "out"
+    (dst / state.PARTIAL).mkdir(parents=True)
+    (dst / state.PARTIAL / state.PLAN).write_bytes(damage)
+    with pytest.raises(ConvertError, match=rf"plan\.json is damaged \(.*\): delete {dst}/\.partial/ to start the "
+                                           "conversion over$"):
+        convert_images(tree, dst, samples_per_shard=4, short_side=128)
+
+
+def test_a_damaged_record_converts_its_shard_again(tree: Path, tmp_path: Path, reference: dict[str, bytes],
+                                                   caplog) -> None:
+    dst = tmp_path / "out"
+    first = convert_images(tree, dst, samples_per_shard=4, short_side=128, num_parts=2, part=0)
+    assert first.manifest is None and len(first.converted) >= 2
+    records = sorted((dst / state.PARTIAL / "records").iterdir())
+    records[0].write_bytes(b"{\"shard\": ")  # unreadable
+    records[1].write_text('{"shard": {"bytes": 3}}')  # an object, but not a record this version writes
+    again = convert_images(tree, dst, samples_per_shard=4, short_side=128, num_parts=2, part=0)
+    assert sorted(again.converted) == sorted(r.name.removesuffix(".json") for r in records[:2])
+    assert "is damaged (invalid JSON" in caplog.text and "is not a record of this fastdata version" in caplog.text
+    convert_images(tree, dst, samples_per_shard=4, short_side=128, num_parts=2, part=1)
+    from converters.engine import merge
+
+    merge(dst)
+    assert _files(dst) == reference

@@ -22,10 +22,10 @@ from http_server import Answer, Fault, FileServer
 import fastdata
 from converters import get_kind
 from converters.destination import RemoteDestination
-from converters.engine import ConvertConfig, convert
+from converters.engine import ConvertConfig, convert, merge
 from converters.images import ImageOptions
 from fastdata.cli import main as cli
-from fastdata.errors import ManifestError, StorageError
+from fastdata.errors import ConvertError, ManifestError, StorageError
 from fastdata.storage.client import RemoteStore
 
 pytest.importorskip("obstore")
@@ -121,6 +121,19 @@ def test_parts_and_merge_on_a_remote_destination(s3: str, src: Path, local: Path
                     "--part", str(part), "--no-progress", "--staging", str(tmp_path / f"stage{part}")]) == 0
     assert cli(["convert", "--merge", url]) == 0
     assert remote_files(url, list(files_of(local))) == files_of(local)
+    assert cli(["convert", "--merge", url]) == 0  # merged already: nothing to do
+
+
+def test_a_finished_remote_conversion_run_again_does_nothing(s3: str, src: Path, local: Path, tmp_path: Path,
+                                                             monkeypatch):
+    url = f"{s3}/again/"
+    first = _convert(src, url, staging=tmp_path / "stage")
+    uploads: list[str] = []
+    monkeypatch.setattr(RemoteStore, "upload", lambda self, name, source: uploads.append(name))
+    again = _convert(src, url, staging=tmp_path / "stage2")
+    assert uploads == [] and again.manifest == first.manifest and again.converted == []
+    with pytest.raises(ManifestError, match=r"no manifest.json at .*/empty/"):
+        merge(f"{s3}/empty/")
 
 
 def test_an_http_destination_is_read_only(src: Path, tmp_path: Path):
@@ -329,3 +342,28 @@ def test_shard_urls_and_brace_patterns_read_those_shards(served: FileServer, loc
     with pytest.raises(ManifestError, match=r"the shards given span splits \['train', 'val'\]; pass split="):
         fastdata.loader(both, batch_size=2, **kw)
     assert labels_of(both, split="val", **kw) == labels_of(str(local / names[0]), backend="kornia", train=False)
+
+
+def test_damaged_state_on_the_store_is_a_clear_error_or_converted_again(s3: str, src: Path, local: Path,
+                                                                        tmp_path: Path, caplog):
+    """The store's plan, records and manifest were read with json.loads: a damaged one escaped as a raw
+    JSONDecodeError, a plan that is not an object as an AttributeError."""
+    store = RemoteStore(f"{s3}/damaged/")
+    store.upload(".partial/plan.json", b"[1, 2]")
+    with pytest.raises(ConvertError, match=r"damaged/\.partial/plan\.json is damaged \(a JSON list, not an object\): "
+                                           r"delete s3://.*/damaged/\.partial/ to start the conversion over"):
+        _convert(src, f"{s3}/damaged/", staging=tmp_path / "s0")
+    store.upload("manifest.json", b"{\"format\": ")
+    with pytest.raises(ConvertError, match=r"damaged/manifest\.json is damaged \(invalid JSON: .*\): delete "
+                                           r"s3://.*/damaged/manifest\.json to convert into"):
+        _convert(src, f"{s3}/damaged/", staging=tmp_path / "s1")
+
+    url = f"{s3}/records/"
+    first = _convert(src, url, staging=tmp_path / "s2", num_parts=2, part=0)
+    victim = sorted(first.converted)[0]
+    RemoteStore(url).upload(f".partial/records/{victim}.json", b"\x00not json")
+    again = _convert(src, url, staging=tmp_path / "s3", num_parts=2, part=0)  # another machine: the store's records
+    assert again.converted == [victim] and "is damaged" in caplog.text
+    _convert(src, url, staging=tmp_path / "s4", num_parts=2, part=1)
+    merge(url)
+    assert remote_files(url, list(files_of(local))) == files_of(local)
