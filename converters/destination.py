@@ -181,16 +181,19 @@ class RemoteDestination:
             if local.exists():
                 return state.read_state(local.read_bytes(), str(local), fix="converting the shard again")
             record = self._get_json(f"{state.PARTIAL}/records/{name}.json", fix="converting the shard again")
+            if record is None:
+                return None
+            shard = record.get("shard")
+            if shard is not None and self.store.size(shard["name"]) != shard["bytes"]:
+                log.warning("%s%s is missing or of another size: converting it again", self.label, shard["name"])
+                return None
+            return record
         except ConvertError as exc:
             log.warning("%s", exc)
-            return None
-        if record is None:
-            return None
-        shard = record.get("shard")
-        if shard is not None and self.store.size(shard["name"]) != shard["bytes"]:
-            log.warning("%s%s is missing or of another size: converting it again", self.label, shard["name"])
-            return None
-        return record
+        except (KeyError, TypeError, AttributeError):  # an object, but not the record this version writes
+            log.warning("%s%s/records/%s.json is not a record of this fastdata version: converting the shard again",
+                        self.label, state.PARTIAL, name)
+        return None
 
     def save_record(self, name: str, record: dict[str, Any]) -> None:
         shard = record.get("shard")

@@ -360,10 +360,12 @@ def test_damaged_state_on_the_store_is_a_clear_error_or_converted_again(s3: str,
 
     url = f"{s3}/records/"
     first = _convert(src, url, staging=tmp_path / "s2", num_parts=2, part=0)
-    victim = sorted(first.converted)[0]
-    RemoteStore(url).upload(f".partial/records/{victim}.json", b"\x00not json")
+    victims = sorted(first.converted)[:2]
+    RemoteStore(url).upload(f".partial/records/{victims[0]}.json", b"\x00not json")
+    RemoteStore(url).upload(f".partial/records/{victims[1]}.json", b'{"shard": {"bytes": 3}}')
     again = _convert(src, url, staging=tmp_path / "s3", num_parts=2, part=0)  # another machine: the store's records
-    assert again.converted == [victim] and "is damaged" in caplog.text
+    assert sorted(again.converted) == victims and "is damaged" in caplog.text
+    assert "is not a record of this fastdata version" in caplog.text
     _convert(src, url, staging=tmp_path / "s4", num_parts=2, part=1)
     merge(url)
     assert remote_files(url, list(files_of(local))) == files_of(local)
