@@ -263,7 +263,8 @@ class Collector(abc.ABC):
         for name in names:
             if name not in split_dirs:
                 path = self.src / name
-                self.reject(path, name if path.is_dir() else "", f"not inside a split folder ({'/'.join(SPLIT_NAMES)})")
+                split = name if is_folder(path, follow=self.walk.follow) else ""  # a link not followed: not looked into
+                self.reject(path, split, f"not inside a split folder ({'/'.join(SPLIT_NAMES)})")
 
     def warn_unused(self, classes: tuple[str, ...], what: str) -> None:
         used = {it.label for items in self.items.values() for it in items}

@@ -274,7 +274,7 @@ def test_links_not_followed_are_rejected_as_links_in_every_layout(tmp_path: Path
     make_image(unlabeled / "val" / "a.jpg")
     os.symlink(tmp_path / "pics", unlabeled / "train")
     found = discover_images(unlabeled, unlabeled=True, follow_symlinks=False)
-    assert sources(found) == ["val/a.jpg"] and reasons(found) == {"train": ("train", not_followed)}
+    assert sources(found) == ["val/a.jpg"] and reasons(found) == {"train": ("", not_followed)}
 
     flat = tmp_path / "flat"
     make_image(flat / "a.jpg")
