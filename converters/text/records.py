@@ -80,7 +80,8 @@ def _lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, int, bytes | None]]:
             yield number, start, None
             continue
         body = line[:-1] if line.endswith(b"\n") else line
-        yield number, start, body[:-1] if body.endswith(b"\r") else body
+        body = body[:-1] if body.endswith(b"\r") else body
+        yield number, start, None if len(body) > cap else body  # cap + 1 bytes and "\n" fit the readline
 
 
 def _text_lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, str | Reject]]:
