@@ -177,23 +177,22 @@ class RemoteDestination:
         """The record of a finished shard: the one this machine uploaded, else the store's (a record is
         uploaded only after its shard, so one on the store means the shard is there)."""
         local = state.record_path(self.work, name)
-        try:
-            if local.exists():
-                return state.read_state(local.read_bytes(), str(local), fix="converting the shard again")
-            record = self._get_json(f"{state.PARTIAL}/records/{name}.json", fix="converting the shard again")
-            if record is None:
-                return None
-            shard = record.get("shard")
-            if shard is not None and self.store.size(shard["name"]) != shard["bytes"]:
-                log.warning("%s%s is missing or of another size: converting it again", self.label, shard["name"])
-                return None
-            return record
-        except ConvertError as exc:
-            log.warning("%s", exc)
-        except (KeyError, TypeError, AttributeError):  # an object, but not the record this version writes
-            log.warning("%s%s/records/%s.json is not a record of this fastdata version: converting the shard again",
-                        self.label, state.PARTIAL, name)
-        return None
+        if local.exists():
+            return state.usable_record(str(local), lambda: state.read_state(local.read_bytes(), str(local),
+                                                                            fix=state.REDO))
+        where = f"{state.PARTIAL}/records/{name}.json"
+        return state.usable_record(self.label + where, lambda: self._store_record(where))
+
+    def _store_record(self, where: str) -> dict[str, Any] | None:
+        """A record on the store, if its shard is there in the size it records."""
+        record = self._get_json(where, fix=state.REDO)
+        if record is None:
+            return None
+        shard = record.get("shard")
+        if shard is not None and self.store.size(shard["name"]) != shard["bytes"]:
+            log.warning("%s%s is missing or of another size: converting it again", self.label, shard["name"])
+            return None
+        return record
 
     def save_record(self, name: str, record: dict[str, Any]) -> None:
         shard = record.get("shard")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,13 +146,27 @@ def load_record(dst: Path, shard_name: str) -> dict[str, Any] | None:
     path = record_path(dst, shard_name)
     if not path.exists():
         return None
-    try:
-        record = read_state(path.read_bytes(), str(path), fix="converting the shard again")
+
+    def load() -> dict[str, Any] | None:
+        record = read_state(path.read_bytes(), str(path), fix=REDO)
         return record if _still_written(dst, record) else None
+
+    return usable_record(str(path), load)
+
+
+REDO = "converting the shard again"  # what a record that cannot vouch for its shard leads to
+
+
+def usable_record(where: str, load: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+    """`load()`: the record of a finished shard at `where`, or None (its shard is made again). A damaged record, or
+    one that is not the record this version writes (a field missing or of another type), is logged as such and
+    gives None: never an exception, wherever the record lies (this folder, a remote destination)."""
+    try:
+        return load()
     except ConvertError as exc:
         log.warning("%s", exc)
-    except (KeyError, TypeError, AttributeError):  # an object, but not the record this version writes
-        log.warning("%s is not a record of this fastdata version: converting the shard again", path)
+    except (KeyError, TypeError, AttributeError):
+        log.warning("%s is not a record of this fastdata version: %s", where, REDO)
     return None
 
 

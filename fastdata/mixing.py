@@ -20,6 +20,7 @@ from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, open_da
 from fastdata.errors import ManifestError
 from fastdata.planning.mixture import Mixture, Permute, check_weights
 from fastdata.sources import is_pattern
+from fastdata.storage.url import split as split_url
 
 MIX_OPTIONS = ("weights", "weight_by", "samples_per_epoch", "tokens_per_epoch", "return_dataset")
 
@@ -128,7 +129,7 @@ def is_mixture(source: Any, options: Mapping[str, Any]) -> bool:
     items = [str(item) for item in source if isinstance(item, str | Path)]
     if any(_names_a_dataset(text) for text in items):
         return True
-    folders = {text.rstrip("/").rpartition("/")[0] if "://" in text else Path(text).expanduser().parent
+    folders = {split_url(text)[0] if "://" in text else Path(text).expanduser().parent
                for text in items if is_pattern(text)}
     return len(folders) > 1
 

@@ -76,11 +76,11 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
                 if name in labels:
                     raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
                                        f"{where[name]}); each file has one label: remove the duplicate row")
-                if has_control_characters(row[1].strip()):
-                    raise ConvertError(f"{csv_path}:{lineno}: the class {row[1].strip()!r} holds control characters "
+                cls = row[1].strip()
+                if has_control_characters(cls):
+                    raise ConvertError(f"{csv_path}:{lineno}: the class {cls!r} holds control characters "
                                        "(an escape sequence, a tab, a newline, a bidi override); class names are "
                                        "printed as text")
-                cls = row[1].strip()
                 first, first_line = class_lines.setdefault(same_name(cls), (cls, lineno))
                 if first != cls:
                     raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
