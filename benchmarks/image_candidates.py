@@ -95,6 +95,7 @@ def _tuples(loader: Iterable[Any], spec: Spec) -> Iterator[Any]:
     it = iter(loader)
     try:
         for images, labels in it:
+            labels = torch.as_tensor(labels)  # webdataset's batching makes a numpy array of the int labels
             if spec.cuda:
                 images, labels = images.cuda(non_blocking=True), labels.cuda(non_blocking=True)
             if spec.channels_last:
@@ -111,9 +112,12 @@ def _shard_urls(spec: Spec) -> list[str]:
 
 
 def webdataset_pil(spec: Spec, state: Any) -> Iterable[Any]:
-    """(b) The webdataset library over our shards, PIL decode, torchvision transforms, DataLoader workers."""
+    """(b) The webdataset library over our shards, PIL decode, torchvision transforms, DataLoader workers, in the
+    multi-worker form webdataset documents: each worker batches its own shards (partial batches allowed), and
+    train re-batches across workers in the main process (unbatched -> shuffle -> batched). A plain DataLoader
+    with drop_last batches inside each worker: with as many workers as shards holding fewer samples than a batch
+    (16 workers on a GPU machine), it yields nothing at all."""
     import webdataset as wds
-    from torch.utils.data import DataLoader
 
     urls = _shard_urls(spec)
     dataset = wds.WebDataset(urls, shardshuffle=len(urls) if spec.train else False, seed=spec.seed,
@@ -121,8 +125,10 @@ def webdataset_pil(spec: Spec, state: Any) -> Iterable[Any]:
     if spec.train:
         dataset = dataset.shuffle(1000)
     dataset = dataset.decode("pil").to_tuple("jpg", "cls").map_tuple(_torchvision_transform(spec), int)
-    loader = DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.threads, drop_last=spec.train,
-                        pin_memory=spec.cuda)
+    dataset = dataset.batched(spec.batch_size, partial=True)
+    loader = wds.WebLoader(dataset, batch_size=None, num_workers=spec.threads, pin_memory=spec.cuda)
+    if spec.train:
+        loader = loader.unbatched().shuffle(1000).batched(spec.batch_size, partial=False)
     return _epochs(spec, lambda epoch: _tuples(loader, spec))
 
 

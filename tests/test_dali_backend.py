@@ -253,6 +253,40 @@ def test_corrupt_jpeg_skipped_and_counted(ds: Path, tmp_path: Path, caplog: pyte
         assert real == [k for k, _ in manifest_keys(bad) if k != key] and len(real) == N - 1
 
 
+@pytest.mark.parametrize("train", [True, False])
+def test_the_graph_runs_one_batch_while_the_next_is_fed(ds: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        train: bool) -> None:
+    """The producer feeds and schedules batch b + 1 before it takes batch b's output (planned._produce, lag 1),
+    so DALI's executor decodes while Python prepares; every input but the bytes is one array per batch."""
+    events: list[str] = []
+    fed: list[object] = []
+
+    class Spy:
+        def __init__(self, pipe) -> None:
+            self.pipe = pipe
+
+        def feed_input(self, name, data):
+            fed.append((name, data))
+            return self.pipe.feed_input(name, data)
+
+        def schedule_run(self):
+            events.append("run")
+            return self.pipe.schedule_run()
+
+        def outputs(self):
+            events.append("out")
+            return self.pipe.outputs()
+
+    b = backend(ds, train=train, drop_last=False)
+    built, spies = b._pipeline, {}  # this backend's only: another test's may still be producing (overlap.py)
+    monkeypatch.setattr(b, "_pipeline", lambda: spies.setdefault(id(built()), Spy(built())))
+    _, labels, _ = run_epoch(b)
+    batches = len(labels)  # then the producer goes on into the next epoch (overlap.py): more events follow
+    assert batches == 7 and events[:2 * batches] == ["run"] + ["run", "out"] * (batches - 1) + ["out"], events
+    assert all(isinstance(data, list) == (name == "encoded") for name, data in fed)
+    assert {len(data) for _, data in fed} == {4, 3}  # whole batches (the last of 27 samples holds 3)
+
+
 def test_missing_index_is_refused_and_arrow_shards_are_read(ds: Path, tmp_path: Path) -> None:
     copy = tmp_path / "noidx"
     shutil.copytree(ds, copy)
@@ -282,7 +316,8 @@ def test_graph_args_for_each_device(device: str) -> None:
             assert args.resize["minibatch_size"] == 1  # 4 samples, 2 threads: every thread gets work
         else:
             assert args.device_id == (1 if device == "cuda:1" else 0) and args.decode_device == "mixed"
-            assert args.decode["hw_decoder_load"] == 0.4 and args.decode["jpeg_fancy_upsampling"] is True
+            assert args.decode["hw_decoder_load"] == 0.4  # eval: libjpeg's chroma upsampling; train's ROI: none
+            assert args.decode.get("jpeg_fancy_upsampling", False) is (not train)
             assert "minibatch_size" not in args.resize
         if train:
             assert args.resize["resize_x"] == 224 and args.inputs == ("encoded", "anchor", "shape", "flip",

@@ -246,7 +246,11 @@ def test_device_decode_plumbing_on_cpu(ds, train):
     dev = torch.cat(dev_batches[0]).int()
     assert dev.shape == host.shape and torch.equal(torch.cat(dev_batches[1]),
                                                    torch.cat([y for _, y in loader(ds["wds"], **kw)]))
-    assert (dev - host).abs().float().mean() < 2.0 and (dev - host).abs().max() <= 16  # decoder/rounding only
+    # the same libjpeg-turbo decode on both paths (torchvision's on the CPU gives simplejpeg's pixels exactly), so
+    # only the resize differs: a float interpolation rounded against torch's fixed-point uint8 kernel (measured:
+    # max 1, mean 0.18); a crop or geometry off by one pixel would differ by several grey levels on average
+    diff = (dev - host).abs()
+    assert diff.max() <= 1 and diff.float().mean() < 0.25, (int(diff.max()), float(diff.float().mean()))
 
 
 def test_a_state_that_is_not_a_dict_is_refused_by_name(ds):

@@ -122,6 +122,6 @@ def test_a_row_from_a_later_block_is_copied_even_at_its_own_row_number(pristine)
     places = [rows(p) for p in range(9)]
     for p, place in enumerate(places):
         place.array[:] = p
-    x, y, _ = backend._assemble([(places[p], 1, None, None) for p in (2, 4, 8)], None, (0, 0))
+    x, y, _ = backend._submit([(places[p], 1, None, None) for p in (2, 4, 8)], None, (0, 0))
     assert x[:, 0, 0, 0].tolist() == [2, 4, 8] and y.tolist() == [1, 1, 1]
     assert np.shares_memory(x.permute(0, 2, 3, 1).numpy(), places[0].buffer)  # assembled in block 0

@@ -12,6 +12,7 @@ same crop boxes and flips, and resume from each other's `state_dict()`.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,6 +30,16 @@ log = logging.getLogger(__name__)
 
 _TORCH_DTYPES = {"uint8": torch.uint8, "float16": torch.float16, "float32": torch.float32,
                  "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class _Submitted:
+    """A batch fed to the graph: its entries (None: eval padding), the real ones, and the pipeline running them
+    (None: nothing to run)."""
+
+    entries: list[Prepared | None]
+    real: list[Prepared]
+    pipe: Any
 
 
 class DaliBackend(PlannedBackend):
@@ -52,12 +63,38 @@ class DaliBackend(PlannedBackend):
         graph decodes: there is no destination)."""
         return self._prepare(index, row)
 
-    def _assemble(self, entries: list[Prepared | None], cuda_stream: Any,
-                  at: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, Any]:
+    _lag = 1  # the graph runs batch b while this thread prepares and feeds batch b + 1 (planned._produce)
+
+    def _submit(self, entries: list[Prepared | None], cuda_stream: Any, at: tuple[int, int]) -> _Submitted:
+        """Feed one batch's samples to the graph and schedule its run, without waiting for it."""
         real = [e for e in entries if e is not None]
+        if not real:  # an eval batch of padding rows only: nothing for the graph
+            return _Submitted(entries, real, None)
+        pipe = self._pipeline()
+        o = self._opts
+        try:
+            for name, arrays in zip(self._args.inputs, feeds(self._args, real, resize_short=o.resize_short,
+                                                             size=o.image_size, seed=o.seed, epoch=at[0])):
+                pipe.feed_input(name, arrays)
+            pipe.schedule_run()
+        except RuntimeError as exc:
+            self._pipe = None  # a failed pipeline is not reused
+            raise self._diagnose(real, exc) from exc
+        return _Submitted(entries, real, pipe)
+
+    def _collect(self, handle: _Submitted) -> tuple[torch.Tensor, torch.Tensor, None]:
+        """The graph's output of the oldest scheduled batch, padded back to the batch's rows."""
+        entries, real = handle.entries, handle.real
+        images = None
+        if handle.pipe is not None:
+            try:
+                (out,) = handle.pipe.outputs()
+            except RuntimeError as exc:
+                self._pipe = None
+                raise self._diagnose(real, exc) from exc
+            images = self._convert(out)
         rows = len(entries)
         o = self._opts
-        images = self._run(real, at[0]) if real else None
         hooked = o.augment is not None  # the graph then yields float [0, 1] for the hook stage
         fmt = torch.channels_last if o.channels_last else torch.contiguous_format
         if images is None or len(real) < rows:  # eval padding rows (all-zero images, label -100)
@@ -71,19 +108,16 @@ class DaliBackend(PlannedBackend):
         labels = torch.tensor([PAD_LABEL if e is None else e.label for e in entries], dtype=torch.int64)
         return images, labels.to(self._device, non_blocking=True), None
 
-    def _run(self, batch: list[Prepared], epoch: int) -> torch.Tensor:
-        """The graph's output for these samples, as a torch tensor [n, 3, S, S] on the loader's device."""
-        pipe = self._pipeline()
-        o = self._opts
-        try:
-            for name, arrays in zip(self._args.inputs, feeds(self._args, batch, resize_short=o.resize_short,
-                                                             size=o.image_size, seed=o.seed, epoch=epoch)):
-                pipe.feed_input(name, arrays)
-            (out,) = pipe.run()
-        except RuntimeError as exc:
-            self._pipe = None  # a failed pipeline is not reused
-            raise self._diagnose(batch, exc) from exc
-        return self._convert(out)
+    def _abandon(self, handles: list[_Submitted]) -> None:
+        """Take and drop the outputs of scheduled runs that will not be delivered, so that the next batch fed to
+        the pipeline (this epoch's restart, or the next epoch's) is the next one it returns."""
+        for handle in handles:
+            if handle is None or handle.pipe is None or handle.pipe is not self._pipe:
+                continue  # nothing scheduled, or a pipeline already dropped after a failure
+            try:
+                handle.pipe.outputs()
+            except RuntimeError:
+                self._pipe = None
 
     def _diagnose(self, batch: list[Prepared], exc: RuntimeError) -> Exception:
         """Name the samples behind a DALI failure by decoding each of the batch with libjpeg-turbo/Pillow."""

@@ -89,7 +89,7 @@ class KorniaBackend(PlannedBackend):
                 out[i] = image if isinstance(image, ShardError) else (image, *out[i][1:])
         return out
 
-    def _assemble(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple:
+    def _submit(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple:
         """One uint8 NHWC batch (the rows the decode threads wrote, pinned host memory, or on the device with
         device_decode), moved with non_blocking=True, then jittered and normalised on the device.
 

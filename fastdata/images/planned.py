@@ -4,9 +4,10 @@ samples when asked, and goes on into the next epoch (overlap.py).
 
 A backend supplies two things: `_load(index, row, dest)`, the per-sample work run in `num_threads`
 threads (kornia: prepare + decode, into its batch row when `_rows` gave one; DALI: prepare only), and
-`_assemble(entries)`, which turns one batch of results into `(images, labels, ready_event)` (kornia:
-batch + device augment; DALI: run the graph).
-`_assemble` may raise `BadSamples` when it finds samples it cannot use (DALI learns that a JPEG is
+`_submit(entries)`, which starts turning one batch of results into `(images, labels, ready_event)`; `_collect`
+finishes it (kornia: `_submit` does the batch and the device augment; DALI: `_submit` feeds the graph and
+schedules its run, `_collect` takes the output, one batch later, so the graph runs while the next is fed).
+Either may raise `BadSamples` when it finds samples it cannot use (DALI learns that a JPEG is
 corrupt only when its decoder fails); the loop then refills the batch without them, exactly as a
 sample that failed in `_load` is replaced (train: by the following samples; eval: by a padding row).
 """
@@ -16,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,6 +48,18 @@ from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.storage.fetcher import stop_waits_when
 
 
+@dataclass
+class _InFlight:
+    """A batch between `_submit` and its delivery: where its samples start and end in the stream."""
+
+    batch: int
+    cursor: int
+    position: int
+    entries: list[Any]
+    skipped: int
+    handle: Any = None
+
+
 def _decode_thread(stop: threading.Event) -> None:
     """What each decode thread does first: run torch ops serially (intraop.py), and give up waiting for a remote
     shard once its producer is told to stop, so that a `break` or Ctrl-C never waits for a slow server."""
@@ -54,7 +69,7 @@ def _decode_thread(stop: threading.Event) -> None:
 
 class PlannedBackend(ABC):
     """Backend protocol (len, set_epoch, iter, state_dict/load_state_dict) over one epoch plan. A backend
-    says how one sample is loaded (`_load`) and how a batch of them becomes tensors (`_assemble`)."""
+    says how one sample is loaded (`_load`) and how a batch of them becomes tensors (`_submit`, `_collect`)."""
 
     name = "planned"
 
@@ -200,7 +215,7 @@ class PlannedBackend(ABC):
     # ------------------------------------------------------------------ production (background thread)
     @abstractmethod
     def _load(self, index: int, row: list[float] | None, dest: Any) -> Any:
-        """Sample `index`, read and prepared for `_assemble` with its row of draws (train; None in eval), its
+        """Sample `index`, read and prepared for `_submit` with its row of draws (train; None in eval), its
         image written to `dest` when `_rows` gave it one (runs on the loader's threads)."""
 
     def _rows(self, cursor: int) -> Any:
@@ -211,10 +226,22 @@ class PlannedBackend(ABC):
     def _resolve(self, futures: list[Slot | None]) -> list[object]:
         return resolve_futures(futures)
 
+    _lag = 0  # batches submitted ahead of the one being collected (`_produce`)
+
     @abstractmethod
-    def _assemble(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> tuple[torch.Tensor, Any, Any]:
-        """(images, labels, ready event or None) of one batch of loaded entries; `at` is (epoch, batch index).
+    def _submit(self, entries: list[Any], cuda_stream: Any, at: tuple[int, int]) -> Any:
+        """Start one batch of loaded entries; `at` is (epoch, batch index). Returns what `_collect` takes; a
+        backend that does all the work here (kornia) returns `(images, labels, ready event or None)` itself.
         With an `augment` hook the images are float [0, 1] NCHW, for the hook stage (`hook_stage.py`)."""
+
+    def _collect(self, handle: Any) -> tuple[torch.Tensor, Any, Any]:
+        """(images, labels, ready event) of the oldest submitted batch, which `handle` is; may raise BadSamples."""
+        return handle
+
+    def _abandon(self, handles: list[Any]) -> None:
+        """Submitted batches, oldest first, that will not be collected (a restart or a stop): by default `_submit`
+        did all their work, so nothing is left to release."""
+        return None
 
     def _raw_of(self, entry: Any) -> RawSample:
         """The raw sample behind one batch entry."""
@@ -261,43 +288,62 @@ class PlannedBackend(ABC):
     def _produce(self, plan: EpochPlan, start: ResumePoint, stop: threading.Event, pool: ThreadPoolExecutor,
                  stream: SampleStream | None, after: ResumePoint | None, primed: list[SampleStream]) -> Iterator[tuple]:
         """The batches of `plan` from `start` (from `stream` when one was primed for it). When `after` is given,
-        the stream of the epoch that begins there is primed into `primed` once this one has submitted all."""
+        the stream of the epoch that begins there is primed into `primed` once this one has submitted all.
+
+        Up to `_lag` batches are submitted (`_submit`) before the oldest is collected (`_collect`), so that a
+        backend whose work runs elsewhere (DALI's executor) has the next batch while this thread finishes one.
+        When a batch turns out to hold samples the backend cannot use (`BadSamples`), production restarts at the
+        oldest batch not yet delivered, without them: the batches are the ones a lag of 0 makes."""
         o = self._opts
         if stream is None:
             stream = self._stream(pool, plan, start.epoch, start.cursor)
         cuda_stream = self._cuda_stream()
         budget = SkipBudget(plan)
         follow = shard_follower(self._view, self._reader, plan.sequence, start.cursor)
+        pending: deque[_InFlight] = deque()
+        b = start.batch
         try:
-            for b in range(start.batch, plan.num_batches):
+            while b < plan.num_batches or pending:
                 if stop.is_set():
                     return
-                cursor = stream.position
-                follow(cursor)
-                while True:
+                try:
                     with torch.cuda.stream(cuda_stream) if cuda_stream is not None else contextlib.nullcontext():
-                        entries, skipped = fill_batch(stream, plan.rows(b), plan, on_error=o.on_error,
-                                                      budget=budget, resolve=self._resolve)
-                        try:
-                            images, labels, ready = self._assemble(entries, cuda_stream, (start.epoch, b))
-                            if self.targets is not None:  # e.g. the captions of image-text pairs
-                                labels = self.targets([None if e is None else self._raw_of(e) for e in entries],
-                                                      start.epoch)
-                            break
-                        except BadSamples as bad:
-                            if o.on_error == "raise":
-                                raise bad.error from None
-                            self._prepare.reject(bad.indices, bad.error)
-                            stream.cancel()
-                            stream = self._stream(pool, plan, start.epoch, cursor)  # refill this batch without them
+                        if b < plan.num_batches:
+                            cursor = stream.position
+                            follow(cursor)
+                            entries, skipped = fill_batch(stream, plan.rows(b), plan, on_error=o.on_error,
+                                                          budget=budget, resolve=self._resolve)
+                            pending.append(_InFlight(b, cursor, stream.position, entries, skipped))
+                            pending[-1].handle = self._submit(entries, cuda_stream, (start.epoch, b))
+                            b += 1
+                            if len(pending) <= self._lag and b < plan.num_batches:
+                                continue
+                        done = pending[0]
+                        images, labels, ready = self._collect(done.handle)
+                        if self.targets is not None:  # e.g. the captions of image-text pairs
+                            labels = self.targets([None if e is None else self._raw_of(e) for e in done.entries],
+                                                  start.epoch)
+                except BadSamples as bad:
+                    if o.on_error == "raise":
+                        raise bad.error from None
+                    self._prepare.reject(bad.indices, bad.error)
+                    oldest = pending[0]
+                    self._abandon([p.handle for p in pending])
+                    pending.clear()
+                    stream.cancel()
+                    stream = self._stream(pool, plan, start.epoch, oldest.cursor)  # refill from there without them
+                    b = oldest.batch
+                    continue
+                pending.popleft()
                 if after is not None and not primed and stream.submitted_all:  # the threads go on with the next
                     primed.append(self._stream(pool, self.plan(after.epoch, after.lineage), after.epoch, after.cursor))
                     primed[0].prime()
-                keys = [self._key_of(e) for e in entries if e is not None]
-                pad = [i for i, e in enumerate(entries) if e is None]
-                rows = [-1 if e is None else self._raw_of(e).index for e in entries]
-                yield images, labels, stream.position, skipped, ready, keys, pad, (start.epoch, b), rows
+                keys = [self._key_of(e) for e in done.entries if e is not None]
+                pad = [i for i, e in enumerate(done.entries) if e is None]
+                rows = [-1 if e is None else self._raw_of(e).index for e in done.entries]
+                yield images, labels, done.position, done.skipped, ready, keys, pad, (start.epoch, done.batch), rows
         finally:
+            self._abandon([p.handle for p in pending])  # stopped early: what was submitted is not delivered
             stream.cancel()  # a primed next stream is cancelled with the pool when the chain stops (`_chain`)
             follow(None)
 

@@ -105,8 +105,8 @@ class Preparer:
 
 
 class BadSamples(Exception):
-    """Raised by a backend's `_assemble` (planned.py): these sample indices cannot be used; `error` names the
-    first one."""
+    """Raised by a backend's `_submit` or `_collect` (planned.py): these sample indices cannot be used; `error`
+    names the first one."""
 
     def __init__(self, indices: set[int], error: ShardError) -> None:
         super().__init__(str(error))
