@@ -287,6 +287,20 @@ def test_the_graph_runs_one_batch_while_the_next_is_fed(ds: Path, monkeypatch: p
     assert {len(data) for _, data in fed} == {4, 3}  # whole batches (the last of 27 samples holds 3)
 
 
+@pytest.mark.parametrize("train", [True, False])
+def test_a_break_leaves_no_scheduled_batch_behind(ds: Path, train: bool) -> None:
+    """Leaving an epoch after 2 batches leaves batch 3 scheduled in the graph (lag 1); it is taken off, so the
+    same epoch iterated again starts with its own first batch, not with that one."""
+    b = backend(ds, train=train, seed=5)
+    it = iter(b)
+    next(it), next(it)
+    it.close()  # the producer stops: what it had submitted is not delivered
+    again, labels, keys = run_epoch(b)
+    fresh, fresh_labels, fresh_keys = run_epoch(backend(ds, train=train, seed=5))
+    assert keys == fresh_keys and all(torch.equal(x, y) for x, y in zip(again, fresh))
+    assert all(torch.equal(x, y) for x, y in zip(labels, fresh_labels))
+
+
 def test_missing_index_is_refused_and_arrow_shards_are_read(ds: Path, tmp_path: Path) -> None:
     copy = tmp_path / "noidx"
     shutil.copytree(ds, copy)

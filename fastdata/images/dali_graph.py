@@ -161,9 +161,9 @@ def _feeds(args: GraphArgs, batch: list[Prepared], *, resize_short: int, size: i
     out: list[list[np.ndarray] | np.ndarray] = [encoded, np.ascontiguousarray(boxes[:, :2]),
                                                 np.ascontiguousarray(boxes[:, 2:]), flip]
     if args.color_jitter:
-        jit = np.array([p.params.jitter for p in batch], dtype=np.float32).reshape(-1, 4)
-        out += [np.ascontiguousarray(jit[:, 0]), np.ascontiguousarray(jit[:, 1]), np.ascontiguousarray(jit[:, 2]),
-                np.ascontiguousarray(360.0 * jit[:, 3])]
+        jit = np.array([p.params.jitter for p in batch], dtype=np.float64).reshape(-1, 4)
+        jit[:, 3] *= 360.0  # hue in degrees, in float64 and then rounded to float32 (DALI's argument type)
+        out += [np.ascontiguousarray(jit[:, k], dtype=np.float32) for k in range(4)]
     return out
 
 
