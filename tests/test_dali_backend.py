@@ -301,6 +301,26 @@ def test_a_break_leaves_no_scheduled_batch_behind(ds: Path, train: bool) -> None
     assert all(torch.equal(x, y) for x, y in zip(labels, fresh_labels))
 
 
+@pytest.mark.parametrize("train", [True, False])
+def test_corrupt_jpegs_found_one_batch_late_give_the_batches_of_a_synchronous_run(
+        ds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, train: bool) -> None:
+    """With the graph one batch behind (lag 1), DALI reports a bad JPEG of batch b after batch b + 1 was fed;
+    production restarts at batch b. The result is exactly that of feeding one batch at a time (lag 0)."""
+    from fastdata.images.dali_backend import DaliBackend
+
+    bad = tmp_path / "bad"
+    shutil.copytree(ds, bad)
+    for shard, line in (("train-000001.tar", 2), ("train-000002.tar", 0), ("train-000004.tar", 4)):
+        corrupt_jpeg(bad, shard, line, mode="tail")  # only DALI's decoder finds these
+    lagged = run_epoch(backend(bad, train=train, on_error="skip", seed=2))
+    monkeypatch.setattr(DaliBackend, "_lag", 0)
+    synchronous = run_epoch(backend(bad, train=train, on_error="skip", seed=2))
+    assert lagged[2] == synchronous[2] and len(lagged[0]) == len(synchronous[0])
+    assert all(torch.equal(a, b) for a, b in zip(lagged[0], synchronous[0]))
+    assert all(torch.equal(a, b) for a, b in zip(lagged[1], synchronous[1]))
+    assert sum(len(k) for k in lagged[2]) == ((N - 3) // 4 * 4 if train else N - 3)  # train: full batches
+
+
 def test_missing_index_is_refused_and_arrow_shards_are_read(ds: Path, tmp_path: Path) -> None:
     copy = tmp_path / "noidx"
     shutil.copytree(ds, copy)
