@@ -229,8 +229,27 @@ def test_corrupt_jpeg_error_names_shard_and_key(ds: Path, tmp_path: Path, train:
     bad = tmp_path / "bad"
     shutil.copytree(ds, bad)
     key = corrupt_jpeg(bad, "train-000002.tar", 1, mode=mode)
-    with pytest.raises(ShardError, match=rf"corrupt JPEG in \S*train-000002\.tar, key {key}"):
+    with pytest.raises(ShardError, match=rf"corrupt JPEG in \S*train-000002\.tar, key {key}") as err:
         run_epoch(backend(bad, train=train))
+    if mode == "tail":  # found by DALI's decoder: the message says how to go on without it
+        assert str(err.value).endswith("; pass on_error='skip' to leave corrupt samples out")
+
+
+def test_a_dali_failure_no_host_decoder_explains_names_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When libjpeg-turbo/Pillow decode every sample DALI failed on, the error names the batch's shards (the
+    first four) and DALI's message on one line."""
+    from types import SimpleNamespace
+
+    import fastdata.images.dali_backend as dali_backend
+
+    monkeypatch.setattr(dali_backend, "decode_problem", lambda data: None)
+    batch = [SimpleNamespace(index=i, raw=SimpleNamespace(data=b"x", shard=Path(f"s{i % 5}.tar"))) for i in range(9)]
+    fake = SimpleNamespace(_opts=SimpleNamespace(on_error="raise"))
+    err = dali_backend.DaliBackend._diagnose(fake, batch, RuntimeError("nvImageCodec failure:\n  '#4'"))
+    assert str(err) == ("DALI failed on a batch of 9 samples from ['s0.tar', 's1.tar', 's2.tar', 's3.tar'] ...: "
+                        "nvImageCodec failure: '#4'")
+    few = dali_backend.DaliBackend._diagnose(fake, batch[:4], RuntimeError("x"))
+    assert str(few) == "DALI failed on a batch of 4 samples from ['s0.tar', 's1.tar', 's2.tar', 's3.tar']: x"
 
 
 @pytest.mark.parametrize("train,mode", [(True, "garbage"), (True, "tail"), (False, "garbage"), (False, "tail")])
@@ -243,7 +262,7 @@ def test_corrupt_jpeg_skipped_and_counted(ds: Path, tmp_path: Path, caplog: pyte
     b = backend(bad, train=train, on_error="skip", batch_size=4, drop_last=False)
     with caplog.at_level(logging.WARNING, logger="fastdata.images.samples"):
         _, labels, keys = run_epoch(b)
-    assert b.skipped == 1 and key in caplog.text
+    assert b.skipped == 1 and key in caplog.text and "pass on_error" not in caplog.text  # already skipping
     real = [k for batch in keys for k in batch]
     assert key not in real and len(set(real)) == N - 1
     if train:  # refilled from the following samples (wrapping to the start at the end): same full batches

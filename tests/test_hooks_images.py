@@ -203,6 +203,14 @@ def test_dali_augment_errors_name_the_hook(ds):
         run(loader(ds, backend="dali", dali_augment=lambda images: None))
 
 
+def test_a_dali_hook_gets_random_only_when_it_takes_a_second_argument():
+    from fastdata.images.dali_graph import _takes_random
+
+    assert _takes_random(lambda images, random: images) and _takes_random(lambda images, random, extra=1: images)
+    assert not _takes_random(lambda images: images) and not _takes_random(lambda images, *, random=None: images)
+    assert not _takes_random(max)  # no signature to read (a builtin): called with the images alone
+
+
 def test_dali_random_draws_are_a_function_of_seed_epoch_and_sample():
     import numpy as np
 
