@@ -150,12 +150,11 @@ def _feeds(args: GraphArgs, batch: list[Prepared], *, resize_short: int, size: i
     and a batch array at once (feeding a train batch took 3.2 ms with lists, 1.9 ms with arrays, on 2 cores)."""
     encoded = [np.frombuffer(p.raw.data, dtype=np.uint8) for p in batch]
     if not args.train:
-        geometry = np.array([p.eval_geometry(resize_short, size) for p in batch], dtype=np.int64).reshape(-1, 4)
-        new_h, new_w, top, left = geometry.T
-        sizes = np.array([(p.height, p.width) for p in batch], dtype=np.int64).reshape(-1, 2)
+        rows = np.array([(*p.eval_geometry(resize_short, size), p.height, p.width) for p in batch],
+                        dtype=np.int64).reshape(-1, 6)
+        new_h, new_w, top, left, height, width = rows.T
         return [encoded, new_h.astype(np.float32), new_w.astype(np.float32),
-                _positions(top, new_h, size), _positions(left, new_w, size),
-                (new_h != sizes[:, 0]) | (new_w != sizes[:, 1])]
+                _positions(top, new_h, size), _positions(left, new_w, size), (new_h != height) | (new_w != width)]
     boxes = np.array([(p.box.left, p.box.top, p.box.width, p.box.height) for p in batch], dtype=np.int32).reshape(-1, 4)
     flip = np.array([p.params.flip for p in batch], dtype=np.int32)
     out: list[list[np.ndarray] | np.ndarray] = [encoded, np.ascontiguousarray(boxes[:, :2]),
