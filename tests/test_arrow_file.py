@@ -11,6 +11,7 @@ from conftest_images import make_datasets
 
 import fastdata.arrow_file as arrow_file
 from fastdata.arrow_file import ArrowFile
+from fastdata.errors import ShardError
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +54,12 @@ def test_the_block_cache_is_bounded_least_recently_used_first(shard, monkeypatch
         assert bytes(f.read(100, 2000)) == data[100:2100]  # longer than a block: read directly
     finally:
         f.close()
+
+
+def test_a_path_that_opens_but_cannot_be_mapped_is_a_shard_error_and_keeps_no_descriptor(tmp_path: Path):
+    """A folder opens read-only on Linux but is no file to map: the map step fails before `_map` exists, and
+    close() must still give the descriptor back and let the ShardError through."""
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ShardError, match=r"is truncated, damaged or not an Arrow IPC stream: .*is a directory"):
+        ArrowFile(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == before

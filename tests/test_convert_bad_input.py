@@ -131,3 +131,28 @@ def test_cleanup_after_the_manifest_tolerates_a_missing_state_folder(tmp_path: P
     (tmp_path / "keep.tar").write_bytes(b"")
     cleanup(tmp_path)  # no .partial/ (a merge, or a second cleanup): nothing to remove is not an error
     assert [p.name for p in tmp_path.iterdir()] == ["keep.tar"]
+
+
+@pytest.mark.parametrize("fmt", ["wds", "arrow"])
+def test_a_shard_whose_inputs_are_all_rejected_is_left_out_and_leaves_no_file(tmp_path: Path, fmt: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """One shard per input: the corrupt input's shard holds nothing, so its writer is aborted and removes its
+    temporary file itself (the final sweep of stray temporary files is switched off here), the manifest lists
+    the two other shards, and the rejection is recorded."""
+    from converters import state
+
+    monkeypatch.setattr(state, "cleanup", lambda dst: None)
+    src = tmp_path / "src"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "bad.jpg").write_bytes(b"\xff\xd8" + os.urandom(300))
+    for i in range(2):
+        make_image(src / "b" / f"good_{i}.jpg", size=(40, 30), seed=i)
+    convert_images(src, tmp_path / "out", samples_per_shard=1, format=fmt)
+    m = read_manifest(tmp_path / "out")
+    shards = sorted(s.name for s in m.splits["train"].shards)
+    assert len(shards) == 2 and m.splits["train"].samples == 2
+    assert [r["source"] for r in m.rejected] == ["a/bad.jpg"]
+    suffix = ".tar" if fmt == "wds" else ".arrow"
+    files = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_file() and p.name != "manifest.json")
+    assert files == sorted(shards + ([n.replace(".tar", ".idx") for n in shards] if fmt == "wds" else []))
+    assert all(n.endswith(suffix) for n in shards)

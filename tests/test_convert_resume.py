@@ -110,9 +110,33 @@ def test_a_crash_while_a_shard_is_written_leaves_no_shard_under_its_name(tree: P
     monkeypatch.undo()
     finals = sorted(p.name for p in (tmp_path / "out").glob("train-*") if not p.name.endswith(".tmp"))
     assert finals == ["train-000000.idx", "train-000000.tar"]  # the half-written shard has no final name
+    assert not list((tmp_path / "out").glob("*.tmp"))  # and its writer removed its temporary file
     result = convert_images(tree, tmp_path / "out", samples_per_shard=4, short_side=128)
     assert len(result.skipped) == 1 and _files(tmp_path / "out") == reference
 
+
+@pytest.mark.parametrize("fail_on", [".idx", ".tar"])
+def test_a_shard_whose_files_cannot_be_moved_into_place_leaves_no_temporary_file(tree: Path, tmp_path: Path,
+                                                                                 reference: dict[str, bytes],
+                                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                                 fail_on: str) -> None:
+    """close() moves the index, then the tar, into place; a failure at either (a full disk, a vanished folder)
+    reaches the user as it was, with neither temporary file left behind, and a rerun finishes the dataset."""
+    original = wds.commit
+
+    def failing(tmp: Path, final: Path) -> None:
+        if final.name == f"train-000001{fail_on}":
+            raise OSError(28, "No space left on device (simulated)")
+        original(tmp, final)
+
+    monkeypatch.setattr(wds, "commit", failing)
+    with pytest.raises(OSError, match=r"No space left on device \(simulated\)"):
+        convert_images(tree, tmp_path / "out", samples_per_shard=4, short_side=128)
+    assert not list((tmp_path / "out").glob("*.tmp"))
+    assert not (tmp_path / "out" / "train-000001.tar").exists()
+    monkeypatch.undo()
+    convert_images(tree, tmp_path / "out", samples_per_shard=4, short_side=128)
+    assert _files(tmp_path / "out") == reference
 
 def test_a_recorded_shard_truncated_or_replaced_is_made_again(tree: Path, tmp_path: Path,
                                                               reference: dict[str, bytes],

@@ -9,7 +9,7 @@ pytest.importorskip("kornia")
 
 from fastdata.volumes.augment import VolumeAugment, elastic, normalise, rot90_hw  # noqa: E402
 from fastdata.volumes.options import VolumeLoaderOptions  # noqa: E402
-from fastdata.volumes.patches import crop, sliding_windows, window_starts  # noqa: E402
+from fastdata.volumes.patches import crop, eval_plan, sliding_windows, window_starts  # noqa: E402
 
 
 def _batch(b=3, size=(24, 24, 24)):
@@ -71,6 +71,23 @@ def test_window_starts_cover_and_end_at_the_border():
     assert window_starts(41, 16, 0) == [0, 16, 25]
     assert len(sliding_windows((40, 16, 10), (16, 16, 16), (4, 0, 0))) == 3
 
+
+
+def test_eval_plan_marks_exactly_the_padding_repeats_as_duplicates():
+    """Three one-window volumes on 2 and 4 ranks: every rank gets as many patches, the repeats that pad the
+    plan (and only they) are marked, so the loader's `duplicate` flag tells a metric what to leave out."""
+    shapes, whole, none = [(16, 16, 16)] * 3, (16, 16, 16), (0, 0, 0)
+
+    def plan(rank: int, world: int) -> list[tuple[int, tuple, bool]]:
+        return [(p.volume, p.start, p.duplicate)
+                for p in eval_plan(shapes, patch=whole, overlap=none, rank=rank, world_size=world)]
+
+    assert [plan(r, 2) for r in range(2)] == [[(0, none, False), (1, none, False)],
+                                              [(2, none, False), (0, none, True)]]
+    assert [plan(r, 4) for r in range(4)] == [[(0, none, False)], [(1, none, False)], [(2, none, False)],
+                                              [(0, none, True)]]
+    assert [plan(r, 3) for r in range(3)] == [[(v, none, False)] for v in range(3)]
+    assert eval_plan([], patch=whole, overlap=none, rank=0, world_size=2) == []
 
 def test_crop_pads_outside_the_volume():
     import numpy as np

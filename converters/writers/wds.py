@@ -99,5 +99,7 @@ class WdsShardWriter:
         )
 
     def abort(self) -> None:
+        """Drop the shard: both temporary files go (either may be gone already: close() failed after moving it)."""
         self._raw.close()
         tmp_path(self.path).unlink(missing_ok=True)
+        tmp_path(self.idx_path).unlink(missing_ok=True)

@@ -1,0 +1,89 @@
+"""What a user is told when the folder or files they pass have no manifest.json (fastdata/dataset.py,
+`missing_manifest_hint`): finish an interrupted conversion, adopt foreign shards, convert raw files, or pass the
+folder fastdata wrote. The exact sentences are checked: they are the whole of what such a user sees."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import fastdata
+from fastdata.dataset import missing_manifest_hint
+from fastdata.errors import ManifestError
+
+GENERIC = "pass the folder `fastdata convert` or `fastdata index` wrote (the one holding manifest.json)"
+
+
+def adopt_hint(what: str) -> str:
+    return ("these look like WebDataset shards written by another tool: adopt them with "
+            f"`fastdata index {what}` (or `fastdata index {what} DST/` to keep the shards read-only), "
+            "then load that folder")
+
+
+def convert_hint(folder: Path) -> str:
+    return f"to pack raw files into shards run `fastdata convert {folder} DST/`, then load DST/"
+
+
+def test_foreign_tar_shards_are_told_to_run_index_on_the_folder_or_on_the_pattern_given(tmp_path: Path):
+    (tmp_path / "f-000000.tar").write_bytes(b"")
+    assert missing_manifest_hint(tmp_path) == adopt_hint(str(tmp_path))
+    pattern = str(tmp_path / "f-*.tar")
+    assert missing_manifest_hint(tmp_path, [tmp_path / "f-000000.tar"], given=pattern) == adopt_hint(f"'{pattern}'")
+    with pytest.raises(ManifestError) as info:
+        fastdata.loader(pattern, batch_size=2)
+    assert str(info.value) == f"no manifest.json beside {tmp_path / 'f-000000.tar'}: {adopt_hint(repr(pattern))}"
+
+
+def test_raw_files_or_class_folders_are_told_to_convert(tmp_path: Path):
+    (tmp_path / "cat").mkdir()  # a class folder alone
+    assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
+    (tmp_path / "cat").rmdir()
+    (tmp_path / "a.JPG").write_bytes(b"")  # suffixes compare without case
+    assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
+    with pytest.raises(ManifestError) as info:
+        fastdata.loader(tmp_path, batch_size=2)
+    assert str(info.value) == f"no manifest.json in {str(tmp_path)!r}: {convert_hint(tmp_path)}"
+
+
+def test_the_files_named_are_judged_rather_than_the_folder_they_lie_in(tmp_path: Path):
+    (tmp_path / "f-000000.tar").write_bytes(b"")
+    assert missing_manifest_hint(tmp_path, [tmp_path / "x.jpg"]) == convert_hint(tmp_path)
+    assert missing_manifest_hint(tmp_path, [tmp_path / "notes.md"]) == GENERIC
+    assert missing_manifest_hint(tmp_path, []) == GENERIC
+
+
+def test_an_unfinished_conversion_is_told_to_rerun_its_command(tmp_path: Path):
+    (tmp_path / "f-000000.tar").write_bytes(b"")
+    (tmp_path / ".partial").mkdir()  # what `fastdata convert` leaves until it finishes
+    assert missing_manifest_hint(tmp_path) == (f"a conversion into {tmp_path} is unfinished: re-run the same "
+                                               "`fastdata convert` command to finish it")
+
+
+def test_a_folder_of_anything_else_gets_the_generic_advice(tmp_path: Path):
+    assert missing_manifest_hint(tmp_path) == GENERIC  # empty
+    (tmp_path / "README.md").write_text("hello")
+    (tmp_path / "PARTIAL").mkdir()  # only `.partial` marks a conversion... and a folder means raw files
+    assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
+    (tmp_path / "PARTIAL").rmdir()
+    assert missing_manifest_hint(tmp_path) == GENERIC
+
+
+def test_only_the_first_2000_names_of_a_folder_are_looked_at(tmp_path: Path):
+    for i in range(2000):
+        (tmp_path / f"a{i:04d}.md").write_bytes(b"")
+    (tmp_path / "z.tar").write_bytes(b"")  # 2001st in name order: a huge folder is not listed to its end
+    assert missing_manifest_hint(tmp_path) == GENERIC
+    os.remove(tmp_path / "a0000.md")
+    assert missing_manifest_hint(tmp_path) == adopt_hint(str(tmp_path))
+
+
+def test_a_folder_that_cannot_be_listed_gets_the_generic_advice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "f-000000.tar").write_bytes(b"")
+
+    def refuse(path: object) -> list[str]:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(os, "listdir", refuse)
+    assert missing_manifest_hint(tmp_path) == GENERIC
