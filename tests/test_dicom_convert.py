@@ -124,7 +124,7 @@ def test_options_are_validated():
     from converters.dicom.options import parse_spacing
 
     assert parse_spacing([1.0]) == (1.0, 1.0, 1.0)
-    assert parse_spacing([2, 0.5, 0.5]) == (2.0, 0.5, 0.5)
+    assert parse_spacing([2, 0.5, 0.25]) == (2.0, 0.5, 0.25)  # Z Y X, each in its place
     assert parse_spacing(None) is None
     with pytest.raises(ValueError, match="one value"):
         parse_spacing([1.0, 2.0])

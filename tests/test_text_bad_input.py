@@ -128,3 +128,33 @@ def test_source_with_no_documents_and_bad_options(tmp_path: Path) -> None:
         TextOptions(tokenizer=str(TOKENIZER), per_line=True, separator="%")
     with pytest.raises(ValueError, match="--max-length must be an integer >= 2"):
         TextOptions(tokenizer=str(TOKENIZER), max_length=1)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"tokenizer": ""}, "--tokenizer is required for text: pass the path of a Hugging Face tokenizer.json"),
+    ({"per_line": True, "separator": "%"},
+     "--per-line and --separator are exclusive: pick one way to split text files"),
+    ({"separator": ""}, "--separator must be a non-empty single line (e.g. '%'), got ''"),
+    ({"separator": "%\n%"}, "--separator must be a non-empty single line (e.g. '%'), got '%\\n%'"),
+    ({"text_field": ""}, "--text-field must name a field/column, e.g. 'text'"),
+    ({"max_length": 1}, "--max-length must be an integer >= 2 (or omitted for no limit), got 1"),
+    ({"max_length": 8.0}, "--max-length must be an integer >= 2 (or omitted for no limit), got 8.0"),
+    ({"overflow": "wrap"}, "--overflow must be one of ['truncate', 'split'], got 'wrap'"),
+    ({"max_document_bytes": 0}, "--max-document-bytes must be a positive size, got 0"),
+    ({"max_document_bytes": True}, "--max-document-bytes must be a positive size, got True"),
+    ({"max_document_bytes": "64MB"}, "--max-document-bytes must be a positive size, got '64MB'"),
+])
+def test_text_options_are_refused_with_their_exact_reason(options: dict, message: str) -> None:
+    from converters.text.options import TextOptions
+
+    with pytest.raises(ValueError) as info:
+        TextOptions(**{"tokenizer": "tokenizer.json", **options})
+    assert str(info.value) == message
+
+
+def test_text_options_at_their_limits_are_accepted() -> None:
+    from converters.text.options import TextOptions
+
+    for options in ({"max_length": 2}, {"max_document_bytes": 1}, {"separator": "%"}, {"separator": "%%"},
+                    {"per_line": True}, {"max_length": None, "overflow": "split"}):
+        TextOptions(tokenizer="tokenizer.json", **options)
