@@ -36,6 +36,29 @@ def test_a_text_state_is_checked_field_by_field(fortunes_tokens):
     assert list(fresh) == []
 
 
+def test_a_text_state_refusal_says_exactly_what_is_wrong(fortunes_tokens):
+    from fastdata.distributed import MAX_WORLD_SIZE
+    from fastdata.planning.epochs import MAX_EPOCH
+
+    ld = fastdata.loader(fortunes_tokens, max_tokens=2048)
+    state = json.loads(json.dumps(ld.state_dict()))
+    assert {k: state[k] for k in ("epoch", "batches_done", "rank", "world_size", "elastic", "mixture")} == \
+        {"epoch": 0, "batches_done": 0, "rank": 0, "world_size": 1, "elastic": [], "mixture": None}
+    fresh = fastdata.loader(fortunes_tokens, max_tokens=2048)
+    for done in (1.5, "1", True, None):
+        with pytest.raises(ValueError) as info:
+            fresh.load_state_dict({**state, "batches_done": done})
+        assert str(info.value) == (f"state must hold an integer 'epoch' in 0..{MAX_EPOCH}, 'batches_done' >= 0 and "
+                                   f"'world_size' in 1..{MAX_WORLD_SIZE}, got 0, {done!r}, 1")
+    with pytest.raises(ValueError) as info:
+        fresh.load_state_dict({**state, "max_tokens": 4096, "seed": 7})
+    assert str(info.value) == ("cannot resume: the loader was built with other options or data (seed: saved 7, now "
+                               "0, max_tokens: saved 4096, now 2048); build it with the saved options and dataset "
+                               "to resume exactly")
+    with pytest.raises(TypeError, match="^state_dict must be a dict, got list$"):
+        fresh.load_state_dict([state])
+
+
 def test_a_volume_state_from_other_patches_is_refused(tmp_path):
     pytest.importorskip("pydicom")
     from conftest_dicom import convert_dicom, write_phantom

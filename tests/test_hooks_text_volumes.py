@@ -68,6 +68,22 @@ def test_text_hook_errors(fortunes_tokens):
         text(fortunes_tokens, batch_transform=1)
 
 
+def test_a_text_hook_returning_no_dict_later_says_where(fortunes_tokens):
+    calls = []
+
+    def third_wrong(batch):
+        calls.append(1)
+        return list(batch) if len(calls) == 3 else batch
+
+    ld = text(fortunes_tokens, batch_transform=third_wrong)
+    ld.set_epoch(1)
+    with pytest.raises(HookError) as info:
+        collect(ld)
+    assert str(info.value) == ("the batch_transform hook of a text loader must return the batch dict, it returned "
+                               "list on epoch 1, batch 2")
+    assert (info.value.hook, info.value.epoch, info.value.batch) == ("batch_transform", 1, 2)
+
+
 pydicom = pytest.importorskip("pydicom")
 pytest.importorskip("kornia")
 

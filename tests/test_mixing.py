@@ -150,11 +150,47 @@ def test_text_mixture_resumes_mid_epoch_exactly(texts, epoch):
 
 
 def test_packed_rows_say_the_dataset_of_every_token(texts):
+    """Each piece of a document in a packed row is found among the documents of one dataset (their token ids,
+    read from each dataset alone), and every token of the piece names that dataset; padding, which only the
+    epoch's last batch has, names -1."""
     loader = fastdata.loader(_pair(texts), weights=[0.5, 0.5], bucketing="pack", block_size=128, batch_size=8)
-    batch = next(iter(loader))
-    assert batch["dataset"].shape == batch["input_ids"].shape
-    assert set(batch["dataset"][batch["attention_mask"] == 1].tolist()) <= {0, 1}
-    assert (batch["dataset"][batch["attention_mask"] == 0] == -1).all()
+    corpora = []
+    for key in ("a", "b"):
+        store = fastdata.loader(texts[key], max_tokens=4096).store
+        corpora.append(b"".join(store.ids(i).astype(np.int64).tobytes() + b"\xff" * 8 for i in range(len(store))))
+
+    def owners(piece: np.ndarray) -> set[int]:
+        needle = piece.astype(np.int64).tobytes()
+        found = set()
+        for d, corpus in enumerate(corpora):
+            at = corpus.find(needle)
+            while at >= 0 and at % 8:  # a match must start on a token
+                at = corpus.find(needle, at + 1)
+            if at >= 0:
+                found.add(d)
+        return found
+
+    batches = list(loader)
+    checked, seen, padding = 0, set(), 0
+    for n, batch in enumerate(batches):
+        dataset, real = batch["dataset"], batch["attention_mask"] == 1
+        assert dataset.shape == batch["input_ids"].shape
+        assert (dataset[~real] == -1).all()
+        padding += int((~real).sum())
+        seen |= set(dataset[real].tolist())
+        if n % 10 and n != len(batches) - 1:
+            continue
+        for row in range(len(dataset)):
+            for doc in set(batch["document_ids"][row].tolist()) - {0}:
+                where = batch["document_ids"][row] == doc
+                piece = batch["input_ids"][row][where].numpy()
+                if piece[-1] == loader.eos_id:  # the EOS the stream appends after a document
+                    piece = piece[:-1]
+                found = owners(piece) if len(piece) >= 4 else set()
+                if len(found) == 1:
+                    assert set(dataset[row][where].tolist()) == found
+                    checked += 1
+    assert seen == {0, 1} and padding > 0 and checked > 50
 
 
 def test_a_mixture_of_tokenizers_is_refused_naming_both(texts):
