@@ -64,7 +64,7 @@ def test_an_unfinished_conversion_is_told_to_rerun_its_command(tmp_path: Path):
 def test_a_folder_of_anything_else_gets_the_generic_advice(tmp_path: Path):
     assert missing_manifest_hint(tmp_path) == GENERIC  # empty
     (tmp_path / "README.md").write_text("hello")
-    (tmp_path / "PARTIAL").mkdir()  # only `.partial` marks a conversion... and a folder means raw files
+    (tmp_path / "PARTIAL").mkdir()  # not the `.partial` marker: any folder reads as a class folder of raw files
     assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
     (tmp_path / "PARTIAL").rmdir()
     assert missing_manifest_hint(tmp_path) == GENERIC

@@ -99,7 +99,8 @@ class WdsShardWriter:
         )
 
     def abort(self) -> None:
-        """Drop the shard: both temporary files go (either may be gone already: close() failed after moving it)."""
+        """Drop the shard: its temporary files go (the index's may not be written yet, or already moved into place
+        when close() failed moving the tar)."""
         self._raw.close()
         tmp_path(self.path).unlink(missing_ok=True)
         tmp_path(self.idx_path).unlink(missing_ok=True)
