@@ -144,7 +144,7 @@ def test_a_shard_whose_inputs_are_all_rejected_is_left_out_and_leaves_no_file(tm
     monkeypatch.setattr(state, "cleanup", lambda dst: None)
     src = tmp_path / "src"
     (src / "a").mkdir(parents=True)
-    (src / "a" / "bad.jpg").write_bytes(b"\xff\xd8" + os.urandom(300))
+    (src / "a" / "bad.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(300))  # a JPEG marker, then zeros
     for i in range(2):
         make_image(src / "b" / f"good_{i}.jpg", size=(40, 30), seed=i)
     convert_images(src, tmp_path / "out", samples_per_shard=1, format=fmt)
@@ -152,6 +152,7 @@ def test_a_shard_whose_inputs_are_all_rejected_is_left_out_and_leaves_no_file(tm
     shards = sorted(s.name for s in m.splits["train"].shards)
     assert len(shards) == 2 and m.splits["train"].samples == 2
     assert [r["source"] for r in m.rejected] == ["a/bad.jpg"]
+    assert m.rejected[0]["reason"] == "not an image (no known image format signature)"
     suffix = ".tar" if fmt == "wds" else ".arrow"
     files = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_file() and p.name != "manifest.json")
     assert files == sorted(shards + ([n.replace(".tar", ".idx") for n in shards] if fmt == "wds" else []))

@@ -138,6 +138,7 @@ def test_a_shard_whose_files_cannot_be_moved_into_place_leaves_no_temporary_file
     convert_images(tree, tmp_path / "out", samples_per_shard=4, short_side=128)
     assert _files(tmp_path / "out") == reference
 
+
 def test_a_recorded_shard_truncated_or_replaced_is_made_again(tree: Path, tmp_path: Path,
                                                               reference: dict[str, bytes],
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
