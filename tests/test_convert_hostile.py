@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -280,4 +281,13 @@ def test_a_killed_worker_stops_the_run_with_an_error_naming_the_input(tmp_path: 
     t.start()
     t.join(timeout=60)
     assert not t.is_alive(), "the conversion hung on a dead worker"
-    assert isinstance(outcome[-1], WorkerDied) and "rerun" in str(outcome[-1])
+    assert isinstance(outcome[-1], WorkerDied)
+    named = re.fullmatch(
+        r"a conversion worker died while converting f(\d+)\.jpg \(split train\) or an input near it: killed by the "
+        r"out-of-memory killer or a signal\? Lower -j or free memory, then rerun the same command: it resumes from "
+        r"the finished shards", str(outcome[-1]))
+    assert named is not None, str(outcome[-1])
+    # the first input of an unfinished chunk (chunks of 4: f17's starts at f16), after every result before it
+    first = int(named.group(1))
+    assert first % 4 == 0 and first <= 16
+    assert [r.source for r in outcome[:-1]] == [f"f{i}.jpg" for i in range(first)]

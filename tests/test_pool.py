@@ -1,0 +1,117 @@
+"""The conversion pool (converters/pool.py) on its own: results in input order, in chunks of the processor's
+`chunk_size` through its `process_batch`, one item at a time when the batch call fails or miscounts, a failing
+item recorded as a rejection of that item alone, and a bounded number of items taken from the input ahead of
+the results (memory stays flat). Each case runs in-process (1 job) and on forked workers (2 jobs) alike."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from converters.pool import CHUNK, IN_FLIGHT_PER_JOB, chunk_size, run_ordered
+from converters.sample import Rejection, WorkItem
+
+
+def _items(n: int, split: str = "val") -> list[WorkItem]:
+    return [WorkItem(split=split, rel=f"f{i}.jpg", source=f"/src/f{i}.jpg", position=i) for i in range(n)]
+
+
+class _Batched:
+    """Converts a chunk at once and says so in each result; `short` returns one result too few, `raises` fails."""
+
+    chunk_size = 3
+
+    def __init__(self, mode: str = "ok") -> None:
+        self.mode = mode
+
+    def process_batch(self, items: list[WorkItem]) -> list[Rejection]:
+        if self.mode == "raises":
+            raise RuntimeError("the batch call failed")
+        out = [Rejection(it.split, it.rel, f"batch of {len(items)} from {items[0].rel}") for it in items]
+        return out[:-1] if self.mode == "short" else out
+
+    def __call__(self, item: WorkItem) -> Rejection:
+        if item.rel == "f4.jpg":
+            raise ValueError("bad input 4")
+        return Rejection(item.split, item.rel, "one")
+
+
+class _One:
+    """A processor without process_batch (chunk_size as given)."""
+
+    def __init__(self, size: object = CHUNK) -> None:
+        self.chunk_size = size
+
+    def __call__(self, item: WorkItem) -> Rejection:
+        return Rejection(item.split, item.rel, "one")
+
+
+def _reasons(results: list) -> list[tuple[str, str, str]]:
+    return [(r.split, r.source, r.reason) for r in results]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_chunks_go_through_process_batch_in_input_order(jobs: int) -> None:
+    got = _reasons(list(run_ordered(_Batched(), _items(8), jobs=jobs)))
+    firsts = ["f0.jpg"] * 3 + ["f3.jpg"] * 3 + ["f6.jpg"] * 2
+    sizes = [3] * 6 + [2] * 2
+    assert got == [("val", f"f{i}.jpg", f"batch of {sizes[i]} from {firsts[i]}") for i in range(8)]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("mode", ["short", "raises"])
+def test_a_failing_or_miscounting_batch_falls_back_to_one_item_at_a_time(jobs: int, mode: str) -> None:
+    got = _reasons(list(run_ordered(_Batched(mode), _items(6), jobs=jobs)))
+    expected = [("val", f"f{i}.jpg", "one") for i in range(6)]
+    expected[4] = ("val", "f4.jpg", "unexpected error: ValueError: bad input 4")  # only its own input rejected
+    assert got == expected
+
+
+def test_the_fallback_and_a_failing_item_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="converters.pool"):
+        list(run_ordered(_Batched("short"), _items(6), jobs=1))
+        list(run_ordered(_Batched("raises"), _items(3), jobs=1))
+    messages = [(r.getMessage(), r.exc_info[0] if r.exc_info else None) for r in caplog.records]
+    assert messages == [
+        ("process_batch returned 2 results for 3 items; retrying one by one", None),
+        ("process_batch returned 2 results for 3 items; retrying one by one", None),
+        ("unexpected error on f4.jpg", ValueError),  # with its traceback
+        ("batched processing failed; retrying one by one", RuntimeError),
+    ]
+
+
+@pytest.mark.parametrize(("given", "used"), [(1, 1), (7, 7), (0, CHUNK), (-2, CHUNK), ("3", CHUNK), (2.0, CHUNK),
+                                             (None, CHUNK)])
+def test_chunk_size_is_the_processors_when_it_is_a_positive_int(given: object, used: int) -> None:
+    assert chunk_size(_One(given)) == used
+    assert chunk_size(lambda item: item) == CHUNK  # no attribute
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_items_taken_ahead_of_the_first_result_are_bounded(jobs: int) -> None:
+    taken = 0
+
+    def source():
+        nonlocal taken
+        for item in _items(100):
+            taken += 1
+            yield item
+
+    results = run_ordered(_One(), source(), jobs=jobs)
+    first = next(results)
+    assert first.source == "f0.jpg"
+    assert taken == (CHUNK if jobs == 1 else jobs * IN_FLIGHT_PER_JOB * CHUNK)
+    assert [r.source for r in results] == [f"f{i}.jpg" for i in range(1, 100)]
+    assert taken == 100
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_no_items_give_no_results(jobs: int) -> None:
+    assert list(run_ordered(_One(), [], jobs=jobs)) == []
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_single_item_processor_gets_chunks_of_one(jobs: int) -> None:
+    got = _reasons(list(run_ordered(_One(1), _items(5, split="train"), jobs=jobs)))
+    assert got == [("train", f"f{i}.jpg", "one") for i in range(5)]
