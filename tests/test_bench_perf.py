@@ -51,6 +51,30 @@ def test_search_picks_a_clearly_faster_setting_and_validates_input():
         search_settings(lambda t, p: 1.0, threads=[1], tolerance=1.5)
 
 
+@pytest.mark.parametrize(("cores", "expected"), [(3, [1, 3, 6]), (4, [1, 2, 4, 8]), (6, [1, 3, 6, 12]),
+                                               (200, [50, 100, 200, 256])])
+def test_thread_candidates_are_whole_numbers_capped_at_the_thread_limit(cores: int, expected: list[int]) -> None:
+    assert thread_candidates(cores) == expected
+
+
+def test_the_tolerance_edge_is_within_and_its_limits(caplog: pytest.LogCaptureFixture):
+    import logging
+
+    rates = {(1, 3): 50.0, (2, 3): 100.0, (1, 4): 40.0}
+    with caplog.at_level(logging.INFO, logger="fastdata.perf.search"):
+        # the default prefetch (2) is not offered: the smallest offered starts; 50 is exactly half of 100
+        result = search_settings(lambda t, p: rates[(t, p)], threads=[2, 1], prefetches=[4, 3], tolerance=0.5)
+    assert [(t.num_threads, t.prefetch) for t in result.trials] == [(1, 3), (2, 3), (1, 4)]
+    assert (result.best.num_threads, result.best.prefetch) == (1, 3)
+    assert [r.getMessage() for r in caplog.records] == ["num_threads=1 prefetch=3: 50.0 images/s",
+                                                        "num_threads=2 prefetch=3: 100.0 images/s",
+                                                        "num_threads=1 prefetch=4: 40.0 images/s"]
+    assert search_settings(lambda t, p: 1.0, threads=[1], prefetches=[2], tolerance=0.0).best.prefetch == 2
+    with pytest.raises(ValueError) as caught:
+        search_settings(lambda t, p: 1.0, threads=[1], tolerance=1.0)
+    assert str(caught.value) == "tolerance must be in [0, 1), got 1.0"
+
+
 def test_batch_images_counts_tuples_tensors_and_lists():
     assert batch_images((torch.zeros(5, 3, 2, 2), torch.zeros(5))) == 5
     assert batch_images(torch.zeros(7, 1)) == 7

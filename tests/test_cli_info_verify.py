@@ -26,7 +26,7 @@ def test_info_lists_splits_classes_rejections_and_preprocessing(dataset: Path, c
     assert "train" in out and "12" in out
     assert "classes (3): class_0, class_1, class_2" in out
     assert "short_side=256" in out and "quality=90" in out
-    assert "rejected inputs: 1" in out
+    assert "rejected inputs: 1\n       1  corrupt or truncated image\n" in out
     assert cli(["info", str(dataset), "--rejected"]) == 0
     assert "class_1/broken.jpg" in capsys.readouterr().out
     assert cli(["info", str(dataset), "--json"]) == 0
@@ -35,7 +35,7 @@ def test_info_lists_splits_classes_rejections_and_preprocessing(dataset: Path, c
 
 def test_verify_passes_on_a_fresh_dataset(dataset: Path, capsys) -> None:
     assert cli(["verify", str(dataset), "--decode"]) == 0
-    assert "OK: 3 shard(s), 12 samples" in capsys.readouterr().out
+    assert capsys.readouterr().out == f"OK: 3 shard(s), 12 samples match {dataset}/manifest.json\n"
 
 
 def test_verify_fails_on_a_changed_byte(dataset: Path, capsys) -> None:
@@ -44,7 +44,9 @@ def test_verify_fails_on_a_changed_byte(dataset: Path, capsys) -> None:
     data[700] ^= 0xFF
     tar.write_bytes(bytes(data))
     assert cli(["verify", str(dataset)]) == 1
-    assert "train-000001.tar: sha256 differs" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "train-000001.tar: sha256 differs" in out
+    assert out.endswith(f"\nFAILED: 1 problem(s) in {dataset}\n")
 
 
 def test_verify_fails_on_missing_and_truncated_files(dataset: Path, capsys) -> None:
@@ -96,3 +98,11 @@ def test_info_and_verify_show_text_from_the_shards_with_control_characters_escap
     assert cli(["verify", str(dataset)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and f"sample {key}\\x1b[2J" in out
+
+
+def test_histogram_buckets_are_shown_in_numeric_order() -> None:
+    from fastdata.cli.info import _render
+
+    buckets = {"513+": 1, "9-16": 3, "1-8": 2, "65-128": 4, "other": 5}
+    assert _render(buckets) == "other: 5  1-8: 2  9-16: 3  65-128: 4  513+: 1"  # a name that is no number first
+    assert _render(7) == "7"

@@ -99,11 +99,14 @@ def test_items_taken_ahead_of_the_first_result_are_bounded(jobs: int) -> None:
             yield item
 
     results = run_ordered(_One(), source(), jobs=jobs)
-    first = next(results)
-    assert first.source == "f0.jpg"
-    assert taken == (CHUNK if jobs == 1 else jobs * IN_FLIGHT_PER_JOB * CHUNK)
-    assert [r.source for r in results] == [f"f{i}.jpg" for i in range(1, 100)]
-    assert taken == 100
+    try:
+        first = next(results)
+        assert first.source == "f0.jpg"
+        assert taken == (CHUNK if jobs == 1 else jobs * IN_FLIGHT_PER_JOB * CHUNK)
+        assert [r.source for r in results] == [f"f{i}.jpg" for i in range(1, 100)]
+        assert taken == 100
+    finally:
+        results.close()  # a failed check leaves no worker behind
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -24,12 +24,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "plus a small search over num_threads and prefetch that prints the best "
                                    "settings and the exact arguments to use.")
     p.add_argument("dataset", help="converted dataset directory (or a shard glob)")
-    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--batch-size", type=int, default=256, help="images per batch (default 256)")
     p.add_argument("--backend", choices=["dali", "kornia"], help="default: dali when installed, else kornia")
     p.add_argument("--split", help="split to read (default: train, or the only split)")
     p.add_argument("--eval", action="store_true", help="eval transforms (resize + centre crop) instead of train")
-    p.add_argument("--image-size", type=int, default=224)
-    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "uint8"], default="float32")
+    p.add_argument("--image-size", type=int, default=224, help="output height and width (default 224)")
+    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "uint8"], default="float32",
+                   help="output dtype (default float32)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
     p.add_argument("--no-channels-last", action="store_true", help="NCHW contiguous instead of channels_last")
     p.add_argument("--threads", type=_int_list, help="num_threads value(s) to try, e.g. 1,2,4 "

@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", help="split to read (default: train)")
     p.add_argument("--num-threads", type=int, help="loader threads (default: the loader's)")
     p.add_argument("--prefetch", type=int, help="loader prefetch depth (default: the loader's)")
-    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "uint8"], default="float32")
+    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16", "uint8"], default="float32",
+                   help="the loader's output dtype (default float32)")
     p.add_argument("--steps", type=int, default=10, help="measured steps per phase (default 10)")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps first (default 2)")
     p.add_argument("--no-profiler", action="store_true", help="wall clock only, without torch.profiler")
