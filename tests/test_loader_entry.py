@@ -1,0 +1,247 @@
+"""The edges of the loaders, before any batch: `fastdata.loader`'s refusals, the image and pair loaders' option
+resolution (defaults for device and backend, lists made tuples, unknown names refused), the split asked for, the
+`Loader` wrapper (finalizer, close, repr), rank detection, the epoch bound, the manifest of a URL, and `require`."""
+
+from __future__ import annotations
+
+import gc
+import types
+from pathlib import Path
+
+import boto3
+import pytest
+from helpers import convert_images, make_image_tree
+
+import fastdata
+from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank
+from fastdata.errors import ManifestError, MissingDependencyError, require
+from fastdata.images import loader as image_loader_module
+from fastdata.images.loader import Loader, build_options, default_backend, default_device, image_loader
+from fastdata.manifest import read_manifest
+from fastdata.manifest_at import read_any_manifest
+from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
+
+CPU = {"device": "cpu", "backend": "kornia"}
+
+
+@pytest.fixture(scope="module")
+def two_splits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("entry")
+    make_image_tree(root / "src", classes=2, per_class=2, splits=("train", "val"))
+    convert_images(root / "src", root / "ds", samples_per_shard=4)
+    return root / "ds"
+
+
+def test_the_split_asked_for_is_opened(two_splits: Path) -> None:
+    assert image_loader(two_splits, split="val", **CPU).split == "val"
+    assert fastdata.loader(two_splits, split="val", **CPU).split == "val"
+    assert image_loader(two_splits, **CPU).split == "train"
+
+
+def test_a_single_dataset_refuses_mixture_options_but_not_their_off_values(two_splits: Path) -> None:
+    assert fastdata.loader(two_splits, return_dataset=False, weights=None, **CPU).split == "train"
+    with pytest.raises(ValueError) as caught:
+        fastdata.loader(two_splits, return_dataset=True, samples_per_epoch=10, **CPU)
+    assert str(caught.value) == (
+        f"['samples_per_epoch', 'return_dataset'] apply to a mixture of datasets: pass a list of dataset folders, "
+        f"globs or URLs (or a dict {{source: weight}}), not {two_splits!r}")
+
+
+def test_a_dataset_of_another_kind_is_refused_by_name(two_splits: Path) -> None:
+    from fastdata.pairs.loader import pair_loader
+
+    with pytest.raises(ManifestError) as caught:
+        pair_loader(two_splits, **CPU)
+    assert str(caught.value) == (f"{two_splits} holds a dataset of kind 'images'; pair_loader reads kind 'image_text' "
+                                 "(use fastdata.loader() to pick the loader by kind)")
+
+
+def test_options_lists_become_tuples_and_unknown_names_are_refused() -> None:
+    opts = build_options(mean=[0.5, 0.5, 0.5], std=[0.2, 0.2, 0.2], scale=[0.5, 1.0], ratio=[0.8, 1.25],
+                         color_jitter=[0.1, 0.1, 0.1, 0.0], **CPU)
+    assert (opts.mean, opts.std, opts.scale, opts.ratio, opts.color_jitter) == (
+        (0.5, 0.5, 0.5), (0.2, 0.2, 0.2), (0.5, 1.0), (0.8, 1.25), (0.1, 0.1, 0.1, 0.0))
+    with pytest.raises(TypeError) as caught:
+        build_options(batchsize=3)
+    names = ", ".join(image_loader_module._OPTION_NAMES)
+    assert str(caught.value) == f"unknown image loader option(s) ['batchsize']; allowed: split, {names}"
+
+
+def test_device_and_backend_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_device() == "cpu"
+    monkeypatch.setattr(image_loader_module, "default_device", lambda: "cuda")
+    assert build_options(device="cpu", backend="kornia").device == "cpu"  # given: no default looked up
+    with pytest.raises(ValueError) as caught:
+        build_options(backend="kornia")
+    assert str(caught.value) == "device='cuda' but torch.cuda.is_available() is False; use device='cpu'"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_device() == "cuda"
+    assert build_options(backend="kornia").device == "cuda"
+
+    answers = {"nvidia.dali": object()}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: answers.get(name))
+    assert default_backend() == "dali"
+    assert build_options(device="cpu").backend == "dali"
+    answers.clear()
+    assert default_backend() == "kornia"
+
+    def broken(name):
+        raise ValueError("nvidia.dali.__spec__ is None")
+
+    monkeypatch.setattr(importlib.util, "find_spec", broken)
+    assert default_backend() == "kornia"
+
+
+class _Backend:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def __len__(self) -> int:
+        return 7
+
+    def stop_ahead(self, wait: bool) -> None:
+        self.calls.append(("stop_ahead", wait))
+
+    def close(self) -> None:
+        self.calls.append(("close",))
+
+
+def _view() -> types.SimpleNamespace:
+    return types.SimpleNamespace(root=Path("/data/ds"), split="val", classes=("a", "b"))
+
+
+def test_a_loader_stops_its_producer_when_it_dies_and_closes_its_backend() -> None:
+    backend = _Backend()
+    loader = Loader(_view(), build_options(**CPU, batch_size=4, rank=1, world_size=2), backend)
+    assert repr(loader) == ("Loader('/data/ds', split='val', backend='kornia', batch_size=4, train=True, rank=1/2, "
+                            "batches=7)")
+    loader.close()
+    assert backend.calls == [("close",)]
+    del loader
+    gc.collect()
+    assert backend.calls == [("close",), ("stop_ahead", False)]  # without waiting for the producer
+
+
+def test_a_backend_without_a_producer_or_files_to_close() -> None:
+    loader = Loader(_view(), build_options(**CPU), types.SimpleNamespace(__len__=lambda: 0))
+    loader.close()
+    del loader
+    gc.collect()
+
+
+def test_a_pair_loaders_repr_names_it() -> None:
+    from fastdata.pairs.loader import PairLoader
+
+    text = types.SimpleNamespace(pad_id=3, tokenized=True)
+    loader = PairLoader(_view(), build_options(**CPU, batch_size=2), _Backend(), text)
+    assert repr(loader).startswith("PairLoader('/data/ds', split='val', backend='kornia', batch_size=2,")
+    assert (loader.pad_id, loader.tokenized, loader.classes) == (3, True, ("a", "b"))
+
+
+def test_rank_and_world_size_explicit_or_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch.distributed as dist
+
+    assert resolve_rank(None, None) == (0, 1)
+    assert resolve_rank(None, 4) == (0, 4)
+    assert resolve_rank(3, 4) == (3, 4)
+    with pytest.raises(ValueError) as caught:
+        resolve_rank(1, None)  # world size 1 when nothing is initialised
+    assert str(caught.value) == "rank must be an integer in 0..0, got 1"
+    monkeypatch.setattr(dist, "is_available", lambda: True)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda: 5)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 8)
+    assert resolve_rank(None, None) == (5, 8)
+    assert resolve_rank(2, None) == (2, 8)  # each explicit value wins on its own
+    assert resolve_rank(None, 6) == (5, 6)
+    with pytest.raises(ValueError) as caught:
+        resolve_rank(None, 4)
+    assert str(caught.value) == "rank must be an integer in 0..3, got 5"
+    with pytest.raises(ValueError) as caught:
+        resolve_rank(0, MAX_WORLD_SIZE + 1)
+    assert str(caught.value) == f"world_size must be an integer in 1..{MAX_WORLD_SIZE}, got {MAX_WORLD_SIZE + 1}"
+
+
+@pytest.mark.parametrize(("value", "valid"), [(0, True), (MAX_EPOCH, True), (MAX_EPOCH + 1, False), (-1, False),
+                                              (True, False), (False, False), (1.0, False), ("1", False)])
+def test_valid_epochs(value: object, valid: bool) -> None:
+    assert valid_epoch(value) is valid
+
+
+def _upload(folder: Path, url: str) -> str:
+    from fastdata.storage.client import RemoteStore
+
+    store = RemoteStore(url)
+    for p in sorted(folder.iterdir()):
+        if p.is_file():
+            store.upload(p.name, p)
+    return store.url
+
+
+@pytest.mark.parametrize("entry", ["loader", "image_loader"])
+def test_remote_options_reach_the_dataset(two_splits: Path, s3: str, tmp_path: Path, entry: str) -> None:
+    url = _upload(two_splits, f"{s3}/ds")
+    open_loader = fastdata.loader if entry == "loader" else image_loader
+    ld = open_loader(url, split="val", cache_dir=tmp_path / "cache", batch_size=2, image_size=16, **CPU)
+    assert ld.split == "val" and sum(len(y) for _, y in ld) == 4
+    assert {p.name for p in (tmp_path / "cache").rglob("*.tar")} == {"val-000000.tar"}  # the cache asked for
+
+
+def test_a_mixture_opens_the_split_asked_for(two_splits: Path, s3: str, tmp_path: Path) -> None:
+    url = _upload(two_splits, f"{s3}/ds")
+    ld = fastdata.loader([str(two_splits), url], split="val", cache_dir=tmp_path / "cache", batch_size=2,
+                         image_size=16, **CPU)
+    assert ld.split == "val" and sum(len(y) for _, y in ld) == 8
+    assert {p.name for p in (tmp_path / "cache").rglob("*.tar")} == {"val-000000.tar"}
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from conftest_pairs import TOKENIZER, convert_pairs, make_pair_tree
+
+    root = tmp_path_factory.mktemp("pairs")
+    make_pair_tree(root / "src" / "train", n=4)
+    make_pair_tree(root / "src" / "val", n=2)
+    convert_pairs(root / "src", root / "ds", tokenizer=str(TOKENIZER))
+    return root / "ds"
+
+
+def test_the_pair_loader_opens_the_split_and_remote_asked_for(pairs: Path, s3: str, tmp_path: Path) -> None:
+    from fastdata.pairs.loader import pair_loader
+
+    url = _upload(pairs, f"{s3}/pairs")
+    ld = pair_loader(url, split="val", cache_dir=tmp_path / "cache", batch_size=2, image_size=16, **CPU)
+    assert ld.split == "val" and ld.options.batch_size == 2 and ld.tokenized
+    assert repr(ld).startswith(f"PairLoader({url!r}, split='val', backend='kornia', batch_size=2,")
+    (images, text), = list(ld)
+    assert sorted(text) == ["attention_mask", "input_ids"]  # no captions unless asked for
+    assert {p.name for p in (tmp_path / "cache").rglob("*.tar")} == {"val-000000.tar"}
+    (_, text), = list(pair_loader(pairs, split="val", return_captions=True, batch_size=2, image_size=16, **CPU))
+    assert sorted(text) == ["attention_mask", "captions", "input_ids"]
+    with pytest.raises(ManifestError) as caught:
+        image_loader(pairs, **CPU)
+    assert str(caught.value) == (f"{pairs} holds a dataset of kind 'image_text'; image_loader reads kind 'images' "
+                                 "(use fastdata.loader() to pick the loader by kind)")
+
+
+def test_the_manifest_of_a_url(two_splits: Path, s3: str) -> None:
+    client = boto3.client("s3")
+    bucket = s3.removeprefix("s3://")
+    client.upload_file(str(two_splits / "manifest.json"), bucket, "data/ds/manifest.json")
+    assert read_any_manifest(f"{s3}/data/ds") == read_manifest(two_splits)
+    assert read_any_manifest(two_splits) == read_manifest(two_splits)
+
+
+def test_require_names_the_extra() -> None:
+    import json
+
+    assert require("json", "none") is json
+    with pytest.raises(MissingDependencyError) as caught:
+        require("fastdata_no_such_module", "volumes")
+    assert str(caught.value) == ("'fastdata_no_such_module' is not installed; install it with: "
+                                 "pip install 'fastdata[volumes]'")
