@@ -95,8 +95,10 @@ def make_slice(path: Path, pixels: np.ndarray, *, series_uid: str, position: tup
     return path
 
 
-def edit_dicom(path: Path, **attrs: object) -> None:
-    """Set attributes of a DICOM file in place (None deletes one)."""
+def edit_dicom(path: Path, *, file_meta: dict[str, object] | None = None, **attrs: object) -> None:
+    """Set attributes of a DICOM file in place (None deletes one). With `file_meta` (a dict, maybe empty) those
+    file-meta attributes are set and the file is saved as it is: its file meta is not made to agree with the
+    dataset (a SOP class the two disagree on)."""
     import pydicom
 
     ds = pydicom.dcmread(path)
@@ -105,7 +107,9 @@ def edit_dicom(path: Path, **attrs: object) -> None:
             delattr(ds, name)
         else:
             setattr(ds, name, value)
-    ds.save_as(path, enforce_file_format=True)
+    for name, value in (file_meta or {}).items():
+        setattr(ds.file_meta, name, value)
+    ds.save_as(path, enforce_file_format=file_meta is None)
 
 
 def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, skip: tuple[int, ...] = (),

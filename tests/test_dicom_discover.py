@@ -32,22 +32,6 @@ def _slice(path: Path, uid: str, z: float = 0.0, **attrs: object) -> Path:
     return path
 
 
-def _rewrite(path: Path, *, meta_sop: str | None = None, **attrs: object) -> None:
-    """Set (None: delete) dataset attributes and, apart from them, the file meta's SOP class; saved as it is (the
-    file meta not made to agree with the dataset)."""
-    import pydicom
-
-    ds = pydicom.dcmread(path)
-    for name, value in attrs.items():
-        if value is None:
-            delattr(ds, name)
-        else:
-            setattr(ds, name, value)
-    if meta_sop is not None:
-        ds.file_meta.MediaStorageSOPClassUID = meta_sop
-    ds.save_as(path, enforce_file_format=False)
-
-
 def _items(found) -> list[tuple[str, str, str, str, tuple]]:
     return [(split, it.split, it.rel, it.source, it.payload) for split, items in found.splits.items() for it in items]
 
@@ -64,10 +48,12 @@ def export(tmp_path: Path) -> Path:
     (src / "train" / "short.dcm").write_bytes(b"\0" * 131)
     _slice(src / "train" / "dir.dcm", "1.2.9", SOPClassUID="1.2.840.10008.1.3.10")
     # the dataset's own SOP class (a text report) is named, not the file meta's (CT, from make_slice)
-    _rewrite(_slice(src / "train" / "sr.dcm", "1.2.9"), SOPClassUID="1.2.840.10008.5.1.4.1.1.88.11", Rows=None)
-    _rewrite(_slice(src / "train" / "unknown.dcm", "1.2.9"), SOPClassUID="1.2.3.4.5", Rows=None)
+    edit_dicom(_slice(src / "train" / "sr.dcm", "1.2.9"), file_meta={}, SOPClassUID="1.2.840.10008.5.1.4.1.1.88.11",
+               Rows=None)
+    edit_dicom(_slice(src / "train" / "unknown.dcm", "1.2.9"), file_meta={}, SOPClassUID="1.2.3.4.5", Rows=None)
     # no SOP class in the dataset: the file meta's says what it is
-    _rewrite(_slice(src / "train" / "dirmeta.dcm", "1.2.9"), SOPClassUID=None, meta_sop="1.2.840.10008.1.3.10")
+    edit_dicom(_slice(src / "train" / "dirmeta.dcm", "1.2.9"), SOPClassUID=None,
+               file_meta={"MediaStorageSOPClassUID": "1.2.840.10008.1.3.10"})
     _slice(src / "train" / "burned.dcm", "1.2.9", BurnedInAnnotation="YES")
     _slice(src / "train" / "nocols.dcm", "1.2.9", Columns=None)
     _slice(src / "train" / "nouid.dcm", "1.2.9", SeriesInstanceUID=None)

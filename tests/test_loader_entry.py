@@ -127,9 +127,17 @@ def test_a_loader_stops_its_producer_when_it_dies_and_closes_its_backend() -> No
     assert backend.calls == [("close",), ("stop_ahead", False)]  # without waiting for the producer
 
 
+class _Bare:
+    """A backend with neither `stop_ahead` nor `close`."""
+
+    def __len__(self) -> int:
+        return 0
+
+
 def test_a_backend_without_a_producer_or_files_to_close() -> None:
-    loader = Loader(_view(), build_options(**CPU), types.SimpleNamespace(__len__=lambda: 0))
-    loader.close()
+    loader = Loader(_view(), build_options(**CPU), _Bare())  # no finalizer to register
+    loader.close()  # nothing to close
+    assert len(loader) == 0 and loader.split == "val"
     del loader
     gc.collect()
 
