@@ -31,7 +31,7 @@ def to_rgb(im: Image.Image) -> Image.Image:
     if mode == "RGB":
         return im
     if mode in ("RGBA", "LA", "PA", "RGBa", "La") or (mode == "P" and "transparency" in im.info):
-        rgba = im.convert("RGBA")
+        rgba = (im.convert("LA") if mode == "La" else im).convert("RGBA")  # Pillow has no La -> RGBA
         background = Image.new("RGB", im.size, WHITE)
         background.paste(rgba, mask=rgba.getchannel("A"))
         return background
