@@ -52,6 +52,20 @@ def test_a_palette_image_with_a_transparent_index() -> None:
     assert _rgb(p) == [(255, 255, 255), (200, 100, 50)]  # index 0 is see-through: white
 
 
+@pytest.mark.parametrize(("mode", "key", "pixels"), [("RGB", (10, 20, 30), [(10, 20, 30), (200, 100, 50)]),
+                                                    ("L", 77, [77, 120])])
+def test_a_png_colour_key_is_transparent(mode: str, key: object, pixels: list) -> None:
+    im = Image.new(mode, (2, 1))
+    im.putdata(pixels)
+    buf = io.BytesIO()
+    im.save(buf, "PNG", transparency=key)
+    keyed = open_image(buf.getvalue())
+    assert keyed.mode == mode and keyed.info["transparency"] == key
+    second = (200, 100, 50) if mode == "RGB" else (120, 120, 120)
+    assert _rgb(keyed) == [(255, 255, 255), second]  # opaque before: the key's own colour
+    assert _rgb(im) == [(10, 20, 30) if mode == "RGB" else (77, 77, 77), second]  # no key: nothing transparent
+
+
 @pytest.mark.parametrize("mode", ["I;16", "I;16B", "I"])
 def test_16_bit_and_i_images_are_scaled_from_0_to_65535(mode: str) -> None:
     values = [0, 257, 32768, 49152, 51529, 65535]  # 191.25 and 200.502 tell 255/65535 from 256/65535 or /65536

@@ -2,7 +2,8 @@
 decoded images of any Pillow mode -> 8-bit RGB, by what the mode means (never by the pixel values).
 
 - RGB as is; L, 1, P, CMYK, YCbCr, HSV through Pillow's own conversion;
-- transparency (RGBA, LA, PA, P with a transparent index) composited over white;
+- transparency (RGBA, LA, PA, P with a transparent index, L and RGB with a PNG tRNS colour key) composited over
+  white (a 16-bit image's colour key is not applied);
 - 16-bit integer modes (I;16*) and I (Pillow's mode for 16-bit PNG/TIFF data) scaled from 0..65535;
 - F (32-bit float) read as 0..1 (the float image convention), clipped;
 - LAB through an ICC transform to sRGB.
@@ -28,9 +29,10 @@ def _scaled_grey(im: Image.Image, top: float) -> Image.Image:
 def to_rgb(im: Image.Image) -> Image.Image:
     """`im` as an 8-bit RGB image; see the module docstring for the rule of each mode."""
     mode = im.mode
-    if mode == "RGB":
+    keyed = mode in ("P", "L", "RGB") and "transparency" in im.info  # a transparent palette index or colour key
+    if mode == "RGB" and not keyed:
         return im
-    if mode in ("RGBA", "LA", "PA", "RGBa", "La") or (mode == "P" and "transparency" in im.info):
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La") or keyed:
         rgba = (im.convert("LA") if mode == "La" else im).convert("RGBA")  # Pillow has no La -> RGBA
         background = Image.new("RGB", im.size, WHITE)
         background.paste(rgba, mask=rgba.getchannel("A"))
