@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+UNDER_MUTMUT = "MUTANT_UNDER_TEST" in os.environ  # mutmut sets it before it imports the tests
+
+
+@pytest.fixture(autouse=UNDER_MUTMUT)
+def _one_intra_op_thread():
+    """Under mutmut only: torch on one intra-op thread before and after every test. mutmut runs the tests in its
+    own process, then each mutant's in a fork of it, and a fork of a process whose torch ran a parallel region
+    blocks for ever in its first parallel op (docs/testing.md), so every mutant such a test reaches "timed out"."""
+    import torch
+
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(1)  # a test that asked for more threads leaves none for the forks
 
 from conftest_remote import s3, s3_endpoint  # noqa: E402, F401  (fixtures for every test module)
 from helpers import PHOTOS, copy_photos, make_image_tree  # noqa: E402
