@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from PIL import UnidentifiedImageError
 
 from converters.tree import display
-from fastdata.images.pixels import open_image
+from fastdata.images.pixels import decode_problem, open_image
 from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
 from fastdata.wds_index import Member, split_name
@@ -29,7 +29,8 @@ LABEL_EXTS = ("cls", "class", "label")
 HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
 LABEL_BYTES = 64
 TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
-SCAN_VERSION = 3  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8)
+SCAN_VERSION = 4  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
+# 4: --decode decodes strictly, as convert and verify --decode do)
 SPARSE = ("stored as a GNU sparse file: its bytes are not one span of the tar (the holes are left out), and DALI "
           "and fastdata read a member as the one span its header gives; re-create the tar without --sparse")
 NOT_UTF8 = "the name is not UTF-8 (shown with \\xNN; a sample's key is text in the index and the loaders)"
@@ -122,8 +123,10 @@ def _image_format(data: bytes, *, max_pixels: int, decode: bool) -> tuple[str, s
             if width * height > max_pixels:
                 return fmt, (f"decompression bomb: {width}x{height} = {width * height} pixels is over the limit "
                              f"of {max_pixels} (--max-pixels)")
-            if decode:
-                im.load()
+            if decode:  # strictly, as `fastdata convert` and `verify --decode` do: Pillow loads cut scan data
+                problem = decode_problem(data)
+                if problem is not None:
+                    return fmt, f"not a readable image: {problem}"
     except UnidentifiedImageError:  # its message holds the address of a BytesIO: not for a manifest
         return "", "not a readable image: no known image format signature"
     except Exception as exc:  # noqa: BLE001 - any failure to read the image is the finding

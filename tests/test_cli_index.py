@@ -1,0 +1,133 @@
+"""`fastdata index` as a command (fastdata/cli/index.py): which argument is DST, every option reaching the adoption
+(split, a class file with a byte-order mark, header-only or full decode, the pixel limit), and its report compared
+line by line for labeled, unlabeled and image-text shards, with and without rejections and --strict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest_adopt import encoded, raw_tar
+
+from fastdata.cli import main as cli
+from fastdata.cli.format import human_bytes
+from fastdata.cli.index import split_paths
+
+
+@pytest.mark.parametrize(("paths", "expected"), [
+    (["shards/"], (["shards/"], None)),
+    (["shards/", "out"], (["shards/"], "out")),
+    (["a/", "b/", "out"], (["a/", "b/"], "out")),
+    (["a.tar", "b.tar"], (["a.tar", "b.tar"], None)),  # a last .tar is a source, existing or not
+    (["a/", "shards-{000000..000003}.tar"], (["a/", "shards-{000000..000003}.tar"], None)),
+    (["a/", "s-*.tar"], (["a/", "s-*.tar"], None)),
+])
+def test_which_argument_is_dst(paths: list[str], expected: tuple) -> None:
+    assert split_paths(paths) == expected
+
+
+def test_an_existing_file_is_never_dst(tmp_path: Path) -> None:
+    shard = tmp_path / "old.tgz"
+    shard.write_bytes(b"x")
+    assert split_paths(["a/", str(shard)]) == (["a/", str(shard)], None)
+
+
+def _jpeg(seed: int) -> bytes:
+    return encoded("JPEG", size=(40, 32), seed=seed, quality=90)
+
+
+def _cut_scan(data: bytes) -> bytes:
+    """Entropy data replaced by zeros with the end marker kept: the header reads, the decode does not."""
+    sos = data.index(b"\xff\xda")
+    middle = (sos + len(data)) // 2
+    return data[:middle] + bytes(len(data) - middle - 2) + b"\xff\xd9"
+
+
+def _labeled(folder: Path) -> Path:
+    raw_tar(folder / "train-000000.tar", [("a.jpg", _jpeg(1)), ("a.cls", b"0"), ("b.jpg", _jpeg(2)),
+                                          ("b.cls", b"1"), ("c.jpg", _cut_scan(_jpeg(3))), ("c.cls", b"1")])
+    return folder
+
+
+def _report(capsys: pytest.CaptureFixture) -> list[str]:
+    return capsys.readouterr().out.splitlines()
+
+
+def test_the_report_of_labeled_shards_indexed_beside_them(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    src = _labeled(tmp_path / "shards")
+    size = (src / "train-000000.tar").stat().st_size
+    assert cli(["index", str(src), "--no-progress", "-j", "1"]) == 0
+    assert _report(capsys) == [
+        f"indexed 1 shard(s) -> {src / 'manifest.json'}",
+        f"  train            3 samples      1 shards  {human_bytes(size)}",
+        "  labeled, 2 classes; image members jpg",
+    ]
+
+
+def test_options_reach_the_adoption_and_the_report_names_rejections(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    src = _labeled(tmp_path / "shards")
+    (tmp_path / "classes.txt").write_text("\ufeffcat\n\ndog\n", encoding="utf-8")  # a BOM and a blank line
+    out = tmp_path / "out"
+    args = ["index", str(src), str(out), "--split", "val", "--classes", str(tmp_path / "classes.txt"), "--decode",
+            "--no-progress", "-j", "1"]
+    assert cli(args) == 0
+    report = _report(capsys)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["classes"] == ["cat", "dog"] and list(manifest["splits"]) == ["val"]
+    assert report[0] == f"indexed 1 shard(s) -> {out / 'manifest.json'} (shards in {manifest['shard_root']})"
+    assert report[1].startswith("  val              2 samples      1 shards  ")
+    assert report[2:4] == ["  labeled, 2 classes; image members jpg",
+                           f"  rejected 1 sample(s) or member(s) (`fastdata info {out} --rejected`):"]
+    assert report[4].startswith("         1  ") and len(report) == 5  # the decode's reason, summarised
+    assert cli([*args[:2], str(tmp_path / "strict"), *args[3:], "--strict"]) == 1
+    assert capsys.readouterr().err == "--strict: 1 rejection(s)\n"
+
+
+def test_headers_only_by_default_and_the_pixel_limit(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    src = _labeled(tmp_path / "shards")
+    assert cli(["index", str(src), str(tmp_path / "o1"), "--no-progress", "-j", "1", "--strict"]) == 0
+    assert json.loads((tmp_path / "o1" / "manifest.json").read_text())["splits"]["train"]["samples"] == 3
+    capsys.readouterr()
+    assert cli(["index", str(src), str(tmp_path / "o2"), "--no-progress", "-j", "1", "--max-pixels", "1279"]) == 2
+    bomb = "decompression bomb: 40x32 = 1280 pixels is over the limit of 1279 (--max-pixels)"  # each image
+    assert capsys.readouterr().err == (f"fastdata index: error: no usable sample in 1 tar(s) under {src} "
+                                       f"({bomb}; {bomb}; {bomb})\n")
+
+
+def test_the_report_of_unlabeled_and_image_text_shards(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    raw_tar(tmp_path / "u" / "train-000000.tar", [("a.jpg", _jpeg(1)), ("b.png", encoded("PNG", seed=2))])
+    assert cli(["index", str(tmp_path / "u"), "--no-progress", "-j", "1"]) == 0
+    assert _report(capsys)[2] == "  unlabeled; image members jpg, png"
+    raw_tar(tmp_path / "p" / "train-000000.tar", [("a.jpg", _jpeg(1)), ("a.txt", b"a cat"), ("b.jpg", _jpeg(2)),
+                                                  ("b.txt", b"a dog")])
+    assert cli(["index", str(tmp_path / "p"), "--no-progress", "-j", "1"]) == 0
+    assert _report(capsys)[2] == "  image-text pairs (captions in txt); image members jpg"
+
+
+def test_several_sources_are_indexed_together(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    raw_tar(tmp_path / "s" / "train-000000.tar", [("a.jpg", _jpeg(1)), ("a.cls", b"0")])
+    raw_tar(tmp_path / "s" / "train-000001.tar", [("b.jpg", _jpeg(2)), ("b.cls", b"1")])
+    raw_tar(tmp_path / "s" / "train-000002.tar", [("c.jpg", _jpeg(3)), ("c.cls", b"1")])
+    out = tmp_path / "out"
+    assert cli(["index", str(tmp_path / "s" / "train-000000.tar"), str(tmp_path / "s" / "train-000001.tar"),
+                str(out), "--no-progress", "-j", "1"]) == 0
+    assert _report(capsys)[0] == f"indexed 2 shard(s) -> {out / 'manifest.json'} (shards in ../s)"  # relative
+    assert sorted(json.loads((out / "manifest.json").read_text())["splits"]["train"]["shards"][i]["name"]
+                  for i in range(2)) == ["train-000000.tar", "train-000001.tar"]  # the third was not named
+
+
+def test_a_progress_bar_on_a_terminal_only(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    src = _labeled(tmp_path / "shards")
+    assert cli(["index", str(src), str(tmp_path / "o1"), "-j", "1"]) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert cli(["index", str(src), str(tmp_path / "o2"), "-j", "1", "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    assert cli(["index", str(src), str(tmp_path / "o3"), "-j", "1"]) == 0
+    bar = capsys.readouterr().err
+    assert "1/1 [" in bar and "shard/s" in bar  # one shard of one, counted in shards
