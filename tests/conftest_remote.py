@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,15 @@ def s3(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
     assert os.environ["AWS_ENDPOINT_URL"].startswith("http://127.0.0.1:")
     return f"s3://{bucket}"
+
+
+def upload_folder(folder: Path, url: str) -> str:
+    """Every file of a dataset folder to `url`, the manifest last (as a conversion commits); returns the URL."""
+    from fastdata.storage.client import RemoteStore
+
+    store = RemoteStore(url)
+    for p in sorted(folder.iterdir()):
+        if p.is_file() and p.name != "manifest.json":
+            store.upload(p.name, p)
+    store.upload("manifest.json", (folder / "manifest.json").read_bytes())
+    return store.url

@@ -89,3 +89,11 @@ def rewrite_arrow_shard(root: Path, name: str, change) -> None:
     for entry in (e for split in manifest["splits"].values() for e in split["shards"] if e["name"] == name):
         entry.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
     (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def cut_scan(data: bytes) -> bytes:
+    """A JPEG with part of its entropy-coded data replaced by zeros and the end marker kept: the header reads and
+    the file "ends" normally, but a strict decode fails (premature end of data)."""
+    sos = data.index(b"\xff\xda")
+    middle = (sos + len(data)) // 2
+    return data[:middle] + bytes(len(data) - middle - 2) + b"\xff\xd9"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest_adopt import encoded, raw_tar
+from helpers import cut_scan
 
 from fastdata.cli import main as cli
 from fastdata.cli.format import human_bytes
@@ -37,16 +38,10 @@ def _jpeg(seed: int) -> bytes:
     return encoded("JPEG", size=(40, 32), seed=seed, quality=90)
 
 
-def _cut_scan(data: bytes) -> bytes:
-    """Entropy data replaced by zeros with the end marker kept: the header reads, the decode does not."""
-    sos = data.index(b"\xff\xda")
-    middle = (sos + len(data)) // 2
-    return data[:middle] + bytes(len(data) - middle - 2) + b"\xff\xd9"
-
 
 def _labeled(folder: Path) -> Path:
     raw_tar(folder / "train-000000.tar", [("a.jpg", _jpeg(1)), ("a.cls", b"0"), ("b.jpg", _jpeg(2)),
-                                          ("b.cls", b"1"), ("c.jpg", _cut_scan(_jpeg(3))), ("c.cls", b"1")])
+                                          ("b.cls", b"1"), ("c.jpg", cut_scan(_jpeg(3))), ("c.cls", b"1")])
     return folder
 
 

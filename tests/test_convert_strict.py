@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import convert_images
+from helpers import convert_images, cut_scan
 from PIL import Image
 
 from fastdata.cli import main as cli
@@ -67,12 +67,6 @@ def test_copied_jpegs_lose_exif_and_comments_keep_icc_and_pixels(tmp_path: Path)
     assert kept == data
 
 
-def _cut_scan(data: bytes) -> bytes:
-    """Part of the entropy-coded data replaced by zeros, the end marker kept: the file 'ends' normally."""
-    sos = data.index(b"\xff\xda")
-    middle = (sos + len(data)) // 2
-    return data[:middle] + bytes(len(data) - middle - 2) + b"\xff\xd9"
-
 
 def _bigger_header(data: bytes) -> bytes:
     """The frame header claims 9000x9000 pixels over the real scan data."""
@@ -88,7 +82,7 @@ def test_corrupt_jpegs_with_an_intact_end_are_rejected(tmp_path: Path, size):
     src = tmp_path / "src" / "a"
     src.mkdir(parents=True)
     (src / "good.jpg").write_bytes(good)
-    (src / "cut.jpg").write_bytes(_cut_scan(good))
+    (src / "cut.jpg").write_bytes(cut_scan(good))
     (src / "header.jpg").write_bytes(_bigger_header(good))
     (src / "cut90.jpg").write_bytes(good[:len(good) * 9 // 10])  # scan data cut at 90%, no end marker
     result = convert_images(tmp_path / "src", tmp_path / "out", short_side=256)
@@ -107,7 +101,7 @@ def test_verify_decode_finds_a_cut_scan_in_a_shard(tmp_path: Path, capsys):
     tar = next((tmp_path / "out").glob("*.tar"))
     raw = tar.read_bytes()
     start = raw.index(good[:64])
-    damaged = _cut_scan(good)
+    damaged = cut_scan(good)
     tar.write_bytes(raw[:start] + damaged + raw[start + len(good):])
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     import hashlib

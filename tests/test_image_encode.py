@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest_adopt import encoded
 from helpers import make_image
 from PIL import Image, ImageCms, JpegImagePlugin
 
@@ -47,20 +48,10 @@ def test_target_size_at_its_edges(w: int, h: int, short: int, expected: tuple[in
     assert target_size(w, h, short) == expected
 
 
-def _jpeg(size: tuple[int, int], *, seed: int = 0, mode: str = "RGB", **save) -> bytes:
-    buf = io.BytesIO()
-    rng = np.random.default_rng(seed)
-    w, h = size
-    base = rng.integers(0, 256, size=(max(h // 8, 1), max(w // 8, 1), 3), dtype=np.uint8)
-    Image.fromarray(base, "RGB").resize((w, h), Image.Resampling.BILINEAR).convert(mode).save(
-        buf, save.pop("format", "JPEG"), **save)
-    return buf.getvalue()
-
-
 def _oriented(orientation: int, size: tuple[int, int] = (40, 20)) -> bytes:
     exif = Image.Exif()
     exif[0x0112] = orientation
-    return _jpeg(size, quality=95, exif=exif.tobytes())
+    return encoded("JPEG", size=size, quality=95, exif=exif.tobytes())
 
 
 @pytest.mark.parametrize("orientation", range(0, 9))
@@ -90,8 +81,8 @@ def test_the_dct_downscale_is_asked_for_in_the_stored_orientation(orientation: i
 
 @pytest.mark.parametrize("quality", [30, 90])
 def test_reencoded_images_use_the_quality_asked_for(quality: int) -> None:
-    out, meta = prepare_jpeg(_jpeg((200, 100), quality=97), ImageOptions(short_side=50, quality=quality))
-    reference = Image.open(io.BytesIO(_jpeg((8, 8), quality=quality)))
+    out, meta = prepare_jpeg(encoded("JPEG", size=(200, 100), quality=97), ImageOptions(short_side=50, quality=quality))
+    reference = Image.open(io.BytesIO(encoded("JPEG", size=(8, 8), quality=quality)))
     written = Image.open(io.BytesIO(out))
     assert meta["copied"] is False and written.quantization == reference.quantization
     assert not written.info.get("progressive")
@@ -116,14 +107,14 @@ def test_a_reencoded_image_keeps_an_rgb_colour_profile(mode: str, fmt: str, kept
     icc = _srgb()
     if mode == "L":  # a grey profile describes one channel: it does not fit the RGB output
         icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("LAB")).tobytes()
-    data = _jpeg((200, 100), mode=mode, format=fmt, icc_profile=icc)
+    data = encoded(fmt, size=(200, 100), mode=mode, icc_profile=icc)
     out, meta = prepare_jpeg(data, ImageOptions(short_side=50))
     assert meta["copied"] is False
     assert Image.open(io.BytesIO(out)).info.get("icc_profile") == (icc if kept else None)
 
 
 def test_a_reencoded_image_without_a_profile_gets_none() -> None:
-    out, _ = prepare_jpeg(_jpeg((200, 100)), ImageOptions(short_side=50))
+    out, _ = prepare_jpeg(encoded("JPEG", size=(200, 100)), ImageOptions(short_side=50))
     assert "icc_profile" not in Image.open(io.BytesIO(out)).info
 
 
@@ -136,7 +127,7 @@ def test_keep_metadata_copies_the_bytes_as_they_are() -> None:
 
 
 def test_the_pixel_limit_is_inclusive_and_its_refusal_exact() -> None:
-    data = _jpeg((40, 25))
+    data = encoded("JPEG", size=(40, 25))
     assert prepare_jpeg(data, ImageOptions(max_pixels=1000))[0] == data
     with pytest.raises(RejectInput) as caught:
         prepare_jpeg(data, ImageOptions(max_pixels=999))
@@ -145,7 +136,7 @@ def test_the_pixel_limit_is_inclusive_and_its_refusal_exact() -> None:
 
 def test_an_extreme_aspect_ratio_is_refused_with_the_size_evaluation_would_reach() -> None:
     with pytest.raises(RejectInput) as caught:
-        prepare_jpeg(_jpeg((1400, 1), mode="L", format="PNG"), ImageOptions())
+        prepare_jpeg(encoded("PNG", size=(1400, 1), mode="L"), ImageOptions())
     assert str(caught.value) == ("extreme aspect ratio: 1400x1 with its shorter side at 256 (as evaluation resizes it) "
                                  "would be 358400x256 = 91750400 pixels, more than a loader decodes (89478485)")
     with pytest.raises(RejectInput) as caught:  # the upright size, after the EXIF turn
@@ -153,7 +144,7 @@ def test_an_extreme_aspect_ratio_is_refused_with_the_size_evaluation_would_reach
     assert str(caught.value) == ("extreme aspect ratio: 2x2800 with its shorter side at 256 (as evaluation resizes "
                                  "it) would be 358400x256 = 91750400 pixels, more than a loader decodes (89478485)")
     # a long thin image well inside the limit is kept as it is (no upscaling at conversion)
-    thin = _jpeg((20, 1))
+    thin = encoded("JPEG", size=(20, 1))
     assert prepare_jpeg(thin, ImageOptions()) == (thin, {
         "orig_width": 20, "orig_height": 1, "width": 20, "height": 1, "orig_format": "JPEG", "orig_mode": "RGB",
         "copied": True, "metadata_removed": []})

@@ -9,6 +9,7 @@ import io
 
 import numpy as np
 import pytest
+from conftest_adopt import encoded
 from PIL import Image
 
 from converters.images.jpeg_meta import NotAJpeg, strip_metadata
@@ -20,10 +21,7 @@ def seg(marker: int, body: bytes) -> bytes:
 
 def baseline_jpeg() -> bytes:
     """A small real JPEG: SOI, then its own segments (JFIF, tables, frame), scan, EOI."""
-    rng = np.random.default_rng(3)
-    buf = io.BytesIO()
-    Image.fromarray(rng.integers(0, 256, (16, 24, 3), dtype=np.uint8), "RGB").save(buf, "JPEG", quality=90)
-    return buf.getvalue()
+    return encoded("JPEG", size=(24, 16), seed=3, quality=90)
 
 
 KEPT = [seg(0xE0, b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from conftest_remote import upload_folder
 from helpers import convert_images, make_image_tree
 
 import fastdata
@@ -181,19 +182,9 @@ def test_valid_epochs(value: object, valid: bool) -> None:
     assert valid_epoch(value) is valid
 
 
-def _upload(folder: Path, url: str) -> str:
-    from fastdata.storage.client import RemoteStore
-
-    store = RemoteStore(url)
-    for p in sorted(folder.iterdir()):
-        if p.is_file():
-            store.upload(p.name, p)
-    return store.url
-
-
 @pytest.mark.parametrize("entry", ["loader", "image_loader"])
 def test_remote_options_reach_the_dataset(two_splits: Path, s3: str, tmp_path: Path, entry: str) -> None:
-    url = _upload(two_splits, f"{s3}/ds")
+    url = upload_folder(two_splits, f"{s3}/ds")
     open_loader = fastdata.loader if entry == "loader" else image_loader
     ld = open_loader(url, split="val", cache_dir=tmp_path / "cache", batch_size=2, image_size=16, **CPU)
     assert ld.split == "val" and sum(len(y) for _, y in ld) == 4
@@ -201,7 +192,7 @@ def test_remote_options_reach_the_dataset(two_splits: Path, s3: str, tmp_path: P
 
 
 def test_a_mixture_opens_the_split_asked_for(two_splits: Path, s3: str, tmp_path: Path) -> None:
-    url = _upload(two_splits, f"{s3}/ds")
+    url = upload_folder(two_splits, f"{s3}/ds")
     ld = fastdata.loader([str(two_splits), url], split="val", cache_dir=tmp_path / "cache", batch_size=2,
                          image_size=16, **CPU)
     assert ld.split == "val" and sum(len(y) for _, y in ld) == 8
@@ -222,7 +213,7 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_pair_loader_opens_the_split_and_remote_asked_for(pairs: Path, s3: str, tmp_path: Path) -> None:
     from fastdata.pairs.loader import pair_loader
 
-    url = _upload(pairs, f"{s3}/pairs")
+    url = upload_folder(pairs, f"{s3}/pairs")
     ld = pair_loader(url, split="val", cache_dir=tmp_path / "cache", batch_size=2, image_size=16, **CPU)
     assert ld.split == "val" and ld.options.batch_size == 2 and ld.tokenized
     assert repr(ld).startswith(f"PairLoader({url!r}, split='val', backend='kornia', batch_size=2,")

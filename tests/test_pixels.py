@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest_adopt import encoded
 from PIL import Image
 
 from fastdata.images.pixels import decode_problem, open_image, other_format, to_rgb
@@ -125,14 +126,8 @@ def test_open_image_reads_the_header_only_and_keeps_pillows_bomb_warning_quiet(m
     assert im.getpixel((0, 0)) == (1, 2, 3)
 
 
-def _encoded(fmt: str) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(np.random.default_rng(0).integers(0, 256, (32, 48, 3), dtype=np.uint8)).save(buf, fmt)
-    return buf.getvalue()
-
-
 def test_decode_problems() -> None:
-    jpeg, png = _encoded("JPEG"), _encoded("PNG")
+    jpeg, png = encoded("JPEG"), encoded("PNG")
     assert decode_problem(jpeg) is None and decode_problem(png) is None
     assert decode_problem(b"") == "empty image member"
     cut = decode_problem(jpeg[: len(jpeg) // 2])

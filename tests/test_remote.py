@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest_remote import upload_folder
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 from helpers import convert_images, make_image_tree
 from http_server import Answer, Fault, FileServer
@@ -51,15 +52,6 @@ def local(src: Path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("local") / "ds"
     convert_images(src, out, samples_per_shard=5)
     return out
-
-
-def upload_folder(folder: Path, url: str) -> str:
-    store = RemoteStore(url)
-    for p in sorted(folder.iterdir()):
-        if p.is_file() and p.name != "manifest.json":
-            store.upload(p.name, p)
-    store.upload("manifest.json", (folder / "manifest.json").read_bytes())
-    return store.url
 
 
 def labels_of(source, **kw) -> list[list[int]]:
