@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from fastdata.errors import ShardError
-from fastdata.images.decode import check_header, decode_train, hflip_hwc, resize_hwc
+from fastdata.images.decode import check_header, decode_train, hflip_hwc, host_rgb, resize_hwc
 from fastdata.images.geometry import Box
 from fastdata.images.reader import RawSample
 
@@ -107,3 +107,40 @@ def test_a_non_jpeg_header_is_read_by_pillow_and_its_errors_name_the_sample() ->
     cause = err.value.__cause__  # Pillow's own error, kept as the cause and named in the message
     assert cause is not None and str(err.value).startswith(
         f"undecodable image in s-000002.tar, key k8: {type(cause).__name__}: {cause}")
+
+
+def test_host_rgb_hands_dali_the_kornia_pixels_of_a_non_jpeg_and_leaves_a_jpeg_alone() -> None:
+    jpeg = RawSample((PHOTOS / "building.jpg").read_bytes(), 3, "j", Path("s.tar"), index=5)
+    assert host_rgb(jpeg) is jpeg
+    rgba = np.zeros((6, 5, 4), np.uint8)
+    rgba[..., :3] = (200, 30, 30)
+    rgba[:, 2:, 3] = 255  # columns 0-1 transparent, the rest opaque red
+    buf = io.BytesIO()
+    Image.fromarray(rgba, "RGBA").save(buf, "PNG")
+    raw = RawSample(buf.getvalue(), 3, "k", Path("s.tar"), extra=(b"cap",), index=5)
+    out = host_rgb(raw)
+    assert bytes(out.data[:2]) == b"P6"  # a binary PPM, which DALI's decoders read as is
+    with Image.open(io.BytesIO(out.data)) as im:
+        got = np.array(im)
+    want = np.zeros((6, 5, 3), np.uint8)
+    want[:, :2] = 255
+    want[:, 2:] = (200, 30, 30)
+    np.testing.assert_array_equal(got, want)
+    assert (out.label, out.key, out.shard, out.extra, out.index) == (3, "k", Path("s.tar"), (b"cap",), 5)
+    broken = RawSample(buf.getvalue()[:-30], 0, "k9", Path("s-000003.tar"))
+    with pytest.raises(ShardError, match=r"^undecodable image in s-000003.tar, key k9: "):
+        host_rgb(broken)
+
+
+@pytest.mark.parametrize(("mode", "key", "as_is"), [("RGB", None, True), ("L", None, True), ("P", None, True),
+                                                    ("1", None, True), ("P", 0, False), ("L", 0, False),
+                                                    ("RGB", (0, 0, 0), False), ("I;16", None, False)])
+def test_host_rgb_passes_on_only_the_modes_dali_reads_as_kornia_does(mode: str, key: object, as_is: bool) -> None:
+    buf = io.BytesIO()
+    Image.new(mode, (4, 3)).save(buf, "PNG", **({} if key is None else {"transparency": key}))
+    raw = RawSample(buf.getvalue(), 0, "k", Path("s.tar"))
+    out = host_rgb(raw)
+    assert (out is raw) == as_is
+    if not as_is:
+        with Image.open(io.BytesIO(out.data)) as im:
+            assert (im.format, im.mode, im.size) == ("PPM", "RGB", (4, 3))

@@ -5,8 +5,10 @@ each sample's augmentation draws, the resumable position and the skipping of bad
 every backend shares (`planned.py`, `samples.py`). DALI decodes only each crop window (nvJPEG with the
 hardware decoder on GPU, libjpeg-turbo on CPU), resizes, jitters, mirrors and normalises into the final
 dtype and layout (`dali_graph.py`); the dense batch reaches torch without a copy on CPU (DLPack) and in
-one device copy on GPU. Both backends therefore yield the same samples in the same order, with the
-same crop boxes and flips, and resume from each other's `state_dict()`.
+one device copy on GPU. A non-JPEG image whose alpha channel or bit depth DALI's decoders would read otherwise
+than the kornia backend is decoded on the host and handed to the graph as RGB (`decode.host_rgb`). Both
+backends therefore yield the same samples in the same order, with the same crop boxes and flips, and resume
+from each other's `state_dict()`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError, require
 from fastdata.images.dali_graph import build_pipeline, feeds, graph_args
+from fastdata.images.decode import host_rgb
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL, derive_seed
 from fastdata.images.pixels import decode_problem
@@ -60,8 +63,11 @@ class DaliBackend(PlannedBackend):
 
     def _load(self, index: int, row: list[float] | None, dest: None = None) -> Prepared:
         """Thread work for one sample: its bytes read, label and header checked, augmentation decided (the
-        graph decodes: there is no destination)."""
-        return self._prepare(index, row)
+        graph decodes: there is no destination). A non-JPEG image is decoded here, to the pixels the kornia
+        backend decodes (`host_rgb`)."""
+        prepared = self._prepare(index, row)
+        raw = host_rgb(prepared.raw)
+        return prepared if raw is prepared.raw else prepared._replace(raw=raw)
 
     _lag = 1  # the graph runs batch b while this thread prepares and feeds batch b + 1 (planned._produce)
 

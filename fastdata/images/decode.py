@@ -13,8 +13,10 @@ side already has the target length (shards converted with --short-side equal to 
 
 from __future__ import annotations
 
+import io
 import math
 import threading
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -28,6 +30,8 @@ from fastdata.images.geometry import (
 )
 from fastdata.images.pixels import open_image, other_format, to_rgb
 from fastdata.images.reader import RawSample
+
+DALI_READS_AS_IS = ("RGB", "L", "P", "1")  # Pillow modes that DALI's decoders turn into the RGB of `to_rgb`
 
 
 def is_jpeg(data: bytes | memoryview) -> bool:
@@ -61,10 +65,14 @@ def _other_header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
         with open_image(raw.data) as im:
             width, height = im.size
     except Exception as exc:  # noqa: BLE001 - any failure to read the header is a bad sample
-        raise ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}") from exc
+        raise _undecodable(raw, exc) from exc
     if height * width > max_pixels:
         raise _too_large(raw, width, height, max_pixels)
     return height, width
+
+
+def _undecodable(raw: RawSample, exc: Exception) -> ShardError:
+    return ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}")
 
 
 def _decode_other(raw: RawSample) -> np.ndarray:
@@ -73,7 +81,27 @@ def _decode_other(raw: RawSample) -> np.ndarray:
             im.load()
             return np.array(to_rgb(im))  # a writable copy (torch.from_numpy wants one)
     except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
-        raise ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}") from exc
+        raise _undecodable(raw, exc) from exc
+
+
+def host_rgb(raw: RawSample) -> RawSample:
+    """A sample as the DALI backend hands it to DALI: JPEGs, and other images whose mode DALI decodes to the same
+    RGB as `pixels.to_rgb` (opaque 8-bit RGB, grey and palette), unchanged; any other image (transparency,
+    16-bit, float, CMYK TIFF, ...) decoded here by the rule the kornia backend and the converter follow and handed
+    on as a binary PPM, which DALI reads as is. DALI's PNG, WebP and TIFF decoders drop the alpha channel (a
+    transparent pixel showed the colour stored under it, or black), where the rule composites over white."""
+    if is_jpeg(raw.data):
+        return raw
+    buf = io.BytesIO()
+    try:
+        with open_image(raw.data) as im:
+            if im.mode in DALI_READS_AS_IS and "transparency" not in im.info:
+                return raw
+            im.load()
+            to_rgb(im).save(buf, "PPM")
+    except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
+        raise _undecodable(raw, exc) from exc
+    return replace(raw, data=buf.getvalue())
 
 
 def _decode(raw: RawSample, factor: int = 1, height: int = 0, width: int = 0) -> np.ndarray:
