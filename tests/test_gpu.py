@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.gpu,
 pytest.importorskip("nvidia.dali")
 pytest.importorskip("kornia")
 
+from conftest_adopt import MODE_MEMBERS, by_label, mode_shards  # noqa: E402
 from helpers import convert_images, copy_photos  # noqa: E402
 
 import fastdata  # noqa: E402
@@ -61,6 +62,19 @@ def test_train_on_cuda_is_seeded_and_float_normalised(photos: Path, backend: str
     assert first.is_cuda and first.dtype == torch.float32 and first.shape[1:] == (3, 64, 64)
     assert torch.equal(first, again) and labels.is_cuda
     assert -3 < float(first.mean()) < 3  # normalised by the ImageNet mean/std, not 0-255
+
+
+def test_adopted_transparent_and_16_bit_images_read_on_cuda_as_on_the_cpu(tmp_path: Path) -> None:
+    """The DALI backend hands DALI's mixed decoder the host-decoded RGB (a PPM) of these members: no GPU decoder
+    takes PPM, so DALI decodes it on the CPU; the pixels must be the kornia backend's on the CPU."""
+    shards = mode_shards(tmp_path / "s")
+    gpu = by_label(shards, "dali", train=False, device="cuda")
+    cpu = by_label(shards, "kornia", train=False)
+    assert sorted(gpu) == sorted(cpu) == sorted(MODE_MEMBERS)
+    for label, (_, _, transparent) in MODE_MEMBERS.items():
+        diff = (gpu[label].int() - cpu[label].int()).abs()
+        assert diff.max() <= 3, (label, int(diff.max()))
+        assert not transparent or bool((gpu[label][:, :, 0] == 255).all()), label
 
 
 def test_kornia_batches_come_from_pinned_memory(photos: Path, monkeypatch: pytest.MonkeyPatch) -> None:
