@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 from fastdata.errors import ShardError
-from fastdata.images.decode import check_header, decode_train, hflip_hwc, host_rgb, resize_hwc
+from fastdata.images.decode import check_header, decode_eval, decode_train, hflip_hwc, host_rgb, resize_hwc
 from fastdata.images.geometry import Box
 from fastdata.images.reader import RawSample
 
@@ -144,3 +144,18 @@ def test_host_rgb_passes_on_only_the_modes_dali_reads_as_kornia_does(mode: str, 
     if not as_is:
         with Image.open(io.BytesIO(out.data)) as im:
             assert (im.format, im.mode, im.size) == ("PPM", "RGB", (4, 3))
+
+
+def test_a_non_jpeg_whose_pixels_fail_names_the_sample_and_pillows_error_on_both_paths() -> None:
+    rgba = np.zeros((20, 30, 4), np.uint8)
+    rgba[..., 3] = np.arange(30, dtype=np.uint8)  # not opaque: host_rgb decodes it
+    buf = io.BytesIO()
+    Image.fromarray(rgba, "RGBA").save(buf, "PNG")
+    raw = RawSample(buf.getvalue()[:-30], 0, "k4", Path("s-000004.tar"))  # the header reads, the pixels do not
+    assert check_header(raw, 600) == (20, 30)
+    for decode in (lambda: decode_eval(raw, resize_short=24, size=16), lambda: host_rgb(raw)):
+        with pytest.raises(ShardError) as err:
+            decode()
+        cause = err.value.__cause__
+        assert cause is not None
+        assert str(err.value) == f"undecodable image in s-000004.tar, key k4: {type(cause).__name__}: {cause}"

@@ -18,7 +18,7 @@ from conftest_images import collect, loader, make_datasets
 from helpers import wait_until
 
 from fastdata.images import prefetch as prefetch_module
-from fastdata.images.overlap import follow_on, next_step
+from fastdata.images.overlap import EPOCH_END, follow_on, next_step
 from fastdata.images.prefetch import prefetch
 from fastdata.images.resume import ResumePoint
 
@@ -415,3 +415,7 @@ def test_a_batch_left_in_the_queue_does_not_abort_the_exit(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "exiting" in done.stdout and "terminate" not in done.stderr
+
+
+def test_the_epoch_end_marker_reads_as_its_name_in_a_queue_dump() -> None:
+    assert repr(EPOCH_END) == "EPOCH_END" and repr((EPOCH_END, 3)) == "(EPOCH_END, 3)"
