@@ -5,7 +5,10 @@ finishes it; a killed driver resumes; a shard made twice at once leaves one vali
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,9 +52,10 @@ def images(tmp_path_factory) -> Path:
     return make_image_tree(tmp_path_factory.mktemp("ray") / "src", classes=3, per_class=7)
 
 
-def convert_images(src: Path, dst: Path, kind=None, **config) -> object:
+def convert_images(src: Path, dst: Path, kind=None, progress_factory=None, **config) -> object:
     cfg = {"jobs": 2, "samples_per_shard": 4, **config}
-    return convert(kind or get_kind("images"), src, dst, options=ImageOptions(), config=ConvertConfig(**cfg))
+    return convert(kind or get_kind("images"), src, dst, options=ImageOptions(), config=ConvertConfig(**cfg),
+                   progress_factory=progress_factory)
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +65,19 @@ def golden(images, tmp_path_factory) -> dict[str, str]:
     return tree_digest(dst)
 
 
-def test_images_ray_local_and_parts_write_the_same_bytes(images, golden, tmp_path):
-    result = convert_images(images, tmp_path / "ray", executor="ray")
+def _ray_line(caplog) -> str:
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "converters.executor"]
+    return line
+
+
+def test_images_ray_local_and_parts_write_the_same_bytes(images, golden, tmp_path, caplog):
+    done = []
+    with caplog.at_level(logging.INFO, logger="converters.executor"):
+        result = convert_images(images, tmp_path / "ray", executor="ray", progress_factory=lambda total: done.append)
     assert tree_digest(tmp_path / "ray") == golden
     assert len(result.converted) == 6 and result.retries == 0
+    assert sorted(done) == [1, 4, 4, 4, 4, 4]  # each shard's inputs, as its task ends
+    assert re.fullmatch(r"ray: 6 shard\(s\), 21 samples, 0 rejected, 0 retries, [0-9.]+ s", _ray_line(caplog))
     for part in range(3):  # parts run with the ray executor too, then merge
         convert_images(images, tmp_path / "parts", executor="ray", num_parts=3, part=part)
     merge(tmp_path / "parts")
@@ -121,16 +134,27 @@ def test_a_worker_that_dies_is_retried_and_the_output_is_unchanged(images, golde
     assert tree_digest(tmp_path / "out") == golden
 
 
-def test_a_shard_that_keeps_failing_is_listed_and_the_rerun_finishes(images, golden, tmp_path):
+def test_a_shard_that_keeps_failing_is_listed_and_the_rerun_finishes(images, golden, tmp_path, caplog):
     from ray_kinds import BrokenWhileFlagged
 
     flag = tmp_path / "broken"
     flag.touch()
     kind = BrokenWhileFlagged(flag)
-    with pytest.raises(ConvertError, match=r"6 shard\(s\) failed after 1 retries .*OSError: simulated I/O failure"):
+    with caplog.at_level(logging.INFO, logger="converters.executor"), pytest.raises(ConvertError) as err:
         convert_images(images, tmp_path / "out", kind=kind, executor="ray", retries=1)
-    failed = (tmp_path / "out" / ".partial" / "failed.json").read_text()
-    assert "train-000000.tar" in failed and "simulated I/O failure" in failed
+    partial = tmp_path / "out" / ".partial"
+    why = f"OSError: simulated I/O failure ({flag} exists)"
+    failed = json.loads((partial / "failed.json").read_text())["failed"]
+    assert failed == {name: why for name in golden if name.endswith(".tar")}
+    message = re.fullmatch(r"6 shard\(s\) failed after 1 retries \((.*) and 3 more\); all are listed in "
+                           + re.escape(str(partial / "failed.json")) + r"\. Fix the cause and rerun the same "
+                           r"command: finished shards are kept, only these are converted", str(err.value))
+    assert message is not None, str(err.value)
+    shown = dict(entry.split(": ", 1) for entry in message.group(1).split("; "))  # the first three to fail
+    assert len(shown) == 3 and all(failed[name] == text for name, text in shown.items())
+    # every task ran twice (the OSError retried once), and the run's attempt counters are gone
+    assert re.fullmatch(r"ray: 0 shard\(s\), 0 samples, 0 rejected, 6 retries, [0-9.]+ s", _ray_line(caplog))
+    assert not (partial / "attempts").exists() or not any((partial / "attempts").iterdir())
     assert not (tmp_path / "out" / "manifest.json").exists()
     flag.unlink()  # the fix
     result = convert_images(images, tmp_path / "out", kind=kind, executor="ray")
