@@ -136,11 +136,11 @@ def verdict(d: Diagnosis, /, *, batch_size: int, device: str, backend: str, num_
                       "larger batch per device.")
     else:
         level = "input-bound" if w >= INPUT_BOUND_ABOVE else "partly input-bound"
-        need = free_rate / fed_rate if fed_rate > 0 else float("inf")
+        need = (f"the loader would need to be {free_rate / fed_rate:.1f}x faster" if fed_rate > 0 else
+                "no image reached the step while it was timed")
         summary = (f"{'Input-bound' if level == 'input-bound' else 'Partly input-bound'}: {w:.0%} of step time "
                    f"waits for data. With the data already on the device the step runs at {free_rate:.0f} images/s; "
-                   f"fed by the loader it gets {fed_rate:.0f} images/s (the loader would need to be {need:.1f}x "
-                   "faster).")
+                   f"fed by the loader it gets {fed_rate:.0f} images/s ({need}).")
         advice.append(f"Run `fastdata bench DATASET --batch-size {batch_size} --backend {backend}` to find the "
                       f"best num_threads/prefetch (now num_threads={num_threads}, prefetch={prefetch}).")
         if max(d.fed.wait_s) > 4 * max(statistics.median(d.fed.wait_s), 1e-4):
