@@ -4,13 +4,12 @@ the decoder rejects named by its shard and key while the others of the batch are
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest_adopt import encoded
+from conftest_adopt import encoded, encoded_image
 from PIL import Image
 
 from fastdata.errors import ShardError
@@ -28,9 +27,7 @@ def _black_and_white() -> bytes:
     """Pure black left half, pure white right half: the decoded pixels reach 0 and 255 exactly."""
     im = np.zeros((40, 48, 3), np.uint8)
     im[:, 24:] = 255
-    buf = io.BytesIO()
-    Image.fromarray(im).save(buf, "JPEG", quality=95)
-    return buf.getvalue()
+    return encoded_image(Image.fromarray(im), "JPEG", quality=95)
 
 
 SAMPLES = {"colour": encoded("JPEG", seed=1), "grey": encoded("JPEG", seed=2, mode="L"),

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest_adopt import encoded_image
 from PIL import Image
 
 from fastdata.errors import ShardError
@@ -115,9 +116,8 @@ def test_host_rgb_hands_dali_the_kornia_pixels_of_a_non_jpeg_and_leaves_a_jpeg_a
     rgba = np.zeros((6, 5, 4), np.uint8)
     rgba[..., :3] = (200, 30, 30)
     rgba[:, 2:, 3] = 255  # columns 0-1 transparent, the rest opaque red
-    buf = io.BytesIO()
-    Image.fromarray(rgba, "RGBA").save(buf, "PNG")
-    raw = RawSample(buf.getvalue(), 3, "k", Path("s.tar"), extra=(b"cap",), index=5)
+    png = encoded_image(Image.fromarray(rgba, "RGBA"), "PNG")
+    raw = RawSample(png, 3, "k", Path("s.tar"), extra=(b"cap",), index=5)
     out = host_rgb(raw)
     assert bytes(out.data[:2]) == b"P6"  # a binary PPM, which DALI's decoders read as is
     with Image.open(io.BytesIO(out.data)) as im:
@@ -127,7 +127,7 @@ def test_host_rgb_hands_dali_the_kornia_pixels_of_a_non_jpeg_and_leaves_a_jpeg_a
     want[:, 2:] = (200, 30, 30)
     np.testing.assert_array_equal(got, want)
     assert (out.label, out.key, out.shard, out.extra, out.index) == (3, "k", Path("s.tar"), (b"cap",), 5)
-    broken = RawSample(buf.getvalue()[:-30], 0, "k9", Path("s-000003.tar"))
+    broken = RawSample(png[:-30], 0, "k9", Path("s-000003.tar"))
     with pytest.raises(ShardError, match=r"^undecodable image in s-000003.tar, key k9: "):
         host_rgb(broken)
 
@@ -136,9 +136,8 @@ def test_host_rgb_hands_dali_the_kornia_pixels_of_a_non_jpeg_and_leaves_a_jpeg_a
                                                     ("1", None, True), ("P", 0, False), ("L", 0, False),
                                                     ("RGB", (0, 0, 0), False), ("I;16", None, False)])
 def test_host_rgb_passes_on_only_the_modes_dali_reads_as_kornia_does(mode: str, key: object, as_is: bool) -> None:
-    buf = io.BytesIO()
-    Image.new(mode, (4, 3)).save(buf, "PNG", **({} if key is None else {"transparency": key}))
-    raw = RawSample(buf.getvalue(), 0, "k", Path("s.tar"))
+    png = encoded_image(Image.new(mode, (4, 3)), "PNG", **({} if key is None else {"transparency": key}))
+    raw = RawSample(png, 0, "k", Path("s.tar"))
     out = host_rgb(raw)
     assert (out is raw) == as_is
     if not as_is:
@@ -149,9 +148,8 @@ def test_host_rgb_passes_on_only_the_modes_dali_reads_as_kornia_does(mode: str, 
 def test_a_non_jpeg_whose_pixels_fail_names_the_sample_and_pillows_error_on_both_paths() -> None:
     rgba = np.zeros((20, 30, 4), np.uint8)
     rgba[..., 3] = np.arange(30, dtype=np.uint8)  # not opaque: host_rgb decodes it
-    buf = io.BytesIO()
-    Image.fromarray(rgba, "RGBA").save(buf, "PNG")
-    raw = RawSample(buf.getvalue()[:-30], 0, "k4", Path("s-000004.tar"))  # the header reads, the pixels do not
+    png = encoded_image(Image.fromarray(rgba, "RGBA"), "PNG")
+    raw = RawSample(png[:-30], 0, "k4", Path("s-000004.tar"))  # the header reads, the pixels do not
     assert check_header(raw, 600) == (20, 30)
     for decode in (lambda: decode_eval(raw, resize_short=24, size=16), lambda: host_rgb(raw)):
         with pytest.raises(ShardError) as err:
