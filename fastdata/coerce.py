@@ -6,7 +6,11 @@ what a PyTorch user passes into those names at the edge, before the options data
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+DEVICES = "'cpu', 'cuda' or 'cuda:N'"  # what a loader's `device` may be, in its error message
+_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
 
 
 def dtype_name(value: Any) -> Any:
@@ -29,6 +33,12 @@ def device_name(value: Any) -> Any:
     if isinstance(value, torch.device):
         return str(value)
     return value
+
+
+def is_device_name(value: Any) -> bool:
+    """Whether `value` is a device name the loaders take: 'cpu', 'cuda' or 'cuda:N' (N digits); 'cuda:1:2',
+    'cuda:x' or a number are not (the GPU index is read from the name)."""
+    return isinstance(value, str) and _DEVICE.fullmatch(value) is not None
 
 
 def torch_options(options: dict[str, Any], *, dtypes: tuple[str, ...] = ("dtype",),

@@ -69,3 +69,20 @@ def test_usable_cpus_counts_this_process_affinity_and_is_at_least_one(monkeypatc
     assert usable_cpus() == 64
     monkeypatch.setattr(os, "cpu_count", lambda: None)  # undeterminable
     assert usable_cpus() == 1
+
+
+@pytest.mark.parametrize("device", ["cuda:1:2", "cuda:x", "cuda:", "gpu", 0, None])
+def test_every_loader_refuses_a_device_name_it_cannot_read_with_the_same_error(device):
+    """'cuda:1:2' once passed the check ('cuda:' prefix) and failed later, and a device that was no string raised
+    AttributeError in the sequence and volume options; every loader now says what a device may be."""
+    from fastdata.images.options import ImageLoaderOptions
+    from fastdata.text.options import SequenceLoaderOptions
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    for options in (ImageLoaderOptions, SequenceLoaderOptions, VolumeLoaderOptions):
+        with pytest.raises(ValueError) as err:
+            options(batch_size=2, device=device)
+        assert str(err.value) == f"device={device!r} is not allowed; device must be 'cpu', 'cuda' or 'cuda:N'"
+    for good in ("cpu", "cuda", "cuda:0", "cuda:15"):
+        assert all(options(batch_size=2, device=good).device == good
+                   for options in (ImageLoaderOptions, SequenceLoaderOptions, VolumeLoaderOptions))

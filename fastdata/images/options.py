@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
@@ -87,8 +88,8 @@ class ImageLoaderOptions:
             raise bad("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:
             raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
-        if not isinstance(self.device, str) or not (self.device in ("cpu", "cuda") or self.device.startswith("cuda:")):
-            raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
+        if not is_device_name(self.device):
+            raise bad("device", self.device, DEVICES)
         if len(self.mean) != 3 or len(self.std) != 3 or not finite(*self.mean, *self.std) \
                 or any(s <= 0 for s in self.std):
             raise bad("mean/std", (self.mean, self.std), "three finite values each, std > 0")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 
@@ -64,8 +65,8 @@ class SequenceLoaderOptions:
                 raise bad("max_tokens", self.max_tokens, f">= block_size ({self.block_size}) with bucketing='pack'")
         elif self.block_size is not None:
             raise ValueError(f"block_size is only used with bucketing='pack', not {self.bucketing!r}")
-        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
-            raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
+        if not is_device_name(self.device):
+            raise bad("device", self.device, DEVICES)
         check_hook("batch_transform", self.batch_transform)
         if self.pad_id is not None and (not isinstance(self.pad_id, int) or self.pad_id < 0):
             raise bad("pad_id", self.pad_id, "a non-negative integer or None")

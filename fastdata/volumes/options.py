@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite
@@ -112,8 +113,8 @@ class VolumeLoaderOptions:
                       (self.rotate_degrees, self.elastic_magnitude, self.crop_margin), "non-negative")
         if self.dtype not in DTYPES:
             raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
-        if not (self.device == "cpu" or self.device == "cuda" or self.device.startswith("cuda:")):
-            raise bad("device", self.device, "'cpu', 'cuda' or 'cuda:N'")
+        if not is_device_name(self.device):
+            raise bad("device", self.device, DEVICES)
         if not valid_world_size(self.world_size):
             raise bad("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
