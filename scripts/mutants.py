@@ -25,6 +25,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.90
 _LINE = re.compile(r"^\s*(?P<name>[\w.]+?)\.(?:x_|xǁ)\S*__mutmut_\d+: (?P<status>.+)$")
@@ -110,6 +112,19 @@ def report() -> float:
     return score
 
 
+def isolation_problem(pyproject: Path = ROOT / "pyproject.toml") -> str | None:
+    """Why the configured runner would report mutants killed that no test killed (None: it would not).
+
+    mutmut's default runner forks each mutant's tests from the process that ran the statistics and the clean
+    tests. After remote storage was used in a process, its forked children refuse it (fastdata/storage/client.py:
+    obstore's runtime does not survive fork), so every test of remote data fails under every mutant."""
+    config = tomllib.loads(pyproject.read_text()).get("tool", {}).get("mutmut", {})
+    if config.get("process_isolation") == "forkserver":
+        return None
+    return ("[tool.mutmut] must set process_isolation = \"forkserver\": with mutmut's default (\"fork\") the tests "
+            "that read remote datasets fail in every forked child, and every mutant they reach is counted killed")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--budget", type=float, default=3600, help="seconds before the run is stopped (default 3600)")
@@ -119,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report-only", action="store_true", help="print the results of the last run")
     args = p.parse_args(argv)
     if not args.report_only:
+        problem = isolation_problem()
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
         start = time.monotonic()
         names: list[str] = []
         if args.sample < 1:

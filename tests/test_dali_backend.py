@@ -43,7 +43,8 @@ def run_epoch(b) -> tuple[list[torch.Tensor], list[torch.Tensor], list[list[str]
 
 
 @pytest.mark.parametrize("train,dtype,channels_last", [
-    (True, "float32", True), (True, "uint8", False), (False, "bfloat16", True), (False, "float16", False)])
+    (True, "float32", True), (True, "uint8", False), (False, "bfloat16", True), (False, "float16", False),
+    (True, "bfloat16", False)])
 def test_output_contract(ds: Path, train: bool, dtype: str, channels_last: bool) -> None:
     b = backend(ds, train=train, dtype=dtype, channels_last=channels_last, color_jitter=(0.2, 0.2, 0.2, 0.05))
     images, labels, _ = run_epoch(b)

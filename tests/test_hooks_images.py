@@ -197,10 +197,15 @@ def test_dali_augment_errors_name_the_hook(ds):
     def bad(images):
         raise KeyError("no such op")
 
-    with pytest.raises(HookError, match="dali_augment hook raised while the DALI graph was defined"):
+    with pytest.raises(HookError) as raised:
         run(loader(ds, backend="dali", dali_augment=bad))
-    with pytest.raises(HookError, match="returned None"):
+    assert str(raised.value) == "the dali_augment hook raised while the DALI graph was defined: KeyError: 'no such op'"
+    assert (raised.value.hook, raised.value.epoch, raised.value.batch) == ("dali_augment", -1, -1)  # not in a batch
+    assert isinstance(raised.value.__cause__, KeyError)
+    with pytest.raises(HookError) as none:
         run(loader(ds, backend="dali", dali_augment=lambda images: None))
+    assert str(none.value) == "the dali_augment hook returned None; it must return the images DataNode"
+    assert (none.value.hook, none.value.epoch, none.value.batch) == ("dali_augment", -1, -1)
 
 
 def test_a_dali_hook_gets_random_only_when_it_takes_a_second_argument():

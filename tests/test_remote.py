@@ -310,8 +310,11 @@ def test_a_dataset_behind_redirects_gives_the_same_epoch(served: FileServer, loc
 def test_a_missing_dataset_and_a_missing_manifest_are_clear(served: FileServer, tmp_path: Path):
     with pytest.raises(Exception, match="no manifest.json at"):
         fastdata.loader(served.url + "nothing-here/", batch_size=2, cache_dir=tmp_path / "c")
-    with pytest.raises(ManifestError, match="globs cannot"):
+    with pytest.raises(ManifestError) as glob:
         fastdata.loader(served.url + "ds/val-*.tar", batch_size=2, cache_dir=tmp_path / "c")
+    assert str(glob.value) == (f"'{served.url}ds/val-*.tar': globs cannot be expanded on remote storage (fastdata "
+                               "never lists it); pass the dataset folder, shard URLs or a brace pattern such as "
+                               "'s3://bucket/ds/train-{000000..000009}.tar'")
 
 
 def test_shard_urls_and_brace_patterns_read_those_shards(served: FileServer, local: Path, tmp_path: Path):
@@ -361,3 +364,33 @@ def test_damaged_state_on_the_store_is_a_clear_error_or_converted_again(s3: str,
     _convert(src, url, staging=tmp_path / "s4", num_parts=2, part=1)
     merge(url)
     assert remote_files(url, list(files_of(local))) == files_of(local)
+
+
+def test_adopted_shards_indexed_into_another_folder_are_read_from_their_own(local: Path, tmp_path: Path):
+    """`fastdata index SRC DST` leaves the tars in SRC and records `shard_root` in DST's manifest: read over HTTP,
+    the shards come from SRC's URL and the indexes from DST's."""
+    from converters.adopt import AdoptOptions, adopt
+
+    www = tmp_path / "www"
+    (www / "shards").mkdir(parents=True)
+    for tar in sorted(local.glob("val-*.tar")):
+        shutil.copy(tar, www / "shards" / tar.name)
+    result = adopt(www / "shards", www / "index", options=AdoptOptions(split="val", jobs=1))
+    assert result.manifest.shard_root == "../shards" and not list((www / "index").glob("*.tar"))
+    want = labels_of(www / "index", backend="kornia", train=False, split="val")
+    with FileServer(www) as server:
+        got = labels_of(server.url + "index/", backend="kornia", train=False, split="val", cache_dir=tmp_path / "c")
+        tars = [path for _, path, _ in server.requests if path.endswith(".tar")]
+    assert got == want and tars and all(path.startswith("/shards/") for path in tars)
+
+
+def test_shard_urls_outside_the_manifest_or_the_split_are_named(served: FileServer, tmp_path: Path):
+    kw = {"batch_size": 2, "cache_dir": tmp_path / "c"}
+    missing = [served.url + f"ds/val-00009{k}.tar" for k in range(5)]
+    with pytest.raises(ManifestError) as err:
+        fastdata.loader(missing, **kw)
+    assert str(err.value) == (f"['val-000090.tar', 'val-000091.tar', 'val-000092.tar'] are not listed in "
+                              f"{served.url}ds/manifest.json")  # the first three of five
+    with pytest.raises(ManifestError) as other:
+        fastdata.loader(served.url + "ds/val-000000.tar", split="train", **kw)
+    assert str(other.value) == f"split 'train' of {served.url}ds/ holds no shard"

@@ -73,6 +73,7 @@ def test_a_break_does_not_wait_for_a_stalled_download_and_the_next_epoch_takes_i
 
 def test_close_cuts_a_download_short(served_folder: Path, tmp_path: Path):
     cache = tmp_path / "cache"
+    before = set(threading.enumerate())
     with FileServer(served_folder) as server:
         server.faults.append(Fault(STALLED, stall=30.0, times=1))
         with _loader(server.url + "ds/", cache) as ld:
@@ -83,6 +84,8 @@ def test_close_cuts_a_download_short(served_folder: Path, tmp_path: Path):
             del it
             closing = time.monotonic()
         assert time.monotonic() - closing < 5.0, "close() waited for the stalled download"
+        # the download threads have ended when close() returns (cut short, then joined): none left behind
+        assert [t.name for t in set(threading.enumerate()) - before if t.name.startswith("fastdata-fetch")] == []
     assert not list(cache.rglob("*.tmp"))  # the partial download was removed
     with pytest.raises(RuntimeError, match="was closed"):
         iter(ld)

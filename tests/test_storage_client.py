@@ -8,6 +8,7 @@ import gzip
 import hashlib
 import multiprocessing as mp
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -115,12 +116,29 @@ def test_wrong_bytes_are_a_checksum_error_naming_the_url(served, tmp_path: Path)
         store(served).download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
 
 
-@pytest.mark.parametrize("status,message", [(403, "denied.*credentials"), (404, "does not exist")])
-def test_403_and_404_fail_at_once_with_what_to_check(served, status: int, message: str):
+DENIED = ("access to {url} was denied (HTTP {status}): check the credentials (AWS_ACCESS_KEY_ID / "
+          "AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or storage_options), that they may read this bucket and path, "
+          "and the endpoint")
+
+
+@pytest.mark.parametrize("status,message", [
+    (401, DENIED), (403, DENIED),
+    (404, "{url} does not exist (HTTP 404): check the bucket, the path and the endpoint (AWS_ENDPOINT_URL); a "
+          "dataset folder holds manifest.json"),
+    (400, "{url} answered HTTP 400")])
+def test_401_403_404_and_400_fail_at_once_with_what_to_check(served, status: int, message: str):
     served.faults.append(Fault("small.json", status=status, times=5))
-    with pytest.raises(StorageError, match=message):
+    with pytest.raises(StorageError) as err:
         store(served).read("small.json")
+    assert str(err.value) == message.format(url=served.url + "small.json", status=status)
     assert served.gets("small.json") == 1
+
+
+def test_an_http_dataset_is_read_only(served):
+    with pytest.raises(StorageError) as err:
+        store(served).delete("small.json")
+    assert str(err.value) == f"{served.url} is read-only (HTTP)"
+    assert served._server.requests == []  # refused before any request
 
 
 def test_a_server_that_keeps_failing_gives_up_within_the_policy(served):
@@ -310,3 +328,81 @@ def test_a_child_forked_while_the_body_lock_is_held_still_exits():
     if hung:
         child.kill()
     assert not hung and child.exitcode == 0
+
+
+def test_a_403_from_a_presigned_url_signs_it_again_once(s3: str, served, monkeypatch: pytest.MonkeyPatch):
+    """A presigned URL may have expired: the first 403 of a request signs a fresh one and retries it at once; a
+    403 of the fresh one is the answer."""
+    remote = RemoteStore(f"{s3}/signed/")
+    remote.upload("manifest.json", b'{"y": 1}')
+    signed = RemoteStore.object_url
+    asked: list[tuple[str, bool]] = []
+    denied_again = [False]
+
+    def stale_first(self, name: str, *, method: str = "GET", fresh: bool = False) -> str:
+        asked.append((method, fresh))
+        if not fresh or denied_again[0]:
+            return served.url + "denied"  # a server that answers 403, as S3 does for an expired signature
+        return signed(self, name, method=method, fresh=fresh)
+
+    for method in ("GET", "HEAD"):
+        served.faults.append(Fault("denied", status=403, times=100, method=method))
+    monkeypatch.setattr(RemoteStore, "object_url", stale_first)
+    assert remote.read("manifest.json") == b'{"y": 1}' and remote.size("manifest.json") == 8
+    assert asked == [("GET", False), ("GET", True), ("HEAD", False), ("HEAD", True)]
+    denied_again[0] = True
+    asked.clear()
+    with pytest.raises(StorageError, match=r"was denied \(HTTP 403\)"):
+        remote.size("manifest.json")
+    assert asked == [("HEAD", False), ("HEAD", True)]
+
+
+def test_uploads_go_in_parts_above_the_threshold_only(s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import obstore
+
+    import fastdata.storage.client as client
+
+    monkeypatch.setattr(client, "MULTIPART_ABOVE", 1000)
+    put, parts = obstore.put, []
+
+    def spy(store, path, source, **kw):
+        parts.append((path, kw["use_multipart"]))
+        return put(store, path, source, **kw)
+
+    monkeypatch.setattr(obstore, "put", spy)
+    remote = RemoteStore(f"{s3}/parts/")
+    remote.upload("at.bin", b"a" * 1000)
+    remote.upload("above.bin", b"b" * 1001)
+    (tmp_path / "file.bin").write_bytes(b"c" * 5000)
+    remote.upload("file.bin", tmp_path / "file.bin")
+    assert parts == [("at.bin", False), ("above.bin", True), ("file.bin", True)]
+    assert remote.size("above.bin") == 1001 and remote.size("file.bin") == 5000
+
+
+def test_an_upload_that_fails_or_comes_out_short_is_an_error(s3: str, served, monkeypatch: pytest.MonkeyPatch):
+    with pytest.raises(StorageError) as err:
+        RemoteStore(f"{s3}-no-such-bucket/x/").upload("a.json", b"{}")
+    cause = type(err.value.__cause__).__name__  # obstore's error, named
+    assert re.fullmatch(rf"cannot upload a\.json to {re.escape(s3)}-no-such-bucket/x/: {cause}: .+; check the "
+                        r"credentials and that they may write there", str(err.value), re.S) and cause != "NoneType"
+    remote = RemoteStore(f"{s3}/short/")
+    monkeypatch.setattr(RemoteStore, "size", lambda self, name: 1)
+    with pytest.raises(StorageError) as short:
+        remote.upload("b.json", b"{}")
+    assert str(short.value) == f"after uploading b.json to {s3}/short/ the object has 1 bytes, not 2"
+    with pytest.raises(StorageError) as http:
+        store(served).upload("c.json", b"{}")
+    assert str(http.value) == (f"{served.url} is read-only (HTTP): write datasets to s3://, gs:// or az://, or to a "
+                               "local folder")
+
+
+def test_a_head_answer_without_a_readable_length_or_that_keeps_failing_is_named(served):
+    served.faults.append(Fault("small.json", length="8 bytes", method="HEAD"))
+    with pytest.raises(StorageError) as err:
+        store(served).size("small.json")
+    assert str(err.value) == (f"{served.url}small.json: the server sent no Content-Length (a number of at most 18 "
+                              "digits) for a HEAD request")
+    served.faults.append(Fault("small.json", status=503, times=10, method="HEAD"))
+    with pytest.raises(StorageError) as gave_up:
+        store(served, attempts=2).size("small.json")
+    assert str(gave_up.value).startswith(f"gave up on {served.url}small.json (HEAD) after 2 attempt(s)")

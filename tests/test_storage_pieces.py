@@ -1,0 +1,97 @@
+"""Small pieces of the remote client on their own: the first byte of a `Content-Range`, a file URL's folder and
+name, the retry backoff's bound and its pause, `Retry-After`, and the client options an endpoint leads to."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+
+from fastdata.storage.client import RemoteStore, _range_start
+from fastdata.storage.retry import RetryPolicy
+from fastdata.storage.url import split
+
+
+class Answer:
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.headers = headers
+
+
+@pytest.mark.parametrize("value,first", [
+    ("bytes 100-199/1000", 100), (" bytes 0-0/1 ", 0), ("bytes 5-9/*", 5), ("bytes */1000", None),
+    ("items 100-199/1000", None), ("bytes 100", None), ("bytes -5-9/10", None), ("", None), ("bytes", None)])
+def test_the_first_byte_of_a_content_range(value: str, first: int | None) -> None:
+    assert _range_start(Answer({"Content-Range": value})) == first
+    assert _range_start(Answer({})) is None
+
+
+@pytest.mark.parametrize("url,folder,name", [
+    ("s3://bucket/data/train-000000.tar", "s3://bucket/data/", "train-000000.tar"),
+    ("s3://bucket/data/shards/", "s3://bucket/data/", "shards"),
+    ("https://host/a/b.tar", "https://host/a/", "b.tar")])
+def test_a_file_url_splits_into_its_folder_and_name(url: str, folder: str, name: str) -> None:
+    assert split(url) == (folder, name)
+
+
+class Top(random.Random):
+    """Draws the upper end of every interval: the backoff's bound itself."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def test_the_backoff_doubles_up_to_its_cap() -> None:
+    policy = RetryPolicy(base_delay=0.25, max_delay=5.0)
+    assert [policy.backoff(k, rng=Top()) for k in range(7)] == [0.25, 0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert policy.backoff(10**6, rng=Top()) == 5.0  # no overflow however many attempts
+
+
+@pytest.mark.parametrize("env,options,allow_http", [
+    ({"AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}, {}, True),
+    ({"AWS_ENDPOINT": "http://127.0.0.1:9000"}, {}, True),  # the older name obstore also reads
+    ({"AWS_ENDPOINT_URL": "https://s3.example.org", "AWS_ENDPOINT": "http://127.0.0.1:9000"}, {}, False),
+    ({"AWS_ENDPOINT_URL": "https://s3.example.org"}, {"endpoint": "http://127.0.0.1:9000"}, True),
+    ({}, {}, False)])
+def test_plain_http_is_allowed_only_for_an_http_endpoint(monkeypatch: pytest.MonkeyPatch, env: dict, options: dict,
+                                                        allow_http: bool) -> None:
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    remote = RemoteStore("s3://bucket/data/", {"connect_timeout": 3.0, "read_timeout": 20.0, **options})
+    client = remote._client_options()
+    assert client == {"connect_timeout": timedelta(seconds=3.0), "timeout": timedelta(seconds=300.0),
+                      **({"allow_http": True} if allow_http else {})}
+
+
+def test_retry_after_never_asks_for_a_negative_wait() -> None:
+    import email.utils
+    import time
+
+    from fastdata.storage.retry import parse_retry_after
+
+    assert parse_retry_after("0") == 0.0 and parse_retry_after("-2") == 0.0 and parse_retry_after(" 1.5 ") == 1.5
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412500.0) == 0.0  # a date already past
+    ahead = parse_retry_after(email.utils.formatdate(time.time() + 100, usegmt=True))  # against the clock
+    assert ahead is not None and 97.0 <= ahead <= 100.0
+
+
+def test_a_retry_pause_ends_soon_after_the_dataset_is_closed_and_on_time_otherwise() -> None:
+    import threading
+    import time
+
+    from fastdata.storage.inflight import InFlight
+
+    flight = InFlight()
+    started = time.monotonic()
+    flight.pause(0.2)
+    assert 0.2 <= time.monotonic() - started < 1.0
+    ended: list[float] = []
+    sleeper = threading.Thread(target=lambda: (flight.pause(30.0), ended.append(time.monotonic())))
+    sleeper.start()
+    time.sleep(0.3)
+    closed = time.monotonic()
+    flight.abandon()
+    sleeper.join(timeout=5)
+    assert ended and ended[0] - closed < 0.6  # the pause looks every 0.1 s
