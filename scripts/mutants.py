@@ -25,8 +25,6 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import tomllib
-
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.90
 _LINE = re.compile(r"^\s*(?P<name>[\w.]+?)\.(?:x_|xǁ)\S*__mutmut_\d+: (?P<status>.+)$")
@@ -118,7 +116,11 @@ def isolation_problem(pyproject: Path = ROOT / "pyproject.toml") -> str | None:
     mutmut's default runner forks each mutant's tests from the process that ran the statistics and the clean
     tests. After remote storage was used in a process, its forked children refuse it (fastdata/storage/client.py:
     obstore's runtime does not survive fork), so every test of remote data fails under every mutant."""
-    config = tomllib.loads(pyproject.read_text()).get("tool", {}).get("mutmut", {})
+    if sys.version_info >= (3, 11):
+        from tomllib import loads
+    else:  # Python 3.10: the `toml` package, which mutmut reads pyproject.toml with there
+        from toml import loads
+    config = loads(pyproject.read_text()).get("tool", {}).get("mutmut", {})
     if config.get("process_isolation") == "forkserver":
         return None
     return ("[tool.mutmut] must set process_isolation = \"forkserver\": with mutmut's default (\"fork\") the tests "
