@@ -3,13 +3,17 @@ name, the retry backoff's bound and its pause, `Retry-After`, and the client opt
 
 from __future__ import annotations
 
+import email.utils
 import random
+import threading
+import time
 from datetime import timedelta
 
 import pytest
 
 from fastdata.storage.client import RemoteStore, _range_start
-from fastdata.storage.retry import RetryPolicy
+from fastdata.storage.inflight import InFlight
+from fastdata.storage.retry import RetryPolicy, parse_retry_after
 from fastdata.storage.url import split
 
 
@@ -66,11 +70,6 @@ def test_plain_http_is_allowed_only_for_an_http_endpoint(monkeypatch: pytest.Mon
 
 
 def test_retry_after_never_asks_for_a_negative_wait() -> None:
-    import email.utils
-    import time
-
-    from fastdata.storage.retry import parse_retry_after
-
     assert parse_retry_after("0") == 0.0 and parse_retry_after("-2") == 0.0 and parse_retry_after(" 1.5 ") == 1.5
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412500.0) == 0.0  # a date already past
     ahead = parse_retry_after(email.utils.formatdate(time.time() + 100, usegmt=True))  # against the clock
@@ -78,11 +77,6 @@ def test_retry_after_never_asks_for_a_negative_wait() -> None:
 
 
 def test_a_retry_pause_ends_soon_after_the_dataset_is_closed_and_on_time_otherwise() -> None:
-    import threading
-    import time
-
-    from fastdata.storage.inflight import InFlight
-
     flight = InFlight()
     started = time.monotonic()
     flight.pause(0.2)
