@@ -379,3 +379,43 @@ def test_the_kernel_floor_delivers_the_kornia_backends_tensors(tmp_path, train, 
         assert not torch.equal(ours[0][0], ours[1][0])  # epoch 1 drew new crops
     with pytest.raises(ValueError, match="without --device cuda"):
         floor.setup(dataclasses.replace(spec, device="cuda"))
+
+
+def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path, capsys):
+    """benchmarks/dali_stages.py: base is always run, each variant in its own process, the stage times are per
+    batch, the rows reach the JSON file, and a variant delivers base's first batch."""
+    pytest.importorskip("nvidia.dali")
+    from helpers import convert_images, make_image_tree
+
+    from benchmarks import dali_stages
+
+    convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=4, size=(320, 240)), tmp_path / "shards")
+    rows = dali_stages.main(["--shards", str(tmp_path / "shards"), "--device", "cpu", "--variants", "lag2",
+                             "--mode", "eval", "--reps", "1", "--epochs", "2", "--batch-size", "4", "--threads", "2",
+                             "--json", str(tmp_path / "runs.json")])
+    assert [(r["variant"], r["mode"]) for r in rows] == [("base", "eval"), ("lag2", "eval")]
+    assert all(r["batches"] == 4 and r["images_per_s"] > 0 for r in rows)  # 8 images, batch 4, 2 timed epochs
+    assert all(0 < r["ms_per_batch"]["to_torch"] < r["ms_per_batch"]["collect"] for r in rows)  # part of collect
+    assert rows[0]["first_batch_sum"] == rows[1]["first_batch_sum"]
+    assert json.loads((tmp_path / "runs.json").read_text()) == rows
+    out = capsys.readouterr().out
+    assert "### eval" in out and "| base |" in out and "| lag2 |" in out and "| 1.00x |" in out
+    with pytest.raises(SystemExit):
+        dali_stages.main(["--shards", str(tmp_path / "shards"), "--variants", "lag3"])
+    with pytest.raises(SystemExit):
+        dali_stages.main(["--shards", str(tmp_path / "missing")])
+
+
+def test_dali_stages_fails_when_a_variant_changes_the_output(tmp_path, monkeypatch, capsys):
+    from benchmarks import dali_stages
+
+    def child(args, variant, mode):
+        return {"variant": variant, "mode": mode, "images_per_s": 100.0 if variant == "base" else 150.0,
+                "first_batch_sum": 1.0 if variant == "base" else 2.0, "batches": 2,
+                "ms_per_batch": {"submit": 1.0, "collect": 2.0, "to_torch": 0.5}}
+
+    monkeypatch.setattr(dali_stages, "_child", child)
+    with pytest.raises(SystemExit, match=r"another first batch than base: dlpack \(train\)$"):
+        dali_stages.main(["--shards", str(tmp_path), "--device", "cpu", "--variants", "dlpack", "--mode", "train"])
+    out = capsys.readouterr().out
+    assert "| dlpack | 150 | 150 | 150 | 1.50x | 1.00 | 2.00 | 0.50 |" in out  # the table is printed first

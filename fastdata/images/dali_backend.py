@@ -143,16 +143,7 @@ class DaliBackend(PlannedBackend):
 
     def _convert(self, out: Any) -> torch.Tensor:
         o, args = self._opts, self._args
-        dense = out.as_tensor()  # the batch is one contiguous buffer: a view, no copy
-        if self._device.type == "cpu":
-            # Zero copy: with the dynamic executor every output batch owns its buffer, which DALI does not
-            # reuse while a reference to it is alive; the DLPack capsule keeps it alive in torch.
-            arr = torch.from_dlpack(dense)
-        else:
-            from nvidia.dali.plugin.pytorch import feed_ndarray
-
-            arr = torch.empty(dense.shape(), dtype=_TORCH_DTYPES[args.out_dtype], device=self._device)
-            feed_ndarray(dense, arr, cuda_stream=torch.cuda.current_stream(self._device))
+        arr = self._to_torch(out.as_tensor())  # the batch is one contiguous buffer: a view, no copy
         if args.layout == "HWC":
             arr = arr.permute(0, 3, 1, 2)  # NHWC storage, NCHW shape: channels_last without a copy
         if o.augment is not None:
@@ -161,6 +152,21 @@ class DaliBackend(PlannedBackend):
         if arr.dtype != want:  # bfloat16, which DALI does not produce: one conversion pass
             fmt = torch.channels_last if o.channels_last else torch.contiguous_format
             arr = arr.to(want, memory_format=fmt)
+        return arr
+
+    def _to_torch(self, dense: Any) -> torch.Tensor:
+        """The graph's dense output batch as a torch tensor on the loader's device."""
+        if self._device.type == "cpu":
+            # Zero copy: with the dynamic executor every output batch owns its buffer, which DALI does not
+            # reuse while a reference to it is alive; the DLPack capsule keeps it alive in torch.
+            return torch.from_dlpack(dense)
+        # On the GPU, one device copy on torch's current stream. Handing torch DALI's buffer through DLPack
+        # looked faster in eval in two repetitions on an H100 (benchmarks/dali_stages.py, docs/benchmarks.md),
+        # but whether DALI keeps that buffer until the work torch queued on it is done has not been checked.
+        from nvidia.dali.plugin.pytorch import feed_ndarray
+
+        arr = torch.empty(dense.shape(), dtype=_TORCH_DTYPES[self._args.out_dtype], device=self._device)
+        feed_ndarray(dense, arr, cuda_stream=torch.cuda.current_stream(self._device))
         return arr
 
     def close(self) -> None:
