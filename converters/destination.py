@@ -105,7 +105,7 @@ class RemoteDestination:
         try:
             data = self.store.read(name)
         except StorageError as exc:
-            if "does not exist" in str(exc):
+            if exc.status == 404:
                 return None
             raise
         return state.read_state(data, self.label + name, fix=fix)

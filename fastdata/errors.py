@@ -20,7 +20,12 @@ class ConvertError(FastdataError):
 
 
 class StorageError(FastdataError):
-    """Remote storage cannot be read or written: the message names the URL and what to check."""
+    """Remote storage cannot be read or written: the message names the URL and what to check. `status` is the
+    HTTP status the store answered with, when the error is such an answer (None otherwise)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class MissingDependencyError(FastdataError, ImportError):

@@ -327,8 +327,9 @@ def test_shard_urls_and_brace_patterns_read_those_shards(served: FileServer, loc
     assert labels_of([served.url + "ds/" + n for n in names], **kw) == want
     assert served.gets("manifest.json") == 1  # one dataset, not a mixture of one-shard datasets
     assert labels_of(served.url + f"ds/val-{{000000..{len(names) - 1:06d}}}.tar", **kw) == want
-    assert labels_of(served.url + "ds/" + names[1], **kw) == labels_of(str(local / names[1]), backend="kornia",
-                                                                       train=False)
+    one = labels_of(str(local / names[1]), backend="kornia", train=False)
+    assert labels_of(served.url + "ds/" + names[1], **kw) == one
+    assert labels_of(served.url + "ds/" + names[1] + "/", **kw) == one  # a shard's URL with a trailing slash
     with pytest.raises(ManifestError, match="the shard URLs given lie in 2 folders; a dataset's shards lie in one"):
         fastdata.loader([served.url + "ds/" + names[0], served.url + "other/" + names[1]], batch_size=2, **kw)
     with pytest.raises(ManifestError, match=r"\['val-000099.tar'\] are not listed in http://127.0.0.1:\d+/ds/manifest"):

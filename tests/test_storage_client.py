@@ -131,7 +131,17 @@ def test_401_403_404_and_400_fail_at_once_with_what_to_check(served, status: int
     with pytest.raises(StorageError) as err:
         store(served).read("small.json")
     assert str(err.value) == message.format(url=served.url + "small.json", status=status)
+    assert err.value.status == status  # what callers decide on (a missing file is a 404), not the wording
     assert served.gets("small.json") == 1
+
+
+def test_an_object_shorter_than_the_manifest_says_is_named_after_the_range_past_its_end(served, tmp_path: Path):
+    """The whole object arrives, short of the recorded size; the resumed request for the rest is answered 416."""
+    with pytest.raises(StorageError) as err:
+        store(served).download("blob.bin", tmp_path / "out", size=len(DATA) + 1000)
+    assert str(err.value) == (f"{served.url}blob.bin has {len(DATA)} bytes, the manifest says {len(DATA) + 1000}: "
+                              "the remote file differs from the dataset's manifest")
+    assert served.gets("blob.bin") == 2  # the whole body, then the range from its end
 
 
 def test_an_http_dataset_is_read_only(served):

@@ -1,5 +1,6 @@
 """Small pieces of the remote client on their own: the first byte of a `Content-Range`, a file URL's folder and
-name, the retry backoff's bound and its pause, `Retry-After`, and the client options an endpoint leads to."""
+name, the retry backoff's bound and its pause, `Retry-After`, the client options an endpoint leads to, and a missing
+file told by its status."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from datetime import timedelta
 
 import pytest
 
+from converters.destination import RemoteDestination
+from fastdata.errors import ManifestError, StorageError
 from fastdata.storage.client import RemoteStore, _range_start
 from fastdata.storage.inflight import InFlight
+from fastdata.storage.open import manifest_at
 from fastdata.storage.retry import RetryPolicy, parse_retry_after
 from fastdata.storage.url import split
 
@@ -89,3 +93,34 @@ def test_a_retry_pause_ends_soon_after_the_dataset_is_closed_and_on_time_otherwi
     flight.abandon()
     sleeper.join(timeout=5)
     assert ended and ended[0] - closed < 0.6  # the pause looks every 0.1 s
+
+
+def answering(store: RemoteStore, status: int, message: str) -> RemoteStore:
+    """`store` with every request answered by `status`, in an error that reads `message`."""
+
+    def send(method: str, name: str, headers: dict, *, resigned: list) -> None:
+        raise StorageError(message.format(url=store.url + name), status=status)
+
+    store._send = send  # type: ignore[method-assign]
+    return store
+
+
+@pytest.mark.parametrize("status,message", [
+    (404, "{url}: gone"), (403, "{url} was denied, though a proxy wrote 'does not exist (HTTP 404)'")])
+def test_a_missing_file_is_told_by_its_status_not_by_the_words_of_the_error(tmp_path, status: int, message: str):
+    """size() says None, the manifest is missing, a conversion's state file is absent: for a 404 only."""
+    url = "http://127.0.0.1:9/ds/"
+    store = answering(RemoteStore(url), status, message)
+    dest = RemoteDestination(url, staging=tmp_path)
+    answering(dest.store, status, message)
+    if status == 404:
+        assert store.size("train-000000.tar") is None
+        assert dest._get_json("manifest.json", fix="delete it") is None
+        with pytest.raises(ManifestError, match=r"^no manifest.json at http://127.0.0.1:9/ds/: pass the URL of the "):
+            manifest_at(store)
+        return
+    for call in (lambda: store.size("train-000000.tar"), lambda: dest._get_json("manifest.json", fix="delete it"),
+                 lambda: manifest_at(store)):
+        with pytest.raises(StorageError) as err:
+            call()
+        assert err.value.status == 403 and "was denied" in str(err.value)

@@ -176,12 +176,12 @@ class RemoteStore:
         where = self.url + name
         if status == 404:
             return StorageError(f"{where} does not exist (HTTP 404): check the bucket, the path and the endpoint "
-                                "(AWS_ENDPOINT_URL); a dataset folder holds manifest.json")
+                                "(AWS_ENDPOINT_URL); a dataset folder holds manifest.json", status=status)
         if status in (401, 403):
             return StorageError(f"access to {where} was denied (HTTP {status}): check the credentials "
                                 "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or storage_options), "
-                                "that they may read this bucket and path, and the endpoint")
-        return StorageError(f"{where} answered HTTP {status}")
+                                "that they may read this bucket and path, and the endpoint", status=status)
+        return StorageError(f"{where} answered HTTP {status}", status=status)
 
     def _retry(self, name: str, what: str, attempt_fn):
         """Run `attempt_fn(attempt)` until it returns, retrying _Retryable failures per the policy."""
@@ -241,7 +241,7 @@ class RemoteStore:
             try:
                 response = self._send("HEAD", name, {}, resigned=resigned)
             except StorageError as exc:
-                if "HTTP 404" in str(exc):
+                if exc.status == 404:
                     return None
                 raise
             response.release_conn()
@@ -308,7 +308,7 @@ class RemoteStore:
                 try:
                     response = self._send("GET", name, headers, resigned=resigned)
                 except StorageError as exc:
-                    if have and "HTTP 416" in str(exc):  # asked past the end: the object is shorter than recorded
+                    if have and exc.status == 416:  # asked past the end: the object is shorter than recorded
                         raise StorageError(f"{self.url}{name} has {have} bytes, the manifest says {size}: the remote "
                                            "file differs from the dataset's manifest") from None
                     raise

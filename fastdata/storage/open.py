@@ -47,7 +47,7 @@ def manifest_at(store: RemoteStore) -> tuple[Manifest, bytes]:
     try:
         raw = store.read(MANIFEST_NAME)
     except StorageError as exc:
-        if "HTTP 404" in str(exc) or "does not exist" in str(exc):
+        if exc.status == 404:
             raise ManifestError(f"no {MANIFEST_NAME} at {store.url}: pass the URL of the folder `fastdata convert` "
                                 f"or `fastdata index` wrote (a conversion still running uploads it last)") from exc
         raise
