@@ -9,9 +9,11 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -265,8 +267,9 @@ def served(local: Path, tmp_path: Path):
 
 
 def _http_labels(server: FileServer, tmp_path: Path, **kw) -> list[list[int]]:
+    options = {"read_timeout": 0.5, "attempts": 4, **kw.pop("storage_options", {})}
     return labels_of(server.url + "ds/", backend="kornia", train=False, split="val", cache_dir=tmp_path / "cache",
-                     storage_options={"read_timeout": 0.5, "attempts": 4}, **kw)
+                     storage_options=options, **kw)
 
 
 @pytest.mark.parametrize("fault", [Fault("val-000000.tar", status=503, retry_after=0.5, times=2),
@@ -286,15 +289,24 @@ def test_transient_faults_give_the_same_epoch(served: FileServer, local: Path, t
 
 @pytest.mark.parametrize("fault,message", [(Fault("val-000001.tar", corrupt=True, times=9), "sha256"),
                                            (Fault("val-000001.tar", status=403, times=9), "denied"),
-                                           (Fault("val-000001.tar", status=503, times=99), "gave up")],
-                         ids=["corrupt", "403", "503-forever"])
+                                           (Fault("val-000001.tar", status=503, times=99), "gave up"),
+                                           (Fault("val-000001.idx", corrupt=True, times=9), "sha256")],
+                         ids=["corrupt", "403", "503-forever", "corrupt-index"])
 def test_lasting_faults_raise_from_the_loop_naming_the_url(served: FileServer, tmp_path: Path, fault: Fault,
                                                            message: str):
     fault, times = replace(fault), fault.times
     served.faults.append(fault)
-    with pytest.raises(StorageError, match=rf"val-000001\.tar.*{message}|{message}.*val-000001\.tar"):
+    name = re.escape(fault.path)
+    with pytest.raises(StorageError, match=rf"{name}.*{message}|{message}.*{name}"):
         _http_labels(served, tmp_path)
     assert fault.times < times  # the error came from the fault
+
+
+def test_storage_options_reach_the_store_of_the_manifest(served: FileServer, tmp_path: Path):
+    """One 503, which any other number of attempts retries, is fatal with attempts=1."""
+    served.faults.append(Fault("manifest.json", status=503, times=1))
+    with pytest.raises(StorageError, match=r"^gave up on http://127.0.0.1:\d+/ds/manifest.json \(GET\) after 1 "):
+        _http_labels(served, tmp_path, storage_options={"attempts": 1})
 
 
 def test_a_dataset_behind_redirects_gives_the_same_epoch(served: FileServer, local: Path, tmp_path: Path):
@@ -383,6 +395,11 @@ def test_adopted_shards_indexed_into_another_folder_are_read_from_their_own(loca
         got = labels_of(server.url + "index/", backend="kornia", train=False, split="val", cache_dir=tmp_path / "c")
         tars = [path for _, path, _ in server.requests if path.endswith(".tar")]
     assert got == want and tars and all(path.startswith("/shards/") for path in tars)
+    with FileServer(www) as server:  # the user's storage_options reach the shard folder's store too
+        server.faults.append(Fault("shards/val-000000.tar", status=503, times=1))
+        with pytest.raises(StorageError, match=r"gave up on http://127.0.0.1:\d+/shards/val-000000.tar \(GET\)"):
+            labels_of(server.url + "index/", backend="kornia", train=False, split="val", cache_dir=tmp_path / "c2",
+                      storage_options={"attempts": 1})
 
 
 def test_shard_urls_outside_the_manifest_or_the_split_are_named(served: FileServer, tmp_path: Path):
@@ -395,3 +412,18 @@ def test_shard_urls_outside_the_manifest_or_the_split_are_named(served: FileServ
     with pytest.raises(ManifestError) as other:
         fastdata.loader(served.url + "ds/val-000000.tar", split="train", **kw)
     assert str(other.value) == f"split 'train' of {served.url}ds/ holds no shard"
+
+
+def test_without_cache_limit_the_cache_may_take_a_share_of_the_free_disk_plus_what_it_holds(
+        served: FileServer, tmp_path: Path, monkeypatch):
+    import fastdata.storage.open as opening
+    from fastdata.dataset import RemoteOptions
+
+    _http_labels(served, tmp_path)  # the cache now holds the split's shards
+    monkeypatch.setattr(opening, "shutil", SimpleNamespace(disk_usage=lambda path: SimpleNamespace(free=10**9)))
+    view = opening.open_remote(served.url + "ds/", split="val", options=RemoteOptions(cache_dir=tmp_path / "cache"))
+    try:
+        held = view.remote.cache.used()
+        assert held > 0 and view.remote.cache.limit == int(0.8 * 10**9) + held
+    finally:
+        view.close()
