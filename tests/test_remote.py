@@ -415,15 +415,21 @@ def test_shard_urls_outside_the_manifest_or_the_split_are_named(served: FileServ
 
 
 def test_without_cache_limit_the_cache_may_take_a_share_of_the_free_disk_plus_what_it_holds(
-        served: FileServer, tmp_path: Path, monkeypatch):
+        served: FileServer, tmp_path: Path, monkeypatch, caplog):
+    """... and the log says what was opened, and that limit."""
     import fastdata.storage.open as opening
     from fastdata.dataset import RemoteOptions
 
     _http_labels(served, tmp_path)  # the cache now holds the split's shards
     monkeypatch.setattr(opening, "shutil", SimpleNamespace(disk_usage=lambda path: SimpleNamespace(free=10**9)))
+    caplog.set_level("INFO", logger="fastdata.storage.open")
     view = opening.open_remote(served.url + "ds/", split="val", options=RemoteOptions(cache_dir=tmp_path / "cache"))
     try:
-        held = view.remote.cache.used()
-        assert held > 0 and view.remote.cache.limit == int(0.8 * 10**9) + held
+        cache = view.remote.cache
+        held = cache.used()
+        assert held > 0 and cache.limit == int(0.8 * 10**9) + held
+        assert [r.getMessage() for r in caplog.records if r.name == "fastdata.storage.open"] == [
+            f"{served.url}ds/: {len(view.shards)} shard(s) of split val, cached in {cache.dir} (limit {cache.limit} "
+            "bytes)"]
     finally:
         view.close()
