@@ -88,9 +88,22 @@ def test_a_server_that_always_drips_gives_up_saying_why(served):
     served.faults.append(Fault("small.json", drip=(1, 0.2), times=10))
     started = time.monotonic()
     with pytest.raises(StorageError, match=r"small\.json.*after 2 attempt.*less than 64 KiB in 1 s \(a stalled or "
-                                           r"dripping server\)"):
+                                           r"dripping server\) after \d bytes$"):
         store(served, attempts=2).read("small.json")
     assert time.monotonic() - started < 4.0
+
+
+def test_a_metadata_read_is_held_to_its_limit_and_a_body_cut_short_names_the_error(served):
+    s = store(served, attempts=2)
+    assert s.read("blob.bin", limit=len(DATA)) == DATA  # exactly at the limit
+    with pytest.raises(StorageError) as err:  # refused on its announced size, before the body
+        s.read("blob.bin", limit=len(DATA) - 1)
+    assert str(err.value) == (f"{served.url}blob.bin is {len(DATA)} bytes, over the {len(DATA) - 1} a metadata file "
+                              "may have")
+    served.faults.append(Fault("small.json", cut=3, times=2))
+    with pytest.raises(StorageError, match=r"^gave up on .*small\.json \(GET\) after 2 attempt\(s\) in [\d.]+ s; last "
+                                           r"error: ProtocolError while reading the body: .*IncompleteRead"):
+        s.read("small.json")
 
 
 def test_a_slow_body_that_keeps_moving_is_not_cut(served, tmp_path: Path):
