@@ -84,6 +84,22 @@ def test_a_dripping_body_is_cut_short_and_resumed(served, tmp_path: Path):
     assert len(ranges) == 2 and ranges[0] is None  # cut once, then resumed (from where the drip had got to)
 
 
+def test_a_dripping_body_of_unknown_length_ends_quietly_when_cut_and_is_resumed(served, tmp_path: Path, caplog):
+    """Without a usable Content-Length the body ends when its socket closes: cut by the watcher, the read ends
+    without an error, short of the size, and is resumed from there."""
+    data = DATA[:8000]
+    (tmp_path / "drip.bin").write_bytes(data)
+    served.faults.append(Fault("drip.bin", drip=(40, 0.05), length="unknown", times=1))
+    caplog.set_level("INFO", logger="fastdata.storage.client")
+    store(served).download("drip.bin", tmp_path / "out", size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    assert (tmp_path / "out").read_bytes() == data
+    ranges = [r for m, p, r in served.requests if m == "GET" and p.endswith("drip.bin")]
+    assert len(ranges) == 2 and ranges[0] is None and ranges[1] != "bytes=0-"
+    retried = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(retried) == 1 and re.search(r"less than 64 KiB in 1 s \(a stalled or dripping server\) after "
+                                           rf"{ranges[1][6:-1]} bytes$", retried[0])
+
+
 def test_a_server_that_always_drips_gives_up_saying_why(served):
     served.faults.append(Fault("small.json", drip=(1, 0.2), times=10))
     started = time.monotonic()
