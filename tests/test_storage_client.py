@@ -116,6 +116,8 @@ def test_a_metadata_read_is_held_to_its_limit_and_a_body_cut_short_names_the_err
         s.read("blob.bin", limit=len(DATA) - 1)
     assert str(err.value) == (f"{served.url}blob.bin is {len(DATA)} bytes, over the {len(DATA) - 1} a metadata file "
                               "may have")
+    served.faults.append(Fault("small.json", length="unknown", times=1))  # no usable length: read to the end
+    assert s.read("small.json") == b'{"a": 1}' and served.gets("small.json") == 1
     served.faults.append(Fault("small.json", cut=3, times=2))
     with pytest.raises(StorageError, match=r"^gave up on .*small\.json \(GET\) after 2 attempt\(s\) in [\d.]+ s; last "
                                            r"error: ProtocolError while reading the body: .*IncompleteRead"):
