@@ -425,6 +425,7 @@ def test_without_cache_limit_the_cache_may_take_a_share_of_the_free_disk_plus_wh
     caplog.set_level("INFO", logger="fastdata.storage.open")
     view = opening.open_remote(served.url + "ds/", split="val", options=RemoteOptions(cache_dir=tmp_path / "cache"))
     try:
+        assert (view.root, view.split) == (served.url + "ds/", "val")
         cache = view.remote.cache
         held = cache.used()
         assert held > 0 and cache.limit == int(0.8 * 10**9) + held
@@ -433,3 +434,16 @@ def test_without_cache_limit_the_cache_may_take_a_share_of_the_free_disk_plus_wh
             "bytes)"]
     finally:
         view.close()
+
+
+def test_a_remote_manifest_that_is_no_manifest_is_named_by_its_url(tmp_path: Path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "manifest.json").write_text("{not json")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "manifest.json").write_text('{"format": "something else"}')
+    with FileServer(tmp_path) as server:
+        with pytest.raises(ManifestError, match=rf"^{re.escape(server.url)}bad/manifest.json is not JSON: "):
+            fastdata.loader(server.url + "bad/", batch_size=2, cache_dir=tmp_path / "c")
+        with pytest.raises(ManifestError, match=rf"^{re.escape(server.url)}other/manifest.json is not a fastdata "
+                                                r"manifest \(missing \"format\": \"fastdata\"\)$"):
+            fastdata.loader(server.url + "other/", batch_size=2, cache_dir=tmp_path / "c")
