@@ -118,6 +118,10 @@ def test_a_metadata_read_is_held_to_its_limit_and_a_body_cut_short_names_the_err
                               "may have")
     served.faults.append(Fault("small.json", length="unknown", times=1))  # no usable length: read to the end
     assert s.read("small.json") == b'{"a": 1}' and served.gets("small.json") == 1
+    served.faults.append(Fault("blob.bin", length="unknown", times=1))  # nor a size to refuse it by: while read
+    with pytest.raises(StorageError) as err:
+        s.read("blob.bin", limit=1000)
+    assert str(err.value) == f"{served.url}blob.bin: more than 1000 bytes"
     served.faults.append(Fault("small.json", cut=3, times=2))
     with pytest.raises(StorageError, match=r"^gave up on .*small\.json \(GET\) after 2 attempt\(s\) in [\d.]+ s; last "
                                            r"error: ProtocolError while reading the body: .*IncompleteRead"):
@@ -173,6 +177,9 @@ def test_an_object_shorter_than_the_manifest_says_is_named_after_the_range_past_
     assert str(err.value) == (f"{served.url}blob.bin has {len(DATA)} bytes, the manifest says {len(DATA) + 1000}: "
                               "the remote file differs from the dataset's manifest")
     assert served.gets("blob.bin") == 2  # the whole body, then the range from its end
+    with pytest.raises(StorageError) as err:  # longer: named by the dataset URL, as every other error
+        store(served).download("blob.bin", tmp_path / "out", size=len(DATA) - 1000)
+    assert str(err.value) == f"{served.url}blob.bin: more bytes than the {len(DATA) - 1000} the manifest records"
 
 
 def test_an_http_dataset_is_read_only(served):

@@ -264,7 +264,7 @@ class RemoteStore:
                 if length is not None and length > limit:
                     raise StorageError(f"{self.url}{name} is {length} bytes, over the {limit} a metadata file "
                                        "may have")
-                data = self._body(response, limit)
+                data = self._body(response, limit, name)
                 wire = response.tell()  # bytes as sent: a body the server compressed unasked is longer decoded
             finally:
                 response.release_conn()
@@ -278,7 +278,7 @@ class RemoteStore:
         return _Retryable(f"less than {CHUNK // 1024} KiB in {self.read_timeout:g} s (a stalled or dripping server) "
                           f"after {have} bytes")
 
-    def _body(self, response: Any, limit: int) -> bytes:
+    def _body(self, response: Any, limit: int, name: str) -> bytes:
         urllib3 = require("urllib3", "remote")
         out = bytearray()
         try:
@@ -287,7 +287,7 @@ class RemoteStore:
                     body.moved()
                     out += chunk
                     if len(out) > limit:
-                        raise StorageError(f"{response.geturl()}: more than {limit} bytes")
+                        raise StorageError(f"{self.url}{name}: more than {limit} bytes")
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise self._too_slow(len(out)) if body.cut else _Retryable(
                 f"{type(exc).__name__} while reading the body: {exc}") from None
@@ -321,7 +321,7 @@ class RemoteStore:
                             found = (response.headers.get("Content-Range") or "")[:80]  # the server's text
                             raise _Retryable(f"asked for the bytes from {have} on, answered Content-Range "
                                              f"{found!r}; starting over")
-                    self._stream_into(response, f, state, size)
+                    self._stream_into(response, f, state, size, name)
                 finally:
                     response.release_conn()
                 if state["have"] < size:
@@ -336,14 +336,14 @@ class RemoteStore:
             raise ChecksumError(f"{self.url}{name}: the downloaded bytes have sha256 {got[:16]}..., the manifest says "
                                 f"{sha256[:16]}...")
 
-    def _stream_into(self, response: Any, f: BinaryIO, state: dict[str, Any], size: int) -> None:
+    def _stream_into(self, response: Any, f: BinaryIO, state: dict[str, Any], size: int, name: str) -> None:
         urllib3 = require("urllib3", "remote")
         try:
             with self._inflight.reading(response, self.read_timeout) as body:
                 for chunk in response.stream(CHUNK):
                     body.moved()
                     if state["have"] + len(chunk) > size:
-                        raise StorageError(f"{response.geturl()}: more bytes than the {size} the manifest records")
+                        raise StorageError(f"{self.url}{name}: more bytes than the {size} the manifest records")
                     f.write(chunk)
                     state["hash"].update(chunk)
                     state["have"] += len(chunk)
