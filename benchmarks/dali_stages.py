@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import interleaved, write_json  # noqa: E402
+from benchmarks.common import interleaved, summarize, write_json  # noqa: E402
 
 VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half")
 TIMED = ("_submit", "_collect", "_to_torch")
@@ -133,11 +133,10 @@ def table(rows: list[dict[str, Any]], mode: str) -> str:
     out = [f"### {mode}\n", "| variant | images/s median | min | max | vs base | submit ms/batch | collect ms/batch "
            "| of which to torch |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for v, rs in by.items():
-        ips = [r["images_per_s"] for r in rs]
+        ips = summarize([r["images_per_s"] for r in rs])
         ms = {k: statistics.median(r["ms_per_batch"][k] for r in rs) for k in ("submit", "collect", "to_torch")}
-        out.append(f"| {v} | {statistics.median(ips):.0f} | {min(ips):.0f} | {max(ips):.0f} | "
-                   f"{statistics.median(ips) / base:.2f}x | {ms['submit']:.2f} | {ms['collect']:.2f} | "
-                   f"{ms['to_torch']:.2f} |")
+        out.append(f"| {v} | {ips['median']:.0f} | {ips['min']:.0f} | {ips['max']:.0f} | "
+                   f"{ips['median'] / base:.2f}x | {ms['submit']:.2f} | {ms['collect']:.2f} | {ms['to_torch']:.2f} |")
     return "\n".join(out)
 
 
@@ -184,8 +183,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
           f"{args.epochs} steady epochs each, batch {args.batch_size}, {args.threads} threads")
     for mode in modes:
         print("\n" + table(rows, mode))
-    differ = sorted({f"{r['variant']} ({r['mode']})" for r in rows if r["first_batch_sum"] != next(
-        b["first_batch_sum"] for b in rows if b["mode"] == r["mode"] and b["variant"] == "base")})
+    base_sum = {r["mode"]: r["first_batch_sum"] for r in rows if r["variant"] == "base"}
+    differ = sorted({f"{r['variant']} ({r['mode']})" for r in rows if r["first_batch_sum"] != base_sum[r["mode"]]})
     if differ:
         raise SystemExit(f"these variants delivered another first batch than base: {', '.join(differ)}")
     return rows

@@ -383,7 +383,7 @@ def test_the_kernel_floor_delivers_the_kornia_backends_tensors(tmp_path, train, 
 
 def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path, capsys):
     """benchmarks/dali_stages.py: base is always run, each variant in its own process, the stage times are per
-    batch, the rows reach the JSON file, and a variant delivers base's first batch."""
+    call (one batch each), the rows reach the JSON file, and a variant delivers base's first batch."""
     pytest.importorskip("nvidia.dali")
     from helpers import convert_images, make_image_tree
 
@@ -409,13 +409,19 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
 def test_dali_stages_fails_when_a_variant_changes_the_output(tmp_path, monkeypatch, capsys):
     from benchmarks import dali_stages
 
+    runs: list[str] = []
+
     def child(args, variant, mode):
-        return {"variant": variant, "mode": mode, "images_per_s": 100.0 if variant == "base" else 150.0,
+        runs.append(variant)  # each variant's second run is 20 images/s faster than its first
+        fast = 20.0 * (runs.count(variant) - 1)
+        return {"variant": variant, "mode": mode, "images_per_s": (100.0 if variant == "base" else 150.0) + fast,
                 "first_batch_sum": 1.0 if variant == "base" else 2.0, "batches": 2,
                 "ms_per_batch": {"submit": 1.0, "collect": 2.0, "to_torch": 0.5}}
 
     monkeypatch.setattr(dali_stages, "_child", child)
     with pytest.raises(SystemExit, match=r"another first batch than base: dlpack \(train\)$"):
-        dali_stages.main(["--shards", str(tmp_path), "--device", "cpu", "--variants", "dlpack", "--mode", "train"])
+        dali_stages.main(["--shards", str(tmp_path), "--device", "cpu", "--variants", "dlpack", "--mode", "train",
+                          "--reps", "2"])
     out = capsys.readouterr().out
-    assert "| dlpack | 150 | 150 | 150 | 1.50x | 1.00 | 2.00 | 0.50 |" in out  # the table is printed first
+    assert runs == ["base", "dlpack", "dlpack", "base"]  # interleaved, the first one rotating
+    assert "| dlpack | 160 | 150 | 170 | 1.45x | 1.00 | 2.00 | 0.50 |" in out  # the table is printed first
