@@ -109,6 +109,31 @@ def test_a_server_that_always_drips_gives_up_saying_why(served):
     assert time.monotonic() - started < 4.0
 
 
+def test_a_body_left_unread_does_not_spoil_the_next_request_on_its_connection(served, tmp_path: Path):
+    """A read refused on its announced size, and a resume answered from the wrong offset, leave a body unread. The
+    connection went back to the pool, and the next request on it read that body as its own answer and failed once;
+    now it takes one GET. The body comes late (a stall), so the pool cannot see it waiting when it hands the
+    connection out."""
+    s = store(served, attempts=3)
+    served.faults.append(Fault("blob.bin", stall=0.3))
+    with pytest.raises(StorageError, match="over the 1000 a metadata file may have"):
+        s.read("blob.bin", limit=1000)
+    assert s.read("small.json") == b'{"a": 1}' and served.gets("small.json") == 1
+
+    def late_and_elsewhere(answer: Answer) -> Answer:
+        start = int(answer.header("Content-Range").split()[1].split("-")[0])
+        headers = [(k, v) for k, v in answer.headers if k != "Content-Range"]
+        headers.append(("Content-Range", f"bytes {start + 7}-{len(DATA) - 1 + 7}/{len(DATA)}"))
+        return Answer(206, headers, answer.body, stall=0.3)
+
+    _cut_then(served, late_and_elsewhere)
+    asked = len(served.requests)
+    s.download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
+    ranges = [r for m, p, r in served.requests[asked:] if m == "GET"]
+    assert len(ranges) == 3 and ranges[0] is None and ranges[1].startswith("bytes=") and ranges[2] is None
+    assert (tmp_path / "out").read_bytes() == DATA  # cut, resumed from elsewhere, started over: once each
+
+
 def test_a_metadata_read_is_held_to_its_limit_and_a_body_cut_short_names_the_error(served):
     s = store(served, attempts=2)
     assert s.read("blob.bin", limit=len(DATA)) == DATA  # exactly at the limit
