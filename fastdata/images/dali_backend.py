@@ -160,9 +160,10 @@ class DaliBackend(PlannedBackend):
             # Zero copy: with the dynamic executor every output batch owns its buffer, which DALI does not
             # reuse while a reference to it is alive; the DLPack capsule keeps it alive in torch.
             return torch.from_dlpack(dense)
-        # On the GPU, one device copy on torch's current stream. Handing torch DALI's buffer through DLPack
-        # looked faster in eval in two repetitions on an H100 (benchmarks/dali_stages.py, docs/benchmarks.md),
-        # but whether DALI keeps that buffer until the work torch queued on it is done has not been checked.
+        # On the GPU, one device copy on torch's current stream, so torch's allocator owns the batch's memory.
+        # Handing torch DALI's buffer through DLPack saved 0.2 ms a batch and no images/s in three interleaved
+        # eval runs on an H100 (benchmarks/dali_stages.py, docs/benchmarks.md), and nothing would order the
+        # buffer's return to DALI after the work torch queued on it.
         from nvidia.dali.plugin.pytorch import feed_ndarray
 
         arr = torch.empty(dense.shape(), dtype=_TORCH_DTYPES[self._args.out_dtype], device=self._device)
