@@ -111,6 +111,11 @@ def interleaved(names: Sequence[str], reps: int) -> list[tuple[int, str]]:
     return order
 
 
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects a child process printed one per line (its other output left out), in order."""
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
 def write_json(path: Path, obj: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import interleaved, summarize, write_json  # noqa: E402
+from benchmarks.common import interleaved, json_lines, summarize, write_json  # noqa: E402
 
 VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half")
 TIMED = ("_submit", "_collect", "_to_torch")
@@ -118,10 +118,10 @@ def _child(args: argparse.Namespace, variant: str, mode: str) -> dict[str, Any]:
            args.device, "--epochs", str(args.epochs), "--batch-size", str(args.batch_size), "--threads",
            str(args.threads)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    rows = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    rows = json_lines(p.stdout)
     if p.returncode != 0 or not rows:
         raise SystemExit(f"variant {variant} ({mode}) failed with exit status {p.returncode}:\n{p.stderr[-2000:]}")
-    return json.loads(rows[-1])
+    return rows[-1]
 
 
 def table(rows: list[dict[str, Any]], mode: str) -> str:

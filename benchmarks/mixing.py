@@ -44,6 +44,7 @@ from benchmarks.common import (  # noqa: E402
     environment,
     environment_markdown,
     interleaved,
+    json_lines,
     publish,
     replicate_photos,
     summarize,
@@ -238,8 +239,8 @@ def peers(parts: list[Path], args: argparse.Namespace, work: Path) -> list[dict[
         for name in ("mds", "litdata"):
             done = subprocess.run([str(args.peers_python), str(Path(__file__).with_name("mixing_peers.py")), name,
                                    str(path)], capture_output=True, text=True, timeout=1800)
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-            result = json.loads(lines[-1]) if lines else {"candidate": name, "error": done.stderr[-500:]}
+            lines = json_lines(done.stdout)
+            result = lines[-1] if lines else {"candidate": name, "error": done.stderr[-500:]}
             results.append({**result, "workers": workers})
             print(json.dumps({k: v for k, v in results[-1].items() if k != "traceback"})[:400])
     return results

@@ -36,6 +36,7 @@ from benchmarks.common import (  # noqa: E402
     environment,
     environment_markdown,
     interleaved,
+    json_lines,
     publish,
     replicate_photos,
     summarize,
@@ -156,9 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             except RuntimeError as exc:
                 skipped[name] = str(exc)[-600:]
                 continue
-            for line in out.splitlines():
-                if line.startswith("{"):
-                    rows.append({**json.loads(line), "rep": rep})
+            rows.extend({**row, "rep": rep} for row in json_lines(out))
             shutil.rmtree(cache, ignore_errors=True)
     finally:
         server.stop()

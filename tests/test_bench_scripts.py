@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import convert_speed, images_per_sec, pairs_per_sec  # noqa: E402
-from benchmarks.common import interleaved, replace_section, replicate_photos, summarize  # noqa: E402
+from benchmarks.common import interleaved, json_lines, replace_section, replicate_photos, summarize  # noqa: E402
 from benchmarks.image_report import markdown_section, summarize_rows, target_lines  # noqa: E402
 
 
@@ -24,6 +24,12 @@ def test_interleaved_runs_every_candidate_each_rep_with_rotating_start():
     assert [n for r, n in order if r == 2] == ["c", "a", "b"]
     with pytest.raises(ValueError):
         interleaved(["a"], 0)
+
+
+def test_json_lines_keeps_a_childs_json_rows_in_order_and_nothing_else():
+    out = 'loading...\n{"a": 1}\n  {"indented": "log"}\n[1, 2]\n{"b": [2, 3]}\nwarning: {"not": "a row"}\n'
+    assert json_lines(out) == [{"a": 1}, {"b": [2, 3]}]
+    assert json_lines("") == []
 
 
 def test_summarize_and_replace_section_keep_other_sections(tmp_path):
