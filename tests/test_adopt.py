@@ -234,6 +234,45 @@ def test_a_different_existing_index_is_not_overwritten(foreign):
         adopt(folder, options=AdoptOptions(jobs=1))
 
 
+def test_an_index_an_earlier_run_wrote_is_replaced_when_its_tar_changed(tmp_path: Path):
+    folder = tmp_path / "s"
+    shardwriter_shards(folder, count=8, per_shard=4)  # f-000000.tar and f-000001.tar
+    adopt(folder, options=AdoptOptions(jobs=1))
+    before = (folder / "f-000000.idx").read_bytes()
+    shardwriter_shards(folder, count=3, per_shard=4)  # f-000000.tar written again, with 3 samples
+    manifest = adopt(folder, options=AdoptOptions(jobs=1)).manifest
+    after = (folder / "f-000000.idx").read_bytes()
+    assert after != before and after == wds2idx(folder / "f-000000.tar", tmp_path / "ref.idx")
+    assert manifest.splits["train"].samples == 7
+
+
+def test_an_index_is_replaced_only_where_an_adopted_manifest_lists_it(tmp_path: Path):
+    folder = tmp_path / "s"
+    shardwriter_shards(folder, count=8, per_shard=4)
+    adopt(folder, options=AdoptOptions(jobs=1))
+    shardwriter_shards(folder, count=12, per_shard=4)  # adds f-000002.tar, beside which someone left an index
+    (folder / "f-000002.idx").write_text("v1.2 0\n")
+    with pytest.raises(ConvertError, match="f-000002.idx exists and differs"):
+        adopt(folder, options=AdoptOptions(jobs=1))
+    assert (folder / "f-000002.idx").read_text() == "v1.2 0\n"
+
+
+def test_a_folder_that_holds_a_converted_dataset_is_not_indexed_into(tmp_path: Path):
+    folder = tmp_path / "s"
+    shardwriter_shards(folder, count=8, per_shard=4)
+    adopt(folder, options=AdoptOptions(jobs=1))
+    record = json.loads((folder / "manifest.json").read_text())
+    del record["extra"]["adopted"]  # what `fastdata convert` writes has no such entry
+    (folder / "manifest.json").write_text(json.dumps(record))
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    with pytest.raises(ConvertError, match="already holds a dataset written by `fastdata convert`"):
+        adopt(folder, options=AdoptOptions(jobs=1))
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConvertError, match="file exists and is not a folder"):
+        adopt(folder, tmp_path / "file", options=AdoptOptions(jobs=1))
+
+
 def test_splits_come_from_file_name_prefixes(tmp_path: Path):
     shardwriter_shards(tmp_path / "s", count=4, per_shard=4, pattern="train-%06d.tar")
     shardwriter_shards(tmp_path / "s", count=3, per_shard=4, pattern="validation-%06d.tar")
