@@ -273,6 +273,37 @@ def test_a_folder_that_holds_a_converted_dataset_is_not_indexed_into(tmp_path: P
         adopt(folder, tmp_path / "file", options=AdoptOptions(jobs=1))
 
 
+def test_the_shards_named_one_by_one_are_indexed_and_anything_else_named_is_rejected(tmp_path: Path):
+    folder = tmp_path / "s"
+    shardwriter_shards(folder, count=12, per_shard=4)  # three tars
+    (folder / "notes.txt").write_text("not a shard")
+    one = adopt(folder / "f-000001.tar", tmp_path / "one", options=AdoptOptions(jobs=1)).manifest
+    assert [sh.name for sh in one.splits["train"].shards] == ["f-000001.tar"] and one.rejected == ()
+    listed = adopt([folder / "f-000002.tar", folder / "notes.txt", folder / "f-000000.tar"], tmp_path / "two",
+                   options=AdoptOptions(jobs=1)).manifest
+    assert [sh.name for sh in listed.splits["train"].shards] == ["f-000000.tar", "f-000002.tar"]
+    assert [r for r in listed.rejected] == [{"split": "", "source": "notes.txt", "reason": "not a .tar file"}]
+
+
+def test_a_folder_without_shards_or_shards_from_several_folders_are_refused(tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ".hidden.tar").write_bytes(b"")  # a hidden file is not a shard
+    (empty / "notes.txt").write_text("x")
+    with pytest.raises(ConvertError, match=f"{empty} holds no .tar file; pass the folder of the shards, a glob, a "
+                                           "brace pattern or a list of tars"):
+        adopt(empty, tmp_path / "m", options=AdoptOptions(jobs=1))
+    shardwriter_shards(tmp_path / "a", count=4, per_shard=4)
+    shardwriter_shards(tmp_path / "b", count=4, per_shard=4)
+    (tmp_path / "a" / "sub").mkdir()
+    for spec in ([tmp_path / "a" / "f-000000.tar", tmp_path / "b" / "f-000000.tar"],  # two folders
+                 [tmp_path / "a" / "sub", tmp_path / "a" / "f-000000.tar"]):  # a folder among the files
+        with pytest.raises(ConvertError, match=r"the shards to index must be files in one folder \(the manifest "
+                                               r"records one shard folder\)"):
+            adopt(spec, tmp_path / "m", options=AdoptOptions(jobs=1))
+    assert not (tmp_path / "m").exists()
+
+
 def test_splits_come_from_file_name_prefixes(tmp_path: Path):
     shardwriter_shards(tmp_path / "s", count=4, per_shard=4, pattern="train-%06d.tar")
     shardwriter_shards(tmp_path / "s", count=3, per_shard=4, pattern="validation-%06d.tar")
