@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 from conftest_adopt import encoded, raw_tar, shardwriter_shards
+from helpers import PHOTOS
 
+import converters.adopt as adopt_module
 import fastdata
 from converters.adopt import AdoptOptions, adopt
 from converters.adopt import scan as scan_module
@@ -302,6 +304,51 @@ def test_a_folder_without_shards_or_shards_from_several_folders_are_refused(tmp_
                                                r"records one shard folder\)"):
             adopt(spec, tmp_path / "m", options=AdoptOptions(jobs=1))
     assert not (tmp_path / "m").exists()
+
+
+def test_a_tar_that_cannot_be_read_is_recorded_by_name_and_the_rest_adopted(foreign):
+    folder, _ = foreign
+    (folder / "broken.tar").mkdir()  # named like a shard, and not a file
+    manifest = adopt(folder, options=AdoptOptions(jobs=1)).manifest
+    assert [sh.name for sh in manifest.splits["train"].shards] == ["f-000000.tar", "f-000001.tar", "f-000002.tar"]
+    (record,) = manifest.rejected
+    assert record["split"] == "train" and record["source"] == "broken.tar"
+    assert record["reason"].startswith("unexpected error: IsADirectoryError")
+
+
+def test_the_scans_of_an_interrupted_run_are_reused_by_the_next(foreign, monkeypatch):
+    folder, _ = foreign
+    real_write = adopt_module.write_manifest
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(adopt_module, "write_manifest", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        adopt(folder, options=AdoptOptions(jobs=1))
+    assert sorted(p.name for p in (folder / ".partial" / "scans").iterdir()) == [
+        "f-000000.tar.json", "f-000001.tar.json", "f-000002.tar.json"]
+    calls = []
+    real = scan_module.scan_tar
+    monkeypatch.setattr(adopt_module, "scan_tar", lambda *a, **k: calls.append(a) or real(*a, **k))
+    with pytest.raises(KeyboardInterrupt):
+        adopt(folder, options=AdoptOptions(jobs=1, decode=True))  # another option: every tar scanned again
+    assert len(calls) == 3
+    monkeypatch.setattr(adopt_module, "write_manifest", real_write)
+    manifest = adopt(folder, options=AdoptOptions(jobs=1, decode=True)).manifest
+    assert len(calls) == 3 and manifest.splits["train"].samples == 10  # the scans with --decode were reused
+
+
+def test_decode_rejects_an_image_whose_header_is_whole_and_whose_data_is_cut(tmp_path: Path):
+    photo = sorted(PHOTOS.glob("*.jpg"))[0].read_bytes()
+    raw_tar(tmp_path / "s" / "f-000000.tar", [("a.jpg", photo), ("a.cls", b"0"), ("b.jpg", photo[: len(photo) // 2]),
+                                              ("b.cls", b"1")])
+    headers = adopt(tmp_path / "s", tmp_path / "h", options=AdoptOptions(jobs=1)).manifest
+    assert headers.splits["train"].samples == 2 and headers.preprocessing["decoded_at_index"] is False
+    decoded = adopt(tmp_path / "s", tmp_path / "d", options=AdoptOptions(jobs=1, decode=True)).manifest
+    assert decoded.splits["train"].samples == 1 and decoded.preprocessing["decoded_at_index"] is True
+    reasons = [(r["source"], r["reason"].split(":")[0]) for r in decoded.rejected]
+    assert reasons == [("f-000000.tar:b", "not a readable image")]
 
 
 def test_splits_come_from_file_name_prefixes(tmp_path: Path):

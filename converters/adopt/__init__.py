@@ -118,7 +118,7 @@ class _Scanner:
         return scan
 
 
-def _dst_state(dst: Path, folder: Path) -> None:
+def _dst_state(dst: Path) -> None:
     """Refuse a DST that holds something else than an earlier adoption of these shards."""
     if dst.exists() and not dst.is_dir():
         raise ConvertError(f"destination {dst} exists and is not a folder")
@@ -134,7 +134,7 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
     """Index the shards `spec` names into `dst` (default: the shards' own folder); see the module docstring."""
     folder, tars, rejected = find_tars(spec)
     dst = Path(dst) if dst is not None else folder
-    _dst_state(dst, folder)
+    _dst_state(dst)
     (dst / PARTIAL / "scans").mkdir(parents=True, exist_ok=True)
     items = [WorkItem(split=split_of(p.name, options), rel=p.name, source=str(p)) for p in tars]
     scans: list[tuple[WorkItem, TarScan]] = []
