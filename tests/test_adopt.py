@@ -177,7 +177,7 @@ def test_unusable_members_and_samples_are_rejected_with_reasons(tmp_path: Path):
     reasons = {r["source"]: r["reason"] for r in result.rejected}
     assert "absolute path" in reasons["a.tar:/abs/evil"]
     assert "'..'" in reasons["a.tar:../up"]
-    assert "no label member" in reasons["a.tar:nolabel"]
+    assert reasons["a.tar:nolabel"] == "no label member while the rest of the dataset is labeled"
     assert "no image member" in reasons["a.tar:noimage"]
     assert "not an integer" in reasons["a.tar:badlabel"]
     assert "not a readable image" in reasons["a.tar:notimage"]
@@ -349,6 +349,50 @@ def test_decode_rejects_an_image_whose_header_is_whole_and_whose_data_is_cut(tmp
     assert decoded.splits["train"].samples == 1 and decoded.preprocessing["decoded_at_index"] is True
     reasons = [(r["source"], r["reason"].split(":")[0]) for r in decoded.rejected]
     assert reasons == [("f-000000.tar:b", "not a readable image")]
+
+
+@pytest.mark.parametrize("member", ["class", "label"])
+def test_labels_in_class_or_label_members_and_images_in_several_formats_are_read(tmp_path: Path, member):
+    jpg, png, jpeg = encoded("JPEG", seed=1), encoded("PNG", seed=2), encoded("JPEG", seed=3)
+    raw_tar(tmp_path / "s" / "f-000000.tar", [
+        ("a.png", png), (f"a.{member}", b"2"), ("b.jpeg", jpeg), (f"b.{member}", b"0"),
+        ("c.jpg", jpg), (f"c.{member}", b"1"), ("d.jpeg", jpeg), ("d.jpg", jpg), (f"d.{member}", b"1")])
+    manifest = adopt(tmp_path / "s", options=AdoptOptions(jobs=1)).manifest
+    assert manifest.label_member == member and manifest.classes == ("0", "1", "2")
+    assert manifest.image_members == ("jpg", "jpeg", "png")  # jpg first: a sample holding two takes its jpg
+    images, labels = load_all(tmp_path / "s", "kornia")
+    assert labels == [2, 0, 1, 1]
+    assert torch.equal(images[3], images[2])  # d's jpg, the same bytes as c's
+
+
+def test_class_names_are_taken_from_the_options_and_labels_are_checked_against_them(foreign, tmp_path: Path):
+    folder, _ = foreign  # labels 0, 1, 2
+    named = adopt(folder, tmp_path / "n", options=AdoptOptions(jobs=1, classes=("cat", "dog", "fish"))).manifest
+    assert named.classes == ("cat", "dog", "fish")
+    with pytest.raises(ConvertError, match=r"^--classes names 2 classes, the shards hold labels up to 2$"):
+        adopt(folder, tmp_path / "m", options=AdoptOptions(jobs=1, classes=("cat", "dog")))
+    raw_tar(tmp_path / "neg" / "f-000000.tar", [("a.jpg", encoded("JPEG")), ("a.cls", b"-3"),
+                                                ("b.jpg", encoded("JPEG")), ("b.cls", b"1")])
+    with pytest.raises(ConvertError, match=r"^the shards hold negative labels \(down to -3\); labels are class "
+                                           r"indices >= 0$"):
+        adopt(tmp_path / "neg", options=AdoptOptions(jobs=1))
+
+
+def test_a_sample_without_a_caption_among_captioned_ones_is_rejected(tmp_path: Path):
+    jpg = encoded("JPEG")
+    raw_tar(tmp_path / "c" / "f-000000.tar", [("a.jpg", jpg), ("a.txt", b"a dog"), ("b.jpg", jpg),
+                                              ("c.jpg", jpg), ("c.txt", b"a cat")])
+    manifest = adopt(tmp_path / "c", options=AdoptOptions(jobs=1)).manifest
+    assert manifest.kind == "image_text" and manifest.splits["train"].samples == 2
+    assert list(manifest.rejected) == [{"split": "train", "source": "f-000000.tar:b",
+                                        "reason": "no caption member (txt) while the rest of the dataset has captions"}]
+
+
+def test_progress_counts_one_per_tar(foreign, tmp_path: Path):
+    folder, _ = foreign
+    steps = []
+    adopt(folder, tmp_path / "m", options=AdoptOptions(jobs=1), progress=steps.append)
+    assert steps == [1, 1, 1]
 
 
 def test_splits_come_from_file_name_prefixes(tmp_path: Path):
