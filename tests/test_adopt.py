@@ -395,6 +395,38 @@ def test_progress_counts_one_per_tar(foreign, tmp_path: Path):
     assert steps == [1, 1, 1]
 
 
+def test_the_manifest_records_how_the_shards_were_adopted(foreign, tmp_path: Path):
+    folder, _ = foreign
+    here = adopt(folder, options=AdoptOptions(jobs=1)).manifest
+    assert here.shard_root is None and here.tool_version == fastdata.__version__
+    assert here.preprocessing == {"source": "adopted WebDataset shards (not re-encoded)",
+                                  "max_pixels": AdoptOptions().max_pixels, "decoded_at_index": False}
+    assert here.extra == {"adopted": {"tool": "fastdata index", "shards": 3}, "image_members": ["jpg"],
+                          "label_member": "cls", "members": ["cls", "jpg"], "layout": "adopted"}
+    assert here.splits["train"].stats == {"image_formats": {"jpeg": 8, "jpeg-progressive": 2}}  # the real photos
+    elsewhere = adopt(folder, tmp_path / "m", options=AdoptOptions(jobs=1)).manifest
+    assert elsewhere.shard_root == os.path.relpath(folder, tmp_path / "m")
+    # the fingerprint is the shards' and the classes': equal for equal ones wherever the manifest lies
+    assert len(here.fingerprint) == 64 and elsewhere.fingerprint == here.fingerprint
+    named = adopt(folder, tmp_path / "n", options=AdoptOptions(jobs=1, classes=("a", "b", "c"))).manifest
+    assert named.fingerprint != here.fingerprint
+    shardwriter_shards(folder, count=3, per_shard=4)  # f-000000.tar rewritten
+    assert adopt(folder, tmp_path / "m", options=AdoptOptions(jobs=1)).manifest.fingerprint != here.fingerprint
+
+
+def test_no_usable_sample_is_refused_and_an_empty_shard_is_left_out(tmp_path: Path):
+    raw_tar(tmp_path / "bad" / "f-000000.tar", [("a.jpg", b"not an image"), ("a.cls", b"0")])
+    raw_tar(tmp_path / "bad" / "f-000001.tar", [("b.txt", b"no image")])
+    with pytest.raises(ConvertError, match=r"^no usable sample in 2 tar\(s\) under .*bad \(not a readable image: "):
+        adopt(tmp_path / "bad", options=AdoptOptions(jobs=1))
+    shardwriter_shards(tmp_path / "mixed", count=4, per_shard=4)
+    raw_tar(tmp_path / "mixed" / "f-000001.tar", [("a.jpg", b"not an image"), ("a.cls", b"0")])
+    manifest = adopt(tmp_path / "mixed", options=AdoptOptions(jobs=1)).manifest
+    assert [sh.name for sh in manifest.splits["train"].shards] == ["f-000000.tar"]
+    assert {"split": "train", "source": "f-000001.tar", "reason": "no usable sample: the shard is left out"} in \
+        manifest.rejected
+
+
 def test_splits_come_from_file_name_prefixes(tmp_path: Path):
     shardwriter_shards(tmp_path / "s", count=4, per_shard=4, pattern="train-%06d.tar")
     shardwriter_shards(tmp_path / "s", count=3, per_shard=4, pattern="validation-%06d.tar")
