@@ -427,6 +427,23 @@ def test_no_usable_sample_is_refused_and_an_empty_shard_is_left_out(tmp_path: Pa
         manifest.rejected
 
 
+def test_options_out_of_range_are_refused_and_the_smallest_ones_accepted():
+    for bad in ({"max_pixels": 0}, {"jobs": 0}, {"max_pixels": 0, "jobs": 0}):
+        with pytest.raises(ValueError, match=r"^--max-pixels and -j must be >= 1, got "):
+            AdoptOptions(**bad)
+    assert AdoptOptions(max_pixels=1, jobs=1).max_pixels == 1
+    with pytest.raises(ValueError, match="split"):
+        AdoptOptions(split="../x")
+
+
+def test_shards_that_keep_labels_in_two_kinds_of_member_are_refused(tmp_path: Path):
+    jpg = encoded("JPEG")
+    raw_tar(tmp_path / "s" / "f-000000.tar", [("a.jpg", jpg), ("a.cls", b"0"), ("b.jpg", jpg), ("b.label", b"1")])
+    with pytest.raises(ConvertError, match=r"^the shards use several label members \['cls', 'label'\]; one dataset "
+                                           "uses one$"):
+        adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+
+
 def test_splits_come_from_file_name_prefixes(tmp_path: Path):
     shardwriter_shards(tmp_path / "s", count=4, per_shard=4, pattern="train-%06d.tar")
     shardwriter_shards(tmp_path / "s", count=3, per_shard=4, pattern="validation-%06d.tar")
