@@ -147,3 +147,34 @@ def test_every_option_has_help_and_is_documented() -> None:
     assert sorted(commands.choices) == ["bench", "convert", "doctor", "index", "info", "verify"]
     helps = {a.dest: a.help for a in commands._choices_actions}
     assert all(helps[name] for name in commands.choices)  # each command says what it does in `fastdata --help`
+
+
+KIND_FLAGS = ["--short-side", "128", "--quality", "80", "--max-pixels", "1000", "--split", "val", "--keep-metadata",
+              "--tokenizer", "tok.json", "--separator=---", "--text-field", "body", "--max-length", "64", "--overflow",
+              "split", "--max-document-bytes", "1MiB", "--spacing", "1", "2", "3", "--keep-phi", "--salt", "s",
+              "--allow-burned-in", "--max-voxels", "99", "--captions", "c.csv"]
+
+
+def test_each_kind_takes_its_options_from_every_flag_of_its_own() -> None:
+    """`fastdata convert` hands the parsed flags to the kind's options_from_args (parsed, not run)."""
+    from converters import get_kind
+    from converters.dicom.options import DicomOptions
+    from converters.image_text.process import ImageTextOptions
+    from converters.images.encode import ImageOptions
+    from converters.text.options import TextOptions
+
+    def options(kind: str, *argv: str):
+        return get_kind(kind).options_from_args(build_parser().parse_args(["convert", "S", "D", *argv]))
+
+    assert options("images", *KIND_FLAGS, "--labels", "l.csv") == ImageOptions(
+        short_side=128, quality=80, max_pixels=1000, labels="l.csv", split="val", unlabeled=False, keep_metadata=True)
+    assert options("images", "--unlabeled") == ImageOptions(unlabeled=True)
+    assert options("text", *KIND_FLAGS) == TextOptions(
+        tokenizer="tok.json", per_line=False, separator="---", text_field="body", max_length=64, overflow="split",
+        split="val", max_document_bytes=2**20)
+    assert options("text", "--per-line", "--tokenizer", "t.json").per_line is True
+    assert options("dicom", *KIND_FLAGS) == DicomOptions(spacing=(1.0, 2.0, 3.0), salt="s", keep_phi=True, split="val",
+                                                         allow_burned_in=True, max_voxels=99)
+    assert options("image_text", *KIND_FLAGS) == ImageTextOptions(
+        captions="c.csv", tokenizer="tok.json", max_length=64, short_side=128, quality=80, max_pixels=1000,
+        split="val", keep_metadata=True)
