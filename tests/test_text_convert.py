@@ -230,3 +230,32 @@ def test_misplaced_entries_that_are_not_regular_files_are_still_rejected(tmp_pat
         ("", "gone.txt", "not inside a split folder (train/val/test)"),
         ("train", "train/stray.txt", "not inside a class folder")]
     assert [it.rel for it in found.splits["train"]] == ["train/wisdom/a.txt"]
+
+
+def test_text_detection_reads_the_head_of_a_file_without_a_suffix(tmp_path: Path) -> None:
+    """--kind auto takes a file without a suffix for text when its first SNIFF_BYTES are UTF-8 without NUL bytes (a
+    character cut by the end of that window counts as text)."""
+    from converters.text import SNIFF_BYTES, TextKind, _looks_like_text
+
+    def text(name: str, data: bytes) -> Path:
+        path = tmp_path / name
+        path.write_bytes(data)
+        return path
+
+    n = SNIFF_BYTES
+    assert _looks_like_text(text("plain", "naïve café\n".encode()))
+    assert _looks_like_text(text("cut4", b"a" * (n - 3) + "😀".encode()))  # 3 of its 4 bytes in the window
+    assert _looks_like_text(text("late_nul", b"a" * n + b"\0"))  # past the window
+    assert not _looks_like_text(text("bad", b"a" * (n - 4) + b"\xff" + b"a" * 10))
+    assert not _looks_like_text(text("nul", b"abc\0def"))
+    assert not _looks_like_text(text("empty", b""))
+    assert not _looks_like_text(tmp_path)  # cannot be read as a file
+    kind = TextKind()
+    assert kind.detect(text("notes.txt", b"hello\n")) and kind.detect(tmp_path / "plain")
+    assert not kind.detect(tmp_path / "nul")
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    (photos / "a.jpg").write_bytes(b"\xff\xd8\xff")
+    assert not kind.detect(photos)
+    (photos / "README").write_text("about these photos\n")
+    assert kind.detect(photos)
