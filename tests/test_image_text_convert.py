@@ -16,6 +16,7 @@ from conftest_pairs import COCO_CAPTIONS, TOKENIZER, convert_pairs, make_pair_tr
 from helpers import PHOTOS
 
 from converters.image_text.captions import normalize_caption, read_captions
+from converters.text.tokenize import tokenizer_info
 from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
@@ -46,6 +47,9 @@ def test_sidecar_pairs_are_converted_with_their_captions(tmp_path):
     m = result.manifest
     assert m.kind == "image_text" and m.classes == () and m.num_samples == 7
     assert m.extra["members"] == ["jpg", "txt", "json"] and m.extra["text_member"] == "txt"
+    assert m.preprocessing["captions"] == "same-stem .txt beside each image"
+    assert m.preprocessing["caption_normalization"] == "surrounding whitespace removed, line breaks made spaces"
+    assert "tokenizer" not in m.preprocessing and "ids_member" not in m.extra
     stored = by_source(tmp_path / "out")
     assert stored["img_000.jpg"] == ["photo 0 caption 0", "photo 0 caption 1 and more",
                                      "photo 0 caption 2 and more and more"]
@@ -64,6 +68,11 @@ def test_token_ids_are_the_tokenizers_and_truncation_is_recorded(tmp_path):
     m = result.manifest
     assert m.extra["ids_member"] == "ids.npy" and m.extra["tokenizer"]["pad_id"] == 0
     assert m.preprocessing["max_length"] == 12 and m.preprocessing["tokenizer"] == "bert-base-uncased.json"
+    sha = tokenizer_info(str(TOKENIZER))["sha256"]
+    assert m.preprocessing["tokenizer_sha256"] == sha and m.preprocessing["add_special_tokens"] is True
+    assert m.extra["tokenizer"] == tokenizer_info(str(TOKENIZER))
+    assert m.extra["members"] == ["jpg", "txt", "ids.npy", "json"]
+    assert m.extra["ids_fill"] == -1 and m.extra["max_length"] == 12
     tok = tokenizer()
     tok.enable_truncation(12)
     for sample in members(tmp_path / "out").values():
@@ -129,9 +138,18 @@ def test_every_captions_file_format_gives_the_same_pairs(tmp_path, suffix):
         p.unlink()
     captions = _write_captions(tmp_path / f"captions{suffix}", _rows(4))
     convert_pairs(src, tmp_path / "out", captions=str(captions))
+    assert read_manifest(tmp_path / "out").preprocessing["captions"] == f"captions{suffix}"
     assert by_source(tmp_path / "out") == {
         "img_000.jpg": ["photo 0 caption 0", "photo 0 caption 1"], "img_001.jpg": ["photo 1 caption 0"],
         "img_002.jpg": ["photo 2 caption 0"], "img_003.jpg": ["photo 3 caption 0"]}
+
+
+def test_a_tokenizer_that_cannot_be_read_stops_the_run_before_anything_is_written(tmp_path):
+    src = make_pair_tree(tmp_path / "src", n=3)
+    (tmp_path / "tok.json").write_text("{not json")
+    with pytest.raises((ConvertError, ValueError), match="tok.json"):
+        convert_pairs(src, tmp_path / "out", tokenizer=str(tmp_path / "tok.json"))
+    assert not (tmp_path / "out").exists()
 
 
 def test_captions_file_rows_outside_the_source_are_refused(tmp_path):
