@@ -83,3 +83,59 @@ def test_text_and_dicom_walk_the_same_way(tmp_path: Path):
     assert m["splits"]["train"]["samples"] == 1
     assert any("a FIFO" in v for v in r.values()) and any("character device" in v for v in r.values())
     shutil.rmtree(tmp_path / "scans")
+
+
+def _linked_source(kind: str, root: Path) -> tuple[Path, str]:
+    """A source of `kind` with one input that is a link to a file outside it; returns (src, the link's name)."""
+    src, outside = root / "src", root / "outside"
+    outside.mkdir(parents=True)
+    if kind in ("images", "image_text"):
+        make_image_tree(src, classes=1, per_class=2)
+        make_image(outside / "far.jpg", seed=9)
+        if kind == "image_text":
+            for p in (src / "class_0").glob("*.jpg"):
+                p.with_suffix(".txt").write_text(f"a photo called {p.stem}\n")
+            (src / "class_0" / "far.txt").write_text("a photo from far away\n")
+        os.symlink(outside / "far.jpg", src / "class_0" / "far.jpg")
+        return src, "class_0/far.jpg"
+    if kind == "text":
+        (src / "a").mkdir(parents=True)
+        (src / "a" / "doc.txt").write_text("hello world\n")
+        (outside / "far.txt").write_text("far away\n")
+        os.symlink(outside / "far.txt", src / "a" / "far.txt")
+        return src, "a/far.txt"
+    pytest.importorskip("pydicom")
+    from conftest_dicom import write_phantom
+
+    write_phantom(src / "p1")
+    first = sorted((src / "p1").iterdir())[0]
+    shutil.move(first, outside / "slice")
+    os.symlink(outside / "slice", first)
+    return src, f"p1/{first.name}"  # a DICOM input is the series: its slices are named in rejections
+
+
+@pytest.mark.parametrize(("kind", "followed", "kept"), [
+    ("images", ["class_0/far.jpg", "class_0/img_0.jpg", "class_0/img_1.jpg"],
+     ["class_0/img_0.jpg", "class_0/img_1.jpg"]),
+    ("image_text", ["class_0/far.jpg", "class_0/img_0.jpg", "class_0/img_1.jpg"],
+     ["class_0/img_0.jpg", "class_0/img_1.jpg"]),
+    ("text", ["a/doc.txt", "a/far.txt"], ["a/doc.txt"]),
+    ("dicom", ["p1 (16 files)"], ["p1 (15 files)"]),
+])
+def test_each_kind_hands_no_follow_symlinks_to_its_walk(tmp_path: Path, kind: str, followed: list, kept: list):
+    """In-process, through the kind's own discover (the CLI tests above run a subprocess)."""
+    from converters import get_kind
+    from converters.dicom.options import DicomOptions
+    from converters.image_text import ImageTextOptions
+    from converters.images import ImageOptions
+    from converters.text.options import TextOptions
+
+    options = {"images": ImageOptions(), "image_text": ImageTextOptions(), "dicom": DicomOptions(),
+               "text": TextOptions(tokenizer=str(TOKENIZER))}[kind]
+    src, link = _linked_source(kind, tmp_path)
+    found = get_kind(kind).discover(src, options=options)
+    assert [i.rel for items in found.splits.values() for i in items] == followed and found.rejected == []
+    strict = get_kind(kind).discover(src, options=options, follow_symlinks=False)
+    assert [i.rel for items in strict.splits.values() for i in items] == kept
+    assert [(r.source, r.reason) for r in strict.rejected if "link" in r.reason] == [
+        (link, "symbolic link not followed (--no-follow-symlinks)")]
