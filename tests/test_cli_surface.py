@@ -155,9 +155,10 @@ KIND_FLAGS = ["--short-side", "128", "--quality", "80", "--max-pixels", "1000", 
               "--allow-burned-in", "--max-voxels", "99", "--captions", "c.csv"]
 
 
-def test_each_kind_takes_its_options_from_every_flag_of_its_own() -> None:
+def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     """`fastdata convert` hands the parsed flags to the kind's options_from_args (parsed, not run)."""
     from converters import get_kind
+    from converters.dicom import DEFAULT_SALT_ENV
     from converters.dicom.options import DicomOptions
     from converters.image_text.process import ImageTextOptions
     from converters.images.encode import ImageOptions
@@ -175,6 +176,10 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own() -> None:
     assert options("text", "--per-line", "--tokenizer", "t.json").per_line is True
     assert options("dicom", *KIND_FLAGS) == DicomOptions(spacing=(1.0, 2.0, 3.0), salt="s", keep_phi=True, split="val",
                                                          allow_burned_in=True, max_voxels=99)
+    monkeypatch.delenv(DEFAULT_SALT_ENV, raising=False)
+    assert options("dicom").salt == ""  # no --salt and no variable: the run draws one (docs/volumes.md)
+    monkeypatch.setenv(DEFAULT_SALT_ENV, "from-env")
+    assert options("dicom").salt == "from-env" and options("dicom", "--salt", "s").salt == "s"
     assert options("image_text", *KIND_FLAGS) == ImageTextOptions(
         captions="c.csv", tokenizer="tok.json", max_length=64, short_side=128, quality=80, max_pixels=1000,
         split="val", keep_metadata=True)

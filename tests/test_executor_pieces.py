@@ -7,6 +7,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -54,16 +56,18 @@ def in_process(monkeypatch, tmp_path):
     return seen
 
 
-def test_the_shard_tasks_write_what_the_local_executor_writes(in_process, tmp_path):
+@pytest.mark.parametrize("fmt", ["wds", "arrow"])
+def test_the_shard_tasks_write_what_the_local_executor_writes(in_process, tmp_path, fmt):
     src = make_image_tree(tmp_path / "src", classes=2, per_class=5)  # 10 images: shards of 4, 4 and 2
-    run(src, tmp_path / "local")
-    run(src, tmp_path / "tasks", executor="ray")
+    run(src, tmp_path / "local", format=fmt)
+    run(src, tmp_path / "tasks", executor="ray", format=fmt)
     assert digest(tmp_path / "tasks") == digest(tmp_path / "local")
-    assert [d["name"] for d in in_process["done"]] == ["train-000000.tar", "train-000001.tar", "train-000002.tar"]
+    suffix = {"wds": "tar", "arrow": "arrow"}[fmt]
+    assert [d["name"] for d in in_process["done"]] == [f"train-00000{i}.{suffix}" for i in range(3)]
     assert [(d["inputs"], d["samples"], d["rejected"]) for d in in_process["done"]] == [(4, 4, 0), (4, 4, 0),
                                                                                        (2, 2, 0)]
     assert sorted(p.name for p in (tmp_path / "attempts").iterdir()) == [
-        "train-000000.tar.1", "train-000001.tar.1", "train-000002.tar.1"]  # one attempt each
+        f"train-00000{i}.{suffix}.1" for i in range(3)]  # one attempt each
     spec = in_process["jobs"][0].dest
     assert spec == DestSpec(str((tmp_path / "tasks").absolute()), False)
 
@@ -77,8 +81,19 @@ def test_a_task_counts_its_rejections_and_refuses_other_library_versions(in_proc
     job = in_process["jobs"][0]
     other = ShardJob(job.kind, job.fmt, job.dest, job.shard, job.items, job.options, job.layout,
                      {**job.versions, "pillow": "0.0.1"})
-    with pytest.raises(VersionMismatch, match="pillow"):
+    where = re.escape(f"worker {socket.gethostname()} (pid {os.getpid()})")
+    with pytest.raises(VersionMismatch, match=rf"^{where} has other library versions .*: pillow 0\.0\.1 \(plan\)"):
         convert_one_shard(other)
+
+
+def test_a_task_whose_inputs_are_all_rejected_reports_no_samples(in_process, tmp_path):
+    src = tmp_path / "src" / "class_0"
+    src.mkdir(parents=True)
+    for i in range(2):
+        (src / f"broken_{i}.jpg").write_bytes(b"not a jpeg")
+    with pytest.raises(ConvertError):  # no usable sample at all
+        run(src.parent, tmp_path / "tasks", executor="ray")
+    assert [(d["inputs"], d["samples"], d["rejected"]) for d in in_process["done"]] == [(2, 0, 2)]
 
 
 def test_a_task_opens_the_destination_the_driver_names(tmp_path, monkeypatch):

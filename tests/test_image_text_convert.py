@@ -152,6 +152,20 @@ def test_a_tokenizer_that_cannot_be_read_stops_the_run_before_anything_is_writte
     assert not (tmp_path / "out").exists()
 
 
+def test_the_tokenizer_file_and_max_length_are_part_of_what_a_destination_holds(tmp_path):
+    src = make_pair_tree(tmp_path / "src", n=3)
+    tok = tmp_path / "tok.json"
+    shutil.copy(TOKENIZER, tok)
+    convert_pairs(src, tmp_path / "out", tokenizer=str(tok), max_length=12)
+    assert convert_pairs(src, tmp_path / "out", tokenizer=str(tok), max_length=12).manifest.num_samples == 3
+    for other in ({}, {"tokenizer": str(tok), "max_length": 16}):
+        with pytest.raises(ConvertError, match="already holds a different dataset"):
+            convert_pairs(src, tmp_path / "out", **other)
+    tok.write_text(json.dumps(json.loads(tok.read_text()), indent=1))  # the same path, another file
+    with pytest.raises(ConvertError, match="already holds a different dataset"):
+        convert_pairs(src, tmp_path / "out", tokenizer=str(tok), max_length=12)
+
+
 def test_captions_file_rows_outside_the_source_are_refused(tmp_path):
     src = make_pair_tree(tmp_path / "src", n=3)
     (tmp_path / "secret.jpg").write_bytes((src / "img_000.jpg").read_bytes())
