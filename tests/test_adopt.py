@@ -267,7 +267,8 @@ def test_a_folder_that_holds_a_converted_dataset_is_not_indexed_into(tmp_path: P
     del record["extra"]["adopted"]  # what `fastdata convert` writes has no such entry
     (folder / "manifest.json").write_text(json.dumps(record))
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-    with pytest.raises(ConvertError, match="already holds a dataset written by `fastdata convert`"):
+    with pytest.raises(ConvertError, match=r"s already holds a dataset written by `fastdata convert`; index into "
+                                           r"another folder \(fastdata index SRC DST\)$"):
         adopt(folder, options=AdoptOptions(jobs=1))
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
     (tmp_path / "file").write_text("x")
