@@ -301,8 +301,8 @@ def test_a_folder_without_shards_or_shards_from_several_folders_are_refused(tmp_
     (tmp_path / "a" / "sub").mkdir()
     for spec in ([tmp_path / "a" / "f-000000.tar", tmp_path / "b" / "f-000000.tar"],  # two folders
                  [tmp_path / "a" / "sub", tmp_path / "a" / "f-000000.tar"]):  # a folder among the files
-        with pytest.raises(ConvertError, match=r"the shards to index must be files in one folder \(the manifest "
-                                               r"records one shard folder\)"):
+        with pytest.raises(ConvertError, match=r"^the shards to index must be files in one folder \(the manifest "
+                                               r"records one shard folder\)$"):
             adopt(spec, tmp_path / "m", options=AdoptOptions(jobs=1))
     assert not (tmp_path / "m").exists()
 
@@ -400,6 +400,7 @@ def test_the_manifest_records_how_the_shards_were_adopted(foreign, tmp_path: Pat
     folder, _ = foreign
     here = adopt(folder, options=AdoptOptions(jobs=1)).manifest
     assert here.shard_root is None and here.tool_version == fastdata.__version__
+    assert here.splits["train"].name == "train"
     assert here.preprocessing == {"source": "adopted WebDataset shards (not re-encoded)",
                                   "max_pixels": AdoptOptions().max_pixels, "decoded_at_index": False}
     assert here.extra == {"adopted": {"tool": "fastdata index", "shards": 3}, "image_members": ["jpg"],
@@ -416,10 +417,14 @@ def test_the_manifest_records_how_the_shards_were_adopted(foreign, tmp_path: Pat
 
 
 def test_no_usable_sample_is_refused_and_an_empty_shard_is_left_out(tmp_path: Path):
-    raw_tar(tmp_path / "bad" / "f-000000.tar", [("a.jpg", b"not an image"), ("a.cls", b"0")])
-    raw_tar(tmp_path / "bad" / "f-000001.tar", [("b.txt", b"no image")])
-    with pytest.raises(ConvertError, match=r"^no usable sample in 2 tar\(s\) under .*bad \(not a readable image: "):
+    raw_tar(tmp_path / "bad" / "f-000000.tar", [("a.jpg", b"not an image"), ("a.cls", b"0"), ("b.jpg", b"nor this"),
+                                                ("b.cls", b"0")])
+    raw_tar(tmp_path / "bad" / "f-000001.tar", [("c.txt", b"no image"), ("d.jpg", b"x"), ("d.cls", b"1")])
+    unreadable = "not a readable image: no known image format signature"
+    with pytest.raises(ConvertError) as caught:  # the first three of its 5 reasons
         adopt(tmp_path / "bad", options=AdoptOptions(jobs=1))
+    assert str(caught.value) == (f"no usable sample in 2 tar(s) under {tmp_path / 'bad'} ({unreadable}; {unreadable}; "
+                                 "no usable sample: the shard is left out)")
     shardwriter_shards(tmp_path / "mixed", count=4, per_shard=4)
     raw_tar(tmp_path / "mixed" / "f-000001.tar", [("a.jpg", b"not an image"), ("a.cls", b"0")])
     manifest = adopt(tmp_path / "mixed", options=AdoptOptions(jobs=1)).manifest
@@ -473,6 +478,7 @@ def test_captioned_shards_that_also_hold_labels_adopt_as_pairs(tmp_path: Path):
     raw_tar(tmp_path / "c" / "c-000000.tar", members)
     manifest = adopt(tmp_path / "c", options=AdoptOptions(jobs=1)).manifest
     assert manifest.kind == "image_text" and manifest.classes == () and not manifest.labeled
+    assert manifest.extra["label_member"] is None  # its cls members are not classes
     assert manifest.num_samples == 3 and not manifest.rejected
 
 
