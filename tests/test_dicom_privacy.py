@@ -91,7 +91,9 @@ def test_keep_phi_keeps_paths_and_descriptions(export: Path, tmp_path: Path) -> 
     meta = load_volume(next(iter(read_samples(tmp_path / "out").values())))[1]
     assert meta["phi"]["SeriesDescription"] == "CHEST PHANTOM"
     assert meta["files_rel"][0].startswith(f"{PATIENT_FOLDER}/CT_CHEST/")
-    assert f"{PATIENT_FOLDER}/notes-about-jane.txt" in {r["source"] for r in result.rejected}
+    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    assert f"{PATIENT_FOLDER}/notes-about-jane.txt" in reasons
+    assert reasons[f"{PATIENT_FOLDER}/loop"] == "broken symlink (points to /nonexistent/DOE_JANE_target)"
     assert result.private_report is None and not (tmp_path / "out.private-sources.jsonl").exists()
 
 
@@ -303,3 +305,32 @@ def test_failure_shows_only_fixed_text_of_an_exception() -> None:
     assert failure(ValueError(f"invalid literal: {PHI_STRINGS[0]!r}")) == "ValueError"
     assert uid_name("1.2.840.10008.1.2.1", "?") == "Explicit VR Little Endian"
     assert uid_name("1.2.840.10008.1.2.1\x00\x10\x00PN Doe^Jane", "?") == "?" and uid_name(None, "none") == "none"
+
+
+def test_pseudonymize_names_every_series_file_and_rejection_by_its_salted_pseudonym(export: Path, caplog) -> None:
+    """What the processor sees of a file is its pseudonym, so a conversion-time reason cannot name its path."""
+    from converters import get_kind
+    from converters.dicom.options import DicomOptions
+    from converters.dicom.privacy import file_name, series_name
+
+    kind = get_kind("dicom")
+    options = DicomOptions(salt="one", split="val")
+    with caplog.at_level(logging.INFO, logger="converters"):
+        found = kind.discover(export, options=options)
+    assert "random salt" not in caplog.text  # a salt was given
+    assert list(found.splits) == ["val"]
+    renamed, report = kind.pseudonymize(found, options)
+    items = renamed.splits["val"]
+    assert sorted(it.payload.uid for it in items) == ["1.2.840.99.1", "1.2.840.99.2"]  # CT_CHEST and CT_GAP
+    originals = {path: rel for it in found.splits["val"] for path, rel in it.payload.files}
+    names = [name for it in items for _, name in it.payload.files]
+    assert len(names) == 9 and all(PATIENT_FOLDER not in name for name in names)
+    for it in items:
+        assert it.rel == series_name(it.payload.uid, "one") and PATIENT_FOLDER in report[it.rel]
+        for path, name in it.payload.files:
+            assert name == file_name(originals[path], "one") and report[name] == originals[path]
+    assert [r.source for r in renamed.rejected] == [file_name(r.source, "one") for r in found.rejected]
+    other, _ = kind.pseudonymize(found, DicomOptions(salt="two", split="val"))
+    assert {n for it in other.splits["val"] for _, n in it.payload.files}.isdisjoint(names)
+    kept, none = kind.pseudonymize(found, DicomOptions(keep_phi=True))
+    assert kept is found and none == {}

@@ -127,9 +127,32 @@ def test_tasks_get_the_drivers_storage_variables_for_a_remote_destination_only(t
     assert _storage_env(None) is None
 
 
-@pytest.mark.parametrize(("count", "tail"), [(1, ""), (3, ""), (5, " and 2 more")])
+def test_attempt_files_count_retries_per_shard(tmp_path):
+    attempts = AttemptFiles(str(tmp_path / "partial" / "attempts" / "host-1"))  # its parents made as needed
+    assert attempts.retries() == 0  # no folder yet
+    for name in ("train-000000.tar", "train-000001.tar", "train-000000.tar", "train-000002.tar", "train-000000.tar"):
+        attempts.start(name)
+    assert attempts.retries() == 2  # the first shard's second and third attempts
+    folder = tmp_path / "partial" / "attempts" / "host-1"
+    assert sorted(p.name for p in folder.iterdir()) == ["train-000000.tar.1", "train-000000.tar.2",
+                                                        "train-000000.tar.3", "train-000001.tar.1",
+                                                        "train-000002.tar.1"]
+    assert all(p.stat().st_size == 0 and p.stat().st_mode & 0o777 == 0o644 & ~current_umask() for p in folder.iterdir())
+    attempts.clear()
+    assert attempts.retries() == 0 and not folder.exists()
+    attempts.clear()  # nothing left to remove: no error
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize(("count", "tail"), [(1, ""), (3, ""), (4, " and 1 more"), (5, " and 2 more")])
 def test_failed_shards_are_recorded_and_named(tmp_path, count, tail):
     failed = {f"train-{i:06d}.tar": f"OSError: disk {i}" for i in range(count)}
+    (tmp_path / "out" / ".partial").mkdir(parents=True)  # a run leaves it there
     with pytest.raises(ConvertError) as caught:
         _fail(LocalDestination(tmp_path / "out"), failed, 2)
     path = tmp_path / "out" / ".partial" / "failed.json"

@@ -266,18 +266,6 @@ def test_ray_tasks_upload_to_an_s3_destination(images, golden, s3, tmp_path):
         assert hashlib.sha256(body).hexdigest() == golden[name], name
 
 
-def test_attempt_files_count_retries_per_shard(tmp_path):
-    from converters.executor import AttemptFiles
-
-    attempts = AttemptFiles(str(tmp_path / "attempts"))
-    assert attempts.retries() == 0  # no folder yet
-    for name in ("train-000000.tar", "train-000001.tar", "train-000000.tar", "train-000000.tar"):
-        attempts.start(name)
-    assert attempts.retries() == 2  # the first shard's second and third attempts
-    attempts.clear()
-    assert attempts.retries() == 0 and not (tmp_path / "attempts").exists()
-
-
 def test_the_attempts_actor_counts_like_the_files_and_is_killed_by_clear():
     """Remote destinations count attempts in a Ray actor, behind the same start/retries/clear as AttemptFiles."""
     from converters.executor import ActorAttempts, _Attempts

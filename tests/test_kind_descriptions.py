@@ -1,0 +1,75 @@
+"""What each kind writes into a manifest's `preprocessing` and `extra` (docs/format.md), word for word, for every
+option that changes it: a user reads these to know how a dataset was made, and the DICOM ones say how its
+patients were protected."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest_text import TOKENIZER
+
+from converters import get_kind
+from converters.kind import Discovery
+from converters.text.tokenize import tokenizer_info
+
+
+def discovery(classes: tuple[str, ...] = ()) -> Discovery:
+    return Discovery(splits={}, classes=classes, rejected=[], layout="")
+
+
+def test_images():
+    from converters.images import ImageOptions
+
+    kind = get_kind("images")
+    labeled = kind.describe(discovery(("cat", "dog")), ImageOptions(short_side=128, quality=80, max_pixels=1000))
+    assert labeled == {
+        "preprocessing": {"short_side": 128, "quality": 80, "max_pixels": 1000,
+                          "encoding": "baseline RGB JPEG (4:2:0), EXIF orientation applied",
+                          "resample": "lanczos after libjpeg DCT downscale", "copy_when_compliant": True,
+                          "metadata": "EXIF/XMP/IPTC/comments removed, ICC kept"},
+        "extra": {"members": ["jpg", "cls", "json"]}}
+    kept = kind.describe(discovery(), ImageOptions(keep_metadata=True, unlabeled=True))
+    assert kept["preprocessing"]["metadata"] == "kept" and kept["extra"] == {"members": ["jpg", "json"]}
+
+
+def test_text():
+    from converters.text.options import TextOptions
+
+    kind = get_kind("text")
+    info = tokenizer_info(str(TOKENIZER))
+    options = TextOptions(tokenizer=str(TOKENIZER), separator="%", text_field="body", max_length=64,
+                          overflow="split", max_document_bytes=2**20)
+    assert kind.describe(discovery(), options) == {
+        "preprocessing": {"tokenizer": "bert-base-uncased.json", "tokenizer_sha256": info["sha256"],
+                          "add_special_tokens": True, "max_length": 64, "overflow": "split", "per_line": False,
+                          "separator": "%", "text_field": "body", "max_document_bytes": 2**20},
+        "extra": {"tokenizer": info, "columns": ["key", "input_ids", "length", "source"]}}
+    lines = kind.describe(discovery(("a", "b")), TextOptions(tokenizer=str(TOKENIZER), per_line=True))
+    assert lines["preprocessing"]["per_line"] is True and lines["preprocessing"]["overflow"] == "truncate"
+    assert lines["extra"]["columns"] == ["key", "input_ids", "length", "source", "label"]
+
+
+@pytest.mark.parametrize(("given", "pseudonyms", "burned", "phi_removed"), [
+    ({"salt": "SALT-7731"}, "keyed by the user's salt: the same in every conversion with that salt", "rejected", True),
+    ({}, "keyed by a random salt of this conversion: linkable to no other conversion", "rejected", True),
+    ({"keep_phi": True, "allow_burned_in": True}, "source paths and UIDs kept (--keep-phi)", "converted", False),
+])
+def test_dicom(given, pseudonyms, burned, phi_removed):
+    pytest.importorskip("pydicom")
+    from converters.dicom.options import DicomOptions
+    from converters.dicom.privacy import PHI_KEYWORDS
+
+    options = DicomOptions(spacing=(2.0, 1.0, 1.0), max_voxels=99, **given)
+    described = get_kind("dicom").describe(discovery(), options)
+    assert described == {
+        "preprocessing": {
+            "spacing": [2.0, 1.0, 1.0], "spacing_axes": "zyx",
+            "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
+            "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
+            "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
+            "slice_tolerance": options.slice_tolerance, "keep_phi": options.keep_phi, "pseudonyms": pseudonyms,
+            "burned_in_annotation": burned, "max_voxels": 99},
+        "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else []}}
+    assert "SALT-7731" not in json.dumps(described)  # a secret: never written
+    assert get_kind("dicom").describe(discovery(), DicomOptions())["preprocessing"]["spacing"] is None
