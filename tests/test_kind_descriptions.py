@@ -73,3 +73,36 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
         "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else []}}
     assert "SALT-7731" not in json.dumps(described)  # a secret: never written
     assert get_kind("dicom").describe(discovery(), DicomOptions())["preprocessing"]["spacing"] is None
+
+
+def _hf_features(schema) -> dict:
+    return json.loads(schema.metadata[b"huggingface"])["info"]["features"]
+
+
+def test_arrow_layouts_declare_the_columns_and_hugging_face_features():
+    import pyarrow as pa
+
+    from converters.images import ImageOptions
+    from converters.text.options import TextOptions
+
+    value = {"dtype": "string", "_type": "Value"}
+    text = get_kind("text").arrow_layout(discovery(("a", "b")), TextOptions(tokenizer=str(TOKENIZER))).schema
+    assert text.names == ["key", "input_ids", "length", "source", "label"]
+    assert [text.field(n).type for n in text.names] == [pa.string(), pa.list_(pa.uint16()), pa.int32(), pa.string(),
+                                                       pa.int64()]
+    assert _hf_features(text) == {
+        "key": value, "input_ids": {"feature": {"dtype": "uint16", "_type": "Value"}, "_type": "Sequence"},
+        "length": {"dtype": "int32", "_type": "Value"}, "source": value,
+        "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
+    unlabeled = get_kind("text").arrow_layout(discovery(), TextOptions(tokenizer=str(TOKENIZER))).schema
+    assert unlabeled.names == ["key", "input_ids", "length", "source"] and "label" not in _hf_features(unlabeled)
+    images = get_kind("images").arrow_layout(discovery(("cat", "dog")), ImageOptions()).schema
+    assert images.names == ["key", "image", "label", "json"]
+    assert images.field("image").type == pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    assert [images.field(n).type for n in ("key", "label", "json")] == [pa.string(), pa.int64(), pa.string()]
+    assert _hf_features(images) == {"key": value, "image": {"_type": "Image"},
+                                    "label": {"names": ["cat", "dog"], "_type": "ClassLabel"}, "json": value}
+    bare = get_kind("images").arrow_layout(discovery(), ImageOptions(unlabeled=True)).schema
+    assert bare.names == ["key", "image", "json"] and "label" not in _hf_features(bare)
+    with pytest.raises(ValueError, match="the dicom kind writes WebDataset tar shards only"):
+        get_kind("dicom").arrow_layout(discovery(), None)
