@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from conftest_text import (
     FORTUNES,
     TOKENIZER,
@@ -19,6 +21,7 @@ from conftest_text import (
     read_rows,
 )
 
+from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
 CLASSES = ("computers", "education", "linux", "science", "wisdom")
@@ -259,3 +262,14 @@ def test_text_detection_reads_the_head_of_a_file_without_a_suffix(tmp_path: Path
     assert not kind.detect(photos)
     (photos / "README").write_text("about these photos\n")
     assert kind.detect(photos)
+
+
+def test_the_tokenizer_file_not_only_its_path_is_part_of_what_a_destination_holds(tmp_path: Path) -> None:
+    copy_fortunes(tmp_path / "src", ("science",))
+    tok = tmp_path / "tok.json"
+    shutil.copy(TOKENIZER, tok)
+    convert_text(tmp_path / "src", tmp_path / "out", separator="%", tokenizer=str(tok))
+    assert convert_text(tmp_path / "src", tmp_path / "out", separator="%", tokenizer=str(tok)).manifest.num_samples
+    tok.write_text(json.dumps(json.loads(tok.read_text()), indent=1))  # the same path, another file
+    with pytest.raises(ConvertError, match="already holds a different dataset"):
+        convert_text(tmp_path / "src", tmp_path / "out", separator="%", tokenizer=str(tok))
