@@ -109,6 +109,22 @@ def test_a_server_that_always_drips_gives_up_saying_why(served):
     assert time.monotonic() - started < 4.0
 
 
+def test_one_connection_pool_serves_every_request_of_a_process_and_a_new_process_starts_afresh(served, monkeypatch):
+    """The pool (and the presigned URLs) are kept across requests; an object that reaches another process (pickled,
+    or forked) builds its own on first use there instead of sharing sockets with its parent."""
+    import fastdata.storage.client as client
+
+    s = store(served)
+    assert s.read("small.json") == b'{"a": 1}'
+    pool = s._http
+    assert s.read("small.json") == b'{"a": 1}' and s._http is pool
+    child = s._pid + 1
+    monkeypatch.setattr(client.os, "getpid", lambda: child)  # the object as a child process sees it
+    assert s.read("small.json") == b'{"a": 1}' and s._http is not pool and s._pid == child
+    renewed = s._http
+    assert s.read("small.json") == b'{"a": 1}' and s._http is renewed
+
+
 def test_a_body_left_unread_does_not_spoil_the_next_request_on_its_connection(served, tmp_path: Path):
     """A read refused on its announced size, and a resume answered from the wrong offset, leave a body unread. The
     connection went back to the pool, and the next request on it read that body as its own answer and failed once;
