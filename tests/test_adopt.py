@@ -285,7 +285,7 @@ def test_the_shards_named_one_by_one_are_indexed_and_anything_else_named_is_reje
     listed = adopt([folder / "f-000002.tar", folder / "notes.txt", folder / "f-000000.tar"], tmp_path / "two",
                    options=AdoptOptions(jobs=1)).manifest
     assert [sh.name for sh in listed.splits["train"].shards] == ["f-000000.tar", "f-000002.tar"]
-    assert [r for r in listed.rejected] == [{"split": "", "source": "notes.txt", "reason": "not a .tar file"}]
+    assert list(listed.rejected) == [{"split": "", "source": "notes.txt", "reason": "not a .tar file"}]
 
 
 def test_a_folder_without_shards_or_shards_from_several_folders_are_refused(tmp_path: Path):
