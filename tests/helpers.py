@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import time
 from pathlib import Path
@@ -59,6 +61,19 @@ def convert_images(src: Path, dst: Path, **config: object):
     opts = ImageOptions(**{k: v for k, v in config.items() if k in image_keys})
     cfg = {"jobs": 1, "samples_per_shard": 5, **{k: v for k, v in config.items() if k not in image_keys}}
     return convert(get_kind("images"), src, dst, options=opts, config=ConvertConfig(**cfg))
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under root (the dataset as a user gets it; no state left behind)."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def wait_until(condition, what: str, *, timeout: float = 20.0, poll: float = 0.01) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import current_umask
 
 from fastdata.storage.cache import ShardCache, _alive, _pid_of, default_cache_dir
 
@@ -80,15 +81,10 @@ def test_one_eviction(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     assert [r.getMessage() for r in caplog.records] == ["evicting free.tar from the shard cache"]
     assert cache._evict(cache.path("never.tar")) is True  # already gone: nothing to remove, no error
     lock = cache.dir / "locks" / "never.tar"  # the lock file it made is readable by every user of the node
-    assert stat.S_IMODE(lock.stat().st_mode) == 0o644 & ~_umask()
+    assert stat.S_IMODE(lock.stat().st_mode) == 0o644 & ~current_umask()
     cache.release("held.tar")
     cache.close()
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def test_the_default_cache_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ them under a real Ray instance; here they run in-process, so a failure points at
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -12,25 +11,16 @@ import socket
 from pathlib import Path
 
 import pytest
-from helpers import make_image_tree
+from helpers import convert_images, current_umask, make_image_tree, tree_digest
 
-from converters import get_kind
 from converters.destination import LocalDestination, RemoteDestination
-from converters.engine import ConvertConfig, convert
 from converters.executor import AttemptFiles, DestSpec, RaySummary, ShardJob, _fail, _storage_env, convert_one_shard
-from converters.images import ImageOptions
 from converters.versions import VersionMismatch
 from fastdata.errors import ConvertError
 
 
-def digest(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def run(src: Path, dst: Path, **config: object):
-    return convert(get_kind("images"), src, dst, options=ImageOptions(),
-                   config=ConvertConfig(**{"jobs": 1, "samples_per_shard": 4, **config}))
+    return convert_images(src, dst, samples_per_shard=4, **config)
 
 
 @pytest.fixture
@@ -61,7 +51,7 @@ def test_the_shard_tasks_write_what_the_local_executor_writes(in_process, tmp_pa
     src = make_image_tree(tmp_path / "src", classes=2, per_class=5)  # 10 images: shards of 4, 4 and 2
     run(src, tmp_path / "local", format=fmt)
     run(src, tmp_path / "tasks", executor="ray", format=fmt)
-    assert digest(tmp_path / "tasks") == digest(tmp_path / "local")
+    assert tree_digest(tmp_path / "tasks") == tree_digest(tmp_path / "local")
     suffix = {"wds": "tar", "arrow": "arrow"}[fmt]
     assert [d["name"] for d in in_process["done"]] == [f"train-00000{i}.{suffix}" for i in range(3)]
     assert [(d["inputs"], d["samples"], d["rejected"]) for d in in_process["done"]] == [(4, 4, 0), (4, 4, 0),
@@ -141,12 +131,6 @@ def test_attempt_files_count_retries_per_shard(tmp_path):
     attempts.clear()
     assert attempts.retries() == 0 and not folder.exists()
     attempts.clear()  # nothing left to remove: no error
-
-
-def current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 @pytest.mark.parametrize(("count", "tail"), [(1, ""), (3, ""), (4, " and 1 more"), (5, " and 2 more")])

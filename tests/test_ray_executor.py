@@ -21,7 +21,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'fastdata[ray]')")
 
-from helpers import make_image_tree  # noqa: E402
+from helpers import make_image_tree, tree_digest  # noqa: E402
 
 from converters import get_kind  # noqa: E402
 from converters.engine import ConvertConfig, convert, merge  # noqa: E402
@@ -39,12 +39,6 @@ def ray_instance():
              runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)])}})
     yield
     ray.shutdown()
-
-
-def tree_digest(root: Path) -> dict[str, str]:
-    """sha256 of every file under root (the dataset as a user gets it; no state left behind)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
