@@ -17,8 +17,14 @@ from conftest_text import TOKENIZER  # noqa: E402
 
 from converters.sample import WorkItem  # noqa: E402
 from converters.text.options import TextOptions  # noqa: E402
-from converters.text.tokenize import TextProcessor, build_tokenizer, length_bucket, tokenizer_info  # noqa: E402
-from fastdata.errors import MissingDependencyError  # noqa: E402
+from converters.text.tokenize import (  # noqa: E402
+    TextProcessor,
+    build_tokenizer,
+    length_bucket,
+    tokenizer_identity,
+    tokenizer_info,
+)
+from fastdata.errors import ConvertError, MissingDependencyError  # noqa: E402
 
 LONG = "the quick brown fox jumps over the lazy dog " * 3  # 27 words, 27 BERT tokens + [CLS] and [SEP]
 
@@ -85,3 +91,11 @@ def test_tokenizer_facts_follow_the_file_when_its_size_or_its_time_changes(tmp_p
     third = tokenizer_info(str(path))
     assert third["sha256"] not in (first["sha256"], second["sha256"])
     assert third["sha256"] == hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def test_the_tokenizer_identity_is_its_files_hash_and_nothing_without_one(tmp_path):
+    """What the text and image_text kinds add to a destination's source identity."""
+    assert tokenizer_identity(str(TOKENIZER)) == [["tokenizer", hashlib.sha256(TOKENIZER.read_bytes()).hexdigest()]]
+    assert tokenizer_identity(None) == tokenizer_identity("") == []
+    with pytest.raises(ConvertError, match="tokenizer file .*missing.json does not exist"):
+        tokenizer_identity(str(tmp_path / "missing.json"))

@@ -15,7 +15,7 @@ from converters.image_text.process import IDS_FILL, ImageTextOptions, PairProces
 from converters.images import KIND as IMAGES
 from converters.images.discover import EXTENSIONS
 from converters.kind import Discovery
-from converters.text.tokenize import tokenizer_info
+from converters.text.tokenize import tokenizer_identity, tokenizer_info
 from converters.tree import first_files
 
 DETECT_FILES = 2000
@@ -49,10 +49,9 @@ class ImageTextKind:
         return tokenizer_info(options.tokenizer)["sha256"] if options.tokenizer else None
 
     def discover(self, src: Path, /, *, options: ImageTextOptions, follow_symlinks: bool = True) -> Discovery:
-        sha = self._sha(options)  # a bad tokenizer fails here, before anything is written
+        tokenizer = tokenizer_identity(options.tokenizer)  # a bad tokenizer fails here, before anything is written
         found = discover_pairs(src, captions=options.captions, split=options.split, follow_symlinks=follow_symlinks)
-        if sha is not None:
-            found.identity.append(["tokenizer", sha, options.max_length])
+        found.identity[:0] = tokenizer
         return found
 
     def processor(self, options: ImageTextOptions) -> PairProcessor:

@@ -13,7 +13,7 @@ from converters.kind import ArrowLayout, Discovery
 from converters.text.discover import discover_text
 from converters.text.options import DEFAULT_MAX_DOCUMENT_BYTES, OVERFLOW, TextOptions
 from converters.text.records import EXTENSIONS, file_format
-from converters.text.tokenize import TextProcessor, tokenizer_info
+from converters.text.tokenize import TextProcessor, tokenizer_identity, tokenizer_info
 from converters.tree import first_files
 from fastdata.cli.format import parse_size
 
@@ -70,8 +70,7 @@ class TextKind:
                            split=getattr(args, "split", None) or "train", max_document_bytes=args.max_document_bytes)
 
     def discover(self, src: Path, /, *, options: TextOptions, follow_symlinks: bool = True) -> Discovery:
-        info = tokenizer_info(options.tokenizer)  # fails early, before anything is written
-        return discover_text(src, options=options, extra_identity=[["tokenizer", info["sha256"]]],
+        return discover_text(src, options=options, extra_identity=tokenizer_identity(options.tokenizer),
                              follow_symlinks=follow_symlinks)
 
     def processor(self, options: TextOptions) -> TextProcessor:

@@ -16,6 +16,8 @@ from fastdata.text.tokenizer import build_tokenizer as _build
 
 BATCH = 256  # documents tokenized per `encode_batch` call (one worker task)
 UINT16_VOCAB = 2**16  # ids are stored as uint16 when every id fits, else int32
+
+
 def _tokenizer_file(path: str) -> Path:
     p = Path(path)
     if p.is_dir() and (p / "tokenizer.json").is_file():  # a Hugging Face model folder
@@ -46,6 +48,13 @@ def tokenizer_info(path: str) -> dict[str, Any]:
     layout and description, and a large tokenizer.json takes a while to load."""
     st = _tokenizer_file(path).stat()
     return dict(_tokenizer_info(path, st.st_size, st.st_mtime_ns))
+
+
+def tokenizer_identity(path: str | None) -> list[list[object]]:
+    """The tokenizer's part of a conversion's source identity: its file's sha256, so that a destination
+    converted with another tokenizer.json of the same name is not taken for this one. Empty without one.
+    Fails (ConvertError) on a bad tokenizer: the kinds call it at discovery, before anything is written."""
+    return [["tokenizer", tokenizer_info(path)["sha256"]]] if path else []
 
 
 @functools.lru_cache(maxsize=8)
