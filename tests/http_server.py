@@ -1,5 +1,6 @@
 """A read-only HTTP file server on 127.0.0.1 (standard library) with Range support and scripted faults,
-for the remote-dataset tests: 503/429 + Retry-After, bodies cut short, stalls, wrong bytes, 403/404.
+for the remote-dataset tests: 503/429 + Retry-After, bodies cut short, stalls (before the headers or the body),
+wrong bytes, 403/404.
 
     with FileServer(folder) as server:           # port 0: the OS picks a free port
         server.faults.append(Fault("train-000000.tar", status=503, retry_after=1, times=2))
@@ -30,6 +31,7 @@ class Fault:
     retry_after: float | None = None  # with status: the Retry-After header (seconds)
     cut: int | None = None  # send only this many body bytes, then close the connection
     stall: float | None = None  # sleep this long before sending the body
+    header_stall: float | None = None  # sleep this long before sending anything (the status line and headers)
     corrupt: bool = False  # flip the bits of the body (same length)
     length: str | None = None  # send this Content-Length header (a forged one) and close after the body
     drip: tuple[int, float] | None = None  # send the body (n bytes, then a pause of s seconds) at a time
@@ -46,6 +48,7 @@ class Answer:
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
     stall: float = 0.0  # seconds of silence before the body
+    header_stall: float = 0.0  # seconds of silence before the status line: a server that accepted and hangs
     cut: int | None = None  # send only this many body bytes, then close the connection
     close: bool = False  # close the connection after the body (the client cannot know where it ends)
     drip: tuple[int, float] | None = None  # (n, s): n bytes of the body at a time, s seconds apart
@@ -119,6 +122,8 @@ class _Handler(BaseHTTPRequestHandler):
         return Answer(status, headers, data)
 
     def _send(self, answer: Answer, *, body: bool) -> None:
+        if answer.header_stall:
+            time.sleep(answer.header_stall)
         self.send_response(answer.status)
         for key, value in answer.headers:
             self.send_header(key, value.encode().decode("latin-1"))  # a header of any text goes out as its UTF-8
@@ -143,6 +148,8 @@ def _faulty(answer: Answer, fault: Fault | None) -> Answer:
     """The answer a scripted fault makes of the honest one."""
     if fault is None:
         return answer
+    if fault.header_stall is not None:
+        answer.header_stall = fault.header_stall
     if fault.status is not None:
         retry = [("Retry-After", str(fault.retry_after))] if fault.retry_after is not None else []
         return _empty(fault.status, *retry)

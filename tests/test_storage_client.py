@@ -71,6 +71,61 @@ def test_a_stall_hits_the_read_timeout_and_is_retried(served, tmp_path: Path):
     assert time.monotonic() - started < 2.5 and (tmp_path / "out").read_bytes() == DATA
 
 
+@pytest.mark.parametrize("method", ["GET", "HEAD", "metadata"])
+def test_a_server_silent_before_its_headers_hits_the_read_timeout_and_is_retried(served, tmp_path: Path,
+                                                                                 method: str):
+    """A server that accepts the request and never answers is not a body the watcher sees: urllib3's read timeout
+    alone ends the wait for the status line, and the request is tried again."""
+    name = "small.json" if method == "metadata" else "blob.bin"
+    served.faults.append(Fault(name, header_stall=5.0, method="HEAD" if method == "HEAD" else "GET"))
+    s = store(served, read_timeout=0.5, connect_timeout=30.0)
+    started = time.monotonic()
+    if method == "GET":
+        s.download(name, tmp_path / "out", size=len(DATA))
+        assert (tmp_path / "out").read_bytes() == DATA
+    elif method == "HEAD":
+        assert s.size(name) == len(DATA)
+    else:
+        assert s.read(name) == b'{"a": 1}'
+    assert 0.5 <= time.monotonic() - started < 3.0  # the read timeout, then a second request; not the 5 s stall
+    assert [m for m, p, _ in served.requests if p.endswith(name)] == [method if method == "HEAD" else "GET"] * 2
+
+
+def test_a_server_that_never_accepts_hits_the_connect_timeout(tmp_path: Path):
+    """A listening socket whose backlog is full (a server too busy to accept) leaves a connect hanging: the connect
+    timeout ends each attempt, and the read timeout does not stand in for it."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        held: list[socket.socket] = []
+        try:
+            while True:  # fill the backlog: the first connection that does not complete shows it is full
+                held.append(socket.socket())
+                held[-1].settimeout(0.2)
+                try:
+                    held[-1].connect(listener.getsockname())
+                except TimeoutError:
+                    break
+                assert len(held) < 16, "the backlog never filled"
+            url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+            s = RemoteStore(url, {"connect_timeout": 0.3, "read_timeout": 30.0, "attempts": 2})
+            outcome: list[BaseException] = []
+            started = time.monotonic()
+            reader = threading.Thread(target=lambda: outcome.append(pytest.raises(StorageError, s.read, "small.json")
+                                                                    .value), daemon=True)
+            reader.start()
+            reader.join(10.0)  # without a connect timeout the kernel's own gives up after minutes: fail, not hang
+            assert not reader.is_alive(), "the connect did not time out"
+            assert 0.6 <= time.monotonic() - started < 5.0
+            assert re.search(r"gave up on .*small.json \(GET\) after 2 attempt\(s\).*ConnectTimeoutError",
+                             str(outcome[0]))
+        finally:
+            for sock in held:
+                sock.close()
+
+
 def test_a_dripping_body_is_cut_short_and_resumed(served, tmp_path: Path):
     """A server that sends a few bytes now and then is never silent for a whole read timeout: the read went on at
     its pace (this body took 10 s; a shard, days). Now a body must deliver its next 64 KiB within the read timeout."""

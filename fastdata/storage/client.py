@@ -57,6 +57,7 @@ def _after_fork_in_child() -> None:
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
+
 def _guard(url: str) -> None:
     if _state["forked_after_use"]:
         raise StorageError(
