@@ -91,9 +91,25 @@ def test_a_server_silent_before_its_headers_hits_the_read_timeout_and_is_retried
     assert [m for m, p, _ in served.requests if p.endswith(name)] == [method if method == "HEAD" else "GET"] * 2
 
 
+def test_a_server_always_silent_before_its_headers_gives_up_within_the_policy(served):
+    """Each wait for the status line is one attempt of fastdata's policy: urllib3 itself retries no read (with
+    its own retries it would wait on such a server for ever)."""
+    served.faults.append(Fault("small.json", header_stall=5.0, times=100))
+    s = store(served, read_timeout=0.3, attempts=2)
+    outcome: list[BaseException] = []
+    reader = threading.Thread(target=lambda: outcome.append(pytest.raises(StorageError, s.read, "small.json").value),
+                              daemon=True)
+    started = time.monotonic()
+    reader.start()
+    reader.join(10.0)
+    assert not reader.is_alive(), "the read was retried past the policy"
+    assert 0.6 <= time.monotonic() - started < 3.0 and served.gets("small.json") == 2
+    assert re.search(r"gave up on .*small.json \(GET\) after 2 attempt\(s\).*ReadTimeoutError", str(outcome[0]))
+
+
 def test_a_server_that_never_accepts_hits_the_connect_timeout(tmp_path: Path):
     """A listening socket whose backlog is full (a server too busy to accept) leaves a connect hanging: the connect
-    timeout ends each attempt, and the read timeout does not stand in for it."""
+    timeout ends each attempt, the read timeout does not stand in for it, and urllib3 tries no connect again."""
     import socket
 
     with socket.socket() as listener:
@@ -110,7 +126,7 @@ def test_a_server_that_never_accepts_hits_the_connect_timeout(tmp_path: Path):
                     break
                 assert len(held) < 16, "the backlog never filled"
             url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
-            s = RemoteStore(url, {"connect_timeout": 0.3, "read_timeout": 30.0, "attempts": 2})
+            s = RemoteStore(url, {"connect_timeout": 0.5, "read_timeout": 30.0, "attempts": 2})
             outcome: list[BaseException] = []
             started = time.monotonic()
             reader = threading.Thread(target=lambda: outcome.append(pytest.raises(StorageError, s.read, "small.json")
@@ -118,7 +134,7 @@ def test_a_server_that_never_accepts_hits_the_connect_timeout(tmp_path: Path):
             reader.start()
             reader.join(10.0)  # without a connect timeout the kernel's own gives up after minutes: fail, not hang
             assert not reader.is_alive(), "the connect did not time out"
-            assert 0.6 <= time.monotonic() - started < 5.0
+            assert 1.0 <= time.monotonic() - started < 1.8  # two connects and a backoff of at most 0.2 s: urllib3
             assert re.search(r"gave up on .*small.json \(GET\) after 2 attempt\(s\).*ConnectTimeoutError",
                              str(outcome[0]))
         finally:
@@ -172,7 +188,7 @@ def test_one_connection_pool_serves_every_request_of_a_process_and_a_new_process
     s = store(served)
     assert s.read("small.json") == b'{"a": 1}'
     pool = s._http
-    assert s.read("small.json") == b'{"a": 1}' and s._http is pool
+    assert s.read("small.json") == b'{"a": 1}' and s._http is pool and s._store is None  # HTTP needs no obstore
     child = s._pid + 1
     monkeypatch.setattr(client.os, "getpid", lambda: child)  # the object as a child process sees it
     assert s.read("small.json") == b'{"a": 1}' and s._http is not pool and s._pid == child
@@ -291,6 +307,15 @@ def test_a_server_that_keeps_failing_gives_up_within_the_policy(served):
     with pytest.raises(StorageError, match="gave up.*3 attempt"):
         store(served, attempts=3).read("small.json")
     assert served.gets("small.json") == 3 and time.monotonic() - started < 5
+
+
+def test_the_deadline_in_storage_options_ends_the_retries(served):
+    """No retry starts past the deadline: the second 503 asks for a wait that would end beyond it."""
+    served.faults.append(Fault("small.json", status=503, retry_after=0.4, times=100))
+    started = time.monotonic()
+    with pytest.raises(StorageError, match=r"gave up.*after 2 attempt\(s\)"):
+        store(served, attempts=10, deadline=0.6).read("small.json")
+    assert served.gets("small.json") == 2 and time.monotonic() - started < 2.0
 
 
 def test_a_size_that_differs_from_the_manifest_is_an_error(served, tmp_path: Path):
@@ -431,6 +456,20 @@ def test_s3_upload_read_and_download(s3: str, tmp_path: Path, monkeypatch: pytes
     assert (tmp_path / "back").read_bytes() == DATA
     with pytest.raises(StorageError, match="does not exist"):
         remote.read("missing.json")
+
+
+def test_s3_credentials_and_endpoint_from_storage_options_and_one_client(s3: str, s3_endpoint: str,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    """obstore's configuration keys in storage_options reach the store: with no AWS variable set, the endpoint and
+    the keys given there are the ones used. The store is built once per process, as the connection pool is."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_REGION"):
+        monkeypatch.delenv(name)
+    remote = RemoteStore(f"{s3}/given/", {"endpoint": s3_endpoint, "aws_access_key_id": "testing",
+                                         "aws_secret_access_key": "testing", "region": "us-east-1"})
+    remote.upload("manifest.json", b'{"x": 3}')
+    client = remote._store
+    assert remote.read("manifest.json") == b'{"x": 3}' and remote.size("manifest.json") == 8
+    assert remote._store is client is not None
 
 
 def _child_reads(url: str, queue) -> None:
