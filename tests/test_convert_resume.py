@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -263,6 +264,94 @@ def test_a_record_vouches_for_touched_files_with_the_same_bytes_only(tree: Path,
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, other bytes
     os.utime(path, ns=(stamp, stamp))
     assert state.load_record(out, name) is None
+
+
+def test_a_record_trusts_untouched_files_without_hashing_and_not_missing_ones(tree: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch, caplog):
+    """Resuming a large destination stats its recorded files, it does not read them: a file whose size and mtime
+    are as recorded is not hashed. A missing tar or index makes the shard again, and so does an index touched
+    since a record of a version that kept no hash for it (`written_sha256`)."""
+    out = tmp_path / "out"
+    convert_images(tree, out, samples_per_shard=4, short_side=128)
+    name, index = "train-000000.tar", "train-000000.idx"
+    shard = {"name": name, "index": index, "bytes": (out / name).stat().st_size,
+             "sha256": hashlib.sha256((out / name).read_bytes()).hexdigest()}
+    state.save_record(out, name, {"split": "train", "shard": shard, "class_counts": {}, "stats": {}, "rejected": []})
+    hashed: list[Path] = []
+    real = state._sha256
+    monkeypatch.setattr(state, "_sha256", lambda path: hashed.append(path) or real(path))
+    assert state.load_record(out, name) is not None and hashed == []
+    old = json.loads(state.record_path(out, name).read_text())
+    del old["written_sha256"]
+    state.record_path(out, name).write_text(json.dumps(old))
+    stamp = (out / index).stat().st_mtime_ns + 10**9
+    os.utime(out / index, ns=(stamp, stamp))
+    with caplog.at_level("WARNING", logger="converters.state"):
+        assert state.load_record(out, name) is None
+    assert caplog.messages == [f"{out / index} changed since it was recorded: converting it again"]
+    state.save_record(out, name, {"split": "train", "shard": shard, "class_counts": {}, "stats": {}, "rejected": []})
+    for gone in (index, name):
+        kept = (out / gone).read_bytes()
+        (out / gone).unlink()
+        assert state.load_record(out, name) is None, gone
+        (out / gone).write_bytes(kept)
+
+
+def test_the_plan_is_saved_in_a_destination_without_state_and_saved_again(tmp_path: Path):
+    dst = tmp_path / "new" / "out"  # not there yet
+    state.save_plan(dst, {"fingerprint": "a"})
+    state.save_plan(dst, {"fingerprint": "b"})  # a resume writes its plan again
+    assert state.load_plan(dst) == {"fingerprint": "b"} and (dst / state.PARTIAL / "records").is_dir()
+
+
+def test_what_a_destination_holds_and_the_messages_of_its_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog):
+    """destination_state's verdicts and refusals, and the warnings of records that cannot vouch for their shard,
+    word for word (each names the file and what happens next)."""
+    dst = tmp_path / "out"
+    assert state.destination_state(dst, "f" * 64) == "fresh"
+    dst.write_text("x")
+    with pytest.raises(ConvertError) as err:
+        state.destination_state(dst, "f" * 64)
+    assert str(err.value) == f"destination {dst} exists and is not a directory"
+    dst.unlink()
+    dst.mkdir()
+    real = Path.iterdir
+    monkeypatch.setattr(Path, "iterdir", lambda self: iter(sorted(real(self))))  # leftovers first
+    (dst / "a.tmp").write_text("")
+    (dst / state.PARTIAL).mkdir()  # a run that failed before its plan: not a dataset yet
+    assert state.destination_state(dst, "f" * 64) == "fresh"
+    (dst / "notes.txt").write_text("mine")
+    with pytest.raises(ConvertError) as err:
+        state.destination_state(dst, "f" * 64)
+    assert str(err.value) == f"destination {dst} is not empty and holds no fastdata dataset; pick an empty directory"
+    (dst / "notes.txt").unlink()
+    with pytest.raises(ConvertError) as err:
+        state.load_plan(dst)
+    assert str(err.value) == (f"no conversion in progress in {dst} (missing {dst / state.PARTIAL / state.PLAN}); "
+                              "run `fastdata convert` first")
+    state.save_plan(dst, {"fingerprint": "0123456789abcdef"})
+    assert state.destination_state(dst, "0123456789abcdef") == "resume"
+    with pytest.raises(ConvertError) as err:
+        state.destination_state(dst, "fedcba9876543210")
+    assert str(err.value) == (f"destination {dst} holds an unfinished conversion of a different dataset or with other "
+                              "options (fingerprint 0123456789ab, this one is fedcba987654): rerun that conversion "
+                              f"with its original arguments, or delete {dst}")
+    (dst / state.PARTIAL / state.PLAN).write_text("[1]")
+    with pytest.raises(ConvertError) as err:
+        state.load_plan(dst)
+    assert str(err.value) == (f"{dst / state.PARTIAL / state.PLAN} is damaged (a JSON list, not an object): delete "
+                              f"{dst}/{state.PARTIAL}/ to start the conversion over")
+    assert state.plan_fix("s3://b/out/") == f"delete s3://b/out/{state.PARTIAL}/ to start the conversion over"
+    record = state.record_path(dst, "train-000000.tar")
+    record.write_bytes(b'{"shard": ')
+    with caplog.at_level("WARNING", logger="converters.state"):
+        assert state.load_record(dst, "train-000000.tar") is None
+        record.write_text('{"shard": {"bytes": 3}}')
+        assert state.load_record(dst, "train-000000.tar") is None
+    assert caplog.messages == [
+        f"{record} is damaged (invalid JSON: Expecting value at line 1 column 11): converting the shard again",
+        f"{record} is not a record of this fastdata version: converting the shard again"]
 
 
 @pytest.mark.parametrize("sizes, shard_size, n, want", [

@@ -163,14 +163,34 @@ def test_image_options_reach_the_image_and_json_is_canonical(tmp_path):
     assert sample.stats["captions"] == 2 and sample.stats["captions_per_image"] == {"2": 1}
     big = PairProcessor(ImageTextOptions(short_side=20, max_pixels=100), sha256=None)(item)
     assert isinstance(big, Rejection) and "decompression bomb" in big.reason
-    none = PairProcessor(ImageTextOptions(), sha256=None)(WorkItem("train", "wide.png", str(src / "wide.png")))
-    assert isinstance(none, Rejection) and none.reason == "no caption" and none.source == "wide.png"
+    none = PairProcessor(ImageTextOptions(), sha256=None)(WorkItem("val", "wide.png", str(src / "wide.png")))
+    assert none == Rejection("val", "wide.png", "no caption")
+
+
+def test_keep_metadata_and_the_split_reach_the_image_options(tmp_path):
+    """--keep-metadata keeps a photo's bytes as they are, EXIF included, as for the images kind."""
+    exif = Image.Exif()
+    exif[0x010E] = "shot at home"  # ImageDescription
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 20), (10, 200, 10)).save(buf, "JPEG", quality=95, exif=exif.tobytes())
+    (tmp_path / "a.jpg").write_bytes(buf.getvalue())
+    item = WorkItem(split="val", rel="a.jpg", source=str(tmp_path / "a.jpg"), payload=Captions(("green",)))
+    kept = PairProcessor(ImageTextOptions(keep_metadata=True, split="val"), sha256=None)(item)
+    stripped = PairProcessor(ImageTextOptions(split="val"), sha256=None)(item)
+    assert kept.members["jpg"] == buf.getvalue() and b"shot at home" not in stripped.members["jpg"]
+    options = ImageTextOptions(short_side=64, quality=80, max_pixels=5000, split="val", keep_metadata=True)
+    image = options.image_options()
+    assert (image.short_side, image.quality, image.max_pixels, image.split, image.unlabeled, image.keep_metadata) == (
+        64, 80, 5000, "val", True, True)
 
 
 def test_option_checks():
     with pytest.raises(ValueError, match="--max-length must be an integer >= 2"):
         ImageTextOptions(tokenizer=str(TOKENIZER), max_length=1)
     assert ImageTextOptions(tokenizer=str(TOKENIZER), max_length=2).max_length == 2
+    with pytest.raises(ValueError) as err:
+        ImageTextOptions(max_length=8)
+    assert str(err.value) == "--max-length truncates token ids: it needs --tokenizer"
     with pytest.raises(ValueError, match="--quality"):
         ImageTextOptions(quality=0)
     for bad in (0, True, 1.5):

@@ -20,6 +20,7 @@ from converters.text.options import TextOptions  # noqa: E402
 from converters.text.tokenize import (  # noqa: E402
     TextProcessor,
     build_tokenizer,
+    cached_tokenizer,
     length_bucket,
     tokenizer_identity,
     tokenizer_info,
@@ -68,6 +69,30 @@ def test_truncated_document_is_one_sample_counting_the_dropped_tokens():
     assert sample.stats["split_documents"] == 0
 
 
+@pytest.mark.parametrize("max_length, overflow, lengths, truncated, dropped, split", [
+    (29, "truncate", [29], 0, 0, 0),  # fits: 27 words and [CLS] [SEP]
+    (28, "truncate", [28], 1, 1, 0),  # one token over
+    (16, "split", [16, 15], 0, 0, 1),  # two windows
+    (29, "split", [29], 0, 0, 0)])
+def test_the_statistics_at_their_edges(max_length, overflow, lengths, truncated, dropped, split):
+    """One token dropped is a truncated document; two windows are a split one; a document that fits is neither."""
+    item = WorkItem("train", "a.txt", "a.txt", label=0, position=0, payload=LONG)
+    processor = _processor(max_length=max_length, overflow=overflow)
+    out = processor.process_batch([item])[0]
+    samples = out if isinstance(out, list) else [out]
+    assert [s.row["length"] for s in samples] == lengths
+    assert {k: samples[0].stats[k] for k in ("truncated_documents", "truncated_tokens", "split_documents")} == {
+        "truncated_documents": truncated, "truncated_tokens": dropped, "split_documents": split}
+    assert processor(item) == out  # one item alone: what its batch gave it
+
+
+def test_a_document_of_special_tokens_only_is_rejected_saying_so():
+    item = WorkItem("train", "a.txt", "a.txt", label=0, position=0, payload=" ")
+    rejected = _processor().process_batch([item])[0]
+    assert (rejected.split, rejected.source, rejected.reason) == (
+        "train", "a.txt", "empty document: no tokens besides the tokenizer's special tokens")
+
+
 @pytest.mark.parametrize("n, bucket", [(1, "1-8"), (8, "1-8"), (9, "9-16"), (16, "9-16"), (17, "17-32"),
                                        (1000, "513-1024")])
 def test_length_buckets_are_powers_of_two(n, bucket):
@@ -97,5 +122,22 @@ def test_the_tokenizer_identity_is_its_files_hash_and_nothing_without_one(tmp_pa
     """What the text and image_text kinds add to a destination's source identity."""
     assert tokenizer_identity(str(TOKENIZER)) == [["tokenizer", hashlib.sha256(TOKENIZER.read_bytes()).hexdigest()]]
     assert tokenizer_identity(None) == tokenizer_identity("") == []
-    with pytest.raises(ConvertError, match="tokenizer file .*missing.json does not exist"):
+    with pytest.raises(ConvertError) as err:
         tokenizer_identity(str(tmp_path / "missing.json"))
+    assert str(err.value) == (f"tokenizer file {tmp_path / 'missing.json'} does not exist; pass --tokenizer "
+                              "PATH/tokenizer.json (a Hugging Face `tokenizers` file, e.g. saved with "
+                              "tokenizer.save())")
+
+
+def test_a_tokenizer_file_changed_after_planning_stops_the_worker_saying_so(tmp_path):
+    """Workers build the tokenizer from the file the run planned with: one edited since is refused, not used."""
+    path = tmp_path / "tok.json"
+    shutil.copy(TOKENIZER, path)
+    planned = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert cached_tokenizer(str(path), planned, 16) is cached_tokenizer(str(path), planned, 16)  # once per process
+    path.write_text(path.read_text() + "\n")
+    found = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(ConvertError) as err:
+        cached_tokenizer(str(path), planned, 12)
+    assert str(err.value) == (f"tokenizer file {path} changed during the conversion (sha256 {found[:12]}, planned "
+                              f"{planned[:12]}); restore it or start over in an empty directory")
