@@ -97,6 +97,7 @@ def test_damaged_parquet_keeps_the_rows_before_the_damage_and_says_where(tmp_pat
 
 @pytest.mark.parametrize("content, message", [
     (None, "does not exist"),
+    (b'{"model": "\xff"}', "^cannot read tokenizer file .*tokenizer.json: 'utf-8' codec can't decode byte 0xff"),
     ('{"model": "nonsense"}', "is not a valid Hugging Face tokenizer.json"),
     ("not json {", "is not a valid Hugging Face tokenizer.json"),
 ])
@@ -105,7 +106,9 @@ def test_missing_or_invalid_tokenizer_is_a_clear_error_before_writing(tmp_path: 
     src.mkdir()
     (src / "a.txt").write_text("hello", encoding="utf-8")
     tok = tmp_path / "tokenizer.json"
-    if content is not None:
+    if isinstance(content, bytes):  # not UTF-8 text
+        tok.write_bytes(content)
+    elif content is not None:
         tok.write_text(content, encoding="utf-8")
     with pytest.raises(ConvertError, match=message):
         convert_text(src, tmp_path / "dst", tokenizer=str(tok))
