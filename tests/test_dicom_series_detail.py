@@ -21,7 +21,7 @@ from converters.dicom.discover import SeriesFiles  # noqa: E402
 from converters.dicom.geometry import RejectSeries  # noqa: E402
 from converters.dicom.privacy import file_name, phi_fields, series_hash  # noqa: E402
 from converters.dicom.series import _pixels, convert_series, process_series  # noqa: E402
-from converters.sample import WorkItem  # noqa: E402
+from converters.sample import Rejection, WorkItem  # noqa: E402
 
 OPTS = DicomOptions(salt="t")
 PLANE = np.arange(64, dtype=np.uint16).reshape(8, 8)
@@ -80,6 +80,25 @@ def test_sample_json_is_canonical_and_stats_count_the_series(tmp_path):
     assert np.load(__import__("io").BytesIO(sample.members["npy"])).shape == (3, 8, 8)
 
 
+def test_a_file_gone_since_discovery_an_unknown_modality_and_an_unexpected_error(tmp_path, monkeypatch):
+    """Each becomes a rejection of its series in its split, or a count under 'unknown': never an exception."""
+    import converters.dicom.series as series_module
+    from converters.dicom.series import SeriesProcessor
+
+    series = _stack(tmp_path / "a")
+    item = WorkItem("val", "ct/a", "ct/a", position=0, payload=series)
+    edit_dicom(series.files[0][0], Modality=None)
+    assert process_series(item, opts=OPTS).stats["modality"] == {"unknown": 1}
+    (tmp_path / "a" / "01.dcm").unlink()
+    assert process_series(item, opts=OPTS) == Rejection("val", "ct/a", "file vanished since discovery: 01.dcm")
+
+    def broken(*args, **kwargs):
+        raise ValueError("a message that may quote a value")
+
+    monkeypatch.setattr(series_module, "process_series", broken)
+    assert SeriesProcessor(OPTS)(item) == Rejection("val", "ct/a", "unexpected error: ValueError")
+
+
 def test_single_slice_spacing_from_slice_thickness_or_assumed(tmp_path):
     _, meta = convert_series(_single(tmp_path / "a", SliceThickness="3.5"), OPTS)
     assert meta["spacing"] == [3.5, 0.5, 0.5]
@@ -108,7 +127,8 @@ def test_monochrome1_is_inverted_within_bits_stored(tmp_path):
     assert meta["photometric"] == "MONOCHROME1"
 
 
-def _enhanced(path, frames: int, *, per_frame_spacing=(0.4, 0.6), slope=None, thickness="2.5", shared=True):
+def _enhanced(path, frames: int, *, per_frame_spacing=(0.4, 0.6), slope=None, thickness="2.5", shared=True,
+              step: float = 3):
     """An enhanced multi-frame CT: positions and pixel spacing per frame, thickness (and slope) shared."""
     from pydicom.dataset import Dataset
     from pydicom.sequence import Sequence
@@ -123,7 +143,7 @@ def _enhanced(path, frames: int, *, per_frame_spacing=(0.4, 0.6), slope=None, th
     for k in range(frames):
         item = Dataset()
         position, orientation, measures = Dataset(), Dataset(), Dataset()
-        position.ImagePositionPatient = ["0", "0", f"{3 * k}"]
+        position.ImagePositionPatient = ["0", "0", f"{step * k}"]
         orientation.ImageOrientationPatient = ["1", "0", "0", "0", "1", "0"]
         measures.PixelSpacing = [f"{v}" for v in per_frame_spacing]
         item.PlanePositionSequence = Sequence([position])
@@ -194,6 +214,14 @@ def test_rejection_wording(tmp_path):
     for path, _ in no_pos.files:
         edit_dicom(path, ImagePositionPatient=None)
     assert reason(no_pos).endswith("5 of 5 slices: 00.dcm, 01.dcm, 02.dcm and 2 more")
+    for n, named in ((3, "00.dcm, 01.dcm, 02.dcm"), (4, "00.dcm, 01.dcm, 02.dcm and 1 more")):
+        edges = _stack(tmp_path / f"n{n}", zs=tuple(2.0 * k for k in range(n)))
+        for path, _ in edges.files:
+            edit_dicom(path, ImagePositionPatient=None)
+        assert reason(edges) == ("missing position tags (ImagePositionPatient/ImageOrientationPatient) in "
+                                 f"{n} of {n} slices: {named}")
+    frames = _enhanced(tmp_path / "e.dcm", 3, step=0)  # every frame at one position
+    assert reason(frames) == "duplicate slices: 2 slice(s) share a position with another (e.dcm frame 1, e.dcm frame 2)"
     short = _single(tmp_path / "r", Rows=4)
     assert reason(short) == "one.dcm: pixel data of shape [2, 4, 8] does not match Rows/Columns/frames"
 

@@ -85,7 +85,8 @@ def test_voxel_cap_before_decoding_and_before_resampling(tmp_path, monkeypatch):
                         resample(values, *a, **k))
     result = convert_dicom(tmp_path / "src", tmp_path / "o2", max_voxels=30_000, spacing=(0.25, 0.25, 0.25))
     reason = reasons_by_path(result)["big (16 files)"]
-    assert reason.startswith("resampled to [0.25, 0.25, 0.25] mm the series would hold 1868625 voxels"), reason
+    assert reason == ("resampled to [0.25, 0.25, 0.25] mm the series would hold 1868625 voxels, more than "
+                      "--max-voxels 30000 (about 21 MiB of memory to convert)")  # 12 bytes a voxel
     assert resampled == [(3, 8, 8)] and result.manifest.num_samples == 1  # 29x29x17 = 14297 voxels: under the cap
 
 
