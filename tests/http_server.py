@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -148,11 +148,10 @@ def _faulty(answer: Answer, fault: Fault | None) -> Answer:
     """The answer a scripted fault makes of the honest one."""
     if fault is None:
         return answer
-    if fault.header_stall is not None:
-        answer.header_stall = fault.header_stall
     if fault.status is not None:
         retry = [("Retry-After", str(fault.retry_after))] if fault.retry_after is not None else []
-        return _empty(fault.status, *retry)
+        return replace(_empty(fault.status, *retry), header_stall=fault.header_stall or 0.0)
+    answer.header_stall = fault.header_stall or 0.0
     if answer.status >= 300:
         return answer
     if fault.length is not None:

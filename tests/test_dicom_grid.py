@@ -1,0 +1,121 @@
+"""A DICOM series' grid, one function at a time: the geometry refusals word for word, directions made unit length,
+the in-plane fall-back spacing, resampling onto a new spacing, the cast to int16 and the rounding of metadata."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pydicom = pytest.importorskip("pydicom")
+pytest.importorskip("scipy")
+
+from conftest_dicom import edit_dicom, make_slice  # noqa: E402
+
+from converters.dicom import DicomOptions  # noqa: E402
+from converters.dicom.discover import SeriesFiles  # noqa: E402
+from converters.dicom.geometry import RejectSeries  # noqa: E402
+from converters.dicom.resample import resample  # noqa: E402
+from converters.dicom.series import _code, _to_int16, convert_series  # noqa: E402
+
+OPTS = DicomOptions(salt="t")
+PLANE = np.arange(64, dtype=np.uint16).reshape(8, 8)
+
+
+def _stack(root, zs=(0.0, 2.0, 4.0), orientations=None, **kwargs) -> SeriesFiles:
+    files = []
+    for k, z in enumerate(zs):
+        extra = {} if orientations is None else {"orientation": orientations[k]}
+        path = make_slice(root / f"{k:02d}.dcm", PLANE, series_uid="1.2.3", instance=k + 1, position=(0.0, 0.0, z),
+                          **{"pixel_spacing": (1.0, 1.0), **extra, **kwargs})
+        files.append((str(path), path.name))
+    return SeriesFiles("1.2.3", tuple(files))
+
+
+def _reason(series: SeriesFiles) -> str:
+    with pytest.raises(RejectSeries) as info:
+        convert_series(series, OPTS)
+    return str(info.value)
+
+
+def test_geometry_refusals_word_for_word(tmp_path):
+    flat = (1, 0, 0, 0, 1, 0)
+    assert _reason(_stack(tmp_path / "z", orientations=[(0, 0, 0, 0, 1, 0)] * 3)) == (
+        "degenerate ImageOrientationPatient [0.0, 0.0, 0.0] (zero-length direction)")
+    assert _reason(_stack(tmp_path / "m", orientations=[flat, flat, (0, 1, 0, 1, 0, 0)])) == (
+        "mixed slice orientations within the series (2 different ImageOrientationPatient values): not one volume")
+    assert _reason(_stack(tmp_path / "o", orientations=[(1, 0, 0, 0.6, 0.8, 0)] * 3)) == (
+        "ImageOrientationPatient row and column directions are not orthogonal")
+    duplicate = _stack(tmp_path / "d", zs=(0.0, 2.0, 2.0, 4.0))
+    assert _reason(duplicate) == "duplicate slices: 1 slice(s) share a position with another (02.dcm)"
+    unspaced = _stack(tmp_path / "s")
+    edit_dicom(unspaced.files[1][0], PixelSpacing=None)  # one slice without: a None among tuples, sorted as text
+    assert _reason(unspaced) == "mixed PixelSpacing within the series: [(1.0, 1.0), None]"
+
+
+def test_one_millimetre_slices_are_not_duplicates(tmp_path):
+    arr, meta = convert_series(_stack(tmp_path, zs=(0.0, 1.0, 2.0)), OPTS)
+    assert arr.shape == (3, 8, 8) and meta["spacing"] == [1.0, 1.0, 1.0]
+
+
+def test_directions_are_made_unit_length(tmp_path):
+    _, meta = convert_series(_stack(tmp_path, orientations=[(2, 0, 0, 0, 2, 0)] * 3), OPTS)
+    assert meta["direction"] == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+
+
+def test_a_stack_without_pixel_spacing_assumes_one_millimetre_and_says_so(tmp_path):
+    series = _stack(tmp_path, zs=(0.0, 3.0, 6.0))
+    for path, _ in series.files:
+        edit_dicom(path, PixelSpacing=None)
+    _, meta = convert_series(series, OPTS)
+    assert meta["spacing"] == [3.0, 1.0, 1.0]
+    assert meta["slice_spacing_source"] == "ImagePositionPatient; in-plane unknown (1 mm assumed)"
+
+
+def test_metadata_is_rounded_to_six_decimals(tmp_path):
+    series = _stack(tmp_path)
+    for path, _ in series.files:
+        edit_dicom(path, PixelSpacing=["0.12345678", "0.5"])
+    _, meta = convert_series(series, OPTS)
+    assert meta["spacing"] == [2.0, 0.123457, 0.5]
+
+
+def test_the_cast_to_int16_clips_and_counts_only_what_lies_outside():
+    values = np.array([-32769.0, -32768.0, -32768.4, 0.5, 1.5, 32767.0, 32767.4, 32767.6, 40000.0])
+    out, clipped = _to_int16(values)
+    assert out.dtype == np.int16 and clipped == 3
+    assert out.tolist() == [-32768, -32768, -32768, 0, 2, 32767, 32767, 32767, 32767]  # rint: halves to even
+
+
+def test_a_code_string_pydicom_cannot_parse_is_named_not_quoted():
+    class Damaged:
+        def get(self, keyword):
+            raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "Jane Doe's name ran on")
+
+    with pytest.raises(RejectSeries) as info:
+        _code(Damaged(), "Modality", "one.dcm")
+    assert str(info.value) == "one.dcm: malformed Modality attribute (UnicodeDecodeError)"
+
+
+def test_resampling_is_linear_from_the_first_voxel_and_float32():
+    values = np.array([[0, 10, 0]], dtype=np.int16)
+    out, spacing = resample(values, (1.0, 2.0), (1.0, 1.0))
+    assert out.dtype == np.float32 and spacing == (1.0, 1.0)
+    assert out.tolist() == [[0.0, 5.0, 10.0, 5.0, 0.0]]
+    down, _ = resample(np.array([[0, 10, 20, 30]], dtype=np.float32), (1.0, 1.0), (1.0, 2.5))
+    assert down.tolist() == [[0.0, 25.0]]  # floor(3 * 1 / 2.5) + 1 voxels: the grid stays inside the input
+    edge, _ = resample(np.array([[10, 20]], dtype=np.int16), (1.0, 0.7), (1.0, 0.1))
+    assert edge.shape == (1, 8) and edge[0, -1] == 20.0  # the last voxel lies a rounding error past the input's
+    # edge: it takes the edge's value, where scipy's default mode ("constant") would make it 0
+
+
+def test_resampling_onto_the_same_spacing_returns_the_values_as_they_are():
+    values = np.arange(6, dtype=np.int16).reshape(2, 3)
+    out, spacing = resample(values, (10.0, 1.0), (10.0 * (1 + 5e-7), 1.0))  # within a millionth of the larger
+    assert out is values and spacing == (10.0, 1.0)
+
+
+@pytest.mark.parametrize("spacing, target", [((1.0,), (1.0, 1.0)), ((1.0, 1.0), (1.0,))])
+def test_resampling_refuses_spacings_of_another_dimension(spacing, target):
+    with pytest.raises(ValueError) as info:
+        resample(np.zeros((2, 2)), spacing, target)
+    assert str(info.value) == f"spacing {spacing} / target {target} do not match an array of 2 dimensions"
