@@ -52,6 +52,43 @@ def test_geometry_refusals_word_for_word(tmp_path):
     assert _reason(unspaced) == "mixed PixelSpacing within the series: [(1.0, 1.0), None]"
 
 
+def test_gap_and_shift_tolerances(tmp_path):
+    """A gap within 5% of the median and an in-plane shift within half a pixel are one volume; beyond, the refusal
+    says which it is."""
+    assert convert_series(_stack(tmp_path / "a", zs=(0.0, 2.0, 4.05, 6.0)), OPTS)[0].shape == (4, 8, 8)
+    assert _reason(_stack(tmp_path / "b", zs=(0.0, 2.0, 4.0, 7.0))) == (
+        "irregular slice spacing: gap of 3.000 mm at 4.000 mm along the normal, median gap 2.000 mm (tolerance 5%)")
+
+    def shifted(root, step):
+        return SeriesFiles("1.2.5", tuple(
+            (str(make_slice(root / f"{k}.dcm", PLANE, series_uid="1.2.5", instance=k, position=(step * k, 0.0, 2.0 * k),
+                            pixel_spacing=(0.5, 0.5))), f"{k}.dcm") for k in range(3)))
+
+    assert convert_series(shifted(tmp_path / "c", 0.1), OPTS)[0].shape == (3, 8, 8)  # 0.2 mm: under 0.25
+    assert _reason(shifted(tmp_path / "d", 0.15)) == (
+        "slices are shifted in-plane by up to 0.30 mm (gantry tilt or sheared stack): not a rectilinear volume")
+
+
+def test_a_position_of_two_numbers_is_missing_and_a_zero_thickness_absent(tmp_path):
+    short = _stack(tmp_path / "p")
+    edit_dicom(short.files[1][0], ImagePositionPatient=["0", "0"])
+    assert _reason(short) == ("missing position tags (ImagePositionPatient/ImageOrientationPatient) in 1 of 3 "
+                              "slices: 01.dcm")
+    _, meta = convert_series(_stack(tmp_path / "t", zs=(0.0,), slice_thickness=0.0), OPTS)
+    assert meta["spacing"][0] == 1.0
+    assert meta["slice_spacing_source"] == "unknown (single slice, 1 mm assumed); in-plane PixelSpacing"
+
+
+def test_pixels_no_decoder_can_read_are_named_by_the_error_type(tmp_path, monkeypatch):
+    series = _stack(tmp_path, zs=(0.0,))
+
+    def failing(self):
+        raise ValueError("a message that may quote a value")
+
+    monkeypatch.setattr(pydicom.dataset.Dataset, "pixel_array", property(failing))
+    assert _reason(series) == "cannot decode pixel data of 00.dcm (Explicit VR Little Endian): ValueError"
+
+
 def test_one_millimetre_slices_are_not_duplicates(tmp_path):
     arr, meta = convert_series(_stack(tmp_path, zs=(0.0, 1.0, 2.0)), OPTS)
     assert arr.shape == (3, 8, 8) and meta["spacing"] == [1.0, 1.0, 1.0]

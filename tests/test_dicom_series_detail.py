@@ -183,6 +183,14 @@ def test_enhanced_multiframe_bad_frame_is_named(tmp_path):
         convert_series(series, OPTS)
 
 
+def test_frames_and_functional_groups_must_agree_in_number(tmp_path):
+    series = _enhanced(tmp_path / "e.dcm", 2)
+    edit_dicom(series.files[0][0], NumberOfFrames=3)
+    with pytest.raises(RejectSeries) as info:
+        convert_series(series, OPTS)
+    assert str(info.value) == "e.dcm: 3 frames but 2 per-frame functional groups"
+
+
 def test_two_frames_without_functional_groups_are_refused(tmp_path):
     path = make_slice(tmp_path / "m.dcm", PLANE, series_uid="1.2.8", position=(0.0, 0.0, 0.0))
     edit_dicom(path, NumberOfFrames=2, PixelData=np.stack([PLANE, PLANE]).astype("<u2").tobytes())
