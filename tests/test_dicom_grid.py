@@ -15,7 +15,7 @@ from converters.dicom import DicomOptions  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
 from converters.dicom.geometry import RejectSeries  # noqa: E402
 from converters.dicom.resample import resample  # noqa: E402
-from converters.dicom.series import _code, _to_int16, convert_series  # noqa: E402
+from converters.dicom.series import _code, _number, _to_int16, convert_series  # noqa: E402
 
 OPTS = DicomOptions(salt="t")
 PLANE = np.arange(64, dtype=np.uint16).reshape(8, 8)
@@ -87,6 +87,28 @@ def test_pixels_no_decoder_can_read_are_named_by_the_error_type(tmp_path, monkey
 
     monkeypatch.setattr(pydicom.dataset.Dataset, "pixel_array", property(failing))
     assert _reason(series) == "cannot decode pixel data of 00.dcm (Explicit VR Little Endian): ValueError"
+
+
+@pytest.mark.parametrize("step", ["_slices_of", "_pixels"])
+def test_a_value_pydicom_cannot_parse_is_named_by_its_type(tmp_path, monkeypatch, step):
+    import converters.dicom.series as series_module
+
+    def failing(ds, rel):
+        raise KeyError("a message that may quote a value")
+
+    monkeypatch.setattr(series_module, step, failing)
+    assert _reason(_stack(tmp_path)) == "00.dcm: malformed attribute value: KeyError"
+
+
+def test_the_series_is_described_by_its_first_file(tmp_path):
+    series = _stack(tmp_path)
+    for path, _ in series.files[1:]:
+        edit_dicom(path, Modality="OT")
+    assert convert_series(series, OPTS)[1]["modality"] == "CT"
+
+
+def test_numbers_absent_empty_or_unreadable_take_their_default():
+    assert [_number(v, 7.0) for v in (None, "", "abc", "2.5", 3)] == [7.0, 7.0, 7.0, 2.5, 3.0]
 
 
 def test_one_millimetre_slices_are_not_duplicates(tmp_path):

@@ -37,9 +37,10 @@ def _floats(value: Any, n: int) -> tuple[float, ...] | None:
 
 
 def _number(value: Any, default: float) -> float:
+    """`value` as a float; `default` when absent (None), empty or not a number."""
     try:
-        return float(value) if value is not None and str(value) != "" else default
-    except (TypeError, ValueError):
+        return float(value)
+    except (TypeError, ValueError):  # None, "", "abc"
         return default
 
 
