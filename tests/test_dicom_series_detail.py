@@ -128,7 +128,7 @@ def test_monochrome1_is_inverted_within_bits_stored(tmp_path):
 
 
 def _enhanced(path, frames: int, *, per_frame_spacing=(0.4, 0.6), slope=None, thickness="2.5", shared=True,
-              step: float = 3):
+              step: float = 3, in_shared: bool = False):
     """An enhanced multi-frame CT: positions and pixel spacing per frame, thickness (and slope) shared."""
     from pydicom.dataset import Dataset
     from pydicom.sequence import Sequence
@@ -145,11 +145,12 @@ def _enhanced(path, frames: int, *, per_frame_spacing=(0.4, 0.6), slope=None, th
         position, orientation, measures = Dataset(), Dataset(), Dataset()
         position.ImagePositionPatient = ["0", "0", f"{step * k}"]
         orientation.ImageOrientationPatient = ["1", "0", "0", "0", "1", "0"]
-        measures.PixelSpacing = [f"{v}" for v in per_frame_spacing]
+        if not in_shared:
+            measures.PixelSpacing = [f"{v}" for v in per_frame_spacing]
         item.PlanePositionSequence = Sequence([position])
         item.PlaneOrientationSequence = Sequence([orientation])
         item.PixelMeasuresSequence = Sequence([measures])
-        if slope is not None:
+        if slope is not None and not in_shared:
             transform = Dataset()
             transform.RescaleSlope, transform.RescaleIntercept = f"{slope}", "-10"
             item.PixelValueTransformationSequence = Sequence([transform])
@@ -159,6 +160,12 @@ def _enhanced(path, frames: int, *, per_frame_spacing=(0.4, 0.6), slope=None, th
         group, measures = Dataset(), Dataset()
         measures.SliceThickness = thickness
         group.PixelMeasuresSequence = Sequence([measures])
+        if in_shared:  # what a frame's own groups leave out comes from here
+            measures.PixelSpacing = [f"{v}" for v in per_frame_spacing]
+            if slope is not None:
+                transform = Dataset()
+                transform.RescaleSlope, transform.RescaleIntercept = f"{slope}", "-10"
+                group.PixelValueTransformationSequence = Sequence([transform])
         ds.SharedFunctionalGroupsSequence = Sequence([group])
     ds.save_as(path, enforce_file_format=True)
     return SeriesFiles("1.2.7", ((str(path), path.name),))
@@ -175,6 +182,20 @@ def test_enhanced_multiframe_defaults_and_shared_thickness(tmp_path):
     np.testing.assert_array_equal(arr[0], PLANE.astype(np.int16))
     assert meta["spacing"] == [2.5, 0.4, 0.6]  # one frame: the shared SliceThickness is the z spacing
     assert meta["slice_spacing_source"].startswith("SliceThickness (single slice)")
+
+
+def test_enhanced_multiframe_falls_back_to_the_shared_groups(tmp_path):
+    arr, meta = convert_series(_enhanced(tmp_path / "e.dcm", 2, slope=2, in_shared=True), OPTS)
+    assert meta["spacing"] == [3.0, 0.4, 0.6]
+    np.testing.assert_array_equal(arr, np.stack([PLANE * 2 - 10, (PLANE + 1) * 2 - 10]).astype(np.int16))
+    _, alone = convert_series(_enhanced(tmp_path / "f.dcm", 1, shared=False), OPTS)  # no thickness anywhere
+    assert alone["spacing"][0] == 1.0
+    assert alone["slice_spacing_source"] == "unknown (single slice, 1 mm assumed); in-plane PixelSpacing"
+
+
+def test_a_single_slice_takes_spacing_between_slices_before_its_thickness(tmp_path):
+    _, meta = convert_series(_single(tmp_path, SpacingBetweenSlices="3", SliceThickness="5"), OPTS)
+    assert meta["spacing"] == [3.0, 0.5, 0.5]
 
 
 def test_enhanced_multiframe_bad_frame_is_named(tmp_path):
