@@ -32,8 +32,12 @@ def _stack(root, zs=(0.0, 2.0, 4.0), orientations=None, **kwargs) -> SeriesFiles
 
 
 def _reason(series: SeriesFiles) -> str:
+    return _reason_with(series, OPTS)
+
+
+def _reason_with(series: SeriesFiles, opts: DicomOptions) -> str:
     with pytest.raises(RejectSeries) as info:
-        convert_series(series, OPTS)
+        convert_series(series, opts)
     return str(info.value)
 
 
@@ -109,6 +113,33 @@ def test_the_series_is_described_by_its_first_file(tmp_path):
 
 def test_numbers_absent_empty_or_unreadable_take_their_default():
     assert [_number(v, 7.0) for v in (None, "", "abc", "2.5", 3)] == [7.0, 7.0, 7.0, 2.5, 3.0]
+
+
+def test_the_voxel_cap_is_inclusive_and_a_one_pixel_wide_image_is_an_image(tmp_path):
+    series = _stack(tmp_path / "a")  # 3 x 8 x 8 = 192 voxels
+    assert convert_series(series, DicomOptions(salt="t", max_voxels=192))[0].shape == (3, 8, 8)
+    assert _reason_with(series, DicomOptions(salt="t", max_voxels=191)).startswith(
+        "the series holds at least 192 voxels, more than --max-voxels 191")
+    line = SeriesFiles("1.2.6", ((str(make_slice(tmp_path / "l.dcm", PLANE[:1], series_uid="1.2.6",
+                                                  position=(0.0, 0.0, 0.0))), "l.dcm"),))
+    assert convert_series(line, OPTS)[0].shape == (1, 1, 8)
+
+
+def test_attributes_of_the_first_file_name_it_when_malformed(tmp_path, monkeypatch):
+    import converters.dicom.series as series_module
+
+    series = _stack(tmp_path)
+    edit_dicom(series.files[0][0], Modality="ct scan")
+    assert _reason(series) == ("00.dcm: malformed Modality attribute (not a code string of at most 16 capitals, "
+                               "digits, spaces or underscores)")
+    edit_dicom(series.files[0][0], Modality="CT")
+
+    def failing(ds):
+        raise ValueError("a message that may quote a name")
+
+    monkeypatch.setattr(series_module, "phi_fields", failing)
+    assert _reason_with(series, DicomOptions(salt="t", keep_phi=True)) == (
+        "00.dcm: an identifying attribute is malformed (ValueError)")
 
 
 def test_one_millimetre_slices_are_not_duplicates(tmp_path):
