@@ -112,6 +112,38 @@ def edit_dicom(path: Path, *, file_meta: dict[str, object] | None = None, **attr
     ds.save_as(path, enforce_file_format=file_meta is None)
 
 
+PLANE = np.arange(64, dtype=np.uint16).reshape(8, 8)  # the stored pixels of every slice `stack_series` writes
+
+
+def stack_series(root: Path, *, uid: str = "1.2.3", zs: tuple[float, ...] = (0.0, 2.0, 4.0),
+                 positions: list[tuple[float, float, float]] | None = None,
+                 orientations: list[tuple[float, ...]] | None = None, **kwargs: object):
+    """A SeriesFiles of slices 00.dcm, 01.dcm, ... of PLANE under `root`, at (0, 0, z) for each z of `zs` (or at
+    `positions`), each with its own orientation when `orientations` is given; 1 mm pixels unless `kwargs` (passed
+    to make_slice) say otherwise."""
+    from converters.dicom.discover import SeriesFiles
+
+    files = []
+    for k, position in enumerate(positions or [(0.0, 0.0, z) for z in zs]):
+        extra = {} if orientations is None else {"orientation": orientations[k]}
+        path = make_slice(root / f"{k:02d}.dcm", PLANE, series_uid=uid, instance=k + 1, position=position,
+                          **{"pixel_spacing": (1.0, 1.0), **extra, **kwargs})
+        files.append((str(path), path.name))
+    return SeriesFiles(uid, tuple(files))
+
+
+def rejection_of(series, opts) -> str:
+    """The reason convert_series refuses `series` with (it must refuse it)."""
+    import pytest
+
+    from converters.dicom.geometry import RejectSeries
+    from converters.dicom.series import convert_series
+
+    with pytest.raises(RejectSeries) as info:
+        convert_series(series, opts)
+    return str(info.value)
+
+
 def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, skip: tuple[int, ...] = (),
                   duplicate: tuple[int, ...] = ()) -> list[Path]:
     """Write the phantom as one file per slice, under shuffled, meaningless names (no extension) and

@@ -9,7 +9,7 @@ import pytest
 pydicom = pytest.importorskip("pydicom")
 pytest.importorskip("scipy")
 
-from conftest_dicom import edit_dicom, make_slice  # noqa: E402
+from conftest_dicom import PLANE, edit_dicom, make_slice, rejection_of, stack_series  # noqa: E402
 
 from converters.dicom import DicomOptions  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
@@ -18,40 +18,23 @@ from converters.dicom.resample import resample  # noqa: E402
 from converters.dicom.series import _code, _number, _to_int16, convert_series  # noqa: E402
 
 OPTS = DicomOptions(salt="t")
-PLANE = np.arange(64, dtype=np.uint16).reshape(8, 8)
-
-
-def _stack(root, zs=(0.0, 2.0, 4.0), orientations=None, **kwargs) -> SeriesFiles:
-    files = []
-    for k, z in enumerate(zs):
-        extra = {} if orientations is None else {"orientation": orientations[k]}
-        path = make_slice(root / f"{k:02d}.dcm", PLANE, series_uid="1.2.3", instance=k + 1, position=(0.0, 0.0, z),
-                          **{"pixel_spacing": (1.0, 1.0), **extra, **kwargs})
-        files.append((str(path), path.name))
-    return SeriesFiles("1.2.3", tuple(files))
 
 
 def _reason(series: SeriesFiles) -> str:
-    return _reason_with(series, OPTS)
-
-
-def _reason_with(series: SeriesFiles, opts: DicomOptions) -> str:
-    with pytest.raises(RejectSeries) as info:
-        convert_series(series, opts)
-    return str(info.value)
+    return rejection_of(series, OPTS)
 
 
 def test_geometry_refusals_word_for_word(tmp_path):
     flat = (1, 0, 0, 0, 1, 0)
-    assert _reason(_stack(tmp_path / "z", orientations=[(0, 0, 0, 0, 1, 0)] * 3)) == (
+    assert _reason(stack_series(tmp_path / "z", orientations=[(0, 0, 0, 0, 1, 0)] * 3)) == (
         "degenerate ImageOrientationPatient [0.0, 0.0, 0.0] (zero-length direction)")
-    assert _reason(_stack(tmp_path / "m", orientations=[flat, flat, (0, 1, 0, 1, 0, 0)])) == (
+    assert _reason(stack_series(tmp_path / "m", orientations=[flat, flat, (0, 1, 0, 1, 0, 0)])) == (
         "mixed slice orientations within the series (2 different ImageOrientationPatient values): not one volume")
-    assert _reason(_stack(tmp_path / "o", orientations=[(1, 0, 0, 0.6, 0.8, 0)] * 3)) == (
+    assert _reason(stack_series(tmp_path / "o", orientations=[(1, 0, 0, 0.6, 0.8, 0)] * 3)) == (
         "ImageOrientationPatient row and column directions are not orthogonal")
-    duplicate = _stack(tmp_path / "d", zs=(0.0, 2.0, 2.0, 4.0))
+    duplicate = stack_series(tmp_path / "d", zs=(0.0, 2.0, 2.0, 4.0))
     assert _reason(duplicate) == "duplicate slices: 1 slice(s) share a position with another (02.dcm)"
-    unspaced = _stack(tmp_path / "s")
+    unspaced = stack_series(tmp_path / "s")
     edit_dicom(unspaced.files[1][0], PixelSpacing=None)  # one slice without: a None among tuples, sorted as text
     assert _reason(unspaced) == "mixed PixelSpacing within the series: [(1.0, 1.0), None]"
 
@@ -59,14 +42,12 @@ def test_geometry_refusals_word_for_word(tmp_path):
 def test_gap_and_shift_tolerances(tmp_path):
     """A gap within 5% of the median and an in-plane shift within half a pixel are one volume; beyond, the refusal
     says which it is."""
-    assert convert_series(_stack(tmp_path / "a", zs=(0.0, 2.0, 4.05, 6.0)), OPTS)[0].shape == (4, 8, 8)
-    assert _reason(_stack(tmp_path / "b", zs=(0.0, 2.0, 4.0, 7.0))) == (
+    assert convert_series(stack_series(tmp_path / "a", zs=(0.0, 2.0, 4.05, 6.0)), OPTS)[0].shape == (4, 8, 8)
+    assert _reason(stack_series(tmp_path / "b", zs=(0.0, 2.0, 4.0, 7.0))) == (
         "irregular slice spacing: gap of 3.000 mm at 4.000 mm along the normal, median gap 2.000 mm (tolerance 5%)")
 
     def shifted(root, step):
-        return SeriesFiles("1.2.5", tuple(
-            (str(make_slice(root / f"{k}.dcm", PLANE, series_uid="1.2.5", instance=k, position=(step * k, 0.0, 2.0 * k),
-                            pixel_spacing=(0.5, 0.5))), f"{k}.dcm") for k in range(3)))
+        return stack_series(root, positions=[(step * k, 0.0, 2.0 * k) for k in range(3)], pixel_spacing=(0.5, 0.5))
 
     assert convert_series(shifted(tmp_path / "c", 0.1), OPTS)[0].shape == (3, 8, 8)  # 0.2 mm: under 0.25
     assert _reason(shifted(tmp_path / "d", 0.15)) == (
@@ -74,17 +55,17 @@ def test_gap_and_shift_tolerances(tmp_path):
 
 
 def test_a_position_of_two_numbers_is_missing_and_a_zero_thickness_absent(tmp_path):
-    short = _stack(tmp_path / "p")
+    short = stack_series(tmp_path / "p")
     edit_dicom(short.files[1][0], ImagePositionPatient=["0", "0"])
     assert _reason(short) == ("missing position tags (ImagePositionPatient/ImageOrientationPatient) in 1 of 3 "
                               "slices: 01.dcm")
-    _, meta = convert_series(_stack(tmp_path / "t", zs=(0.0,), slice_thickness=0.0), OPTS)
+    _, meta = convert_series(stack_series(tmp_path / "t", zs=(0.0,), slice_thickness=0.0), OPTS)
     assert meta["spacing"][0] == 1.0
     assert meta["slice_spacing_source"] == "unknown (single slice, 1 mm assumed); in-plane PixelSpacing"
 
 
 def test_pixels_no_decoder_can_read_are_named_by_the_error_type(tmp_path, monkeypatch):
-    series = _stack(tmp_path, zs=(0.0,))
+    series = stack_series(tmp_path, zs=(0.0,))
 
     def failing(self):
         raise ValueError("a message that may quote a value")
@@ -101,11 +82,11 @@ def test_a_value_pydicom_cannot_parse_is_named_by_its_type(tmp_path, monkeypatch
         raise KeyError("a message that may quote a value")
 
     monkeypatch.setattr(series_module, step, failing)
-    assert _reason(_stack(tmp_path)) == "00.dcm: malformed attribute value: KeyError"
+    assert _reason(stack_series(tmp_path)) == "00.dcm: malformed attribute value: KeyError"
 
 
 def test_the_series_is_described_by_its_first_file(tmp_path):
-    series = _stack(tmp_path)
+    series = stack_series(tmp_path)
     for path, _ in series.files[1:]:
         edit_dicom(path, Modality="OT")
     assert convert_series(series, OPTS)[1]["modality"] == "CT"
@@ -116,9 +97,9 @@ def test_numbers_absent_empty_or_unreadable_take_their_default():
 
 
 def test_the_voxel_cap_is_inclusive_and_a_one_pixel_wide_image_is_an_image(tmp_path):
-    series = _stack(tmp_path / "a")  # 3 x 8 x 8 = 192 voxels
+    series = stack_series(tmp_path / "a")  # 3 x 8 x 8 = 192 voxels
     assert convert_series(series, DicomOptions(salt="t", max_voxels=192))[0].shape == (3, 8, 8)
-    assert _reason_with(series, DicomOptions(salt="t", max_voxels=191)).startswith(
+    assert rejection_of(series, DicomOptions(salt="t", max_voxels=191)).startswith(
         "the series holds at least 192 voxels, more than --max-voxels 191")
     line = SeriesFiles("1.2.6", ((str(make_slice(tmp_path / "l.dcm", PLANE[:1], series_uid="1.2.6",
                                                   position=(0.0, 0.0, 0.0))), "l.dcm"),))
@@ -128,7 +109,7 @@ def test_the_voxel_cap_is_inclusive_and_a_one_pixel_wide_image_is_an_image(tmp_p
 def test_attributes_of_the_first_file_name_it_when_malformed(tmp_path, monkeypatch):
     import converters.dicom.series as series_module
 
-    series = _stack(tmp_path)
+    series = stack_series(tmp_path)
     edit_dicom(series.files[0][0], Modality="ct scan")
     assert _reason(series) == ("00.dcm: malformed Modality attribute (not a code string of at most 16 capitals, "
                                "digits, spaces or underscores)")
@@ -138,22 +119,22 @@ def test_attributes_of_the_first_file_name_it_when_malformed(tmp_path, monkeypat
         raise ValueError("a message that may quote a name")
 
     monkeypatch.setattr(series_module, "phi_fields", failing)
-    assert _reason_with(series, DicomOptions(salt="t", keep_phi=True)) == (
+    assert rejection_of(series, DicomOptions(salt="t", keep_phi=True)) == (
         "00.dcm: an identifying attribute is malformed (ValueError)")
 
 
 def test_one_millimetre_slices_are_not_duplicates(tmp_path):
-    arr, meta = convert_series(_stack(tmp_path, zs=(0.0, 1.0, 2.0)), OPTS)
+    arr, meta = convert_series(stack_series(tmp_path, zs=(0.0, 1.0, 2.0)), OPTS)
     assert arr.shape == (3, 8, 8) and meta["spacing"] == [1.0, 1.0, 1.0]
 
 
 def test_directions_are_made_unit_length(tmp_path):
-    _, meta = convert_series(_stack(tmp_path, orientations=[(2, 0, 0, 0, 2, 0)] * 3), OPTS)
+    _, meta = convert_series(stack_series(tmp_path, orientations=[(2, 0, 0, 0, 2, 0)] * 3), OPTS)
     assert meta["direction"] == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
 
 
 def test_a_stack_without_pixel_spacing_assumes_one_millimetre_and_says_so(tmp_path):
-    series = _stack(tmp_path, zs=(0.0, 3.0, 6.0))
+    series = stack_series(tmp_path, zs=(0.0, 3.0, 6.0))
     for path, _ in series.files:
         edit_dicom(path, PixelSpacing=None)
     _, meta = convert_series(series, OPTS)
@@ -162,7 +143,7 @@ def test_a_stack_without_pixel_spacing_assumes_one_millimetre_and_says_so(tmp_pa
 
 
 def test_metadata_is_rounded_to_six_decimals(tmp_path):
-    series = _stack(tmp_path)
+    series = stack_series(tmp_path)
     for path, _ in series.files:
         edit_dicom(path, PixelSpacing=["0.12345678", "0.5"])
     _, meta = convert_series(series, OPTS)

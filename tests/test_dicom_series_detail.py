@@ -14,7 +14,7 @@ import pytest
 pydicom = pytest.importorskip("pydicom")
 pytest.importorskip("scipy")
 
-from conftest_dicom import edit_dicom, make_slice  # noqa: E402
+from conftest_dicom import PLANE, edit_dicom, make_slice, rejection_of, stack_series  # noqa: E402
 
 from converters.dicom import DicomOptions  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
@@ -24,16 +24,6 @@ from converters.dicom.series import _pixels, convert_series, process_series  # n
 from converters.sample import Rejection, WorkItem  # noqa: E402
 
 OPTS = DicomOptions(salt="t")
-PLANE = np.arange(64, dtype=np.uint16).reshape(8, 8)
-
-
-def _stack(root, uid="1.2.3", zs=(0.0, 2.0, 4.0), **kwargs) -> SeriesFiles:
-    files = []
-    for k, z in enumerate(zs):
-        path = make_slice(root / f"{k:02d}.dcm", PLANE, series_uid=uid,
-                          instance=k + 1, position=(0.0, 0.0, z), **{"pixel_spacing": (1.0, 1.0), **kwargs})
-        files.append((str(path), path.name))
-    return SeriesFiles(uid, tuple(files))
 
 
 def _single(tmp_path, **attrs) -> SeriesFiles:
@@ -43,8 +33,8 @@ def _single(tmp_path, **attrs) -> SeriesFiles:
     return SeriesFiles("1.2.9", ((str(path), "one.dcm"),))
 
 
-def test_every_metadata_field_of_a_stack(tmp_path):
-    arr, meta = convert_series(_stack(tmp_path), OPTS)
+def test_every_metadata_field_of_astack_series(tmp_path):
+    arr, meta = convert_series(stack_series(tmp_path), OPTS)
     assert meta == {
         "series": series_hash("1.2.3", "t"), "ndim": 3, "axes": "zyx", "shape": [3, 8, 8],
         "spacing": [2.0, 1.0, 1.0], "origin": [0.0, 0.0, 0.0],
@@ -59,18 +49,18 @@ def test_every_metadata_field_of_a_stack(tmp_path):
 
 
 def test_units_name_the_rescale_outside_ct(tmp_path):
-    _, meta = convert_series(_stack(tmp_path, modality="MR"), OPTS)
+    _, meta = convert_series(stack_series(tmp_path, modality="MR"), OPTS)
     assert meta["units"] == "rescaled stored values (RescaleSlope/RescaleIntercept applied)"
 
 
 def test_resampled_when_only_the_spacing_changes(tmp_path):
     """0.99 mm columns keep 8 of them ((8 - 1) * 1.0 / 0.99 = 7.07): the shape is the same, the spacing is not."""
-    _, meta = convert_series(_stack(tmp_path), DicomOptions(salt="t", spacing=(2.0, 1.0, 0.99)))
+    _, meta = convert_series(stack_series(tmp_path), DicomOptions(salt="t", spacing=(2.0, 1.0, 0.99)))
     assert meta["shape"] == [3, 8, 8] and meta["spacing"] == [2.0, 1.0, 0.99] and meta["resampled"] is True
 
 
 def test_sample_json_is_canonical_and_stats_count_the_series(tmp_path):
-    series = _stack(tmp_path)
+    series = stack_series(tmp_path)
     sample = process_series(WorkItem("train", "s", "s", position=3, payload=series), opts=OPTS)
     raw = sample.members["json"]
     assert raw == json.dumps(json.loads(raw), sort_keys=True).encode()
@@ -85,7 +75,7 @@ def test_a_file_gone_since_discovery_an_unknown_modality_and_an_unexpected_error
     import converters.dicom.series as series_module
     from converters.dicom.series import SeriesProcessor
 
-    series = _stack(tmp_path / "a")
+    series = stack_series(tmp_path / "a")
     item = WorkItem("val", "ct/a", "ct/a", position=0, payload=series)
     edit_dicom(series.files[0][0], Modality=None)
     assert process_series(item, opts=OPTS).stats["modality"] == {"unknown": 1}
@@ -222,29 +212,24 @@ def test_two_frames_without_functional_groups_are_refused(tmp_path):
 
 def test_rejection_wording(tmp_path):
     def reason(series) -> str:
-        with pytest.raises(RejectSeries) as info:
-            convert_series(series, OPTS)
-        return str(info.value)
+        return rejection_of(series, OPTS)
 
     bad_orientation = _single(tmp_path / "o", ImageOrientationPatient=["1", "0", "nan", "0", "1", "0"])
     assert reason(bad_orientation).startswith("one.dcm: ImageOrientationPatient ")
-    spacings = _stack(tmp_path / "p")
+    spacings = stack_series(tmp_path / "p")
     edit_dicom(spacings.files[1][0], PixelSpacing=["0.5", "0.5"])
     assert reason(spacings) == "mixed PixelSpacing within the series: [(0.5, 0.5), (1.0, 1.0)]"
-    gap = _stack(tmp_path / "g", zs=(0.0, 2.0, 4.0, 6.0, 12.0))
+    gap = stack_series(tmp_path / "g", zs=(0.0, 2.0, 4.0, 6.0, 12.0))
     assert reason(gap).endswith("where 2.000 mm is expected (~2 slice(s) missing)")
-    sheared = SeriesFiles("1.2.4", tuple(
-        (str(make_slice(tmp_path / "s" / f"{k}.dcm", PLANE, series_uid="1.2.4", instance=k,
-                        position=(1.5 * k, 0.0, 2.0 * k), pixel_spacing=(1.0, 1.0))), f"{k}.dcm")
-        for k in range(3)))
+    sheared = stack_series(tmp_path / "s", positions=[(1.5 * k, 0.0, 2.0 * k) for k in range(3)])
     assert reason(sheared) == ("slices are shifted in-plane by up to 3.00 mm (gantry tilt or sheared stack): "
                                "not a rectilinear volume")
-    no_pos = _stack(tmp_path / "n", zs=(0.0, 2.0, 4.0, 6.0, 8.0))
+    no_pos = stack_series(tmp_path / "n", zs=(0.0, 2.0, 4.0, 6.0, 8.0))
     for path, _ in no_pos.files:
         edit_dicom(path, ImagePositionPatient=None)
     assert reason(no_pos).endswith("5 of 5 slices: 00.dcm, 01.dcm, 02.dcm and 2 more")
     for n, named in ((3, "00.dcm, 01.dcm, 02.dcm"), (4, "00.dcm, 01.dcm, 02.dcm and 1 more")):
-        edges = _stack(tmp_path / f"n{n}", zs=tuple(2.0 * k for k in range(n)))
+        edges = stack_series(tmp_path / f"n{n}", zs=tuple(2.0 * k for k in range(n)))
         for path, _ in edges.files:
             edit_dicom(path, ImagePositionPatient=None)
         assert reason(edges) == ("missing position tags (ImagePositionPatient/ImageOrientationPatient) in "

@@ -9,6 +9,7 @@ pytest.importorskip("pydicom")
 pytest.importorskip("scipy")
 
 from conftest_dicom import (  # noqa: E402
+    PLANE,
     Phantom,
     convert_dicom,
     edit_dicom,
@@ -16,18 +17,15 @@ from conftest_dicom import (  # noqa: E402
     make_slice,
     read_samples,
     reasons_by_path,
+    stack_series,
     write_phantom,
 )
 
 from fastdata.cli import main as cli  # noqa: E402
 
-PLANE = np.arange(64, dtype=np.uint16).reshape(8, 8)
-
 
 def _series(root, uid, n=3, **slice_kwargs):
-    for k in range(n):
-        make_slice(root / f"{k:02d}.dcm", PLANE, series_uid=uid, instance=k + 1, position=(0.0, 0.0, 2.0 * k),
-                   **{"pixel_spacing": (1.0, 1.0), **slice_kwargs})
+    stack_series(root, uid=uid, zs=tuple(2.0 * k for k in range(n)), **slice_kwargs)
 
 
 @pytest.fixture
