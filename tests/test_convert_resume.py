@@ -241,6 +241,14 @@ def test_canonical_json_sorts_keys_at_every_level():
 
 
 
+def _record_first_shard(out: Path) -> None:
+    """Record train-000000.tar and its index as written now, as a finished shard task does."""
+    name = "train-000000.tar"
+    shard = {"name": name, "index": "train-000000.idx", "bytes": (out / name).stat().st_size,
+             "sha256": hashlib.sha256((out / name).read_bytes()).hexdigest()}
+    state.save_record(out, name, {"split": "train", "shard": shard, "class_counts": {}, "stats": {}, "rejected": []})
+
+
 @pytest.mark.parametrize("member", ["tar", "idx"])
 def test_a_record_vouches_for_touched_files_with_the_same_bytes_only(tree: Path, tmp_path: Path, member: str):
     """Two attempts at one shard (a retried task whose first attempt still runs) rename identical bytes into
@@ -251,11 +259,7 @@ def test_a_record_vouches_for_touched_files_with_the_same_bytes_only(tree: Path,
     name = "train-000000.tar"
     path = out / f"train-000000.{member}"
     data = path.read_bytes()
-    state.save_record(out, name, {"split": "train", "shard": {"name": name, "index": "train-000000.idx",
-                                                             "bytes": (out / name).stat().st_size,
-                                                             "sha256": hashlib.sha256((out / name).read_bytes())
-                                                             .hexdigest()},
-                                  "class_counts": {}, "stats": {}, "rejected": []})
+    _record_first_shard(out)
     assert state.load_record(out, name) is not None
     stamp = path.stat().st_mtime_ns + 10**9
     path.write_bytes(data)  # another attempt's identical file
@@ -274,9 +278,7 @@ def test_a_record_trusts_untouched_files_without_hashing_and_not_missing_ones(tr
     out = tmp_path / "out"
     convert_images(tree, out, samples_per_shard=4, short_side=128)
     name, index = "train-000000.tar", "train-000000.idx"
-    shard = {"name": name, "index": index, "bytes": (out / name).stat().st_size,
-             "sha256": hashlib.sha256((out / name).read_bytes()).hexdigest()}
-    state.save_record(out, name, {"split": "train", "shard": shard, "class_counts": {}, "stats": {}, "rejected": []})
+    _record_first_shard(out)
     hashed: list[Path] = []
     real = state._sha256
     monkeypatch.setattr(state, "_sha256", lambda path: hashed.append(path) or real(path))
@@ -289,7 +291,7 @@ def test_a_record_trusts_untouched_files_without_hashing_and_not_missing_ones(tr
     with caplog.at_level("WARNING", logger="converters.state"):
         assert state.load_record(out, name) is None
     assert caplog.messages == [f"{out / index} changed since it was recorded: converting it again"]
-    state.save_record(out, name, {"split": "train", "shard": shard, "class_counts": {}, "stats": {}, "rejected": []})
+    _record_first_shard(out)
     for gone in (index, name):
         kept = (out / gone).read_bytes()
         (out / gone).unlink()

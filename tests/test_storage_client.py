@@ -71,6 +71,18 @@ def test_a_stall_hits_the_read_timeout_and_is_retried(served, tmp_path: Path):
     assert time.monotonic() - started < 2.5 and (tmp_path / "out").read_bytes() == DATA
 
 
+def _refused_within(seconds: float, request, hung: str) -> tuple[StorageError, float]:
+    """The StorageError `request()` raises, and the seconds it took; a failure saying `hung` (not a hang) when it
+    has not ended after `seconds`."""
+    outcome: list[StorageError] = []
+    worker = threading.Thread(target=lambda: outcome.append(pytest.raises(StorageError, request).value), daemon=True)
+    started = time.monotonic()
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), hung
+    return outcome[0], time.monotonic() - started
+
+
 @pytest.mark.parametrize("method", ["GET", "HEAD", "metadata"])
 def test_a_server_silent_before_its_headers_hits_the_read_timeout_and_is_retried(served, tmp_path: Path,
                                                                                  method: str):
@@ -96,15 +108,9 @@ def test_a_server_always_silent_before_its_headers_gives_up_within_the_policy(se
     its own retries it would wait on such a server for ever)."""
     served.faults.append(Fault("small.json", header_stall=5.0, times=100))
     s = store(served, read_timeout=0.3, attempts=2)
-    outcome: list[BaseException] = []
-    reader = threading.Thread(target=lambda: outcome.append(pytest.raises(StorageError, s.read, "small.json").value),
-                              daemon=True)
-    started = time.monotonic()
-    reader.start()
-    reader.join(10.0)
-    assert not reader.is_alive(), "the read was retried past the policy"
-    assert 0.6 <= time.monotonic() - started < 3.0 and served.gets("small.json") == 2
-    assert re.search(r"gave up on .*small.json \(GET\) after 2 attempt\(s\).*ReadTimeoutError", str(outcome[0]))
+    error, took = _refused_within(10.0, lambda: s.read("small.json"), "the read was retried past the policy")
+    assert 0.6 <= took < 3.0 and served.gets("small.json") == 2
+    assert re.search(r"gave up on .*small.json \(GET\) after 2 attempt\(s\).*ReadTimeoutError", str(error))
 
 
 def test_a_server_that_never_accepts_hits_the_connect_timeout(tmp_path: Path):
@@ -127,16 +133,11 @@ def test_a_server_that_never_accepts_hits_the_connect_timeout(tmp_path: Path):
                 assert len(held) < 16, "the backlog never filled"
             url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
             s = RemoteStore(url, {"connect_timeout": 0.5, "read_timeout": 30.0, "attempts": 2})
-            outcome: list[BaseException] = []
-            started = time.monotonic()
-            reader = threading.Thread(target=lambda: outcome.append(pytest.raises(StorageError, s.read, "small.json")
-                                                                    .value), daemon=True)
-            reader.start()
-            reader.join(10.0)  # without a connect timeout the kernel's own gives up after minutes: fail, not hang
-            assert not reader.is_alive(), "the connect did not time out"
-            assert 1.0 <= time.monotonic() - started < 1.8  # two connects and a backoff of at most 0.2 s: urllib3
+            # without a connect timeout the kernel's own gives up after minutes: fail, not hang
+            error, took = _refused_within(10.0, lambda: s.read("small.json"), "the connect did not time out")
+            assert 1.0 <= took < 1.8  # two connects and a backoff of at most 0.2 s: urllib3 tries no connect again
             assert re.search(r"gave up on .*small.json \(GET\) after 2 attempt\(s\).*ConnectTimeoutError",
-                             str(outcome[0]))
+                             str(error))
         finally:
             for sock in held:
                 sock.close()
