@@ -7,7 +7,7 @@
    plumbing of the kornia backend on the CPU);
 2. the tests marked `gpu` (tests/test_gpu.py): DALI `mixed` nvJPEG decode and GPU resize, the kornia backend
    on `cuda` with pinned non-blocking copies and `device_decode`, volume patches and augmentation on `cuda`,
-   GPU eval tensors against the CPU ones;
+   GPU eval tensors against the CPU ones, user hooks seeded on the device, image-text pairs on `cuda`;
 3. `benchmarks/images_per_sec.py --device cuda --epochs 3`, which writes the images-cuda section of
    docs/benchmarks.md. On a GPU the first epoch of a loader is mostly start-up (the CUDA context, nvJPEG's
    buffers), so images/s are those of the steady epochs after it; the start-up shows in the first-batch column.

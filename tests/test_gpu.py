@@ -1,7 +1,8 @@
 """What only a CUDA device can check (`make gpu-check` runs these with `-m gpu`; elsewhere they skip):
 DALI's mixed nvJPEG decode and GPU resize, the kornia backend on the device with pinned non-blocking copies
-and nvJPEG decode, volume patches and their augmentation on the device, and GPU tensors that agree with the
-CPU ones of the same epoch."""
+and nvJPEG decode, volume patches and their augmentation on the device, GPU tensors that agree with the
+CPU ones of the same epoch, user hooks on the hook stage's own CUDA stream with the device's generator seeded,
+and image-text pairs whose images and token ids land on the device."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ pytest.importorskip("nvidia.dali")
 pytest.importorskip("kornia")
 
 from conftest_adopt import MODE_MEMBERS, by_label, mode_shards  # noqa: E402
+from conftest_images import loader, make_datasets  # noqa: E402
+from conftest_pairs import TOKENIZER, caption_ids, convert_pairs, image_ids, make_pair_tree  # noqa: E402
 from helpers import convert_images, copy_photos  # noqa: E402
 
 import fastdata  # noqa: E402
@@ -116,3 +119,69 @@ def test_token_batches_land_on_cuda(tmp_path: Path) -> None:
     ds = convert_text(copy_fortunes(tmp_path / "src", names=("science",)), tmp_path / "tok", separator="%").dst
     batch = next(iter(fastdata.loader(ds, max_tokens=1024, device="cuda")))
     assert batch["input_ids"].is_cuda and batch["attention_mask"].is_cuda
+
+
+def _batches(ld) -> list[tuple]:
+    return [(x.clone(), y.clone() if isinstance(y, torch.Tensor) else y) for x, y in ld]
+
+
+@pytest.mark.parametrize("backend", ["dali", "kornia"])
+def test_hooks_on_cuda_draw_per_seed_and_batch_and_resume(tmp_path: Path, backend: str) -> None:
+    """The hook stage runs the hooks on its own CUDA stream with the device's generator seeded for each batch:
+    an identity hook gives the batches of no hook, and a hook whose output is only what it draws on the device
+    draws the same for the same seed, epoch and batch (also after a mid-epoch resume) and otherwise not."""
+    ds = make_datasets(tmp_path)["wds"]
+    seen: set[tuple[str, torch.dtype]] = set()
+
+    def drawn(x: torch.Tensor) -> torch.Tensor:
+        seen.add((x.device.type, x.dtype))
+        return torch.rand_like(x)
+
+    kw = dict(backend=backend, device="cuda", train=True, seed=6, dtype="uint8")
+    plain = _batches(loader(ds, **kw))
+    same = _batches(loader(ds, **kw, augment=lambda x: x, batch_transform=lambda x, y: (x, y)))
+    assert plain and len(same) == len(plain)
+    for (a, ya), (b, yb) in zip(plain, same):  # the float path rounds once more than DALI's uint8 output
+        assert b.is_cuda and torch.equal(ya, yb) and (a.int() - b.int()).abs().max() <= 1
+    first, again = _batches(loader(ds, **kw, augment=drawn)), _batches(loader(ds, **kw, augment=drawn))
+    other = _batches(loader(ds, **{**kw, "seed": 7}, augment=drawn))
+    assert seen == {("cuda", torch.float32)} and len(first) >= 2
+    assert all(torch.equal(a, b) for (a, _), (b, _) in zip(first, again))
+    assert not torch.equal(first[0][0], first[1][0])  # each batch draws anew
+    assert all(not torch.equal(a, b) for (a, _), (b, _) in zip(first, other))
+    full = loader(ds, **kw, augment=drawn)
+    full.set_epoch(1)
+    whole = _batches(full)
+    assert not torch.equal(whole[0][0], first[0][0])  # and each epoch
+    part = loader(ds, **kw, augment=drawn)
+    part.set_epoch(1)
+    it = iter(part)
+    next(it)
+    state = part.state_dict()
+    it.close()
+    resumed = loader(ds, **kw, augment=drawn)
+    resumed.load_state_dict(state)
+    rest = _batches(resumed)
+    assert len(rest) == len(whole) - 1 and all(torch.equal(a, b) for (a, _), (b, _) in zip(whole[1:], rest))
+    brighter = _batches(loader(ds, **{**kw, "train": False}, split="val", augment=lambda x: (x + 0.5).clamp(0, 1)))
+    x, y = brighter[-1]
+    pad = y == -100
+    assert pad.any() and not x[pad].any() and x[~pad].min() >= 127  # padding rows stay black after the hook
+
+
+@pytest.mark.parametrize("backend", ["dali", "kornia"])
+def test_image_text_pairs_on_cuda_match_the_cpu(tmp_path: Path, backend: str) -> None:
+    """Images and token rows of a pair reach the device together: the same ids, masks and captions as on the
+    CPU, each image still the one its caption names (flat grey levels), in train and in eval."""
+    convert_pairs(make_pair_tree(tmp_path / "src", n=11, captions=2), tmp_path / "out", tokenizer=str(TOKENIZER))
+    kw = dict(batch_size=4, image_size=32, num_threads=2, backend=backend, dtype="uint8", return_captions=True)
+    gpu = _batches(fastdata.loader(tmp_path / "out", device="cuda", train=False, **kw))
+    cpu = _batches(fastdata.loader(tmp_path / "out", device="cpu", train=False, **kw))
+    assert len(gpu) == len(cpu) == 3
+    for (gx, gt), (cx, ct) in zip(gpu, cpu):
+        assert gx.is_cuda and gt["input_ids"].is_cuda and gt["attention_mask"].is_cuda
+        assert gt["captions"] == ct["captions"] and torch.equal(gt["input_ids"].cpu(), ct["input_ids"])
+        assert torch.equal(gt["attention_mask"].cpu(), ct["attention_mask"])
+        assert image_ids(gx.cpu()) == image_ids(cx) and (gx.cpu().int() - cx.int()).abs().max() <= 3
+    for x, t in fastdata.loader(tmp_path / "out", device="cuda", train=True, seed=3, **kw):
+        assert image_ids(x.cpu()) == caption_ids(t["captions"]), "an image came apart from its caption"
