@@ -16,7 +16,15 @@ from fastdata.images.geometry import (
     random_resized_crop_box,
     resize_short_size,
 )
-from fastdata.images.order import epoch_plan, epoch_plans, rank_block
+from fastdata.images.order import derive_seed, epoch_plan, epoch_plans, rank_block, shard_sequence, split_sequence
+
+
+def test_derived_seeds_are_31_bit_distinct_and_take_negative_parts():
+    """DALI's graph seed per (seed, rank, world size): every combination its own seed, each a non-negative int32;
+    a negative part counts as its 32-bit two's complement."""
+    seeds = {derive_seed(a, b, c) for a in range(4) for b in range(4) for c in range(1, 5)}
+    assert len(seeds) == 64 and all(0 <= s < 2**31 for s in seeds)
+    assert derive_seed(-1, 3) == derive_seed(2**32 - 1, 3) != derive_seed(1, 3)
 
 
 def plans(n, w, **kw):
@@ -53,7 +61,14 @@ def test_train_ranks_disjoint_equal_full_batches(n, world_size):
 
 def test_train_keep_last_gives_partial_final_batch():
     (p,) = plans(10, 1, train=True, keep_last=True, batch_size=4)
-    assert p.num_batches == 3 and [p.rows(b) for b in range(3)] == [4, 4, 2]
+    assert p.num_batches == 3 and [p.rows(b) for b in range(3)] == [4, 4, 2] and p.padded is False
+    rest = split_sequence(np.arange(10, 20), train=True, batch_size=4, keep_last=True, rank=0, world_size=1)
+    assert rest.num_batches == 3 and [rest.rows(b) for b in range(3)] == [4, 4, 2] and rest.padded is False
+    assert rest.sequence.tolist() == list(range(10, 20))
+    # train: every rank the same count, the smallest block (eval's ranks would take 3 and 2 of the 10 left)
+    ranks = [split_sequence(np.arange(10), train=True, batch_size=2, keep_last=True, rank=r, world_size=4)
+             for r in range(4)]
+    assert [(q.num_batches, q.sequence.tolist()) for q in ranks] == [(1, [0, 1]), (1, [2, 3]), (1, [4, 5]), (1, [6, 7])]
 
 
 def test_eval_drop_last_has_no_padding():
@@ -109,11 +124,40 @@ def test_window_none_shuffles_a_rank_block_whole():
     assert 0 < halves.sum() < 50
 
 
-def test_bad_plan_arguments_raise():
-    with pytest.raises(ValueError, match="window"):
-        epoch_plan(10, train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=1, window=0)
-    with pytest.raises(ValueError):
-        epoch_plan(10, train=True, batch_size=0, keep_last=False, seed=0, epoch=0, rank=0, world_size=1)
+@pytest.mark.parametrize("bad", [dict(window=0), dict(batch_size=0), dict(rank=2), dict(rank=-1), dict(epoch=-1),
+                                 dict(seed=-1), dict(sizes=(4, -1))])
+def test_bad_plan_arguments_raise(bad):
+    kw = dict(sizes=(4, 6), train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=2, window=3)
+    epoch_plan(kw.pop("sizes"), **kw)
+    kw = {**dict(sizes=(4, 6), train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=2,
+                 window=3), **bad}
+    with pytest.raises(ValueError, match="bad plan arguments"):
+        epoch_plan(kw.pop("sizes"), **kw)
+
+
+def test_bad_plan_arguments_are_named():
+    with pytest.raises(ValueError) as info:
+        epoch_plan((1, 2, 3, 4, 5, -6, 7), train=True, batch_size=2, keep_last=False, seed=1, epoch=2, rank=0,
+                   world_size=1, window=3)
+    assert str(info.value) == ("bad plan arguments: shard sizes (1, 2, 3, 4, 5) batch_size=2 rank=0 world_size=1 "
+                               "epoch=2 seed=1 window=3")
+
+
+def test_a_window_of_one_keeps_the_order_and_a_mixture_sequence_replaces_the_shards():
+    mixed = np.arange(100, 110)[::-1].copy()
+    p = epoch_plan((4, 6), train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=1, world_size=2,
+                   window=1, sequence=mixed)
+    assert p.sequence.tolist() == mixed[5:].tolist()
+    whole = epoch_plan((4, 6), train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=1,
+                       window=1)
+    assert whole.sequence.tolist() == shard_sequence((4, 6), seed=0, epoch=0).tolist()
+
+
+def test_no_shards_no_samples():
+    empty = shard_sequence((), seed=0, epoch=0)
+    assert empty.tolist() == [] and empty.dtype == np.int64
+    p = epoch_plan((), train=True, batch_size=2, keep_last=True, seed=0, epoch=0, rank=0, world_size=1)
+    assert p.num_batches == 0 and len(p.sequence) == 0
 
 
 def test_random_resized_crop_box_in_bounds_and_in_scale():

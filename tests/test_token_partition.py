@@ -52,6 +52,27 @@ def test_exact_against_every_partition_of_small_windows():
     assert better > 50  # the greedy cut is often not the optimum, so the comparison above has teeth
 
 
+def test_exact_against_every_partition_under_tight_budgets():
+    """Budgets of a few tokens: runs of empty sequences longer than the budget (they take no slots, so only
+    batch_size bounds them) and of one-token sequences that fill it exactly."""
+    rng = np.random.default_rng(1)
+    many_empty = full_of_ones = 0
+    for _ in range(400):
+        n = int(rng.integers(2, 13))
+        lengths = rng.choice([0, 0, 1, 1, 1, 2, 3, 5], n)
+        kw = {"max_tokens": int(rng.integers(2, 9)), "multiple": 1,
+              "batch_size": None if rng.random() < 0.7 else int(rng.integers(2, 8))}
+        window = np.argsort(lengths, kind="stable")
+        greedy = cut(window, lengths, **kw)
+        exact = exact_cut(window, lengths, **kw)
+        assert len(exact) == len(greedy) and np.array_equal(np.concatenate(exact), window)
+        assert all(_allowed(b, lengths, **kw) for b in exact)
+        assert _slots(exact, lengths, 1) == _least_slots(window, lengths, len(greedy), **kw)
+        many_empty += any(len(b) > kw["max_tokens"] and not lengths[b].any() for b in exact)
+        full_of_ones += any(len(b) == kw["max_tokens"] > 2 and set(lengths[b].tolist()) == {1} for b in exact)
+    assert many_empty > 5 and full_of_ones > 20  # both edges occur, so the checks above reach them
+
+
 def test_a_known_window_and_its_ties():
     lengths = np.array([8, 8, 8, 16, 16, 16, 16])
     window = np.arange(7)
@@ -60,6 +81,11 @@ def test_a_known_window_and_its_ties():
         [0, 1, 2, 3], [4, 5, 6]]
     assert [b.tolist() for b in exact_cut(window, lengths, max_tokens=64, batch_size=None, multiple=8)] == [
         [0, 1, 2], [3, 4, 5, 6]]
+    # a batch one sequence longer ([4 5 7 9], 36 slots) would cost less in all (55) but breaks the budget of 35
+    lengths = np.array([16, 4, 5, 1, 9, 7, 0, 1])
+    window = np.argsort(lengths, kind="stable")
+    assert [lengths[b].tolist() for b in exact_cut(window, lengths, max_tokens=35, batch_size=None, multiple=1)] == [
+        [0, 1, 1], [4, 5, 7], [9, 16]]
     # equal costs everywhere: the earliest boundaries win, every time
     same = np.full(6, 8)
     assert [len(b) for b in exact_cut(np.arange(6), same, max_tokens=32, batch_size=None, multiple=8)] == [2, 4]

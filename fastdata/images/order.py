@@ -42,10 +42,6 @@ class EpochPlan:
             return self.batch_size
         return min(self.batch_size, len(self.sequence) - batch * self.batch_size)
 
-    def start(self, batch: int, /) -> int:
-        """Position in `sequence` where batch `batch` starts when no sample was skipped."""
-        return batch * self.batch_size
-
 
 def derive_seed(*parts: int) -> int:
     """A 31-bit seed that is a pure function of `parts` (DALI takes a non-negative int)."""
