@@ -190,3 +190,32 @@ def test_resampling_refuses_spacings_of_another_dimension(spacing, target):
     with pytest.raises(ValueError) as info:
         resample(np.zeros((2, 2)), spacing, target)
     assert str(info.value) == f"spacing {spacing} / target {target} do not match an array of 2 dimensions"
+
+
+@pytest.mark.parametrize("element, bits, dtype", [("FloatPixelData", 32, "<f4"), ("DoubleFloatPixelData", 64, "<f8")])
+def test_float_pixel_data_converts_as_its_values(tmp_path, element, bits, dtype):
+    """Parametric maps store float pixels in their own elements, with no BitsStored or rescale: the values are
+    the volume's, rounded to int16."""
+    import pydicom
+
+    series = stack_series(tmp_path / "f")
+    planes = [np.arange(64, dtype=np.float64).reshape(8, 8) * 1.5 - 20 + k for k in range(3)]
+    for (path, _), plane in zip(series.files, planes):
+        ds = pydicom.dcmread(path)
+        del ds.PixelData, ds.BitsStored, ds.HighBit, ds.PixelRepresentation
+        ds.BitsAllocated = bits
+        setattr(ds, element, plane.astype(dtype).tobytes())
+        ds.save_as(path, enforce_file_format=True)
+    arr, _ = convert_series(series, OPTS)
+    assert arr.dtype == np.int16 and np.array_equal(arr, np.rint(np.stack(planes)).astype(np.int16))
+
+
+@pytest.mark.filterwarnings("ignore:A value of '0' for .*Number of Frames")  # pydicom reads the file as 1 frame
+def test_an_image_of_no_pixels_is_refused_with_its_shape(tmp_path):
+    from pydicom.sequence import Sequence
+
+    path = make_slice(tmp_path / "z.dcm", PLANE[:0], series_uid="1.2.9", position=(0.0, 0.0, 0.0))
+    series = SeriesFiles("1.2.9", ((str(path), "z.dcm"),))
+    assert _reason(series) == "z.dcm: an image of [0, 8] pixels"
+    edit_dicom(path, Rows=4, NumberOfFrames=0, PerFrameFunctionalGroupsSequence=Sequence([]))  # no frames at all
+    assert _reason(series) == "z.dcm: an image of 0 pixels"
