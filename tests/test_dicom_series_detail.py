@@ -309,3 +309,25 @@ def test_the_keep_phi_warning_and_the_random_salt_note_read_in_full(caplog):
         "be linked to any other conversion; pass --salt SECRET (or set FASTDATA_DICOM_SALT) for pseudonyms that "
         "are the same across conversions",
     ]
+
+
+def test_a_frame_s_own_thickness_wins_and_a_position_may_come_from_the_shared_groups(tmp_path):
+    from pydicom.sequence import Sequence
+
+    series = _enhanced(tmp_path / "e.dcm", 1)  # shared SliceThickness 2.5
+    ds = pydicom.dcmread(series.files[0][0])
+    frame, shared = ds.PerFrameFunctionalGroupsSequence[0], ds.SharedFunctionalGroupsSequence[0]
+    frame.PixelMeasuresSequence[0].SliceThickness = "4"
+    frame.PlanePositionSequence[0].ImagePositionPatient = ["5", "6", "7"]
+    ds.save_as(series.files[0][0], enforce_file_format=True)
+    _, meta = convert_series(series, OPTS)
+    assert meta["spacing"] == [4.0, 0.4, 0.6] and meta["origin"] == [5.0, 6.0, 7.0]
+    shared.PlanePositionSequence = frame.PlanePositionSequence  # now only in the shared group
+    del frame.PlanePositionSequence
+    ds.save_as(series.files[0][0], enforce_file_format=True)
+    _, meta = convert_series(series, OPTS)
+    assert meta["origin"] == [5.0, 6.0, 7.0]
+    shared.PlanePositionSequence = Sequence([])  # an empty group gives nothing: a frame without a position
+    ds.save_as(series.files[0][0], enforce_file_format=True)
+    _, meta = convert_series(series, OPTS)
+    assert meta["ndim"] == 2 and meta["axes"] == "yx"  # is a planar image
