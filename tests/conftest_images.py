@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import torch
 from helpers import convert_images, make_image
 
 from fastdata.images.loader import image_loader
@@ -37,6 +38,24 @@ def make_datasets(root: Path) -> dict[str, Path]:
 def loader(ds: Path, **kw):
     base = dict(batch_size=4, image_size=32, num_threads=2, prefetch=2, backend="kornia", device="cpu")
     return image_loader(ds, **{**base, **kw})
+
+
+def run(ld) -> list[tuple]:
+    """Every (images, targets) batch of one pass, the tensors cloned (a loader may hand out reused buffers)."""
+    return [(x.clone(), y.clone() if isinstance(y, torch.Tensor) else y) for x, y in ld]
+
+
+def resumed_after_one_batch(ds: Path, epoch: int = 0, **kw) -> list[tuple]:
+    """The batches a fresh loader yields after loading the state saved one batch into `epoch`."""
+    first = loader(ds, **kw)
+    first.set_epoch(epoch)
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    it.close()
+    resumed = loader(ds, **kw)
+    resumed.load_state_dict(state)
+    return run(resumed)
 
 
 def collect(it) -> tuple[list, list]:

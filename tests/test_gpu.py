@@ -18,7 +18,7 @@ pytest.importorskip("nvidia.dali")
 pytest.importorskip("kornia")
 
 from conftest_adopt import MODE_MEMBERS, by_label, mode_shards  # noqa: E402
-from conftest_images import loader, make_datasets  # noqa: E402
+from conftest_images import loader, make_datasets, resumed_after_one_batch, run  # noqa: E402
 from conftest_pairs import TOKENIZER, caption_ids, convert_pairs, image_ids, make_pair_tree  # noqa: E402
 from helpers import convert_images, copy_photos  # noqa: E402
 
@@ -121,10 +121,6 @@ def test_token_batches_land_on_cuda(tmp_path: Path) -> None:
     assert batch["input_ids"].is_cuda and batch["attention_mask"].is_cuda
 
 
-def _batches(ld) -> list[tuple]:
-    return [(x.clone(), y.clone() if isinstance(y, torch.Tensor) else y) for x, y in ld]
-
-
 @pytest.mark.parametrize("backend", ["dali", "kornia"])
 def test_hooks_on_cuda_draw_per_seed_and_batch_and_resume(tmp_path: Path, backend: str) -> None:
     """The hook stage runs the hooks on its own CUDA stream with the device's generator seeded for each batch:
@@ -138,32 +134,24 @@ def test_hooks_on_cuda_draw_per_seed_and_batch_and_resume(tmp_path: Path, backen
         return torch.rand_like(x)
 
     kw = dict(backend=backend, device="cuda", train=True, seed=6, dtype="uint8")
-    plain = _batches(loader(ds, **kw))
-    same = _batches(loader(ds, **kw, augment=lambda x: x, batch_transform=lambda x, y: (x, y)))
+    plain = run(loader(ds, **kw))
+    same = run(loader(ds, **kw, augment=lambda x: x, batch_transform=lambda x, y: (x, y)))
     assert plain and len(same) == len(plain)
     for (a, ya), (b, yb) in zip(plain, same):  # the float path rounds once more than DALI's uint8 output
         assert b.is_cuda and torch.equal(ya, yb) and (a.int() - b.int()).abs().max() <= 1
-    first, again = _batches(loader(ds, **kw, augment=drawn)), _batches(loader(ds, **kw, augment=drawn))
-    other = _batches(loader(ds, **{**kw, "seed": 7}, augment=drawn))
+    first, again = run(loader(ds, **kw, augment=drawn)), run(loader(ds, **kw, augment=drawn))
+    other = run(loader(ds, **{**kw, "seed": 7}, augment=drawn))
     assert seen == {("cuda", torch.float32)} and len(first) >= 2
     assert all(torch.equal(a, b) for (a, _), (b, _) in zip(first, again))
     assert not torch.equal(first[0][0], first[1][0])  # each batch draws anew
     assert all(not torch.equal(a, b) for (a, _), (b, _) in zip(first, other))
     full = loader(ds, **kw, augment=drawn)
     full.set_epoch(1)
-    whole = _batches(full)
+    whole = run(full)
     assert not torch.equal(whole[0][0], first[0][0])  # and each epoch
-    part = loader(ds, **kw, augment=drawn)
-    part.set_epoch(1)
-    it = iter(part)
-    next(it)
-    state = part.state_dict()
-    it.close()
-    resumed = loader(ds, **kw, augment=drawn)
-    resumed.load_state_dict(state)
-    rest = _batches(resumed)
+    rest = resumed_after_one_batch(ds, 1, **kw, augment=drawn)
     assert len(rest) == len(whole) - 1 and all(torch.equal(a, b) for (a, _), (b, _) in zip(whole[1:], rest))
-    brighter = _batches(loader(ds, **{**kw, "train": False}, split="val", augment=lambda x: (x + 0.5).clamp(0, 1)))
+    brighter = run(loader(ds, **{**kw, "train": False}, split="val", augment=lambda x: (x + 0.5).clamp(0, 1)))
     x, y = brighter[-1]
     pad = y == -100
     assert pad.any() and not x[pad].any() and x[~pad].min() >= 127  # padding rows stay black after the hook
@@ -175,8 +163,8 @@ def test_image_text_pairs_on_cuda_match_the_cpu(tmp_path: Path, backend: str) ->
     CPU, each image still the one its caption names (flat grey levels), in train and in eval."""
     convert_pairs(make_pair_tree(tmp_path / "src", n=11, captions=2), tmp_path / "out", tokenizer=str(TOKENIZER))
     kw = dict(batch_size=4, image_size=32, num_threads=2, backend=backend, dtype="uint8", return_captions=True)
-    gpu = _batches(fastdata.loader(tmp_path / "out", device="cuda", train=False, **kw))
-    cpu = _batches(fastdata.loader(tmp_path / "out", device="cpu", train=False, **kw))
+    gpu = run(fastdata.loader(tmp_path / "out", device="cuda", train=False, **kw))
+    cpu = run(fastdata.loader(tmp_path / "out", device="cpu", train=False, **kw))
     assert len(gpu) == len(cpu) == 3
     for (gx, gt), (cx, ct) in zip(gpu, cpu):
         assert gx.is_cuda and gt["input_ids"].is_cuda and gt["attention_mask"].is_cuda

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 import torch
-from conftest_images import loader, make_datasets
+from conftest_images import loader, make_datasets, resumed_after_one_batch, run
 
 from fastdata.hooks import HookError, hook_seed, seeded
 
@@ -22,25 +22,8 @@ def ds(tmp_path_factory):
     return make_datasets(tmp_path_factory.mktemp("hooks"))["wds"]
 
 
-def run(ld) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    return [(x.clone(), y.clone()) for x, y in ld]
-
-
 def identity(x):
     return x
-
-
-def resumed_after_one_batch(ds, epoch: int = 0, **kw) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The batches a fresh loader yields after loading the state saved one batch into `epoch`."""
-    first = loader(ds, **kw)
-    first.set_epoch(epoch)
-    it = iter(first)
-    next(it)
-    state = first.state_dict()
-    it.close()
-    resumed = loader(ds, **kw)
-    resumed.load_state_dict(state)
-    return run(resumed)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -116,6 +99,26 @@ def test_same_seed_same_augmented_batches_and_batches_draw_differently(ds, backe
     torch.manual_seed(123)
     run(loader(ds, backend=backend, train=True, seed=1, augment=_randaugment()))
     assert torch.equal(torch.rand(3), expect)  # the caller's generator is as it was
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_hook_draws_anew_for_each_batch_epoch_and_seed(ds, backend):
+    """A hook whose output is only what it draws: the images do not hide whether the generator was seeded per
+    batch (torch.random.fork_rng restores it after each batch, so without the seed every batch would draw
+    the same)."""
+    def drawn(x):
+        return torch.rand_like(x)
+
+    def epoch_of(seed, epoch=0):
+        ld = loader(ds, backend=backend, train=True, seed=seed, dtype="uint8", augment=drawn)
+        ld.set_epoch(epoch)
+        return [x for x, _ in run(ld)]
+
+    first = epoch_of(1)
+    assert len(first) >= 2 and not torch.equal(first[0], first[1])
+    assert all(torch.equal(a, b) for a, b in zip(first, epoch_of(1)))
+    assert not any(torch.equal(a, b) for a, b in zip(first, epoch_of(2)))
+    assert not torch.equal(first[0], epoch_of(1, epoch=1)[0])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -127,12 +127,12 @@ def test_window_none_shuffles_a_rank_block_whole():
 @pytest.mark.parametrize("bad", [dict(window=0), dict(batch_size=0), dict(rank=2), dict(rank=-1), dict(epoch=-1),
                                  dict(seed=-1), dict(sizes=(4, -1))])
 def test_bad_plan_arguments_raise(bad):
-    kw = dict(sizes=(4, 6), train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=2, window=3)
-    epoch_plan(kw.pop("sizes"), **kw)
-    kw = {**dict(sizes=(4, 6), train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=2,
-                 window=3), **bad}
+    good = dict(train=True, batch_size=2, keep_last=False, seed=0, epoch=0, rank=0, world_size=2, window=3)
+    epoch_plan((4, 6), **good)  # the same plan with every argument valid
+    kw = {**good, **bad}
+    sizes = kw.pop("sizes", (4, 6))
     with pytest.raises(ValueError, match="bad plan arguments"):
-        epoch_plan(kw.pop("sizes"), **kw)
+        epoch_plan(sizes, **kw)
 
 
 def test_bad_plan_arguments_are_named():
