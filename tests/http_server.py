@@ -86,6 +86,12 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self._serve(body=True)
 
+    def do_PUT(self) -> None:  # noqa: N802 - an upload: its body is read and dropped, the server stays read-only
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with self.server.lock:
+            self.server.requests.append((self.command, self.path, None))
+        self._send(_faulty(_empty(405), self._fault()), body=False)
+
     def _serve(self, *, body: bool) -> None:
         requested = self.headers.get("Range")
         with self.server.lock:

@@ -597,3 +597,22 @@ def test_a_head_answer_without_a_readable_length_or_that_keeps_failing_is_named(
     with pytest.raises(StorageError) as gave_up:
         store(served, attempts=2).size("small.json")
     assert str(gave_up.value).startswith(f"gave up on {served.url}small.json (HEAD) after 2 attempt(s)")
+
+
+def test_obstore_gives_up_an_upload_after_three_retries_and_at_the_deadline(served):
+    """Uploads (and signing) go through obstore, which retries by itself: 3 times (its default is 10), and not past
+    the deadline. The S3 endpoint here answers every PUT 503."""
+    served.faults.append(Fault("a.json", status=503, times=100, method="PUT"))
+    options = {"endpoint": served.url.rstrip("/"), "aws_access_key_id": "k", "aws_secret_access_key": "s",
+               "region": "us-east-1"}
+
+    def puts() -> int:
+        return sum(1 for method, _, _ in served.requests if method == "PUT")
+
+    with pytest.raises(StorageError, match="^cannot upload a.json to s3://bkt/ds/: "):
+        RemoteStore("s3://bkt/ds/", options).upload("a.json", b"{}")
+    assert puts() == 4
+    served.requests.clear()
+    with pytest.raises(StorageError, match="^cannot upload a.json"):  # obstore's first back-off is about 0.1 s
+        RemoteStore("s3://bkt/ds/", {**options, "deadline": 0.05}).upload("a.json", b"{}")
+    assert 1 <= puts() < 4
