@@ -9,6 +9,7 @@ import hashlib
 import multiprocessing as mp
 import os
 import re
+import socket
 import threading
 import time
 from pathlib import Path
@@ -616,3 +617,32 @@ def test_obstore_gives_up_an_upload_after_three_retries_and_at_the_deadline(serv
     with pytest.raises(StorageError, match="^cannot upload a.json"):  # obstore's first back-off is about 0.1 s
         RemoteStore("s3://bkt/ds/", {**options, "deadline": 0.05}).upload("a.json", b"{}")
     assert 1 <= puts() < 4
+
+
+def test_a_failed_tls_handshake_is_tried_once_per_attempt():
+    """An https:// dataset whose server does not speak TLS. urllib3 counts a failed handshake as neither a connect
+    nor a read error but as an `other` one, and must retry none of them itself: each of the policy's attempts opens
+    exactly one connection."""
+    accepted: list[socket.socket] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # the listener is closed: the test is over
+                return
+            accepted.append(conn)
+            with conn:
+                conn.recv(4096)  # the ClientHello, answered in plain HTTP
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        s = RemoteStore(f"https://127.0.0.1:{listener.getsockname()[1]}/ds/",
+                        {"attempts": 2, "connect_timeout": 5.0, "read_timeout": 5.0})
+        error, _ = _refused_within(20.0, lambda: s.read("manifest.json"), "urllib3 kept retrying the handshake")
+    finally:
+        listener.close()
+    assert "after 2 attempt(s)" in str(error) and "SSLError" in str(error)
+    assert len(accepted) == 2
