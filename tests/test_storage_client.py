@@ -601,8 +601,8 @@ def test_a_head_answer_without_a_readable_length_or_that_keeps_failing_is_named(
 
 
 def test_obstore_gives_up_an_upload_after_three_retries_and_at_the_deadline(served):
-    """Uploads (and signing) go through obstore, which retries by itself: 3 times (its default is 10), and not past
-    the deadline. The S3 endpoint here answers every PUT 503."""
+    """Uploads go through obstore, which retries by itself: 3 times (its default is 10), and not past the deadline.
+    The S3 endpoint here answers every PUT 503."""
     served.faults.append(Fault("a.json", status=503, times=100, method="PUT"))
     options = {"endpoint": served.url.rstrip("/"), "aws_access_key_id": "k", "aws_secret_access_key": "s",
                "region": "us-east-1"}
