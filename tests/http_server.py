@@ -219,9 +219,13 @@ class FileServer:
     def requests(self) -> list[tuple[str, str, str | None]]:
         return self._server.requests
 
+    def count(self, method: str, suffix: str = "") -> int:
+        """How many `method` requests were served for paths ending with `suffix`."""
+        return sum(1 for m, path, _ in self.requests if m == method and path.endswith(suffix))
+
     def gets(self, suffix: str = "") -> int:
         """How many GET requests were served for paths ending with `suffix`."""
-        return sum(1 for method, path, _ in self.requests if method == "GET" and path.endswith(suffix))
+        return self.count("GET", suffix)
 
     def __enter__(self) -> FileServer:
         self._thread.start()

@@ -196,8 +196,6 @@ def test_resampling_refuses_spacings_of_another_dimension(spacing, target):
 def test_float_pixel_data_converts_as_its_values(tmp_path, element, bits, dtype):
     """Parametric maps store float pixels in their own elements, with no BitsStored or rescale: the values are
     the volume's, rounded to int16."""
-    import pydicom
-
     series = stack_series(tmp_path / "f")
     planes = [np.arange(64, dtype=np.float64).reshape(8, 8) * 1.5 - 20 + k for k in range(3)]
     for (path, _), plane in zip(series.files, planes):

@@ -33,7 +33,7 @@ def _single(tmp_path, **attrs) -> SeriesFiles:
     return SeriesFiles("1.2.9", ((str(path), "one.dcm"),))
 
 
-def test_every_metadata_field_of_astack_series(tmp_path):
+def test_every_metadata_field_of_a_stack(tmp_path):
     arr, meta = convert_series(stack_series(tmp_path), OPTS)
     assert meta == {
         "series": series_hash("1.2.3", "t"), "ndim": 3, "axes": "zyx", "shape": [3, 8, 8],
