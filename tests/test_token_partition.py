@@ -32,6 +32,19 @@ def _least_slots(window, lengths, batches, **kw):
     return best
 
 
+def _checked_against_every_partition(lengths, kw):
+    """(greedy, exact) cuts of `lengths` sorted, after checking the exact one: as many batches as the greedy cut,
+    every sequence once and in order, each batch under the budget, the fewest slots of every such partition."""
+    window = np.argsort(lengths, kind="stable")
+    greedy = cut(window, lengths, **kw)
+    with np.errstate(all="raise"):  # no division by an empty sequence's zero slots
+        exact = exact_cut(window, lengths, **kw)
+    assert len(exact) == len(greedy) and np.array_equal(np.concatenate(exact), window)
+    assert all(_allowed(b, lengths, **kw) for b in exact)
+    assert _slots(exact, lengths, kw["multiple"]) == _least_slots(window, lengths, len(greedy), **kw)
+    return greedy, exact
+
+
 def test_exact_against_every_partition_of_small_windows():
     rng = np.random.default_rng(0)
     better = 0
@@ -40,14 +53,7 @@ def test_exact_against_every_partition_of_small_windows():
         lengths = rng.integers(0, 60, n)  # 0: an empty sequence, which takes no slots
         kw = {"max_tokens": int(rng.integers(60, 300)), "multiple": int(rng.choice([1, 8])),
               "batch_size": None if rng.random() < 0.5 else int(rng.integers(1, 6))}
-        window = np.argsort(lengths, kind="stable")
-        greedy = cut(window, lengths, **kw)
-        with np.errstate(all="raise"):  # no division by an empty sequence's zero slots
-            exact = exact_cut(window, lengths, **kw)
-        assert len(exact) == len(greedy) and np.array_equal(np.concatenate(exact), window)
-        assert all(_allowed(b, lengths, **{k: kw[k] for k in ("max_tokens", "batch_size", "multiple")})
-                   for b in exact)
-        assert _slots(exact, lengths, kw["multiple"]) == _least_slots(window, lengths, len(greedy), **kw)
+        greedy, exact = _checked_against_every_partition(lengths, kw)
         better += _slots(greedy, lengths, kw["multiple"]) > _slots(exact, lengths, kw["multiple"])
     assert better > 50  # the greedy cut is often not the optimum, so the comparison above has teeth
 
@@ -62,12 +68,7 @@ def test_exact_against_every_partition_under_tight_budgets():
         lengths = rng.choice([0, 0, 1, 1, 1, 2, 3, 5], n)
         kw = {"max_tokens": int(rng.integers(2, 9)), "multiple": 1,
               "batch_size": None if rng.random() < 0.7 else int(rng.integers(2, 8))}
-        window = np.argsort(lengths, kind="stable")
-        greedy = cut(window, lengths, **kw)
-        exact = exact_cut(window, lengths, **kw)
-        assert len(exact) == len(greedy) and np.array_equal(np.concatenate(exact), window)
-        assert all(_allowed(b, lengths, **kw) for b in exact)
-        assert _slots(exact, lengths, 1) == _least_slots(window, lengths, len(greedy), **kw)
+        _, exact = _checked_against_every_partition(lengths, kw)
         many_empty += any(len(b) > kw["max_tokens"] and not lengths[b].any() for b in exact)
         full_of_ones += any(len(b) == kw["max_tokens"] > 2 and set(lengths[b].tolist()) == {1} for b in exact)
     assert many_empty > 5 and full_of_ones > 20  # both edges occur, so the checks above reach them
