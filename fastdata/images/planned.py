@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView
 from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.hook_stage import HookStage
@@ -75,6 +76,7 @@ class PlannedBackend(ABC):
 
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         self._view, self._opts = view, opts
+        self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
         budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
         self._reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
         self._prepare = Preparer(self._reader, opts, len(view.classes))
@@ -138,10 +140,11 @@ class PlannedBackend(ABC):
     def state_dict(self) -> dict[str, Any]:
         point = self._resume or self._point
         return make_state(point, self._opts, num_samples=len(self._reader), skipped=self._skipped,
-                          mixture=self._mixture_state())
+                          mixture=self._mixture_state(), data=self._data)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        point = check_state(state, self._opts, num_samples=len(self._reader), mixture=self._mixture_state())
+        point = check_state(state, self._opts, num_samples=len(self._reader), mixture=self._mixture_state(),
+                            data=self._data)
         plan = self.plan(point.epoch, point.lineage)
         if point.batch > plan.num_batches:
             raise ValueError(f"state_dict is at batch {point.batch}, but epoch {point.epoch} has "

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.data_digest import KEY as DIGEST
+from fastdata.data_digest import check_data_digest
 from fastdata.distributed import check_world_size
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.mixing import check_mixture_state
@@ -43,9 +45,9 @@ def _settings(opts: ImageLoaderOptions, num_samples: int) -> dict[str, Any]:
 
 
 def make_state(point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int, skipped: int,
-               mixture: dict[str, Any] | None = None) -> dict[str, Any]:
+               mixture: dict[str, Any] | None = None, data: str | None = None) -> dict[str, Any]:
     return {"version": STATE_VERSION, "epoch": point.epoch, "batch": point.batch, "cursor": point.cursor,
-            "skipped": skipped, "elastic": [list(s) for s in point.lineage], "mixture": mixture,
+            "skipped": skipped, "elastic": [list(s) for s in point.lineage], "mixture": mixture, DIGEST: data,
             **_settings(opts, num_samples)}
 
 
@@ -57,7 +59,7 @@ def _count(state: dict[str, Any], key: str) -> int:
 
 
 def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
-                mixture: dict[str, Any] | None = None) -> ResumePoint:
+                mixture: dict[str, Any] | None = None, data: str | None = None) -> ResumePoint:
     """The ResumePoint of `state`, or ValueError/TypeError saying why it cannot resume this loader."""
     if not isinstance(state, dict):
         raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
@@ -65,6 +67,7 @@ def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
         raise ValueError(f"state_dict has version {state.get('version')!r}, this loader reads version "
                          f"{STATE_VERSION}; pass what Loader.state_dict() of this fastdata returned")
     check_mixture_state(state.get("mixture"), mixture)
+    check_data_digest(state, data)
     here = _settings(opts, num_samples)
     missing = [k for k in ("epoch", "batch", "cursor", "skipped", *here) if k not in state]
     if missing:

@@ -17,6 +17,8 @@ import torch
 
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
+from fastdata.data_digest import KEY as DIGEST
+from fastdata.data_digest import check_data_digest, data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, seeded
@@ -45,6 +47,7 @@ class SequenceLoader(Closable):
                  mixture_state: dict[str, Any] | None = None, view: DatasetView | MixedView | None = None) -> None:
         self.store, self.options, self.classes = store, options, classes
         self._view = view  # closed with the loader
+        self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
         self.eos_id, self.pad_id = eos_id, pad_id
         self.mixture, self._mixture_state = mixture, mixture_state
         self._permute = random_permute(options.seed, mixture.sizes) if mixture is not None else None
@@ -112,13 +115,15 @@ class SequenceLoader(Closable):
     def state_dict(self) -> dict[str, Any]:
         o = self.options
         return {"epoch": self._epoch, "batches_done": self._done, "rank": o.rank, "world_size": o.world_size,
-                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state, **self._settings()}
+                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state,
+                DIGEST: self._data, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where `state` (a `state_dict()`) stood; every field is checked: present, typed, in range."""
         if not isinstance(state, dict):
             raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
         check_mixture_state(state.get("mixture"), self._mixture_state)
+        check_data_digest(state, self._data)
         mine = self._settings()
         missing = sorted({"epoch", "batches_done", "world_size", *mine} - set(state))
         if missing:

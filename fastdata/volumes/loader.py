@@ -23,6 +23,8 @@ import torch
 
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
+from fastdata.data_digest import KEY as DIGEST
+from fastdata.data_digest import check_data_digest, data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, pair, seeded
@@ -48,6 +50,7 @@ class VolumeLoader(Closable):
     def __init__(self, view: DatasetView | MixedView, opts: VolumeLoaderOptions) -> None:
         self.view = view
         self.opts = opts
+        self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
         self.mixture: Mixture | None = None
         self._mixture_state: dict[str, Any] | None = None
         if isinstance(view, MixedView):
@@ -128,12 +131,14 @@ class VolumeLoader(Closable):
 
     def state_dict(self) -> dict[str, Any]:
         return {"epoch": self._epoch, "batch": self._batch, "rank": self.opts.rank, "world_size": self.opts.world_size,
-                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state, **self._settings()}
+                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state,
+                DIGEST: self._data, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict):
             raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
         check_mixture_state(state.get("mixture"), self._mixture_state)
+        check_data_digest(state, self._data)
         for key, value in self._settings().items():
             saved = state.get(key)
             if isinstance(saved, tuple):
