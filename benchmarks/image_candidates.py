@@ -186,6 +186,18 @@ def _dali_epochs(spec: Spec, iterator: Any, convert: Callable[[Any], Any]) -> It
 def dali_shards(spec: Spec, state: Any) -> Iterator[Any]:
     """(h; the issue's c2) Plain DALI on fastdata's own shards, docs style: readers.webdataset with our
     .idx files, ROI decode (decoders.image_random_crop) in train. Measures the engine apart from the pre-resize."""
+    return _dali_on_shards(spec, decode_only=False)
+
+
+def dali_decode_only(spec: Spec, state: Any) -> Iterator[Any]:
+    """(n) The ceiling of DALI's decoder: (h) without its resize, flip and normalise. The same reader and the same
+    decode (the random crop window in train, nvJPEG with `--device cuda`); each image then cut to its first pixel,
+    so that a batch is dense and its decode is finished when the batch is taken. A loader that decodes these shards
+    with DALI's decoder and its defaults delivers at most this rate, whatever it does around the decode."""
+    return _dali_on_shards(spec, decode_only=True)
+
+
+def _dali_on_shards(spec: Spec, *, decode_only: bool) -> Iterator[Any]:
     import nvidia.dali.fn as fn
     import nvidia.dali.types as types
     from nvidia.dali import pipeline_def
@@ -204,23 +216,30 @@ def dali_shards(spec: Spec, state: Any) -> Iterator[Any]:
                                               index_paths=[str(r.index_path) for r in refs], ext=["jpg", "cls"],
                                               missing_component_behavior="error", random_shuffle=spec.train,
                                               name="Reader")
+        labels = fn.pad(labels, axes=(0,), shape=(8,), fill_value=0)  # ASCII digits of unequal lengths
+        labels = labels.gpu() if cuda else labels
         if spec.train:
             images = fn.decoders.image_random_crop(jpegs, device=decoder, output_type=types.RGB)
+        else:
+            images = fn.decoders.image(jpegs, device=decoder, output_type=types.RGB)
+        if decode_only:
+            return fn.crop(images, crop=(1, 1), crop_pos_x=0.0, crop_pos_y=0.0), labels
+        if spec.train:
             images = fn.resize(images, size=(spec.image_size, spec.image_size))
             mirror = fn.random.coin_flip(probability=0.5)
         else:
-            images = fn.decoders.image(jpegs, device=decoder, output_type=types.RGB)
             images = fn.resize(images, resize_shorter=spec.resize_short)
             mirror = False
         images = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout=_dali_layout(spec),
                                           crop=(spec.image_size, spec.image_size),
                                           mean=[m * 255 for m in MEAN], std=[s * 255 for s in STD], mirror=mirror)
-        labels = fn.pad(labels, axes=(0,), shape=(8,), fill_value=0)  # ASCII digits of unequal lengths
-        return images, labels.gpu() if cuda else labels
+        return images, labels
 
     policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
     iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
-    return _dali_epochs(spec, iterator, lambda out: (_nchw(out["images"], spec), _cls_labels(out["labels"])))
+    convert = (lambda out: (out["images"], _cls_labels(out["labels"]))) if decode_only else \
+        (lambda out: (_nchw(out["images"], spec), _cls_labels(out["labels"])))
+    return _dali_epochs(spec, iterator, convert)
 
 
 def _cls_labels(raw: Any) -> Any:
@@ -362,6 +381,8 @@ CANDIDATES: dict[str, Candidate] = {c.key: c for c in (
     Candidate("d", "fastdata, DALI backend (shards)", _fastdata("dali")),
     Candidate("e", "fastdata, kornia backend (shards)", _fastdata("kornia")),
     Candidate("f", "ceiling: libjpeg-turbo decode only (shard bytes)", decode_ceiling, read_shard_jpegs, True),
+    Candidate("n", "ceiling: DALI's decoder alone on fastdata's shards ((h) less resize, flip, normalise)",
+              dali_decode_only, ceiling=True),
     Candidate("m", "kernel floor: fastdata's decode/resize/flip/normalise kernels alone (shard bytes)", kernel_floor,
               kernel_floor_setup),
     Candidate("g", "FFCV 1.0.2 (JPEG beton of the same photos, max_resolution 341, quality 90)", _ffcv, _ffcv_setup,

@@ -91,6 +91,14 @@ def test_summary_ratios_and_target_lines():
     assert "(a)" not in low  # a target the backend meets is not judged
     edge = target_lines(summarize_rows(rows + [_row("train", "m", 320 * 1.4967)]))[1]
     assert "1.49x (g): out of reach" in edge  # rounded down: never shown as the 1.50x it misses
+    decoder = target_lines(summarize_rows(rows + [_row("train", "n", 400)]))
+    assert decoder[1] == ("  - DALI's decoder alone (n) 400 images/s: plain DALI on the same shards (h) reaches 52% of "
+                          "it; 2x (h) is 420 images/s, more than it: out of reach for any loader decoding with DALI's "
+                          "decoder at its defaults")
+    within = target_lines(summarize_rows(rows + [_row("train", "n", 420)]))[1]
+    assert within.endswith("2x (h) is 420 images/s, within it")
+    without_h = [r for r in rows if r["candidate"] != "h"] + [_row("train", "n", 400)]
+    assert len(target_lines(summarize_rows(without_h))) == 1  # no (h) to judge
     md = markdown_section(summary, {"cpu": "CPU", "cores": 2, "usable_cores": 2, "memory_bytes": None, "gpu": None,
                                     "os": "Linux", "load_avg": None, "versions": {"torch": "2"},
                                     "date_utc": "now", "git_commit": "abc", "command": "python x"},
@@ -102,12 +110,13 @@ def test_summary_ratios_and_target_lines():
 def test_images_per_sec_tiny_end_to_end(tmp_path):
     docs = tmp_path / "benchmarks.md"
     rc = images_per_sec.main(["--images", "16", "--classes", "2", "--batch-size", "8", "--reps", "1",
-                              "--warmup-batches", "1", "--threads", "1", "--candidates", "afh", "--variant", "eval",
+                              "--warmup-batches", "1", "--threads", "1", "--candidates", "afhn", "--variant", "eval",
                               "--work-dir", str(tmp_path / "work"), "--docs", str(docs)])
     assert rc == 0
     data = json.loads((tmp_path / "work" / "images_per_sec.json").read_text())
     rows = {r["candidate"]: r for r in data["rows"]}
-    assert rows["a"]["images"] == rows["f"]["images"] == rows["h"]["images"] == 16  # eval keeps every image
+    assert rows["a"]["images"] == rows["f"]["images"] == rows["h"]["images"] == rows["n"]["images"] == 16
+    assert rows["n"]["output"] == "uint8[8, 1, 1, 3]"  # DALI's decoder alone: each image cut to one pixel
     assert rows["h"]["output"] == "float32[8, 3, 224, 224]"  # plain DALI on the shards, same contract
     assert rows["a"]["output"] == "float32[8, 3, 224, 224]"
     assert data["environment"]["versions"]["torch"] != "not installed"

@@ -31,7 +31,8 @@ def test_with_cuda_the_gpu_tests_and_the_cuda_benchmark_run():
     rc, calls = _run(True)
     assert rc == 0 and len(calls) == 3
     assert calls[1][-4:] == ["-m", "gpu", "-rA", "tests/test_gpu.py"]
-    assert calls[2][1:] == ["benchmarks/images_per_sec.py", "--device", "cuda", "--reps", "3", "--epochs", "3"]
+    assert calls[2][1:] == ["benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", "abcdefhn", "--reps",
+                            "3", "--epochs", "3"]
     assert _run(True, ["--reps", "2", "--epochs", "4"])[1][2][-4:] == ["--reps", "2", "--epochs", "4"]
     assert len(_run(True, ["--no-bench"])[1]) == 2
 
