@@ -146,3 +146,30 @@ def test_without_dali_the_backend_says_which_extra_to_install(ds: Path, monkeypa
     monkeypatch.setitem(sys.modules, "nvidia.dali", None)  # `import nvidia.dali` raises ImportError
     with pytest.raises(MissingDependencyError, match=r"install it with: pip install 'fastdata\[dali\]'"):
         backend(ds)
+
+
+def test_a_batch_on_cuda_carries_the_event_of_its_stream(ds: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA the DALI backend's batch is copied into torch's memory on the producer thread's stream, and the hook
+    stage and the consumer read it on streams of their own: `_collect` hands them an event recorded on that stream
+    after the copy (tests/test_gpu.py provokes the race on a device). On the CPU there is none."""
+    import torch
+
+    b, _, _ = with_pipe(ds, "nothing")
+    assert b._ready() is None
+    ready = object()
+    monkeypatch.setattr(b, "_ready", lambda: ready)
+    images, labels, event = b._collect(_Submitted([None, None], [], None))  # an eval batch of padding rows
+    assert event is ready and labels.tolist() == [-100, -100] and not images.any()
+    recorded = []
+
+    class Event:
+        def record(self, stream) -> None:
+            recorded.append(stream)
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device: ("stream of", device))
+    b._device = torch.device("cuda", 1)
+    event = type(b)._ready(b)
+    assert isinstance(event, Event) and recorded == [("stream of", torch.device("cuda", 1))]
+    b._device = torch.device("cpu")
+    b.close()

@@ -2,7 +2,8 @@
 DALI's mixed nvJPEG decode and GPU resize, the kornia backend on the device with pinned non-blocking copies
 and nvJPEG decode, volume patches and their augmentation on the device, GPU tensors that agree with the
 CPU ones of the same epoch, user hooks on the hook stage's own CUDA stream with the device's generator seeded,
-and image-text pairs whose images and token ids land on the device."""
+batches read on other streams only once the producer has written them, and image-text pairs whose images and
+token ids land on the device."""
 
 from __future__ import annotations
 
@@ -155,6 +156,49 @@ def test_hooks_on_cuda_draw_per_seed_and_batch_and_resume(tmp_path: Path, backen
     x, y = brighter[-1]
     pad = y == -100
     assert pad.any() and not x[pad].any() and x[~pad].min() >= 127  # padding rows stay black after the hook
+
+
+def _poison_cached_blocks(nbytes: tuple[int, ...]) -> None:
+    """Leave blocks of these sizes in the caching allocator's pool of the current stream filled with 0xFF (NaN as
+    float32), so that a batch read before it is written reads them, not a previous batch that may hold the same."""
+    blocks = [torch.empty(n, dtype=torch.uint8, device="cuda").fill_(255) for n in nbytes for _ in range(32)]
+    torch.cuda.synchronize()
+    del blocks
+
+
+@pytest.mark.parametrize("backend", ["dali", "kornia"])
+def test_a_batch_is_read_only_after_the_producer_has_written_it(tmp_path: Path, backend: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The producer's stream is held back by a long kernel before each batch is written (DALI's copy into torch's
+    memory, the kornia backend's upload and normalise). The hook stage works on a stream of its own, and so does a
+    user who iterates under `torch.cuda.stream(side)`: both must wait for the producer's event (DALI: since it
+    records one, `DaliBackend._ready`), or they read the batch before it is written."""
+    from fastdata.images.dali_backend import DaliBackend
+    from fastdata.images.kornia_backend import KorniaBackend
+
+    ds = make_datasets(tmp_path)["wds"]
+    kw = dict(backend=backend, device="cuda", train=True, seed=6, dtype="uint8")
+    plain = run(loader(ds, **kw))
+    cls, name = (DaliBackend, "_to_torch") if backend == "dali" else (KorniaBackend, "_submit")
+    inner = getattr(cls, name)
+
+    def late(self, *args, **kwargs):
+        torch.cuda._sleep(200_000_000)  # about a tenth of a second of the producer's stream
+        return inner(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, late)
+    rows = 4 * 3 * 32 * 32
+    _poison_cached_blocks((rows, 4 * rows))
+    hooked = run(loader(ds, **kw, augment=lambda x: x))
+    _poison_cached_blocks((rows, 4 * rows))
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        mine = [(x.clone(), y.clone()) for x, y in loader(ds, **kw)]
+    torch.cuda.synchronize()
+    assert len(plain) == len(hooked) == len(mine) >= 2
+    for (a, ya), (b, yb), (c, yc) in zip(plain, hooked, mine):
+        assert torch.equal(ya, yb) and torch.equal(ya, yc)
+        assert (a.int() - b.int()).abs().max() <= 1 and torch.equal(a, c)
 
 
 @pytest.mark.parametrize("backend", ["dali", "kornia"])

@@ -88,8 +88,9 @@ class DaliBackend(PlannedBackend):
             raise self._diagnose(real, exc) from exc
         return _Submitted(entries, real, pipe)
 
-    def _collect(self, handle: _Submitted) -> tuple[torch.Tensor, torch.Tensor, None]:
-        """The graph's output of the oldest scheduled batch, padded back to the batch's rows."""
+    def _collect(self, handle: _Submitted) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """The graph's output of the oldest scheduled batch, padded back to the batch's rows, and on CUDA the event
+        that marks the end of the work queued for it on this thread's stream (None on the CPU)."""
         entries, real = handle.entries, handle.real
         images = None
         if handle.pipe is not None:
@@ -112,7 +113,19 @@ class DaliBackend(PlannedBackend):
                 out[torch.tensor(where, device=self._device)] = images
             images = out
         labels = torch.tensor([PAD_LABEL if e is None else e.label for e in entries], dtype=torch.int64)
-        return images, labels.to(self._device, non_blocking=True), None
+        labels = labels.to(self._device, non_blocking=True)
+        return images, labels, self._ready()
+
+    def _ready(self) -> Any:
+        """The copy of the batch into torch's memory, its padding and its labels are queued on this thread's current
+        stream and may still run: the hook stage's stream, or the stream the user iterates on, waits for this event
+        before it reads the batch (hook_stage.py, planned._deliver). Both are streams of their own, which nothing
+        else orders after this one."""
+        if self._device.type != "cuda":
+            return None
+        ready = torch.cuda.Event()
+        ready.record(torch.cuda.current_stream(self._device))
+        return ready
 
     def _abandon(self, handles: list[_Submitted]) -> None:
         """Take and drop the outputs of scheduled runs that will not be delivered, so that the next batch fed to
