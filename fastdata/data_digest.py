@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,13 @@ def data_digest(view: Any) -> str | None:
     if view is None:
         return None
     members = getattr(view, "views", (view,))  # a mixture's member datasets, in its order
-    listing = [[[ref.info.sha256, ref.info.samples] for ref in member.shards] for member in members]
+    return digest_of([[ref.info for ref in member.shards] for member in members])
+
+
+def digest_of(datasets: Sequence[Sequence[Any]]) -> str:
+    """The digest of datasets given as their shards' manifest entries (ShardInfo), in reading order: what
+    `fastdata info` shows for each split, and what a loader over a whole split records."""
+    listing = [[[info.sha256, info.samples] for info in shards] for shards in datasets]
     return hashlib.sha256(json.dumps(listing, separators=(",", ":")).encode()).hexdigest()[:32]
 
 
@@ -46,5 +53,6 @@ def check_data_digest(state: dict[str, Any], here: str | None) -> None:
         return
     raise ValueError(f"cannot resume: the state was saved on other data ({KEY}: saved {saved!r}, now {here!r}); "
                      "the shards' contents or their order differ (another dataset, split, selection of shards, or a "
-                     f"conversion with other options). Build the loader on the data it was saved on, or delete "
-                     f"the state's {KEY!r} field to resume on these data anyway")
+                     "conversion with other options; `fastdata info DATASET` shows each split's digest). Build the "
+                     f"loader on the data it was saved on, or delete the state's {KEY!r} field to resume on these "
+                     "data anyway")

@@ -51,9 +51,9 @@ def test_a_state_is_checked_against_the_data(caplog) -> None:
         check_data_digest({KEY: "d1"}, "d2")
     assert str(info.value) == (
         "cannot resume: the state was saved on other data (data_digest: saved 'd1', now 'd2'); the shards' contents "
-        "or their order differ (another dataset, split, selection of shards, or a conversion with other options). "
-        "Build the loader on the data it was saved on, or delete the state's 'data_digest' field to resume on these "
-        "data anyway")
+        "or their order differ (another dataset, split, selection of shards, or a conversion with other options; "
+        "`fastdata info DATASET` shows each split's digest). Build the loader on the data it was saved on, or delete "
+        "the state's 'data_digest' field to resume on these data anyway")
     with pytest.raises(ValueError, match=r"^state_dict field 'data_digest' must be a string, got 7$"):
         check_data_digest({KEY: 7}, "d1")
     with caplog.at_level(logging.WARNING, logger="fastdata.data_digest"):
@@ -93,6 +93,17 @@ def test_an_image_state_does_not_resume_other_data_of_the_same_size(images, othe
     del state[KEY]  # on purpose: resumes at the same place in these samples
     fresh.load_state_dict(state)
     assert len(run(fresh)) == 2
+
+
+def test_fastdata_info_shows_the_digest_a_state_of_each_split_names(images, capsys) -> None:
+    from fastdata.cli import main as cli
+
+    assert cli(["info", str(images["wds"])]) == 0
+    out = capsys.readouterr().out
+    for split in ("train", "val"):
+        digest = loader(images["wds"], split=split).state_dict()[KEY]
+        assert f"data_digest: {digest} (what a loader state saved on the whole split names)" in out
+    assert loader(images["wds"], split="val").state_dict()[KEY] != loader(images["wds"]).state_dict()[KEY]
 
 
 def test_an_image_state_resumes_its_data_copied_elsewhere(images) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from fastdata.cli.format import human_bytes, printable, reason_summary
+from fastdata.data_digest import digest_of
 from fastdata.numerals import parse_int
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
     yield f"{'split':10s} {'samples':>9s} {'shards':>7s} {'bytes':>11s}"
     for name, s in sorted(m.splits.items()):
         yield f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}"
+        yield f"{'':10s} data_digest: {digest_of([s.shards])} (what a loader state saved on the whole split names)"
         for key, value in sorted(s.stats.items()):
             yield f"{'':10s} {key}: {_render(value)}"
     if m.classes:
