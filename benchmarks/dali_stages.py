@@ -13,7 +13,9 @@ methods. The variants are the backend with one thing changed:
 - dlpack: on the GPU, torch takes DALI's output buffer through DLPack instead of copying it (on the CPU the
   backend does that already, so this is base);
 - prefetch4: the loader's `prefetch=4` (default 2);
-- threads-half: half the threads.
+- threads-half: half the threads;
+- packed: the per-sample numbers of a batch fed in one array instead of one per argument
+  (benchmarks/dali_packed.py).
 
 Runs are interleaved (every repetition runs every variant, the first one rotating), and every variant must
 deliver the same first batch as base: a variant that changes the output fails the script.
@@ -38,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import interleaved, json_lines, summarize, write_json  # noqa: E402
 
-VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half")
+VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half", "packed")
 TIMED = ("_submit", "_collect", "_to_torch")
 
 
@@ -56,6 +58,10 @@ def _apply(variant: str, threads: int) -> dict[str, Any]:
         return {"prefetch": 4}
     elif variant == "threads-half":
         return {"num_threads": max(1, threads // 2)}
+    elif variant == "packed":
+        from benchmarks.dali_packed import install
+
+        install()
     return {}
 
 

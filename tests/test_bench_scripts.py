@@ -405,13 +405,15 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
     from benchmarks import dali_stages
 
     convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=4, size=(320, 240)), tmp_path / "shards")
-    rows = dali_stages.main(["--shards", str(tmp_path / "shards"), "--device", "cpu", "--variants", "lag2",
-                             "--mode", "eval", "--reps", "1", "--epochs", "2", "--batch-size", "4", "--threads", "2",
+    rows = dali_stages.main(["--shards", str(tmp_path / "shards"), "--device", "cpu", "--variants", "lag2,packed",
+                             "--mode", "both", "--reps", "1", "--epochs", "2", "--batch-size", "4", "--threads", "2",
                              "--json", str(tmp_path / "runs.json")])
-    assert [(r["variant"], r["mode"]) for r in rows] == [("base", "eval"), ("lag2", "eval")]
+    assert sorted((r["mode"], r["variant"]) for r in rows) == [(m, v) for m in ("eval", "train")
+                                                               for v in ("base", "lag2", "packed")]
     assert all(r["batches"] == 4 and r["images_per_s"] > 0 for r in rows)  # 8 images, batch 4, 2 timed epochs
     assert all(0 < r["ms_per_batch"]["to_torch"] < r["ms_per_batch"]["collect"] for r in rows)  # part of collect
-    assert rows[0]["first_batch_sum"] == rows[1]["first_batch_sum"]
+    for mode in ("eval", "train"):  # packed: the numbers in one array, the same batches (also checked by main)
+        assert len({r["first_batch_sum"] for r in rows if r["mode"] == mode}) == 1
     assert json.loads((tmp_path / "runs.json").read_text()) == rows
     out = capsys.readouterr().out
     assert "### eval" in out and "| base |" in out and "| lag2 |" in out and "| 1.00x |" in out

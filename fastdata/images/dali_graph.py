@@ -191,7 +191,7 @@ def define_pipeline(args: GraphArgs, *, batch_size: int, num_threads: int, seed:
     @pipeline_def(batch_size=batch_size, num_threads=num_threads, device_id=args.device_id, seed=seed,
                   prefetch_queue_depth=1, exec_dynamic=True, enable_conditionals=not args.train)
     def image_graph():  # type: ignore[no-untyped-def]
-        src = {name: fn.external_source(name=name, no_copy=False) for name in args.inputs}
+        src = sources(args)
         if args.train:
             images = fn.decoders.image_slice(src["encoded"], src["anchor"], src["shape"], axis_names="WH",
                                              normalized_anchor=False, normalized_shape=False,
@@ -214,6 +214,14 @@ def define_pipeline(args: GraphArgs, *, batch_size: int, num_threads: int, seed:
                                         **_types(args.normalize))
 
     return image_graph()
+
+
+def sources(args: GraphArgs) -> dict[str, Any]:
+    """The graph's inputs by name: one external source for each of `args.inputs` (benchmarks/dali_packed.py puts
+    another way of feeding them in its place, to measure it)."""
+    from nvidia.dali import fn
+
+    return {name: fn.external_source(name=name, no_copy=False) for name in args.inputs}
 
 
 def _user(args: GraphArgs, images: Any, src: dict[str, Any]) -> Any:
