@@ -12,9 +12,11 @@
    section of docs/benchmarks.md; (n), DALI's decoder alone, says whether 2x plain DALI on the same shards is
    within reach of any loader decoding with it. On a GPU the first epoch of a loader is mostly start-up (the
    CUDA context, nvJPEG's buffers), so images/s are those of the steady epochs after it; the start-up shows in
-   the first-batch column.
+   the first-batch column;
+4. `benchmarks/dali_stages.py --device cuda --variants packed`: the DALI backend's producer thread with its
+   per-sample numbers fed in one array, against base (printed, and kept in bench-out/dali_stages.json).
 
-On a machine without CUDA, 2 and 3 cannot run: the script says so and exits 0 after 1.
+On a machine without CUDA, 2 to 4 cannot run: the script says so and exits 0 after 1.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def steps(*, cuda: bool, bench: bool, reps: int, epochs: int = 3) -> list[list[s
         if bench:
             out.append([py, "benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", BENCH_CANDIDATES,
                         "--reps", str(reps), "--epochs", str(epochs)])
+            # the DALI backend's producer thread, fed in one array instead of one per argument (about a minute)
+            out.append([py, "benchmarks/dali_stages.py", "--device", "cuda", "--variants", "packed", "--reps", "2",
+                        "--epochs", "8", "--json", "bench-out/dali_stages.json"])
     return out
 
 
