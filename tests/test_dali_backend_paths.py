@@ -171,5 +171,6 @@ def test_a_batch_on_cuda_carries_the_event_of_its_stream(ds: Path, monkeypatch: 
     b._device = torch.device("cuda", 1)
     event = type(b)._ready(b)
     assert isinstance(event, Event) and recorded == [("stream of", torch.device("cuda", 1))]
+    assert isinstance(type(b)._ready(b, "side"), Event) and recorded[-1] == "side"  # the kornia backend's own stream
     b._device = torch.device("cpu")
     b.close()

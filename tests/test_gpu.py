@@ -172,7 +172,7 @@ def test_a_batch_is_read_only_after_the_producer_has_written_it(tmp_path: Path, 
     """The producer's stream is held back by a long kernel before each batch is written (DALI's copy into torch's
     memory, the kornia backend's upload and normalise). The hook stage works on a stream of its own, and so does a
     user who iterates under `torch.cuda.stream(side)`: both must wait for the producer's event (DALI: since it
-    records one, `DaliBackend._ready`), or they read the batch before it is written."""
+    records one, `PlannedBackend._ready`), or they read the batch before it is written."""
     from fastdata.images.dali_backend import DaliBackend
     from fastdata.images.kornia_backend import KorniaBackend
 

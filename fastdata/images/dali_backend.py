@@ -114,18 +114,7 @@ class DaliBackend(PlannedBackend):
             images = out
         labels = torch.tensor([PAD_LABEL if e is None else e.label for e in entries], dtype=torch.int64)
         labels = labels.to(self._device, non_blocking=True)
-        return images, labels, self._ready()
-
-    def _ready(self) -> Any:
-        """The copy of the batch into torch's memory, its padding and its labels are queued on this thread's current
-        stream and may still run: the hook stage's stream, or the stream the user iterates on, waits for this event
-        before it reads the batch (hook_stage.py, planned._deliver). Both are streams of their own, which nothing
-        else orders after this one."""
-        if self._device.type != "cuda":
-            return None
-        ready = torch.cuda.Event()
-        ready.record(torch.cuda.current_stream(self._device))
-        return ready
+        return images, labels, self._ready()  # the copy, padding and labels are queued on this thread's stream
 
     def _abandon(self, handles: list[_Submitted]) -> None:
         """Take and drop the outputs of scheduled runs that will not be delivered, so that the next batch fed to

@@ -131,11 +131,7 @@ class KorniaBackend(PlannedBackend):
             out = self._zero_padding(self._normalizer(x, jitter), pad)
         else:  # float [0, 1] for the hook stage, which normalises after the user's augment hook
             out = self._normalizer.unit(x, jitter)
-        ready = None
-        if cuda_stream is not None:
-            ready = torch.cuda.Event()
-            ready.record(cuda_stream)
-        return out, y, ready
+        return out, y, self._ready(cuda_stream)
 
     def _zero_padding(self, images: torch.Tensor, pad: np.ndarray | None) -> torch.Tensor:
         """Padding rows are all-zero images in the output dtype (after normalisation), label -100."""

@@ -241,6 +241,17 @@ class PlannedBackend(ABC):
         """(images, labels, ready event) of the oldest submitted batch, which `handle` is; may raise BadSamples."""
         return handle
 
+    def _ready(self, stream: Any = None) -> Any:
+        """On CUDA, an event recorded on `stream` (None: this thread's current stream) once the work queued there for
+        a batch is: the hook stage's stream and the stream the user iterates on wait for it before they read the
+        batch (hook_stage.py, `_deliver`), since nothing else orders streams of their own after this one. None on
+        the CPU."""
+        if self._device.type != "cuda":
+            return None
+        ready = torch.cuda.Event()
+        ready.record(stream if stream is not None else torch.cuda.current_stream(self._device))
+        return ready
+
     def _abandon(self, handles: list[Any]) -> None:
         """Submitted batches, oldest first, that will not be collected (a restart or a stop): by default `_submit`
         did all their work, so nothing is left to release."""
