@@ -237,9 +237,8 @@ def _dali_on_shards(spec: Spec, *, decode_only: bool) -> Iterator[Any]:
 
     policy = LastBatchPolicy.DROP if spec.train else LastBatchPolicy.PARTIAL
     iterator = DALIGenericIterator(pipe(), ["images", "labels"], reader_name="Reader", last_batch_policy=policy)
-    convert = (lambda out: (out["images"], _cls_labels(out["labels"]))) if decode_only else \
-        (lambda out: (_nchw(out["images"], spec), _cls_labels(out["labels"])))
-    return _dali_epochs(spec, iterator, convert)
+    return _dali_epochs(spec, iterator, lambda out: (out["images"] if decode_only else _nchw(out["images"], spec),
+                                                     _cls_labels(out["labels"])))
 
 
 def _cls_labels(raw: Any) -> Any:

@@ -75,8 +75,7 @@ def target_lines(summary: list[dict[str, Any]]) -> list[str]:
                 parts.append(f"{shown} [target >= {wanted}: {'met' if got >= want else 'missed'}]")
         lines.append(f"- {variant}: best fastdata backend is ({best['candidate']}) "
                      f"{best['label'].split('(')[0].strip()}: " + "; ".join(parts))
-        floor = next((e for e in summary if e["variant"] == variant and e["candidate"] == FLOOR
-                      and "images_per_s" in e), None)
+        floor = _entry(summary, variant, FLOOR)
         if floor is not None:
             lines.append(f"  - {floor_line(best, floor)}")
         decoder = _entry(summary, variant, DECODER)
