@@ -45,16 +45,21 @@ def run(ld) -> list[tuple]:
     return [(x.clone(), y.clone() if isinstance(y, torch.Tensor) else y) for x, y in ld]
 
 
-def resumed_after_one_batch(ds: Path, epoch: int = 0, **kw) -> list[tuple]:
-    """The batches a fresh loader yields after loading the state saved one batch into `epoch`."""
+def state_after_one_batch(ds: Path, epoch: int = 0, **kw) -> dict:
+    """The state of a loader saved one batch into `epoch`."""
     first = loader(ds, **kw)
     first.set_epoch(epoch)
     it = iter(first)
     next(it)
     state = first.state_dict()
     it.close()
+    return state
+
+
+def resumed_after_one_batch(ds: Path, epoch: int = 0, **kw) -> list[tuple]:
+    """The batches a fresh loader yields after loading the state saved one batch into `epoch`."""
     resumed = loader(ds, **kw)
-    resumed.load_state_dict(state)
+    resumed.load_state_dict(state_after_one_batch(ds, epoch, **kw))
     return run(resumed)
 
 

@@ -11,7 +11,7 @@ import shutil
 from types import SimpleNamespace
 
 import pytest
-from conftest_images import loader, make_datasets, run
+from conftest_images import loader, make_datasets, run, state_after_one_batch
 from conftest_mixing import IMAGE_KW, image_datasets
 from conftest_text import convert_text, copy_fortunes
 from helpers import convert_images
@@ -74,12 +74,7 @@ def images(tmp_path_factory):
 
 
 def _state_after_one_batch(ds) -> dict:
-    ld = loader(ds)
-    it = iter(ld)
-    next(it)
-    state = json.loads(json.dumps(ld.state_dict()))
-    it.close()
-    return state
+    return json.loads(json.dumps(state_after_one_batch(ds)))  # as a checkpoint file holds it
 
 
 @pytest.mark.parametrize("other", ["regrouped", "resized", "arrow"])
