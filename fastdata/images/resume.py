@@ -25,6 +25,7 @@ from fastdata.images.options import ImageLoaderOptions
 from fastdata.mixing import check_mixture_state
 from fastdata.planning.elastic import Step, check_lineage, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
+from fastdata.state_version import check_state_version
 
 STATE_VERSION = 2
 _CHECKED = ("seed", "batch_size", "train", "num_samples", "shuffle_window", "drop_last")
@@ -63,9 +64,7 @@ def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
     """The ResumePoint of `state`, or ValueError/TypeError saying why it cannot resume this loader."""
     if not isinstance(state, dict):
         raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
-    if state.get("version") != STATE_VERSION:
-        raise ValueError(f"state_dict has version {state.get('version')!r}, this loader reads version "
-                         f"{STATE_VERSION}; pass what Loader.state_dict() of this fastdata returned")
+    check_state_version(state, STATE_VERSION)
     check_mixture_state(state.get("mixture"), mixture)
     check_data_digest(state, data)
     here = _settings(opts, num_samples)

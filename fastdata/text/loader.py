@@ -27,6 +27,8 @@ from fastdata.planning.elastic import Step, check_lineage, replay, resumed_linea
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
+from fastdata.state_version import KEY as VERSION
+from fastdata.state_version import check_state_version
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
 from fastdata.text.plan import deal_all, epoch_order, padded, plan_pack, plan_sequences, redeal, shuffle_batches
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 
 STATE_KEYS = ("seed", "bucketing", "max_tokens", "batch_size", "block_size", "pad_to_multiple_of", "window",
               "shuffle")
+STATE_VERSION = 1  # the form of state_dict() (fastdata/state_version.py)
 
 
 class SequenceLoader(Closable):
@@ -114,14 +117,15 @@ class SequenceLoader(Closable):
 
     def state_dict(self) -> dict[str, Any]:
         o = self.options
-        return {"epoch": self._epoch, "batches_done": self._done, "rank": o.rank, "world_size": o.world_size,
-                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state,
+        return {VERSION: STATE_VERSION, "epoch": self._epoch, "batches_done": self._done, "rank": o.rank,
+                "world_size": o.world_size, "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state,
                 DIGEST: self._data, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where `state` (a `state_dict()`) stood; every field is checked: present, typed, in range."""
         if not isinstance(state, dict):
             raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
+        check_state_version(state, STATE_VERSION, unversioned=1)
         check_mixture_state(state.get("mixture"), self._mixture_state)
         check_data_digest(state, self._data)
         mine = self._settings()

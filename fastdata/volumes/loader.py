@@ -33,6 +33,8 @@ from fastdata.planning.elastic import Step, check_lineage, replay, resumed_linea
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
+from fastdata.state_version import KEY as VERSION
+from fastdata.state_version import check_state_version
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.options import VolumeLoaderOptions
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
@@ -40,6 +42,7 @@ from fastdata.volumes.store import VolumeStore
 
 log = logging.getLogger(__name__)
 
+STATE_VERSION = 1  # the form of state_dict() (fastdata/state_version.py)
 Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool]
 
 
@@ -130,13 +133,15 @@ class VolumeLoader(Closable):
                 "patch_size": list(o.patch_size), "overlap": list(o.overlap), "drop_last": not o.keep_last}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"epoch": self._epoch, "batch": self._batch, "rank": self.opts.rank, "world_size": self.opts.world_size,
-                "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state,
-                DIGEST: self._data, **self._settings()}
+        o = self.opts
+        return {VERSION: STATE_VERSION, "epoch": self._epoch, "batch": self._batch, "rank": o.rank,
+                "world_size": o.world_size, "elastic": [list(s) for s in self._lineage],
+                "mixture": self._mixture_state, DIGEST: self._data, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict):
             raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
+        check_state_version(state, STATE_VERSION, unversioned=1)
         check_mixture_state(state.get("mixture"), self._mixture_state)
         check_data_digest(state, self._data)
         for key, value in self._settings().items():

@@ -1,0 +1,30 @@
+"""The form version a loader state carries, checked first when the state is loaded.
+
+A state outlives the process that saved it: it is read back by the next run, perhaps under another release of
+fastdata. Each kind of loader writes the version of its state's form in the field `version`, and refuses a state
+of another form with a message that says which, before it reads any other field. The version changes only when
+the form does (fields renamed, retyped or given another meaning); a release that merely adds a checked field
+keeps it (as `data_digest` did: fastdata/data_digest.py).
+
+Image states have carried the field from their first form on, and a state without it is of no form this loader
+reads. Text and volume states gained it at version 1, the form they already had, so one without it is read as
+version 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+KEY = "version"
+
+
+def check_state_version(state: dict[str, Any], version: int, *, unversioned: int | None = None) -> None:
+    """ValueError unless `state` is of form `version`; a state without the field is of form `unversioned`."""
+    saved = state.get(KEY, unversioned)
+    if type(saved) is int and saved == version:
+        return
+    if type(saved) is int and saved > version:
+        hint = "it was saved by a newer fastdata; resume with that release or a later one"
+    else:
+        hint = "pass what Loader.state_dict() of this fastdata returned"
+    raise ValueError(f"state_dict has version {saved!r}, this loader reads version {version}; {hint}")
