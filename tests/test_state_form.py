@@ -1,4 +1,4 @@
-"""A loader state as a checkpoint holds it (fastdata/state_version.py): every kind of loader writes plain data
+"""A loader state as a checkpoint holds it (fastdata/loader_state.py): every kind of loader writes plain data
 that `torch.save` and `torch.load`'s default `weights_only=True` (and JSON) carry unchanged, and that resumes
 the same batches from the file; each state names the version of its form, and a state of another form is
 refused before any other field is read."""
@@ -16,7 +16,7 @@ from conftest_pairs import convert_pairs, make_pair_tree
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
-from fastdata.state_version import check_state_version
+from fastdata.loader_state import check_state_version
 
 IMAGES = dict(batch_size=2, image_size=16, backend="kornia", device="cpu", num_threads=1, prefetch=1, dtype="uint8")
 VERSIONS = {"images": 2, "image mixture": 2, "pairs": 2, "text": 1, "volumes": 1}

@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastdata.data_digest import KEY as DIGEST
-from fastdata.data_digest import check_data_digest
 from fastdata.distributed import check_world_size
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.mixing import check_mixture_state
+from fastdata.loader_state import VERSION, check_shared
 from fastdata.planning.elastic import Step, check_lineage, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
-from fastdata.state_version import check_state_version
 
 STATE_VERSION = 2
 _CHECKED = ("seed", "batch_size", "train", "num_samples", "shuffle_window", "drop_last")
@@ -47,7 +45,7 @@ def _settings(opts: ImageLoaderOptions, num_samples: int) -> dict[str, Any]:
 
 def make_state(point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int, skipped: int,
                mixture: dict[str, Any] | None = None, data: str | None = None) -> dict[str, Any]:
-    return {"version": STATE_VERSION, "epoch": point.epoch, "batch": point.batch, "cursor": point.cursor,
+    return {VERSION: STATE_VERSION, "epoch": point.epoch, "batch": point.batch, "cursor": point.cursor,
             "skipped": skipped, "elastic": [list(s) for s in point.lineage], "mixture": mixture, DIGEST: data,
             **_settings(opts, num_samples)}
 
@@ -62,11 +60,7 @@ def _count(state: dict[str, Any], key: str) -> int:
 def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
                 mixture: dict[str, Any] | None = None, data: str | None = None) -> ResumePoint:
     """The ResumePoint of `state`, or ValueError/TypeError saying why it cannot resume this loader."""
-    if not isinstance(state, dict):
-        raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
-    check_state_version(state, STATE_VERSION)
-    check_mixture_state(state.get("mixture"), mixture)
-    check_data_digest(state, data)
+    check_shared(state, STATE_VERSION, mixture=mixture, data=data)
     here = _settings(opts, num_samples)
     missing = [k for k in ("epoch", "batch", "cursor", "skipped", *here) if k not in state]
     if missing:

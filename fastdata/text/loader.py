@@ -18,17 +18,16 @@ import torch
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.data_digest import KEY as DIGEST
-from fastdata.data_digest import check_data_digest, data_digest
+from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, seeded
-from fastdata.mixing import MixedView, check_mixture_state
+from fastdata.loader_state import VERSION, check_shared
+from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
-from fastdata.state_version import KEY as VERSION
-from fastdata.state_version import check_state_version
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
 from fastdata.text.plan import deal_all, epoch_order, padded, plan_pack, plan_sequences, redeal, shuffle_batches
@@ -38,7 +37,7 @@ log = logging.getLogger(__name__)
 
 STATE_KEYS = ("seed", "bucketing", "max_tokens", "batch_size", "block_size", "pad_to_multiple_of", "window",
               "shuffle")
-STATE_VERSION = 1  # the form of state_dict() (fastdata/state_version.py)
+STATE_VERSION = 1  # the form of state_dict() (fastdata/loader_state.py)
 
 
 class SequenceLoader(Closable):
@@ -123,11 +122,7 @@ class SequenceLoader(Closable):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where `state` (a `state_dict()`) stood; every field is checked: present, typed, in range."""
-        if not isinstance(state, dict):
-            raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
-        check_state_version(state, STATE_VERSION, unversioned=1)
-        check_mixture_state(state.get("mixture"), self._mixture_state)
-        check_data_digest(state, self._data)
+        check_shared(state, STATE_VERSION, unversioned=1, mixture=self._mixture_state, data=self._data)
         mine = self._settings()
         missing = sorted({"epoch", "batches_done", "world_size", *mine} - set(state))
         if missing:

@@ -24,17 +24,16 @@ import torch
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.data_digest import KEY as DIGEST
-from fastdata.data_digest import check_data_digest, data_digest
+from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, pair, seeded
-from fastdata.mixing import MixedView, check_mixture_state
+from fastdata.loader_state import VERSION, check_shared
+from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
-from fastdata.state_version import KEY as VERSION
-from fastdata.state_version import check_state_version
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.options import VolumeLoaderOptions
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
@@ -42,7 +41,7 @@ from fastdata.volumes.store import VolumeStore
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 1  # the form of state_dict() (fastdata/state_version.py)
+STATE_VERSION = 1  # the form of state_dict() (fastdata/loader_state.py)
 Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool]
 
 
@@ -139,11 +138,7 @@ class VolumeLoader(Closable):
                 "mixture": self._mixture_state, DIGEST: self._data, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if not isinstance(state, dict):
-            raise TypeError(f"state_dict must be a dict, got {type(state).__name__}")
-        check_state_version(state, STATE_VERSION, unversioned=1)
-        check_mixture_state(state.get("mixture"), self._mixture_state)
-        check_data_digest(state, self._data)
+        check_shared(state, STATE_VERSION, unversioned=1, mixture=self._mixture_state, data=self._data)
         for key, value in self._settings().items():
             saved = state.get(key)
             if isinstance(saved, tuple):
