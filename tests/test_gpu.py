@@ -159,20 +159,22 @@ def test_hooks_on_cuda_draw_per_seed_and_batch_and_resume(tmp_path: Path, backen
 
 
 def _poison_cached_blocks(nbytes: tuple[int, ...]) -> None:
-    """Leave blocks of these sizes in the caching allocator's pool of the current stream filled with 0xFF (NaN as
-    float32), so that a batch read before it is written reads them, not a previous batch that may hold the same."""
-    blocks = [torch.empty(n, dtype=torch.uint8, device="cuda").fill_(255) for n in nbytes for _ in range(32)]
-    torch.cuda.synchronize()
+    """Leave blocks of these sizes, filled with 0xFF (NaN as float32), in the caching allocator's pool of the current
+    stream: the next tensors of these sizes allocated on that stream reuse them. Their fill is queued on the stream
+    before the work that writes a batch there, so a batch read before it is written reads 0xFF, never a previous
+    batch that may hold the same values."""
+    blocks = [torch.empty(n, dtype=torch.uint8, device="cuda").fill_(255) for n in nbytes for _ in range(4)]
     del blocks
 
 
 @pytest.mark.parametrize("backend", ["dali", "kornia"])
 def test_a_batch_is_read_only_after_the_producer_has_written_it(tmp_path: Path, backend: str,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """The producer's stream is held back by a long kernel before each batch is written (DALI's copy into torch's
-    memory, the kornia backend's upload and normalise). The hook stage works on a stream of its own, and so does a
-    user who iterates under `torch.cuda.stream(side)`: both must wait for the producer's event (DALI: since it
-    records one, `PlannedBackend._ready`), or they read the batch before it is written."""
+    """Before each batch is written on the producer's stream (DALI's copy into torch's memory on the producer
+    thread's stream, the kornia backend's upload and normalise on a stream of its own), that stream is given blocks
+    of 0xFF to allocate the batch in, then held back by a long kernel. The hook stage works on a stream of its own,
+    and so does a user who iterates under `torch.cuda.stream(side)`: both must wait for the producer's event
+    (`PlannedBackend._ready`), or they read 0xFF."""
     from fastdata.images.dali_backend import DaliBackend
     from fastdata.images.kornia_backend import KorniaBackend
 
@@ -181,16 +183,15 @@ def test_a_batch_is_read_only_after_the_producer_has_written_it(tmp_path: Path, 
     plain = run(loader(ds, **kw))
     cls, name = (DaliBackend, "_to_torch") if backend == "dali" else (KorniaBackend, "_submit")
     inner = getattr(cls, name)
+    rows = 4 * 3 * 32 * 32  # one uint8 batch; the hook's float [0, 1] batch is four times that
 
-    def late(self, *args, **kwargs):
-        torch.cuda._sleep(200_000_000)  # about a tenth of a second of the producer's stream
+    def late(self, *args, **kwargs):  # runs on the producer thread, its stream current (planned.py, `_produce`)
+        _poison_cached_blocks((rows, 4 * rows))
+        torch.cuda._sleep(200_000_000)  # about a tenth of a second
         return inner(self, *args, **kwargs)
 
     monkeypatch.setattr(cls, name, late)
-    rows = 4 * 3 * 32 * 32
-    _poison_cached_blocks((rows, 4 * rows))
     hooked = run(loader(ds, **kw, augment=lambda x: x))
-    _poison_cached_blocks((rows, 4 * rows))
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         mine = [(x.clone(), y.clone()) for x, y in loader(ds, **kw)]
