@@ -7,7 +7,9 @@
    plumbing of the kornia backend on the CPU);
 2. the tests marked `gpu` (tests/test_gpu.py): DALI `mixed` nvJPEG decode and GPU resize, the kornia backend
    on `cuda` with pinned non-blocking copies and `device_decode`, volume patches and augmentation on `cuda`,
-   GPU eval tensors against the CPU ones, user hooks seeded on the device, image-text pairs on `cuda`;
+   GPU eval tensors against the CPU ones, user hooks seeded on the device, image-text pairs on `cuda`; then
+   `scripts/gpu_breaks.py`, which breaks the code that GPU tests guard, in a copy of the tree, and checks that
+   they go red (mutmut runs on the CPU, where they skip);
 3. `benchmarks/images_per_sec.py --device cuda --candidates abcdefhn --epochs 3`, which writes the images-cuda
    section of docs/benchmarks.md; (n), DALI's decoder alone, says whether 2x plain DALI on the same shards is
    within reach of any loader decoding with it. On a GPU the first epoch of a loader is mostly start-up (the
@@ -48,6 +50,7 @@ def steps(*, cuda: bool, bench: bool, reps: int, epochs: int = 3) -> list[list[s
     out = [[py, "-m", "pytest", "-q", *PLUMBING]]
     if cuda:  # -rA: the measured GPU/CPU pixel differences of the passing tests are shown too
         out.append([py, "-m", "pytest", "-q", "-m", "gpu", "-rA", "tests/test_gpu.py"])
+        out.append([py, "scripts/gpu_breaks.py"])  # the GPU tests, each against the breaks it guards
         if bench:
             out.append([py, "benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", BENCH_CANDIDATES,
                         "--reps", str(reps), "--epochs", str(epochs)])

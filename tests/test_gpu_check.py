@@ -29,14 +29,15 @@ def test_without_cuda_only_the_plumbing_runs_and_it_exits_0(capsys):
 
 def test_with_cuda_the_gpu_tests_and_the_cuda_benchmark_run():
     rc, calls = _run(True)
-    assert rc == 0 and len(calls) == 4
+    assert rc == 0 and len(calls) == 5
     assert calls[1][-4:] == ["-m", "gpu", "-rA", "tests/test_gpu.py"]
-    assert calls[2][1:] == ["benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", "abcdefhn", "--reps",
+    assert calls[2][1:] == ["scripts/gpu_breaks.py"]
+    assert calls[3][1:] == ["benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", "abcdefhn", "--reps",
                             "3", "--epochs", "3"]
-    assert calls[3][1:] == ["benchmarks/dali_stages.py", "--device", "cuda", "--variants", "packed", "--reps", "2",
+    assert calls[4][1:] == ["benchmarks/dali_stages.py", "--device", "cuda", "--variants", "packed", "--reps", "2",
                             "--epochs", "8", "--json", "bench-out/dali_stages.json"]
-    assert _run(True, ["--reps", "2", "--epochs", "4"])[1][2][-4:] == ["--reps", "2", "--epochs", "4"]
-    assert len(_run(True, ["--no-bench"])[1]) == 2
+    assert _run(True, ["--reps", "2", "--epochs", "4"])[1][3][-4:] == ["--reps", "2", "--epochs", "4"]
+    assert len(_run(True, ["--no-bench"])[1]) == 3
 
 
 def test_a_failing_step_fails_the_check(capsys):
