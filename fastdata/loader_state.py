@@ -14,12 +14,21 @@ version 1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from fastdata.data_digest import KEY as DIGEST
 from fastdata.data_digest import check_data_digest
 from fastdata.mixing import check_mixture_state
 
 VERSION = "version"
+
+
+def shared_fields(version: int, *, epoch: int, lineage: Sequence[Sequence[int]], mixture: dict[str, Any] | None,
+                  data: str | None) -> dict[str, Any]:
+    """The fields every loader state holds, as plain data: its form's version, the epoch, where that epoch was
+    interrupted on other world sizes (planning/elastic.py), the mixture's description and the data digest."""
+    return {VERSION: version, "epoch": epoch, "elastic": [list(s) for s in lineage], "mixture": mixture, DIGEST: data}
 
 
 def check_state_version(state: dict[str, Any], version: int, *, unversioned: int | None = None) -> None:

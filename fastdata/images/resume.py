@@ -18,10 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastdata.data_digest import KEY as DIGEST
 from fastdata.distributed import check_world_size
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.loader_state import VERSION, check_shared
+from fastdata.loader_state import check_shared, shared_fields
 from fastdata.planning.elastic import Step, check_lineage, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 
@@ -45,9 +44,8 @@ def _settings(opts: ImageLoaderOptions, num_samples: int) -> dict[str, Any]:
 
 def make_state(point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int, skipped: int,
                mixture: dict[str, Any] | None = None, data: str | None = None) -> dict[str, Any]:
-    return {VERSION: STATE_VERSION, "epoch": point.epoch, "batch": point.batch, "cursor": point.cursor,
-            "skipped": skipped, "elastic": [list(s) for s in point.lineage], "mixture": mixture, DIGEST: data,
-            **_settings(opts, num_samples)}
+    return {**shared_fields(STATE_VERSION, epoch=point.epoch, lineage=point.lineage, mixture=mixture, data=data),
+            "batch": point.batch, "cursor": point.cursor, "skipped": skipped, **_settings(opts, num_samples)}
 
 
 def _count(state: dict[str, Any], key: str) -> int:

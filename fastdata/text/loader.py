@@ -17,12 +17,11 @@ import torch
 
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
-from fastdata.data_digest import KEY as DIGEST
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, seeded
-from fastdata.loader_state import VERSION, check_shared
+from fastdata.loader_state import check_shared, shared_fields
 from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
@@ -116,9 +115,9 @@ class SequenceLoader(Closable):
 
     def state_dict(self) -> dict[str, Any]:
         o = self.options
-        return {VERSION: STATE_VERSION, "epoch": self._epoch, "batches_done": self._done, "rank": o.rank,
-                "world_size": o.world_size, "elastic": [list(s) for s in self._lineage], "mixture": self._mixture_state,
-                DIGEST: self._data, **self._settings()}
+        return {**shared_fields(STATE_VERSION, epoch=self._epoch, lineage=self._lineage, mixture=self._mixture_state,
+                                data=self._data),
+                "batches_done": self._done, "rank": o.rank, "world_size": o.world_size, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where `state` (a `state_dict()`) stood; every field is checked: present, typed, in range."""

@@ -23,12 +23,11 @@ import torch
 
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
-from fastdata.data_digest import KEY as DIGEST
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, pair, seeded
-from fastdata.loader_state import VERSION, check_shared
+from fastdata.loader_state import check_shared, shared_fields
 from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
@@ -133,9 +132,9 @@ class VolumeLoader(Closable):
 
     def state_dict(self) -> dict[str, Any]:
         o = self.opts
-        return {VERSION: STATE_VERSION, "epoch": self._epoch, "batch": self._batch, "rank": o.rank,
-                "world_size": o.world_size, "elastic": [list(s) for s in self._lineage],
-                "mixture": self._mixture_state, DIGEST: self._data, **self._settings()}
+        return {**shared_fields(STATE_VERSION, epoch=self._epoch, lineage=self._lineage, mixture=self._mixture_state,
+                                data=self._data),
+                "batch": self._batch, "rank": o.rank, "world_size": o.world_size, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         check_shared(state, STATE_VERSION, unversioned=1, mixture=self._mixture_state, data=self._data)
