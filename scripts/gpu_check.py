@@ -1,7 +1,8 @@
 """`make gpu-check`: everything that needs CUDA, in one command.
 
     python scripts/gpu_check.py            # the GPU tests, the CPU plumbing subset, images/s on the GPU
-    python scripts/gpu_check.py --no-bench # the tests only
+    python scripts/gpu_check.py --no-bench # the tests (and their breaks) only
+    python scripts/gpu_check.py --no-bench --no-breaks  # the tests only
 
 1. the device plumbing that runs anywhere (device names, pinning, DALI's device arguments, nvJPEG decode
    plumbing of the kornia backend on the CPU);
@@ -45,12 +46,13 @@ def cuda_available() -> bool:
 BENCH_CANDIDATES = "abcdefhn"
 
 
-def steps(*, cuda: bool, bench: bool, reps: int, epochs: int = 3) -> list[list[str]]:
+def steps(*, cuda: bool, bench: bool, reps: int, epochs: int = 3, breaks: bool = True) -> list[list[str]]:
     py = sys.executable
     out = [[py, "-m", "pytest", "-q", *PLUMBING]]
     if cuda:  # -rA: the measured GPU/CPU pixel differences of the passing tests are shown too
         out.append([py, "-m", "pytest", "-q", "-m", "gpu", "-rA", "tests/test_gpu.py"])
-        out.append([py, "scripts/gpu_breaks.py"])  # the GPU tests, each against the breaks it guards
+        if breaks:  # the GPU tests, each against the breaks it guards (about 20 s a break)
+            out.append([py, "scripts/gpu_breaks.py"])
         if bench:
             out.append([py, "benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", BENCH_CANDIDATES,
                         "--reps", str(reps), "--epochs", str(epochs)])
@@ -64,6 +66,7 @@ def main(argv: Sequence[str] | None = None, *, run: Callable[[list[str]], int] |
          has_cuda: Callable[[], bool] = cuda_available) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--no-bench", action="store_true", help="skip benchmarks/images_per_sec.py --device cuda")
+    p.add_argument("--no-breaks", action="store_true", help="skip scripts/gpu_breaks.py")
     p.add_argument("--reps", type=int, default=3, help="timed repetitions of the benchmark (default 3)")
     p.add_argument("--epochs", type=int, default=3,
                    help="epochs of each loader in the benchmark; the first is not timed (default 3)")
@@ -71,7 +74,7 @@ def main(argv: Sequence[str] | None = None, *, run: Callable[[list[str]], int] |
     run = run or (lambda cmd: subprocess.run(cmd, cwd=ROOT).returncode)
     cuda = has_cuda()
     failed = []
-    for cmd in steps(cuda=cuda, bench=not args.no_bench, reps=args.reps, epochs=args.epochs):
+    for cmd in steps(cuda=cuda, bench=not args.no_bench, reps=args.reps, epochs=args.epochs, breaks=not args.no_breaks):
         print("$", " ".join(cmd[1:] if cmd[0] == sys.executable else cmd), flush=True)
         if run(cmd) != 0:
             failed.append(" ".join(cmd[1:]))

@@ -38,6 +38,8 @@ def test_with_cuda_the_gpu_tests_and_the_cuda_benchmark_run():
                             "--epochs", "8", "--json", "bench-out/dali_stages.json"]
     assert _run(True, ["--reps", "2", "--epochs", "4"])[1][3][-4:] == ["--reps", "2", "--epochs", "4"]
     assert len(_run(True, ["--no-bench"])[1]) == 3
+    assert [c[1:] for c in _run(True, ["--no-bench", "--no-breaks"])[1][1:]] == [["-m", "pytest", "-q", "-m", "gpu",
+                                                                                 "-rA", "tests/test_gpu.py"]]
 
 
 def test_a_failing_step_fails_the_check(capsys):
