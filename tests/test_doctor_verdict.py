@@ -23,6 +23,8 @@ UINT8 = "Ask the loader for dtype='uint8' or 'bfloat16' if the model can take it
 DALI = "Use backend='dali': JPEG decode and augmentation on the GPU take the load off the CPU."
 CORES = ("Decoding and the model share the same CPU cores here; on a machine with a GPU use device='cuda' with "
          "backend='dali' (GPU JPEG decode and augmentation).")
+KORNIA = ("On the CPU the kornia backend was faster than DALI's CPU operators (docs/loading.md, 'Which backend'): "
+          "compare with --backend kornia.")
 
 
 def _diag(wait: float, compute: float, resident: float = 1.0, images: int = 32) -> Diagnosis:
@@ -70,7 +72,9 @@ def test_input_bound_advice_on_the_dali_backend_and_on_the_cpu() -> None:
     assert verdict(_diag(0.375, 0.875), **{**KW, "backend": "dali"}).advice == (BENCH.format(backend="dali"),
                                                                                  SMALLER, UINT8)
     cpu = verdict(_diag(0.375, 0.875), **{**KW, "device": "cpu", "backend": "dali"})
-    assert cpu.advice == (BENCH.format(backend="dali"), CORES, SMALLER, UINT8)
+    assert cpu.advice == (BENCH.format(backend="dali"), CORES, KORNIA, SMALLER, UINT8)
+    cpu = verdict(_diag(0.375, 0.875), **{**KW, "device": "cpu", "backend": "kornia"})
+    assert cpu.advice == (BENCH.format(backend="kornia"), CORES, SMALLER, UINT8)
 
 
 def test_no_image_fed_is_said_in_words_not_as_an_infinite_speed_up() -> None:

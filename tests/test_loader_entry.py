@@ -86,16 +86,20 @@ def test_device_and_backend_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 
     answers = {"nvidia.dali": object()}
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: answers.get(name))
-    assert default_backend() == "dali"
-    assert build_options(device="cpu").backend == "dali"
+    assert default_backend("cuda") == default_backend("cuda:1") == "dali"  # DALI on a GPU: nvJPEG, GPU resize
+    assert build_options().backend == "dali"  # (the default device is cuda here)
+    assert default_backend("cpu") == build_options(device="cpu").backend == "kornia"  # faster on the CPU
+    assert default_backend("cuda", device_decode=True) == "kornia"  # the kornia backend's own option
+    assert build_options(device="cpu", dali_augment=lambda images: images).backend == "dali"  # needs DALI
     answers.clear()
-    assert default_backend() == "kornia"
+    assert default_backend("cuda") == default_backend("cpu") == "kornia"
+    assert default_backend("cpu", dali_augment=lambda images: images) == "dali"  # refused later, naming DALI's extra
 
     def broken(name):
         raise ValueError("nvidia.dali.__spec__ is None")
 
     monkeypatch.setattr(importlib.util, "find_spec", broken)
-    assert default_backend() == "kornia"
+    assert default_backend("cuda") == "kornia"
 
 
 class _Backend:

@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "settings and the exact arguments to use.")
     p.add_argument("dataset", help="converted dataset directory (or a shard glob)")
     p.add_argument("--batch-size", type=int, default=256, help="images per batch (default 256)")
-    p.add_argument("--backend", choices=["dali", "kornia"], help="default: dali when installed, else kornia")
+    p.add_argument("--backend", choices=["dali", "kornia"],
+                   help="default: dali on a CUDA device when installed, else kornia (the faster one there)")
     p.add_argument("--split", help="split to read (default: train, or the only split)")
     p.add_argument("--eval", action="store_true", help="eval transforms (resize + centre crop) instead of train")
     p.add_argument("--image-size", type=int, default=224, help="output height and width (default 224)")

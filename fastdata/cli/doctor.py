@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "'module:callable' returning an nn.Module (default: resnet50 on CUDA, resnet18 on CPU)")
     p.add_argument("--batch-size", type=int, help="default 256 on CUDA, 32 on CPU")
     p.add_argument("--image-size", type=int, help="default 224 on CUDA, 128 on CPU")
-    p.add_argument("--backend", choices=["dali", "kornia"], help="default: dali when installed, else kornia")
+    p.add_argument("--backend", choices=["dali", "kornia"],
+                   help="default: dali on a CUDA device when installed, else kornia (the faster one there)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when available)")
     p.add_argument("--split", help="split to read (default: train)")
     p.add_argument("--num-threads", type=int, help="loader threads (default: the loader's)")

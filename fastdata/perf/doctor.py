@@ -148,6 +148,9 @@ def verdict(d: Diagnosis, /, *, batch_size: int, device: str, backend: str, num_
         if device == "cpu":
             advice.append("Decoding and the model share the same CPU cores here; on a machine with a GPU use "
                           "device='cuda' with backend='dali' (GPU JPEG decode and augmentation).")
+            if backend == "dali":
+                advice.append("On the CPU the kornia backend was faster than DALI's CPU operators (docs/loading.md, "
+                              "'Which backend'): compare with --backend kornia.")
         elif backend != "dali":
             advice.append("Use backend='dali': JPEG decode and augmentation on the GPU take the load off the CPU.")
         advice.append("Store smaller images: convert with a --short-side close to the training size (decode cost "
