@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -54,6 +55,12 @@ _BLOCKS = _Blocks()
 _OWNERS = itertools.count()  # a unique number per opened file: cached blocks never outlive their file's identity
 
 
+def _release(owner: int, fd: int) -> None:
+    """What an open shard holds outside Python's objects: its descriptor and its cached blocks."""
+    _BLOCKS.drop(owner)
+    os.close(fd)
+
+
 class ArrowFile:
     def __init__(self, path: Path | str, *, remedy: str = "re-run `fastdata convert` or restore the file") -> None:
         self.path = Path(path)
@@ -65,6 +72,9 @@ class ArrowFile:
             raise ShardError(f"shard {self.path} listed in the manifest is missing") from exc
         except OSError as exc:
             raise ShardError(f"cannot open shard {self.path}: {exc.strerror or exc}") from exc
+        # closed by close(), or when the shard is garbage-collected: a loader dropped without close() (a new one
+        # per epoch, or per trial of a search) must not leave one descriptor a shard behind each time
+        self._released = weakref.finalize(self, _release, self._owner, self._fd)
         self.size = os.fstat(self._fd).st_size
         try:
             self._map = pa.memory_map(str(self.path), "r")
@@ -114,10 +124,10 @@ class ArrowFile:
         return bytes(memoryview(first)[offset - k * BLOCK:]) + bytes(second)
 
     def close(self) -> None:
-        _BLOCKS.drop(self._owner)
-        fd, self._fd = getattr(self, "_fd", None), None
-        if fd is not None:
-            os.close(fd)
+        released = getattr(self, "_released", None)
+        if released is not None:
+            released()  # runs once: a second close, or the collection after it, does nothing
+        self._fd = None
         m = getattr(self, "_map", None)
         if m is not None:
             m.close()

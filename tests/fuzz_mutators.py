@@ -237,7 +237,8 @@ def mutate_json(rng: random.Random, doc: Any) -> tuple[Any, str]:
             parent.insert(key, copy.deepcopy(parent[key]))
         elif action == "nest":
             parent[key] = Nested(parent[key], rng.choice((2, 50, 5000)))
-        else:
-            parent[key] = rng.choice(ODD_VALUES)
+        else:  # a fresh copy of an odd list or dict: an edit inside it must not change ODD_VALUES for later cases
+            odd = rng.choice(ODD_VALUES)
+            parent[key] = copy.deepcopy(odd) if isinstance(odd, list | dict) else odd
         steps.append(f"{action} at {'/'.join(map(str, path))}")
     return doc, "; ".join(steps)

@@ -54,3 +54,20 @@ def test_the_privacy_oracle_sees_identifiers_in_what_is_written_and_what_is_logg
         logging.getLogger().removeHandler(logged)
     with pytest.raises(mutation_fuzz.Finding, match="1234567890.1"):
         mutation_fuzz._no_phi(logged.messages)
+
+
+def test_mutating_a_document_never_changes_the_odd_values_of_later_cases():
+    """Found by `--targets state --cases 20000 --seed 77`: an odd list put in one case was the shared object of
+    ODD_VALUES, and a later edit in the same case went inside it (`[None]` became `[[None]]`, then itself): from
+    then on every document it was put in recursed for ever, a finding of the harness, not of fastdata."""
+    import copy
+    import random
+
+    sys.path.insert(0, str(HERE))
+    from fuzz_mutators import ODD_VALUES, mutate_json
+
+    before = copy.deepcopy([v for v in ODD_VALUES if isinstance(v, list | dict)])
+    doc = {"a": [1, {"b": [2, 3]}], "c": {"d": None}}
+    for seed in range(3000):
+        mutate_json(random.Random(seed), doc)
+    assert [v for v in ODD_VALUES if isinstance(v, list | dict)] == before
