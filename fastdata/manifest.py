@@ -178,9 +178,15 @@ class Manifest:
         return self.extra.get("ids_member") if self.kind == "image_text" else None
 
     @property
+    def tokenizer(self) -> dict[str, Any]:
+        """Text and image_text converted with a tokenizer: its description (ids of its special tokens, vocabulary
+        size, sha256; checked when the manifest is read); {} without one, `null` in the manifest included."""
+        return self.extra.get("tokenizer") or {}
+
+    @property
     def vocab_size(self) -> int | None:
         """Text and image_text converted with a tokenizer: its vocabulary size (every stored id lies below it)."""
-        return (self.extra.get("tokenizer") or {}).get("vocab_size")
+        return self.tokenizer.get("vocab_size")
 
     @property
     def extra_members(self) -> tuple[str, ...]:
@@ -244,6 +250,9 @@ def _extra_from_dict(check: _Checker, extra: dict[str, Any]) -> dict[str, Any]:
     for key in ("label_member", "layout", "text_member", "ids_member"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             raise check.error(f"extra.{key}", extra[key], "a string")
+    fill = extra.get("ids_fill")
+    if fill is not None and (not isinstance(fill, int) or isinstance(fill, bool) or not -2**63 <= fill < 2**63):
+        raise check.error("extra.ids_fill", fill, "an integer (the int64 value after a caption's last token id)")
     tok = extra.get("tokenizer")
     if tok is not None:
         if not isinstance(tok, dict):

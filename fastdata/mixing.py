@@ -209,8 +209,7 @@ def open_mixture(entries: list[Any], spec: MixSpec, *, split: str | None, remote
 
 def _same_tokenizer(names: tuple[str, ...], views: tuple[DatasetView, ...]) -> None:
     def sha(view: DatasetView) -> str | None:
-        tok = view.manifest.extra.get("tokenizer") or {}
-        return tok.get("sha256")
+        return view.manifest.tokenizer.get("sha256")
 
     first = sha(views[0])
     for name, view in zip(names[1:], views[1:]):

@@ -37,6 +37,10 @@ def edit_manifest(root: Path, change) -> None:
     ("members", ["jpg", 3], "extra.members.*list of names"),
     ("label_member", ["cls"], "extra.label_member.*string"),
     ("tokenizer", "gpt2", "extra.tokenizer.*object"),
+    ("ids_fill", "x", "extra.ids_fill.*integer"),  # these four were a TypeError, a raw ValueError, or read as 1
+    ("ids_fill", 1.5, "extra.ids_fill.*integer"),
+    ("ids_fill", True, "extra.ids_fill.*integer"),
+    ("ids_fill", 2**63, "extra.ids_fill.*int64"),
 ])
 def test_manifest_extra_fields_of_the_wrong_type_are_refused(ds, key, value, message):
     edit_manifest(ds["wds"], lambda m: m["extra"].__setitem__(key, value))
@@ -275,3 +279,26 @@ def test_text_and_volume_loaders_refuse_epochs_past_the_limit_alike(fortunes_tok
         volumes.set_epoch(MAX_EPOCH + 1)
     with pytest.raises(ValueError, match=f"'epoch' in 0..{MAX_EPOCH}"):
         fastdata.loader(tmp_path / "vols", **kw).load_state_dict({**vstate, "epoch": 10**18})
+
+
+def test_a_null_tokenizer_description_reads_as_none(fortunes_tokens, tmp_path):
+    """Found by `make fuzz` (seed 31337, manifest case 3384): `"tokenizer": null` passed the manifest check, meant
+    for an absent description, and then the text loader called `.get` on None (AttributeError)."""
+    copy = tmp_path / "tokens"
+    shutil.copytree(fortunes_tokens, copy)
+    edit_manifest(copy, lambda m: m["extra"].__setitem__("tokenizer", None))
+    assert read_manifest(copy).tokenizer == {} and read_manifest(copy).vocab_size is None
+    loader = fastdata.loader(copy, max_tokens=2048)
+    assert loader.pad_id == 0 and len(list(loader)) == len(loader) > 0  # as without the key: pad 0, no EOS
+    with pytest.raises(ValueError, match="tokenizer in the manifest has no EOS token"):
+        fastdata.loader(copy, bucketing="pack", block_size=256, batch_size=4)
+    fastdata.loader({str(copy): 1.0, str(copy): 1.0}, max_tokens=2048)  # a mixture compares their tokenizers
+
+
+def test_a_null_ids_fill_reads_as_the_default(ds):
+    from fastdata.pairs.members import ids_rule
+
+    edit_manifest(ds["wds"], lambda m: m["extra"].__setitem__("ids_fill", None))
+    assert ids_rule(read_manifest(ds["wds"]))[0] == -1
+    edit_manifest(ds["wds"], lambda m: m["extra"].__setitem__("ids_fill", -(2**63)))
+    assert ids_rule(read_manifest(ds["wds"]))[0] == -(2**63)

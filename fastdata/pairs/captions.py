@@ -78,7 +78,7 @@ class CaptionBatcher:
     def __init__(self, manifest: Manifest, options: CaptionOptions, *, train: bool, seed: int,
                  device: torch.device) -> None:
         self.options, self.train, self.seed, self.device = options, train, seed, device
-        info = manifest.extra.get("tokenizer") or {}
+        info = manifest.tokenizer
         self._fill, self._vocab = ids_rule(manifest)
         self._tokenizer = None
         self._stored = manifest.ids_member is not None

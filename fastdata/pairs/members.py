@@ -49,4 +49,5 @@ def caption_ids(data: bytes, captions: int, *, fill: int, vocab_size: int) -> tu
 
 def ids_rule(manifest: Manifest) -> tuple[int, int]:
     """(fill, vocabulary size) for a manifest's stored ids: the tokenizer's size, else ids that fit an int64."""
-    return int(manifest.extra.get("ids_fill", -1)), manifest.vocab_size or 2**63
+    fill = manifest.extra.get("ids_fill")  # checked when the manifest was read: an int64, or absent (null)
+    return (-1 if fill is None else fill), manifest.vocab_size or 2**63

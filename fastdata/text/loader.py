@@ -222,7 +222,7 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
     view = source if isinstance(source, DatasetView | MixedView) else open_dataset(source, split=split, remote=remote)
     if view.manifest.kind != "text":
         raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the sequence loader reads 'text'")
-    tok = view.manifest.extra.get("tokenizer", {})
+    tok = view.manifest.tokenizer
     pad_id = opts.pad_id if opts.pad_id is not None else (tok.get("pad_id") or 0)
     eos_id = tok.get("eos_id")
     if opts.bucketing == "pack" and eos_id is None:
