@@ -7,50 +7,16 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 import torch
-from conftest_images import make_datasets
-from conftest_pairs import convert_pairs, make_pair_tree
+from conftest_kinds import IMAGES, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
 from fastdata.loader_state import check_state_version
 
-IMAGES = dict(batch_size=2, image_size=16, backend="kornia", device="cpu", num_threads=1, prefetch=1, dtype="uint8")
 VERSIONS = {"images": 2, "image mixture": 2, "pairs": 2, "text": 1, "volumes": 1}
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("state_form")
-    out = make_datasets(root / "images")
-    convert_pairs(make_pair_tree(root / "pairs_src", n=8), root / "pairs")
-    out["pairs"] = root / "pairs"
-    pytest.importorskip("pydicom")
-    from conftest_dicom import Phantom, convert_dicom, write_phantom
-
-    write_phantom(root / "dicom" / "p0", Phantom(slices=6))
-    convert_dicom(root / "dicom", root / "volumes")
-    out["volumes"] = root / "volumes"
-    return out
-
-
-def _make(kind: str, data: dict[str, Path], tokens: Path):
-    """A fresh loader of `kind` on the test data, and what identifies one of its batches."""
-    if kind == "images":
-        return fastdata.loader(data["wds"], **IMAGES), lambda b: b[1].tolist()
-    if kind == "image mixture":
-        return fastdata.loader({str(data["wds"]): 1.0, str(data["arrow"]): 2.0}, **IMAGES), lambda b: b[1].tolist()
-    if kind == "pairs":
-        return (fastdata.loader(data["pairs"], **{**IMAGES, "return_captions": True}),
-                lambda b: b[1]["captions"])
-    if kind == "text":
-        return fastdata.loader(tokens, max_tokens=2048), lambda b: b["input_ids"].sum().item()
-    return (fastdata.loader(data["volumes"], batch_size=1, patch_size=(4, 8, 8), patches_per_volume=4,
-                             num_workers=1),
-            lambda b: b[0].double().sum().item())
 
 
 def _through_torch(state: dict) -> dict:
@@ -61,8 +27,8 @@ def _through_torch(state: dict) -> dict:
 
 
 @pytest.mark.parametrize("kind", list(VERSIONS))
-def test_a_state_through_a_checkpoint_file_resumes_the_same_batches(kind, data, fortunes_tokens) -> None:
-    loader, ident = _make(kind, data, fortunes_tokens)
+def test_a_state_through_a_checkpoint_file_resumes_the_same_batches(kind, kinds_data, fortunes_tokens) -> None:
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
     batches = iter(loader)
     next(batches)
     state = loader.state_dict()
@@ -71,14 +37,14 @@ def test_a_state_through_a_checkpoint_file_resumes_the_same_batches(kind, data, 
     assert state["version"] == VERSIONS[kind]
     for saved in (_through_torch(state), json.loads(json.dumps(state))):
         assert saved == state
-        fresh, _ = _make(kind, data, fortunes_tokens)
+        fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
         fresh.load_state_dict(saved)
         assert [ident(b) for b in fresh] == rest
 
 
 @pytest.mark.parametrize("kind", list(VERSIONS))
-def test_a_state_of_a_newer_form_is_refused_first(kind, data, fortunes_tokens) -> None:
-    loader, _ = _make(kind, data, fortunes_tokens)
+def test_a_state_of_a_newer_form_is_refused_first(kind, kinds_data, fortunes_tokens) -> None:
+    loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
     state = loader.state_dict()
     newer = VERSIONS[kind] + 1
     with pytest.raises(ValueError) as info:
@@ -92,19 +58,19 @@ def test_a_state_of_a_newer_form_is_refused_first(kind, data, fortunes_tokens) -
 
 
 @pytest.mark.parametrize("kind", ["text", "volumes"])
-def test_a_text_or_volume_state_saved_before_the_field_existed_still_resumes(kind, data, fortunes_tokens) -> None:
-    loader, ident = _make(kind, data, fortunes_tokens)
+def test_a_text_or_volume_state_saved_before_the_field_existed_still_resumes(kind, kinds_data, fortunes_tokens) -> None:
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
     batches = iter(loader)
     next(batches)
     state = {k: v for k, v in loader.state_dict().items() if k != "version"}  # what an earlier release wrote
     rest = [ident(b) for b in batches]
-    fresh, _ = _make(kind, data, fortunes_tokens)
+    fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
     fresh.load_state_dict(state)
     assert [ident(b) for b in fresh] == rest
 
 
-def test_an_image_state_without_a_version_is_of_no_form_it_reads(data) -> None:
-    loader = fastdata.loader(data["wds"], **IMAGES)
+def test_an_image_state_without_a_version_is_of_no_form_it_reads(kinds_data) -> None:
+    loader = fastdata.loader(kinds_data["wds"], **IMAGES)
     state = {k: v for k, v in loader.state_dict().items() if k != "version"}
     with pytest.raises(ValueError, match="^state_dict has version None, this loader reads version 2; pass what "):
         loader.load_state_dict(state)
