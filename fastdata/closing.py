@@ -3,7 +3,11 @@
 
 Closing stops what the loader runs and lets its dataset's files go now, not at garbage collection (for a remote
 dataset: downloads in flight cut short, held shards given back to the node cache, its entry in the cache's users
-removed). Iterating a closed loader is an error.
+removed). Iterating a closed loader is an error, and so is going on with a pass begun before it was closed.
+
+A loader reads one pass at a time. `iter(loader)` (a new `for` loop) ends the pass still open, if any: its
+threads stop at once, and asking it for another batch raises instead of handing out batches of a position that
+the new pass now moves (text and volume passes share one; image passes would each have read the epoch again).
 
 As an IterableDataset, a loader passes through `DataLoader(loader, batch_size=None)` unchanged, in the process
 that iterates it. It refuses to be iterated inside a DataLoader worker process: each worker would read the whole
@@ -12,6 +16,7 @@ epoch, so every batch would come once per worker.
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +29,8 @@ class Closable(IterableDataset, ABC):
     `close()` and `with`."""
 
     _closed = False
+    _passes = 0  # passes begun (calls of `__iter__`)
+    _open: weakref.ref | None = None  # the batches of the latest pass (a generator of `_iterate`), while they live
 
     @abstractmethod
     def _iterate(self) -> Iterator[Any]:
@@ -37,13 +44,39 @@ class Closable(IterableDataset, ABC):
         if self._closed:
             raise RuntimeError("this loader was closed; make a new one with fastdata.loader(...)")
         _refuse_a_worker_process()
-        return self._iterate()
+        self._end_open_pass()
+        self._passes += 1
+        batches = self._iterate()
+        self._open = weakref.ref(batches)  # weak: a pass holds its loader, and the loader must not hold it back
+        return self._pass(batches, self._passes)
+
+    def _pass(self, batches: Iterator[Any], number: int) -> Iterator[Any]:
+        """`batches`, as long as no later pass began and the loader is open."""
+        for batch in batches:
+            yield batch
+            if self._closed:
+                raise RuntimeError("this loader was closed during this pass; make a new one with "
+                                   "fastdata.loader(...)")
+            if self._passes != number:
+                raise RuntimeError("a newer pass over this loader began (iter() was called on it again, say a "
+                                   "new for loop) and ended this one: a loader reads one pass at a time, from the "
+                                   "position state_dict() describes")
+
+    def _end_open_pass(self) -> None:
+        """Stop the latest pass's batches, if they live: their threads end now (their generator closes)."""
+        batches = self._open() if self._open is not None else None
+        if batches is not None:
+            try:
+                batches.close()
+            except ValueError:  # running in another thread (generator already executing): it stops at its next batch
+                pass
 
     def close(self) -> None:
         """Let the loader's threads and files go; closing twice does nothing."""
         if self._closed:
             return
         self._closed = True
+        self._end_open_pass()
         self._release()
 
     def __enter__(self) -> Any:

@@ -1,0 +1,77 @@
+"""One pass at a time (fastdata/closing.py): a new `iter()` over a loader ends the pass still open, whose threads
+stop at once and which raises if asked for another batch, instead of sharing the loader's position with the new
+pass (text and volumes handed each pass part of the epoch, silently); a pass open when its loader is closed
+raises too, where it went on delivering. Every kind of loader."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+from conftest_kinds import KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
+from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
+
+# where a new pass begins after one batch of an earlier pass of the same epoch: image loaders read the epoch again
+# (docs/loading.md), text and volume loaders go on from their position (docs/text.md, volumes.md)
+AGAIN_FROM = {"images": 0, "image mixture": 0, "pairs": 0, "text": 1, "volumes": 1}
+NEWER = "a newer pass over this loader began"
+
+
+def _epoch(kind, kinds_data, fortunes_tokens) -> tuple[list, object]:
+    """A whole epoch of a fresh loader of `kind`, as identities of its batches, and the identity."""
+    whole, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    with whole:  # closed after: no producer of it goes on into the next epoch during the test
+        return [ident(b) for b in whole], ident
+
+
+def _fastdata_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("fastdata-"))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_new_pass_ends_the_open_one_and_reads_on_alone(kind, kinds_data, fortunes_tokens) -> None:
+    epoch, ident = _epoch(kind, kinds_data, fortunes_tokens)
+    loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    older = iter(loader)
+    assert ident(next(older)) == epoch[0]
+    newer = iter(loader)
+    assert _fastdata_threads() == []  # the older pass's threads are stopped, and the newer one has not begun
+    with pytest.raises(RuntimeError, match=NEWER):
+        next(older)
+    assert [ident(b) for b in newer] == epoch[AGAIN_FROM[kind]:]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_pass_left_unfinished_does_not_disturb_the_next(kind, kinds_data, fortunes_tokens) -> None:
+    """A first batch read to see its shapes, and then the training loop: no error, and the loop reads what it would
+    have read after that batch had it come from the loop itself."""
+    epoch, ident = _epoch(kind, kinds_data, fortunes_tokens)
+    loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    next(iter(loader))
+    assert [ident(b) for b in loader] == epoch[AGAIN_FROM[kind]:]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_pass_open_when_its_loader_closes_raises(kind, kinds_data, fortunes_tokens) -> None:
+    loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    batches = iter(loader)
+    next(batches)
+    loader.close()
+    assert _fastdata_threads() == []
+    with pytest.raises(RuntimeError, match="this loader was closed during this pass"):
+        next(batches)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_loop_left_early_over_a_loader_only_it_holds_leaves_nothing_running(kind, kinds_data,
+                                                                              fortunes_tokens) -> None:
+    """`for batch in fastdata.loader(...): break`: the loader and its pass die with the loop, without waiting for
+    the garbage collector (a loader that kept its pass alive would make a cycle that only the collector breaks)."""
+    gc.disable()
+    try:
+        for _ in make_loader(kind, kinds_data, fortunes_tokens)[0]:
+            break
+        assert _fastdata_threads() == []
+    finally:
+        gc.enable()
