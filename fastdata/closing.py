@@ -23,13 +23,21 @@ from typing import Any
 
 from torch.utils.data import IterableDataset, get_worker_info
 
+# why an open pass ended, as it says when asked for another batch
+NEWER_PASS = ("a newer pass over this loader began (iter() was called on it again, say a new for loop) and ended "
+              "this one: a loader reads one pass at a time")
+MOVED = ("set_epoch() or load_state_dict() moved this loader to another position during this pass and ended it; "
+         "a new for loop reads from there")
+CLOSED = "this loader was closed during this pass; make a new one with fastdata.loader(...)"
+
 
 class Closable(IterableDataset, ABC):
-    """A loader's `__iter__` (its batches come from `_iterate`; refused once closed, and in a DataLoader worker),
-    `close()` and `with`."""
+    """A loader's `__iter__` (its batches come from `_iterate`; refused once closed, and in a DataLoader worker;
+    one pass at a time), `close()` and `with`."""
 
     _closed = False
-    _passes = 0  # passes begun (calls of `__iter__`)
+    _passes = 0  # passes begun or ended: the number of the open pass, if one is
+    _ended = NEWER_PASS  # why the last pass ended (what a pass resumed after its end raises)
     _open: weakref.ref | None = None  # the batches of the latest pass (a generator of `_iterate`), while they live
 
     @abstractmethod
@@ -44,26 +52,23 @@ class Closable(IterableDataset, ABC):
         if self._closed:
             raise RuntimeError("this loader was closed; make a new one with fastdata.loader(...)")
         _refuse_a_worker_process()
-        self._end_open_pass()
-        self._passes += 1
+        self._end_open_pass(NEWER_PASS)
         batches = self._iterate()
         self._open = weakref.ref(batches)  # weak: a pass holds its loader, and the loader must not hold it back
         return self._pass(batches, self._passes)
 
     def _pass(self, batches: Iterator[Any], number: int) -> Iterator[Any]:
-        """`batches`, as long as no later pass began and the loader is open."""
+        """`batches`, as long as this pass has not been ended."""
         for batch in batches:
             yield batch
-            if self._closed:
-                raise RuntimeError("this loader was closed during this pass; make a new one with "
-                                   "fastdata.loader(...)")
             if self._passes != number:
-                raise RuntimeError("a newer pass over this loader began (iter() was called on it again, say a "
-                                   "new for loop) and ended this one: a loader reads one pass at a time, from the "
-                                   "position state_dict() describes")
+                raise RuntimeError(self._ended)
 
-    def _end_open_pass(self) -> None:
-        """Stop the latest pass's batches, if they live: their threads end now (their generator closes)."""
+    def _end_open_pass(self, why: str) -> None:
+        """End the open pass, if any, for the reason `why`: the latest pass's batches, if they live, stop now (their
+        generator closes, and their threads end), and the pass raises `why` if asked for another batch."""
+        self._passes += 1
+        self._ended = why
         batches = self._open() if self._open is not None else None
         if batches is not None:
             try:
@@ -76,7 +81,7 @@ class Closable(IterableDataset, ABC):
         if self._closed:
             return
         self._closed = True
-        self._end_open_pass()
+        self._end_open_pass(CLOSED)
         self._release()
 
     def __enter__(self) -> Any:

@@ -75,3 +75,50 @@ def test_a_loop_left_early_over_a_loader_only_it_holds_leaves_nothing_running(ki
         assert _fastdata_threads() == []
     finally:
         gc.enable()
+
+
+def _epoch_of(kind, kinds_data, fortunes_tokens, epoch: int) -> list:
+    whole, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    whole.set_epoch(epoch)
+    with whole:
+        return [ident(b) for b in whole]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_set_epoch_during_a_pass(kind, kinds_data, fortunes_tokens) -> None:
+    """Image loaders finish the open pass in its epoch and read the new one next (as DistributedSampler's
+    set_epoch does); text and volume loaders, whose pass goes on from the loader's own position, end the pass
+    (it raises) instead of reading on from the new position, which had them deliver part of an epoch again and
+    skip the next. Setting the same epoch changes nothing."""
+    first, second = (_epoch_of(kind, kinds_data, fortunes_tokens, e) for e in (0, 1))
+    assert first != second
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    batches = iter(loader)
+    got = [ident(next(batches))]
+    loader.set_epoch(0)
+    got.append(ident(next(batches)))
+    loader.set_epoch(1)
+    if AGAIN_FROM[kind] == 0:
+        assert got + [ident(b) for b in batches] == first
+    else:
+        with pytest.raises(RuntimeError, match=r"^set_epoch\(\) or load_state_dict\(\) moved this loader"):
+            next(batches)
+        assert got == first[:2]
+    assert [ident(b) for b in loader] == second
+
+
+@pytest.mark.parametrize("kind", ["text", "volumes"])
+def test_load_state_dict_during_a_pass_ends_it(kind, kinds_data, fortunes_tokens) -> None:
+    first = _epoch_of(kind, kinds_data, fortunes_tokens, 0)
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    batches = iter(loader)
+    next(batches)
+    state = loader.state_dict()
+    next(batches)
+    with pytest.raises(ValueError):
+        loader.load_state_dict({**state, "epoch": -1})
+    assert ident(next(batches)) == first[2]  # a state refused leaves the pass as it was
+    loader.load_state_dict(state)
+    with pytest.raises(RuntimeError, match=r"^set_epoch\(\) or load_state_dict\(\) moved this loader"):
+        next(batches)
+    assert [ident(b) for b in loader] == first[1:]

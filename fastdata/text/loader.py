@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastdata.closing import Closable
+from fastdata.closing import MOVED, Closable
 from fastdata.coerce import torch_options
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
@@ -107,6 +107,7 @@ class SequenceLoader(Closable):
         if not valid_epoch(epoch):
             raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if epoch != self._epoch:
+            self._end_open_pass(MOVED)  # it would go on from the new position (closing.py)
             self._epoch, self._done, self._lineage = epoch, 0, ()
 
     def _settings(self) -> dict[str, Any]:
@@ -144,6 +145,7 @@ class SequenceLoader(Closable):
             self._epoch, self._done, self._lineage, self._cache = previous
             raise ValueError(f"cannot resume at batch {done}: epoch {epoch} has {total} batches a rank "
                              f"on {world} rank(s)")
+        self._end_open_pass(MOVED)
         self._lineage, self._done = resumed_lineage(saved_lineage, saved_world=world, saved_batch=done,
                                                     world_size=self.options.world_size)
 

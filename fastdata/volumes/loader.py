@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastdata.closing import Closable
+from fastdata.closing import MOVED, Closable
 from fastdata.coerce import torch_options
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
@@ -121,6 +121,7 @@ class VolumeLoader(Closable):
         if not valid_epoch(epoch):
             raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if epoch != self._epoch:  # the same epoch keeps a resume point, as in every fastdata loader
+            self._end_open_pass(MOVED)  # it would go on from the new position (closing.py)
             self._epoch, self._batch, self._lineage = epoch, 0, ()
 
     def _settings(self) -> dict[str, Any]:
@@ -154,6 +155,7 @@ class VolumeLoader(Closable):
         saved = self._batches(len(self._ranks(int(epoch), lineage, int(world))[0]))
         if not 0 <= batch <= saved:
             raise ValueError(f"cannot resume at batch {batch}: an epoch has {saved} batches on {world} rank(s)")
+        self._end_open_pass(MOVED)
         self._epoch = int(epoch)
         self._lineage, self._batch = resumed_lineage(lineage, saved_world=int(world), saved_batch=int(batch),
                                                      world_size=self.opts.world_size)
