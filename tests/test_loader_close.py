@@ -51,7 +51,7 @@ def test_a_closed_loader_cannot_be_iterated(kind: str, images: Path, fortunes_to
 
     with _open(kind, None, images, fortunes_tokens, volumes_dir) as ld:
         assert len(list(ld)) > 0
-    with pytest.raises(RuntimeError, match="was closed"):
+    with pytest.raises(RuntimeError, match=r"^this loader was closed; make a new one with fastdata\.loader\(\.\.\.\)$"):
         iter(ld)
     ld.close()  # twice: nothing happens
 
