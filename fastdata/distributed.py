@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 # The most ranks a loader plans for. An elastic replay plans every rank of each world size it passes through, so
@@ -25,9 +26,11 @@ def check_world_size(value: Any, what: str = "world_size") -> int:
 
 
 def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
-    """Explicit arguments win; otherwise `torch.distributed` when initialised; otherwise (0, 1)."""
+    """Explicit arguments win; otherwise `torch.distributed` when initialised; otherwise (0, 1), unless a launcher
+    says the job has several processes (`launched_world_size`): then each would read the whole epoch, and that is
+    refused."""
     if rank is None or world_size is None:
-        detected = (0, 1)
+        detected = None
         try:
             import torch.distributed as dist
 
@@ -35,9 +38,27 @@ def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
                 detected = (dist.get_rank(), dist.get_world_size())
         except ImportError:
             pass
+        if detected is None:
+            launched = launched_world_size()
+            if launched > 1:
+                raise ValueError(
+                    f"WORLD_SIZE={launched} in the environment (torchrun or another launcher started "
+                    f"{launched} processes), but torch.distributed is not initialised, so this loader would read "
+                    f"every sample in each of them: call torch.distributed.init_process_group() before "
+                    f"fastdata.loader(...), or pass rank= and world_size= (rank=0, world_size=1 to read the whole "
+                    f"dataset in this process)")
+            detected = (0, 1)
         rank = detected[0] if rank is None else rank
         world_size = detected[1] if world_size is None else world_size
     check_world_size(world_size)
     if not isinstance(rank, int) or not 0 <= rank < world_size:
         raise ValueError(f"rank must be an integer in 0..{world_size - 1}, got {rank!r}")
     return rank, world_size
+
+
+def launched_world_size() -> int:
+    """The number of processes a launcher says the job has: the `WORLD_SIZE` variable torchrun (and
+    `torch.distributed.launch`, Lightning, Accelerate) set for `init_process_group`; 1 when unset or not a whole
+    number."""
+    value = os.environ.get("WORLD_SIZE", "").strip()
+    return int(value) if value.isdigit() else 1

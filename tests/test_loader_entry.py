@@ -10,11 +10,13 @@ from pathlib import Path
 
 import boto3
 import pytest
+from conftest_kinds import KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
 from conftest_remote import upload_folder
+from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 from helpers import convert_images, make_image_tree
 
 import fastdata
-from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank
+from fastdata.distributed import MAX_WORLD_SIZE, launched_world_size, resolve_rank
 from fastdata.errors import ManifestError, MissingDependencyError, require
 from fastdata.images import loader as image_loader_module
 from fastdata.images.loader import Loader, build_options, default_backend, default_device, image_loader
@@ -178,6 +180,44 @@ def test_rank_and_world_size_explicit_or_detected(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(ValueError) as caught:
         resolve_rank(0, MAX_WORLD_SIZE + 1)
     assert str(caught.value) == f"world_size must be an integer in 1..{MAX_WORLD_SIZE}, got {MAX_WORLD_SIZE + 1}"
+
+
+LAUNCHED = ("WORLD_SIZE=4 in the environment (torchrun or another launcher started 4 processes), but "
+            "torch.distributed is not initialised, so this loader would read every sample in each of them: call "
+            "torch.distributed.init_process_group() before fastdata.loader(...), or pass rank= and world_size= "
+            "(rank=0, world_size=1 to read the whole dataset in this process)")
+
+
+def test_a_launched_job_without_a_process_group_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchrun sets WORLD_SIZE; a loader built before init_process_group took rank 0 of 1 in every process, and
+    each read the whole epoch. Refused, unless both values are given or the group is initialised."""
+    import torch.distributed as dist
+
+    for value, size in (("", 1), ("1", 1), ("4", 4), (" 4\n", 4), ("four", 1), ("-4", 1), ("4.0", 1)):
+        monkeypatch.setenv("WORLD_SIZE", value)
+        assert launched_world_size() == size
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert resolve_rank(None, None) == (0, 1)
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    for rank, world_size in ((None, None), (None, 4), (2, None)):
+        with pytest.raises(ValueError) as caught:
+            resolve_rank(rank, world_size)
+        assert str(caught.value) == LAUNCHED
+    assert resolve_rank(2, 4) == (2, 4)
+    assert resolve_rank(0, 1) == (0, 1)
+    monkeypatch.setattr(dist, "is_available", lambda: True)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda: 3)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 4)
+    assert resolve_rank(None, None) == (3, 4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_loader_refuses_a_launched_job_without_a_process_group(kind, kinds_data, fortunes_tokens,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    with pytest.raises(ValueError, match="^WORLD_SIZE=4 in the environment"):
+        make_loader(kind, kinds_data, fortunes_tokens)
 
 
 @pytest.mark.parametrize(("value", "valid"), [(0, True), (MAX_EPOCH, True), (MAX_EPOCH + 1, False), (-1, False),
