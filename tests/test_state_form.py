@@ -83,3 +83,35 @@ def test_the_check_alone() -> None:
         check_state_version({}, 1)
     with pytest.raises(ValueError, match="^state_dict has version 2, this loader reads version 1; it was saved by"):
         check_state_version({}, 1, unversioned=2)
+
+
+KIND = {"images": "images", "image mixture": "images", "pairs": "image_text", "text": "text", "volumes": "dicom"}
+
+
+@pytest.mark.parametrize("kind", list(VERSIONS))
+def test_the_state_of_another_kind_of_loader_is_refused_as_such(kind, kinds_data, fortunes_tokens) -> None:
+    """Loading the state of another loader of the same checkpoint (the text loader's into the image loader) is
+    refused as what it is, where it was refused as a state of a newer fastdata or of other data."""
+    loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    assert loader.state_dict()["kind"] == KIND[kind]
+    for other in VERSIONS:
+        if KIND[other] == KIND[kind]:
+            continue
+        state = make_loader(other, kinds_data, fortunes_tokens)[0].state_dict()
+        with pytest.raises(ValueError) as info:
+            loader.load_state_dict(state)
+        assert str(info.value) == (f"state_dict was saved by a loader of {KIND[other]!r} datasets, this loader "
+                                   f"reads {KIND[kind]!r} datasets; load each loader's own state_dict (a "
+                                   "checkpoint holds one per loader)")
+
+
+@pytest.mark.parametrize("kind", list(VERSIONS))
+def test_a_state_saved_before_it_named_its_kind_still_resumes(kind, kinds_data, fortunes_tokens) -> None:
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    batches = iter(loader)
+    next(batches)
+    state = {k: v for k, v in loader.state_dict().items() if k != "kind"}  # what an earlier release wrote
+    rest = [ident(b) for b in batches]
+    fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    fresh.load_state_dict(state)
+    assert [ident(b) for b in fresh] == rest

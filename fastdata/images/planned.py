@@ -43,6 +43,7 @@ from fastdata.images.samples import BadSamples, Preparer, SkipBudget, fill_batch
 from fastdata.images.schedule import check_cache, shard_follower
 from fastdata.images.shard_memory import MemoryBudget
 from fastdata.images.stream import SampleStream, Slot
+from fastdata.loader_state import kind_of
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
@@ -77,6 +78,7 @@ class PlannedBackend(ABC):
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         self._view, self._opts = view, opts
         self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
+        self._kind = kind_of(view)  # likewise (loader_state.py)
         budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
         self._reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
         self._prepare = Preparer(self._reader, opts, len(view.classes))
@@ -140,11 +142,11 @@ class PlannedBackend(ABC):
     def state_dict(self) -> dict[str, Any]:
         point = self._resume or self._point
         return make_state(point, self._opts, num_samples=len(self._reader), skipped=self._skipped,
-                          mixture=self._mixture_state(), data=self._data)
+                          mixture=self._mixture_state(), data=self._data, kind=self._kind)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         point = check_state(state, self._opts, num_samples=len(self._reader), mixture=self._mixture_state(),
-                            data=self._data)
+                            data=self._data, kind=self._kind)
         plan = self.plan(point.epoch, point.lineage)
         if point.batch > plan.num_batches:
             raise ValueError(f"state_dict is at batch {point.batch}, but epoch {point.epoch} has "

@@ -43,8 +43,10 @@ def _settings(opts: ImageLoaderOptions, num_samples: int) -> dict[str, Any]:
 
 
 def make_state(point: ResumePoint, opts: ImageLoaderOptions, *, num_samples: int, skipped: int,
-               mixture: dict[str, Any] | None = None, data: str | None = None) -> dict[str, Any]:
-    return {**shared_fields(STATE_VERSION, epoch=point.epoch, lineage=point.lineage, mixture=mixture, data=data),
+               mixture: dict[str, Any] | None = None, data: str | None = None,
+               kind: str | None = None) -> dict[str, Any]:
+    return {**shared_fields(STATE_VERSION, kind=kind, epoch=point.epoch, lineage=point.lineage, mixture=mixture,
+                            data=data),
             "batch": point.batch, "cursor": point.cursor, "skipped": skipped, **_settings(opts, num_samples)}
 
 
@@ -56,9 +58,10 @@ def _count(state: dict[str, Any], key: str) -> int:
 
 
 def check_state(state: Any, opts: ImageLoaderOptions, *, num_samples: int,
-                mixture: dict[str, Any] | None = None, data: str | None = None) -> ResumePoint:
+                mixture: dict[str, Any] | None = None, data: str | None = None,
+                kind: str | None = None) -> ResumePoint:
     """The ResumePoint of `state`, or ValueError/TypeError saying why it cannot resume this loader."""
-    check_shared(state, STATE_VERSION, mixture=mixture, data=data)
+    check_shared(state, STATE_VERSION, kind=kind, mixture=mixture, data=data)
     here = _settings(opts, num_samples)
     missing = [k for k in ("epoch", "batch", "cursor", "skipped", *here) if k not in state]
     if missing:

@@ -21,7 +21,7 @@ from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, seeded
-from fastdata.loader_state import check_shared, shared_fields
+from fastdata.loader_state import check_shared, kind_of, shared_fields
 from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
@@ -49,6 +49,7 @@ class SequenceLoader(Closable):
         self.store, self.options, self.classes = store, options, classes
         self._view = view  # closed with the loader
         self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
+        self._kind = kind_of(view)  # likewise (loader_state.py)
         self.eos_id, self.pad_id = eos_id, pad_id
         self.mixture, self._mixture_state = mixture, mixture_state
         self._permute = random_permute(options.seed, mixture.sizes) if mixture is not None else None
@@ -116,13 +117,13 @@ class SequenceLoader(Closable):
 
     def state_dict(self) -> dict[str, Any]:
         o = self.options
-        return {**shared_fields(STATE_VERSION, epoch=self._epoch, lineage=self._lineage, mixture=self._mixture_state,
-                                data=self._data),
+        return {**shared_fields(STATE_VERSION, kind=self._kind, epoch=self._epoch, lineage=self._lineage,
+                                mixture=self._mixture_state, data=self._data),
                 "batches_done": self._done, "rank": o.rank, "world_size": o.world_size, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume where `state` (a `state_dict()`) stood; every field is checked: present, typed, in range."""
-        check_shared(state, STATE_VERSION, unversioned=1, mixture=self._mixture_state, data=self._data)
+        check_shared(state, STATE_VERSION, kind=self._kind, unversioned=1, mixture=self._mixture_state, data=self._data)
         mine = self._settings()
         missing = sorted({"epoch", "batches_done", "world_size", *mine} - set(state))
         if missing:

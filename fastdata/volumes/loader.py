@@ -27,7 +27,7 @@ from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
 from fastdata.hooks import HookError, call_hook, pair, seeded
-from fastdata.loader_state import check_shared, shared_fields
+from fastdata.loader_state import check_shared, kind_of, shared_fields
 from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
@@ -52,6 +52,7 @@ class VolumeLoader(Closable):
         self.view = view
         self.opts = opts
         self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
+        self._kind = kind_of(view)  # likewise (loader_state.py)
         self.mixture: Mixture | None = None
         self._mixture_state: dict[str, Any] | None = None
         if isinstance(view, MixedView):
@@ -133,12 +134,12 @@ class VolumeLoader(Closable):
 
     def state_dict(self) -> dict[str, Any]:
         o = self.opts
-        return {**shared_fields(STATE_VERSION, epoch=self._epoch, lineage=self._lineage, mixture=self._mixture_state,
-                                data=self._data),
+        return {**shared_fields(STATE_VERSION, kind=self._kind, epoch=self._epoch, lineage=self._lineage,
+                                mixture=self._mixture_state, data=self._data),
                 "batch": self._batch, "rank": o.rank, "world_size": o.world_size, **self._settings()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        check_shared(state, STATE_VERSION, unversioned=1, mixture=self._mixture_state, data=self._data)
+        check_shared(state, STATE_VERSION, kind=self._kind, unversioned=1, mixture=self._mixture_state, data=self._data)
         for key, value in self._settings().items():
             saved = state.get(key)
             if isinstance(saved, tuple):
