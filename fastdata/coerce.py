@@ -1,4 +1,5 @@
-"""PyTorch-native option values: `torch.float16` for "float16", `torch.device("cuda", 1)` for "cuda:1".
+"""PyTorch-native option values: `torch.float16` for "float16", `torch.device("cuda", 1)` for "cuda:1", and
+numpy's integers (`np.int64(8)`, from `np.arange` or arithmetic on arrays) for Python's.
 
 Options are stored as names (plain data, picklable, comparable in saved states); these helpers turn
 what a PyTorch user passes into those names at the edge, before the options dataclass validates them.
@@ -6,6 +7,7 @@ what a PyTorch user passes into those names at the edge, before the options data
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Any
 
@@ -41,10 +43,26 @@ def is_device_name(value: Any) -> bool:
     return isinstance(value, str) and _DEVICE.fullmatch(value) is not None
 
 
+def whole_number(value: Any) -> Any:
+    """A numpy integer (any `numbers.Integral` but bool) as the int it is; anything else is returned for
+    validation to take or refuse."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _whole_numbers(value: Any) -> Any:
+    """`value` through `whole_number`, and so are the items of a list or tuple."""
+    if isinstance(value, list | tuple):
+        return type(value)(whole_number(v) for v in value)
+    return whole_number(value)
+
+
 def torch_options(options: dict[str, Any], *, dtypes: tuple[str, ...] = ("dtype",),
                   devices: tuple[str, ...] = ("device",)) -> dict[str, Any]:
-    """`options` with torch dtypes and devices replaced by their names."""
-    out = dict(options)
+    """`options` with torch dtypes and devices replaced by their names, and numpy integers (alone, or in a list
+    or tuple) by ints."""
+    out = {key: _whole_numbers(value) for key, value in options.items()}
     for key in dtypes:
         if key in out:
             out[key] = dtype_name(out[key])

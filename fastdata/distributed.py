@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from fastdata.coerce import whole_number
+
 # The most ranks a loader plans for. An elastic replay plans every rank of each world size it passes through, so
 # a world size is also an amount of work: a state naming 10**18 ranks planned for ever. Resuming the image loader
 # from a state of 131,072 ranks took 0.9 s of one core (`load_state_dict` alone, measured 2026-11-25).
@@ -28,7 +30,8 @@ def check_world_size(value: Any, what: str = "world_size") -> int:
 def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
     """Explicit arguments win; otherwise `torch.distributed` when initialised; otherwise (0, 1), unless a launcher
     says the job has several processes (`launched_world_size`): then each would read the whole epoch, and that is
-    refused."""
+    refused. Numpy integers count as ints."""
+    rank, world_size = whole_number(rank), whole_number(world_size)
     if rank is None or world_size is None:
         detected = None
         try:

@@ -1,16 +1,20 @@
-"""PyTorch-native option values (torch.dtype, torch.device) are accepted by every loader, as their names are."""
+"""PyTorch-native option values (torch.dtype, torch.device) are accepted by every loader, as their names are, and
+numpy integers as the ints they are."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from conftest_images import make_datasets
+from conftest_kinds import kinds_data_fixture  # noqa: F401  (the kinds_data fixture)
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
-from fastdata.coerce import device_name, dtype_name
+from fastdata.coerce import device_name, dtype_name, whole_number
 
 
 def test_names_of_torch_values():
@@ -86,3 +90,37 @@ def test_every_loader_refuses_a_device_name_it_cannot_read_with_the_same_error(d
     for good in ("cpu", "cuda", "cuda:0", "cuda:15"):
         assert all(options(batch_size=2, device=good).device == good
                    for options in (ImageLoaderOptions, SequenceLoaderOptions, VolumeLoaderOptions))
+
+
+def test_numpy_integers_are_the_ints_they_are():
+    assert type(whole_number(np.int64(3))) is int and whole_number(np.uint8(200)) == 200
+    for kept in (True, 3.0, "3", None, torch.tensor(3), [np.int64(1)]):
+        assert whole_number(kept) is kept
+
+
+def _numpy_ints(options: dict) -> dict:
+    return {k: (np.int64(v) if type(v) is int else tuple(np.int64(x) for x in v) if isinstance(v, tuple) else v)
+            for k, v in options.items()}
+
+
+@pytest.mark.parametrize("kind", ["images", "text", "volumes"])
+def test_every_loader_takes_numpy_integers_for_its_options_and_epochs(kind, kinds_data, fortunes_tokens):
+    """`batch_size=np.int64(...)` (arithmetic on arrays) and `set_epoch(e)` in `for e in np.arange(n)` are
+    refused no more: they are the ints they are, and the states stay plain ints."""
+    source, options = {
+        "images": (kinds_data["wds"], dict(batch_size=2, image_size=16, seed=3, rank=1, world_size=2,
+                                           backend="kornia", device="cpu", num_threads=1)),
+        "text": (fortunes_tokens, dict(max_tokens=2048, seed=3, rank=1, world_size=2)),
+        "volumes": (kinds_data["volumes"], dict(batch_size=1, patch_size=(4, 8, 8), patches_per_volume=2, seed=3)),
+    }[kind]
+    plain, numpy_ = fastdata.loader(source, **options), fastdata.loader(source, **_numpy_ints(options))
+    plain.set_epoch(1)
+    numpy_.set_epoch(np.arange(3)[1])
+    state = numpy_.state_dict()
+    assert json.loads(json.dumps(state)) == state == plain.state_dict()
+    first = next(iter(plain))
+    again = next(iter(numpy_))
+    if isinstance(first, dict):
+        assert first.keys() == again.keys() and all(torch.equal(first[k], again[k]) for k in first)
+    else:
+        assert torch.equal(first[0], again[0])
