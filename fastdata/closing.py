@@ -11,7 +11,8 @@ the new pass now moves (text and volume passes share one; image passes would eac
 
 As an IterableDataset, a loader passes through `DataLoader(loader, batch_size=None)` unchanged, in the process
 that iterates it. It refuses to be iterated inside a DataLoader worker process: each worker would read the whole
-epoch, so every batch would come once per worker.
+epoch, so every batch would come once per worker. It cannot be pickled or copied (it holds threads and open
+files), and says so, where a DataLoader that spawns its workers would fail on a lock.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ class Closable(IterableDataset, ABC):
         self._closed = True
         self._end_open_pass(CLOSED)
         self._release()
+
+    def __getstate__(self) -> Any:
+        raise TypeError(f"a fastdata loader cannot be pickled or copied ({type(self).__name__} holds threads and open "
+                        "files): build it in the process that iterates it; for DataLoader, pass it with "
+                        "num_workers=0 (it has threads of its own)")
 
     def __enter__(self) -> Any:
         return self

@@ -1,9 +1,12 @@
 """A loader given to `torch.utils.data.DataLoader` (fastdata/closing.py): every kind is an IterableDataset of
 whole batches, so `DataLoader(loader, batch_size=None)` passes its batches through unchanged, and a loader
 iterated inside a DataLoader worker process refuses with a message saying why, instead of yielding each batch
-once per worker."""
+once per worker; pickling a loader (a DataLoader's spawned workers) says why it cannot be."""
 
 from __future__ import annotations
+
+import copy as copy_module
+import pickle
 
 import pytest
 import torch
@@ -50,3 +53,15 @@ def test_a_loader_refuses_to_run_in_dataloader_workers(kind, kinds_data, fortune
                                            r"read the whole epoch, so each batch would come 2 times"):
         next(iter(DataLoader(loader, batch_size=None, num_workers=2)))
     assert len(list(loader)) == len(loader)  # the refusal in the workers left this process's loader whole
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_loader_cannot_be_pickled_or_copied_and_says_so(kind, kinds_data, fortunes_tokens) -> None:
+    """A DataLoader with spawned workers pickles its dataset; pickling or copying a loader fails on its threads'
+    locks, which told the user nothing. The loader says what it is and what to do instead."""
+    loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    for copy in (pickle.dumps, copy_module.copy, copy_module.deepcopy):
+        with pytest.raises(TypeError, match=r"^a fastdata loader cannot be pickled or copied \(\w+ holds threads and "
+                                            r"open files\): build it in the process that iterates it"):
+            copy(loader)
+    assert len(list(loader)) == len(loader)  # the loader is unharmed
