@@ -23,7 +23,7 @@ from fastdata.errors import ShardError
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
 from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_ids, caption_lines, ids_rule
-from fastdata.shard_columns import COLUMN_CHECKS, numbered, value_problems
+from fastdata.shard_columns import COLUMN_CHECKS, image_bytes_field, numbered, value_problems
 from fastdata.storage.url import is_url
 from fastdata.text.tokenizer import outside_vocabulary
 from fastdata.wds_index import parse_index, split_name
@@ -208,8 +208,12 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
         labels.update(label for label in table.column("label").to_pylist() if label is not None)
     if decode and "image" in table.column_names:
         keys = table.column("key").to_pylist()
-        for key, image in zip(keys, table.column("image").to_pylist()):
-            data = image.get("bytes") if isinstance(image, dict) else None
+        images = table.column("image")
+        field = image_bytes_field(images.type)  # None: not the struct an image column is (named above for images)
+        # only that field is read: turning whole structs into dicts decodes every field's name, and a forged one
+        # that is not UTF-8 raised UnicodeDecodeError (fuzz seed 8675309)
+        column = images.flatten()[field].to_pylist() if field is not None else []
+        for key, data in zip(keys, column):
             if data is None:  # named above (column image.bytes)
                 continue
             problem, fmt, mode, progressive = decode_strictly(data)

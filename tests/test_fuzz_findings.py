@@ -302,3 +302,51 @@ def test_a_null_ids_fill_reads_as_the_default(ds):
     assert ids_rule(read_manifest(ds["wds"]))[0] == -1
     edit_manifest(ds["wds"], lambda m: m["extra"].__setitem__("ids_fill", -(2**63)))
     assert ids_rule(read_manifest(ds["wds"]))[0] == -(2**63)
+
+
+def _image_struct_with_field(table, name: str, bad_key: str):
+    """`table` with a string field `name` added to its image struct, and the bytes of sample `bad_key` garbage."""
+    import pyarrow as pa
+
+    images = table.column("image").combine_chunks()
+    data = [b"not a jpeg" if k == bad_key else b for k, b in
+            zip(table.column("key").to_pylist(), images.field("bytes").to_pylist())]
+    image = pa.StructArray.from_arrays([pa.array(data, pa.binary()), pa.array(["x"] * len(data))],
+                                       names=["bytes", name])
+    return table.set_column(table.column_names.index("image"), "image", image)
+
+
+def test_verify_decodes_an_image_struct_with_a_field_name_that_is_not_utf8(ds):
+    """verify --decode turned each image struct into a dict, decoding every field's name: a forged field name
+    escaped as UnicodeDecodeError (fuzz seed 8675309). It reads the bytes field alone, and still decodes it."""
+    import hashlib
+
+    import pyarrow as pa
+
+    root = ds["arrow"]
+    shard = root / "train-000000.arrow"
+    bad_key = pa.ipc.open_stream(shard.read_bytes()).read_all().column("key")[0].as_py()
+    rewrite_arrow_shard(root, shard.name, lambda t: _image_struct_with_field(t, "zq", bad_key))
+    raw = shard.read_bytes()
+    assert raw.count(b"zq") == 1
+    shard.write_bytes(raw.replace(b"zq", b"\xff\xfe"))
+    edit_manifest(root, lambda m: [e.update(sha256=hashlib.sha256(shard.read_bytes()).hexdigest())
+                                   for s in m["splits"].values() for e in s["shards"] if e["name"] == shard.name])
+    problems = verify_dataset(root, decode=True)
+    assert len(problems) == 1 and problems[0].startswith(f"{shard}: sample {bad_key} does not decode: ")
+
+
+def test_a_captions_parquet_column_with_a_field_name_that_is_not_utf8_is_a_convert_error(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from converters.image_text.captions import _parquet_rows
+    from fastdata.errors import ConvertError
+
+    path = tmp_path / "captions.parquet"
+    pq.write_table(pa.table({"file": pa.array([{"zq": "a.jpg"}]), "caption": ["a cat"]}), path, store_schema=False)
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(b"zq", b"\xff\xfe"))
+    with pytest.raises(ConvertError, match=r"^cannot read captions file .*captions\.parquet: column 'file' or "
+                                           r"'caption' holds a field name that is not UTF-8"):
+        _parquet_rows(path)

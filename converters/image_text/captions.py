@@ -82,7 +82,11 @@ def _parquet_rows(path: Path) -> list[CaptionRow]:
         raise ConvertError(f"cannot read captions file {path}: {exc}") from exc
     file_col = _column(table.column_names, FILE_COLUMNS, "file", path)
     cap_col = _column(table.column_names, CAPTION_COLUMNS, "caption", path)
-    files, caps = table.column(file_col).to_pylist(), table.column(cap_col).to_pylist()
+    try:
+        files, caps = table.column(file_col).to_pylist(), table.column(cap_col).to_pylist()
+    except UnicodeDecodeError as exc:  # a struct column with a field name that is not UTF-8
+        raise ConvertError(f"cannot read captions file {path}: column {file_col!r} or {cap_col!r} holds a field "
+                           f"name that is not UTF-8 ({exc})") from exc
     return [CaptionRow(_text(f), _text(c), f"{path.name}:row {i}") for i, (f, c) in enumerate(zip(files, caps))]
 
 
