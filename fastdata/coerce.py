@@ -1,5 +1,6 @@
-"""PyTorch-native option values: `torch.float16` for "float16", `torch.device("cuda", 1)` for "cuda:1", and
-numpy's integers (`np.int64(8)`, from `np.arange` or arithmetic on arrays) for Python's.
+"""PyTorch-native option values: `torch.float16` for "float16", `torch.device("cuda", 1)` for "cuda:1"; and
+numpy's numbers (`np.int64(8)` from `np.arange` or arithmetic on arrays, `np.float32` weights) and arrays for
+Python's numbers and tuples.
 
 Options are stored as names (plain data, picklable, comparable in saved states); these helpers turn
 what a PyTorch user passes into those names at the edge, before the options dataclass validates them.
@@ -10,6 +11,8 @@ from __future__ import annotations
 import numbers
 import re
 from typing import Any
+
+import numpy as np
 
 DEVICES = "'cpu', 'cuda' or 'cuda:N'"  # what a loader's `device` may be, in its error message
 _DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
@@ -51,18 +54,33 @@ def whole_number(value: Any) -> Any:
     return value
 
 
-def _whole_numbers(value: Any) -> Any:
-    """`value` through `whole_number`, and so are the items of a list or tuple."""
+def plain_number(value: Any) -> Any:
+    """A numpy number as the Python int (any `numbers.Integral` but bool) or float (any other `numbers.Real`) it
+    is; anything else is returned for validation to take or refuse."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
+def plain_numbers(value: Any) -> Any:
+    """`value` through `plain_number`, and so the items of a list or tuple; a numpy array becomes a tuple of
+    Python numbers (options hold plain data)."""
+    if isinstance(value, np.ndarray):
+        value = tuple(value.tolist())
     if isinstance(value, list | tuple):
-        return type(value)(whole_number(v) for v in value)
-    return whole_number(value)
+        return type(value)(plain_number(v) for v in value)
+    return plain_number(value)
 
 
 def torch_options(options: dict[str, Any], *, dtypes: tuple[str, ...] = ("dtype",),
                   devices: tuple[str, ...] = ("device",)) -> dict[str, Any]:
-    """`options` with torch dtypes and devices replaced by their names, and numpy integers (alone, or in a list
-    or tuple) by ints."""
-    out = {key: _whole_numbers(value) for key, value in options.items()}
+    """`options` with torch dtypes and devices replaced by their names, and numpy numbers and arrays by Python's
+    numbers and tuples (`plain_numbers`)."""
+    out = {key: plain_numbers(value) for key, value in options.items()}
     for key in dtypes:
         if key in out:
             out[key] = dtype_name(out[key])

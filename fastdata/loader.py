@@ -6,8 +6,10 @@ The manifest's `kind` picks the loader; each kind's loader module is imported on
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
+from fastdata.coerce import plain_numbers
 from fastdata.dataset import RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
 from fastdata.mixing import MIX_OPTIONS, is_mixture, open_mixture, pop_spec
@@ -36,6 +38,9 @@ def loader(source: Spec | dict, /, **options: Any) -> Any:
     """
     remote = RemoteOptions.pop(options)
     split = options.pop("split", None)
+    options.update({k: plain_numbers(options[k]) for k in MIX_OPTIONS if k in options})  # weights from numpy
+    if isinstance(source, Mapping):
+        source = {k: plain_numbers(v) for k, v in source.items()}
     if is_mixture(source, options):
         entries, spec = pop_spec(source, options)
         view = open_mixture(entries, spec, split=split, remote=remote)

@@ -1,5 +1,5 @@
 """PyTorch-native option values (torch.dtype, torch.device) are accepted by every loader, as their names are, and
-numpy integers as the ints they are."""
+numpy numbers and arrays as the Python numbers and tuples they are (mixture weights too)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from conftest_kinds import kinds_data_fixture  # noqa: F401  (the kinds_data fix
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
-from fastdata.coerce import device_name, dtype_name, whole_number
+from fastdata.coerce import device_name, dtype_name, plain_numbers, whole_number
 
 
 def test_names_of_torch_values():
@@ -124,3 +124,33 @@ def test_every_loader_takes_numpy_integers_for_its_options_and_epochs(kind, kind
         assert first.keys() == again.keys() and all(torch.equal(first[k], again[k]) for k in first)
     else:
         assert torch.equal(first[0], again[0])
+
+
+def test_numpy_numbers_and_arrays_are_plain_numbers_and_tuples():
+    assert plain_numbers(np.array([1.0, 2.5])) == (1.0, 2.5) and type(plain_numbers(np.array([1]))[0]) is int
+    assert plain_numbers([np.float32(0.5), np.int64(2)]) == [0.5, 2]
+    assert [type(v) for v in plain_numbers((np.float32(0.5), np.float64(1.5), np.int8(2)))] == [float, float, int]
+    for kept in (True, "0.5", None, torch.tensor(0.5)):
+        assert plain_numbers(kept) is kept
+
+
+def test_mixture_weights_and_image_options_from_numpy(kinds_data):
+    """Weights computed with numpy (an array, or its scalars) made `is_mixture` raise numpy's "truth value of an
+    array is ambiguous", or were refused; an array `mean` or `scale` was kept as an array in the options."""
+    wds, arrow = str(kinds_data["wds"]), str(kinds_data["arrow"])
+    common = dict(batch_size=2, image_size=16, backend="kornia", device="cpu", num_threads=1, seed=5)
+
+    def labels(loader):
+        with loader:
+            return [b[1].tolist() for b in loader]
+
+    expected = labels(fastdata.loader([wds, arrow], weights=[1.0, 3.0], samples_per_epoch=8, **common))
+    sizes = np.array([1, 3])
+    for mixed in (fastdata.loader([wds, arrow], weights=sizes / sizes.sum() * 4, samples_per_epoch=np.int64(8),
+                                  **common),
+                  fastdata.loader([wds, arrow], weights=[np.float32(1), np.float32(3)], samples_per_epoch=8, **common),
+                  fastdata.loader({wds: np.float64(1), arrow: np.int64(3)}, samples_per_epoch=8, **common)):
+        assert json.loads(json.dumps(mixed.state_dict())) == mixed.state_dict()
+        assert labels(mixed) == expected
+    loader = fastdata.loader(wds, mean=np.array([0.5, 0.5, 0.5]), scale=np.array([0.25, 1.0]), **common)
+    assert (loader.options.mean, loader.options.scale) == ((0.5, 0.5, 0.5), (0.25, 1.0))
