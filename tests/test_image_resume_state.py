@@ -33,8 +33,8 @@ def _refused(state, error=ValueError, **kw) -> str:
 
 def test_the_saved_fields() -> None:
     assert _state() == {"version": 2, "kind": None, "epoch": 1, "batch": 2, "cursor": 8, "skipped": 1, "elastic": [],
-                        "mixture": None, "data_digest": None, "seed": 0, "rank": 0, "world_size": 1, "batch_size": 4, "train": True,
-                        "num_samples": N, "shuffle_window": 16384, "drop_last": True}
+                        "mixture": None, "data_digest": None, "seed": 0, "rank": 0, "world_size": 1, "batch_size": 4,
+                        "train": True, "num_samples": N, "shuffle_window": 16384, "drop_last": True}
     saved = make_state(ResumePoint(1, 2, 8), _opts(), num_samples=N, skipped=1, data="d1", kind="images")
     assert (saved["data_digest"], saved["kind"]) == ("d1", "images")
     assert check_state(saved, _opts(), num_samples=N, data="d1", kind="images") == ResumePoint(1, 2, 8)
