@@ -13,7 +13,7 @@ import itertools
 import os
 import threading
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from pathlib import Path
 
 import numpy as np
@@ -26,29 +26,48 @@ CACHED_BLOCKS = 64  # blocks kept, for all open shards together: 64 MiB at most
 
 
 class _Blocks:
-    """The blocks recently read from every open shard, least recently used first, bounded in number."""
+    """The blocks recently read from every open shard, least recently used first, bounded in number.
+
+    A shard's blocks are dropped by its finalizer, which runs wherever a garbage collection happens: on any
+    thread, and perhaps on a thread that holds the lock at that moment (a collection set off by an allocation
+    inside `get`, `put` or `drop` itself). Waiting for the lock there waits for ever (a fuzz run hung so: a
+    decode thread, a collection inside `drop`, a second `drop`). So `drop` never waits: it notes the shard, and
+    whoever holds the lock, now or next (in `drop` or `get`), drops the blocks of every shard noted."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.data: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+        self.dropped: deque[int] = deque()  # shards whose blocks are to go (appending is atomic: no lock)
+
+    def _drop_noted(self) -> None:
+        """Drop the blocks of every shard noted (the lock held); a shard noted meanwhile is dropped too."""
+        while self.dropped:
+            owner = self.dropped.popleft()
+            for key in [k for k in self.data if k[0] == owner]:
+                del self.data[key]
 
     def get(self, key: tuple[int, int]) -> bytes | None:
         with self.lock:
+            self._drop_noted()
             block = self.data.get(key)
             if block is not None:
                 self.data.move_to_end(key)
             return block
 
     def put(self, key: tuple[int, int], block: bytes) -> None:
-        with self.lock:
+        with self.lock:  # `get` came first, and dropped what was noted
             self.data[key] = block
             while len(self.data) > CACHED_BLOCKS:
                 self.data.popitem(last=False)
 
     def drop(self, owner: int) -> None:
-        with self.lock:
-            for key in [k for k in self.data if k[0] == owner]:
-                del self.data[key]
+        """Let the blocks of shard `owner` go: now if the lock is free, else when its holder next takes it."""
+        self.dropped.append(owner)
+        if self.lock.acquire(blocking=False):
+            try:
+                self._drop_noted()
+            finally:
+                self.lock.release()
 
 
 _BLOCKS = _Blocks()

@@ -63,3 +63,34 @@ def test_a_path_that_opens_but_cannot_be_mapped_is_a_shard_error_and_keeps_no_de
     with pytest.raises(ShardError, match=r"is truncated, damaged or not an Arrow IPC stream: .*is a directory"):
         ArrowFile(tmp_path)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_shard_collected_while_its_thread_holds_the_block_cache_lock_does_not_deadlock(shard, monkeypatch):
+    """A shard's finalizer runs wherever a garbage collection happens, also inside the block cache's own locked
+    code (an allocation there sets one off). Its blocks were dropped under the same lock, which that thread then
+    waited for, for ever: a fuzz run hung so (seed 1618). Now they are noted, and dropped by the lock's holder."""
+    import gc
+    import threading
+
+    monkeypatch.setattr(arrow_file, "BLOCK", 4096)
+    f, other = ArrowFile(shard), ArrowFile(shard)
+    f.read(0, 10)
+    other.read(0, 10)
+    fd, owner = f._fd, f._owner
+    done = threading.Event()
+
+    def collect_under_the_lock() -> None:
+        nonlocal f
+        with arrow_file._BLOCKS.lock:
+            f = None  # the last reference: its finalizer runs here, in this thread, the lock held
+            gc.collect()
+        done.set()
+
+    threading.Thread(target=collect_under_the_lock, daemon=True).start()
+    assert done.wait(10), "the finalizer waited for the lock its own thread holds"
+    with pytest.raises(OSError):
+        os.fstat(fd)  # the descriptor went at once
+    assert [k for k in arrow_file._BLOCKS.data if k[0] == owner]  # the blocks are noted, not yet dropped
+    other.read(0, 10)  # the next use of the cache drops them
+    assert not [k for k in arrow_file._BLOCKS.data if k[0] == owner] and _cached(other) == [(other._owner, 0)]
+    other.close()
