@@ -15,6 +15,7 @@ is a finding. Findings are printed with their (seed, target, case) and the input
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -610,8 +611,34 @@ class Hang(BaseException):
     pass
 
 
+# the case running, for the alarm: what to call it, its time limit, and whether the alarm has interrupted it
+_CASE: dict[str, Any] = {"name": "", "timeout": 30, "interrupted": False}
+DEADLOCKED = 3  # the exit status of a run whose case could not be ended
+
+
 def _alarm(signum: int, frame: Any) -> None:
+    """A case past its time: raise Hang in it, and give its unwinding as long again. A case whose unwinding hangs
+    too (a `finally` joining a thread that is stuck for good: threads deadlocked) cannot be ended from Python, so
+    the run prints the finding and every thread's stack, and exits with status DEADLOCKED."""
+    if _CASE["interrupted"]:
+        print(f"FINDING hang {_CASE['name']}: still stuck {_CASE['timeout']} s after the case was interrupted "
+              f"(threads deadlocked, the run cannot go on); the stacks of every thread:", flush=True)
+        faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
+        sys.stdout.flush()
+        os._exit(DEADLOCKED)
+    _CASE["interrupted"] = True
+    signal.alarm(_CASE["timeout"])
     raise Hang()
+
+
+def run_case(name: str, case_timeout: int, fn: Callable[[], Any]) -> None:
+    """`fn()` under the alarm (`_alarm`), as the case called `name`."""
+    _CASE.update(name=name, timeout=case_timeout, interrupted=False)
+    signal.alarm(case_timeout)
+    try:
+        fn()
+    finally:
+        signal.alarm(0)
 
 
 def run(cases: int, seed: str, only: list[str] | None, out: Path, case_timeout: int, budget_s: float,
@@ -631,18 +658,15 @@ def run(cases: int, seed: str, only: list[str] | None, out: Path, case_timeout: 
             target = chosen[case % len(chosen)]
             rng = random.Random(f"{seed}:{target.name}:{case}")
             label, value = rng.choice(target.seeds())
-            signal.alarm(case_timeout)
+            name = f"seed={seed} target={target.name} case={case} input={label}"
             try:
-                target.run(rng, label, value)
+                run_case(name, case_timeout, lambda: target.run(rng, label, value))  # noqa: B023 - run at once
             except (Finding, Hang, Exception) as exc:  # noqa: BLE001 - an unexpected exception is a finding too
                 findings += 1
                 kind = "hang" if isinstance(exc, Hang) else "finding"
-                print(f"FINDING {kind} seed={seed} target={target.name} case={case} input={label}: "
-                      f"{type(exc).__name__}: {exc}")
-                print("".join(traceback.format_exception(exc.__cause__ or exc)[-14:]))
+                print(f"FINDING {kind} {name}: {type(exc).__name__}: {exc}")
+                print("".join(traceback.format_exception(exc.__cause__ or exc)[-14:]), flush=True)
                 _save(out, seed, target.name, case, ctx)
-            finally:
-                signal.alarm(0)
             done[target.name] += 1
         ctx.close()
         if verbose:

@@ -71,3 +71,41 @@ def test_mutating_a_document_never_changes_the_odd_values_of_later_cases():
     for seed in range(3000):
         mutate_json(random.Random(seed), doc)
     assert [v for v in ODD_VALUES if isinstance(v, list | dict)] == before
+
+
+CASE_SCRIPT = """
+import signal, sys, threading
+sys.path.insert(0, {here!r})
+import mutation_fuzz
+
+signal.signal(signal.SIGALRM, mutation_fuzz._alarm)
+stuck = threading.Event()
+
+def hangs_once():
+    stuck.wait()
+
+def hangs_in_its_unwinding_too():
+    try:
+        stuck.wait()
+    finally:
+        stuck.wait()  # as a loader's finally joining a thread that is deadlocked
+
+try:
+    mutation_fuzz.run_case("the first", 1, hangs_once)
+except mutation_fuzz.Hang:
+    print("Hang raised in the first")
+mutation_fuzz.run_case("seed=s target=t case=7 input=x", 1, hangs_in_its_unwinding_too)
+print("not reached")
+"""
+
+
+def test_a_case_whose_unwinding_hangs_too_ends_the_run_with_every_threads_stack():
+    """A fuzz run (seed 1618) hung without a word: the case alarm raised Hang, but the loader's `finally` then
+    joined a thread deadlocked for good, and stdout, written to a file, was still in its buffer. Now a case still
+    stuck one time limit after its interruption ends the run, printing the finding and every thread's stack."""
+    out = subprocess.run([sys.executable, "-c", CASE_SCRIPT.format(here=str(HERE))], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert out.stdout.startswith("Hang raised in the first\nFINDING hang seed=s target=t case=7 input=x: still stuck "
+                                 "1 s after the case was interrupted (threads deadlocked, the run cannot go on)")
+    assert "in hangs_in_its_unwinding_too" in out.stdout and "not reached" not in out.stdout
