@@ -239,6 +239,27 @@ def test_a_dropped_prefetch_stops_its_producer():
     assert not thread.is_alive()
 
 
+def test_a_prefetch_collected_on_a_thread_inside_its_queue_does_not_deadlock():
+    """A garbage collection can run a finalizer on a thread that holds the lock of the very queue the finalizer
+    empties (a collection set off by an allocation inside that queue's put or get): the finalizer's drain waited
+    for that lock for ever. It leaves the queue alone then; the producer, told to stop, stops at its next poll."""
+    items = prefetch(_endless, depth=1, name="fastdata-test-prefetch")
+    next(items)
+    thread, q, done = items._thread, items._q, threading.Event()
+
+    def collect_inside_the_queue() -> None:
+        nonlocal items
+        with q.mutex:
+            items = None  # the last reference: __del__ runs here, this thread holding the queue's lock
+            gc.collect()
+        done.set()
+
+    threading.Thread(target=collect_inside_the_queue, daemon=True).start()
+    assert done.wait(10), "the finalizer waited for the queue lock its own thread holds"
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
 def test_every_producer_still_running_is_stopped_and_joined_at_interpreter_exit():
     items = prefetch(_endless, depth=2, name="fastdata-test-prefetch")
     next(items)

@@ -71,8 +71,17 @@ def _stop_all() -> None:
 on_exit(_stop_all, STOP_PRODUCERS)  # after the downloads a producer may wait on are abandoned (exiting.py)
 
 
-def _drain(q: queue.Queue) -> None:
-    """Empty the queue: a producer blocked on it wakes now, not at its next poll."""
+def _drain(q: queue.Queue, *, wait_for_lock: bool = True) -> None:
+    """Empty the queue: a producer blocked on it wakes now, not at its next poll.
+
+    Not `wait_for_lock`: what a finalizer does, which runs wherever a garbage collection happens, perhaps on a
+    thread inside this very queue's put or get, whose lock it holds; waiting for that lock would wait for ever
+    (as the Arrow block cache once did). When the lock is taken, the queue is left as it is: the producer, told
+    to stop, sees it at its next poll and empties the queue itself (`_run`)."""
+    if not wait_for_lock:
+        if not q.mutex.acquire(blocking=False):
+            return
+        q.mutex.release()  # free, and not this thread's: the gets below may wait for another thread, briefly
     while True:
         try:
             q.get_nowait()
@@ -137,13 +146,14 @@ class Prefetched(Generic[T]):
                 raise value  # type: ignore[misc]
             raise StopIteration
 
-    def cancel(self) -> None:
-        """Tell the producer to stop; do not wait for it."""
+    def cancel(self, *, wait_for_lock: bool = False) -> None:
+        """Tell the producer to stop; do not wait for it, nor (unless `wait_for_lock`) for its queue's lock: a
+        finalizer's call (`_drain`)."""
         self._finished = True
         if self._stop.is_set():  # told already: by close(), cancel() or the exit hook, who emptied the queue
             return
         self._stop.set()
-        _drain(self._q)
+        _drain(self._q, wait_for_lock=wait_for_lock)
 
     def close(self) -> None:
         """Stop the producer and join its thread (it runs the producer's `finally`, e.g. a pool shutdown).
@@ -151,7 +161,7 @@ class Prefetched(Generic[T]):
         Uses no module global once the producer has been told and has ended: an iterator the main module still
         refers to is closed while the interpreter tears the modules down, their globals already None (the exit
         hook stopped and joined its producer before that)."""
-        self.cancel()
+        self.cancel(wait_for_lock=True)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
 
