@@ -46,14 +46,6 @@ def is_device_name(value: Any) -> bool:
     return isinstance(value, str) and _DEVICE.fullmatch(value) is not None
 
 
-def whole_number(value: Any) -> Any:
-    """A numpy integer (any `numbers.Integral` but bool) as the int it is; anything else is returned for
-    validation to take or refuse."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return int(value)
-    return value
-
-
 def plain_number(value: Any) -> Any:
     """A numpy number as the Python int (any `numbers.Integral` but bool) or float (any other `numbers.Real`) it
     is; anything else is returned for validation to take or refuse."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fastdata.coerce import whole_number
+from fastdata.coerce import plain_number
 
 # The most ranks a loader plans for. An elastic replay plans every rank of each world size it passes through, so
 # a world size is also an amount of work: a state naming 10**18 ranks planned for ever. Resuming the image loader
@@ -30,8 +30,8 @@ def check_world_size(value: Any, what: str = "world_size") -> int:
 def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
     """Explicit arguments win; otherwise `torch.distributed` when initialised; otherwise (0, 1), unless a launcher
     says the job has several processes (`launched_world_size`): then each would read the whole epoch, and that is
-    refused. Numpy integers count as ints."""
-    rank, world_size = whole_number(rank), whole_number(world_size)
+    refused. Numpy integers count as ints (`plain_number`)."""
+    rank, world_size = plain_number(rank), plain_number(world_size)
     if rank is None or world_size is None:
         detected = None
         try:
@@ -64,4 +64,4 @@ def launched_world_size() -> int:
     `torch.distributed.launch`, Lightning, Accelerate) set for `init_process_group`; 1 when unset or not a whole
     number."""
     value = os.environ.get("WORLD_SIZE", "").strip()
-    return int(value) if value.isdigit() else 1
+    return int(value) if value.isdecimal() else 1

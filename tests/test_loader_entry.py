@@ -193,7 +193,7 @@ def test_a_launched_job_without_a_process_group_is_refused(monkeypatch: pytest.M
     each read the whole epoch. Refused, unless both values are given or the group is initialised."""
     import torch.distributed as dist
 
-    for value, size in (("", 1), ("1", 1), ("4", 4), (" 4\n", 4), ("four", 1), ("-4", 1), ("4.0", 1)):
+    for value, size in (("", 1), ("1", 1), ("4", 4), (" 4\n", 4), ("four", 1), ("-4", 1), ("4.0", 1), ("²", 1)):
         monkeypatch.setenv("WORLD_SIZE", value)
         assert launched_world_size() == size
     monkeypatch.setenv("WORLD_SIZE", "1")

@@ -14,7 +14,7 @@ from conftest_kinds import kinds_data_fixture  # noqa: F401  (the kinds_data fix
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
-from fastdata.coerce import device_name, dtype_name, plain_numbers, whole_number
+from fastdata.coerce import device_name, dtype_name, plain_number, plain_numbers
 
 
 def test_names_of_torch_values():
@@ -92,10 +92,11 @@ def test_every_loader_refuses_a_device_name_it_cannot_read_with_the_same_error(d
                    for options in (ImageLoaderOptions, SequenceLoaderOptions, VolumeLoaderOptions))
 
 
-def test_numpy_integers_are_the_ints_they_are():
-    assert type(whole_number(np.int64(3))) is int and whole_number(np.uint8(200)) == 200
+def test_numpy_numbers_are_the_python_numbers_they_are():
+    assert type(plain_number(np.int64(3))) is int and plain_number(np.uint8(200)) == 200
+    assert type(plain_number(np.float32(0.5))) is float and plain_number(np.float32(0.5)) == 0.5
     for kept in (True, 3.0, "3", None, torch.tensor(3), [np.int64(1)]):
-        assert whole_number(kept) is kept
+        assert plain_number(kept) is kept
 
 
 def _numpy_ints(options: dict) -> dict:

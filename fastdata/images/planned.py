@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastdata.coerce import whole_number
+from fastdata.coerce import plain_number
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView
 from fastdata.images.device_aug import DeviceAugment
@@ -128,7 +128,7 @@ class PlannedBackend(ABC):
         return self._skipped
 
     def set_epoch(self, epoch: int) -> None:
-        epoch = whole_number(epoch)  # np.int64 from np.arange counts
+        epoch = plain_number(epoch)  # np.int64 from np.arange counts
         if not valid_epoch(epoch):
             raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if self._resume is not None and self._resume.epoch != epoch:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from fastdata.closing import MOVED, Closable
-from fastdata.coerce import torch_options, whole_number
+from fastdata.coerce import plain_number, torch_options
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
@@ -105,7 +105,7 @@ class SequenceLoader(Closable):
         return self._epoch
 
     def set_epoch(self, epoch: int) -> None:
-        epoch = whole_number(epoch)  # np.int64 from np.arange counts
+        epoch = plain_number(epoch)  # np.int64 from np.arange counts
         if not valid_epoch(epoch):
             raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if epoch != self._epoch:

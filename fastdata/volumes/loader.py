@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from fastdata.closing import MOVED, Closable
-from fastdata.coerce import torch_options, whole_number
+from fastdata.coerce import plain_number, torch_options
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
@@ -119,7 +119,7 @@ class VolumeLoader(Closable):
         return -(-patches // b) if self.opts.keep_last else patches // b
 
     def set_epoch(self, epoch: int) -> None:
-        epoch = whole_number(epoch)  # np.int64 from np.arange counts
+        epoch = plain_number(epoch)  # np.int64 from np.arange counts
         if not valid_epoch(epoch):
             raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
         if epoch != self._epoch:  # the same epoch keeps a resume point, as in every fastdata loader
