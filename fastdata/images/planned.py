@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from fastdata.coerce import plain_number
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView
 from fastdata.images.device_aug import DeviceAugment
@@ -47,7 +46,7 @@ from fastdata.images.stream import SampleStream, Slot
 from fastdata.loader_state import kind_of
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
-from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
+from fastdata.planning.epochs import epoch_to_set
 from fastdata.storage.fetcher import stop_waits_when
 
 
@@ -128,9 +127,7 @@ class PlannedBackend(ABC):
         return self._skipped
 
     def set_epoch(self, epoch: int) -> None:
-        epoch = plain_number(epoch)  # np.int64 from np.arange counts
-        if not valid_epoch(epoch):
-            raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
+        epoch = epoch_to_set(epoch)
         if self._resume is not None and self._resume.epoch != epoch:
             self._resume = None
         self._overlap.set_epoch(epoch)

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from fastdata.closing import MOVED, Closable
-from fastdata.coerce import plain_number, torch_options
+from fastdata.coerce import torch_options
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
@@ -30,7 +30,7 @@ from fastdata.hooks import HookError, call_hook, pair, seeded
 from fastdata.loader_state import check_shared, kind_of, shared_fields
 from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
-from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
+from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
@@ -119,9 +119,7 @@ class VolumeLoader(Closable):
         return -(-patches // b) if self.opts.keep_last else patches // b
 
     def set_epoch(self, epoch: int) -> None:
-        epoch = plain_number(epoch)  # np.int64 from np.arange counts
-        if not valid_epoch(epoch):
-            raise ValueError(f"epoch must be an integer in 0..{MAX_EPOCH}, got {epoch!r}")
+        epoch = epoch_to_set(epoch)
         if epoch != self._epoch:  # the same epoch keeps a resume point, as in every fastdata loader
             self._end_open_pass(MOVED)  # it would go on from the new position (closing.py)
             self._epoch, self._batch, self._lineage = epoch, 0, ()
