@@ -198,6 +198,9 @@ def test_a_launched_job_without_a_process_group_is_refused(monkeypatch: pytest.M
         assert launched_world_size() == size
     monkeypatch.setenv("WORLD_SIZE", "1")
     assert resolve_rank(None, None) == (0, 1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="^WORLD_SIZE=2 in the environment"):
+        resolve_rank(None, None)  # two processes are several already
     monkeypatch.setenv("WORLD_SIZE", "4")
     for rank, world_size in ((None, None), (None, 4), (2, None)):
         with pytest.raises(ValueError) as caught:
