@@ -18,9 +18,10 @@ AGAIN_FROM = {"images": 0, "image mixture": 0, "pairs": 0, "text": 1, "volumes":
 NEWER = "a newer pass over this loader began"
 
 
-def _epoch(kind, kinds_data, fortunes_tokens) -> tuple[list, object]:
-    """A whole epoch of a fresh loader of `kind`, as identities of its batches, and the identity."""
+def _epoch(kind, kinds_data, fortunes_tokens, epoch: int = 0) -> tuple[list, object]:
+    """Epoch `epoch` of a fresh loader of `kind`, as identities of its batches, and the identity."""
     whole, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    whole.set_epoch(epoch)
     with whole:  # closed after: no producer of it goes on into the next epoch during the test
         return [ident(b) for b in whole], ident
 
@@ -77,20 +78,13 @@ def test_a_loop_left_early_over_a_loader_only_it_holds_leaves_nothing_running(ki
         gc.enable()
 
 
-def _epoch_of(kind, kinds_data, fortunes_tokens, epoch: int) -> list:
-    whole, ident = make_loader(kind, kinds_data, fortunes_tokens)
-    whole.set_epoch(epoch)
-    with whole:
-        return [ident(b) for b in whole]
-
-
 @pytest.mark.parametrize("kind", KINDS)
 def test_set_epoch_during_a_pass(kind, kinds_data, fortunes_tokens) -> None:
     """Image loaders finish the open pass in its epoch and read the new one next (as DistributedSampler's
     set_epoch does); text and volume loaders, whose pass goes on from the loader's own position, end the pass
     (it raises) instead of reading on from the new position, which had them deliver part of an epoch again and
     skip the next. Setting the same epoch changes nothing."""
-    first, second = (_epoch_of(kind, kinds_data, fortunes_tokens, e) for e in (0, 1))
+    first, second = (_epoch(kind, kinds_data, fortunes_tokens, e)[0] for e in (0, 1))
     assert first != second
     loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
     batches = iter(loader)
@@ -109,7 +103,7 @@ def test_set_epoch_during_a_pass(kind, kinds_data, fortunes_tokens) -> None:
 
 @pytest.mark.parametrize("kind", ["text", "volumes"])
 def test_load_state_dict_during_a_pass_ends_it(kind, kinds_data, fortunes_tokens) -> None:
-    first = _epoch_of(kind, kinds_data, fortunes_tokens, 0)
+    first = _epoch(kind, kinds_data, fortunes_tokens)[0]
     loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
     batches = iter(loader)
     next(batches)
