@@ -4,12 +4,10 @@ numpy numbers and arrays as the Python numbers and tuples they are (mixture weig
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest_images import make_datasets
 from conftest_kinds import kinds_data_fixture  # noqa: F401  (the kinds_data fixture)
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
@@ -23,22 +21,17 @@ def test_names_of_torch_values():
     assert device_name(torch.device("cpu")) == "cpu" and device_name(torch.device("cuda", 1)) == "cuda:1"
 
 
-@pytest.fixture(scope="module")
-def ds(tmp_path_factory) -> dict[str, Path]:
-    return make_datasets(tmp_path_factory.mktemp("opts"))
-
-
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float16, torch.float32])
-def test_image_loader_takes_torch_dtypes(ds, dtype):
-    ld = fastdata.loader(ds["wds"], split="val", batch_size=4, image_size=32, train=False, backend="kornia",
+def test_image_loader_takes_torch_dtypes(kinds_data, dtype):
+    ld = fastdata.loader(kinds_data["wds"], split="val", batch_size=4, image_size=32, train=False, backend="kornia",
                          device=torch.device("cpu"), dtype=dtype)
     x, _ = next(iter(ld))
     assert x.dtype == dtype and ld.options.dtype == str(dtype).removeprefix("torch.")
 
 
-def test_a_dtype_that_is_not_allowed_is_still_refused(ds):
+def test_a_dtype_that_is_not_allowed_is_still_refused(kinds_data):
     with pytest.raises(ValueError, match="dtype"):
-        fastdata.loader(ds["wds"], batch_size=4, backend="kornia", device="cpu", dtype=torch.int32)
+        fastdata.loader(kinds_data["wds"], batch_size=4, backend="kornia", device="cpu", dtype=torch.int32)
 
 
 def test_sequence_loader_takes_a_torch_device(fortunes_tokens):
@@ -46,14 +39,9 @@ def test_sequence_loader_takes_a_torch_device(fortunes_tokens):
     assert next(iter(ld))["input_ids"].device.type == "cpu"
 
 
-def test_volume_loader_takes_torch_dtype(tmp_path):
-    pytest.importorskip("pydicom")
-    from conftest_dicom import convert_dicom, write_phantom
-
-    write_phantom(tmp_path / "src" / "p1")
-    vols = tmp_path / "vols"
-    convert_dicom(tmp_path / "src", vols)
-    ld = fastdata.loader(vols, batch_size=1, patch_size=(4, 8, 8), dtype=torch.float16, device=torch.device("cpu"))
+def test_volume_loader_takes_torch_dtype(kinds_data):
+    ld = fastdata.loader(kinds_data["volumes"], batch_size=1, patch_size=(4, 8, 8), dtype=torch.float16,
+                         device=torch.device("cpu"))
     patches, _ = next(iter(ld))
     assert patches.dtype == torch.float16
 
