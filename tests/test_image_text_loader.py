@@ -22,7 +22,7 @@ from conftest_pairs import (
 
 import fastdata
 from fastdata.errors import ManifestError
-from fastdata.pairs.captions import choose
+from fastdata.pairs.captions import choose, cut_ids
 
 pytest.importorskip("kornia")
 BACKENDS = ["kornia", pytest.param("dali", marks=pytest.mark.skipif(
@@ -131,6 +131,31 @@ def test_max_length_pads_and_cuts_every_batch_to_it(pairs):
         assert t["attention_mask"].sum(1).max() <= 6
     with pytest.raises(ValueError, match="max_length"):
         load(pairs, max_length=0)
+
+
+@pytest.mark.parametrize("length", [2, 5, 9])
+def test_stored_ids_cut_by_max_length_equal_the_tokenizer_truncating_them(pairs, length):
+    """The tokenizer's own truncation keeps the end token it appends ([SEP]): cut stored ids keep it too, so a
+    text tower that reads the end token's position finds it, and stored ids agree with ids tokenized at load."""
+    tok = tokenizer()
+    tok.enable_truncation(length)
+    cut = 0
+    for _, t in load(pairs, train=True, seed=3, max_length=length):
+        for row, mask, caption in zip(t["input_ids"], t["attention_mask"], t["captions"]):
+            n = int(mask.sum())
+            assert row[:n].tolist() == tok.encode(caption).ids
+            cut += len(tokenizer().encode(caption).ids) > length
+    assert cut > 0  # the lengths chosen cut captions
+
+
+def test_cut_ids_keeps_only_an_end_token_that_is_there():
+    assert cut_ids([101, 5, 6, 7, 102], None, 102) == [101, 5, 6, 7, 102]
+    assert cut_ids([101, 5, 6, 7, 102], 5, 102) == [101, 5, 6, 7, 102]
+    assert cut_ids([101, 5, 6, 7, 102], 4, 102) == [101, 5, 6, 102]
+    assert cut_ids([101, 5, 6, 7, 102], 2, 102) == [101, 102]
+    assert cut_ids([101, 5, 6, 7, 102], 1, 102) == [101]  # as the tokenizer pads and cuts: it cannot keep both
+    assert cut_ids([101, 5, 6, 7, 8], 4, 102) == [101, 5, 6, 7]  # a template without an end token
+    assert cut_ids([101, 5, 6, 7, 102], 4, None) == [101, 5, 6, 7]
 
 
 def test_caption_choice_varies_by_epoch_and_repeats_with_seed(pairs):

@@ -70,6 +70,16 @@ def _stored_ids(raw: RawSample, captions: int, choice: int, fill: int, vocab_siz
     return row[row != fill].tolist()
 
 
+def cut_ids(row: list[int], length: int | None, eos_id: int | None) -> list[int]:
+    """Stored ids cut to `length` as the tokenizer's own truncation cuts a caption: words go from the end, the end
+    token it appends (`eos_id`, [SEP] or <|endoftext|>) stays last, so stored ids and ids tokenized at load agree."""
+    if length is None or len(row) <= length:
+        return row
+    if eos_id is not None and length >= 2 and row[-1] == eos_id:
+        return [*row[:length - 1], eos_id]
+    return row[:length]
+
+
 class CaptionBatcher:
     """`batcher(raws, epoch) -> dict` for one batch: `input_ids` and `attention_mask` (int64 [B, L]) on the
     loader's device, `captions` (list of str) when asked or when there are no ids; `None` rows (eval padding)
@@ -83,6 +93,7 @@ class CaptionBatcher:
         self._tokenizer = None
         self._stored = manifest.ids_member is not None
         self.pad_id = int(info.get("pad_id") or 0)
+        self._eos = info.get("eos_id")  # the stored ids' end token, kept when max_length cuts them
         if options.tokenizer is not None:
             tok, sha, pad = load_tokenizer(options.tokenizer, max_length=options.max_length)
             if not (self._stored and sha == info.get("sha256")):  # else the stored ids are this tokenizer's
@@ -106,7 +117,8 @@ class CaptionBatcher:
             captions = _captions(raw)
             c = choose(len(captions), train=self.train, seed=self.seed, epoch=epoch, index=raw.index)
             texts.append(captions[c])
-            rows.append(_stored_ids(raw, len(captions), c, self._fill, self._vocab) if self._stored else [])
+            rows.append(cut_ids(_stored_ids(raw, len(captions), c, self._fill, self._vocab), self.options.max_length,
+                                self._eos) if self._stored else [])
         out: dict[str, Any] = {}
         if self._tokenizer is not None:
             real = [i for i, raw in enumerate(raws) if raw is not None]
