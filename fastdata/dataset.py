@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from fastdata.errors import ManifestError, ShardError
-from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo, read_manifest
+from fastdata.manifest import CONVERT_AGAIN, MANIFEST_NAME, Manifest, ShardInfo, read_manifest
 from fastdata.sources import Spec, expand
 
 SHARD_SUFFIXES = (".tar", ".arrow")
@@ -35,6 +35,11 @@ class ShardRef:
     info: ShardInfo
     path: Path
     index_path: Path | None = None
+    remedy: str = CONVERT_AGAIN  # what an error about a missing or changed shard tells the user to run
+
+    @classmethod
+    def of(cls, manifest: Manifest, info: ShardInfo, path: Path, index_path: Path | None) -> ShardRef:
+        return cls(info=info, path=path, index_path=index_path, remedy=manifest.remedy)
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,7 @@ class DatasetView:
             return ref
         path = self.remote.local(ref.info.name)
         index = self.remote.local(ref.info.index) if ref.info.index else None
-        return ShardRef(info=ref.info, path=path, index_path=index)
+        return replace(ref, path=path, index_path=index)
 
     def release(self, ref: ShardRef) -> None:
         if self.remote is not None:
@@ -210,8 +215,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
         manifest = _read(root)
         split, selected = _select_named(paths, manifest, root, split)
     where = shard_root(root, manifest)
-    refs = tuple(ShardRef(info=sh, path=where / sh.name, index_path=root / sh.index if sh.index else None)
-                 for sh in selected)
+    refs = tuple(ShardRef.of(manifest, sh, where / sh.name, root / sh.index if sh.index else None) for sh in selected)
     if not refs:
         raise ManifestError(f"split {split!r} of {root} holds no shard (every input was rejected?); "
                             f"see `fastdata info {root} --rejected`")
@@ -258,7 +262,7 @@ def check_shard_file(ref: ShardRef) -> None:
     if size != ref.info.bytes:
         raise ShardError(
             f"shard {ref.path} has {size} bytes, the manifest says {ref.info.bytes}: it is truncated or "
-            "was changed; re-run `fastdata convert` or restore the file"
+            f"was changed; {ref.remedy} or restore the file"
         )
     if ref.index_path is not None:
         regular_file_size(ref.index_path, "index")

@@ -13,6 +13,7 @@ from fastdata.json_text import BadJSON, parse_json
 
 FORMAT_NAME = "fastdata"
 FORMAT_VERSION = 1
+CONVERT_AGAIN = "re-run `fastdata convert`"  # the remedy for damaged shards of a converted dataset
 MANIFEST_NAME = "manifest.json"
 SHARD_FORMATS = ("wds", "arrow")
 
@@ -176,6 +177,11 @@ class Manifest:
     def ids_member(self) -> str | None:
         """image_text converted with a tokenizer: the tar member holding the captions' token ids (.npy)."""
         return self.extra.get("ids_member") if self.kind == "image_text" else None
+
+    @property
+    def remedy(self) -> str:
+        """What rebuilds shards or index files found missing or changed: the command that made the manifest."""
+        return "re-run `fastdata index`" if "adopted" in self.extra else CONVERT_AGAIN
 
     @property
     def tokenizer(self) -> dict[str, Any]:

@@ -261,7 +261,7 @@ def verify_dataset(root: Path | str, *, decode: bool = False, remote: RemoteOpti
     for name, split in sorted(manifest.splits.items()):
         labels: Counter = Counter()
         for shard in split.shards:
-            ref = ShardRef(info=shard, path=where / shard.name, index_path=root / shard.index if shard.index else None)
+            ref = ShardRef.of(manifest, shard, where / shard.name, root / shard.index if shard.index else None)
             problems.extend(_check_shard(ref, manifest, labels, decode))
             log.info("checked %s", ref.path)
         problems.extend(_class_counts(name, split, manifest, labels))

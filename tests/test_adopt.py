@@ -21,7 +21,7 @@ import fastdata
 from converters.adopt import AdoptOptions, adopt
 from converters.adopt import scan as scan_module
 from fastdata.cli import main as cli
-from fastdata.errors import ConvertError, ManifestError
+from fastdata.errors import ConvertError, ManifestError, ShardError
 from fastdata.verify import verify_dataset
 
 pytest.importorskip("webdataset")
@@ -246,6 +246,23 @@ def test_an_index_an_earlier_run_wrote_is_replaced_when_its_tar_changed(tmp_path
     after = (folder / "f-000000.idx").read_bytes()
     assert after != before and after == wds2idx(folder / "f-000000.tar", tmp_path / "ref.idx")
     assert manifest.splits["train"].samples == 7
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_shards_changed_after_indexing_are_refused_with_the_command_that_indexes_them(tmp_path: Path, backend):
+    """Adopted shards are rebuilt with `fastdata index`, not `fastdata convert` (which has no raw images to read):
+    every error about a shard or index changed since names the command that made the manifest."""
+    folder = tmp_path / "s"
+    shardwriter_shards(folder, count=8, per_shard=4)
+    adopt(folder, options=AdoptOptions(jobs=1))
+    shardwriter_shards(folder, count=3, per_shard=4)  # f-000000.tar written again, with 3 samples
+    with pytest.raises(ShardError, match=r"was changed; re-run `fastdata index` or restore the file"):
+        load_all(folder, backend)
+    adopt(folder, options=AdoptOptions(jobs=1))  # what the message says to do
+    assert len(load_all(folder, backend)[1]) == 7
+    shutil.copyfile(folder / "f-000000.idx", folder / "f-000001.idx")  # 3 samples where the manifest says 4
+    with pytest.raises(ShardError, match=r"lists 3 samples, the manifest says 4 .*; re-run `fastdata index`$"):
+        load_all(folder / "f-000001.tar", backend)
 
 
 def test_an_index_is_replaced_only_where_an_adopted_manifest_lists_it(tmp_path: Path):

@@ -214,7 +214,7 @@ def test_a_shard_cut_short_after_it_was_opened_names_the_sample(ds):
     offset, _, key = jpg_entry(ds["wds"], shard.name, 1)
     with open(shard, "r+b") as f:
         f.truncate(offset + 10)
-    with pytest.raises(ShardError, match=rf"{shard.name} is truncated at sample {key}"):
+    with pytest.raises(ShardError, match=rf"{shard.name} is truncated at sample {key}; re-run `fastdata convert`$"):
         reader.read(1)
     reader.close()
 

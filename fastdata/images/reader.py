@@ -61,24 +61,24 @@ class TarShard:
     def __init__(self, ref: ShardRef, handles: FileHandles | None = None, *,
                  image_members: tuple[str, ...] = ("jpg",), label_member: str | None = "cls",
                  extra_members: tuple[str, ...] = (), budget: MemoryBudget | None = None) -> None:
-        self.path = ref.path
+        self.path, self._remedy = ref.path, ref.remedy
         self._handles = handles if handles is not None else FileHandles(capacity=1)
         self._image_members, self._label_member = image_members, label_member
         self._extra_members = extra_members
         idx = ref.index_path
         if idx is None:
-            raise ShardError(f"shard {self.path} has no index in the manifest; re-run `fastdata convert`")
+            raise ShardError(f"shard {self.path} has no index in the manifest; {self._remedy}")
         try:
             text = idx.read_text(encoding="utf-8")
             size = os.path.getsize(self.path)
         except FileNotFoundError as exc:
-            raise ShardError(f"{exc.filename} is missing (shard {self.path}); re-run `fastdata convert`") from exc
+            raise ShardError(f"{exc.filename} is missing (shard {self.path}); {self._remedy}") from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise ShardError(f"cannot read index {idx} of shard {self.path}: {exc}") from exc
         parsed = [self._spans(sample, size) for sample in parse_index(text, where=f"index {idx}")]
         if len(parsed) != ref.info.samples:
             raise ShardError(f"index {idx} lists {len(parsed)} samples, the manifest says "
-                             f"{ref.info.samples} for {self.path}; re-run `fastdata convert`")
+                             f"{ref.info.samples} for {self.path}; {self._remedy}")
         self._keys = np.array([p[0] for p in parsed], dtype=str)
         width = 4 + 2 * len(extra_members)
         self._spans_arr = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, width)  # (offset, length)s
@@ -99,7 +99,7 @@ class TarShard:
         end = max(image.end, label.end if label else 0, *(m.end for m in extras))
         if end > size:
             raise ShardError(f"shard {self.path} is truncated: sample {key} ends at byte {end}, the file "
-                             f"has {size} bytes; re-run `fastdata convert` or restore the file")
+                             f"has {size} bytes; {self._remedy} or restore the file")
         spans = [key, image.offset, image.size, *((label.offset, label.size) if label else (image.offset, 0))]
         for m in extras:
             spans.extend((m.offset, m.size))
@@ -140,7 +140,7 @@ class TarShard:
         finally:
             self._handles.release(self.path)
         if short:
-            raise ShardError(f"shard {self.path} is truncated at sample {key}; re-run `fastdata convert`")
+            raise ShardError(f"shard {self.path} is truncated at sample {key}; {self._remedy}")
         sample = self._sample(parts, key, index)  # the label checked before the span counts as read
         if memory is not None:
             memory.filled[i] = 1

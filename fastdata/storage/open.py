@@ -96,7 +96,7 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
         cache.limit = int(DEFAULT_DISK_SHARE * shutil.disk_usage(cache.dir).free) + cache.used()
     files = [RemoteFile(sh.name, sh.bytes, sh.sha256, shard_store) for sh in selected]
     files += [RemoteFile(sh.index, None, sh.index_sha256, store) for sh in selected if sh.index]
-    refs = tuple(ShardRef(info=sh, path=cache.path(sh.name), index_path=cache.path(sh.index) if sh.index else None)
+    refs = tuple(ShardRef.of(manifest, sh, cache.path(sh.name), cache.path(sh.index) if sh.index else None)
                  for sh in selected)
     log.info("%s: %d shard(s) of split %s, cached in %s (limit %s bytes)", base, len(refs), split_name, cache.dir,
              cache.limit)
