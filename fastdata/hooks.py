@@ -80,5 +80,20 @@ def pair(name: str, out: Any, *, epoch: int, batch: int) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
+def augmented(out: Any, x: Any, *, epoch: int, batch: int) -> Any:
+    """What the augment hook returned for the float batch `x`, when it is a floating-point tensor of `x`'s shape on
+    `x`'s device, else a HookError saying what it returned. An integer batch (`(x * 255).byte()`) would otherwise
+    be normalised as if it held [0, 1] values, and a batch moved to another device would be copied back."""
+    import torch  # not at module level: the converters import the options that check hooks
+
+    if isinstance(out, torch.Tensor) and out.shape == x.shape and out.is_floating_point() and out.device == x.device:
+        return out
+    what = (f"a {out.dtype} tensor of shape {tuple(out.shape)} on {out.device}" if isinstance(out, torch.Tensor)
+            else type(out).__name__)
+    raise HookError(f"the augment hook must return a floating-point tensor of shape {tuple(x.shape)} on {x.device} "
+                    f"(like its argument), it returned {what} on epoch {epoch}, batch {batch}",
+                    hook="augment", epoch=epoch, batch=batch)
+
+
 def _name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__name__

@@ -162,9 +162,17 @@ def test_a_raising_hook_names_itself_and_the_batch_and_leaves_nothing_running(ds
     assert len(run(ld)) == len(ld)  # usable again
 
 
-def test_hook_results_of_the_wrong_shape_are_errors(ds):
-    with pytest.raises(HookError, match="must return a tensor of shape"):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hook_results_of_the_wrong_shape_are_errors(ds, backend):
+    with pytest.raises(HookError, match="must return a floating-point tensor of shape"):
         run(loader(ds, augment=lambda x: x[:, :1]))
+    # values of another range, normalised as if in [0, 1] (uint8: up to 255 / std, 1,100 grey levels off)
+    with pytest.raises(HookError, match=r"floating-point tensor .* it returned a torch.uint8 tensor of shape"):
+        run(loader(ds, backend=backend, augment=lambda x: (x * 255).to(torch.uint8)))
+    with pytest.raises(HookError, match=r"of shape \(4, 3, 32, 32\) on cpu .* it returned a torch.float32 tensor of "
+                                        r"shape \(4, 3, 32, 32\) on meta on epoch 0, batch 0"):
+        run(loader(ds, backend=backend, augment=lambda x: x.to("meta")))
+    assert run(loader(ds, backend=backend, augment=lambda x: x.double()))  # another float type is cast as usual
     with pytest.raises(HookError, match="must return a pair"):
         run(loader(ds, batch_transform=lambda x, y: x))
 

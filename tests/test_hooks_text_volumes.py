@@ -145,5 +145,7 @@ def test_volume_batch_transform_gets_patches_and_meta(volumes):
                for (hx, hm), (px, pm) in zip(hooked, plain))
     with pytest.raises(HookError, match="must return a pair"):
         list(vols(volumes, batch_transform=lambda p, m: p))
-    with pytest.raises(HookError, match="augment hook must return a tensor of shape"):
+    with pytest.raises(HookError, match="augment hook must return a floating-point tensor of shape"):
         list(vols(volumes, augment=lambda x: x[:1]))
+    with pytest.raises(HookError, match="it returned a torch.int32 tensor of shape"):
+        list(vols(volumes, augment=lambda x: x.int()))

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from fastdata.hooks import HookError, call_hook, pair, seeded
+from fastdata.hooks import augmented, call_hook, pair, seeded
 from fastdata.images.device_aug import DeviceAugment
 from fastdata.images.options import ImageLoaderOptions
 
@@ -67,8 +67,4 @@ class HookStage:
         if pad:
             x[torch.as_tensor(pad, device=x.device)] = 0
         out = call_hook("augment", self._opts.augment, x, epoch=at[0], batch=at[1])
-        if not isinstance(out, torch.Tensor) or out.shape != x.shape:
-            raise HookError(f"the augment hook must return a tensor of shape {tuple(x.shape)}, it returned "
-                            f"{getattr(out, 'shape', type(out).__name__)} on epoch {at[0]}, batch {at[1]}",
-                            hook="augment", epoch=at[0], batch=at[1])
-        return out
+        return augmented(out, x, epoch=at[0], batch=at[1])

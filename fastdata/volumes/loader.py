@@ -26,7 +26,7 @@ from fastdata.coerce import torch_options
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
-from fastdata.hooks import HookError, call_hook, pair, seeded
+from fastdata.hooks import augmented, call_hook, pair, seeded
 from fastdata.loader_state import check_shared, kind_of, shared_fields
 from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
@@ -219,11 +219,7 @@ class VolumeLoader(Closable):
                 x = x.clamp_(0.0, 1.0)  # interpolation may overshoot by a rounding error
         if hook is not None:
             out = call_hook("augment", hook, x, epoch=self._epoch, batch=batch_index)
-            if not isinstance(out, torch.Tensor) or out.shape != x.shape:
-                raise HookError(f"the augment hook must return a tensor of shape {tuple(x.shape)}, it returned "
-                                f"{getattr(out, 'shape', type(out).__name__)} on epoch {self._epoch}, batch "
-                                f"{batch_index}", hook="augment", epoch=self._epoch, batch=batch_index)
-            x = out
+            x = augmented(out, x, epoch=self._epoch, batch=batch_index)
         x, meta = self._cast(x), self._meta(patches)
         if o.batch_transform is not None:
             out = call_hook("batch_transform", o.batch_transform, x, meta, epoch=self._epoch, batch=batch_index)
