@@ -221,6 +221,14 @@ def test_uint8_output_keeps_flip_and_crop_deterministic(ds):
     (dict(seed=-1), "seed"),
     (dict(color_jitter=(0.4, 0.4, 0.4, 0.9)), "hue"),
     (dict(rank=2, world_size=2), "rank"),
+    (dict(scale=0.5), r"scale=0.5 is not allowed; scale must be \(lo, hi\)"),  # not a raw TypeError
+    (dict(ratio=1.0), r"ratio=1.0 is not allowed"),
+    (dict(color_jitter=0.4), r"color_jitter=0.4 is not allowed; color_jitter must be None or four"),
+    (dict(mean=0.5, std=0.5), r"mean/std=\(0.5, 0.5\) is not allowed; mean/std must be three finite values"),
+    # DALI's and FFCV's 0-255 convention would normalise every image to about -2 (silently, before)
+    (dict(mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375)), "on the .0, 1. scale .* divide the 0-255"),
+    (dict(std=(58.395, 57.12, 57.375)), "on the .0, 1. scale"),
+    (dict(mean=(-0.1, 0.5, 0.5)), "on the .0, 1. scale"),
 ])
 def test_bad_options_are_refused_eagerly(ds, kw, match):
     with pytest.raises(ValueError, match=match):

@@ -29,6 +29,11 @@ def finite(*values: object) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
 
 
+def numbers(value: object, count: int) -> bool:
+    """`value` is a tuple or list of `count` real, finite numbers."""
+    return isinstance(value, tuple | list) and len(value) == count and finite(*value)
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on (respects taskset / cgroup affinity, unlike os.cpu_count())."""
     try:
@@ -90,14 +95,17 @@ class ImageLoaderOptions:
             raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
         if not is_device_name(self.device):
             raise bad("device", self.device, DEVICES)
-        if len(self.mean) != 3 or len(self.std) != 3 or not finite(*self.mean, *self.std) \
-                or any(s <= 0 for s in self.std):
+        if not numbers(self.mean, 3) or not numbers(self.std, 3) or any(s <= 0 for s in self.std):
             raise bad("mean/std", (self.mean, self.std), "three finite values each, std > 0")
-        if len(self.scale) != 2 or not finite(*self.scale) or not 0 < self.scale[0] <= self.scale[1] <= 1:
+        if any(not 0 <= m <= 1 for m in self.mean) or any(s > 1 for s in self.std):
+            raise bad("mean/std", (self.mean, self.std), "on the [0, 1] scale of the images they normalise, as "
+                      "torchvision's Normalize takes them (ImageNet: (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)); "
+                      "divide the 0-255 values of DALI's crop_mirror_normalize or FFCV's NormalizeImage by 255")
+        if not numbers(self.scale, 2) or not 0 < self.scale[0] <= self.scale[1] <= 1:
             raise bad("scale", self.scale, "(lo, hi) with 0 < lo <= hi <= 1")
-        if len(self.ratio) != 2 or not finite(*self.ratio) or not 0 < self.ratio[0] <= self.ratio[1]:
+        if not numbers(self.ratio, 2) or not 0 < self.ratio[0] <= self.ratio[1]:
             raise bad("ratio", self.ratio, "(lo, hi) with 0 < lo <= hi, finite")
-        if self.color_jitter is not None and (len(self.color_jitter) != 4 or not finite(*self.color_jitter)
+        if self.color_jitter is not None and (not numbers(self.color_jitter, 4)
                                               or any(v < 0 for v in self.color_jitter)):
             raise bad("color_jitter", self.color_jitter, "None or four non-negative values "
                       "(brightness, contrast, saturation, hue)")
