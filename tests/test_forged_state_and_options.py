@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import partial
 
 import pytest
@@ -84,11 +85,22 @@ def test_numeric_image_options_must_be_finite_and_bounded(ds, option, value):
 
 
 @pytest.mark.parametrize("option,value", [("window", (-1000.0, math.nan)), ("foreground_prob", math.nan),
-                                          ("pad_value", math.inf), ("num_workers", 10**6)])
+                                          ("pad_value", math.inf), ("num_workers", 10**6), ("scale", (0.9, math.inf)),
+                                          ("zscore", (0.0, math.nan))])
 def test_numeric_volume_options_must_be_finite_and_bounded(option, value):
     from fastdata.volumes.options import VolumeLoaderOptions
 
     with pytest.raises(ValueError, match=option.split("_")[0]):
+        VolumeLoaderOptions(**{option: value})
+
+
+@pytest.mark.parametrize("option,value", [("window", 400), ("scale", 1.1), ("zscore", 5), ("zscore", (0.0, 1.0, 2.0))])
+def test_a_number_where_a_volume_option_takes_a_pair_is_a_value_error(option, value):
+    """Not a raw TypeError from len() or a * unpacking (window=400 raised one)."""
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    named = re.escape(f"{option}={value!r} is not allowed; {option} must be ")
+    with pytest.raises(ValueError, match=rf"^{named}.*two finite numbers"):
         VolumeLoaderOptions(**{option: value})
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
-from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite
+from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 
 SAMPLING = ("uniform", "foreground")
 DTYPES = ("float32", "float16", "bfloat16")
@@ -90,24 +90,19 @@ class VolumeLoaderOptions:
         for name, value in floats.items():
             if not finite(value):
                 raise bad(name, value, "a finite number")
-        for name, pair in (("window", self.window), ("scale", self.scale),
-                           ("zscore", self.zscore if isinstance(self.zscore, tuple | list) else None)):
-            if pair is not None and not finite(*pair):
-                raise bad(name, pair, "finite numbers")
         if self.sampling not in SAMPLING:
             raise bad("sampling", self.sampling, f"one of {list(SAMPLING)}")
         for name in ("foreground_prob", "flip_prob", "affine_prob", "elastic_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise bad(name, getattr(self, name), "in [0, 1]")
-        if self.window is not None and (len(self.window) != 2 or not self.window[0] < self.window[1]):
-            raise bad("window", self.window, "None or (lo, hi) with lo < hi, in HU")
-        if self.zscore is not False and self.zscore is not True and (
-                len(self.zscore) != 2 or self.zscore[1] <= 0):
-            raise bad("zscore", self.zscore, "False, True (per patch) or (mean, std) with std > 0")
+        if self.window is not None and (not numbers(self.window, 2) or not self.window[0] < self.window[1]):
+            raise bad("window", self.window, "None or two finite numbers (lo, hi) with lo < hi, in HU")
+        if not isinstance(self.zscore, bool) and (not numbers(self.zscore, 2) or self.zscore[1] <= 0):
+            raise bad("zscore", self.zscore, "False, True (per patch) or two finite numbers (mean, std) with std > 0")
         if self.window is not None and self.zscore is not False:
             raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
-        if self.scale is not None and (len(self.scale) != 2 or not 0 < self.scale[0] <= self.scale[1]):
-            raise bad("scale", self.scale, "None or (lo, hi) with 0 < lo <= hi")
+        if self.scale is not None and (not numbers(self.scale, 2) or not 0 < self.scale[0] <= self.scale[1]):
+            raise bad("scale", self.scale, "None or two finite numbers (lo, hi) with 0 < lo <= hi")
         if self.rotate_degrees < 0 or self.elastic_magnitude < 0 or self.crop_margin < 0:
             raise bad("rotate_degrees/elastic_magnitude/crop_margin",
                       (self.rotate_degrees, self.elastic_magnitude, self.crop_margin), "non-negative")
