@@ -47,10 +47,10 @@ def is_device_name(value: Any) -> bool:
 
 
 def plain_number(value: Any) -> Any:
-    """A numpy number as the Python int (any `numbers.Integral` but bool) or float (any other `numbers.Real`) it
+    """A numpy number as the Python bool, int (any other `numbers.Integral`) or float (any other `numbers.Real`) it
     is; anything else is returned for validation to take or refuse."""
-    if isinstance(value, bool):
-        return value
+    if isinstance(value, bool | np.bool_):  # numpy's bool (a comparison of numpy numbers) is no numbers.Integral
+        return bool(value)
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, numbers.Real):

@@ -4,6 +4,7 @@ numpy numbers and arrays as the Python numbers and tuples they are (mixture weig
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -88,19 +89,22 @@ def test_numpy_numbers_are_the_python_numbers_they_are():
 
 
 def _numpy_ints(options: dict) -> dict:
-    return {k: (np.int64(v) if type(v) is int else tuple(np.int64(x) for x in v) if isinstance(v, tuple) else v)
+    """`options` with numpy integers for ints and numpy bools (`np.arange(3)[1] > 0`) for bools."""
+    return {k: (np.int64(v) if type(v) is int else np.bool_(v) if type(v) is bool
+                else tuple(np.int64(x) for x in v) if isinstance(v, tuple) else v)
             for k, v in options.items()}
 
 
 @pytest.mark.parametrize("kind", ["images", "text", "volumes"])
 def test_every_loader_takes_numpy_integers_for_its_options_and_epochs(kind, kinds_data, fortunes_tokens):
-    """`batch_size=np.int64(...)` (arithmetic on arrays) and `set_epoch(e)` in `for e in np.arange(n)` are
-    refused no more: they are the ints they are, and the states stay plain ints."""
+    """`batch_size=np.int64(...)` (arithmetic on arrays), `set_epoch(e)` in `for e in np.arange(n)` and a flag from a
+    numpy comparison are refused no more: they are the ints and bools they are, and the states stay plain data."""
     source, options = {
         "images": (kinds_data["wds"], dict(batch_size=2, image_size=16, seed=3, rank=1, world_size=2,
-                                           backend="kornia", device="cpu", num_threads=1)),
-        "text": (fortunes_tokens, dict(max_tokens=2048, seed=3, rank=1, world_size=2)),
-        "volumes": (kinds_data["volumes"], dict(batch_size=1, patch_size=(4, 8, 8), patches_per_volume=2, seed=3)),
+                                           backend="kornia", device="cpu", num_threads=1, train=True, hflip=False)),
+        "text": (fortunes_tokens, dict(max_tokens=2048, seed=3, rank=1, world_size=2, shuffle=False)),
+        "volumes": (kinds_data["volumes"], dict(batch_size=1, patch_size=(4, 8, 8), patches_per_volume=2, seed=3,
+                                                train=True, rot90=False)),
     }[kind]
     plain, numpy_ = fastdata.loader(source, **options), fastdata.loader(source, **_numpy_ints(options))
     plain.set_epoch(1)
@@ -115,10 +119,28 @@ def test_every_loader_takes_numpy_integers_for_its_options_and_epochs(kind, kind
         assert torch.equal(first[0], again[0])
 
 
+@pytest.mark.parametrize(("kind", "option", "value"), [
+    ("text", "shuffle", "no"), ("text", "shuffle", 0), ("text", "pin_memory", "no"), ("text", "seed", -1),
+    ("text", "seed", 1.5), ("text", "seed", "1"), ("volumes", "train", "no"), ("volumes", "drop_last", "no"),
+    ("volumes", "rot90", 1), ("volumes", "seed", -1), ("volumes", "seed", 1.5), ("images", "train", None),
+    ("images", "drop_last", 1), ("images", "seed", True)])
+def test_a_flag_or_seed_of_another_type_is_refused_by_every_loader(kind, option, value, kinds_data, fortunes_tokens):
+    """`shuffle="no"` is truthy: the text loader shuffled, and the volume loader trained on `train="no"`. A text
+    seed of -1 or 1.5 was taken too, and a volume seed failed inside numpy."""
+    source, options = {
+        "images": (kinds_data["wds"], dict(batch_size=2, image_size=16, device="cpu")),
+        "text": (fortunes_tokens, dict(max_tokens=2048)),
+        "volumes": (kinds_data["volumes"], dict(batch_size=1, patch_size=(4, 8, 8))),
+    }[kind]
+    with pytest.raises(ValueError, match=rf"^{option}={re.escape(repr(value))} is not allowed; {option} must be "):
+        fastdata.loader(source, **options, **{option: value})
+
+
 def test_numpy_numbers_and_arrays_are_plain_numbers_and_tuples():
     assert plain_numbers(np.array([1.0, 2.5])) == (1.0, 2.5) and type(plain_numbers(np.array([1]))[0]) is int
     assert plain_numbers([np.float32(0.5), np.int64(2)]) == [0.5, 2]
     assert [type(v) for v in plain_numbers((np.float32(0.5), np.float64(1.5), np.int8(2)))] == [float, float, int]
+    assert plain_numbers(np.int64(3) > 2) is True and plain_numbers(np.array([True]))[0] is True
     for kept in (True, "0.5", None, torch.tensor(0.5)):
         assert plain_numbers(kept) is kept
 

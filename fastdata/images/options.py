@@ -11,6 +11,7 @@ from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
+from fastdata.option_rules import check_flag, check_seed, refused
 
 BACKENDS = ("dali", "kornia")
 DTYPES = ("float32", "float16", "bfloat16", "uint8")
@@ -82,76 +83,72 @@ class ImageLoaderOptions:
     dali_augment: Any = None
 
     def __post_init__(self) -> None:
-        def bad(name: str, value: object, allowed: str) -> ValueError:
-            return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
-
         if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
-            raise bad("batch_size", self.batch_size, "an integer >= 1")
+            raise refused("batch_size", self.batch_size, "an integer >= 1")
         if not isinstance(self.image_size, int) or self.image_size < 8:
-            raise bad("image_size", self.image_size, "an integer >= 8")
+            raise refused("image_size", self.image_size, "an integer >= 8")
         if self.backend not in BACKENDS:
-            raise bad("backend", self.backend, f"one of {list(BACKENDS)}")
+            raise refused("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:
-            raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
+            raise refused("dtype", self.dtype, f"one of {list(DTYPES)}")
         if not is_device_name(self.device):
-            raise bad("device", self.device, DEVICES)
+            raise refused("device", self.device, DEVICES)
         if not numbers(self.mean, 3) or not numbers(self.std, 3) or any(s <= 0 for s in self.std):
-            raise bad("mean/std", (self.mean, self.std), "three finite values each, std > 0")
+            raise refused("mean/std", (self.mean, self.std), "three finite values each, std > 0")
         if any(not 0 <= m <= 1 for m in self.mean) or any(s > 1 for s in self.std):
-            raise bad("mean/std", (self.mean, self.std), "on the [0, 1] scale of the images they normalise, as "
-                      "torchvision's Normalize takes them (ImageNet: (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)); "
-                      "divide the 0-255 values of DALI's crop_mirror_normalize or FFCV's NormalizeImage by 255")
+            raise refused("mean/std", (self.mean, self.std),
+                          "on the [0, 1] scale of the images they normalise, as torchvision's Normalize takes them "
+                          "(ImageNet: (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)); divide the 0-255 values of "
+                          "DALI's crop_mirror_normalize or FFCV's NormalizeImage by 255")
         if not numbers(self.scale, 2) or not 0 < self.scale[0] <= self.scale[1] <= 1:
-            raise bad("scale", self.scale, "(lo, hi) with 0 < lo <= hi <= 1")
+            raise refused("scale", self.scale, "(lo, hi) with 0 < lo <= hi <= 1")
         if not numbers(self.ratio, 2) or not 0 < self.ratio[0] <= self.ratio[1]:
-            raise bad("ratio", self.ratio, "(lo, hi) with 0 < lo <= hi, finite")
+            raise refused("ratio", self.ratio, "(lo, hi) with 0 < lo <= hi, finite")
         if self.color_jitter is not None and (not numbers(self.color_jitter, 4)
                                               or any(v < 0 for v in self.color_jitter)):
-            raise bad("color_jitter", self.color_jitter, "None or four non-negative values "
-                      "(brightness, contrast, saturation, hue)")
+            raise refused("color_jitter", self.color_jitter, "None or four non-negative values "
+                          "(brightness, contrast, saturation, hue)")
         if self.color_jitter is not None and self.color_jitter[3] > 0.5:
-            raise bad("color_jitter", self.color_jitter, "with hue <= 0.5 (hue is a fraction of the colour circle)")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise bad("seed", self.seed, "an integer >= 0")
+            raise refused("color_jitter", self.color_jitter, "with hue <= 0.5 (hue is a fraction of the colour circle)")
+        check_seed(self.seed)
         for flag in ("train", "channels_last", "hflip", "device_decode", "overlap_epochs"):
-            if not isinstance(getattr(self, flag), bool):
-                raise bad(flag, getattr(self, flag), "True or False")
-        if self.drop_last is not None and not isinstance(self.drop_last, bool):
-            raise bad("drop_last", self.drop_last, "None (train drops, eval keeps), True or False")
+            check_flag(flag, getattr(self, flag))
+        check_flag("drop_last", self.drop_last, none="train drops, eval keeps")
         if not isinstance(self.num_threads, int) or isinstance(self.num_threads, bool) \
                 or not 1 <= self.num_threads <= MAX_THREADS:
-            raise bad("num_threads", self.num_threads, f"an integer in 1..{MAX_THREADS}")
+            raise refused("num_threads", self.num_threads, f"an integer in 1..{MAX_THREADS}")
         if not isinstance(self.prefetch, int) or isinstance(self.prefetch, bool) \
                 or not 1 <= self.prefetch <= MAX_PREFETCH:
-            raise bad("prefetch", self.prefetch, f"an integer in 1..{MAX_PREFETCH} (batches kept ready)")
+            raise refused("prefetch", self.prefetch, f"an integer in 1..{MAX_PREFETCH} (batches kept ready)")
         if not valid_world_size(self.world_size):
-            raise bad("world_size", self.world_size, WORLD_SIZES)
+            raise refused("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
-            raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
+            raise refused("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
         if self.on_error not in ON_ERROR:
-            raise bad("on_error", self.on_error, f"one of {list(ON_ERROR)}")
+            raise refused("on_error", self.on_error, f"one of {list(ON_ERROR)}")
         if not isinstance(self.max_pixels, int) or isinstance(self.max_pixels, bool) or self.max_pixels < 1:
-            raise bad("max_pixels", self.max_pixels, "an integer >= 1 (pixels per image; larger images are refused)")
+            raise refused("max_pixels", self.max_pixels,
+                          "an integer >= 1 (pixels per image; larger images are refused)")
         if self.shuffle_window is not None and (not isinstance(self.shuffle_window, int)
                                                 or isinstance(self.shuffle_window, bool) or self.shuffle_window < 1):
-            raise bad("shuffle_window", self.shuffle_window, "None or an integer >= 1 (samples shuffled together)")
+            raise refused("shuffle_window", self.shuffle_window, "None or an integer >= 1 (samples shuffled together)")
         if isinstance(self.memory_cache, str):
             from fastdata.cli.format import parse_size
 
             try:
                 object.__setattr__(self, "memory_cache", parse_size(self.memory_cache))
             except ValueError as exc:
-                raise bad("memory_cache", self.memory_cache, f"bytes or a size such as '2GB' ({exc})") from None
+                raise refused("memory_cache", self.memory_cache, f"bytes or a size such as '2GB' ({exc})") from None
         if not isinstance(self.memory_cache, int) or isinstance(self.memory_cache, bool) or self.memory_cache < 0:
-            raise bad("memory_cache", self.memory_cache, "bytes >= 0 (0: read every sample from its file) or a size "
-                      "such as '2GB'")
+            raise refused("memory_cache", self.memory_cache,
+                          "bytes >= 0 (0: read every sample from its file) or a size such as '2GB'")
         if not finite(self.hw_decoder_load) or not 0.0 <= self.hw_decoder_load <= 1.0:
-            raise bad("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
+            raise refused("hw_decoder_load", self.hw_decoder_load, "in [0, 1]")
         for name in ("augment", "batch_transform", "dali_augment"):
             check_hook(name, getattr(self, name))
         if self.dali_augment is not None and self.backend != "dali":
-            raise bad("dali_augment", self.dali_augment, "None on the kornia backend (it adds operators to the DALI "
-                      "graph); use augment= for batched torch/kornia augmentation on either backend")
+            raise refused("dali_augment", self.dali_augment, "None on the kornia backend (it adds operators to the "
+                          "DALI graph); use augment= for batched torch/kornia augmentation on either backend")
 
     @property
     def keep_last(self) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
+from fastdata.option_rules import check_flag, check_seed, refused
 
 BUCKETING = ("length", "none", "pack")
 
@@ -40,14 +41,11 @@ class SequenceLoaderOptions:
     batch_transform: Any = None  # hook: fn(batch_dict) -> batch_dict on each batch, on the device
 
     def __post_init__(self) -> None:
-        def bad(name: str, value: object, allowed: str) -> ValueError:
-            return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
-
         def positive(name: str, value: object, *, optional: bool) -> None:
             if value is None and optional:
                 return
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise bad(name, value, "an integer >= 1" + (" or None" if optional else ""))
+                raise refused(name, value, "an integer >= 1" + (" or None" if optional else ""))
 
         positive("max_tokens", self.max_tokens, optional=True)
         positive("batch_size", self.batch_size, optional=True)
@@ -55,25 +53,28 @@ class SequenceLoaderOptions:
         positive("window", self.window, optional=False)
         positive("block_size", self.block_size, optional=True)
         if self.bucketing not in BUCKETING:
-            raise bad("bucketing", self.bucketing, f"one of {list(BUCKETING)}")
+            raise refused("bucketing", self.bucketing, f"one of {list(BUCKETING)}")
         if self.max_tokens is None and self.batch_size is None:
             raise ValueError("give max_tokens (a token budget per batch, padding included) or batch_size, or both")
         if self.bucketing == "pack":
             if self.block_size is None:
                 raise ValueError("bucketing='pack' needs block_size (tokens per packed row), e.g. block_size=2048")
             if self.max_tokens is not None and self.max_tokens < self.block_size:
-                raise bad("max_tokens", self.max_tokens, f">= block_size ({self.block_size}) with bucketing='pack'")
+                raise refused("max_tokens", self.max_tokens, f">= block_size ({self.block_size}) with bucketing='pack'")
         elif self.block_size is not None:
             raise ValueError(f"block_size is only used with bucketing='pack', not {self.bucketing!r}")
+        check_flag("shuffle", self.shuffle)
+        check_flag("pin_memory", self.pin_memory, none="pin when the device is CUDA")
+        check_seed(self.seed)
         if not is_device_name(self.device):
-            raise bad("device", self.device, DEVICES)
+            raise refused("device", self.device, DEVICES)
         check_hook("batch_transform", self.batch_transform)
         if self.pad_id is not None and (not isinstance(self.pad_id, int) or self.pad_id < 0):
-            raise bad("pad_id", self.pad_id, "a non-negative integer or None")
+            raise refused("pad_id", self.pad_id, "a non-negative integer or None")
         if not valid_world_size(self.world_size):
-            raise bad("world_size", self.world_size, WORLD_SIZES)
+            raise refused("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
-            raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
+            raise refused("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
 
     @property
     def rows_per_batch(self) -> int:

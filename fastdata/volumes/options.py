@@ -10,6 +10,7 @@ from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
+from fastdata.option_rules import check_flag, check_seed, refused
 
 SAMPLING = ("uniform", "foreground")
 DTYPES = ("float32", "float16", "bfloat16")
@@ -65,55 +66,57 @@ class VolumeLoaderOptions:
     batch_transform: Any = None  # hook: fn(patches, meta) -> (patches, meta) on the final batch
 
     def __post_init__(self) -> None:
-        def bad(name: str, value: object, allowed: str) -> ValueError:
-            return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
-
+        for flag in ("train", "rot90"):
+            check_flag(flag, getattr(self, flag))
+        check_flag("drop_last", self.drop_last, none="train drops, eval keeps")
+        check_seed(self.seed)
         if not isinstance(self.augment, bool):
             check_hook("augment", self.augment)
         check_hook("batch_transform", self.batch_transform)
         object.__setattr__(self, "patch_size", _triple("patch_size", self.patch_size, minimum=1))
         object.__setattr__(self, "overlap", _triple("overlap", self.overlap, minimum=0))
         if any(o >= p for o, p in zip(self.overlap, self.patch_size)):
-            raise bad("overlap", self.overlap, f"smaller than patch_size {self.patch_size} on every axis")
+            raise refused("overlap", self.overlap, f"smaller than patch_size {self.patch_size} on every axis")
         if not isinstance(self.num_workers, int) or self.num_workers > MAX_THREADS or \
                 not isinstance(self.prefetch, int) or self.prefetch > MAX_PREFETCH:
-            raise bad("num_workers/prefetch", (self.num_workers, self.prefetch),
-                      f"at most {MAX_THREADS} reader threads and {MAX_PREFETCH} volumes in flight per thread")
+            raise refused("num_workers/prefetch", (self.num_workers, self.prefetch),
+                          f"at most {MAX_THREADS} reader threads and {MAX_PREFETCH} volumes in flight per thread")
         for name in ("batch_size", "patches_per_volume", "num_workers", "prefetch", "elastic_grid"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < (2 if name == "elastic_grid" else 1):
-                raise bad(name, value, f"an integer >= {2 if name == 'elastic_grid' else 1}")
+                raise refused(name, value, f"an integer >= {2 if name == 'elastic_grid' else 1}")
         floats = {"foreground_hu": self.foreground_hu, "foreground_prob": self.foreground_prob,
                   "pad_value": self.pad_value, "flip_prob": self.flip_prob, "rotate_degrees": self.rotate_degrees,
                   "affine_prob": self.affine_prob, "elastic_prob": self.elastic_prob,
                   "elastic_magnitude": self.elastic_magnitude}
         for name, value in floats.items():
             if not finite(value):
-                raise bad(name, value, "a finite number")
+                raise refused(name, value, "a finite number")
         if self.sampling not in SAMPLING:
-            raise bad("sampling", self.sampling, f"one of {list(SAMPLING)}")
+            raise refused("sampling", self.sampling, f"one of {list(SAMPLING)}")
         for name in ("foreground_prob", "flip_prob", "affine_prob", "elastic_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise bad(name, getattr(self, name), "in [0, 1]")
+                raise refused(name, getattr(self, name), "in [0, 1]")
         if self.window is not None and (not numbers(self.window, 2) or not self.window[0] < self.window[1]):
-            raise bad("window", self.window, "None or two finite numbers (lo, hi) with lo < hi, in HU")
+            raise refused("window", self.window, "None or two finite numbers (lo, hi) with lo < hi, in HU")
         if not isinstance(self.zscore, bool) and (not numbers(self.zscore, 2) or self.zscore[1] <= 0):
-            raise bad("zscore", self.zscore, "False, True (per patch) or two finite numbers (mean, std) with std > 0")
+            raise refused("zscore", self.zscore,
+                          "False, True (per patch) or two finite numbers (mean, std) with std > 0")
         if self.window is not None and self.zscore is not False:
             raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
         if self.scale is not None and (not numbers(self.scale, 2) or not 0 < self.scale[0] <= self.scale[1]):
-            raise bad("scale", self.scale, "None or two finite numbers (lo, hi) with 0 < lo <= hi")
+            raise refused("scale", self.scale, "None or two finite numbers (lo, hi) with 0 < lo <= hi")
         if self.rotate_degrees < 0 or self.elastic_magnitude < 0 or self.crop_margin < 0:
-            raise bad("rotate_degrees/elastic_magnitude/crop_margin",
-                      (self.rotate_degrees, self.elastic_magnitude, self.crop_margin), "non-negative")
+            raise refused("rotate_degrees/elastic_magnitude/crop_margin",
+                          (self.rotate_degrees, self.elastic_magnitude, self.crop_margin), "non-negative")
         if self.dtype not in DTYPES:
-            raise bad("dtype", self.dtype, f"one of {list(DTYPES)}")
+            raise refused("dtype", self.dtype, f"one of {list(DTYPES)}")
         if not is_device_name(self.device):
-            raise bad("device", self.device, DEVICES)
+            raise refused("device", self.device, DEVICES)
         if not valid_world_size(self.world_size):
-            raise bad("world_size", self.world_size, WORLD_SIZES)
+            raise refused("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
-            raise bad("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
+            raise refused("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
 
     @property
     def keep_last(self) -> bool:
