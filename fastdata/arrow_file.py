@@ -159,8 +159,10 @@ class BinaryColumn:
         self.file = file
         large = pa.types.is_large_binary(arr.type) or pa.types.is_large_list(arr.type)
         _, offsets_buf, *rest = arr.buffers()
-        raw = np.frombuffer(offsets_buf, dtype=np.int64 if large else np.int32)
-        self.offsets = raw[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)  # a copy, read at open
+        # the offsets this array uses (the full validation at open saw that they fit): the buffer may be longer, and
+        # a forged length need not be a whole number of offsets
+        raw = np.frombuffer(offsets_buf, dtype=np.int64 if large else np.int32, count=arr.offset + len(arr) + 1)
+        self.offsets = raw[arr.offset:].astype(np.int64)  # a copy, read at open
         if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
             child = arr.values
             self.itemsize = child.type.bit_width // 8

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from conftest_images import make_datasets
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 from helpers import rewrite_arrow_shard
@@ -350,3 +351,43 @@ def test_a_captions_parquet_column_with_a_field_name_that_is_not_utf8_is_a_conve
     with pytest.raises(ConvertError, match=r"^cannot read captions file .*captions\.parquet: column 'file' or "
                                            r"'caption' holds a field name that is not UTF-8"):
         _parquet_rows(path)
+
+
+def _lengthen_offsets_buffer(path: Path, column: str, extra: int) -> None:
+    """Add `extra` bytes to the length the stream's metadata gives the offsets buffer of `column` (a binary or list
+    column, or an image struct's bytes) in its first record batch. The buffer then reaches into the next one:
+    still valid Arrow (offsets need only fit), but no longer a whole number of offsets."""
+    import pyarrow as pa
+
+    from fastdata.arrow_file import ArrowFile
+    from fastdata.shard_columns import image_bytes_field
+
+    f = ArrowFile(path)
+    batch = f.batches[0]
+    arr = batch.column(column)
+    if pa.types.is_struct(arr.type):
+        arr = arr.flatten()[image_bytes_field(arr.type)]
+    body = min(f.file_offset(b) for col in batch.columns for b in col.buffers() if b is not None and b.size)
+    offsets = arr.buffers()[1]
+    entry = struct.pack("<qq", f.file_offset(offsets) - body, offsets.size)  # flatbuffers' Buffer {offset, length}
+    f.close()
+    raw = path.read_bytes()
+    assert entry in raw  # the first batch's metadata comes first (later batches of one layout repeat the entry)
+    path.write_bytes(raw.replace(entry, struct.pack("<qq", f.file_offset(offsets) - body, offsets.size + extra), 1))
+
+
+@pytest.mark.parametrize("extra", [2, 4])
+def test_an_offsets_buffer_longer_than_its_offsets_reads_the_offsets_it_holds(ds, fortunes_tokens, tmp_path, extra):
+    """Found by `mutation_fuzz.py --seed 424242` (case 17979): an image shard whose bytes offsets buffer had a
+    length that is no multiple of 4 raised numpy's raw "buffer size must be a multiple of element size"."""
+    kw = dict(batch_size=2, image_size=16, backend="kornia", device="cpu", dtype="uint8", train=False)
+    before = [x for x, _ in fastdata.loader(ds["arrow"], **kw)]
+    _lengthen_offsets_buffer(ds["arrow"] / "train-000000.arrow", "image", extra)
+    after = [x for x, _ in fastdata.loader(ds["arrow"], **kw)]
+    assert len(after) == len(before) and all(torch.equal(a, b) for a, b in zip(after, before))
+    copy = tmp_path / "tokens"
+    shutil.copytree(fortunes_tokens, copy)
+    plain = [b["input_ids"] for b in fastdata.loader(fortunes_tokens, max_tokens=2048, shuffle=False)]
+    _lengthen_offsets_buffer(sorted(copy.glob("*.arrow"))[0], "input_ids", extra)
+    forged = [b["input_ids"] for b in fastdata.loader(copy, max_tokens=2048, shuffle=False)]
+    assert len(forged) == len(plain) and all(torch.equal(a, b) for a, b in zip(forged, plain))
