@@ -47,6 +47,27 @@ def test_num_samples_and_len_follow_drop_last(ds, caplog):
     assert "yields no batch" in caplog.text
 
 
+@pytest.mark.parametrize(("train", "size", "needs"), [(True, 256, None), (True, 257, 257), (False, 224, None),
+                                                      (False, 225, 257), (False, 384, 439)])
+def test_an_image_size_the_conversion_cut_below_is_a_warning(ds, caplog, train, size, needs):
+    """Converted with --short-side 256 (the default), shards cannot feed image_size=384 without upsampling every
+    image: the loader says so, with the --short-side that would (train: image_size; eval: image_size / 0.875)."""
+    with caplog.at_level("WARNING", logger="fastdata.images.loader"):
+        loader(ds["wds"], split="val", train=train, image_size=size)
+        both = [str(ds["wds"]), str(ds["arrow"])]  # weighted in training, the union in evaluation
+        fastdata.loader(both, weights=[1, 1] if train else None, split="val", train=train, image_size=size,
+                        batch_size=4, backend="kornia", device="cpu")
+    messages = [r.getMessage() for r in caplog.records if r.name == "fastdata.images.loader"]
+    if needs is None:
+        assert messages == []
+    else:
+        wanted = (f"was converted with --short-side 256; image_size={size} ({'train' if train else 'eval: '}")
+        assert len(messages) == 3 and all(wanted in m for m in messages)  # one loader, and each member of the mixture
+        assert all(m.endswith(f"needs a shorter side of {needs}, so its images are upsampled (blurred): convert again "
+                              f"with --short-side {needs} (or 0 to keep the original sizes)") for m in messages)
+        assert {str(ds["wds"]), str(ds["arrow"])} <= {m.split(" was converted")[0] for m in messages}
+
+
 def test_channels_first_when_asked(ds):
     x, _ = next(iter(loader(ds["wds"], split="val", train=False, channels_last=False)))
     assert x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)

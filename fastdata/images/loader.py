@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import logging
 import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol
@@ -29,6 +30,7 @@ BACKENDS: dict[str, str] = {
 }
 _EXTRAS = {"kornia": ("kornia", "kornia"), "dali": ("nvidia.dali", "dali")}
 _OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ImageLoaderOptions))
+log = logging.getLogger(__name__)
 
 
 class Backend(Protocol):
@@ -182,7 +184,22 @@ def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **k
 
 def make_backend(view: DatasetView, opts: ImageLoaderOptions) -> Any:
     """The backend `opts.backend` names over `view` (its optional dependency checked first)."""
+    warn_if_upsampled(view, opts)
     module_name, class_name = BACKENDS[opts.backend].split(":")
     require(*_EXTRAS[opts.backend])
     backend_cls = getattr(importlib.import_module(module_name), class_name)
     return backend_cls(view, opts)
+
+
+def warn_if_upsampled(view: DatasetView | MixedView, opts: ImageLoaderOptions) -> None:
+    """Log a warning when `image_size` asks for more pixels than the conversion kept. Shards converted with
+    `--short-side S` hold images whose shorter side is at most S; a train crop to `image_size` > S, or an eval
+    resize of the shorter side to `image_size / 0.875` > S, then upsamples (blurs) the images, silently."""
+    need = opts.image_size if opts.train else opts.resize_short
+    for member in getattr(view, "views", (view,)):
+        side = member.manifest.preprocessing.get("short_side")
+        if isinstance(side, int) and not isinstance(side, bool) and 0 < side < need:
+            log.warning("%s was converted with --short-side %d; image_size=%d (%s) needs a shorter side of %d, so "
+                        "its images are upsampled (blurred): convert again with --short-side %d (or 0 to keep the "
+                        "original sizes)", member.root, side, opts.image_size, "train" if opts.train else
+                        "eval: resized to image_size / 0.875, then centre-cropped", need, need)
