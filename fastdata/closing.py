@@ -59,11 +59,22 @@ class Closable(IterableDataset, ABC):
         return self._pass(batches, self._passes)
 
     def _pass(self, batches: Iterator[Any], number: int) -> Iterator[Any]:
-        """`batches`, as long as this pass has not been ended."""
-        for batch in batches:
+        """`batches`, as long as this pass has not been ended. A pass ended from another thread while it waited
+        for a batch (its threads stopped under it) says why it ended, not how its threads stopped."""
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception as error:
+                if self._passes != number:
+                    raise RuntimeError(self._ended) from error
+                raise
             yield batch
             if self._passes != number:
                 raise RuntimeError(self._ended)
+        if self._passes != number:  # its batches ran out because the pass was ended, not at the epoch's end
+            raise RuntimeError(self._ended)
 
     def _end_open_pass(self, why: str) -> None:
         """End the open pass, if any, for the reason `why`: the latest pass's batches, if they live, stop now (their

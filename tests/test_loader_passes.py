@@ -12,6 +12,8 @@ import pytest
 from conftest_kinds import KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
+from fastdata.closing import CLOSED, NEWER_PASS, Closable
+
 # where a new pass begins after one batch of an earlier pass of the same epoch: image loaders read the epoch again
 # (docs/loading.md), text and volume loaders go on from their position (docs/text.md, volumes.md)
 AGAIN_FROM = {"images": 0, "image mixture": 0, "pairs": 0, "text": 1, "volumes": 1}
@@ -116,3 +118,49 @@ def test_load_state_dict_during_a_pass_ends_it(kind, kinds_data, fortunes_tokens
     with pytest.raises(RuntimeError, match=r"^set_epoch\(\) or load_state_dict\(\) moved this loader"):
         next(batches)
     assert [ident(b) for b in loader] == first[1:]
+
+
+class _Waiting(Closable):
+    """A loader whose pass yields one batch, then waits until closed and fails as stopped threads do."""
+
+    def __init__(self, ends_quietly: bool) -> None:
+        self.released, self.waiting, self.ends_quietly = threading.Event(), threading.Event(), ends_quietly
+
+    def _iterate(self):
+        yield 0
+        self.waiting.set()
+        self.released.wait(10)
+        if not self.ends_quietly:
+            raise RuntimeError("prefetch thread ended without a result")
+
+    def _release(self) -> None:
+        self.released.set()
+
+
+@pytest.mark.parametrize("ends_quietly", [False, True])
+@pytest.mark.parametrize("end", ["close", "iter"])
+def test_a_pass_waiting_for_a_batch_when_another_thread_ends_it_says_why(end, ends_quietly) -> None:
+    """The pass's threads stop under it: it reports why the pass ended, never their failure, and never ends as if
+    its epoch were complete."""
+    loader = _Waiting(ends_quietly)
+    outcome: list[BaseException | None] = []
+
+    def consume() -> None:
+        try:
+            list(loader)
+            outcome.append(None)
+        except RuntimeError as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    assert loader.waiting.wait(10)
+    if end == "close":
+        loader.close()
+    else:
+        iter(loader)
+        loader.released.set()  # what the new pass's start stops in a real loader
+    reader.join(10)
+    assert not reader.is_alive() and isinstance(outcome[0], RuntimeError)
+    assert str(outcome[0]) == (CLOSED if end == "close" else NEWER_PASS)
+
