@@ -188,6 +188,8 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
 
         return open_remote(source, split=split, options=remote or RemoteOptions())
     paths = expand(source)
+    if len(paths) == 1 and paths[0].name == MANIFEST_NAME and paths[0].is_file():
+        paths = [paths[0].parent]  # the dataset named by its manifest
     if len(paths) == 1 and not paths[0].exists():
         raise ManifestError(f"{str(paths[0])!r} does not exist; pass a dataset folder (the one holding "
                             f"{MANIFEST_NAME}), a shard file, a glob or a list of shards")

@@ -322,6 +322,8 @@ def read_manifest(root: Path | str) -> Manifest:
     path = root / MANIFEST_NAME
     if not root.exists():
         raise ManifestError(f"dataset directory {str(root)!r} does not exist")
+    if not root.is_dir() and root.name == MANIFEST_NAME:
+        raise ManifestError(f"{str(root)!r} is the manifest; pass the folder that holds it, {str(root.parent)!r}")
     if not root.is_dir():
         raise ManifestError(f"{str(root)!r} is not a directory; pass the directory `fastdata convert` wrote")
     if not path.exists():

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
 from fastdata.dataset import missing_manifest_hint
@@ -87,3 +88,19 @@ def test_a_folder_that_cannot_be_listed_gets_the_generic_advice(tmp_path: Path, 
 
     monkeypatch.setattr(os, "listdir", refuse)
     assert missing_manifest_hint(tmp_path) == GENERIC
+
+
+def test_a_dataset_named_by_its_manifest_file_loads_and_the_cli_names_the_folder(fortunes_tokens: Path):
+    """`fastdata.loader("tokens/manifest.json")` was refused as "['manifest.json'] are not listed in
+    manifest.json"; it is the dataset of that folder. `fastdata info` and `verify` take the folder and say so."""
+    from fastdata.cli import main as cli
+    from fastdata.manifest import read_manifest
+
+    by_manifest = fastdata.loader(fortunes_tokens / "manifest.json", max_tokens=2048, shuffle=False)
+    by_folder = fastdata.loader(fortunes_tokens, max_tokens=2048, shuffle=False)
+    assert [b["input_ids"].tolist() for b in by_manifest] == [b["input_ids"].tolist() for b in by_folder]
+    path = str(fortunes_tokens / "manifest.json")
+    with pytest.raises(ManifestError) as info:
+        read_manifest(path)
+    assert str(info.value) == f"{path!r} is the manifest; pass the folder that holds it, {str(fortunes_tokens)!r}"
+    assert cli(["info", path]) == 2
