@@ -342,6 +342,8 @@ def test_shard_urls_and_brace_patterns_read_those_shards(served: FileServer, loc
     one = labels_of(str(local / names[1]), backend="kornia", train=False)
     assert labels_of(served.url + "ds/" + names[1], **kw) == one
     assert labels_of(served.url + "ds/" + names[1] + "/", **kw) == one  # a shard's URL with a trailing slash
+    whole = labels_of(str(local), backend="kornia", train=False, split="val")
+    assert labels_of(served.url + "ds/manifest.json", split="val", **kw) == whole  # the dataset named by its manifest
     with pytest.raises(ManifestError, match="the shard URLs given lie in 2 folders; a dataset's shards lie in one"):
         fastdata.loader([served.url + "ds/" + names[0], served.url + "other/" + names[1]], batch_size=2, **kw)
     with pytest.raises(ManifestError, match=r"\['val-000099.tar'\] are not listed in http://127.0.0.1:\d+/ds/manifest"):

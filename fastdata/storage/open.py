@@ -61,7 +61,9 @@ def manifest_at(store: RemoteStore) -> tuple[Manifest, bytes]:
 def open_remote(source: str | Sequence[str], /, *, split: str | None, options: RemoteOptions) -> DatasetView:
     urls = _urls(source)
     names: set[str] | None = None
-    if len(urls) == 1 and not urls[0].rstrip("/").endswith(SHARD_SUFFIXES):
+    if len(urls) == 1 and urls[0].endswith("/" + MANIFEST_NAME):
+        base = urls[0].removesuffix(MANIFEST_NAME)  # the dataset named by its manifest
+    elif len(urls) == 1 and not urls[0].rstrip("/").endswith(SHARD_SUFFIXES):
         base = folder_url(urls[0])
     else:
         bases = {split_url(u)[0] for u in urls}
