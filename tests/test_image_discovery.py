@@ -131,6 +131,40 @@ def test_a_first_row_of_column_names_is_not_a_file(tmp_path, first):
     assert d.classes == expected and all(r.source == "a.jpg" for r in d.rejected)
 
 
+def test_integer_class_ids_in_a_labels_csv_keep_their_values_as_labels(tmp_path):
+    """A CSV of class ids 0..11 (Kaggle's `id,label`): in string order "10" was label 2 and "2" label 4, silently
+    permuting a third of the labels. All-integer names are ordered by value; any other name keeps string order."""
+    names = [f"f{i:02d}.jpg" for i in range(24)]
+    src = _touch(tmp_path / "src", *names)
+    csv = tmp_path / "labels.csv"
+    csv.write_text("id,label\n" + "".join(f"{n},{(7 * i) % 12}\n" for i, n in enumerate(names)))
+    d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == tuple(str(i) for i in range(12))
+    assert _items(d) == {"train": [(n, (7 * i) % 12) for i, n in enumerate(names)]}
+    for ids, order in ((["10", "2", "-1"], ("-1", "2", "10")), (["10", "2", "cat"], ("10", "2", "cat")),
+                       (["10", "2", "007"], ("007", "10", "2")), (["10", "2", "+3"], ("+3", "10", "2")),
+                       (["10", "2", "٣"], ("10", "2", "٣"))):  # only plain decimals without leading zeros are values
+        csv.write_text("".join(f"{n},{c}\n" for n, c in zip(names, ids)))
+        assert discover_images(src, labels_csv=str(csv)).classes == order
+
+
+@pytest.mark.parametrize(("first", "classes"), [("image_id,breed", ("cat", "dog")), ("id,label", ("cat", "dog")),
+                                                ("missing.jpg,cat", ("cat", "dog")),
+                                                ("a.jpg,bird", ("bird", "cat", "dog"))])
+def test_a_first_row_that_names_no_file_and_no_other_rows_class_is_column_names(tmp_path, first, classes):
+    """Kaggle's `id,label` and `image_id,breed` are column names the list of known ones lacks: taken for a file,
+    they added a class named "label" or "breed" (no image; every later class index shifted). A first row is
+    also column names when its file is not in the source and its class labels no other row."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(f"{first}\nb.jpg,dog\nc.jpg,cat\n")
+    d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == classes
+    assert (("train", "a.jpg", "not listed in labels file labels.csv") in _rejected(d)) == (first != "a.jpg,bird")
+    assert (("train", "missing.jpg", "listed in labels.csv but no such file in the source") in _rejected(d)) == (
+        first == "missing.jpg,cat")
+
+
 def test_a_file_listed_twice_names_both_lines(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg")
     csv = tmp_path / "labels.csv"

@@ -1,10 +1,13 @@
 """Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...`, or a flat
-folder with a `filename,class` CSV. Class index = position in the sorted class names (ImageFolder)."""
+folder with a `filename,class` CSV. Class index = position in the sorted class names (ImageFolder); a CSV whose
+classes are all integers orders them by value."""
 
 from __future__ import annotations
 
 import csv
+import logging
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -51,15 +54,24 @@ _HEADER_FILE = {"filename", "file", "file_name", "path", "image", "name"}
 _HEADER_LABEL = {"class", "label", "category", "target"}
 
 
-def _is_header(row: list[str]) -> bool:
-    """A first row such as `filename,class` or `image,label` names the columns (it is not a file labelled)."""
-    cells = [c.strip().lower() for c in row[:2]]
-    return len(cells) == 2 and cells[0] in _HEADER_FILE and cells[1] in _HEADER_LABEL
+def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str] | None) -> bool:
+    """Whether a first row names the columns rather than labels a file: `filename,class`, `image,label` and the
+    like; or, given the source's `files`, a row whose file is none of them and whose class labels no other row
+    (Kaggle's `id,label` or `image_id,breed`, which would otherwise add a class of that name)."""
+    cells = [c.strip() for c in row[:2]]
+    if len(cells) != 2:
+        return False
+    if cells[0].lower() in _HEADER_FILE and cells[1].lower() in _HEADER_LABEL:
+        return True
+    if files is None or same_name(cells[0]) in files:
+        return False
+    return not any(len(r) > 1 and r[1].strip() == cells[1] for _, r in rows[1:])
 
 
-def _read_labels(csv_path: Path) -> dict[str, str]:
-    """`filename,class` rows (a header row of column names is skipped); a spreadsheet's UTF-8 BOM and CRLF
-    line ends are read right, a file listed twice is refused (which label would be meant?)."""
+def _read_labels(csv_path: Path, files: list[str] | None = None) -> dict[str, str]:
+    """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
+    column names the list does not know); a spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file
+    listed twice is refused (which label would be meant?)."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
@@ -67,28 +79,31 @@ def _read_labels(csv_path: Path) -> dict[str, str]:
     class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
     try:
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
-            for lineno, row in enumerate(csv.reader(f), 1):
-                if not row or (lineno == 1 and _is_header(row)):
-                    continue
-                if len(row) < 2 or not row[0].strip() or not row[1].strip():
-                    raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
-                name = row[0].strip()
-                if name in labels:
-                    raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
-                                       f"{where[name]}); each file has one label: remove the duplicate row")
-                cls = row[1].strip()
-                if has_control_characters(cls):
-                    raise ConvertError(f"{csv_path}:{lineno}: the class {cls!r} holds control characters "
-                                       "(an escape sequence, a tab, a newline, a bidi override); class names are "
-                                       "printed as text")
-                first, first_line = class_lines.setdefault(same_name(cls), (cls, lineno))
-                if first != cls:
-                    raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
-                                       f"{first_line}) only in Unicode normalisation (NFC/NFD): the same name written "
-                                       "two ways; write it one way")
-                labels[name], where[name] = cls, lineno
+            rows = [(lineno, row) for lineno, row in enumerate(csv.reader(f), 1) if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
+    known = None if files is None else {same_name(n) for n in files}
+    if rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
+        log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
+        rows = rows[1:]
+    for lineno, row in rows:
+        if len(row) < 2 or not row[0].strip() or not row[1].strip():
+            raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
+        name = row[0].strip()
+        if name in labels:
+            raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
+                               f"{where[name]}); each file has one label: remove the duplicate row")
+        cls = row[1].strip()
+        if has_control_characters(cls):
+            raise ConvertError(f"{csv_path}:{lineno}: the class {cls!r} holds control characters "
+                               "(an escape sequence, a tab, a newline, a bidi override); class names are "
+                               "printed as text")
+        first, first_line = class_lines.setdefault(same_name(cls), (cls, lineno))
+        if first != cls:
+            raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
+                               f"{first_line}) only in Unicode normalisation (NFC/NFD): the same name written "
+                               "two ways; write it one way")
+        labels[name], where[name] = cls, lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
     return labels
@@ -112,13 +127,25 @@ def _listed_names(labels: dict[str, str], names: list[str]) -> dict[str, str]:
     return listed
 
 
+log = logging.getLogger(__name__)
+INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def label_order(names: set[str]) -> tuple[str, ...]:
+    """The classes of a labels file, in label order: by value when every name is an integer (a CSV of class ids
+    0..K-1 keeps them: "10" is label 10, not the 3rd name in string order), else sorted as strings."""
+    if names and all(INTEGER.fullmatch(n) for n in names):
+        return tuple(sorted(names, key=int))
+    return tuple(sorted(names))
+
+
 def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
-    labels = _read_labels(csv_path)
-    classes = tuple(sorted(set(labels.values())))
+    names = visible(os.listdir(src))
+    labels = _read_labels(csv_path, names)
+    classes = label_order(set(labels.values()))
     index = {c: i for i, c in enumerate(classes)}
     col = _Collector(src, follow=follow)
     seen = set()
-    names = visible(os.listdir(src))
     listed_names = _listed_names(labels, names)
     for name in names:
         path = src / name
