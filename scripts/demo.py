@@ -90,7 +90,9 @@ def dicom_demo(out: Path) -> None:
     vols = out / "volumes"
     run_cli("convert", str(series), str(vols), "--kind", "dicom", "--spacing", "1.0", "-j", "1")
     run_cli("info", str(vols))
-    loader = fastdata.loader(vols, batch_size=2, patch_size=(32, 64, 64), window=(-1000, 400), device="cpu")
+    # the CT series of this study is rejected (missing slices); its radiographs (CR) are converted, and their values
+    # are not Hounsfield units: z-scored, padded with their background (a CT window and -1024 HU would be CT's)
+    loader = fastdata.loader(vols, batch_size=2, patch_size=(32, 64, 64), zscore=True, pad_value=0.0, device="cpu")
     patches, meta = next(iter(loader))
     print(f"\n# volume patches: {tuple(patches.shape)} {patches.dtype}, range "
           f"[{float(patches.min()):.2f}, {float(patches.max()):.2f}], {len(loader)} batches/epoch")

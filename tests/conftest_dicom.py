@@ -145,7 +145,7 @@ def rejection_of(series, opts) -> str:
 
 
 def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, skip: tuple[int, ...] = (),
-                  duplicate: tuple[int, ...] = ()) -> list[Path]:
+                  duplicate: tuple[int, ...] = (), modality: str = "CT") -> list[Path]:
     """Write the phantom as one file per slice, under shuffled, meaningless names (no extension) and
     with InstanceNumber reversed, so only ImagePositionPatient gives the right order."""
     hu = phantom.hu()
@@ -159,7 +159,7 @@ def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, sk
         position = (phantom.origin[0], phantom.origin[1], phantom.origin[2] + k * phantom.slice_spacing)
         paths.append(make_slice(root / f"f{n:03d}x", stored[k], series_uid=phantom.series_uid, position=position,
                                 pixel_spacing=phantom.pixel_spacing, slope=phantom.slope,
-                                intercept=phantom.intercept, instance=phantom.slices - k))
+                                intercept=phantom.intercept, instance=phantom.slices - k, modality=modality))
     return paths
 
 

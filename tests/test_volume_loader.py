@@ -203,3 +203,28 @@ def test_2d_images_load_as_one_slice_volumes(tmp_path):
     for b, key in enumerate(meta["keys"]):
         _, y0, x0 = meta["start"][b].tolist()
         np.testing.assert_array_equal(x[b, 0, 0].numpy(), arrays[key][y0:y0 + 8, x0:x0 + 8])
+
+
+def test_options_in_hounsfield_units_on_volumes_that_are_not_ct_are_a_warning(volumes, tmp_path, caplog):
+    """An MR volume holds rescaled stored values: the default pad_value of -1024 (CT's air), a window or a
+    foreground threshold in HU mean nothing there, and patches came out padded with -1024 silently."""
+    write_phantom(tmp_path / "mr" / "s0", Phantom(slices=6, series_uid="1.2.3.4"), modality="MR")
+    convert_dicom(tmp_path / "mr", tmp_path / "mr_volumes")
+    kw = dict(batch_size=1, patch_size=(4, 8, 8))
+
+    def warned(source, **options) -> list[str]:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="fastdata.volumes.loader"):
+            fastdata.loader(source, **kw, **options)
+        return [r.getMessage() for r in caplog.records if r.name == "fastdata.volumes.loader"]
+
+    ct = volumes[0]
+    assert warned(ct) == [] and warned(ct, window=(-1000, 400), sampling="foreground") == []  # CT: in HU
+    assert warned(tmp_path / "mr_volumes", pad_value=0.0, zscore=True) == []
+    assert warned(tmp_path / "mr_volumes") == [
+        f"{tmp_path / 'mr_volumes'} holds MR volumes, whose values are not Hounsfield units, but pad_value=-1024.0 is "
+        "in HU (CT's air, window or foreground): pass pad_value= their background (0 for most MR), zscore= instead "
+        "of window=, and a foreground_hu= in their own values"]
+    both = warned(tmp_path / "mr_volumes", pad_value=0.0, window=(-1000, 400), sampling="foreground")
+    assert len(both) == 1 and "but window=(-1000, 400), foreground_hu=-500.0 are in HU" in both[0]
+
