@@ -78,6 +78,7 @@ class DatasetView:
     split: str
     shards: tuple[ShardRef, ...]
     remote: Any = None  # RemoteFiles of a remote dataset (fastdata/storage/fetcher.py), else None
+    split_by_default: bool = False  # no split was asked for and none named by shards: the default was taken
 
     def local(self, ref: ShardRef) -> ShardRef:
         """`ref` with its shard and index on local disk (downloaded into the node cache for a remote
@@ -193,6 +194,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
     if len(paths) == 1 and not paths[0].exists():
         raise ManifestError(f"{str(paths[0])!r} does not exist; pass a dataset folder (the one holding "
                             f"{MANIFEST_NAME}), a shard file, a glob or a list of shards")
+    by_default = split is None
     if len(paths) == 1 and paths[0].is_dir():
         root = paths[0]
         manifest = _read(root)
@@ -216,6 +218,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
                                 f"{missing_manifest_hint(root, paths, given=given)}")
         manifest = _read(root)
         split, selected = _select_named(paths, manifest, root, split)
+        by_default = False  # the shards named chose the split
     where = shard_root(root, manifest)
     refs = tuple(ShardRef.of(manifest, sh, where / sh.name, root / sh.index if sh.index else None) for sh in selected)
     if not refs:
@@ -224,7 +227,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
     if check_files:
         for ref in refs:
             check_shard_file(ref)
-    return DatasetView(root=root, manifest=manifest, split=split, shards=refs)
+    return DatasetView(root=root, manifest=manifest, split=split, shards=refs, split_by_default=by_default)
 
 
 def _is_remote(source: object) -> bool:

@@ -6,6 +6,7 @@ The manifest's `kind` picks the loader; each kind's loader module is imported on
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +15,8 @@ from fastdata.dataset import RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
 from fastdata.mixing import MIX_OPTIONS, is_mixture, open_mixture, pop_spec
 from fastdata.sources import Spec
+
+log = logging.getLogger(__name__)
 
 # manifest kind -> "module:function" building that kind's Loader
 LOADERS: dict[str, str] = {
@@ -52,9 +55,22 @@ def loader(source: Spec | dict, /, **options: Any) -> Any:
         for k in MIX_OPTIONS:
             options.pop(k, None)
         view = open_dataset(source, split=split, remote=remote)
+    if not options.get("train", True):
+        warn_if_evaluating_train(view)
     kind = view.manifest.kind
     if kind not in LOADERS:
         raise ManifestError(f"{source}: no loader for datasets of kind {kind!r} (its manifest says so); known "
                             f"kinds: {sorted(LOADERS)}")
     module, func = LOADERS[kind].split(":")
     return getattr(importlib.import_module(module), func)(view, **options)
+
+
+def warn_if_evaluating_train(view: Any) -> None:
+    """Log a warning when an evaluation (train=False) reads the train split only because split= defaults to it
+    while the dataset holds others: `fastdata.loader("shards/", train=False)` evaluates on training data."""
+    if getattr(view, "split_by_default", False) and view.split == "train" and len(view.manifest.splits) > 1:
+        others = sorted(s for s in view.manifest.splits if s != "train")
+        log.warning("%s: evaluating (train=False) its train split, which split= defaults to; it also has %s: pass "
+                    "split=%r to evaluate on held-out data (or split='train' to silence this)", view.root,
+                    others, "val" if "val" in others else others[0])
+

@@ -41,6 +41,26 @@ def test_the_split_asked_for_is_opened(two_splits: Path) -> None:
     assert image_loader(two_splits, **CPU).split == "train"
 
 
+def test_an_evaluation_of_the_train_split_taken_by_default_is_a_warning(two_splits: Path, tmp_path: Path,
+                                                                        caplog: pytest.LogCaptureFixture) -> None:
+    """`fastdata.loader("shards/", train=False)` evaluates the train split (split= defaults to it): metrics on
+    training data, silently. A split asked for, shards named by path or a dataset of one split say nothing."""
+    def warned(source, **kw) -> list[str]:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="fastdata.loader"):
+            fastdata.loader(source, **{**CPU, **kw})
+        return [r.getMessage() for r in caplog.records if r.name == "fastdata.loader"]
+
+    assert warned(two_splits, train=False) == [
+        f"{two_splits}: evaluating (train=False) its train split, which split= defaults to; it also has ['val']: "
+        "pass split='val' to evaluate on held-out data (or split='train' to silence this)"]
+    assert warned(two_splits, train=False, split="train") == warned(two_splits, train=False, split="val") == []
+    assert warned(two_splits) == [] and warned(sorted(two_splits.glob("train-*.tar")), train=False) == []
+    make_image_tree(tmp_path / "src", classes=2, per_class=2)
+    convert_images(tmp_path / "src", tmp_path / "one")
+    assert warned(tmp_path / "one", train=False) == []
+
+
 def test_a_single_dataset_refuses_mixture_options_but_not_their_off_values(two_splits: Path) -> None:
     assert fastdata.loader(two_splits, return_dataset=False, weights=None, **CPU).split == "train"
     with pytest.raises(ValueError) as caught:

@@ -344,6 +344,14 @@ def test_shard_urls_and_brace_patterns_read_those_shards(served: FileServer, loc
     assert labels_of(served.url + "ds/" + names[1] + "/", **kw) == one  # a shard's URL with a trailing slash
     whole = labels_of(str(local), backend="kornia", train=False, split="val")
     assert labels_of(served.url + "ds/manifest.json", split="val", **kw) == whole  # the dataset named by its manifest
+    from fastdata.dataset import RemoteOptions, open_dataset  # the split taken by default (loader.py's warning)
+
+    def by_default(source, **kw) -> bool:
+        return open_dataset(source, remote=RemoteOptions(cache_dir=tmp_path / "c"), **kw).split_by_default
+
+    assert by_default(served.url + "ds/") and not by_default(served.url + "ds/", split="train")
+    assert not by_default(served.url + "ds/" + names[0])
+    assert not by_default(served.url + f"ds/val-{{000000..{len(names) - 1:06d}}}.tar")
     with pytest.raises(ManifestError, match="the shard URLs given lie in 2 folders; a dataset's shards lie in one"):
         fastdata.loader([served.url + "ds/" + names[0], served.url + "other/" + names[1]], batch_size=2, **kw)
     with pytest.raises(ManifestError, match=r"\['val-000099.tar'\] are not listed in http://127.0.0.1:\d+/ds/manifest"):

@@ -102,5 +102,6 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
                  for sh in selected)
     log.info("%s: %d shard(s) of split %s, cached in %s (limit %s bytes)", base, len(refs), split_name, cache.dir,
              cache.limit)
-    return DatasetView(root=base, manifest=manifest, split=split_name, shards=refs, remote=RemoteFiles(cache, files))
+    return DatasetView(root=base, manifest=manifest, split=split_name, shards=refs, remote=RemoteFiles(cache, files),
+                       split_by_default=split is None and names is None)
 
