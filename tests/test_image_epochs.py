@@ -108,3 +108,32 @@ def test_resume_on_a_rank_of_several_is_exact(ds, backend):
     resumed.set_epoch(1)
     got = [x.clone() for x, _ in resumed]
     assert len(got) == len(want) - 1 and all(torch.equal(a, b) for a, b in zip(got, want[1:]))
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_a_training_epoch_read_again_without_set_epoch_is_a_warning_once(ds, backend, caplog):
+    """The DistributedSampler trap: without set_epoch every epoch repeats the first's order, crops and flips.
+    Said once a loader, after a whole training pass is read again; not for evaluation, a partial pass or a loop
+    that sets the epoch."""
+    pytest.importorskip("nvidia.dali" if backend == "dali" else "kornia")
+    said = "epoch 0 is read again after a whole pass, in the same order with the same crops and flips"
+
+    def warnings(ld, passes: int, *, set_epoch: bool = False, first: int | None = None) -> list[str]:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="fastdata.images.planned"):
+            if first is not None:
+                it = iter(ld)
+                for _ in range(first):
+                    next(it)
+            for epoch in range(passes):
+                if set_epoch:
+                    ld.set_epoch(epoch)
+                for _ in ld:
+                    pass
+        return [r.getMessage() for r in caplog.records if r.name == "fastdata.images.planned"]
+
+    kw = dict(split="train", backend=backend, batch_size=4)
+    assert [m[:len(said)] for m in warnings(loader(ds["wds"], **kw), 3)] == [said]
+    assert warnings(loader(ds["wds"], **kw), 3, set_epoch=True) == []
+    assert warnings(loader(ds["wds"], **kw, train=False), 3) == []
+    assert warnings(loader(ds["wds"], **kw), 1, first=1) == []  # a first batch to see the shapes, then the loop

@@ -15,6 +15,7 @@ sample that failed in `_load` is replaced (train: by the following samples; eval
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections import deque
@@ -48,6 +49,8 @@ from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
 from fastdata.planning.epochs import epoch_to_set
 from fastdata.storage.fetcher import stop_waits_when
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -95,6 +98,7 @@ class PlannedBackend(ABC):
         self._epoch = 0
         self._resume: ResumePoint | None = None
         self._point = ResumePoint(epoch=0, batch=0, cursor=0)  # what the consumer has received so far
+        self._said_again = False  # whether a training epoch read again was warned of (once a loader)
         self._skipped = 0
         self._normalizer = DeviceAugment(opts, self._device)  # uint8 or float [0, 1] -> the output tensor
         self._hooks = HookStage(opts, self._device, self._normalizer) \
@@ -161,6 +165,7 @@ class PlannedBackend(ABC):
         epoch = self._epoch
         start = self._resume if self._resume is not None else ResumePoint(epoch=epoch, batch=0, cursor=0)
         if self._resume is None and self._point.epoch == epoch:
+            self._say_if_trained_again(epoch)
             start = ResumePoint(epoch=epoch, batch=0, cursor=0, lineage=self._point.lineage)  # iterated again
         self._resume = None
         self._point = start
@@ -182,6 +187,17 @@ class PlannedBackend(ABC):
                 self._overlap.park(ended[0], batches)
             else:
                 batches.close()  # stops and joins the prefetch thread, also on an early `break`
+
+    def _say_if_trained_again(self, epoch: int) -> None:
+        """Once a loader: log a warning when a training epoch is read again after a whole pass. Without
+        `set_epoch(e)` before each epoch every epoch repeats the first's order, crops and flips (as
+        `DistributedSampler` repeats its order), and augmentation loses most of its variety, silently."""
+        if not self._opts.train or self._said_again or self._point.batch < self.plan(epoch).num_batches:
+            return
+        self._said_again = True
+        log.warning("epoch %d is read again after a whole pass, in the same order with the same crops and flips: "
+                    "call loader.set_epoch(epoch) before each epoch (as DistributedSampler needs) for new ones",
+                    epoch)
 
     def _deliver(self, batches: Iterator[tuple], epoch: int,
                  ended: list[ResumePoint]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
