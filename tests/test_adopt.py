@@ -369,6 +369,24 @@ def test_decode_rejects_an_image_whose_header_is_whole_and_whose_data_is_cut(tmp
     assert reasons == [("f-000000.tar:b", "not a readable image")]
 
 
+def test_a_sample_whose_members_lie_apart_is_rejected_with_the_cause_and_the_fix(tmp_path: Path):
+    """`tar -cf shards.tar folder/` stores files in directory order: a.JPEG and a.cls apart. Each part alone was
+    rejected as having no label or no image, which hid the cause. A duplicated sample is still "appears twice"."""
+    jpg = encoded("JPEG")
+    members = [("n1/a.JPEG", jpg), ("n1/b.cls", b"1"), ("n1/b.JPEG", jpg), ("n1/a.cls", b"0"),
+               ("n1/c.JPEG", jpg), ("n1/c.cls", b"1"), ("n1/d.JPEG", jpg), ("n1/d.cls", b"0"),
+               ("n1/e.JPEG", jpg), ("n1/e.cls", b"1"), ("n1/d.JPEG", jpg), ("n1/d.cls", b"0")]
+    raw_tar(tmp_path / "s" / "a.tar", members)
+    result = adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    reasons = sorted((r["source"], r["reason"]) for r in result.rejected)
+    apart = ("its members (JPEG, cls) lie in 2 places of the tar, not next to each other: WebDataset and DALI read "
+             "a sample's files only where they follow one another; write the tar with its files sorted by name "
+             "(tar --sort=name)")
+    assert reasons == [("a.tar:n1/a", apart), ("a.tar:n1/a", apart), ("a.tar:n1/d", "key 'n1/d' appears twice in "
+                                                                                     "this tar")]
+    assert [s.samples for s in result.manifest.splits["train"].shards] == [4]  # b, c, the first d, e
+
+
 @pytest.mark.parametrize("member", ["class", "label"])
 def test_labels_in_class_or_label_members_and_images_in_several_formats_are_read(tmp_path: Path, member):
     jpg, png, jpeg = encoded("JPEG", seed=1), encoded("PNG", seed=2), encoded("JPEG", seed=3)

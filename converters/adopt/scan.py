@@ -233,6 +233,7 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
                 scan.samples.append(current)
         reader.drain()
         scan.bytes, scan.sha256 = reader.pos, reader.sha.hexdigest()
+    _mark_split_samples(scan.samples)
     for sample in scan.samples:
         if sample.problem is None and any(m.end > scan.bytes for m in sample.members):
             sample.problem = "a member ends past the end of the file (truncated tar)"
@@ -241,6 +242,24 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
                 sample.problem = f"key {sample.key!r} appears twice in this tar"
             seen.add(sample.key)
     return scan
+
+
+def _mark_split_samples(samples: list[SampleScan]) -> None:
+    """Reject, with the reason and the fix, every part of a sample whose members lie in several places of the tar
+    (a key seen in runs of different members: `tar -cf` of a folder in directory order puts `a.jpg` and `a.cls`
+    apart). Each part alone would be reported as missing its label or its image, which hides the cause. A key
+    whose runs hold the same members is a duplicated sample, reported below as such."""
+    runs: dict[str, list[SampleScan]] = {}
+    for sample in samples:
+        runs.setdefault(sample.key, []).append(sample)
+    for parts in runs.values():
+        members = [frozenset(m.ext for m in p.members) for p in parts]
+        if len(set(members)) > 1:
+            for part in parts:
+                part.problem = (f"its members ({', '.join(sorted(frozenset().union(*members)))}) lie in {len(parts)} "
+                                "places of the tar, not next to each other: WebDataset and DALI read a sample's "
+                                "files only where they follow one another; write the tar with its files sorted by "
+                                "name (tar --sort=name)")
 
 
 def _hashed(scan: TarScan, raw: BinaryIO) -> TarScan:
