@@ -121,6 +121,22 @@ def test_windows_and_dot_paths_in_captions_files_are_refused(tmp_path):
     assert [it.rel for it in found.splits["train"]] == ["img_000.jpg"] and found.layout == "captions-file"
 
 
+def test_absolute_paths_under_the_source_in_a_captions_file_are_taken_relative_to_it(tmp_path):
+    """A captions table exported with full paths (pandas, a notebook) had every row refused as "outside the source
+    folder". A path under SRC, as written or through the link SRC is reached by, names that image; one that
+    leaves SRC (a sibling whose name starts like it, or `..` past it) is still refused."""
+    src = make_pair_tree(tmp_path / "src", n=3)
+    (tmp_path / "srcab").mkdir()
+    (tmp_path / "link").symlink_to(src)
+    captions = tmp_path / "c.csv"
+    captions.write_text(f"file,caption\n{src}/img_000.jpg,full\n{tmp_path}/link/img_001.jpg,through the link\n"
+                        f"{tmp_path}/srcab/img_002.jpg,sibling\n{src}/../srcab/img_002.jpg,climbs out\n")
+    found = discover_pairs(tmp_path / "link", captions=str(captions), split="train")
+    assert sorted(it.rel for it in found.splits["train"]) == ["img_000.jpg", "img_001.jpg"]
+    refused = [s for s, r in _reasons(found).items() if r.startswith("path outside the source folder")]
+    assert sorted(refused) == [f"c.csv:4: {tmp_path}/srcab/img_002.jpg", f"c.csv:5: {src}/../srcab/img_002.jpg"]
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_links_and_special_files_are_rejected_not_opened(tmp_path):
     src = make_pair_tree(tmp_path / "src", n=2)

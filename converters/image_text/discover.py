@@ -37,9 +37,17 @@ def _split_of(rel: str, default: str) -> str:
     return first if "/" in rel and first in SPLIT_NAMES else default
 
 
-def _clean_rel(path: str) -> str | None:
-    """`path` as a normalised relative POSIX path, or None when it would leave the source folder."""
+def _clean_rel(path: str, src: Path) -> str | None:
+    """`path` as a normalised relative POSIX path, or None when it would leave the source folder. An absolute
+    path under `src` (as written, or with its links resolved) is taken relative to it: a captions table exported
+    with full paths. It is only looked up among the files the walk of `src` found; nothing it names is opened."""
     p = path.replace("\\", "/").strip()
+    if p.startswith("/"):
+        norm = posixpath.normpath(p)
+        for root in {src.absolute().as_posix(), src.resolve().as_posix()}:
+            if norm.startswith(root.rstrip("/") + "/"):
+                p = norm[len(root.rstrip("/")) + 1:]
+                break
     if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
         return None
     norm = posixpath.normpath(p)
@@ -86,11 +94,12 @@ def _from_file(pairs: _Pairs, captions_file: Path) -> dict[str, list[str]]:
 
 
 def _take_row(pairs: _Pairs, row: CaptionRow, found: dict[str, list[str]], name: str) -> None:
-    rel = _clean_rel(row.path)
+    rel = _clean_rel(row.path, pairs.src)
     if rel is None:
         shown = row.path or "(empty)"
         pairs.rejected.append(Rejection(pairs.split, f"{row.where}: {shown}",
-                                        "path outside the source folder (absolute, empty or with '..'): refused"))
+                                        "path outside the source folder (empty, with '..', or absolute and not "
+                                        "under it): refused"))
         return
     caption = normalize_caption(row.caption)
     if rel not in pairs.images:
