@@ -15,6 +15,7 @@ import abc
 import itertools
 import logging
 import os
+import posixpath
 import stat
 import unicodedata
 from collections.abc import Iterator
@@ -151,6 +152,19 @@ def class_folder_problem(name: str) -> str | None:
         return ("class folder name holds control characters (an escape sequence, a tab, a newline, a bidi override): "
                 "rename the folder")
     return None
+
+
+def under_source(path: str, src: Path) -> str:
+    """`path` (a POSIX path from a labels or captions table) relative to `src` when it is absolute and lies under
+    `src`, as written or through the links `src` is reached by (a table exported with full paths); else `path`
+    unchanged. Callers only look the result up among the files a walk of `src` found: nothing is opened by it."""
+    if not path.startswith("/"):
+        return path
+    norm = posixpath.normpath(path)
+    for root in {src.absolute().as_posix().rstrip("/"), src.resolve().as_posix().rstrip("/")}:
+        if norm.startswith(root + "/"):
+            return norm[len(root) + 1:]
+    return path
 
 
 def same_name(name: str) -> str:

@@ -165,6 +165,19 @@ def test_a_first_row_that_names_no_file_and_no_other_rows_class_is_column_names(
         first == "missing.jpg,cat")
 
 
+def test_full_paths_under_the_source_in_a_labels_csv_name_its_files(tmp_path):
+    """A labels table exported with full paths matched no file: every image was "not listed", every row "no such
+    file". A path under SRC (as written, or through a link to SRC) names the file; one elsewhere does not."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
+    (tmp_path / "link").symlink_to(src)
+    csv = tmp_path / "labels.csv"
+    csv.write_text(f"{src}/a.jpg,cat\n{tmp_path}/link/b.jpg,dog\n{tmp_path}/other/c.jpg,cat\n")
+    d = discover_images(tmp_path / "link", labels_csv=str(csv))
+    assert _items(d) == {"train": [("a.jpg", 0), ("b.jpg", 1)]}
+    assert _rejected(d) == [("train", f"{tmp_path}/other/c.jpg", "listed in labels.csv but no such file in the source"),
+                            ("train", "c.jpg", "not listed in labels file labels.csv")]
+
+
 def test_a_file_listed_twice_names_both_lines(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg")
     csv = tmp_path / "labels.csv"

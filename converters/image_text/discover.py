@@ -19,7 +19,7 @@ from converters.image_text.captions import CaptionRow, normalize_caption, read_c
 from converters.images.discover import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_NAMES, Walk, display
+from converters.tree import SPLIT_NAMES, Walk, display, under_source
 from fastdata.errors import ConvertError
 
 MAX_TXT_BYTES = 1 << 16  # a caption sidecar larger than this is not a caption
@@ -38,16 +38,9 @@ def _split_of(rel: str, default: str) -> str:
 
 
 def _clean_rel(path: str, src: Path) -> str | None:
-    """`path` as a normalised relative POSIX path, or None when it would leave the source folder. An absolute
-    path under `src` (as written, or with its links resolved) is taken relative to it: a captions table exported
-    with full paths. It is only looked up among the files the walk of `src` found; nothing it names is opened."""
-    p = path.replace("\\", "/").strip()
-    if p.startswith("/"):
-        norm = posixpath.normpath(p)
-        for root in {src.absolute().as_posix(), src.resolve().as_posix()}:
-            if norm.startswith(root.rstrip("/") + "/"):
-                p = norm[len(root.rstrip("/")) + 1:]
-                break
+    """`path` as a normalised relative POSIX path, or None when it would leave the source folder (an absolute path
+    under `src` is taken relative to it: `under_source`)."""
+    p = under_source(path.replace("\\", "/").strip(), src)
     if not p or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
         return None
     norm = posixpath.normpath(p)

@@ -21,6 +21,7 @@ from converters.tree import (
     is_folder,
     same_name,
     split_classes,
+    under_source,
     visible,
 )
 from fastdata.errors import ConvertError
@@ -68,10 +69,10 @@ def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str
     return not any(len(r) > 1 and r[1].strip() == cells[1] for _, r in rows[1:])
 
 
-def _read_labels(csv_path: Path, files: list[str] | None = None) -> dict[str, str]:
+def _read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> dict[str, str]:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
-    column names the list does not know); a spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file
-    listed twice is refused (which label would be meant?)."""
+    column names the list does not know; a full path under `src` names its file); a spreadsheet's UTF-8 BOM and CRLF
+    line ends are read right, a file listed twice is refused (which label would be meant?)."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
@@ -82,6 +83,8 @@ def _read_labels(csv_path: Path, files: list[str] | None = None) -> dict[str, st
             rows = [(lineno, row) for lineno, row in enumerate(csv.reader(f), 1) if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
+    if src is not None:  # full paths under the source name its files (a table exported with them)
+        rows = [(lineno, [under_source(row[0].strip(), src), *row[1:]]) for lineno, row in rows]
     known = None if files is None else {same_name(n) for n in files}
     if rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
         log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
@@ -141,7 +144,7 @@ def label_order(names: set[str]) -> tuple[str, ...]:
 
 def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
     names = visible(os.listdir(src))
-    labels = _read_labels(csv_path, names)
+    labels = _read_labels(csv_path, names, src)
     classes = label_order(set(labels.values()))
     index = {c: i for i, c in enumerate(classes)}
     col = _Collector(src, follow=follow)
