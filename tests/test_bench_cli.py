@@ -88,3 +88,16 @@ def test_bench_identity_hooks_measures_both_and_prints_the_ratio(dataset, capsys
     assert "one more pass" not in out  # kornia: no note on DALI's normalisation
     assert bench_cli.hooks_warmup(10, 2) == 10 and bench_cli.hooks_warmup(2, 3) == 8
     assert bench_cli._unchanged_pair(1, 2) == (1, 2) and bench_cli._unchanged(3) == 3
+
+
+def test_bench_of_eval_speed_names_the_default_split_and_warns_of_nothing(tmp_path, capsys, caplog):
+    """`fastdata bench DS --eval` measures speed, of whichever split: it names the default one, rather than have
+    every trial's loader warn that an evaluation reads the train split (fastdata/loader.py)."""
+    make_image_tree(tmp_path / "src", classes=2, per_class=4, size=(48, 40), splits=("train", "val"))
+    convert_images(tmp_path / "src", tmp_path / "ds")
+    with caplog.at_level("WARNING", logger="fastdata.loader"):
+        rc = main(["bench", str(tmp_path / "ds"), "--eval", "--batch-size", "2", "--image-size", "16", "--backend",
+                   "kornia", "--device", "cpu", "--no-search", "--batches", "1", "--warmup", "0"])
+    assert rc == 0 and not [r for r in caplog.records if r.name == "fastdata.loader"]
+    call = capsys.readouterr().out.split("use it in Python:\n")[1].splitlines()[0]
+    assert "train=False" in call and "split='train'" in call

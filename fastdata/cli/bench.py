@@ -75,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
     if args.batches < 1 or args.warmup < 0:
         raise ValueError("--batches must be >= 1 and --warmup >= 0")
     opts = options_from_args(args)
+    if not opts["train"] and "split" not in opts:  # eval speed of the default split: named, so no loader warns of it
+        from fastdata.dataset import open_dataset
+
+        opts["split"] = open_dataset(args.dataset, check_files=False).split
     resolved = build_options(**{k: v for k, v in opts.items() if k != "split"})
     opts.setdefault("backend", resolved.backend)
     opts.setdefault("device", resolved.device)
