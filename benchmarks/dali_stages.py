@@ -94,8 +94,8 @@ def run_one(shards: str, variant: str, mode: str, *, device: str, epochs: int, b
 
     opts = {"num_threads": threads, **_apply(variant, threads)}
     spent, calls = _timers(DaliBackend, TIMED)
-    loader = fastdata.loader(shards, backend="dali", batch_size=batch, train=mode == "train", image_size=size,
-                             device=device, dtype="float32", seed=0, **opts)
+    loader = fastdata.loader(shards, split="train", backend="dali", batch_size=batch, train=mode == "train",
+                             image_size=size, device=device, dtype="float32", seed=0, **opts)
     first = None
     images, t0 = 0, 0.0
     try:

@@ -60,7 +60,7 @@ def stages(shards: str, *, train: bool, images: int, reps: int, batch: int) -> d
 
 
 def _stages(shards: str, *, train: bool, images: int, reps: int, batch: int) -> dict[str, float]:
-    loader = fastdata.loader(shards, batch_size=batch, train=train, backend="kornia", device="cpu")
+    loader = fastdata.loader(shards, split="train", batch_size=batch, train=train, backend="kornia", device="cpu")
     backend = loader._backend  # the kornia backend's own preparation: the same boxes and flips as its batches
     count = min(images, len(backend._reader))
     draw = backend._prepare.draws(0)  # epoch 0's rows of draws (None in eval)
