@@ -73,4 +73,3 @@ def warn_if_evaluating_train(view: Any) -> None:
         log.warning("%s: evaluating (train=False) its train split, which split= defaults to; it also has %s: pass "
                     "split=%r to evaluate on held-out data (or split='train' to silence this)", view.root,
                     others, "val" if "val" in others else others[0])
-

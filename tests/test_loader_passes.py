@@ -163,4 +163,3 @@ def test_a_pass_waiting_for_a_batch_when_another_thread_ends_it_says_why(end, en
     reader.join(10)
     assert not reader.is_alive() and isinstance(outcome[0], RuntimeError)
     assert str(outcome[0]) == (CLOSED if end == "close" else NEWER_PASS)
-

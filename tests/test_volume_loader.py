@@ -227,4 +227,3 @@ def test_options_in_hounsfield_units_on_volumes_that_are_not_ct_are_a_warning(vo
         "of window=, and a foreground_hu= in their own values"]
     both = warned(tmp_path / "mr_volumes", pad_value=0.0, window=(-1000, 400), sampling="foreground")
     assert len(both) == 1 and "but window=(-1000, 400), foreground_hu=-500.0 are in HU" in both[0]
-

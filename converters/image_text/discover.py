@@ -172,4 +172,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return -1
-

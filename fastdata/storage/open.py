@@ -104,4 +104,3 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
              cache.limit)
     return DatasetView(root=base, manifest=manifest, split=split_name, shards=refs, remote=RemoteFiles(cache, files),
                        split_by_default=split is None and names is None)
-
