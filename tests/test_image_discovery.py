@@ -133,7 +133,8 @@ def test_a_first_row_of_column_names_is_not_a_file(tmp_path, first):
 
 def test_integer_class_ids_in_a_labels_csv_keep_their_values_as_labels(tmp_path):
     """A CSV of class ids 0..11 (Kaggle's `id,label`): in string order "10" was label 2 and "2" label 4, silently
-    permuting a third of the labels. All-integer names are ordered by value; any other name keeps string order."""
+    permuting a third of the labels. Class ids stay the labels they are, an id no row uses included (so a train and
+    a val CSV converted apart agree); other integers are ordered by value; any other name keeps string order."""
     names = [f"f{i:02d}.jpg" for i in range(24)]
     src = _touch(tmp_path / "src", *names)
     csv = tmp_path / "labels.csv"
@@ -141,7 +142,11 @@ def test_integer_class_ids_in_a_labels_csv_keep_their_values_as_labels(tmp_path)
     d = discover_images(src, labels_csv=str(csv))
     assert d.classes == tuple(str(i) for i in range(12))
     assert _items(d) == {"train": [(n, (7 * i) % 12) for i, n in enumerate(names)]}
+    csv.write_text("".join(f"{n},{c}\n" for n, c in zip(names, ["0", "1", "3", "3"])))  # id 2 in no row
+    gap = discover_images(src, labels_csv=str(csv))
+    assert gap.classes == ("0", "1", "2", "3") and [label for _, label in _items(gap)["train"]] == [0, 1, 3, 3]
     for ids, order in ((["10", "2", "-1"], ("-1", "2", "10")), (["10", "2", "cat"], ("10", "2", "cat")),
+                       (["2", str(2**20 + 1)], ("2", str(2**20 + 1))),  # past MAX_CLASS_ID: by value
                        (["10", "2", "007"], ("007", "10", "2")), (["10", "2", "+3"], ("+3", "10", "2")),
                        (["10", "2", "٣"], ("10", "2", "٣"))):  # only plain decimals without leading zeros are values
         csv.write_text("".join(f"{n},{c}\n" for n, c in zip(names, ids)))

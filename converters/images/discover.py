@@ -132,13 +132,19 @@ def _listed_names(labels: dict[str, str], names: list[str]) -> dict[str, str]:
 
 log = logging.getLogger(__name__)
 INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+MAX_CLASS_ID = 2**20  # class ids kept as labels up to this; larger ones are ordered by value instead
 
 
 def label_order(names: set[str]) -> tuple[str, ...]:
-    """The classes of a labels file, in label order: by value when every name is an integer (a CSV of class ids
-    0..K-1 keeps them: "10" is label 10, not the 3rd name in string order), else sorted as strings."""
+    """The classes of a labels file, in label order. Class ids (every name a whole number from 0 to MAX_CLASS_ID)
+    stay the labels they are: the classes are "0".."max", an id no row uses included, so "10" is label 10 (not the
+    3rd name in string order) and a train and a val CSV converted apart agree even when val lacks an id. Other
+    integers are ordered by value; any other names are sorted as strings."""
     if names and all(INTEGER.fullmatch(n) for n in names):
-        return tuple(sorted(names, key=int))
+        values = sorted(int(n) for n in names)
+        if values[0] >= 0 and values[-1] <= MAX_CLASS_ID:
+            return tuple(str(i) for i in range(values[-1] + 1))
+        return tuple(str(v) for v in values)
     return tuple(sorted(names))
 
 
