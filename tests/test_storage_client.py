@@ -643,3 +643,21 @@ def test_a_failed_tls_handshake_is_tried_once_per_attempt():
         listener.close()
     assert "after 2 attempt(s)" in str(error) and "SSLError" in str(error)
     assert len(accepted) == 2
+
+
+def test_a_request_that_cannot_be_signed_says_so_in_one_line_and_names_the_credentials(monkeypatch):
+    """Without credentials obstore fails with its error and a debug dump of many lines, which buried the hint
+    to check the credentials; the message keeps the first line, the dump stays in the chained exception."""
+    import obstore
+
+    def refuse(*_args, **_kwargs):
+        raise RuntimeError("Generic S3 error: no credentials\n\nDebug source:\nGeneric {\n    store: \"S3\",\n}")
+
+    monkeypatch.setattr(obstore, "sign", refuse)
+    store = RemoteStore("s3://bucket/ds/", {"aws_region": "us-east-1", "aws_skip_signature": False})
+    with pytest.raises(StorageError) as info:
+        store.read("manifest.json")
+    assert str(info.value) == ("cannot sign a GET request for s3://bucket/ds/manifest.json: Generic S3 error: no "
+                               "credentials; check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or "
+                               "storage_options)")
+    assert "Debug source" in str(info.value.__cause__)

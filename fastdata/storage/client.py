@@ -174,7 +174,8 @@ class RemoteStore:
         try:
             signed = obstore.sign(store, method, self._path(name), SIGN_FOR)
         except Exception as exc:  # noqa: BLE001 - obstore's errors become one clear message
-            raise StorageError(f"cannot sign a {method} request for {self.url}{name}: {exc}; check the "
+            said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # not its debug dump (chained)
+            raise StorageError(f"cannot sign a {method} request for {self.url}{name}: {said}; check the "
                                "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or storage_options)") from exc
         self._signed[key] = (signed, time.monotonic())
         return signed
