@@ -174,8 +174,7 @@ class RemoteStore:
         try:
             signed = obstore.sign(store, method, self._path(name), SIGN_FOR)
         except Exception as exc:  # noqa: BLE001 - obstore's errors become one clear message
-            said = (str(exc).strip().splitlines() or [type(exc).__name__])[0]  # not its debug dump (chained)
-            raise StorageError(f"cannot sign a {method} request for {self.url}{name}: {said}; check the "
+            raise StorageError(f"cannot sign a {method} request for {self.url}{name}: {_said(exc)}; check the "
                                "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or storage_options)") from exc
         self._signed[key] = (signed, time.monotonic())
         return signed
@@ -380,7 +379,7 @@ class RemoteStore:
             obstore.put(store, self._path(name), source, use_multipart=size > MULTIPART_ABOVE,
                         chunk_size=16 * 2**20, max_concurrency=4)
         except Exception as exc:  # noqa: BLE001 - obstore's errors become one clear message
-            raise StorageError(f"cannot upload {name} to {self.url}: {type(exc).__name__}: {exc}; check the "
+            raise StorageError(f"cannot upload {name} to {self.url}: {type(exc).__name__}: {_said(exc)}; check the "
                                "credentials and that they may write there") from exc
         found = self.size(name)
         if found != size:
@@ -396,3 +395,8 @@ class RemoteStore:
             obstore.delete(store, self._path(name))
         except FileNotFoundError:
             pass
+
+
+def _said(exc: BaseException) -> str:
+    """The first line of an obstore error: the rest is a debug dump of many lines, kept in the chained exception."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
