@@ -192,8 +192,9 @@ class PlannedBackend(ABC):
         """Once a loader: log a warning when a training epoch is read again after a whole pass. Without
         `set_epoch(e)` before each epoch every epoch repeats the first's order, crops and flips (as
         `DistributedSampler` repeats its order), and augmentation loses most of its variety, silently."""
-        if not self._opts.train or self._said_again or self._point.batch < self.plan(epoch).num_batches:
-            return
+        done = self._point.batch
+        if not self._opts.train or self._said_again or done == 0 or done < self.plan(epoch).num_batches:
+            return  # (an epoch of no batch repeats nothing)
         self._said_again = True
         log.warning("epoch %d is read again after a whole pass, in the same order with the same crops and flips: "
                     "call loader.set_epoch(epoch) before each epoch (as DistributedSampler needs) for new ones",
