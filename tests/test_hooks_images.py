@@ -173,8 +173,20 @@ def test_hook_results_of_the_wrong_shape_are_errors(ds, backend):
                                         r"shape \(4, 3, 32, 32\) on meta on epoch 0, batch 0"):
         run(loader(ds, backend=backend, augment=lambda x: x.to("meta")))
     assert run(loader(ds, backend=backend, augment=lambda x: x.double()))  # another float type is cast as usual
-    with pytest.raises(HookError, match="must return a pair"):
-        run(loader(ds, batch_transform=lambda x, y: x))
+    with pytest.raises(HookError) as none:
+        run(loader(ds, backend=backend, augment=lambda x: None))
+    assert str(none.value) == ("the augment hook must return a floating-point tensor of shape (4, 3, 32, 32) on cpu "
+                               "(like its argument), it returned NoneType on epoch 0, batch 0")
+    with pytest.raises(HookError) as single:
+        ld = loader(ds, backend=backend, batch_transform=lambda x, y: x)
+        ld.set_epoch(2)
+        run(ld)
+    assert str(single.value) == ("the batch_transform hook must return a pair (like its two arguments), it returned "
+                                 "Tensor on epoch 2, batch 0")
+    with pytest.raises(HookError, match=r"\(like its argument\), it returned tuple on epoch 0, batch 0$"):
+        run(loader(ds, backend=backend, augment=lambda x: (x,)))
+    for error, hook in ((none.value, "augment"), (single.value, "batch_transform")):
+        assert (error.hook, error.epoch, error.batch) == (hook, 0 if hook == "augment" else 2, 0)
 
 
 def test_hook_options_are_checked(ds):
