@@ -1,6 +1,6 @@
 """Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...`, or a flat
-folder with a `filename,class` CSV. Class index = position in the sorted class names (ImageFolder); a CSV whose
-classes are all integers orders them by value."""
+folder with a `filename,class` CSV. Class index = position in the sorted class names (ImageFolder); the class ids
+of a CSV (whole numbers) stay the labels they are (`label_order`)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from converters.tree import (
 )
 from fastdata.errors import ConvertError
 
+log = logging.getLogger(__name__)
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")
 
 
@@ -130,7 +131,6 @@ def _listed_names(labels: dict[str, str], names: list[str]) -> dict[str, str]:
     return listed
 
 
-log = logging.getLogger(__name__)
 INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
 MAX_CLASS_ID = 2**20  # class ids kept as labels up to this; larger ones are ordered by value instead
 
