@@ -86,13 +86,14 @@ def dicom_demo(out: Path) -> None:
 
     import fastdata
 
-    series = Path(get_testdata_file("dicomdirtests/77654033/CT2/17136", download=False)).parents[1]
+    # a study of two CT series: CT5N converts (a volume in Hounsfield units, so a CT window and -1024 HU padding
+    # fit it); CT2N is rejected with its reason (slices of two orientations)
+    study = Path(get_testdata_file("dicomdirtests/98892001/CT5N/2062", download=False)).parents[1]
     vols = out / "volumes"
-    run_cli("convert", str(series), str(vols), "--kind", "dicom", "--spacing", "1.0", "-j", "1")
+    run_cli("convert", str(study), str(vols), "--kind", "dicom", "--spacing", "1.0", "-j", "1")
     run_cli("info", str(vols))
-    # the CT series of this study is rejected (missing slices); its radiographs (CR) are converted, and their values
-    # are not Hounsfield units: z-scored, padded with their background (a CT window and -1024 HU would be CT's)
-    loader = fastdata.loader(vols, batch_size=2, patch_size=(32, 64, 64), zscore=True, pad_value=0.0, device="cpu")
+    loader = fastdata.loader(vols, batch_size=2, patches_per_volume=2, patch_size=(4, 8, 8), window=(-1000, 400),
+                             device="cpu")
     patches, meta = next(iter(loader))
     print(f"\n# volume patches: {tuple(patches.shape)} {patches.dtype}, range "
           f"[{float(patches.min()):.2f}, {float(patches.max()):.2f}], {len(loader)} batches/epoch")
