@@ -446,9 +446,9 @@ def test_retry_after_forms_and_the_backoff_bounds():
 
 
 def test_s3_upload_read_and_download(s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import fastdata.storage.client as client
+    import fastdata.storage.writes as writes
 
-    monkeypatch.setattr(client, "MULTIPART_ABOVE", 100_000)  # the 1 MB file goes up in parts
+    monkeypatch.setattr(writes, "MULTIPART_ABOVE", 100_000)  # the 1 MB file goes up in parts
     (tmp_path / "up.bin").write_bytes(DATA)
     remote = RemoteStore(f"{s3}/datasets/one/")
     remote.upload("up.bin", tmp_path / "up.bin")
@@ -494,11 +494,11 @@ def test_a_process_forked_after_a_request_gets_an_error_not_a_hang(s3: str):
     assert not child.is_alive(), "the forked child hung"
     message = queue.get(timeout=5)
     assert os.getpid() != child.pid
-    from fastdata.storage import client
+    from fastdata.storage import forks
 
     assert message == (
         f"error: cannot reach {s3}/f/ from process {child.pid}: it was forked from process "
-        f"{client._state['used_in']} after that one had used remote storage, and obstore's runtime does not survive "
+        f"{forks._state['used_in']} after that one had used remote storage, and obstore's runtime does not survive "
         "fork (the request would hang). Read remote datasets with fastdata.loader in the main process (it downloads "
         "in its own thread and needs no DataLoader workers), or start worker processes with "
         "multiprocessing.set_start_method('spawn') / 'forkserver'.")
@@ -552,9 +552,9 @@ def test_a_403_from_a_presigned_url_signs_it_again_once(s3: str, served, monkeyp
 def test_uploads_go_in_parts_above_the_threshold_only(s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     import obstore
 
-    import fastdata.storage.client as client
+    import fastdata.storage.writes as writes
 
-    monkeypatch.setattr(client, "MULTIPART_ABOVE", 1000)
+    monkeypatch.setattr(writes, "MULTIPART_ABOVE", 1000)
     put, parts = obstore.put, []
 
     def spy(store, path, source, **kw):

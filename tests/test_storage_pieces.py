@@ -14,7 +14,8 @@ import pytest
 
 from converters.destination import RemoteDestination
 from fastdata.errors import ManifestError, StorageError
-from fastdata.storage.client import RemoteStore, _range_start
+from fastdata.storage.answers import range_start
+from fastdata.storage.client import RemoteStore
 from fastdata.storage.inflight import InFlight
 from fastdata.storage.open import manifest_at
 from fastdata.storage.retry import RetryPolicy, parse_retry_after
@@ -30,8 +31,8 @@ class Answer:
     ("bytes 100-199/1000", 100), (" bytes 0-0/1 ", 0), ("bytes 5-9/*", 5), ("bytes */1000", None),
     ("items 100-199/1000", None), ("bytes 100", None), ("bytes -5-9/10", None), ("", None), ("bytes", None)])
 def test_the_first_byte_of_a_content_range(value: str, first: int | None) -> None:
-    assert _range_start(Answer({"Content-Range": value})) == first
-    assert _range_start(Answer({})) is None
+    assert range_start(Answer({"Content-Range": value})) == first
+    assert range_start(Answer({})) is None
 
 
 @pytest.mark.parametrize("url,folder,name", [

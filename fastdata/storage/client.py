@@ -4,18 +4,16 @@
   `GOOGLE_*`, `AZURE_*`, read by obstore) or the `storage_options` dict (obstore's config keys, plus
   `connect_timeout`, `read_timeout`, `attempts` and `deadline` for fastdata's requests).
 - obstore (Rust, releases the GIL) holds the credentials: it signs requests, lists nothing, and uploads
-  (multipart for large files, checksummed by S3). Object bodies are fetched from presigned URLs (plain
+  (`writes.py`: multipart for large files, checksummed by S3). Object bodies are fetched from presigned URLs (plain
   HTTPS for `http(s)://` datasets) by urllib3, which follows up to 10 redirects (a CDN, a hub's `resolve`
   URL) and retries nothing itself, so that every answer's status and headers are seen:
   `retry.py` honours `Retry-After`, a body cut short is resumed from where it stopped, a body that does not
   deliver its next 64 KiB within the read timeout (a stall, or a server dripping bytes) is cut short and
-  resumed, and 403/404 fail at once with the URL and what to check.
+  resumed, and 403/404 fail at once with the URL and what to check (what an answer means: `answers.py`).
 - A download in flight when the process exits or when its dataset is closed (`abandon()`) is cut short
   at once (its socket shut down, its partial file removed by the cache), not waited for: `inflight.py`.
-- Clients are created lazily, in the process that uses them. obstore's runtime does not survive fork:
-  a child forked after this process made a request hangs on its first one, even with a new client. So
-  a forked child gets a clear `StorageError` instead (the loaders fetch in their own thread of the main
-  process and need no forked workers).
+- Clients are created lazily, in the process that uses them; a process forked after its parent used them gets a
+  clear `StorageError` instead of a request that hangs (`forks.py`).
 """
 
 from __future__ import annotations
@@ -32,9 +30,12 @@ from typing import Any, BinaryIO
 
 from fastdata.errors import StorageError, require
 from fastdata.numerals import parse_int
+from fastdata.storage.answers import Retryable, first_line, range_start, release
+from fastdata.storage.forks import guard
 from fastdata.storage.inflight import InFlight
 from fastdata.storage.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
 from fastdata.storage.url import folder_url, scheme_of
+from fastdata.storage.writes import StoreWrites
 
 log = logging.getLogger(__name__)
 
@@ -43,63 +44,14 @@ READ_TIMEOUT = 60.0  # seconds for the next CHUNK of a body (or its rest) before
 SIGN_FOR = timedelta(hours=1)
 RESIGN_AFTER = 45 * 60.0  # seconds: presigned URLs are renewed well before they expire
 CHUNK = 1 << 16  # bytes per read: a connection that breaks loses at most the chunk in flight
-MULTIPART_ABOVE = 64 * 2**20  # bytes: larger uploads go in parts
 MAX_REDIRECTS = 10  # redirects followed per request (a dataset behind a CDN or a hub's `resolve` URL)
 _OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline")
-
-_state = {"used_in": None, "forked_after_use": False}  # the process that first used a client
-
-
-def _after_fork_in_child() -> None:
-    if _state["used_in"] is not None:
-        _state["forked_after_use"] = True
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _guard(url: str) -> None:
-    if _state["forked_after_use"]:
-        raise StorageError(
-            f"cannot reach {url} from process {os.getpid()}: it was forked from process {_state['used_in']} after "
-            "that one had used remote storage, and obstore's runtime does not survive fork (the request would "
-            "hang). Read remote datasets with fastdata.loader in the main process (it downloads in its own "
-            "thread and needs no DataLoader workers), or start worker processes with "
-            "multiprocessing.set_start_method('spawn') / 'forkserver'.")
-    _state["used_in"] = _state["used_in"] or os.getpid()
-
 
 class ChecksumError(StorageError):
     """The downloaded bytes hash differently from the manifest's record."""
 
 
-class _Retryable(Exception):
-    """A failure worth another attempt (status in RETRY_STATUS, reset, timeout, body cut short)."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-def _range_start(response: Any) -> int | None:
-    """The first byte of a 206 answer's `Content-Range: bytes FIRST-LAST/SIZE` (None when absent or unreadable)."""
-    value = (response.headers.get("Content-Range") or "").strip()
-    unit, _, span = value.partition(" ")
-    first, dash, _ = span.partition("-")
-    return parse_int(first) if unit == "bytes" and dash else None
-
-
-def _release(response: Any) -> None:
-    """Give a GET's connection back to the pool only when its body was read to the end. One given back with bytes
-    unread (a body refused on its size, or abandoned to start over) made the next request on it read them as its
-    answer and fail once (2 to 9 of 20 reads after a refused one, measured here); such a connection is closed
-    instead."""
-    if not response.closed:
-        response.close()
-    response.release_conn()
-
-
-class RemoteStore:
+class RemoteStore(StoreWrites):
     """Read (and, for object stores, write) the files of one dataset folder at `url`."""
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
@@ -132,7 +84,7 @@ class RemoteStore:
 
     # ------------------------------------------------------------------ clients (lazy, per process)
     def _clients(self) -> tuple[Any, Any]:
-        _guard(self.url)
+        guard(self.url)
         with self._lock:
             if self._pid != os.getpid():  # an object pickled or forked into another process: start afresh
                 self._store, self._http, self._signed, self._pid = None, None, {}, os.getpid()
@@ -174,7 +126,7 @@ class RemoteStore:
         try:
             signed = obstore.sign(store, method, self._path(name), SIGN_FOR)
         except Exception as exc:  # noqa: BLE001 - obstore's errors become one clear message
-            raise StorageError(f"cannot sign a {method} request for {self.url}{name}: {_said(exc)}; check the "
+            raise StorageError(f"cannot sign a {method} request for {self.url}{name}: {first_line(exc)}; check the "
                                "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or storage_options)") from exc
         self._signed[key] = (signed, time.monotonic())
         return signed
@@ -195,14 +147,14 @@ class RemoteStore:
         return StorageError(f"{where} answered HTTP {status}", status=status)
 
     def _retry(self, name: str, what: str, attempt_fn):
-        """Run `attempt_fn(attempt)` until it returns, retrying _Retryable failures per the policy."""
+        """Run `attempt_fn(attempt)` until it returns, retrying Retryable failures per the policy."""
         started = time.monotonic()
         attempt = 0
         while True:
             self._inflight.stop_if_abandoned(f"{what} {self.url}{name}")  # also a read cut short by either: not retried
             try:
                 return attempt_fn(attempt)
-            except _Retryable as exc:
+            except Retryable as exc:
                 wait = self.policy.wait(attempt, exc.retry_after, started)
                 if wait is None:
                     raise StorageError(f"gave up on {self.url}{name} ({what}) after {attempt + 1} attempt(s) in "
@@ -212,7 +164,7 @@ class RemoteStore:
                 attempt += 1
 
     def _send(self, method: str, name: str, headers: dict[str, str], *, resigned: list[bool]) -> Any:
-        """One request; returns an open response with a 2xx status, or raises _Retryable / StorageError."""
+        """One request; returns an open response with a 2xx status, or raises Retryable / StorageError."""
         _, http = self._clients()
         urllib3 = require("urllib3", "remote")
         url = self.object_url(name, method=method, fresh=resigned[0])
@@ -224,7 +176,7 @@ class RemoteStore:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
                 exc = exc.reason  # a connection error after a redirect: the error itself, not urllib3's wrapper
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+            raise Retryable(f"{type(exc).__name__}: {exc}") from None
         status = response.status
         if 200 <= status < 300:
             return response
@@ -237,10 +189,10 @@ class RemoteStore:
         response.drain_conn()
         response.release_conn()
         if status in RETRY_STATUS:
-            raise _Retryable(f"HTTP {status}", retry_after)
+            raise Retryable(f"HTTP {status}", retry_after)
         if status == 403 and not self.http_only and not resigned[0]:
             resigned[0] = True  # a presigned URL may have expired: sign once more before giving up
-            raise _Retryable("HTTP 403 (signing again)", 0.0)
+            raise Retryable("HTTP 403 (signing again)", 0.0)
         raise self._fatal(name, status)
 
     # ------------------------------------------------------------------ reads
@@ -278,15 +230,15 @@ class RemoteStore:
                 data = self._body(response, limit, name)
                 wire = response.tell()  # bytes as sent: a body the server compressed unasked is longer decoded
             finally:
-                _release(response)
+                release(response)
             if length is not None and wire != length:
-                raise _Retryable(f"body cut short: {wire} of {length} bytes")
+                raise Retryable(f"body cut short: {wire} of {length} bytes")
             return data
 
         return self._retry(name, "GET", attempt)
 
-    def _too_slow(self, have: int) -> _Retryable:
-        return _Retryable(f"less than {CHUNK // 1024} KiB in {self.read_timeout:g} s (a stalled or dripping server) "
+    def _too_slow(self, have: int) -> Retryable:
+        return Retryable(f"less than {CHUNK // 1024} KiB in {self.read_timeout:g} s (a stalled or dripping server) "
                           f"after {have} bytes")
 
     def _body(self, response: Any, limit: int, name: str) -> bytes:
@@ -300,7 +252,7 @@ class RemoteStore:
                     if len(out) > limit:
                         raise StorageError(f"{self.url}{name}: more than {limit} bytes")
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise self._too_slow(len(out)) if body.cut else _Retryable(
+            raise self._too_slow(len(out)) if body.cut else Retryable(
                 f"{type(exc).__name__} while reading the body: {exc}") from None
         if body.cut:  # its socket shut, the body may have ended quietly
             raise self._too_slow(len(out))
@@ -324,19 +276,19 @@ class RemoteStore:
                                            "file differs from the dataset's manifest") from None
                     raise
                 try:
-                    if have and (response.status == 200 or _range_start(response) != have):
+                    if have and (response.status == 200 or range_start(response) != have):
                         f.seek(0)  # the range ignored (200) or answered from elsewhere: start over
                         f.truncate()
                         state["have"], state["hash"] = 0, hashlib.sha256()
                         if response.status != 200:  # bytes that would be spliced in at the wrong place
                             found = (response.headers.get("Content-Range") or "")[:80]  # the server's text
-                            raise _Retryable(f"asked for the bytes from {have} on, answered Content-Range "
+                            raise Retryable(f"asked for the bytes from {have} on, answered Content-Range "
                                              f"{found!r}; starting over")
                     self._stream_into(response, f, state, size, name)
                 finally:
-                    _release(response)
+                    release(response)
                 if state["have"] < size:
-                    raise _Retryable(f"body cut short: {state['have']} of {size} bytes")
+                    raise Retryable(f"body cut short: {state['have']} of {size} bytes")
 
             self._retry(name, "GET", attempt)
             if state["have"] != size:
@@ -360,43 +312,7 @@ class RemoteStore:
                     state["have"] += len(chunk)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             f.flush()
-            raise self._too_slow(state["have"]) if body.cut else _Retryable(
+            raise self._too_slow(state["have"]) if body.cut else Retryable(
                 f"{type(exc).__name__} after {state['have']} bytes: {exc}") from None
         if body.cut and state["have"] < size:  # its socket shut, the body may have ended quietly
             raise self._too_slow(state["have"])
-
-    # ------------------------------------------------------------------ writes (object stores only)
-    def upload(self, name: str, source: Path | bytes) -> None:
-        """Put a local file (multipart when large) or bytes at `name`; the object appears whole or not at all."""
-        if self.http_only:
-            raise StorageError(f"{self.url} is read-only (HTTP): write datasets to s3://, gs:// or az://, or to a "
-                               "local folder")
-        store, _ = self._clients()
-        import obstore
-
-        size = source.stat().st_size if isinstance(source, Path) else len(source)
-        try:
-            obstore.put(store, self._path(name), source, use_multipart=size > MULTIPART_ABOVE,
-                        chunk_size=16 * 2**20, max_concurrency=4)
-        except Exception as exc:  # noqa: BLE001 - obstore's errors become one clear message
-            raise StorageError(f"cannot upload {name} to {self.url}: {type(exc).__name__}: {_said(exc)}; check the "
-                               "credentials and that they may write there") from exc
-        found = self.size(name)
-        if found != size:
-            raise StorageError(f"after uploading {name} to {self.url} the object has {found} bytes, not {size}")
-
-    def delete(self, name: str) -> None:
-        if self.http_only:
-            raise StorageError(f"{self.url} is read-only (HTTP)")
-        store, _ = self._clients()
-        import obstore
-
-        try:
-            obstore.delete(store, self._path(name))
-        except FileNotFoundError:
-            pass
-
-
-def _said(exc: BaseException) -> str:
-    """The first line of an obstore error: the rest is a debug dump of many lines, kept in the chained exception."""
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
