@@ -80,6 +80,11 @@ class DatasetView:
     remote: Any = None  # RemoteFiles of a remote dataset (fastdata/storage/fetcher.py), else None
     split_by_default: bool = False  # no split was asked for and none named by shards: the default was taken
 
+    @property
+    def views(self) -> tuple[DatasetView, ...]:
+        """The datasets this view reads: itself (a mixture's `MixedView.views` are its members)."""
+        return (self,)
+
     def local(self, ref: ShardRef) -> ShardRef:
         """`ref` with its shard and index on local disk (downloaded into the node cache for a remote
         dataset, and held there until `release(ref)`)."""

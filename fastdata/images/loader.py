@@ -196,7 +196,7 @@ def warn_if_upsampled(view: DatasetView | MixedView, opts: ImageLoaderOptions) -
     `--short-side S` hold images whose shorter side is at most S; a train crop to `image_size` > S, or an eval
     resize of the shorter side to `image_size / 0.875` > S, then upsamples (blurs) the images, silently."""
     need = opts.image_size if opts.train else opts.resize_short
-    for member in getattr(view, "views", (view,)):
+    for member in view.views:
         side = member.manifest.preprocessing.get("short_side")
         if isinstance(side, int) and not isinstance(side, bool) and 0 < side < need:
             log.warning("%s was converted with --short-side %d; image_size=%d (%s) needs a shorter side of %d, so "

@@ -287,7 +287,7 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
 def warn_on_units(view: DatasetView | MixedView, opts: VolumeLoaderOptions) -> None:
     """Log a warning when options in Hounsfield units meet volumes that are not CT: an MR or radiograph holds
     rescaled stored values, where -1024 is no air and a window in HU cuts at arbitrary intensities."""
-    for member in getattr(view, "views", (view,)):
+    for member in view.views:
         counts = member.manifest.splits[member.split].stats.get("modality")
         other = sorted(m for m in counts or {} if m != "CT") if isinstance(counts, dict) else []
         in_hu = [f"{name}={value}" for name, value, used in (
