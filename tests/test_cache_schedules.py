@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import current_umask
 
-from fastdata.storage.cache import ShardCache, _alive, _pid_of, default_cache_dir
+from fastdata.storage.cache import ShardCache, default_cache_dir
+from fastdata.storage.node_locks import alive, pid_of
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +32,12 @@ def dead_pid() -> int:
     ("123-4.json.77.tmp", 123), ("2147483647-0.json", 2147483647), ("12345678901-0.json", None), ("x1-0.json", None),
     (".json", None), ("-1.json", None), (" 1.json", None)])
 def test_the_process_a_file_is_named_after(name: str, pid: int | None) -> None:
-    assert _pid_of(name) == pid
+    assert pid_of(name) == pid
 
 
 def test_a_live_process_lives_and_an_exited_one_does_not(dead_pid: int) -> None:
-    assert _alive(os.getpid()) is True and _alive(1) is True  # init: alive, owned by another user or not
-    assert _alive(dead_pid) is False and _alive(2**40) is False  # more than a pid_t holds
+    assert alive(os.getpid()) is True and alive(1) is True  # init: alive, owned by another user or not
+    assert alive(dead_pid) is False and alive(2**40) is False  # more than a pid_t holds
 
 
 def test_a_process_of_another_user_that_may_not_be_signalled_lives(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,7 +46,7 @@ def test_a_process_of_another_user_that_may_not_be_signalled_lives(monkeypatch: 
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(os, "kill", kill)
-    assert _alive(4242) is True
+    assert alive(4242) is True
 
 
 def write_schedule(cache: ShardCache, token: str, names: list) -> None:

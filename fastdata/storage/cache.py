@@ -22,11 +22,12 @@ Layout (`cache_dir/<first 32 hex of the manifest's sha256>/`, so a changed datas
 - `close()` gives every held shard back and removes this open cache's user entry and schedule; an open cache
   that is garbage-collected unclosed (its loader dropped without `close()`) does the same then, so a process
   that makes a loader per epoch does not pile up held shards, lock descriptors and user entries.
+
+The locks themselves, and how a file names its process, are in node_locks.py.
 """
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import itertools
 import json
@@ -43,13 +44,10 @@ from pathlib import Path
 from fastdata.errors import StorageError
 from fastdata.exiting import stop_if_exiting
 from fastdata.json_text import BadJSON, parse_json
-from fastdata.numerals import parse_int
+from fastdata.storage.node_locks import WAIT_POLL_S, Budget, Slot, alive, lock, pid_of
 
 log = logging.getLogger(__name__)
 
-WAIT_POLL_S = 0.2
-PID_DIGITS = 10  # a pid_t holds at most 2**31 - 1
-NODE_DOWNLOADS = 4  # downloads in flight per node, across every process using the cache
 WAIT_FOR_SPACE_S = 120.0  # how long a download waits for other processes to release shards before failing
 
 
@@ -62,31 +60,6 @@ def default_cache_dir() -> Path:
 
 _opened = itertools.count()  # numbers the caches this process opens: users/<pid>-<n>
 _downloads = itertools.count()  # numbers the downloads this process starts: <shard>.<pid>-<n>.tmp
-
-
-def _pid_of(name: str) -> int | None:
-    """The process id a user, schedule or temporary file is named after (`<pid>`, `<pid>-<n>`, `<pid>-<n>.json...`)."""
-    return parse_int(name.split(".", 1)[0].split("-", 1)[0], max_digits=PID_DIGITS)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):  # OverflowError: more than a pid_t holds, no process's
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _lock(fd: int, mode: int, *, block: bool = True) -> bool:
-    try:
-        fcntl.flock(fd, mode | (0 if block else fcntl.LOCK_NB))
-        return True
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return False
-        raise
 
 
 def _let_go(held: dict[str, int], own: tuple[Path, ...]) -> None:
@@ -126,19 +99,19 @@ class ShardCache:
         cache. Another open cache of this same process counts as a user: its shared locks live on those files."""
         others = False
         for user in (self.dir / "users").iterdir():
-            pid = _pid_of(user.name)
-            if pid is not None and not _alive(pid):
+            pid = pid_of(user.name)
+            if pid is not None and not alive(pid):
                 user.unlink(missing_ok=True)
             elif pid is not None and user.name != self.token:
                 others = True
         for tmp in self.dir.glob("*.tmp"):
-            pid = _pid_of(tmp.name.rsplit(".", 2)[-2])
-            if pid is None or not _alive(pid):
+            pid = pid_of(tmp.name.rsplit(".", 2)[-2])
+            if pid is None or not alive(pid):
                 log.info("removing a stale partial download %s", tmp)
                 tmp.unlink(missing_ok=True)
         for sched in (self.dir / "schedules").iterdir():  # <token>.json, and <token>.json.<thread>.tmp cut short
-            pid = _pid_of(sched.name)
-            if pid is None or not _alive(pid):
+            pid = pid_of(sched.name)
+            if pid is None or not alive(pid):
                 sched.unlink(missing_ok=True)
         if not others:
             for lock in (self.dir / "locks").iterdir():
@@ -149,19 +122,8 @@ class ShardCache:
         """Give every held shard back and leave the node's users; closing twice does nothing."""
         self._finalizer()
 
-    class _Budget:
-        def __init__(self, path: Path) -> None:
-            self.path = path
-
-        def __enter__(self) -> None:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            _lock(self.fd, fcntl.LOCK_EX)
-
-        def __exit__(self, *exc: object) -> None:
-            os.close(self.fd)  # closing releases the lock
-
-    def _budget(self) -> ShardCache._Budget:
-        return ShardCache._Budget(self.dir / "locks" / ".budget")
+    def _budget(self) -> Budget:
+        return Budget(self.dir / "locks" / ".budget")
 
     # ------------------------------------------------------------------ what is where
     def path(self, name: str) -> Path:
@@ -200,8 +162,8 @@ class ShardCache:
         """For every shard some live process has scheduled: the soonest position at which one needs it."""
         soonest: dict[str, int] = {}
         for sched in (self.dir / "schedules").glob("*.json"):
-            pid = _pid_of(sched.name)
-            if pid is None or not _alive(pid):
+            pid = pid_of(sched.name)
+            if pid is None or not alive(pid):
                 continue
             try:
                 names = parse_json(sched.read_bytes())
@@ -238,15 +200,15 @@ class ShardCache:
             while True:
                 fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
                 try:
-                    _lock(fd, fcntl.LOCK_SH)  # waits while a download runs (exclusive)
+                    lock(fd, fcntl.LOCK_SH)  # waits while a download runs (exclusive)
                     if self.complete(name, size):
                         self._held[name] = fd
                         return self.path(name)
                     fcntl.flock(fd, fcntl.LOCK_UN)
-                    if _lock(fd, fcntl.LOCK_EX, block=False):  # nobody holds it: this process downloads
+                    if lock(fd, fcntl.LOCK_EX, block=False):  # nobody holds it: this process downloads
                         if not self.complete(name, size):
                             self._download(name, size, fetch)
-                        _lock(fd, fcntl.LOCK_SH)  # downgrade: now a user like the others
+                        lock(fd, fcntl.LOCK_SH)  # downgrade: now a user like the others
                         if self.complete(name, size):
                             self._held[name] = fd
                             return self.path(name)
@@ -274,27 +236,9 @@ class ShardCache:
         self.downloads += 1
         self.downloaded_bytes += got
 
-    class _Slot:
-        def __init__(self, locks: Path) -> None:
-            self.locks = locks
-
-        def __enter__(self) -> None:
-            while True:
-                for k in range(NODE_DOWNLOADS):
-                    fd = os.open(self.locks / f".slot-{k}", os.O_RDWR | os.O_CREAT, 0o644)
-                    if _lock(fd, fcntl.LOCK_EX, block=False):
-                        self.fd = fd
-                        return
-                    os.close(fd)
-                stop_if_exiting("the wait for a download slot")
-                time.sleep(WAIT_POLL_S / 4)
-
-        def __exit__(self, *exc: object) -> None:
-            os.close(self.fd)
-
-    def _slot(self) -> ShardCache._Slot:
+    def _slot(self) -> Slot:
         """One of the node's download slots: at most NODE_DOWNLOADS downloads run at once on a node."""
-        return ShardCache._Slot(self.dir / "locks")
+        return Slot(self.dir / "locks")
 
     def _reserve(self, name: str, size: int, tmp: Path) -> None:
         """Make room for `size` bytes (evicting what no process holds) and preallocate `tmp` to that size."""
@@ -341,7 +285,7 @@ class ShardCache:
             return False
         fd = os.open(self.dir / "locks" / victim.name, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if not _lock(fd, fcntl.LOCK_EX, block=False):
+            if not lock(fd, fcntl.LOCK_EX, block=False):
                 return False
             log.info("evicting %s from the shard cache", victim.name)
             victim.unlink(missing_ok=True)
