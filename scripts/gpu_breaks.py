@@ -40,8 +40,8 @@ class Break:
 BREAKS = (
     Break("the hook stage reads a batch without waiting for the producer's event",
           "fastdata/images/hook_stage.py", "stream.wait_event(ready)", "pass", RACE),
-    Break("a batch on CUDA carries no ready event (`PlannedBackend._ready` returns None)",
-          "fastdata/images/planned.py", 'if self._device.type != "cuda":\n            return None', "return None",
+    Break("a batch on CUDA carries no ready event (`Production._ready` returns None)",
+          "fastdata/images/production.py", 'if self._device.type != "cuda":\n            return None', "return None",
           RACE),
     Break("the consumer's stream reads a batch without waiting for its event",
           "fastdata/images/planned.py", "current.wait_event(ready)", "pass", RACE),

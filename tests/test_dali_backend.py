@@ -276,8 +276,8 @@ def test_corrupt_jpeg_skipped_and_counted(ds: Path, tmp_path: Path, caplog: pyte
 @pytest.mark.parametrize("train", [True, False])
 def test_the_graph_runs_one_batch_while_the_next_is_fed(ds: Path, monkeypatch: pytest.MonkeyPatch,
                                                         train: bool) -> None:
-    """The producer feeds and schedules batch b + 1 before it takes batch b's output (planned._produce, lag 1),
-    so DALI's executor decodes while Python prepares; every input but the bytes is one array per batch."""
+    """The producer feeds and schedules batch b + 1 before it takes batch b's output (production.py's `_produce`,
+    lag 1), so DALI's executor decodes while Python prepares; every input but the bytes is one array per batch."""
     events: list[str] = []
     fed: list[object] = []
 

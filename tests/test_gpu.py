@@ -185,7 +185,7 @@ def test_a_batch_is_read_only_after_the_producer_has_written_it(tmp_path: Path, 
     inner = getattr(cls, name)
     rows = 4 * 3 * 32 * 32  # one uint8 batch; the hook's float [0, 1] batch is four times that
 
-    def late(self, *args, **kwargs):  # runs on the producer thread, its stream current (planned.py, `_produce`)
+    def late(self, *args, **kwargs):  # runs on the producer thread, its stream current (production.py, `_produce`)
         _poison_cached_blocks((rows, 4 * rows))
         torch.cuda._sleep(200_000_000)  # about a tenth of a second
         return inner(self, *args, **kwargs)

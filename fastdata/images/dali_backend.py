@@ -2,8 +2,8 @@
 
 The epoch plan, the reading of the bytes (from local shards or the node-local cache of remote ones),
 each sample's augmentation draws, the resumable position and the skipping of bad samples are the ones
-every backend shares (`planned.py`, `samples.py`). DALI decodes only each crop window (nvJPEG with the
-hardware decoder on GPU, libjpeg-turbo on CPU), resizes, jitters, mirrors and normalises into the final
+every backend shares (`planned.py`, `production.py`, `samples.py`). DALI decodes only each crop window (nvJPEG
+with the hardware decoder on GPU, libjpeg-turbo on CPU), resizes, jitters, mirrors and normalises into the final
 dtype and layout (`dali_graph.py`); the dense batch reaches torch without a copy on CPU (DLPack) and in
 one device copy on GPU. A non-JPEG image whose alpha channel or bit depth DALI's decoders would read otherwise
 than the kornia backend is decoded on the host and handed to the graph as RGB (`decode.host_rgb`). Both
@@ -69,7 +69,7 @@ class DaliBackend(PlannedBackend):
         raw = host_rgb(prepared.raw)
         return prepared if raw is prepared.raw else prepared._replace(raw=raw)
 
-    _lag = 1  # the graph runs batch b while this thread prepares and feeds batch b + 1 (planned._produce)
+    _lag = 1  # the graph runs batch b while this thread prepares and feeds batch b + 1 (production.py, `_produce`)
 
     def _submit(self, entries: list[Prepared | None], cuda_stream: Any, at: tuple[int, int]) -> _Submitted:
         """Feed one batch's samples to the graph and schedule its run, without waiting for it."""

@@ -1,6 +1,6 @@
 """The hook stage of the image loader: its own thread between the batch producer and the consumer.
 
-The producer (`planned.py`) hands over batches already decoded and cropped: float [0, 1] images when an
+The producer (`production.py`) hands over batches already decoded and cropped: float [0, 1] images when an
 `augment` hook is set, final images otherwise. This stage runs the `augment` hook, normalises in place
 (`DeviceAugment.finish`), then the `batch_transform` hook, with torch's generators seeded for the batch
 (fastdata/hooks.py). In its own thread it overlaps the producer's next batch (DALI's graph or the decode

@@ -105,7 +105,7 @@ class Preparer:
 
 
 class BadSamples(Exception):
-    """Raised by a backend's `_submit` or `_collect` (planned.py): these sample indices cannot be used; `error`
+    """Raised by a backend's `_submit` or `_collect` (production.py): these sample indices cannot be used; `error`
     names the first one."""
 
     def __init__(self, indices: set[int], error: ShardError) -> None:
