@@ -30,6 +30,7 @@ from fastdata import __version__
 from fastdata.atomic import read_json, write_bytes_atomic, write_json_atomic
 from fastdata.errors import ConvertError
 from fastdata.images.options import DEFAULT_MAX_PIXELS
+from fastdata.images.pixels import EXIF_ORIENTED
 from fastdata.manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -43,6 +44,10 @@ from fastdata.sources import Spec, expand
 from fastdata.wds_index import format_index
 
 log = logging.getLogger(__name__)
+
+ORIENTED_WARNING = ("%d image(s) carry an EXIF orientation other than upright (phone photos taken sideways): the "
+                    "loaders turn them upright on the host, as `fastdata convert` and DALI's decoders do "
+                    "(docs/adopting.md)")
 
 PARTIAL = ".partial"
 SPLIT_PREFIX = re.compile(r"^(train|val|valid|validation|test)[-_.]", re.IGNORECASE)
@@ -197,6 +202,8 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
                 split_counts[s.label] += 1
             formats = stats.setdefault(item.split, {}).setdefault("image_formats", {})
             formats[s.image_format] = formats.get(s.image_format, 0) + 1
+            if s.orientation != 1:
+                stats[item.split][EXIF_ORIENTED] = stats[item.split].get(EXIF_ORIENTED, 0) + 1
         if not keep:
             rejected.append(Rejection(item.split, scan.name, "no usable sample: the shard is left out"))
             continue
@@ -206,6 +213,9 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
         splits.setdefault(item.split, []).append(ShardInfo(
             name=scan.name, samples=len(keep), bytes=scan.bytes, sha256=scan.sha256, index=index_name,
             index_sha256=hashlib.sha256(index).hexdigest()))
+    oriented = sum(stats.get(name, {}).get(EXIF_ORIENTED, 0) for name in splits)
+    if oriented:
+        log.warning(ORIENTED_WARNING, oriented)
     if not splits:
         shown = "; ".join(r.reason for r in rejected[:3])
         raise ConvertError(f"no usable sample in {len(scans)} tar(s) under {folder} ({shown})")

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from PIL import UnidentifiedImageError
 
 from converters.tree import display
-from fastdata.images.pixels import decode_problem, open_image
+from fastdata.images.pixels import decode_problem, open_image, orientation_of
 from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
 from fastdata.wds_index import Member, split_name
@@ -29,8 +29,8 @@ LABEL_EXTS = ("cls", "class", "label")
 HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
 LABEL_BYTES = 64
 TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
-SCAN_VERSION = 4  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
-# 4: --decode decodes strictly, as convert and verify --decode do)
+SCAN_VERSION = 5  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
+# 4: --decode decodes strictly, as convert and verify --decode do, 5: EXIF orientation read)
 SPARSE = ("stored as a GNU sparse file: its bytes are not one span of the tar (the holes are left out), and DALI "
           "and fastdata read a member as the one span its header gives; re-create the tar without --sparse")
 NOT_UTF8 = "the name is not UTF-8 (shown with \\xNN; a sample's key is text in the index and the loaders)"
@@ -63,6 +63,7 @@ class SampleScan:
     label: int | None = None
     problem: str | None = None
     caption: str | None = None  # why its caption member is unusable: a problem once the dataset is image_text
+    orientation: int = 1  # the EXIF orientation its image's header records (2..8: the stored pixels are not upright)
 
     @property
     def key(self) -> str:
@@ -70,12 +71,13 @@ class SampleScan:
 
     def to_dict(self) -> dict[str, Any]:
         return {"members": [[m.ext, m.offset, m.size, m.name] for m in self.members], "image": self.image,
-                "format": self.image_format, "label": self.label, "problem": self.problem, "caption": self.caption}
+                "format": self.image_format, "label": self.label, "problem": self.problem, "caption": self.caption,
+                "orientation": self.orientation}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleScan:
         return cls([Member(*m) for m in d["members"]], d["image"], d["format"], d["label"], d["problem"],
-                   d["caption"])
+                   d["caption"], d["orientation"])
 
 
 @dataclass
@@ -109,11 +111,13 @@ def unsafe_name(name: str) -> str | None:
     return None
 
 
-def _image_format(data: bytes, *, max_pixels: int, decode: bool) -> tuple[str, str | None]:
-    """(format, problem) of an image member from its first bytes (all of them with decode=True)."""
+def _image_format(data: bytes, *, max_pixels: int, decode: bool) -> tuple[str, str | None, int]:
+    """(format, problem, EXIF orientation) of an image member from its first bytes (all of them with decode=True)."""
+    orientation = 1
     try:
         with open_image(data) as im:
             width, height = im.size
+            orientation = orientation_of(im)
             fmt = (im.format or "unknown").lower()
             if fmt == "jpeg":
                 if im.info.get("progressive") or im.info.get("progression"):
@@ -122,16 +126,16 @@ def _image_format(data: bytes, *, max_pixels: int, decode: bool) -> tuple[str, s
                     fmt = "jpeg-cmyk"
             if width * height > max_pixels:
                 return fmt, (f"decompression bomb: {width}x{height} = {width * height} pixels is over the limit "
-                             f"of {max_pixels} (--max-pixels)")
+                             f"of {max_pixels} (--max-pixels)"), orientation
             if decode:  # strictly, as `fastdata convert` and `verify --decode` do: Pillow loads cut scan data
                 problem = decode_problem(data)
                 if problem is not None:
-                    return fmt, f"not a readable image: {problem}"
+                    return fmt, f"not a readable image: {problem}", orientation
     except UnidentifiedImageError:  # its message holds the address of a BytesIO: not for a manifest
-        return "", "not a readable image: no known image format signature"
+        return "", "not a readable image: no known image format signature", 1
     except Exception as exc:  # noqa: BLE001 - any failure to read the image is the finding
-        return "", f"not a readable image: {type(exc).__name__}: {exc}"
-    return fmt, None
+        return "", f"not a readable image: {type(exc).__name__}: {exc}", 1
+    return fmt, None, orientation
 
 
 def _wanted_bytes(ext: str, size: int, decode: bool) -> int:
@@ -172,7 +176,8 @@ def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, deco
         sample.problem = f"no image member (has {exts}; an image is one of {', '.join(IMAGE_EXTS)})"
         return sample
     sample.image = image
-    sample.image_format, sample.problem = _image_format(data[image], max_pixels=max_pixels, decode=decode)
+    sample.image_format, sample.problem, sample.orientation = _image_format(data[image], max_pixels=max_pixels,
+                                                                            decode=decode)
     label_ext = next((e for e in exts if e.lower() in LABEL_EXTS), None)
     if sample.problem is None and label_ext is not None:
         sample.label, sample.problem = _label(data[label_ext])

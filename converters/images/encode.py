@@ -13,10 +13,9 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from converters.images.jpeg_meta import NotAJpeg, strip_metadata
 from converters.sample import Rejection, Sample, WorkItem
-from fastdata.images.pixels import decode_problem, to_rgb
+from fastdata.images.pixels import ORIENTATION, decode_problem, to_rgb
 from fastdata.manifest import check_split_name
 
-ORIENTATION_TAG = 0x0112
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold
 
 
@@ -69,7 +68,7 @@ def prepare_jpeg(data: bytes, opts: ImageOptions) -> tuple[bytes, dict[str, obje
         if width * height > opts.max_pixels:
             raise RejectInput(f"decompression bomb: {width}x{height} = {width * height} pixels is over the "
                               f"limit of {opts.max_pixels} (--max-pixels)")
-        orientation = im.getexif().get(ORIENTATION_TAG, 1)
+        orientation = im.getexif().get(ORIENTATION, 1)
         swapped = orientation in (5, 6, 7, 8)
         upright = (height, width) if swapped else (width, height)
         target = target_size(*upright, opts.short_side)

@@ -74,8 +74,9 @@ def graph_args(opts: ImageLoaderOptions) -> GraphArgs:
     device_id = device_id_of(opts.device)
     gpu = device_id is not None
     size = opts.image_size
-    # EXIF orientation is not applied at load time (fastdata convert applies it; libjpeg-turbo on the kornia
-    # backend does not rotate either), and the crop boxes are drawn on the stored width and height.
+    # EXIF orientation is not applied here: converted images are stored upright, and an adopted image whose
+    # header says it is turned reaches the graph turned upright already (orientation.py), so the crop boxes drawn
+    # on its width and height are the decoded image's.
     decode: dict[str, Any] = dict(device="mixed" if gpu else "cpu", output_type="RGB", adjust_orientation=False)
     if gpu:
         # nvJPEG: share of images for the hardware decoder (A100/H100); padding grows nvJPEG's buffers in large

@@ -65,13 +65,13 @@ def _other_header(raw: RawSample, max_pixels: int) -> tuple[int, int]:
         with open_image(raw.data) as im:
             width, height = im.size
     except Exception as exc:  # noqa: BLE001 - any failure to read the header is a bad sample
-        raise _undecodable(raw, exc) from exc
+        raise undecodable(raw, exc) from exc
     if height * width > max_pixels:
         raise _too_large(raw, width, height, max_pixels)
     return height, width
 
 
-def _undecodable(raw: RawSample, exc: Exception) -> ShardError:
+def undecodable(raw: RawSample, exc: Exception) -> ShardError:
     return ShardError(f"undecodable image in {raw.shard}, key {raw.key}: {type(exc).__name__}: {exc}")
 
 
@@ -81,7 +81,7 @@ def _decode_other(raw: RawSample) -> np.ndarray:
             im.load()
             return np.array(to_rgb(im))  # a writable copy (torch.from_numpy wants one)
     except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
-        raise _undecodable(raw, exc) from exc
+        raise undecodable(raw, exc) from exc
 
 
 def host_rgb(raw: RawSample) -> RawSample:
@@ -100,7 +100,7 @@ def host_rgb(raw: RawSample) -> RawSample:
             im.load()
             to_rgb(im).save(buf, "PPM")
     except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
-        raise _undecodable(raw, exc) from exc
+        raise undecodable(raw, exc) from exc
     return replace(raw, data=buf.getvalue())
 
 

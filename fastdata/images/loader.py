@@ -21,6 +21,7 @@ from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
 from fastdata.errors import ManifestError, require
 from fastdata.images.options import ImageLoaderOptions
+from fastdata.images.orientation import say_if_turned
 from fastdata.mixing import MixedView
 from fastdata.sources import Spec
 
@@ -185,6 +186,7 @@ def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **k
 def make_backend(view: DatasetView, opts: ImageLoaderOptions) -> Any:
     """The backend `opts.backend` names over `view` (its optional dependency checked first)."""
     warn_if_upsampled(view, opts)
+    say_if_turned(view)
     module_name, class_name = BACKENDS[opts.backend].split(":")
     require(*_EXTRAS[opts.backend])
     backend_cls = getattr(importlib.import_module(module_name), class_name)
@@ -203,3 +205,4 @@ def warn_if_upsampled(view: DatasetView | MixedView, opts: ImageLoaderOptions) -
                         "its images are upsampled (blurred): convert again with --short-side %d (or 0 to keep the "
                         "original sizes)", member.root, side, opts.image_size, "train" if opts.train else
                         "eval: resized to image_size / 0.875, then centre-cropped", need, need)
+

@@ -8,6 +8,7 @@ decoded images of any Pillow mode -> 8-bit RGB, by what the mode means (never by
 - F (32-bit float) read as 0..1 (the float image convention), clipped;
 - LAB through an ICC transform to sRGB.
 Shared by the converter (`converters/images/encode.py`) and the loaders' non-JPEG path (`decode.py`).
+`orientation_of` reads the EXIF orientation an image's header records (`fastdata index` counts the turned ones).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from PIL import Image
+from PIL import ExifTags, Image
 
 WHITE = (255, 255, 255)
+ORIENTATION = int(ExifTags.Base.Orientation)  # the EXIF tag (0x0112)
+EXIF_ORIENTED = "exif_oriented"  # a split's stat (adopted shards): its images whose orientation is not upright
 
 
 def _scaled_grey(im: Image.Image, top: float) -> Image.Image:
@@ -51,11 +54,12 @@ def to_rgb(im: Image.Image) -> Image.Image:
 
 
 _SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "png"), (b"GIF87a", "gif"), (b"GIF89a", "gif"), (b"BM", "bmp"),
-               (b"II*\x00", "tiff"), (b"MM\x00*", "tiff"))
+               (b"II*\x00", "tiff"), (b"MM\x00*", "tiff"),
+               (b"P6\n", "ppm"))  # binary PPM, as Pillow writes it: an image turned upright at load (orientation.py)
 
 
 def other_format(data: bytes | memoryview) -> str | None:
-    """The format of an image that is not a JPEG (PNG, WebP, GIF, BMP, TIFF), None for anything else.
+    """The format of an image that is not a JPEG (PNG, WebP, GIF, BMP, TIFF, PPM), None for anything else.
 
     Everything else goes to the JPEG decoder, whose error then names a corrupt JPEG."""
     if data[:2] == b"\xff\xd8":  # a JPEG's start of image, which no other signature begins with: asked for
@@ -91,3 +95,24 @@ def decode_problem(data: bytes) -> str | None:
     except Exception as exc:  # noqa: BLE001 - any decode failure is the finding
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+def orientation_of(im: Image.Image) -> int:
+    """The EXIF orientation an opened image's header records: 2..8 when its stored pixels are mirrored or turned
+    (a phone photo taken sideways is 6 or 8), else 1. Read from the header only: JPEG and WebP hold their EXIF
+    there, a PNG before its pixel data, a TIFF as a tag of its own."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow's "Corrupt EXIF data": unreadable EXIF is read as upright
+            raw = im.info.get("exif")
+            if raw:
+                exif = Image.Exif()
+                exif.load(raw)
+                value = exif.get(ORIENTATION)
+            else:
+                value = getattr(im, "tag_v2", {}).get(ORIENTATION)
+    except Exception:  # noqa: BLE001 - unreadable EXIF: nothing says the pixels are turned
+        return 1
+    return value if isinstance(value, int) and 2 <= value <= 8 else 1

@@ -28,6 +28,7 @@ from fastdata.images.hook_stage import HookStage
 from fastdata.images.mixed_reader import MixedReader
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan
+from fastdata.images.orientation import turned_images
 from fastdata.images.overlap import EPOCH_END, Overlap
 from fastdata.images.prefetch import prefetch
 from fastdata.images.production import Production
@@ -58,7 +59,7 @@ class PlannedBackend(Production):
         self._kind = kind_of(view)  # likewise (loader_state.py)
         budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
         self._reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
-        self._prepare = Preparer(self._reader, opts, len(view.classes))
+        self._prepare = Preparer(self._reader, opts, len(view.classes), look_at_jpegs=turned_images(view) > 0)
         self._mixture = permute = None
         if isinstance(view, MixedView):
             view.check_train(opts.train)

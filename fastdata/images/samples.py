@@ -22,6 +22,7 @@ from fastdata.images.draws import CROP, TrainParams, sample_draws, train_params
 from fastdata.images.geometry import Box, center_crop_offsets, random_resized_crop_box, resize_short_size
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan
+from fastdata.images.orientation import Upright
 from fastdata.images.reader import UNLABELED, RawSample, SplitReader
 from fastdata.images.stream import SampleStream, Slot
 
@@ -48,8 +49,10 @@ class Prepared(NamedTuple):
 class Preparer:
     """`prepare(index, epoch)` for one loader: the label check, the pixel limit and the draws of its options."""
 
-    def __init__(self, reader: SplitReader, opts: ImageLoaderOptions, num_classes: int) -> None:
+    def __init__(self, reader: SplitReader, opts: ImageLoaderOptions, num_classes: int, *,
+                 look_at_jpegs: bool = False) -> None:
         self.reader, self.opts, self.num_classes = reader, opts, num_classes
+        self._upright = Upright(len(reader), look_at_jpegs=look_at_jpegs)  # EXIF orientation (orientation.py)
         self._rejected: dict[int, ShardError] = {}  # samples a decoder failed on (on_error="skip")
         # (height << 32) | width of every sample whose header passed `check_header` (0: not yet): later epochs
         # skip the header parse, 3 us of a decode thread's time a sample, half of it waiting for the GIL again
@@ -82,6 +85,7 @@ class Preparer:
         if not self.num_classes and raw.label != UNLABELED:
             raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label} in an unlabeled dataset")
         height, width = self._size(raw)
+        raw, height, width = self._upright(raw, height, width)
         if not o.train:
             new_h, new_w = resize_short_size(height, width, o.resize_short)
             if new_h * new_w > o.max_pixels:  # a 1 x 50000 strip would become 256 x 12.8 M pixels
