@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from converters.plan import (
 )
 from converters.pool import run_ordered
 from converters.private_report import report_path, write_report
-from converters.sample import WorkItem, add_counts
+from converters.sample import Rejection, WorkItem, add_counts
 from converters.secret_options import public_options, resolve_secrets, secret_fields
 from converters.shards import SUFFIX, Progress, samples_of, write_shard
 from converters.versions import byte_versions, check_versions
@@ -252,6 +253,20 @@ def merge(dst: Path | str | Destination, *, storage_options: dict[str, Any] | No
     return manifest
 
 
+def _why_none(rejected: list[Rejection]) -> str:
+    """What the error of a source with nothing to convert says of its rejections: how many, and the three most
+    common reasons, grouped by their words before the first colon as `fastdata info` groups them, each shown whole
+    as its first file has it (a reason, as the manifest records it: never a file's path)."""
+    if not rejected:
+        return ""
+    counts = Counter(r.reason.split(":")[0] for r in rejected)
+    first = {}
+    for r in rejected:
+        first.setdefault(r.reason.split(":")[0], r.reason)
+    shown = "; ".join(f"{n} x {first[why][:160]}" for why, n in counts.most_common(3))
+    return f" ({len(rejected)} file(s) rejected: {shown})"
+
+
 def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, options: Any, config: ConvertConfig,
             progress_factory: Callable[[int], Progress] | None = None) -> ConvertResult:
     """Convert `src` into shards under `dst` (a local folder, or a URL: see destination.py). Raises
@@ -263,8 +278,7 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
         raise ConvertError(f"source {src} does not exist")
     discovery = kind.discover(src, options=options, follow_symlinks=config.follow_symlinks)
     if not any(discovery.splits.values()):
-        raise ConvertError(f"source {src} holds no {kind.name} input to convert"
-                           + (f" ({len(discovery.rejected)} file(s) rejected)" if discovery.rejected else ""))
+        raise ConvertError(f"source {src} holds no {kind.name} input to convert" + _why_none(discovery.rejected))
     fp = fingerprint(kind, fmt, config, options, discovery)
     if isinstance(dest, LocalDestination) and dest.work.exists() and not dest.work.is_dir():
         raise ConvertError(f"destination {dest.label} exists and is not a directory")

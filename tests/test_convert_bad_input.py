@@ -78,7 +78,7 @@ def test_missing_and_empty_sources_write_nothing(tmp_path: Path, capsys) -> None
     with pytest.raises(ConvertError, match="holds no images input"):
         convert_images(tmp_path / "empty", dst)
     (tmp_path / "empty" / "cls" / "x.txt").write_text("x")
-    with pytest.raises(ConvertError, match="1 file\\(s\\) rejected"):
+    with pytest.raises(ConvertError, match="1 file\\(s\\) rejected: 1 x unsupported extension '.txt'; allowed: .jpg"):
         convert_images(tmp_path / "empty", dst)
     assert not dst.exists()
     assert cli(["convert", str(tmp_path / "nope"), str(dst)]) == 2
@@ -109,6 +109,14 @@ def test_labels_csv_errors(tmp_path: Path) -> None:
     bad.write_text("a.jpg\n")
     with pytest.raises(ConvertError, match="expected 'filename,class'"):
         convert_images(tmp_path / "flat", tmp_path / "o", labels=str(bad))
+    for i in range(3):
+        make_image(tmp_path / "flat" / f"b{i}.jpg", seed=i)
+    other = tmp_path / "other.csv"
+    other.write_text("x.jpg,cat\ny.jpg,cat\n")  # a table of another folder: nothing matches, and the error says so
+    with pytest.raises(ConvertError, match=r"holds no images input to convert \(6 file\(s\) rejected: 4 x not listed "
+                                           r"in labels file other.csv; 2 x listed in other.csv but no such file in the "
+                                           r"source\)$"):
+        convert_images(tmp_path / "flat", tmp_path / "o", labels=str(other))
 
 
 @pytest.mark.parametrize("args", [["--quality", "0"], ["--short-side", "-1"], ["--samples-per-shard", "0"],

@@ -162,7 +162,8 @@ def test_text_whose_only_class_folders_are_refused_is_not_taken_unlabeled(tmp_pa
     folder = tmp_path / "src" / ("train" if layout == "split/class" else "") / "red\x1b[31m"
     folder.mkdir(parents=True)
     (folder / "a.txt").write_text("one document\n")
-    with pytest.raises(ConvertError, match=r"holds no text input to convert \(1 file\(s\) rejected\)"):
+    with pytest.raises(ConvertError, match=r"holds no text input to convert \(1 file\(s\) rejected: 1 x class folder "
+                                           r"name holds control characters"):
         convert_text(tmp_path / "src", tmp_path / "out")
 
 

@@ -183,6 +183,39 @@ def test_full_paths_under_the_source_in_a_labels_csv_name_its_files(tmp_path):
                             ("train", "c.jpg", "not listed in labels file labels.csv")]
 
 
+def test_ids_without_extension_name_the_one_image_file_of_that_name(tmp_path):
+    """Kaggle's labels tables list ids without the extension (dog breeds: `id,breed` rows `000bec18...,boston_bull`
+    for `000bec18....jpg`): no file matched, so nothing was converted. An id names the one image file of that name;
+    one that several files have (`c.jpg`, `c.png`) names none and says why; a name with an image extension must
+    match whole; a file listed whole is not taken again by an id."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.v2.JPEG", "c.jpg", "c.png", "d.jpg", "e.jpg", "f.txt", "g.png.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("id,breed\na,dingo\nb.v2,pug\nc,pug\nd.png,pug\ne.jpg,dingo\ne,pug\nf,pug\ng.png,pug\n")
+    d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == ("dingo", "pug")  # "id,breed" is column names: "breed" labels no other row
+    assert _items(d) == {"train": [("a.jpg", 0), ("b.v2.JPEG", 1), ("e.jpg", 0)]}
+    assert _rejected(d) == [
+        ("train", "c", "listed in labels.csv without an extension, which several files have (c.jpg, c.png): name "
+                       "the file whole"),
+        ("train", "c.jpg", "not listed in labels file labels.csv"),
+        ("train", "c.png", "not listed in labels file labels.csv"),
+        ("train", "d.jpg", "not listed in labels file labels.csv"),
+        ("train", "d.png", "listed in labels.csv but no such file in the source"),
+        ("train", "e", "listed in labels.csv but no such file in the source"),
+        ("train", "f", "listed in labels.csv but no such file in the source"),
+        ("train", "f.txt", "not listed in labels file labels.csv"),  # not an image file: "f" does not name it
+        ("train", "g.png", "listed in labels.csv but no such file in the source"),
+        ("train", "g.png.jpg", "not listed in labels file labels.csv")]
+
+
+def test_a_first_row_whose_id_names_a_file_without_its_extension_is_a_row(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("a,rare\nb,dog\n")  # "rare" labels no other row, but "a" names a.jpg: a row, not column names
+    d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == ("dog", "rare") and _items(d) == {"train": [("a.jpg", 1), ("b.jpg", 0)]}
+
+
 def test_a_file_listed_twice_names_both_lines(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg")
     csv = tmp_path / "labels.csv"

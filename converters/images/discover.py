@@ -86,7 +86,8 @@ def _read_labels(csv_path: Path, files: list[str] | None = None, src: Path | Non
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
     if src is not None:  # full paths under the source name its files (a table exported with them)
         rows = [(lineno, [under_source(row[0].strip(), src), *row[1:]]) for lineno, row in rows]
-    known = None if files is None else {same_name(n) for n in files}
+    known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
+                                                                        if (s := _stem(n)) is not None}
     if rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
         log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
         rows = rows[1:]
@@ -113,10 +114,18 @@ def _read_labels(csv_path: Path, files: list[str] | None = None, src: Path | Non
     return labels
 
 
-def _listed_names(labels: dict[str, str], names: list[str]) -> dict[str, str]:
-    """The labels file's name for each file of `names` it lists: the same string, or else the one name it lists that
+def _stem(name: str) -> str | None:
+    """An image file's name without its extension (`img1.jpg` -> `img1`), None for any other name."""
+    path = Path(name)
+    return path.stem if path.suffix.lower() in EXTENSIONS else None
+
+
+def _listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The labels file's name for each file of `names` it lists: the same string; else the one name it lists that
     differs only in Unicode normalisation (a CSV typed on one system for files named on macOS), when no other file
-    of the folder has that name too."""
+    of the folder has that name too; else a name without extension (Kaggle's `id` column: `img1` for `img1.jpg`)
+    when exactly one image file has that name. Also: each listed name without extension that several files have
+    (`img1.jpg` and `img1.png`), with those files: which one would be meant?"""
     listed = {n: n for n in names if n in labels}
     unmatched: dict[str, list[str]] = {}
     for n in labels:
@@ -128,7 +137,21 @@ def _listed_names(labels: dict[str, str], names: list[str]) -> dict[str, str]:
             twins = unmatched.get(same_name(n), ())
             if n not in listed and len(twins) == 1 and files[same_name(n)] == 1:
                 listed[n] = twins[0]
-    return listed
+    by_stem: dict[str, list[str]] = {}
+    for n in names:
+        stem = _stem(n)
+        if n not in listed and stem is not None:
+            by_stem.setdefault(same_name(stem), []).append(n)
+    ambiguous: dict[str, list[str]] = {}
+    for n in labels:
+        if _stem(n) is not None:  # a name with an image extension names its file whole
+            continue
+        found = by_stem.get(same_name(n), [])
+        if len(found) == 1:
+            listed[found[0]] = n
+        elif found:
+            ambiguous[n] = sorted(found)
+    return listed, ambiguous
 
 
 INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
@@ -155,7 +178,7 @@ def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Disco
     index = {c: i for i, c in enumerate(classes)}
     col = _Collector(src, follow=follow)
     seen = set()
-    listed_names = _listed_names(labels, names)
+    listed_names, ambiguous = _listed_names(labels, names)
     for name in names:
         path = src / name
         listed = listed_names.get(name)
@@ -167,7 +190,11 @@ def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Disco
             seen.add(listed)
             col.take(path, split, index[labels[listed]])
     for name in sorted(set(labels) - seen):
-        col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} but no such file in the source"))
+        if name in ambiguous:
+            col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} without an extension, which "
+                                          f"several files have ({', '.join(ambiguous[name])}): name the file whole"))
+        else:
+            col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} but no such file in the source"))
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
