@@ -458,7 +458,7 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
 def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     """A captions file or a labels CSV, mutated (as bytes, or as JSON values): rows, or a ConvertError."""
     from converters.image_text.captions import read_captions
-    from converters.images.discover import _read_labels
+    from converters.images.labels_csv import read_labels
 
     if name.endswith(".json") and rng.random() < 0.5:
         doc, what = mutate_json(rng, json.loads(data))
@@ -467,7 +467,7 @@ def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str
         data, what = mutate_bytes(rng, data, (text_number,))
     path = ctx.work / name
     path.write_bytes(data)
-    _expect(lambda: _read_labels(path) if name == "labels.csv" else read_captions(path), step=f"{name} read")
+    _expect(lambda: read_labels(path) if name == "labels.csv" else read_captions(path), step=f"{name} read")
     return f"{name}: {what}"
 
 

@@ -210,13 +210,13 @@ def test_a_modality_of_an_unknown_value_representation_is_a_recorded_rejection(t
 ])
 def test_a_labels_csv_that_is_not_utf8_csv_is_a_convert_error(tmp_path, data):
     """Found by the `tables` target of `make fuzz` (seed 5): UnicodeDecodeError / csv.Error escaped convert."""
-    from converters.images.discover import _read_labels
+    from converters.images.labels_csv import read_labels
     from fastdata.errors import ConvertError
 
     (tmp_path / "labels.csv").write_bytes(data)
     with pytest.raises(ConvertError, match=f"cannot read labels file {tmp_path / 'labels.csv'}: .*; save it as UTF-8 "
                                            "CSV$"):
-        _read_labels(tmp_path / "labels.csv")
+        read_labels(tmp_path / "labels.csv")
 
 
 @pytest.mark.parametrize("change", [

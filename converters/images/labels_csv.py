@@ -1,0 +1,142 @@
+"""The labels CSV of a flat image folder (`fastdata convert SRC --labels labels.csv`): which file has which class.
+
+- `read_labels`: the `filename,class` rows, a first row of column names skipped (the usual names, or a row whose
+  file is not in the source and whose class labels no other row: Kaggle's `id,label`). A spreadsheet's UTF-8 BOM
+  and CRLF line ends are read right; a file listed twice, a class with control characters, and a class written
+  in two Unicode normalisations are refused, naming the line.
+- `listed_names`: the row of each file of the folder: its name whole, in the other normalisation, or without its
+  extension (Kaggle's ids).
+- `label_order`: the classes in label order (class ids stay the labels they are).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import re
+from collections import Counter
+from pathlib import Path
+
+from converters.tree import has_control_characters, same_name, under_source
+from fastdata.errors import ConvertError
+
+log = logging.getLogger(__name__)
+EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")  # the image files of a source
+
+_HEADER_FILE = {"filename", "file", "file_name", "path", "image", "name"}
+_HEADER_LABEL = {"class", "label", "category", "target"}
+
+
+def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str] | None) -> bool:
+    """Whether a first row names the columns rather than labels a file: `filename,class`, `image,label` and the
+    like; or, given the source's `files`, a row whose file is none of them and whose class labels no other row
+    (Kaggle's `id,label` or `image_id,breed`, which would otherwise add a class of that name)."""
+    cells = [c.strip() for c in row[:2]]
+    if len(cells) != 2:
+        return False
+    if cells[0].lower() in _HEADER_FILE and cells[1].lower() in _HEADER_LABEL:
+        return True
+    if files is None or same_name(cells[0]) in files:
+        return False
+    return not any(len(r) > 1 and r[1].strip() == cells[1] for _, r in rows[1:])
+
+
+def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> dict[str, str]:
+    """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
+    column names the list does not know; a full path under `src` names its file); a spreadsheet's UTF-8 BOM and CRLF
+    line ends are read right, a file listed twice is refused (which label would be meant?)."""
+    if not csv_path.is_file():
+        raise ConvertError(f"labels file {csv_path} does not exist")
+    labels: dict[str, str] = {}
+    where: dict[str, int] = {}
+    class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:
+            rows = [(lineno, row) for lineno, row in enumerate(csv.reader(f), 1) if row]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
+        raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
+    if src is not None:  # full paths under the source name its files (a table exported with them)
+        rows = [(lineno, [under_source(row[0].strip(), src), *row[1:]]) for lineno, row in rows]
+    known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
+                                                                        if (s := _stem(n)) is not None}
+    if rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
+        log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
+        rows = rows[1:]
+    for lineno, row in rows:
+        if len(row) < 2 or not row[0].strip() or not row[1].strip():
+            raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
+        name = row[0].strip()
+        if name in labels:
+            raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
+                               f"{where[name]}); each file has one label: remove the duplicate row")
+        cls = row[1].strip()
+        if has_control_characters(cls):
+            raise ConvertError(f"{csv_path}:{lineno}: the class {cls!r} holds control characters "
+                               "(an escape sequence, a tab, a newline, a bidi override); class names are "
+                               "printed as text")
+        first, first_line = class_lines.setdefault(same_name(cls), (cls, lineno))
+        if first != cls:
+            raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
+                               f"{first_line}) only in Unicode normalisation (NFC/NFD): the same name written "
+                               "two ways; write it one way")
+        labels[name], where[name] = cls, lineno
+    if not labels:
+        raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
+    return labels
+
+
+def _stem(name: str) -> str | None:
+    """An image file's name without its extension (`img1.jpg` -> `img1`), None for any other name."""
+    path = Path(name)
+    return path.stem if path.suffix.lower() in EXTENSIONS else None
+
+
+def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The labels file's name for each file of `names` it lists: the same string; else the one name it lists that
+    differs only in Unicode normalisation (a CSV typed on one system for files named on macOS), when no other file
+    of the folder has that name too; else a name without extension (Kaggle's `id` column: `img1` for `img1.jpg`)
+    when exactly one image file has that name. Also: each listed name without extension that several files have
+    (`img1.jpg` and `img1.png`), with those files: which one would be meant?"""
+    listed = {n: n for n in names if n in labels}
+    unmatched: dict[str, list[str]] = {}
+    for n in labels:
+        if n not in listed:
+            unmatched.setdefault(same_name(n), []).append(n)
+    if unmatched:
+        files = Counter(same_name(n) for n in names)
+        for n in names:
+            twins = unmatched.get(same_name(n), ())
+            if n not in listed and len(twins) == 1 and files[same_name(n)] == 1:
+                listed[n] = twins[0]
+    by_stem: dict[str, list[str]] = {}
+    for n in names:
+        stem = _stem(n)
+        if n not in listed and stem is not None:
+            by_stem.setdefault(same_name(stem), []).append(n)
+    ambiguous: dict[str, list[str]] = {}
+    for n in labels:
+        if _stem(n) is not None:  # a name with an image extension names its file whole
+            continue
+        found = by_stem.get(same_name(n), [])
+        if len(found) == 1:
+            listed[found[0]] = n
+        elif found:
+            ambiguous[n] = sorted(found)
+    return listed, ambiguous
+
+
+INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+MAX_CLASS_ID = 2**20  # class ids kept as labels up to this; larger ones are ordered by value instead
+
+
+def label_order(names: set[str]) -> tuple[str, ...]:
+    """The classes of a labels file, in label order. Class ids (every name a whole number from 0 to MAX_CLASS_ID)
+    stay the labels they are: the classes are "0".."max", an id no row uses included, so "10" is label 10 (not the
+    3rd name in string order) and a train and a val CSV converted apart agree even when val lacks an id. Other
+    integers are ordered by value; any other names are sorted as strings."""
+    if names and all(INTEGER.fullmatch(n) for n in names):
+        values = sorted(int(n) for n in names)
+        if values[0] >= 0 and values[-1] <= MAX_CLASS_ID:
+            return tuple(str(i) for i in range(values[-1] + 1))
+        return tuple(str(v) for v in values)
+    return tuple(sorted(names))
