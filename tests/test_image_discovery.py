@@ -4,6 +4,7 @@ file gets, what is rejected with which path and reason, and what --no-follow-sym
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -214,6 +215,65 @@ def test_a_first_row_whose_id_names_a_file_without_its_extension_is_a_row(tmp_pa
     csv.write_text("a,rare\nb,dog\n")  # "rare" labels no other row, but "a" names a.jpg: a row, not column names
     d = discover_images(src, labels_csv=str(csv))
     assert d.classes == ("dog", "rare") and _items(d) == {"train": [("a.jpg", 1), ("b.jpg", 0)]}
+
+
+def test_a_table_of_one_hot_columns_gives_each_file_the_class_of_its_marked_column(tmp_path, caplog):
+    """Kaggle's one-hot tables (`image_id,healthy,multiple_diseases,rust,scab`): only the first two columns were
+    read, so every image got the class "0" or "1" of the first class column, silently. The classes are the columns,
+    in their order (an unused one included: column j is label j), each row's the one it marks."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg", "1.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("\nimage_id,scab,healthy,rust,\na,0,1,0,\nb,1.0,0.0,0.0\nc.jpg, 0 , 1 , 0 ,,\n1,0,0,1\n")
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == ("scab", "healthy", "rust")
+    assert _items(d) == {"train": [("1.jpg", 2), ("a.jpg", 1), ("b.jpg", 0), ("c.jpg", 1)]} and _rejected(d) == []
+    assert not caplog.records
+
+
+@pytest.mark.parametrize(("row", "why"), [
+    ("b,1,1,0", "'b' is marked with 2 classes in the one-hot columns ['scab', 'healthy']: an image has one class (a "
+                "multi-label table cannot be converted as classes)"),
+    ("b,0,0,0", "'b' is marked with 0 classes in the one-hot columns ['scab', 'healthy', 'rust']: an image has one "
+                "class (a multi-label table cannot be converted as classes)"),
+    ("b,0,1,0,1", "5 cells, where the first row names 4 columns (a file and one-hot class columns)"),
+    ("b,1,0", "3 cells, where the first row names 4 columns (a file and one-hot class columns)")])
+def test_a_one_hot_row_that_marks_no_class_or_several_or_is_not_one_a_column_is_refused(tmp_path, row, why):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(f"image_id,scab,healthy,rust\na,0,1,0\n{row}\n")
+    with pytest.raises(ConvertError, match=rf"^{csv}:3: {re.escape(why)}$"):
+        discover_images(src, labels_csv=str(csv))
+
+
+@pytest.mark.parametrize("table", ["image,label,flag\na.jpg,1,0\nb.jpg,0,1\n",  # a class column, then another
+                                   "a.jpg,1,0\nb.jpg,0,1\n",  # no header naming classes
+                                   "filename,class,split\na.jpg,1,train\nb.jpg,0,val\n",
+                                   "image,is_cat,\na.jpg,1,\nb.jpg,0,x\n"])
+def test_a_wider_table_that_is_not_one_hot_is_read_as_file_and_class_and_says_so(tmp_path, caplog, table):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(table)
+    with caplog.at_level(logging.WARNING, logger="converters.images.labels_csv"):
+        d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == ("0", "1") and _items(d) == {"train": [("a.jpg", 1), ("b.jpg", 0)]}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{csv}: its rows have more than two columns; the file is the first and the class the second, the others "
+        "are not read"]
+
+
+@pytest.mark.parametrize("table", ["image,is_cat\na.jpg,1\nb.jpg,0\n", "a.jpg,1,\nb.jpg,0,\n", "image,is_cat,,\n"
+                                   "a.jpg,1,,\nb.jpg,0, ,\n"])
+def test_two_columns_of_a_file_and_a_0_or_1_are_two_classes_quietly(tmp_path, caplog, table):
+    """One class column is a class id (binary classification), not one-hot; empty cells after it (a spreadsheet's
+    trailing commas) are no columns to warn of."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(table)
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == ("0", "1") and _items(d) == {"train": [("a.jpg", 1), ("b.jpg", 0)]}
+    assert not caplog.records
 
 
 def test_a_file_listed_twice_names_both_lines(tmp_path):

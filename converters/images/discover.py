@@ -8,7 +8,7 @@ import logging
 import os
 from pathlib import Path
 
-from converters.images.labels_csv import EXTENSIONS, label_order, listed_names, read_labels
+from converters.images.labels_csv import EXTENSIONS, listed_names, read_labels
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import (
@@ -48,8 +48,7 @@ class _Collector(Collector):
 
 def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
     names = visible(os.listdir(src))
-    labels = read_labels(csv_path, names, src)
-    classes = label_order(set(labels.values()))
+    labels, classes = read_labels(csv_path, names, src)
     index = {c: i for i, c in enumerate(classes)}
     col = _Collector(src, follow=follow)
     seen = set()

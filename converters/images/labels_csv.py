@@ -1,9 +1,10 @@
 """The labels CSV of a flat image folder (`fastdata convert SRC --labels labels.csv`): which file has which class.
 
 - `read_labels`: the `filename,class` rows, a first row of column names skipped (the usual names, or a row whose
-  file is not in the source and whose class labels no other row: Kaggle's `id,label`). A spreadsheet's UTF-8 BOM
-  and CRLF line ends are read right; a file listed twice, a class with control characters, and a class written
-  in two Unicode normalisations are refused, naming the line.
+  file is not in the source and whose class labels no other row: Kaggle's `id,label`), or a table of one-hot
+  columns, one per class. A spreadsheet's UTF-8 BOM and CRLF line ends are read right; a file listed twice, a
+  class with control characters, a class written in two Unicode normalisations and a row of a one-hot table that
+  marks no class or several are refused, naming the line.
 - `listed_names`: the row of each file of the folder: its name whole, in the other normalisation, or without its
   extension (Kaggle's ids).
 - `label_order`: the classes in label order (class ids stay the labels they are).
@@ -16,6 +17,7 @@ import logging
 import re
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 from converters.tree import has_control_characters, same_name, under_source
 from fastdata.errors import ConvertError
@@ -41,10 +43,54 @@ def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str
     return not any(len(r) > 1 and r[1].strip() == cells[1] for _, r in rows[1:])
 
 
-def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> dict[str, str]:
+def _trimmed(row: list[str]) -> list[str]:
+    """A row without its trailing empty cells (a spreadsheet's trailing commas; a cell of spaces is not empty)."""
+    end = len(row)
+    while end and not row[end - 1]:
+        end -= 1
+    return row[:end]
+
+
+class Labels(NamedTuple):
+    rows: dict[str, str]  # the name each row gives its file -> its class
+    classes: tuple[str, ...]  # in label order
+
+
+HOT, COLD = ("1", "1.0"), ("0", "0.0")
+
+
+def _one_hot(csv_path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+    """(the class columns, the rows as `filename,class`) of a table of one-hot columns: a first row naming the
+    file column and then two or more class columns, and rows holding a 1 in the column of their class and 0
+    elsewhere (Kaggle's `image_id,healthy,multiple_diseases,rust,scab`). None for any other table. A row that marks
+    no class or several (a multi-label table), or whose cells are not one a column, is refused, naming its line: an
+    image has one class here."""
+    if not rows or len(rows[0][1]) < 3:
+        return None
+    header = [c.strip() for c in rows[0][1]]
+    if header[1].lower() in _HEADER_LABEL or any(c in HOT + COLD for c in header[1:]) or not all(
+            all(c.strip() in HOT + COLD for c in r[1:]) for _, r in rows[1:]):
+        return None
+    out = []
+    for lineno, row in rows[1:]:
+        if len(row) != len(header):
+            raise ConvertError(f"{csv_path}:{lineno}: {len(row)} cells, where the first row names {len(header)} "
+                               "columns (a file and one-hot class columns)")
+        hot = [header[j] for j, c in enumerate(row) if j > 0 and c.strip() in HOT]
+        if len(hot) != 1:
+            raise ConvertError(f"{csv_path}:{lineno}: {row[0].strip()!r} is marked with {len(hot)} classes in the "
+                               f"one-hot columns {hot or header[1:]}: an image has one class (a multi-label table "
+                               "cannot be converted as classes)")
+        out.append((lineno, [row[0], hot[0]]))
+    return header[1:], out
+
+
+def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> Labels:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
-    column names the list does not know; a full path under `src` names its file); a spreadsheet's UTF-8 BOM and CRLF
-    line ends are read right, a file listed twice is refused (which label would be meant?)."""
+    column names the list does not know; a full path under `src` names its file), or a table of one-hot columns
+    (`_one_hot`: the classes are its columns, in their order); a spreadsheet's UTF-8 BOM and CRLF line ends are
+    read right, a file listed twice is refused (which label would be meant?). Columns after the second of any other
+    table are not read: a warning says so."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
@@ -52,16 +98,23 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
     try:
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
-            rows = [(lineno, row) for lineno, row in enumerate(csv.reader(f), 1) if row]
+            rows = [(lineno, row) for lineno, row in enumerate(map(_trimmed, csv.reader(f)), 1) if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
     if src is not None:  # full paths under the source name its files (a table exported with them)
         rows = [(lineno, [under_source(row[0].strip(), src), *row[1:]]) for lineno, row in rows]
     known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
                                                                         if (s := _stem(n)) is not None}
-    if rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
+    columns = _one_hot(csv_path, rows)
+    if columns is not None:
+        log.info("%s: one-hot columns, the classes %s", csv_path, columns[0])
+        rows = columns[1]
+    elif rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
         log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
         rows = rows[1:]
+    if any(c.strip() for _, row in rows for c in row[2:]):
+        log.warning("%s: its rows have more than two columns; the file is the first and the class the second, the "
+                    "others are not read", csv_path)
     for lineno, row in rows:
         if len(row) < 2 or not row[0].strip() or not row[1].strip():
             raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
@@ -82,7 +135,7 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         labels[name], where[name] = cls, lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
-    return labels
+    return Labels(labels, tuple(columns[0]) if columns is not None else label_order(set(labels.values())))
 
 
 def _stem(name: str) -> str | None:
