@@ -25,7 +25,7 @@ from fastdata.sources import Spec, expand
 
 SHARD_SUFFIXES = (".tar", ".arrow")
 RAW_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".txt", ".jsonl", ".json", ".parquet",
-                ".dcm", ".gz")
+                ".dcm", ".gz", ".zst")
 
 
 @dataclass(frozen=True)

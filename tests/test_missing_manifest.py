@@ -48,6 +48,12 @@ def test_raw_files_or_class_folders_are_told_to_convert(tmp_path: Path):
     assert str(info.value) == f"no manifest.json in {str(tmp_path)!r}: {convert_hint(tmp_path)}"
 
 
+@pytest.mark.parametrize("name", ["pile-00.jsonl.zst", "docs.jsonl.gz", "c4.json.GZ"])
+def test_a_folder_of_compressed_text_is_told_to_convert(tmp_path: Path, name: str):
+    (tmp_path / name).write_bytes(b"")
+    assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
+
+
 def test_the_files_named_are_judged_rather_than_the_folder_they_lie_in(tmp_path: Path):
     (tmp_path / "f-000000.tar").write_bytes(b"")
     assert missing_manifest_hint(tmp_path, [tmp_path / "x.jpg"]) == convert_hint(tmp_path)

@@ -25,6 +25,8 @@ def test_bad_files_and_records_are_rejected_with_reasons(tmp_path: Path) -> None
     (src / "a" / "blank.txt").write_text("  \n\t\n", encoding="utf-8")
     (src / "a" / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0not really")
     (src / "a" / "broken.txt.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    (src / "a" / "broken.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfdgarbage")
+    (src / "a" / "data.parquet.zst").write_bytes(b"\x28\xb5\x2f\xfd")  # Parquet compresses inside
     (src / "a" / "controls.txt").write_text("\x00\x01\x02", encoding="utf-8")
     (src / "b" / "docs.jsonl").write_text(
         '{"text": "kept"}\n{"body": "no text field"}\nnot json at all\n{"text": 7}\n{"text": "   "}\n[1, 2]\n',
@@ -38,6 +40,8 @@ def test_bad_files_and_records_are_rejected_with_reasons(tmp_path: Path) -> None
     assert "only whitespace" in reasons["a/blank.txt"]
     assert "unsupported file type" in reasons["a/photo.jpg"]
     assert "corrupt gzip" in reasons["a/broken.txt.gz"]
+    assert reasons["a/broken.jsonl.zst"].startswith("corrupt zstd data: ")
+    assert reasons["a/data.parquet.zst"].startswith("unsupported file type; ")
     assert "no tokens besides the tokenizer's special tokens" in reasons["a/controls.txt"]
     assert "missing text field 'text' (fields: body)" in reasons["b/docs.jsonl:2"]
     assert "invalid JSON" in reasons["b/docs.jsonl:3"]
@@ -45,10 +49,10 @@ def test_bad_files_and_records_are_rejected_with_reasons(tmp_path: Path) -> None
     assert "only whitespace" in reasons["b/docs.jsonl:5"]
     assert "expected a JSON object" in reasons["b/docs.jsonl:6"]
     assert reasons["stray.txt"] == "not inside a class folder"
-    assert len(reasons) == 12
+    assert len(reasons) == 14
     kept = sorted(r["source"] for r in read_rows(tmp_path / "dst"))
     assert kept == ["a/good.txt", "b/docs.jsonl:1", "b/gz.jsonl.gz:1"]
-    assert len(result.manifest.rejected) == 12  # listed in the manifest, never dropped
+    assert len(result.manifest.rejected) == 14  # listed in the manifest, never dropped
 
 
 def test_parquet_without_the_text_column_is_rejected(tmp_path: Path) -> None:

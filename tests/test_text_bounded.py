@@ -122,3 +122,54 @@ def test_the_spill_file_is_gone_after_the_conversion(tmp_path: Path, monkeypatch
 
     gc.collect()
     assert list(spills.iterdir()) == []
+
+
+def _zstd_file(path: Path, chunks) -> None:
+    import pyarrow as pa
+
+    with pa.CompressedOutputStream(str(path), "zstd") as out:
+        for chunk in chunks:
+            out.write(chunk)
+
+
+def test_a_zstd_bomb_is_a_rejection_within_the_cap(tmp_path: Path) -> None:
+    """32 KiB of zstd inflating to 1 GiB without a newline: rejected, the reading process growing by far less than
+    the text (pyarrow decompresses into its own memory, which tracemalloc does not see: a child's peak RSS is)."""
+    import subprocess
+    import sys
+
+    _zstd_file(tmp_path / "bomb.txt.zst", (b"a" * MiB for _ in range(1024)))
+    assert (tmp_path / "bomb.txt.zst").stat().st_size < 64 * 1024
+    code = f"""
+import resource
+from pathlib import Path
+from converters.text.options import TextOptions
+from converters.text.records import read_documents
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+found = [list(read_documents(Path({str(tmp_path / "bomb.txt.zst")!r}), TextOptions(tokenizer="t", per_line=p,
+                                                                                     max_document_bytes={MiB})))
+         for p in (False, True)]
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+print(repr([[(where, str(text)) for where, text in docs] for docs in found]), grown // 1024)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent).stdout.split("\n")[0]
+    docs, grown = out.rsplit(" ", 1)
+    too_large = f"Reject(reason='document larger than --max-document-bytes ({MiB} bytes)')"
+    assert docs == repr([[("", too_large)], [(":1", too_large)]])
+    assert int(grown) < 48, f"reading 1 GiB of zstd text grew the process by {grown} MiB"
+
+
+def test_a_zstd_stream_cut_short_keeps_the_documents_before_the_damage(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = ["".join(json.dumps({"text": f"doc {i} " + "w" * 200}) + "\n" for i in range(j, j + 100)).encode()
+             for j in range(0, 4000, 100)]
+    _zstd_file(tmp_path / "whole.zst", lines)
+    data = (tmp_path / "whole.zst").read_bytes()
+    (src / "cut.jsonl.zst").write_bytes(data[: len(data) * 2 // 3])
+    found = _discover(src)
+    [rejected] = found.rejected
+    assert rejected.source == "cut.jsonl.zst" and rejected.reason.startswith("corrupt zstd data")
+    kept = _texts(found)
+    assert 0 < len(kept) < 4000 and kept["cut.jsonl.zst:1"].startswith("doc 0 ")

@@ -100,7 +100,14 @@ def test_max_length_truncate_and_split(tmp_path: Path) -> None:
         assert ids == full.encode(texts[int(source.split("#")[1])]).ids[1:-1]
 
 
-def test_formats_jsonl_json_parquet_gzip_per_line(tmp_path: Path) -> None:
+def _zstd(data: bytes) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as out:
+        out.write(data)
+    return sink.getvalue().to_pybytes()
+
+
+def test_formats_jsonl_json_parquet_gzip_zstd_per_line(tmp_path: Path) -> None:
     import gzip
 
     import pyarrow.parquet as pq
@@ -112,12 +119,15 @@ def test_formats_jsonl_json_parquet_gzip_per_line(tmp_path: Path) -> None:
     (src / "c.json").write_text(json.dumps([{"body": "from a json list"}, {"body": "again"}]), encoding="utf-8")
     pq.write_table(pa.table({"body": ["parquet row", "another parquet row"]}), src / "d.parquet")
     (src / "e.txt.gz").write_bytes(gzip.compress(b"line one\n\nline two\n"))
+    (src / "f.jsonl.zst").write_bytes(_zstd(b'{"body": "a zstd line"}\n{"body": "as The Pile ships"}\n'))
+    (src / "g.JSON.ZST").write_bytes(_zstd(json.dumps([{"body": "zstd json"}]).encode()))
     result = convert_text(src, tmp_path / "dst", text_field="body", per_line=True)
     got = {r["source"]: r["input_ids"] for r in read_rows(tmp_path / "dst")}
     tok = bert()
     want = {"a.jsonl:1": "first line", "a.jsonl:3": "second one", "b.jsonl.gz:1": "gzipped json line",
             "c.json#0": "from a json list", "c.json#1": "again", "d.parquet#0": "parquet row",
-            "d.parquet#1": "another parquet row", "e.txt.gz:1": "line one", "e.txt.gz:3": "line two"}
+            "d.parquet#1": "another parquet row", "e.txt.gz:1": "line one", "e.txt.gz:3": "line two",
+            "f.jsonl.zst:1": "a zstd line", "f.jsonl.zst:2": "as The Pile ships", "g.JSON.ZST#0": "zstd json"}
     assert got == {k: tok.encode(v).ids for k, v in want.items()}
     assert result.manifest.classes == () and result.rejected == []
     assert "label" not in pa.ipc.open_stream(pa.memory_map(str(next((tmp_path / "dst").glob("*.arrow"))))).schema.names

@@ -1,5 +1,6 @@
 """Read one source file into documents: plain text (whole file, per line, or separator-split
-records), JSON Lines, JSON and Parquet, each optionally gzip-compressed (except Parquet).
+records), JSON Lines, JSON and Parquet, each optionally compressed with gzip (`.gz`) or Zstandard (`.zst`, as The
+Pile, RedPajama and SlimPajama ship their JSON Lines; decompressed by pyarrow's codec), except Parquet.
 
 `read_documents` yields `(where, text)` for every document and `(where, Reject(reason))` for every
 record that cannot be used; `where` is "" for the whole file or "#N" / ":LINE" inside it. Files are
@@ -10,6 +11,7 @@ document larger than that is a rejection, not a MemoryError.
 from __future__ import annotations
 
 import gzip
+import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ JSONL = (".jsonl", ".ndjson")
 JSON = (".json",)
 PARQUET = (".parquet",)
 EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *PARQUET)
+COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
 BOM = b"\xef\xbb\xbf"
 
 
@@ -32,21 +35,32 @@ class Reject:
     reason: str
 
 
-def file_format(name: str) -> tuple[str | None, bool]:
-    """(format, gzipped) from a file name; format None for unsupported names."""
+def file_format(name: str) -> tuple[str | None, str | None]:
+    """(format, compression: None, "gzip" or "zstd") from a file name; format None for unsupported names."""
     lower = name.lower()
-    gz = lower.endswith(".gz")
-    stem = lower[:-3] if gz else lower
+    codec = COMPRESSIONS.get(Path(lower).suffix)
+    stem = lower[:-len(Path(lower).suffix)] if codec else lower
     suffix = Path(stem).suffix
     if suffix in PLAIN:
-        return "plain", gz
+        return "plain", codec
     if suffix in JSONL:
-        return "jsonl", gz
+        return "jsonl", codec
     if suffix in JSON:
-        return "json", gz
-    if suffix in PARQUET and not gz:
-        return "parquet", gz
-    return None, gz
+        return "json", codec
+    if suffix in PARQUET and codec is None:
+        return "parquet", codec
+    return None, codec
+
+
+def _decompressed(raw: BinaryIO, codec: str | None) -> BinaryIO:
+    """`raw` read through its compression (buffered: the readers peek and read lines)."""
+    if codec == "gzip":
+        return gzip.open(raw, "rb")  # type: ignore[return-value]
+    if codec == "zstd":
+        import pyarrow as pa
+
+        return io.BufferedReader(pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd"))  # type: ignore
+    return raw
 
 
 def _decode(data: bytes, offset: int = 0) -> str:
@@ -228,20 +242,20 @@ def _parquet_document(value: object, cap: int) -> str | Reject:
 
 def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
     """Every document (or rejected record) of one file, in file order."""
-    fmt, gz = file_format(path.name)
+    fmt, codec = file_format(path.name)
     if fmt is None:
-        yield "", Reject(f"unsupported file type; allowed: {', '.join(EXTENSIONS)}, no extension, or + .gz")
+        yield "", Reject(f"unsupported file type; allowed: {', '.join(EXTENSIONS)}, no extension, or + .gz or .zst")
         return
     if fmt == "parquet":
         yield from _parquet(path, opts)
         return
     reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
     try:
-        with open(path, "rb") as raw, (gzip.open(raw, "rb") if gz else raw) as f:
-            if not f.peek(1):  # both readers buffer: peek reads without consuming
+        with open(path, "rb") as raw, _decompressed(raw, codec) as f:
+            if not f.peek(1):  # every reader buffers: peek reads without consuming
                 yield "", Reject("empty file (0 bytes)")
                 return
             yield from reader(f, opts)
     except (OSError, EOFError, zlib.error) as exc:  # streamed: what was read before the damage is kept
-        what = "corrupt gzip data" if gz and not isinstance(exc, FileNotFoundError) else "unreadable"
+        what = f"corrupt {codec} data" if codec and not isinstance(exc, FileNotFoundError) else "unreadable"
         yield "", Reject(f"{what}: {exc}")
