@@ -112,6 +112,25 @@ def test_flat_folder_with_labels_csv(tmp_path: Path) -> None:
     assert all(set(v) == {"jpg", "cls", "json"} for v in members.values())
 
 
+def test_a_labels_csv_with_a_split_column_converts_every_split_with_one_class_list(tmp_path: Path) -> None:
+    import fastdata
+
+    make_image_tree(tmp_path / "tree", classes=1, per_class=5)
+    src = tmp_path / "flat"
+    src.mkdir()
+    for i, p in enumerate(sorted((tmp_path / "tree" / "class_0").iterdir())):
+        p.rename(src / f"img{i}.jpg")
+    csv = tmp_path / "labels.csv"  # val holds no "bird": its "cat" must stay label 1, as in train
+    csv.write_text("id,label,split\nimg0,bird,train\nimg1,cat,train\nimg2,dog,train\nimg3,cat,val\nimg4,dog,val\n")
+    convert_images(src, tmp_path / "out", labels=str(csv))
+    m = read_manifest(tmp_path / "out")
+    assert m.classes == ("bird", "cat", "dog") and sorted(m.splits) == ["train", "val"]
+    assert list(m.splits["train"].class_counts) == [1, 1, 1] and list(m.splits["val"].class_counts) == [0, 1, 1]
+    loader = fastdata.loader(tmp_path / "out", split="val", train=False, batch_size=2, image_size=16, device="cpu",
+                             backend="kornia")
+    assert sorted(y for _, labels in loader for y in labels.tolist()) == [1, 2]
+
+
 def test_real_photos_are_baseline_rgb_and_resized(photo_tree: Path, tmp_path: Path) -> None:
     convert_images(photo_tree, tmp_path / "out", samples_per_shard=30, jobs=2, short_side=128)
     m = read_manifest(tmp_path / "out")

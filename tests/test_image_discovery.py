@@ -248,7 +248,8 @@ def test_a_one_hot_row_that_marks_no_class_or_several_or_is_not_one_a_column_is_
 
 @pytest.mark.parametrize("table", ["image,label,flag\na.jpg,1,0\nb.jpg,0,1\n",  # a class column, then another
                                    "a.jpg,1,0\nb.jpg,0,1\n",  # no header naming classes
-                                   "filename,class,split\na.jpg,1,train\nb.jpg,0,val\n",
+                                   "filename,class,fold\na.jpg,1,train\nb.jpg,0,val\n",
+                                   "filename,split,class\na.jpg,1,train\nb.jpg,0,val\n",  # split: third or later
                                    "image,is_cat,\na.jpg,1,\nb.jpg,0,x\n"])
 def test_a_wider_table_that_is_not_one_hot_is_read_as_file_and_class_and_says_so(tmp_path, caplog, table):
     src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
@@ -274,6 +275,49 @@ def test_two_columns_of_a_file_and_a_0_or_1_are_two_classes_quietly(tmp_path, ca
         d = discover_images(src, labels_csv=str(csv))
     assert d.classes == ("0", "1") and _items(d) == {"train": [("a.jpg", 1), ("b.jpg", 0)]}
     assert not caplog.records
+
+
+def test_a_split_column_gives_each_file_its_split_with_one_class_list(tmp_path, caplog):
+    """Converting a train CSV and a val CSV apart indexed the classes of each by itself (a class val lacks shifted
+    the rest); a `split` column makes every split in one conversion, with one class list."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg", "d.jpg", "e.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("image_id,breed,Split\na,pug,train\nb,akita,train\nc,corgi,train\nd,corgi,val\n"
+                   "e.jpg,pug,test\nzz,pug,val\n")
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(src, labels_csv=str(csv), split="ignored")
+    assert d.classes == ("akita", "corgi", "pug")
+    assert _items(d) == {"train": [("a.jpg", 2), ("b.jpg", 0), ("c.jpg", 1)], "val": [("d.jpg", 1)],
+                         "test": [("e.jpg", 2)]}
+    assert _rejected(d) == [("val", "zz", "listed in labels.csv but no such file in the source")]
+    assert not caplog.records  # the split column is read: no column goes unread
+
+
+def test_a_first_row_naming_a_split_column_is_column_names_whatever_else_it_says(tmp_path):
+    from converters.images.labels_csv import read_labels
+
+    csv = tmp_path / "labels.csv"
+    csv.write_text("image_id,breed,split\na,pug,train\nb,akita,val\n")
+    assert read_labels(csv) == ({"a": "pug", "b": "akita"}, ("akita", "pug"), {"a": "train", "b": "val"})
+
+
+def test_a_split_column_beside_one_hot_columns(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("image_id,scab,healthy,split,rust\na,0,1,train,0\nb,0,0,val,1\n")
+    d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == ("scab", "healthy", "rust")
+    assert _items(d) == {"train": [("a.jpg", 1)], "val": [("b.jpg", 2)]}
+
+
+@pytest.mark.parametrize(("row", "value"), [("b,pug,", "''"), ("b,pug", "''"), ("b,pug,va l", "'va l'"),
+                                            ("b,pug,../x", "'../x'")])
+def test_a_row_without_a_valid_split_name_is_refused(tmp_path, row, value):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(f"file,class,split\na,pug,train\n{row}\n")
+    with pytest.raises(ConvertError, match=rf"^{csv}:3: split {re.escape(value)} is not allowed; a split name is "):
+        discover_images(src, labels_csv=str(csv))
 
 
 def test_a_file_listed_twice_names_both_lines(tmp_path):

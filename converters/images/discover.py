@@ -48,7 +48,8 @@ class _Collector(Collector):
 
 def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
     names = visible(os.listdir(src))
-    labels, classes = read_labels(csv_path, names, src)
+    labels, classes, splits = read_labels(csv_path, names, src)
+    row_split = splits or dict.fromkeys(labels, split)  # a split column's, else the one split of the folder
     index = {c: i for i, c in enumerate(classes)}
     col = _Collector(src, follow=follow)
     seen = set()
@@ -62,13 +63,15 @@ def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Disco
             col.rejected.append(Rejection(split, name, f"not listed in labels file {csv_path.name}"))
         else:
             seen.add(row)
-            col.take(path, split, index[labels[row]])
+            col.take(path, row_split[row], index[labels[row]])
     for name in sorted(set(labels) - seen):
         if name in ambiguous:
-            col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} without an extension, which "
-                                          f"several files have ({', '.join(ambiguous[name])}): name the file whole"))
+            col.rejected.append(Rejection(row_split[name], name, f"listed in {csv_path.name} without an extension, "
+                                          f"which several files have ({', '.join(ambiguous[name])}): name the file "
+                                          "whole"))
         else:
-            col.rejected.append(Rejection(split, name, f"listed in {csv_path.name} but no such file in the source"))
+            col.rejected.append(Rejection(row_split[name], name, f"listed in {csv_path.name} but no such file in "
+                                          "the source"))
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 

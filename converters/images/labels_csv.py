@@ -4,7 +4,7 @@
   file is not in the source and whose class labels no other row: Kaggle's `id,label`), or a table of one-hot
   columns, one per class. A spreadsheet's UTF-8 BOM and CRLF line ends are read right; a file listed twice, a
   class with control characters, a class written in two Unicode normalisations and a row of a one-hot table that
-  marks no class or several are refused, naming the line.
+  marks no class or several are refused, naming the line. A `split` column gives each file its split.
 - `listed_names`: the row of each file of the folder: its name whole, in the other normalisation, or without its
   extension (Kaggle's ids).
 - `label_order`: the classes in label order (class ids stay the labels they are).
@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from converters.tree import has_control_characters, same_name, under_source
 from fastdata.errors import ConvertError
+from fastdata.manifest import check_split_name
 
 log = logging.getLogger(__name__)
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")  # the image files of a source
@@ -54,6 +55,29 @@ def _trimmed(row: list[str]) -> list[str]:
 class Labels(NamedTuple):
     rows: dict[str, str]  # the name each row gives its file -> its class
     classes: tuple[str, ...]  # in label order
+    splits: dict[str, str] | None = None  # the name each row gives its file -> its split, from a `split` column
+
+
+def _split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
+                  ) -> tuple[list[tuple[int, list[str]]], dict[int, str]] | None:
+    """(the rows without it, each data row's split by line) when the first row names a `split` column, third or
+    later (`filename,class,split`: one conversion of a flat folder makes every split, with one class list). None
+    when it names none. A data row without a valid split name is refused, naming its line."""
+    if not rows:
+        return None
+    header = [c.strip().lower() for c in rows[0][1]]
+    if "split" not in header[2:]:
+        return None
+    k = header.index("split", 2)
+    out, splits = [(rows[0][0], rows[0][1][:k] + rows[0][1][k + 1:])], {}
+    for lineno, row in rows[1:]:
+        value = row[k].strip() if k < len(row) else ""
+        try:
+            splits[lineno] = check_split_name(value, option="split")
+        except ValueError as exc:
+            raise ConvertError(f"{csv_path}:{lineno}: {exc}") from None
+        out.append((lineno, row[:k] + row[k + 1:]))
+    return out, splits
 
 
 HOT, COLD = ("1", "1.0"), ("0", "0.0")
@@ -88,9 +112,9 @@ def _one_hot(csv_path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[st
 def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> Labels:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
     column names the list does not know; a full path under `src` names its file), or a table of one-hot columns
-    (`_one_hot`: the classes are its columns, in their order); a spreadsheet's UTF-8 BOM and CRLF line ends are
-    read right, a file listed twice is refused (which label would be meant?). Columns after the second of any other
-    table are not read: a warning says so."""
+    (`_one_hot`: the classes are its columns, in their order), either with a `split` column (`_split_column`); a
+    spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed twice is refused (which label would be
+    meant?). Columns after the second of any other table are not read: a warning says so."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
@@ -105,10 +129,15 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         rows = [(lineno, [under_source(row[0].strip(), src), *row[1:]]) for lineno, row in rows]
     known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
                                                                         if (s := _stem(n)) is not None}
+    split_column = _split_column(csv_path, rows)
+    if split_column is not None:
+        rows = split_column[0]
     columns = _one_hot(csv_path, rows)
     if columns is not None:
         log.info("%s: one-hot columns, the classes %s", csv_path, columns[0])
         rows = columns[1]
+    elif split_column is not None:  # its first row names the columns
+        rows = rows[1:]
     elif rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
         log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
         rows = rows[1:]
@@ -135,7 +164,8 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         labels[name], where[name] = cls, lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
-    return Labels(labels, tuple(columns[0]) if columns is not None else label_order(set(labels.values())))
+    splits = None if split_column is None else {name: split_column[1][line] for name, line in where.items()}
+    return Labels(labels, tuple(columns[0]) if columns is not None else label_order(set(labels.values())), splits)
 
 
 def _stem(name: str) -> str | None:
