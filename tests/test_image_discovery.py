@@ -320,6 +320,24 @@ def test_a_row_without_a_valid_split_name_is_refused(tmp_path, row, value):
         discover_images(src, labels_csv=str(csv))
 
 
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_a_table_split_by_semicolons_tabs_or_bars_is_read(tmp_path, sep):
+    """A European spreadsheet saves CSV with semicolons: every row was one cell, refused as "expected
+    'filename,class'". A first line without a comma is split by what it holds instead."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(f"filename{sep}class\na.jpg{sep}dog\nb.jpg{sep}cat, grey\nc.jpg{sep}dog\n")
+    d = discover_images(src, labels_csv=str(csv))
+    assert d.classes == ("cat, grey", "dog") and _items(d) == {"train": [("a.jpg", 1), ("b.jpg", 0), ("c.jpg", 1)]}
+
+
+def test_a_first_line_with_a_comma_is_split_by_commas(tmp_path):
+    src = _touch(tmp_path / "src", "a;1.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("a;1.jpg,dog\nb.jpg,dog\n")
+    assert _items(discover_images(src, labels_csv=str(csv))) == {"train": [("a;1.jpg", 0), ("b.jpg", 0)]}
+
+
 def test_a_file_listed_twice_names_both_lines(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg")
     csv = tmp_path / "labels.csv"

@@ -51,6 +51,30 @@ def test_csv_empty_cells_bom_and_line_numbers(tmp_path):
         read_captions(tmp_path / "d.csv")
 
 
+def test_flickr_captions_files_are_read_as_they_ship(tmp_path):
+    """Flickr8k's `captions.txt` (a CSV named .txt) was refused for its extension; Flickr30k's `results.csv` is split
+    by "|" with columns `image_name| comment_number| comment`, and its one damaged row has no comment cell."""
+    (tmp_path / "captions.txt").write_text("image,caption\n1000268201_693b08cb0e.jpg,A child in a pink dress .\n"
+                                           "1000268201_693b08cb0e.jpg,\"A girl, going into a wooden building .\"\n")
+    rows = read_captions(tmp_path / "captions.txt")
+    assert [(r.path, r.caption, r.where) for r in rows] == [
+        ("1000268201_693b08cb0e.jpg", "A child in a pink dress .", "captions.txt:2"),
+        ("1000268201_693b08cb0e.jpg", "A girl, going into a wooden building .", "captions.txt:3")]
+    (tmp_path / "results.csv").write_text("image_name| comment_number| comment\n1000092795.jpg| 0| Two young guys .\n"
+                                          "2199200615.jpg| 4 A dog runs across the grass .\n")
+    rows = read_captions(tmp_path / "results.csv")
+    assert [(r.path, r.caption.strip()) for r in rows] == [("1000092795.jpg", "Two young guys ."),
+                                                           ("2199200615.jpg", "")]  # rejected later: no caption
+
+
+def test_a_table_whose_header_no_delimiter_splits_into_a_file_and_a_caption_names_its_columns(tmp_path):
+    (tmp_path / "c.csv").write_text("image:caption\na.jpg:a cat\n")
+    with pytest.raises(ConvertError, match=r"has columns \['image:caption'\]; it needs a file column named one of"):
+        read_captions(tmp_path / "c.csv")
+    (tmp_path / "c.csv").write_text("image;caption\na.jpg;a cat, sitting\n")  # a European spreadsheet's CSV
+    assert [(r.path, r.caption) for r in read_captions(tmp_path / "c.csv")] == [("a.jpg", "a cat, sitting")]
+
+
 def test_parquet_rows_and_an_unreadable_parquet(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -1,5 +1,6 @@
 """Reading a captions file: CSV, TSV, JSON Lines or Parquet with a file column and a caption column (several
-rows per file allowed), or a COCO `captions_*.json` (its `images` + `annotations`). Every row becomes
+rows per file allowed; a table's delimiter is found from its header: Flickr8k's `captions.txt`, Flickr30k's
+`results.csv`), or a COCO `captions_*.json` (its `images` + `annotations`). Every row becomes
 `CaptionRow(path, caption, where)`; `where` names the file and line for the rejections."""
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from typing import Any
 from fastdata.errors import ConvertError
 from fastdata.json_text import BadJSON, parse_json
 
-FILE_COLUMNS = ("file", "filename", "file_name", "filepath", "path", "image", "url_path")
-CAPTION_COLUMNS = ("caption", "text", "txt", "title")
-FORMATS = (".csv", ".tsv", ".jsonl", ".parquet", ".json")
+FILE_COLUMNS = ("file", "filename", "file_name", "filepath", "path", "image", "url_path", "image_name")
+CAPTION_COLUMNS = ("caption", "text", "txt", "title", "comment")
+FORMATS = (".csv", ".tsv", ".txt", ".jsonl", ".parquet", ".json")
+DELIMITERS = (",", "\t", "|", ";")  # what a header row may be split by (Flickr30k's "| ", a European Excel's ";")
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,21 @@ def _column(names: list[str], wanted: tuple[str, ...], what: str, where: Path) -
                        f"{list(wanted)}")
 
 
+def _delimiter(path: Path, default: str) -> str:
+    """The first of DELIMITERS that splits the header row into a file column and a caption column (Flickr30k's
+    `results.csv` is split by "|", Flickr8k's `captions.txt` by commas), else `default`, a `.csv`'s comma or a
+    `.tsv`'s tab (whose error then names the columns it found)."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        head = f.readline(1 << 16).rstrip("\r\n")
+    for d in DELIMITERS:
+        names = [n.strip().lower() for n in head.split(d)]
+        if any(n in FILE_COLUMNS for n in names) and any(n in CAPTION_COLUMNS for n in names):
+            return d
+    return default
+
+
 def _table_rows(path: Path, delimiter: str) -> list[CaptionRow]:
+    delimiter = _delimiter(path, delimiter)
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f, delimiter=delimiter)
         names = list(reader.fieldnames or [])
@@ -118,7 +134,7 @@ def read_captions(path: Path | str) -> list[CaptionRow]:
         raise ConvertError(f"captions file {path} does not exist")
     suffix = path.suffix.lower()
     try:
-        if suffix == ".csv":
+        if suffix in (".csv", ".txt"):  # Flickr8k's captions.txt is a CSV
             return _table_rows(path, ",")
         if suffix == ".tsv":
             return _table_rows(path, "\t")

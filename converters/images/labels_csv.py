@@ -1,10 +1,11 @@
 """The labels CSV of a flat image folder (`fastdata convert SRC --labels labels.csv`): which file has which class.
 
-- `read_labels`: the `filename,class` rows, a first row of column names skipped (the usual names, or a row whose
-  file is not in the source and whose class labels no other row: Kaggle's `id,label`), or a table of one-hot
-  columns, one per class. A spreadsheet's UTF-8 BOM and CRLF line ends are read right; a file listed twice, a
-  class with control characters, a class written in two Unicode normalisations and a row of a one-hot table that
-  marks no class or several are refused, naming the line. A `split` column gives each file its split.
+- `read_labels`: the `filename,class` rows (split by tabs, semicolons or bars when the first line holds no
+  comma), a first row of column names skipped (the usual names, or a row whose file is not in the source and whose
+  class labels no other row: Kaggle's `id,label`), or a table of one-hot columns, one per class. A spreadsheet's
+  UTF-8 BOM and CRLF line ends are read right; a file listed twice, a class with control characters, a class
+  written in two Unicode normalisations and a row of a one-hot table that marks no class or several are refused,
+  naming the line. A `split` column gives each file its split.
 - `listed_names`: the row of each file of the folder: its name whole, in the other normalisation, or without its
   extension (Kaggle's ids).
 - `label_order`: the classes in label order (class ids stay the labels they are).
@@ -42,6 +43,14 @@ def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str
     if files is None or same_name(cells[0]) in files:
         return False
     return not any(len(r) > 1 and r[1].strip() == cells[1] for _, r in rows[1:])
+
+
+def _delimiter(head: str) -> str:
+    """A comma, unless the first line holds none and a tab, a semicolon (a European spreadsheet's CSV) or a bar
+    splits it."""
+    if "," in head:
+        return ","
+    return next((d for d in ("\t", ";", "|") if d in head), ",")
 
 
 def _trimmed(row: list[str]) -> list[str]:
@@ -122,7 +131,10 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
     try:
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
-            rows = [(lineno, row) for lineno, row in enumerate(map(_trimmed, csv.reader(f)), 1) if row]
+            delimiter = _delimiter(f.readline(1 << 16))
+            f.seek(0)
+            rows = [(lineno, row) for lineno, row in enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1)
+                    if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
     if src is not None:  # full paths under the source name its files (a table exported with them)
