@@ -205,4 +205,3 @@ def warn_if_upsampled(view: DatasetView | MixedView, opts: ImageLoaderOptions) -
                         "its images are upsampled (blurred): convert again with --short-side %d (or 0 to keep the "
                         "original sizes)", member.root, side, opts.image_size, "train" if opts.train else
                         "eval: resized to image_size / 0.875, then centre-cropped", need, need)
-
