@@ -11,6 +11,7 @@ import pytest
 
 from converters.images.discover import _check_file, discover_images
 from converters.sample import Rejection
+from converters.tree import NOT_FOLLOWED
 from fastdata.errors import ConvertError
 
 
@@ -68,13 +69,17 @@ def test_an_empty_class_is_named_in_the_log(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records] == ["class 'dog' has no images"]
 
 
-def test_labels_csv_source_must_be_flat(tmp_path):
-    src = _touch(tmp_path / "src", "a.jpg", "sub/b.jpg")
+def test_a_labels_csv_names_files_in_subfolders_by_their_path_under_the_source(tmp_path):
+    """A source with --labels had to be flat: every file in a subfolder was rejected, so a table of paths
+    (`part_1/a.jpg`, as datasets split into folders list them) could not be converted. A row names a file by its
+    path under the source (an id without extension too); a file no row names is rejected as not listed."""
+    src = _touch(tmp_path / "src", "a.jpg", "sub/b.jpg", "sub/c.jpg", "sub/deep/d.png")
     csv = tmp_path / "labels.csv"
-    csv.write_text("filename,label\na.jpg,cat\n")
+    csv.write_text("filename,label\na.jpg,cat\nsub/b.jpg,dog\nsub/deep/d,dog\nb.jpg,cat\n")
     d = discover_images(src, labels_csv=str(csv), split="val")
-    assert _items(d) == {"val": [("a.jpg", 0)]}
-    assert _rejected(d) == [("val", "sub/b.jpg", "in a subfolder; with --labels the source must be a flat folder")]
+    assert _items(d) == {"val": [("a.jpg", 0), ("sub/b.jpg", 1), ("sub/deep/d.png", 1)]}
+    assert _rejected(d) == [("val", "b.jpg", "listed in labels.csv but no such file in the source"),
+                            ("val", "sub/c.jpg", "not listed in labels file labels.csv")]
     with pytest.raises(ValueError, match="^--labels and --unlabeled contradict each other: pick one$"):
         discover_images(src, labels_csv=str(csv), unlabeled=True)
 
@@ -383,12 +388,18 @@ def test_a_labels_class_with_control_characters_says_why_it_is_refused(tmp_path)
         discover_images(src, labels_csv=str(csv))
 
 
-def test_a_linked_folder_in_a_labelled_flat_folder_is_a_subfolder(tmp_path):
+def test_a_linked_folder_of_a_labelled_source_is_walked_only_when_links_are_followed(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg")
-    _touch(tmp_path / "elsewhere", "b.jpg")
+    _touch(tmp_path / "elsewhere", "b.jpg", "c.jpg")
     (src / "more").symlink_to(tmp_path / "elsewhere")
+    (src / "loop").symlink_to(src)
     csv = tmp_path / "labels.csv"
-    csv.write_text("a.jpg,cat\n")
+    csv.write_text("a.jpg,cat\nmore/b.jpg,cat\n")
     d = discover_images(src, labels_csv=str(csv))
+    assert _items(d) == {"train": [("a.jpg", 0), ("more/b.jpg", 0)]}
+    assert [r[1:] for r in _rejected(d)] == [("loop", f"symlink loop: points back to {src}, a folder being walked"),
+                                             ("more/c.jpg", "not listed in labels file labels.csv")]
+    d = discover_images(src, labels_csv=str(csv), follow_symlinks=False)
     assert _items(d) == {"train": [("a.jpg", 0)]}
-    assert _rejected(d) == [("train", "more/b.jpg", "in a subfolder; with --labels the source must be a flat folder")]
+    assert _rejected(d) == [("train", "loop", NOT_FOLLOWED), ("train", "more", NOT_FOLLOWED),
+                            ("train", "more/b.jpg", "listed in labels.csv but no such file in the source")]

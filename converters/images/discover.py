@@ -1,5 +1,5 @@
-"""Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...`, or a flat
-folder with a `filename,class` CSV. Class index = position in the sorted class names (ImageFolder); the class ids
+"""Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...`, or the files
+a `filename,class` CSV lists. Class index = position in the sorted class names (ImageFolder); the class ids
 of a CSV (whole numbers) stay the labels they are (`label_order`; the CSV is read by labels_csv.py)."""
 
 from __future__ import annotations
@@ -47,23 +47,26 @@ class _Collector(Collector):
 
 
 def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
-    names = visible(os.listdir(src))
+    """The files a labels CSV lists, named by their paths relative to `src` (`a.jpg`, `part_1/a.jpg`), each in the
+    split its row gives; every other file of the tree is rejected as not listed."""
+    col = _Collector(src, follow=follow)
+    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(src, root=src)]
+    names = [rel for rel, _, _ in found]
     labels, classes, splits = read_labels(csv_path, names, src)
     row_split = splits or dict.fromkeys(labels, split)  # a split column's, else the one split of the folder
     index = {c: i for i, c in enumerate(classes)}
-    col = _Collector(src, follow=follow)
     seen = set()
     listed, ambiguous = listed_names(labels, names)
-    for name in names:
-        path = src / name
-        row = listed.get(name)
-        if path.is_dir():  # a link to one not followed is rejected as that
-            col.reject(path, split, "in a subfolder; with --labels the source must be a flat folder")
-        elif row is None:
-            col.rejected.append(Rejection(split, name, f"not listed in labels file {csv_path.name}"))
-        else:
+    for rel, path, problem in found:
+        row = listed.get(rel)
+        if row is not None:
             seen.add(row)
-            col.take(path, row_split[row], index[labels[row]])
+        if problem is not None:  # a link not followed, a loop, a special file: said, never opened
+            col.rejected.append(Rejection(split if row is None else row_split[row], rel, problem))
+        elif row is None:
+            col.rejected.append(Rejection(split, rel, f"not listed in labels file {csv_path.name}"))
+        else:
+            col.add_file(path, row_split[row], index[labels[row]])
     for name in sorted(set(labels) - seen):
         if name in ambiguous:
             col.rejected.append(Rejection(row_split[name], name, f"listed in {csv_path.name} without an extension, "

@@ -1,4 +1,4 @@
-"""The labels CSV of a flat image folder (`fastdata convert SRC --labels labels.csv`): which file has which class.
+"""The labels CSV of an image source (`fastdata convert SRC --labels labels.csv`): which file has which class.
 
 - `read_labels`: the `filename,class` rows (split by tabs, semicolons or bars when the first line holds no
   comma), a first row of column names skipped (the usual names, or a row whose file is not in the source and whose
@@ -6,7 +6,7 @@
   UTF-8 BOM and CRLF line ends are read right; a file listed twice, a class with control characters, a class
   written in two Unicode normalisations and a row of a one-hot table that marks no class or several are refused,
   naming the line. A `split` column gives each file its split.
-- `listed_names`: the row of each file of the folder: its name whole, in the other normalisation, or without its
+- `listed_names`: the row of each file under the source: its path whole, in the other normalisation, or without its
   extension (Kaggle's ids).
 - `label_order`: the classes in label order (class ids stay the labels they are).
 """
@@ -70,7 +70,7 @@ class Labels(NamedTuple):
 def _split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
                   ) -> tuple[list[tuple[int, list[str]]], dict[int, str]] | None:
     """(the rows without it, each data row's split by line) when the first row names a `split` column, third or
-    later (`filename,class,split`: one conversion of a flat folder makes every split, with one class list). None
+    later (`filename,class,split`: one conversion of a listed source makes every split, with one class list). None
     when it names none. A data row without a valid split name is refused, naming its line."""
     if not rows:
         return None
@@ -181,9 +181,10 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
 
 
 def _stem(name: str) -> str | None:
-    """An image file's name without its extension (`img1.jpg` -> `img1`), None for any other name."""
-    path = Path(name)
-    return path.stem if path.suffix.lower() in EXTENSIONS else None
+    """An image file's path without its extension (`img1.jpg` -> `img1`, `part_1/img1.jpg` -> `part_1/img1`), None
+    for any other name."""
+    suffix = Path(name).suffix
+    return name[:-len(suffix)] if suffix.lower() in EXTENSIONS else None
 
 
 def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
