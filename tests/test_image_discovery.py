@@ -306,6 +306,26 @@ def test_a_first_row_naming_a_split_column_is_column_names_whatever_else_it_says
     assert read_labels(csv) == ({"a": "pug", "b": "akita"}, ("akita", "pug"), {"a": "train", "b": "val"})
 
 
+@pytest.mark.parametrize("table", [
+    "name,label,is_valid\na.jpg,cat,False\nb.jpg,dog,1\nc.jpg,dog,false\nd.jpg,cat,TRUE\n",
+    "name,is_valid,label\na.jpg,0,cat\nb.jpg,1,dog\nc.jpg,0,dog\n"])
+def test_fastais_is_valid_column_gives_val_and_train(tmp_path, table):
+    """fastai's `from_csv` tables mark the validation images in an `is_valid` column (third or later: in the second
+    it is the class)."""
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg", "d.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text(table)
+    d = discover_images(src, labels_csv=str(csv))
+    if table.startswith("name,label"):
+        assert d.classes == ("cat", "dog")
+        assert _items(d) == {"train": [("a.jpg", 0), ("c.jpg", 1)], "val": [("b.jpg", 1), ("d.jpg", 0)]}
+    else:  # "is_valid" second: the class column; the third is not read
+        assert d.classes == ("0", "1") and _items(d)["train"] == [("a.jpg", 0), ("b.jpg", 1), ("c.jpg", 0)]
+    csv.write_text("name,label,is_valid\na.jpg,cat,yes\n")
+    with pytest.raises(ConvertError, match=rf"^{csv}:2: is_valid 'yes' is neither True nor False$"):
+        discover_images(src, labels_csv=str(csv))
+
+
 def test_a_split_column_beside_one_hot_columns(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
     csv = tmp_path / "labels.csv"

@@ -67,20 +67,28 @@ class Labels(NamedTuple):
     splits: dict[str, str] | None = None  # the name each row gives its file -> its split, from a `split` column
 
 
+VALID = {"true": "val", "1": "val", "false": "train", "0": "train"}  # fastai's `is_valid` column, read as splits
+
+
 def _split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
                   ) -> tuple[list[tuple[int, list[str]]], dict[int, str]] | None:
     """(the rows without it, each data row's split by line) when the first row names a `split` column, third or
-    later (`filename,class,split`: one conversion of a listed source makes every split, with one class list). None
-    when it names none. A data row without a valid split name is refused, naming its line."""
+    later (`filename,class,split`: one conversion of a listed source makes every split, with one class list), or
+    fastai's `is_valid` (True: val, False: train). None when it names neither. A data row without a valid split name
+    is refused, naming its line."""
     if not rows:
         return None
     header = [c.strip().lower() for c in rows[0][1]]
-    if "split" not in header[2:]:
+    k = next((j for j, name in enumerate(header) if j >= 2 and name in ("split", "is_valid")), None)
+    if k is None:
         return None
-    k = header.index("split", 2)
     out, splits = [(rows[0][0], rows[0][1][:k] + rows[0][1][k + 1:])], {}
     for lineno, row in rows[1:]:
         value = row[k].strip() if k < len(row) else ""
+        if header[k] == "is_valid":
+            if value.lower() not in VALID:
+                raise ConvertError(f"{csv_path}:{lineno}: is_valid {value!r} is neither True nor False")
+            value = VALID[value.lower()]
         try:
             splits[lineno] = check_split_name(value, option="split")
         except ValueError as exc:
