@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import struct
 from collections import Counter
 from pathlib import Path
 
@@ -105,6 +106,44 @@ def _zstd(data: bytes) -> bytes:
     with pa.CompressedOutputStream(sink, "zstd") as out:
         out.write(data)
     return sink.getvalue().to_pybytes()
+
+
+def test_a_hugging_face_dataset_saved_to_disk_converts_from_its_arrow_files(tmp_path: Path) -> None:
+    """`Dataset.save_to_disk` writes Arrow IPC streams (`data-00000-of-00001.arrow`): they were rejected as an
+    unsupported file type. Each row of the text column is a document; an Arrow IPC file reads the same; a stream
+    cut short keeps the rows of its whole batches."""
+    src = tmp_path / "src"
+    (src / "train").mkdir(parents=True)
+    (src / "test").mkdir()
+    table = pa.table({"text": ["first document", "second one", None, "  ", "fifth"], "id": [1, 2, 3, 4, 5]})
+    with pa.ipc.new_stream(str(src / "train" / "data-00000-of-00001.arrow"), table.schema) as w:
+        w.write_table(table, max_chunksize=2)
+    with pa.ipc.new_file(str(src / "test" / "data-00000-of-00001.arrow"), table.schema) as w:
+        w.write_table(table.slice(0, 2))
+    whole = (src / "train" / "data-00000-of-00001.arrow").read_bytes()
+    (src / "train" / "cut.arrow").write_bytes(whole[: len(whole) * 3 // 4])
+    with pa.ipc.new_stream(str(src / "train" / "numbers.arrow"), pa.schema([("text", pa.int64())])) as w:
+        w.write_table(pa.table({"text": [1, 2]}))
+    forged = bytearray(whole)  # the first batch's string offsets 0, 14, 24 made 0, 24, 14: read unchecked, a crash
+    at = forged.find(struct.pack("<iii", 0, 14, 24))
+    forged[at + 4:at + 12] = struct.pack("<ii", 24, 14)
+    (src / "train" / "forged.arrow").write_bytes(bytes(forged))
+    result = convert_text(src, tmp_path / "dst")
+    got = {r["source"]: r["input_ids"] for r in read_rows(tmp_path / "dst")}
+    tok = bert()
+    want = {"train/data-00000-of-00001.arrow#0": "first document", "train/data-00000-of-00001.arrow#1": "second one",
+            "train/data-00000-of-00001.arrow#4": "fifth", "test/data-00000-of-00001.arrow#0": "first document",
+            "test/data-00000-of-00001.arrow#1": "second one", "train/cut.arrow#0": "first document",
+            "train/cut.arrow#1": "second one"}  # the cut stream: its first batch, at least
+    assert {k: got[k] for k in want} == {k: tok.encode(v).ids for k, v in want.items()}
+    assert set(got) - set(want) <= {"train/cut.arrow#4"}
+    reasons = {r["source"]: r["reason"] for r in result.manifest.rejected}
+    assert reasons["train/data-00000-of-00001.arrow#2"] == "null text"
+    assert reasons["train/data-00000-of-00001.arrow#3"] == "empty document (only whitespace)"
+    assert reasons["train/numbers.arrow"] == "column 'text' has type int64, not string"
+    assert reasons["train/forged.arrow#0"].startswith("corrupt Arrow data, the rows from 0 on not read: ArrowInvalid: ")
+    [cut] = [k for k in reasons if k.startswith("train/cut.arrow#")]
+    assert reasons[cut].startswith(f"corrupt Arrow data, the rows from {cut.split('#')[1]} on not read: ")
 
 
 def test_formats_jsonl_json_parquet_gzip_zstd_per_line(tmp_path: Path) -> None:

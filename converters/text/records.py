@@ -1,6 +1,7 @@
 """Read one source file into documents: plain text (whole file, per line, or separator-split
-records), JSON Lines, JSON and Parquet, each optionally compressed with gzip (`.gz`) or Zstandard (`.zst`, as The
-Pile, RedPajama and SlimPajama ship their JSON Lines; decompressed by pyarrow's codec), except Parquet.
+records), JSON Lines and JSON, each optionally compressed with gzip (`.gz`) or Zstandard (`.zst`, as The Pile,
+RedPajama and SlimPajama ship their JSON Lines; decompressed by pyarrow's codec), and the string column of Parquet
+and Arrow files (columnar.py: a Hugging Face dataset saved with `save_to_disk`).
 
 `read_documents` yields `(where, text)` for every document and `(where, Reject(reason))` for every
 record that cannot be used; `where` is "" for the whole file or "#N" / ":LINE" inside it. Files are
@@ -25,7 +26,8 @@ PLAIN = (".txt", ".text", "")
 JSONL = (".jsonl", ".ndjson")
 JSON = (".json",)
 PARQUET = (".parquet",)
-EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *PARQUET)
+ARROW = (".arrow",)  # a Hugging Face dataset saved with `save_to_disk` (Arrow IPC stream), or an Arrow IPC file
+EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *PARQUET, *ARROW)
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
 BOM = b"\xef\xbb\xbf"
 
@@ -49,6 +51,8 @@ def file_format(name: str) -> tuple[str | None, str | None]:
         return "json", codec
     if suffix in PARQUET and codec is None:
         return "parquet", codec
+    if suffix in ARROW and codec is None:
+        return "arrow", codec
     return None, codec
 
 
@@ -71,7 +75,7 @@ def _decode(data: bytes, offset: int = 0) -> str:
         raise ValueError(f"not UTF-8 text: undecodable byte 0x{bad} at offset {offset + exc.start}") from exc
 
 
-def _too_large(cap: int) -> Reject:
+def too_large(cap: int) -> Reject:
     return Reject(f"document larger than --max-document-bytes ({cap} bytes)")
 
 
@@ -102,7 +106,7 @@ def _text_lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, str | Reject]]:
     """(line number, text or the reason it is unusable), the UTF-8 byte order mark of line 1 dropped."""
     for number, start, raw in _lines(f, cap):
         if raw is None:
-            yield number, _too_large(cap)
+            yield number, too_large(cap)
             continue
         if number == 1 and raw.startswith(BOM):
             raw, start = raw[len(BOM):], start + len(BOM)
@@ -147,7 +151,7 @@ def _plain(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]
         elif problem is None:
             size += len(line.encode()) + 1 if isinstance(line, str) else 0
             if isinstance(line, Reject) or size > cap:
-                problem, record = (line if isinstance(line, Reject) else _too_large(cap)), []
+                problem, record = (line if isinstance(line, Reject) else too_large(cap)), []
             else:
                 record.append(line)
 
@@ -198,56 +202,16 @@ def _json(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
         yield "", _field(data, opts)
 
 
-def _parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(path)
-    except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:  # a column name that is not UTF-8, too
-        yield "", Reject(f"not a readable Parquet file: {exc}")
-        return
-    names = pf.schema_arrow.names
-    if opts.text_field not in names:
-        yield "", Reject(f"missing text column {opts.text_field!r} (columns: {', '.join(names[:8])}); set --text-field")
-        return
-    kind = pf.schema_arrow.field(opts.text_field).type
-    if pa.types.is_dictionary(kind):  # dictionary-encoded strings (pandas categoricals) are strings too
-        kind = kind.value_type
-    is_view = getattr(pa.types, "is_string_view", lambda _: False)
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_view(kind)):
-        yield "", Reject(f"column {opts.text_field!r} has type {kind}, not string")
-        return
-    row = 0
-    for group in range(pf.num_row_groups):  # a damaged row group loses its own rows after the damage, no others
-        end = row + pf.metadata.row_group(group).num_rows
-        try:
-            for batch in pf.iter_batches(row_groups=[group], columns=[opts.text_field]):
-                for value in batch.column(0).to_pylist():
-                    yield f"#{row}", _parquet_document(value, opts.max_document_bytes)
-                    row += 1
-        except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
-            yield f"#{row}", Reject(f"corrupt Parquet data, rows {row} to {end - 1} of the file not read: "
-                                    f"{type(exc).__name__}: {exc}")
-            row = end
-
-
-def _parquet_document(value: object, cap: int) -> str | Reject:
-    if not isinstance(value, str):
-        return Reject("null text")
-    if len(value) > cap // 4 and len(value.encode()) > cap:
-        return _too_large(cap)
-    return value if value.strip() else Reject("empty document (only whitespace)")
-
-
 def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
     """Every document (or rejected record) of one file, in file order."""
     fmt, codec = file_format(path.name)
     if fmt is None:
         yield "", Reject(f"unsupported file type; allowed: {', '.join(EXTENSIONS)}, no extension, or + .gz or .zst")
         return
-    if fmt == "parquet":
-        yield from _parquet(path, opts)
+    if fmt in ("parquet", "arrow"):
+        from converters.text.columnar import read_arrow, read_parquet  # (columnar.py imports this module)
+
+        yield from (read_parquet if fmt == "parquet" else read_arrow)(path, opts)
         return
     reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
     try:
