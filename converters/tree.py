@@ -23,10 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from converters.sample import Rejection, WorkItem
+from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "val", "test")
+SPLIT_ALIASES = {"training": "train", "valid": "val", "validation": "val", "testing": "test"}  # Kaggle's, HF's
+SPLIT_FOLDERS = "train, val, test, or an alias: training, valid, validation, testing"  # what rejections name
 NOT_FOLLOWED = "symbolic link not followed (--no-follow-symlinks)"
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device"}
@@ -220,9 +223,35 @@ def class_names(folders: list[Path], *, follow: bool) -> tuple[str, ...]:
     return tuple(sorted({c for f in folders for c in visible(os.listdir(f)) if is_folder(f / c, follow=follow)}))
 
 
-def split_classes(src: Path, split_dirs: list[str], *, follow: bool) -> tuple[str, ...]:
-    """The classes of a `SRC/<split>/<class>/` tree: train's class folders, or every split's without train."""
-    return class_names([src / s for s in (["train"] if "train" in split_dirs else split_dirs)], follow=follow)
+def split_of_folder(name: str) -> str | None:
+    """The split a folder named `name` holds: `train`, `val` or `test`, whatever the case, and their aliases
+    (`Training`, `valid`, `validation`, `Testing`: Kaggle's and Hugging Face's names); None for any other name."""
+    lower = name.lower()
+    split = SPLIT_ALIASES.get(lower, lower)
+    return split if split in SPLIT_NAMES else None
+
+
+def split_folders(names: list[str]) -> dict[str, str]:
+    """The split folders among the folder `names`, folder -> split (`split_of_folder`). Two folders of one split
+    (`val` and `validation`) are an error: which one would be meant?"""
+    found: dict[str, str] = {}
+    for name in sorted(names):
+        split = split_of_folder(name)
+        if split is None:
+            continue
+        other = next((f for f, s in found.items() if s == split), None)
+        if other is not None:
+            raise ConvertError(f"the folders {other!r} and {name!r} both name the split {split!r}: merge them or "
+                               "rename one")
+        found[name] = split
+    return found
+
+
+def split_classes(src: Path, splits: dict[str, str], *, follow: bool) -> tuple[str, ...]:
+    """The classes of a `SRC/<split>/<class>/` tree (`splits`: folder -> split): train's class folders, or every
+    split's without train."""
+    train = [f for f, s in splits.items() if s == "train"]
+    return class_names([src / f for f in (train or list(splits))], follow=follow)
 
 
 class Collector(abc.ABC):
@@ -278,7 +307,7 @@ class Collector(abc.ABC):
             if name not in split_dirs:
                 path = self.src / name
                 split = name if is_folder(path, follow=self.walk.follow) else ""  # a link not followed: not looked into
-                self.reject(path, split, f"not inside a split folder ({'/'.join(SPLIT_NAMES)})")
+                self.reject(path, split, f"not inside a split folder ({SPLIT_FOLDERS})")
 
     def warn_unused(self, classes: tuple[str, ...], what: str) -> None:
         used = {it.label for items in self.items.values() for it in items}

@@ -488,10 +488,12 @@ def test_shards_that_keep_labels_in_two_kinds_of_member_are_refused(tmp_path: Pa
 def test_splits_come_from_file_name_prefixes(tmp_path: Path):
     shardwriter_shards(tmp_path / "s", count=4, per_shard=4, pattern="train-%06d.tar")
     shardwriter_shards(tmp_path / "s", count=3, per_shard=4, pattern="validation-%06d.tar")
+    shardwriter_shards(tmp_path / "s", count=2, per_shard=4, pattern="Testing_%06d.tar")
+    shardwriter_shards(tmp_path / "s", count=1, per_shard=4, pattern="training.%06d.tar")
     manifest = adopt(tmp_path / "s", options=AdoptOptions(jobs=1)).manifest
-    assert {k: v.samples for k, v in manifest.splits.items()} == {"train": 4, "val": 3}
+    assert {k: v.samples for k, v in manifest.splits.items()} == {"train": 5, "val": 3, "test": 2}
     forced = adopt(tmp_path / "s", tmp_path / "m", options=AdoptOptions(jobs=1, split="all")).manifest
-    assert {k: v.samples for k, v in forced.splits.items()} == {"all": 7}
+    assert {k: v.samples for k, v in forced.splits.items()} == {"all": 10}
 
 
 def _has_dali() -> bool:

@@ -19,10 +19,11 @@ from conftest_dicom import edit_dicom, make_slice  # noqa: E402
 from converters.dicom import discover  # noqa: E402
 from converters.dicom.discover import SeriesFiles, _bounded_map, discover_dicom, read_header  # noqa: E402
 from converters.sample import Rejection  # noqa: E402
+from converters.tree import SPLIT_FOLDERS  # noqa: E402
 from fastdata.errors import ConvertError, MissingDependencyError  # noqa: E402
 
 PLANE = np.full((4, 4), 100, np.uint16)
-OUTSIDE = "not inside a split folder (train/val/test)"
+OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"
 
 
 def _slice(path: Path, uid: str, z: float = 0.0, **attrs: object) -> Path:
@@ -115,6 +116,16 @@ def test_without_split_folders_every_series_goes_to_one_split(tmp_path: Path) ->
         ("train", ". (2 files)"), ("train", "s (2 files)")]
     assert found.layout == "series" and found.rejected == []
     assert list(discover_dicom(src, split="test").splits) == ["test"]
+
+
+def test_split_folders_by_other_names(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _slice(src / "Training" / "a" / "x.dcm", "1.3.1")
+    _slice(src / "validation" / "b" / "y.dcm", "1.3.2")
+    found = discover_dicom(src)
+    assert [(s, it.rel) for s, items in found.splits.items() for it in items] == [
+        ("train", "Training/a/x.dcm"), ("val", "validation/b/y.dcm")]
+    assert found.layout == "split/series"
 
 
 def test_a_source_that_is_not_a_folder(tmp_path: Path) -> None:

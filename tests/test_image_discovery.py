@@ -11,8 +11,10 @@ import pytest
 
 from converters.images.discover import _check_file, discover_images
 from converters.sample import Rejection
-from converters.tree import NOT_FOLLOWED
+from converters.tree import NOT_FOLLOWED, SPLIT_FOLDERS
 from fastdata.errors import ConvertError
+
+OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"
 
 
 def _touch(root: Path, *names: str) -> Path:
@@ -51,14 +53,62 @@ def test_split_folders_reject_loose_files_and_other_folders(tmp_path):
     assert d.layout == "split/class"
     assert _items(d) == {"train": [("train/cat/1.jpg", 0)], "val": [("val/cat/2.jpg", 0)]}
     assert ("train", "train/loose.jpg", "not inside a class folder") in _rejected(d)
-    assert ("notes", "notes/x.jpg", "not inside a split folder (train/val/test)") in _rejected(d)
+    assert ("notes", "notes/x.jpg", OUTSIDE) in _rejected(d)
+
+
+def test_split_folders_by_other_names_are_the_splits_they_name(tmp_path):
+    """Kaggle's `Training/` and `Testing/` (the brain tumour MRI set) were taken for two classes, "Testing" and
+    "Training", each holding every tumour type: a classifier of train versus test, silently. `valid/` and
+    `validation/` were not splits either."""
+    src = _touch(tmp_path / "src", "Training/glioma/1.jpg", "Training/pituitary/2.jpg", "Testing/glioma/3.jpg",
+                 "valid/pituitary/4.jpg", "Testing/meningioma/5.jpg")
+    d = discover_images(src)
+    assert d.layout == "split/class" and d.classes == ("glioma", "pituitary")  # Training's classes
+    assert _items(d) == {"train": [("Training/glioma/1.jpg", 0), ("Training/pituitary/2.jpg", 1)],
+                         "test": [("Testing/glioma/3.jpg", 0)], "val": [("valid/pituitary/4.jpg", 1)]}
+    assert _rejected(d) == [("test", "Testing/meningioma/5.jpg", "class folder 'meningioma' is not among train's "
+                                                                 "classes")]
+    unlabeled = discover_images(_touch(tmp_path / "u", "VALIDATION/a.jpg", "train/b.jpg"), unlabeled=True)
+    assert _items(unlabeled) == {"val": [("VALIDATION/a.jpg", None)], "train": [("train/b.jpg", None)]}
+
+
+def test_split_folders_of_names_no_split_has_are_classes_with_a_warning(tmp_path, caplog):
+    src = _touch(tmp_path / "src", "seg_train/forest/1.jpg", "seg_train/sea/2.jpg", "seg_test/forest/3.jpg",
+                 "seg_test/sea/4.jpg")
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(src)
+    assert d.classes == ("seg_test", "seg_train")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the class folders seg_test, seg_train hold no image but the same folders (forest, sea): if they are "
+        f"splits, name them {SPLIT_FOLDERS}; as they are, each is one class"]
+
+
+@pytest.mark.parametrize("tree", [
+    ("seg_train/forest/1.jpg", "seg_train/sea/2.jpg", "seg_test/forest/3.jpg", "seg_test/sea/4.jpg",
+     "seg_test/loose.jpg"),  # an image beside the folders: a class
+    ("seg_train/forest/1.jpg", "seg_train/sea/2.jpg", "seg_test/forest/3.jpg", "seg_test/sea/4.jpg",
+     "seg_test/mountain/5.jpg"),  # other folders: nested classes
+    ("cat/0001.jpg", "cat/0002.jpg", "dog/0001.jpg", "dog/0002.jpg"),  # the same image names: classes
+    ("only/x/1.jpg", "only/y/2.jpg"),  # one class folder
+    ("a/x/1.jpg", "b/x/2.jpg")])  # one folder inside each
+def test_class_folders_that_differ_or_hold_images_are_classes_quietly(tmp_path, caplog, tree):
+    with caplog.at_level(logging.WARNING):
+        discover_images(_touch(tmp_path / "src", *tree))
+    assert not caplog.records
+
+
+def test_two_folders_of_one_split_are_refused(tmp_path):
+    src = _touch(tmp_path / "src", "train/cat/1.jpg", "val/cat/2.jpg", "validation/cat/3.jpg")
+    with pytest.raises(ConvertError, match=r"^the folders 'val' and 'validation' both name the split 'val': merge "
+                                           r"them or rename one$"):
+        discover_images(src)
 
 
 def test_unlabeled_split_folders_only_take_split_names(tmp_path):
     src = _touch(tmp_path / "src", "train/a.jpg", "extra/b.jpg")
     d = discover_images(src, unlabeled=True)
     assert _items(d) == {"train": [("train/a.jpg", None)]}
-    assert _rejected(d) == [("extra", "extra/b.jpg", "not inside a split folder (train/val/test)")]
+    assert _rejected(d) == [("extra", "extra/b.jpg", OUTSIDE)]
 
 
 def test_an_empty_class_is_named_in_the_log(tmp_path, caplog):

@@ -114,6 +114,7 @@ def test_sidecar_rules_size_encoding_splits_and_layout(tmp_path):
     (src / "img_001.txt").write_bytes(b"\xff\xfe caption")
     (src / "img_002.txt").write_bytes(b"x" * 10 + b"\n" * (MAX_TXT_BYTES - 10))  # exactly the limit: taken
     make_pair_tree(src / "val" / "deeper", n=1)
+    make_pair_tree(src / "Testing", n=1)  # another name of a split folder
     make_pair_tree(src / "other", n=1)
     found = discover_pairs(src, captions=None, split="train")
     why = _reasons(found)
@@ -121,9 +122,11 @@ def test_sidecar_rules_size_encoding_splits_and_layout(tmp_path):
     assert why["img_001.jpg"].startswith("caption file is not UTF-8 text")
     assert [it.rel for it in found.splits["train"]] == ["img_002.jpg", "img_003.jpg", "other/img_000.jpg"]
     assert [it.rel for it in found.splits["val"]] == ["val/deeper/img_000.jpg"]
+    assert [it.rel for it in found.splits["test"]] == ["Testing/img_000.jpg"]
     assert found.splits["val"][0].split == "val" and found.layout == "sidecar-txt"
     assert found.splits["train"][0].payload == Captions(("x" * 10,))
-    assert found.identity[0][:2] == ["train", "img_002.jpg"] and found.identity[0][3] == ["x" * 10]
+    [kept] = [entry for entry in found.identity if entry[1] == "img_002.jpg"]
+    assert kept[0] == "train" and kept[3] == ["x" * 10]
 
 
 def test_paths_named_like_split_folders_only_count_as_folders(tmp_path):

@@ -15,7 +15,10 @@ from converters.destination import LocalDestination
 from converters.kind import Discovery
 from converters.private_report import report_path, write_report
 from converters.sample import Rejection, WorkItem
+from converters.tree import SPLIT_FOLDERS
 from fastdata.errors import ConvertError
+
+OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"
 
 
 class _Remote:
@@ -67,7 +70,7 @@ def test_every_line_of_the_report(tmp_path: Path, caplog: pytest.LogCaptureFixtu
                   WorkItem(split="train", rel="series-unmapped", source="/x", position=0)],
     }
     rejected = [Rejection("train", "file-111", "not a DICOM file (no 'DICM' marker at byte 128)"),
-                Rejection("", "file-222", "not inside a split folder (train/val/test)"),
+                Rejection("", "file-222", OUTSIDE),
                 Rejection("val", "file-unmapped", "empty file (0 bytes)")]
     paths = {"series-aaa": "Müller^Jana/CT (3 files)", "series-bbb": "Müller^Jana/MR (2 files)",
              "file-111": "Müller^Jana/notes.txt", "file-222": "stray.dcm", "file-333": "Müller^Jana/CT/1.dcm"}
@@ -85,7 +88,7 @@ def test_every_line_of_the_report(tmp_path: Path, caplog: pytest.LogCaptureFixtu
         {"split": "val", "key": "00000000", "name": "series-bbb", "path": "Müller^Jana/MR (2 files)"},
         {"split": "train", "name": "file-111", "path": "Müller^Jana/notes.txt",
          "reason": "not a DICOM file (no 'DICM' marker at byte 128)"},
-        {"split": "", "name": "file-222", "path": "stray.dcm", "reason": "not inside a split folder (train/val/test)"},
+        {"split": "", "name": "file-222", "path": "stray.dcm", "reason": OUTSIDE},
         {"split": "val", "name": "file-unmapped", "path": "file-unmapped", "reason": "empty file (0 bytes)"},
         {"name": "file-333", "path": "Müller^Jana/CT/1.dcm"},  # a file inside an input, named only in reasons
     ]

@@ -22,8 +22,11 @@ from conftest_text import (
     read_rows,
 )
 
+from converters.tree import SPLIT_FOLDERS
 from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
+
+OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"
 
 CLASSES = ("computers", "education", "linux", "science", "wisdom")
 
@@ -114,11 +117,11 @@ def test_a_hugging_face_dataset_saved_to_disk_converts_from_its_arrow_files(tmp_
     cut short keeps the rows of its whole batches."""
     src = tmp_path / "src"
     (src / "train").mkdir(parents=True)
-    (src / "test").mkdir()
+    (src / "validation").mkdir()  # a DatasetDict's folder names: Hugging Face's "validation" is the val split
     table = pa.table({"text": ["first document", "second one", None, "  ", "fifth"], "id": [1, 2, 3, 4, 5]})
     with pa.ipc.new_stream(str(src / "train" / "data-00000-of-00001.arrow"), table.schema) as w:
         w.write_table(table, max_chunksize=2)
-    with pa.ipc.new_file(str(src / "test" / "data-00000-of-00001.arrow"), table.schema) as w:
+    with pa.ipc.new_file(str(src / "validation" / "data-00000-of-00001.arrow"), table.schema) as w:
         w.write_table(table.slice(0, 2))
     whole = (src / "train" / "data-00000-of-00001.arrow").read_bytes()
     (src / "train" / "cut.arrow").write_bytes(whole[: len(whole) * 3 // 4])
@@ -132,11 +135,12 @@ def test_a_hugging_face_dataset_saved_to_disk_converts_from_its_arrow_files(tmp_
     got = {r["source"]: r["input_ids"] for r in read_rows(tmp_path / "dst")}
     tok = bert()
     want = {"train/data-00000-of-00001.arrow#0": "first document", "train/data-00000-of-00001.arrow#1": "second one",
-            "train/data-00000-of-00001.arrow#4": "fifth", "test/data-00000-of-00001.arrow#0": "first document",
-            "test/data-00000-of-00001.arrow#1": "second one", "train/cut.arrow#0": "first document",
+            "train/data-00000-of-00001.arrow#4": "fifth", "validation/data-00000-of-00001.arrow#0": "first document",
+            "validation/data-00000-of-00001.arrow#1": "second one", "train/cut.arrow#0": "first document",
             "train/cut.arrow#1": "second one"}  # the cut stream: its first batch, at least
     assert {k: got[k] for k in want} == {k: tok.encode(v).ids for k, v in want.items()}
     assert set(got) - set(want) <= {"train/cut.arrow#4"}
+    assert sorted(result.manifest.splits) == ["train", "val"] and result.manifest.splits["val"].samples == 2
     reasons = {r["source"]: r["reason"] for r in result.manifest.rejected}
     assert reasons["train/data-00000-of-00001.arrow#2"] == "null text"
     assert reasons["train/data-00000-of-00001.arrow#3"] == "empty document (only whitespace)"
@@ -279,7 +283,7 @@ def test_misplaced_entries_that_are_not_regular_files_are_still_rejected(tmp_pat
     (src / "train" / "stray.txt").symlink_to(tmp_path / "missing.txt")
     found = discover_text(src, options=TextOptions(tokenizer=str(TOKENIZER)))
     assert [(r.split, r.source, r.reason) for r in found.rejected] == [
-        ("", "gone.txt", "not inside a split folder (train/val/test)"),
+        ("", "gone.txt", OUTSIDE),
         ("train", "train/stray.txt", "not inside a class folder")]
     assert [it.rel for it in found.splits["train"]] == ["train/wisdom/a.txt"]
 

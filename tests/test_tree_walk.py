@@ -15,7 +15,9 @@ from helpers import make_image
 from converters.images.discover import discover_images
 from converters.text.discover import discover_text
 from converters.text.options import TextOptions
-from converters.tree import Walk, first_files
+from converters.tree import SPLIT_FOLDERS, Walk, first_files
+
+OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"
 
 
 def reasons(found) -> dict[str, tuple[str, str]]:
@@ -58,7 +60,7 @@ def test_a_linked_folder_outside_the_split_folders_has_each_file_rejected(tmp_pa
     (src / "stray").mkdir()
     os.symlink(tmp_path / "elsewhere", src / "stray" / "deep")  # a linked folder inside a folder outside the splits
     found = discover_images(src)
-    assert reasons(found) == {f"{top}/{n}": (top.split("/")[0], "not inside a split folder (train/val/test)")
+    assert reasons(found) == {f"{top}/{n}": (top.split("/")[0], OUTSIDE)
                               for n in ("x.jpg", "y.jpg") for top in ("extra", "stray/deep")}
 
 

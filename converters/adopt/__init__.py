@@ -26,6 +26,7 @@ from typing import Any
 from converters.adopt.scan import SCAN_VERSION, TEXT_MEMBER, TarScan, scan_tar
 from converters.pool import run_ordered
 from converters.sample import Rejection, WorkItem
+from converters.tree import split_of_folder
 from fastdata import __version__
 from fastdata.atomic import read_json, write_bytes_atomic, write_json_atomic
 from fastdata.errors import ConvertError
@@ -50,8 +51,7 @@ ORIENTED_WARNING = ("%d image(s) carry an EXIF orientation other than upright (p
                     "(docs/adopting.md)")
 
 PARTIAL = ".partial"
-SPLIT_PREFIX = re.compile(r"^(train|val|valid|validation|test)[-_.]", re.IGNORECASE)
-SPLIT_ALIASES = {"valid": "val", "validation": "val"}
+SPLIT_PREFIX = re.compile(r"^(train|training|val|valid|validation|test|testing)[-_.]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def split_of(name: str, options: AdoptOptions) -> str:
     if options.split is not None:
         return options.split
     m = SPLIT_PREFIX.match(name)
-    return SPLIT_ALIASES.get(m.group(1).lower(), m.group(1).lower()) if m else "train"
+    return (split_of_folder(m.group(1)) or "train") if m else "train"
 
 
 def _scan_path(dst: Path, name: str) -> Path:

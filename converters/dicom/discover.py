@@ -14,7 +14,7 @@ from typing import Any
 from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_NAMES, Walk, display, is_folder, visible
+from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, split_folders, visible
 from fastdata.errors import ConvertError, require
 
 log = logging.getLogger(__name__)
@@ -103,9 +103,9 @@ def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool 
 def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_in: bool, private: bool) -> Discovery:
     walk = Walk(follow=follow_symlinks, private=private)
     top = visible(os.listdir(src))
-    split_dirs = [n for n in top if n in SPLIT_NAMES and is_folder(src / n, follow=follow_symlinks)]
+    split_dirs = split_folders([n for n in top if is_folder(src / n, follow=follow_symlinks)])  # folder -> split
     rejected: list[Rejection] = []
-    roots = [(s, src / s) for s in split_dirs] if split_dirs else [(split, src)]
+    roots = [(s, src / folder) for folder, s in split_dirs.items()] if split_dirs else [(split, src)]
     if split_dirs:
         for name in top:
             if name not in split_dirs:
@@ -113,7 +113,7 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
                     if is_folder(src / name, follow=follow_symlinks) else [src / name]
                 for path in outside:
                     rejected.append(Rejection("", display(path.relative_to(src).as_posix()),
-                                              f"not inside a split folder ({'/'.join(SPLIT_NAMES)})"))
+                                              f"not inside a split folder ({SPLIT_FOLDERS})"))
     splits: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []
     for split_name, root in roots:

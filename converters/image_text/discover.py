@@ -19,7 +19,7 @@ from converters.image_text.captions import CaptionRow, normalize_caption, read_c
 from converters.images.discover import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_NAMES, Walk, display, under_source
+from converters.tree import Walk, display, split_of_folder, under_source
 from fastdata.errors import ConvertError
 
 MAX_TXT_BYTES = 1 << 16  # a caption sidecar larger than this is not a caption
@@ -33,8 +33,9 @@ class Captions:
 
 
 def _split_of(rel: str, default: str) -> str:
+    """The split of a path under the source: its first folder's, when that is a split folder (tree.py)."""
     first = rel.split("/", 1)[0]
-    return first if "/" in rel and first in SPLIT_NAMES else default
+    return (split_of_folder(first) or default) if "/" in rel else default
 
 
 def _clean_rel(path: str, src: Path) -> str | None:

@@ -12,11 +12,13 @@ from converters.images.labels_csv import EXTENSIONS, listed_names, read_labels
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import (
-    SPLIT_NAMES,
+    SPLIT_FOLDERS,
     ClassFolders,
     Collector,
     is_folder,
     split_classes,
+    split_folders,
+    split_of_folder,
     visible,
 )
 from fastdata.errors import ConvertError
@@ -79,16 +81,33 @@ def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Disco
 
 
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool) -> Discovery:
-    """Every image under `src` without a label: `train/val/test` folders are splits, anything else `split`."""
+    """Every image under `src` without a label: split folders (`train/val/test` and their aliases, tree.py) are
+    splits, anything else `split`."""
     col = _Collector(src, follow=follow)
-    split_dirs = [n for n in top if n in SPLIT_NAMES and is_folder(src / n, follow=follow)]
-    if split_dirs:
-        col.reject_outside(top, split_dirs)
-        for s in split_dirs:
-            col.add_tree(src / s, s, None)
+    splits = split_folders([n for n in top if is_folder(src / n, follow=follow)])
+    if splits:
+        col.reject_outside(top, list(splits))
+        for folder, s in splits.items():
+            col.add_tree(src / folder, s, None)
     else:
         col.add_tree(src, split, None)
     return Discovery(col.items, (), col.rejected, "unlabeled", col.identity)
+
+
+def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: bool) -> None:
+    """Log a warning when every class folder holds no file but the same two or more folders: a
+    `SRC/<split>/<class>/` tree whose split folders have names no split has (`seg_train/`, `Train_Set/`), each
+    taken for a class of its own."""
+    inner = set()
+    for c in classes:
+        names = visible(os.listdir(src / c))
+        if any(not is_folder(src / c / n, follow=follow) for n in names):
+            return
+        inner.add(frozenset(names))
+    if len(classes) >= 2 and len(inner) == 1 and len(next(iter(inner))) >= 2:
+        log.warning("the class folders %s hold no image but the same folders (%s): if they are splits, name them "
+                    "%s; as they are, each is one class", ", ".join(classes), ", ".join(sorted(next(iter(inner)))),
+                    SPLIT_FOLDERS)
 
 
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
@@ -106,18 +125,18 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
     if unlabeled or not dirs:
         return _discover_unlabeled(src, top, split, follow)
-    split_dirs = [n for n in dirs if n in SPLIT_NAMES
-                  and any(is_folder(src / n / c, follow=follow) for c in os.listdir(src / n))]
+    splits = split_folders([n for n in dirs if split_of_folder(n) is not None  # a split folder holds class folders
+                            and any(is_folder(src / n / c, follow=follow) for c in os.listdir(src / n))])
     col = _Collector(src, follow=follow)
-    if split_dirs:
+    if splits:
         layout = "split/class"
-        folders = ClassFolders.of(split_classes(src, split_dirs, follow=col.walk.follow))
+        folders = ClassFolders.of(split_classes(src, splits, follow=col.walk.follow))
         classes = folders.classes
         index = {c: i for i, c in enumerate(classes)}
-        col.reject_outside(top, split_dirs)
-        for s in split_dirs:
-            for name in visible(os.listdir(src / s)):
-                path = src / s / name
+        col.reject_outside(top, list(splits))
+        for folder, s in splits.items():
+            for name in visible(os.listdir(src / folder)):
+                path = src / folder / name
                 if not is_folder(path, follow=follow):
                     col.reject(path, s, "not inside a class folder")
                 elif name not in index:
@@ -128,6 +147,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         layout = "class"
         folders = ClassFolders.of(dirs)
         classes = folders.classes
+        _warn_if_splits_by_other_names(src, classes, follow)
         for i, c in enumerate(classes):
             col.add_tree(src / c, split, i)
         for name in top:

@@ -14,11 +14,11 @@ from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
 from converters.text.spill import Spill
 from converters.tree import (
-    SPLIT_NAMES,
     ClassFolders,
     Collector,
     is_folder,
     split_classes,
+    split_folders,
     visible,
 )
 from fastdata.errors import ConvertError
@@ -76,15 +76,15 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         return Discovery(col.items, (), col.rejected, "file", [*extra_identity, *col.identity], keep=col.spill)
     top = visible(os.listdir(src))
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
-    split_dirs = [n for n in dirs if n in SPLIT_NAMES]
-    if split_dirs:
+    splits = split_folders(dirs)
+    if splits:
         # every class folder, whether or not its name can be a class
-        folders = ClassFolders.of(split_classes(src, split_dirs, follow=col.walk.follow))
+        folders = ClassFolders.of(split_classes(src, splits, follow=col.walk.follow))
         classes = folders.classes
         layout = "split/class" if folders.found else "split"
-        col.reject_outside(top, split_dirs)
-        for s in split_dirs:
-            _add_split(col, src / s, s, folders, labeled=bool(folders.found))
+        col.reject_outside(top, list(splits))
+        for folder, s in splits.items():
+            _add_split(col, src / folder, s, folders, labeled=bool(folders.found))
     elif dirs:
         folders = ClassFolders.of(dirs)
         layout, classes = "class", folders.classes
