@@ -51,8 +51,8 @@ def test_every_bad_input_is_rejected_with_its_reason(bad_tree: Path, tmp_path: P
     assert reasons["b/corrupt.jpg"].startswith(("corrupt or truncated image", "not an image"))
     assert reasons["b/empty.jpg"] == "empty file (0 bytes)"
     assert reasons["b/notes.jpg"].startswith("not an image")
-    assert reasons["b/readme.txt"] == ("unsupported extension '.txt'; allowed: .jpg, .jpeg, .png, .webp, .bmp, "
-                                       ".tif, .tiff")
+    assert reasons["b/readme.txt"] == ("unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, .jpe, .png, .webp, "
+                                       ".bmp, .tif, .tiff, .gif, .avif")
     assert reasons["b/bomb.png"].startswith("decompression bomb: 200x200 = 40000 pixels")
     assert reasons["b/dangling.jpg"].startswith("broken symlink")
     assert reasons["b/locked.jpg"] == "unreadable: Permission denied"

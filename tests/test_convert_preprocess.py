@@ -124,6 +124,23 @@ def test_json_records_source_and_sizes(tmp_path: Path) -> None:
                     "height": 100, "orig_format": "PNG", "orig_mode": "RGB", "copied": False}
 
 
+def test_jfif_gif_and_avif_files_are_images(tmp_path: Path) -> None:
+    """`.jfif` and `.jpe` (JPEGs as browsers save them), GIF (the first frame of an animation) and AVIF were rejected
+    for their extension; JPEG 2000 still is, saying which extensions are taken."""
+    from converters.images.discover import discover_images
+
+    red, green = Image.new("RGB", (64, 48), (200, 30, 30)), Image.new("RGB", (64, 48), (30, 200, 30))
+    for name, fmt in (("a.jfif", "JPEG"), ("b.JPE", "JPEG"), ("c.avif", "AVIF"), ("e.jp2", "JPEG2000")):
+        red.save(tmp_path / name, fmt)
+    red.save(tmp_path / "d.gif", save_all=True, append_images=[green])
+    found = discover_images(tmp_path)
+    assert sorted(it.rel for it in found.splits["train"]) == ["a.jfif", "b.JPE", "c.avif", "d.gif"]
+    assert [(r.source, r.reason.split(";")[0]) for r in found.rejected] == [("e.jp2", "unsupported extension '.jp2'")]
+    for item in found.splits["train"]:
+        im = _check_baseline(prepare_jpeg((tmp_path / item.rel).read_bytes(), ImageOptions())[0])
+        assert im.size == (64, 48) and abs(np.asarray(im)[..., 0].astype(int).mean() - 200) < 4, item.rel
+
+
 def test_extensions_match_case_insensitively(tmp_path: Path) -> None:
     from converters.images.discover import discover_images
 

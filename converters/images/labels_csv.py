@@ -25,7 +25,8 @@ from fastdata.errors import ConvertError
 from fastdata.manifest import check_split_name
 
 log = logging.getLogger(__name__)
-EXTENSIONS = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff")  # the image files of a source
+# the image files of a source (decoded by Pillow; a GIF's first frame)
+EXTENSIONS = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif")
 
 _HEADER_FILE = {"filename", "file", "file_name", "path", "image", "name"}
 _HEADER_LABEL = {"class", "label", "category", "target"}
