@@ -104,6 +104,30 @@ def test_a_tokenizer_makes_auto_detection_choose_text(tmp_path: Path):
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["kind"] == "text"
 
 
+def test_a_source_no_kind_recognises_says_what_it_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """NIfTI volumes (BraTS, the Medical Segmentation Decathlon) are no input fastdata converts: the error said only
+    "cannot tell what kind of data"; it now says what the files are."""
+    src = tmp_path / "brats"
+    for i in range(3):
+        (src / f"case{i}").mkdir(parents=True)
+        (src / f"case{i}" / f"case{i}.t1.nii.gz").write_bytes(b"\x1f\x8b")
+    (src / "README").write_bytes(b"\x00\x01")
+    (src / "survival.v2.xlsx").write_bytes(b"PK")
+    assert cli(["convert", str(src), str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"cannot tell what kind of data {src} holds (3 .nii.gz, 1 no extension, 1 .xlsx); pass --kind (image_text, "
+        "images, dicom, text)")
+    many = tmp_path / "many"
+    many.mkdir()
+    for suffix in (".a", ".b", ".c", ".d", ".e", ".e"):
+        (many / f"f{len(list(many.iterdir()))}{suffix}").write_bytes(b"\x00")
+    assert cli(["convert", str(many), str(tmp_path / "out")]) == 2
+    assert "holds (2 .e, 1 .a, 1 .b, 1 .c of its 6 files)" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli(["convert", str(tmp_path / "empty"), str(tmp_path / "out")]) == 2
+    assert "holds (no file); pass --kind" in capsys.readouterr().err
+
+
 def test_a_file_name_that_is_not_utf8_is_converted_and_reported(tmp_path: Path):
     src = make_image_tree(tmp_path / "src", classes=1, per_class=1)
     bad = os.fsencode(str(src / "class_0")) + b"/caf\xe9.jpg"

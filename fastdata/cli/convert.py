@@ -65,7 +65,22 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     for name in KINDS:
         if get_kind(name).detect(src):
             return name
-    raise ConvertError(f"cannot tell what kind of data {src} holds; pass --kind ({', '.join(KINDS)})")
+    raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(src)}); pass --kind ({', '.join(KINDS)})")
+
+
+def _holds(src: Path, limit: int = 1000) -> str:
+    """What the first `limit` files of `src` are, by their extensions, most common first (`120 .nii.gz, 2 .csv`):
+    what the error shows of a source no kind recognises."""
+    from collections import Counter
+
+    from converters.tree import first_files
+
+    files = [src] if src.is_file() else list(first_files(src, limit))
+    if not files:
+        return "no file"
+    counts = Counter(_extension(p) for p in files)
+    shown = ", ".join(f"{n} {suffix}" for suffix, n in counts.most_common(4))
+    return f"{shown} of its {'first ' if len(files) == limit else ''}{len(files)} files" if len(counts) > 4 else shown
 
 
 def _progress_factory(enabled: bool, unit: str):
@@ -138,3 +153,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"--strict: {len(result.rejected)} input(s) were rejected", file=sys.stderr)
         return 1
     return 0
+
+
+def _extension(path: Path) -> str:
+    """`.jpg`, or `.nii.gz` for a compressed file; `no extension`."""
+    suffixes = [x.lower() for x in path.suffixes]
+    if len(suffixes) > 1 and suffixes[-1] in (".gz", ".zst", ".bz2", ".xz"):
+        return "".join(suffixes[-2:])
+    return suffixes[-1] if suffixes else "no extension"
