@@ -111,6 +111,55 @@ def _zstd(data: bytes) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def test_a_csv_or_tsv_table_converts_from_its_text_column(tmp_path: Path) -> None:
+    """Kaggle's NLP sets are CSV tables (`id,review,sentiment`): they were rejected as an unsupported file type. A row
+    is a document, its cell in the `--text-field` column (any case), named by the line it starts on."""
+    import csv as csv_module
+    import gzip
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "imdb.csv").write_text('id,Review,sentiment\n1,"A great movie, truly",positive\n2,"Bad.\nVery bad.",'
+                                  'negative\n3,,negative\n4,"fine"\n', encoding="utf-8")
+    (src / "b.tsv.gz").write_bytes(gzip.compress(b"review\tid\ntab separated\t1\n"))
+    (src / "c.csv").write_bytes(b"\xef\xbb\xbfreview\nwith a BOM\n")
+    before = csv_module.field_size_limit()
+    result = convert_text(src, tmp_path / "dst", text_field="review")
+    assert csv_module.field_size_limit() == before  # the limit raised for the read is put back
+    got = {r["source"]: r["input_ids"] for r in read_rows(tmp_path / "dst")}
+    tok = bert()
+    want = {"imdb.csv:2": "A great movie, truly", "imdb.csv:3": "Bad.\nVery bad.", "imdb.csv:6": "fine",
+            "b.tsv.gz:2": "tab separated", "c.csv:2": "with a BOM"}
+    assert got == {k: tok.encode(v).ids for k, v in want.items()}
+    assert {r["source"]: r["reason"] for r in result.manifest.rejected} == {
+        "imdb.csv:5": "empty document (only whitespace)"}
+
+
+def test_a_table_that_cannot_be_read_to_its_end_keeps_the_rows_before(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "latin.csv").write_bytes(b"text\nfirst row\ncaf\xe9\nlast\n")
+    (src / "long.csv").write_bytes(b"text\nkept\n" + b"z" * (4 * 4096 + 2**20 + 1) + b"\nlost\n")
+    (src / "big.csv").write_text("text\nsmall\n" + "w" * 140_000 + "\nafter\n")  # over csv's own 128 KiB limit
+    (src / "short.csv").write_text("id,text\n1\n2,kept\n")  # a row that stops before the text column
+    (src / "none.csv").write_text("id,body\n1,x\n")
+    (src / "empty.csv").write_bytes(b"")
+    (src / "header.csv").write_text("text\n")
+    result = convert_text(src, tmp_path / "dst", max_document_bytes=4096)
+    kept = sorted(r["source"] for r in read_rows(tmp_path / "dst"))
+    assert kept == ["big.csv:2", "big.csv:4", "latin.csv:2", "long.csv:2", "short.csv:3"]
+    reasons = {r["source"]: r["reason"] for r in result.manifest.rejected}
+    assert reasons["big.csv:3"] == "document larger than --max-document-bytes (4096 bytes)"
+    assert reasons["latin.csv:3"].startswith("the table cannot be read from line 3 on: UnicodeDecodeError: ")
+    assert reasons["long.csv:3"] == ("the table cannot be read from line 3 on: Error: a line longer than "
+                                     f"{4 * 4096 + 2**20} bytes")
+    assert reasons["none.csv"] == "missing text column 'text' (columns: id, body); set --text-field"
+    assert reasons["empty.csv"] == "empty file (0 bytes)"
+    assert reasons["header.csv"] == "no documents (only blank or separator lines)"
+    assert reasons["short.csv:2"] == "empty document (only whitespace)"
+    assert len(reasons) == 7
+
+
 def test_a_hugging_face_dataset_saved_to_disk_converts_from_its_arrow_files(tmp_path: Path) -> None:
     """`Dataset.save_to_disk` writes Arrow IPC streams (`data-00000-of-00001.arrow`): they were rejected as an
     unsupported file type. Each row of the text column is a document; an Arrow IPC file reads the same; a stream

@@ -1,7 +1,7 @@
-"""Read one source file into documents: plain text (whole file, per line, or separator-split
-records), JSON Lines and JSON, each optionally compressed with gzip (`.gz`) or Zstandard (`.zst`, as The Pile,
-RedPajama and SlimPajama ship their JSON Lines; decompressed by pyarrow's codec), and the string column of Parquet
-and Arrow files (columnar.py: a Hugging Face dataset saved with `save_to_disk`).
+"""Read one source file into documents: plain text (whole file, per line, or separator-split records), JSON Lines,
+JSON and CSV/TSV tables (tables.py), each optionally compressed with gzip (`.gz`) or Zstandard (`.zst`, as The
+Pile, RedPajama and SlimPajama ship their JSON Lines; decompressed by pyarrow's codec), and the string column of
+Parquet and Arrow files (columnar.py: a Hugging Face dataset saved with `save_to_disk`).
 
 `read_documents` yields `(where, text)` for every document and `(where, Reject(reason))` for every
 record that cannot be used; `where` is "" for the whole file or "#N" / ":LINE" inside it. Files are
@@ -27,7 +27,8 @@ JSONL = (".jsonl", ".ndjson")
 JSON = (".json",)
 PARQUET = (".parquet",)
 ARROW = (".arrow",)  # a Hugging Face dataset saved with `save_to_disk` (Arrow IPC stream), or an Arrow IPC file
-EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *PARQUET, *ARROW)
+TABLES = {".csv": ",", ".tsv": "\t"}  # a table with a text column (tables.py)
+EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *TABLES, *PARQUET, *ARROW)
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
 BOM = b"\xef\xbb\xbf"
 
@@ -49,6 +50,8 @@ def file_format(name: str) -> tuple[str | None, str | None]:
         return "jsonl", codec
     if suffix in JSON:
         return "json", codec
+    if suffix in TABLES:
+        return suffix[1:], codec
     if suffix in PARQUET and codec is None:
         return "parquet", codec
     if suffix in ARROW and codec is None:
@@ -213,7 +216,12 @@ def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | R
 
         yield from (read_parquet if fmt == "parquet" else read_arrow)(path, opts)
         return
-    reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
+    if fmt in ("csv", "tsv"):
+        from converters.text.tables import read_table  # (tables.py imports this module)
+
+        reader = lambda f, opts: read_table(f, opts, TABLES[f".{fmt}"])  # noqa: E731
+    else:
+        reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
     try:
         with open(path, "rb") as raw, _decompressed(raw, codec) as f:
             if not f.peek(1):  # every reader buffers: peek reads without consuming

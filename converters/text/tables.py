@@ -1,0 +1,68 @@
+"""The documents of a CSV or TSV table (Kaggle's `train.csv` with a `text` or `review` column): one a row, its cell
+in the column `--text-field` (matched exactly, else whatever its case). Streamed from the (decompressed) file: a
+row is `where` `:LINE`, the line it starts on. A cell over `--max-document-bytes` is a rejection of its row; a
+byte that is not UTF-8, or a line longer than four documents and a MiB, stops the file there, recorded as one
+rejection, the rows before it kept."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from converters.text.options import TextOptions
+from converters.text.records import BOM, Reject, too_large
+
+
+def _column(names: list[str], wanted: str) -> str | None:
+    if wanted in names:
+        return wanted
+    return next((n for n in names if n.strip().lower() == wanted.strip().lower()), None)
+
+
+def _lines(f: BinaryIO, bound: int) -> Iterator[str]:
+    """The lines of `f` decoded one by one (line endings kept, for csv's quoted newlines; the UTF-8 BOM of the first
+    dropped), so that a byte that is not UTF-8 stops the table at its own line. A line longer than `bound` bytes
+    stops it too: memory stays bounded whatever the file holds."""
+    first = True
+    while line := f.readline(bound + 1):
+        if len(line) > bound:
+            raise csv.Error(f"a line longer than {bound} bytes")
+        if first and line.startswith(BOM):
+            line = line[len(BOM):]
+        first = False
+        yield line.decode("utf-8")
+
+
+def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple[str, str | Reject]]:
+    cap = opts.max_document_bytes
+    bound = 4 * cap + (1 << 20)  # a row: its document and the other cells
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, bound))  # a long cell is a rejection below, not csv's 128 KiB error
+    line = 1
+    try:
+        reader = csv.reader(_lines(f, bound), delimiter=delimiter)
+        header = next(reader, None)
+        if header is None:
+            yield "", Reject("empty table (no header row)")
+            return
+        column = _column(header, opts.text_field)
+        if column is None:
+            shown = ", ".join(header[:8]) or "none"
+            yield "", Reject(f"missing text column {opts.text_field!r} (columns: {shown}); set --text-field")
+            return
+        k = header.index(column)
+        line = reader.line_num + 1
+        for row in reader:
+            start, line = line, reader.line_num + 1
+            if not row:
+                continue
+            value = row[k] if k < len(row) else ""
+            if len(value) > cap // 4 and len(value.encode()) > cap:
+                yield f":{start}", too_large(cap)
+            else:
+                yield f":{start}", value if value.strip() else Reject("empty document (only whitespace)")
+    except (csv.Error, UnicodeDecodeError) as exc:
+        yield f":{line}", Reject(f"the table cannot be read from line {line} on: {type(exc).__name__}: {exc}")
+    finally:
+        csv.field_size_limit(limit)
