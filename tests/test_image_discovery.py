@@ -458,6 +458,16 @@ def test_a_labels_class_with_control_characters_says_why_it_is_refused(tmp_path)
         discover_images(src, labels_csv=str(csv))
 
 
+def test_windows_and_dotted_paths_in_a_labels_csv_name_their_files(tmp_path):
+    """A table made on Windows writes `part_1\\a.jpg`: no file matched."""
+    src = _touch(tmp_path / "src", "part_1/a.jpg", "b.jpg", "part_1/c.jpg", "x\\y/d.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("part_1\\a.jpg,cat\n./b.jpg,dog\n.\\part_1\\c.jpg,dog\nx\\y/d.jpg,cat\n")
+    d = discover_images(src, labels_csv=str(csv))
+    assert _items(d) == {"train": [("b.jpg", 1), ("part_1/a.jpg", 0), ("part_1/c.jpg", 1), ("x\\y/d.jpg", 0)]}
+    assert _rejected(d) == []
+
+
 def test_a_linked_folder_of_a_labelled_source_is_walked_only_when_links_are_followed(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg")
     _touch(tmp_path / "elsewhere", "b.jpg", "c.jpg")

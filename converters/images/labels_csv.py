@@ -54,6 +54,17 @@ def _delimiter(head: str) -> str:
     return next((d for d in ("\t", ";", "|") if d in head), ",")
 
 
+def _as_path(name: str) -> str:
+    """A file's name as a row writes it, as a path under the source: a table made on Windows separates folders by
+    backslashes (`part_1\\a.jpg`; a name that also holds a slash is left as it is), and `./a.jpg` is `a.jpg`."""
+    name = name.strip()
+    if "\\" in name and "/" not in name:
+        name = name.replace("\\", "/")
+    while name.startswith("./"):
+        name = name[2:]
+    return name
+
+
 def _trimmed(row: list[str]) -> list[str]:
     """A row without its trailing empty cells (a spreadsheet's trailing commas; a cell of spaces is not empty)."""
     end = len(row)
@@ -146,8 +157,9 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
                     if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
+    rows = [(lineno, [_as_path(row[0]), *row[1:]]) for lineno, row in rows]
     if src is not None:  # full paths under the source name its files (a table exported with them)
-        rows = [(lineno, [under_source(row[0].strip(), src), *row[1:]]) for lineno, row in rows]
+        rows = [(lineno, [under_source(row[0], src), *row[1:]]) for lineno, row in rows]
     known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
                                                                         if (s := _stem(n)) is not None}
     split_column = _split_column(csv_path, rows)
