@@ -48,7 +48,7 @@ class _Collector(Collector):
         self.identity.append([split, rel, label, size])
 
 
-def _discover_flat(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
+def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
     """The files a labels CSV lists, named by their paths relative to `src` (`a.jpg`, `part_1/a.jpg`), each in the
     split its row gives; every other file of the tree is rejected as not listed."""
     col = _Collector(src, follow=follow)
@@ -119,7 +119,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if labels_csv:
         if unlabeled:
             raise ValueError("--labels and --unlabeled contradict each other: pick one")
-        return _discover_flat(src, Path(labels_csv), split, follow_symlinks)
+        return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
     follow = follow_symlinks
     top = visible(os.listdir(src))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
