@@ -180,6 +180,16 @@ def test_an_upright_sample_is_looked_at_once(shards: Path, monkeypatch: pytest.M
     assert all(looked.count(key) >= 3 for key in "acde"), looked
 
 
+def test_a_turned_png_that_cannot_be_decoded_is_a_bad_sample_named(tmp_path: Path) -> None:
+    data = MEMBERS[2][1]  # c.png, orientation 8
+    raw_tar(tmp_path / "s" / "x-000000.tar", [("a.png", data), ("a.cls", b"0"), ("cut.png", data[:-30]),
+                                              ("cut.cls", b"1")])
+    adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    with pytest.raises(ShardError, match=r"^undecodable image in .*x-000000\.tar, key cut: (OSError|SyntaxError|"
+                                         r"ValueError): "):
+        by_label(tmp_path / "s", "kornia", train=False)
+
+
 def test_a_turned_jpeg_whose_data_is_cut_is_a_bad_sample_named(tmp_path: Path) -> None:
     data = MEMBERS[0][1]
     raw_tar(tmp_path / "s" / "x-000000.tar", [("a.jpg", data), ("a.cls", b"0"), ("cut.jpg", data[:-60]),

@@ -458,6 +458,16 @@ def test_a_labels_class_with_control_characters_says_why_it_is_refused(tmp_path)
         discover_images(src, labels_csv=str(csv))
 
 
+def test_a_listed_file_that_cannot_be_taken_is_rejected_in_its_rows_split(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg")
+    (src / "gone.jpg").symlink_to(tmp_path / "nowhere.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("file,class,split\na.jpg,cat,train\ngone.jpg,cat,val\n")
+    d = discover_images(src, labels_csv=str(csv))
+    assert _items(d) == {"train": [("a.jpg", 0)]}
+    assert _rejected(d) == [("val", "gone.jpg", f"broken symlink (points to {tmp_path / 'nowhere.jpg'})")]
+
+
 def test_windows_and_dotted_paths_in_a_labels_csv_name_their_files(tmp_path):
     """A table made on Windows writes `part_1\\a.jpg`: no file matched."""
     src = _touch(tmp_path / "src", "part_1/a.jpg", "b.jpg", "part_1/c.jpg", "x\\y/d.jpg")

@@ -67,6 +67,16 @@ def test_flickr_captions_files_are_read_as_they_ship(tmp_path):
                                                            ("2199200615.jpg", "")]  # rejected later: no caption
 
 
+@pytest.mark.parametrize(("header", "row", "want"), [
+    ("\ufeffimage_name| comment", "a.jpg| a cat", ("a.jpg", "a cat")),  # a BOM before a bar-split header
+    ("file,x|caption|image", "a.jpg,1|a cat|b.jpg", ("b.jpg", "a cat")),  # commas give a file column, bars both
+    ("caption,y|image|caption", "a cat,1|b.jpg|x", ("b.jpg", "x")),  # commas give a caption column, bars both
+])
+def test_the_delimiter_is_the_one_that_gives_both_a_file_and_a_caption_column(tmp_path, header, row, want):
+    (tmp_path / "c.csv").write_text(f"{header}\n{row}\n", encoding="utf-8")
+    assert [(r.path, r.caption.strip()) for r in read_captions(tmp_path / "c.csv")] == [want]
+
+
 def test_a_table_whose_header_no_delimiter_splits_into_a_file_and_a_caption_names_its_columns(tmp_path):
     (tmp_path / "c.csv").write_text("image:caption\na.jpg:a cat\n")
     with pytest.raises(ConvertError, match=r"has columns \['image:caption'\]; it needs a file column named one of"):
