@@ -413,6 +413,41 @@ def test_a_first_line_with_a_comma_is_split_by_commas(tmp_path):
     assert _items(discover_images(src, labels_csv=str(csv))) == {"train": [("a;1.jpg", 0), ("b.jpg", 0)]}
 
 
+@pytest.mark.parametrize(("table", "rows", "classes"), [
+    ("filename,class\na.jpg,cat\nb.jpg,dog\n", {"a.jpg": "cat", "b.jpg": "dog"}, ("cat", "dog")),  # known names
+    ("\ufefffilename,class\r\na.jpg,cat\r\n", {"a.jpg": "cat"}, ("cat",)),  # a spreadsheet's BOM and CRLF
+    ("photo,label\na.jpg,cat\n", {"photo": "label", "a.jpg": "cat"}, ("cat", "label")),  # one known name: a row
+    ("image,cat,dog\na,1,0\nb,0,1\n", {"a": "cat", "b": "dog"}, ("cat", "dog")),  # one-hot, two classes
+    ("id,1,dog\na,0,1\nb,1,0\n", {"id": "1", "a": "0", "b": "1"}, ("0", "1")),  # a number is no class column
+    ("file,kind,flag\nx.jpg,cat,1\ny.jpg,dog,0\n", {"file": "kind", "x.jpg": "cat", "y.jpg": "dog"},
+     ("cat", "dog", "kind")),  # one 0/1 column among others: not one-hot
+    ("image,a,b\nx,big,1\ny,1,0\n", {"image": "a", "x": "big", "y": "1"}, ("1", "a", "big")),  # nor here
+])
+def test_a_table_read_without_the_sources_files(tmp_path, table, rows, classes):
+    """`read_labels` alone (the fuzz harness calls it so): column names it knows are skipped, and one-hot tables are
+    told from the others by their cells."""
+    from converters.images.labels_csv import read_labels
+
+    csv = tmp_path / "labels.csv"
+    csv.write_text(table)
+    assert read_labels(csv)[:2] == (rows, classes)
+
+
+def test_a_later_row_of_one_cell_is_refused_after_a_header_guess(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    csv = tmp_path / "labels.csv"
+    csv.write_text("id,breed\na.jpg,pug\nb.jpg\n")
+    with pytest.raises(ConvertError, match=rf"^{csv}:3: expected 'filename,class', got \['b.jpg'\]$"):
+        discover_images(src, labels_csv=str(csv))
+
+
+def test_class_ids_up_to_the_limit_and_past_it():
+    from converters.images.labels_csv import MAX_CLASS_ID, label_order
+
+    assert label_order({"0", "5", str(MAX_CLASS_ID + 1)}) == ("0", "5", str(MAX_CLASS_ID + 1))  # by value
+    assert len(label_order({"0", str(MAX_CLASS_ID)})) == MAX_CLASS_ID + 1  # the limit itself: ids kept
+
+
 def test_a_file_listed_twice_names_both_lines(tmp_path):
     src = _touch(tmp_path / "src", "a.jpg")
     csv = tmp_path / "labels.csv"
