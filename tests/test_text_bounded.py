@@ -132,32 +132,51 @@ def _zstd_file(path: Path, chunks) -> None:
             out.write(chunk)
 
 
-def test_a_zstd_bomb_is_a_rejection_within_the_cap(tmp_path: Path) -> None:
-    """32 KiB of zstd inflating to 1 GiB without a newline: rejected, the reading process growing by far less than
-    the text (pyarrow decompresses into its own memory, which tracemalloc does not see: a child's peak RSS is)."""
+def _read_in_a_child(path: Path, per_line: tuple[bool, ...]) -> tuple[list[list[tuple[str, str]]], int]:
+    """(the documents of `path` read with each `per_line`, as (where, text or reason)), and how many MiB the reading
+    grew a fresh process by (pyarrow decompresses into its own memory, which tracemalloc does not see: the child's
+    peak RSS does)."""
+    import ast
     import subprocess
     import sys
 
-    _zstd_file(tmp_path / "bomb.txt.zst", (b"a" * MiB for _ in range(1024)))
-    assert (tmp_path / "bomb.txt.zst").stat().st_size < 64 * 1024
     code = f"""
 import resource
 from pathlib import Path
 from converters.text.options import TextOptions
 from converters.text.records import read_documents
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-found = [list(read_documents(Path({str(tmp_path / "bomb.txt.zst")!r}), TextOptions(tokenizer="t", per_line=p,
-                                                                                     max_document_bytes={MiB})))
-         for p in (False, True)]
+found = [list(read_documents(Path({str(path)!r}), TextOptions(tokenizer="t", per_line=p, max_document_bytes={MiB})))
+         for p in {per_line!r}]
 grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-print(repr([[(where, str(text)) for where, text in docs] for docs in found]), grown // 1024)
+print(repr([[(where, str(text)) for where, text in docs] for docs in found]))
+print(grown // 1024)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).parent.parent).stdout.split("\n")[0]
-    docs, grown = out.rsplit(" ", 1)
+                         cwd=Path(__file__).parent.parent).stdout.split("\n")
+    return ast.literal_eval(out[0]), int(out[1])
+
+
+def test_a_zstd_bomb_is_a_rejection_within_the_cap(tmp_path: Path) -> None:
+    """32 KiB of zstd inflating to 1 GiB without a newline: rejected, the reading process growing by far less than
+    the text."""
+    _zstd_file(tmp_path / "bomb.txt.zst", (b"a" * MiB for _ in range(1024)))
+    assert (tmp_path / "bomb.txt.zst").stat().st_size < 64 * 1024
+    docs, grown = _read_in_a_child(tmp_path / "bomb.txt.zst", (False, True))
     too_large = f"Reject(reason='document larger than --max-document-bytes ({MiB} bytes)')"
-    assert docs == repr([[("", too_large)], [(":1", too_large)]])
-    assert int(grown) < 48, f"reading 1 GiB of zstd text grew the process by {grown} MiB"
+    assert docs == [[("", too_large)], [(":1", too_large)]]
+    assert grown < 48, f"reading 1 GiB of zstd text grew the process by {grown} MiB"
+
+
+def test_a_table_of_one_endless_line_is_read_within_a_bound(tmp_path: Path) -> None:
+    """A CSV whose second line is 1 GiB long: the table stops there, having read at most four documents and a MiB of
+    it, not the whole line."""
+    _zstd_file(tmp_path / "bomb.csv.zst", [b"text\n", *(b"a" * MiB for _ in range(1024))])
+    docs, grown = _read_in_a_child(tmp_path / "bomb.csv.zst", (False,))
+    bound = 4 * MiB + MiB
+    assert docs == [[(":2", f"Reject(reason='the table cannot be read from line 2 on: Error: a line longer than "
+                            f"{bound} bytes')")]]
+    assert grown < 48, f"reading a 1 GiB line of a table grew the process by {grown} MiB"
 
 
 def test_a_zstd_stream_cut_short_keeps_the_documents_before_the_damage(tmp_path: Path) -> None:

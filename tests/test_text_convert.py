@@ -120,16 +120,17 @@ def test_a_csv_or_tsv_table_converts_from_its_text_column(tmp_path: Path) -> Non
     src = tmp_path / "src"
     src.mkdir()
     (src / "imdb.csv").write_text('id,Review,sentiment\n1,"A great movie, truly",positive\n2,"Bad.\nVery bad.",'
-                                  'negative\n3,,negative\n4,"fine"\n', encoding="utf-8")
+                                  'negative\n3,,negative\n\n4,"fine"\n5,' + "x" * 4096 + ",neutral\n",
+                                  encoding="utf-8")  # a blank line, then a cell of exactly --max-document-bytes
     (src / "b.tsv.gz").write_bytes(gzip.compress(b"review\tid\ntab separated\t1\n"))
     (src / "c.csv").write_bytes(b"\xef\xbb\xbfreview\nwith a BOM\n")
     before = csv_module.field_size_limit()
-    result = convert_text(src, tmp_path / "dst", text_field="review")
+    result = convert_text(src, tmp_path / "dst", text_field="review", max_document_bytes=4096)
     assert csv_module.field_size_limit() == before  # the limit raised for the read is put back
     got = {r["source"]: r["input_ids"] for r in read_rows(tmp_path / "dst")}
     tok = bert()
-    want = {"imdb.csv:2": "A great movie, truly", "imdb.csv:3": "Bad.\nVery bad.", "imdb.csv:6": "fine",
-            "b.tsv.gz:2": "tab separated", "c.csv:2": "with a BOM"}
+    want = {"imdb.csv:2": "A great movie, truly", "imdb.csv:3": "Bad.\nVery bad.", "imdb.csv:7": "fine",
+            "imdb.csv:8": "x" * 4096, "b.tsv.gz:2": "tab separated", "c.csv:2": "with a BOM"}
     assert got == {k: tok.encode(v).ids for k, v in want.items()}
     assert {r["source"]: r["reason"] for r in result.manifest.rejected} == {
         "imdb.csv:5": "empty document (only whitespace)"}
@@ -145,9 +146,14 @@ def test_a_table_that_cannot_be_read_to_its_end_keeps_the_rows_before(tmp_path: 
     (src / "none.csv").write_text("id,body\n1,x\n")
     (src / "empty.csv").write_bytes(b"")
     (src / "header.csv").write_text("text\n")
+    (src / "wide.csv").write_text(",".join(f"c{i}" for i in range(10)) + "\n" + ",".join("1" * 10) + "\n")
+    (src / "blank.csv").write_text("\ntext\n")
+    (src / "latin_head.csv").write_bytes(b"t\xe9xt\nfirst\n")
+    bound = 4 * 4096 + 2**20  # the longest line a table may hold
+    (src / "edge.csv").write_text("text\n" + "y" * (bound - 1) + "\nafter the edge\n")  # a line of `bound` bytes
     result = convert_text(src, tmp_path / "dst", max_document_bytes=4096)
     kept = sorted(r["source"] for r in read_rows(tmp_path / "dst"))
-    assert kept == ["big.csv:2", "big.csv:4", "latin.csv:2", "long.csv:2", "short.csv:3"]
+    assert kept == ["big.csv:2", "big.csv:4", "edge.csv:3", "latin.csv:2", "long.csv:2", "short.csv:3"]
     reasons = {r["source"]: r["reason"] for r in result.manifest.rejected}
     assert reasons["big.csv:3"] == "document larger than --max-document-bytes (4096 bytes)"
     assert reasons["latin.csv:3"].startswith("the table cannot be read from line 3 on: UnicodeDecodeError: ")
@@ -157,7 +163,12 @@ def test_a_table_that_cannot_be_read_to_its_end_keeps_the_rows_before(tmp_path: 
     assert reasons["empty.csv"] == "empty file (0 bytes)"
     assert reasons["header.csv"] == "no documents (only blank or separator lines)"
     assert reasons["short.csv:2"] == "empty document (only whitespace)"
-    assert len(reasons) == 7
+    assert reasons["edge.csv:2"] == "document larger than --max-document-bytes (4096 bytes)"
+    assert reasons["wide.csv"] == ("missing text column 'text' (columns: c0, c1, c2, c3, c4, c5, c6, c7); set "
+                                   "--text-field")
+    assert reasons["blank.csv"] == "missing text column 'text' (columns: none); set --text-field"
+    assert reasons["latin_head.csv:1"].startswith("the table cannot be read from line 1 on: UnicodeDecodeError: ")
+    assert len(reasons) == 11
 
 
 def test_a_hugging_face_dataset_saved_to_disk_converts_from_its_arrow_files(tmp_path: Path) -> None:
@@ -174,6 +185,7 @@ def test_a_hugging_face_dataset_saved_to_disk_converts_from_its_arrow_files(tmp_
         w.write_table(table.slice(0, 2))
     whole = (src / "train" / "data-00000-of-00001.arrow").read_bytes()
     (src / "train" / "cut.arrow").write_bytes(whole[: len(whole) * 3 // 4])
+    (src / "train" / "garbage.arrow").write_bytes(b"not Arrow at all")
     with pa.ipc.new_stream(str(src / "train" / "numbers.arrow"), pa.schema([("text", pa.int64())])) as w:
         w.write_table(pa.table({"text": [1, 2]}))
     forged = bytearray(whole)  # the first batch's string offsets 0, 14, 24 made 0, 24, 14: read unchecked, a crash
@@ -194,6 +206,7 @@ def test_a_hugging_face_dataset_saved_to_disk_converts_from_its_arrow_files(tmp_
     assert reasons["train/data-00000-of-00001.arrow#2"] == "null text"
     assert reasons["train/data-00000-of-00001.arrow#3"] == "empty document (only whitespace)"
     assert reasons["train/numbers.arrow"] == "column 'text' has type int64, not string"
+    assert reasons["train/garbage.arrow"].startswith("not a readable Arrow file: ")
     assert reasons["train/forged.arrow#0"].startswith("corrupt Arrow data, the rows from 0 on not read: ArrowInvalid: ")
     [cut] = [k for k in reasons if k.startswith("train/cut.arrow#")]
     assert reasons[cut].startswith(f"corrupt Arrow data, the rows from {cut.split('#')[1]} on not read: ")

@@ -42,10 +42,7 @@ def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple
     line = 1
     try:
         reader = csv.reader(_lines(f, bound), delimiter=delimiter)
-        header = next(reader, None)
-        if header is None:
-            yield "", Reject("empty table (no header row)")
-            return
+        header = next(reader, [])  # (a file that is read holds a line: the empty one is rejected before)
         column = _column(header, opts.text_field)
         if column is None:
             shown = ", ".join(header[:8]) or "none"
