@@ -294,10 +294,15 @@ def test_a_table_of_one_hot_columns_gives_each_file_the_class_of_its_marked_colu
     ("b,0,1,0,1", "5 cells, where the first row names 4 columns (a file and one-hot class columns)"),
     ("b,1,0", "3 cells, where the first row names 4 columns (a file and one-hot class columns)")])
 def test_a_one_hot_row_that_marks_no_class_or_several_or_is_not_one_a_column_is_refused(tmp_path, row, why):
+    _refused_at_line_3(tmp_path, f"image_id,scab,healthy,rust\na,0,1,0\n{row}\n", re.escape(why) + "$")
+
+
+def _refused_at_line_3(tmp_path, table: str, pattern: str) -> None:
+    """A labels table of `table` over a source of a.jpg and b.jpg is refused, naming its line 3 and `pattern`."""
     src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
     csv = tmp_path / "labels.csv"
-    csv.write_text(f"image_id,scab,healthy,rust\na,0,1,0\n{row}\n")
-    with pytest.raises(ConvertError, match=rf"^{csv}:3: {re.escape(why)}$"):
+    csv.write_text(table)
+    with pytest.raises(ConvertError, match=rf"^{csv}:3: {pattern}"):
         discover_images(src, labels_csv=str(csv))
 
 
@@ -388,11 +393,8 @@ def test_a_split_column_beside_one_hot_columns(tmp_path):
 @pytest.mark.parametrize(("row", "value"), [("b,pug,", "''"), ("b,pug", "''"), ("b,pug,va l", "'va l'"),
                                             ("b,pug,../x", "'../x'")])
 def test_a_row_without_a_valid_split_name_is_refused(tmp_path, row, value):
-    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
-    csv = tmp_path / "labels.csv"
-    csv.write_text(f"file,class,split\na,pug,train\n{row}\n")
-    with pytest.raises(ConvertError, match=rf"^{csv}:3: split {re.escape(value)} is not allowed; a split name is "):
-        discover_images(src, labels_csv=str(csv))
+    _refused_at_line_3(tmp_path, f"file,class,split\na,pug,train\n{row}\n",
+                       rf"split {re.escape(value)} is not allowed; a split name is ")
 
 
 @pytest.mark.parametrize("sep", [";", "\t", "|"])
