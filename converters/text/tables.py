@@ -38,7 +38,9 @@ def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple
     cap = opts.max_document_bytes
     bound = 4 * cap + (1 << 20)  # a row: its document and the other cells
     limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, bound))  # a long cell is a rejection below, not csv's 128 KiB error
+    # a long cell is a rejection below, not csv's 128 KiB error; the limit is the process's: put back at the end
+    # (the discovery reads one file at a time)
+    csv.field_size_limit(max(limit, bound))
     line = 1
     try:
         reader = csv.reader(_lines(f, bound), delimiter=delimiter)
