@@ -141,7 +141,7 @@ def _one_hot(csv_path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[st
 def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> Labels:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
     column names the list does not know; a full path under `src` names its file), or a table of one-hot columns
-    (`_one_hot`: the classes are its columns, in their order), either with a `split` column (`_split_column`); a
+    (`_one_hot`: the classes are its columns, in their order), either of them with a `split` column (`_split_column`); a
     spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed twice is refused (which label would be
     meant?). Columns after the second of any other table are not read: a warning says so."""
     if not csv_path.is_file():
