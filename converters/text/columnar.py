@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.text.options import TextOptions
-from converters.text.records import Reject, too_large
+from converters.text.records import Reject, document
 
 
 def _string_column(schema: Any, opts: TextOptions) -> Reject | None:
@@ -28,14 +28,6 @@ def _string_column(schema: Any, opts: TextOptions) -> Reject | None:
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or is_view(kind)):
         return Reject(f"column {opts.text_field!r} has type {kind}, not string")
     return None
-
-
-def _document(value: object, cap: int) -> str | Reject:
-    if not isinstance(value, str):
-        return Reject("null text")
-    if len(value) > cap // 4 and len(value.encode()) > cap:
-        return too_large(cap)
-    return value if value.strip() else Reject("empty document (only whitespace)")
 
 
 def read_parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
@@ -57,7 +49,7 @@ def read_parquet(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Rej
         try:
             for batch in pf.iter_batches(row_groups=[group], columns=[opts.text_field]):
                 for value in batch.column(0).to_pylist():
-                    yield f"#{row}", _document(value, opts.max_document_bytes)
+                    yield f"#{row}", document(value, opts.max_document_bytes)
                     row += 1
         except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
             yield f"#{row}", Reject(f"corrupt Parquet data, rows {row} to {end - 1} of the file not read: "
@@ -94,7 +86,7 @@ def read_arrow(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Rejec
         for batch in batches:
             batch.validate(full=True)  # offsets and UTF-8 checked before a value is read
             for value in batch.column(opts.text_field).to_pylist():
-                yield f"#{row}", _document(value, opts.max_document_bytes)
+                yield f"#{row}", document(value, opts.max_document_bytes)
                 row += 1
     except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
         yield f"#{row}", Reject(f"corrupt Arrow data, the rows from {row} on not read: {type(exc).__name__}: {exc}")

@@ -11,6 +11,7 @@ document larger than that is a rejection, not a MemoryError.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import zlib
@@ -80,6 +81,16 @@ def _decode(data: bytes, offset: int = 0) -> str:
 
 def too_large(cap: int) -> Reject:
     return Reject(f"document larger than --max-document-bytes ({cap} bytes)")
+
+
+def document(value: object, cap: int) -> str | Reject:
+    """A cell of a table or column as a document: rejected when it is null, over `cap` bytes (encoded only when its
+    length says it may be) or only whitespace."""
+    if not isinstance(value, str):
+        return Reject("null text")
+    if len(value) > cap // 4 and len(value.encode()) > cap:
+        return too_large(cap)
+    return value if value.strip() else Reject("empty document (only whitespace)")
 
 
 def _lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, int, bytes | None]]:
@@ -219,7 +230,7 @@ def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | R
     if fmt in ("csv", "tsv"):
         from converters.text.tables import read_table  # (tables.py imports this module)
 
-        reader = lambda f, opts: read_table(f, opts, TABLES[f".{fmt}"])  # noqa: E731
+        reader = functools.partial(read_table, delimiter=TABLES[f".{fmt}"])
     else:
         reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
     try:

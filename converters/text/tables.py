@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from converters.text.options import TextOptions
-from converters.text.records import BOM, Reject, too_large
+from converters.text.records import BOM, Reject, document
 
 
 def _column(names: list[str], wanted: str) -> str | None:
@@ -56,11 +56,7 @@ def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple
             start, line = line, reader.line_num + 1
             if not row:
                 continue
-            value = row[k] if k < len(row) else ""
-            if len(value) > cap // 4 and len(value.encode()) > cap:
-                yield f":{start}", too_large(cap)
-            else:
-                yield f":{start}", value if value.strip() else Reject("empty document (only whitespace)")
+            yield f":{start}", document(row[k] if k < len(row) else "", cap)
     except (csv.Error, UnicodeDecodeError) as exc:
         yield f":{line}", Reject(f"the table cannot be read from line {line} on: {type(exc).__name__}: {exc}")
     finally:
