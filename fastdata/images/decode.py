@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 import torch
+from PIL import Image
 
 from fastdata.errors import ShardError
 from fastdata.images.geometry import (
@@ -92,16 +93,23 @@ def host_rgb(raw: RawSample) -> RawSample:
     transparent pixel showed the colour stored under it, or black), where the rule composites over white."""
     if is_jpeg(raw.data):
         return raw
-    buf = io.BytesIO()
     try:
         with open_image(raw.data) as im:
             if im.mode in DALI_READS_AS_IS and "transparency" not in im.info:
                 return raw
-            im.load()
-            to_rgb(im).save(buf, "PPM")
+            data = rgb_ppm(im)
     except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
         raise undecodable(raw, exc) from exc
-    return replace(raw, data=buf.getvalue())
+    return replace(raw, data=data)
+
+
+def rgb_ppm(im: Image.Image) -> bytes:
+    """`im` decoded, made RGB by the converter's rule (`pixels.to_rgb`), as a binary PPM: what the host hands on
+    in place of an image the backends would otherwise read apart (`host_rgb`, orientation.py)."""
+    im.load()
+    buf = io.BytesIO()
+    to_rgb(im).save(buf, "PPM")
+    return buf.getvalue()
 
 
 def _decode(raw: RawSample, factor: int = 1, height: int = 0, width: int = 0) -> np.ndarray:

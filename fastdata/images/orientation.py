@@ -19,7 +19,6 @@ remembered and not looked at again.
 
 from __future__ import annotations
 
-import io
 import logging
 from dataclasses import replace
 from typing import Any
@@ -28,8 +27,8 @@ import numpy as np
 from PIL import ImageOps
 
 from fastdata.errors import ShardError
-from fastdata.images.decode import is_jpeg, undecodable
-from fastdata.images.pixels import EXIF_ORIENTED, decode_problem, open_image, orientation_of, to_rgb
+from fastdata.images.decode import is_jpeg, rgb_ppm, undecodable
+from fastdata.images.pixels import EXIF_ORIENTED, decode_problem, open_image, orientation_of
 from fastdata.images.reader import RawSample
 
 log = logging.getLogger(__name__)
@@ -93,12 +92,9 @@ def upright_ppm(raw: RawSample, *, jpeg: bool) -> tuple[bytes, int, int] | None:
                 problem = decode_problem(bytes(raw.data))
                 if problem is not None:
                     raise ShardError(f"corrupt JPEG in {raw.shard}, key {raw.key}: {problem}")
-            im.load()
-            upright = to_rgb(ImageOps.exif_transpose(im))
-            buf = io.BytesIO()
-            upright.save(buf, "PPM")
+            upright = ImageOps.exif_transpose(im)
+            return rgb_ppm(upright), upright.height, upright.width
     except ShardError:
         raise
     except Exception as exc:  # noqa: BLE001 - any decode failure is a bad sample
         raise undecodable(raw, exc) from exc
-    return buf.getvalue(), upright.height, upright.width
