@@ -24,8 +24,8 @@ from fastdata.manifest import CONVERT_AGAIN, MANIFEST_NAME, Manifest, ShardInfo,
 from fastdata.sources import Spec, expand
 
 SHARD_SUFFIXES = (".tar", ".arrow")
-RAW_SUFFIXES = (".jpg", ".jpeg", ".jfif", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif", ".txt", ".jsonl",
-                ".json", ".parquet", ".dcm", ".gz", ".zst")
+RAW_SUFFIXES = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif", ".txt",
+                ".jsonl", ".json", ".csv", ".tsv", ".parquet", ".dcm", ".gz", ".zst")
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,9 @@ def test_raw_files_or_class_folders_are_told_to_convert(tmp_path: Path):
     assert str(info.value) == f"no manifest.json in {str(tmp_path)!r}: {convert_hint(tmp_path)}"
 
 
-@pytest.mark.parametrize("name", ["pile-00.jsonl.zst", "docs.jsonl.gz", "c4.json.GZ"])
-def test_a_folder_of_compressed_text_is_told_to_convert(tmp_path: Path, name: str):
+@pytest.mark.parametrize("name", ["pile-00.jsonl.zst", "docs.jsonl.gz", "c4.json.GZ", "train.csv", "dev.tsv",
+                                  "photo.jpe"])
+def test_a_folder_of_compressed_text_or_other_raw_files_is_told_to_convert(tmp_path: Path, name: str):
     (tmp_path / name).write_bytes(b"")
     assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
 
