@@ -15,6 +15,7 @@ is a finding. Findings are printed with their (seed, target, case) and the input
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import faulthandler
 import json
 import logging
@@ -111,7 +112,8 @@ class Context:
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
                       ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20)),
-                      ("x.parquet", _parquet({"text": ["one doc", "", "three " * 50, "four"]}))]
+                      ("x.parquet", _parquet({"text": ["one doc", "", "three " * 50, "four"]})),
+                      ("x.arrow", _arrow_stream({"text": ["one doc", "", "three " * 50, "four"], "id": [1, 2, 3, 4]}))]
         from conftest_adopt import encoded, raw_tar
         from conftest_pairs import convert_pairs, make_pair_tree
 
@@ -135,6 +137,8 @@ class Context:
             ("captions.parquet", _parquet({"file": ["img_000.jpg", "b.jpg"], "caption": ["a cat", "b"]})),
             ("labels.csv", "filename,class\nimg_0.jpg,cat\nimg_1.jpg,chien \u00e9\n".encode()),
         ]
+        self.image_tables = [(name, _image_table(name, [data for _, data in self.jpegs + self.pngs]))
+                             for name in ("train-00000-of-00001.parquet", "train.arrow")]
         self.case_dir = work / "case"
         self._server: Any = None
         self._local: dict[str, list] = {}
@@ -169,6 +173,33 @@ def _parquet(columns: dict[str, list[str]]) -> bytes:
 
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table(columns), sink)
+    return sink.getvalue().to_pybytes()
+
+
+def _arrow_stream(columns: Any) -> bytes:
+    """`columns` (a dict of lists, or a table) as the Arrow IPC stream `save_to_disk` writes, two rows a batch."""
+    import pyarrow as pa
+
+    table = columns if isinstance(columns, pa.Table) else pa.table(columns)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=2)
+    return sink.getvalue().to_pybytes()
+
+
+def _image_table(name: str, images: list[bytes]) -> bytes:
+    """A Hugging Face table of `images` (Parquet, or the Arrow stream `save_to_disk` writes) with a ClassLabel."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    features = {"image": {"_type": "Image"}, "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
+    table = pa.table({"image": [{"bytes": d, "path": f"{i}.jpg"} for i, d in enumerate(images)],
+                      "label": pa.array([i % 2 for i in range(len(images))], pa.int64())})
+    table = table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    if name.endswith(".arrow"):
+        return _arrow_stream(table)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, row_group_size=2)
     return sink.getvalue().to_pybytes()
 
 
@@ -455,6 +486,29 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     return f"{name}: {what}"
 
 
+def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
+    """A Hugging Face table of images, mutated: its rows become work items or recorded rejections (a ConvertError
+    for the source as a whole), and each item converts to a sample or a rejection, never an exception."""
+    from converters.images.discover import discover_images
+    from converters.images.encode import ImageOptions, process_image
+    from converters.sample import Rejection, Sample
+
+    data, what = mutate_bytes(rng, data)
+    src = ctx.work / "hf-table"
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir()
+    (src / name).write_bytes(data)
+    found: list[Any] = []
+    _expect(lambda: found.append(discover_images(src, max_pixels=1 << 16)), step=f"{name} discover")
+    for items in (found[0].splits.values() if found else ()):
+        for i, item in enumerate(items):
+            out = process_image(dataclasses.replace(item, position=i), opts=ImageOptions(max_pixels=1 << 16))
+            if not isinstance(out, Sample | Rejection) or (isinstance(out, Rejection) and
+                                                           out.reason.startswith("unexpected")):
+                raise Finding(f"{item.rel}: {out!r}")
+    return f"{name}: {what}"
+
+
 def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     """A captions file or a labels CSV, mutated (as bytes, or as JSON values): rows, or a ConvertError."""
     from converters.image_text.captions import read_captions
@@ -586,6 +640,7 @@ def targets(ctx: Context) -> list[Target]:
                lambda r, label, p: _dicom_file(ctx, r, label, p)),
         Target("text", lambda: ctx.texts, lambda r, label, d: _text_file(ctx, r, label, d)),
         Target("tables", lambda: ctx.tables, lambda r, label, d: _table_file(ctx, r, label, d)),
+        Target("hf_tables", lambda: ctx.image_tables, lambda r, label, d: _hf_table(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
         Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None)],
@@ -681,7 +736,7 @@ def _save(out: Path, seed: str, target: str, case: int, ctx: Context) -> None:
     """Keep what the failing case fed in, for reproduction (`--targets T --seed S` replays the same cases)."""
     dest = out / f"{target}-{seed}-{case}"
     dest.mkdir(parents=True, exist_ok=True)
-    for path in (ctx.work / "case.img", ctx.case_dir, ctx.work / "case-dicom"):
+    for path in (ctx.work / "case.img", ctx.case_dir, ctx.work / "case-dicom", ctx.work / "hf-table"):
         if path.is_file():
             shutil.copy(path, dest)
         elif path.is_dir():

@@ -152,7 +152,8 @@ def test_every_option_has_help_and_is_documented() -> None:
 KIND_FLAGS = ["--short-side", "128", "--quality", "80", "--max-pixels", "1000", "--split", "val", "--keep-metadata",
               "--tokenizer", "tok.json", "--separator=---", "--text-field", "body", "--max-length", "64", "--overflow",
               "split", "--max-document-bytes", "1MiB", "--spacing", "1", "2", "3", "--keep-phi", "--salt", "s",
-              "--allow-burned-in", "--max-voxels", "99", "--captions", "c.csv"]
+              "--allow-burned-in", "--max-voxels", "99", "--captions", "c.csv", "--image-field", "img", "--label-field",
+              "fine_label"]
 
 
 def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,7 +169,8 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
         return get_kind(kind).options_from_args(build_parser().parse_args(["convert", "S", "D", *argv]))
 
     assert options("images", *KIND_FLAGS, "--labels", "l.csv") == ImageOptions(
-        short_side=128, quality=80, max_pixels=1000, labels="l.csv", split="val", unlabeled=False, keep_metadata=True)
+        short_side=128, quality=80, max_pixels=1000, labels="l.csv", split="val", unlabeled=False, keep_metadata=True,
+        image_field="img", label_field="fine_label")
     assert options("images", "--unlabeled") == ImageOptions(unlabeled=True)
     assert options("text", *KIND_FLAGS) == TextOptions(
         tokenizer="tok.json", per_line=False, separator="---", text_field="body", max_length=64, overflow="split",

@@ -5,6 +5,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/wds/shards-00000{0,1,2}.tar          WebDataset shards of them, written by webdataset's ShardWriter
   ~/data/coco/train2017/*.jpg, ~/data/coco/captions_train2017.json   the photos and their bundled COCO captions
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
+  ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
   shards/, tokens/, volumes/                  those converted with the commands the README shows
@@ -66,6 +67,24 @@ def _captioned(data: Path) -> None:
                         "json": json.dumps({"key": f"{i:09d}", "caption": first[name]}).encode()})
 
 
+def _hub_download(root: Path) -> None:
+    """The photos as `huggingface-cli download` leaves an image dataset: a card and Parquet files with an `Image`
+    column and a `ClassLabel` (the layout of tests/test_image_tables.py)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    photos = sorted(PHOTOS.glob("*.jpg"))
+    features = {"image": {"_type": "Image"}, "label": {"names": list(CLASSES), "_type": "ClassLabel"}}
+    for split, part in (("train", photos[:40]), ("validation", photos[40:])):
+        table = pa.table({"image": [{"bytes": p.read_bytes(), "path": p.name} for p in part],
+                          "label": pa.array([i % len(CLASSES) for i in range(len(part))], pa.int64())})
+        path = root / "data" / f"{split}-00000-of-00001.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table.replace_schema_metadata(
+            {b"huggingface": json.dumps({"info": {"features": features}}).encode()}), path)
+    (root / "README.md").write_text("---\nlicense: see tests/data/README.md\n---\n")
+
+
 @pytest.fixture(scope="session")
 def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path:
     S3_ENV.update(AWS_ENDPOINT_URL=s3_endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
@@ -81,6 +100,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
         shutil.copyfile(p, target)
     shardwriter_shards(box / "home" / "data" / "wds", count=24, per_shard=8, pattern="shards-%06d.tar")
     _captioned(box / "home" / "data")
+    _hub_download(box / "home" / "hf" / "beans")
     for f in sorted(FORTUNES.iterdir()):
         (box / "corpus" / f.name).mkdir(parents=True)
         shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")

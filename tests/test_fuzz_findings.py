@@ -391,3 +391,62 @@ def test_an_offsets_buffer_longer_than_its_offsets_reads_the_offsets_it_holds(ds
     _lengthen_offsets_buffer(sorted(copy.glob("*.arrow"))[0], "input_ids", extra)
     forged = [b["input_ids"] for b in fastdata.loader(copy, max_tokens=2048, shuffle=False)]
     assert len(forged) == len(plain) and all(torch.equal(a, b) for a, b in zip(forged, plain))
+
+
+
+@pytest.mark.parametrize("broken", ["not utf-8", "twice"])
+def test_an_arrow_table_whose_column_names_are_not_utf8_or_repeat_is_a_rejection(tmp_path, broken):
+    """An Arrow stream opens with a schema whose names are not UTF-8, and `schema.names` then raised
+    UnicodeDecodeError out of the text kind's `.arrow` reading and the image tables' detection (the `hf_tables`
+    target, seed 777, its first minute); two columns of one name made `schema.field` raise KeyError. Both are now
+    the one rejection of the file."""
+    import pyarrow as pa
+
+    from converters.images.discover import discover_images
+    from converters.text.options import TextOptions
+    from converters.text.records import Reject, read_documents
+
+    image = pa.array([{"bytes": b"\xff\xd8", "path": "a.jpg"}],
+                     pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+    table = pa.table([pa.array(["a doc"]), image], names=["text", "image" if broken == "not utf-8" else "text"])
+    path = tmp_path / "train.arrow"
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    if broken == "not utf-8":
+        path.write_bytes(path.read_bytes().replace(b"image", b"im\xffge"))
+    why = "a column name is not UTF-8" if broken == "not utf-8" else "the column name 'text' is used twice"
+    (where, reject), = read_documents(path, TextOptions(tokenizer="t"))
+    assert where == "" and isinstance(reject, Reject) and reject.reason.startswith(why)
+    d = discover_images(tmp_path)
+    assert not d.splits and [(r.source, r.reason[:len(why)]) for r in d.rejected] == [("train.arrow", why)]
+
+
+def test_every_byte_of_a_parquet_image_column_changed_gives_rows_or_rejections(tmp_path):
+    """A dictionary index past the end of its dictionary (the image column is read as its dictionary) raised
+    IndexError out of discovery: the `hf_tables` target, seed 778, cases 93041 and 96621. Every batch is now
+    validated before a value is read. Here each byte of the image column's pages (dictionary and data pages of the
+    first row group) is changed four ways; discovery must give rows or recorded rejections, never raise."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from converters.images.discover import discover_images
+
+    photos = [b"\xff\xd8" + bytes([i]) * 30 for i in range(3)]
+    features = {"image": {"_type": "Image"}, "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
+    table = pa.table({"image": [{"bytes": photos[i % 3], "path": f"{i}.jpg"} for i in range(6)],
+                      "label": pa.array([i % 2 for i in range(6)], pa.int64())})
+    table = table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, row_group_size=3, compression="none")
+    data = sink.getvalue().to_pybytes()
+    chunk = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0).column(0)
+    assert chunk.path_in_schema == "image.bytes" and chunk.has_dictionary_page
+    start = chunk.dictionary_page_offset
+    path = tmp_path / "train.parquet"
+    damaged = 0
+    for at in range(start, start + chunk.total_compressed_size):
+        for value in {0x00, 0xFF, data[at] ^ 0x01, data[at] ^ 0x80} - {data[at]}:
+            path.write_bytes(data[:at] + bytes([value]) + data[at + 1:])
+            d = discover_images(tmp_path)
+            damaged += any(r.reason.startswith("corrupt Parquet data") for r in d.rejected)
+    assert damaged > 100  # the changes reached the reading of rows, not only the opening of the file

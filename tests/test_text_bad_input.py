@@ -89,7 +89,8 @@ def test_damaged_parquet_keeps_the_rows_before_the_damage_and_says_where(tmp_pat
     assert got[:2] == [("#0", "first doc"), ("#1", "second doc")] and len(got) == 3  # row group 0 kept
     where, reject = got[2]
     assert where == "#2" and isinstance(reject, Reject)
-    assert reject.reason.startswith("corrupt Parquet data, rows 2 to 3 of the file not read: UnicodeDecodeError: ")
+    assert reject.reason.startswith("corrupt Parquet data, rows 2 to 3 of the file not read: ArrowInvalid: ")
+    assert "Invalid UTF8" in reject.reason  # the batch's validation found it, before a value was read
     path.write_bytes(data.replace(b"first doc", b"\xff" * 9))
     assert [(w, d if isinstance(d, str) else d.reason[:40]) for w, d in read_documents(path, opts)] == [
         ("#0", "corrupt Parquet data, rows 0 to 1 of the"), ("#2", "third doc"), ("#3", "fourth doc")]

@@ -1,4 +1,5 @@
-"""The images kind: ImageNet-style folders -> baseline RGB JPEG samples (jpg, cls, json)."""
+"""The images kind: ImageNet-style folders, or Hugging Face tables of images (tables.py) -> baseline RGB JPEG
+samples (jpg, cls, json)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pyarrow as pa
 
 from converters.images.discover import EXTENSIONS, discover_images
 from converters.images.encode import ImageOptions, process_image
+from converters.images.tables import has_image_tables
 from converters.kind import ArrowLayout, Discovery
 from converters.tree import first_files
 
@@ -25,7 +27,8 @@ class ImagesKind:
     extensions = EXTENSIONS
 
     def detect(self, src: Path, /) -> bool:
-        return any(path.suffix.lower() in EXTENSIONS for path in first_files(src, DETECT_FILES))
+        return src.is_dir() and (any(path.suffix.lower() in EXTENSIONS for path in first_files(src, DETECT_FILES))
+                                 or has_image_tables(src, limit=DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--short-side", type=int, default=256,
@@ -42,15 +45,22 @@ class ImagesKind:
         parser.add_argument("--unlabeled", action="store_true",
                             help="no labels: every image of the tree, class folders ignored (a folder without "
                                  "subfolders is unlabeled anyway)")
+        parser.add_argument("--image-field", metavar="COLUMN",
+                            help="images from Parquet/Arrow tables: the image column (default: the one there is)")
+        parser.add_argument("--label-field", metavar="COLUMN",
+                            help="images from Parquet/Arrow tables: the label column (default: the ClassLabel, or "
+                                 "label/labels)")
 
     def options_from_args(self, args: Any) -> ImageOptions:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,
                             labels=args.labels, split=args.split, unlabeled=args.unlabeled,
-                            keep_metadata=args.keep_metadata)
+                            keep_metadata=args.keep_metadata, image_field=args.image_field,
+                            label_field=args.label_field)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         return discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
-                               follow_symlinks=follow_symlinks)
+                               follow_symlinks=follow_symlinks, image_field=options.image_field,
+                               label_field=options.label_field, max_pixels=options.max_pixels)
 
     def processor(self, options: ImageOptions):
         return functools.partial(process_image, opts=options)

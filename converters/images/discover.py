@@ -8,7 +8,10 @@ import logging
 import os
 from pathlib import Path
 
+from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import EXTENSIONS, listed_names, read_labels
+from converters.images.table_columns import TableOptions, bytes_limit
+from converters.images.tables import discover_tables, table_files
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import (
@@ -24,6 +27,7 @@ from converters.tree import (
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
+TABLE_LOOK = 2000  # files looked at for tables of images, and for no image file among them
 
 
 def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection | None]:
@@ -111,15 +115,23 @@ def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: 
 
 
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
-                    unlabeled: bool = False, follow_symlinks: bool = True) -> Discovery:
+                    unlabeled: bool = False, follow_symlinks: bool = True, image_field: str | None = None,
+                    label_field: str | None = None, max_pixels: int = DEFAULT_MAX_PIXELS) -> Discovery:
     """The inputs of an image source. A folder with no subfolder (and no labels CSV), or any tree with
-    `unlabeled=True`, gives unlabeled samples."""
+    `unlabeled=True`, gives unlabeled samples. A tree of Parquet or Arrow tables and no image file is read by
+    tables.py."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     if labels_csv:
         if unlabeled:
             raise ValueError("--labels and --unlabeled contradict each other: pick one")
         return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
+    if table_files(src, limit=TABLE_LOOK):
+        tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels))
+        return discover_tables(src, tables, follow_symlinks=follow_symlinks)
+    if image_field or label_field:
+        raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images; "
+                         f"{src} holds image files, or no table")
     follow = follow_symlinks
     top = visible(os.listdir(src))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]

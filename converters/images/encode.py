@@ -28,6 +28,8 @@ class ImageOptions:
     split: str = "train"
     unlabeled: bool = False
     keep_metadata: bool = False  # copied JPEGs keep EXIF/XMP/IPTC/comments (default: removed, ICC kept)
+    image_field: str | None = None  # a table source's image column (tables.py; default: the one there is)
+    label_field: str | None = None  # a table source's label column (default: its ClassLabel, or label/labels)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -106,8 +108,8 @@ def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejectio
     """Convert one source image into a sample with members jpg, cls and json."""
     if Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS * 2 < opts.max_pixels:
         Image.MAX_IMAGE_PIXELS = opts.max_pixels  # our own limit is checked above; do not let Pillow's undercut it
-    try:
-        data = Path(item.source).read_bytes()
+    try:  # an image of a table lies in the spill file (tables.py)
+        data = item.payload.read_bytes() if item.payload is not None else Path(item.source).read_bytes()
     except OSError as exc:
         return Rejection(item.split, item.rel, f"unreadable: {exc.strerror or exc}")
     if not data:

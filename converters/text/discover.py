@@ -1,6 +1,6 @@
 """Find the documents of a text corpus: a single file, a flat folder, `SRC/<class>/...` or
 `SRC/<split>/<class>/...` (class index = position in the sorted class names, as for images).
-Every document becomes one work item referring to its text in a spill file (spill.py); unusable files
+Every document becomes one work item referring to its text in a spill file (converters/spill.py); unusable files
 and records are rejected."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
+from converters.spill import Spill
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
-from converters.text.spill import Spill
 from converters.tree import (
     ClassFolders,
     Collector,
@@ -28,7 +28,7 @@ class _Collector(Collector):
     def __init__(self, src: Path, opts: TextOptions, *, follow: bool) -> None:
         super().__init__(src, follow=follow)
         self.opts = opts
-        self.spill = Spill()
+        self.spill = Spill("text")
 
     def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
         rel = rel or self.rel(path)  # a regular file: `Walk.problem` was asked before

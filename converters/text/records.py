@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from converters.table_files import ARROW, PARQUET
 from converters.text.options import TextOptions
 from fastdata.json_text import BadJSON, parse_json
 
 PLAIN = (".txt", ".text", "")
 JSONL = (".jsonl", ".ndjson")
 JSON = (".json",)
-PARQUET = (".parquet",)
-ARROW = (".arrow",)  # a Hugging Face dataset saved with `save_to_disk` (Arrow IPC stream), or an Arrow IPC file
 TABLES = {".csv": ",", ".tsv": "\t"}  # a table with a text column (tables.py)
 EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *TABLES, *PARQUET, *ARROW)
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
@@ -223,9 +222,9 @@ def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | R
         yield "", Reject(f"unsupported file type; allowed: {', '.join(EXTENSIONS)}, no extension, or + .gz or .zst")
         return
     if fmt in ("parquet", "arrow"):
-        from converters.text.columnar import read_arrow, read_parquet  # (columnar.py imports this module)
+        from converters.text.columnar import read_columns  # (columnar.py imports this module)
 
-        yield from (read_parquet if fmt == "parquet" else read_arrow)(path, opts)
+        yield from read_columns(path, opts)
         return
     if fmt in ("csv", "tsv"):
         from converters.text.tables import read_table  # (tables.py imports this module)

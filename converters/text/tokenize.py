@@ -116,7 +116,7 @@ class TextProcessor:
         return self.process_batch([item])[0]
 
     def process_batch(self, items: list[WorkItem]) -> list[Sample | Rejection | list[Sample]]:
-        texts = [it.payload if isinstance(it.payload, str) else it.payload.read() for it in items]  # DocRef
+        texts = [it.payload if isinstance(it.payload, str) else it.payload.read() for it in items]  # SpillRef
         encodings = self.tokenizer.encode_batch(texts, add_special_tokens=True)
         return [self._samples(it, enc) for it, enc in zip(items, encodings)]
 

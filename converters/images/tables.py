@@ -1,0 +1,181 @@
+"""Image datasets as tables, as Hugging Face ships them: Parquet files from the Hub
+(`data/train-00000-of-00004.parquet`, `default/train/0000.parquet`) or Arrow files written by `save_to_disk`
+(`train/data-00000-of-00001.arrow`), read by converters/table_files.py.
+
+- Columns, splits and values: table_columns.py. Labels without a ClassLabel become classes in `label_order`, as a
+  labels CSV's do. Every table must agree with the first: the same label column and the same class names.
+- Each image's bytes go to a spill file (converters/spill.py) and are converted like an image file. A row without
+  bytes (an image stored as a path only), without a label (-1, null), with a label no class has, or with more bytes
+  than `bytes_limit`, and a table that is damaged or holds no image column, are recorded rejections.
+- Bounded: BATCH_ROWS rows are read at once; a Parquet image column is read as the dictionary it is stored as, so
+  a value repeated in every row (a dictionary bomb: kilobytes of file, gigabytes decoded) is in memory once per
+  batch, and spilled once (SAME_FROM).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from converters.images.labels_csv import EXTENSIONS, label_order
+from converters.images.table_columns import (
+    Columns,
+    TableOptions,
+    image_column,
+    is_image_struct,
+    label_column,
+    label_problem,
+    row_values,
+    split_of_table,
+)
+from converters.kind import Discovery
+from converters.sample import Rejection, WorkItem
+from converters.spill import Spill, SpillRef
+from converters.table_files import ARROW, PARQUET, Damage, Table, TableError
+from converters.tree import Collector, display, first_files, has_control_characters
+from fastdata.errors import ConvertError
+
+SUFFIXES = (*PARQUET, *ARROW)
+HF_METADATA = ("readme.md", "dataset_dict.json", "dataset_info.json", "dataset_infos.json", "state.json")
+LOOK_AT = 8  # tables whose schema `has_image_tables` reads
+BATCH_ROWS = 8  # rows read at once: at most 8 images in memory, each under TableOptions.max_bytes
+SAME_FROM = 1 << 20  # images of this many bytes or more are spilled once however often a table repeats them
+
+
+def table_files(src: Path, *, limit: int) -> list[Path]:
+    """The Parquet and Arrow files among the first `limit` files of `src`; none when an image file is among them
+    (a folder of images, whose tables are not read)."""
+    tables = []
+    for path in first_files(src, limit):
+        suffix = path.suffix.lower()
+        if suffix in EXTENSIONS:
+            return []
+        if suffix in SUFFIXES:
+            tables.append(path)
+    return tables
+
+
+def has_image_tables(src: Path, *, limit: int, options: TableOptions | None = None) -> bool:
+    """Whether `table_files` holds a table with an image column (`options.image_field`, or the one there is) among
+    its first LOOK_AT: a source for the images kind (`fastdata convert --kind auto`)."""
+    for path in table_files(src, limit=limit)[:LOOK_AT]:
+        try:
+            image_column(Table(path), options or TableOptions())
+            return True
+        except TableError:
+            continue
+    return False
+
+
+class _Collector(Collector):
+    """The rows of every table: work items whose payload is the image's place in the spill file; labels are the
+    raw values until `labelled` turns them into class indices."""
+
+    def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
+        super().__init__(src, follow=follow)
+        self.opts = opts
+        self.spill = Spill("images")
+        self.first: tuple[str, Columns] | None = None  # the first usable table, which every other must agree with
+        self.values: set[Any] = set()
+        self.large: dict[tuple[int, bytes], SpillRef] = {}  # large images spilled, by size and digest
+
+    def add_file(self, path: Path, split: str, label: int | None) -> None:
+        rel = self.rel(path)
+        split = split_of_table(rel, self.opts.split)
+        if path.suffix.lower() not in SUFFIXES:
+            why = "not a Parquet or Arrow table (this source is read as tables of images)"
+            meta = ": Hugging Face metadata, not data" if path.name.lower() in HF_METADATA else ""
+            self.rejected.append(Rejection(split, rel, why + meta))
+            return
+        found = 0
+        try:
+            table = Table(path)
+            columns = self._columns(table)
+            kind = table.schema.field(columns.image).type
+            table.keep_dictionary(f"{columns.image}.bytes" if is_image_struct(kind) else columns.image)
+            read = functools.partial(row_values, columns=columns, limit=self.opts.max_bytes)
+            for part in table.rows([c for c in (columns.image, columns.label) if c is not None],
+                                   batch_rows=BATCH_ROWS, values=read):
+                if isinstance(part, Damage):
+                    self.rejected.append(Rejection(split, f"{rel}#{part.first}", part.reason))
+                    continue
+                first, rows = part
+                for i, (image, label) in enumerate(rows):
+                    found += self._add_row(image, label, columns, split, f"{rel}#{first + i}", str(path))
+        except TableError as exc:
+            self.rejected.append(Rejection(split, rel, str(exc)))
+        self.identity.append([split, rel, None, path.stat().st_size, found])
+
+    def _columns(self, table: Table) -> Columns:
+        label, names = label_column(table, self.opts)
+        columns = Columns(image_column(table, self.opts), label, names)
+        if self.first is None:
+            self.first = (display(table.path.relative_to(self.src).as_posix()), columns)
+            return columns
+        first, want = self.first
+        if (columns.label is None) != (want.label is None) or columns.names != want.names:
+            have = f"label column {want.label!r}" if want.label else "no label column"
+            raise TableError(f"its labels are not those of {first} ({have}"
+                             f"{f' with {len(want.names)} classes' if want.names else ''}): convert them apart")
+        return columns
+
+    def _add_row(self, image: bytes | str, label: Any, columns: Columns, split: str, rel: str, source: str) -> int:
+        """Take one row (1) or record why not (0)."""
+        if isinstance(image, str):
+            self.rejected.append(Rejection(split, rel, image))
+            return 0
+        if columns.label is not None:
+            problem = label_problem(label, columns)
+            if problem is not None:
+                self.rejected.append(Rejection(split, rel, problem))
+                return 0
+            self.values.add(label)
+        self.items.setdefault(split, []).append(
+            WorkItem(split=split, rel=rel, source=source, label=label, payload=self._spilled(image)))
+        return 1
+
+    def _spilled(self, data: bytes) -> SpillRef:
+        """Where `data` lies in the spill file, written once per conversion when it is large (so a value a table
+        repeats in every row is not written a million times)."""
+        if len(data) < SAME_FROM:
+            return self.spill.add(data)
+        key = (len(data), hashlib.blake2b(data).digest())
+        ref = self.large.get(key)
+        if ref is None:
+            ref = self.large[key] = self.spill.add(data)
+        return ref
+
+    def classes(self) -> tuple[str, ...]:
+        """The class names: the ClassLabel's, or the label values in `label_order`."""
+        if self.first is None or self.first[1].label is None:
+            return ()
+        columns = self.first[1]
+        classes = columns.names or label_order({str(v) for v in self.values})
+        bad = next((c for c in classes if has_control_characters(c)), None)
+        if bad is not None:
+            raise ConvertError(f"the class {bad!r} of column {columns.label!r} holds control characters (an escape "
+                               "sequence, a tab, a newline, a bidi override): not a name to print")
+        return classes
+
+    def labelled(self, classes: tuple[str, ...]) -> dict[str, list[WorkItem]]:
+        """The work items with class indices for labels."""
+        if self.first is None or self.first[1].names is not None or not classes:
+            return self.items
+        index = {c: i for i, c in enumerate(classes)}
+        return {s: [replace(it, label=index[str(it.label)]) for it in items] for s, items in self.items.items()}
+
+
+def discover_tables(src: Path, opts: TableOptions, *, follow_symlinks: bool = True) -> Discovery:
+    """The images of the Parquet and Arrow tables under `src`."""
+    col = _Collector(src, opts, follow=follow_symlinks)
+    col.add_tree(src, opts.split, None)
+    classes = col.classes()
+    items = col.labelled(classes)
+    col.items = items
+    if classes:
+        col.warn_unused(classes, "images")
+    col.spill.flush()
+    return Discovery(items, classes, col.rejected, "tables", col.identity, keep=col.spill)

@@ -1,0 +1,77 @@
+"""What discovery reads out of a container file (a text corpus' documents, the images of a Parquet table) is written
+to a spill file, not held in memory: a work item carries a SpillRef (offset and length in that file) and the worker
+reads its input back with one pread.
+
+So discovery's memory grows with the number of inputs (a few hundred bytes each for the work item), never with
+their bytes. The spill file lives in the temporary folder (`TMPDIR`), holds the inputs once (decompressed), and is
+deleted when the conversion's discovery is released.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SpillRef:
+    """Where one input's bytes (a document's UTF-8 text) lie in a spill file."""
+
+    path: str
+    offset: int
+    length: int
+
+    def read_bytes(self) -> bytes:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            data = os.pread(fd, self.length, self.offset)
+        finally:
+            os.close(fd)
+        if len(data) != self.length:
+            raise OSError(f"spill file {self.path} lost its data (wanted {self.length} bytes at {self.offset})")
+        return data
+
+    def read(self) -> str:
+        """The input as text (a document)."""
+        return self.read_bytes().decode("utf-8")
+
+
+class Spill:
+    """An append-only temporary file of inputs (`fastdata-<what>-*.spill`); removed when closed or
+    garbage-collected."""
+
+    def __init__(self, what: str) -> None:
+        fd, self.path = tempfile.mkstemp(prefix=f"fastdata-{what}-", suffix=".spill")
+        self._file = os.fdopen(fd, "wb")
+        self._size = 0
+        self._finalizer = weakref.finalize(self, _remove, self._file, self.path)
+
+    def add(self, data: str | bytes) -> SpillRef:
+        """Append `data` (text as UTF-8); where it lies."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        ref = SpillRef(self.path, self._size, len(data))
+        self._file.write(data)
+        self._size += len(data)
+        return ref
+
+    def flush(self) -> None:
+        """Make everything added readable by other processes (called once discovery is done)."""
+        self._file.flush()
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def _remove(file, path: str) -> None:
+    file.close()
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
