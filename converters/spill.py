@@ -9,10 +9,13 @@ deleted when the conversion's discovery is released.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import weakref
 from dataclasses import dataclass
+
+SAME_FROM = 1 << 20  # inputs of this many bytes or more are spilled once however often they are added
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +49,23 @@ class Spill:
         fd, self.path = tempfile.mkstemp(prefix=f"fastdata-{what}-", suffix=".spill")
         self._file = os.fdopen(fd, "wb")
         self._size = 0
+        self._large: dict[tuple[int, bytes], SpillRef] = {}  # inputs of SAME_FROM bytes or more, by size and digest
         self._finalizer = weakref.finalize(self, _remove, self._file, self.path)
 
     def add(self, data: str | bytes) -> SpillRef:
-        """Append `data` (text as UTF-8); where it lies."""
+        """Append `data` (text as UTF-8); where it lies. An input of SAME_FROM bytes or more that was added before
+        lies where it was written first: a table that repeats one large value in every row (a dictionary bomb) is
+        spilled once, not once a row."""
         if isinstance(data, str):
             data = data.encode("utf-8")
+        key = (len(data), hashlib.blake2b(data).digest()) if len(data) >= SAME_FROM else None
+        if key in self._large:
+            return self._large[key]
         ref = SpillRef(self.path, self._size, len(data))
         self._file.write(data)
         self._size += len(data)
+        if key is not None:
+            self._large[key] = ref
         return ref
 
     def flush(self) -> None:

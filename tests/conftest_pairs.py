@@ -38,7 +38,8 @@ def convert_pairs(src: Path, dst: Path, **config: object):
     from converters.engine import ConvertConfig, convert
     from converters.image_text import ImageTextOptions
 
-    keys = {"captions", "tokenizer", "max_length", "short_side", "quality", "max_pixels", "split", "keep_metadata"}
+    keys = {"captions", "tokenizer", "max_length", "short_side", "quality", "max_pixels", "split", "keep_metadata",
+            "image_field", "caption_field"}
     opts = ImageTextOptions(**{k: v for k, v in config.items() if k in keys})
     cfg = {"jobs": 1, "samples_per_shard": 5, **{k: v for k, v in config.items() if k not in keys}}
     return convert(get_kind("image_text"), src, dst, options=opts, config=ConvertConfig(**cfg))

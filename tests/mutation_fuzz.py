@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import faulthandler
+import functools
 import json
 import logging
 import os
@@ -138,7 +139,8 @@ class Context:
             ("labels.csv", "filename,class\nimg_0.jpg,cat\nimg_1.jpg,chien \u00e9\n".encode()),
         ]
         self.image_tables = [(name, _image_table(name, [data for _, data in self.jpegs + self.pngs]))
-                             for name in ("train-00000-of-00001.parquet", "train.arrow")]
+                             for name in ("train-00000-of-00001.parquet", "train.arrow", "captions/train.parquet",
+                                          "captions/train.arrow")]
         self.case_dir = work / "case"
         self._server: Any = None
         self._local: dict[str, list] = {}
@@ -195,6 +197,11 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     features = {"image": {"_type": "Image"}, "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
     table = pa.table({"image": [{"bytes": d, "path": f"{i}.jpg"} for i, d in enumerate(images)],
                       "label": pa.array([i % 2 for i in range(len(images))], pa.int64())})
+    if name.startswith("captions/"):  # Flickr30k's columns: a list of captions and a split
+        table = table.drop_columns(["label"]).append_column(
+            "caption", pa.array([[f"caption {i}", ""] for i in range(len(images))])).append_column(
+            "split", pa.array(["train", "val"] * (len(images) // 2) + ["test"] * (len(images) % 2)))
+        features = {"image": {"_type": "Image"}}
     table = table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
     if name.endswith(".arrow"):
         return _arrow_stream(table)
@@ -487,8 +494,11 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
 
 
 def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
-    """A Hugging Face table of images, mutated: its rows become work items or recorded rejections (a ConvertError
-    for the source as a whole), and each item converts to a sample or a rejection, never an exception."""
+    """A Hugging Face table of images or of captioned images, mutated: its rows become work items or recorded
+    rejections (a ConvertError for the source as a whole), and each item converts to a sample or a rejection, never
+    an exception."""
+    from converters.image_text.process import ImageTextOptions, PairProcessor
+    from converters.image_text.tables import discover_caption_tables
     from converters.images.discover import discover_images
     from converters.images.encode import ImageOptions, process_image
     from converters.sample import Rejection, Sample
@@ -497,12 +507,18 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     src = ctx.work / "hf-table"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
-    (src / name).write_bytes(data)
+    (src / Path(name).name).write_bytes(data)
+    pairs = name.startswith("captions/")
     found: list[Any] = []
-    _expect(lambda: found.append(discover_images(src, max_pixels=1 << 16)), step=f"{name} discover")
+    discover = (functools.partial(discover_caption_tables, image_field=None, caption_field=None, split="train",
+                                  max_bytes=1 << 20) if pairs else functools.partial(discover_images,
+                                                                                      max_pixels=1 << 16))
+    _expect(lambda: found.append(discover(src)), step=f"{name} discover")
+    convert = PairProcessor(ImageTextOptions(max_pixels=1 << 16), sha256=None) if pairs else functools.partial(
+        process_image, opts=ImageOptions(max_pixels=1 << 16))
     for items in (found[0].splits.values() if found else ()):
         for i, item in enumerate(items):
-            out = process_image(dataclasses.replace(item, position=i), opts=ImageOptions(max_pixels=1 << 16))
+            out = convert(dataclasses.replace(item, position=i))
             if not isinstance(out, Sample | Rejection) or (isinstance(out, Rejection) and
                                                            out.reason.startswith("unexpected")):
                 raise Finding(f"{item.rel}: {out!r}")

@@ -153,7 +153,7 @@ KIND_FLAGS = ["--short-side", "128", "--quality", "80", "--max-pixels", "1000", 
               "--tokenizer", "tok.json", "--separator=---", "--text-field", "body", "--max-length", "64", "--overflow",
               "split", "--max-document-bytes", "1MiB", "--spacing", "1", "2", "3", "--keep-phi", "--salt", "s",
               "--allow-burned-in", "--max-voxels", "99", "--captions", "c.csv", "--image-field", "img", "--label-field",
-              "fine_label"]
+              "fine_label", "--caption-field", "alt"]
 
 
 def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,4 +184,4 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
     assert options("dicom").salt == "from-env" and options("dicom", "--salt", "s").salt == "s"
     assert options("image_text", *KIND_FLAGS) == ImageTextOptions(
         captions="c.csv", tokenizer="tok.json", max_length=64, short_side=128, quality=80, max_pixels=1000,
-        split="val", keep_metadata=True)
+        split="val", keep_metadata=True, image_field="img", caption_field="alt")

@@ -6,6 +6,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/coco/train2017/*.jpg, ~/data/coco/captions_train2017.json   the photos and their bundled COCO captions
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
+  ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
   shards/, tokens/, volumes/                  those converted with the commands the README shows
@@ -85,6 +86,28 @@ def _hub_download(root: Path) -> None:
     (root / "README.md").write_text("---\nlicense: see tests/data/README.md\n---\n")
 
 
+def _hub_captions(root: Path) -> None:
+    """The captioned photos as the Hub's Flickr30k: an `Image` column, a list of captions, a `split` column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    coco = json.loads(COCO_CAPTIONS.read_text())
+    names = {im["id"]: im["file_name"] for im in coco["images"]}
+    captions: dict[str, list[str]] = {}
+    for ann in coco["annotations"]:
+        captions.setdefault(names[ann["image_id"]], []).append(ann["caption"])
+    files = sorted(captions)
+    table = pa.table({"image": [{"bytes": (PHOTOS / f).read_bytes(), "path": f} for f in files],
+                      "caption": [captions[f] for f in files],
+                      "split": ["val" if i % 5 == 4 else "train" for i in range(len(files))]})
+    string = {"dtype": "string", "_type": "Value"}
+    features = {"image": {"_type": "Image"}, "caption": {"feature": string, "_type": "List"}, "split": string}
+    path = root / "data" / "test-00000-of-00001.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.replace_schema_metadata(
+        {b"huggingface": json.dumps({"info": {"features": features}}).encode()}), path)
+
+
 @pytest.fixture(scope="session")
 def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path:
     S3_ENV.update(AWS_ENDPOINT_URL=s3_endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
@@ -101,6 +124,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     shardwriter_shards(box / "home" / "data" / "wds", count=24, per_shard=8, pattern="shards-%06d.tar")
     _captioned(box / "home" / "data")
     _hub_download(box / "home" / "hf" / "beans")
+    _hub_captions(box / "home" / "hf" / "flickr30k")
     for f in sorted(FORTUNES.iterdir()):
         (box / "corpus" / f.name).mkdir(parents=True)
         shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")

@@ -12,8 +12,11 @@ from typing import Any
 
 from converters.image_text.discover import discover_pairs
 from converters.image_text.process import IDS_FILL, ImageTextOptions, PairProcessor
+from converters.image_text.tables import discover_caption_tables, has_caption_tables
 from converters.images import KIND as IMAGES
 from converters.images.discover import EXTENSIONS
+from converters.images.table_columns import bytes_limit
+from converters.images.tables import table_files
 from converters.kind import Discovery
 from converters.text.tokenize import tokenizer_identity, tokenizer_info
 from converters.tree import first_files
@@ -28,29 +31,44 @@ class ImageTextKind:
     unit = "pair"
 
     def detect(self, src: Path, /) -> bool:
-        """Images with a same-stem .txt beside them among the first files."""
+        """Images with a same-stem .txt beside them among the first files, or tables with an image and a caption
+        column (tables.py)."""
         stems: dict[str, set[str]] = {}
         for path in first_files(src, DETECT_FILES):
             stems.setdefault(str(path.with_suffix("")), set()).add(path.suffix.lower())
-        return any(".txt" in exts and exts & set(EXTENSIONS) for exts in stems.values())
+        return any(".txt" in exts and exts & set(EXTENSIONS) for exts in stems.values()) or (
+            src.is_dir() and has_caption_tables(src, limit=DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--captions", metavar="FILE",
                             help="image_text: CSV/TSV/JSONL/Parquet with file and caption columns, or a COCO "
                                  "captions_*.json (default: a same-stem .txt beside each image)")
+        parser.add_argument("--caption-field", metavar="COLUMN",
+                            help="image_text from Parquet/Arrow tables: the caption column (default: caption, text, "
+                                 "..., or caption_0, caption_1, ...)")
 
     def options_from_args(self, args: Any) -> ImageTextOptions:
         return ImageTextOptions(captions=getattr(args, "captions", None), tokenizer=getattr(args, "tokenizer", None),
                                 max_length=getattr(args, "max_length", None), short_side=args.short_side,
                                 quality=args.quality, max_pixels=args.max_pixels, split=args.split or "train",
-                                keep_metadata=args.keep_metadata)
+                                keep_metadata=args.keep_metadata, image_field=getattr(args, "image_field", None),
+                                caption_field=getattr(args, "caption_field", None))
 
     def _sha(self, options: ImageTextOptions) -> str | None:
         return tokenizer_info(options.tokenizer)["sha256"] if options.tokenizer else None
 
     def discover(self, src: Path, /, *, options: ImageTextOptions, follow_symlinks: bool = True) -> Discovery:
         tokenizer = tokenizer_identity(options.tokenizer)  # a bad tokenizer fails here, before anything is written
-        found = discover_pairs(src, captions=options.captions, split=options.split, follow_symlinks=follow_symlinks)
+        if not options.captions and src.is_dir() and table_files(src, limit=DETECT_FILES):
+            found = discover_caption_tables(src, image_field=options.image_field, caption_field=options.caption_field,
+                                            split=options.split, max_bytes=bytes_limit(options.max_pixels),
+                                            follow_symlinks=follow_symlinks)
+        else:
+            if options.image_field or options.caption_field:
+                raise ValueError("--image-field and --caption-field name the columns of Parquet or Arrow tables of "
+                                 f"captioned images; {src} holds image files, or no table")
+            found = discover_pairs(src, captions=options.captions, split=options.split,
+                                   follow_symlinks=follow_symlinks)
         found.identity[:0] = tokenizer
         return found
 
@@ -59,8 +77,10 @@ class ImageTextKind:
 
     def describe(self, discovery: Discovery, options: ImageTextOptions) -> dict[str, Any]:
         images = IMAGES.describe(discovery, options.image_options())["preprocessing"]
-        preprocessing = {**images, "captions": posixpath.basename(options.captions) if options.captions
-                         else "same-stem .txt beside each image",
+        captions = (posixpath.basename(options.captions) if options.captions else
+                    "a caption column of the Parquet/Arrow tables" if discovery.layout == "tables" else
+                    "same-stem .txt beside each image")
+        preprocessing = {**images, "captions": captions,
                          "caption_normalization": "surrounding whitespace removed, line breaks made spaces"}
         extra: dict[str, Any] = {"text_member": "txt"}
         members = ["jpg", "txt", "json"]

@@ -19,6 +19,7 @@ from converters.image_text.captions import CaptionRow, normalize_caption, read_c
 from converters.images.discover import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
+from converters.spill import SpillRef
 from converters.tree import Walk, display, split_of_folder, under_source
 from fastdata.errors import ConvertError
 
@@ -27,9 +28,11 @@ MAX_TXT_BYTES = 1 << 16  # a caption sidecar larger than this is not a caption
 
 @dataclass(frozen=True)
 class Captions:
-    """The payload of a pair's work item: every caption of the image, in file order."""
+    """The payload of a pair's work item: every caption of the image, in file order; the image's bytes in the spill
+    file when it came from a table (tables.py; None: the work item's source is the image file)."""
 
     texts: tuple[str, ...]
+    image: SpillRef | None = None
 
 
 def _split_of(rel: str, default: str) -> str:

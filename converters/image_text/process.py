@@ -30,6 +30,8 @@ class ImageTextOptions:
     max_pixels: int = ImageOptions.max_pixels
     split: str = "train"
     keep_metadata: bool = False
+    image_field: str | None = None  # a table source's image column (tables.py; default: the one there is)
+    caption_field: str | None = None  # a table source's caption column (default: caption, text, ...)
 
     def __post_init__(self) -> None:
         self.image_options()  # validates the image fields
@@ -70,7 +72,7 @@ class PairProcessor:
         captions = item.payload.texts if isinstance(item.payload, Captions) else ()
         if not captions:
             return Rejection(item.split, item.rel, "no caption")
-        image = process_image(replace(item, label=None, payload=None), opts=self._image)
+        image = process_image(replace(item, label=None, payload=item.payload.image), opts=self._image)
         if isinstance(image, Rejection):
             return image
         meta = json.loads(image.members["json"])

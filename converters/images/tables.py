@@ -9,13 +9,12 @@
   than `bytes_limit`, and a table that is damaged or holds no image column, are recorded rejections.
 - Bounded: BATCH_ROWS rows are read at once; a Parquet image column is read as the dictionary it is stored as, so
   a value repeated in every row (a dictionary bomb: kilobytes of file, gigabytes decoded) is in memory once per
-  batch, and spilled once (SAME_FROM).
+  batch, and spilled once (converters/spill.py).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from converters.images.table_columns import (
 )
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.spill import Spill, SpillRef
+from converters.spill import Spill
 from converters.table_files import ARROW, PARQUET, Damage, Table, TableError
 from converters.tree import Collector, display, first_files, has_control_characters
 from fastdata.errors import ConvertError
@@ -42,7 +41,12 @@ SUFFIXES = (*PARQUET, *ARROW)
 HF_METADATA = ("readme.md", "dataset_dict.json", "dataset_info.json", "dataset_infos.json", "state.json")
 LOOK_AT = 8  # tables whose schema `has_image_tables` reads
 BATCH_ROWS = 8  # rows read at once: at most 8 images in memory, each under TableOptions.max_bytes
-SAME_FROM = 1 << 20  # images of this many bytes or more are spilled once however often a table repeats them
+
+
+def not_a_table(path: Path) -> str:
+    """Why a file of a source read as tables is not read: no table, and the Hugging Face metadata said to be it."""
+    meta = ": Hugging Face metadata, not data" if path.name.lower() in HF_METADATA else ""
+    return "not a Parquet or Arrow table (this source is read as tables of images)" + meta
 
 
 def table_files(src: Path, *, limit: int) -> list[Path]:
@@ -80,15 +84,12 @@ class _Collector(Collector):
         self.spill = Spill("images")
         self.first: tuple[str, Columns] | None = None  # the first usable table, which every other must agree with
         self.values: set[Any] = set()
-        self.large: dict[tuple[int, bytes], SpillRef] = {}  # large images spilled, by size and digest
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)
         split = split_of_table(rel, self.opts.split)
         if path.suffix.lower() not in SUFFIXES:
-            why = "not a Parquet or Arrow table (this source is read as tables of images)"
-            meta = ": Hugging Face metadata, not data" if path.name.lower() in HF_METADATA else ""
-            self.rejected.append(Rejection(split, rel, why + meta))
+            self.rejected.append(Rejection(split, rel, not_a_table(path)))
             return
         found = 0
         try:
@@ -134,19 +135,8 @@ class _Collector(Collector):
                 return 0
             self.values.add(label)
         self.items.setdefault(split, []).append(
-            WorkItem(split=split, rel=rel, source=source, label=label, payload=self._spilled(image)))
+            WorkItem(split=split, rel=rel, source=source, label=label, payload=self.spill.add(image)))
         return 1
-
-    def _spilled(self, data: bytes) -> SpillRef:
-        """Where `data` lies in the spill file, written once per conversion when it is large (so a value a table
-        repeats in every row is not written a million times)."""
-        if len(data) < SAME_FROM:
-            return self.spill.add(data)
-        key = (len(data), hashlib.blake2b(data).digest())
-        ref = self.large.get(key)
-        if ref is None:
-            ref = self.large[key] = self.spill.add(data)
-        return ref
 
     def classes(self) -> tuple[str, ...]:
         """The class names: the ClassLabel's, or the label values in `label_order`."""
