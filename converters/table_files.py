@@ -49,12 +49,11 @@ def _check_names(schema: Any) -> None:
     """Raise TableError when a column's name, or the name of a field of a struct column, is not UTF-8 (an Arrow
     stream opens with such a schema, and `schema.names` raised UnicodeDecodeError), or when two columns share a
     name (which one would `--text-field` name?)."""
-    import pyarrow as pa
 
     try:
         names = schema.names
         for field in schema:
-            for i in range(field.type.num_fields if pa.types.is_struct(field.type) else 0):
+            for i in range(field.type.num_fields):  # the fields of a struct (a list: its value field)
                 field.type.field(i).name  # noqa: B018 - decoded to check it
     except UnicodeDecodeError as exc:
         raise TableError(f"a column name is not UTF-8: {exc}") from exc
@@ -88,8 +87,8 @@ class Table:
         none, or when the metadata is not the JSON `datasets` writes."""
         raw = (self.schema.metadata or {}).get(b"huggingface")
         try:
-            features = json.loads(raw)["info"]["features"] if raw else {}
-        except (ValueError, KeyError, TypeError):
+            features = json.loads(raw)["info"]["features"]
+        except (ValueError, KeyError, TypeError):  # TypeError: no metadata (None), or no dict where one belongs
             return {}
         return features if isinstance(features, dict) else {}
 

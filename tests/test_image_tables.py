@@ -14,6 +14,7 @@ import logging
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -115,6 +116,9 @@ def test_save_to_disk_arrow_folders_are_splits(tmp_path: Path) -> None:
     for split in ("train", "validation"):
         (src / split / "state.json").write_text("{}")
     (src / "dataset_dict.json").write_text('{"splits": ["train", "validation"]}')
+    d = discover_images(src)
+    assert all(it.split == split for split, items in d.splits.items() for it in items) and set(d.splits) == {
+        "train", "val"}
     result = convert_images(src, tmp_path / "out")
     train, val = _samples(tmp_path / "out", "train"), _samples(tmp_path / "out", "val")
     assert len(train) == 7 and {k: v[0] for k, v in val.items()} == {
@@ -140,7 +144,10 @@ def test_rows_without_an_image_or_a_label_are_recorded_rejections(tmp_path: Path
     _write(src / "train.parquet", _table([photo, None, photo, photo, photo, photo, b"not an image"],
                                          [0, 1, -1, 3, None, 2, -2],
                                          paths=["a.jpg", "/home/me/cats/b.jpg", "c", "d", "e", "f", "g"]))
+    d = discover_images(src)
+    assert d.identity == [["train", "train.parquet", None, (src / "train.parquet").stat().st_size, 2]]
     result = convert_images(src, tmp_path / "out")
+    assert {r["split"] for r in result.rejected} == {"train"}
     assert _reasons(result) == {
         "train.parquet#1": "stored as a path only ('/home/me/cats/b.jpg'), not its bytes: save the dataset with its "
                            "images embedded (`push_to_hub`, `save_to_disk`, or `embed_table_storage` before "
@@ -251,7 +258,7 @@ def test_a_table_whose_labels_differ_from_the_first_is_rejected(tmp_path: Path) 
 
 def test_class_names_with_control_characters_are_refused(tmp_path: Path) -> None:
     _write(tmp_path / "src" / "train.parquet", _table(PHOTO_FILES[:1], [0], features=_features(names=["a\x1b[2J"])))
-    with pytest.raises(ConvertError, match="holds control characters"):
+    with pytest.raises(ConvertError, match="holds control characters .*: not a name to print$"):
         discover_images(tmp_path / "src")
 
 
@@ -270,8 +277,13 @@ def test_damaged_tables_keep_the_rows_before_the_damage(tmp_path: Path) -> None:
     d = discover_images(src)
     assert sorted(it.rel for it in d.splits["train"]) == [f"train.parquet#{i}" for i in range(4)]
     (damage,) = d.rejected
-    assert damage.source == "train.parquet#4" and damage.reason.startswith(
+    assert (damage.split, damage.source) == ("train", "train.parquet#4") and damage.reason.startswith(
         "corrupt Parquet data, rows 4 to 7 of the file not read: ")
+    at = data.index(bytes([1]) * 40)  # row 1, in the first row group (read as one batch): the second group is kept
+    path.write_bytes(data[:at - 6] + b"\xff\xff\xff\x7f" + data[at - 2:])
+    d = discover_images(src)
+    assert sorted(it.rel for it in d.splits["train"]) == [f"train.parquet#{i}" for i in (4, 5, 6, 7)]
+    assert [r.source for r in d.rejected] == ["train.parquet#0"] and d.identity[0][-1] == 4
 
     arrow = _write(tmp_path / "arrow" / "train.arrow", _table(photos, [0] * 8, paths=[f"p{i}" for i in range(8)]))
     data = bytearray(arrow.read_bytes())
@@ -410,3 +422,162 @@ def test_an_image_feature_on_a_column_without_bytes_is_not_the_image_column(tmp_
     d = discover_images(tmp_path)
     assert not d.rejected and sorted(it.label for it in d.splits["train"]) == [0, 1]
     assert d.splits["train"][0].payload.read_bytes() in {p.read_bytes() for p in PHOTO_FILES[:2]}
+
+
+def test_table_rows_come_in_batches_of_the_columns_asked_for(tmp_path: Path) -> None:
+    """`Table.rows`: each batch holds `batch_rows` rows of the columns asked for, numbered from the file's first row
+    across row groups (Parquet) and record batches (Arrow stream and Arrow IPC file); `keep_dictionary` reads a
+    Parquet column as its dictionary."""
+    from converters.table_files import Table
+
+    table = _table(PHOTO_FILES[:7], [0, 1, 2, 0, 1, 2, 0])
+    arrow_file = tmp_path / "t.arrow"
+    with pa.OSFile(str(arrow_file), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=4)
+    for path in (_write(tmp_path / "t.parquet", table), _write(tmp_path / "s" / "t.arrow", table), arrow_file):
+        got = list(Table(path).rows(["label"], batch_rows=2, values=lambda b: [b.schema.names, b.num_rows]))
+        firsts = [first for first, _ in got]
+        assert all(names == ["label"] for _, (names, _) in got), path
+        assert sum(n for _, (_, n) in got) == 7, path
+        # row groups of 4 (Parquet) and record batches of 3 (stream) or 4 (file), cut in batches of 2
+        assert firsts == ([0, 2, 3, 5, 6] if path.parent.name == "s" else [0, 2, 4, 6]), (path, firsts)
+    parquet = Table(tmp_path / "t.parquet")
+    parquet.keep_dictionary("image.bytes")
+    (_, kinds), *_ = parquet.rows(["image"], values=lambda b: [str(b.column(0).type)])
+    assert kinds == ["struct<bytes: dictionary<values=binary, indices=int32, ordered=0>, path: string>"]
+
+
+def test_an_arrow_ipc_file_is_read_and_garbage_is_said_to_be_no_arrow(tmp_path: Path) -> None:
+    table = _table(PHOTO_FILES[:2], [0, 1])
+    with pa.OSFile(str(tmp_path / "train.arrow"), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    d = discover_images(tmp_path)
+    assert sorted(it.label for it in d.splits["train"]) == [0, 1] and not d.rejected
+    (tmp_path / "train.arrow").write_bytes(b"ARROW1 but nothing else")
+    d = discover_images(tmp_path)
+    assert [(r.split, r.source, r.reason[:31]) for r in d.rejected] == [
+        ("train", "train.arrow", "not a readable Arrow file: Not ")]
+
+
+def test_an_arrow_string_that_is_not_utf8_is_found_by_the_batch_check(tmp_path: Path) -> None:
+    """The batch is validated in full before a value is read: a label that is not UTF-8 is damage named by
+    pyarrow's check, not a UnicodeDecodeError of the first value read."""
+    labels = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(np.array([0, 1, 2], np.int32).tobytes()),
+                                                    pa.py_buffer(b"a\xff")])
+    table = _table(PHOTO_FILES[:2], None, features={}).append_column("label", labels)
+    _write(tmp_path / "train.arrow", table)
+    (damage,) = discover_images(tmp_path).rejected
+    assert damage.source == "train.arrow#0" and damage.reason.startswith(
+        "corrupt Arrow data, the rows from 0 on not read: ArrowInvalid: ") and "UTF8" in damage.reason
+
+
+def test_the_image_feature_picks_one_of_two_image_structs(tmp_path: Path) -> None:
+    """A segmentation table: `image` and `mask` are both structs of bytes; the features say `image` is the Image
+    (and when they say both are, `--image-field` must pick)."""
+    table = _table(PHOTO_FILES[:2], [0, 1])
+    table = table.append_column("mask", table.column("image"))
+    _write(tmp_path / "a" / "train.parquet", table)
+    d = discover_images(tmp_path / "a")
+    assert not d.rejected and d.splits["train"][0].payload.read_bytes() in {p.read_bytes() for p in PHOTO_FILES}
+    both = {**_features(), "mask": {"_type": "Image"}}
+    _write(tmp_path / "b" / "train.parquet", table.replace_schema_metadata(
+        {b"huggingface": json.dumps({"info": {"features": both}}).encode()}))
+    assert [r.reason for r in discover_images(tmp_path / "b").rejected] == [
+        "several image columns (image, mask): name the one to convert with --image-field"]
+    assert len(discover_images(tmp_path / "b", image_field="mask").splits["train"]) == 2
+    _write(tmp_path / "c" / "train.parquet", table.drop_columns(["label"]))
+    assert [r.reason for r in discover_images(tmp_path / "c", label_field="nope").rejected] == [
+        "no column 'nope' (--label-field; columns: image, mask)"]
+    _write(tmp_path / "d" / "train.parquet", pa.table({"image": pa.array(["a.jpg"])}))
+    assert [r.reason for r in discover_images(tmp_path / "d", image_field="image").rejected] == [
+        "column 'image' has type string, not image bytes (a binary column, or a struct of bytes and path)"]
+
+
+def test_a_struct_with_its_path_first_still_names_the_path(tmp_path: Path) -> None:
+    image = pa.array([{"path": "/data/cat.jpg", "bytes": None}], pa.struct([("path", pa.string()),
+                                                                            ("bytes", pa.binary())]))
+    _write(tmp_path / "train.parquet", pa.table({"image": image}))
+    (rejected,) = discover_images(tmp_path).rejected
+    assert rejected.reason.startswith("stored as a path only ('/data/cat.jpg')")
+
+
+def test_an_image_of_exactly_the_limit_is_taken(tmp_path: Path) -> None:
+    limit = 8 * 1000 + (1 << 20)
+    for suffix in (".parquet", ".arrow"):
+        _write(tmp_path / suffix / f"train{suffix}", _table([b"\xff\xd8" + bytes(limit - 2)], [0]))
+        d = discover_images(tmp_path / suffix, max_pixels=1000)
+        assert len(d.splits["train"]) == 1 and not d.rejected, suffix
+
+
+def test_dictionary_encoded_labels_and_a_split_of_the_source(tmp_path: Path) -> None:
+    """pandas' categoricals are dictionary-encoded strings; a table without a split name takes `--split`."""
+    table = _table(PHOTO_FILES[:3], None, features={}).append_column(
+        "label", pa.array(["dog", "cat", "dog"]).dictionary_encode())
+    _write(tmp_path / "part-0.parquet", table)
+    d = discover_images(tmp_path, split="val")
+    assert d.classes == ("cat", "dog") and sorted(it.label for it in d.splits["val"]) == [0, 1, 1]
+    assert d.identity == [["val", "part-0.parquet", None, (tmp_path / "part-0.parquet").stat().st_size, 3]]
+
+
+def test_detection_reads_past_an_unreadable_table_and_only_the_first_files(tmp_path: Path) -> None:
+    from converters.images.tables import table_files
+
+    (tmp_path / "a.parquet").write_bytes(b"PAR1 broken")
+    _write(tmp_path / "b.parquet", _table(PHOTO_FILES[:1], [0]))
+    assert has_image_tables(tmp_path, limit=10)
+    (tmp_path / "c.jpg").write_bytes(PHOTO_FILES[0].read_bytes())
+    assert table_files(tmp_path, limit=2) == [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    assert table_files(tmp_path, limit=3) == []  # an image file among them: a folder of images
+
+
+def test_a_table_with_labels_after_one_without_and_files_that_are_no_tables(tmp_path: Path) -> None:
+    _write(tmp_path / "train-0.parquet", _table(PHOTO_FILES[:1], None))
+    _write(tmp_path / "train-1.parquet", _table(PHOTO_FILES[1:2], [0]))
+    (tmp_path / "notes.txt").write_text("mine")
+    d = discover_images(tmp_path)
+    assert d.classes == () and [it.label for it in d.splits["train"]] == [None]
+    assert sorted((r.split, r.source, r.reason) for r in d.rejected) == [
+        ("train", "notes.txt", "not a Parquet or Arrow table (this source is read as tables of images)"),
+        ("train", "train-1.parquet", "its labels are not those of train-0.parquet (no label column): convert them "
+                                     "apart")]
+
+
+def test_links_are_followed_or_rejected_as_asked(tmp_path: Path) -> None:
+    from converters.tree import NOT_FOLLOWED
+
+    _write(tmp_path / "real" / "train.parquet", _table(PHOTO_FILES[:1], [0]))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.parquet").symlink_to(tmp_path / "real" / "train.parquet")
+    assert len(discover_images(tmp_path / "src").splits["train"]) == 1
+    d = discover_images(tmp_path / "src", follow_symlinks=False)
+    assert not d.splits and [(r.split, r.source, r.reason) for r in d.rejected] == [
+        ("train", "train.parquet", NOT_FOLLOWED)]
+
+
+def test_a_struct_of_bytes_alone_and_detection_within_its_first_files(tmp_path: Path) -> None:
+    image = pa.array([{"bytes": None}, {"bytes": PHOTO_FILES[0].read_bytes()}], pa.struct([("bytes", pa.binary())]))
+    _write(tmp_path / "train.parquet", pa.table({"image": image}))
+    d = discover_images(tmp_path)
+    assert len(d.splits["train"]) == 1 and [r.reason.split(",")[0] for r in d.rejected] == ["no image (null)"]
+    (tmp_path / "README.md").write_text("# card")  # first in name order
+    assert has_image_tables(tmp_path, limit=2) and not has_image_tables(tmp_path, limit=1)
+
+
+def test_images_are_read_eight_rows_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most BATCH_ROWS images are in memory at once, whatever the row groups hold (20 rows in one here)."""
+    import converters.image_text.tables as pair_tables
+    import converters.images.tables as image_tables
+    from converters.image_text.tables import discover_caption_tables
+
+    seen: list[int] = []
+    for module in (image_tables, pair_tables):
+        real = module.row_values
+        monkeypatch.setattr(module, "row_values", lambda batch, real=real, **kw: seen.append(batch.num_rows) or
+                            real(batch, **kw))
+    table = _table([PHOTO_FILES[0]] * 20, [0] * 20).append_column("caption", pa.array(["a cat"] * 20))
+    (tmp_path / "src").mkdir()
+    pq.write_table(table, tmp_path / "src" / "train.parquet")
+    assert len(discover_images(tmp_path / "src").splits["train"]) == 20 and seen == [8, 8, 4]
+    d = discover_caption_tables(tmp_path / "src", image_field=None, caption_field=None, split="train",
+                                max_bytes=1 << 30)
+    assert len(d.splits["train"]) == 20 and seen == [8, 8, 4] * 2

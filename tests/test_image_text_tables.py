@@ -107,9 +107,10 @@ def test_the_caption_column_is_named_or_the_first_known_name() -> None:
     assert caption_columns(schema, None) == ["Caption"]  # `caption` before `text`, whatever the case
     assert caption_columns(schema, "text") == ["text"]
     assert caption_columns(pa.schema([("image", IMAGE), ("sentences", pa.list_(pa.string()))]), None) == ["sentences"]
-    with pytest.raises(Exception, match="caption column 'id' has type int64, not strings"):
+    with pytest.raises(Exception, match="caption column .id. has type int64, not strings or lists of strings$"):
         caption_columns(schema, "id")
-    with pytest.raises(Exception, match=r"no column 'nope' \(--caption-field"):
+    with pytest.raises(Exception, match=r"no column 'nope' \(--caption-field; columns: image, text, Caption, id, "
+                                        r"caption_0\)$"):
         caption_columns(schema, "nope")
     with pytest.raises(Exception, match="no caption column \\(columns: image, id\\): name it with --caption-field"):
         caption_columns(pa.schema([("image", IMAGE), ("id", pa.int64())]), None)
@@ -120,9 +121,11 @@ def test_rows_and_tables_without_what_a_pair_needs_are_recorded_rejections(tmp_p
     _write(src / "train-0.parquet", {"image": [PHOTO_FILES[0], None, PHOTO_FILES[1]], "text": ["a", "b", "c"]})
     _write(src / "train-1.parquet", {"image": [PHOTO_FILES[2]], "label": [3]})
     (src / "README.md").write_text("# card")
-    d = _discover(src)
+    d = _discover(src, split="val")
     assert [(it.rel, it.payload.texts) for it in d.splits["train"]] == [("train-0.parquet#0", ("a",)),
                                                                          ("train-0.parquet#2", ("c",))]
+    assert [r.split for r in sorted(d.rejected, key=lambda r: r.source)] == ["val", "train", "train"]
+    assert [row[-1] for row in d.identity] == [2, 0]  # pairs found in each table
     assert sorted((r.source, r.reason) for r in d.rejected) == [
         ("README.md", "not a Parquet or Arrow table (this source is read as tables of images): Hugging Face "
                       "metadata, not data"),
@@ -179,3 +182,66 @@ print(len(d.splits["train"]), d.keep.size, (resource.getrusage(resource.RUSAGE_S
     found, spilled, grown = map(int, out)
     assert (found, spilled) == (64, len(value))
     assert grown < 200, f"reading 64 rows of one 16 MiB value grew the process by {grown} MiB"
+
+
+def test_the_source_and_its_tables_say_where_each_problem_is(tmp_path: Path) -> None:
+    """Damaged rows (row group 2 of 2), a link not followed, an image column named (two structs), the split of a
+    table named by no word (`--split`), and the identity a resume compares."""
+    from converters.tree import NOT_FOLLOWED
+
+    src = tmp_path / "src"
+    path = _write(src / "part-0.parquet", {"image": PHOTO_FILES[:6], "text": [f"c{i}" for i in range(6)]})
+    data = bytearray(path.read_bytes())
+    row_group_0 = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    at = row_group_0.dictionary_page_offset  # the header of its first page: rows 0 to 3 lost, 4 and 5 kept
+    data[at:at + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    (tmp_path / "other.parquet").symlink_to(path)
+    (src / "z-link.parquet").symlink_to(tmp_path / "other.parquet")
+    d = _discover(src, split="val")
+    assert [it.rel for it in d.splits["val"]] == ["part-0.parquet#4", "part-0.parquet#5"]
+    assert [it.split for it in d.splits["val"]] == ["val"] * 2
+    damage = next(r for r in d.rejected if r.source.startswith("part-0"))
+    assert (damage.split, damage.source) == ("val", "part-0.parquet#0")
+    assert damage.reason.startswith("corrupt Parquet data, rows 0 to 3 of the file not read: ")
+    assert d.identity == [["val", "part-0.parquet", path.stat().st_size, 2]]
+    (same,) = [r.reason for r in d.rejected if r.source == "z-link.parquet"]
+    assert same == f"the same file as {path} (reached through a link): taken once"
+    d = discover_caption_tables(src, image_field=None, caption_field=None, split="val", max_bytes=1 << 30,
+                                follow_symlinks=False)
+    assert ("val", "z-link.parquet", NOT_FOLLOWED) in [(r.split, r.source, r.reason) for r in d.rejected]
+    with pytest.raises(ConvertError, match="is not a directory"):
+        _discover(path)
+
+
+def test_image_field_picks_one_of_two_images_and_a_plain_binary_column(tmp_path: Path) -> None:
+    table = {"image": PHOTO_FILES[:2], "caption": ["a", "b"]}
+    _write(tmp_path / "a" / "train.parquet", table, features={"image": {"_type": "Image"},
+                                                              "thumb": {"_type": "Image"}})
+    t = pq.read_table(tmp_path / "a" / "train.parquet")
+    pq.write_table(t.append_column("thumb", t.column("image")).replace_schema_metadata(t.schema.metadata),
+                   tmp_path / "a" / "train.parquet")
+    assert [r.reason for r in _discover(tmp_path / "a").rejected] == [
+        "several image columns (image, thumb): name the one to convert with --image-field"]
+    assert [it.payload.texts for it in _discover(tmp_path / "a", image_field="thumb").splits["train"]] == [
+        ("a",), ("b",)]
+    jpg = pa.table({"jpg": pa.array([PHOTO_FILES[0].read_bytes()]), "txt": ["a photo"],
+                    "split": pa.array(["test"]).dictionary_encode()})
+    (tmp_path / "c").mkdir()
+    large = jpg.set_column(2, "split", pa.array(["Validation"], pa.large_string()))
+    pq.write_table(large, tmp_path / "c" / "x.parquet")
+    assert list(_discover(tmp_path / "c", image_field="jpg").splits) == ["val"]
+    (tmp_path / "b").mkdir()
+    pq.write_table(jpg, tmp_path / "b" / "shard.parquet")
+    d = _discover(tmp_path / "b", image_field="jpg")  # (the spill file lives as long as the discovery)
+    (item,) = d.splits["test"]  # the split column, dictionary-encoded
+    assert item.payload.texts == ("a photo",) and item.payload.image.read_bytes() == PHOTO_FILES[0].read_bytes()
+
+
+def test_a_table_that_is_no_pair_does_not_stop_detection(tmp_path: Path) -> None:
+    from converters.image_text.tables import has_caption_tables
+
+    (tmp_path / "a.parquet").write_bytes(b"PAR1 broken")
+    _write(tmp_path / "b.parquet", {"image": PHOTO_FILES[:1], "caption": ["a cat"]})
+    assert has_caption_tables(tmp_path, limit=10)
+    assert not has_caption_tables(tmp_path, limit=1)

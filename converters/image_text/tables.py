@@ -174,7 +174,7 @@ def discover_caption_tables(src: Path, *, image_field: str | None, caption_field
         raise ConvertError(f"source {src} is not a directory")
     pairs = _Pairs(src, image_field=image_field, caption_field=caption_field, split=split, max_bytes=max_bytes,
                    follow=follow_symlinks)
-    for path, problem in pairs.walk.files(src, root=src):
+    for path, problem in pairs.walk.files(src):
         if problem is not None:
             pairs.rejected.append(Rejection(split, display(path.relative_to(src).as_posix()), problem))
         else:
