@@ -10,7 +10,8 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
-from converters.image_text.discover import discover_pairs
+from converters.image_text.captions import names_files_and_captions
+from converters.image_text.discover import METADATA, discover_pairs
 from converters.image_text.process import IDS_FILL, ImageTextOptions, PairProcessor
 from converters.image_text.tables import discover_caption_tables, has_caption_tables
 from converters.images import KIND as IMAGES
@@ -31,12 +32,17 @@ class ImageTextKind:
     unit = "pair"
 
     def detect(self, src: Path, /) -> bool:
-        """Images with a same-stem .txt beside them among the first files, or tables with an image and a caption
-        column (tables.py)."""
+        """Images with a same-stem .txt beside them among the first files, images and a Hugging Face ImageFolder
+        metadata file with file and caption columns, or tables with an image and a caption column (tables.py)."""
         stems: dict[str, set[str]] = {}
+        metadata = []
         for path in first_files(src, DETECT_FILES):
             stems.setdefault(str(path.with_suffix("")), set()).add(path.suffix.lower())
+            if path.name in METADATA:
+                metadata.append(path)
+        images = any(exts & set(EXTENSIONS) for exts in stems.values())
         return any(".txt" in exts and exts & set(EXTENSIONS) for exts in stems.values()) or (
+            images and any(names_files_and_captions(p) for p in metadata)) or (
             src.is_dir() and has_caption_tables(src, limit=DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
@@ -79,6 +85,7 @@ class ImageTextKind:
         images = IMAGES.describe(discovery, options.image_options())["preprocessing"]
         captions = (posixpath.basename(options.captions) if options.captions else
                     "a caption column of the Parquet/Arrow tables" if discovery.layout == "tables" else
+                    "Hugging Face ImageFolder metadata files" if discovery.layout == "metadata" else
                     "same-stem .txt beside each image")
         preprocessing = {**images, "captions": captions,
                          "caption_normalization": "surrounding whitespace removed, line breaks made spaces"}

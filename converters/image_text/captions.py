@@ -127,6 +127,34 @@ def _coco_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
     return rows
 
 
+def _first_names(path: Path) -> list[str]:
+    """The column names of a table as its first line or footer gives them: a CSV/TSV header split by the first of
+    DELIMITERS that finds both columns, the first JSON Lines record's keys, a Parquet schema's names (what
+    `read_captions` reads them from)."""
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    with open(path, encoding="utf-8-sig") as f:
+        if suffix == ".jsonl":  # the first record, after blank lines (as `_jsonl_rows` reads it)
+            head = next((line for line in iter(lambda: f.readline(1 << 16), "") if line.strip()), "")
+            record = parse_json(head)
+            return list(record) if isinstance(record, dict) else []
+        head = f.readline(1 << 16)
+    return next(csv.reader([head], delimiter=_delimiter(path, "\t" if suffix == ".tsv" else ",")), [])
+
+
+def names_files_and_captions(path: Path) -> bool:
+    """Whether the table at `path` (CSV, TSV, JSON Lines, Parquet) has a file column and a caption column, judged
+    from its first line or footer only (what `--kind auto` may read)."""
+    try:
+        names = [n.strip().lower() for n in _first_names(path)]
+    except Exception:  # noqa: BLE001 - detection only: what csv, JSON or pyarrow cannot read is said when it is read
+        return False
+    return any(n in FILE_COLUMNS for n in names) and any(n in CAPTION_COLUMNS for n in names)
+
+
 def read_captions(path: Path | str) -> list[CaptionRow]:
     """Every row of a captions file, in file order; ConvertError for a file that cannot be read as one."""
     path = Path(path)

@@ -1,8 +1,10 @@
 """Find the image-caption pairs of a source folder.
 
 With a captions file (`--captions`), its rows name the images, relative to SRC; an image may have several
-rows (COCO has five captions an image). Without one, an image with a same-stem `.txt` beside it
-(`x.jpg` + `x.txt`, the WebDataset convention, one caption per non-blank line) is a pair. A path whose
+rows (COCO has five captions an image). Without one, Hugging Face ImageFolder metadata files (`metadata.jsonl`,
+`.csv` or `.parquet`, at the top or in a split folder: diffusers' text-to-image layout) name the images relative to
+their own folder; without those, an image with a same-stem `.txt` beside it (`x.jpg` + `x.txt`, the WebDataset
+convention, one caption per non-blank line) is a pair. A path whose
 first folder is `train`, `val` or `test` belongs to that split, any other to `--split`.
 
 Nothing is dropped silently: an image without a caption, a caption without an image, an empty caption
@@ -12,7 +14,7 @@ and a row naming a path outside SRC are rejections with their reasons.
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from converters.image_text.captions import CaptionRow, normalize_caption, read_captions
@@ -24,6 +26,7 @@ from converters.tree import Walk, display, split_of_folder, under_source
 from fastdata.errors import ConvertError
 
 MAX_TXT_BYTES = 1 << 16  # a caption sidecar larger than this is not a caption
+METADATA = ("metadata.jsonl", "metadata.csv", "metadata.parquet")  # Hugging Face ImageFolder's captions tables
 
 
 @dataclass(frozen=True)
@@ -153,12 +156,39 @@ def _from_sidecars(pairs: _Pairs) -> dict[str, list[str]]:
     return found
 
 
+def metadata_files(rels: list[str]) -> list[str]:
+    """The Hugging Face ImageFolder metadata files among the paths `rels` (`metadata.jsonl` at the top or in a split
+    folder), shallowest first."""
+    return sorted((r for r in rels if posixpath.basename(r) in METADATA), key=lambda r: (r.count("/"), r))
+
+
+def _from_metadata(pairs: _Pairs, files: list[str]) -> dict[str, list[str]]:
+    """Captions from Hugging Face ImageFolder metadata files: each row's `file_name` is relative to the folder of
+    its metadata file."""
+    found: dict[str, list[str]] = {}
+    for rel in files:
+        folder = posixpath.dirname(rel)
+        for row in read_captions(pairs.others[rel]):
+            path = row.path.replace("\\", "/").strip()
+            named = posixpath.join(folder, path) if folder and path else path
+            _take_row(pairs, replace(row, path=named), found, rel)
+    for rel in pairs.images:
+        if rel not in found:
+            pairs.reject(rel, f"no caption: not named in a metadata file ({', '.join(files)})")
+    for rel in pairs.others:
+        if rel not in files:
+            pairs.reject(rel, f"not an image ({', '.join(EXTENSIONS)}) or a metadata file ({', '.join(METADATA)})")
+    return found
+
+
 def discover_pairs(src: Path, /, *, captions: str | None, split: str, follow_symlinks: bool = True) -> Discovery:
     """The pairs of `src` per split, in path order (see the module docstring)."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     pairs = _Pairs(src, split, follow_symlinks)
-    found = _from_file(pairs, Path(captions)) if captions else _from_sidecars(pairs)
+    meta = metadata_files(list(pairs.others))  # read when no --captions names the file
+    found = (_from_file(pairs, Path(captions)) if captions else _from_metadata(pairs, meta) if meta
+             else _from_sidecars(pairs))
     items: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []
     for rel in sorted(found):
@@ -167,7 +197,7 @@ def discover_pairs(src: Path, /, *, captions: str | None, split: str, follow_sym
         items.setdefault(s, []).append(WorkItem(split=s, rel=rel, source=str(pairs.images[rel]),
                                                 payload=Captions(texts)))
         identity.append([s, rel, _size(pairs.images[rel]), list(texts)])
-    layout = "captions-file" if captions else "sidecar-txt"
+    layout = "captions-file" if captions else "metadata" if meta else "sidecar-txt"
     return Discovery(items, (), pairs.rejected, layout, identity)
 
 
