@@ -2,7 +2,7 @@
 parallel -> write shards atomically -> record each finished shard -> write the manifest last.
 
 A killed run resumes from the shard records; `--num-parts/--part` converts a disjoint subset of the
-shards and `merge()` assembles the manifest once every part is done.
+shards and `merge()` (assemble.py) assembles the manifest once every part is done.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from converters.assemble import merge
 from converters.destination import Destination, LocalDestination, RemoteDestination, destination
 from converters.kind import Discovery, Kind
 from converters.plan import (
@@ -28,13 +29,13 @@ from converters.plan import (
 )
 from converters.pool import run_ordered
 from converters.private_report import report_path, write_report
-from converters.sample import Rejection, WorkItem, add_counts
+from converters.sample import Rejection, WorkItem
 from converters.secret_options import public_options, resolve_secrets, secret_fields
 from converters.shards import SUFFIX, Progress, samples_of, write_shard
 from converters.versions import byte_versions, check_versions
 from fastdata import __version__
 from fastdata.errors import ConvertError
-from fastdata.manifest import Manifest, ShardInfo, SplitInfo
+from fastdata.manifest import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -199,58 +200,6 @@ def _convert_with_ray(kind: Kind, fmt: str, dest: Destination, todo: list[ShardP
     summary = run_ray(jobs, dest=dest, address=config.address, num_cpus=config.jobs, retries=config.retries,
                       task_cpus=config.task_cpus, task_memory=memory, progress=progress)
     return summary.retries
-
-
-def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
-    """Build the manifest from the plan and every shard record; ConvertError names missing shards."""
-    base = plan["manifest"]
-    shards = [ShardPlan(**d) for d in plan["shards"]]
-    missing, by_split = [], {}
-    rejected = list(plan["discovery_rejected"])
-    for p in shards:
-        name = p.name(plan["suffix"])
-        record = dest.load_record(name)
-        if record is None:
-            missing.append(name)
-            continue
-        infos, counts, stats = by_split.setdefault(p.split, ([], [0] * len(base["classes"]), {}))
-        if record["shard"]:
-            infos.append(ShardInfo(**record["shard"]))
-        for label, n in record["class_counts"].items():
-            counts[int(label)] += n
-        add_counts(stats, record["stats"])
-        rejected.extend(record["rejected"])
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise ConvertError(f"cannot merge {dest.label}: {len(missing)} shard(s) not converted yet ({shown}); "
-                           "run the missing --part jobs (or rerun without --part), then merge again")
-    splits = {s: SplitInfo(name=s, shards=tuple(i), class_counts=tuple(c), stats=st)
-              for s, (i, c, st) in by_split.items() if i}
-    if not splits:
-        from collections import Counter
-
-        common = Counter(r["reason"].split(":")[0] for r in rejected).most_common(3)
-        shown = "; ".join(f"{n} x {why}" for why, n in common)
-        raise ConvertError(f"the conversion kept no sample: all {len(rejected)} input(s) were rejected ({shown}); "
-                           f"the records of every rejection are in {dest.label}/.partial/records/")
-    rejected.sort(key=lambda r: (r["split"], r["source"]))
-    return Manifest(
-        kind=base["kind"], shard_format=base["shard_format"], classes=tuple(base["classes"]), splits=splits,
-        preprocessing=base["preprocessing"], rejected=tuple(rejected), extra=base["extra"],
-        fingerprint=base["fingerprint"], tool_version=base["tool_version"],
-    )
-
-
-def merge(dst: Path | str | Destination, *, storage_options: dict[str, Any] | None = None) -> Manifest:
-    """Write the final manifest once every part of a `--num-parts` conversion is done."""
-    dest = dst if isinstance(dst, LocalDestination | RemoteDestination) else destination(
-        dst, storage_options=storage_options)
-    if not dest.has_plan():
-        return dest.read_manifest()  # already merged (or a clear error naming what is missing)
-    manifest = assemble(dest, dest.load_plan())
-    dest.write_manifest(manifest)
-    dest.cleanup()
-    return manifest
 
 
 def _why_none(rejected: list[Rejection]) -> str:

@@ -362,7 +362,7 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     from helpers import convert_images
 
     import fastdata
-    from converters.tree import has_control_characters, same_name
+    from converters.class_folders import has_control_characters, same_name
 
     src, dst = ctx.work / "case-tree", ctx.work / "case-tree-out"
     for folder in (src, dst):

@@ -216,7 +216,7 @@ def test_parts_then_merge(tree: Path, tmp_path: Path, reference: dict[str, bytes
     assert cli(["convert", "--merge", str(out)]) == 2
     assert "not converted yet (train-000001.tar, train-000004.tar, train-000007.tar)" in capsys.readouterr().err
     with pytest.raises(ConvertError):
-        from converters.engine import merge
+        from converters.assemble import merge
 
         merge(out)
     assert cli([*base, "--part", "1"]) == 0
@@ -393,7 +393,7 @@ def test_a_damaged_record_converts_its_shard_again(tree: Path, tmp_path: Path, r
     assert sorted(again.converted) == sorted(r.name.removesuffix(".json") for r in records[:2])
     assert "is damaged (invalid JSON" in caplog.text and "is not a record of this fastdata version" in caplog.text
     convert_images(tree, dst, samples_per_shard=4, short_side=128, num_parts=2, part=1)
-    from converters.engine import merge
+    from converters.assemble import merge
 
     merge(dst)
     assert _files(dst) == reference

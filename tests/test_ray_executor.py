@@ -24,7 +24,8 @@ ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip ins
 from helpers import make_image_tree, tree_digest  # noqa: E402
 
 from converters import get_kind  # noqa: E402
-from converters.engine import ConvertConfig, convert, merge  # noqa: E402
+from converters.assemble import merge  # noqa: E402
+from converters.engine import ConvertConfig, convert  # noqa: E402
 from converters.images import ImageOptions  # noqa: E402
 from fastdata.errors import ConvertError, MissingDependencyError  # noqa: E402
 

@@ -24,8 +24,9 @@ from http_server import Answer, Fault, FileServer
 
 import fastdata
 from converters import get_kind
+from converters.assemble import merge
 from converters.destination import RemoteDestination
-from converters.engine import ConvertConfig, convert, merge
+from converters.engine import ConvertConfig, convert
 from converters.images import ImageOptions
 from fastdata.cli import main as cli
 from fastdata.errors import ConvertError, ManifestError, StorageError

@@ -257,7 +257,7 @@ def test_batched_parallel_conversion_is_byte_identical_and_auto_detected(tmp_pat
 
 
 def test_parts_and_merge_give_the_same_shards(tmp_path: Path) -> None:
-    from converters.engine import merge
+    from converters.assemble import merge
 
     copy_fortunes(tmp_path / "src", ("education", "wisdom"))
     whole = convert_text(tmp_path / "src", tmp_path / "whole", separator="%", samples_per_shard=200)

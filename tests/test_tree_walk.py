@@ -349,7 +349,7 @@ def test_a_name_written_three_ways_names_the_other_two(tmp_path: Path):
 
 
 def test_why_a_folder_name_cannot_be_a_class():
-    from converters.tree import class_folder_problem
+    from converters.class_folders import class_folder_problem
 
     assert class_folder_problem("caf\udce9") == "class folder name is not valid UTF-8: rename the folder"
     assert class_folder_problem("a\tb") == ("class folder name holds control characters (an escape sequence, a tab, "

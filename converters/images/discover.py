@@ -8,22 +8,14 @@ import logging
 import os
 from pathlib import Path
 
+from converters.class_folders import ClassFolders, split_classes
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import EXTENSIONS, listed_names, read_labels
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import (
-    SPLIT_FOLDERS,
-    ClassFolders,
-    Collector,
-    is_folder,
-    split_classes,
-    split_folders,
-    split_of_folder,
-    visible,
-)
+from converters.tree import SPLIT_FOLDERS, Collector, is_folder, split_folders, split_of_folder, visible
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)

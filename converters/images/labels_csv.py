@@ -20,7 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
-from converters.tree import has_control_characters, same_name, under_source
+from converters.class_folders import has_control_characters, same_name
+from converters.tree import under_source
 from fastdata.errors import ConvertError
 from fastdata.manifest import check_split_name
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from converters.class_folders import has_control_characters
 from converters.images.labels_csv import EXTENSIONS, label_order
 from converters.images.table_columns import (
     Columns,
@@ -34,7 +35,7 @@ from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.spill import Spill
 from converters.table_files import ARROW, PARQUET, Damage, Table, TableError
-from converters.tree import Collector, display, first_files, has_control_characters
+from converters.tree import Collector, display, first_files
 from fastdata.errors import ConvertError
 
 SUFFIXES = (*PARQUET, *ARROW)

@@ -8,19 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from converters.class_folders import ClassFolders, split_classes
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.spill import Spill
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
-from converters.tree import (
-    ClassFolders,
-    Collector,
-    is_folder,
-    split_classes,
-    split_folders,
-    visible,
-)
+from converters.tree import Collector, is_folder, split_folders, visible
 from fastdata.errors import ConvertError
 
 

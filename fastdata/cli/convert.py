@@ -124,8 +124,9 @@ def _summary(result) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from converters import get_kind
+    from converters.assemble import merge
     from converters.destination import destination
-    from converters.engine import ConvertConfig, convert, merge
+    from converters.engine import ConvertConfig, convert
 
     if args.merge:
         if args.src or args.dst:
