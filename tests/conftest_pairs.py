@@ -74,3 +74,21 @@ def flat_grey(images) -> bool:
     """Every image of the batch is one flat grey level (no two samples blended into one image)."""
     x = images.float()
     return bool(np.all((x.amax(dim=(1, 2, 3)) - x.amin(dim=(1, 2, 3))).numpy() <= 3))
+
+
+def stored_pairs(dst: Path) -> dict[str, tuple[str, list[str], dict[str, bytes]]]:
+    """{source: (split, captions, members)} of every pair stored in the tar shards of `dst`."""
+    import json
+    import tarfile
+
+    out = {}
+    for shard in sorted(dst.glob("*.tar")):
+        with tarfile.open(shard) as tar:
+            got: dict[str, dict[str, bytes]] = {}
+            for m in tar.getmembers():
+                key, _, ext = m.name.partition(".")
+                got.setdefault(key, {})[ext] = tar.extractfile(m).read()
+        for members in got.values():
+            source = json.loads(members["json"])["source"]
+            out[source] = (shard.name.split("-")[0], members["txt"].decode().split("\n"), members)
+    return out

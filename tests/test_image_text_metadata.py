@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import tarfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from conftest_pairs import convert_pairs
+from conftest_pairs import convert_pairs, stored_pairs
 from helpers import PHOTOS
 
 from converters.image_text import KIND as PAIRS
@@ -30,19 +29,6 @@ def _folder(root: Path, photos: list[Path]) -> Path:
     return root
 
 
-def _captions(dst: Path) -> dict[str, list[str]]:
-    out = {}
-    for shard in sorted(dst.glob("*.tar")):
-        with tarfile.open(shard) as tar:
-            got: dict[str, dict[str, bytes]] = {}
-            for m in tar.getmembers():
-                key, _, ext = m.name.partition(".")
-                got.setdefault(key, {})[ext] = tar.extractfile(m).read()
-        for members in got.values():
-            out[json.loads(members["json"])["source"]] = members["txt"].decode().split("\n")
-    return out
-
-
 def test_a_diffusers_folder_becomes_pairs(tmp_path: Path) -> None:
     src = _folder(tmp_path / "src", PHOTO_FILES[:4])
     lines = [json.dumps({"file_name": p.name, "text": f"a photo of {p.stem}"}) for p in PHOTO_FILES[:3]]
@@ -50,7 +36,8 @@ def test_a_diffusers_folder_becomes_pairs(tmp_path: Path) -> None:
     (src / "notes.md").write_text("mine")
     assert _detect(src) == "image_text"
     result = convert_pairs(src, tmp_path / "out")
-    assert _captions(tmp_path / "out") == {p.name: [f"a photo of {p.stem}"] for p in PHOTO_FILES[:3]}
+    captions = {source: texts for source, (_, texts, _) in stored_pairs(tmp_path / "out").items()}
+    assert captions == {p.name: [f"a photo of {p.stem}"] for p in PHOTO_FILES[:3]}
     assert {r["source"]: r["reason"] for r in result.rejected} == {
         PHOTO_FILES[3].name: "no caption: not named in a metadata file (metadata.jsonl)",
         "notes.md": "not an image (.jpg, .jpeg, .jfif, .jpe, .png, .webp, .bmp, .tif, .tiff, .gif, .avif) or a "

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import io
 import json
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest_pairs import TOKENIZER, convert_pairs
+from conftest_pairs import TOKENIZER, convert_pairs, stored_pairs
 from helpers import PHOTOS
 
 from converters.image_text.tables import caption_columns, discover_caption_tables
@@ -42,21 +41,6 @@ def _write(path: Path, columns: dict, features: dict | None = None) -> Path:
     return path
 
 
-def _pairs(dst: Path) -> dict[str, tuple[str, list[str], dict[str, bytes]]]:
-    """source row -> (split, captions, members) of every stored pair."""
-    out = {}
-    for shard in sorted(dst.glob("*.tar")):
-        with tarfile.open(shard) as tar:
-            got: dict[str, dict[str, bytes]] = {}
-            for m in tar.getmembers():
-                key, _, ext = m.name.partition(".")
-                got.setdefault(key, {})[ext] = tar.extractfile(m).read()
-        for members in got.values():
-            source = json.loads(members["json"])["source"]
-            out[source] = (shard.name.split("-")[0], members["txt"].decode().split("\n"), members)
-    return out
-
-
 def _discover(src: Path, **options):
     return discover_caption_tables(src, image_field=options.get("image_field"),
                                    caption_field=options.get("caption_field"), split=options.get("split", "train"),
@@ -72,7 +56,7 @@ def test_flickr30k_as_the_hub_has_it_keeps_every_caption_in_its_split(tmp_path: 
         "split": ["train", "train", "val", "test", "restval", "train"],
         "filename": [p.name for p in PHOTO_FILES[:6]]})
     result = convert_pairs(src, tmp_path / "out", tokenizer=str(TOKENIZER))
-    pairs = _pairs(tmp_path / "out")
+    pairs = stored_pairs(tmp_path / "out")
     rel = "data/test-00000-of-00001.parquet"
     assert {k: (v[0], v[1]) for k, v in pairs.items()} == {
         f"{rel}#0": ("train", ["a photo 0", "picture number 0"]),
@@ -149,7 +133,7 @@ def test_the_columns_are_named_for_tables_only(tmp_path: Path) -> None:
     with pytest.raises(ConvertError, match="no image_text input.*no caption column"):
         convert_pairs(tmp_path / "t", tmp_path / "out")
     convert_pairs(tmp_path / "t", tmp_path / "out2", caption_field="alt")
-    assert [v[1] for v in _pairs(tmp_path / "out2").values()] == [["a cat"]]
+    assert [v[1] for v in stored_pairs(tmp_path / "out2").values()] == [["a cat"]]
     with pytest.raises(ValueError, match="--image-field and --caption-field name the columns"):
         convert_pairs(PHOTOS, tmp_path / "out3", caption_field="alt")
 
@@ -204,7 +188,7 @@ def test_the_source_and_its_tables_say_where_each_problem_is(tmp_path: Path) -> 
     damage = next(r for r in d.rejected if r.source.startswith("part-0"))
     assert (damage.split, damage.source) == ("val", "part-0.parquet#0")
     assert damage.reason.startswith("corrupt Parquet data, rows 0 to 3 of the file not read: ")
-    assert d.identity == [["val", "part-0.parquet", path.stat().st_size, 2]]
+    assert d.identity == [["val", "part-0.parquet", None, path.stat().st_size, 2]]
     (same,) = [r.reason for r in d.rejected if r.source == "z-link.parquet"]
     assert same == f"the same file as {path} (reached through a link): taken once"
     d = discover_caption_tables(src, image_field=None, caption_field=None, split="val", max_bytes=1 << 30,

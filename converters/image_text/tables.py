@@ -23,16 +23,13 @@ from converters.images.table_columns import (
     Columns,
     TableOptions,
     image_column,
-    is_image_struct,
     row_values,
-    split_of_table,
 )
-from converters.images.tables import BATCH_ROWS, LOOK_AT, SUFFIXES, not_a_table, table_files
+from converters.images.tables import LOOK_AT, TableCollector, image_rows, table_files
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.spill import Spill
-from converters.table_files import Damage, Table, TableError
-from converters.tree import SPLIT_FOLDERS, Walk, display, split_of_folder
+from converters.table_files import Table, TableError
+from converters.tree import SPLIT_FOLDERS, split_of_folder
 from fastdata.errors import ConvertError
 
 TABLE_CAPTION_COLUMNS = (*CAPTION_COLUMNS, "captions", "sentences", "sentence")
@@ -97,44 +94,22 @@ def _rows(batch: Any, *, image: str, captions: list[str], split: str | None, lim
                                                                                                    strict=True)]
 
 
-class _Pairs:
+class _Pairs(TableCollector):
     """The pairs of every table of a source."""
 
     def __init__(self, src: Path, *, image_field: str | None, caption_field: str | None, split: str,
                  max_bytes: int, follow: bool) -> None:
-        self.src, self.split = src, split
+        super().__init__(src, split=split, follow=follow, what="pairs")
         self.image_field, self.caption_field, self.max_bytes = image_field, caption_field, max_bytes
-        self.walk = Walk(follow=follow)
-        self.spill = Spill("pairs")
-        self.items: dict[str, list[WorkItem]] = {}
-        self.rejected: list[Rejection] = []
-        self.identity: list[list[object]] = []
 
-    def add_file(self, path: Path) -> None:
-        rel = display(path.relative_to(self.src).as_posix())
-        split = split_of_table(rel, self.split)
-        if path.suffix.lower() not in SUFFIXES:
-            self.rejected.append(Rejection(split, rel, not_a_table(path)))
-            return
-        found = 0
-        try:
-            table = Table(path)
-            image = image_column(table, TableOptions(image_field=self.image_field))
-            captions = caption_columns(table.schema, self.caption_field)
-            by_row = _split_column(table.schema)
-            table.keep_dictionary(f"{image}.bytes" if is_image_struct(table.schema.field(image).type) else image)
-            read = functools.partial(_rows, image=image, captions=captions, split=by_row, limit=self.max_bytes)
-            for part in table.rows([image, *captions, *([by_row] if by_row else [])], batch_rows=BATCH_ROWS,
-                                   values=read):
-                if isinstance(part, Damage):
-                    self.rejected.append(Rejection(split, f"{rel}#{part.first}", part.reason))
-                    continue
-                first, rows = part
-                for i, (data, texts, named) in enumerate(rows):
-                    found += self._add(data, texts, named, split, f"{rel}#{first + i}", str(path))
-        except TableError as exc:
-            self.rejected.append(Rejection(split, rel, str(exc)))
-        self.identity.append([split, rel, path.stat().st_size, found])
+    def add_table(self, table: Table, rel: str, split: str) -> int:
+        image = image_column(table, TableOptions(image_field=self.image_field))
+        captions = caption_columns(table.schema, self.caption_field)
+        by_row = _split_column(table.schema)
+        read = functools.partial(_rows, image=image, captions=captions, split=by_row, limit=self.max_bytes)
+        return sum(self._add(data, texts, named, split, where, str(table.path))
+                   for where, (data, texts, named) in image_rows(table, image, [image, *captions, by_row], read,
+                                                                 rel=rel, split=split, rejected=self.rejected))
 
     def _add(self, data: bytes | str, texts: tuple[str, ...], named: Any, split: str, rel: str, source: str) -> int:
         if named is not None:
@@ -174,10 +149,6 @@ def discover_caption_tables(src: Path, *, image_field: str | None, caption_field
         raise ConvertError(f"source {src} is not a directory")
     pairs = _Pairs(src, image_field=image_field, caption_field=caption_field, split=split, max_bytes=max_bytes,
                    follow=follow_symlinks)
-    for path, problem in pairs.walk.files(src):
-        if problem is not None:
-            pairs.rejected.append(Rejection(split, display(path.relative_to(src).as_posix()), problem))
-        else:
-            pairs.add_file(path)
+    pairs.add_tree(src, split, None)
     pairs.spill.flush()
     return Discovery(pairs.items, (), pairs.rejected, "tables", pairs.identity, keep=pairs.spill)

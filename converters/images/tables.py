@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import abc
 import functools
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,20 @@ def not_a_table(path: Path) -> str:
     return "not a Parquet or Arrow table (this source is read as tables of images)" + meta
 
 
+def image_rows(table: Table, image: str, columns: list[str | None], values: Callable[[Any], list[Any]], *,
+               rel: str, split: str, rejected: list[Rejection]) -> Iterator[tuple[str, Any]]:
+    """(`rel#row`, `values`' item for the row) for each row of a table of images, BATCH_ROWS rows at a time, the
+    `image` column read as the dictionary it is stored as; damaged rows are recorded among `rejected`."""
+    table.keep_dictionary(f"{image}.bytes" if is_image_struct(table.schema.field(image).type) else image)
+    for part in table.rows([c for c in columns if c is not None], batch_rows=BATCH_ROWS, values=values):
+        if isinstance(part, Damage):
+            rejected.append(Rejection(split, f"{rel}#{part.first}", part.reason))
+            continue
+        first, rows = part
+        for i, row in enumerate(rows):
+            yield f"{rel}#{first + i}", row
+
+
 def table_files(src: Path, *, limit: int) -> list[Path]:
     """The Parquet and Arrow files among the first `limit` files of `src`; none when an image file is among them
     (a folder of images, whose tables are not read)."""
@@ -75,41 +91,50 @@ def has_image_tables(src: Path, *, limit: int, options: TableOptions | None = No
     return False
 
 
-class _Collector(Collector):
-    """The rows of every table: work items whose payload is the image's place in the spill file; labels are the
-    raw values until `labelled` turns them into class indices."""
+class TableCollector(Collector):
+    """What the discovery of a tree of tables gathers: every table is read by `add_table`, which a kind defines
+    (images, image_text); a file that is no table, or a table that cannot be read, is one rejection. The split of a
+    table is its name's (`split_of_table`), else `split`; its rows' images wait in a spill file."""
 
-    def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
+    def __init__(self, src: Path, *, split: str, follow: bool, what: str) -> None:
         super().__init__(src, follow=follow)
-        self.opts = opts
-        self.spill = Spill("images")
-        self.first: tuple[str, Columns] | None = None  # the first usable table, which every other must agree with
-        self.values: set[Any] = set()
+        self.split = split
+        self.spill = Spill(what)
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)
-        split = split_of_table(rel, self.opts.split)
+        split = split_of_table(rel, self.split)
         if path.suffix.lower() not in SUFFIXES:
             self.rejected.append(Rejection(split, rel, not_a_table(path)))
             return
         found = 0
         try:
-            table = Table(path)
-            columns = self._columns(table)
-            kind = table.schema.field(columns.image).type
-            table.keep_dictionary(f"{columns.image}.bytes" if is_image_struct(kind) else columns.image)
-            read = functools.partial(row_values, columns=columns, limit=self.opts.max_bytes)
-            for part in table.rows([c for c in (columns.image, columns.label) if c is not None],
-                                   batch_rows=BATCH_ROWS, values=read):
-                if isinstance(part, Damage):
-                    self.rejected.append(Rejection(split, f"{rel}#{part.first}", part.reason))
-                    continue
-                first, rows = part
-                for i, (image, label) in enumerate(rows):
-                    found += self._add_row(image, label, columns, split, f"{rel}#{first + i}", str(path))
+            found = self.add_table(Table(path), rel, split)
         except TableError as exc:
             self.rejected.append(Rejection(split, rel, str(exc)))
         self.identity.append([split, rel, None, path.stat().st_size, found])
+
+    @abc.abstractmethod
+    def add_table(self, table: Table, rel: str, split: str) -> int:
+        """Take the rows of one table (its rows' rejections recorded); how many it took. TableError: none."""
+
+
+class _Collector(TableCollector):
+    """The rows of every table: work items whose payload is the image's place in the spill file; labels are the
+    raw values until `labelled` turns them into class indices."""
+
+    def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
+        super().__init__(src, split=opts.split, follow=follow, what="images")
+        self.opts = opts
+        self.first: tuple[str, Columns] | None = None  # the first usable table, which every other must agree with
+        self.values: set[Any] = set()
+
+    def add_table(self, table: Table, rel: str, split: str) -> int:
+        columns = self._columns(table)
+        read = functools.partial(row_values, columns=columns, limit=self.opts.max_bytes)
+        return sum(self._add_row(image, label, columns, split, where, str(table.path))
+                   for where, (image, label) in image_rows(table, columns.image, [columns.image, columns.label], read,
+                                                           rel=rel, split=split, rejected=self.rejected))
 
     def _columns(self, table: Table) -> Columns:
         label, names = label_column(table, self.opts)
