@@ -226,7 +226,11 @@ class Collector(abc.ABC):
                 self.reject(path, split, f"not inside a split folder ({SPLIT_FOLDERS})")
 
     def warn_unused(self, classes: tuple[str, ...], what: str) -> None:
+        """One warning naming the classes no input has (the first 10 of them, and how many more)."""
         used = {it.label for items in self.items.values() for it in items}
-        for i, c in enumerate(classes):
-            if i not in used:
-                log.warning("class %r has no %s", c, what)
+        empty = [c for i, c in enumerate(classes) if i not in used]
+        if len(empty) == 1:
+            log.warning("class %r has no %s", empty[0], what)
+        elif empty:
+            more = f" and {len(empty) - 10} more" if len(empty) > 10 else ""
+            log.warning("%d classes have no %s: %s%s", len(empty), what, ", ".join(map(repr, empty[:10])), more)

@@ -149,13 +149,13 @@ def test_rows_without_an_image_or_a_label_are_recorded_rejections(tmp_path: Path
     result = convert_images(src, tmp_path / "out")
     assert {r["split"] for r in result.rejected} == {"train"}
     assert _reasons(result) == {
-        "train.parquet#1": "stored as a path only ('/home/me/cats/b.jpg'), not its bytes: save the dataset with its "
-                           "images embedded (`push_to_hub`, `save_to_disk`, or `embed_table_storage` before "
-                           "`to_parquet`)",
+        "train.parquet#1": "image stored as a path only, not its bytes; save the dataset with its images embedded "
+                           "(`push_to_hub`, `save_to_disk`, or `embed_table_storage` before `to_parquet`): "
+                           "'/home/me/cats/b.jpg'",
         "train.parquet#2": "no label (-1 in ClassLabel column 'label': the split has no labels)",
-        "train.parquet#3": "label 3 is no class of column 'label' (3 classes)",
+        "train.parquet#3": "label is no class of column 'label' (3 classes): 3",
         "train.parquet#4": "no label (null in column 'label')",
-        "train.parquet#6": "label -2 is no class of column 'label' (3 classes)",
+        "train.parquet#6": "label is no class of column 'label' (3 classes): -2",
     }
     assert {k: v[0] for k, v in _samples(tmp_path / "out", "train").items()} == {
         "train.parquet#0": 0, "train.parquet#5": 2}
@@ -328,7 +328,7 @@ def test_the_spill_file_is_gone_after_the_conversion(tmp_path: Path, monkeypatch
     with caplog.at_level(logging.WARNING):
         convert_images(tmp_path / "src", tmp_path / "out")
     assert list(spills.iterdir()) == []
-    assert "class 'dog' has no images" in caplog.text
+    assert "2 classes have no images: 'dog', 'bird'" in caplog.text
 
 
 def _discover_in_a_child(src: Path) -> tuple[int, int, list[str], int]:
@@ -377,8 +377,8 @@ def test_an_image_larger_than_any_the_pixel_limit_allows_is_rejected_unread(tmp_
     d = discover_images(src, max_pixels=1000)
     assert [it.rel for it in d.splits["train"]] == [f"train{suffix}#0", f"train{suffix}#2"]
     assert [(r.source, r.reason) for r in d.rejected] == [
-        (f"train{suffix}#1", f"image of {len(big)} bytes, more than {8 * 1000 + (1 << 20)} (8 bytes a pixel of "
-                            "--max-pixels, and 1 MiB): not an image this conversion could decode")]
+        (f"train{suffix}#1", f"image larger than --max-pixels lets any be ({8 * 1000 + (1 << 20)} bytes: 8 a pixel, "
+                             f"and 1 MiB): {len(big)} bytes")]
 
 
 def test_metadata_that_is_not_what_datasets_writes_is_not_read(tmp_path: Path) -> None:
@@ -498,7 +498,7 @@ def test_a_struct_with_its_path_first_still_names_the_path(tmp_path: Path) -> No
                                                                             ("bytes", pa.binary())]))
     _write(tmp_path / "train.parquet", pa.table({"image": image}))
     (rejected,) = discover_images(tmp_path).rejected
-    assert rejected.reason.startswith("stored as a path only ('/data/cat.jpg')")
+    assert rejected.reason.startswith("image stored as a path only") and rejected.reason.endswith(": '/data/cat.jpg'")
 
 
 def test_an_image_of_exactly_the_limit_is_taken(tmp_path: Path) -> None:
@@ -581,3 +581,20 @@ def test_images_are_read_eight_rows_at_a_time(tmp_path: Path, monkeypatch: pytes
     d = discover_caption_tables(tmp_path / "src", image_field=None, caption_field=None, split="train",
                                 max_bytes=1 << 30)
     assert len(d.splits["train"]) == 20 and seen == [8, 8, 4] * 2
+
+
+def test_classes_without_images_are_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Label ids without a ClassLabel make the classes 0 to the largest id: ids 0 and 30 leave 29 classes without an
+    image, said in one warning, not 29."""
+    _write(tmp_path / "train.parquet", _table(PHOTO_FILES[:2], [0, 30], features={}))
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(tmp_path)
+    assert len(d.classes) == 31
+    assert [r.getMessage() for r in caplog.records] == [
+        "29 classes have no images: '1', '2', '3', '4', '5', '6', '7', '8', '9', '10' and 19 more"]
+    caplog.clear()
+    _write(tmp_path / "train.parquet", _table(PHOTO_FILES[:2], [0, 12], features={}))
+    with caplog.at_level(logging.WARNING):
+        discover_images(tmp_path)
+    assert [r.getMessage() for r in caplog.records] == [
+        "11 classes have no images: '1', '2', '3', '4', '5', '6', '7', '8', '9', '10' and 1 more"]

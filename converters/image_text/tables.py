@@ -115,7 +115,8 @@ class _Pairs(TableCollector):
         if named is not None:
             split = split_of_folder(str(named)) or ""
             if not split:
-                self.rejected.append(Rejection(self.split, rel, f"split {str(named)!r} is no split ({SPLIT_FOLDERS})"))
+                self.rejected.append(Rejection(self.split, rel, f"the split column names no split ({SPLIT_FOLDERS}): "
+                                                                f"{str(named)!r}"))
                 return 0
         if isinstance(data, str):
             self.rejected.append(Rejection(split, rel, data))
