@@ -16,6 +16,8 @@ from typing import Any
 PARQUET = (".parquet",)
 ARROW = (".arrow",)
 BATCH_ROWS = 64  # rows turned into Python values at once
+# what a Hugging Face download or `save_to_disk` folder holds beside its tables: metadata, never data
+HF_METADATA = ("readme.md", "dataset_dict.json", "dataset_info.json", "dataset_infos.json", "state.json")
 
 
 class TableError(Exception):

@@ -174,7 +174,7 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
     assert options("images", "--unlabeled") == ImageOptions(unlabeled=True)
     assert options("text", *KIND_FLAGS) == TextOptions(
         tokenizer="tok.json", per_line=False, separator="---", text_field="body", max_length=64, overflow="split",
-        split="val", max_document_bytes=2**20)
+        split="val", max_document_bytes=2**20, label_field="fine_label")
     assert options("text", "--per-line", "--tokenizer", "t.json").per_line is True
     assert options("dicom", *KIND_FLAGS) == DicomOptions(spacing=(1.0, 2.0, 3.0), salt="s", keep_phi=True, split="val",
                                                          allow_burned_in=True, max_voxels=99)

@@ -48,8 +48,8 @@ class ImagesKind:
         parser.add_argument("--image-field", metavar="COLUMN",
                             help="images from Parquet/Arrow tables: the image column (default: the one there is)")
         parser.add_argument("--label-field", metavar="COLUMN",
-                            help="images from Parquet/Arrow tables: the label column (default: the ClassLabel, or "
-                                 "label/labels)")
+                            help="images, text from Parquet/Arrow tables: the label column (default: the "
+                                 "ClassLabel, or label/labels)")
 
     def options_from_args(self, args: Any) -> ImageOptions:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,

@@ -6,7 +6,7 @@
   named `label` or `labels`; `--label-field` names it; `--unlabeled` reads none.
 - `split_of_table`: the file name's first word (`train-…`, `validation-…`) or the nearest split folder above it.
 - `row_values`: each row's image bytes (or why it has none) and label, a value over `bytes_limit` measured, never
-  copied; `label_problem`: why a label is none. A reason puts what varies (a path, a size, a label) after its
+  copied. A reason puts what varies (a path, a size, a label) after its
   first colon, where `fastdata convert` and `info` group reasons: a thousand rows of paths are one line.
 """
 
@@ -172,15 +172,3 @@ def row_values(batch: Any, *, columns: Columns, limit: int) -> list[tuple[bytes 
         else:
             out.append((value, labels[i]))
     return out
-
-
-def label_problem(label: Any, columns: Columns) -> str | None:
-    if label is None:
-        return f"no label (null in column {columns.label!r})"
-    if columns.names is None:
-        return None
-    if label == -1:
-        return f"no label (-1 in ClassLabel column {columns.label!r}: the split has no labels)"
-    if not 0 <= label < len(columns.names):
-        return f"label is no class of column {columns.label!r} ({len(columns.names)} classes): {label}"
-    return None

@@ -17,31 +17,27 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from converters.class_folders import has_control_characters
-from converters.images.labels_csv import EXTENSIONS, label_order
+from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import (
     Columns,
     TableOptions,
     image_column,
     is_image_struct,
     label_column,
-    label_problem,
     row_values,
     split_of_table,
 )
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.spill import Spill
-from converters.table_files import ARROW, PARQUET, Damage, Table, TableError
+from converters.table_files import ARROW, HF_METADATA, PARQUET, Damage, Table, TableError
+from converters.table_labels import TableLabels
 from converters.tree import Collector, display, first_files
-from fastdata.errors import ConvertError
 
 SUFFIXES = (*PARQUET, *ARROW)
-HF_METADATA = ("readme.md", "dataset_dict.json", "dataset_info.json", "dataset_infos.json", "state.json")
 LOOK_AT = 8  # tables whose schema `has_image_tables` reads
 BATCH_ROWS = 8  # rows read at once: at most 8 images in memory, each under TableOptions.max_bytes
 
@@ -126,8 +122,7 @@ class _Collector(TableCollector):
     def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
         super().__init__(src, split=opts.split, follow=follow, what="images")
         self.opts = opts
-        self.first: tuple[str, Columns] | None = None  # the first usable table, which every other must agree with
-        self.values: set[Any] = set()
+        self.labels = TableLabels()  # the first usable table's, which every other must agree with
 
     def add_table(self, table: Table, rel: str, split: str) -> int:
         columns = self._columns(table)
@@ -139,14 +134,7 @@ class _Collector(TableCollector):
     def _columns(self, table: Table) -> Columns:
         label, names = label_column(table, self.opts)
         columns = Columns(image_column(table, self.opts), label, names)
-        if self.first is None:
-            self.first = (display(table.path.relative_to(self.src).as_posix()), columns)
-            return columns
-        first, want = self.first
-        if (columns.label is None) != (want.label is None) or columns.names != want.names:
-            have = f"label column {want.label!r}" if want.label else "no label column"
-            raise TableError(f"its labels are not those of {first} ({have}"
-                             f"{f' with {len(want.names)} classes' if want.names else ''}): convert them apart")
+        self.labels.agree(display(table.path.relative_to(self.src).as_posix()), label, names)
         return columns
 
     def _add_row(self, image: bytes | str, label: Any, columns: Columns, split: str, rel: str, source: str) -> int:
@@ -155,41 +143,21 @@ class _Collector(TableCollector):
             self.rejected.append(Rejection(split, rel, image))
             return 0
         if columns.label is not None:
-            problem = label_problem(label, columns)
+            problem = self.labels.take(label, columns.label, columns.names)
             if problem is not None:
                 self.rejected.append(Rejection(split, rel, problem))
                 return 0
-            self.values.add(label)
         self.items.setdefault(split, []).append(
             WorkItem(split=split, rel=rel, source=source, label=label, payload=self.spill.add(image)))
         return 1
-
-    def classes(self) -> tuple[str, ...]:
-        """The class names: the ClassLabel's, or the label values in `label_order`."""
-        if self.first is None or self.first[1].label is None:
-            return ()
-        columns = self.first[1]
-        classes = columns.names or label_order({str(v) for v in self.values})
-        bad = next((c for c in classes if has_control_characters(c)), None)
-        if bad is not None:
-            raise ConvertError(f"the class {bad!r} of column {columns.label!r} holds control characters (an escape "
-                               "sequence, a tab, a newline, a bidi override): not a name to print")
-        return classes
-
-    def labelled(self, classes: tuple[str, ...]) -> dict[str, list[WorkItem]]:
-        """The work items with class indices for labels."""
-        if self.first is None or self.first[1].names is not None or not classes:
-            return self.items
-        index = {c: i for i, c in enumerate(classes)}
-        return {s: [replace(it, label=index[str(it.label)]) for it in items] for s, items in self.items.items()}
 
 
 def discover_tables(src: Path, opts: TableOptions, *, follow_symlinks: bool = True) -> Discovery:
     """The images of the Parquet and Arrow tables under `src`."""
     col = _Collector(src, opts, follow=follow_symlinks)
     col.add_tree(src, opts.split, None)
-    classes = col.classes()
-    items = col.labelled(classes)
+    classes = col.labels.classes()
+    items = col.labels.relabel(col.items, classes)
     col.items = items
     if classes:
         col.warn_unused(classes, "images")

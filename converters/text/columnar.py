@@ -1,5 +1,6 @@
 """The documents of a columnar file (Parquet, Arrow: read by converters/table_files.py): one a row of its string
-column `--text-field`. Damage loses the rows it touches, recorded as one rejection, and keeps every row before it."""
+column `--text-field`, labelled by the table's label column when the source has no class folders. Damage loses the
+rows it touches, recorded as one rejection, and keeps every row before it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from converters.images.table_columns import TableOptions, label_column
 from converters.table_files import Damage, Table, TableError
+from converters.table_labels import TableLabels
 from converters.text.options import TextOptions
 from converters.text.records import Reject, document
 
@@ -29,21 +32,39 @@ def _string_column(schema: Any, opts: TextOptions) -> Reject | None:
     return None
 
 
-def read_columns(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
-    """(where, document or rejection) for each row of a Parquet or Arrow file."""
+def labeled_documents(path: Path, opts: TextOptions, labels: TableLabels | None = None,
+                      rel: str = "") -> Iterator[tuple[str, str | Reject, Any]]:
+    """(where, document or rejection, label value or None) for each row of a Parquet or Arrow file. With `labels`,
+    the table's label column (`--label-field`, its ClassLabel, or `label`/`labels`: the images kind's rule) labels
+    its rows, and must agree with the first table's (`TableLabels`); a row whose label is none is a rejection."""
     try:
         table = Table(path)
+        problem = _string_column(table.schema, opts)
+        column, names = label_column(table, TableOptions(label_field=opts.label_field)) if labels is not None \
+            and problem is None else (None, None)
+        if labels is not None and problem is None:
+            labels.agree(rel, column, names)
     except TableError as exc:
-        yield "", Reject(str(exc))
+        yield "", Reject(str(exc)), None
         return
-    problem = _string_column(table.schema, opts)
     if problem is not None:
-        yield "", problem
+        yield "", problem, None
         return
-    for part in table.rows([opts.text_field]):
+    for part in table.rows([opts.text_field, *([column] if column else [])]):
         if isinstance(part, Damage):
-            yield f"#{part.first}", Reject(part.reason)
+            yield f"#{part.first}", Reject(part.reason), None
             continue
         first, values = part
-        for i, value in enumerate(values):
-            yield f"#{first + i}", document(value[opts.text_field], opts.max_document_bytes)
+        for i, row in enumerate(values):
+            doc = document(row[opts.text_field], opts.max_document_bytes)
+            label = row[column] if column else None
+            if column and not isinstance(doc, Reject):
+                why = labels.take(label, column, names)
+                doc = Reject(why) if why else doc
+            yield f"#{first + i}", doc, label
+
+
+def read_columns(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+    """(where, document or rejection) for each row of a Parquet or Arrow file, no label read."""
+    for where, doc, _ in labeled_documents(path, opts):
+        yield where, doc

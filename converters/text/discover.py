@@ -12,29 +12,57 @@ from converters.class_folders import ClassFolders, split_classes
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.spill import Spill
+from converters.table_files import ARROW, HF_METADATA, PARQUET
+from converters.table_labels import TableLabels
+from converters.text.columnar import labeled_documents
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
 from converters.tree import Collector, is_folder, split_folders, visible
 from fastdata.errors import ConvertError
 
+TABLES = (*PARQUET, *ARROW)
+HF_JSON = tuple(n for n in HF_METADATA if n.endswith(".json"))
 
 class _Collector(Collector):
     def __init__(self, src: Path, opts: TextOptions, *, follow: bool) -> None:
         super().__init__(src, follow=follow)
         self.opts = opts
         self.spill = Spill("text")
+        self.labels = TableLabels()  # the label column of the first table, which every other must agree with
+
+    def table_labels(self, classes: tuple[str, ...]) -> tuple[str, ...]:
+        """The classes, and the items' labels, when the source's tables label their rows: every document without a
+        label (a file that is no table, a table before the first labelled one) is then a rejection."""
+        found = self.labels.classes()
+        if not found:
+            return classes
+        unlabeled = [it for items in self.items.values() for it in items if it.label is None]
+        for it in unlabeled:
+            self.rejected.append(Rejection(it.split, it.rel, f"no label: the source's tables label their documents "
+                                                             f"(column {self.labels.column!r}), this file does not"))
+        items = {s: [it for it in its if it.label is not None] for s, its in self.items.items()}
+        self.items = {s: its for s, its in self.labels.relabel(items, found).items() if its}
+        return found
 
     def add_file(self, path: Path, split: str, label: int | None, rel: str | None = None) -> None:
         rel = rel or self.rel(path)  # a regular file: `Walk.problem` was asked before
+        if path.name.lower() in HF_JSON:  # save_to_disk's JSON beside its tables (a README is no text file)
+            self.rejected.append(Rejection(split, rel, "Hugging Face metadata, not data: the tables' schema holds "
+                                                       "the features"))
+            return
         found, rejected_before = 0, len(self.rejected)
         source = str(path)  # one string shared by the file's documents
-        for where, doc in read_documents(path, self.opts):
+        if label is None and path.suffix.lower() in TABLES:  # no class folder: a table's label column labels rows
+            rows = labeled_documents(path, self.opts, self.labels, rel)
+        else:
+            rows = ((where, doc, label) for where, doc in read_documents(path, self.opts))
+        for where, doc, value in rows:
             if isinstance(doc, Reject):
                 self.rejected.append(Rejection(split, rel + where, doc.reason))
                 continue
             found += 1
             self.items.setdefault(split, []).append(
-                WorkItem(split=split, rel=rel + where, source=source, label=label, payload=self.spill.add(doc)))
+                WorkItem(split=split, rel=rel + where, source=source, label=value, payload=self.spill.add(doc)))
         if found == 0 and len(self.rejected) == rejected_before:
             self.rejected.append(Rejection(split, rel, "no documents (only blank or separator lines)"))
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
@@ -66,8 +94,9 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         if problem is not None:
             raise ConvertError(f"source {src} cannot be read: {problem}")
         col.add_file(src, options.split, None, rel=src.name)
+        classes = col.table_labels(())
         col.spill.flush()
-        return Discovery(col.items, (), col.rejected, "file", [*extra_identity, *col.identity], keep=col.spill)
+        return Discovery(col.items, classes, col.rejected, "file", [*extra_identity, *col.identity], keep=col.spill)
     top = visible(os.listdir(src))
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     splits = split_folders(dirs)
@@ -86,6 +115,7 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     else:
         layout, classes = "flat", ()
         _add_split(col, src, options.split, ClassFolders.of(()), labeled=False)
+    classes = col.table_labels(classes)
     col.warn_unused(classes, "documents")
     col.spill.flush()
     return Discovery(col.items, classes, col.rejected, layout, [*extra_identity, *col.identity], keep=col.spill)

@@ -30,6 +30,7 @@ class TextOptions:
     overflow: str = "truncate"
     split: str = "train"
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    label_field: str | None = None  # a Parquet/Arrow table's label column (default: its ClassLabel, or label/labels)
 
     def __post_init__(self) -> None:
         if not isinstance(self.tokenizer, str) or not self.tokenizer:
