@@ -114,7 +114,9 @@ class Context:
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
                       ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20)),
                       ("x.parquet", _parquet({"text": ["one doc", "", "three " * 50, "four"]})),
-                      ("x.arrow", _arrow_stream({"text": ["one doc", "", "three " * 50, "four"], "id": [1, 2, 3, 4]}))]
+                      ("x.arrow", _arrow_stream({"text": ["one doc", "", "three " * 50, "four"], "id": [1, 2, 3, 4]})),
+                      ("labeled/x.arrow", _arrow_stream(_labeled_text())),
+                      ("labeled/x.parquet", _parquet(_labeled_text()))]
         from conftest_adopt import encoded, raw_tar
         from conftest_pairs import convert_pairs, make_pair_tree
 
@@ -169,12 +171,21 @@ class Context:
         return self.case_dir
 
 
-def _parquet(columns: dict[str, list[str]]) -> bytes:
+def _labeled_text() -> Any:
+    """A text classification table as the Hub ships it: `text`, and a `label` with a ClassLabel."""
+    import pyarrow as pa
+
+    features = {"text": {"_type": "Value"}, "label": {"names": ["neg", "pos"], "_type": "ClassLabel"}}
+    table = pa.table({"text": ["good", "bad", "so so", "fine"], "label": pa.array([1, 0, -1, 1], pa.int64())})
+    return table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+
+
+def _parquet(columns: Any) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.table(columns), sink)
+    pq.write_table(columns if isinstance(columns, pa.Table) else pa.table(columns), sink)
     return sink.getvalue().to_pybytes()
 
 
@@ -483,10 +494,19 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     from converters.text.records import read_documents
 
     data, what = mutate_bytes(rng, data)
-    path = ctx.work / name
-    path.write_bytes(data)
     opts = TextOptions(tokenizer=str(ctx.tokenizer), separator="%" if name.endswith(".txt") else None,
                        max_document_bytes=4096)
+    if name.startswith("labeled/"):  # a labelled table: its rows' labels, through the discovery that reads them
+        from converters.text.discover import discover_text
+
+        src = ctx.work / "labeled-text"
+        shutil.rmtree(src, ignore_errors=True)
+        src.mkdir()
+        (src / Path(name).name).write_bytes(data)
+        _expect(lambda: discover_text(src, options=opts), step=f"{name} discover")
+        return f"{name}: {what}"
+    path = ctx.work / name
+    path.write_bytes(data)
     documents = list(read_documents(path, opts))  # every problem is a Reject, never an exception
     if not all(isinstance(where, str) for where, _ in documents):
         raise Finding("a document without a location")
@@ -752,7 +772,8 @@ def _save(out: Path, seed: str, target: str, case: int, ctx: Context) -> None:
     """Keep what the failing case fed in, for reproduction (`--targets T --seed S` replays the same cases)."""
     dest = out / f"{target}-{seed}-{case}"
     dest.mkdir(parents=True, exist_ok=True)
-    for path in (ctx.work / "case.img", ctx.case_dir, ctx.work / "case-dicom", ctx.work / "hf-table"):
+    for path in (ctx.work / "case.img", ctx.case_dir, ctx.work / "case-dicom", ctx.work / "hf-table",
+                 ctx.work / "labeled-text"):
         if path.is_file():
             shutil.copy(path, dest)
         elif path.is_dir():
