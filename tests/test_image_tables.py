@@ -211,7 +211,7 @@ def test_two_classlabel_columns_need_label_field(tmp_path: Path) -> None:
         {b"huggingface": json.dumps({"info": {"features": features}}).encode()}))
     d = discover_images(src)
     assert not d.splits and [r.reason for r in d.rejected] == [
-        "several ClassLabel columns (fine_label, coarse_label): choose one with --label-field, or --unlabeled"]
+        "several ClassLabel columns (fine_label, coarse_label): choose one with --label-field"]
     d = discover_images(src, label_field="coarse_label")
     assert d.classes == ("x", "y") and sorted(it.label for it in d.splits["train"]) == [1, 1]
     d = discover_images(src, unlabeled=True)

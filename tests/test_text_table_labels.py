@@ -100,7 +100,7 @@ def test_label_field_picks_one_of_two_classlabels(tmp_path: Path) -> None:
         {b"huggingface": json.dumps({"info": {"features": features}}).encode()}))
     d = _discover(tmp_path)
     assert not d.splits and [r.reason for r in d.rejected] == [
-        "several ClassLabel columns (label, coarse): choose one with --label-field, or --unlabeled"]
+        "several ClassLabel columns (label, coarse): choose one with --label-field"]
     d = _discover(tmp_path, label_field="coarse")
     assert d.classes == ("c",) and [it.label for it in d.splits["train"]] == [0, 0]
     with pytest.raises(ConvertError, match="holds no text input.*no column 'nope' \\(--label-field"):

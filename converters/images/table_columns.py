@@ -101,8 +101,7 @@ def label_column(table: Table, opts: TableOptions) -> tuple[str | None, tuple[st
     name = opts.label_field
     if name is None:
         if len(class_labels) > 1:
-            raise TableError(f"several ClassLabel columns ({', '.join(class_labels)}): choose one with --label-field, "
-                             "or --unlabeled")
+            raise TableError(f"several ClassLabel columns ({', '.join(class_labels)}): choose one with --label-field")
         name = next(iter(class_labels), None) or next((n for n in LABEL_NAMES if n in schema.names), None)
         if name is None:
             return None, None

@@ -117,7 +117,7 @@ class TableCollector(Collector):
 
 class _Collector(TableCollector):
     """The rows of every table: work items whose payload is the image's place in the spill file; labels are the
-    raw values until `labelled` turns them into class indices."""
+    raw values until `TableLabels.relabel` turns them into class indices."""
 
     def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
         super().__init__(src, split=opts.split, follow=follow, what="images")

@@ -40,9 +40,9 @@ def labeled_documents(path: Path, opts: TextOptions, labels: TableLabels | None 
     try:
         table = Table(path)
         problem = _string_column(table.schema, opts)
-        column, names = label_column(table, TableOptions(label_field=opts.label_field)) if labels is not None \
-            and problem is None else (None, None)
+        column, names = None, None
         if labels is not None and problem is None:
+            column, names = label_column(table, TableOptions(label_field=opts.label_field))
             labels.agree(rel, column, names)
     except TableError as exc:
         yield "", Reject(str(exc)), None
