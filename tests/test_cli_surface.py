@@ -176,6 +176,7 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
         tokenizer="tok.json", per_line=False, separator="---", text_field="body", max_length=64, overflow="split",
         split="val", max_document_bytes=2**20, label_field="fine_label")
     assert options("text", "--per-line", "--tokenizer", "t.json").per_line is True
+    assert options("text", "--unlabeled", "--tokenizer", "t.json").unlabeled is True
     assert options("dicom", *KIND_FLAGS) == DicomOptions(spacing=(1.0, 2.0, 3.0), salt="s", keep_phi=True, split="val",
                                                          allow_burned_in=True, max_voxels=99)
     monkeypatch.delenv(DEFAULT_SALT_ENV, raising=False)

@@ -122,3 +122,20 @@ def test_an_unlabelled_table_before_a_labelled_one_rejects_the_second(tmp_path: 
     assert d.classes == () and _labels(d) == {"train": [("a.parquet#0", None)]}
     assert [r.reason for r in d.rejected] == [
         "its labels are not those of a.parquet (no label column): convert them apart"]
+
+
+def test_unlabeled_reads_no_label_column_and_no_class_folder(tmp_path: Path) -> None:
+    """A corpus for language modelling that happens to have labels: `--unlabeled` keeps every document (the rows
+    whose label is -1 too) and writes no label; class folders are plain folders."""
+    _write(tmp_path / "flat" / "train.parquet", _table(["a", "b"], [0, -1], names=["x"]))
+    d = _discover(tmp_path / "flat", unlabeled=True)
+    assert d.classes == () and d.layout == "unlabeled" and not d.rejected
+    assert _labels(d) == {"train": [("train.parquet#0", None), ("train.parquet#1", None)]}
+    _write(tmp_path / "tree" / "train" / "sport" / "a.parquet", _table(["goal"], [0], names=["x"]))
+    _write(tmp_path / "tree" / "test" / "art" / "b.parquet", _table(["paint"], [0], names=["x"]))
+    (tmp_path / "tree" / "notes.txt").write_text("not in a split")
+    d = _discover(tmp_path / "tree", unlabeled=True)
+    assert _labels(d) == {"train": [("train/sport/a.parquet#0", None)], "test": [("test/art/b.parquet#0", None)]}
+    assert [r.source for r in d.rejected] == ["notes.txt"]
+    with pytest.raises(ValueError, match="--label-field and --unlabeled contradict"):
+        TextOptions(tokenizer=str(TOKENIZER), unlabeled=True, label_field="label")

@@ -43,8 +43,8 @@ class ImagesKind:
         parser.add_argument("--keep-metadata", action="store_true",
                             help="keep EXIF/XMP/IPTC/comments in JPEGs copied unchanged (default: removed; ICC kept)")
         parser.add_argument("--unlabeled", action="store_true",
-                            help="no labels: every image of the tree, class folders ignored (a folder without "
-                                 "subfolders is unlabeled anyway)")
+                            help="images, text: no labels: every input of the tree, class folders and label columns "
+                                 "ignored (a folder without subfolders is unlabeled anyway)")
         parser.add_argument("--image-field", metavar="COLUMN",
                             help="images from Parquet/Arrow tables: the image column (default: the one there is)")
         parser.add_argument("--label-field", metavar="COLUMN",

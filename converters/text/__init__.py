@@ -68,7 +68,8 @@ class TextKind:
         return TextOptions(tokenizer=args.tokenizer, per_line=args.per_line, separator=args.separator,
                            text_field=args.text_field, max_length=args.max_length, overflow=args.overflow,
                            split=getattr(args, "split", None) or "train", max_document_bytes=args.max_document_bytes,
-                           label_field=getattr(args, "label_field", None))
+                           label_field=getattr(args, "label_field", None),
+                           unlabeled=bool(getattr(args, "unlabeled", False)))
 
     def discover(self, src: Path, /, *, options: TextOptions, follow_symlinks: bool = True) -> Discovery:
         return discover_text(src, options=options, extra_identity=tokenizer_identity(options.tokenizer),

@@ -52,7 +52,7 @@ class _Collector(Collector):
             return
         found, rejected_before = 0, len(self.rejected)
         source = str(path)  # one string shared by the file's documents
-        if label is None and path.suffix.lower() in TABLES:  # no class folder: a table's label column labels rows
+        if label is None and path.suffix.lower() in TABLES and not self.opts.unlabeled:  # a table's label column
             rows = labeled_documents(path, self.opts, self.labels, rel)
         else:
             rows = ((where, doc, label) for where, doc in read_documents(path, self.opts))
@@ -100,7 +100,13 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     top = visible(os.listdir(src))
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     splits = split_folders(dirs)
-    if splits:
+    if options.unlabeled:  # every document of the tree, without a label: class folders are plain folders
+        layout, classes = "unlabeled", ()
+        if splits:
+            col.reject_outside(top, list(splits))
+        for folder, s in (splits or {"": options.split}).items():
+            _add_split(col, src / folder if folder else src, s, ClassFolders.of(()), labeled=False)
+    elif splits:
         # every class folder, whether or not its name can be a class
         folders = ClassFolders.of(split_classes(src, splits, follow=col.walk.follow))
         classes = folders.classes

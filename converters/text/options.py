@@ -31,6 +31,7 @@ class TextOptions:
     split: str = "train"
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     label_field: str | None = None  # a Parquet/Arrow table's label column (default: its ClassLabel, or label/labels)
+    unlabeled: bool = False  # no labels: class folders are plain folders, label columns are not read
 
     def __post_init__(self) -> None:
         if not isinstance(self.tokenizer, str) or not self.tokenizer:
@@ -39,6 +40,8 @@ class TextOptions:
             raise ValueError("--per-line and --separator are exclusive: pick one way to split text files")
         if self.separator is not None and (not self.separator or "\n" in self.separator):
             raise ValueError(f"--separator must be a non-empty single line (e.g. '%'), got {self.separator!r}")
+        if self.unlabeled and self.label_field:
+            raise ValueError("--label-field and --unlabeled contradict each other: pick one")
         if not self.text_field:
             raise ValueError("--text-field must name a field/column, e.g. 'text'")
         if self.max_length is not None and (not isinstance(self.max_length, int) or self.max_length < 2):
