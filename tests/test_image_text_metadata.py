@@ -68,6 +68,10 @@ def test_metadata_without_captions_is_no_pair_source(tmp_path: Path) -> None:
     src = _folder(tmp_path / "src", PHOTO_FILES[:1])
     (src / "metadata.csv").write_text(f"file_name,label\n{PHOTO_FILES[0].name},3\n")
     assert not PAIRS.detect(src) and _detect(src) == "images"
+    (src / f"{PHOTO_FILES[0].stem}.txt").write_text("a caption beside it")  # sidecars: the pairs, metadata aside
+    d = discover_pairs(src, captions=None, split="train")
+    assert d.layout == "sidecar-txt" and [it.payload.texts for it in d.splits["train"]] == [("a caption beside it",)]
+    assert [r.source for r in d.rejected] == ["metadata.csv"]
     (tmp_path / "only").mkdir()
     (tmp_path / "only" / "metadata.jsonl").write_text('{"file_name": "a.jpg", "text": "a cat"}\n')
     assert not PAIRS.detect(tmp_path / "only")  # captions, but no image among the first files

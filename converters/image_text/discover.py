@@ -17,7 +17,7 @@ import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from converters.image_text.captions import CaptionRow, normalize_caption, read_captions
+from converters.image_text.captions import CaptionRow, names_files_and_captions, normalize_caption, read_captions
 from converters.images.discover import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
@@ -186,7 +186,8 @@ def discover_pairs(src: Path, /, *, captions: str | None, split: str, follow_sym
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     pairs = _Pairs(src, split, follow_symlinks)
-    meta = metadata_files(list(pairs.others))  # read when no --captions names the file
+    meta = [r for r in metadata_files(list(pairs.others))  # read when no --captions names the file; metadata of
+            if names_files_and_captions(pairs.others[r])]   # labels only (`file_name,label`) is no captions table
     found = (_from_file(pairs, Path(captions)) if captions else _from_metadata(pairs, meta) if meta
              else _from_sidecars(pairs))
     items: dict[str, list[WorkItem]] = {}
