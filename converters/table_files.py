@@ -138,8 +138,8 @@ class Table:
         row = 0
         try:
             for batch in self._batches:
-                batch.validate(full=True)  # offsets and UTF-8 checked before a value is read
                 part = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
+                part.validate(full=True)  # the columns read: offsets and UTF-8 checked before a value is read
                 for start in range(0, part.num_rows, batch_rows):
                     piece = part.slice(start, batch_rows)
                     got = values(piece)

@@ -25,7 +25,7 @@ from converters.images.table_columns import (
     image_column,
     row_values,
 )
-from converters.images.tables import LOOK_AT, TableCollector, image_rows, table_files
+from converters.images.tables import TableCollector, any_table, image_rows
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.table_files import Table, TableError
@@ -130,17 +130,10 @@ class _Pairs(TableCollector):
 
 
 def has_caption_tables(src: Path, *, limit: int) -> bool:
-    """Whether `table_files` holds a table with an image column and a caption column among its first LOOK_AT: a
-    source for the image_text kind (`fastdata convert --kind auto`, asked before the images kind)."""
-    for path in table_files(src, limit=limit)[:LOOK_AT]:
-        try:
-            table = Table(path)
-            image_column(table, TableOptions())
-            caption_columns(table.schema, None)
-            return True
-        except TableError:
-            continue
-    return False
+    """Whether a table with an image column and a caption column is among the first tables of `src`: a source for
+    the image_text kind (`fastdata convert --kind auto`, asked before the images kind)."""
+    return any_table(src, limit=limit, fits=lambda table: (image_column(table, TableOptions()),
+                                                           caption_columns(table.schema, None)))
 
 
 def discover_caption_tables(src: Path, *, image_field: str | None, caption_field: str | None, split: str,

@@ -35,7 +35,7 @@ from converters.sample import Rejection, WorkItem
 from converters.spill import Spill
 from converters.table_files import ARROW, HF_METADATA, PARQUET, Damage, Table, TableError
 from converters.table_labels import TableLabels
-from converters.tree import Collector, display, first_files
+from converters.tree import Collector, first_files
 
 SUFFIXES = (*PARQUET, *ARROW)
 LOOK_AT = 8  # tables whose schema `has_image_tables` reads
@@ -75,16 +75,22 @@ def table_files(src: Path, *, limit: int) -> list[Path]:
     return tables
 
 
-def has_image_tables(src: Path, *, limit: int, options: TableOptions | None = None) -> bool:
-    """Whether `table_files` holds a table with an image column (`options.image_field`, or the one there is) among
-    its first LOOK_AT: a source for the images kind (`fastdata convert --kind auto`)."""
+def any_table(src: Path, *, limit: int, fits: Callable[[Table], object]) -> bool:
+    """Whether one of the first LOOK_AT tables of `table_files` opens and `fits` (raises no TableError): what
+    `--kind auto` reads of a tree of tables."""
     for path in table_files(src, limit=limit)[:LOOK_AT]:
         try:
-            image_column(Table(path), options or TableOptions())
+            fits(Table(path))
             return True
         except TableError:
             continue
     return False
+
+
+def has_image_tables(src: Path, *, limit: int, options: TableOptions | None = None) -> bool:
+    """Whether a table with an image column (`options.image_field`, or the one there is) is among the first tables
+    of `src`: a source for the images kind."""
+    return any_table(src, limit=limit, fits=lambda table: image_column(table, options or TableOptions()))
 
 
 class TableCollector(Collector):
@@ -125,16 +131,16 @@ class _Collector(TableCollector):
         self.labels = TableLabels()  # the first usable table's, which every other must agree with
 
     def add_table(self, table: Table, rel: str, split: str) -> int:
-        columns = self._columns(table)
+        columns = self._columns(table, rel)
         read = functools.partial(row_values, columns=columns, limit=self.opts.max_bytes)
         return sum(self._add_row(image, label, columns, split, where, str(table.path))
                    for where, (image, label) in image_rows(table, columns.image, [columns.image, columns.label], read,
                                                            rel=rel, split=split, rejected=self.rejected))
 
-    def _columns(self, table: Table) -> Columns:
+    def _columns(self, table: Table, rel: str) -> Columns:
         label, names = label_column(table, self.opts)
         columns = Columns(image_column(table, self.opts), label, names)
-        self.labels.agree(display(table.path.relative_to(self.src).as_posix()), label, names)
+        self.labels.agree(rel, label, names)
         return columns
 
     def _add_row(self, image: bytes | str, label: Any, columns: Columns, split: str, rel: str, source: str) -> int:

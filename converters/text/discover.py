@@ -23,6 +23,7 @@ from fastdata.errors import ConvertError
 TABLES = (*PARQUET, *ARROW)
 HF_JSON = tuple(n for n in HF_METADATA if n.endswith(".json"))
 
+
 class _Collector(Collector):
     def __init__(self, src: Path, opts: TextOptions, *, follow: bool) -> None:
         super().__init__(src, follow=follow)
