@@ -6,6 +6,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/coco/train2017/*.jpg, ~/data/coco/captions_train2017.json   the photos and their bundled COCO captions
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
+  ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
@@ -86,6 +87,22 @@ def _hub_download(root: Path) -> None:
     (root / "README.md").write_text("---\nlicense: see tests/data/README.md\n---\n")
 
 
+def _kaggle_imagenet(box: Path) -> None:
+    """12 photos as Kaggle's ImageNet: train in class folders, val loose, val's classes as boxes in
+    `LOC_val_solution.csv`."""
+    rows = ["ImageId,PredictionString"]
+    for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))[:12]):
+        if i % 4 == 3:
+            name = f"ILSVRC2012_val_{i:08d}"
+            target = box / "ILSVRC/Data/CLS-LOC/val" / f"{name}.JPEG"
+            rows.append(f"{name},{CLASSES[i % 3]} 1 2 30 40 {CLASSES[i % 3]} 5 6 70 80 ")
+        else:
+            target = box / "ILSVRC/Data/CLS-LOC/train" / CLASSES[i % 3] / p.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, target)
+    (box / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
+
+
 def _hub_captions(root: Path) -> None:
     """The captioned photos as the Hub's Flickr30k: an `Image` column, a list of captions, a `split` column."""
     import pyarrow as pa
@@ -125,6 +142,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _captioned(box / "home" / "data")
     _hub_download(box / "home" / "hf" / "beans")
     _hub_captions(box / "home" / "hf" / "flickr30k")
+    _kaggle_imagenet(box)
     for f in sorted(FORTUNES.iterdir()):
         (box / "corpus" / f.name).mkdir(parents=True)
         shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")

@@ -44,35 +44,51 @@ class _Collector(Collector):
         self.identity.append([split, rel, label, size])
 
 
-def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
-    """The files a labels CSV lists, named by their paths relative to `src` (`a.jpg`, `part_1/a.jpg`), each in the
-    split its row gives; every other file of the tree is rejected as not listed."""
-    col = _Collector(src, follow=follow)
-    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(src, root=src)]
-    names = [rel for rel, _, _ in found]
-    labels, classes, splits = read_labels(csv_path, names, src)
+def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
+                 classes: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
+    `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
+    as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
+    Returns the classes."""
+    prefix = "" if folder == col.src else col.rel(folder) + "/"
+    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder, root=col.src)]
+    names = [rel[len(prefix):] for rel, _, _ in found]
+    labels, own, splits = read_labels(csv_path, names, folder)
+    if splits is not None and prefix:
+        raise ConvertError(f"{csv_path} has a split column: --labels {split}=FILE puts every file it lists in "
+                           f"{split}; give it as --labels FILE instead")
     row_split = splits or dict.fromkeys(labels, split)  # a split column's, else the one split of the folder
+    classes = own if classes is None else classes
     index = {c: i for i, c in enumerate(classes)}
     seen = set()
     listed, ambiguous = listed_names(labels, names)
-    for rel, path, problem in found:
-        row = listed.get(rel)
+    for name, (rel, path, problem) in zip(names, found):
+        row = listed.get(name)
         if row is not None:
             seen.add(row)
         if problem is not None:  # a link not followed, a loop, a special file: said, never opened
             col.rejected.append(Rejection(split if row is None else row_split[row], rel, problem))
         elif row is None:
             col.rejected.append(Rejection(split, rel, f"not listed in labels file {csv_path.name}"))
+        elif labels[row] not in index:
+            col.rejected.append(Rejection(split, rel, f"class not among train's classes: {labels[row]!r}"))
         else:
             col.add_file(path, row_split[row], index[labels[row]])
     for name in sorted(set(labels) - seen):
         if name in ambiguous:
-            col.rejected.append(Rejection(row_split[name], name, f"listed in {csv_path.name} without an extension, "
-                                          f"which several files have ({', '.join(ambiguous[name])}): name the file "
-                                          "whole"))
+            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {csv_path.name} without an "
+                                          f"extension, which several files have ({', '.join(ambiguous[name])}): "
+                                          "name the file whole"))
         else:
-            col.rejected.append(Rejection(row_split[name], name, f"listed in {csv_path.name} but no such file in "
-                                          "the source"))
+            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {csv_path.name} but no such "
+                                          "file in the source"))
+    return classes
+
+
+def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
+    """The files a labels CSV lists, anywhere under `src` (`_take_listed`)."""
+    col = _Collector(src, follow=follow)
+    classes = _take_listed(col, src, csv_path, split)
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
@@ -106,19 +122,40 @@ def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: 
                     SPLIT_FOLDERS)
 
 
+def labels_of_split(value: str | None) -> tuple[str, Path] | None:
+    """`--labels val=FILE`: (the split, FILE), which labels the loose images of that split folder; None for a
+    plain `--labels FILE` (a file whose name holds `=` and exists is a plain file)."""
+    if not value or "=" not in value or Path(value).is_file():
+        return None
+    name, _, path = value.partition("=")
+    split = split_of_folder(name)
+    return None if split is None else (split, Path(path))
+
+
+LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
+
+
+def _holds_folders(path: Path, follow: bool) -> bool:
+    return any(is_folder(path / c, follow=follow) for c in os.listdir(path))
+
+
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
                     unlabeled: bool = False, follow_symlinks: bool = True, image_field: str | None = None,
                     label_field: str | None = None, max_pixels: int = DEFAULT_MAX_PIXELS) -> Discovery:
-    """The inputs of an image source. A folder with no subfolder (and no labels CSV), or any tree with
-    `unlabeled=True`, gives unlabeled samples. A tree of Parquet or Arrow tables and no image file is read by
-    tables.py."""
+    """The inputs of an image source. A folder with no subfolder (and no labels CSV), split folders of loose images
+    only, or any tree with `unlabeled=True`, give unlabeled samples. `labels_csv` lists the files of the whole tree,
+    or (`val=FILE`) those of a split folder of loose images beside split folders of class folders (ImageNet's
+    val/). A tree of Parquet or Arrow tables and no image file is read by tables.py."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
-    if labels_csv:
-        if unlabeled:
-            raise ValueError("--labels and --unlabeled contradict each other: pick one")
+    if labels_csv and unlabeled:
+        raise ValueError("--labels and --unlabeled contradict each other: pick one")
+    split_labels = labels_of_split(labels_csv)
+    if labels_csv and split_labels is None:
         return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
     if table_files(src, limit=TABLE_LOOK):
+        if split_labels:
+            raise ValueError(f"--labels {labels_csv} labels image files; {src} holds Parquet or Arrow tables")
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels))
         return discover_tables(src, tables, follow_symlinks=follow_symlinks)
     if image_field or label_field:
@@ -127,18 +164,34 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     follow = follow_symlinks
     top = visible(os.listdir(src))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
+    named = split_folders([n for n in dirs if split_of_folder(n) is not None])
+    classy = {f: s for f, s in named.items() if _holds_folders(src / f, follow)}  # split folders of class folders
+    labelled = None
+    if split_labels:
+        labelled = next((f for f, s in named.items() if s == split_labels[0]), None)
+        if labelled is None:
+            raise ConvertError(f"--labels {labels_csv}: {src} has no {split_labels[0]} folder")
+        if labelled in classy:
+            raise ConvertError(f"--labels {labels_csv}: {labelled}/ holds class folders, which label its images; "
+                               "SPLIT=FILE labels a split folder of loose images")
+    elif named and not classy and len(named) == len(dirs) and not unlabeled:
+        log.warning("the split folders %s hold images but no class folder: converted unlabeled", ", ".join(named))
+        unlabeled = True
     if unlabeled or not dirs:
         return _discover_unlabeled(src, top, split, follow)
-    splits = split_folders([n for n in dirs if split_of_folder(n) is not None  # a split folder holds class folders
-                            and any(is_folder(src / n / c, follow=follow) for c in os.listdir(src / n))])
     col = _Collector(src, follow=follow)
-    if splits:
+    if classy or labelled:
         layout = "split/class"
-        folders = ClassFolders.of(split_classes(src, splits, follow=col.walk.follow))
+        folders = ClassFolders.of(split_classes(src, classy, follow=follow) if classy else ())
         classes = folders.classes
+        if labelled:
+            classes = _take_listed(col, src / labelled, split_labels[1], split_labels[0], classes if classy else None)
         index = {c: i for i, c in enumerate(classes)}
-        col.reject_outside(top, list(splits))
-        for folder, s in splits.items():
+        loose = [f for f in named if f not in classy and f != labelled]
+        for folder in loose:
+            col.reject(src / folder, named[folder], LOOSE_SPLIT.format(split=named[folder]))
+        col.reject_outside(top, [*classy, *loose, *([labelled] if labelled else [])])
+        for folder, s in classy.items():
             for name in visible(os.listdir(src / folder)):
                 path = src / folder / name
                 if not is_folder(path, follow=follow):

@@ -5,7 +5,9 @@
   class labels no other row: Kaggle's `id,label`), or a table of one-hot columns, one per class. A spreadsheet's
   UTF-8 BOM and CRLF line ends are read right; a file listed twice, a class with control characters, a class
   written in two Unicode normalisations and a row of a one-hot table that marks no class or several are refused,
-  naming the line. A `split` column gives each file its split.
+  naming the line. A `split` column gives each file its split. Kaggle's `ImageId,PredictionString` (ImageNet's
+  `LOC_val_solution.csv`: each image's boxes, `n01751748 66 9 441 334 ...`) gives each image the one class of its
+  boxes. (These shapes are read by labels_columns.py.)
 - `listed_names`: the row of each file under the source: its path whole, in the other normalisation, or without its
   extension (Kaggle's ids).
 - `label_order`: the classes in label order (class ids stay the labels they are).
@@ -21,16 +23,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from converters.class_folders import has_control_characters, same_name
+from converters.images.labels_columns import LABEL_HEADERS, boxes, one_hot, read_split_column
 from converters.tree import under_source
 from fastdata.errors import ConvertError
-from fastdata.manifest import check_split_name
 
 log = logging.getLogger(__name__)
 # the image files of a source (decoded by Pillow; a GIF's first frame)
 EXTENSIONS = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif")
 
 _HEADER_FILE = {"filename", "file", "file_name", "path", "image", "name"}
-_HEADER_LABEL = {"class", "label", "category", "target"}
 
 
 def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str] | None) -> bool:
@@ -40,7 +41,7 @@ def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str
     cells = [c.strip() for c in row[:2]]
     if len(cells) != 2:
         return False
-    if cells[0].lower() in _HEADER_FILE and cells[1].lower() in _HEADER_LABEL:
+    if cells[0].lower() in _HEADER_FILE and cells[1].lower() in LABEL_HEADERS:
         return True
     if files is None or same_name(cells[0]) in files:
         return False
@@ -80,71 +81,25 @@ class Labels(NamedTuple):
     splits: dict[str, str] | None = None  # the name each row gives its file -> its split, from a `split` column
 
 
-VALID = {"true": "val", "1": "val", "false": "train", "0": "train"}  # fastai's `is_valid` column, read as splits
+MANY_CLASSES = 20  # rows from which a table whose rows have classes of their own is warned about
 
 
-def _split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
-                  ) -> tuple[list[tuple[int, list[str]]], dict[int, str]] | None:
-    """(the rows without it, each data row's split by line) when the first row names a `split` column, third or
-    later (`filename,class,split`: one conversion of a listed source makes every split, with one class list), or
-    fastai's `is_valid` (True: val, False: train). None when it names neither. A data row without a valid split name
-    is refused, naming its line."""
-    if not rows:
-        return None
-    header = [c.strip().lower() for c in rows[0][1]]
-    k = next((j for j, name in enumerate(header) if j >= 2 and name in ("split", "is_valid")), None)
-    if k is None:
-        return None
-    out, splits = [(rows[0][0], rows[0][1][:k] + rows[0][1][k + 1:])], {}
-    for lineno, row in rows[1:]:
-        value = row[k].strip() if k < len(row) else ""
-        if header[k] == "is_valid":
-            if value.lower() not in VALID:
-                raise ConvertError(f"{csv_path}:{lineno}: is_valid {value!r} is neither True nor False")
-            value = VALID[value.lower()]
-        try:
-            splits[lineno] = check_split_name(value, option="split")
-        except ValueError as exc:
-            raise ConvertError(f"{csv_path}:{lineno}: {exc}") from None
-        out.append((lineno, row[:k] + row[k + 1:]))
-    return out, splits
-
-
-HOT, COLD = ("1", "1.0"), ("0", "0.0")
-
-
-def _one_hot(csv_path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
-    """(the class columns, the rows as `filename,class`) of a table of one-hot columns: a first row naming the
-    file column and then two or more class columns, and rows holding a 1 in the column of their class and 0
-    elsewhere (Kaggle's `image_id,healthy,multiple_diseases,rust,scab`). None for any other table. A row that marks
-    no class or several (a multi-label table), or whose cells are not one a column, is refused, naming its line: an
-    image has one class here."""
-    if not rows or len(rows[0][1]) < 3:
-        return None
-    header = [c.strip() for c in rows[0][1]]
-    if header[1].lower() in _HEADER_LABEL or any(c in HOT + COLD for c in header[1:]) or not all(
-            all(c.strip() in HOT + COLD for c in r[1:]) for _, r in rows[1:]):
-        return None
-    out = []
-    for lineno, row in rows[1:]:
-        if len(row) != len(header):
-            raise ConvertError(f"{csv_path}:{lineno}: {len(row)} cells, where the first row names {len(header)} "
-                               "columns (a file and one-hot class columns)")
-        hot = [header[j] for j, c in enumerate(row) if j > 0 and c.strip() in HOT]
-        if len(hot) != 1:
-            raise ConvertError(f"{csv_path}:{lineno}: {row[0].strip()!r} is marked with {len(hot)} classes in the "
-                               f"one-hot columns {hot or header[1:]}: an image has one class (a multi-label table "
-                               "cannot be converted as classes)")
-        out.append((lineno, [row[0], hot[0]]))
-    return header[1:], out
+def _warn_if_a_class_per_row(csv_path: Path, labels: dict[str, str]) -> None:
+    """Log a warning when most rows have a class no other row has (a column of ids, captions or boxes read as the
+    class): a classifier of one image per class is rarely what was meant."""
+    classes = len(set(labels.values()))
+    if len(labels) >= MANY_CLASSES and classes > len(labels) // 2:
+        log.warning("%s: its %d rows name %d classes, most of them a class of one image: is the second column "
+                    "the class?", csv_path, len(labels), classes)
 
 
 def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> Labels:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
     column names the list does not know; a full path under `src` names its file), or a table of one-hot columns
-    (`_one_hot`: the classes are its columns, in their order), either of them with a `split` column (`_split_column`); a
-    spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed twice is refused (which label would be
-    meant?). Columns after the second of any other table are not read: a warning says so."""
+    (`one_hot`: the classes are its columns, in their order), or of boxes (`boxes`), any of them with a `split`
+    column (`read_split_column`); a spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed twice is
+    refused (which label would be meant?). Columns after the second of any other table are not read: a warning
+    says so."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
@@ -163,13 +118,17 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         rows = [(lineno, [under_source(row[0], src), *row[1:]]) for lineno, row in rows]
     known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
                                                                         if (s := _stem(n)) is not None}
-    split_column = _split_column(csv_path, rows)
+    split_column = read_split_column(csv_path, rows)
     if split_column is not None:
         rows = split_column[0]
-    columns = _one_hot(csv_path, rows)
+    columns = one_hot(csv_path, rows)
+    box_rows = None if columns is not None else boxes(csv_path, rows)
     if columns is not None:
         log.info("%s: one-hot columns, the classes %s", csv_path, columns[0])
         rows = columns[1]
+    elif box_rows is not None:
+        log.info("%s: a PredictionString column; each image's class is the class of its boxes", csv_path)
+        rows = box_rows
     elif split_column is not None:  # its first row names the columns
         rows = rows[1:]
     elif rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
@@ -198,6 +157,7 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         labels[name], where[name] = cls, lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
+    _warn_if_a_class_per_row(csv_path, labels)
     splits = None if split_column is None else {name: split_column[1][line] for name, line in where.items()}
     return Labels(labels, tuple(columns[0]) if columns is not None else label_order(set(labels.values())), splits)
 

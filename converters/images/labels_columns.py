@@ -1,0 +1,96 @@
+"""The shapes a labels table can have beyond `filename,class` rows, each read into such rows: a `split` column
+(`read_split_column`), one-hot class columns (`one_hot`), and Kaggle's boxes (`boxes`). Used by labels_csv.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastdata.errors import ConvertError
+from fastdata.manifest import check_split_name
+
+LABEL_HEADERS = {"class", "label", "category", "target"}  # a class column's usual names
+VALID = {"true": "val", "1": "val", "false": "train", "0": "train"}  # fastai's `is_valid` column, read as splits
+
+
+def read_split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
+                      ) -> tuple[list[tuple[int, list[str]]], dict[int, str]] | None:
+    """(the rows without it, each data row's split by line) when the first row names a `split` column, third or
+    later (`filename,class,split`: one conversion of a listed source makes every split, with one class list), or
+    fastai's `is_valid` (True: val, False: train). None when it names neither. A data row without a valid split name
+    is refused, naming its line."""
+    if not rows:
+        return None
+    header = [c.strip().lower() for c in rows[0][1]]
+    k = next((j for j, name in enumerate(header) if j >= 2 and name in ("split", "is_valid")), None)
+    if k is None:
+        return None
+    out, splits = [(rows[0][0], rows[0][1][:k] + rows[0][1][k + 1:])], {}
+    for lineno, row in rows[1:]:
+        value = row[k].strip() if k < len(row) else ""
+        if header[k] == "is_valid":
+            if value.lower() not in VALID:
+                raise ConvertError(f"{csv_path}:{lineno}: is_valid {value!r} is neither True nor False")
+            value = VALID[value.lower()]
+        try:
+            splits[lineno] = check_split_name(value, option="split")
+        except ValueError as exc:
+            raise ConvertError(f"{csv_path}:{lineno}: {exc}") from None
+        out.append((lineno, row[:k] + row[k + 1:]))
+    return out, splits
+
+
+HOT, COLD = ("1", "1.0"), ("0", "0.0")
+
+
+def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+    """(the class columns, the rows as `filename,class`) of a table of one-hot columns: a first row naming the
+    file column and then two or more class columns, and rows holding a 1 in the column of their class and 0
+    elsewhere (Kaggle's `image_id,healthy,multiple_diseases,rust,scab`). None for any other table. A row that marks
+    no class or several (a multi-label table), or whose cells are not one a column, is refused, naming its line: an
+    image has one class here."""
+    if not rows or len(rows[0][1]) < 3:
+        return None
+    header = [c.strip() for c in rows[0][1]]
+    if header[1].lower() in LABEL_HEADERS or any(c in HOT + COLD for c in header[1:]) or not all(
+            all(c.strip() in HOT + COLD for c in r[1:]) for _, r in rows[1:]):
+        return None
+    out = []
+    for lineno, row in rows[1:]:
+        if len(row) != len(header):
+            raise ConvertError(f"{csv_path}:{lineno}: {len(row)} cells, where the first row names {len(header)} "
+                               "columns (a file and one-hot class columns)")
+        hot = [header[j] for j, c in enumerate(row) if j > 0 and c.strip() in HOT]
+        if len(hot) != 1:
+            raise ConvertError(f"{csv_path}:{lineno}: {row[0].strip()!r} is marked with {len(hot)} classes in the "
+                               f"one-hot columns {hot or header[1:]}: an image has one class (a multi-label table "
+                               "cannot be converted as classes)")
+        out.append((lineno, [row[0], hot[0]]))
+    return header[1:], out
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def boxes(csv_path: Path, rows: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]] | None:
+    """The rows as `filename,class` of a table whose first row names a `PredictionString` column (Kaggle's
+    detection answers: ImageNet's `LOC_val_solution.csv` has `n01751748 66 9 441 334 n01751748 ...`, a class and a
+    box per object), each row's class the one word of its cell that is not a number; None for any other table.
+    Read as classes, each cell was a class of its own: 50,000 of them. A row whose boxes have several classes, or
+    none, is refused, naming its line: an image has one class here."""
+    if not rows or len(rows[0][1]) < 2 or rows[0][1][1].strip().lower() != "predictionstring":
+        return None
+    out = []
+    for lineno, row in rows[1:]:
+        words = row[1].split() if len(row) > 1 else []
+        classes = sorted({w for w in words if not _is_number(w)})
+        if len(classes) != 1:
+            raise ConvertError(f"{csv_path}:{lineno}: {row[0].strip()!r} has boxes of {len(classes)} classes "
+                               f"{classes}: an image has one class here (a detection table of several classes "
+                               "per image cannot be converted as classes)")
+        out.append((lineno, [row[0], classes[0]]))
+    return out
