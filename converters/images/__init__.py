@@ -36,8 +36,9 @@ class ImagesKind:
         parser.add_argument("--quality", type=int, default=90, help="JPEG quality when re-encoding (1-100)")
         parser.add_argument("--max-pixels", type=int, default=ImageOptions.max_pixels,
                             help="reject images with more pixels than this (decompression bombs)")
-        parser.add_argument("--labels", metavar="CSV",
-                            help="a 'filename,class' CSV of the images under SRC, their classes (docs/converting.md)")
+        parser.add_argument("--labels", metavar="[SPLIT=]CSV",
+                            help="a 'filename,class' CSV of the images under SRC, their classes; val=CSV: of the "
+                                 "loose images of the val folder (Kaggle's ImageNet; docs/converting.md)")
         parser.add_argument("--split", default="train",
                             help="split name for a source without train/val/test folders (default: train)")
         parser.add_argument("--keep-metadata", action="store_true",
