@@ -15,9 +15,11 @@ is a finding. Findings are printed with their (seed, target, case) and the input
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import faulthandler
 import functools
+import io
 import json
 import logging
 import os
@@ -364,6 +366,30 @@ FILE_NAMES = (b"a.jpg", b"A.JPG", b"b\xe9.jpg", b"c\x1b.jpg", b"d .jpg", b"e.jpe
               b"h" * 240 + b".jpg", b"i.png", b"j\n.jpg", b"k.jpg.", b"l.webp")
 
 
+def _loose_labels(ctx: Context, rng: random.Random, src: Path, made: list[bytes]) -> Path:
+    """A labels CSV of val's loose images (`--labels val=FILE`): rows naming them whole, without extension, or
+    not at all, and a row naming no file; classes of train's folders or none of them; plain or as Kaggle's boxes;
+    its bytes sometimes mutated."""
+    val = os.path.join(os.fsencode(str(src)), b"val", b"")
+    names = [os.fsdecode(p[len(val):]) for p in made if p.startswith(val)] + ["missing.jpg"]
+    classes = [os.fsdecode(p.split(b"/")[-2]) for p in made if not p.startswith(val)] + ["n09"]
+    boxes = rng.random() < 0.5
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["ImageId", "PredictionString"] if boxes else ["filename", "class"])
+    for name in names:
+        if rng.random() < 0.8:
+            name = name.rsplit(".", 1)[0] if rng.random() < 0.3 else name
+            cls = rng.choice(classes)
+            writer.writerow([name, f"{cls} 1 2 3 4 {rng.choice((cls, cls, 'n08'))} 5 6 7 8" if boxes else cls])
+    data = out.getvalue().encode("utf-8", "surrogateescape")
+    if rng.random() < 0.3:
+        data, _ = mutate_bytes(rng, data, (text_number,))
+    path = ctx.work / "case-tree-labels.csv"
+    path.write_bytes(data)
+    return path
+
+
 def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     """A source tree of hostile names (bytes that are not UTF-8, control characters, long names, split names as
     classes, hidden entries, one name composed and decomposed) holding images or garbage, converted whole. The
@@ -379,11 +405,12 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     for folder in (src, dst):
         shutil.rmtree(folder, ignore_errors=True)
     jpg, png = ctx.jpegs[0][1], ctx.pngs[0][1]
-    top = [b"train", b"val"] if layout == "split/class" else [b""]
+    top = [b"train", b"val"] if layout.startswith("split/") else [b""]
     files = 0
     made = []
     for split in top:
-        for folder in rng.sample(FOLDER_NAMES, rng.randint(1, 4)) if layout != "flat" else [b""]:
+        loose = layout == "split/loose" and split == b"val"  # Kaggle's ImageNet: val's images loose, a labels CSV
+        for folder in rng.sample(FOLDER_NAMES, rng.randint(1, 4)) if layout != "flat" and not loose else [b""]:
             for name in rng.sample(FILE_NAMES, rng.randint(1, 4)):
                 path = os.path.join(os.fsencode(str(src)), *[p for p in (split, folder, name) if p])
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -392,8 +419,9 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
                 made.append(path)
                 hidden = any(part.startswith(b".") for part in (split, folder, name))
                 files += not hidden
+    config = {"labels": f"val={_loose_labels(ctx, rng, src, made)}"} if layout == "split/loose" else {}
     try:
-        result = convert_images(Path(os.fsdecode(os.fsencode(str(src)))), dst)
+        result = convert_images(Path(os.fsdecode(os.fsencode(str(src)))), dst, **config)
     except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
         if not _allowed(exc) or "unexpected error" in str(exc):
             raise Finding(f"convert: {type(exc).__name__}: {exc}") from exc
@@ -406,7 +434,8 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
         raise Finding(f"a class name with control characters or bytes that are not UTF-8: {doc['classes']!r}")
     if len({same_name(c) for c in doc["classes"]}) != len(doc["classes"]):
         raise Finding(f"class names that differ only in Unicode normalisation: {[ascii(c) for c in doc['classes']]}")
-    if result.manifest.num_samples + len(result.rejected) != files:
+    unlisted = sum(r["reason"].startswith("listed in") for r in result.rejected)  # a row naming no file
+    if result.manifest.num_samples + len(result.rejected) - unlisted != files:
         raise Finding(f"{files} visible files, {result.manifest.num_samples} samples and {len(result.rejected)} "
                       "rejections: something was lost or counted twice")
     if result.manifest.num_samples:
@@ -679,7 +708,7 @@ def targets(ctx: Context) -> list[Target]:
         Target("hf_tables", lambda: ctx.image_tables, lambda r, label, d: _hf_table(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
-        Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None)],
+        Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None), ("split/loose", None)],
                lambda r, label, d: _tree(ctx, r, label, d)),
         Target("remote", lambda: [(k, None) for k in REMOTE_OPTIONS], lambda r, label, d: _remote(ctx, r, label, d)),
         Target("state", lambda: [
