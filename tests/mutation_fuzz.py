@@ -410,7 +410,8 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     made = []
     for split in top:
         loose = layout == "split/loose" and split == b"val"  # Kaggle's ImageNet: val's images loose, a labels CSV
-        for folder in rng.sample(FOLDER_NAMES, rng.randint(1, 4)) if layout != "flat" and not loose else [b""]:
+        for folder in rng.sample(FOLDER_NAMES, rng.randint(1, 4)) if layout not in ("flat", "named") and not loose \
+                else [b""]:
             for name in rng.sample(FILE_NAMES, rng.randint(1, 4)):
                 path = os.path.join(os.fsencode(str(src)), *[p for p in (split, folder, name) if p])
                 os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -420,6 +421,8 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
                 hidden = any(part.startswith(b".") for part in (split, folder, name))
                 files += not hidden
     config = {"labels": f"val={_loose_labels(ctx, rng, src, made)}"} if layout == "split/loose" else {}
+    if layout == "named":  # classes from the hostile names (--label-pattern)
+        config = {"label_pattern": rng.choice((r"^(.)", r"^(.+)\.", r"(\w*)", r"(?P<label>[^.]+)\.jpe?g$"))}
     try:
         result = convert_images(Path(os.fsdecode(os.fsencode(str(src)))), dst, **config)
     except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
@@ -708,7 +711,8 @@ def targets(ctx: Context) -> list[Target]:
         Target("hf_tables", lambda: ctx.image_tables, lambda r, label, d: _hf_table(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
-        Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None), ("split/loose", None)],
+        Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None), ("split/loose", None),
+                                     ("named", None)],
                lambda r, label, d: _tree(ctx, r, label, d)),
         Target("remote", lambda: [(k, None) for k in REMOTE_OPTIONS], lambda r, label, d: _remote(ctx, r, label, d)),
         Target("state", lambda: [

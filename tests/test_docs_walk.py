@@ -7,6 +7,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
+  ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
@@ -103,6 +104,19 @@ def _kaggle_imagenet(box: Path) -> None:
     (box / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
 
 
+def _named(home: Path) -> None:
+    """Photos whose names hold their classes: Oxford-IIIT Pet's `Bengal_3.jpg`, dogs vs cats' `train/cat.0.jpg`
+    (and an unlabeled `test/`)."""
+    for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))[:12]):
+        targets = [home / "pets" / "images" / f"{('Bengal', 'beagle')[i % 2]}_{i}.jpg",
+                   home / "dogs-vs-cats" / ("test" if i % 4 == 3 else "train") / f"{('cat', 'dog')[i % 2]}.{i}.jpg"]
+        if i % 4 == 3:
+            targets[1] = targets[1].with_name(f"{i}.jpg")
+        for target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(p, target)
+
+
 def _hub_captions(root: Path) -> None:
     """The captioned photos as the Hub's Flickr30k: an `Image` column, a list of captions, a `split` column."""
     import pyarrow as pa
@@ -143,6 +157,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _hub_download(box / "home" / "hf" / "beans")
     _hub_captions(box / "home" / "hf" / "flickr30k")
     _kaggle_imagenet(box)
+    _named(box / "home")
     for f in sorted(FORTUNES.iterdir()):
         (box / "corpus" / f.name).mkdir(parents=True)
         shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")

@@ -39,6 +39,9 @@ class ImagesKind:
         parser.add_argument("--labels", metavar="[SPLIT=]CSV",
                             help="a 'filename,class' CSV of the images under SRC, their classes; val=CSV: of the "
                                  "loose images of the val folder (Kaggle's ImageNet; docs/converting.md)")
+        parser.add_argument("--label-pattern", metavar="REGEX",
+                            help="images: each file's class is the first group of REGEX in its name, as in "
+                                 r"'^(.+)_\d+\.jpg$' (fastai's from_name_re; Oxford-IIIT Pet, dogs vs cats)")
         parser.add_argument("--split", default="train",
                             help="split name for a source without train/val/test folders (default: train)")
         parser.add_argument("--keep-metadata", action="store_true",
@@ -56,12 +59,13 @@ class ImagesKind:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,
                             labels=args.labels, split=args.split, unlabeled=args.unlabeled,
                             keep_metadata=args.keep_metadata, image_field=args.image_field,
-                            label_field=args.label_field)
+                            label_field=args.label_field, label_pattern=args.label_pattern)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         return discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
                                follow_symlinks=follow_symlinks, image_field=options.image_field,
-                               label_field=options.label_field, max_pixels=options.max_pixels)
+                               label_field=options.label_field, max_pixels=options.max_pixels,
+                               label_pattern=options.label_pattern)
 
     def processor(self, options: ImageOptions):
         return functools.partial(process_image, opts=options)

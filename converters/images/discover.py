@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
 from converters.images.encode import DEFAULT_MAX_PIXELS
-from converters.images.labels_csv import EXTENSIONS, listed_names, read_labels
+from converters.images.labels_csv import EXTENSIONS, label_order, listed_names, read_labels, warn_if_a_class_each
+from converters.images.name_labels import class_of_name, compile_label_pattern
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
 from converters.kind import Discovery
@@ -34,9 +37,14 @@ def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection
 
 
 class _Collector(Collector):
-    def add_file(self, path: Path, split: str, label: int | None) -> None:
+    pattern: re.Pattern[str] | None = None  # --label-pattern: each file's class from its name (a string, for now)
+
+    def add_file(self, path: Path, split: str, label: int | str | None) -> None:
         rel = self.rel(path)
         size, rejection = _check_file(path, rel, split)
+        if rejection is None and self.pattern is not None:
+            label, problem = class_of_name(self.pattern, path.name)
+            rejection = None if problem is None else Rejection(split, rel, problem)
         if rejection is not None:
             self.rejected.append(rejection)
             return
@@ -92,10 +100,13 @@ def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool) -> Dis
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
-def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool) -> Discovery:
-    """Every image under `src` without a label: split folders (`train/val/test` and their aliases, tree.py) are
-    splits, anything else `split`."""
+def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
+                        pattern: re.Pattern[str] | None = None) -> Discovery:
+    """Every image under `src`, without a label or (`pattern`) with the class its file name gives: split folders
+    (`train/val/test` and their aliases, tree.py) are splits, anything else `split`; class folders are plain
+    folders."""
     col = _Collector(src, follow=follow)
+    col.pattern = pattern
     splits = split_folders([n for n in top if is_folder(src / n, follow=follow)])
     if splits:
         col.reject_outside(top, list(splits))
@@ -103,7 +114,14 @@ def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool) -> 
             col.add_tree(src / folder, s, None)
     else:
         col.add_tree(src, split, None)
-    return Discovery(col.items, (), col.rejected, "unlabeled", col.identity)
+    if pattern is None:
+        return Discovery(col.items, (), col.rejected, "unlabeled", col.identity)
+    names = [str(it.label) for items in col.items.values() for it in items]
+    warn_if_a_class_each("--label-pattern", names, "images", "does its group match the class alone?")
+    classes = label_order(set(names))
+    index = {c: i for i, c in enumerate(classes)}
+    items = {s: [replace(it, label=index[str(it.label)]) for it in its] for s, its in col.items.items()}
+    return Discovery(items, classes, col.rejected, "name", col.identity)
 
 
 def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: bool) -> None:
@@ -141,21 +159,26 @@ def _holds_folders(path: Path, follow: bool) -> bool:
 
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
                     unlabeled: bool = False, follow_symlinks: bool = True, image_field: str | None = None,
-                    label_field: str | None = None, max_pixels: int = DEFAULT_MAX_PIXELS) -> Discovery:
-    """The inputs of an image source. A folder with no subfolder (and no labels CSV), split folders of loose images
+                    label_field: str | None = None, max_pixels: int = DEFAULT_MAX_PIXELS,
+                    label_pattern: str | None = None) -> Discovery:
+    """The inputs of an image source. `label_pattern` gives each file the class its name holds (name_labels.py),
+    the tree walked as unlabeled. A folder with no subfolder (and no labels CSV), split folders of loose images
     only, or any tree with `unlabeled=True`, give unlabeled samples. `labels_csv` lists the files of the whole tree,
     or (`val=FILE`) those of a split folder of loose images beside split folders of class folders (ImageNet's
     val/). A tree of Parquet or Arrow tables and no image file is read by tables.py."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
-    if labels_csv and unlabeled:
-        raise ValueError("--labels and --unlabeled contradict each other: pick one")
+    given = [o for o, v in (("--labels", labels_csv), ("--label-pattern", label_pattern), ("--unlabeled", unlabeled))
+             if v]
+    if len(given) > 1:
+        raise ValueError(f"{' and '.join(given)} contradict each other: pick one")
     split_labels = labels_of_split(labels_csv)
     if labels_csv and split_labels is None:
         return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
     if table_files(src, limit=TABLE_LOOK):
-        if split_labels:
-            raise ValueError(f"--labels {labels_csv} labels image files; {src} holds Parquet or Arrow tables")
+        if split_labels or label_pattern:
+            what = f"--labels {labels_csv}" if split_labels else "--label-pattern"
+            raise ValueError(f"{what} labels image files; {src} holds Parquet or Arrow tables")
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels))
         return discover_tables(src, tables, follow_symlinks=follow_symlinks)
     if image_field or label_field:
@@ -163,6 +186,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
                          f"{src} holds image files, or no table")
     follow = follow_symlinks
     top = visible(os.listdir(src))
+    if label_pattern:
+        return _discover_unlabeled(src, top, split, follow, compile_label_pattern(label_pattern))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
     named = split_folders([n for n in dirs if split_of_folder(n) is not None])
     classy = {f: s for f, s in named.items() if _holds_folders(src / f, follow)}  # split folders of class folders

@@ -12,6 +12,7 @@ from pathlib import Path
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from converters.images.jpeg_meta import NotAJpeg, strip_metadata
+from converters.images.name_labels import compile_label_pattern
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.images.pixels import ORIENTATION, decode_problem, to_rgb
 from fastdata.manifest import check_split_name
@@ -30,6 +31,7 @@ class ImageOptions:
     keep_metadata: bool = False  # copied JPEGs keep EXIF/XMP/IPTC/comments (default: removed, ICC kept)
     image_field: str | None = None  # a table source's image column (tables.py; default: the one there is)
     label_field: str | None = None  # a table source's label column (default: its ClassLabel, or label/labels)
+    label_pattern: str | None = None  # classes from file names (name_labels.py)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -39,6 +41,8 @@ class ImageOptions:
         if self.max_pixels < 1:
             raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
         check_split_name(self.split)
+        if self.label_pattern is not None:
+            compile_label_pattern(self.label_pattern)
 
 
 class RejectInput(Exception):

@@ -84,13 +84,14 @@ class Labels(NamedTuple):
 MANY_CLASSES = 20  # rows from which a table whose rows have classes of their own is warned about
 
 
-def _warn_if_a_class_per_row(csv_path: Path, labels: dict[str, str]) -> None:
-    """Log a warning when most rows have a class no other row has (a column of ids, captions or boxes read as the
-    class): a classifier of one image per class is rarely what was meant."""
-    classes = len(set(labels.values()))
+def warn_if_a_class_each(source: str, labels: list[str], inputs: str, hint: str) -> None:
+    """Log a warning when most `labels` are a class no other input has (a column of ids, captions or boxes read as
+    the class; a pattern whose group takes the whole name): a classifier of one image per class is rarely what was
+    meant."""
+    classes = len(set(labels))
     if len(labels) >= MANY_CLASSES and classes > len(labels) // 2:
-        log.warning("%s: its %d rows name %d classes, most of them a class of one image: is the second column "
-                    "the class?", csv_path, len(labels), classes)
+        log.warning("%s: its %d %s name %d classes, most of them a class of one image: %s", source, len(labels),
+                    inputs, classes, hint)
 
 
 def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> Labels:
@@ -157,7 +158,7 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         labels[name], where[name] = cls, lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
-    _warn_if_a_class_per_row(csv_path, labels)
+    warn_if_a_class_each(str(csv_path), list(labels.values()), "rows", "is the second column the class?")
     splits = None if split_column is None else {name: split_column[1][line] for name, line in where.items()}
     return Labels(labels, tuple(columns[0]) if columns is not None else label_order(set(labels.values())), splits)
 

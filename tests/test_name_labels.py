@@ -1,0 +1,142 @@
+"""Classes from file names (`--label-pattern`, fastai's `from_name_re`): Oxford-IIIT Pet's `Abyssinian_100.jpg`,
+Kaggle's dogs-vs-cats `train/cat.0.jpg`. Before, such a folder converted unlabeled, or (split folders of loose
+images) as two classes named train and test."""
+
+from __future__ import annotations
+
+import logging
+import os
+import unicodedata
+from pathlib import Path
+
+import pytest
+from helpers import PHOTOS, convert_images
+
+from converters.images.discover import discover_images
+from converters.images.encode import ImageOptions
+from converters.images.name_labels import NO_MATCH, class_of_name, compile_label_pattern
+from converters.tree import SPLIT_FOLDERS
+from fastdata.cli import main
+from fastdata.manifest import read_manifest
+
+PETS = r"^(.+)_\d+\.jpg$"
+
+
+def _touch(root: Path, *names: str | bytes) -> Path:
+    for name in names:
+        path = os.path.join(os.fsencode(str(root)), os.fsencode(name))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"\xff\xd8 not decoded at discovery")
+    return root
+
+
+def _items(d) -> dict[str, list[tuple[str, int | None]]]:
+    return {s: sorted((it.rel, it.label) for it in items) for s, items in d.splits.items()}
+
+
+def _rejected(d) -> list[tuple[str, str, str]]:
+    return sorted((r.split, r.source, r.reason) for r in d.rejected)
+
+
+def test_oxford_pets_names_give_the_breeds(tmp_path):
+    src = _touch(tmp_path / "images", "Abyssinian_1.jpg", "Abyssinian_2.jpg", "american_bulldog_10.jpg",
+                 "readme.txt", "noclass.jpg")
+    d = discover_images(src, label_pattern=PETS)
+    assert d.layout == "name" and d.classes == ("Abyssinian", "american_bulldog")
+    assert _items(d) == {"train": [("Abyssinian_1.jpg", 0), ("Abyssinian_2.jpg", 0), ("american_bulldog_10.jpg", 1)]}
+    assert sorted((r.source, r.reason) for r in d.rejected) == [
+        ("noclass.jpg", NO_MATCH), ("readme.txt", "unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, "
+                                                  ".jpe, .png, .webp, .bmp, .tif, .tiff, .gif, .avif")]
+    assert [row[:3] for row in d.identity] == [  # the class names: a renamed file changes what is converted
+        ["train", "Abyssinian_1.jpg", "Abyssinian"], ["train", "Abyssinian_2.jpg", "Abyssinian"],
+        ["train", "american_bulldog_10.jpg", "american_bulldog"]]
+
+
+def test_dogs_vs_cats_split_folders_and_class_folders_as_plain_folders(tmp_path):
+    src = _touch(tmp_path / "src", "train/cat.0.jpg", "train/dog.1.jpg", "train/more/dog.2.jpg", "test/12.jpg",
+                 "extra/cat.3.jpg")
+    d = discover_images(src, label_pattern=r"^(cat|dog)\.")
+    assert d.classes == ("cat", "dog")
+    assert _items(d) == {"train": [("train/cat.0.jpg", 0), ("train/dog.1.jpg", 1), ("train/more/dog.2.jpg", 1)]}
+    assert _rejected(d) == [("extra", "extra/cat.3.jpg", f"not inside a split folder ({SPLIT_FOLDERS})"),
+                            ("test", "test/12.jpg", NO_MATCH)]
+
+
+def test_the_group_named_label_wins_and_class_ids_stay_labels(tmp_path):
+    src = _touch(tmp_path / "src", "7-3.jpg", "8-10.jpg", "9-3.png")
+    d = discover_images(src, label_pattern=r"^(?P<n>\d+)-(?P<label>\d+)\.")
+    assert d.classes == tuple(str(i) for i in range(11))  # ids 0..10, as a labels CSV's
+    assert _items(d) == {"train": [("7-3.jpg", 3), ("8-10.jpg", 10), ("9-3.png", 3)]}
+
+
+def test_the_pattern_is_searched_for_anywhere_in_the_name(tmp_path):
+    d = discover_images(_touch(tmp_path / "src", "photo_3.jpg", "scan_1.png"), label_pattern=r"_(\d+)\.")
+    assert _items(d) == {"train": [("photo_3.jpg", 3), ("scan_1.png", 1)]}
+
+
+@pytest.mark.parametrize(("name", "pattern", "why"), [
+    ("x.jpg", r"^(\d*)x", "no class in the file name: the group of --label-pattern matched nothing"),
+    ("b.jpg", r"^(a)?b", "no class in the file name: the group of --label-pattern matched nothing"),
+    (b"caf\xe9_1.jpg", PETS, "class from the file name is not valid UTF-8: rename the file"),
+    ("red\x1b[31m_1.jpg", PETS, "class from the file name holds control characters (an escape sequence, a tab, a "
+                                "newline, a bidi override): rename the file"),
+    ("\u202eevil_1.jpg", PETS, "class from the file name holds control characters (an escape sequence, a tab, a "
+                               "newline, a bidi override): rename the file"),
+])
+def test_a_name_without_a_usable_class_is_rejected_saying_why(tmp_path, name, pattern, why):
+    d = discover_images(_touch(tmp_path / "src", name), label_pattern=pattern)
+    assert [r.reason for r in d.rejected] == [why] and d.splits == {}
+
+
+def test_a_class_written_decomposed_is_the_composed_class():
+    nfd = unicodedata.normalize("NFD", "M\u00fcnsterl\u00e4nder_1.jpg")
+    assert class_of_name(compile_label_pattern(PETS), nfd) == ("M\u00fcnsterl\u00e4nder", None)
+
+
+@pytest.mark.parametrize(("pattern", "message"), [
+    ("(", r"--label-pattern '\(' is no regular expression: missing \), unterminated subpattern"),
+    (r"^\w+_\d+", r"--label-pattern '\^\\\\w\+_\\\\d\+' has no group: the class is the text of its first group"),
+])
+def test_a_pattern_that_cannot_give_classes_is_refused_before_anything_is_read(tmp_path, capsys, pattern, message):
+    with pytest.raises(ValueError, match=message):
+        ImageOptions(label_pattern=pattern)
+    assert main(["convert", str(_touch(tmp_path / "src", "a_1.jpg")), str(tmp_path / "out"), "--kind", "images",
+                 "--label-pattern", pattern]) == 2
+    assert "fastdata convert: error: --label-pattern" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("other", "message"), [
+    ({"unlabeled": True}, "--label-pattern and --unlabeled contradict each other: pick one"),
+    ({"labels_csv": "l.csv"}, "--labels and --label-pattern contradict each other: pick one"),
+])
+def test_a_pattern_contradicts_the_other_sources_of_labels(tmp_path, other, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        discover_images(_touch(tmp_path / "src", "a_1.jpg"), label_pattern=PETS, **other)
+
+
+def test_a_pattern_labels_image_files_not_tables(tmp_path):
+    with pytest.raises(ValueError, match="^--label-pattern labels image files; .* holds Parquet or Arrow tables$"):
+        discover_images(_touch(tmp_path / "src", "data/train.parquet"), label_pattern=PETS)
+
+
+def test_a_group_that_takes_the_whole_name_is_warned_about(tmp_path, caplog):
+    src = _touch(tmp_path / "src", *(f"img{i}_1.jpg" for i in range(20)))
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(src, label_pattern=PETS)
+    assert len(d.classes) == 20
+    assert [r.getMessage() for r in caplog.records] == [
+        "--label-pattern: its 20 images name 20 classes, most of them a class of one image: does its group match "
+        "the class alone?"]
+
+
+def test_pets_convert_with_their_breeds(tmp_path):
+    src = tmp_path / "images"
+    src.mkdir()
+    photos = sorted(PHOTOS.glob("*.jpg"))[:5]
+    for i, p in enumerate(photos):
+        (src / f"{('Bengal', 'beagle')[i % 2]}_{i}.jpg").write_bytes(p.read_bytes())
+    convert_images(src, tmp_path / "out", label_pattern=PETS)
+    m = read_manifest(tmp_path / "out")
+    assert m.classes == ("Bengal", "beagle") and list(m.splits["train"].class_counts) == [3, 2] and not m.rejected
