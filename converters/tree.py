@@ -222,7 +222,9 @@ class Collector(abc.ABC):
         for name in names:
             if name not in split_dirs:
                 path = self.src / name
-                split = name if is_folder(path, follow=self.walk.follow) else ""  # a link not followed: not looked into
+                # the folder's name, as text (a name that is not UTF-8 crashed the plan's JSON); a link not followed
+                # is not looked into
+                split = display(name) if is_folder(path, follow=self.walk.follow) else ""
                 self.reject(path, split, f"not inside a split folder ({SPLIT_FOLDERS})")
 
     def warn_unused(self, classes: tuple[str, ...], what: str) -> None:

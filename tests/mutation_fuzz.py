@@ -405,7 +405,8 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
     for folder in (src, dst):
         shutil.rmtree(folder, ignore_errors=True)
     jpg, png = ctx.jpegs[0][1], ctx.pngs[0][1]
-    top = [b"train", b"val"] if layout.startswith("split/") else [b""]
+    top = [b"train", b"val"] if layout.startswith("split/") else [b"train", b"Validation"] \
+        if layout == "class/split" else [b""]
     files = 0
     made = []
     for split in top:
@@ -413,7 +414,8 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
         for folder in rng.sample(FOLDER_NAMES, rng.randint(1, 4)) if layout not in ("flat", "named") and not loose \
                 else [b""]:
             for name in rng.sample(FILE_NAMES, rng.randint(1, 4)):
-                path = os.path.join(os.fsencode(str(src)), *[p for p in (split, folder, name) if p])
+                parts = (folder, split, name) if layout == "class/split" else (split, folder, name)
+                path = os.path.join(os.fsencode(str(src)), *[p for p in parts if p])
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 with open(path, "wb") as f:
                     f.write(rng.choice((jpg, jpg, png, b"not an image", b"")))
@@ -712,7 +714,7 @@ def targets(ctx: Context) -> list[Target]:
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
         Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None), ("split/loose", None),
-                                     ("named", None)],
+                                     ("named", None), ("class/split", None)],
                lambda r, label, d: _tree(ctx, r, label, d)),
         Target("remote", lambda: [(k, None) for k in REMOTE_OPTIONS], lambda r, label, d: _remote(ctx, r, label, d)),
         Target("state", lambda: [

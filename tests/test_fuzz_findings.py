@@ -4,6 +4,7 @@ to the clear error or recorded rejection it gets now."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -450,3 +451,19 @@ def test_every_byte_of_a_parquet_image_column_changed_gives_rows_or_rejections(t
             d = discover_images(tmp_path)
             damaged += any(r.reason.startswith("corrupt Parquet data") for r in d.rejected)
     assert damaged > 100  # the changes reached the reading of rows, not only the opening of the file
+
+
+def test_a_folder_beside_split_folders_whose_name_is_not_utf8_is_rejected_not_a_crash(tmp_path):
+    """A folder outside the split folders was rejected under a split of its own name; a name that is not UTF-8
+    (`caf\\xe9`, Latin-1) then stopped the conversion with UnicodeEncodeError when the plan was written. Found by
+    the `tree` target's class/split layout, seed 1720 (a class folder named `val` made its tree a split tree)."""
+    from helpers import convert_images, make_image_tree
+
+    src = make_image_tree(tmp_path / "src", classes=1, per_class=2, splits=("train",))
+    odd = os.path.join(os.fsencode(str(src)), b"caf\xe9")
+    os.makedirs(odd)
+    with open(os.path.join(odd, b"a.jpg"), "wb") as f:
+        f.write((src / "train" / "class_0" / "img_0.jpg").read_bytes())
+    result = convert_images(src, tmp_path / "out")
+    assert [(r["split"], r["source"]) for r in result.rejected] == [("caf\\xe9", "caf\\xe9/a.jpg")]
+    assert result.manifest.num_samples == 2

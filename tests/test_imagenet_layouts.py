@@ -171,3 +171,39 @@ def test_kaggles_imagenet_converts_in_one_run_with_the_solutions_labels(tmp_path
     assert m.classes == ("class_0", "class_1") and not m.rejected
     assert list(m.splits["train"].class_counts) == [2, 2] and list(m.splits["val"].class_counts) == [1, 2]
 
+
+
+def test_split_folders_inside_class_folders_are_the_splits(tmp_path, caplog):
+    """`cat/train/`, `cat/val/`: read as one split with a warning, val's images were trained on."""
+    src = _touch(tmp_path / "src", "cat/train/1.jpg", "cat/val/2.jpg", "dog/Training/3.jpg", "dog/test/4.jpg",
+                 "loose.jpg")
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(src)
+    assert d.layout == "class/split" and d.classes == ("cat", "dog") and not caplog.records
+    assert _items(d) == {"train": [("cat/train/1.jpg", 0), ("dog/Training/3.jpg", 1)], "val": [("cat/val/2.jpg", 0)],
+                         "test": [("dog/test/4.jpg", 1)]}
+    assert _rejected(d) == [("train", "loose.jpg", "not inside a class folder")]
+    (src / "bird").mkdir()  # an empty class folder changes nothing
+    src = _touch(tmp_path / "same", "cat/train/1.jpg", "cat/val/2.jpg", "dog/train/3.jpg", "dog/val/4.jpg")
+    with caplog.at_level(logging.WARNING):
+        d = discover_images(src)
+    assert d.layout == "class/split" and set(d.splits) == {"train", "val"}
+    assert not caplog.records  # the same split folders in every class: no warning about split folders misnamed
+    (src / "bird").mkdir()
+    assert discover_images(src).classes == ("bird", "cat", "dog")
+    empty = discover_images(_touch(tmp_path / "empty", "a/.hidden"))  # nothing but an empty class: class folders
+    assert empty.layout == "class" and not empty.splits
+
+
+@pytest.mark.parametrize("tree", [("cat/train/1.jpg", "cat/extra/2.jpg", "dog/train/3.jpg"),  # a folder no split has
+                                  ("cat/train/1.jpg", "cat/2.jpg", "dog/train/3.jpg"),  # an image beside
+                                  ("cat/train/1.jpg", "dog/3.jpg"),  # a class without split folders
+                                  ("cat/train/1.jpg", "dog/val")])  # a file named as a split
+def test_class_folders_that_hold_more_than_split_folders_are_plain_classes(tmp_path, tree):
+    d = discover_images(_touch(tmp_path / "src", *tree))
+    assert d.layout == "class" and set(d.splits) == {"train"} and d.classes == ("cat", "dog")
+
+
+def test_two_split_folders_of_one_split_inside_a_class_are_refused(tmp_path):
+    with pytest.raises(ConvertError, match="the folders 'val' and 'validation' both name the split 'val'"):
+        discover_images(_touch(tmp_path / "src", "cat/val/1.jpg", "cat/validation/2.jpg"))

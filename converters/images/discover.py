@@ -1,6 +1,7 @@
-"""Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...`, or the files
-a `filename,class` CSV lists. Class index = position in the sorted class names (ImageFolder); the class ids
-of a CSV (whole numbers) stay the labels they are (`label_order`; the CSV is read by labels_csv.py)."""
+"""Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...` (or
+`SRC/<class>/<split>/...`), the files a `filename,class` CSV lists, or files whose names hold their classes
+(name_labels.py). Class index = position in the sorted class names (ImageFolder); the class ids of a CSV (whole
+numbers) stay the labels they are (`label_order`; the CSV is read by labels_csv.py)."""
 
 from __future__ import annotations
 
@@ -140,6 +141,19 @@ def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: 
                     SPLIT_FOLDERS)
 
 
+def _splits_inside(src: Path, classes: tuple[str, ...], follow: bool) -> dict[str, dict[str, str]] | None:
+    """For a `SRC/<class>/<split>/` tree (every class folder holds split folders and nothing else: `cat/train/`,
+    `cat/val/`): class -> (folder -> split). None for any other tree. Read as one split, val's images were
+    trained on."""
+    inside = {}
+    for c in classes:  # an empty class folder reads either way
+        names = visible(os.listdir(src / c))
+        if any(split_of_folder(n) is None or not is_folder(src / c / n, follow=follow) for n in names):
+            return None
+        inside[c] = split_folders(names)
+    return inside if any(inside.values()) else None
+
+
 def labels_of_split(value: str | None) -> tuple[str, Path] | None:
     """`--labels val=FILE`: (the split, FILE), which labels the loose images of that split folder; None for a
     plain `--labels FILE` (a file whose name holds `=` and exists is a plain file)."""
@@ -226,12 +240,15 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
                 else:
                     col.add_tree(path, s, index[name])
     else:
-        layout = "class"
         folders = ClassFolders.of(dirs)
         classes = folders.classes
-        _warn_if_splits_by_other_names(src, classes, follow)
+        inside = _splits_inside(src, classes, follow)
+        layout = "class" if inside is None else "class/split"
+        if inside is None:
+            _warn_if_splits_by_other_names(src, classes, follow)
         for i, c in enumerate(classes):
-            col.add_tree(src / c, split, i)
+            for folder, s in inside[c].items() if inside else [("", split)]:
+                col.add_tree(src / c / folder if folder else src / c, s, i)
         for name in top:
             if name not in classes:
                 col.reject(src / name, split, (name in dirs and folders.problems.get(name)) or
