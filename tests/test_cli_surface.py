@@ -173,6 +173,8 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
         image_field="img", label_field="fine_label")
     assert options("images", "--unlabeled") == ImageOptions(unlabeled=True)
     assert options("images", "--label-pattern", r"^(\w+)\.") == ImageOptions(label_pattern=r"^(\w+)\.")
+    assert options("images", "--split-list", "test=t.txt", "--split-list", "val=v.txt") == ImageOptions(
+        split_lists=("test=t.txt", "val=v.txt"))
     assert options("text", *KIND_FLAGS) == TextOptions(
         tokenizer="tok.json", per_line=False, separator="---", text_field="body", max_length=64, overflow="split",
         split="val", max_document_bytes=2**20, label_field="fine_label")

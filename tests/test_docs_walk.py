@@ -8,6 +8,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
   ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
+  ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
@@ -106,15 +107,21 @@ def _kaggle_imagenet(box: Path) -> None:
 
 def _named(home: Path) -> None:
     """Photos whose names hold their classes: Oxford-IIIT Pet's `Bengal_3.jpg`, dogs vs cats' `train/cat.0.jpg`
-    (and an unlabeled `test/`)."""
+    (and an unlabeled `test/`); and Food-101's class folders with their split lists."""
     for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))[:12]):
         targets = [home / "pets" / "images" / f"{('Bengal', 'beagle')[i % 2]}_{i}.jpg",
                    home / "dogs-vs-cats" / ("test" if i % 4 == 3 else "train") / f"{('cat', 'dog')[i % 2]}.{i}.jpg"]
         if i % 4 == 3:
             targets[1] = targets[1].with_name(f"{i}.jpg")
+        targets.append(home / "food-101" / "images" / ("apple_pie", "ribs")[i % 2] / f"{i}.jpg")
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, target)
+    meta = home / "food-101" / "meta"
+    meta.mkdir()
+    for split, rest in (("train", (0, 1, 2)), ("test", (3,))):
+        (meta / f"{split}.txt").write_text("".join(f"{('apple_pie', 'ribs')[i % 2]}/{i}\n" for i in range(12)
+                                                   if i % 4 in rest))
 
 
 def _hub_captions(root: Path) -> None:

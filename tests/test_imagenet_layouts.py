@@ -125,6 +125,7 @@ def test_a_labels_file_whose_name_holds_an_equals_sign_is_a_plain_labels_file(tm
     Path("val=x.csv").write_text("a.jpg,cat\n")
     assert labels_of_split("val=x.csv") is None
     assert labels_of_split("valid=missing.csv") == ("val", Path("missing.csv"))
+    assert labels_of_split("val=~/LOC_val_solution.csv") == ("val", Path.home() / "LOC_val_solution.csv")
     assert labels_of_split("cats=x.csv") is None and labels_of_split("labels.csv") is None
     d = discover_images(_touch(tmp_path / "src", "a.jpg"), labels_csv="val=x.csv")
     assert d.layout == "flat+labels" and _items(d) == {"train": [("a.jpg", 0)]}

@@ -161,7 +161,7 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
         return None
     name, _, path = value.partition("=")
     split = split_of_folder(name)
-    return None if split is None else (split, Path(path))
+    return None if split is None else (split, Path(path).expanduser())  # `~` after `=` is left as it is by zsh
 
 
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"

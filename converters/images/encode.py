@@ -13,6 +13,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from converters.images.jpeg_meta import NotAJpeg, strip_metadata
 from converters.images.name_labels import compile_label_pattern
+from converters.images.split_lists import parse_split_lists
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.images.pixels import ORIENTATION, decode_problem, to_rgb
 from fastdata.manifest import check_split_name
@@ -32,6 +33,7 @@ class ImageOptions:
     image_field: str | None = None  # a table source's image column (tables.py; default: the one there is)
     label_field: str | None = None  # a table source's label column (default: its ClassLabel, or label/labels)
     label_pattern: str | None = None  # classes from file names (name_labels.py)
+    split_lists: tuple[str, ...] = ()  # SPLIT=FILE: the files FILE lists are in SPLIT (split_lists.py)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -43,6 +45,7 @@ class ImageOptions:
         check_split_name(self.split)
         if self.label_pattern is not None:
             compile_label_pattern(self.label_pattern)
+        parse_split_lists(self.split_lists)
 
 
 class RejectInput(Exception):

@@ -56,7 +56,7 @@ def _delimiter(head: str) -> str:
     return next((d for d in ("\t", ";", "|") if d in head), ",")
 
 
-def _as_path(name: str) -> str:
+def as_path(name: str) -> str:
     """A file's name as a row writes it, as a path under the source: a table made on Windows separates folders by
     backslashes (`part_1\\a.jpg`; a name that also holds a slash is left as it is), and `./a.jpg` is `a.jpg`."""
     name = name.strip()
@@ -114,11 +114,11 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
                     if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
-    rows = [(lineno, [_as_path(row[0]), *row[1:]]) for lineno, row in rows]
+    rows = [(lineno, [as_path(row[0]), *row[1:]]) for lineno, row in rows]
     if src is not None:  # full paths under the source name its files (a table exported with them)
         rows = [(lineno, [under_source(row[0], src), *row[1:]]) for lineno, row in rows]
     known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
-                                                                        if (s := _stem(n)) is not None}
+                                                                        if (s := image_stem(n)) is not None}
     split_column = read_split_column(csv_path, rows)
     if split_column is not None:
         rows = split_column[0]
@@ -163,7 +163,7 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     return Labels(labels, tuple(columns[0]) if columns is not None else label_order(set(labels.values())), splits)
 
 
-def _stem(name: str) -> str | None:
+def image_stem(name: str) -> str | None:
     """An image file's path without its extension (`img1.jpg` -> `img1`, `part_1/img1.jpg` -> `part_1/img1`), None
     for any other name."""
     suffix = Path(name).suffix
@@ -189,12 +189,12 @@ def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, st
                 listed[n] = twins[0]
     by_stem: dict[str, list[str]] = {}
     for n in names:
-        stem = _stem(n)
+        stem = image_stem(n)
         if n not in listed and stem is not None:
             by_stem.setdefault(same_name(stem), []).append(n)
     ambiguous: dict[str, list[str]] = {}
     for n in labels:
-        if _stem(n) is not None:  # a name with an image extension names its file whole
+        if image_stem(n) is not None:  # a name with an image extension names its file whole
             continue
         found = by_stem.get(same_name(n), [])
         if len(found) == 1:
