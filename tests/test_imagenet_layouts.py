@@ -101,7 +101,8 @@ def test_a_split_folder_labelled_alone_takes_the_csvs_classes(tmp_path):
 
 @pytest.mark.parametrize(("tree", "table", "message"), [
     (("train/cat/a.jpg", "test/b.jpg"), "b.jpg,cat\n", r"has no val folder$"),
-    (("train/cat/a.jpg", "val/cat/b.jpg"), "b.jpg,cat\n", r"val/ holds class folders, which label its images"),
+    (("train/cat/a.jpg", "val/cat/b.jpg"), "b.jpg,cat\n", r"val/ holds class folders, which label its images; "
+                                                          r"SPLIT=FILE labels a split folder of loose images$"),
     (("train/cat/a.jpg", "val/b.jpg"), "filename,class,split\nb.jpg,cat,val\n", r"has a split column"),
 ])
 def test_a_split_labels_file_that_cannot_apply_is_refused(tmp_path, tree, table, message):
@@ -127,6 +128,8 @@ def test_a_labels_file_whose_name_holds_an_equals_sign_is_a_plain_labels_file(tm
     assert labels_of_split("valid=missing.csv") == ("val", Path("missing.csv"))
     assert labels_of_split("val=~/LOC_val_solution.csv") == ("val", Path.home() / "LOC_val_solution.csv")
     assert labels_of_split("cats=x.csv") is None and labels_of_split("labels.csv") is None
+    assert labels_of_split("val=x=1.csv") == ("val", Path("x=1.csv"))  # the split is before the first =
+
     d = discover_images(_touch(tmp_path / "src", "a.jpg"), labels_csv="val=x.csv")
     assert d.layout == "flat+labels" and _items(d) == {"train": [("a.jpg", 0)]}
 
@@ -208,3 +211,10 @@ def test_class_folders_that_hold_more_than_split_folders_are_plain_classes(tmp_p
 def test_two_split_folders_of_one_split_inside_a_class_are_refused(tmp_path):
     with pytest.raises(ConvertError, match="the folders 'val' and 'validation' both name the split 'val'"):
         discover_images(_touch(tmp_path / "src", "cat/val/1.jpg", "cat/validation/2.jpg"))
+
+
+def test_read_labels_of_no_rows_is_refused_whatever_its_header(tmp_path):
+    for text in ("", "filename,class,split\n", "ImageId,PredictionString\n"):
+        (tmp_path / "l.csv").write_text(text)
+        with pytest.raises(ConvertError, match=r"lists no 'filename,class' rows$"):
+            read_labels(tmp_path / "l.csv")

@@ -45,9 +45,10 @@ def test_oxford_pets_names_give_the_breeds(tmp_path):
     d = discover_images(src, label_pattern=PETS)
     assert d.layout == "name" and d.classes == ("Abyssinian", "american_bulldog")
     assert _items(d) == {"train": [("Abyssinian_1.jpg", 0), ("Abyssinian_2.jpg", 0), ("american_bulldog_10.jpg", 1)]}
-    assert sorted((r.source, r.reason) for r in d.rejected) == [
-        ("noclass.jpg", NO_MATCH), ("readme.txt", "unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, "
-                                                  ".jpe, .png, .webp, .bmp, .tif, .tiff, .gif, .avif")]
+    assert sorted((r.split, r.source, r.reason) for r in d.rejected) == [
+        ("train", "noclass.jpg", NO_MATCH), ("train", "readme.txt", "unsupported extension '.txt'; allowed: .jpg, "
+                                                                    ".jpeg, .jfif, .jpe, .png, .webp, .bmp, .tif, "
+                                                                    ".tiff, .gif, .avif")]
     assert [row[:3] for row in d.identity] == [  # the class names: a renamed file changes what is converted
         ["train", "Abyssinian_1.jpg", "Abyssinian"], ["train", "Abyssinian_2.jpg", "Abyssinian"],
         ["train", "american_bulldog_10.jpg", "american_bulldog"]]
@@ -96,7 +97,8 @@ def test_a_class_written_decomposed_is_the_composed_class():
 
 @pytest.mark.parametrize(("pattern", "message"), [
     ("(", r"--label-pattern '\(' is no regular expression: missing \), unterminated subpattern"),
-    (r"^\w+_\d+", r"--label-pattern '\^\\\\w\+_\\\\d\+' has no group: the class is the text of its first group"),
+    (r"^\w+_\d+", r"--label-pattern '\^\\\\w\+_\\\\d\+' has no group: the class is the text of its first group "
+                  r"\(or of the group named label\), as in '\^\(\.\+\)_\\d\+\\\.jpg\$'$"),
 ])
 def test_a_pattern_that_cannot_give_classes_is_refused_before_anything_is_read(tmp_path, capsys, pattern, message):
     with pytest.raises(ValueError, match=message):
@@ -140,3 +142,12 @@ def test_pets_convert_with_their_breeds(tmp_path):
     convert_images(src, tmp_path / "out", label_pattern=PETS)
     m = read_manifest(tmp_path / "out")
     assert m.classes == ("Bengal", "beagle") and list(m.splits["train"].class_counts) == [3, 2] and not m.rejected
+
+
+def test_links_are_followed_only_when_asked(tmp_path):
+    src = _touch(tmp_path / "src", "cat_1.jpg")
+    _touch(tmp_path / "elsewhere", "dog_2.jpg")
+    (src / "more").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    assert _items(discover_images(src, label_pattern=PETS)) == {"train": [("cat_1.jpg", 0), ("more/dog_2.jpg", 1)]}
+    d = discover_images(src, label_pattern=PETS, follow_symlinks=False)
+    assert _items(d) == {"train": [("cat_1.jpg", 0)]} and [r.source for r in d.rejected] == ["more"]

@@ -60,7 +60,8 @@ def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
     as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
     Returns the classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
-    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder, root=col.src)]
+    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]  # (a split folder's
+    # loose files: it holds no folder to loop through)
     names = [rel[len(prefix):] for rel, _, _ in found]
     labels, own, splits = read_labels(csv_path, names, folder)
     if splits is not None and prefix:
@@ -221,7 +222,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     col = _Collector(src, follow=follow)
     if classy or labelled:
         layout = "split/class"
-        folders = ClassFolders.of(split_classes(src, classy, follow=follow) if classy else ())
+        folders = ClassFolders.of(split_classes(src, classy, follow=follow))  # () without classy
         classes = folders.classes
         if labelled:
             classes = _take_listed(col, src / labelled, split_labels[1], split_labels[0], classes if classy else None)
@@ -229,7 +230,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         loose = [f for f in named if f not in classy and f != labelled]
         for folder in loose:
             col.reject(src / folder, named[folder], LOOSE_SPLIT.format(split=named[folder]))
-        col.reject_outside(top, [*classy, *loose, *([labelled] if labelled else [])])
+        col.reject_outside(top, list(named))
         for folder, s in classy.items():
             for name in visible(os.listdir(src / folder)):
                 path = src / folder / name
