@@ -218,3 +218,34 @@ def test_read_labels_of_no_rows_is_refused_whatever_its_header(tmp_path):
         (tmp_path / "l.csv").write_text(text)
         with pytest.raises(ConvertError, match=r"lists no 'filename,class' rows$"):
             read_labels(tmp_path / "l.csv")
+
+
+def test_path_label_lines_of_caffe_and_openmmlab_annotation_files(tmp_path):
+    """`train/n01/a.JPEG 0` per line (OpenMMLab's ann_file, Caffe's list): read as one cell and refused before."""
+    src = _touch(tmp_path / "src", "n01/a.JPEG", "n02/my photo.jpg", "n02/c.jpg")
+    (tmp_path / "train.txt").write_text("n01/a.JPEG 0\n  n02/my photo.jpg\t1\n\nn02/c 1\n")
+    d = discover_images(src, labels_csv=str(tmp_path / "train.txt"))
+    assert d.classes == ("0", "1")
+    assert _items(d) == {"train": [("n01/a.JPEG", 0), ("n02/c.jpg", 1), ("n02/my photo.jpg", 1)]}
+
+
+def test_places365_paths_from_a_root_name_the_files_under_the_source(tmp_path):
+    src = _touch(tmp_path / "data_256", "a/airfield/00000001.jpg", "b/bar/00000002.jpg")
+    (tmp_path / "places.txt").write_text("/a/airfield/00000001.jpg 0\n/b/bar/00000002.jpg 1\n/z/none/3.jpg 1\n")
+    d = discover_images(src, labels_csv=str(tmp_path / "places.txt"))
+    assert _items(d) == {"train": [("a/airfield/00000001.jpg", 0), ("b/bar/00000002.jpg", 1)]}
+    assert _rejected(d) == [("train", "/z/none/3.jpg", "listed in places.txt but no such file in the source")]
+    (tmp_path / "val.txt").write_text("/b/bar/00000002.jpg\n")  # a split list too
+    from converters.images.split_lists import apply_split_lists
+
+    d = apply_split_lists(discover_images(src, unlabeled=True), (("val", tmp_path / "val.txt"),), "train", src)
+    assert _items(d) == {"train": [("a/airfield/00000001.jpg", None)], "val": [("b/bar/00000002.jpg", None)]}
+
+
+@pytest.mark.parametrize(("head", "delimiter"), [("a.jpg,cat x", ","), ("a.jpg\tcat x", "\t"), ("a b;c", ";"),
+                                                 ("a.jpg 0", " "), ("a.jpg 0 \n", " "), ("a.jpg\n", ","),
+                                                 ("a.jpg \n", ",")])
+def test_the_delimiter_of_a_labels_file_comes_from_its_first_line(head, delimiter):
+    from converters.images.labels_csv import _delimiter
+
+    assert _delimiter(head) == delimiter

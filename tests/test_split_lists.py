@@ -134,7 +134,7 @@ def test_a_source_with_splits_of_its_own_is_refused(tmp_path, tree, options):
 
 def test_no_list_changes_nothing(tmp_path):
     d = _discover(_touch(tmp_path / "src", "cat/a.jpg"))
-    assert apply_split_lists(d, (), "train") is d
+    assert apply_split_lists(d, (), "train", tmp_path / "src") is d
 
 
 def test_food101_converts_with_its_splits(tmp_path):

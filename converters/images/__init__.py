@@ -71,7 +71,7 @@ class ImagesKind:
                                 follow_symlinks=follow_symlinks, image_field=options.image_field,
                                 label_field=options.label_field, max_pixels=options.max_pixels,
                                 label_pattern=options.label_pattern)
-        return apply_split_lists(found, parse_split_lists(options.split_lists), options.split)
+        return apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
 
     def processor(self, options: ImageOptions):
         return functools.partial(process_image, opts=options)

@@ -49,11 +49,29 @@ def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str
 
 
 def _delimiter(head: str) -> str:
-    """A comma, unless the first line holds none and a tab, a semicolon (a European spreadsheet's CSV) or a bar
-    splits it."""
+    """A comma, unless the first line holds none and a tab, a semicolon (a European spreadsheet's CSV), a bar or
+    (a `path label` list) a space splits it."""
     if "," in head:
         return ","
-    return next((d for d in ("\t", ";", "|") if d in head), ",")
+    return next((d for d in ("\t", ";", "|") if d in head), " " if " " in head.strip() else ",")
+
+
+def _path_label_rows(f) -> list[tuple[int, list[str]]]:
+    """The `path label` lines of Caffe's and OpenMMLab's annotation files (`n01440764/a.JPEG 0`, Places365's
+    `/a/airfield/00000001.jpg 0`): the label is the last word, the path all before it."""
+    return [(n, line.rsplit(None, 1)) for n, line in enumerate(f.read().splitlines(), 1) if line.strip()]
+
+
+def source_path(name: str, src: Path | None, known: set[str] | None = None) -> str:
+    """A row's file as a path under `src`: `as_path`, a full path under `src` made relative, and a path written
+    from a root that names one of the `known` files under `src` (`/a/airfield/1.jpg`, as Places365 lists its
+    files) read under `src`. Any other full path stays as it is written, to be reported so."""
+    name = as_path(name)
+    if src is not None:
+        name = under_source(name, src)
+    if name.startswith("/") and known is not None and same_name(name.lstrip("/")) in known:
+        return name.lstrip("/")
+    return name
 
 
 def as_path(name: str) -> str:
@@ -110,15 +128,12 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
             delimiter = _delimiter(f.readline(1 << 16))
             f.seek(0)
-            rows = [(lineno, row) for lineno, row in enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1)
-                    if row]
+            rows = _path_label_rows(f) if delimiter == " " else [
+                (lineno, row) for lineno, row in enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1) if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
-    rows = [(lineno, [as_path(row[0]), *row[1:]]) for lineno, row in rows]
-    if src is not None:  # full paths under the source name its files (a table exported with them)
-        rows = [(lineno, [under_source(row[0], src), *row[1:]]) for lineno, row in rows]
-    known = None if files is None else {same_name(n) for n in files} | {same_name(s) for n in files
-                                                                        if (s := image_stem(n)) is not None}
+    known = None if files is None else known_names(files)
+    rows = [(lineno, [source_path(row[0], src, known), *row[1:]]) for lineno, row in rows]
     split_column = read_split_column(csv_path, rows)
     if split_column is not None:
         rows = split_column[0]
@@ -168,6 +183,11 @@ def image_stem(name: str) -> str | None:
     for any other name."""
     suffix = Path(name).suffix
     return name[:-len(suffix)] if suffix.lower() in EXTENSIONS else None
+
+
+def known_names(files: list[str]) -> set[str]:
+    """The names a row may give `files` by: each whole, and an image file's without its extension (NFC)."""
+    return {same_name(n) for n in files} | {same_name(s) for n in files if (s := image_stem(n)) is not None}
 
 
 def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import same_name
-from converters.images.labels_csv import as_path, image_stem
+from converters.images.labels_csv import image_stem, known_names, source_path
 from converters.kind import Discovery
 from converters.sample import Rejection
 from fastdata.errors import ConvertError
@@ -34,15 +34,16 @@ def parse_split_lists(values: list[str] | tuple[str, ...]) -> tuple[tuple[str, P
     return tuple(out)
 
 
-def _entries(path: Path) -> list[tuple[int, str]]:
-    """(line number, first word) of each line of a list file that is not empty or a `#` comment."""
+def _entries(path: Path, src: Path, known: set[str]) -> list[tuple[int, str]]:
+    """(line number, first word, as a path under `src`) of each line of a list file that is not empty or a `#`
+    comment."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise ConvertError(f"split list {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConvertError(f"cannot read split list {path}: {exc}; save it as UTF-8 text") from exc
-    return [(n, as_path(line.split()[0])) for n, line in enumerate(text.splitlines(), 1)
+    return [(n, source_path(line.split()[0], src, known)) for n, line in enumerate(text.splitlines(), 1)
             if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -68,7 +69,7 @@ def _resolver(names: list[str]):
     return resolve
 
 
-def apply_split_lists(d: Discovery, lists: tuple[tuple[str, Path], ...], default: str) -> Discovery:
+def apply_split_lists(d: Discovery, lists: tuple[tuple[str, Path], ...], default: str, src: Path) -> Discovery:
     """`d` with each listed file moved to its list's split (its identity row too), a row naming no file of the
     source rejected, and (when a list gives `default`) every file no list names rejected."""
     if not lists:
@@ -77,12 +78,14 @@ def apply_split_lists(d: Discovery, lists: tuple[tuple[str, Path], ...], default
         raise ValueError(f"--split-list gives splits to image files of one split; this source ({d.layout} layout) "
                          "has splits of its own")
     items = {it.rel: it for its in d.splits.values() for it in its}
-    resolve = _resolver([*items, *(r.source for r in d.rejected)])
+    names = [*items, *(r.source for r in d.rejected)]
+    resolve = _resolver(names)
+    known = known_names(names)
     split_of: dict[str, str] = {}  # a file's name under SRC -> its split
     where: dict[str, str] = {}  # -> the list file and line that gave it
     rejected = list(d.rejected)
     for split, path in lists:
-        for line, entry in _entries(path):
+        for line, entry in _entries(path, src, known):
             name, several = resolve(entry)
             if name is None:
                 why = (f"names several files ({', '.join(several)}): name the file whole" if several
