@@ -9,7 +9,7 @@
   URL) and retries nothing itself, so that every answer's status and headers are seen:
   `retry.py` honours `Retry-After`, a body cut short is resumed from where it stopped, a body that does not
   deliver its next 64 KiB within the read timeout (a stall, or a server dripping bytes) is cut short and
-  resumed, and 403/404 fail at once with the URL and what to check (what an answer means: `answers.py`).
+  resumed (`bodies.py`), and 403/404 fail at once with the URL and what to check (`answers.py`).
 - A download in flight when the process exits or when its dataset is closed (`abandon()`) is cut short
   at once (its socket shut down, its partial file removed by the cache), not waited for: `inflight.py`.
 - Clients are created lazily, in the process that uses them; a process forked after its parent used them gets a
@@ -30,7 +30,8 @@ from typing import Any, BinaryIO
 
 from fastdata.errors import StorageError, require
 from fastdata.numerals import parse_int
-from fastdata.storage.answers import Retryable, first_line, range_start, release
+from fastdata.storage.answers import Retryable, failure, first_line, range_start, release
+from fastdata.storage.bodies import stream_body, too_slow
 from fastdata.storage.forks import guard
 from fastdata.storage.inflight import InFlight
 from fastdata.storage.retry import RETRY_STATUS, RetryPolicy, parse_retry_after
@@ -43,7 +44,6 @@ CONNECT_TIMEOUT = 10.0  # seconds
 READ_TIMEOUT = 60.0  # seconds for the next CHUNK of a body (or its rest) before the read is cut short and retried
 SIGN_FOR = timedelta(hours=1)
 RESIGN_AFTER = 45 * 60.0  # seconds: presigned URLs are renewed well before they expire
-CHUNK = 1 << 16  # bytes per read: a connection that breaks loses at most the chunk in flight
 MAX_REDIRECTS = 10  # redirects followed per request (a dataset behind a CDN or a hub's `resolve` URL)
 _OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline")
 
@@ -135,17 +135,6 @@ class RemoteStore(StoreWrites):
         return name  # the store is scoped to the dataset folder (its URL path is the prefix)
 
     # ------------------------------------------------------------------ requests with retries
-    def _fatal(self, name: str, status: int) -> StorageError:
-        where = self.url + name
-        if status == 404:
-            return StorageError(f"{where} does not exist (HTTP 404): check the bucket, the path and the endpoint "
-                                "(AWS_ENDPOINT_URL); a dataset folder holds manifest.json", status=status)
-        if status in (401, 403):
-            return StorageError(f"access to {where} was denied (HTTP {status}): check the credentials "
-                                "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or storage_options), "
-                                "that they may read this bucket and path, and the endpoint", status=status)
-        return StorageError(f"{where} answered HTTP {status}", status=status)
-
     def _retry(self, name: str, what: str, attempt_fn):
         """Run `attempt_fn(attempt)` until it returns, retrying Retryable failures per the policy."""
         started = time.monotonic()
@@ -193,7 +182,7 @@ class RemoteStore(StoreWrites):
         if status == 403 and not self.http_only and not resigned[0]:
             resigned[0] = True  # a presigned URL may have expired: sign once more before giving up
             raise Retryable("HTTP 403 (signing again)", 0.0)
-        raise self._fatal(name, status)
+        raise failure(self.url + name, status)
 
     # ------------------------------------------------------------------ reads
     def size(self, name: str) -> int | None:
@@ -237,25 +226,19 @@ class RemoteStore(StoreWrites):
 
         return self._retry(name, "GET", attempt)
 
-    def _too_slow(self, have: int) -> Retryable:
-        return Retryable(f"less than {CHUNK // 1024} KiB in {self.read_timeout:g} s (a stalled or dripping server) "
-                          f"after {have} bytes")
-
     def _body(self, response: Any, limit: int, name: str) -> bytes:
-        urllib3 = require("urllib3", "remote")
         out = bytearray()
-        try:
-            with self._inflight.reading(response, self.read_timeout) as body:
-                for chunk in response.stream(CHUNK):
-                    body.moved()
-                    out += chunk
-                    if len(out) > limit:
-                        raise StorageError(f"{self.url}{name}: more than {limit} bytes")
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise self._too_slow(len(out)) if body.cut else Retryable(
-                f"{type(exc).__name__} while reading the body: {exc}") from None
-        if body.cut:  # its socket shut, the body may have ended quietly
-            raise self._too_slow(len(out))
+
+        def take(chunk: bytes) -> None:
+            out.extend(chunk)
+            if len(out) > limit:
+                raise StorageError(f"{self.url}{name}: more than {limit} bytes")
+
+        def failed(exc: BaseException) -> Retryable:
+            return Retryable(f"{type(exc).__name__} while reading the body: {exc}")
+
+        if stream_body(response, self._inflight, self.read_timeout, take, failed, lambda: len(out)):
+            raise too_slow(self.read_timeout, len(out))
         return bytes(out)
 
     def download(self, name: str, dest: Path, *, size: int, sha256: str | None = None) -> None:
@@ -300,19 +283,17 @@ class RemoteStore(StoreWrites):
                                 f"{sha256[:16]}...")
 
     def _stream_into(self, response: Any, f: BinaryIO, state: dict[str, Any], size: int, name: str) -> None:
-        urllib3 = require("urllib3", "remote")
-        try:
-            with self._inflight.reading(response, self.read_timeout) as body:
-                for chunk in response.stream(CHUNK):
-                    body.moved()
-                    if state["have"] + len(chunk) > size:
-                        raise StorageError(f"{self.url}{name}: more bytes than the {size} the manifest records")
-                    f.write(chunk)
-                    state["hash"].update(chunk)
-                    state["have"] += len(chunk)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        def take(chunk: bytes) -> None:
+            if state["have"] + len(chunk) > size:
+                raise StorageError(f"{self.url}{name}: more bytes than the {size} the manifest records")
+            f.write(chunk)
+            state["hash"].update(chunk)
+            state["have"] += len(chunk)
+
+        def failed(exc: BaseException) -> Retryable:
             f.flush()
-            raise self._too_slow(state["have"]) if body.cut else Retryable(
-                f"{type(exc).__name__} after {state['have']} bytes: {exc}") from None
-        if body.cut and state["have"] < size:  # its socket shut, the body may have ended quietly
-            raise self._too_slow(state["have"])
+            return Retryable(f"{type(exc).__name__} after {state['have']} bytes: {exc}")
+
+        cut = stream_body(response, self._inflight, self.read_timeout, take, failed, lambda: state["have"])
+        if cut and state["have"] < size:  # its socket shut, the body may have ended quietly
+            raise too_slow(self.read_timeout, state["have"])
