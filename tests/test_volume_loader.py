@@ -214,9 +214,9 @@ def test_options_in_hounsfield_units_on_volumes_that_are_not_ct_are_a_warning(vo
 
     def warned(source, **options) -> list[str]:
         caplog.clear()
-        with caplog.at_level("WARNING", logger="fastdata.volumes.loader"):
+        with caplog.at_level("WARNING", logger="fastdata.volumes.options"):
             fastdata.loader(source, **kw, **options)
-        return [r.getMessage() for r in caplog.records if r.name == "fastdata.volumes.loader"]
+        return [r.getMessage() for r in caplog.records if r.name == "fastdata.volumes.options"]
 
     ct = volumes[0]
     assert warned(ct) == [] and warned(ct, window=(-1000, 400), sampling="foreground") == []  # CT: in HU

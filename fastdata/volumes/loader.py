@@ -34,7 +34,7 @@ from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
-from fastdata.volumes.options import VolumeLoaderOptions
+from fastdata.volumes.options import VolumeLoaderOptions, warn_on_units
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
 from fastdata.volumes.store import VolumeStore
 
@@ -282,20 +282,3 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size)
     warn_on_units(view, opts)
     return VolumeLoader(view, opts)
-
-
-def warn_on_units(view: DatasetView | MixedView, opts: VolumeLoaderOptions) -> None:
-    """Log a warning when options in Hounsfield units meet volumes that are not CT: an MR or radiograph holds
-    rescaled stored values, where -1024 is no air and a window in HU cuts at arbitrary intensities."""
-    for member in view.views:
-        counts = member.manifest.splits[member.split].stats.get("modality")
-        other = sorted(m for m in counts or {} if m != "CT") if isinstance(counts, dict) else []
-        in_hu = [f"{name}={value}" for name, value, used in (
-            ("window", opts.window, opts.window is not None),
-            ("pad_value", opts.pad_value, opts.pad_value == VolumeLoaderOptions.pad_value),
-            ("foreground_hu", opts.foreground_hu, opts.sampling == "foreground")) if used]
-        if other and in_hu:
-            log.warning("%s holds %s volumes, whose values are not Hounsfield units, but %s %s in HU (CT's air, "
-                        "window or foreground): pass pad_value= their background (0 for most MR), zscore= instead of "
-                        "window=, and a foreground_hu= in their own values", member.root, "/".join(other),
-                        ", ".join(in_hu), "is" if len(in_hu) == 1 else "are")

@@ -1,7 +1,9 @@
-"""Options of the volume loader: one frozen dataclass, validated eagerly."""
+"""Options of the volume loader: one frozen dataclass, validated eagerly; and the warning when options in
+Hounsfield units meet volumes that are not CT (`warn_on_units`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +13,8 @@ from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 from fastdata.option_rules import check_flag, check_seed, refused
+
+log = logging.getLogger(__name__)
 
 SAMPLING = ("uniform", "foreground")
 DTYPES = ("float32", "float16", "bfloat16")
@@ -127,3 +131,20 @@ class VolumeLoaderOptions:
         """Size of the region cut from a volume (the patch plus the random-crop margin when training)."""
         m = self.crop_margin if (self.train and self.augment) else 0
         return (self.patch_size[0] + 2 * m, self.patch_size[1] + 2 * m, self.patch_size[2] + 2 * m)
+
+
+def warn_on_units(view: Any, opts: VolumeLoaderOptions) -> None:  # view: a DatasetView or MixedView
+    """Log a warning when options in Hounsfield units meet volumes that are not CT: an MR or radiograph holds
+    rescaled stored values, where -1024 is no air and a window in HU cuts at arbitrary intensities."""
+    for member in view.views:
+        counts = member.manifest.splits[member.split].stats.get("modality")
+        other = sorted(m for m in counts or {} if m != "CT") if isinstance(counts, dict) else []
+        in_hu = [f"{name}={value}" for name, value, used in (
+            ("window", opts.window, opts.window is not None),
+            ("pad_value", opts.pad_value, opts.pad_value == VolumeLoaderOptions.pad_value),
+            ("foreground_hu", opts.foreground_hu, opts.sampling == "foreground")) if used]
+        if other and in_hu:
+            log.warning("%s holds %s volumes, whose values are not Hounsfield units, but %s %s in HU (CT's air, "
+                        "window or foreground): pass pad_value= their background (0 for most MR), zscore= instead of "
+                        "window=, and a foreground_hu= in their own values", member.root, "/".join(other),
+                        ", ".join(in_hu), "is" if len(in_hu) == 1 else "are")
