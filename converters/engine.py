@@ -216,6 +216,17 @@ def _why_none(rejected: list[Rejection]) -> str:
     return f" ({len(rejected)} file(s) rejected: {shown})"
 
 
+def survey(kind: Kind, src: Path, *, options: Any, config: ConvertConfig) -> Discovery:
+    """What a conversion of `src` would take and reject (`fastdata convert --dry-run`, and the first step of
+    `convert`); ConvertError when it would take nothing."""
+    if not src.exists():
+        raise ConvertError(f"source {src} does not exist")
+    discovery = kind.discover(src, options=options, follow_symlinks=config.follow_symlinks)
+    if not any(discovery.splits.values()):
+        raise ConvertError(f"source {src} holds no {kind.name} input to convert" + _why_none(discovery.rejected))
+    return discovery
+
+
 def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, options: Any, config: ConvertConfig,
             progress_factory: Callable[[int], Progress] | None = None) -> ConvertResult:
     """Convert `src` into shards under `dst` (a local folder, or a URL: see destination.py). Raises
@@ -223,11 +234,7 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
     src = Path(src).absolute() if config.executor == "ray" else Path(src)  # Ray tasks have another cwd
     dest = dst if isinstance(dst, LocalDestination | RemoteDestination) else destination(dst)
     fmt = config.validate(kind)
-    if not src.exists():
-        raise ConvertError(f"source {src} does not exist")
-    discovery = kind.discover(src, options=options, follow_symlinks=config.follow_symlinks)
-    if not any(discovery.splits.values()):
-        raise ConvertError(f"source {src} holds no {kind.name} input to convert" + _why_none(discovery.rejected))
+    discovery = survey(kind, src, options=options, config=config)
     fp = fingerprint(kind, fmt, config, options, discovery)
     if isinstance(dest, LocalDestination) and dest.work.exists() and not dest.work.is_dir():
         raise ConvertError(f"destination {dest.label} exists and is not a directory")

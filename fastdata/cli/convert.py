@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
-from fastdata.cli.format import human_bytes, parse_size, reason_summary
+from fastdata.cli.format import human_bytes, parse_size, printable, reason_summary
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any input was rejected")
+    p.add_argument("--dry-run", action="store_true",
+                   help="say what would be converted (layout, splits, classes, rejections) and write nothing; DST "
+                        "may be left out")
     p.add_argument("--num-parts", type=int, default=1, help="split the work into K parts (job arrays)")
     p.add_argument("--part", type=int, default=0, help="which part this job converts (0..K-1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -71,7 +75,6 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
 def _holds(src: Path, limit: int = 1000) -> str:
     """What the first `limit` files of `src` are, by their extensions, most common first (`120 .nii.gz, 2 .csv`):
     what the error shows of a source no kind recognises."""
-    from collections import Counter
 
     from converters.tree import first_files
 
@@ -122,11 +125,30 @@ def _summary(result) -> None:
         print(f"  source paths of the pseudonyms: {result.private_report} (private: do not share it)")
 
 
+def _survey_summary(src: Path, kind: str, found) -> None:
+    """What `--dry-run` prints: the layout, the inputs per split, the classes and how many inputs the smallest and
+    the largest has, and the rejections grouped as after a conversion."""
+    print(f"dry run, nothing written. {src}: kind {kind}, layout {found.layout}")
+    for name, items in sorted(found.splits.items()):
+        print(f"  {name:8s} {len(items):9d} inputs")
+    if found.classes:
+        shown = ", ".join(printable(c) for c in found.classes[:10])
+        more = f" and {len(found.classes) - 10} more" if len(found.classes) > 10 else ""
+        print(f"  classes ({len(found.classes)}): {shown}{more}")
+        counts = Counter(it.label for items in found.splits.values() for it in items)
+        per = sorted((counts[i], c) for i, c in enumerate(found.classes))
+        print(f"  inputs per class: {per[0][0]} ({printable(per[0][1])}) to {per[-1][0]} ({printable(per[-1][1])})")
+    if found.rejected:
+        print(f"  rejected {len(found.rejected)} input(s):")
+        for line in reason_summary([{"reason": r.reason} for r in found.rejected]):
+            print(f"    {line}")
+
+
 def run(args: argparse.Namespace) -> int:
     from converters import get_kind
     from converters.assemble import merge
     from converters.destination import destination
-    from converters.engine import ConvertConfig, convert
+    from converters.engine import ConvertConfig, convert, survey
 
     if args.merge:
         if args.src or args.dst:
@@ -135,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"merged {args.merge}: {manifest.num_samples} samples in "
               f"{sum(len(s.shards) for s in manifest.splits.values())} shards")
         return 1 if (args.strict and manifest.rejected) else 0
-    if not args.src or not args.dst:
+    if not args.src or not (args.dst or args.dry_run):
         raise ValueError("usage: fastdata convert SRC DST [options]  or  fastdata convert --merge DST")
     src = Path(args.src)
     kind = get_kind(_detect(src, args) if args.kind == "auto" else args.kind)
@@ -145,6 +167,11 @@ def run(args: argparse.Namespace) -> int:
                            num_parts=args.num_parts, part=args.part, follow_symlinks=not args.no_follow_symlinks,
                            private_report=args.private_report, executor=args.executor, address=args.address,
                            retries=args.retries, task_cpus=args.task_cpus, task_memory=args.task_memory)
+    if args.dry_run:
+        config.validate(kind)
+        found = survey(kind, src, options=options, config=config)
+        _survey_summary(src, kind.name, found)
+        return 1 if (args.strict and found.rejected) else 0
     show = not args.no_progress and sys.stderr.isatty()
     dest = destination(args.dst, staging=args.staging)
     result = convert(kind, src, dest, options=options, config=config,
