@@ -4,6 +4,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/imagenet/{train,val}/<class>/*.jpg   the bundled photos (HOME is the sandbox's home/)
   ~/data/wds/shards-00000{0,1,2}.tar          WebDataset shards of them, written by webdataset's ShardWriter
   ~/data/coco/train2017/*.jpg, ~/data/coco/captions_train2017.json   the photos and their bundled COCO captions
+  ~/data/coco/dataset_coco.json               the same captions as Karpathy's split file
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
@@ -61,6 +62,12 @@ def _captioned(data: Path) -> None:
     shutil.copyfile(COCO_CAPTIONS, data / "coco" / "captions_train2017.json")
     coco = json.loads(COCO_CAPTIONS.read_text())
     names = {im["id"]: im["file_name"] for im in coco["images"]}
+    sentences: dict[str, list[dict[str, str]]] = {}
+    for ann in coco["annotations"]:
+        sentences.setdefault(names[ann["image_id"]], []).append({"raw": ann["caption"]})
+    karpathy = [{"filepath": "train2017", "filename": name, "split": ("train", "restval", "val", "test")[i % 4],
+                 "sentences": sentences[name]} for i, name in enumerate(sorted(sentences))]
+    (data / "coco" / "dataset_coco.json").write_text(json.dumps({"dataset": "coco", "images": karpathy}))
     first: dict[str, str] = {}
     for ann in coco["annotations"]:
         first.setdefault(names[ann["image_id"]], ann["caption"])

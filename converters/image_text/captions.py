@@ -1,7 +1,8 @@
 """Reading a captions file: CSV, TSV, JSON Lines or Parquet with a file column and a caption column (several
 rows per file allowed; a table's delimiter is found from its header: Flickr8k's `captions.txt`, Flickr30k's
-`results.csv`), or a COCO `captions_*.json` (its `images` + `annotations`). Every row becomes
-`CaptionRow(path, caption, where)`; `where` names the file and line for the rejections."""
+`results.csv`), a COCO `captions_*.json` (its `images` + `annotations`), or Karpathy's split file
+(`dataset_coco.json`: `images` with `sentences` and a `split`). Every row becomes `CaptionRow(path, caption, where,
+split)`; `where` names the file and line for the rejections."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class CaptionRow:
     path: str  # as the file gives it: relative to the source folder
     caption: str
     where: str  # "captions.csv:12": for rejection reasons
+    split: str | None = None  # the split the file gives the image (Karpathy's), None: from its path
 
 
 def normalize_caption(text: str) -> str:
@@ -127,6 +129,31 @@ def _coco_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
     return rows
 
 
+def _is_karpathy(data: dict[str, Any]) -> bool:
+    """Karpathy's split files (`dataset_coco.json`, `dataset_flickr8k.json`, `dataset_flickr30k.json`): `images`
+    of `filename`s with `sentences`, and no `annotations`."""
+    images = data.get("images")
+    return "annotations" not in data and isinstance(images, list) and any(
+        isinstance(im, dict) and "sentences" in im for im in images[:10])
+
+
+def _karpathy_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
+    """A row per sentence (`raw`) of each image, in file order, with the image's `split`; the path is
+    `filepath/filename` (COCO's `val2014/COCO_val2014_...jpg`) or `filename` (Flickr's). An image without
+    sentences is one row without caption (an empty caption, rejected)."""
+    rows = []
+    for i, im in enumerate(data["images"]):
+        im = im if isinstance(im, dict) else {}
+        name, folder = _text(im.get("filename")), _text(im.get("filepath"))
+        where = f"{path.name}:image {i} ({name[:60]})"
+        split = im.get("split") if isinstance(im.get("split"), str) else None  # none: the path's split
+        sentences = im.get("sentences") if isinstance(im.get("sentences"), list) else []
+        for sentence in sentences or [{}]:
+            raw = sentence.get("raw") if isinstance(sentence, dict) else None
+            rows.append(CaptionRow(f"{folder}/{name}" if folder and name else name, _text(raw), where, split))
+    return rows
+
+
 def _first_names(path: Path) -> list[str]:
     """The column names of a table as its first line or footer gives them: a CSV/TSV header split by the first of
     DELIMITERS that finds both columns, the first JSON Lines record's keys, a Parquet schema's names (what
@@ -178,7 +205,7 @@ def read_captions(path: Path | str) -> list[CaptionRow]:
             if not isinstance(data, dict):
                 raise ConvertError(f"{path} is JSON but not a COCO captions file (an object with 'images' and "
                                    "'annotations')")
-            return _coco_rows(path, data)
+            return _karpathy_rows(path, data) if _is_karpathy(data) else _coco_rows(path, data)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ConvertError(f"cannot read captions file {path}: {exc}") from exc
     raise ConvertError(f"captions file {path} has extension {suffix!r}; use one of {list(FORMATS)}")

@@ -38,6 +38,11 @@ class Captions:
     image: SpillRef | None = None
 
 
+# Karpathy's restval: train2014 and val2014 images his split put in neither val nor test; "the Karpathy train split"
+# (113,287 COCO images) is train + restval
+KARPATHY_SPLITS = {"restval": "train"}
+
+
 def _split_of(rel: str, default: str) -> str:
     """The split of a path under the source: its first folder's, when that is a split folder (tree.py)."""
     first = rel.split("/", 1)[0]
@@ -65,6 +70,7 @@ class _Pairs:
         self.images: dict[str, Path] = {}  # rel -> path, every regular image file of the tree
         self.others: dict[str, Path] = {}  # rel -> path, every other regular file
         self.rejected: list[Rejection] = []
+        self.row_split: dict[str, str] = {}  # rel -> the split its rows give (Karpathy's split files)
         for path, problem in self.walk.files(src, root=src):
             rel = display(path.relative_to(src).as_posix())
             if problem is not None:
@@ -109,6 +115,14 @@ def _take_row(pairs: _Pairs, row: CaptionRow, found: dict[str, list[str]], name:
     if not caption:
         pairs.reject(f"{rel} ({row.where})", "empty caption")
         return
+    if row.split is not None:
+        s = split_of_folder(row.split) or KARPATHY_SPLITS.get(row.split)
+        if s is None:
+            pairs.reject(f"{rel} ({row.where})", f"no split name: {row.split!r} (train, val, test, restval)")
+            return
+        if pairs.row_split.setdefault(rel, s) != s:
+            pairs.reject(f"{rel} ({row.where})", f"in two splits: {pairs.row_split[rel]} before, {s} here")
+            return
     found.setdefault(rel, []).append(caption)
 
 
@@ -193,7 +207,7 @@ def discover_pairs(src: Path, /, *, captions: str | None, split: str, follow_sym
     items: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []
     for rel in sorted(found):
-        s = _split_of(rel, split)
+        s = pairs.row_split.get(rel) or _split_of(rel, split)
         texts = tuple(found[rel])
         items.setdefault(s, []).append(WorkItem(split=s, rel=rel, source=str(pairs.images[rel]),
                                                 payload=Captions(texts)))
