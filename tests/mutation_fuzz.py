@@ -141,6 +141,12 @@ class Context:
                                                                     {"image_id": 2, "caption": "b"}]}).encode()),
             ("captions.parquet", _parquet({"file": ["img_000.jpg", "b.jpg"], "caption": ["a cat", "b"]})),
             ("labels.csv", "filename,class\nimg_0.jpg,cat\nimg_1.jpg,chien \u00e9\n".encode()),
+            ("LOC_val_solution.csv", b"ImageId,PredictionString\nimg_0,n01 1 2 3 4 n01 5 6 7 8\nimg_1,n02 1 2 3 4\n"),
+            ("train_list.txt", b"train/a.jpg 0\n/b/my photo.jpg 1\n"),
+            ("dataset_coco.json", json.dumps({"dataset": "coco", "images": [
+                {"filepath": "train2014", "filename": "img_000.jpg", "split": "restval", "sentences": [
+                    {"raw": "a cat", "tokens": ["a", "cat"]}, {"raw": "two cats"}]},
+                {"filename": "b.jpg", "split": "test", "sentences": []}]}).encode()),
         ]
         self.image_tables = [(name, _image_table(name, [data for _, data in self.jpegs + self.pngs]))
                              for name in ("train-00000-of-00001.parquet", "train.arrow", "captions/train.parquet",
@@ -591,7 +597,8 @@ def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str
         data, what = mutate_bytes(rng, data, (text_number,))
     path = ctx.work / name
     path.write_bytes(data)
-    _expect(lambda: read_labels(path) if name == "labels.csv" else read_captions(path), step=f"{name} read")
+    labels = name in ("labels.csv", "LOC_val_solution.csv", "train_list.txt")
+    _expect(lambda: read_labels(path) if labels else read_captions(path), step=f"{name} read")
     return f"{name}: {what}"
 
 

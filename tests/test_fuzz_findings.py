@@ -467,3 +467,17 @@ def test_a_folder_beside_split_folders_whose_name_is_not_utf8_is_rejected_not_a_
     result = convert_images(src, tmp_path / "out")
     assert [(r["split"], r["source"]) for r in result.rejected] == [("caf\\xe9", "caf\\xe9/a.jpg")]
     assert result.manifest.num_samples == 2
+
+
+def test_a_class_id_of_thousands_of_digits_is_a_name_not_a_crash(tmp_path):
+    """A labels file whose class is a number of 5,000 digits raised ValueError out of `int()` (Python's limit on
+    the digits of a string it converts): the `tables` target, `path label` lists, seed 1740. Numbers of up to 19
+    digits (int64's) are ordered by value; longer ones are names."""
+    from converters.images.labels_csv import label_order, read_labels
+
+    huge = "7" * 5000
+    assert label_order({huge, "12"}) == ("12", huge)  # as strings: "1" < "7"
+    widest = "-" + "9" * 19
+    assert label_order({widest, "5", "300"}) == (widest, "5", "300")  # by value, the widest int64-sized number too
+    (tmp_path / "l.txt").write_text(f"a.jpg {huge}\nb.jpg 3\n")
+    assert read_labels(tmp_path / "l.txt").classes == ("3", huge)

@@ -224,7 +224,7 @@ def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, st
     return listed, ambiguous
 
 
-INTEGER = re.compile(r"-?(0|[1-9][0-9]*)")
+INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")  # up to 19 digits (int64's); a longer number is a name
 MAX_CLASS_ID = 2**20  # class ids kept as labels up to this; larger ones are ordered by value instead
 
 
@@ -232,7 +232,7 @@ def label_order(names: set[str]) -> tuple[str, ...]:
     """The classes of a labels file, in label order. Class ids (every name a whole number from 0 to MAX_CLASS_ID)
     stay the labels they are: the classes are "0".."max", an id no row uses included, so "10" is label 10 (not the
     3rd name in string order) and a train and a val CSV converted apart agree even when val lacks an id. Other
-    integers are ordered by value; any other names are sorted as strings."""
+    integers (up to 19 digits) are ordered by value; any other names are sorted as strings."""
     if names and all(INTEGER.fullmatch(n) for n in names):
         values = sorted(int(n) for n in names)
         if values[0] >= 0 and values[-1] <= MAX_CLASS_ID:
