@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from converters.images.discover import EXTENSIONS, discover_images
 from converters.images.encode import ImageOptions, process_image
+from converters.images.id_names import name_ids
 from converters.images.split_lists import apply_split_lists, parse_split_lists
 from converters.images.tables import has_image_tables
 from converters.kind import ArrowLayout, Discovery
@@ -46,6 +47,8 @@ class ImagesKind:
         parser.add_argument("--split-list", metavar="SPLIT=FILE", action="append", default=[],
                             help="images: the files FILE lists (a name per line, as Food-101's meta/test.txt) are in "
                                  "SPLIT; repeat for each split")
+        parser.add_argument("--classes", metavar="FILE",
+                            help="images: names of the class ids 0..K-1 a labels file gives, one a line")
         parser.add_argument("--split", default="train",
                             help="split name for a source without train/val/test folders (default: train)")
         parser.add_argument("--keep-metadata", action="store_true",
@@ -64,14 +67,15 @@ class ImagesKind:
                             labels=args.labels, split=args.split, unlabeled=args.unlabeled,
                             keep_metadata=args.keep_metadata, image_field=args.image_field,
                             label_field=args.label_field, label_pattern=args.label_pattern,
-                            split_lists=tuple(args.split_list))
+                            split_lists=tuple(args.split_list), classes=args.classes)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         found = discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
                                 follow_symlinks=follow_symlinks, image_field=options.image_field,
                                 label_field=options.label_field, max_pixels=options.max_pixels,
                                 label_pattern=options.label_pattern)
-        return apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
+        found = apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
+        return name_ids(found, Path(options.classes).expanduser() if options.classes else None)
 
     def processor(self, options: ImageOptions):
         return functools.partial(process_image, opts=options)

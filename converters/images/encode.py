@@ -34,6 +34,7 @@ class ImageOptions:
     label_field: str | None = None  # a table source's label column (default: its ClassLabel, or label/labels)
     label_pattern: str | None = None  # classes from file names (name_labels.py)
     split_lists: tuple[str, ...] = ()  # SPLIT=FILE: the files FILE lists are in SPLIT (split_lists.py)
+    classes: str | None = None  # a file naming the class ids 0..K-1, one a line (id_names.py)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
