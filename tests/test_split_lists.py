@@ -69,6 +69,14 @@ def test_a_list_of_another_split_takes_its_files_and_leaves_the_rest_in_split(tm
     assert not d.rejected
 
 
+def test_a_labels_csv_without_a_split_column_takes_split_lists(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
+    (tmp_path / "labels.csv").write_text("a.jpg,cat\nb.jpg,dog\nc.jpg,cat\n")
+    (tmp_path / "test.txt").write_text("b\n")
+    d = _discover(src, labels=str(tmp_path / "labels.csv"), split_lists=(f"test={tmp_path / 'test.txt'}",))
+    assert _items(d) == {"train": [("a.jpg", 0), ("c.jpg", 0)], "test": [("b.jpg", 1)]} and d.classes == ("cat", "dog")
+
+
 def test_windows_and_dotted_names_and_a_name_several_files_have(tmp_path):
     src = _touch(tmp_path / "src", "a/x.jpg", "b/y.jpg", "c.jpg", "c.png")
     (tmp_path / "val.txt").write_text(".\\a\\x.jpg\n./b/y\nc\nb/y.jpg\n")  # b/y twice in one list: one file
