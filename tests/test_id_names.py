@@ -63,10 +63,12 @@ def test_a_missing_or_binary_names_file_is_refused(tmp_path):
         _discover(src, labels=str(labels), classes=str(tmp_path / "bin.txt"))
 
 
-@pytest.mark.parametrize("tree", [("cat/a.jpg", "dog/b.jpg"), ("a.jpg",)])
-def test_classes_that_are_names_already_or_none_are_not_renamed(tmp_path, tree):
+@pytest.mark.parametrize(("tree", "shown"), [(("cat/a.jpg", "dog/b.jpg", "eel/c.jpg", "fox/d.jpg"), "cat, dog, eel"),
+                                             (("a.jpg",), "none")])
+def test_classes_that_are_names_already_or_none_are_not_renamed(tmp_path, tree, shown):
     (tmp_path / "classes.txt").write_text("x\ny\n")
-    with pytest.raises(ValueError, match=r"^--classes names class ids 0\.\.K-1; this source's classes are not ids"):
+    with pytest.raises(ValueError, match=rf"^--classes names class ids 0\.\.K-1; this source's classes are not ids "
+                                         rf"\({shown}\)$"):
         _discover(_touch(tmp_path / "src", *tree), classes=str(tmp_path / "classes.txt"))
 
 

@@ -77,6 +77,13 @@ def test_a_labels_csv_without_a_split_column_takes_split_lists(tmp_path):
     assert _items(d) == {"train": [("a.jpg", 0), ("c.jpg", 0)], "test": [("b.jpg", 1)]} and d.classes == ("cat", "dog")
 
 
+def test_a_bom_an_indented_comment_and_a_full_path_under_the_source(tmp_path):
+    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
+    (tmp_path / "val.txt").write_text(f"\ufeffa\n   # b is train\n{src.resolve() / 'c.jpg'}\n")
+    d = _discover(src, unlabeled=True, split_lists=(f"val={tmp_path / 'val.txt'}",))
+    assert _items(d) == {"val": [("a.jpg", None), ("c.jpg", None)], "train": [("b.jpg", None)]} and not d.rejected
+
+
 def test_windows_and_dotted_names_and_a_name_several_files_have(tmp_path):
     src = _touch(tmp_path / "src", "a/x.jpg", "b/y.jpg", "c.jpg", "c.png")
     (tmp_path / "val.txt").write_text(".\\a\\x.jpg\n./b/y\nc\nb/y.jpg\n")  # b/y twice in one list: one file
