@@ -53,19 +53,19 @@ def test_flickr30k_as_the_hub_has_it_keeps_every_caption_in_its_split(tmp_path: 
         "image": PHOTO_FILES[:6],
         "caption": pa.array([[f"a photo {i}", f" picture\nnumber {i} ", ""] for i in range(5)] + [[None, " "]],
                             pa.list_(pa.string())),
-        "split": ["train", "train", "val", "test", "restval", "train"],
+        "split": ["train", "restval", "val", "test", "holdout", "train"],
         "filename": [p.name for p in PHOTO_FILES[:6]]})
     result = convert_pairs(src, tmp_path / "out", tokenizer=str(TOKENIZER))
     pairs = stored_pairs(tmp_path / "out")
     rel = "data/test-00000-of-00001.parquet"
     assert {k: (v[0], v[1]) for k, v in pairs.items()} == {
         f"{rel}#0": ("train", ["a photo 0", "picture number 0"]),
-        f"{rel}#1": ("train", ["a photo 1", "picture number 1"]),
+        f"{rel}#1": ("train", ["a photo 1", "picture number 1"]),  # Karpathy's restval: train
         f"{rel}#2": ("val", ["a photo 2", "picture number 2"]),
         f"{rel}#3": ("test", ["a photo 3", "picture number 3"])}
     assert {r["source"]: r["reason"] for r in result.rejected} == {
         f"{rel}#4": "the split column names no split (train, val, test, or an alias: training, valid, validation, "
-                    "testing): 'restval'",
+                    "testing): 'holdout'",
         f"{rel}#5": "no caption (every caption empty or null)"}
     ids = np.load(io.BytesIO(pairs[f"{rel}#0"][2]["ids.npy"]))
     assert ids.shape[0] == 2 and ids.dtype == np.int32

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from converters.tree import split_of_folder
 from fastdata.errors import ConvertError
 from fastdata.json_text import BadJSON, parse_json
 
@@ -127,6 +128,17 @@ def _coco_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
         name = names.get(image_id, "") if isinstance(image_id, int | str) else ""
         rows.append(CaptionRow(name, _text(ann.get("caption")), where))
     return rows
+
+
+# Karpathy's restval: train2014 and val2014 images his split put in neither val nor test; "the Karpathy train split"
+# (113,287 COCO images) is train + restval
+KARPATHY_SPLITS = {"restval": "train"}
+
+
+def split_named(value: str) -> str | None:
+    """The split a captions file or table names: a split folder's name (tree.py), or Karpathy's `restval` (train);
+    None for any other value."""
+    return split_of_folder(value) or KARPATHY_SPLITS.get(value)
 
 
 def _is_karpathy(data: dict[str, Any]) -> bool:

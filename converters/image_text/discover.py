@@ -17,7 +17,13 @@ import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from converters.image_text.captions import CaptionRow, names_files_and_captions, normalize_caption, read_captions
+from converters.image_text.captions import (
+    CaptionRow,
+    names_files_and_captions,
+    normalize_caption,
+    read_captions,
+    split_named,
+)
 from converters.images.discover import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
@@ -36,11 +42,6 @@ class Captions:
 
     texts: tuple[str, ...]
     image: SpillRef | None = None
-
-
-# Karpathy's restval: train2014 and val2014 images his split put in neither val nor test; "the Karpathy train split"
-# (113,287 COCO images) is train + restval
-KARPATHY_SPLITS = {"restval": "train"}
 
 
 def _split_of(rel: str, default: str) -> str:
@@ -116,7 +117,7 @@ def _take_row(pairs: _Pairs, row: CaptionRow, found: dict[str, list[str]], name:
         pairs.reject(f"{rel} ({row.where})", "empty caption")
         return
     if row.split is not None:
-        s = split_of_folder(row.split) or KARPATHY_SPLITS.get(row.split)
+        s = split_named(row.split)
         if s is None:
             pairs.reject(f"{rel} ({row.where})", f"no split name: {row.split!r} (train, val, test, restval)")
             return

@@ -4,7 +4,8 @@ Flickr30k's `caption` (a list of five), Flickr8k's `caption_0` to `caption_4`, a
 
 - The caption column is `--caption-field`, else the first of CAPTION_COLUMNS the table has (a string, or a list of
   strings), else the columns `caption_0`, `caption_1`, ... in their number's order.
-- A string column named `split` gives each row its split (Flickr30k's Karpathy split: `train`, `val`, `test`);
+- A string column named `split` gives each row its split (Flickr30k's Karpathy split: `train`, `val`, `test`;
+  `restval` joins train, as in Karpathy's split files);
   without one, the file name's first word or the split folder above it, else `--split`.
 - A row without an image (a path only, null), without a caption (every one empty or null), or whose `split` names
   no split is a recorded rejection; so is a table without an image or caption column, or damaged rows.
@@ -17,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from converters.image_text.captions import CAPTION_COLUMNS, normalize_caption
+from converters.image_text.captions import CAPTION_COLUMNS, normalize_caption, split_named
 from converters.image_text.discover import Captions
 from converters.images.table_columns import (
     Columns,
@@ -29,7 +30,7 @@ from converters.images.tables import TableCollector, any_table, image_rows
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.table_files import Table, TableError
-from converters.tree import SPLIT_FOLDERS, split_of_folder
+from converters.tree import SPLIT_FOLDERS
 from fastdata.errors import ConvertError
 
 TABLE_CAPTION_COLUMNS = (*CAPTION_COLUMNS, "captions", "sentences", "sentence")
@@ -113,7 +114,7 @@ class _Pairs(TableCollector):
 
     def _add(self, data: bytes | str, texts: tuple[str, ...], named: Any, split: str, rel: str, source: str) -> int:
         if named is not None:
-            split = split_of_folder(str(named)) or ""
+            split = split_named(str(named)) or ""
             if not split:
                 self.rejected.append(Rejection(self.split, rel, f"the split column names no split ({SPLIT_FOLDERS}): "
                                                                 f"{str(named)!r}"))
