@@ -113,3 +113,24 @@ def cut_scan(data: bytes) -> bytes:
     sos = data.index(b"\xff\xda")
     middle = (sos + len(data)) // 2
     return data[:middle] + bytes(len(data) - middle - 2) + b"\xff\xd9"
+
+
+def touch(root: Path, *names: str | bytes) -> Path:
+    """`root/<name>` for each of `names` (bytes for a name that is not UTF-8), each holding a JPEG marker and no
+    image: enough for a discovery, which opens nothing."""
+    for name in names:
+        path = os.path.join(os.fsencode(str(root)), os.fsencode(name))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"\xff\xd8 not decoded at discovery")
+    return root
+
+
+def split_items(d) -> dict[str, list[tuple[str, int | None]]]:
+    """A discovery's inputs as {split: sorted (rel, label)}."""
+    return {s: sorted((it.rel, it.label) for it in items) for s, items in d.splits.items()}
+
+
+def split_rejections(d) -> list[tuple[str, str, str]]:
+    """A discovery's rejections as sorted (split, source, reason)."""
+    return sorted((r.split, r.source, r.reason) for r in d.rejected)

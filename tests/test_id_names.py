@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import convert_images, make_image_tree
+from helpers import convert_images, make_image_tree, touch
 
 from converters import get_kind
 from converters.images import ImageOptions
@@ -14,19 +14,12 @@ from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
 
-def _touch(root: Path, *names: str) -> Path:
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(b"\xff\xd8 not decoded at discovery")
-    return root
-
-
 def _discover(src: Path, **options):
     return get_kind("images").discover(src, options=ImageOptions(**options))
 
 
 def _ids(tmp_path: Path, lines: str = "a.jpg 0\nb.jpg 2\n") -> tuple[Path, Path]:
-    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    src = touch(tmp_path / "src", "a.jpg", "b.jpg")
     (tmp_path / "train.txt").write_text(lines)
     return src, tmp_path / "train.txt"
 
@@ -69,7 +62,7 @@ def test_classes_that_are_names_already_or_none_are_not_renamed(tmp_path, tree, 
     (tmp_path / "classes.txt").write_text("x\ny\n")
     with pytest.raises(ValueError, match=rf"^--classes names class ids 0\.\.K-1; this source's classes are not ids "
                                          rf"\({shown}\)$"):
-        _discover(_touch(tmp_path / "src", *tree), classes=str(tmp_path / "classes.txt"))
+        _discover(touch(tmp_path / "src", *tree), classes=str(tmp_path / "classes.txt"))
 
 
 def test_ids_named_convert_into_a_manifest_of_names(tmp_path):

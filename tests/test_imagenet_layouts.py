@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import convert_images, make_image_tree
+from helpers import convert_images, make_image_tree, split_items, split_rejections, touch
 
 from converters.images.discover import LOOSE_SPLIT, discover_images, labels_of_split
 from converters.images.labels_csv import read_labels
@@ -26,23 +26,8 @@ SOLUTION = ("ImageId,PredictionString\n"
             "ILSVRC2012_val_00000009,n01 1 2 3 4 \n")  # no such file
 
 
-def _touch(root: Path, *names: str) -> Path:
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(b"\xff\xd8 not decoded at discovery")
-    return root
-
-
-def _items(d) -> dict[str, list[tuple[str, int | None]]]:
-    return {s: sorted((it.rel, it.label) for it in items) for s, items in d.splits.items()}
-
-
-def _rejected(d) -> list[tuple[str, str, str]]:
-    return sorted((r.split, r.source, r.reason) for r in d.rejected)
-
-
 def _kaggle(root: Path) -> tuple[Path, Path]:
-    src = _touch(root / "ILSVRC/Data/CLS-LOC", "train/n01/n01_1.JPEG", "train/n02/n02_1.JPEG",
+    src = touch(root / "ILSVRC/Data/CLS-LOC", "train/n01/n01_1.JPEG", "train/n02/n02_1.JPEG",
                  *(f"val/ILSVRC2012_val_0000000{i}.JPEG" for i in range(1, 5)), "test/ILSVRC2012_test_00000001.JPEG")
     (root / "LOC_val_solution.csv").write_text(SOLUTION)
     return src, root / "LOC_val_solution.csv"
@@ -52,9 +37,9 @@ def test_kaggles_imagenet_converts_val_by_its_solution_csv_with_trains_classes(t
     src, solution = _kaggle(tmp_path)
     d = discover_images(src, labels_csv=f"val={solution}")
     assert d.layout == "split/class" and d.classes == ("n01", "n02")
-    assert _items(d) == {"train": [("train/n01/n01_1.JPEG", 0), ("train/n02/n02_1.JPEG", 1)],
-                         "val": [("val/ILSVRC2012_val_00000001.JPEG", 1), ("val/ILSVRC2012_val_00000002.JPEG", 0)]}
-    assert _rejected(d) == [
+    assert split_items(d) == {"train": [("train/n01/n01_1.JPEG", 0), ("train/n02/n02_1.JPEG", 1)],
+                              "val": [("val/ILSVRC2012_val_00000001.JPEG", 1), ("val/ILSVRC2012_val_00000002.JPEG", 0)]}
+    assert split_rejections(d) == [
         ("test", "test/ILSVRC2012_test_00000001.JPEG", LOOSE_SPLIT.format(split="test")),
         ("val", "val/ILSVRC2012_val_00000003.JPEG", "class not among train's classes: 'n09'"),
         ("val", "val/ILSVRC2012_val_00000004.JPEG", "not listed in labels file LOC_val_solution.csv"),
@@ -64,39 +49,39 @@ def test_kaggles_imagenet_converts_val_by_its_solution_csv_with_trains_classes(t
 def test_a_loose_split_folder_beside_class_folders_says_how_to_label_it(tmp_path):
     src, _ = _kaggle(tmp_path)
     d = discover_images(src)
-    assert set(_items(d)) == {"train"}
+    assert set(split_items(d)) == {"train"}
     assert {(r.split, r.reason) for r in d.rejected} == {("val", LOOSE_SPLIT.format(split="val")),
                                                          ("test", LOOSE_SPLIT.format(split="test"))}
     assert LOOSE_SPLIT.startswith("not inside a class folder:")  # grouped with the loose files of class splits
 
 
 def test_split_folders_of_loose_images_only_are_unlabeled_splits_with_a_warning(tmp_path, caplog):
-    src = _touch(tmp_path / "src", "train/a.jpg", "Validation/b.jpg", "test/c.jpg", "notes.txt")
+    src = touch(tmp_path / "src", "train/a.jpg", "Validation/b.jpg", "test/c.jpg", "notes.txt")
     with caplog.at_level(logging.WARNING):
         d = discover_images(src)
     assert d.layout == "unlabeled" and d.classes == ()
-    assert _items(d) == {"train": [("train/a.jpg", None)], "val": [("Validation/b.jpg", None)],
-                         "test": [("test/c.jpg", None)]}
-    assert _rejected(d) == [("", "notes.txt", f"not inside a split folder ({SPLIT_FOLDERS})")]
+    assert split_items(d) == {"train": [("train/a.jpg", None)], "val": [("Validation/b.jpg", None)],
+                              "test": [("test/c.jpg", None)]}
+    assert split_rejections(d) == [("", "notes.txt", f"not inside a split folder ({SPLIT_FOLDERS})")]
     assert [r.getMessage() for r in caplog.records] == [
         "the split folders Validation, test, train hold images but no class folder: converted unlabeled"]
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        assert _items(discover_images(src, unlabeled=True)) == _items(d)
+        assert split_items(discover_images(src, unlabeled=True)) == split_items(d)
     assert not caplog.records  # asked for: nothing to warn about
 
 
 def test_a_folder_beside_loose_split_folders_keeps_the_class_reading(tmp_path):
-    d = discover_images(_touch(tmp_path / "src", "train/a.jpg", "cats/b.jpg"))
+    d = discover_images(touch(tmp_path / "src", "train/a.jpg", "cats/b.jpg"))
     assert d.layout == "class" and d.classes == ("cats", "train")
 
 
 def test_a_split_folder_labelled_alone_takes_the_csvs_classes(tmp_path):
-    src = _touch(tmp_path / "src", "val/a.jpg", "val/b.jpg", "train/c.jpg")
+    src = touch(tmp_path / "src", "val/a.jpg", "val/b.jpg", "train/c.jpg")
     (tmp_path / "v.csv").write_text("a.jpg,dog\nb.jpg,cat\n")
     d = discover_images(src, labels_csv=f"validation={tmp_path / 'v.csv'}")
-    assert d.classes == ("cat", "dog") and _items(d) == {"val": [("val/a.jpg", 1), ("val/b.jpg", 0)]}
-    assert _rejected(d) == [("train", "train/c.jpg", LOOSE_SPLIT.format(split="train"))]
+    assert d.classes == ("cat", "dog") and split_items(d) == {"val": [("val/a.jpg", 1), ("val/b.jpg", 0)]}
+    assert split_rejections(d) == [("train", "train/c.jpg", LOOSE_SPLIT.format(split="train"))]
 
 
 @pytest.mark.parametrize(("tree", "table", "message"), [
@@ -106,17 +91,17 @@ def test_a_split_folder_labelled_alone_takes_the_csvs_classes(tmp_path):
     (("train/cat/a.jpg", "val/b.jpg"), "filename,class,split\nb.jpg,cat,val\n", r"has a split column"),
 ])
 def test_a_split_labels_file_that_cannot_apply_is_refused(tmp_path, tree, table, message):
-    src = _touch(tmp_path / "src", *tree)
+    src = touch(tmp_path / "src", *tree)
     (tmp_path / "v.csv").write_text(table)
     with pytest.raises(ConvertError, match=message):
         discover_images(src, labels_csv=f"val={tmp_path / 'v.csv'}")
 
 
 def test_split_labels_contradict_unlabeled_and_tables(tmp_path):
-    src = _touch(tmp_path / "src", "val/a.jpg")
+    src = touch(tmp_path / "src", "val/a.jpg")
     with pytest.raises(ValueError, match="contradict"):
         discover_images(src, labels_csv="val=v.csv", unlabeled=True)
-    src = _touch(tmp_path / "tables", "data/train-00000-of-00001.parquet")  # tables and no image file
+    src = touch(tmp_path / "tables", "data/train-00000-of-00001.parquet")  # tables and no image file
     with pytest.raises(ValueError, match=r"labels image files; .* holds Parquet or Arrow tables$"):
         discover_images(src, labels_csv="val=v.csv")
 
@@ -130,8 +115,8 @@ def test_a_labels_file_whose_name_holds_an_equals_sign_is_a_plain_labels_file(tm
     assert labels_of_split("cats=x.csv") is None and labels_of_split("labels.csv") is None
     assert labels_of_split("val=x=1.csv") == ("val", Path("x=1.csv"))  # the split is before the first =
 
-    d = discover_images(_touch(tmp_path / "src", "a.jpg"), labels_csv="val=x.csv")
-    assert d.layout == "flat+labels" and _items(d) == {"train": [("a.jpg", 0)]}
+    d = discover_images(touch(tmp_path / "src", "a.jpg"), labels_csv="val=x.csv")
+    assert d.layout == "flat+labels" and split_items(d) == {"train": [("a.jpg", 0)]}
 
 
 @pytest.mark.parametrize("header", ["ImageId,PredictionString", "image_id,predictionstring"])
@@ -176,26 +161,25 @@ def test_kaggles_imagenet_converts_in_one_run_with_the_solutions_labels(tmp_path
     assert list(m.splits["train"].class_counts) == [2, 2] and list(m.splits["val"].class_counts) == [1, 2]
 
 
-
 def test_split_folders_inside_class_folders_are_the_splits(tmp_path, caplog):
     """`cat/train/`, `cat/val/`: read as one split with a warning, val's images were trained on."""
-    src = _touch(tmp_path / "src", "cat/train/1.jpg", "cat/val/2.jpg", "dog/Training/3.jpg", "dog/test/4.jpg",
+    src = touch(tmp_path / "src", "cat/train/1.jpg", "cat/val/2.jpg", "dog/Training/3.jpg", "dog/test/4.jpg",
                  "loose.jpg")
     with caplog.at_level(logging.WARNING):
         d = discover_images(src)
     assert d.layout == "class/split" and d.classes == ("cat", "dog") and not caplog.records
-    assert _items(d) == {"train": [("cat/train/1.jpg", 0), ("dog/Training/3.jpg", 1)], "val": [("cat/val/2.jpg", 0)],
-                         "test": [("dog/test/4.jpg", 1)]}
-    assert _rejected(d) == [("train", "loose.jpg", "not inside a class folder")]
+    assert split_items(d) == {"train": [("cat/train/1.jpg", 0), ("dog/Training/3.jpg", 1)],
+                              "val": [("cat/val/2.jpg", 0)], "test": [("dog/test/4.jpg", 1)]}
+    assert split_rejections(d) == [("train", "loose.jpg", "not inside a class folder")]
     (src / "bird").mkdir()  # an empty class folder changes nothing
-    src = _touch(tmp_path / "same", "cat/train/1.jpg", "cat/val/2.jpg", "dog/train/3.jpg", "dog/val/4.jpg")
+    src = touch(tmp_path / "same", "cat/train/1.jpg", "cat/val/2.jpg", "dog/train/3.jpg", "dog/val/4.jpg")
     with caplog.at_level(logging.WARNING):
         d = discover_images(src)
     assert d.layout == "class/split" and set(d.splits) == {"train", "val"}
     assert not caplog.records  # the same split folders in every class: no warning about split folders misnamed
     (src / "bird").mkdir()
     assert discover_images(src).classes == ("bird", "cat", "dog")
-    empty = discover_images(_touch(tmp_path / "empty", "a/.hidden"))  # nothing but an empty class: class folders
+    empty = discover_images(touch(tmp_path / "empty", "a/.hidden"))  # nothing but an empty class: class folders
     assert empty.layout == "class" and not empty.splits
 
 
@@ -204,13 +188,13 @@ def test_split_folders_inside_class_folders_are_the_splits(tmp_path, caplog):
                                   ("cat/train/1.jpg", "dog/3.jpg"),  # a class without split folders
                                   ("cat/train/1.jpg", "dog/val")])  # a file named as a split
 def test_class_folders_that_hold_more_than_split_folders_are_plain_classes(tmp_path, tree):
-    d = discover_images(_touch(tmp_path / "src", *tree))
+    d = discover_images(touch(tmp_path / "src", *tree))
     assert d.layout == "class" and set(d.splits) == {"train"} and d.classes == ("cat", "dog")
 
 
 def test_two_split_folders_of_one_split_inside_a_class_are_refused(tmp_path):
     with pytest.raises(ConvertError, match="the folders 'val' and 'validation' both name the split 'val'"):
-        discover_images(_touch(tmp_path / "src", "cat/val/1.jpg", "cat/validation/2.jpg"))
+        discover_images(touch(tmp_path / "src", "cat/val/1.jpg", "cat/validation/2.jpg"))
 
 
 def test_read_labels_of_no_rows_is_refused_whatever_its_header(tmp_path):
@@ -222,24 +206,24 @@ def test_read_labels_of_no_rows_is_refused_whatever_its_header(tmp_path):
 
 def test_path_label_lines_of_caffe_and_openmmlab_annotation_files(tmp_path):
     """`train/n01/a.JPEG 0` per line (OpenMMLab's ann_file, Caffe's list): read as one cell and refused before."""
-    src = _touch(tmp_path / "src", "n01/a.JPEG", "n02/my photo.jpg", "n02/c.jpg")
+    src = touch(tmp_path / "src", "n01/a.JPEG", "n02/my photo.jpg", "n02/c.jpg")
     (tmp_path / "train.txt").write_text("n01/a.JPEG 0\n  n02/my photo.jpg\t1\n\nn02/c 1\n")
     d = discover_images(src, labels_csv=str(tmp_path / "train.txt"))
     assert d.classes == ("0", "1")
-    assert _items(d) == {"train": [("n01/a.JPEG", 0), ("n02/c.jpg", 1), ("n02/my photo.jpg", 1)]}
+    assert split_items(d) == {"train": [("n01/a.JPEG", 0), ("n02/c.jpg", 1), ("n02/my photo.jpg", 1)]}
 
 
 def test_places365_paths_from_a_root_name_the_files_under_the_source(tmp_path):
-    src = _touch(tmp_path / "data_256", "a/airfield/00000001.jpg", "b/bar/00000002.jpg")
+    src = touch(tmp_path / "data_256", "a/airfield/00000001.jpg", "b/bar/00000002.jpg")
     (tmp_path / "places.txt").write_text("/a/airfield/00000001.jpg 0\n/b/bar/00000002.jpg 1\n/z/none/3.jpg 1\n")
     d = discover_images(src, labels_csv=str(tmp_path / "places.txt"))
-    assert _items(d) == {"train": [("a/airfield/00000001.jpg", 0), ("b/bar/00000002.jpg", 1)]}
-    assert _rejected(d) == [("train", "/z/none/3.jpg", "listed in places.txt but no such file in the source")]
+    assert split_items(d) == {"train": [("a/airfield/00000001.jpg", 0), ("b/bar/00000002.jpg", 1)]}
+    assert split_rejections(d) == [("train", "/z/none/3.jpg", "listed in places.txt but no such file in the source")]
     (tmp_path / "val.txt").write_text("/b/bar/00000002.jpg\n")  # a split list too
     from converters.images.split_lists import apply_split_lists
 
     d = apply_split_lists(discover_images(src, unlabeled=True), (("val", tmp_path / "val.txt"),), "train", src)
-    assert _items(d) == {"train": [("a/airfield/00000001.jpg", None)], "val": [("b/bar/00000002.jpg", None)]}
+    assert split_items(d) == {"train": [("a/airfield/00000001.jpg", None)], "val": [("b/bar/00000002.jpg", None)]}
 
 
 @pytest.mark.parametrize(("head", "delimiter"), [("a.jpg,cat x", ","), ("a.jpg\tcat x", "\t"), ("a b;c", ";"),

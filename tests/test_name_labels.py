@@ -5,12 +5,10 @@ images) as two classes named train and test."""
 from __future__ import annotations
 
 import logging
-import os
 import unicodedata
-from pathlib import Path
 
 import pytest
-from helpers import PHOTOS, convert_images
+from helpers import PHOTOS, convert_images, split_items, split_rejections, touch
 
 from converters.images.discover import discover_images
 from converters.images.encode import ImageOptions
@@ -22,29 +20,13 @@ from fastdata.manifest import read_manifest
 PETS = r"^(.+)_\d+\.jpg$"
 
 
-def _touch(root: Path, *names: str | bytes) -> Path:
-    for name in names:
-        path = os.path.join(os.fsencode(str(root)), os.fsencode(name))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(b"\xff\xd8 not decoded at discovery")
-    return root
-
-
-def _items(d) -> dict[str, list[tuple[str, int | None]]]:
-    return {s: sorted((it.rel, it.label) for it in items) for s, items in d.splits.items()}
-
-
-def _rejected(d) -> list[tuple[str, str, str]]:
-    return sorted((r.split, r.source, r.reason) for r in d.rejected)
-
-
 def test_oxford_pets_names_give_the_breeds(tmp_path):
-    src = _touch(tmp_path / "images", "Abyssinian_1.jpg", "Abyssinian_2.jpg", "american_bulldog_10.jpg",
+    src = touch(tmp_path / "images", "Abyssinian_1.jpg", "Abyssinian_2.jpg", "american_bulldog_10.jpg",
                  "readme.txt", "noclass.jpg")
     d = discover_images(src, label_pattern=PETS)
     assert d.layout == "name" and d.classes == ("Abyssinian", "american_bulldog")
-    assert _items(d) == {"train": [("Abyssinian_1.jpg", 0), ("Abyssinian_2.jpg", 0), ("american_bulldog_10.jpg", 1)]}
+    assert split_items(d) == {
+        "train": [("Abyssinian_1.jpg", 0), ("Abyssinian_2.jpg", 0), ("american_bulldog_10.jpg", 1)]}
     assert sorted((r.split, r.source, r.reason) for r in d.rejected) == [
         ("train", "noclass.jpg", NO_MATCH), ("train", "readme.txt", "unsupported extension '.txt'; allowed: .jpg, "
                                                                     ".jpeg, .jfif, .jpe, .png, .webp, .bmp, .tif, "
@@ -55,25 +37,25 @@ def test_oxford_pets_names_give_the_breeds(tmp_path):
 
 
 def test_dogs_vs_cats_split_folders_and_class_folders_as_plain_folders(tmp_path):
-    src = _touch(tmp_path / "src", "train/cat.0.jpg", "train/dog.1.jpg", "train/more/dog.2.jpg", "test/12.jpg",
+    src = touch(tmp_path / "src", "train/cat.0.jpg", "train/dog.1.jpg", "train/more/dog.2.jpg", "test/12.jpg",
                  "extra/cat.3.jpg")
     d = discover_images(src, label_pattern=r"^(cat|dog)\.")
     assert d.classes == ("cat", "dog")
-    assert _items(d) == {"train": [("train/cat.0.jpg", 0), ("train/dog.1.jpg", 1), ("train/more/dog.2.jpg", 1)]}
-    assert _rejected(d) == [("extra", "extra/cat.3.jpg", f"not inside a split folder ({SPLIT_FOLDERS})"),
-                            ("test", "test/12.jpg", NO_MATCH)]
+    assert split_items(d) == {"train": [("train/cat.0.jpg", 0), ("train/dog.1.jpg", 1), ("train/more/dog.2.jpg", 1)]}
+    assert split_rejections(d) == [("extra", "extra/cat.3.jpg", f"not inside a split folder ({SPLIT_FOLDERS})"),
+                                   ("test", "test/12.jpg", NO_MATCH)]
 
 
 def test_the_group_named_label_wins_and_class_ids_stay_labels(tmp_path):
-    src = _touch(tmp_path / "src", "7-3.jpg", "8-10.jpg", "9-3.png")
+    src = touch(tmp_path / "src", "7-3.jpg", "8-10.jpg", "9-3.png")
     d = discover_images(src, label_pattern=r"^(?P<n>\d+)-(?P<label>\d+)\.")
     assert d.classes == tuple(str(i) for i in range(11))  # ids 0..10, as a labels CSV's
-    assert _items(d) == {"train": [("7-3.jpg", 3), ("8-10.jpg", 10), ("9-3.png", 3)]}
+    assert split_items(d) == {"train": [("7-3.jpg", 3), ("8-10.jpg", 10), ("9-3.png", 3)]}
 
 
 def test_the_pattern_is_searched_for_anywhere_in_the_name(tmp_path):
-    d = discover_images(_touch(tmp_path / "src", "photo_3.jpg", "scan_1.png"), label_pattern=r"_(\d+)\.")
-    assert _items(d) == {"train": [("photo_3.jpg", 3), ("scan_1.png", 1)]}
+    d = discover_images(touch(tmp_path / "src", "photo_3.jpg", "scan_1.png"), label_pattern=r"_(\d+)\.")
+    assert split_items(d) == {"train": [("photo_3.jpg", 3), ("scan_1.png", 1)]}
 
 
 @pytest.mark.parametrize(("name", "pattern", "why"), [
@@ -86,7 +68,7 @@ def test_the_pattern_is_searched_for_anywhere_in_the_name(tmp_path):
                                "newline, a bidi override): rename the file"),
 ])
 def test_a_name_without_a_usable_class_is_rejected_saying_why(tmp_path, name, pattern, why):
-    d = discover_images(_touch(tmp_path / "src", name), label_pattern=pattern)
+    d = discover_images(touch(tmp_path / "src", name), label_pattern=pattern)
     assert [r.reason for r in d.rejected] == [why] and d.splits == {}
 
 
@@ -103,7 +85,7 @@ def test_a_class_written_decomposed_is_the_composed_class():
 def test_a_pattern_that_cannot_give_classes_is_refused_before_anything_is_read(tmp_path, capsys, pattern, message):
     with pytest.raises(ValueError, match=message):
         ImageOptions(label_pattern=pattern)
-    assert main(["convert", str(_touch(tmp_path / "src", "a_1.jpg")), str(tmp_path / "out"), "--kind", "images",
+    assert main(["convert", str(touch(tmp_path / "src", "a_1.jpg")), str(tmp_path / "out"), "--kind", "images",
                  "--label-pattern", pattern]) == 2
     assert "fastdata convert: error: --label-pattern" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -115,16 +97,16 @@ def test_a_pattern_that_cannot_give_classes_is_refused_before_anything_is_read(t
 ])
 def test_a_pattern_contradicts_the_other_sources_of_labels(tmp_path, other, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
-        discover_images(_touch(tmp_path / "src", "a_1.jpg"), label_pattern=PETS, **other)
+        discover_images(touch(tmp_path / "src", "a_1.jpg"), label_pattern=PETS, **other)
 
 
 def test_a_pattern_labels_image_files_not_tables(tmp_path):
     with pytest.raises(ValueError, match="^--label-pattern labels image files; .* holds Parquet or Arrow tables$"):
-        discover_images(_touch(tmp_path / "src", "data/train.parquet"), label_pattern=PETS)
+        discover_images(touch(tmp_path / "src", "data/train.parquet"), label_pattern=PETS)
 
 
 def test_a_group_that_takes_the_whole_name_is_warned_about(tmp_path, caplog):
-    src = _touch(tmp_path / "src", *(f"img{i}_1.jpg" for i in range(20)))
+    src = touch(tmp_path / "src", *(f"img{i}_1.jpg" for i in range(20)))
     with caplog.at_level(logging.WARNING):
         d = discover_images(src, label_pattern=PETS)
     assert len(d.classes) == 20
@@ -145,9 +127,9 @@ def test_pets_convert_with_their_breeds(tmp_path):
 
 
 def test_links_are_followed_only_when_asked(tmp_path):
-    src = _touch(tmp_path / "src", "cat_1.jpg")
-    _touch(tmp_path / "elsewhere", "dog_2.jpg")
+    src = touch(tmp_path / "src", "cat_1.jpg")
+    touch(tmp_path / "elsewhere", "dog_2.jpg")
     (src / "more").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
-    assert _items(discover_images(src, label_pattern=PETS)) == {"train": [("cat_1.jpg", 0), ("more/dog_2.jpg", 1)]}
+    assert split_items(discover_images(src, label_pattern=PETS)) == {"train": [("cat_1.jpg", 0), ("more/dog_2.jpg", 1)]}
     d = discover_images(src, label_pattern=PETS, follow_symlinks=False)
-    assert _items(d) == {"train": [("cat_1.jpg", 0)]} and [r.source for r in d.rejected] == ["more"]
+    assert split_items(d) == {"train": [("cat_1.jpg", 0)]} and [r.source for r in d.rejected] == ["more"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import PHOTOS, convert_images
+from helpers import PHOTOS, convert_images, split_items, split_rejections, touch
 
 from converters import get_kind
 from converters.images import ImageOptions
@@ -16,27 +16,12 @@ from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
 
-def _touch(root: Path, *names: str) -> Path:
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_bytes(b"\xff\xd8 not decoded at discovery")
-    return root
-
-
 def _discover(src: Path, **options):
     return get_kind("images").discover(src, options=ImageOptions(**options))
 
 
-def _items(d) -> dict[str, list[tuple[str, int | None]]]:
-    return {s: sorted((it.rel, it.label) for it in items) for s, items in d.splits.items()}
-
-
-def _rejected(d) -> list[tuple[str, str, str]]:
-    return sorted((r.split, r.source, r.reason) for r in d.rejected)
-
-
 def _food(tmp_path: Path) -> Path:
-    src = _touch(tmp_path / "food-101" / "images", "apple_pie/100.jpg", "apple_pie/102.jpg", "apple_pie/104.jpg",
+    src = touch(tmp_path / "food-101" / "images", "apple_pie/100.jpg", "apple_pie/102.jpg", "apple_pie/104.jpg",
                  "ribs/101.jpg", "ribs/103.jpg", "ribs/105.jpg", "ribs/notes.txt")
     meta = tmp_path / "food-101" / "meta"
     meta.mkdir()
@@ -49,62 +34,64 @@ def test_food101_lists_give_train_and_test_and_files_listed_in_neither_are_rejec
     src, meta = _food(tmp_path), tmp_path / "food-101" / "meta"
     d = _discover(src, split_lists=(f"train={meta / 'train.txt'}", f"test={meta / 'test.txt'}"))
     assert d.classes == ("apple_pie", "ribs")
-    assert _items(d) == {"train": [("apple_pie/100.jpg", 0), ("apple_pie/102.jpg", 0), ("ribs/101.jpg", 1)],
-                         "test": [("apple_pie/104.jpg", 0), ("ribs/105.jpg", 1)]}
-    assert _rejected(d) == [
+    assert split_items(d) == {"train": [("apple_pie/100.jpg", 0), ("apple_pie/102.jpg", 0), ("ribs/101.jpg", 1)],
+                              "test": [("apple_pie/104.jpg", 0), ("ribs/105.jpg", 1)]}
+    assert split_rejections(d) == [
         ("test", "ribs/999", "listed in split list test.txt: no such file in the source"),
         ("test", "ribs/notes.txt", "unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, .jpe, .png, .webp, "
                                    ".bmp, .tif, .tiff, .gif, .avif"),  # its list's split
         ("train", "ribs/103.jpg", "listed in no --split-list")]
     assert sorted((row[0], row[1]) for row in d.identity) == sorted(
-        (s, rel) for s, items in _items(d).items() for rel, _ in items)  # a moved file changes the identity
+        (s, rel) for s, items in split_items(d).items() for rel, _ in items)  # a moved file changes the identity
 
 
 def test_a_list_of_another_split_takes_its_files_and_leaves_the_rest_in_split(tmp_path):
-    src = _touch(tmp_path / "images", "Abyssinian_1.jpg", "Abyssinian_2.jpg", "beagle_3.jpg", "beagle_4.png")
+    src = touch(tmp_path / "images", "Abyssinian_1.jpg", "Abyssinian_2.jpg", "beagle_3.jpg", "beagle_4.png")
     (tmp_path / "test.txt").write_text("#Image CLASS-ID SPECIES BREED ID\nAbyssinian_2 1 1 1\n\n  beagle_4 2 2 1\n")
     d = _discover(src, label_pattern=r"^(.+)_\d+\.", split_lists=(f"test={tmp_path / 'test.txt'}",), split="trainval")
-    assert _items(d) == {"trainval": [("Abyssinian_1.jpg", 0), ("beagle_3.jpg", 1)],
-                         "test": [("Abyssinian_2.jpg", 0), ("beagle_4.png", 1)]}
+    assert split_items(d) == {"trainval": [("Abyssinian_1.jpg", 0), ("beagle_3.jpg", 1)],
+                              "test": [("Abyssinian_2.jpg", 0), ("beagle_4.png", 1)]}
     assert not d.rejected
 
 
 def test_a_labels_csv_without_a_split_column_takes_split_lists(tmp_path):
-    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
+    src = touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
     (tmp_path / "labels.csv").write_text("a.jpg,cat\nb.jpg,dog\nc.jpg,cat\n")
     (tmp_path / "test.txt").write_text("b\n")
     d = _discover(src, labels=str(tmp_path / "labels.csv"), split_lists=(f"test={tmp_path / 'test.txt'}",))
-    assert _items(d) == {"train": [("a.jpg", 0), ("c.jpg", 0)], "test": [("b.jpg", 1)]} and d.classes == ("cat", "dog")
+    assert split_items(d) == {"train": [("a.jpg", 0), ("c.jpg", 0)], "test": [("b.jpg", 1)]}
+    assert d.classes == ("cat", "dog")
 
 
 def test_a_bom_an_indented_comment_and_a_full_path_under_the_source(tmp_path):
-    src = _touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
+    src = touch(tmp_path / "src", "a.jpg", "b.jpg", "c.jpg")
     (tmp_path / "val.txt").write_text(f"\ufeffa\n   # b is train\n{src.resolve() / 'c.jpg'}\n")
     d = _discover(src, unlabeled=True, split_lists=(f"val={tmp_path / 'val.txt'}",))
-    assert _items(d) == {"val": [("a.jpg", None), ("c.jpg", None)], "train": [("b.jpg", None)]} and not d.rejected
+    assert split_items(d) == {"val": [("a.jpg", None), ("c.jpg", None)], "train": [("b.jpg", None)]} and not d.rejected
 
 
 def test_windows_and_dotted_names_and_a_name_several_files_have(tmp_path):
-    src = _touch(tmp_path / "src", "a/x.jpg", "b/y.jpg", "c.jpg", "c.png")
+    src = touch(tmp_path / "src", "a/x.jpg", "b/y.jpg", "c.jpg", "c.png")
     (tmp_path / "val.txt").write_text(".\\a\\x.jpg\n./b/y\nc\nb/y.jpg\n")  # b/y twice in one list: one file
     d = _discover(src, unlabeled=True, split_lists=(f"val={tmp_path / 'val.txt'}",))
-    assert _items(d) == {"val": [("a/x.jpg", None), ("b/y.jpg", None)], "train": [("c.jpg", None), ("c.png", None)]}
-    assert _rejected(d) == [("val", "c", "listed in split list val.txt: names several files (c.jpg, c.png): name the "
-                                         "file whole")]
+    assert split_items(d) == {"val": [("a/x.jpg", None), ("b/y.jpg", None)],
+                              "train": [("c.jpg", None), ("c.png", None)]}
+    assert split_rejections(d) == [
+        ("val", "c", "listed in split list val.txt: names several files (c.jpg, c.png): name the file whole")]
 
 
 def test_a_name_in_the_other_normalisation_finds_its_file_and_an_extension_is_never_cut(tmp_path):
     import unicodedata
 
-    src = _touch(tmp_path / "src", "M\u00fcller.jpg", "q.jpg.png")
+    src = touch(tmp_path / "src", "M\u00fcller.jpg", "q.jpg.png")
     (tmp_path / "val.txt").write_text(unicodedata.normalize("NFD", "M\u00fcller.jpg") + "\nq.jpg\n")
     d = _discover(src, unlabeled=True, split_lists=(f"val={tmp_path / 'val.txt'}",))
-    assert _items(d) == {"val": [("M\u00fcller.jpg", None)], "train": [("q.jpg.png", None)]}
-    assert _rejected(d) == [("val", "q.jpg", "listed in split list val.txt: no such file in the source")]
+    assert split_items(d) == {"val": [("M\u00fcller.jpg", None)], "train": [("q.jpg.png", None)]}
+    assert split_rejections(d) == [("val", "q.jpg", "listed in split list val.txt: no such file in the source")]
 
 
 def test_a_file_two_lists_name_is_refused_naming_both_lines(tmp_path):
-    src = _touch(tmp_path / "src", "a.jpg", "b.jpg")
+    src = touch(tmp_path / "src", "a.jpg", "b.jpg")
     (tmp_path / "train.txt").write_text("a\nb\n")
     (tmp_path / "test.txt").write_text("b.jpg\n")
     with pytest.raises(ConvertError, match=rf"^{tmp_path / 'test.txt'}:1: 'b.jpg' is in the split 'test' and, by "
@@ -124,7 +111,7 @@ def test_split_list_values_that_cannot_be_read_are_refused(values, message):
 
 
 def test_a_list_that_is_missing_or_not_text_is_refused(tmp_path):
-    src = _touch(tmp_path / "src", "a.jpg")
+    src = touch(tmp_path / "src", "a.jpg")
     with pytest.raises(ConvertError, match=r"^split list .*missing\.txt does not exist$"):
         _discover(src, split_lists=(f"val={tmp_path / 'missing.txt'}",))
     (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00a")
@@ -138,7 +125,7 @@ def test_a_list_that_is_missing_or_not_text_is_refused(tmp_path):
     (("a.jpg", "b.jpg"), {"labels": "labels.csv"}),  # a labels CSV with a split column
 ])
 def test_a_source_with_splits_of_its_own_is_refused(tmp_path, tree, options):
-    src = _touch(tmp_path / "src", *tree)
+    src = touch(tmp_path / "src", *tree)
     if options:
         (tmp_path / "labels.csv").write_text("filename,class,split\na.jpg,x,train\nb.jpg,y,val\n")
         options = {"labels": str(tmp_path / "labels.csv")}
@@ -148,7 +135,7 @@ def test_a_source_with_splits_of_its_own_is_refused(tmp_path, tree, options):
 
 
 def test_no_list_changes_nothing(tmp_path):
-    d = _discover(_touch(tmp_path / "src", "cat/a.jpg"))
+    d = _discover(touch(tmp_path / "src", "cat/a.jpg"))
     assert apply_split_lists(d, (), "train", tmp_path / "src") is d
 
 
