@@ -128,7 +128,7 @@ def _summary(result) -> None:
 def _survey_summary(src: Path, kind: str, found) -> None:
     """What `--dry-run` prints: the layout, the inputs per split, the classes and how many inputs the smallest and
     the largest has, and the rejections grouped as after a conversion."""
-    print(f"dry run, nothing written. {src}: kind {kind}, layout {found.layout}")
+    print(f"dry run, nothing written. {printable(src)}: kind {kind}, layout {found.layout}")
     for name, items in sorted(found.splits.items()):
         print(f"  {name:8s} {len(items):9d} inputs")
     if found.classes:
