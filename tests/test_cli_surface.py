@@ -176,6 +176,7 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
     assert options("images", "--split-list", "test=t.txt", "--split-list", "val=v.txt") == ImageOptions(
         split_lists=("test=t.txt", "val=v.txt"))
     assert options("images", "--classes", "c.txt") == ImageOptions(classes="c.txt")
+    assert options("images", "--val-fraction", "0.1") == ImageOptions(val_fraction=0.1)
     assert options("text", *KIND_FLAGS) == TextOptions(
         tokenizer="tok.json", per_line=False, separator="---", text_field="body", max_length=64, overflow="split",
         split="val", max_document_bytes=2**20, label_field="fine_label")

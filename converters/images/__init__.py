@@ -13,7 +13,7 @@ import pyarrow as pa
 from converters.images.discover import EXTENSIONS, discover_images
 from converters.images.encode import ImageOptions, process_image
 from converters.images.id_names import name_ids
-from converters.images.split_lists import apply_split_lists, parse_split_lists
+from converters.images.split_lists import apply_split_lists, apply_val_fraction, parse_split_lists
 from converters.images.tables import has_image_tables
 from converters.kind import ArrowLayout, Discovery
 from converters.tree import first_files
@@ -47,6 +47,9 @@ class ImagesKind:
         parser.add_argument("--split-list", metavar="SPLIT=FILE", action="append", default=[],
                             help="images: the files FILE lists (a name per line, as Food-101's meta/test.txt) are in "
                                  "SPLIT; repeat for each split")
+        parser.add_argument("--val-fraction", type=float, default=0.0, metavar="F",
+                            help="images: hold out about F of a one-split source as val, each file by its path's "
+                                 "hash (Keras' validation_split, fastai's valid_pct)")
         parser.add_argument("--classes", metavar="FILE",
                             help="images: names of the class ids 0..K-1 a labels file gives, one a line")
         parser.add_argument("--split", default="train",
@@ -67,7 +70,8 @@ class ImagesKind:
                             labels=args.labels, split=args.split, unlabeled=args.unlabeled,
                             keep_metadata=args.keep_metadata, image_field=args.image_field,
                             label_field=args.label_field, label_pattern=args.label_pattern,
-                            split_lists=tuple(args.split_list), classes=args.classes)
+                            split_lists=tuple(args.split_list), classes=args.classes,
+                            val_fraction=args.val_fraction)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         found = discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
@@ -75,6 +79,7 @@ class ImagesKind:
                                 label_field=options.label_field, max_pixels=options.max_pixels,
                                 label_pattern=options.label_pattern)
         found = apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
+        found = apply_val_fraction(found, options.val_fraction, options.split)
         return name_ids(found, Path(options.classes).expanduser() if options.classes else None)
 
     def processor(self, options: ImageOptions):

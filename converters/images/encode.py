@@ -35,6 +35,7 @@ class ImageOptions:
     label_pattern: str | None = None  # classes from file names (name_labels.py)
     split_lists: tuple[str, ...] = ()  # SPLIT=FILE: the files FILE lists are in SPLIT (split_lists.py)
     classes: str | None = None  # a file naming the class ids 0..K-1, one a line (id_names.py)
+    val_fraction: float = 0.0  # held out of --split as val, file by file (split_lists.py)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -47,6 +48,8 @@ class ImageOptions:
         if self.label_pattern is not None:
             compile_label_pattern(self.label_pattern)
         parse_split_lists(self.split_lists)
+        if not (isinstance(self.val_fraction, int | float) and 0 <= self.val_fraction < 1):
+            raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
 
 
 class RejectInput(Exception):

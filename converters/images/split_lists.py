@@ -1,4 +1,5 @@
-"""Splits from list files (`fastdata convert SRC --split-list test=meta/test.txt`): Food-101's `meta/train.txt`
+"""Splits given to a source of one split: from list files (`fastdata convert SRC --split-list test=meta/test.txt`),
+or a fraction held out as val (`--val-fraction 0.1`, `apply_val_fraction`). Food-101's `meta/train.txt`
 and `meta/test.txt` (`apple_pie/1005649`), Oxford-IIIT Pet's `annotations/trainval.txt` and `test.txt`
 (`Abyssinian_100 1 1 1`), Pascal VOC's `ImageSets/Main/val.txt`. A line's first word names a file under SRC, whole
 or without its extension, as a labels CSV's rows do. Files no list names stay in `--split`, unless a list
@@ -7,6 +8,8 @@ splits is a leak from train into its evaluation."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from converters.sample import Rejection
 from fastdata.errors import ConvertError
 from fastdata.manifest import check_split_name
 
+log = logging.getLogger(__name__)
 ONE_SPLIT = ("class", "flat+labels", "unlabeled", "name")  # the layouts of image files in one split
 
 
@@ -74,9 +78,7 @@ def apply_split_lists(d: Discovery, lists: tuple[tuple[str, Path], ...], default
     source rejected, and (when a list gives `default`) every file no list names rejected."""
     if not lists:
         return d
-    if d.layout not in ONE_SPLIT or set(d.splits) - {default}:
-        raise ValueError(f"--split-list gives splits to image files of one split; this source ({d.layout} layout) "
-                         "has splits of its own")
+    _one_split(d, default, "--split-list")
     items = {it.rel: it for its in d.splits.values() for it in its}
     names = [*items, *(r.source for r in d.rejected)]
     resolve = _resolver(names)
@@ -105,6 +107,45 @@ def apply_split_lists(d: Discovery, lists: tuple[tuple[str, Path], ...], default
             continue
         splits.setdefault(split or default, []).append(replace(it, split=split or default))
     rejected = [r if r.source not in split_of else replace(r, split=split_of[r.source]) for r in rejected]
+    return _moved(d, splits, rejected)
+
+
+def _one_split(d: Discovery, default: str, option: str) -> None:
+    if d.layout not in ONE_SPLIT or set(d.splits) - {default}:
+        raise ValueError(f"{option} gives splits to image files of one split; this source ({d.layout} layout) "
+                         "has splits of its own")
+
+
+def _moved(d: Discovery, splits: dict[str, list], rejected: list[Rejection]) -> Discovery:
+    """`d` with the inputs of `splits` (each in its split) and their identity rows, and `rejected`."""
     taken = {it.rel: it.split for its in splits.values() for it in its}
     identity = [[taken[row[1]], *row[1:]] for row in d.identity if row[1] in taken]
     return replace(d, splits=splits, rejected=rejected, identity=identity)
+
+
+def held_out(rel: str, fraction: float) -> bool:
+    """Whether the file `rel` is in the val part: its path's hash, as a number in [0, 1), is below `fraction`. The
+    same files every run and on every machine, and adding or removing files never moves another."""
+    digest = hashlib.blake2b(f"fastdata-val\0{rel}".encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64 < fraction
+
+
+def apply_val_fraction(d: Discovery, fraction: float, default: str) -> Discovery:
+    """`d` with about `fraction` of the inputs of `default` (each chosen by `held_out`) moved to val; a warning
+    names the classes left with no val input. Other splits (a split list's test) stay as they are."""
+    if not fraction:
+        return d
+    if d.layout not in ONE_SPLIT or "val" in d.splits or default == "val":
+        raise ValueError(f"--val-fraction holds out part of --split as val; this source ({d.layout} layout, splits "
+                         f"{', '.join(sorted(d.splits))}) has a val split or split folders of its own")
+    splits: dict[str, list] = {}
+    for name, items in d.splits.items():  # a split list's other splits (test) stay as they are
+        for it in items:
+            split = "val" if name == default and held_out(it.rel, fraction) else name
+            splits.setdefault(split, []).append(replace(it, split=split))
+    missing = sorted({it.label for it in splits.get(default, [])} - {it.label for it in splits.get("val", [])})
+    if d.classes and missing:
+        names = ", ".join(repr(d.classes[i]) for i in missing[:10])
+        log.warning("--val-fraction %g left %d classes with no val image: %s%s", fraction, len(missing), names,
+                    f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+    return _moved(d, splits, list(d.rejected))

@@ -1,0 +1,83 @@
+"""`--val-fraction F`: a val split held out of a source of one split (Keras' `validation_split`, fastai's
+`valid_pct`), each file by its path's hash. Before, a folder of class folders converted as train only: a user
+made val by moving files by hand."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from helpers import convert_images, make_image_tree, touch
+
+from converters import get_kind
+from converters.images import ImageOptions
+from converters.images.split_lists import held_out
+from fastdata.manifest import read_manifest
+
+
+def _discover(src: Path, **options):
+    return get_kind("images").discover(src, options=ImageOptions(**options))
+
+
+def _tree(root: Path, per_class: int = 200) -> Path:
+    return touch(root, *(f"{c}/{i}.jpg" for c in ("cat", "dog") for i in range(per_class)))
+
+
+def test_about_the_fraction_goes_to_val_chosen_by_each_files_path(tmp_path):
+    d = _discover(_tree(tmp_path / "src"), val_fraction=0.25)
+    val = {it.rel for it in d.splits["val"]}
+    assert val == {f"{c}/{i}.jpg" for c in ("cat", "dog") for i in range(200) if held_out(f"{c}/{i}.jpg", 0.25)}
+    assert 70 <= len(val) <= 130 and len(d.splits["train"]) == 400 - len(val)
+    assert all(it.split == "val" for it in d.splits["val"]) and {it.label for it in d.splits["val"]} == {0, 1}
+    assert sorted(row[:2] for row in d.identity) == sorted(
+        [[s, it.rel] for s, items in d.splits.items() for it in items])  # the identity says which split
+
+
+def test_the_choice_is_pinned_and_adding_files_moves_no_other(tmp_path):
+    pinned = [False, False, True, False, True, True, True, False]  # the same files on every version
+    assert [held_out(f"cat/{i}.jpg", 0.5) for i in range(8)] == pinned
+    before = {it.rel for it in _discover(_tree(tmp_path / "src", 50), val_fraction=0.2).splits["val"]}
+    touch(tmp_path / "src", *(f"cat/new_{i}.jpg" for i in range(50)))
+    after = {it.rel for it in _discover(tmp_path / "src", val_fraction=0.2).splits["val"]}
+    assert before == {rel for rel in after if "new_" not in rel}
+
+
+def test_a_class_left_without_val_images_is_named(tmp_path, caplog):
+    src = touch(tmp_path / "src", *(f"cat/{i}.jpg" for i in range(100)), "rare/0.jpg")
+    assert not held_out("rare/0.jpg", 0.1)
+    with caplog.at_level(logging.WARNING):
+        _discover(src, val_fraction=0.1)
+    assert [r.getMessage() for r in caplog.records] == [
+        "--val-fraction 0.1 left 1 classes with no val image: 'rare'"]
+
+
+def test_with_split_lists_val_comes_out_of_train_and_test_stays(tmp_path):
+    src = _tree(tmp_path / "src", 40)
+    (tmp_path / "test.txt").write_text("".join(f"dog/{i}\n" for i in range(10)))
+    d = _discover(src, split_lists=(f"test={tmp_path / 'test.txt'}",), val_fraction=0.3)
+    assert {it.rel for it in d.splits["test"]} == {f"dog/{i}.jpg" for i in range(10)}
+    test = {it.rel for it in d.splits["test"]}
+    assert d.splits["val"] and all(held_out(it.rel, 0.3) and it.rel not in test for it in d.splits["val"])
+    assert len(d.splits["val"]) + len(d.splits["train"]) == 70
+
+
+@pytest.mark.parametrize(("tree", "options"), [(("train/cat/a.jpg", "val/cat/b.jpg"), {}),
+                                               (("cat/a.jpg",), {"split": "val"})])
+def test_a_source_with_a_val_split_already_is_refused(tmp_path, tree, options):
+    with pytest.raises(ValueError, match=r"^--val-fraction holds out part of --split as val; this source "):
+        _discover(touch(tmp_path / "src", *tree), val_fraction=0.1, **options)
+
+
+@pytest.mark.parametrize("value", [1.0, -0.1, 2, "0.1", float("nan")])
+def test_a_fraction_outside_0_to_1_is_refused(value):
+    with pytest.raises(ValueError, match=r"^--val-fraction must be in \[0, 1\)"):
+        ImageOptions(val_fraction=value)
+
+
+def test_a_held_out_val_converts(tmp_path):
+    src = make_image_tree(tmp_path / "src", classes=2, per_class=6)
+    convert_images(src, tmp_path / "out", val_fraction=0.5)
+    m = read_manifest(tmp_path / "out")
+    expected = sum(held_out(f"class_{c}/img_{i}.jpg", 0.5) for c in range(2) for i in range(6))
+    assert set(m.splits) == {"train", "val"} and m.splits["val"].samples == expected and not m.rejected
