@@ -75,7 +75,6 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
 def _holds(src: Path, limit: int = 1000) -> str:
     """What the first `limit` files of `src` are, by their extensions, most common first (`120 .nii.gz, 2 .csv`):
     what the error shows of a source no kind recognises."""
-
     from converters.tree import first_files
 
     files = [src] if src.is_file() else list(first_files(src, limit))
