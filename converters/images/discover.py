@@ -60,8 +60,8 @@ def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
     as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
     Returns the classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
-    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]  # (a split folder's
-    # loose files: it holds no folder to loop through)
+    # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
+    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
     names = [rel[len(prefix):] for rel, _, _ in found]
     labels, own, splits = read_labels(csv_path, names, folder)
     if splits is not None and prefix:
