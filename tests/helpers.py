@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -134,3 +135,8 @@ def split_items(d) -> dict[str, list[tuple[str, int | None]]]:
 def split_rejections(d) -> list[tuple[str, str, str]]:
     """A discovery's rejections as sorted (split, source, reason)."""
     return sorted((r.split, r.source, r.reason) for r in d.rejected)
+
+
+def with_features(table, features: dict):
+    """`table` (pyarrow) with `features` in its schema metadata, as the `datasets` library writes them."""
+    return table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})

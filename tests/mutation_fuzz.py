@@ -182,10 +182,11 @@ class Context:
 def _labeled_text() -> Any:
     """A text classification table as the Hub ships it: `text`, and a `label` with a ClassLabel."""
     import pyarrow as pa
+    from helpers import with_features
 
     features = {"text": {"_type": "Value"}, "label": {"names": ["neg", "pos"], "_type": "ClassLabel"}}
     table = pa.table({"text": ["good", "bad", "so so", "fine"], "label": pa.array([1, 0, -1, 1], pa.int64())})
-    return table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    return with_features(table, features)
 
 
 def _parquet(columns: Any) -> bytes:
@@ -212,6 +213,7 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     """A Hugging Face table of `images` (Parquet, or the Arrow stream `save_to_disk` writes) with a ClassLabel."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from helpers import with_features
 
     features = {"image": {"_type": "Image"}, "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
     table = pa.table({"image": [{"bytes": d, "path": f"{i}.jpg"} for i, d in enumerate(images)],
@@ -221,7 +223,7 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
             "caption", pa.array([[f"caption {i}", ""] for i in range(len(images))])).append_column(
             "split", pa.array(["train", "val"] * (len(images) // 2) + ["test"] * (len(images) % 2)))
         features = {"image": {"_type": "Image"}}
-    table = table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    table = with_features(table, features)
     if name.endswith(".arrow"):
         return _arrow_stream(table)
     sink = pa.BufferOutputStream()

@@ -33,7 +33,7 @@ from conftest_adopt import shardwriter_shards
 from conftest_pairs import COCO_CAPTIONS
 from conftest_text import FORTUNES, TOKENIZER
 from docs_walk import steps
-from helpers import PHOTOS
+from helpers import PHOTOS, with_features
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -91,8 +91,7 @@ def _hub_download(root: Path) -> None:
                           "label": pa.array([i % len(CLASSES) for i in range(len(part))], pa.int64())})
         path = root / "data" / f"{split}-00000-of-00001.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table.replace_schema_metadata(
-            {b"huggingface": json.dumps({"info": {"features": features}}).encode()}), path)
+        pq.write_table(with_features(table, features), path)
     (root / "README.md").write_text("---\nlicense: see tests/data/README.md\n---\n")
 
 
@@ -149,8 +148,7 @@ def _hub_captions(root: Path) -> None:
     features = {"image": {"_type": "Image"}, "caption": {"feature": string, "_type": "List"}, "split": string}
     path = root / "data" / "test-00000-of-00001.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table.replace_schema_metadata(
-        {b"huggingface": json.dumps({"info": {"features": features}}).encode()}), path)
+    pq.write_table(with_features(table, features), path)
 
 
 @pytest.fixture(scope="session")

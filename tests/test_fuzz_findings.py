@@ -14,7 +14,7 @@ import pytest
 import torch
 from conftest_images import make_datasets
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
-from helpers import rewrite_arrow_shard
+from helpers import rewrite_arrow_shard, with_features
 
 import fastdata
 from fastdata.errors import ManifestError, ShardError
@@ -436,7 +436,7 @@ def test_every_byte_of_a_parquet_image_column_changed_gives_rows_or_rejections(t
     features = {"image": {"_type": "Image"}, "label": {"names": ["a", "b"], "_type": "ClassLabel"}}
     table = pa.table({"image": [{"bytes": photos[i % 3], "path": f"{i}.jpg"} for i in range(6)],
                       "label": pa.array([i % 2 for i in range(6)], pa.int64())})
-    table = table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    table = with_features(table, features)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=3, compression="none")
     data = sink.getvalue().to_pybytes()

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers import PHOTOS, convert_images
+from helpers import PHOTOS, convert_images, with_features
 from PIL import Image
 
 from converters.images.discover import discover_images
@@ -207,8 +207,7 @@ def test_two_classlabel_columns_need_label_field(tmp_path: Path) -> None:
                 "coarse_label": {"names": ["x", "y"], "_type": "ClassLabel"}}
     table = _table(PHOTO_FILES[:2], None, features={}).rename_columns(["img"])
     table = table.append_column("fine_label", pa.array([2, 0])).append_column("coarse_label", pa.array([1, 1]))
-    _write(src / "train.parquet", table.replace_schema_metadata(
-        {b"huggingface": json.dumps({"info": {"features": features}}).encode()}))
+    _write(src / "train.parquet", with_features(table, features))
     d = discover_images(src)
     assert not d.splits and [r.reason for r in d.rejected] == [
         "several ClassLabel columns (fine_label, coarse_label): choose one with --label-field"]
@@ -359,8 +358,7 @@ def test_a_value_repeated_in_every_row_is_read_and_spilled_once(tmp_path: Path) 
     image = pa.StructArray.from_arrays(
         [pa.DictionaryArray.from_arrays(pa.array([0] * 64, pa.int32()), pa.array([value])), pa.array(["x"] * 64)],
         names=["bytes", "path"])
-    table = pa.table({"image": image}).replace_schema_metadata(
-        {b"huggingface": json.dumps({"info": {"features": {"image": {"_type": "Image"}}}}).encode()})
+    table = with_features(pa.table({"image": image}), {"image": {"_type": "Image"}})
     (tmp_path / "src").mkdir()
     pq.write_table(table, tmp_path / "src" / "train.parquet", compression="zstd", store_schema=False)  # binary, read
     assert (tmp_path / "src" / "train.parquet").stat().st_size < 8 * 1024
@@ -407,8 +405,7 @@ def test_metadata_that_is_not_what_datasets_writes_is_not_read(tmp_path: Path) -
 def test_a_classlabel_that_is_not_one_rejects_its_table(tmp_path: Path, feature: dict, why: str) -> None:
     labels = ["cat", "dog"] if feature.pop("string", False) else [0, 1]
     table = _table(PHOTO_FILES[:2], None, features={}).append_column("label", pa.array(labels))
-    _write(tmp_path / "train.parquet", table.replace_schema_metadata({b"huggingface": json.dumps(
-        {"info": {"features": {"image": {"_type": "Image"}, "label": feature}}}).encode()}))
+    _write(tmp_path / "train.parquet", with_features(table, {"image": {"_type": "Image"}, "label": feature}))
     d = discover_images(tmp_path)
     assert not d.splits and [r.reason for r in d.rejected] == [why]
 
@@ -417,8 +414,7 @@ def test_an_image_feature_on_a_column_without_bytes_is_not_the_image_column(tmp_
     """The metadata calls a column of paths `Image`: the struct column of bytes beside it is the image column."""
     table = _table(PHOTO_FILES[:2], [0, 1]).rename_columns(["img", "label"])
     table = table.append_column("image", pa.array(["a.jpg", "b.jpg"]))
-    _write(tmp_path / "train.parquet", table.replace_schema_metadata({b"huggingface": json.dumps(
-        {"info": {"features": _features()}}).encode()}))
+    _write(tmp_path / "train.parquet", with_features(table, _features()))
     d = discover_images(tmp_path)
     assert not d.rejected and sorted(it.label for it in d.splits["train"]) == [0, 1]
     assert d.splits["train"][0].payload.read_bytes() in {p.read_bytes() for p in PHOTO_FILES[:2]}
@@ -480,8 +476,7 @@ def test_the_image_feature_picks_one_of_two_image_structs(tmp_path: Path) -> Non
     d = discover_images(tmp_path / "a")
     assert not d.rejected and d.splits["train"][0].payload.read_bytes() in {p.read_bytes() for p in PHOTO_FILES}
     both = {**_features(), "mask": {"_type": "Image"}}
-    _write(tmp_path / "b" / "train.parquet", table.replace_schema_metadata(
-        {b"huggingface": json.dumps({"info": {"features": both}}).encode()}))
+    _write(tmp_path / "b" / "train.parquet", with_features(table, both))
     assert [r.reason for r in discover_images(tmp_path / "b").rejected] == [
         "several image columns (image, mask): name the one to convert with --image-field"]
     assert len(discover_images(tmp_path / "b", image_field="mask").splits["train"]) == 2

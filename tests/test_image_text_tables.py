@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest_pairs import TOKENIZER, convert_pairs, stored_pairs
-from helpers import PHOTOS
+from helpers import PHOTOS, with_features
 
 from converters.image_text.tables import caption_columns, discover_caption_tables
 from converters.images.table_columns import bytes_limit
@@ -31,7 +31,7 @@ def _write(path: Path, columns: dict, features: dict | None = None) -> Path:
                                               "path": getattr(p, "name", "x.jpg")} for p in images], IMAGE)
     table = pa.table({"image": image, **columns})
     features = features or {"image": {"_type": "Image"}}
-    table = table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    table = with_features(table, features)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".parquet":
         pq.write_table(table, path, row_group_size=4)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest_text import TOKENIZER, convert_text, read_rows
+from helpers import with_features
 
 import fastdata
 from converters.text.discover import discover_text
@@ -28,7 +29,7 @@ def _table(texts: list, labels: list | None = None, *, names: list[str] | None =
         if names is not None:
             features[column] = {"names": names, "_type": "ClassLabel"}
     table = pa.table(columns)
-    return table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    return with_features(table, features)
 
 
 def _write(path: Path, table) -> Path:
@@ -96,8 +97,7 @@ def test_label_field_picks_one_of_two_classlabels(tmp_path: Path) -> None:
     table = _table(["a", "b"], [0, 1], names=["x", "y"]).append_column("coarse", pa.array([0, 0]))
     features = {"text": {"_type": "Value"}, "label": {"names": ["x", "y"], "_type": "ClassLabel"},
                 "coarse": {"names": ["c"], "_type": "ClassLabel"}}
-    _write(tmp_path / "train.parquet", table.replace_schema_metadata(
-        {b"huggingface": json.dumps({"info": {"features": features}}).encode()}))
+    _write(tmp_path / "train.parquet", with_features(table, features))
     d = _discover(tmp_path)
     assert not d.splits and [r.reason for r in d.rejected] == [
         "several ClassLabel columns (label, coarse): choose one with --label-field"]
