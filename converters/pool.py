@@ -59,6 +59,12 @@ class WorkerDied(ConvertError):
     """A worker process died (killed by the OOM killer, a signal, a crash in a native library)."""
 
 
+def _died(first: WorkItem) -> WorkerDied:
+    return WorkerDied(f"a conversion worker died while converting {first.rel} (split {first.split}) or an input near "
+                      "it: killed by the out-of-memory killer or a signal? Lower -j or free memory, then rerun the same "
+                      "command: it resumes from the finished shards")
+
+
 def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Iterator[Result]:
     """Yield fn(item) for every item, in input order.
 
@@ -76,16 +82,16 @@ def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Itera
             while True:
                 chunk = list(itertools.islice(it, size))
                 if chunk:
-                    pending.append((chunk[0], pool.submit(_run_chunk, fn, chunk)))
+                    try:  # a pool that broke since the last result refuses new work here, before any result says so
+                        pending.append((chunk[0], pool.submit(_run_chunk, fn, chunk)))
+                    except BrokenProcessPool:
+                        raise _died(pending[0][0] if pending else chunk[0]) from None
                 if pending and (not chunk or len(pending) >= jobs * IN_FLIGHT_PER_JOB):
                     first, fut = pending.popleft()
                     try:
                         results = fut.result()
                     except BrokenProcessPool:
-                        raise WorkerDied(
-                            f"a conversion worker died while converting {first.rel} (split {first.split}) or an "
-                            "input near it: killed by the out-of-memory killer or a signal? Lower -j or free "
-                            "memory, then rerun the same command: it resumes from the finished shards") from None
+                        raise _died(first) from None
                     yield from results
                 if not chunk and not pending:
                     return

@@ -316,3 +316,27 @@ def test_a_killed_worker_stops_the_run_with_an_error_naming_the_input(tmp_path: 
     first = int(named.group(1))
     assert first % 4 == 0 and first <= 16
     assert [r.source for r in outcome[:-1]] == [f"f{i}.jpg" for i in range(first)]
+
+
+def test_a_pool_that_broke_before_a_submission_stops_the_run_with_the_same_error(monkeypatch):
+    """The pool breaks when a worker dies; the next submit raises BrokenProcessPool itself, before any result does.
+    That escaped as a bare BrokenProcessPool traceback (the test above met it when the death came early)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from converters import pool
+    from converters.sample import WorkItem
+
+    class Breaks(ProcessPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):
+            Breaks.submitted += 1
+            if Breaks.submitted == 3:
+                raise BrokenProcessPool("A child process terminated abruptly")
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", Breaks)
+    items = [WorkItem(split="train", rel=f"f{i}.jpg", source="") for i in range(40)]
+    with pytest.raises(pool.WorkerDied, match=r"a conversion worker died while converting f0\.jpg \(split train\)"):
+        list(pool.run_ordered(_DiesOnce("none"), items, jobs=2))
