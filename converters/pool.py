@@ -60,9 +60,9 @@ class WorkerDied(ConvertError):
 
 
 def _died(first: WorkItem) -> WorkerDied:
-    return WorkerDied(f"a conversion worker died while converting {first.rel} (split {first.split}) or an input near "
-                      "it: killed by the out-of-memory killer or a signal? Lower -j or free memory, then rerun the same "
-                      "command: it resumes from the finished shards")
+    return WorkerDied(f"a conversion worker died while converting {first.rel} (split {first.split}) or an input "
+                      "near it: killed by the out-of-memory killer or a signal? Lower -j or free memory, then rerun "
+                      "the same command: it resumes from the finished shards")
 
 
 def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Iterator[Result]:
