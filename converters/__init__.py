@@ -13,6 +13,7 @@ KINDS: dict[str, str] = {  # `--kind auto` asks each in this order
     "image_text": "converters.image_text",
     "images": "converters.images",
     "dicom": "converters.dicom",
+    "nifti": "converters.nifti",
     "text": "converters.text",
 }
 

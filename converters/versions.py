@@ -20,6 +20,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "text": ("tokenizers", "numpy", "pyarrow"),
     "image_text": ("pillow", "numpy", "tokenizers"),
     "dicom": ("pydicom", "numpy", "scipy", "pylibjpeg", "pylibjpeg-libjpeg", "pylibjpeg-openjpeg", "pylibjpeg-rle"),
+    "nifti": ("nibabel", "numpy", "scipy"),
 }
 
 

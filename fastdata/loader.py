@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 LOADERS: dict[str, str] = {
     "images": "fastdata.images.loader:image_loader",
     "dicom": "fastdata.volumes.loader:volume_loader",
+    "nifti": "fastdata.volumes.loader:volume_loader",
     "text": "fastdata.text.loader:sequence_loader",
     "image_text": "fastdata.pairs.loader:pair_loader",
 }

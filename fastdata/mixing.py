@@ -1,8 +1,9 @@
 """Several datasets opened as one mixture: `fastdata.loader(["web/", "code/"], weights=[0.7, 0.3])`.
 
 Each entry is a dataset folder, a shard glob of one dataset, or a URL, opened like a single source. All
-entries must be of one kind (and, for text, tokenized by the same tokenizer); class names are united,
-sorted, and every dataset's labels are mapped into that union. Which items an epoch takes is the planning
+entries must be of one kind (dicom and nifti volumes count as one; for text, tokenized by the same tokenizer);
+class names are united, sorted, and every dataset's labels are mapped into that union (the volume loader keeps
+its masks' own, fastdata/volumes/masks.py). Which items an epoch takes is the planning
 layer's business (fastdata/planning/mixture.py); the loaders read a `MixedView` through the same seams as
 one dataset.
 """
@@ -177,11 +178,14 @@ def pop_spec(source: Any, options: dict[str, Any]) -> tuple[list[Any], MixSpec]:
     return entries, spec
 
 
+ONE_LOADER = {"nifti": "dicom"}  # kinds whose samples are alike (volumes: npy + json) and mix in one loader
+
+
 def open_mixture(entries: list[Any], spec: MixSpec, *, split: str | None, remote: RemoteOptions) -> MixedView:
     """Open every entry and check that they mix: one kind, one tokenizer, labels all present or all absent."""
     views = tuple(open_dataset(e, split=split, remote=remote) for e in entries)
     names = tuple(str(e) for e in entries)
-    kinds = {v.manifest.kind for v in views}
+    kinds = {ONE_LOADER.get(v.manifest.kind, v.manifest.kind) for v in views}
     if len(kinds) > 1:
         shown = ", ".join(f"{n}: {v.manifest.kind}" for n, v in zip(names, views))
         raise ManifestError(f"the datasets of a mixture must be of one kind, these are {shown}")

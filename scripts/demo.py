@@ -1,5 +1,5 @@
-"""`make demo`: convert the bundled real data (photos, fortunes text, pydicom's DICOM series), verify and
-describe it, load it with every loader, print throughput, and end with a short side-by-side benchmark.
+"""`make demo`: convert the bundled real data (photos, fortunes text, pydicom's DICOM series, nibabel's MR brain),
+verify and describe it, load it with every loader, print throughput, and end with a short side-by-side benchmark.
 
 Run from the repository root inside the project environment (the Makefile does both).
 """
@@ -99,6 +99,24 @@ def dicom_demo(out: Path) -> None:
           f"[{float(patches.min()):.2f}, {float(patches.max()):.2f}], {len(loader)} batches/epoch")
 
 
+def nifti_demo(out: Path) -> None:
+    from nifti_sample import brain_task
+
+    import fastdata
+
+    # nibabel's bundled real MR brain as a Decathlon task, with a mask: patches come with their masks in
+    # meta["labels"], cut and augmented alike; MR values are no Hounsfield units, so pad with 0 and standardise
+    task = brain_task(out / "Task01_Brain")
+    brain = out / "brain"
+    run_cli("convert", str(task), str(brain), "--spacing", "2.0", "-j", "1")
+    loader = fastdata.loader(brain, batch_size=2, patches_per_volume=2, patch_size=16, pad_value=0.0, zscore=True,
+                             sampling="foreground", device="cpu")
+    patches, meta = next(iter(loader))
+    labels = meta["labels"]
+    print(f"\n# brain patches: {tuple(patches.shape)} {patches.dtype}, masks {tuple(labels.shape)} {labels.dtype}, "
+          f"{100 * float(labels.float().mean()):.0f}% of voxels labelled {loader.classes[1]!r}")
+
+
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
@@ -116,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     load_images(shards)
     text_demo(out)
     dicom_demo(out)
+    nifti_demo(out)
     print("\n# side by side on the bundled photos (a short run; the full one: python benchmarks/images_per_sec.py)",
           flush=True)
     size = ["--images", "32", "--reps", "1", "--batch-size", "16"] if args.quick else \

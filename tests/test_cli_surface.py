@@ -163,6 +163,7 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
     from converters.dicom.options import DicomOptions
     from converters.image_text.process import ImageTextOptions
     from converters.images.encode import ImageOptions
+    from converters.nifti import NiftiOptions
     from converters.text.options import TextOptions
 
     def options(kind: str, *argv: str):
@@ -188,6 +189,10 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
     assert options("dicom").salt == ""  # no --salt and no variable: the run draws one (docs/volumes.md)
     monkeypatch.setenv(DEFAULT_SALT_ENV, "from-env")
     assert options("dicom").salt == "from-env" and options("dicom", "--salt", "s").salt == "s"
+    assert options("nifti", *KIND_FLAGS, "--channel", "flair", "--modality", "T2") == NiftiOptions(
+        spacing=(1.0, 2.0, 3.0), salt="s", keep_phi=True, split="val", max_voxels=99, channel="flair", modality="T2")
+    assert options("nifti", "--channel", "2").channel == 2 and options("nifti").channel is None
+    assert options("nifti").salt == "from-env"  # the dicom kind's variable: the same pseudonyms for both kinds
     assert options("image_text", *KIND_FLAGS) == ImageTextOptions(
         captions="c.csv", tokenizer="tok.json", max_length=64, short_side=128, quality=80, max_pixels=1000,
         split="val", keep_metadata=True, image_field="img", caption_field="alt")

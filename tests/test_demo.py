@@ -35,5 +35,6 @@ def test_the_demo_runs_every_step(tmp_path, monkeypatch, capfd):
         assert f"  {backend:7s} 48 images/epoch" in out
     assert "padding" in out and out.count("batches/epoch, padding") == 3
     assert "# volume patches: (2, 1, 4, 8, 8) torch.float32" in out
+    assert "# brain patches: (2, 1, 16, 16, 16) torch.float32, masks (2, 1, 16, 16, 16) torch.int64" in out
     [bench] = benches
     assert bench.images == 32 and bench.variant == "train" and bench.no_docs

@@ -12,10 +12,11 @@ pytest.importorskip("scipy")
 from conftest_dicom import PLANE, edit_dicom, make_slice, rejection_of, stack_series  # noqa: E402
 
 from converters.dicom import DicomOptions  # noqa: E402
+from converters.dicom.arrays import to_int16  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
 from converters.dicom.geometry import RejectSeries  # noqa: E402
 from converters.dicom.resample import resample  # noqa: E402
-from converters.dicom.series import _code, _number, _to_int16, convert_series  # noqa: E402
+from converters.dicom.series import _code, _number, convert_series  # noqa: E402
 
 OPTS = DicomOptions(salt="t")
 
@@ -152,7 +153,7 @@ def test_metadata_is_rounded_to_six_decimals(tmp_path):
 
 def test_the_cast_to_int16_clips_and_counts_only_what_lies_outside():
     values = np.array([-32769.0, -32768.0, -32768.4, 0.5, 1.5, 32767.0, 32767.4, 32767.6, 40000.0])
-    out, clipped = _to_int16(values)
+    out, clipped = to_int16(values)
     assert out.dtype == np.int16 and clipped == 3
     assert out.tolist() == [-32768, -32768, -32768, 0, 2, 32767, 32767, 32767, 32767]  # rint: halves to even
 

@@ -106,3 +106,26 @@ def test_arrow_layouts_declare_the_columns_and_hugging_face_features():
     assert bare.names == ["key", "image", "json"] and "label" not in _hf_features(bare)
     with pytest.raises(ValueError, match="the dicom kind writes WebDataset tar shards only"):
         get_kind("dicom").arrow_layout(discovery(), None)
+
+
+@pytest.mark.parametrize(("given", "pseudonyms"), [
+    ({"salt": "SALT-7731"}, "keyed by the user's salt: the same in every conversion with that salt"),
+    ({}, "keyed by a random salt of this conversion: linkable to no other conversion"),
+    ({"keep_phi": True}, "source paths kept (--keep-phi)"),
+])
+def test_nifti(given, pseudonyms):
+    from converters.nifti import NiftiOptions
+
+    options = NiftiOptions(spacing=(1.0, 0.5, 0.5), channel=2, modality="T2", max_voxels=1000, **given)
+    assert get_kind("nifti").describe(discovery(), options) == {
+        "preprocessing": {
+            "spacing": [1.0, 0.5, 0.5], "spacing_axes": "zyx",
+            "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
+            "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
+            "geometry": "the file's affine (sform, else qform); origin and direction in DICOM's LPS frame",
+            "channel": 2, "modality": "T2", "keep_phi": bool(given.get("keep_phi")), "pseudonyms": pseudonyms,
+            "max_voxels": 1000},
+        "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"}}
+    assert get_kind("nifti").describe(discovery(), NiftiOptions())["preprocessing"]["spacing"] is None
+    with pytest.raises(ValueError, match="the nifti kind writes WebDataset tar shards only"):
+        get_kind("nifti").arrow_layout(discovery(), options)

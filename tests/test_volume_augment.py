@@ -24,33 +24,33 @@ def test_augment_keeps_patch_shape_and_dtype(margin):
     x = _batch(size=opts.cut_size)
     assert opts.cut_size == (16 + 2 * margin,) * 3
     torch.manual_seed(1)
-    y = aug(x)
-    assert y.shape == (3, 1, 16, 16, 16) and y.dtype == torch.float32
+    y, none = aug(x)
+    assert none is None and y.shape == (3, 1, 16, 16, 16) and y.dtype == torch.float32
     torch.manual_seed(1)
-    torch.testing.assert_close(aug(x), y, rtol=0, atol=0)  # seeded -> reproducible
-    names = [type(m).__name__ for m in aug.kornia]
+    torch.testing.assert_close(aug(x)[0], y, rtol=0, atol=0)  # seeded -> reproducible
+    names = [type(m).__name__ for m in [*aug.kornia, aug.affine]]
     assert {"RandomDepthicalFlip3D", "RandomVerticalFlip3D", "RandomHorizontalFlip3D", "RandomAffine3D"} <= set(names)
     assert ("RandomCrop3D" in names) == (margin > 0)
 
 
 def test_elastic_is_identity_at_zero_and_smooth_otherwise():
     x = _batch()
-    torch.testing.assert_close(elastic(x, prob=1.0, grid=4, magnitude=0.0), x)
-    torch.testing.assert_close(elastic(x, prob=0.0, grid=4, magnitude=3.0), x)
+    torch.testing.assert_close(elastic(x, prob=1.0, grid=4, magnitude=0.0)[0], x)
+    torch.testing.assert_close(elastic(x, prob=0.0, grid=4, magnitude=3.0)[0], x)
     torch.manual_seed(0)
-    y = elastic(x, prob=1.0, grid=4, magnitude=3.0)
+    y, _ = elastic(x, prob=1.0, grid=4, magnitude=3.0)
     assert y.shape == x.shape and not torch.allclose(y, x)
     const = torch.full((2, 1, 12, 12, 12), 0.25)
-    torch.testing.assert_close(elastic(const, prob=1.0, grid=3, magnitude=2.0), const)  # border padding
+    torch.testing.assert_close(elastic(const, prob=1.0, grid=3, magnitude=2.0)[0], const)  # border padding
     ramp = torch.linspace(0, 1, 24).view(1, 1, 1, 1, 24).expand(1, 1, 24, 24, 24).contiguous()
-    warped = elastic(ramp, prob=1.0, grid=4, magnitude=1.0)
+    warped, _ = elastic(ramp, prob=1.0, grid=4, magnitude=1.0)
     assert float((warped - ramp).abs().max()) < 0.25  # a few voxels of displacement, not noise
 
 
 def test_rot90_permutes_values_only():
     x = _batch(b=4, size=(8, 12, 12))
     torch.manual_seed(3)
-    y = rot90_hw(x)
+    y, _ = rot90_hw(x)
     assert y.shape == x.shape
     for b in range(4):
         assert torch.equal(torch.sort(y[b].flatten()).values, torch.sort(x[b].flatten()).values)

@@ -4,7 +4,6 @@ apply RescaleSlope/RescaleIntercept (HU for CT), resample to the requested spaci
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
@@ -13,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from converters.dicom.arrays import npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
@@ -22,9 +22,6 @@ from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
 
 _CODE_STRING = re.compile(r"[A-Z0-9_ ]{0,16}")  # DICOM PS3.5 6.2, VR CS
-
-INT16 = np.iinfo(np.int16)
-
 
 def _floats(value: Any, n: int) -> tuple[float, ...] | None:
     if value is None:
@@ -123,11 +120,6 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
     return arr
 
 
-def _too_many(voxels: int, max_voxels: int, what: str) -> RejectSeries:
-    return RejectSeries(f"{what} {voxels} voxels, more than --max-voxels {max_voxels} "
-                        f"(about {12 * voxels / 2**20:,.0f} MiB of memory to convert)")
-
-
 def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Slice], list[np.ndarray], Any, set[str]]:
     pydicom = require("pydicom", "dicom")
     slices, planes, syntaxes, first = [], [], set(), None
@@ -149,7 +141,7 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
             raise RejectSeries(f"{rel}: an image of {list(these[0].shape) if these else 0} pixels")
         voxels += len(these) * these[0].shape[0] * these[0].shape[1]
         if voxels > max_voxels:  # checked on the header, before any pixel data is decoded
-            raise _too_many(voxels, max_voxels, "the series holds at least")
+            raise too_many(voxels, max_voxels, "the series holds at least")
         try:
             arr = _pixels(ds, rel)
         except RejectSeries:
@@ -181,26 +173,6 @@ def _code(ds: Any, keyword: str, rel: str) -> str:
     return text
 
 
-def _to_int16(values: np.ndarray) -> tuple[np.ndarray, int]:
-    rounded = np.rint(values)
-    clipped = int(np.count_nonzero((rounded < INT16.min) | (rounded > INT16.max)))
-    return np.clip(rounded, INT16.min, INT16.max).astype(np.int16), clipped
-
-
-def _npy(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
-    return buf.getvalue()
-
-
-def _round(values: Any) -> Any:
-    if values is None:
-        return None
-    if isinstance(values, list | tuple):
-        return [_round(v) for v in values]
-    return round(float(values), 6)
-
-
 def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, dict[str, Any]]:
     """The int16 array and the metadata of one series. Raises RejectSeries with the reason."""
     files = series.files
@@ -220,9 +192,9 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         target = (geometry.spacing[0], *target[1:])  # one slice: nothing to interpolate along z
     resampled = math.prod(output_shape(values.shape, geometry.spacing, target))
     if resampled > opts.max_voxels:  # checked before the output is allocated
-        raise _too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
+        raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
-    arr, clipped = _to_int16(out)
+    arr, clipped = to_int16(out)
     first_rel = files[0][1]  # ds is the series' first file
     modality = _code(ds, "Modality", first_rel)
     meta: dict[str, Any] = {
@@ -230,13 +202,13 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "ndim": arr.ndim,
         "axes": "zyx" if arr.ndim == 3 else "yx",
         "shape": list(arr.shape),
-        "spacing": _round(spacing),
-        "origin": _round(geometry.origin),
-        "direction": _round(geometry.direction),
+        "spacing": rounded(spacing),
+        "origin": rounded(geometry.origin),
+        "direction": rounded(geometry.direction),
         "original_shape": list(geometry.shape),
-        "original_spacing": _round(geometry.spacing),
+        "original_spacing": rounded(geometry.spacing),
         "slice_spacing_source": geometry.spacing_source,
-        "resampled": list(arr.shape) != list(geometry.shape) or _round(spacing) != _round(geometry.spacing),
+        "resampled": list(arr.shape) != list(geometry.shape) or rounded(spacing) != rounded(geometry.spacing),
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
         "modality": modality,
         "units": "HU" if modality == "CT" else "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
@@ -271,7 +243,7 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
     info = json.dumps(meta, sort_keys=True).encode()
     stats = {"series": 1, "slices": meta["slices"], "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
              "modality": {meta["modality"] or "unknown": 1}, "ndim": {str(arr.ndim): 1}}
-    return Sample(key=item.key, label=None, members={"npy": _npy(arr), "json": info},
+    return Sample(key=item.key, label=None, members={"npy": npy_bytes(arr), "json": info},
                   stats=stats)
 
 

@@ -31,19 +31,23 @@ def normalise(x: torch.Tensor, opts: VolumeLoaderOptions) -> torch.Tensor:
     return x
 
 
-def rot90_hw(x: torch.Tensor) -> torch.Tensor:
-    """Rotate each sample of [B, C, D, H, W] by a random multiple of 90 degrees in the (H, W) plane."""
+def rot90_hw(x: torch.Tensor, masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Rotate each sample of [B, C, D, H, W] (and its mask) by a random multiple of 90 degrees in the (H, W) plane."""
     k = torch.randint(0, 4, (x.shape[0],), device="cpu").tolist()
-    return torch.stack([torch.rot90(x[i], k[i], dims=(-2, -1)) for i in range(x.shape[0])])
+    turned = [torch.stack([torch.rot90(t[i], k[i], dims=(-2, -1)) for i in range(t.shape[0])])
+              for t in (x, *([] if masks is None else [masks]))]
+    return turned[0], (turned[1] if masks is not None else None)
 
 
-def elastic(x: torch.Tensor, *, prob: float, grid: int, magnitude: float) -> torch.Tensor:
+def elastic(x: torch.Tensor, masks: torch.Tensor | None = None, *, prob: float, grid: int,
+            magnitude: float) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Warp samples (with probability `prob`) by a smooth random displacement field: Gaussian
-    displacements (std `magnitude` voxels) on a grid^3 lattice, trilinearly upsampled."""
+    displacements (std `magnitude` voxels) on a grid^3 lattice, trilinearly upsampled. A mask follows its sample's
+    field with nearest-neighbour sampling (label values are never blended)."""
     b, _, d, h, w = x.shape
     apply = (torch.rand(b, device=x.device) < prob).to(x.dtype)
     if magnitude == 0 or not bool(apply.any()):
-        return x
+        return x, masks
     coarse = torch.randn(b, 3, grid, grid, grid, device=x.device, dtype=x.dtype) * magnitude
     disp = F.interpolate(coarse, size=(d, h, w), mode="trilinear", align_corners=True)
     disp = disp * apply.view(b, 1, 1, 1, 1)
@@ -52,12 +56,16 @@ def elastic(x: torch.Tensor, *, prob: float, grid: int, magnitude: float) -> tor
                          dtype=x.dtype)
     disp = disp.flip(1).permute(0, 2, 3, 4, 1) * scale
     theta = torch.eye(3, 4, device=x.device, dtype=x.dtype).expand(b, 3, 4)
-    base = F.affine_grid(theta, [b, 1, d, h, w], align_corners=True)
-    return F.grid_sample(x, base + disp, mode="bilinear", padding_mode="border", align_corners=True)
+    field = F.affine_grid(theta, [b, 1, d, h, w], align_corners=True) + disp
+    warped = F.grid_sample(x, field, mode="bilinear", padding_mode="border", align_corners=True)
+    if masks is not None:
+        masks = F.grid_sample(masks, field, mode="nearest", padding_mode="border", align_corners=True)
+    return warped, masks
 
 
 class VolumeAugment(torch.nn.Module):
-    """The training augmentation of a [B, 1, D', H', W'] batch -> [B, 1, *patch_size], same dtype."""
+    """The training augmentation of a [B, 1, D', H', W'] batch -> [B, 1, *patch_size], same dtype; a batch of masks
+    of the same shape (label values as floats) gets the same crops, flips, rotations and warps, sampled nearest."""
 
     def __init__(self, opts: VolumeLoaderOptions) -> None:
         super().__init__()
@@ -69,15 +77,28 @@ class VolumeAugment(torch.nn.Module):
         if opts.flip_prob > 0:
             steps += [K.RandomDepthicalFlip3D(p=opts.flip_prob), K.RandomVerticalFlip3D(p=opts.flip_prob),
                       K.RandomHorizontalFlip3D(p=opts.flip_prob)]
+        self.kornia = torch.nn.Sequential(*steps)  # crops and flips: exact for masks as an extra channel
+        self.affine = None
         if opts.affine_prob > 0 and (opts.rotate_degrees > 0 or opts.scale is not None):
-            steps.append(K.RandomAffine3D(degrees=opts.rotate_degrees, scale=opts.scale, p=opts.affine_prob))
-        self.kornia = torch.nn.Sequential(*steps)
+            self.affine = K.RandomAffine3D(degrees=opts.rotate_degrees, scale=opts.scale, p=opts.affine_prob)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.kornia(x) if len(self.kornia) else x
+    def forward(self, x: torch.Tensor, masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        if len(self.kornia):
+            both = self.kornia(x if masks is None else torch.cat([x, masks], dim=1))
+            x, masks = (both, None) if masks is None else (both[:, :x.shape[1]], both[:, x.shape[1]:])
+        if self.affine is not None:
+            x = self.affine(x)
+            if masks is not None:
+                masks = self._warp_nearest(masks, self.affine.transform_matrix)
         if self.opts.rot90 and x.shape[-1] == x.shape[-2]:
-            x = rot90_hw(x)
+            x, masks = rot90_hw(x, masks)
         if self.opts.elastic_prob > 0:
-            x = elastic(x, prob=self.opts.elastic_prob, grid=self.opts.elastic_grid,
-                        magnitude=self.opts.elastic_magnitude)
-        return x
+            x, masks = elastic(x, masks, prob=self.opts.elastic_prob, grid=self.opts.elastic_grid,
+                               magnitude=self.opts.elastic_magnitude)
+        return x, masks
+
+    def _warp_nearest(self, masks: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
+        """The masks moved by the affine just drawn for their samples (kornia's warp, nearest-neighbour)."""
+        warp = require("kornia.geometry.transform", "kornia").warp_affine3d
+        return warp(masks, matrix[:, :3, :].to(masks.dtype), tuple(masks.shape[-3:]), "nearest",
+                    align_corners=self.affine.flags["align_corners"])  # type: ignore[union-attr]

@@ -1,11 +1,12 @@
 """`fastdata.loader("volumes/", batch_size=4, patch_size=(128, 128, 128), window=(-1000, 400))`:
-batches of 3D patches from a converted dicom dataset.
+batches of 3D patches from a converted dicom or nifti dataset.
 
 Train: each epoch shuffles the volumes (a pure function of seed and epoch), deals them to ranks,
 cuts `patches_per_volume` random patches from each (uniform or foreground-biased), moves the batch
 to the device, normalises intensity and augments there. Eval: deterministic sliding windows that
 cover every volume, with their coordinates, so predictions can be stitched back.
-Yields `(patches [B, 1, D, H, W] on the device, meta)`.
+Yields `(patches [B, 1, D, H, W] on the device, meta)`; where the volumes have masks (nifti kind),
+`meta["labels"]` holds the masks' patches, cut, augmented and placed like the patches (int64, [B, 1, D, H, W]).
 """
 
 from __future__ import annotations
@@ -34,14 +35,16 @@ from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
+from fastdata.volumes.masks import mask_batch, mask_classes
 from fastdata.volumes.options import VolumeLoaderOptions, warn_on_units
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
 from fastdata.volumes.store import VolumeStore
 
 log = logging.getLogger(__name__)
 
+VOLUME_KINDS = ("dicom", "nifti")  # the kinds whose samples are volumes (npy + json)
 STATE_VERSION = 1  # the form of state_dict() (fastdata/loader_state.py)
-Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool]
+Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool, np.ndarray | None]  # patch, plan, start, centred, mask
 
 
 class VolumeLoader(Closable):
@@ -74,6 +77,9 @@ class VolumeLoader(Closable):
         self._plan_cache: tuple[tuple[int, tuple[Step, ...]], list[PatchSpec]] | None = None
         self._augment = VolumeAugment(opts) if (opts.train and opts.augment) else None
         self._shapes = [e.shape for e in self.store.entries]
+        self.masked = self.store.masked  # the volumes have masks (nifti kind): meta["labels"] holds their patches
+        if self.masked and isinstance(view, MixedView):
+            self.classes = mask_classes(view)
         if len(self) == 0:
             log.warning("this loader yields no batch: %d patch(es) per epoch on rank %d, batch_size %d, drop_last; "
                         "lower batch_size or raise patches_per_volume", self._num_patches(), opts.rank,
@@ -165,6 +171,7 @@ class VolumeLoader(Closable):
         """Read one volume and cut the patches `specs` (all of that volume) from it (reader thread)."""
         o = self.opts
         volume = self.store.read(specs[0].volume)
+        mask = self.store.read_mask(specs[0].volume) if self.masked else None
         size = o.cut_size
         out = []
         for spec in specs:
@@ -173,8 +180,11 @@ class VolumeLoader(Closable):
             if start is None:
                 rng = np.random.default_rng(list(spec.stream))
                 use_fg = o.sampling == "foreground" and rng.random() < o.foreground_prob
-                start, centred = random_start(volume, size, rng, foreground=use_fg, threshold=o.foreground_hu)
-            out.append((crop(volume, start, size, pad_value=o.pad_value), spec, start, centred))
+                # with masks, the foreground is the labelled voxels (nnU-Net's oversampling), else voxels above HU
+                start, centred = random_start(volume if mask is None else mask, size, rng, foreground=use_fg,
+                                              threshold=o.foreground_hu if mask is None else 0, exact=mask is not None)
+            out.append((crop(volume, start, size, pad_value=o.pad_value), spec, start, centred,
+                        None if mask is None else crop(mask, start, size, pad_value=0)))
         return out
 
     def _patches(self, specs: list[PatchSpec]) -> Iterator[Patch]:
@@ -203,24 +213,25 @@ class VolumeLoader(Closable):
             host = host.pin_memory()
         x = host.to(device, non_blocking=True).float()
         x = normalise(x, o)
+        masks = mask_batch([p[4] for p in patches], device) if self.masked else None
         hook = None if isinstance(o.augment, bool) else o.augment
         if self._augment is not None or hook is not None or o.batch_transform is not None:
             with seeded(o.seed, self._epoch, o.rank, batch_index, device):
-                return self._hooked(x, patches, batch_index, hook)
-        return self._cast(x), self._meta(patches)
+                return self._hooked(x, masks, patches, batch_index, hook)
+        return self._cast(x), self._meta(patches, masks)
 
-    def _hooked(self, x: torch.Tensor, patches: list[Patch], batch_index: int,
+    def _hooked(self, x: torch.Tensor, masks: torch.Tensor | None, patches: list[Patch], batch_index: int,
                 hook: Any) -> tuple[torch.Tensor, dict[str, Any]]:
         """The built-in augmentation, the augment hook, the cast, the batch_transform hook (seeded by the caller)."""
         o = self.opts
         if self._augment is not None:
-            x = self._augment(x)
+            x, masks = self._augment(x, masks)
             if o.window is not None:
                 x = x.clamp_(0.0, 1.0)  # interpolation may overshoot by a rounding error
-        if hook is not None:
+        if hook is not None:  # it sees the patches only: a spatial transform there would leave the masks behind
             out = call_hook("augment", hook, x, epoch=self._epoch, batch=batch_index)
             x = augmented(out, x, epoch=self._epoch, batch=batch_index)
-        x, meta = self._cast(x), self._meta(patches)
+        x, meta = self._cast(x), self._meta(patches, masks)
         if o.batch_transform is not None:
             out = call_hook("batch_transform", o.batch_transform, x, meta, epoch=self._epoch, batch=batch_index)
             x, meta = pair("batch_transform", out, epoch=self._epoch, batch=batch_index)
@@ -229,7 +240,7 @@ class VolumeLoader(Closable):
     def _cast(self, x: torch.Tensor) -> torch.Tensor:
         return x.to(getattr(torch, self.opts.dtype)).contiguous()
 
-    def _meta(self, patches: list[Patch]) -> dict[str, Any]:
+    def _meta(self, patches: list[Patch], masks: torch.Tensor | None) -> dict[str, Any]:
         entries = [self.store.entries[p[1].volume] for p in patches]
         return {
             "keys": [e.key for e in entries],
@@ -241,6 +252,7 @@ class VolumeLoader(Closable):
             "foreground": torch.tensor([p[3] for p in patches], dtype=torch.bool),
             **({"dataset": torch.from_numpy(self.mixture.dataset_of(np.array([p[1].volume for p in patches])))}
                if self._return_dataset else {}),
+            **({"labels": masks.round().long()} if masks is not None else {}),
         }
 
     def _release(self) -> None:
@@ -270,8 +282,9 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     remote = RemoteOptions.pop(options)
     rank, world_size = resolve_rank(rank, world_size)
     view = source if isinstance(source, DatasetView | MixedView) else open_dataset(source, split=split, remote=remote)
-    if view.manifest.kind != "dicom":
-        raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the volume loader reads 'dicom' datasets")
+    if view.manifest.kind not in VOLUME_KINDS:
+        raise ValueError(f"{source} holds a {view.manifest.kind!r} dataset; the volume loader reads "
+                         f"{' and '.join(map(repr, VOLUME_KINDS))} datasets")
     allowed = set(VolumeLoaderOptions.__dataclass_fields__) - {"rank", "world_size"}
     unknown = sorted(set(options) - allowed)
     if unknown:
@@ -280,5 +293,6 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
         if isinstance(options.get(key), list):
             options[key] = tuple(options[key])
     opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size)
-    warn_on_units(view, opts)
-    return VolumeLoader(view, opts)
+    loader = VolumeLoader(view, opts)
+    warn_on_units(view, opts, masked=loader.masked)
+    return loader

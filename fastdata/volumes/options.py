@@ -133,16 +133,17 @@ class VolumeLoaderOptions:
         return (self.patch_size[0] + 2 * m, self.patch_size[1] + 2 * m, self.patch_size[2] + 2 * m)
 
 
-def warn_on_units(view: Any, opts: VolumeLoaderOptions) -> None:  # view: a DatasetView or MixedView
+def warn_on_units(view: Any, opts: VolumeLoaderOptions, *, masked: bool = False) -> None:  # a DatasetView/MixedView
     """Log a warning when options in Hounsfield units meet volumes that are not CT: an MR or radiograph holds
-    rescaled stored values, where -1024 is no air and a window in HU cuts at arbitrary intensities."""
+    rescaled stored values, where -1024 is no air and a window in HU cuts at arbitrary intensities. With masks,
+    foreground sampling centres on labelled voxels: foreground_hu is not used."""
     for member in view.views:
         counts = member.manifest.splits[member.split].stats.get("modality")
         other = sorted(m for m in counts or {} if m != "CT") if isinstance(counts, dict) else []
         in_hu = [f"{name}={value}" for name, value, used in (
             ("window", opts.window, opts.window is not None),
             ("pad_value", opts.pad_value, opts.pad_value == VolumeLoaderOptions.pad_value),
-            ("foreground_hu", opts.foreground_hu, opts.sampling == "foreground")) if used]
+            ("foreground_hu", opts.foreground_hu, opts.sampling == "foreground" and not masked)) if used]
         if other and in_hu:
             log.warning("%s holds %s volumes, whose values are not Hounsfield units, but %s %s in HU (CT's air, "
                         "window or foreground): pass pad_value= their background (0 for most MR), zscore= instead of "

@@ -85,13 +85,14 @@ def eval_plan(shapes: list[Triple], *, patch: Triple, overlap: Triple, rank: int
 
 
 def random_start(volume: np.ndarray, size: Triple, rng: np.random.Generator, *, foreground: bool,
-                 threshold: float) -> tuple[Triple, bool]:
+                 threshold: float, exact: bool = False) -> tuple[Triple, bool]:
     """A uniformly random start (windows may overhang small volumes, which get padded), or, with
-    `foreground`, a window centred on a random voxel above `threshold`. Returns (start, centred)."""
+    `foreground`, a window centred on a random voxel above `threshold`: found on a grid of every 4th voxel
+    (a voxel near one above it), or with `exact` among all voxels (a mask's small lesions). Returns (start, centred)."""
     lo = [min(0, n - p) for n, p in zip(volume.shape, size)]
     hi = [max(0, n - p) for n, p in zip(volume.shape, size)]
     if foreground:
-        step = 4 if min(volume.shape) >= 16 else 1
+        step = 4 if min(volume.shape) >= 16 and not exact else 1
         hits = np.flatnonzero(volume[::step, ::step, ::step] > threshold)
         if hits.size:
             coarse = np.unravel_index(int(hits[rng.integers(hits.size)]), volume[::step, ::step, ::step].shape)

@@ -29,6 +29,7 @@ class VolumeEntry:
     shard: Path
     npy: tuple[int, int]  # (offset, size) in the shard
     meta: dict[str, Any]
+    label: tuple[int, int] | None = None  # the mask's label.npy member (nifti kind), (offset, size)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -88,6 +89,14 @@ def _checked_meta(path: Path, key: str, meta: Any, shape: tuple[int, ...]) -> di
     return meta
 
 
+def _mask_header(path: Path, key: str, member: tuple[int, int], shape: tuple[int, ...]) -> None:
+    """ShardError unless the label.npy member is an unsigned integer array of its image's shape."""
+    mask_shape, dtype, _ = _npy_header(path, f"{key} (label.npy)", *member)
+    if dtype.kind != "u" or dtype.itemsize > 2 or mask_shape != shape:
+        raise ShardError(f"sample {key} in {path}: its mask is {dtype} of shape {list(mask_shape)}, not uint8 or "
+                         f"uint16 of its image's shape {list(shape)}")
+
+
 def index_shard(path: Path) -> list[VolumeEntry]:
     members: dict[str, dict[str, tuple[int, int]]] = {}
     try:
@@ -107,11 +116,14 @@ def index_shard(path: Path) -> list[VolumeEntry]:
             raise ShardError(f"sample {key} in {path} has a json member of {parts['json'][1]} bytes (at most "
                              f"{MAX_JSON_BYTES})")
         shape, _, _ = _npy_header(path, key, *parts["npy"])
+        if "label.npy" in parts:
+            _mask_header(path, key, parts["label.npy"], shape)
         try:
             meta = parse_json(_read_at(path, *parts["json"]))
         except BadJSON as exc:
             raise ShardError(f"sample {key} in {path} has an unreadable json member: {exc}") from exc
-        entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=_checked_meta(path, key, meta, shape)))
+        entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=_checked_meta(path, key, meta, shape),
+                                   label=parts.get("label.npy")))
     return entries
 
 
@@ -133,14 +145,34 @@ class VolumeStore:
     def __len__(self) -> int:
         return len(self.entries)
 
+    @property
+    def masked(self) -> bool:
+        """Whether the volumes have masks: all of them (a store where only some have one is refused)."""
+        have = sum(e.label is not None for e in self.entries)
+        if 0 < have < len(self.entries):
+            raise ShardError(f"{have} of {len(self.entries)} volumes have a mask (label.npy): a loader yields masks "
+                             "for every patch or for none; load the masked and the unmasked volumes apart")
+        return have > 0
+
     def read(self, index: int) -> np.ndarray:
-        """The volume as an int16 (D, H, W) array (2D images get D = 1)."""
+        """The volume as a (D, H, W) array of its stored type (2D images get D = 1)."""
         e = self.entries[index]
+        return self._array(e, e.npy, "npy", "iuf")
+
+    def read_mask(self, index: int) -> np.ndarray:
+        """The volume's mask as a uint8 or uint16 (D, H, W) array."""
+        e = self.entries[index]
+        if e.label is None:
+            raise ShardError(f"sample {e.key} in {e.shard} has no mask (label.npy)")
+        return self._array(e, e.label, "label.npy", "u")
+
+    @staticmethod
+    def _array(e: VolumeEntry, member: tuple[int, int], ext: str, kinds: str) -> np.ndarray:
         try:  # checked again: the file may have changed since it was opened
-            arr = load_npy(_read_at(e.shard, *e.npy)).copy()  # writable, as np.load's was
+            arr = load_npy(_read_at(e.shard, *member)).copy()  # writable, as np.load's was
         except ValueError as exc:
-            raise ShardError(f"sample {e.key} in {e.shard} has an unreadable npy member: {exc}") from exc
-        if arr.dtype.kind not in "iuf" or list(arr.shape) != e.meta["shape"]:  # the file changed since indexing
+            raise ShardError(f"sample {e.key} in {e.shard} has an unreadable {ext} member: {exc}") from exc
+        if arr.dtype.kind not in kinds or list(arr.shape) != e.meta["shape"]:  # the file changed since indexing
             raise ShardError(f"sample {e.key} in {e.shard}: expected {e.meta['shape']}, got {arr.dtype} with "
-                             f"shape {list(arr.shape)}")
+                             f"shape {list(arr.shape)} in its {ext} member")
         return arr.reshape(e.shape)

@@ -1,0 +1,104 @@
+"""The nifti kind: NIfTI volumes (`.nii`, `.nii.gz`), with their segmentation masks in the Medical Segmentation
+Decathlon / nnU-Net layout -> the dicom kind's volume samples (npy + json), plus `label.npy` for a mask."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from converters.dicom.options import DEFAULT_SALT_ENV, parse_spacing
+from converters.dicom.privacy import file_name, note_random_salt, warn_keep_phi
+from converters.kind import ArrowLayout, Discovery
+from converters.nifti.case import CaseProcessor
+from converters.nifti.discover import NIFTI, discover_nifti
+from converters.nifti.options import NiftiOptions, parse_channel
+from converters.sample import Rejection
+from converters.tree import first_files
+
+DETECT_FILES = 200  # files whose names detect reads
+
+
+class NiftiKind:
+    name = "nifti"
+    formats = ("wds",)
+    member_order = ("npy", "label.npy", "json")
+    probe_items = 4  # cases are large, as series are (converters/dicom)
+    task_memory = 2 * 2**30
+
+    def detect(self, src: Path, /) -> bool:
+        return any(NIFTI.search(path.name) for path in first_files(src, DETECT_FILES))
+
+    def add_arguments(self, parser: Any) -> None:
+        # --spacing, --salt, --keep-phi, --max-voxels and --split are the dicom kind's options, shared
+        parser.add_argument("--channel", metavar="C",
+                            help="nifti: the channel of a multi-channel case to convert: a number (a 4D image's 4th "
+                                 "axis, nnU-Net's NAME_000C files) or a name (BraTS's flair, t1, t1ce, t2 files); "
+                                 "default: cases of one channel only")
+        parser.add_argument("--modality", metavar="NAME",
+                            help="nifti: the images' modality (CT makes their values Hounsfield units); default: the "
+                                 "source's dataset.json")
+
+    def options_from_args(self, args: Any) -> NiftiOptions:
+        salt = args.salt if args.salt is not None else os.environ.get(DEFAULT_SALT_ENV, "")
+        return NiftiOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi, split=args.split,
+                            max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality)
+
+    def discover(self, src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True) -> Discovery:
+        if options.keep_phi:
+            warn_keep_phi()
+        elif not options.salt:
+            note_random_salt()
+        return discover_nifti(src, options=options, follow_symlinks=follow_symlinks, private=not options.keep_phi)
+
+    def pseudonymize(self, discovery: Discovery, options: NiftiOptions) -> tuple[Discovery, dict[str, str]]:
+        """Without --keep-phi, every file is named by its pseudonym under the (resolved) salt, in work items,
+        payloads (written into each sample's json) and rejections; returns the discovery renamed and
+        {pseudonym: path relative to SRC} for the engine's private report. File names may hold a patient's name."""
+        if options.keep_phi:
+            return discovery, {}
+        paths: dict[str, str] = {}
+
+        def named(rel: str) -> str:
+            name = file_name(rel, options.salt)
+            paths[name] = rel
+            return name
+
+        def renamed(pair: tuple[str, str] | None) -> tuple[str, str] | None:
+            return None if pair is None else (pair[0], named(pair[1]))
+
+        splits = {split: [replace(it, rel=named(it.rel), payload=replace(
+            it.payload, image=renamed(it.payload.image), label=renamed(it.payload.label))) for it in items]
+            for split, items in discovery.splits.items()}
+        rejected = [Rejection(r.split, named(r.source), r.reason) for r in discovery.rejected]
+        return replace(discovery, splits=splits, rejected=rejected), paths
+
+    def processor(self, options: NiftiOptions) -> CaseProcessor:
+        return CaseProcessor(options)
+
+    def arrow_layout(self, discovery: Discovery, options: NiftiOptions) -> ArrowLayout:
+        raise ValueError("the nifti kind writes WebDataset tar shards only (--format wds)")
+
+    def describe(self, discovery: Discovery, options: NiftiOptions) -> dict[str, Any]:
+        return {
+            "preprocessing": {
+                "spacing": None if options.spacing is None else list(options.spacing),
+                "spacing_axes": "zyx",
+                "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
+                "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
+                "geometry": "the file's affine (sform, else qform); origin and direction in DICOM's LPS frame",
+                "channel": options.channel,
+                "modality": options.modality,
+                "keep_phi": options.keep_phi,
+                "pseudonyms": "source paths kept (--keep-phi)" if options.keep_phi else (
+                    "keyed by the user's salt: the same in every conversion with that salt" if options.salt else
+                    "keyed by a random salt of this conversion: linkable to no other conversion"),
+                "max_voxels": options.max_voxels,
+            },
+            "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"},
+        }
+
+
+KIND = NiftiKind()
+__all__ = ["KIND", "NiftiKind", "NiftiOptions"]

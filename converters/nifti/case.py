@@ -1,0 +1,140 @@
+"""Per-case work (runs in worker processes): read a NIfTI image and its mask, check that they lie on the same
+grid, resample both to the requested spacing (linear for the image, nearest for the mask), and emit `{key}.npy`,
+`{key}.label.npy` (the mask, where there is one) and `{key}.json` (geometry; no source path by default)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from converters.dicom.arrays import INT16, npy_bytes, rounded, to_int16, too_many
+from converters.dicom.geometry import RejectSeries
+from converters.dicom.resample import output_shape, resample
+from converters.nifti.discover import CaseFiles
+from converters.nifti.options import NiftiOptions
+from converters.nifti.volume import Grid, channels, failure, grid_of, header_voxels, integral, load, same_grid, voxels
+from converters.sample import Rejection, Sample, WorkItem
+
+MASK_MAX = np.iinfo(np.uint16).max
+
+
+def _image(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, Grid]:
+    path, rel = case.image
+    img = load(path, rel)
+    grid = grid_of(img, rel)
+    n = channels(img)
+    if n > 1 and case.axis is None:
+        raise RejectSeries(f"{rel}: a 4D image of {n} channels; fastdata volumes hold one channel: pick one with "
+                           "--channel C")
+    if header_voxels(img) > opts.max_voxels:  # checked on the header, before any voxel is read
+        raise too_many(header_voxels(img), opts.max_voxels, "the image holds")
+    return voxels(img, rel, case.axis), grid
+
+
+def _described(grid: Grid) -> str:
+    return f"shape {list(grid.shape)}, spacing {rounded(grid.spacing)} mm, origin {rounded(grid.origin)}"
+
+
+def _mask(case: CaseFiles, grid: Grid) -> np.ndarray | None:
+    if case.label is None:
+        return None
+    path, rel = case.label
+    img = load(path, rel)
+    mask_grid = grid_of(img, rel)
+    if channels(img) > 1:
+        raise RejectSeries(f"{rel}: a mask of {channels(img)} channels; a mask holds one label value per voxel")
+    if not same_grid(grid, mask_grid):
+        raise RejectSeries(f"{rel}: the mask's grid ({_described(mask_grid)}) is not its image's ({_described(grid)})")
+    mask = voxels(img, rel, None)
+    if not integral(mask, 0, MASK_MAX):
+        raise RejectSeries(f"{rel}: mask values must be whole numbers in 0..{MASK_MAX}, found {mask.min()} .. "
+                           f"{mask.max()}" + ("" if mask.dtype.kind in "iu" else " or fractions"))
+    if case.classes and int(mask.max()) >= case.classes:
+        raise RejectSeries(f"{rel}: mask value {int(mask.max())}, but dataset.json names {case.classes} labels "
+                           f"(0..{case.classes - 1})")
+    return mask
+
+
+def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+    """The image array, the mask array (or None) and the metadata of one case. Raises RejectSeries with the reason."""
+    values, grid = _image(case, opts)
+    mask = _mask(case, grid)
+    target = grid.spacing if opts.spacing is None else opts.spacing
+    target = tuple(s if n == 1 else t for n, s, t in zip(values.shape, grid.spacing, target))  # one voxel: kept
+    resampled = math.prod(output_shape(values.shape, grid.spacing, target))
+    if resampled > opts.max_voxels:  # checked before the output is allocated
+        raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the image would hold")
+    whole = integral(values, INT16.min, INT16.max)
+    out, spacing = resample(values if whole and values.dtype == np.int16 else values.astype(np.float32),
+                            grid.spacing, target)
+    arr, clipped = to_int16(out) if whole else (np.ascontiguousarray(out, dtype=np.float32), 0)
+    meta: dict[str, Any] = {
+        "source": case.image[1],
+        "ndim": 3,
+        "axes": "zyx",
+        "shape": list(arr.shape),
+        "spacing": rounded(spacing),
+        "origin": rounded(grid.origin),
+        "direction": rounded(grid.direction),
+        "original_shape": list(grid.shape),
+        "original_spacing": rounded(grid.spacing),
+        "spatial_units": grid.units,
+        "resampled": list(arr.shape) != list(grid.shape) or rounded(spacing) != rounded(grid.spacing),
+        "interpolation": "linear (scipy.ndimage.affine_transform, order=1); masks nearest (order=0)",
+        "modality": case.modality,
+        "units": "HU" if case.modality.upper() == "CT" else "stored values (scl_slope/scl_inter applied)",
+        "dtype": str(arr.dtype),
+        "channel": case.channel,
+        "min": rounded(arr.min()),
+        "max": rounded(arr.max()),
+        "clipped_voxels": clipped,
+    }
+    labels = None
+    if mask is not None:
+        nearest, _ = resample(mask.astype(np.float32), grid.spacing, target, order=0)
+        kind = np.uint8 if int(mask.max()) <= np.iinfo(np.uint8).max else np.uint16
+        labels = np.rint(nearest).astype(kind)
+        meta.update({"label": case.label[1] if case.label else None, "label_dtype": str(labels.dtype),  # type: ignore[index]
+                     "label_max": int(labels.max()) if labels.size else 0})
+    return arr, labels, meta
+
+
+def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection:
+    """Convert one case (item.payload: CaseFiles) into a sample with members npy, label.npy (a mask) and json."""
+    case: CaseFiles = item.payload
+    for path, rel in (case.image, *([case.label] if case.label else [])):
+        if not Path(path).exists():
+            return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
+    try:
+        arr, labels, meta = convert_case(case, opts)
+    except RejectSeries as exc:
+        return Rejection(item.split, item.rel, str(exc))
+    meta = {"key": item.key, **meta}
+    members = {"npy": npy_bytes(arr)}
+    if labels is not None:
+        members["label.npy"] = npy_bytes(labels)
+    members["json"] = json.dumps(meta, sort_keys=True).encode()
+    stats = {"volumes": 1, "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
+             "modality": {meta["modality"] or "unknown": 1}, "dtype": {meta["dtype"]: 1},
+             "masks": int(labels is not None)}
+    return Sample(key=item.key, label=None, members=members, stats=stats)
+
+
+class CaseProcessor:
+    """The picklable per-item callable handed to the engine; one case per worker task (a case can be hundreds of
+    megabytes)."""
+
+    chunk_size = 1
+
+    def __init__(self, opts: NiftiOptions) -> None:
+        self.opts = opts
+
+    def __call__(self, item: WorkItem) -> Sample | Rejection:
+        try:
+            return process_case(item, opts=self.opts)
+        except Exception as exc:  # noqa: BLE001 - recorded here, not by the pool, whose reason quotes the message
+            return Rejection(item.split, item.rel, f"unexpected error: {failure(exc)}")

@@ -1,0 +1,103 @@
+"""Cases of a loose NIfTI tree (not the imagesTr/labelsTr layout), folder by folder.
+
+A folder whose one mask-named file (`seg`, `segmentation`, `label`, `mask`) lies beside its images is one case:
+KiTS's `case_00000/imaging.nii.gz` + `segmentation.nii.gz`, BraTS's `BraTS20_Training_001/..._flair.nii.gz`,
+`_t1`, `_t1ce`, `_t2` + `_seg.nii.gz`. Its channels are named by what their file names add to the name all its
+files share (flair, t1, t1ce, t2); `--channel NAME` picks one, and with it every folder is one case, masked or not
+(BraTS's validation set). Without a mask or a channel name, each file is a case of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Callable
+
+from converters.nifti.options import NiftiOptions
+from converters.sample import Rejection, WorkItem
+
+NIFTI = re.compile(r"(?i)\.nii(\.gz)?$")
+MASK_WORDS = re.compile(r"(?i)(^|[_\-. ])(seg|segs|segmentation|segmentations|label|labels|mask|masks|gt)($|[_\-. ])")
+SEPARATORS = "_-. "
+LAYOUTS = "one case per folder, or the imagesTr/labelsTr layout (docs/volumes.md)"
+File = tuple[str, str]  # (absolute path, path relative to SRC)
+
+
+def stem(name: str) -> str:
+    return NIFTI.sub("", name)
+
+
+def is_mask(rel: str) -> bool:
+    return bool(MASK_WORDS.search(stem(posixpath.basename(rel))))
+
+
+def channel_names(images: list[File], mask: File | None) -> dict[str, File]:
+    """{channel name: file} of one case's images: what each file name adds to the name they all (and the mask)
+    share, or the whole name where that leaves nothing."""
+    stems = [stem(posixpath.basename(rel)) for _, rel in images]
+    prefix = os.path.commonprefix(stems + ([stem(posixpath.basename(mask[1]))] if mask else []))
+    if len(images) == 1:
+        prefix = ""  # KiTS: "imaging" is the name, not the empty rest of it
+    return {(s[len(prefix):].strip(SEPARATORS) or s): f for s, f in zip(stems, images)}
+
+
+class CaseFolders:
+    """Turns the NIfTI files of one split into cases; `make_item(split, image, mask, channel)` makes a work item
+    (channel: a 4D image's channel number, the channel name the user picked, or None)."""
+
+    def __init__(self, options: NiftiOptions, make_item: Callable[..., WorkItem], rejected: list[Rejection], *,
+                 private: bool) -> None:
+        self.options, self.make_item, self.rejected, self.private = options, make_item, rejected, private
+        self.named = isinstance(options.channel, str)
+
+    def items(self, split: str, files: list[File]) -> list[WorkItem]:
+        by_folder: dict[str, list[File]] = defaultdict(list)
+        for f in files:
+            by_folder[posixpath.dirname(f[1])].append(f)
+        out: list[WorkItem] = []
+        for folder in sorted(by_folder):
+            out.extend(self._folder(split, folder, by_folder[folder]))
+        return out
+
+    def _reject(self, split: str, files: list[File], reason: str) -> list[WorkItem]:
+        self.rejected.extend(Rejection(split, rel, reason) for _, rel in files)
+        return []
+
+    def _folder(self, split: str, folder: str, files: list[File]) -> list[WorkItem]:
+        if any(MASK_WORDS.search(part) for part in folder.split("/") if part):
+            return self._reject(split, files, "inside a folder whose name says it holds masks, not images: masks "
+                                              f"are paired with images in {LAYOUTS}")
+        masks = [f for f in files if is_mask(f[1])]
+        images = [f for f in files if not is_mask(f[1])]
+        if len(masks) > 1:
+            return self._reject(split, files, f"{len(masks)} masks in one folder: fastdata pairs a mask with its "
+                                              f"image in {LAYOUTS}")
+        mask = masks[0] if masks else None
+        if mask is not None and not images:
+            return self._reject(split, files, "a mask without an image beside it")
+        if mask is None and not self.named:
+            return [self.make_item(split, image, None, self.options.channel) for image in images]
+        return self._case(split, images, mask)
+
+    def _case(self, split: str, images: list[File], mask: File | None) -> list[WorkItem]:
+        channels = channel_names(images, mask)
+        wanted = self.options.channel
+        if len(channels) == 1 and not self.named:
+            return [self.make_item(split, images[0], mask, wanted)]
+        if self.named and wanted in channels:
+            return [self.make_item(split, channels[wanted], mask, wanted)]  # type: ignore[index]
+        first = min(images, key=lambda f: f[1])
+        whole = any(name == stem(posixpath.basename(rel)) for name, (_, rel) in channels.items())
+        # names that are whole file names may be a patient's: said only with --keep-phi
+        listed = "named by their whole file names" if whole and self.private else ", ".join(sorted(channels))
+        if self.named:
+            reason = f"no channel {wanted!r} (--channel) in this case; its channels are {listed}"  # NAME: the user's
+        else:
+            reason = (f"a case of {len(channels)} channel files ({listed}); fastdata volumes hold one channel: pick "
+                      "one by name with --channel NAME")
+        self.rejected.append(Rejection(split, first[1], reason))
+        if mask is not None:
+            self.rejected.append(Rejection(split, mask[1], "the mask of a case that was rejected"))
+        return []

@@ -1,0 +1,169 @@
+"""Find the cases of a NIfTI source, with their label masks where the layout gives them.
+
+Two layouts:
+- the Medical Segmentation Decathlon / nnU-Net one: `imagesTr/` (split train) with masks of the same name in
+  `labelsTr/`, `imagesTs/` (split test, masks in `labelsTs/` where there is one), and `dataset.json`. nnU-Net names
+  a case's channel files `NAME_0000.nii.gz`, `NAME_0001.nii.gz`, ... and its mask `NAME.nii.gz`;
+- any other tree of `.nii` / `.nii.gz` files: each file an unlabeled case, split by train/val/test folders or
+  `--split`. A file whose name says it is a mask (`seg`, `label`, `mask`) is rejected there, not converted as an
+  image: masks are paired with their images only in the first layout.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from converters.kind import Discovery
+from converters.nifti.case_folders import NIFTI, CaseFolders, stem
+from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
+from converters.nifti.options import NiftiOptions
+from converters.sample import Rejection, WorkItem
+from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, split_folders, visible
+from fastdata.errors import ConvertError
+
+log = logging.getLogger(__name__)
+
+CHANNEL_FILE = re.compile(r"^(.+)_(\d{4})$")  # nnU-Net: NAME_0000
+FOLDERS = {"imagesTr": ("train", "labelsTr"), "imagesTs": ("test", "labelsTs")}  # images -> (split, masks)
+DECATHLON = {*FOLDERS, *(labels for _, labels in FOLDERS.values()), "dataset.json"}
+NOT_NIFTI = "not a NIfTI file (.nii or .nii.gz)"
+
+
+@dataclass(frozen=True)
+class CaseFiles:
+    """The payload of a case's work item: its image and mask as (absolute path, name), the name being the path
+    relative to SRC or, without --keep-phi, its pseudonym; the channel of a 4D image to take (`axis`; None: the
+    image must have one); the channel the case was converted from (a number or a name, for its json); the modality;
+    and the number of classes a mask's values must stay below (0: unknown)."""
+
+    image: tuple[str, str]
+    label: tuple[str, str] | None
+    axis: int | None
+    channel: int | str | None
+    modality: str
+    classes: int
+
+
+class _Found:
+    """The NIfTI files under one folder, and the rejections of everything else there."""
+
+    def __init__(self, src: Path, folder: Path, split: str, walk: Walk, rejected: list[Rejection]) -> None:
+        self.files: list[tuple[str, str]] = []
+        for path, problem in walk.files(folder, root=src):
+            rel = display(path.relative_to(src).as_posix())
+            if problem is None and not NIFTI.search(path.name):
+                problem = NOT_NIFTI
+            if problem is None:
+                self.files.append((str(path), rel))
+            else:
+                rejected.append(Rejection(split, rel, problem))
+        self.files.sort(key=lambda f: f[1])
+
+
+def _modality(options: NiftiOptions, info: DatasetInfo, channel: int | None) -> str:
+    return options.modality or info.modalities.get(channel or 0, "")
+
+
+def _decathlon(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, walk: Walk,
+               rejected: list[Rejection]) -> dict[str, list[WorkItem]]:
+    splits: dict[str, list[WorkItem]] = {}
+    for folder, (split, labels_folder) in FOLDERS.items():
+        if folder not in top:
+            continue
+        images = _Found(src, src / folder, split, walk, rejected).files
+        has_masks = labels_folder in top
+        masks = {stem(os.path.basename(rel)): (path, rel) for path, rel in
+                 (_Found(src, src / labels_folder, split, walk, rejected).files if has_masks else [])}
+        by_channel = bool(images) and all(CHANNEL_FILE.match(stem(os.path.basename(r))) for _, r in images)
+        cases: dict[str, dict[int, tuple[str, str]]] = defaultdict(dict)
+        for path, rel in images:
+            name = stem(os.path.basename(rel))
+            match = CHANNEL_FILE.match(name) if by_channel else None
+            cases[match.group(1) if match else name][int(match.group(2)) if match else 0] = (path, rel)
+        items = []
+        for case, files in sorted(cases.items(), key=lambda c: min(r for _, r in c[1].values())):
+            first = files[min(files)][1]
+            wanted = options.channel if by_channel and options.channel is not None else min(files)
+            mask = masks.pop(case, None)
+            if by_channel and (len(files) > 1 and options.channel is None or wanted not in files):
+                rejected.append(Rejection(split, first, _channels_reason(files, options.channel, info)))
+                continue
+            if has_masks and mask is None:
+                shown = "" if walk.private else f" ({labels_folder}/{case}.nii.gz)"  # a case's name may be a patient's
+                rejected.append(Rejection(split, first, f"no mask of the same name in {labels_folder}{shown}"))
+                continue
+            axis = None if by_channel else options.channel
+            items.append(WorkItem(split=split, rel=files[wanted][1], source=files[wanted][0], payload=CaseFiles(
+                image=files[wanted], label=mask, axis=axis,  # type: ignore[arg-type]
+                channel=wanted if by_channel else options.channel,
+                modality=_modality(options, info, wanted if by_channel else axis), classes=len(info.classes))))
+        for _, rel in masks.values():
+            rejected.append(Rejection(split, rel, f"a mask without an image of the same name in {folder}"))
+        splits[split] = items
+    for name in top:
+        if name not in DECATHLON:
+            outside = [p for p, _ in walk.files(src / name)] if is_folder(src / name, follow=walk.follow) \
+                else [src / name]
+            rejected.extend(Rejection("", display(p.relative_to(src).as_posix()),
+                                      "not inside imagesTr, labelsTr, imagesTs or labelsTs") for p in outside)
+    return splits
+
+
+def _channels_reason(files: dict[int, tuple[str, str]], channel: int | None, info: DatasetInfo) -> str:
+    names = ", ".join(f"{c:04d}" + (f" ({info.modalities[c]})" if c in info.modalities else "") for c in sorted(files))
+    if channel is None:
+        return (f"a case of {len(files)} channel files ({names}); fastdata volumes hold one channel: pick one with "
+                "--channel C")
+    return f"no channel file {channel:04d} (--channel {channel}) for this case; it has {names}"
+
+
+def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, walk: Walk,
+           rejected: list[Rejection]) -> tuple[dict[str, list[WorkItem]], bool]:
+    split_dirs = split_folders([n for n in top if is_folder(src / n, follow=walk.follow)])
+    roots = [(s, src / folder) for folder, s in split_dirs.items()] if split_dirs else [(options.split, src)]
+    for name in top if split_dirs else []:
+        if name not in split_dirs and name != "dataset.json":
+            outside = [p for p, _ in walk.files(src / name)] if is_folder(src / name, follow=walk.follow) \
+                else [src / name]
+            rejected.extend(Rejection("", display(p.relative_to(src).as_posix()),
+                                      f"not inside a split folder ({SPLIT_FOLDERS})") for p in outside)
+
+    def make_item(split: str, image: tuple[str, str], mask: tuple[str, str] | None, channel: int | str | None):
+        return WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
+            image=image, label=mask, axis=channel if isinstance(channel, int) else None, channel=channel,
+            modality=_modality(options, info, channel if isinstance(channel, int) else None), classes=0))
+
+    folders = CaseFolders(options, make_item, rejected, private=walk.private)
+    splits = {split: folders.items(split, _Found(src, root, split, walk, rejected).files) for split, root in roots}
+    return splits, bool(split_dirs)
+
+
+def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True,
+                   private: bool = True) -> Discovery:
+    if not src.is_dir():
+        raise ConvertError(f"source {src} is not a directory")
+    info = read_dataset_json(src)
+    walk = Walk(follow=follow_symlinks, private=private)
+    top = visible(os.listdir(src))
+    rejected: list[Rejection] = []
+    if any(folder in top for folder in FOLDERS):
+        if isinstance(options.channel, str):
+            raise ConvertError(f"--channel {options.channel}: the imagesTr layout numbers the channels of a case "
+                               "(0, 1, ...; dataset.json names them); pass a number")
+        splits, layout = _decathlon(src, top, options, info, walk, rejected), "decathlon"
+        labelled = sum(it.payload.label is not None for items in splits.values() for it in items)
+    else:
+        splits, by_folder = _plain(src, top, options, info, walk, rejected)
+        layout, labelled = "split/volume" if by_folder else "volume", 0
+        rejected = [r for r in rejected if r.source != "dataset.json"]
+    identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]),
+                 None if it.payload.label is None else [it.payload.label[1], os.path.getsize(it.payload.label[0])]]
+                for split, items in splits.items() for it in items]
+    log.info("found %d case(s), %d with a mask (%d files rejected)", sum(len(v) for v in splits.values()),
+             labelled, len(rejected))
+    return Discovery(splits, info.classes if labelled else (), rejected, layout, identity)

@@ -1,0 +1,54 @@
+"""Options of the NIfTI conversion: one frozen dataclass, validated eagerly. The options it shares with the dicom
+kind (--spacing, --salt, --keep-phi, --max-voxels, --split) mean the same there and here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from converters.dicom.options import DEFAULT_MAX_VOXELS, DicomOptions
+from fastdata.manifest import check_split_name
+
+MAX_CHANNEL = 9999  # nnU-Net names a case's channel files NAME_0000 .. NAME_9999
+_MODALITY = re.compile(r"[A-Za-z0-9_\-+ ]{1,32}")
+_CHANNEL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_\-+.]{0,63}")  # flair, t1ce, t2w: what a BraTS file name adds
+
+
+def parse_channel(text: str | None) -> int | str | None:
+    """`--channel 2` (a number) or `--channel flair` (a name)."""
+    return int(text) if text is not None and text.isascii() and text.isdigit() else text
+
+
+@dataclass(frozen=True)
+class NiftiOptions:
+    """What decides the bytes of a NIfTI conversion.
+
+    `spacing`, `salt`, `keep_phi`, `split` and `max_voxels` are the dicom kind's (DicomOptions). `channel` picks one
+    channel of a multi-channel case: a number (a 4D file's 4th axis, or nnU-Net's NAME_000C files) or a name (a case
+    folder's file: flair of BraTS's ..._flair.nii.gz); None converts cases of one channel and rejects the others,
+    naming their channels. `modality` names the images' modality ("CT" makes the
+    values Hounsfield units); None takes it from the source's dataset.json, where there is one.
+    """
+
+    spacing: tuple[float, float, float] | None = None
+    salt: str = field(default="", metadata={"secret": True})
+    keep_phi: bool = False
+    split: str = "train"
+    max_voxels: int = DEFAULT_MAX_VOXELS
+    channel: int | str | None = None
+    modality: str | None = None
+
+    def __post_init__(self) -> None:
+        # the shared options are checked by the dicom kind's rules, word for word
+        DicomOptions(spacing=self.spacing, salt=self.salt, max_voxels=self.max_voxels)
+        check_split_name(self.split)
+        if isinstance(self.channel, str):
+            if not _CHANNEL_NAME.fullmatch(self.channel):
+                raise ValueError(f"--channel must be a number in 0..{MAX_CHANNEL} or a name that starts with a letter "
+                                 f"(flair, t1ce), got {self.channel!r}")
+        elif self.channel is not None and (not isinstance(self.channel, int) or isinstance(self.channel, bool)
+                                           or not 0 <= self.channel <= MAX_CHANNEL):
+            raise ValueError(f"--channel must be a number in 0..{MAX_CHANNEL} or a name, got {self.channel!r}")
+        if self.modality is not None and not (isinstance(self.modality, str) and _MODALITY.fullmatch(self.modality)):
+            raise ValueError(f"--modality must be a name of 1 to 32 letters, digits, spaces or _-+ (CT, MRI, T2), "
+                             f"got {self.modality!r}")

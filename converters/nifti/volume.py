@@ -1,0 +1,125 @@
+"""Reading one NIfTI file with nibabel into the volume format the dicom kind writes: a (z, y, x) array with its
+spacing in mm, and the origin and axis directions in DICOM's LPS patient frame.
+
+NIfTI stores voxel (i, j, k) at `affine @ (i, j, k, 1)` in RAS+ millimetres (nibabel picks the sform, else the
+qform, as the NIfTI standard says). The array is transposed to (k, j, i) so that its axes are (slice, row, column)
+as in the dicom kind; LPS is RAS with x and y negated. Scaling (scl_slope, scl_inter) is applied by nibabel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from converters.dicom.geometry import RejectSeries
+from fastdata.errors import require
+
+ORTHOGONAL = 1e-3  # largest |cosine| between two voxel axes of an affine we accept (no shear)
+SAME_AFFINE_MM = 1e-2  # a label's affine may differ from its image's by this much in each entry (float32 headers)
+RAS_TO_LPS = np.array([-1.0, -1.0, 1.0])
+UNITS_MM = {"mm": 1.0, "meter": 1000.0, "micron": 1e-3, "unknown": 1.0}
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Where a (z, y, x) array lies: voxel spacing (mm), origin and unit axis directions (LPS), per array axis."""
+
+    shape: tuple[int, ...]
+    spacing: tuple[float, float, float]
+    origin: tuple[float, float, float]
+    direction: tuple[tuple[float, float, float], ...]
+    units: str  # the header's spatial unit, converted to mm ("unknown" is read as mm, as nibabel and ITK do)
+
+
+def failure(exc: BaseException) -> str:
+    """What a reason says of an error while reading a file: its type, and an OSError's strerror. Never the message:
+    nibabel's quote the file's path, and reasons go into DST."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{type(exc).__name__}: {exc.strerror}"
+    return type(exc).__name__
+
+
+def load(path: str, rel: str) -> Any:
+    """The nibabel image of `path` (the header is read; the voxels are read later); RejectSeries if not NIfTI."""
+    nib = require("nibabel", "nifti")
+    try:
+        img = nib.load(path)
+    except Exception as exc:  # noqa: BLE001 - nibabel raises many types for files that are not NIfTI or are damaged
+        raise RejectSeries(f"{rel}: not a readable NIfTI file ({failure(exc)})") from exc
+    if not isinstance(img, nib.Nifti1Image | nib.Nifti2Image):
+        raise RejectSeries(f"{rel}: a {type(img).__name__}, not a NIfTI-1 or NIfTI-2 image")
+    return img
+
+
+def grid_of(img: Any, rel: str) -> Grid:
+    """The geometry of a 3D (or 4D, channels last) image, checked: finite, positive spacing, no shear."""
+    shape = tuple(int(n) for n in img.shape)
+    if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
+        raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
+    affine = np.asarray(img.affine, dtype=np.float64)
+    unit = img.header.get_xyzt_units()[0]
+    matrix = affine[:3, :3] * UNITS_MM.get(unit, 1.0)
+    if not np.all(np.isfinite(affine)):
+        raise RejectSeries(f"{rel}: the affine (sform/qform) is not finite")
+    steps = np.linalg.norm(matrix, axis=0)  # mm per voxel along i, j, k
+    if not np.all(steps > 0):
+        raise RejectSeries(f"{rel}: the affine gives voxel axes of length {[round(float(s), 6) for s in steps]} mm")
+    axes = matrix / steps
+    cosines = np.abs(axes.T @ axes - np.eye(3))
+    if float(cosines.max()) > ORTHOGONAL:
+        raise RejectSeries(f"{rel}: the affine is sheared (voxel axes not orthogonal, |cos| up to "
+                           f"{float(cosines.max()):.4f}); resample it to an orthogonal grid first")
+    lps = axes * RAS_TO_LPS[:, None]  # columns: the LPS direction of i, j, k
+    origin = affine[:3, 3] * UNITS_MM.get(unit, 1.0) * RAS_TO_LPS
+    return Grid(shape=(shape[2], shape[1], shape[0]), spacing=(float(steps[2]), float(steps[1]), float(steps[0])),
+                origin=tuple(float(v) + 0.0 for v in origin),  # type: ignore[arg-type]  # + 0.0: no -0.0
+                direction=tuple(tuple(float(v) + 0.0 for v in lps[:, a]) for a in (2, 1, 0)),
+                units=unit)
+
+
+def same_grid(image: Grid, label: Grid) -> bool:
+    return image.shape == label.shape and np.allclose(
+        np.r_[image.spacing, image.origin, np.ravel(image.direction)],
+        np.r_[label.spacing, label.origin, np.ravel(label.direction)], rtol=0, atol=SAME_AFFINE_MM)
+
+
+def channels(img: Any) -> int:
+    shape = img.shape
+    return int(shape[3]) if len(shape) == 4 else 1
+
+
+def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
+    """The (z, y, x) voxels of one channel as float32 or the stored integers, scaling applied; RejectSeries for
+    a damaged file and for values that are not finite."""
+    n = channels(img)
+    if channel is not None and channel >= n:
+        raise RejectSeries(f"{rel}: --channel {channel}, but the image has {n} channel(s)")
+    try:
+        data = img.dataobj[..., channel or 0] if len(img.shape) == 4 else img.dataobj[...]
+        arr = np.asarray(data)
+    except Exception as exc:  # noqa: BLE001 - truncated or corrupt voxel data (zlib, EOF, short reads)
+        raise RejectSeries(f"{rel}: cannot read the voxels ({failure(exc)})") from exc
+    if arr.dtype.kind not in "iuf" or arr.ndim != 3:
+        raise RejectSeries(f"{rel}: voxels of type {arr.dtype} and shape {list(arr.shape)}; volumes hold one number "
+                           "per voxel")
+    if arr.dtype.kind == "f":
+        bad = int(np.count_nonzero(~np.isfinite(arr)))
+        if bad:
+            raise RejectSeries(f"{rel}: {bad} voxel(s) are NaN or infinite")
+    return np.ascontiguousarray(arr.transpose(2, 1, 0))
+
+
+def integral(arr: np.ndarray, lo: float, hi: float) -> bool:
+    """Whether every value is a whole number in [lo, hi] (the array fits an integer type without loss)."""
+    if arr.size == 0:
+        return True
+    if arr.dtype.kind in "iu":
+        return bool(arr.min() >= lo and arr.max() <= hi)
+    return bool(np.all(arr == np.rint(arr)) and arr.min() >= lo and arr.max() <= hi)
+
+
+def header_voxels(img: Any) -> int:
+    return math.prod(int(n) for n in img.shape[:3])

@@ -1,0 +1,33 @@
+"""A Medical Segmentation Decathlon task folder made from nibabel's bundled real MR image (`anatomical.nii`, an
+SPM-normalised brain, MIT licence, shipped inside the nibabel package): used by `make demo`, the docs walk and the
+tests of real NIfTI files. Its mask is a threshold of the image (the brighter half of the head), a stand-in for an
+expert's segmentation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+
+def anatomical() -> Path:
+    import nibabel
+
+    return Path(nibabel.__file__).parent / "tests" / "data" / "anatomical.nii"
+
+
+def brain_task(root: Path) -> Path:
+    """root/{imagesTr/brain_000.nii, labelsTr/brain_000.nii.gz, dataset.json}; returns root."""
+    import nibabel as nib
+    import numpy as np
+
+    image = nib.load(anatomical())
+    (root / "imagesTr").mkdir(parents=True, exist_ok=True)
+    (root / "labelsTr").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(anatomical(), root / "imagesTr" / "brain_000.nii")
+    values = np.asarray(image.dataobj)
+    mask = (values > np.percentile(values[values > 0], 50)).astype(np.uint8)
+    nib.save(nib.Nifti1Image(mask, image.affine, image.header), root / "labelsTr" / "brain_000.nii.gz")
+    (root / "dataset.json").write_text(json.dumps({"name": "Brain", "labels": {"0": "background", "1": "bright"},
+                                                   "modality": {"0": "MRI"}}, indent=1))
+    return root
