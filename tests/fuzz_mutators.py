@@ -141,6 +141,26 @@ def dicom_length(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return data[:at + 6] + new.to_bytes(2, "little") + data[at + 8:], f"DICOM element at {at}: length {old} -> {new}"
 
 
+# NIfTI-1 header fields that decide how the voxels are read and placed: (offset, struct format, name)
+NIFTI_FIELDS = ((40, "<h", "dim[0]"), (42, "<h", "dim[1]"), (46, "<h", "dim[3]"), (48, "<h", "dim[4]"),
+                (70, "<h", "datatype"), (72, "<h", "bitpix"), (80, "<f", "pixdim[1]"), (88, "<f", "pixdim[3]"),
+                (108, "<f", "vox_offset"), (112, "<f", "scl_slope"), (116, "<f", "scl_inter"),
+                (252, "<h", "qform_code"), (254, "<h", "sform_code"), (280, "<f", "srow_x[0]"),
+                (292, "<f", "srow_x[3]"), (300, "<f", "srow_y[1]"), (316, "<f", "srow_z[2]"), (123, "<B", "xyzt_units"))
+NIFTI_VALUES = {"<h": (0, -1, 1, 2, 5, 7, 8, 16, 4096, 32767, -32768), "<B": (0, 1, 3, 255),
+                "<f": (0.0, -1.0, 1e-30, 1e30, float("nan"), float("inf"), -float("inf"), 352.0, 0.5)}
+
+
+def nifti_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """One field of an uncompressed NIfTI-1 header (dimensions, data type, spacing, data offset, scaling, the
+    affine, units) set to an extreme or a plausible wrong value."""
+    if len(data) < 348:
+        return set_bytes(rng, data)
+    at, fmt, name = rng.choice(NIFTI_FIELDS)
+    value = rng.choice(NIFTI_VALUES[fmt])
+    return data[:at] + struct.pack(fmt, value) + data[at + struct.calcsize(fmt):], f"NIfTI {name} = {value}"
+
+
 SIGNS = (b"--", b"-", b"+")
 NUMBER_FORMS = ("²".encode(), "１２".encode(), b"9" * 5000, b"1_0", b"0x1", *SIGNS)
 

@@ -1,8 +1,9 @@
 """Seeded input-mutation fuzzing of everything fastdata reads from outside: JPEG and PNG files at conversion
-and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards, image-text
-shards, tars from other tools (`fastdata index`, whose result `verify` must find clean), DICOM files, text
-corpora (plain, JSON Lines, JSON, gzip, Parquet), captions files and labels CSVs, image source trees of hostile
-names, manifests, loader states, and the answers of an HTTP server to a remote loader (tests/fuzz_answers.py).
+and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards (with masks too),
+image-text shards, tars from other tools (`fastdata index`, whose result `verify` must find clean), DICOM and
+NIfTI files, text corpora (plain, JSON Lines, JSON, gzip, Parquet), captions files and labels CSVs, image source
+trees of hostile names, manifests, loader states, and the answers of an HTTP server to a remote loader
+(tests/fuzz_answers.py).
 
 The oracle: a mutated input is converted, rejected with a reason, or refused with a fastdata error
 (a ValueError for a state); any other exception, a crash of the interpreter or a hang (--case-timeout)
@@ -45,6 +46,7 @@ from fuzz_mutators import (  # noqa: E402
     jpeg_frame_size,
     mutate_bytes,
     mutate_json,
+    nifti_field,
     png_header_size,
     tar_name_byte,
     tar_size_field,
@@ -111,6 +113,13 @@ class Context:
         write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
         convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
         self.dicom_files = sorted((work / "dcm-src" / "s").iterdir())
+        from conftest_nifti import case, convert_nifti, save
+
+        image, mask = case(0, shape=(12, 10, 6))  # a patient's name in the file names: the privacy oracle's
+        self.nifti_files = [save(work / "nii-src" / "imagesTr" / "Smith_John.nii", image),
+                            save(work / "nii-src" / "labelsTr" / "Smith_John.nii.gz", mask)]
+        (work / "nii-src" / "dataset.json").write_text('{"labels": {"0": "bg", "1": "a", "2": "b"}}')
+        convert_nifti(work / "nii-src", work / "masked-volumes", samples_per_shard=1)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -461,7 +470,7 @@ def _tree(ctx: Context, rng: random.Random, layout: str, _: Any) -> str:
 def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     import fastdata
 
-    ds = ctx.fresh("volumes")
+    ds = ctx.fresh("volumes" if label == "volume" else "masked-volumes")
     shard = "train-000000.tar"
     data, what = mutate_bytes(rng, (ds / shard).read_bytes(), (tar_size_field,))
     (ds / shard).write_bytes(data)
@@ -469,7 +478,43 @@ def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     for train in (True, False):
         _expect(lambda train=train: _epoch(fastdata.loader(ds, batch_size=1, patch_size=(4, 8, 8), train=train,
                                                num_workers=1)), step="volume epoch")
-    return f"volumes/{shard}: {what}"
+    return f"{label}/{shard}: {what}"
+
+
+def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
+    """A NIfTI image or mask of a Decathlon task, mutated (a gzipped one inside its gzip): every case converts or
+    is rejected with a reason that no catch-all made, and no file name reaches what the conversion writes."""
+    import gzip
+
+    from converters import get_kind
+    from converters.nifti import NiftiOptions
+    from converters.sample import Rejection, Sample
+
+    src = ctx.case_dir  # kept by the runner when the case is a finding
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(path.parents[1], src)
+    target = src / path.relative_to(path.parents[1])
+    zipped = path.name.endswith(".gz")
+    raw = gzip.decompress(path.read_bytes()) if zipped else path.read_bytes()
+    data, what = mutate_bytes(rng, raw, (nifti_field,))
+    target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
+    kind, opts = get_kind("nifti"), NiftiOptions(salt="fuzz")
+    discovery = kind.discover(src, options=opts)
+    discovery, _ = kind.pseudonymize(discovery, opts)
+    process = kind.processor(opts)
+    written = [f"{r.source} {r.reason}" for r in discovery.rejected]
+    for items in discovery.splits.values():
+        for item in items:
+            result = process(item)
+            if not isinstance(result, Sample | Rejection):
+                raise Finding(f"the converter returned {type(result).__name__}")
+            OUTCOMES[("nifti case", type(result).__name__)] += 1
+            written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
+    for text in written:
+        if "Smith" in text or "John" in text:
+            raise Finding(f"a source file name written: {text[:200]!r}")
+    _no_unexpected(written)
+    return f"{label}: {what}"
 
 
 def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
@@ -712,7 +757,10 @@ def targets(ctx: Context) -> list[Target]:
         Target("tar", lambda: [("tar", None), ("idx", None)], lambda r, label, d: _tar_shard(ctx, r, label, d)),
         Target("arrow", lambda: [("arrow", None), ("tokens", None)],
                lambda r, label, d: _arrow_shard(ctx, r, label, d)),
-        Target("volume", lambda: [("volume", None)], lambda r, label, d: _volume_shard(ctx, r, label, d)),
+        Target("volume", lambda: [("volume", None), ("masked volume", None)],
+               lambda r, label, d: _volume_shard(ctx, r, label, d)),
+        Target("nifti", lambda: [(p.name, p) for p in ctx.nifti_files],
+               lambda r, label, p: _nifti_file(ctx, r, label, p)),
         Target("pairs", lambda: [("pairs", None)], lambda r, label, d: _pairs_shard(ctx, r, label, d)),
         Target("adopt", lambda: list(ctx.foreign.items()), lambda r, label, p: _foreign_tar(ctx, r, label, p)),
         Target("dicom", lambda: [(p.name, p) for p in ctx.dicom_files],

@@ -166,6 +166,21 @@ def test_what_would_give_a_wrong_volume_or_mask_is_rejected_with_its_reason(tmp_
     data = (src / "imagesTr" / "liver_0.nii.gz").read_bytes()
     (src / "imagesTr" / "cut.nii.gz").write_bytes(data[: len(data) // 2])
     save(src / "labelsTr" / "cut.nii.gz", mask)
+    unit = save(src / "imagesTr" / "unit.nii", image)
+    data = bytearray(unit.read_bytes())
+    data[123] = 7  # xyzt_units: a spatial code the standard does not define (fuzz seed 1801)
+    unit.write_bytes(bytes(data))
+    save(src / "labelsTr" / "unit.nii.gz", mask)
+    import nibabel as nib
+
+    qform = nib.Nifti1Image(image, None)
+    qform.set_qform(np.diag([0.8, 0.7, 2.5, 1.0]), code=1)
+    qform.set_sform(None, code=0)
+    nib.save(qform, src / "imagesTr" / "pixdim.nii")
+    data = bytearray((src / "imagesTr" / "pixdim.nii").read_bytes())
+    data[80:84] = bytes(4)  # pixdim[1] = 0.0: nibabel reads it as 1 mm, and the qform is made of it
+    (src / "imagesTr" / "pixdim.nii").write_bytes(bytes(data))
+    save(src / "labelsTr" / "pixdim.nii.gz", mask)
     (src / "imagesTr" / "notes.txt").write_text("not an image")
     (src / "README.md").write_text("a stray file")
     reasons = reasons_by_path(convert_nifti(src, tmp_path / "out"))
@@ -180,6 +195,8 @@ def test_what_would_give_a_wrong_volume_or_mask_is_rejected_with_its_reason(tmp_
         "labelsTr/orphan.nii.gz": "a mask without an image of the same name in imagesTr",
         "imagesTr/cut.nii.gz": "cannot read the voxels",
         "imagesTr/notes.txt": "not a NIfTI file (.nii or .nii.gz)",
+        "imagesTr/pixdim.nii": "voxel sizes (pixdim) [0.0, 0.7, 2.5] are not positive, and with no sform",
+        "imagesTr/unit.nii": "xyzt_units 7 names no unit the NIfTI standard defines",
         "README.md": "not inside imagesTr, labelsTr, imagesTs or labelsTs",
     }
     # a mask's reason is the case's rejection (named by its image), quoting the mask

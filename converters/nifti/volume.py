@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from converters.dicom.arrays import rounded
 from converters.dicom.geometry import RejectSeries
 from fastdata.errors import require
 
@@ -59,8 +60,17 @@ def grid_of(img: Any, rel: str) -> Grid:
     shape = tuple(int(n) for n in img.shape)
     if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
         raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
+    if int(img.header.get_sform(coded=True)[1]) == 0:  # the affine comes from pixdim: check it as stored
+        stored = stored_pixdim(img)
+        if not (np.all(np.isfinite(stored)) and np.all(stored > 0)):
+            raise RejectSeries(f"{rel}: voxel sizes (pixdim) {rounded(list(stored))} are not positive, and with "
+                               "no sform the geometry comes from them (nibabel would read them as 1 mm)")
     affine = np.asarray(img.affine, dtype=np.float64)
-    unit = img.header.get_xyzt_units()[0]
+    try:
+        unit = img.header.get_xyzt_units()[0]
+    except KeyError:  # nibabel knows every code the standard defines; another is a damaged header
+        raise RejectSeries(f"{rel}: xyzt_units {int(img.header['xyzt_units'])} names no unit the NIfTI standard "
+                           "defines") from None
     matrix = affine[:3, :3] * UNITS_MM.get(unit, 1.0)
     if not np.all(np.isfinite(affine)):
         raise RejectSeries(f"{rel}: the affine (sform/qform) is not finite")
@@ -78,6 +88,13 @@ def grid_of(img: Any, rel: str) -> Grid:
                 origin=tuple(float(v) + 0.0 for v in origin),  # type: ignore[arg-type]  # + 0.0: no -0.0
                 direction=tuple(tuple(float(v) + 0.0 for v in lps[:, a]) for a in (2, 1, 0)),
                 units=unit)
+
+
+def stored_pixdim(img: Any) -> np.ndarray:
+    """pixdim[1:4] as the file stores them: nibabel's loaded header has zeros replaced by 1 (with a log line)."""
+    with img.file_map["image"].get_prepare_fileobj("rb") as f:
+        header = type(img.header).from_fileobj(f, check=False)
+    return np.asarray(header["pixdim"][1:4], dtype=np.float64)
 
 
 def same_grid(image: Grid, label: Grid) -> bool:
