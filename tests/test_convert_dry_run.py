@@ -65,3 +65,16 @@ def test_a_text_source_dry_run(tmp_path, capsys):
     out = _lines(capsys)
     assert out[0] == f"dry run, nothing written. {src}: kind text, layout class"
     assert out[2].startswith("  classes (2): ") and not any(Path(tmp_path).glob("*tokens*"))
+
+
+def test_a_nifti_task_dry_run_names_the_mask_labels_without_counting_inputs_per_class(tmp_path, capsys):
+    import pytest
+
+    pytest.importorskip("nibabel")
+    from conftest_nifti import decathlon
+
+    decathlon(tmp_path / "Task03_Liver")
+    assert main(["convert", str(tmp_path / "Task03_Liver"), "--dry-run"]) == 0
+    assert _lines(capsys) == [f"dry run, nothing written. {tmp_path / 'Task03_Liver'}: kind nifti, layout decathlon",
+                              "  test             1 inputs", "  train            3 inputs",
+                              "  classes (3): background, liver, cancer"]

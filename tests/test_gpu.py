@@ -1,9 +1,9 @@
 """What only a CUDA device can check (`make gpu-check` runs these with `-m gpu`; elsewhere they skip):
 DALI's mixed nvJPEG decode and GPU resize, the kornia backend on the device with pinned non-blocking copies
 and nvJPEG decode, volume patches and their augmentation on the device, GPU tensors that agree with the
-CPU ones of the same epoch, user hooks on the hook stage's own CUDA stream with the device's generator seeded,
-batches read on other streams only once the producer has written them, and image-text pairs whose images and
-token ids land on the device."""
+CPU ones of the same epoch, segmentation masks moved with their patches on the device, user hooks on the hook
+stage's own CUDA stream with the device's generator seeded, batches read on other streams only once the producer
+has written them, and image-text pairs whose images and token ids land on the device."""
 
 from __future__ import annotations
 
@@ -112,6 +112,25 @@ def test_volume_patches_and_augmentation_on_cuda(tmp_path: Path) -> None:
     cpu = [p for p, _ in fastdata.loader(ds, device="cpu", train=False, **kw)]
     on_gpu = [p for p, _ in fastdata.loader(ds, device="cuda", train=False, **kw)]
     assert all(torch.allclose(a, b.cpu(), atol=1e-5) for a, b in zip(cpu, on_gpu))
+
+
+def test_masks_follow_their_patches_on_cuda(tmp_path: Path) -> None:
+    pytest.importorskip("nibabel")
+    import numpy as np
+    from conftest_nifti import convert_nifti, save
+
+    mask = np.zeros((24, 24, 24), np.uint8)
+    mask[6:16, 4:14, 8:18] = 1
+    save(tmp_path / "src" / "imagesTr" / "c.nii.gz", mask.astype(np.int16) * 100, np.eye(4))
+    save(tmp_path / "src" / "labelsTr" / "c.nii.gz", mask, np.eye(4))
+    ds = convert_nifti(tmp_path / "src", tmp_path / "ds").dst
+    for x, meta in fastdata.loader(ds, device="cuda", batch_size=2, patches_per_volume=4, patch_size=12,
+                                   pad_value=0.0, sampling="foreground", affine_prob=1.0, elastic_prob=1.0):
+        labels = meta["labels"]
+        assert labels.is_cuda and labels.dtype == torch.long and labels.shape == x.shape
+        y = x / 100
+        whole = (y - y.round()).abs() < 0.02  # see tests/test_nifti_loader.py: the nearest voxel holds that label
+        assert bool((y.round() == labels)[whole].all())
 
 
 def test_token_batches_land_on_cuda(tmp_path: Path) -> None:

@@ -39,19 +39,19 @@ class DicomKind:
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--spacing", type=float, nargs="+", metavar="MM",
-                            help="resample to this voxel spacing in mm: one value (isotropic) or Z Y X "
-                                 "(slice, row, column); default: keep each series' native spacing")
+                            help="dicom, nifti: resample to this voxel spacing in mm: one value (isotropic) or Z Y X "
+                                 "(slice, row, column); default: keep each volume's native spacing")
         parser.add_argument("--keep-phi", action="store_true",
-                            help="copy patient names, IDs, birth dates, accession numbers, institution, descriptions, "
-                                 "UIDs and source paths into the dataset (off by default)")
+                            help="dicom, nifti: copy patient names, IDs, birth dates, accession numbers, institution, "
+                                 "descriptions, UIDs and source paths into the dataset (off by default)")
         parser.add_argument("--salt", default=None,
-                            help=f"secret key of the pseudonyms (default: ${DEFAULT_SALT_ENV}, else a random one "
-                                 "per conversion: pseudonyms then match no other conversion)")
+                            help=f"dicom, nifti: secret key of the pseudonyms (default: ${DEFAULT_SALT_ENV}, else a "
+                                 "random one per conversion: pseudonyms then match no other conversion)")
         parser.add_argument("--allow-burned-in", action="store_true",
                             help="convert images marked BurnedInAnnotation YES (rejected by default: their pixels "
                                  "may show names)")
         parser.add_argument("--max-voxels", type=int, default=DEFAULT_MAX_VOXELS,
-                            help=f"reject a series larger than this before or after resampling "
+                            help=f"dicom, nifti: reject a series (case) larger than this before or after resampling "
                                  f"(default {DEFAULT_MAX_VOXELS}; ~12 bytes of memory per voxel)")
         parser.add_argument("--split", default="train",
                             help="split name for a source without train/val/test folders (default: train)")

@@ -37,8 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-follow-symlinks", action="store_true",
                    help="reject symbolic links in SRC instead of following them (for trees from someone else)")
     p.add_argument("--private-report", metavar="FILE",
-                   help="dicom: where the source paths behind the pseudonyms go (default: DST.private-sources.jsonl "
-                        "beside DST; never inside it)")
+                   help="dicom, nifti: where the source paths behind the pseudonyms go (default: "
+                        "DST.private-sources.jsonl beside DST; never inside it)")
     p.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local: this machine's worker processes (default); ray: one Ray task per shard on a Ray "
                         "cluster (pip install 'fastdata[ray]'; docs/cluster.md)")
@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="ray: attempts after the first for a shard whose worker died or hit an OSError (default 3)")
     p.add_argument("--task-cpus", type=float, default=1.0, help="ray: CPUs each shard task requests (default 1)")
     p.add_argument("--task-memory", type=parse_size, help="ray: memory each shard task requests (default: the "
-                                                          "kind's, 2GB for dicom, none otherwise)")
+                                                          "kind's, 2GB for dicom and nifti, none otherwise)")
     p.add_argument("--staging", metavar="DIR", help="remote DST: local folder for shards before upload "
                                                     "(default: under the user cache folder)")
     for name in KINDS:
@@ -136,7 +136,9 @@ def _survey_summary(src: Path, kind: str, found) -> None:
         print(f"  classes ({len(found.classes)}): {shown}{more}")
         counts = Counter(it.label for items in found.splits.values() for it in items)
         per = sorted((counts[i], c) for i, c in enumerate(found.classes))
-        print(f"  inputs per class: {per[0][0]} ({printable(per[0][1])}) to {per[-1][0]} ({printable(per[-1][1])})")
+        if set(counts) != {None}:  # nifti: the classes are the labels of masks, not of inputs
+            print(f"  inputs per class: {per[0][0]} ({printable(per[0][1])}) to {per[-1][0]} "
+                  f"({printable(per[-1][1])})")
     if found.rejected:
         print(f"  rejected {len(found.rejected)} input(s):")
         for line in reason_summary([{"reason": r.reason} for r in found.rejected]):
