@@ -12,6 +12,7 @@ from converters.plan import ShardPlan
 from converters.sample import add_counts
 from fastdata.errors import ConvertError
 from fastdata.manifest import Manifest, ShardInfo, SplitInfo
+from fastdata.reasons import reason_group
 
 
 def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
@@ -40,7 +41,7 @@ def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
     splits = {s: SplitInfo(name=s, shards=tuple(i), class_counts=tuple(c), stats=st)
               for s, (i, c, st) in by_split.items() if i}
     if not splits:
-        common = Counter(r["reason"].split(":")[0] for r in rejected).most_common(3)
+        common = Counter(reason_group(r["reason"]) for r in rejected).most_common(3)
         shown = "; ".join(f"{n} x {why}" for why, n in common)
         raise ConvertError(f"the conversion kept no sample: all {len(rejected)} input(s) were rejected ({shown}); "
                            f"the records of every rejection are in {dest.label}/.partial/records/")

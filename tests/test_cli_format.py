@@ -41,6 +41,17 @@ def test_reasons_are_grouped_by_their_first_words_most_common_first() -> None:
     assert len(reason_summary(many, limit=3)) == 3 and reason_summary([]) == []
 
 
+def test_reasons_that_start_with_their_file_are_grouped_by_what_follows() -> None:
+    """A dicom or nifti reason names its file first; grouped by it, every file was a group of one."""
+    rejected = [{"reason": f"file-{i:020x}: mask value 4, but dataset.json names 3 labels (0..2)"} for i in range(3)]
+    rejected += [{"reason": "scans/a.dcm frame 2: RescaleSlope nan is not a finite number"},
+                 {"reason": "p/b.dcm: RescaleSlope nan is not a finite number"},
+                 {"reason": "unreadable: Permission denied"}, {"reason": "a.nii.gz: "}]
+    assert reason_summary(rejected) == ["     3  mask value 4, but dataset.json names 3 labels (0..2)",
+                                        "     2  RescaleSlope nan is not a finite number",
+                                        "     1  unreadable", "     1  a.nii.gz"]
+
+
 def test_printable_escapes_control_characters_only() -> None:
     assert printable("class_1/été.jpg") == "class_1/été.jpg"
     assert printable("a\nb\x1b[2Jc\td\u202e") == "a\\nb\\x1b[2Jc\\td\\u202e"

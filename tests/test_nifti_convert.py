@@ -336,3 +336,42 @@ def test_the_cli_detects_nifti_and_takes_a_channel_by_name(tmp_path, capsys):
     assert int(arr.max()) == 2 and meta["channel"] == "t1" and meta["units"].startswith("stored values")
     assert cli(["info", str(tmp_path / "out")]) == 0
     assert "nifti" in capsys.readouterr().out
+
+
+def test_case_names_ending_in_four_digits_are_cases_not_nnunet_channels(tmp_path):
+    """AMOS names its cases amos_0001 in imagesTr and labelsTr; nnU-Net's single-channel files are NAME_0000 with
+    masks NAME. Both convert, one case per image; only the second drops the _0000."""
+    image, mask = case(0)  # labels 0, 1, 2
+    for n in (1, 2, 5):
+        save(tmp_path / "amos" / "imagesTr" / f"amos_{n:04d}.nii.gz", image)
+        save(tmp_path / "amos" / "labelsTr" / f"amos_{n:04d}.nii.gz", mask)
+    save(tmp_path / "amos" / "imagesTs" / "amos_0500.nii.gz", image)
+    save(tmp_path / "amos" / "imagesTs" / "amos_0501.nii.gz", image)
+    result = convert_nifti(tmp_path / "amos", tmp_path / "a")
+    assert result.rejected == []
+    assert len(_by_source(tmp_path / "a", result)) == 3 and len(_by_source(tmp_path / "a", result, "test")) == 2
+    for n in range(3):
+        save(tmp_path / "nnunet" / "imagesTr" / f"case_{n:03d}_0000.nii.gz", image)
+        save(tmp_path / "nnunet" / "labelsTr" / f"case_{n:03d}.nii.gz", mask)
+    result = convert_nifti(tmp_path / "nnunet", tmp_path / "b")
+    got = _by_source(tmp_path / "b", result)
+    assert result.rejected == [] and len(got) == 3 and all(labels is not None for _, labels, _ in got.values())
+    (tmp_path / "nnunet" / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "a": 1}}))
+    from fastdata.errors import ConvertError
+
+    with pytest.raises(ConvertError, match=r"all 3 input\(s\) were rejected \(3 x mask value 2, but dataset.json "
+                                           r"names 2 labels \(0..1\)\)"):
+        convert_nifti(tmp_path / "nnunet", tmp_path / "c")
+
+
+def test_case_folders_check_masks_against_a_dataset_json_too(tmp_path):
+    image, mask = case(0, shape=(6, 6, 4))
+    save(tmp_path / "src" / "case_00000" / "imaging.nii.gz", image)
+    save(tmp_path / "src" / "case_00000" / "segmentation.nii.gz", mask)
+    save(tmp_path / "src" / "case_00001" / "imaging.nii.gz", image)
+    save(tmp_path / "src" / "case_00001" / "segmentation.nii.gz", mask * 3)  # labels 0 and 3
+    (tmp_path / "src" / "dataset.json").write_text(json.dumps({"labels": {"0": "bg", "1": "kidney", "2": "tumor"}}))
+    result = convert_nifti(tmp_path / "src", tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["bg", "kidney", "tumor"]
+    assert reasons_by_path(result) == {"case_00001/imaging.nii.gz": "case_00001/segmentation.nii.gz: mask value 3, "
+                                                                    "but dataset.json names 3 labels (0..2)"}

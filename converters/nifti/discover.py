@@ -79,12 +79,9 @@ def _decathlon(src: Path, top: list[str], options: NiftiOptions, info: DatasetIn
         has_masks = labels_folder in top
         masks = {stem(os.path.basename(rel)): (path, rel) for path, rel in
                  (_Found(src, src / labels_folder, split, walk, rejected).files if has_masks else [])}
-        by_channel = bool(images) and all(CHANNEL_FILE.match(stem(os.path.basename(r))) for _, r in images)
-        cases: dict[str, dict[int, tuple[str, str]]] = defaultdict(dict)
-        for path, rel in images:
-            name = stem(os.path.basename(rel))
-            match = CHANNEL_FILE.match(name) if by_channel else None
-            cases[match.group(1) if match else name][int(match.group(2)) if match else 0] = (path, rel)
+        channel_files = _channel_files(images, set(masks), info)
+        by_channel = channel_files is not None
+        cases = channel_files or {stem(os.path.basename(rel)): {0: (path, rel)} for path, rel in images}
         items = []
         for case, files in sorted(cases.items(), key=lambda c: min(r for _, r in c[1].values())):
             first = files[min(files)][1]
@@ -114,6 +111,26 @@ def _decathlon(src: Path, top: list[str], options: NiftiOptions, info: DatasetIn
     return splits
 
 
+def _channel_files(images: list[tuple[str, str]], masks: set[str],
+                   info: DatasetInfo) -> dict[str, dict[int, tuple[str, str]]] | None:
+    """{case: {channel: file}} when the images are nnU-Net's channel files, else None. Names that end in four
+    digits are not enough (AMOS's `amos_0001.nii.gz` is a whole case name): every case's channels must run 0, 1,
+    ... with none missing, masks must be named after the cases, and a case of several channels needs dataset.json
+    to name as many."""
+    cases: dict[str, dict[int, tuple[str, str]]] = defaultdict(dict)
+    for path, rel in images:
+        match = CHANNEL_FILE.match(stem(os.path.basename(rel)))
+        if match is None:
+            return None
+        cases[match.group(1)][int(match.group(2))] = (path, rel)
+    if not cases or any(sorted(files) != list(range(len(files))) for files in cases.values()):
+        return None
+    if masks and not masks & set(cases):
+        return None
+    widest = max(len(files) for files in cases.values())
+    return cases if widest == 1 or widest <= len(info.modalities) else None
+
+
 def _channels_reason(files: dict[int, tuple[str, str]], channel: int | None, info: DatasetInfo) -> str:
     names = ", ".join(f"{c:04d}" + (f" ({info.modalities[c]})" if c in info.modalities else "") for c in sorted(files))
     if channel is None:
@@ -136,7 +153,8 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
     def make_item(split: str, image: tuple[str, str], mask: tuple[str, str] | None, channel: int | str | None):
         return WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
             image=image, label=mask, axis=channel if isinstance(channel, int) else None, channel=channel,
-            modality=_modality(options, info, channel if isinstance(channel, int) else None), classes=0))
+            modality=_modality(options, info, channel if isinstance(channel, int) else None),
+            classes=len(info.classes)))
 
     folders = CaseFolders(options, make_item, rejected, private=walk.private)
     splits = {split: folders.items(split, _Found(src, root, split, walk, rejected).files) for split, root in roots}
@@ -156,11 +174,11 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
             raise ConvertError(f"--channel {options.channel}: the imagesTr layout numbers the channels of a case "
                                "(0, 1, ...; dataset.json names them); pass a number")
         splits, layout = _decathlon(src, top, options, info, walk, rejected), "decathlon"
-        labelled = sum(it.payload.label is not None for items in splits.values() for it in items)
     else:
         splits, by_folder = _plain(src, top, options, info, walk, rejected)
-        layout, labelled = "split/volume" if by_folder else "volume", 0
+        layout = "split/volume" if by_folder else "volume"
         rejected = [r for r in rejected if r.source != "dataset.json"]
+    labelled = sum(it.payload.label is not None for items in splits.values() for it in items)
     identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]),
                  None if it.payload.label is None else [it.payload.label[1], os.path.getsize(it.payload.label[0])]]
                 for split, items in splits.items() for it in items]

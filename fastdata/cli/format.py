@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from fastdata.reasons import reason_group
+
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
           "kib": 2**10, "mib": 2**20, "gib": 2**30}
 
@@ -26,8 +28,8 @@ def human_bytes(n: float) -> str:
 
 
 def reason_summary(rejected: list[dict[str, str]], *, limit: int = 8) -> list[str]:
-    """Group rejection reasons by their first words, most common first."""
-    counts = Counter(printable(str(r.get("reason", "")).split(":")[0]) for r in rejected)
+    """Group rejection reasons by their first words (fastdata/reasons.py), most common first."""
+    counts = Counter(printable(reason_group(str(r.get("reason", "")))) for r in rejected)
     return [f"{n:6d}  {reason}" for reason, n in counts.most_common(limit)]
 
 
