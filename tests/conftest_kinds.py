@@ -1,6 +1,6 @@
 """One small dataset of every kind a loader reads (images as WebDataset and Arrow, an image mixture, image-text
-pairs, tokens, volumes) and `make_loader(kind, ...)`: a fresh loader of that kind, and what identifies one of its
-batches. For tests that hold for every kind of loader."""
+pairs, tokens, volumes, volumes with masks) and `make_loader(kind, ...)`: a fresh loader of that kind, and what
+identifies one of its batches. For tests that hold for every kind of loader."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from conftest_pairs import convert_pairs, make_pair_tree
 import fastdata
 
 IMAGES = dict(batch_size=2, image_size=16, backend="kornia", device="cpu", num_threads=1, prefetch=1, dtype="uint8")
-KINDS = ("images", "image mixture", "pairs", "text", "volumes")
+KINDS = ("images", "image mixture", "pairs", "text", "volumes", "masked volumes")
 
 
 @pytest.fixture(scope="module", name="kinds_data")
@@ -28,6 +28,12 @@ def kinds_data_fixture(tmp_path_factory) -> dict[str, Path]:
     write_phantom(root / "dicom" / "p0", Phantom(slices=6))
     convert_dicom(root / "dicom", root / "volumes")
     out["volumes"] = root / "volumes"
+    pytest.importorskip("nibabel")
+    from conftest_nifti import convert_nifti, decathlon
+
+    decathlon(root / "task", cases=2, test_cases=0)
+    convert_nifti(root / "task", root / "masked")
+    out["masked volumes"] = root / "masked"
     return out
 
 
@@ -43,6 +49,10 @@ def make_loader(kind: str, data: dict[str, Path], tokens: Path):
                 lambda b: b[1]["captions"])
     if kind == "text":
         return fastdata.loader(tokens, max_tokens=2048), lambda b: b["input_ids"].sum().item()
+    if kind == "masked volumes":
+        return (fastdata.loader(data["masked volumes"], batch_size=1, patch_size=(4, 8, 8), patches_per_volume=4,
+                                num_workers=1, sampling="foreground"),
+                lambda b: (b[0].double().sum().item(), b[1]["labels"].sum().item()))
     return (fastdata.loader(data["volumes"], batch_size=1, patch_size=(4, 8, 8), patches_per_volume=4,
                              num_workers=1),
             lambda b: b[0].double().sum().item())

@@ -16,7 +16,7 @@ from fastdata.closing import CLOSED, NEWER_PASS, Closable
 
 # where a new pass begins after one batch of an earlier pass of the same epoch: image loaders read the epoch again
 # (docs/loading.md), text and volume loaders go on from their position (docs/text.md, volumes.md)
-AGAIN_FROM = {"images": 0, "image mixture": 0, "pairs": 0, "text": 1, "volumes": 1}
+AGAIN_FROM = {"images": 0, "image mixture": 0, "pairs": 0, "text": 1, "volumes": 1, "masked volumes": 1}
 NEWER = "a newer pass over this loader began"
 
 

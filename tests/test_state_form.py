@@ -16,7 +16,7 @@ from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_t
 import fastdata
 from fastdata.loader_state import check_state_version, kind_of
 
-VERSIONS = {"images": 2, "image mixture": 2, "pairs": 2, "text": 1, "volumes": 1}
+VERSIONS = {"images": 2, "image mixture": 2, "pairs": 2, "text": 1, "volumes": 1, "masked volumes": 1}
 
 
 def _through_torch(state: dict) -> dict:
@@ -69,7 +69,7 @@ def _resumes_without(field: str, kind: str, kinds_data, fortunes_tokens) -> None
     assert [ident(b) for b in fresh] == rest
 
 
-@pytest.mark.parametrize("kind", ["text", "volumes"])
+@pytest.mark.parametrize("kind", ["text", "volumes", "masked volumes"])
 def test_a_text_or_volume_state_saved_before_the_field_existed_still_resumes(kind, kinds_data, fortunes_tokens) -> None:
     _resumes_without("version", kind, kinds_data, fortunes_tokens)
 
@@ -90,7 +90,8 @@ def test_the_check_alone() -> None:
         check_state_version({}, 1, unversioned=2)
 
 
-KIND = {"images": "images", "image mixture": "images", "pairs": "image_text", "text": "text", "volumes": "dicom"}
+KIND = {"images": "images", "image mixture": "images", "pairs": "image_text", "text": "text", "volumes": "dicom",
+        "masked volumes": "nifti"}
 
 
 @pytest.mark.parametrize("kind", list(VERSIONS))
