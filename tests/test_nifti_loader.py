@@ -191,3 +191,17 @@ def test_dicom_and_nifti_volumes_mix_in_one_loader(tmp_path):
                              return_dataset=True)
     _, meta = next(iter(loader))
     assert sorted(meta["dataset"].tolist()) == [0, 1] and not loader.masked
+
+
+def test_warped_masks_take_a_neighbours_label_never_a_blend_of_two(tmp_path):
+    """Labels 0 and 2 side by side: a warp that interpolated masks would make 1 along their border."""
+    mask = np.zeros((24, 24, 24), np.uint8)
+    mask[:, :, 12:] = 2
+    save(tmp_path / "src" / "imagesTr" / "c.nii.gz", mask.astype(np.int16), np.eye(4))
+    save(tmp_path / "src" / "labelsTr" / "c.nii.gz", mask, np.eye(4))
+    convert_nifti(tmp_path / "src", tmp_path / "out")
+    for warp in ({"affine_prob": 1.0, "elastic_prob": 0.0, "rotate_degrees": 30.0},
+                 {"affine_prob": 0.0, "elastic_prob": 1.0, "elastic_magnitude": 3.0}):
+        loader = fastdata.loader(tmp_path / "out", patches_per_volume=4, **BINARY, **warp)
+        values = {v for _, meta in loader for v in meta["labels"].unique().tolist()}
+        assert values == {0, 2}, warp
