@@ -69,9 +69,8 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
     if resampled > opts.max_voxels:  # checked before the output is allocated
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the image would hold")
     whole = integral(values, INT16.min, INT16.max)
-    out, spacing = resample(values if whole and values.dtype == np.int16 else values.astype(np.float32),
-                            grid.spacing, target)
-    arr, clipped = to_int16(out) if whole else (np.ascontiguousarray(out, dtype=np.float32), 0)
+    out, spacing = resample(values.astype(np.float32), grid.spacing, target)
+    arr, clipped = to_int16(out) if whole else (np.ascontiguousarray(out), 0)
     meta: dict[str, Any] = {
         "source": case.image[1],
         "ndim": 3,
@@ -98,8 +97,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
         nearest, _ = resample(mask.astype(np.float32), grid.spacing, target, order=0)
         kind = np.uint8 if int(mask.max()) <= np.iinfo(np.uint8).max else np.uint16
         labels = np.rint(nearest).astype(kind)
-        meta.update({"label": case.label[1] if case.label else None, "label_dtype": str(labels.dtype),  # type: ignore[index]
-                     "label_max": int(labels.max()) if labels.size else 0})
+        meta.update({"label": case.label[1], "label_dtype": str(labels.dtype), "label_max": int(labels.max())})  # type: ignore[index]
     return arr, labels, meta
 
 
