@@ -25,6 +25,11 @@ from converters.nifti.discover import CaseFiles, discover_nifti  # noqa: E402
 from fastdata.errors import ConvertError  # noqa: E402
 
 
+def _found(root: Path, **options: object):
+    """The discovery of `root` with paths shown (--keep-phi's), links followed."""
+    return discover_nifti(root, options=NiftiOptions(**options), follow_symlinks=True, private=False)
+
+
 def test_a_sample_json_and_the_manifest_counts_word_for_word(tmp_path):
     decathlon(tmp_path / "src", cases=1, test_cases=0)
     result = convert_nifti(tmp_path / "src", tmp_path / "out", spacing=(2.5, 1.4, 1.6))
@@ -84,7 +89,7 @@ def _decathlon_tree(root: Path) -> Path:
 
 def test_a_decathlon_discovery_item_by_item(tmp_path):
     src = _decathlon_tree(tmp_path / "src")
-    found = discover_nifti(src, options=NiftiOptions(channel=1), private=False)
+    found = _found(src, channel=1)
     assert (found.layout, found.classes) == ("decathlon", ("bg", "a", "b"))
     items = {split: [(it.split, it.rel, it.source, it.payload) for it in its] for split, its in found.splits.items()}
 
@@ -101,7 +106,7 @@ def test_a_decathlon_discovery_item_by_item(tmp_path):
         ("train", "imagesTr/c_0_0000.nii.gz", "no channel file 0001 (--channel 1) for this case; it has 0000 (T1)"),
         ("train", "labelsTr/orphan.nii.gz", "a mask without an image of the same name in imagesTr"),
         ("", "extra/notes.txt", "not inside imagesTr, labelsTr, imagesTs or labelsTs")]
-    again = discover_nifti(src, options=NiftiOptions(channel=1), private=False)
+    again = _found(src, channel=1)
     assert again.identity == found.identity and [it.rel for it in found.splits["train"]] == [
         "imagesTr/b_0_0001.nii.gz", "imagesTr/b_1_0001.nii.gz"]
     assert found.identity[0] == ["train", "imagesTr/b_0_0001.nii.gz", os.path.getsize(src / "imagesTr/b_0_0001.nii.gz"),
@@ -121,8 +126,8 @@ def test_a_missing_mask_is_named_only_with_keep_phi(tmp_path):
     image, mask = case(0, shape=(4, 4, 3))
     save(tmp_path / "imagesTr" / "Smith.nii.gz", image)
     save(tmp_path / "labelsTr" / "other.nii.gz", mask)
-    reasons = {private: [r.reason for r in discover_nifti(tmp_path, options=NiftiOptions(), private=private).rejected]
-               for private in (True, False)}
+    reasons = {private: [r.reason for r in discover_nifti(tmp_path, options=NiftiOptions(), follow_symlinks=True,
+                                                          private=private).rejected] for private in (True, False)}
     assert reasons[True][0] == "no mask of the same name in labelsTr"
     assert reasons[False][0] == "no mask of the same name in labelsTr (labelsTr/Smith.nii.gz)"
 
@@ -134,7 +139,7 @@ def test_a_loose_discovery_item_by_item(tmp_path):
     save(tmp_path / "val" / "v.nii", image)
     save(tmp_path / "stray.nii.gz", image)
     (tmp_path / "dataset.json").write_text(json.dumps({"modality": {"0": "CT", "2": "PET"}}))
-    found = discover_nifti(tmp_path, options=NiftiOptions(channel=2), private=False)
+    found = _found(tmp_path, channel=2)
     assert found.layout == "split/volume" and found.classes == ()
     assert [(it.split, it.rel, it.source, it.payload) for its in found.splits.values() for it in its] == [
         ("train", "train/k/imaging.nii.gz", str(tmp_path / "train/k/imaging.nii.gz"), CaseFiles(
@@ -147,7 +152,7 @@ def test_a_loose_discovery_item_by_item(tmp_path):
     assert [(r.split, r.source, r.reason) for r in found.rejected] == [
         ("", "stray.nii.gz", "not inside a split folder (train, val, test, or an alias: training, valid, validation, "
                              "testing)")]
-    flat = discover_nifti(tmp_path / "val", options=NiftiOptions(split="test"), private=False)
+    flat = _found(tmp_path / "val", split="test")
     assert flat.layout == "volume" and [(it.split, it.rel) for it in flat.splits["test"]] == [("test", "v.nii")]
     assert flat.splits["test"][0].payload.modality == ""
 
@@ -277,3 +282,211 @@ def test_the_size_cap_holds_at_its_value_and_says_the_memory(tmp_path):
                                    "than --max-voxels 1030300 (about 12 MiB of memory to convert)"}
     convert_nifti(src, tmp_path / "fits", spacing=(0.09, 0.09, 0.09), max_voxels=1_030_301)
     assert len(read_samples(tmp_path / "fits")) == 2
+
+
+def _one(tmp_path: Path, name: str, **options: object) -> tuple[np.ndarray, dict]:
+    convert_nifti(tmp_path / "src", tmp_path / name, **options)
+    ((sample),) = read_samples(tmp_path / name).values()
+    return load_volume(sample)
+
+
+def test_a_grid_resampled_to_its_own_shape_still_says_resampled(tmp_path):
+    save(tmp_path / "src" / "a.nii.gz", np.zeros((4, 4, 4), np.int16), np.eye(4))
+    arr, meta = _one(tmp_path, "out", spacing=(0.999, 0.999, 0.999))
+    assert arr.shape == (4, 4, 4) and meta["resampled"] is True and meta["spacing"] == [0.999] * 3
+    assert _one(tmp_path, "same")[1]["resampled"] is False
+
+
+def test_edges_of_the_values_a_volume_and_a_mask_keep(tmp_path):
+    values = np.zeros((4, 4, 3), np.float32)
+    values[0, 0, 0], values[1, 0, 0] = -32768.0, 32767.0  # whole numbers at int16's ends: int16
+    save(tmp_path / "src" / "imagesTr" / "a.nii.gz", values)
+    save(tmp_path / "src" / "labelsTr" / "a.nii.gz", np.eye(4, 3, dtype=np.float32)[None].repeat(4, 0))  # 0 and 1
+    arr, meta = _one(tmp_path, "out")
+    assert arr.dtype == np.int16 and (int(arr.min()), int(arr.max())) == (-32768, 32767) and meta["label_max"] == 1
+    values[1, 0, 0] = 32768.0  # one past: float32, exactly
+    save(tmp_path / "src" / "imagesTr" / "a.nii.gz", values)
+    arr, meta = _one(tmp_path, "wide")
+    assert arr.dtype == np.float32 and float(arr.max()) == 32768.0 and meta["clipped_voxels"] == 0
+
+
+def test_4d_files_of_one_channel_and_the_cap_counts_one_channel(tmp_path):
+    save(tmp_path / "src" / "one.nii.gz", np.full((4, 4, 3, 1), 3, np.int16))
+    save(tmp_path / "src" / "two.nii.gz", np.stack([np.full((4, 4, 3), v, np.int16) for v in (5, 6)], axis=-1))
+    convert_nifti(tmp_path / "src", tmp_path / "out", channel=0, max_voxels=48)  # 4 x 4 x 3 per channel
+    got = sorted(int(load_volume(s)[0].max()) for s in read_samples(tmp_path / "out").values())
+    assert got == [3, 5]
+    (tmp_path / "src" / "two.nii.gz").unlink()
+    assert int(_one(tmp_path, "plain")[0].max()) == 3  # a 4th axis of 1 needs no --channel
+
+
+def test_voxel_sizes_are_checked_only_where_the_geometry_comes_from_them(tmp_path):
+    image = np.zeros((4, 4, 3), np.int16)
+    qform = nib.Nifti1Image(image, None)
+    qform.set_qform(np.diag([0.5, 0.5, 0.25, 1.0]), code=1)  # below 1 mm: fine
+    qform.set_sform(None, code=0)
+    nib.save(qform, tmp_path / "src" / "q.nii") if (tmp_path / "src").mkdir() is None else None
+    assert _one(tmp_path, "small")[1]["spacing"] == [0.25, 0.5, 0.5]
+    _raw(tmp_path / "src" / "q.nii", 84, "<f", float("nan"))  # pixdim[2]
+    with pytest.raises(ConvertError, match=r"voxel sizes \(pixdim\) \[0.5, nan, 0.25\] are not positive"):
+        convert_nifti(tmp_path / "src", tmp_path / "nan")
+    sform = save(tmp_path / "src" / "q.nii", image, np.diag([2.0, 2.0, 2.0, 1.0]))
+    _raw(sform, 80, "<f", 0.0)  # pixdim[1] = 0, but the sform places the voxels: converted
+    assert _one(tmp_path, "sform")[1]["spacing"] == [2.0, 2.0, 2.0]
+
+
+def test_a_header_in_metres_places_the_origin_in_millimetres_and_writes_no_negative_zero(tmp_path):
+    affine = np.array([[-0.001, 0, 0, 0.1], [0, -0.001, 0, 0.0], [0, 0, 0.002, -0.3], [0, 0, 0, 1.0]])
+    save(tmp_path / "src" / "m.nii.gz", np.zeros((3, 3, 3), np.int16), affine, units="meter")
+    convert_nifti(tmp_path / "src", tmp_path / "out")
+    ((sample),) = read_samples(tmp_path / "out").values()
+    meta = load_volume(sample)[1]
+    assert meta["origin"] == pytest.approx([-100.0, 0.0, -300.0], abs=1e-4)  # the header's float32, in mm
+    assert meta["direction"][2] == [1.0, 0.0, 0.0]
+    assert b"-0.0" not in sample["json"]  # RAS to LPS negates zeros too
+
+
+def test_nnunet_channels_must_run_from_0_and_need_their_names_when_several(tmp_path):
+    image, mask = case(0, shape=(4, 4, 3))
+    save(tmp_path / "a" / "imagesTr" / "b_0_0001.nii.gz", image)  # no _0000: not channel files, so no mask for it
+    save(tmp_path / "a" / "labelsTr" / "b_0.nii.gz", mask)
+    found = _found(tmp_path / "a")
+    assert found.splits["train"] == [] and [(r.source, r.reason) for r in found.rejected] == [
+        ("imagesTr/b_0_0001.nii.gz", "no mask of the same name in labelsTr (labelsTr/b_0_0001.nii.gz)"),
+        ("labelsTr/b_0.nii.gz", "a mask without an image of the same name in imagesTr")]
+    for c in range(3):  # case_0000..case_0002 with masks of the same names: cases, though dataset.json names 3
+        save(tmp_path / "b" / "imagesTr" / f"case_{c:04d}.nii.gz", image)
+        save(tmp_path / "b" / "labelsTr" / f"case_{c:04d}.nii.gz", mask)
+    (tmp_path / "b" / "dataset.json").write_text(json.dumps({"channel_names": {"0": "a", "1": "b", "2": "c"}}))
+    assert len(_found(tmp_path / "b").splits["train"]) == 3
+    for c in range(2):  # x_0000, x_0001 without masks or channel names: two cases
+        save(tmp_path / "c" / "imagesTr" / f"x_{c:04d}.nii.gz", image)
+    assert len(_found(tmp_path / "c").splits["train"]) == 2
+    (tmp_path / "c" / "dataset.json").write_text(json.dumps({"channel_names": {"0": "T1", "2": "T2"}}))
+    found = _found(tmp_path / "c")
+    assert found.splits["train"] == [] and found.rejected[0].reason.startswith(
+        "a case of 2 channel files (0000 (T1), 0001); ")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"labels": {}}', "'labels' must be an object mapping label values to names, got {}"),
+    ('{"labels": "liver"}', "'labels' must be an object mapping label values to names, got 'liver'"),
+    ('{"labels": {"100000": "x", "0": "bg"}}', "label '100000': 'x' is neither a name nor a label value"),
+    ('{"channel_names": {"x": "CT"}}', "'modality'/'channel_names' must map channel numbers to names"),
+    ('{"modality": {"0": 1}}', "'modality'/'channel_names' must map channel numbers to names"),
+])
+def test_a_dataset_json_is_refused_naming_the_file_and_the_problem(tmp_path, text, problem):
+    from converters.nifti.dataset_json import read_dataset_json
+
+    (tmp_path / "dataset.json").write_text(text)
+    with pytest.raises(ConvertError) as caught:
+        read_dataset_json(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / 'dataset.json'}: ") and problem in str(caught.value)
+
+
+def test_a_dataset_json_with_five_digit_labels_regions_or_too_many_bytes(tmp_path, monkeypatch, caplog):
+    from converters.nifti import dataset_json
+
+    (tmp_path / "dataset.json").write_text(json.dumps({"labels": {str(v): f"l{v}" for v in range(12346)}}))
+    assert len(dataset_json.read_dataset_json(tmp_path).classes) == 12346  # "12345": five digits, a value
+    (tmp_path / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "tumour": [1, 2]}}))
+    with caplog.at_level("WARNING", logger="converters.nifti.dataset_json"):
+        assert dataset_json.read_dataset_json(tmp_path).classes == ()
+    assert caplog.messages == [f"{tmp_path / 'dataset.json'} names regions (label 'tumour' is the values [1, 2]): "
+                               "the dataset gets no class names"]
+    (tmp_path / "dataset.json").write_text("[]")
+    with pytest.raises(ConvertError, match=r"dataset.json holds a list, not an object"):
+        dataset_json.read_dataset_json(tmp_path)
+    monkeypatch.setattr(dataset_json, "MAX_BYTES", 2)
+    (tmp_path / "dataset.json").write_text("{ }")
+    with pytest.raises(ConvertError, match=r"dataset.json is larger than 2 bytes: not a dataset description"):
+        dataset_json.read_dataset_json(tmp_path)
+    (tmp_path / "dataset.json").write_text("{}")
+    assert dataset_json.read_dataset_json(tmp_path) == dataset_json.DatasetInfo()  # 2 bytes: read
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("channel", 10000, "--channel must be a number in 0..9999 or a name"),
+    ("max_voxels", 0, "--max-voxels must be a positive whole number"),
+    ("salt", 5, "salt must be a string"),
+])
+def test_options_refused_at_their_edges(field, value, problem):
+    with pytest.raises((ValueError, TypeError), match=problem):
+        NiftiOptions(**{field: value})
+    assert NiftiOptions(channel=0).channel == 0 and NiftiOptions(channel=9999).channel == 9999
+
+
+def test_the_processor_records_vanished_files_and_unexpected_errors(tmp_path, monkeypatch):
+    from converters import get_kind
+    from converters.nifti import case as case_module
+    from converters.sample import Rejection, WorkItem
+
+    image, mask = case(0, shape=(4, 4, 3))
+    img, msk = save(tmp_path / "i.nii.gz", image), save(tmp_path / "m.nii.gz", mask)
+    process = get_kind("nifti").processor(NiftiOptions())
+
+    def item(label: Path) -> WorkItem:
+        return WorkItem(split="val", rel="file-1", source=str(img), position=3, payload=CaseFiles(
+            image=(str(img), "file-1"), label=(str(label), "file-2"), axis=None, channel=None, modality="", classes=0))
+
+    gone = Rejection("val", "file-1", "file vanished since discovery: file-2")
+    assert process(item(tmp_path / "gone.nii.gz")) == gone
+    monkeypatch.setattr(case_module, "convert_case", lambda *a: 1 / 0)
+    assert process(item(msk)) == Rejection("val", "file-1", "unexpected error: ZeroDivisionError")
+    img.unlink()
+    assert process(item(msk)) == Rejection("val", "file-1", "file vanished since discovery: file-1")
+
+
+def test_a_damaged_mask_is_named_in_its_reason(tmp_path):
+    image, _ = case(0, shape=(4, 4, 3))
+    img = save(tmp_path / "img.nii", image)
+    (tmp_path / "text.nii").write_text("no mask")
+    assert _reason(tmp_path, img, tmp_path / "text.nii") == "text.nii: not a readable NIfTI file (ImageFileError)"
+    nan = save(tmp_path / "nan.nii", np.full((4, 4, 3), np.nan, np.float32))
+    assert _reason(tmp_path, img, nan) == "nan.nii: 48 voxel(s) are NaN or infinite"
+    moved = save(tmp_path / "moved.nii", np.zeros((4, 4, 3), np.uint8), np.diag([2.0, 2.0, 2.0, 1.0]))
+    _raw(moved, 292, "<f", float("inf"))
+    assert _reason(tmp_path, img, moved) == "moved.nii: the affine (sform/qform) is not finite"
+
+
+def test_channel_names_are_what_file_names_add_to_what_they_share_with_the_mask(tmp_path):
+    image, mask = case(0, shape=(4, 4, 3))
+    for name in ("P_t1", "P_t2", "P_seg"):  # without the mask, t1 and t2 would share "P_t" and be named 1 and 2
+        save(tmp_path / "train" / "P" / f"{name}.nii.gz", mask if name.endswith("seg") else image)
+    for name in ("ct", "ct_pet"):  # the shared "ct" leaves "" (the whole name, then) and "_pet" (separators trimmed)
+        save(tmp_path / "train" / "Q" / f"{name}.nii.gz", image)
+    save(tmp_path / "train" / "Q" / "ct_seg.nii.gz", mask)
+    found = _found(tmp_path, channel="t2")
+    assert [(it.split, it.rel, it.payload.channel) for it in found.splits["train"]] == [
+        ("train", "train/P/P_t2.nii.gz", "t2")]
+    assert [r.reason for r in found.rejected][0] == "no channel 't2' (--channel) in this case; its channels are ct, pet"
+    found = _found(tmp_path, channel="pet")
+    assert [it.rel for it in found.splits["train"]] == ["train/Q/ct_pet.nii.gz"]
+
+
+def test_the_kind_pseudonymizes_by_its_salt_and_keeps_paths_with_keep_phi(tmp_path, caplog):
+    from converters import get_kind
+    from converters.dicom.privacy import file_name
+
+    image, _ = case(0, shape=(4, 4, 3))
+    save(tmp_path / "imagesTr" / "Smith.nii.gz", image)
+    save(tmp_path / "imagesTr" / "Doe.nii.gz", image)
+    save(tmp_path / "labelsTr" / "Smith.nii.gz", np.zeros((4, 4, 3), np.uint8))
+    kind = get_kind("nifti")
+    for salt in ("a", "b"):
+        options = NiftiOptions(salt=salt)
+        found, paths = kind.pseudonymize(kind.discover(tmp_path, options=options), options)
+        (it,) = found.splits["train"]
+        assert it.rel == it.payload.image[1] == file_name("imagesTr/Smith.nii.gz", salt)
+        assert it.payload.label[1] == file_name("labelsTr/Smith.nii.gz", salt)
+        assert paths[it.rel] == "imagesTr/Smith.nii.gz" and found.rejected[0].source == file_name(
+            "imagesTr/Doe.nii.gz", salt)
+    with caplog.at_level("INFO", logger="converters.dicom.privacy"):
+        kind.discover(tmp_path, options=NiftiOptions(salt="s"))
+        assert caplog.messages == []
+        kind.discover(tmp_path, options=NiftiOptions())
+        assert "no --salt given" in caplog.text
+    options = NiftiOptions(keep_phi=True)
+    found = kind.discover(tmp_path, options=options)
+    assert kind.pseudonymize(found, options) == (found, {})
+    assert found.rejected[0].reason == "no mask of the same name in labelsTr (labelsTr/Doe.nii.gz)"

@@ -144,7 +144,7 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
     split_dirs = split_folders([n for n in top if is_folder(src / n, follow=walk.follow)])
     roots = [(s, src / folder) for folder, s in split_dirs.items()] if split_dirs else [(options.split, src)]
     for name in top if split_dirs else []:
-        if name not in split_dirs and name != "dataset.json":
+        if name not in split_dirs:  # dataset.json too: its rejection is dropped with the others' below
             outside = [p for p, _ in walk.files(src / name)] if is_folder(src / name, follow=walk.follow) \
                 else [src / name]
             rejected.extend(Rejection("", display(p.relative_to(src).as_posix()),
@@ -161,8 +161,7 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
     return splits, bool(split_dirs)
 
 
-def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True,
-                   private: bool = True) -> Discovery:
+def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool, private: bool) -> Discovery:
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     info = read_dataset_json(src)
@@ -177,7 +176,7 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
     else:
         splits, by_folder = _plain(src, top, options, info, walk, rejected)
         layout = "split/volume" if by_folder else "volume"
-        rejected = [r for r in rejected if r.source != "dataset.json"]
+        rejected = [r for r in rejected if r.source != "dataset.json"]  # read above, not an input
     labelled = sum(it.payload.label is not None for items in splits.values() for it in items)
     identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]),
                  None if it.payload.label is None else [it.payload.label[1], os.path.getsize(it.payload.label[0])]]

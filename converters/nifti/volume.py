@@ -71,7 +71,7 @@ def grid_of(img: Any, rel: str) -> Grid:
     except KeyError:  # nibabel knows every code the standard defines; another is a damaged header
         raise RejectSeries(f"{rel}: xyzt_units {int(img.header['xyzt_units'])} names no unit the NIfTI standard "
                            "defines") from None
-    matrix = affine[:3, :3] * UNITS_MM.get(unit, 1.0)
+    matrix = affine[:3, :3] * UNITS_MM[unit]
     if not np.all(np.isfinite(affine)):
         raise RejectSeries(f"{rel}: the affine (sform/qform) is not finite")
     steps = np.linalg.norm(matrix, axis=0)  # mm per voxel along i, j, k
@@ -83,7 +83,7 @@ def grid_of(img: Any, rel: str) -> Grid:
         raise RejectSeries(f"{rel}: the affine is sheared (voxel axes not orthogonal, |cos| up to "
                            f"{float(cosines.max()):.4f}); resample it to an orthogonal grid first")
     lps = axes * RAS_TO_LPS[:, None]  # columns: the LPS direction of i, j, k
-    origin = affine[:3, 3] * UNITS_MM.get(unit, 1.0) * RAS_TO_LPS
+    origin = affine[:3, 3] * UNITS_MM[unit] * RAS_TO_LPS
     return Grid(shape=(shape[2], shape[1], shape[0]), spacing=(float(steps[2]), float(steps[1]), float(steps[0])),
                 origin=tuple(float(v) + 0.0 for v in origin),  # type: ignore[arg-type]  # + 0.0: no -0.0
                 direction=tuple(tuple(float(v) + 0.0 for v in lps[:, a]) for a in (2, 1, 0)),
@@ -131,9 +131,7 @@ def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
 
 def integral(arr: np.ndarray, lo: float, hi: float) -> bool:
     """Whether every value is a whole number in [lo, hi] (the array fits an integer type without loss)."""
-    if arr.size == 0:
-        return True
-    if arr.dtype.kind in "iu":
+    if arr.dtype.kind in "iu":  # no rounding to compare: the bounds alone
         return bool(arr.min() >= lo and arr.max() <= hi)
     return bool(np.all(arr == np.rint(arr)) and arr.min() >= lo and arr.max() <= hi)
 
