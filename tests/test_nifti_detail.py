@@ -490,3 +490,18 @@ def test_the_kind_pseudonymizes_by_its_salt_and_keeps_paths_with_keep_phi(tmp_pa
     found = kind.discover(tmp_path, options=options)
     assert kind.pseudonymize(found, options) == (found, {})
     assert found.rejected[0].reason == "no mask of the same name in labelsTr (labelsTr/Doe.nii.gz)"
+
+
+def test_a_task_of_test_images_alone_and_the_split_of_a_stray_in_labels(tmp_path):
+    image, mask = case(0, shape=(4, 4, 3))
+    save(tmp_path / "imagesTs" / "a_0000.nii.gz", image)
+    (tmp_path / "dataset.json").write_text(json.dumps({"labels": {"0": "bg", "1": "x"}}))
+    found = _found(tmp_path)
+    assert list(found.splits) == ["test"] and found.classes == ()  # no mask: no class names
+    assert found.splits["test"][0].payload.channel == 0  # nnU-Net's file of channel 0
+    save(tmp_path / "imagesTr" / "b.nii.gz", image)
+    save(tmp_path / "labelsTr" / "b.nii.gz", mask)
+    (tmp_path / "labelsTr" / "notes.txt").write_text("x")
+    found = _found(tmp_path)
+    assert found.classes == ("bg", "x") and found.splits["train"][0].payload.channel is None
+    assert [(r.split, r.source) for r in found.rejected] == [("train", "labelsTr/notes.txt")]
