@@ -505,3 +505,22 @@ def test_a_task_of_test_images_alone_and_the_split_of_a_stray_in_labels(tmp_path
     found = _found(tmp_path)
     assert found.classes == ("bg", "x") and found.splits["train"][0].payload.channel is None
     assert [(r.split, r.source) for r in found.rejected] == [("train", "labelsTr/notes.txt")]
+
+
+def test_a_nii_and_a_nii_gz_of_one_name_are_both_refused_not_one_silently_kept(tmp_path):
+    image, mask = case(0, shape=(4, 4, 3))
+    save(tmp_path / "imagesTr" / "a.nii.gz", image)
+    save(tmp_path / "imagesTr" / "A.nii", image)
+    save(tmp_path / "labelsTr" / "a.nii.gz", mask)
+    save(tmp_path / "imagesTr" / "b.nii.gz", image)
+    save(tmp_path / "labelsTr" / "b.nii.gz", mask)
+    save(tmp_path / "labelsTr" / "b.nii", mask)
+    found = _found(tmp_path)
+    assert found.splits["train"] == []
+    reason = "2 NIfTI files of this name in one folder (.nii and .nii.gz): keep one"
+    by_source = {r.source: r.reason for r in found.rejected}
+    assert {k: by_source[k] for k in ("imagesTr/A.nii", "imagesTr/a.nii.gz", "labelsTr/b.nii", "labelsTr/b.nii.gz")} \
+        == dict.fromkeys(("imagesTr/A.nii", "imagesTr/a.nii.gz", "labelsTr/b.nii", "labelsTr/b.nii.gz"), reason)
+    assert by_source["imagesTr/b.nii.gz"] == "no mask of the same name in labelsTr (labelsTr/b.nii.gz)"
+    assert by_source["labelsTr/a.nii.gz"] == "a mask without an image of the same name in imagesTr"
+    assert len(by_source) == 6

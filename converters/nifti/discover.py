@@ -50,18 +50,27 @@ class CaseFiles:
 
 
 class _Found:
-    """The NIfTI files under one folder, and the rejections of everything else there."""
+    """The NIfTI files under one folder, and the rejections of everything else there: files that are not NIfTI,
+    and files of one name in one folder (`a.nii` and `a.nii.gz`: either could be the case; one would replace the
+    other without a word)."""
 
     def __init__(self, src: Path, folder: Path, split: str, walk: Walk, rejected: list[Rejection]) -> None:
-        self.files: list[tuple[str, str]] = []
+        found: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for path, problem in walk.files(folder, root=src):
             rel = display(path.relative_to(src).as_posix())
             if problem is None and not NIFTI.search(path.name):
                 problem = NOT_NIFTI
             if problem is None:
-                self.files.append((str(path), rel))
+                found[stem(rel).lower()].append((str(path), rel))
             else:
                 rejected.append(Rejection(split, rel, problem))
+        self.files: list[tuple[str, str]] = []
+        for same in found.values():
+            if len(same) == 1:
+                self.files.extend(same)
+            else:
+                reason = f"{len(same)} NIfTI files of this name in one folder (.nii and .nii.gz): keep one"
+                rejected.extend(Rejection(split, rel, reason) for _, rel in sorted(same, key=lambda f: f[1]))
         self.files.sort(key=lambda f: f[1])
 
 
