@@ -481,14 +481,33 @@ def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     return f"{label}/{shard}: {what}"
 
 
+def _converted(kind_name: str, opts: Any, src: Path, outcome: str) -> list[str]:
+    """Discover `src` as `kind_name` (pseudonymized), convert every item in this process, and return what the
+    conversion would write: each rejection's reason and source (apart: a reason must start as it does), each
+    sample's json."""
+    from converters import get_kind
+    from converters.sample import Rejection, Sample
+
+    kind = get_kind(kind_name)
+    discovery, _ = kind.pseudonymize(kind.discover(src, options=opts), opts)
+    process = kind.processor(opts)
+    written = [r.reason for r in discovery.rejected] + [r.source for r in discovery.rejected]
+    for items in discovery.splits.values():
+        for item in items:
+            result = process(item)
+            if not isinstance(result, Sample | Rejection):
+                raise Finding(f"the converter returned {type(result).__name__}")
+            OUTCOMES[(outcome, type(result).__name__)] += 1
+            written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
+    return written
+
+
 def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
     """A NIfTI image or mask of a Decathlon task, mutated (a gzipped one inside its gzip): every case converts or
     is rejected with a reason that no catch-all made, and no file name reaches what the conversion writes."""
     import gzip
 
-    from converters import get_kind
     from converters.nifti import NiftiOptions
-    from converters.sample import Rejection, Sample
 
     src = ctx.case_dir  # kept by the runner when the case is a finding
     shutil.rmtree(src, ignore_errors=True)
@@ -498,18 +517,7 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     raw = gzip.decompress(path.read_bytes()) if zipped else path.read_bytes()
     data, what = mutate_bytes(rng, raw, (nifti_field,))
     target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
-    kind, opts = get_kind("nifti"), NiftiOptions(salt="fuzz")
-    discovery = kind.discover(src, options=opts)
-    discovery, _ = kind.pseudonymize(discovery, opts)
-    process = kind.processor(opts)
-    written = [f"{r.source} {r.reason}" for r in discovery.rejected]
-    for items in discovery.splits.values():
-        for item in items:
-            result = process(item)
-            if not isinstance(result, Sample | Rejection):
-                raise Finding(f"the converter returned {type(result).__name__}")
-            OUTCOMES[("nifti case", type(result).__name__)] += 1
-            written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
+    written = _converted("nifti", NiftiOptions(salt="fuzz"), src, "nifti case")
     for text in written:
         if "Smith" in text or "John" in text:
             raise Finding(f"a source file name written: {text[:200]!r}")
@@ -518,30 +526,17 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
 
 
 def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
-    from converters import get_kind
     from converters.dicom import DicomOptions
-    from converters.sample import Rejection, Sample
 
     series = ctx.work / "case-dicom"
     shutil.rmtree(series, ignore_errors=True)
     shutil.copytree(path.parent, series)
     data, what = mutate_bytes(rng, path.read_bytes(), (dicom_length,))
     (series / path.name).write_bytes(data)
-    kind, opts = get_kind("dicom"), DicomOptions(salt="fuzz")
     logged = _Logged()
     logging.getLogger().addHandler(logged)  # what the conversion logs (pydicom's own logger included)
     try:
-        discovery = kind.discover(series, options=opts)
-        discovery, _ = kind.pseudonymize(discovery, opts)
-        process = kind.processor(opts)
-        written = [r.reason for r in discovery.rejected]
-        for items in discovery.splits.values():
-            for item in items:
-                result = process(item)
-                if not isinstance(result, Sample | Rejection):
-                    raise Finding(f"the converter returned {type(result).__name__}")
-                OUTCOMES[("dicom series", type(result).__name__)] += 1
-                written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
+        written = _converted("dicom", DicomOptions(salt="fuzz"), series, "dicom series")
     finally:
         logging.getLogger().removeHandler(logged)
     _no_phi(written + logged.messages)

@@ -18,6 +18,7 @@ from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geom
 from converters.dicom.options import DicomOptions
 from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash, uid_name
 from converters.dicom.resample import output_shape, resample
+from converters.guarded import Guarded
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
 
@@ -247,17 +248,11 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
                   stats=stats)
 
 
-class SeriesProcessor:
-    """The picklable per-item callable handed to the engine; one series per worker task, because
-    a series can be hundreds of megabytes (the pool keeps a few tasks in flight per worker)."""
+class SeriesProcessor(Guarded):
+    """The per-item callable handed to the engine: one series per task (converters/guarded.py)."""
 
-    chunk_size = 1
+    def convert(self, item: WorkItem, /) -> Sample | Rejection:
+        return process_series(item, opts=self.opts)
 
-    def __init__(self, opts: DicomOptions) -> None:
-        self.opts = opts
-
-    def __call__(self, item: WorkItem) -> Sample | Rejection:
-        try:
-            return process_series(item, opts=self.opts)
-        except Exception as exc:  # noqa: BLE001 - recorded here, not by the pool, whose reason quotes the message
-            return Rejection(item.split, item.rel, f"unexpected error: {failure(exc)}")  # it may quote a value
+    def failure(self, exc: BaseException, /) -> str:
+        return failure(exc)

@@ -14,6 +14,7 @@ import numpy as np
 from converters.dicom.arrays import INT16, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.geometry import RejectSeries
 from converters.dicom.resample import output_shape, resample
+from converters.guarded import Guarded
 from converters.nifti.discover import CaseFiles
 from converters.nifti.options import NiftiOptions
 from converters.nifti.volume import Grid, channels, failure, grid_of, header_voxels, integral, load, same_grid, voxels
@@ -122,17 +123,11 @@ def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection
     return Sample(key=item.key, label=None, members=members, stats=stats)
 
 
-class CaseProcessor:
-    """The picklable per-item callable handed to the engine; one case per worker task (a case can be hundreds of
-    megabytes)."""
+class CaseProcessor(Guarded):
+    """The per-item callable handed to the engine: one case per task (converters/guarded.py)."""
 
-    chunk_size = 1
+    def convert(self, item: WorkItem, /) -> Sample | Rejection:
+        return process_case(item, opts=self.opts)
 
-    def __init__(self, opts: NiftiOptions) -> None:
-        self.opts = opts
-
-    def __call__(self, item: WorkItem) -> Sample | Rejection:
-        try:
-            return process_case(item, opts=self.opts)
-        except Exception as exc:  # noqa: BLE001 - recorded here, not by the pool, whose reason quotes the message
-            return Rejection(item.split, item.rel, f"unexpected error: {failure(exc)}")
+    def failure(self, exc: BaseException, /) -> str:
+        return failure(exc)
