@@ -46,9 +46,10 @@ def test_reasons_that_start_with_their_file_are_grouped_by_what_follows() -> Non
     rejected = [{"reason": f"file-{i:020x}: mask value 4, but dataset.json names 3 labels (0..2)"} for i in range(3)]
     rejected += [{"reason": "scans/a.dcm frame 2: RescaleSlope nan is not a finite number"},
                  {"reason": "p/b.dcm: RescaleSlope nan is not a finite number"},
+                 {"reason": "c.dcm: RescaleSlope nan is not a finite number"},
                  {"reason": "unreadable: Permission denied"}, {"reason": "a.nii.gz: "}]
     assert reason_summary(rejected) == ["     3  mask value 4, but dataset.json names 3 labels (0..2)",
-                                        "     2  RescaleSlope nan is not a finite number",
+                                        "     3  RescaleSlope nan is not a finite number",
                                         "     1  unreadable", "     1  a.nii.gz"]
 
 
