@@ -1,4 +1,5 @@
-"""The volume loader: 3D patches from converted DICOM datasets (kind "dicom"), augmented on the device."""
+"""The volume loader: 3D patches from converted DICOM and NIfTI datasets (kinds "dicom", "nifti"), with their
+segmentation masks where there are some, augmented on the device."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Random access to the volumes of a converted dicom dataset: index the tar shards once (member
-offsets from the tar headers), then read a sample's bytes with one positioned read.
+"""Random access to the volumes (and masks) of a converted dicom or nifti dataset: index the tar shards once
+(member offsets from the tar headers), then read a sample's bytes with one positioned read.
 
 Nothing is extracted to disk and nothing is unpickled: `.npy` members are read with
 `np.load(..., allow_pickle=False)` and `.json` members with `parse_json` (json_text.py).
