@@ -218,7 +218,7 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
     for value, modality in enumerate(("flair", "t1")):  # BraTS validation: no mask
         save(src / "val" / "BraTS20_Validation_001" / f"BraTS20_Validation_001_{modality}.nii.gz",
              np.full(image.shape, value, np.int16))
-    save(src / "val" / "two" / "a_seg.nii.gz", mask)  # two masks in one folder: refused, with their image
+    save(src / "val" / "two" / "a_seg.nii.gz", mask)  # two masks in one folder: a_seg pairs with a, b_seg with none
     save(src / "val" / "two" / "b_seg.nii.gz", mask)
     save(src / "val" / "two" / "a.nii.gz", image)
     save(src / "val" / "segmentations" / "liver.nii.gz", mask)  # TotalSegmentator's per-organ masks: refused
@@ -233,9 +233,9 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
         "train/BraTS20_Training_000/BraTS20_Training_000_seg.nii.gz": "the mask of a case that was rejected",
         "train/BraTS20_Training_001/BraTS20_Training_001_flair.nii.gz": brats + " with --channel NAME",
         "train/BraTS20_Training_001/BraTS20_Training_001_seg.nii.gz": "the mask of a case that was rejected",
-        **{f"val/two/{n}": "2 masks in one folder: fastdata pairs a mask with its image in one case per folder, or "
-                           "the imagesTr/labelsTr layout (docs/volumes.md)" for n in ("a.nii.gz", "a_seg.nii.gz",
-                                                                                     "b_seg.nii.gz")},
+        "val/two/b_seg.nii.gz": "not paired by name in a folder of 2 masks: a mask pairs with the one image named as "
+                                "it is without its mask word (segmentation-0 and volume-0, liver_seg and liver); or "
+                                "one case per folder, or the imagesTr/labelsTr layout (docs/volumes.md)",
         "val/segmentations/liver.nii.gz": "inside a folder whose name says it holds masks, not images: masks are "
                                           "paired with images in one case per folder, or the imagesTr/labelsTr "
                                           "layout (docs/volumes.md)",
@@ -244,7 +244,8 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
     got = _by_source(tmp_path / "plain", result) | _by_source(tmp_path / "plain", result, "val")
     assert sorted(got) == ["train/case_00000/imaging.nii.gz", "val/BraTS20_Validation_001/BraTS20_Validation_001_flair"
                            ".nii.gz", "val/BraTS20_Validation_001/BraTS20_Validation_001_t1.nii.gz",
-                           "val/scans/x.nii.gz", "val/scans/y.nii.gz"]
+                           "val/scans/x.nii.gz", "val/scans/y.nii.gz", "val/two/a.nii.gz"]
+    assert got["val/two/a.nii.gz"][1] is not None
     arr, labels, _ = got["train/case_00000/imaging.nii.gz"]
     np.testing.assert_array_equal(labels, zyx(mask))
     assert json.loads((tmp_path / "plain" / "manifest.json").read_text())["classes"] == []
@@ -375,3 +376,26 @@ def test_case_folders_check_masks_against_a_dataset_json_too(tmp_path):
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["bg", "kidney", "tumor"]
     assert reasons_by_path(result) == {"case_00001/imaging.nii.gz": "case_00001/segmentation.nii.gz: mask value 3, "
                                                                     "but dataset.json names 3 labels (0..2)"}
+
+
+def test_a_folder_of_several_masks_pairs_each_with_the_image_of_its_name(tmp_path):
+    """LiTS ships `volume-N.nii` and `segmentation-N.nii` side by side in one folder."""
+    from conftest_nifti import case as make_case
+
+    src = tmp_path / "Training Batch 1"
+    for n in (0, 1, 10):
+        image, mask = make_case(n, shape=(6, 5, 4))
+        save(src / f"volume-{n}.nii", image + n)
+        save(src / f"segmentation-{n}.nii", mask)
+    save(src / "liver.nii.gz", make_case(3, shape=(6, 5, 4))[0])
+    save(src / "liver_seg.nii.gz", make_case(3, shape=(6, 5, 4))[1])
+    save(src / "segmentation-7.nii", make_case(7, shape=(6, 5, 4))[1])  # no volume-7
+    save(src / "volume-8.nii", make_case(8, shape=(6, 5, 4))[0])  # no segmentation-8
+    result = convert_nifti(src, tmp_path / "out")
+    got = _by_source(tmp_path / "out", result)
+    assert sorted(got) == ["liver.nii.gz", "volume-0.nii", "volume-1.nii", "volume-10.nii"]
+    assert all(labels is not None for _, labels, _ in got.values())
+    arr, _, _ = got["volume-10.nii"]
+    np.testing.assert_array_equal(arr, zyx(make_case(10, shape=(6, 5, 4))[0] + 10))  # its own mask's volume
+    assert set(reasons_by_path(result)) == {"segmentation-7.nii", "volume-8.nii"}
+    assert all(r.startswith("not paired by name in a folder of 5 masks") for r in reasons_by_path(result).values())

@@ -524,3 +524,19 @@ def test_a_nii_and_a_nii_gz_of_one_name_are_both_refused_not_one_silently_kept(t
     assert by_source["imagesTr/b.nii.gz"] == "no mask of the same name in labelsTr (labelsTr/b.nii.gz)"
     assert by_source["labelsTr/a.nii.gz"] == "a mask without an image of the same name in imagesTr"
     assert len(by_source) == 6
+
+
+def test_pairing_by_name_keeps_only_one_to_one_pairs():
+    from converters.nifti.case_folders import pair_files
+
+    def f(name: str) -> tuple[str, str]:
+        return f"/src/d/{name}", f"d/{name}"
+
+    images = [f("a_ct.nii"), f("a_pet.nii"), f("b.nii"), f("Volume-3.nii.gz")]
+    masks = [f("a_seg.nii"), f("b_seg.nii"), f("SEGMENTATION-3.nii.gz"), f("c-label.nii")]
+    pairs, rest = pair_files(images, masks)
+    assert pairs == [(f("Volume-3.nii.gz"), f("SEGMENTATION-3.nii.gz")), (f("b.nii"), f("b_seg.nii"))]
+    assert rest == [f("a_ct.nii"), f("a_pet.nii"), f("a_seg.nii"), f("c-label.nii")]  # "a" names two images
+    assert pair_files([f("Liver.nii")], [f("liver_SEG.nii")])[0] == [(f("Liver.nii"), f("liver_SEG.nii"))]  # any case
+    pairs, rest = pair_files([f("x.nii")], [f("x_seg.nii"), f("x-mask.nii")])  # two masks claim one image
+    assert pairs == [] and rest == [f("x-mask.nii"), f("x.nii"), f("x_seg.nii")]

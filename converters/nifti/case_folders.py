@@ -4,7 +4,9 @@ A folder whose one mask-named file (`seg`, `segmentation`, `label`, `mask`) lies
 KiTS's `case_00000/imaging.nii.gz` + `segmentation.nii.gz`, BraTS's `BraTS20_Training_001/..._flair.nii.gz`,
 `_t1`, `_t1ce`, `_t2` + `_seg.nii.gz`. Its channels are named by what their file names add to the name all its
 files share (flair, t1, t1ce, t2); `--channel NAME` picks one, and with it every folder is one case, masked or not
-(BraTS's validation set). Without a mask or a channel name, each file is a case of its own.
+(BraTS's validation set). Without a mask or a channel name, each file is a case of its own. A folder of several
+masks pairs each with the one image whose name is the mask's without its mask word, give or take a first or last
+word of the image's: LiTS's `segmentation-0.nii` with `volume-0.nii`, `liver_seg.nii.gz` with `liver.nii.gz`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from converters.sample import Rejection, WorkItem
 NIFTI = re.compile(r"(?i)\.nii(\.gz)?$")
 MASK_WORDS = re.compile(r"(?i)(^|[_\-. ])(seg|segs|segmentation|segmentations|label|labels|mask|masks|gt)($|[_\-. ])")
 SEPARATORS = "_-. "
+_TOKENS = re.compile(r"[_\-. ]+")
+_MASK_WORD = re.compile(r"(?i)seg|segs|segmentation|segmentations|label|labels|mask|masks|gt")
 LAYOUTS = "one case per folder, or the imagesTr/labelsTr layout (docs/volumes.md)"
 File = tuple[str, str]  # (absolute path, path relative to SRC)
 
@@ -41,6 +45,29 @@ def channel_names(images: list[File], mask: File | None) -> dict[str, File]:
     if len(images) == 1:
         prefix = ""  # KiTS: "imaging" is the name, not the empty rest of it
     return {(s[len(prefix):].strip(SEPARATORS) or s): f for s, f in zip(stems, images)}
+
+
+def _tokens(rel: str) -> list[str]:
+    return [t.lower() for t in _TOKENS.split(stem(posixpath.basename(rel))) if t]
+
+
+def pair_files(images: list[File], masks: list[File]) -> tuple[list[tuple[File, File]], list[File]]:
+    """(image, mask) pairs of one folder, and the files left without one. A mask names the image its words make
+    without its mask word; an image answers to its words, and to them less the first or the last
+    (`volume-0` to `0`). Only one-to-one pairs are kept: a name two images answer to pairs neither."""
+    answers: dict[str, list[File]] = defaultdict(list)
+    for image in images:
+        words = _tokens(image[1])
+        for key in {"_".join(words), "_".join(words[1:]), "_".join(words[:-1])} - {""}:
+            answers[key].append(image)
+    claims: dict[File, list[File]] = defaultdict(list)
+    for mask in masks:
+        found = answers.get("_".join(t for t in _tokens(mask[1]) if not _MASK_WORD.fullmatch(t)), [])
+        if len(found) == 1:
+            claims[found[0]].append(mask)
+    pairs = sorted((image, found[0]) for image, found in claims.items() if len(found) == 1)
+    paired = {f for pair in pairs for f in pair}
+    return pairs, sorted((f for f in images + masks if f not in paired), key=lambda f: f[1])
 
 
 class CaseFolders:
@@ -71,9 +98,15 @@ class CaseFolders:
                                               f"are paired with images in {LAYOUTS}")
         masks = [f for f in files if is_mask(f[1])]
         images = [f for f in files if not is_mask(f[1])]
+        if len(masks) > 1 and self.named:
+            return self._reject(split, files, f"{len(masks)} masks in one folder: a case of channels (--channel "
+                                              f"{self.options.channel}) has one mask; {LAYOUTS}")
         if len(masks) > 1:
-            return self._reject(split, files, f"{len(masks)} masks in one folder: fastdata pairs a mask with its "
-                                              f"image in {LAYOUTS}")
+            pairs, rest = pair_files(images, masks)
+            self._reject(split, rest, f"not paired by name in a folder of {len(masks)} masks: a mask pairs with the "
+                                      "one image named as it is without its mask word (segmentation-0 and volume-0, "
+                                      f"liver_seg and liver); or {LAYOUTS}")
+            return [self.make_item(split, image, mask, self.options.channel) for image, mask in pairs]
         mask = masks[0] if masks else None
         if mask is not None and not images:
             return self._reject(split, files, "a mask without an image beside it")
