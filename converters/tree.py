@@ -128,6 +128,19 @@ def is_folder(path: Path, *, follow: bool) -> bool:
     return path.is_dir() and (follow or not path.is_symlink())
 
 
+def outside_rejections(src: Path, names: list[str], reason: str, *, follow: bool, private: bool) -> list[Rejection]:
+    """The rejections (split "") of the top-level entries `names` of `src`, which lie outside what a layout reads:
+    each file, or every visible file under a folder. A folder is walked apart from the discovery's own walk, which
+    must still take the files that a link here reaches too."""
+    out = []
+    for name in names:
+        path = src / name
+        files = [p for p, _ in Walk(follow=follow, private=private).files(path)] if is_folder(path, follow=follow) \
+            else [path]
+        out.extend(Rejection("", display(p.relative_to(src).as_posix()), reason) for p in files)
+    return out
+
+
 def first_files(src: Path, limit: int) -> Iterator[Path]:
     """The first `limit` regular files `Walk.files` takes under `src`: what a kind's cheap `detect` looks at."""
     return itertools.islice((p for p, problem in Walk().files(src) if problem is None), limit)

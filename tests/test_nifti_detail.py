@@ -540,3 +540,16 @@ def test_pairing_by_name_keeps_only_one_to_one_pairs():
     assert pair_files([f("Liver.nii")], [f("liver_SEG.nii")])[0] == [(f("Liver.nii"), f("liver_SEG.nii"))]  # any case
     pairs, rest = pair_files([f("x.nii")], [f("x_seg.nii"), f("x-mask.nii")])  # two masks claim one image
     assert pairs == [] and rest == [f("x-mask.nii"), f("x.nii"), f("x_seg.nii")]
+
+
+def test_a_file_linked_from_a_stray_folder_is_still_taken_in_its_split(tmp_path):
+    """The stray folder was walked with the discovery's own walk, before the split folders: the file it links to
+    was then 'reached through a link, taken once' in train, and rejected in both places."""
+    save(tmp_path / "train" / "a.nii.gz", case(0, shape=(4, 4, 3))[0])
+    (tmp_path / "stray").mkdir()
+    os.symlink(tmp_path / "train" / "a.nii.gz", tmp_path / "stray" / "link.nii.gz")
+    found = _found(tmp_path)
+    assert [it.rel for it in found.splits["train"]] == ["train/a.nii.gz"]
+    assert [(r.source, r.reason) for r in found.rejected] == [
+        ("stray/link.nii.gz", "not inside a split folder (train, val, test, or an alias: training, valid, validation, "
+                              "testing)")]

@@ -14,7 +14,7 @@ from typing import Any
 from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, split_folders, visible
+from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, outside_rejections, split_folders, visible
 from fastdata.errors import ConvertError, require
 
 log = logging.getLogger(__name__)
@@ -107,13 +107,9 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
     rejected: list[Rejection] = []
     roots = [(s, src / folder) for folder, s in split_dirs.items()] if split_dirs else [(split, src)]
     if split_dirs:
-        for name in top:
-            if name not in split_dirs:
-                outside = [p for p, _ in Walk(follow=follow_symlinks, private=private).files(src / name)] \
-                    if is_folder(src / name, follow=follow_symlinks) else [src / name]
-                for path in outside:
-                    rejected.append(Rejection("", display(path.relative_to(src).as_posix()),
-                                              f"not inside a split folder ({SPLIT_FOLDERS})"))
+        rejected += outside_rejections(src, [n for n in top if n not in split_dirs],
+                                       f"not inside a split folder ({SPLIT_FOLDERS})", follow=follow_symlinks,
+                                       private=private)
     splits: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []
     for split_name, root in roots:

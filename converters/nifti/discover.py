@@ -23,7 +23,7 @@ from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
 from converters.nifti.options import NiftiOptions
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, split_folders, visible
+from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, outside_rejections, split_folders, visible
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
@@ -111,12 +111,9 @@ def _decathlon(src: Path, top: list[str], options: NiftiOptions, info: DatasetIn
         for _, rel in masks.values():
             rejected.append(Rejection(split, rel, f"a mask without an image of the same name in {folder}"))
         splits[split] = items
-    for name in top:
-        if name not in DECATHLON:
-            outside = [p for p, _ in walk.files(src / name)] if is_folder(src / name, follow=walk.follow) \
-                else [src / name]
-            rejected.extend(Rejection("", display(p.relative_to(src).as_posix()),
-                                      "not inside imagesTr, labelsTr, imagesTs or labelsTs") for p in outside)
+    rejected += outside_rejections(src, [n for n in top if n not in DECATHLON],
+                                   "not inside imagesTr, labelsTr, imagesTs or labelsTs", follow=walk.follow,
+                                   private=walk.private)
     return splits
 
 
@@ -152,12 +149,10 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
            rejected: list[Rejection]) -> tuple[dict[str, list[WorkItem]], bool]:
     split_dirs = split_folders([n for n in top if is_folder(src / n, follow=walk.follow)])
     roots = [(s, src / folder) for folder, s in split_dirs.items()] if split_dirs else [(options.split, src)]
-    for name in top if split_dirs else []:
-        if name not in split_dirs:  # dataset.json too: its rejection is dropped with the others' below
-            outside = [p for p, _ in walk.files(src / name)] if is_folder(src / name, follow=walk.follow) \
-                else [src / name]
-            rejected.extend(Rejection("", display(p.relative_to(src).as_posix()),
-                                      f"not inside a split folder ({SPLIT_FOLDERS})") for p in outside)
+    if split_dirs:  # dataset.json too: its rejection is dropped with the others' below
+        rejected += outside_rejections(src, [n for n in top if n not in split_dirs],
+                                       f"not inside a split folder ({SPLIT_FOLDERS})", follow=walk.follow,
+                                       private=walk.private)
 
     def make_item(split: str, image: tuple[str, str], mask: tuple[str, str] | None, channel: int | str | None):
         return WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
