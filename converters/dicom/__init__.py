@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from converters.dicom.discover import SeriesFiles, discover_dicom, read_header
-from converters.dicom.options import DEFAULT_MAX_VOXELS, DEFAULT_SALT_ENV, DicomOptions, parse_spacing
+from converters.dicom.options import (
+    DEFAULT_MAX_VOXELS,
+    DEFAULT_SALT_ENV,
+    DicomOptions,
+    parse_spacing,
+    salt_from_args,
+)
 from converters.dicom.privacy import (
     PHI_KEYWORDS,
     file_name,
@@ -57,7 +62,7 @@ class DicomKind:
                             help="split name for a source without train/val/test folders (default: train)")
 
     def options_from_args(self, args: Any) -> DicomOptions:
-        salt = args.salt if args.salt is not None else os.environ.get(DEFAULT_SALT_ENV, "")
+        salt = salt_from_args(args)
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
                             split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels)
 

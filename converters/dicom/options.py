@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastdata.manifest import check_split_name
 
@@ -44,6 +46,11 @@ class DicomOptions:
         if not isinstance(self.max_voxels, int) or isinstance(self.max_voxels, bool) or self.max_voxels < 1:
             raise ValueError(f"--max-voxels must be a positive whole number, got {self.max_voxels!r}")
         check_split_name(self.split)
+
+
+def salt_from_args(args: Any) -> str:
+    """`--salt`, else $FASTDATA_DICOM_SALT, else "" (the engine then draws a random one): both volume kinds'."""
+    return args.salt if args.salt is not None else os.environ.get(DEFAULT_SALT_ENV, "")
 
 
 def parse_spacing(values: list[float] | None) -> tuple[float, float, float] | None:

@@ -3,12 +3,11 @@ Decathlon / nnU-Net layout -> the dicom kind's volume samples (npy + json), plus
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.options import DEFAULT_SALT_ENV, parse_spacing
+from converters.dicom.options import parse_spacing, salt_from_args
 from converters.dicom.privacy import file_name, note_random_salt, warn_keep_phi
 from converters.kind import ArrowLayout, Discovery
 from converters.nifti.case import CaseProcessor
@@ -41,7 +40,7 @@ class NiftiKind:
                                  "source's dataset.json")
 
     def options_from_args(self, args: Any) -> NiftiOptions:
-        salt = args.salt if args.salt is not None else os.environ.get(DEFAULT_SALT_ENV, "")
+        salt = salt_from_args(args)
         return NiftiOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi, split=args.split,
                             max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality)
 
