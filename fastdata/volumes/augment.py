@@ -81,6 +81,7 @@ class VolumeAugment(torch.nn.Module):
         self.affine = None
         if opts.affine_prob > 0 and (opts.rotate_degrees > 0 or opts.scale is not None):
             self.affine = K.RandomAffine3D(degrees=opts.rotate_degrees, scale=opts.scale, p=opts.affine_prob)
+            self._warp = require("kornia.geometry.transform", "kornia").warp_affine3d  # moves masks alike
 
     def forward(self, x: torch.Tensor, masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         if len(self.kornia):
@@ -99,6 +100,5 @@ class VolumeAugment(torch.nn.Module):
 
     def _warp_nearest(self, masks: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
         """The masks moved by the affine just drawn for their samples (kornia's warp, nearest-neighbour)."""
-        warp = require("kornia.geometry.transform", "kornia").warp_affine3d
-        return warp(masks, matrix[:, :3, :].to(masks.dtype), tuple(masks.shape[-3:]), "nearest",
+        return self._warp(masks, matrix[:, :3, :].to(masks.dtype), tuple(masks.shape[-3:]), "nearest",
                     align_corners=self.affine.flags["align_corners"])  # type: ignore[union-attr]
