@@ -19,7 +19,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "images": ("pillow", "numpy", "pyarrow"),
     "text": ("tokenizers", "numpy", "pyarrow"),
     "image_text": ("pillow", "numpy", "tokenizers"),
-    "dicom": ("pydicom", "numpy", "scipy", "pylibjpeg", "pylibjpeg-libjpeg", "pylibjpeg-openjpeg", "pylibjpeg-rle"),
+    "dicom": ("pydicom", "numpy", "scipy", "pylibjpeg", "pylibjpeg-libjpeg", "pylibjpeg-openjpeg", "pylibjpeg-rle",
+              "nibabel"),
     "nifti": ("nibabel", "numpy", "scipy"),
 }
 

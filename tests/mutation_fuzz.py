@@ -481,6 +481,9 @@ def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     return f"{label}/{shard}: {what}"
 
 
+ORIENTATIONS = (None, "RAS", "PIR")  # the volume kinds convert as stored, or reoriented (flipped; permuted)
+
+
 def _converted(kind_name: str, opts: Any, src: Path, outcome: str) -> list[str]:
     """Discover `src` as `kind_name` (pseudonymized), convert every item in this process, and return what the
     conversion would write: each rejection's reason and source (apart: a reason must start as it does), each
@@ -517,12 +520,13 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     raw = gzip.decompress(path.read_bytes()) if zipped else path.read_bytes()
     data, what = mutate_bytes(rng, raw, (nifti_field,))
     target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
-    written = _converted("nifti", NiftiOptions(salt="fuzz"), src, "nifti case")
+    orientation = rng.choice(ORIENTATIONS)
+    written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation), src, "nifti case")
     for text in written:
         if "Smith" in text or "John" in text:
             raise Finding(f"a source file name written: {text[:200]!r}")
     _no_unexpected(written)
-    return f"{label}: {what}"
+    return f"{label}: {what}, --orientation {orientation}"
 
 
 def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
@@ -533,15 +537,16 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     shutil.copytree(path.parent, series)
     data, what = mutate_bytes(rng, path.read_bytes(), (dicom_length,))
     (series / path.name).write_bytes(data)
+    orientation = rng.choice(ORIENTATIONS)
     logged = _Logged()
     logging.getLogger().addHandler(logged)  # what the conversion logs (pydicom's own logger included)
     try:
-        written = _converted("dicom", DicomOptions(salt="fuzz"), series, "dicom series")
+        written = _converted("dicom", DicomOptions(salt="fuzz", orientation=orientation), series, "dicom series")
     finally:
         logging.getLogger().removeHandler(logged)
     _no_phi(written + logged.messages)
     _no_unexpected(written)
-    return f"{path.name}: {what}"
+    return f"{path.name}: {what}, --orientation {orientation}"
 
 
 class _Logged(logging.Handler):

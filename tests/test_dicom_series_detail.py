@@ -39,7 +39,7 @@ def test_every_metadata_field_of_a_stack(tmp_path):
         "series": series_hash("1.2.3", "t"), "ndim": 3, "axes": "zyx", "shape": [3, 8, 8],
         "spacing": [2.0, 1.0, 1.0], "origin": [0.0, 0.0, 0.0],
         "direction": [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]],
-        "original_shape": [3, 8, 8], "original_spacing": [2.0, 1.0, 1.0],
+        "orientation": "LPS", "stored_orientation": "LPS", "original_shape": [3, 8, 8], "original_spacing": [2.0, 1.0, 1.0],
         "slice_spacing_source": "ImagePositionPatient; in-plane PixelSpacing", "resampled": False,
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)", "modality": "CT", "units": "HU",
         "photometric": "MONOCHROME2", "transfer_syntaxes": ["Explicit VR Little Endian"], "files": 3,
@@ -66,7 +66,7 @@ def test_sample_json_is_canonical_and_stats_count_the_series(tmp_path):
     assert raw == json.dumps(json.loads(raw), sort_keys=True).encode()
     assert json.loads(raw)["key"] == "00000003"
     assert sample.stats == {"series": 1, "slices": 3, "voxels": 192, "clipped_voxels": 0,
-                            "modality": {"CT": 1}, "ndim": {"3": 1}}
+                            "modality": {"CT": 1}, "ndim": {"3": 1}, "orientation": {"LPS": 1}}
     assert np.load(__import__("io").BytesIO(sample.members["npy"])).shape == (3, 8, 8)
 
 

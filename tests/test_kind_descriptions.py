@@ -64,7 +64,7 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
     described = get_kind("dicom").describe(discovery(), options)
     assert described == {
         "preprocessing": {
-            "spacing": [2.0, 1.0, 1.0], "spacing_axes": "zyx",
+            "spacing": [2.0, 1.0, 1.0], "spacing_axes": "zyx", "orientation": "as stored",
             "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
             "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
             "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
@@ -73,6 +73,8 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
         "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else []}}
     assert "SALT-7731" not in json.dumps(described)  # a secret: never written
     assert get_kind("dicom").describe(discovery(), DicomOptions())["preprocessing"]["spacing"] is None
+    assert get_kind("dicom").describe(discovery(), DicomOptions(orientation="PIR"))["preprocessing"][
+        "orientation"] == "PIR"
 
 
 def _hf_features(schema) -> dict:
@@ -116,10 +118,11 @@ def test_arrow_layouts_declare_the_columns_and_hugging_face_features():
 def test_nifti(given, pseudonyms):
     from converters.nifti import NiftiOptions
 
-    options = NiftiOptions(spacing=(1.0, 0.5, 0.5), channel=2, modality="T2", max_voxels=1000, **given)
+    options = NiftiOptions(spacing=(1.0, 0.5, 0.5), channel=2, modality="T2", max_voxels=1000, orientation="RAS",
+                           **given)
     assert get_kind("nifti").describe(discovery(), options) == {
         "preprocessing": {
-            "spacing": [1.0, 0.5, 0.5], "spacing_axes": "zyx",
+            "spacing": [1.0, 0.5, 0.5], "spacing_axes": "zyx", "orientation": "RAS",
             "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
             "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
             "geometry": "the file's affine (sform, else qform); origin and direction in DICOM's LPS frame",

@@ -43,7 +43,8 @@ def test_a_sample_json_and_the_manifest_counts_word_for_word(tmp_path):
     assert meta == {
         "key": "00000000", "source": meta["source"], "label": meta["label"], "ndim": 3, "axes": "zyx",
         "shape": [8, 9, 10], "spacing": [2.5, 1.4, 1.6], "origin": [-100.0, -120.0, -300.0],
-        "direction": [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], "original_shape": [8, 18, 20],
+        "direction": [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], "orientation": "LPS",
+        "stored_orientation": "LPS", "original_shape": [8, 18, 20],
         "original_spacing": [2.5, 0.7, 0.8], "spatial_units": "mm", "resampled": True,
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1); masks nearest (order=0)",
         "modality": "CT", "units": "HU", "dtype": "int16", "channel": None,
@@ -52,7 +53,8 @@ def test_a_sample_json_and_the_manifest_counts_word_for_word(tmp_path):
     assert load_volume(sample)[0][0, 0, 0] == image[0, 0, 0]  # voxel 0 keeps its place and value
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["splits"]["train"]["stats"] == {"volumes": 1, "voxels": 720, "clipped_voxels": 0,
-                                                    "modality": {"CT": 1}, "dtype": {"int16": 1}, "masks": 1}
+                                                    "modality": {"CT": 1}, "dtype": {"int16": 1}, "masks": 1,
+                                                    "orientation": {"LPS": 1}}
     assert manifest["extra"]["members"] == ["npy", "label.npy", "json"]
 
 
@@ -63,7 +65,8 @@ def test_a_float_image_without_a_mask_and_modality_counts_as_unknown(tmp_path):
     assert list(sample) == ["npy", "json"]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["splits"]["train"]["stats"] == {"volumes": 1, "voxels": 60, "clipped_voxels": 0,
-                                                    "modality": {"unknown": 1}, "dtype": {"float32": 1}, "masks": 0}
+                                                    "modality": {"unknown": 1}, "dtype": {"float32": 1}, "masks": 0,
+                                                    "orientation": {"LPS": 1}}
     meta = load_volume(sample)[1]
     assert (meta["modality"], meta["units"], meta["min"], meta["max"]) == (
         "", "stored values (scl_slope/scl_inter applied)", 0.0, 1.0)

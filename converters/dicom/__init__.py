@@ -11,6 +11,7 @@ from converters.dicom.options import (
     DEFAULT_MAX_VOXELS,
     DEFAULT_SALT_ENV,
     DicomOptions,
+    parse_orientation,
     parse_spacing,
     salt_from_args,
 )
@@ -46,6 +47,10 @@ class DicomKind:
         parser.add_argument("--spacing", type=float, nargs="+", metavar="MM",
                             help="dicom, nifti: resample to this voxel spacing in mm: one value (isotropic) or Z Y X "
                                  "(slice, row, column); default: keep each volume's native spacing")
+        parser.add_argument("--orientation", metavar="CODE",
+                            help="dicom, nifti: reorient every volume (permuting and flipping its axes, no "
+                                 "interpolation) so that x, y, z point as CODE names: LPS (DICOM's, ITK's), RAS "
+                                 "(nibabel's, MONAI's Orientationd); default: keep each volume's stored orientation")
         parser.add_argument("--keep-phi", action="store_true",
                             help="dicom, nifti: copy patient names, IDs, birth dates, accession numbers, institution, "
                                  "descriptions, UIDs and source paths into the dataset (off by default)")
@@ -64,7 +69,8 @@ class DicomKind:
     def options_from_args(self, args: Any) -> DicomOptions:
         salt = salt_from_args(args)
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
-                            split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels)
+                            split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels,
+                            orientation=parse_orientation(args.orientation))
 
     def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -108,6 +114,7 @@ class DicomKind:
             "preprocessing": {
                 "spacing": None if options.spacing is None else list(options.spacing),
                 "spacing_axes": "zyx",
+                "orientation": options.orientation or "as stored",
                 "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
                 "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
                 "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",

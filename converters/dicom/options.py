@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from converters.dicom.orientation import check_code
 from fastdata.manifest import check_split_name
 
 DEFAULT_SALT_ENV = "FASTDATA_DICOM_SALT"
@@ -23,6 +24,8 @@ class DicomOptions:
     engine when empty. `keep_phi` copies patient-identifying attributes, UIDs and source paths into
     the dataset (opt-in). `allow_burned_in` converts series marked BurnedInAnnotation YES.
     `max_voxels` caps a series before and after resampling (memory is about 12 bytes per voxel).
+    `orientation` reorients every volume so that its x, y and z axes point as the code names ("LPS", "RAS":
+    converters/dicom/orientation.py), or None to keep each volume's stored orientation.
     """
 
     spacing: tuple[float, float, float] | None = None
@@ -32,6 +35,7 @@ class DicomOptions:
     slice_tolerance: float = 0.05  # allowed relative deviation of a slice gap from the median gap
     allow_burned_in: bool = False
     max_voxels: int = DEFAULT_MAX_VOXELS
+    orientation: str | None = None
 
     def __post_init__(self) -> None:
         if self.spacing is not None:
@@ -46,11 +50,18 @@ class DicomOptions:
         if not isinstance(self.max_voxels, int) or isinstance(self.max_voxels, bool) or self.max_voxels < 1:
             raise ValueError(f"--max-voxels must be a positive whole number, got {self.max_voxels!r}")
         check_split_name(self.split)
+        if self.orientation is not None:
+            check_code(self.orientation)
 
 
 def salt_from_args(args: Any) -> str:
     """`--salt`, else $FASTDATA_DICOM_SALT, else "" (the engine then draws a random one): both volume kinds'."""
     return args.salt if args.salt is not None else os.environ.get(DEFAULT_SALT_ENV, "")
+
+
+def parse_orientation(text: str | None) -> str | None:
+    """`--orientation ras` is RAS: the letters in capitals (checked by the options)."""
+    return None if text is None else text.upper()
 
 
 def parse_spacing(values: list[float] | None) -> tuple[float, float, float] | None:

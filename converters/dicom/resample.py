@@ -16,6 +16,16 @@ def output_shape(shape: tuple[int, ...], spacing: tuple[float, ...], target: tup
     return tuple(int(np.floor((n - 1) * s / t + 1e-6)) + 1 for n, s, t in zip(shape, spacing, target))
 
 
+def target_spacing(shape: tuple[int, ...], spacing: tuple[float, ...], requested: tuple[float, ...] | None
+                   ) -> tuple[float, ...]:
+    """The spacing to resample an array of `shape` to: `requested` (its last len(shape) values: a 2D image takes
+    Y X of Z Y X), else the native `spacing`. An axis of one voxel keeps its spacing: there is nothing to
+    interpolate along it, and a slab's thickness is no gap to stretch."""
+    if requested is None:
+        return tuple(spacing)
+    return tuple(s if n == 1 else t for n, s, t in zip(shape, spacing, requested[-len(shape):]))
+
+
 def resample(values: np.ndarray, spacing: tuple[float, ...], target: tuple[float, ...], *,
              order: int = 1) -> tuple[np.ndarray, tuple[float, ...]]:
     """(resampled float32 array, its spacing). Linear interpolation (order 1) suits HU."""

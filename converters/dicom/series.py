@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ from converters.dicom.arrays import npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
+from converters.dicom.orientation import Placed, axis_code, reorient
 from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash, uid_name
-from converters.dicom.resample import output_shape, resample
+from converters.dicom.resample import output_shape, resample, target_spacing
 from converters.guarded import Guarded
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
@@ -188,9 +190,13 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
                        for i in order])
     if planar:
         values = values[0]
-    target = geometry.spacing if opts.spacing is None else opts.spacing[-values.ndim:]
-    if values.ndim == 3 and values.shape[0] == 1:
-        target = (geometry.spacing[0], *target[1:])  # one slice: nothing to interpolate along z
+    stored = None if geometry.direction is None else axis_code(geometry.direction)
+    if opts.orientation is not None and geometry.direction is not None:  # a planar image has no patient axes
+        placed = reorient(Placed((values,), geometry.spacing, geometry.origin, geometry.direction), opts.orientation)
+        values = placed.arrays[0]
+        geometry = replace(geometry, shape=values.shape, spacing=placed.spacing, origin=placed.origin,
+                           direction=placed.direction)
+    target = target_spacing(values.shape, geometry.spacing, opts.spacing)
     resampled = math.prod(output_shape(values.shape, geometry.spacing, target))
     if resampled > opts.max_voxels:  # checked before the output is allocated
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
@@ -206,6 +212,8 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "spacing": rounded(spacing),
         "origin": rounded(geometry.origin),
         "direction": rounded(geometry.direction),
+        "orientation": None if geometry.direction is None else axis_code(geometry.direction),
+        "stored_orientation": stored,
         "original_shape": list(geometry.shape),
         "original_spacing": rounded(geometry.spacing),
         "slice_spacing_source": geometry.spacing_source,
@@ -243,7 +251,8 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
     meta = {"key": item.key, **meta}
     info = json.dumps(meta, sort_keys=True).encode()
     stats = {"series": 1, "slices": meta["slices"], "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
-             "modality": {meta["modality"] or "unknown": 1}, "ndim": {str(arr.ndim): 1}}
+             "modality": {meta["modality"] or "unknown": 1}, "ndim": {str(arr.ndim): 1},
+             **({"orientation": {meta["orientation"]: 1}} if meta["orientation"] else {})}
     return Sample(key=item.key, label=None, members={"npy": npy_bytes(arr), "json": info},
                   stats=stats)
 

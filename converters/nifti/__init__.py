@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.options import parse_spacing, salt_from_args
+from converters.dicom.options import parse_orientation, parse_spacing, salt_from_args
 from converters.dicom.privacy import file_name, note_random_salt, warn_keep_phi
 from converters.kind import ArrowLayout, Discovery
 from converters.nifti.case import CaseProcessor
@@ -30,7 +30,7 @@ class NiftiKind:
         return any(NIFTI.search(path.name) for path in first_files(src, DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
-        # --spacing, --salt, --keep-phi, --max-voxels and --split are the dicom kind's options, shared
+        # --spacing, --orientation, --salt, --keep-phi, --max-voxels and --split are the dicom kind's options, shared
         parser.add_argument("--channel", metavar="C",
                             help="nifti: the channel of a multi-channel case to convert: a number (a 4D image's 4th "
                                  "axis, nnU-Net's NAME_000C files) or a name (BraTS's flair, t1, t1ce, t2 files); "
@@ -42,7 +42,8 @@ class NiftiKind:
     def options_from_args(self, args: Any) -> NiftiOptions:
         salt = salt_from_args(args)
         return NiftiOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi, split=args.split,
-                            max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality)
+                            max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality,
+                            orientation=parse_orientation(args.orientation))
 
     def discover(self, src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -84,6 +85,7 @@ class NiftiKind:
             "preprocessing": {
                 "spacing": None if options.spacing is None else list(options.spacing),
                 "spacing_axes": "zyx",
+                "orientation": options.orientation or "as stored",
                 "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
                 "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
                 "geometry": "the file's affine (sform, else qform); origin and direction in DICOM's LPS frame",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from converters.dicom.arrays import INT16, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.geometry import RejectSeries
-from converters.dicom.resample import output_shape, resample
+from converters.dicom.orientation import Placed, axis_code, reorient
+from converters.dicom.resample import output_shape, resample, target_spacing
 from converters.guarded import Guarded
 from converters.nifti.discover import CaseFiles
 from converters.nifti.options import NiftiOptions
@@ -64,8 +66,14 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
     """The image array, the mask array (or None) and the metadata of one case. Raises RejectSeries with the reason."""
     values, grid = _image(case, opts)
     mask = _mask(case, grid)
-    target = grid.spacing if opts.spacing is None else opts.spacing
-    target = tuple(s if n == 1 else t for n, s, t in zip(values.shape, grid.spacing, target))  # one voxel: kept
+    stored = axis_code(grid.direction)
+    if opts.orientation is not None:  # the mask moves with its image, voxel for voxel
+        placed = reorient(Placed((values,) if mask is None else (values, mask), grid.spacing, grid.origin,
+                                 grid.direction), opts.orientation)
+        values, mask = placed.arrays[0], (None if mask is None else placed.arrays[1])
+        grid = replace(grid, shape=values.shape, spacing=placed.spacing, origin=placed.origin,
+                       direction=placed.direction)
+    target = target_spacing(values.shape, grid.spacing, opts.spacing)
     resampled = math.prod(output_shape(values.shape, grid.spacing, target))
     if resampled > opts.max_voxels:  # checked before the output is allocated
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the image would hold")
@@ -80,6 +88,8 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
         "spacing": rounded(spacing),
         "origin": rounded(grid.origin),
         "direction": rounded(grid.direction),
+        "orientation": axis_code(grid.direction),
+        "stored_orientation": stored,
         "original_shape": list(grid.shape),
         "original_spacing": rounded(grid.spacing),
         "spatial_units": grid.units,
@@ -119,7 +129,7 @@ def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection
     members["json"] = json.dumps(meta, sort_keys=True).encode()
     stats = {"volumes": 1, "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
              "modality": {meta["modality"] or "unknown": 1}, "dtype": {meta["dtype"]: 1},
-             "masks": int(labels is not None)}
+             "masks": int(labels is not None), "orientation": {meta["orientation"]: 1}}
     return Sample(key=item.key, label=None, members=members, stats=stats)
 
 

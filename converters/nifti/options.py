@@ -23,10 +23,10 @@ def parse_channel(text: str | None) -> int | str | None:
 class NiftiOptions:
     """What decides the bytes of a NIfTI conversion.
 
-    `spacing`, `salt`, `keep_phi`, `split` and `max_voxels` are the dicom kind's (DicomOptions). `channel` picks one
-    channel of a multi-channel case: a number (a 4D file's 4th axis, or nnU-Net's NAME_000C files) or a name (a case
-    folder's file: flair of BraTS's ..._flair.nii.gz); None converts cases of one channel and rejects the others,
-    naming their channels. `modality` names the images' modality ("CT" makes the
+    `spacing`, `salt`, `keep_phi`, `split`, `max_voxels` and `orientation` are the dicom kind's (DicomOptions).
+    `channel` picks one channel of a multi-channel case: a number (a 4D file's 4th axis, or nnU-Net's NAME_000C
+    files) or a name (a case folder's file: flair of BraTS's ..._flair.nii.gz); None converts cases of one channel
+    and rejects the others, naming their channels. `modality` names the images' modality ("CT" makes the
     values Hounsfield units); None takes it from the source's dataset.json, where there is one.
     """
 
@@ -37,10 +37,11 @@ class NiftiOptions:
     max_voxels: int = DEFAULT_MAX_VOXELS
     channel: int | str | None = None
     modality: str | None = None
+    orientation: str | None = None
 
     def __post_init__(self) -> None:
         # the shared options are checked by the dicom kind's rules, word for word
-        DicomOptions(spacing=self.spacing, salt=self.salt, max_voxels=self.max_voxels)
+        DicomOptions(spacing=self.spacing, salt=self.salt, max_voxels=self.max_voxels, orientation=self.orientation)
         check_split_name(self.split)
         if isinstance(self.channel, str):
             if not _CHANNEL_NAME.fullmatch(self.channel):

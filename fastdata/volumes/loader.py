@@ -36,7 +36,7 @@ from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.masks import mask_batch, mask_classes
-from fastdata.volumes.options import VolumeLoaderOptions, warn_on_units
+from fastdata.volumes.options import VolumeLoaderOptions, warn_on_orientations, warn_on_units
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
 from fastdata.volumes.store import VolumeStore
 
@@ -295,4 +295,5 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size)
     loader = VolumeLoader(view, opts)
     warn_on_units(view, opts, masked=loader.masked)
+    warn_on_orientations(view)
     return loader

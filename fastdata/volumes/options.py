@@ -1,5 +1,6 @@
-"""Options of the volume loader: one frozen dataclass, validated eagerly; and the warning when options in
-Hounsfield units meet volumes that are not CT (`warn_on_units`)."""
+"""Options of the volume loader: one frozen dataclass, validated eagerly; and the warnings when options in
+Hounsfield units meet volumes that are not CT (`warn_on_units`) and when volumes lie in several orientations
+(`warn_on_orientations`)."""
 
 from __future__ import annotations
 
@@ -149,3 +150,19 @@ def warn_on_units(view: Any, opts: VolumeLoaderOptions, *, masked: bool = False)
                         "window or foreground): pass pad_value= their background (0 for most MR), zscore= instead of "
                         "window=, and a foreground_hu= in their own values", member.root, "/".join(other),
                         ", ".join(in_hu), "is" if len(in_hu) == 1 else "are")
+
+
+def warn_on_orientations(view: Any) -> None:  # a DatasetView/MixedView
+    """Log a warning when the volumes read together lie in more than one orientation (the manifests' counts of
+    their axis codes, written by conversions since the --orientation option): an array axis is then one patient
+    direction in some volumes and another in the rest, and a network learns each layout apart."""
+    counts: dict[str, int] = {}
+    for member in view.views:
+        stats = member.manifest.splits[member.split].stats.get("orientation")
+        for code, n in (stats.items() if isinstance(stats, dict) else ()):
+            counts[code] = counts.get(code, 0) + int(n)
+    if len(counts) > 1:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        log.warning("the volumes lie in %d orientations (%s, by where their x, y and z axes point): a patch's axes "
+                    "are other patient directions from one volume to the next; convert with --orientation %s to give "
+                    "them one", len(ranked), ", ".join(f"{code}: {n}" for code, n in ranked), ranked[0][0])
