@@ -118,6 +118,10 @@ class Context:
         image, mask = case(0, shape=(12, 10, 6))  # a patient's name in the file names: the privacy oracle's
         self.nifti_files = [save(work / "nii-src" / "imagesTr" / "Smith_John.nii", image),
                             save(work / "nii-src" / "labelsTr" / "Smith_John.nii.gz", mask)]
+        structures = work / "nii-ts" / "Smith_John"  # TotalSegmentator's layout: one binary mask per structure
+        self.nifti_files += [save(structures / "ct.nii.gz", image),
+                             save(structures / "segmentations" / "a.nii.gz", (mask == 1).astype(mask.dtype))]
+        save(structures / "segmentations" / "b.nii.gz", (mask == 2).astype(mask.dtype))
         (work / "nii-src" / "dataset.json").write_text('{"labels": {"0": "bg", "1": "a", "2": "b"}}')
         convert_nifti(work / "nii-src", work / "masked-volumes", samples_per_shard=1)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),

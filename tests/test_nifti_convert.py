@@ -221,7 +221,7 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
     save(src / "val" / "two" / "a_seg.nii.gz", mask)  # two masks in one folder: a_seg pairs with a, b_seg with none
     save(src / "val" / "two" / "b_seg.nii.gz", mask)
     save(src / "val" / "two" / "a.nii.gz", image)
-    save(src / "val" / "segmentations" / "liver.nii.gz", mask)  # TotalSegmentator's per-organ masks: refused
+    save(src / "val" / "segmentations" / "liver.nii.gz", mask)  # per-structure masks with no image beside them
     save(src / "val" / "lone" / "only_seg.nii.gz", mask)
     save(src / "val" / "scans" / "x.nii.gz", image)  # a folder of scans without masks: a case each
     save(src / "val" / "scans" / "y.nii.gz", image)
@@ -236,9 +236,8 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
         "val/two/b_seg.nii.gz": "not paired by name in a folder of 2 masks: a mask pairs with the one image named as "
                                 "it is without its mask word (segmentation-0 and volume-0, liver_seg and liver); or "
                                 "one case per folder, or the imagesTr/labelsTr layout (docs/volumes.md)",
-        "val/segmentations/liver.nii.gz": "inside a folder whose name says it holds masks, not images: masks are "
-                                          "paired with images in one case per folder, or the imagesTr/labelsTr "
-                                          "layout (docs/volumes.md)",
+        "val/segmentations/liver.nii.gz": "a folder of per-structure masks beside 0 images: its masks are the "
+                                          "structures of the one image beside it",
         "val/lone/only_seg.nii.gz": "a mask without an image beside it",
     }
     got = _by_source(tmp_path / "plain", result) | _by_source(tmp_path / "plain", result, "val")

@@ -69,7 +69,8 @@ class NiftiKind:
             return None if pair is None else (pair[0], named(pair[1]))
 
         splits = {split: [replace(it, rel=named(it.rel), payload=replace(
-            it.payload, image=renamed(it.payload.image), label=renamed(it.payload.label))) for it in items]
+            it.payload, image=renamed(it.payload.image), label=renamed(it.payload.label),
+            structures=tuple(renamed(f) for f in it.payload.structures))) for it in items]
             for split, items in discovery.splits.items()}
         rejected = [Rejection(r.split, named(r.source), r.reason) for r in discovery.rejected]
         return replace(discovery, splits=splits, rejected=rejected), paths

@@ -1,6 +1,7 @@
-"""Per-case work (runs in worker processes): read a NIfTI image and its mask, check that they lie on the same
-grid, resample both to the requested spacing (linear for the image, nearest for the mask), and emit `{key}.npy`,
-`{key}.label.npy` (the mask, where there is one) and `{key}.json` (geometry; no source path by default)."""
+"""Per-case work (runs in worker processes): read a NIfTI image and its mask (or merge its per-structure masks
+into one), check that they lie on the same grid, resample both to the requested spacing (linear for the image,
+nearest for the mask), and emit `{key}.npy`, `{key}.label.npy` (the mask, where there is one) and `{key}.json`
+(geometry; no source path by default)."""
 
 from __future__ import annotations
 
@@ -42,17 +43,43 @@ def _described(grid: Grid) -> str:
     return f"shape {list(grid.shape)}, spacing {rounded(grid.spacing)} mm, origin {rounded(grid.origin)}"
 
 
-def _mask(case: CaseFiles, grid: Grid) -> np.ndarray | None:
-    if case.label is None:
-        return None
-    path, rel = case.label
+def _mask_voxels(path: str, rel: str, grid: Grid) -> np.ndarray:
+    """The voxels of a mask file that lies on its image's grid."""
     img = load(path, rel)
     mask_grid = grid_of(img, rel)
     if channels(img) > 1:
         raise RejectSeries(f"{rel}: a mask of {channels(img)} channels; a mask holds one label value per voxel")
     if not same_grid(grid, mask_grid):
         raise RejectSeries(f"{rel}: the mask's grid ({_described(mask_grid)}) is not its image's ({_described(grid)})")
-    mask = voxels(img, rel, None)
+    return voxels(img, rel, None)
+
+
+def _merged(case: CaseFiles, grid: Grid) -> np.ndarray:
+    """One label volume of a case's per-structure masks: structure N (class order) takes value N. Each mask marks
+    its structure with one value (1, or 255); two structures on one voxel reject the case: one would be lost."""
+    labels = np.zeros(grid.shape, np.uint8 if case.classes <= 256 else np.uint16)
+    for value, (path, rel) in enumerate(case.structures, start=1):
+        marked = _mask_voxels(path, rel, grid)
+        inside = marked != 0
+        found = marked[inside]
+        if found.size and (found.min() != found.max() or found.min() < 0 or found.min() != np.rint(found.min())):
+            raise RejectSeries(f"{rel}: a structure mask marks its voxels with one whole positive value (1, or 255); "
+                               f"found {found.min()} .. {found.max()}")
+        taken = labels[inside]
+        if np.any(taken):
+            raise RejectSeries(f"{rel}: {int(np.count_nonzero(taken))} voxel(s) of this structure (value {value}) "
+                               f"are marked by structure {int(taken.max())} too; a label volume holds one per voxel")
+        labels[inside] = value
+    return labels
+
+
+def _mask(case: CaseFiles, grid: Grid) -> np.ndarray | None:
+    if case.structures:
+        return _merged(case, grid)
+    if case.label is None:
+        return None
+    path, rel = case.label
+    mask = _mask_voxels(path, rel, grid)
     if not integral(mask, 0, MASK_MAX):
         raise RejectSeries(f"{rel}: mask values must be whole numbers in 0..{MASK_MAX}, found {mask.min()} .. "
                            f"{mask.max()}" + ("" if mask.dtype.kind in "iu" else " or fractions"))
@@ -108,14 +135,15 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
         nearest, _ = resample(mask.astype(np.float32), grid.spacing, target, order=0)
         kind = np.uint8 if int(mask.max()) <= np.iinfo(np.uint8).max else np.uint16
         labels = np.rint(nearest).astype(kind)
-        meta.update({"label": case.label[1], "label_dtype": str(labels.dtype), "label_max": int(labels.max())})  # type: ignore[index]
+        meta.update({"label_dtype": str(labels.dtype), "label_max": int(labels.max())})
+        meta.update({"structures": len(case.structures)} if case.structures else {"label": case.label[1]})  # type: ignore[index]
     return arr, labels, meta
 
 
 def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection:
     """Convert one case (item.payload: CaseFiles) into a sample with members npy, label.npy (a mask) and json."""
     case: CaseFiles = item.payload
-    for path, rel in (case.image, *([case.label] if case.label else [])):
+    for path, rel in (case.image, *case.masks):
         if not Path(path).exists():
             return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
     try:

@@ -7,6 +7,9 @@ files share (flair, t1, t1ce, t2); `--channel NAME` picks one, and with it every
 (BraTS's validation set). Without a mask or a channel name, each file is a case of its own. A folder of several
 masks pairs each with the one image whose name is the mask's without its mask word, give or take a first or last
 word of the image's: LiTS's `segmentation-0.nii` with `volume-0.nii`, `liver_seg.nii.gz` with `liver.nii.gz`.
+A mask-named folder beside one image holds that image's per-structure masks (TotalSegmentator's `segmentations/`):
+such cases are gathered here and made into work items once the classes of every split are known
+(converters/nifti/structures.py).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import posixpath
 import re
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from converters.nifti.options import NiftiOptions
 from converters.sample import Rejection, WorkItem
@@ -31,6 +35,19 @@ File = tuple[str, str]  # (absolute path, path relative to SRC)
 
 def stem(name: str) -> str:
     return NIFTI.sub("", name)
+
+
+def structure_name(rel: str) -> str:
+    return stem(posixpath.basename(rel))
+
+
+@dataclass(frozen=True)
+class StructureCase:
+    """One image and its folder of per-structure masks ({structure name: file}; converters/nifti/structures.py)."""
+
+    split: str
+    image: File
+    masks: dict[str, File]
 
 
 def is_mask(rel: str) -> bool:
@@ -78,15 +95,39 @@ class CaseFolders:
                  private: bool) -> None:
         self.options, self.make_item, self.rejected, self.private = options, make_item, rejected, private
         self.named = isinstance(options.channel, str)
+        self.structured: list[StructureCase] = []
 
     def items(self, split: str, files: list[File]) -> list[WorkItem]:
+        """The work items of a split's files; cases of per-structure masks are kept in `self.structured` (their
+        classes depend on every split: converters/nifti/structures.py)."""
         by_folder: dict[str, list[File]] = defaultdict(list)
         for f in files:
             by_folder[posixpath.dirname(f[1])].append(f)
+        for folder in sorted(by_folder):
+            parent, name = posixpath.split(folder)
+            if _MASK_WORD.fullmatch(name) and folder in by_folder:
+                self._structures(split, by_folder.pop(folder), by_folder.pop(parent, []))
         out: list[WorkItem] = []
         for folder in sorted(by_folder):
             out.extend(self._folder(split, folder, by_folder[folder]))
         return out
+
+    def _structures(self, split: str, masks: list[File], beside: list[File]) -> None:
+        """A folder of per-structure masks (TotalSegmentator's `segmentations/`) and the files beside it: one image
+        makes a case of them; anything else is rejected, every file."""
+        images = [f for f in beside if not is_mask(f[1])]
+        if len(images) == 1 and len(beside) == 1 and not self.named:
+            self.structured.append(StructureCase(split, images[0], {structure_name(rel): (path, rel)
+                                                                    for path, rel in masks}))
+            return
+        if self.named:
+            reason = "a case of per-structure masks, but --channel NAME picks a channel of cases with one mask"
+        elif len(beside) > len(images):
+            reason = "a mask beside a folder of per-structure masks: a case has one or the other"
+        else:
+            reason = (f"a folder of per-structure masks beside {len(images)} images: its masks are the structures of "
+                      "the one image beside it")
+        self._reject(split, beside + masks, reason)
 
     def _reject(self, split: str, files: list[File], reason: str) -> list[WorkItem]:
         self.rejected.extend(Rejection(split, rel, reason) for _, rel in files)

@@ -4,9 +4,10 @@ Two layouts:
 - the Medical Segmentation Decathlon / nnU-Net one: `imagesTr/` (split train) with masks of the same name in
   `labelsTr/`, `imagesTs/` (split test, masks in `labelsTs/` where there is one), and `dataset.json`. nnU-Net names
   a case's channel files `NAME_0000.nii.gz`, `NAME_0001.nii.gz`, ... and its mask `NAME.nii.gz`;
-- any other tree of `.nii` / `.nii.gz` files: each file an unlabeled case, split by train/val/test folders or
-  `--split`. A file whose name says it is a mask (`seg`, `label`, `mask`) is rejected there, not converted as an
-  image: masks are paired with their images only in the first layout.
+- any other tree of `.nii` / `.nii.gz` files, split by train/val/test folders or `--split`: case folders with a
+  mask beside their images (KiTS, BraTS, LiTS), folders of per-structure masks beside their image
+  (TotalSegmentator), and files that are unlabeled cases (converters/nifti/case_folders.py). A file whose name
+  says it is a mask (`seg`, `label`, `mask`) is never converted as an image.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from converters.kind import Discovery
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
 from converters.nifti.options import NiftiOptions
+from converters.nifti.structures import structure_classes, structure_items
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, outside_rejections, split_folders, visible
 from fastdata.errors import ConvertError
@@ -39,7 +41,8 @@ class CaseFiles:
     """The payload of a case's work item: its image and mask as (absolute path, name), the name being the path
     relative to SRC or, without --keep-phi, its pseudonym; the channel of a 4D image to take (`axis`; None: the
     image must have one); the channel the case was converted from (a number or a name, for its json); the modality;
-    and the number of classes a mask's values must stay below (0: unknown)."""
+    and the number of classes a mask's values must stay below (0: unknown). A case of per-structure masks has
+    `structures` instead of a `label`."""
 
     image: tuple[str, str]
     label: tuple[str, str] | None
@@ -47,6 +50,12 @@ class CaseFiles:
     channel: int | str | None
     modality: str
     classes: int
+    structures: tuple[tuple[str, str], ...] = ()  # per-structure masks in class order (value 1, 2, ...)
+
+    @property
+    def masks(self) -> tuple[tuple[str, str], ...]:
+        """Every mask file of the case: its label volume, or its structures."""
+        return (self.label,) if self.label is not None else self.structures
 
 
 class _Found:
@@ -146,7 +155,7 @@ def _channels_reason(files: dict[int, tuple[str, str]], channel: int | None, inf
 
 
 def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, walk: Walk,
-           rejected: list[Rejection]) -> tuple[dict[str, list[WorkItem]], bool]:
+           rejected: list[Rejection]) -> tuple[dict[str, list[WorkItem]], bool, tuple[str, ...]]:
     split_dirs = split_folders([n for n in top if is_folder(src / n, follow=walk.follow)])
     roots = [(s, src / folder) for folder, s in split_dirs.items()] if split_dirs else [(options.split, src)]
     if split_dirs:  # dataset.json too: its rejection is dropped with the others' below
@@ -154,15 +163,39 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
                                        f"not inside a split folder ({SPLIT_FOLDERS})", follow=walk.follow,
                                        private=walk.private)
 
-    def make_item(split: str, image: tuple[str, str], mask: tuple[str, str] | None, channel: int | str | None):
+    def make_item(split: str, image: tuple[str, str], mask: tuple[str, str] | None, channel: int | str | None,
+                  structures: tuple[tuple[str, str], ...] = (), classes: int = len(info.classes)) -> WorkItem:
         return WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
             image=image, label=mask, axis=channel if isinstance(channel, int) else None, channel=channel,
             modality=_modality(options, info, channel if isinstance(channel, int) else None),
-            classes=len(info.classes)))
+            classes=classes, structures=structures))
 
     folders = CaseFolders(options, make_item, rejected, private=walk.private)
     splits = {split: folders.items(split, _Found(src, root, split, walk, rejected).files) for split, root in roots}
-    return splits, bool(split_dirs)
+    if not folders.structured:
+        return splits, bool(split_dirs), info.classes
+    classes = structure_classes(folders.structured, info.classes)
+
+    made = structure_items(folders.structured, classes, lambda split, image, structures: make_item(
+        split, image, None, None, structures, len(classes)), rejected, private=walk.private,
+        declared=bool(info.classes))
+    for split, items in splits.items():  # one kind of mask per dataset: their values would mean other things
+        for it in items:
+            if it.payload.label is not None:
+                rejected.append(Rejection(split, it.rel, "a case whose mask holds label values, in a dataset of "
+                                                         "per-structure mask folders: convert them apart"))
+                rejected.append(Rejection(split, it.payload.label[1], "the mask of a case that was rejected"))
+        splits[split] = [it for it in items if it.payload.label is None] + made.pop(split, [])
+    for split, items in made.items():
+        splits[split] = items
+    return splits, bool(split_dirs), classes
+
+
+def _masks_identity(case: CaseFiles) -> list | None:
+    """What a resume compares of a case's masks: name and size of its mask, or of each of its structures."""
+    if case.label is not None:
+        return [case.label[1], os.path.getsize(case.label[0])]
+    return [[rel, os.path.getsize(path)] for path, rel in case.structures] or None
 
 
 def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool, private: bool) -> Discovery:
@@ -176,15 +209,14 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
         if isinstance(options.channel, str):
             raise ConvertError(f"--channel {options.channel}: the imagesTr layout numbers the channels of a case "
                                "(0, 1, ...; dataset.json names them); pass a number")
-        splits, layout = _decathlon(src, top, options, info, walk, rejected), "decathlon"
+        splits, layout, classes = _decathlon(src, top, options, info, walk, rejected), "decathlon", info.classes
     else:
-        splits, by_folder = _plain(src, top, options, info, walk, rejected)
+        splits, by_folder, classes = _plain(src, top, options, info, walk, rejected)
         layout = "split/volume" if by_folder else "volume"
         rejected = [r for r in rejected if r.source != "dataset.json"]  # read above, not an input
-    labelled = sum(it.payload.label is not None for items in splits.values() for it in items)
-    identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]),
-                 None if it.payload.label is None else [it.payload.label[1], os.path.getsize(it.payload.label[0])]]
+    labelled = sum(bool(it.payload.masks) for items in splits.values() for it in items)
+    identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]), _masks_identity(it.payload)]
                 for split, items in splits.items() for it in items]
     log.info("found %d case(s), %d with a mask (%d files rejected)", sum(len(v) for v in splits.values()),
              labelled, len(rejected))
-    return Discovery(splits, info.classes if labelled else (), rejected, layout, identity)
+    return Discovery(splits, classes if labelled else (), rejected, layout, identity)

@@ -1,0 +1,68 @@
+"""Cases whose mask comes as one binary file per structure, TotalSegmentator's layout: `s0011/ct.nii.gz` beside
+`s0011/segmentations/liver.nii.gz`, `spleen.nii.gz`, ... The structures' file names are the dataset's classes;
+each case's masks are merged into one label volume at conversion (converters/nifti/case.py), structure N of the
+class list taking value N.
+
+The class list is `dataset.json`'s labels where the source has one (its order then gives the values: write
+TotalSegmentator's own class map there to keep its numbering), else background and the structures found in more
+than half of the cases, sorted by name. A name in half the cases or fewer never becomes a class: a stray file (and
+a file name may be a patient's) is not written into the manifest. A case must hold exactly the classes' masks; a
+case that lacks one or holds another is rejected, with all its files, saying which.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from converters.nifti.case_folders import StructureCase
+from converters.sample import Rejection, WorkItem
+from fastdata.errors import ConvertError
+
+SHOWN = 5  # structure names a reason lists before "..."
+
+
+def structure_classes(cases: list[StructureCase], declared: tuple[str, ...]) -> tuple[str, ...]:
+    """The class names, value 0 first: dataset.json's (`declared`), else background and the structures found in
+    more than half of the cases."""
+    if declared:
+        return declared
+    counts = Counter(name for case in cases for name in case.masks)
+    found = sorted(name for name, n in counts.items() if 2 * n > len(cases))
+    if "background" in found:
+        raise ConvertError("a structure mask is named 'background' in most cases: value 0 is background, so no "
+                           "structure may take that name; rename those files")
+    return ("background", *found)
+
+
+def _listed(names: set[str]) -> str:
+    shown = sorted(names)[:SHOWN]
+    return ", ".join(shown) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def structure_items(cases: list[StructureCase], classes: tuple[str, ...], make_item: Callable[..., WorkItem],
+                    rejected: list[Rejection], *, private: bool, declared: bool) -> dict[str, list[WorkItem]]:
+    """{split: work items} of the cases that hold exactly the classes' masks; the others are rejected, each file
+    with its reason. Names that are not classes are said only with --keep-phi (a stray file may be named after a
+    patient); missing names are class names, already in the manifest."""
+    wanted = set(classes[1:])
+    where = "dataset.json's labels" if declared else "the structures of more than half of the cases"
+    out: dict[str, list[WorkItem]] = {}
+    for case in sorted(cases, key=lambda c: c.image[1]):
+        items = out.setdefault(case.split, [])
+        missing, extra = wanted - set(case.masks), set(case.masks) - wanted
+        if not missing and not extra:
+            items.append(make_item(case.split, case.image, tuple(case.masks[name] for name in classes[1:])))
+            continue
+        problems = []
+        if missing:
+            problems.append(f"lacks {len(missing)} of the classes ({_listed(missing)})")
+        if extra:
+            problems.append(f"holds {len(extra)} mask(s) of no class" + ("" if private else f" ({_listed(extra)})"))
+        rejected.append(Rejection(case.split, case.image[1], "a case of per-structure masks that " +
+                                  " and ".join(problems) + f"; its masks must be the classes, exactly: {where}"))
+        for name, (_, rel) in sorted(case.masks.items()):
+            reason = ("a structure mask that names no class" if name in extra
+                      else "the structure mask of a case that was rejected")
+            rejected.append(Rejection(case.split, rel, reason))
+    return out
