@@ -52,9 +52,12 @@ def test_a_sample_json_and_the_manifest_counts_word_for_word(tmp_path):
         "label_dtype": "uint8", "label_max": 2}
     assert load_volume(sample)[0][0, 0, 0] == image[0, 0, 0]  # voxel 0 keeps its place and value
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    values, counts = np.unique(load_volume(sample)[0][load_mask(sample) > 0], return_counts=True)
     assert manifest["splits"]["train"]["stats"] == {"volumes": 1, "voxels": 720, "clipped_voxels": 0,
                                                     "modality": {"CT": 1}, "dtype": {"int16": 1}, "masks": 1,
-                                                    "orientation": {"LPS": 1}}
+                                                    "orientation": {"LPS": 1},
+                                                    "foreground_values": {str(v): int(c) for v, c in
+                                                                          zip(values, counts)}}
     assert manifest["extra"]["members"] == ["npy", "label.npy", "json"]
 
 

@@ -22,6 +22,7 @@ from converters.nifti.discover import CaseFiles
 from converters.nifti.options import NiftiOptions
 from converters.nifti.volume import Grid, channels, failure, grid_of, header_voxels, integral, load, same_grid, voxels
 from converters.sample import Rejection, Sample, WorkItem
+from fastdata.volumes.intensity import FOREGROUND, histogram_of
 
 MASK_MAX = np.iinfo(np.uint16).max
 
@@ -158,6 +159,8 @@ def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection
     stats = {"volumes": 1, "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
              "modality": {meta["modality"] or "unknown": 1}, "dtype": {meta["dtype"]: 1},
              "masks": int(labels is not None), "orientation": {meta["orientation"]: 1}}
+    if labels is not None and arr.dtype == np.int16:  # the split's exact foreground histogram (intensity.py)
+        stats[FOREGROUND] = histogram_of(arr, labels)
     return Sample(key=item.key, label=None, members=members, stats=stats)
 
 

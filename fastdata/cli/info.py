@@ -28,6 +28,19 @@ def _order(label: str) -> tuple[int, str]:
     return (0, label) if head is None else (head, label)
 
 
+def _stat(key: str, value: object) -> str:
+    """A split stat as `info` shows it: a volume dataset's foreground histogram (thousands of values) as the
+    numbers zscore='foreground' takes from it."""
+    if key == "foreground_values" and isinstance(value, dict) and value:
+        from fastdata.volumes.intensity import summary
+
+        try:
+            return summary(value)
+        except (TypeError, ValueError):
+            return f"{len(value)} values (not a histogram of whole numbers)"
+    return _render(value)
+
+
 def _render(value: object) -> str:
     if isinstance(value, dict):
         return "  ".join(f"{k}: {value[k]}" for k in sorted(value, key=_order))
@@ -56,7 +69,7 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
         yield f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}"
         yield f"{'':10s} data_digest: {digest_of([s.shards])} (what a loader state saved on the whole split names)"
         for key, value in sorted(s.stats.items()):
-            yield f"{'':10s} {key}: {_render(value)}"
+            yield f"{'':10s} {key}: {_stat(key, value)}"
     if m.classes:
         shown = ", ".join(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
         yield f"classes ({len(m.classes)}): {shown}"

@@ -16,10 +16,13 @@ from fastdata.volumes.options import VolumeLoaderOptions
 
 
 def normalise(x: torch.Tensor, opts: VolumeLoaderOptions) -> torch.Tensor:
-    """HU -> [0, 1] with `window`, or z-score (per patch or with a fixed mean/std), else raw HU."""
+    """HU -> [0, 1] with `window`, or z-score (per patch or with a fixed mean/std, after `clip`), else raw HU.
+    zscore="foreground" has been resolved to a clip and a (mean, std) by the loader (intensity.py)."""
     if opts.window is not None:
         lo, hi = opts.window
         return ((x - lo) / (hi - lo)).clamp_(0.0, 1.0)
+    if opts.clip is not None:
+        x = x.clamp(*opts.clip)
     if opts.zscore is True:
         dims = tuple(range(1, x.ndim))
         mean = x.mean(dim=dims, keepdim=True)

@@ -17,6 +17,7 @@ import numbers
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
+from fastdata.volumes.intensity import dataset_foreground
 from fastdata.volumes.masks import mask_batch, mask_classes
 from fastdata.volumes.options import VolumeLoaderOptions, warn_on_orientations, warn_on_units
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
@@ -84,6 +86,12 @@ class VolumeLoader(Closable):
             log.warning("this loader yields no batch: %d patch(es) per epoch on rank %d, batch_size %d, drop_last; "
                         "lower batch_size or raise patches_per_volume", self._num_patches(), opts.rank,
                         opts.batch_size)
+
+    @property
+    def intensity(self) -> dict[str, Any]:
+        """The intensity normalisation as options (zscore='foreground' resolved to its numbers): pass them to the
+        loader of another split or dataset, `fastdata.loader("test/", train=False, **train.intensity)`."""
+        return {"window": self.opts.window, "zscore": self.opts.zscore, "clip": self.opts.clip}
 
     # ---- the contract -------------------------------------------------------------------------
     def plan(self, epoch: int | None = None) -> list[PatchSpec]:
@@ -289,10 +297,15 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise TypeError(f"unknown option(s) {unknown} for the volume loader; allowed: {sorted(allowed)}")
-    for key in ("patch_size", "overlap", "window", "scale", "zscore"):
+    for key in ("patch_size", "overlap", "window", "scale", "zscore", "clip"):
         if isinstance(options.get(key), list):
             options[key] = tuple(options[key])
     opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size)
+    if opts.zscore == "foreground":  # nnU-Net's CT normalisation from the train split's histogram (intensity.py)
+        found = dataset_foreground(view)
+        opts = replace(opts, clip=(found.low, found.high), zscore=(found.mean, max(found.std, 1e-8)))
+        log.info("zscore='foreground': clip=%s, zscore=%s from %d foreground voxels", opts.clip, opts.zscore,
+                 found.voxels)
     loader = VolumeLoader(view, opts)
     warn_on_units(view, opts, masked=loader.masked)
     warn_on_orientations(view)

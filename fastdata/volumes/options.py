@@ -47,7 +47,8 @@ class VolumeLoaderOptions:
     foreground_hu: float = -500.0
     foreground_prob: float = 0.5
     window: tuple[float, float] | None = None  # (lo, hi) HU -> [0, 1]
-    zscore: bool | tuple[float, float] = False  # True: per patch; (mean, std): fixed
+    zscore: bool | str | tuple[float, float] = False  # True: per patch; (mean, std): fixed; "foreground" (below)
+    clip: tuple[float, float] | None = None  # (lo, hi): values clipped to it before the z-score
     pad_value: float = -1024.0  # HU used where a patch reaches outside its volume (air)
     augment: Any = True  # True: the built-in augmentation (train only); a callable: that, then the hook
     flip_prob: float = 0.5  # per axis
@@ -104,11 +105,17 @@ class VolumeLoaderOptions:
                 raise refused(name, getattr(self, name), "in [0, 1]")
         if self.window is not None and (not numbers(self.window, 2) or not self.window[0] < self.window[1]):
             raise refused("window", self.window, "None or two finite numbers (lo, hi) with lo < hi, in HU")
-        if not isinstance(self.zscore, bool) and (not numbers(self.zscore, 2) or self.zscore[1] <= 0):
-            raise refused("zscore", self.zscore,
-                          "False, True (per patch) or two finite numbers (mean, std) with std > 0")
+        if not isinstance(self.zscore, bool) and self.zscore != "foreground" and (
+                not numbers(self.zscore, 2) or self.zscore[1] <= 0):
+            raise refused("zscore", self.zscore, "False, True (per patch), two finite numbers (mean, std) with "
+                                                 "std > 0, or 'foreground' (the train split's, clipped as nnU-Net)")
         if self.window is not None and self.zscore is not False:
             raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
+        if self.clip is not None and (not numbers(self.clip, 2) or not self.clip[0] < self.clip[1]):
+            raise refused("clip", self.clip, "None or two finite numbers (lo, hi) with lo < hi")
+        if self.clip is not None and (self.zscore is False or self.zscore == "foreground"):
+            raise ValueError("clip= goes with zscore=True or zscore=(mean, std): window= clips already, and "
+                             "zscore='foreground' sets its own clip from the dataset")
         if self.scale is not None and (not numbers(self.scale, 2) or not 0 < self.scale[0] <= self.scale[1]):
             raise refused("scale", self.scale, "None or two finite numbers (lo, hi) with 0 < lo <= hi")
         if self.rotate_degrees < 0 or self.elastic_magnitude < 0 or self.crop_margin < 0:
