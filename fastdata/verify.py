@@ -3,8 +3,10 @@
 Tar shards are checked through their index, the way the loaders read them: the shard and the index
 hash to the manifest's sha256, every index entry names a regular member of the tar at that offset
 with that size, every sample has its image (and label) member, labels are class indices, and with
-`decode=True` every image decodes strictly (a warning of the decoder is a failure). No member is
-read whose claimed size exceeds the file, and nothing outside the dataset is opened.
+`decode=True` every image decodes strictly (a warning of the decoder is a failure). Volume shards get the
+volume loader's checks of every sample, and with `decode=True` every volume and mask is read and checked against
+its json (fastdata/volumes/sample_check.py). No member is read whose claimed size exceeds the file, and nothing
+outside the dataset is opened.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from fastdata.wds_index import parse_index, split_name
 log = logging.getLogger(__name__)
 
 IMAGE_KINDS = ("images", "image_text")  # kinds whose samples hold an image (and a label when labeled)
+VOLUME_KINDS = ("dicom", "nifti")  # kinds whose samples hold a volume (npy + json, and a mask's label.npy)
 LABEL_MAX_BYTES = 64
 IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, not read
 
@@ -103,6 +106,10 @@ def _check_wds(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool)
                 problems.extend(_decode_problems(fd, path, key, image.offset, image.size, strict_jpeg=converted))
     finally:
         os.close(fd)
+    if manifest.kind in VOLUME_KINDS and not problems:  # the volume loader's checks, and with decode the arrays
+        from fastdata.volumes.sample_check import volume_problems
+
+        problems.extend(volume_problems(path, manifest.classes, decode=decode))
     return problems
 
 

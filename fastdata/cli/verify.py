@@ -10,7 +10,8 @@ from fastdata.cli.format import printable
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="re-read every shard and check it against the manifest")
     p.add_argument("dataset", help="dataset folder, or its URL (s3://, gs://, az://, https://)")
-    p.add_argument("--decode", action="store_true", help="also decode every image")
+    p.add_argument("--decode", action="store_true",
+                   help="also decode every image, and read every volume and mask in full")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -43,7 +43,7 @@ class VolumeEntry:
         return tuple([float(self.meta.get("spacing_z", 1.0))] * (3 - len(sp)) + sp)  # type: ignore[return-value]
 
 
-def _read_at(path: Path, offset: int, size: int) -> bytes:
+def read_member(path: Path, offset: int, size: int) -> bytes:
     fd = os.open(path, os.O_RDONLY)
     try:
         data = os.pread(fd, size, offset)
@@ -61,7 +61,7 @@ def _npy_header(path: Path, key: str, offset: int, size: int) -> tuple[tuple[int
     """(shape, dtype, header length) of an npy member, read from its header alone (fastdata/npy.py); ShardError
     unless the header is a plain numeric 2D/3D array whose data fills the member exactly."""
     try:
-        shape, dtype, fortran, start = npy_header(_read_at(path, offset, min(size, MAX_HEADER_BYTES)))
+        shape, dtype, fortran, start = npy_header(read_member(path, offset, min(size, MAX_HEADER_BYTES)))
     except ValueError as exc:
         raise ShardError(f"sample {key} in {path}: {exc}") from exc
     if dtype.kind not in "iuf" or len(shape) not in (2, 3) or fortran:
@@ -119,7 +119,7 @@ def index_shard(path: Path) -> list[VolumeEntry]:
         if "label.npy" in parts:
             _mask_header(path, key, parts["label.npy"], shape)
         try:
-            meta = parse_json(_read_at(path, *parts["json"]))
+            meta = parse_json(read_member(path, *parts["json"]))
         except BadJSON as exc:
             raise ShardError(f"sample {key} in {path} has an unreadable json member: {exc}") from exc
         entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=_checked_meta(path, key, meta, shape),
@@ -169,7 +169,7 @@ class VolumeStore:
     @staticmethod
     def _array(e: VolumeEntry, member: tuple[int, int], ext: str, kinds: str) -> np.ndarray:
         try:  # checked again: the file may have changed since it was opened
-            arr = load_npy(_read_at(e.shard, *member)).copy()  # writable, as np.load's was
+            arr = load_npy(read_member(e.shard, *member)).copy()  # writable, as np.load's was
         except ValueError as exc:
             raise ShardError(f"sample {e.key} in {e.shard} has an unreadable {ext} member: {exc}") from exc
         if arr.dtype.kind not in kinds or list(arr.shape) != e.meta["shape"]:  # the file changed since indexing
