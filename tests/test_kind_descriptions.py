@@ -119,7 +119,7 @@ def test_nifti(given, pseudonyms):
     from converters.nifti import NiftiOptions
 
     options = NiftiOptions(spacing=(1.0, 0.5, 0.5), channel=2, modality="T2", max_voxels=1000, orientation="RAS",
-                           **given)
+                           val_fraction=0.25, **given)
     assert get_kind("nifti").describe(discovery(), options) == {
         "preprocessing": {
             "spacing": [1.0, 0.5, 0.5], "spacing_axes": "zyx", "orientation": "RAS",
@@ -127,7 +127,7 @@ def test_nifti(given, pseudonyms):
             "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
             "geometry": "the file's affine (sform, else qform); origin and direction in DICOM's LPS frame",
             "channel": 2, "modality": "T2", "keep_phi": bool(given.get("keep_phi")), "pseudonyms": pseudonyms,
-            "max_voxels": 1000},
+            "max_voxels": 1000, "val_fraction": 0.25},
         "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"}}
     assert get_kind("nifti").describe(discovery(), NiftiOptions())["preprocessing"]["spacing"] is None
     with pytest.raises(ValueError, match="the nifti kind writes WebDataset tar shards only"):

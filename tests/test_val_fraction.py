@@ -12,7 +12,7 @@ from helpers import convert_images, make_image_tree, touch
 
 from converters import get_kind
 from converters.images import ImageOptions
-from converters.images.split_lists import held_out
+from converters.val_fraction import held_out
 from fastdata.manifest import read_manifest
 
 
@@ -81,3 +81,52 @@ def test_a_held_out_val_converts(tmp_path):
     m = read_manifest(tmp_path / "out")
     expected = sum(held_out(f"class_{c}/img_{i}.jpg", 0.5) for c in range(2) for i in range(6))
     assert set(m.splits) == {"train", "val"} and m.splits["val"].samples == expected and not m.rejected
+
+
+def test_a_decathlon_tasks_train_cases_give_val_and_its_test_stays(tmp_path):
+    pytest.importorskip("nibabel")
+    from conftest_nifti import convert_nifti, decathlon
+
+    from converters.nifti import NiftiOptions
+
+    decathlon(tmp_path / "task", cases=12, test_cases=2)
+    kind = get_kind("nifti")
+    found = kind.discover(tmp_path / "task", options=NiftiOptions(val_fraction=0.3, keep_phi=True, split="other"))
+    val = {it.rel for it in found.splits["val"]}
+    assert val == {f"imagesTr/liver_{n}.nii.gz" for n in range(12) if held_out(f"imagesTr/liver_{n}.nii.gz", 0.3)}
+    assert 0 < len(val) < 12 and len(found.splits["train"]) == 12 - len(val) and len(found.splits["test"]) == 2
+    assert all(it.payload.label is not None for it in found.splits["val"])  # cases move with their masks
+    result = convert_nifti(tmp_path / "task", tmp_path / "out", val_fraction=0.3)
+    manifest = read_manifest(tmp_path / "out")
+    assert {s: manifest.splits[s].samples for s in manifest.splits} == {"train": 12 - len(val), "val": len(val),
+                                                                        "test": 2}
+    assert manifest.preprocessing["val_fraction"] == 0.3 and result.rejected == []
+    tiny = kind.discover(tmp_path / "task", options=NiftiOptions(val_fraction=1e-9))  # no case held out: no warning
+    assert "val" not in tiny.splits and len(tiny.splits["train"]) == 12
+
+
+def test_a_nifti_source_with_split_folders_refuses_a_val_fraction(tmp_path):
+    pytest.importorskip("nibabel")
+    from conftest_nifti import case, save
+
+    from converters.nifti import NiftiOptions
+
+    save(tmp_path / "src" / "train" / "a.nii.gz", case(0)[0])
+    with pytest.raises(ValueError, match=r"this source \(split/volume layout, splits train\) has a val split"):
+        get_kind("nifti").discover(tmp_path / "src", options=NiftiOptions(val_fraction=0.2))
+    with pytest.raises(ValueError, match=r"--val-fraction must be in \[0, 1\), got 1.0"):
+        NiftiOptions(val_fraction=1.0)
+
+
+def test_loose_nifti_cases_of_another_split_name_give_val(tmp_path):
+    pytest.importorskip("nibabel")
+    from conftest_nifti import case, save
+
+    from converters.nifti import NiftiOptions
+
+    for n in range(10):
+        save(tmp_path / "src" / f"s{n}.nii.gz", case(n, shape=(4, 4, 4))[0])
+    found = get_kind("nifti").discover(tmp_path / "src", options=NiftiOptions(val_fraction=0.5, split="labelled"))
+    assert {it.rel for it in found.splits["val"]} == {f"s{n}.nii.gz" for n in range(10)
+                                                       if held_out(f"s{n}.nii.gz", 0.5)}
+    assert len(found.splits["labelled"]) + len(found.splits["val"]) == 10 and set(found.splits) == {"labelled", "val"}

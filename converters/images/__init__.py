@@ -13,10 +13,11 @@ import pyarrow as pa
 from converters.images.discover import EXTENSIONS, discover_images
 from converters.images.encode import ImageOptions, process_image
 from converters.images.id_names import name_ids
-from converters.images.split_lists import apply_split_lists, apply_val_fraction, parse_split_lists
+from converters.images.split_lists import ONE_SPLIT, apply_split_lists, parse_split_lists
 from converters.images.tables import has_image_tables
 from converters.kind import ArrowLayout, Discovery
 from converters.tree import first_files
+from converters.val_fraction import apply_val_fraction
 
 DETECT_FILES = 2000  # files looked at by detect
 
@@ -48,8 +49,9 @@ class ImagesKind:
                             help="images: the files FILE lists (a name per line, as Food-101's meta/test.txt) are in "
                                  "SPLIT; repeat for each split")
         parser.add_argument("--val-fraction", type=float, default=0.0, metavar="F",
-                            help="images: hold out about F of a one-split source as val, each file by its path's "
-                                 "hash (Keras' validation_split, fastai's valid_pct)")
+                            help="images, nifti: hold out about F of a one-split source (a Decathlon task's imagesTr) "
+                                 "as val, each file (case) by its path's hash (Keras' validation_split, fastai's "
+                                 "valid_pct)")
         parser.add_argument("--classes", metavar="FILE",
                             help="images: names of the class ids 0..K-1 a labels file gives, one a line")
         parser.add_argument("--split", default="train",
@@ -79,7 +81,7 @@ class ImagesKind:
                                 label_field=options.label_field, max_pixels=options.max_pixels,
                                 label_pattern=options.label_pattern)
         found = apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
-        found = apply_val_fraction(found, options.val_fraction, options.split)
+        found = apply_val_fraction(found, options.val_fraction, options.split, layouts=ONE_SPLIT)
         return name_ids(found, Path(options.classes).expanduser() if options.classes else None)
 
     def processor(self, options: ImageOptions):

@@ -1,5 +1,5 @@
-"""Splits given to a source of one split: from list files (`fastdata convert SRC --split-list test=meta/test.txt`),
-or a fraction held out as val (`--val-fraction 0.1`, `apply_val_fraction`). Food-101's `meta/train.txt`
+"""Splits given to a source of one split from list files (`fastdata convert SRC --split-list test=meta/test.txt`);
+a fraction held out as val (`--val-fraction 0.1`) is converters/val_fraction.py's. Food-101's `meta/train.txt`
 and `meta/test.txt` (`apple_pie/1005649`), Oxford-IIIT Pet's `annotations/trainval.txt` and `test.txt`
 (`Abyssinian_100 1 1 1`), Pascal VOC's `ImageSets/Main/val.txt`. A line's first word names a file under SRC, whole
 or without its extension, as a labels CSV's rows do. Files no list names stay in `--split`, unless a list
@@ -8,7 +8,6 @@ splits is a leak from train into its evaluation."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -121,31 +120,3 @@ def _moved(d: Discovery, splits: dict[str, list], rejected: list[Rejection]) -> 
     taken = {it.rel: it.split for its in splits.values() for it in its}
     identity = [[taken[row[1]], *row[1:]] for row in d.identity if row[1] in taken]
     return replace(d, splits=splits, rejected=rejected, identity=identity)
-
-
-def held_out(rel: str, fraction: float) -> bool:
-    """Whether the file `rel` is in the val part: its path's hash, as a number in [0, 1), is below `fraction`. The
-    same files every run and on every machine, and adding or removing files never moves another."""
-    digest = hashlib.blake2b(f"fastdata-val\0{rel}".encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64 < fraction
-
-
-def apply_val_fraction(d: Discovery, fraction: float, default: str) -> Discovery:
-    """`d` with about `fraction` of the inputs of `default` (each chosen by `held_out`) moved to val; a warning
-    names the classes left with no val input. Other splits (a split list's test) stay as they are."""
-    if not fraction:
-        return d
-    if d.layout not in ONE_SPLIT or "val" in d.splits or default == "val":
-        raise ValueError(f"--val-fraction holds out part of --split as val; this source ({d.layout} layout, splits "
-                         f"{', '.join(sorted(d.splits))}) has a val split or split folders of its own")
-    splits: dict[str, list] = {}
-    for name, items in d.splits.items():  # a split list's other splits (test) stay as they are
-        for it in items:
-            split = "val" if name == default and held_out(it.rel, fraction) else name
-            splits.setdefault(split, []).append(replace(it, split=split))
-    missing = sorted({it.label for it in splits.get(default, [])} - {it.label for it in splits.get("val", [])})
-    if d.classes and missing:
-        names = ", ".join(repr(d.classes[i]) for i in missing[:10])
-        log.warning("--val-fraction %g left %d classes with no val image: %s%s", fraction, len(missing), names,
-                    f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-    return _moved(d, splits, list(d.rejected))

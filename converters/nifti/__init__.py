@@ -15,6 +15,9 @@ from converters.nifti.discover import NIFTI, discover_nifti
 from converters.nifti.options import NiftiOptions, parse_channel
 from converters.sample import Rejection
 from converters.tree import first_files
+from converters.val_fraction import apply_val_fraction
+
+ONE_SPLIT = ("volume", "decathlon")  # the layouts whose one labelled split --val-fraction may divide
 
 DETECT_FILES = 200  # files whose names detect reads
 
@@ -43,14 +46,16 @@ class NiftiKind:
         salt = salt_from_args(args)
         return NiftiOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi, split=args.split,
                             max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality,
-                            orientation=parse_orientation(args.orientation))
+                            orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction)
 
     def discover(self, src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
             warn_keep_phi()
         elif not options.salt:
             note_random_salt()
-        return discover_nifti(src, options=options, follow_symlinks=follow_symlinks, private=not options.keep_phi)
+        found = discover_nifti(src, options=options, follow_symlinks=follow_symlinks, private=not options.keep_phi)
+        held_from = "train" if found.layout == "decathlon" else options.split  # imagesTr is the train split
+        return apply_val_fraction(found, options.val_fraction, held_from, layouts=ONE_SPLIT)
 
     def pseudonymize(self, discovery: Discovery, options: NiftiOptions) -> tuple[Discovery, dict[str, str]]:
         """Without --keep-phi, every file is named by its pseudonym under the (resolved) salt, in work items,
@@ -97,6 +102,7 @@ class NiftiKind:
                     "keyed by the user's salt: the same in every conversion with that salt" if options.salt else
                     "keyed by a random salt of this conversion: linkable to no other conversion"),
                 "max_voxels": options.max_voxels,
+                "val_fraction": options.val_fraction,
             },
             "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"},
         }

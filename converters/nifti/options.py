@@ -38,6 +38,7 @@ class NiftiOptions:
     channel: int | str | None = None
     modality: str | None = None
     orientation: str | None = None
+    val_fraction: float = 0.0  # cases held out of the one split (imagesTr's train) as val (val_fraction.py)
 
     def __post_init__(self) -> None:
         # the shared options are checked by the dicom kind's rules, word for word
@@ -50,6 +51,9 @@ class NiftiOptions:
         elif self.channel is not None and (not isinstance(self.channel, int) or isinstance(self.channel, bool)
                                            or not 0 <= self.channel <= MAX_CHANNEL):
             raise ValueError(f"--channel must be a number in 0..{MAX_CHANNEL} or a name, got {self.channel!r}")
+        if not (isinstance(self.val_fraction, int | float) and not isinstance(self.val_fraction, bool)
+                and 0 <= self.val_fraction < 1):
+            raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
         if self.modality is not None and not (isinstance(self.modality, str) and _MODALITY.fullmatch(self.modality)):
             raise ValueError(f"--modality must be a name of 1 to 32 letters, digits, spaces or _-+ (CT, MRI, T2), "
                              f"got {self.modality!r}")
