@@ -17,6 +17,7 @@ pytest.importorskip("nibabel")
 pytest.importorskip("scipy")
 
 from conftest_nifti import case, convert_nifti, save  # noqa: E402
+from test_volume_forged import _rewrite  # noqa: E402
 
 from fastdata.verify import verify_dataset  # noqa: E402
 from fastdata.wds_index import Member, format_index, split_name  # noqa: E402
@@ -43,32 +44,22 @@ def _npy(array: np.ndarray) -> bytes:
 
 
 def _forged(dataset, tmp_path, change):
-    """A copy of `dataset` whose first shard's members went through change(name, data), with a new index and
-    the shard's and index's sizes and hashes in the manifest."""
+    """A copy of `dataset` whose first shard's members went through change(name, data) (test_volume_forged's
+    `_rewrite`: the shard's size and hash follow), with a new index and its hash in the manifest."""
     dst = tmp_path / "forged"
     shutil.copytree(dataset, dst)
     shard = dst / SHARD
-    with tarfile.open(shard) as tar:
-        members = [(m.name, tar.extractfile(m).read()) for m in tar]
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name, data in members:
-            data = change(name, data)
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    shard.write_bytes(buf.getvalue())
+    _rewrite(shard, change)
     samples: dict[str, list[Member]] = {}
     with tarfile.open(shard) as tar:
         for m in tar:
-            samples.setdefault(split_name(m.name)[0], []).append(Member(split_name(m.name)[1], m.offset_data, m.size,
-                                                                        m.name))
+            key, ext = split_name(m.name)
+            samples.setdefault(key, []).append(Member(ext, m.offset_data, m.size, m.name))
     index = format_index(list(samples.values()))
     manifest = json.loads((dst / "manifest.json").read_text())
     (entry,) = [e for e in manifest["splits"]["train"]["shards"] if e["name"] == SHARD]
     (dst / entry["index"]).write_bytes(index)
-    entry.update(bytes=len(buf.getvalue()), sha256=hashlib.sha256(buf.getvalue()).hexdigest(),
-                 index_sha256=hashlib.sha256(index).hexdigest())
+    entry.update(index_sha256=hashlib.sha256(index).hexdigest())
     (dst / "manifest.json").write_text(json.dumps(manifest))
     return dst
 
