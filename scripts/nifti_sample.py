@@ -31,3 +31,23 @@ def brain_task(root: Path) -> Path:
     (root / "dataset.json").write_text(json.dumps({"name": "Brain", "labels": {"0": "background", "1": "bright"},
                                                    "modality": {"0": "MRI"}}, indent=1))
     return root
+
+
+def structures_task(root: Path) -> Path:
+    """The same image in TotalSegmentator's layout: root/s0000/ct.nii (the image, whatever its modality) with
+    root/s0000/segmentations/{bright,dim}.nii.gz (two structures: the brighter and the dimmer half of the head), and
+    root/meta.csv giving s0000 the split train; returns root."""
+    import nibabel as nib
+    import numpy as np
+
+    image = nib.load(anatomical())
+    case = root / "s0000"
+    (case / "segmentations").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(anatomical(), case / "ct.nii")
+    values = np.asarray(image.dataobj)
+    middle = np.percentile(values[values > 0], 50)
+    for name, marked in (("bright", values > middle), ("dim", (values > 0) & (values <= middle))):
+        nib.save(nib.Nifti1Image(marked.astype(np.uint8), image.affine, image.header),
+                 case / "segmentations" / f"{name}.nii.gz")
+    (root / "meta.csv").write_text("image_id;age;gender;split\ns0000;0;x;train\n")
+    return root

@@ -21,7 +21,7 @@ from conftest_nifti import convert_nifti, zyx  # noqa: E402
 import fastdata  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from nifti_sample import anatomical, brain_task  # noqa: E402
+from nifti_sample import anatomical, brain_task, structures_task  # noqa: E402
 
 DATA = anatomical().parent
 
@@ -70,3 +70,20 @@ def test_the_brain_task_of_the_demo_loads_with_its_mask(tmp_path):
     patches, meta = next(iter(loader))
     assert patches.shape == meta["labels"].shape == (2, 1, 16, 16, 16)
     assert 0 < float(meta["labels"].float().mean()) < 1
+
+
+def test_the_real_brain_as_totalsegmentator_ships_cases_merges_its_structures(tmp_path):
+    """Two structures of the real image (the brighter and the dimmer half of the head) become labels 1 and 2 of one
+    mask, exactly where their files mark them; meta.csv puts the case in train."""
+    from conftest_nifti import load_mask
+
+    structures_task(tmp_path / "ts")
+    result = convert_nifti(tmp_path / "ts", tmp_path / "out", modality="MRI")
+    assert result.rejected == []
+    ((sample),) = read_samples(tmp_path / "out").values()
+    values = zyx(np.asarray(nib.load(anatomical()).dataobj))
+    middle = np.percentile(values[values > 0], 50)
+    expected = np.select([values > middle, values > 0], [1, 2], 0)
+    np.testing.assert_array_equal(load_mask(sample), expected)
+    np.testing.assert_array_equal(load_volume(sample)[0], values)
+    assert fastdata.loader(tmp_path / "out", patch_size=16, num_workers=1).classes == ("background", "bright", "dim")

@@ -22,6 +22,8 @@ from pathlib import Path
 from converters.kind import Discovery
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
+from converters.nifti.meta_csv import NAME as META_CSV
+from converters.nifti.meta_csv import apply_case_splits, read_case_splits
 from converters.nifti.options import NiftiOptions
 from converters.nifti.structures import structure_classes, structure_items
 from converters.sample import Rejection, WorkItem
@@ -172,6 +174,10 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
 
     folders = CaseFolders(options, make_item, rejected, private=walk.private)
     splits = {split: folders.items(split, _Found(src, root, split, walk, rejected).files) for split, root in roots}
+    cases = None if split_dirs else read_case_splits(src)
+    if cases is not None:  # TotalSegmentator's meta.csv gives each case its split
+        rejected[:] = [r for r in rejected if r.source != META_CSV]  # read, not an input
+        splits, folders.structured = apply_case_splits(splits, folders.structured, cases, rejected)
     if not folders.structured:
         return splits, bool(split_dirs), info.classes
     classes = structure_classes(folders.structured, info.classes)
