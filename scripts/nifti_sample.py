@@ -51,3 +51,22 @@ def structures_task(root: Path) -> Path:
                  case / "segmentations" / f"{name}.nii.gz")
     (root / "meta.csv").write_text("image_id;age;gender;split\ns0000;0;x;train\n")
     return root
+
+
+def channels_task(root: Path) -> Path:
+    """The same image as a BraTS case folder of two modalities: root/BraTS20_Training_001/..._t1.nii (the real
+    image), ..._t2.nii.gz (its contrast inverted inside the head: a stand-in for a second modality on the same
+    grid) and ..._seg.nii.gz (the threshold mask); returns root."""
+    import nibabel as nib
+    import numpy as np
+
+    image = nib.load(anatomical())
+    case = root / "BraTS20_Training_001"
+    case.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(anatomical(), case / "BraTS20_Training_001_t1.nii")
+    values = np.asarray(image.dataobj)
+    inverted = np.where(values > 0, values.max() - values, 0).astype(values.dtype)
+    nib.save(nib.Nifti1Image(inverted, image.affine, image.header), case / "BraTS20_Training_001_t2.nii.gz")
+    mask = (values > np.percentile(values[values > 0], 50)).astype(np.uint8)
+    nib.save(nib.Nifti1Image(mask, image.affine, image.header), case / "BraTS20_Training_001_seg.nii.gz")
+    return root

@@ -111,7 +111,8 @@ def test_nnunet_channel_files_need_a_channel_and_it_picks_its_file(tmp_path):
     from fastdata.errors import ConvertError
 
     with pytest.raises(ConvertError, match=r"holds no nifti input to convert \(2 file\(s\) rejected: 2 x a case of 2 "
-                                           r"channel files \(0000 \(T1\), 0001 \(FLAIR\)\); .* --channel C\)"):
+                                           r"channel files \(0000 \(T1\), 0001 \(FLAIR\)\); .* --channel C, or "
+                                           r"stack them all with --channel all\)"):
         convert_nifti(src, tmp_path / "a")  # each case's two files, and no word of masks without images
     result = convert_nifti(src, tmp_path / "b", channel=1)
     assert result.rejected == []
@@ -227,11 +228,12 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
     save(src / "val" / "scans" / "y.nii.gz", image)
     result = convert_nifti(src, tmp_path / "plain")
     reasons = reasons_by_path(result)
-    brats = "a case of 4 channel files (flair, t1, t1ce, t2); fastdata volumes hold one channel: pick one by name"
+    brats = ("a case of 4 channel files (flair, t1, t1ce, t2); pick one by name with --channel NAME, or stack them "
+             "all with --channel all")
     assert reasons == {
-        "train/BraTS20_Training_000/BraTS20_Training_000_flair.nii.gz": brats + " with --channel NAME",
+        "train/BraTS20_Training_000/BraTS20_Training_000_flair.nii.gz": brats,
         "train/BraTS20_Training_000/BraTS20_Training_000_seg.nii.gz": "the mask of a case that was rejected",
-        "train/BraTS20_Training_001/BraTS20_Training_001_flair.nii.gz": brats + " with --channel NAME",
+        "train/BraTS20_Training_001/BraTS20_Training_001_flair.nii.gz": brats,
         "train/BraTS20_Training_001/BraTS20_Training_001_seg.nii.gz": "the mask of a case that was rejected",
         "val/two/b_seg.nii.gz": "not paired by name in a folder of 2 masks: a mask pairs with the one image named as "
                                 "it is without its mask word (segmentation-0 and volume-0, liver_seg and liver); or "

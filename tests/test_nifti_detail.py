@@ -219,8 +219,8 @@ def test_every_reason_a_damaged_header_gets(tmp_path):
     (tmp_path / "text.nii").write_text("not an image")
     assert _reason(tmp_path, tmp_path / "text.nii") == "text.nii: not a readable NIfTI file (ImageFileError)"
     four = save(tmp_path / "4d.nii", np.stack([image, image], axis=-1))
-    assert _reason(tmp_path, four) == ("4d.nii: a 4D image of 2 channels; fastdata volumes hold one channel: pick one "
-                                       "with --channel C")
+    assert _reason(tmp_path, four) == ("4d.nii: a 4D image of 2 channels; pick one with --channel C, or stack them "
+                                       "all with --channel all")
     assert _reason(tmp_path, four, axis=2) == "4d.nii: --channel 2, but the image has 2 channel(s)"
     rgb = tmp_path / "rgb.nii"
     nib.save(nib.Nifti1Image(np.zeros((4, 4, 3), dtype=[("R", "u1"), ("G", "u1"), ("B", "u1")]), np.eye(4)), rgb)

@@ -21,7 +21,7 @@ from conftest_nifti import convert_nifti, zyx  # noqa: E402
 import fastdata  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from nifti_sample import anatomical, brain_task, structures_task  # noqa: E402
+from nifti_sample import anatomical, brain_task, channels_task, structures_task  # noqa: E402
 
 DATA = anatomical().parent
 
@@ -87,3 +87,17 @@ def test_the_real_brain_as_totalsegmentator_ships_cases_merges_its_structures(tm
     np.testing.assert_array_equal(load_mask(sample), expected)
     np.testing.assert_array_equal(load_volume(sample)[0], values)
     assert fastdata.loader(tmp_path / "out", patch_size=16, num_workers=1).classes == ("background", "bright", "dim")
+
+
+def test_the_real_brain_as_a_brats_case_of_two_modalities_stacks_them(tmp_path):
+    channels_task(tmp_path / "brats")
+    result = convert_nifti(tmp_path / "brats", tmp_path / "out", channel="all", modality="MRI")
+    assert result.rejected == []
+    ((sample),) = read_samples(tmp_path / "out").values()
+    arr, meta = load_volume(sample)
+    values = zyx(np.asarray(nib.load(anatomical()).dataobj))
+    np.testing.assert_array_equal(arr[0], values)
+    np.testing.assert_array_equal(arr[1], np.where(values > 0, values.max() - values, 0))
+    assert meta["channels"] == ["t1", "t2"]
+    x, batch = next(iter(fastdata.loader(tmp_path / "out", patch_size=16, num_workers=1, pad_value=0.0, batch_size=1)))
+    assert x.shape == (1, 2, 16, 16, 16) and batch["labels"].shape == (1, 1, 16, 16, 16)

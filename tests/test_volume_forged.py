@@ -74,7 +74,9 @@ def _npy(array):
     (lambda name, data: b"[" * 100_000 + b"]" * 100_000 if name.endswith(".json") else data,
      "unreadable json member: JSON nested too deeply"),
     (_npy(np.zeros((2, 3, 4), dtype=object)), "numeric C-order array"),
-    (_npy(np.zeros((2, 3, 4, 5), dtype=np.int16)), "2D or 3D"),
+    (_npy(np.zeros((2, 3, 4, 5), dtype=np.int16)), r"a 4D npy array of 2 channels, but its json names the channels "
+                                                    "None"),
+    (_npy(np.zeros((2, 3, 4, 5, 6), dtype=np.int16)), r"expected a 2D, 3D or \(channels first\) 4D numeric"),
     (lambda name, data: data[:-10] if name.endswith(".npy") else data, "not what the header"),
     (lambda name, data: b"\x93NUMPY\x09\x00" + data[8:] if name.endswith(".npy") else data, "unreadable npy header"),
 ])

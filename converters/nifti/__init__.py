@@ -36,8 +36,9 @@ class NiftiKind:
         # --spacing, --orientation, --salt, --keep-phi, --max-voxels and --split are the dicom kind's options, shared
         parser.add_argument("--channel", metavar="C",
                             help="nifti: the channel of a multi-channel case to convert: a number (a 4D image's 4th "
-                                 "axis, nnU-Net's NAME_000C files) or a name (BraTS's flair, t1, t1ce, t2 files); "
-                                 "default: cases of one channel only")
+                                 "axis, nnU-Net's NAME_000C files), a name (BraTS's flair, t1, t1ce, t2 files), or "
+                                 "all (every channel, stacked: (C, z, y, x) volumes); default: cases of one channel "
+                                 "only")
         parser.add_argument("--modality", metavar="NAME",
                             help="nifti: the images' modality (CT makes their values Hounsfield units); default: the "
                                  "source's dataset.json")
@@ -75,7 +76,8 @@ class NiftiKind:
 
         splits = {split: [replace(it, rel=named(it.rel), payload=replace(
             it.payload, image=renamed(it.payload.image), label=renamed(it.payload.label),
-            structures=tuple(renamed(f) for f in it.payload.structures))) for it in items]
+            structures=tuple(renamed(f) for f in it.payload.structures),
+            channel_files=tuple(renamed(f) for f in it.payload.channel_files))) for it in items]
             for split, items in discovery.splits.items()}
         rejected = [Rejection(r.split, named(r.source), r.reason) for r in discovery.rejected]
         return replace(discovery, splits=splits, rejected=rejected), paths
@@ -87,6 +89,7 @@ class NiftiKind:
         raise ValueError("the nifti kind writes WebDataset tar shards only (--format wds)")
 
     def describe(self, discovery: Discovery, options: NiftiOptions) -> dict[str, Any]:
+        channels = next((it.payload.channel_names for items in discovery.splits.values() for it in items), ())
         return {
             "preprocessing": {
                 "spacing": None if options.spacing is None else list(options.spacing),
@@ -104,7 +107,8 @@ class NiftiKind:
                 "max_voxels": options.max_voxels,
                 "val_fraction": options.val_fraction,
             },
-            "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"},
+            "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid",
+                      **({"channels": list(channels)} if channels else {})},
         }
 
 

@@ -18,6 +18,7 @@ from converters.dicom.geometry import RejectSeries
 from converters.dicom.orientation import Placed, axis_code, reorient
 from converters.dicom.resample import output_shape, resample, target_spacing
 from converters.guarded import Guarded
+from converters.nifti.channels import ALL
 from converters.nifti.discover import CaseFiles
 from converters.nifti.options import NiftiOptions
 from converters.nifti.volume import Grid, channels, failure, grid_of, header_voxels, integral, load, same_grid, voxels
@@ -27,17 +28,49 @@ from fastdata.volumes.intensity import FOREGROUND, histogram_of
 MASK_MAX = np.iinfo(np.uint16).max
 
 
-def _image(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, Grid]:
+def _image(case: CaseFiles, opts: NiftiOptions) -> tuple[list[np.ndarray], Grid]:
+    """The (z, y, x) voxels of each channel the case converts (one, or with --channel all every one) and their
+    grid."""
+    if case.channel_files:
+        return _channel_files(case, opts)
     path, rel = case.image
     img = load(path, rel)
     grid = grid_of(img, rel)
     n = channels(img)
-    if n > 1 and case.axis is None:
-        raise RejectSeries(f"{rel}: a 4D image of {n} channels; fastdata volumes hold one channel: pick one with "
-                           "--channel C")
-    if header_voxels(img) > opts.max_voxels:  # checked on the header, before any voxel is read
-        raise too_many(header_voxels(img), opts.max_voxels, "the image holds")
-    return voxels(img, rel, case.axis), grid
+    every = case.channel == ALL
+    if n > 1 and case.axis is None and not every:
+        raise RejectSeries(f"{rel}: a 4D image of {n} channels; pick one with --channel C, or stack them all with "
+                           "--channel all")
+    total = header_voxels(img) * (n if every else 1)
+    if total > opts.max_voxels:  # checked on the header, before any voxel is read
+        raise too_many(total, opts.max_voxels, "the image holds")
+    if every and n > 1:
+        return [voxels(img, rel, c) for c in range(n)], grid
+    return [voxels(img, rel, case.axis)], grid
+
+
+def _channel_files(case: CaseFiles, opts: NiftiOptions) -> tuple[list[np.ndarray], Grid]:
+    """--channel all over a case's channel files (nnU-Net's NAME_000C, BraTS's modalities): each holds one
+    channel, and all lie on the first one's grid."""
+    planes: list[np.ndarray] = []
+    first: Grid | None = None
+    total = 0
+    for path, rel in case.channel_files:
+        img = load(path, rel)
+        grid = grid_of(img, rel)
+        if channels(img) > 1:
+            raise RejectSeries(f"{rel}: a channel file of {channels(img)} channels; each channel file of a case "
+                               "holds one")
+        if first is not None and not same_grid(first, grid):
+            raise RejectSeries(f"{rel}: the channel's grid ({_described(grid)}) is not its case's first channel's "
+                               f"({_described(first)})")
+        first = first or grid
+        total += header_voxels(img)
+        if total > opts.max_voxels:
+            raise too_many(total, opts.max_voxels, f"its first {len(planes) + 1} channels hold")
+        planes.append(voxels(img, rel, None))
+    assert first is not None  # discovery gives a stacked case two files or more
+    return planes, first
 
 
 def _described(grid: Grid) -> str:
@@ -92,27 +125,29 @@ def _mask(case: CaseFiles, grid: Grid) -> np.ndarray | None:
 
 def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
     """The image array, the mask array (or None) and the metadata of one case. Raises RejectSeries with the reason."""
-    values, grid = _image(case, opts)
+    planes, grid = _image(case, opts)
     mask = _mask(case, grid)
     stored = axis_code(grid.direction)
     if opts.orientation is not None:  # the mask moves with its image, voxel for voxel
-        placed = reorient(Placed((values,) if mask is None else (values, mask), grid.spacing, grid.origin,
+        placed = reorient(Placed((*planes, *([] if mask is None else [mask])), grid.spacing, grid.origin,
                                  grid.direction), opts.orientation)
-        values, mask = placed.arrays[0], (None if mask is None else placed.arrays[1])
-        grid = replace(grid, shape=values.shape, spacing=placed.spacing, origin=placed.origin,
+        planes, mask = list(placed.arrays[:len(planes)]), (None if mask is None else placed.arrays[-1])
+        grid = replace(grid, shape=planes[0].shape, spacing=placed.spacing, origin=placed.origin,
                        direction=placed.direction)
-    target = target_spacing(values.shape, grid.spacing, opts.spacing)
-    resampled = math.prod(output_shape(values.shape, grid.spacing, target))
+    target = target_spacing(planes[0].shape, grid.spacing, opts.spacing)
+    resampled = math.prod(output_shape(planes[0].shape, grid.spacing, target)) * len(planes)
     if resampled > opts.max_voxels:  # checked before the output is allocated
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the image would hold")
-    whole = integral(values, INT16.min, INT16.max)
-    out, spacing = resample(values.astype(np.float32), grid.spacing, target)
+    whole = all(integral(plane, INT16.min, INT16.max) for plane in planes)
+    outs = [resample(plane.astype(np.float32), grid.spacing, target) for plane in planes]
+    out, spacing = (outs[0][0] if len(outs) == 1 else np.stack([o for o, _ in outs])), outs[0][1]
     arr, clipped = to_int16(out) if whole else (np.ascontiguousarray(out), 0)
+    spatial = list(arr.shape[-3:])
     meta: dict[str, Any] = {
         "source": case.image[1],
         "ndim": 3,
-        "axes": "zyx",
-        "shape": list(arr.shape),
+        "axes": "czyx" if arr.ndim == 4 else "zyx",
+        "shape": spatial,
         "spacing": rounded(spacing),
         "origin": rounded(grid.origin),
         "direction": rounded(grid.direction),
@@ -121,7 +156,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
         "original_shape": list(grid.shape),
         "original_spacing": rounded(grid.spacing),
         "spatial_units": grid.units,
-        "resampled": list(arr.shape) != list(grid.shape) or rounded(spacing) != rounded(grid.spacing),
+        "resampled": spatial != list(grid.shape) or rounded(spacing) != rounded(grid.spacing),
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1); masks nearest (order=0)",
         "modality": case.modality,
         "units": "HU" if case.modality.upper() == "CT" else "stored values (scl_slope/scl_inter applied)",
@@ -130,6 +165,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
         "min": rounded(arr.min()),
         "max": rounded(arr.max()),
         "clipped_voxels": clipped,
+        **({"channels": list(case.channel_names)} if arr.ndim == 4 else {}),
     }
     labels = None
     if mask is not None:
@@ -144,7 +180,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
 def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection:
     """Convert one case (item.payload: CaseFiles) into a sample with members npy, label.npy (a mask) and json."""
     case: CaseFiles = item.payload
-    for path, rel in (case.image, *case.masks):
+    for path, rel in (case.image, *case.channel_files, *case.masks):
         if not Path(path).exists():
             return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
     try:
@@ -159,7 +195,7 @@ def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection
     stats = {"volumes": 1, "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
              "modality": {meta["modality"] or "unknown": 1}, "dtype": {meta["dtype"]: 1},
              "masks": int(labels is not None), "orientation": {meta["orientation"]: 1}}
-    if labels is not None and arr.dtype == np.int16:  # the split's exact foreground histogram (intensity.py)
+    if labels is not None and arr.dtype == np.int16 and arr.ndim == 3:  # the foreground histogram (intensity.py)
         stats[FOREGROUND] = histogram_of(arr, labels)
     return Sample(key=item.key, label=None, members=members, stats=stats)
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from converters.nifti.channels import ALL
 from converters.nifti.options import NiftiOptions
 from converters.sample import Rejection, WorkItem
 
@@ -166,11 +167,21 @@ class CaseFolders:
         whole = any(name == stem(posixpath.basename(rel)) for name, (_, rel) in channels.items())
         # names that are whole file names may be a patient's: said only with --keep-phi
         listed = "named by their whole file names" if whole and self.private else ", ".join(sorted(channels))
-        if self.named:
+        if wanted == ALL and len(channels) == 1:
+            return [self.make_item(split, images[0], mask, ALL)]
+        if wanted == ALL and not (whole and self.private):  # channels in the order of their names
+            names = tuple(sorted(channels))
+            files = tuple(channels[n] for n in names)
+            return [self.make_item(split, files[0], mask, ALL, channel_files=files, channel_names=names)]
+        if wanted == ALL:
+            reason = (f"a case of {len(channels)} channel files {listed}: --channel all names the channels by what "
+                      "their file names add to the name they share, and whole file names may name a patient; "
+                      "convert with --keep-phi")
+        elif self.named:
             reason = f"no channel {wanted!r} (--channel) in this case; its channels are {listed}"  # NAME: the user's
         else:
-            reason = (f"a case of {len(channels)} channel files ({listed}); fastdata volumes hold one channel: pick "
-                      "one by name with --channel NAME")
+            reason = (f"a case of {len(channels)} channel files ({listed}); pick one by name with --channel NAME, "
+                      "or stack them all with --channel all")
         self.rejected.append(Rejection(split, first[1], reason))
         if mask is not None:
             self.rejected.append(Rejection(split, mask[1], "the mask of a case that was rejected"))

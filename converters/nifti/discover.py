@@ -21,6 +21,7 @@ from pathlib import Path
 
 from converters.kind import Discovery
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
+from converters.nifti.channels import ALL, same_channels
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
@@ -53,6 +54,8 @@ class CaseFiles:
     modality: str
     classes: int
     structures: tuple[tuple[str, str], ...] = ()  # per-structure masks in class order (value 1, 2, ...)
+    channel_files: tuple[tuple[str, str], ...] = ()  # --channel all: a case's channel files, in channel order
+    channel_names: tuple[str, ...] = ()  # --channel all: the names of its channels (() for one)
 
     @property
     def masks(self) -> tuple[tuple[str, str], ...]:
@@ -103,22 +106,27 @@ def _decathlon(src: Path, top: list[str], options: NiftiOptions, info: DatasetIn
         by_channel = channel_files is not None
         cases = channel_files or {stem(os.path.basename(rel)): {0: (path, rel)} for path, rel in images}
         items = []
+        every = options.channel == ALL
         for case, files in sorted(cases.items(), key=lambda c: min(r for _, r in c[1].values())):
             first = files[min(files)][1]
-            wanted = options.channel if by_channel and options.channel is not None else min(files)
+            wanted = options.channel if by_channel and options.channel not in (None, ALL) else min(files)
             mask = masks.pop(case, None)
-            if by_channel and (len(files) > 1 and options.channel is None or wanted not in files):
-                rejected.append(Rejection(split, first, _channels_reason(files, options.channel, info)))
+            if by_channel and not every and (len(files) > 1 and options.channel is None or wanted not in files):
+                rejected.append(Rejection(split, first, _channels_reason(files, options.channel, info)))  # type: ignore[arg-type]
                 continue
             if has_masks and mask is None:
                 shown = "" if walk.private else f" ({labels_folder}/{case}.nii.gz)"  # a case's name may be a patient's
                 rejected.append(Rejection(split, first, f"no mask of the same name in {labels_folder}{shown}"))
                 continue
-            axis = None if by_channel else options.channel
+            axis = None if by_channel or every else options.channel
+            stacked = every and by_channel and len(files) > 1
             items.append(WorkItem(split=split, rel=files[wanted][1], source=files[wanted][0], payload=CaseFiles(
                 image=files[wanted], label=mask, axis=axis,  # type: ignore[arg-type]
-                channel=wanted if by_channel else options.channel,
-                modality=_modality(options, info, wanted if by_channel else axis), classes=len(info.classes))))
+                channel=ALL if every else (wanted if by_channel else options.channel),
+                modality=options.modality or "" if every else _modality(options, info, wanted if by_channel else axis),
+                classes=len(info.classes),
+                channel_files=tuple(files[c] for c in sorted(files)) if stacked else (),
+                channel_names=tuple(info.modalities.get(c, f"{c:04d}") for c in sorted(files)) if stacked else ())))
         for _, rel in masks.values():
             rejected.append(Rejection(split, rel, f"a mask without an image of the same name in {folder}"))
         splits[split] = items
@@ -151,8 +159,8 @@ def _channel_files(images: list[tuple[str, str]], masks: set[str],
 def _channels_reason(files: dict[int, tuple[str, str]], channel: int | None, info: DatasetInfo) -> str:
     names = ", ".join(f"{c:04d}" + (f" ({info.modalities[c]})" if c in info.modalities else "") for c in sorted(files))
     if channel is None:
-        return (f"a case of {len(files)} channel files ({names}); fastdata volumes hold one channel: pick one with "
-                "--channel C")
+        return (f"a case of {len(files)} channel files ({names}); pick one with --channel C, or stack them all with "
+                "--channel all")
     return f"no channel file {channel:04d} (--channel {channel}) for this case; it has {names}"
 
 
@@ -166,11 +174,13 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
                                        private=walk.private)
 
     def make_item(split: str, image: tuple[str, str], mask: tuple[str, str] | None, channel: int | str | None,
-                  structures: tuple[tuple[str, str], ...] = (), classes: int = len(info.classes)) -> WorkItem:
+                  structures: tuple[tuple[str, str], ...] = (), classes: int = len(info.classes), *,
+                  channel_files: tuple[tuple[str, str], ...] = (), channel_names: tuple[str, ...] = ()) -> WorkItem:
         return WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
             image=image, label=mask, axis=channel if isinstance(channel, int) else None, channel=channel,
-            modality=_modality(options, info, channel if isinstance(channel, int) else None),
-            classes=classes, structures=structures))
+            modality=options.modality or "" if channel == ALL else _modality(
+                options, info, channel if isinstance(channel, int) else None),
+            classes=classes, structures=structures, channel_files=channel_files, channel_names=channel_names))
 
     folders = CaseFolders(options, make_item, rejected, private=walk.private)
     splits = {split: folders.items(split, _Found(src, root, split, walk, rejected).files) for split, root in roots}
@@ -212,7 +222,7 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
     top = visible(os.listdir(src))
     rejected: list[Rejection] = []
     if any(folder in top for folder in FOLDERS):
-        if isinstance(options.channel, str):
+        if isinstance(options.channel, str) and options.channel != ALL:
             raise ConvertError(f"--channel {options.channel}: the imagesTr layout numbers the channels of a case "
                                "(0, 1, ...; dataset.json names them); pass a number")
         splits, layout, classes = _decathlon(src, top, options, info, walk, rejected), "decathlon", info.classes
@@ -220,8 +230,12 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
         splits, by_folder, classes = _plain(src, top, options, info, walk, rejected)
         layout = "split/volume" if by_folder else "volume"
         rejected = [r for r in rejected if r.source != "dataset.json"]  # read above, not an input
+    if options.channel == ALL:
+        splits = same_channels(splits, info, rejected)
     labelled = sum(bool(it.payload.masks) for items in splits.values() for it in items)
-    identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]), _masks_identity(it.payload)]
+    identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]), _masks_identity(it.payload),
+                 *([[[rel, os.path.getsize(path)] for path, rel in it.payload.channel_files]]
+                   if it.payload.channel_files else [])]
                 for split, items in splits.items() for it in items]
     log.info("found %d case(s), %d with a mask (%d files rejected)", sum(len(v) for v in splits.values()),
              labelled, len(rejected))

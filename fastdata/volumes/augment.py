@@ -23,8 +23,8 @@ def normalise(x: torch.Tensor, opts: VolumeLoaderOptions) -> torch.Tensor:
         return ((x - lo) / (hi - lo)).clamp_(0.0, 1.0)
     if opts.clip is not None:
         x = x.clamp(*opts.clip)
-    if opts.zscore is True:
-        dims = tuple(range(1, x.ndim))
+    if opts.zscore is True:  # per patch and per channel
+        dims = tuple(range(2, x.ndim))
         mean = x.mean(dim=dims, keepdim=True)
         std = x.std(dim=dims, keepdim=True).clamp_min(1e-6)
         return (x - mean) / std

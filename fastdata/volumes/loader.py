@@ -63,7 +63,7 @@ class VolumeLoader(Closable):
         if isinstance(view, MixedView):
             view.check_train(opts.train)
             stores = [VolumeStore(v) for v in view.views]
-            self.store = VolumeStore.merged(stores)
+            self.store = VolumeStore.merged(stores, [str(v.root) for v in view.views])
             self.mixture = view.mixture([len(s) for s in stores])
             self._mixture_state = view.describe(self.mixture)
             self._permute = random_permute(opts.seed, self.mixture.sizes)
@@ -72,6 +72,7 @@ class VolumeLoader(Closable):
             self.store = VolumeStore(view)
             self._return_dataset = False
         self.classes: tuple[str, ...] = view.classes
+        self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
         self._epoch = 0
         self._batch = 0  # batches of the current epoch already yielded
         self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes
@@ -189,7 +190,8 @@ class VolumeLoader(Closable):
                 rng = np.random.default_rng(list(spec.stream))
                 use_fg = o.sampling == "foreground" and rng.random() < o.foreground_prob
                 # with masks, the foreground is the labelled voxels (nnU-Net's oversampling), else voxels above HU
-                start, centred = random_start(volume if mask is None else mask, size, rng, foreground=use_fg,
+                where = volume[0] if mask is None and volume.ndim == 4 else volume if mask is None else mask
+                start, centred = random_start(where, size, rng, foreground=use_fg,  # channels: the first's values
                                               threshold=o.foreground_hu if mask is None else 0, exact=mask is not None)
             out.append((crop(volume, start, size, pad_value=o.pad_value), spec, start, centred,
                         None if mask is None else crop(mask, start, size, pad_value=0)))
@@ -216,7 +218,8 @@ class VolumeLoader(Closable):
         o = self.opts
         self.last_patches = [p[1] for p in patches]
         device = torch.device(o.device)
-        host = torch.from_numpy(np.stack([p[0] for p in patches]))[:, None]
+        stacked = np.stack([p[0] for p in patches])
+        host = torch.from_numpy(stacked if stacked.ndim == 5 else stacked[:, None])  # [B, C, D, H, W]
         if device.type == "cuda":
             host = host.pin_memory()
         x = host.to(device, non_blocking=True).float()

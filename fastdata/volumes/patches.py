@@ -104,7 +104,10 @@ def random_start(volume: np.ndarray, size: Triple, rng: np.random.Generator, *, 
 
 
 def crop(volume: np.ndarray, start: Triple, size: Triple, *, pad_value: float) -> np.ndarray:
-    """volume[start : start + size], with `pad_value` wherever the window lies outside the volume."""
+    """volume[start : start + size], with `pad_value` wherever the window lies outside the volume; a (C, D, H, W)
+    volume is cut channel by channel."""
+    if volume.ndim == 4:
+        return np.stack([crop(channel, start, size, pad_value=pad_value) for channel in volume])
     if all(s >= 0 and s + p <= n for s, p, n in zip(start, size, volume.shape)):
         return np.ascontiguousarray(volume[start[0]:start[0] + size[0], start[1]:start[1] + size[1],
                                            start[2]:start[2] + size[2]])

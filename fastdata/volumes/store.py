@@ -30,6 +30,7 @@ class VolumeEntry:
     npy: tuple[int, int]  # (offset, size) in the shard
     meta: dict[str, Any]
     label: tuple[int, int] | None = None  # the mask's label.npy member (nifti kind), (offset, size)
+    channels: tuple[str, ...] = ()  # a (C, D, H, W) volume's channel names (nifti --channel all); () for one channel
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -64,9 +65,9 @@ def _npy_header(path: Path, key: str, offset: int, size: int) -> tuple[tuple[int
         shape, dtype, fortran, start = npy_header(read_member(path, offset, min(size, MAX_HEADER_BYTES)))
     except ValueError as exc:
         raise ShardError(f"sample {key} in {path}: {exc}") from exc
-    if dtype.kind not in "iuf" or len(shape) not in (2, 3) or fortran:
-        raise ShardError(f"sample {key} in {path}: expected a 2D or 3D numeric C-order array, got {dtype} with "
-                         f"shape {list(shape)}")
+    if dtype.kind not in "iuf" or len(shape) not in (2, 3, 4) or fortran:
+        raise ShardError(f"sample {key} in {path}: expected a 2D, 3D or (channels first) 4D numeric C-order array, "
+                         f"got {dtype} with shape {list(shape)}")
     try:
         check_fills(shape, dtype, start, size)
     except ValueError as exc:
@@ -74,10 +75,24 @@ def _npy_header(path: Path, key: str, offset: int, size: int) -> tuple[tuple[int
     return shape, dtype, start
 
 
+def _channels(path: Path, key: str, meta: Any, shape: tuple[int, ...]) -> tuple[str, ...]:
+    """The channel names a 4D array's json gives, one per channel (two or more); () for a 2D or 3D array."""
+    if len(shape) < 4:
+        return ()
+    names = meta.get("channels") if isinstance(meta, dict) else None
+    if not (isinstance(names, list) and len(names) == shape[0] > 1 and all(isinstance(n, str) for n in names)
+            and len(set(names)) == len(names)):
+        raise ShardError(f"sample {key} in {path}: a 4D npy array of {shape[0]} channels, but its json names the "
+                         f"channels {names!r:.200}")
+    return tuple(names)
+
+
 def _checked_meta(path: Path, key: str, meta: Any, shape: tuple[int, ...]) -> dict[str, Any]:
-    """The json member, checked against the array it describes (the loader plans with its shape/spacing)."""
+    """The json member, checked against the array it describes (the loader plans with its shape/spacing); a 4D
+    array's first axis is its channels, the json's shape the rest."""
     if not isinstance(meta, dict):
         raise ShardError(f"sample {key} in {path}: the json member is not an object")
+    shape = shape[1:] if len(shape) == 4 else shape
     if meta.get("shape") != list(shape) or any(n < 1 for n in shape):
         raise ShardError(f"sample {key} in {path}: json shape {meta.get('shape')!r} does not match the npy "
                          f"array's {list(shape)}")
@@ -117,14 +132,24 @@ def index_shard(path: Path) -> list[VolumeEntry]:
                              f"{MAX_JSON_BYTES})")
         shape, _, _ = _npy_header(path, key, *parts["npy"])
         if "label.npy" in parts:
-            _mask_header(path, key, parts["label.npy"], shape)
+            _mask_header(path, key, parts["label.npy"], shape[1:] if len(shape) == 4 else shape)
         try:
             meta = parse_json(read_member(path, *parts["json"]))
         except BadJSON as exc:
             raise ShardError(f"sample {key} in {path} has an unreadable json member: {exc}") from exc
+        channels = _channels(path, key, meta, shape)
         entries.append(VolumeEntry(key=key, shard=path, npy=parts["npy"], meta=_checked_meta(path, key, meta, shape),
-                                   label=parts.get("label.npy")))
+                                   label=parts.get("label.npy"), channels=channels))
     return entries
+
+
+def _one_layout(entries: list[VolumeEntry], where: str) -> tuple[str, ...]:
+    """The channel names every volume of a split shares; ShardError where they differ."""
+    layouts = {e.channels for e in entries}
+    if len(layouts) > 1:
+        raise ShardError(f"{where} holds volumes of other channels ({sorted(list(c) or ['one'] for c in layouts)}): "
+                         "a patch's channel c must be one modality in every volume")
+    return next(iter(layouts), ())
 
 
 class VolumeStore:
@@ -134,12 +159,21 @@ class VolumeStore:
         view.require_whole_split()  # a remote split is held whole in the node cache
         entries = [e for ref in view.shards for e in index_shard(view.local(ref).path)]
         self.entries: list[VolumeEntry] = sorted(entries, key=lambda e: e.key)
+        self.channels = _one_layout(self.entries, f"{view.root} ({view.split})")
 
     @classmethod
-    def merged(cls, stores: list[VolumeStore]) -> VolumeStore:
-        """The volumes of a mixture's datasets as one store (volume ids: dataset offset + index in it)."""
+    def merged(cls, stores: list[VolumeStore], names: list[str] | None = None) -> VolumeStore:
+        """The volumes of a mixture's datasets as one store (volume ids: dataset offset + index in it); their
+        channels must be the same, in the same order (`names`: the datasets', for the error)."""
         out = cls.__new__(cls)
         out.entries = [e for s in stores for e in s.entries]
+        layouts = {s.channels for s in stores}
+        if len(layouts) > 1:
+            shown = "; ".join(f"{n}: {list(s.channels) or 'one channel'}"
+                              for n, s in zip(names or map(str, range(len(stores))), stores))
+            raise ValueError(f"the mixed datasets' volumes have other channels ({shown}): a patch's channel c must be "
+                             "one modality in every dataset; convert them with the same channels")
+        out.channels = stores[0].channels if stores else ()
         return out
 
     def __len__(self) -> int:
@@ -155,24 +189,25 @@ class VolumeStore:
         return have > 0
 
     def read(self, index: int) -> np.ndarray:
-        """The volume as a (D, H, W) array of its stored type (2D images get D = 1)."""
+        """The volume as a (D, H, W) array of its stored type (2D images get D = 1), or (C, D, H, W) with channels."""
         e = self.entries[index]
-        return self._array(e, e.npy, "npy", "iuf")
+        return self._array(e, e.npy, "npy", "iuf", len(e.channels))
 
     def read_mask(self, index: int) -> np.ndarray:
         """The volume's mask as a uint8 or uint16 (D, H, W) array."""
         e = self.entries[index]
         if e.label is None:
             raise ShardError(f"sample {e.key} in {e.shard} has no mask (label.npy)")
-        return self._array(e, e.label, "label.npy", "u")
+        return self._array(e, e.label, "label.npy", "u", 0)
 
     @staticmethod
-    def _array(e: VolumeEntry, member: tuple[int, int], ext: str, kinds: str) -> np.ndarray:
+    def _array(e: VolumeEntry, member: tuple[int, int], ext: str, kinds: str, channels: int) -> np.ndarray:
         try:  # checked again: the file may have changed since it was opened
             arr = load_npy(read_member(e.shard, *member)).copy()  # writable, as np.load's was
         except ValueError as exc:
             raise ShardError(f"sample {e.key} in {e.shard} has an unreadable {ext} member: {exc}") from exc
-        if arr.dtype.kind not in kinds or list(arr.shape) != e.meta["shape"]:  # the file changed since indexing
-            raise ShardError(f"sample {e.key} in {e.shard}: expected {e.meta['shape']}, got {arr.dtype} with "
+        expected = ([channels] if channels else []) + list(e.meta["shape"])
+        if arr.dtype.kind not in kinds or list(arr.shape) != expected:  # the file changed since indexing
+            raise ShardError(f"sample {e.key} in {e.shard}: expected {expected}, got {arr.dtype} with "
                              f"shape {list(arr.shape)} in its {ext} member")
-        return arr.reshape(e.shape)
+        return arr.reshape(((channels,) if channels else ()) + e.shape)

@@ -1,0 +1,68 @@
+"""`--channel all`: every channel of a case, stacked into one (C, z, y, x) volume (BraTS's flair, t1, t1ce and t2;
+nnU-Net's NAME_0000 .. NAME_0003; a 4D file's 4th axis). Every case of a dataset must hold the same channels, in
+the same order: the network reads channel c as one modality. Discovery names each case's channels (from
+dataset.json, the file names, or their numbers) and rejects the cases whose channels differ from most cases'."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from converters.nifti.dataset_json import DatasetInfo
+from converters.sample import Rejection, WorkItem
+
+ALL = "all"  # --channel all
+
+
+def numbered(count: int, info: DatasetInfo) -> tuple[str, ...]:
+    """Names of a 4D file's `count` channels: dataset.json's where it names exactly as many, else 0, 1, ..."""
+    if count > 1 and sorted(info.modalities) == list(range(count)):
+        return tuple(info.modalities[c] for c in range(count))
+    return tuple(str(c) for c in range(count)) if count > 1 else ()
+
+
+def _header_channels(path: str) -> int | None:
+    """The channels of a NIfTI file by its header (nothing else is read); None where it cannot be read: the
+    conversion then rejects the case with the reason."""
+    import nibabel as nib
+
+    try:
+        shape = nib.load(path).shape
+    except Exception:  # noqa: BLE001 - any damage: the case's conversion says which
+        return None
+    return int(shape[3]) if len(shape) == 4 else 1
+
+
+def _shown(names: tuple[str, ...]) -> str:
+    return ", ".join(names) if names else "one channel"
+
+
+def same_channels(splits: dict[str, list[WorkItem]], info: DatasetInfo,
+                  rejected: list[Rejection]) -> dict[str, list[WorkItem]]:
+    """The work items with their channel names set (() for one channel), those whose channels are not most cases'
+    rejected with their masks."""
+    named: dict[str, list[tuple[WorkItem, tuple[str, ...] | None]]] = {}
+    for split, items in splits.items():
+        for it in items:
+            case = it.payload
+            if case.channel_files:
+                names: tuple[str, ...] | None = case.channel_names
+            else:
+                count = _header_channels(case.image[0])
+                names = None if count is None else numbered(count, info)
+            named.setdefault(split, []).append((it, names))
+    counts = Counter(names for pairs in named.values() for _, names in pairs if names is not None)
+    usual = max(counts, key=lambda n: (counts[n], len(n), n)) if counts else ()
+    out: dict[str, list[WorkItem]] = {}
+    for split, pairs in named.items():
+        kept = out.setdefault(split, [])
+        for it, names in pairs:
+            if names is None or names == usual:
+                kept.append(replace(it, payload=replace(it.payload, channel_names=usual)))
+                continue
+            rejected.append(Rejection(split, it.rel, f"a case of channels ({_shown(names)}) where most cases have "
+                                                     f"({_shown(usual)}): --channel all stacks the same channels, in "
+                                                     "the same order, in every case"))
+            rejected.extend(Rejection(split, rel, "the mask of a case that was rejected")
+                            for _, rel in it.payload.masks)
+    return out
