@@ -133,6 +133,24 @@ def test_masks_follow_their_patches_on_cuda(tmp_path: Path) -> None:
         assert bool((y.round() == labels)[whole].all())
 
 
+def test_channels_move_together_on_cuda(tmp_path: Path) -> None:
+    """--channel all volumes on the device: channel 1 is channel 0 times 2 (tests/test_nifti_channels.py), and
+    kornia's warps on CUDA keep it so."""
+    pytest.importorskip("nibabel")
+    import numpy as np
+    from conftest_nifti import case, convert_nifti, save
+
+    image, mask = case(0)
+    for m, name in enumerate(("flair", "t1")):
+        save(tmp_path / "src" / "P1" / f"P1_{name}.nii.gz", (image * (m + 1)).astype(np.int16))
+    save(tmp_path / "src" / "P1" / "P1_seg.nii.gz", mask)
+    ds = convert_nifti(tmp_path / "src", tmp_path / "ds", channel="all").dst
+    for x, meta in fastdata.loader(ds, device="cuda", batch_size=2, patches_per_volume=4, patch_size=8,
+                                   pad_value=0.0, affine_prob=1.0, elastic_prob=1.0):
+        assert x.is_cuda and x.shape[1] == 2 and meta["labels"].shape[1] == 1
+        torch.testing.assert_close(x[:, 1], x[:, 0] * 2, rtol=1e-5, atol=1e-2)
+
+
 def test_token_batches_land_on_cuda(tmp_path: Path) -> None:
     from conftest_text import convert_text, copy_fortunes
 
