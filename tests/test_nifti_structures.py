@@ -191,7 +191,8 @@ def test_cases_of_one_label_mask_are_rejected_beside_structure_folders(tmp_path)
 
 def test_a_structure_named_background_is_refused(tmp_path):
     _totalsegmentator(tmp_path / "src", cases=1, names={"background": 1, "liver": 2})
-    with pytest.raises(ConvertError, match="a structure mask is named 'background' in most cases"):
+    with pytest.raises(ConvertError, match="^a structure mask is named 'background' in most cases: value 0 is "
+                                           "background, so no structure may take that name; rename those files$"):
         convert_nifti(tmp_path / "src", tmp_path / "out")
 
 
@@ -261,3 +262,11 @@ def test_masks_in_a_folder_below_a_structure_folder_are_rejected_and_the_image_i
                                                 "imagesTr/labelsTr layout (docs/volumes.md)"}
     ((sample),) = read_samples(tmp_path / "out").values()
     assert list(sample) == ["npy", "json"]
+
+
+def test_a_reason_lists_five_structure_names_then_counts_the_rest():
+    from converters.nifti.structures import _listed
+
+    assert _listed({"b", "a"}) == "a, b"
+    assert _listed({f"s{n}" for n in range(5)}) == "s0, s1, s2, s3, s4"
+    assert _listed({f"s{n}" for n in range(8)}) == "s0, s1, s2, s3, s4 and 3 more"

@@ -116,6 +116,13 @@ def test_datasets_without_a_histogram_say_what_to_pass_instead(tmp_path):
     convert_nifti(tmp_path / "float", tmp_path / "floats")
     assert FOREGROUND not in json.loads((tmp_path / "floats" / "manifest.json").read_text())["splits"]["train"][
         "stats"]
+    image, mask = case(2)
+    save(tmp_path / "tested" / "case_2" / "imaging.nii.gz", image)
+    save(tmp_path / "tested" / "case_2" / "segmentation.nii.gz", mask)
+    convert_nifti(tmp_path / "tested", tmp_path / "no_train", split="test")
+    assert list(json.loads((tmp_path / "no_train" / "manifest.json").read_text())["splits"]) == ["test"]
+    with pytest.raises(ValueError, match=r"no_train has none \(no train split"):
+        fastdata.loader(tmp_path / "no_train", split="test", zscore="foreground", num_workers=1, patch_size=8)
     for dst in ("unmasked", "floats"):
         with pytest.raises(ValueError, match=rf"{dst} has none \(no train split, no masks, volumes stored as float32, "
                                              r"or converted before fastdata counted it\); pass clip=\(lo, hi\) and "
@@ -169,6 +176,10 @@ def test_a_forged_histogram_is_refused_by_the_loader_and_summarised_by_info(conv
     manifest["splits"]["train"]["stats"][FOREGROUND] = {"air": 3}
     (forged / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="holds a foreground histogram that does not count whole numbers of voxels"):
+        fastdata.loader(forged, zscore="foreground", num_workers=1, patch_size=8)
+    manifest["splits"]["train"]["stats"][FOREGROUND] = {}
+    (forged / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="forged has none"):
         fastdata.loader(forged, zscore="foreground", num_workers=1, patch_size=8)
     assert _stat(FOREGROUND, {"air": 3}) == "1 values (not a histogram of whole numbers)"
     assert _stat(FOREGROUND, {"5": 0}) == "1 values (not a histogram of whole numbers)"

@@ -229,3 +229,14 @@ def test_the_loader_warns_when_volumes_lie_in_several_orientations(tmp_path, cap
     with caplog.at_level("WARNING", logger="fastdata.volumes.options"):  # a mixture counts its members together
         fastdata.loader([tmp_path / "out_lps", tmp_path / "out_one"], patch_size=4, num_workers=1)
     assert "orientations" not in caplog.text
+
+
+def test_no_negative_zero_reaches_the_json():
+    """A flipped axis's zero components, and a voxel at the origin, stay 0.0: json would write -0.0."""
+    import math
+
+    volume = Placed((np.zeros((1, 1, 1)),), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), ((0, 0, 1), (0, 1, 0), (1, 0, 0)))
+    for code in ("RAS", "RAI", "LPI", "SAR"):
+        moved = reorient(volume, code)
+        numbers = [*moved.origin, *(v for axis in moved.direction for v in axis)]
+        assert all(math.copysign(1.0, v) > 0 for v in numbers if v == 0), (code, numbers)
