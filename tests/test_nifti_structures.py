@@ -171,7 +171,7 @@ def test_a_channel_name_refuses_structure_folders(tmp_path):
         save(tmp_path / "src" / "P1" / f"P1_{modality}.nii.gz", case(1)[0])
     result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True, channel="t1")
     assert {r["source"]: r["reason"] for r in result.rejected}["s0000/ct.nii.gz"] == (
-        "a case of per-structure masks, but --channel NAME picks a channel of cases with one mask")
+        "a case of per-structure masks, but --channel t1 takes the channels of cases with one mask")
     assert len(result.rejected) == 3 and sorted(_by_source(tmp_path / "out")) == ["P1/P1_t1.nii.gz"]
 
 

@@ -122,7 +122,8 @@ class CaseFolders:
                                                                     for path, rel in masks}))
             return
         if self.named:
-            reason = "a case of per-structure masks, but --channel NAME picks a channel of cases with one mask"
+            reason = (f"a case of per-structure masks, but --channel {self.options.channel} takes the channels of "
+                      "cases with one mask")
         elif len(beside) > len(images):
             reason = "a mask beside a folder of per-structure masks: a case has one or the other"
         else:

@@ -26,7 +26,7 @@ from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
 from converters.nifti.options import NiftiOptions
-from converters.nifti.structures import structure_classes, structure_items
+from converters.nifti.structures import structure_classes, structure_items, with_structures
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, outside_rejections, split_folders, visible
 from fastdata.errors import ConvertError
@@ -191,20 +191,10 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
     if not folders.structured:
         return splits, bool(split_dirs), info.classes
     classes = structure_classes(folders.structured, info.classes)
-
     made = structure_items(folders.structured, classes, lambda split, image, structures: make_item(
         split, image, None, None, structures, len(classes)), rejected, private=walk.private,
         declared=bool(info.classes))
-    for split, items in splits.items():  # one kind of mask per dataset: their values would mean other things
-        for it in items:
-            if it.payload.label is not None:
-                rejected.append(Rejection(split, it.rel, "a case whose mask holds label values, in a dataset of "
-                                                         "per-structure mask folders: convert them apart"))
-                rejected.append(Rejection(split, it.payload.label[1], "the mask of a case that was rejected"))
-        splits[split] = [it for it in items if it.payload.label is None] + made.pop(split, [])
-    for split, items in made.items():
-        splits[split] = items
-    return splits, bool(split_dirs), classes
+    return with_structures(splits, made, rejected), bool(split_dirs), classes
 
 
 def _masks_identity(case: CaseFiles) -> list | None:

@@ -66,3 +66,21 @@ def structure_items(cases: list[StructureCase], classes: tuple[str, ...], make_i
                       else "the structure mask of a case that was rejected")
             rejected.append(Rejection(case.split, rel, reason))
     return out
+
+
+def with_structures(splits: dict[str, list[WorkItem]], made: dict[str, list[WorkItem]],
+                    rejected: list[Rejection]) -> dict[str, list[WorkItem]]:
+    """The other cases of each split and the cases of per-structure masks (`made`), one kind of mask per dataset:
+    a case whose mask holds label values is rejected beside them (its values would mean other classes)."""
+    out: dict[str, list[WorkItem]] = {}
+    for split in dict.fromkeys([*splits, *made]):
+        kept = []
+        for it in splits.get(split, []):
+            if it.payload.label is None:
+                kept.append(it)
+                continue
+            rejected.append(Rejection(split, it.rel, "a case whose mask holds label values, in a dataset of "
+                                                     "per-structure mask folders: convert them apart"))
+            rejected.append(Rejection(split, it.payload.label[1], "the mask of a case that was rejected"))
+        out[split] = kept + made.get(split, [])
+    return out
