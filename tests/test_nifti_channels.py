@@ -125,34 +125,43 @@ def test_nnunet_channel_files_take_dataset_json_names_and_a_case_short_of_one_is
     assert meta["channels"] == ["T2", "ADC"]
 
 
-def test_4d_images_give_every_channel_and_a_3d_case_among_them_is_rejected(tmp_path):
+@pytest.mark.parametrize(("modality", "names"), [({"0": "FLAIR", "1": "T1w"}, ["FLAIR", "T1w"]),
+                                                 (None, ["0", "1"]), ({"0": "CT"}, ["0", "1"])])
+def test_4d_images_give_every_channel_and_a_3d_case_among_them_is_rejected(tmp_path, modality, names):
     src = tmp_path / "task"
     for n in range(3):
         image, mask = case(n)
-        save(src / "imagesTr" / f"BRATS_{n:03d}.nii.gz", np.stack([image, image + 1, image + 2], axis=-1))
+        save(src / "imagesTr" / f"BRATS_{n:03d}.nii.gz", np.stack([image, image + 2], axis=-1))
         save(src / "labelsTr" / f"BRATS_{n:03d}.nii.gz", mask)
     save(src / "imagesTr" / "BRATS_009.nii.gz", case(9)[0])
     save(src / "labelsTr" / "BRATS_009.nii.gz", case(9)[1])
-    (src / "dataset.json").write_text(json.dumps({"modality": {"0": "FLAIR", "1": "T1w", "2": "T1gd"}}))
+    (src / "imagesTr" / "BRATS_010.nii.gz").write_bytes(b"damaged")  # no header to count: its conversion says why
+    save(src / "labelsTr" / "BRATS_010.nii.gz", case(10)[1])
+    if modality:
+        (src / "dataset.json").write_text(json.dumps({"modality": modality}))
     result = convert_nifti(src, tmp_path / "out", channel="all", keep_phi=True)
-    assert sorted(r["source"] for r in result.rejected) == ["imagesTr/BRATS_009.nii.gz", "labelsTr/BRATS_009.nii.gz"]
+    assert {r["source"]: r["reason"] for r in result.rejected} == {
+        "imagesTr/BRATS_009.nii.gz": f"a case of channels (one channel) where most cases have ({', '.join(names)}): "
+                                     "--channel all stacks the same channels, in the same order, in every case",
+        "labelsTr/BRATS_009.nii.gz": "the mask of a case that was rejected",
+        "imagesTr/BRATS_010.nii.gz": "imagesTr/BRATS_010.nii.gz: not a readable NIfTI file (ImageFileError)"}
     arr, meta = load_volume(_by_source(tmp_path / "out")["imagesTr/BRATS_002.nii.gz"])
-    assert arr.shape == (3, 8, 18, 20) and meta["channels"] == ["FLAIR", "T1w", "T1gd"]
-    np.testing.assert_array_equal(arr[2], zyx(case(2)[0]) + 2)
+    assert arr.shape == (2, 8, 18, 20) and meta["channels"] == names
+    np.testing.assert_array_equal(arr[1], zyx(case(2)[0]) + 2)
 
 
 def test_a_channel_off_its_cases_grid_and_cases_of_other_modalities_are_rejected(tmp_path):
     _brats(tmp_path / "src", cases=3)
     bad = tmp_path / "src" / "BraTS20_Training_001" / "BraTS20_Training_001_t2.nii.gz"
     save(bad, case(1)[0], np.eye(4))
-    _brats(tmp_path / "src", cases=1, modalities=("flair", "t1"), first=5)
+    _brats(tmp_path / "src", cases=1, modalities=("t1", "t2"), first=5)  # sorts after the usual four
     result = convert_nifti(tmp_path / "src", tmp_path / "out", channel="all", keep_phi=True)
     reasons = {r["source"]: r["reason"] for r in result.rejected}
     assert reasons["BraTS20_Training_001/BraTS20_Training_001_flair.nii.gz"].startswith(
         "BraTS20_Training_001/BraTS20_Training_001_t2.nii.gz: the channel's grid (shape [8, 18, 20], spacing "
         "[1.0, 1.0, 1.0] mm, origin [0.0, 0.0, 0.0]) is not its case's first channel's")
-    assert reasons["BraTS20_Training_005/BraTS20_Training_005_flair.nii.gz"] == (
-        "a case of channels (flair, t1) where most cases have (flair, t1, t1ce, t2): --channel all stacks the same "
+    assert reasons["BraTS20_Training_005/BraTS20_Training_005_t1.nii.gz"] == (
+        "a case of channels (t1, t2) where most cases have (flair, t1, t1ce, t2): --channel all stacks the same "
         "channels, in the same order, in every case")
     assert sorted(_by_source(tmp_path / "out")) == ["BraTS20_Training_000/BraTS20_Training_000_flair.nii.gz",
                                                     "BraTS20_Training_002/BraTS20_Training_002_flair.nii.gz"]

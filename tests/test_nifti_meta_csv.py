@@ -33,15 +33,19 @@ def _sources(dst, split):
 
 def test_each_case_goes_to_the_split_meta_csv_gives_it_and_unlisted_cases_are_rejected(tmp_path):
     _cases(tmp_path / "src", ["s0000", "s0001", "s0002", "s0003", "s0004"])
-    (tmp_path / "src" / "meta.csv").write_text(META.format(rows="s0000;63;m;Institute of Smith;train\n"
+    save(tmp_path / "src" / "loose.nii.gz", case(9)[0])  # listed nowhere either
+    commas = ", x" * 30  # more commas than semicolons in the whole file: the header alone says `;`
+    (tmp_path / "src" / "meta.csv").write_text(META.format(rows=f"s0000;63;m;Institute of Smith{commas};train\n"
                                                                 "s0001;55;f;Institute of Smith;train\n"
                                                                 "s0002;71;f;Institute of Smith;val\n\n"
                                                                 "s0003;44;m;Institute of Smith;test\n"))
-    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True)
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True, split="other")
+    assert {r["split"] for r in result.rejected} == {"other"}  # an unlisted case is rejected in --split
     assert (_sources(tmp_path / "out", "train"), _sources(tmp_path / "out", "val"),
             _sources(tmp_path / "out", "test")) == (["s0000/ct.nii.gz", "s0001/ct.nii.gz"], ["s0002/ct.nii.gz"],
                                                     ["s0003/ct.nii.gz"])
     assert {r["source"]: r["reason"] for r in result.rejected} == {
+        "loose.nii.gz": "its case is not listed in meta.csv (image_id column)",
         "s0004/ct.nii.gz": "its case is not listed in meta.csv (image_id column)",
         "s0004/segmentations/liver.nii.gz": "the mask of a case that was rejected",
         "s0004/segmentations/spleen.nii.gz": "the mask of a case that was rejected"}
@@ -78,6 +82,7 @@ def test_a_meta_csv_without_the_two_columns_is_a_file_like_any_other(tmp_path):
                                       "'test'"),
     ("a;1;m;x;tr/ain\n", "meta.csv line 2"),
     ("a;1;m\n", "meta.csv line 2: 3 fields; the header names 5"),
+    ("a;1;m;x\n", "meta.csv line 2: 4 fields; the header names 5"),
 ])
 def test_a_meta_csv_that_says_something_impossible_stops_the_conversion(tmp_path, rows, problem):
     save(tmp_path / "src" / "a.nii.gz", case(0)[0])
@@ -109,3 +114,28 @@ def test_a_val_fraction_beside_a_meta_csv_with_val_is_refused(tmp_path):
     (tmp_path / "src" / "meta.csv").write_text(META.format(rows="s0000;1;m;x;train\ns0001;1;m;x;val\n"))
     with pytest.raises(ValueError, match="has a val split or split folders of its own"):
         get_kind("nifti").discover(tmp_path / "src", options=NiftiOptions(val_fraction=0.2))
+
+
+def test_cases_in_deeper_folders_are_named_by_their_own_folder_and_loose_files_by_their_name(tmp_path):
+    _cases(tmp_path / "src" / "part1", ["s0000", "s0001"])
+    save(tmp_path / "src" / "scans" / "x.nii.gz", case(0)[0])
+    (tmp_path / "src" / "meta.csv").write_text(META.format(rows="s0000;1;m;a;val\ns0001;1;m;a;train\n"
+                                                                "x;1;m;a;test\n"))
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True)
+    assert result.rejected == []
+    assert (_sources(tmp_path / "out", "train"), _sources(tmp_path / "out", "val"),
+            _sources(tmp_path / "out", "test")) == (["part1/s0001/ct.nii.gz"], ["part1/s0000/ct.nii.gz"],
+                                                    ["scans/x.nii.gz"])
+
+
+def test_an_empty_meta_csv_is_a_file_like_any_other_and_a_huge_one_is_refused(tmp_path, monkeypatch):
+    import converters.nifti.meta_csv as meta_csv
+
+    save(tmp_path / "src" / "a.nii.gz", case(0)[0])
+    (tmp_path / "src" / "meta.csv").write_text("")
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True)
+    assert [r["source"] for r in result.rejected] == ["meta.csv"]
+    (tmp_path / "src" / "meta.csv").write_text(META.format(rows="a;1;m;x;test\n"))
+    monkeypatch.setattr(meta_csv, "MAX_BYTES", 10)
+    with pytest.raises(ConvertError, match=r"meta.csv is larger than 10 bytes: not a list of cases"):
+        convert_nifti(tmp_path / "src", tmp_path / "out2")

@@ -130,3 +130,24 @@ def test_loose_nifti_cases_of_another_split_name_give_val(tmp_path):
     assert {it.rel for it in found.splits["val"]} == {f"s{n}.nii.gz" for n in range(10)
                                                        if held_out(f"s{n}.nii.gz", 0.5)}
     assert len(found.splits["labelled"]) + len(found.splits["val"]) == 10 and set(found.splits) == {"labelled", "val"}
+
+
+def test_past_ten_classes_left_without_val_the_warning_counts_the_rest(tmp_path, caplog):
+    rare = [f"r{c:02d}/0.jpg" for c in range(40) if not held_out(f"r{c:02d}/0.jpg", 0.05)][:11]  # one past ten
+    src = touch(tmp_path / "src", *(f"cat/{i}.jpg" for i in range(100)), *rare)
+    with caplog.at_level(logging.WARNING):
+        _discover(src, val_fraction=0.05)
+    names = ", ".join(repr(r.split("/")[0]) for r in rare[:10])
+    assert [r.getMessage() for r in caplog.records] == [
+        f"--val-fraction 0.05 left {len(rare)} classes with no val image: {names} and {len(rare) - 10} more"]
+
+
+def test_the_val_split_itself_is_not_divided(tmp_path):
+    with pytest.raises(ValueError, match=r"this source \(class layout, splits val\) has a val split"):
+        _discover(_tree(tmp_path / "src", 5), val_fraction=0.2, split="val")
+
+
+def test_no_warning_when_every_class_has_val_images(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        d = _discover(_tree(tmp_path / "src", 200), val_fraction=0.25)
+    assert {it.label for it in d.splits["val"]} == {0, 1} and caplog.records == []

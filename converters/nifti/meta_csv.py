@@ -1,13 +1,14 @@
-"""TotalSegmentator's `meta.csv`: the split of each case. It lies beside the case folders and has (among others)
-an `image_id` column naming the case folder (`s0011`) and a `split` column (train, val, test), separated by `;`
-(or `,`). Only those two columns are read: the others hold the patients' age, sex and institute, and are never
-copied anywhere."""
+"""TotalSegmentator's `meta.csv`: the split of each case. It lies at the top of SRC and has (among others) an
+`image_id` column naming the case folder (`s0011`, or a loose file's name without extension) and a `split` column
+(train, val, test), separated by `;` (or `,`). Only those two columns are read: the others hold the patients' age,
+sex and institute, and are never copied anywhere."""
 
 from __future__ import annotations
 
 import csv
 import io
 import os
+import posixpath
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,9 +61,11 @@ def read_case_splits(src: Path) -> dict[str, str] | None:
     return splits
 
 
-def case_of(rel: str) -> str:
-    """The case an input belongs to: its top folder under SRC (`s0011` of `s0011/ct.nii.gz`)."""
-    return rel.split("/", 1)[0] if "/" in rel else stem(rel)
+def _split_of(cases: dict[str, str], rel: str) -> str | None:
+    """The split meta.csv gives the case of the input `rel`: named by the folder that holds it (`s0011` of
+    `s0011/ct.nii.gz`, of `part1/s0011/ct.nii.gz`), or by its own name (`x` of `scans/x.nii.gz`)."""
+    folder = posixpath.basename(posixpath.dirname(rel))
+    return cases.get(folder) if folder in cases else cases.get(stem(posixpath.basename(rel)))
 
 
 def apply_case_splits(splits: dict[str, list[WorkItem]], structured: list[StructureCase], cases: dict[str, str],
@@ -76,14 +79,14 @@ def apply_case_splits(splits: dict[str, list[WorkItem]], structured: list[Struct
     out: dict[str, list[WorkItem]] = {}
     for split, items in splits.items():
         for it in items:
-            target = cases.get(case_of(it.rel))
+            target = _split_of(cases, it.rel)
             if target is None:
                 unlisted(split, it.rel, [rel for _, rel in it.payload.masks])
             else:
                 out.setdefault(target, []).append(replace(it, split=target))
     moved = []
     for case in structured:
-        target = cases.get(case_of(case.image[1]))
+        target = _split_of(cases, case.image[1])
         if target is None:
             unlisted(case.split, case.image[1], sorted(rel for _, rel in case.masks.values()))
         else:
