@@ -140,3 +140,17 @@ def test_a_json_true_is_no_number_to_match():
     from fastdata.volumes.sample_check import _same
 
     assert _same(1, 1.0) and _same(0.1234565, 0.1234568) and not _same(True, 1.0) and not _same("1", 1.0)
+    assert _same(1000.0, 1000.0009) and not _same(1000.0, 1000.002)  # 6 decimals of the value's size
+    assert _same(0.0, 1e-6) and not _same(0.0, 1.5e-6)
+
+
+def test_a_volume_that_changed_after_it_was_indexed_is_reported(dataset, monkeypatch):
+    import fastdata.volumes.sample_check as sample_check
+
+    def gone(data):
+        raise ValueError("unreadable npy header: gone")
+
+    monkeypatch.setattr(sample_check, "load_npy", gone)
+    problems = verify_dataset(dataset, decode=True)
+    assert problems == [f"{dataset / SHARD}: sample {key}: unreadable npy header: gone" for key in ("00000000",
+                                                                                                      "00000001")]
