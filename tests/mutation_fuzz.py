@@ -524,13 +524,14 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     raw = gzip.decompress(path.read_bytes()) if zipped else path.read_bytes()
     data, what = mutate_bytes(rng, raw, (nifti_field,))
     target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
-    orientation = rng.choice(ORIENTATIONS)
-    written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation), src, "nifti case")
+    orientation, channel = rng.choice(ORIENTATIONS), rng.choice((None, "all"))
+    written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation, channel=channel), src,
+                         "nifti case")
     for text in written:
         if "Smith" in text or "John" in text:
             raise Finding(f"a source file name written: {text[:200]!r}")
     _no_unexpected(written)
-    return f"{label}: {what}, --orientation {orientation}"
+    return f"{label}: {what}, --orientation {orientation}, --channel {channel}"
 
 
 def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
