@@ -1,6 +1,7 @@
-"""`--val-fraction F` (images, nifti): about F of the inputs of a source's one split held out as val (Keras'
-`validation_split`, fastai's `valid_pct`), each input by its path's hash, so that the same inputs go to val on
-every run and machine, and adding or removing inputs never moves another."""
+"""`--val-fraction F` (images, nifti, dicom): about F of the inputs of a source's one split held out as val
+(Keras' `validation_split`, fastai's `valid_pct`), each input by its path's hash (a DICOM series by its patient's
+ID: converters/dicom/discover.py), so that the same inputs go to val on every run and machine, and adding or
+removing inputs never moves another."""
 
 from __future__ import annotations
 
@@ -19,15 +20,20 @@ def held_out(rel: str, fraction: float) -> bool:
     return int.from_bytes(digest, "big") / 2**64 < fraction
 
 
+def check_divisible(layout: str, splits: list[str], default: str, layouts: tuple[str, ...]) -> None:
+    """ValueError unless a source of `layout` with `splits` has its one split `default` to hold val out of."""
+    if layout not in layouts or "val" in splits or default == "val":
+        raise ValueError(f"--val-fraction holds out part of --split as val; this source ({layout} layout, splits "
+                         f"{', '.join(sorted(splits))}) has a val split or split folders of its own")
+
+
 def apply_val_fraction(d: Discovery, fraction: float, default: str, *, layouts: tuple[str, ...]) -> Discovery:
     """`d` with about `fraction` of the inputs of `default` (each chosen by `held_out`) moved to val; a warning
     names the classes of labelled inputs left with no val input. Other splits (a split list's test, a Decathlon
     task's imagesTs) stay as they are. `layouts`: the kind's layouts whose `default` split may be divided."""
     if not fraction:
         return d
-    if d.layout not in layouts or "val" in d.splits or default == "val":
-        raise ValueError(f"--val-fraction holds out part of --split as val; this source ({d.layout} layout, splits "
-                         f"{', '.join(sorted(d.splits))}) has a val split or split folders of its own")
+    check_divisible(d.layout, list(d.splits), default, layouts)
     splits: dict[str, list] = {}
     for name, items in d.splits.items():
         for it in items:

@@ -69,7 +69,7 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
             "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
             "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
             "slice_tolerance": options.slice_tolerance, "keep_phi": options.keep_phi, "pseudonyms": pseudonyms,
-            "burned_in_annotation": burned, "max_voxels": 99},
+            "burned_in_annotation": burned, "max_voxels": 99, "val_fraction": 0.0},
         "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else []}}
     assert "SALT-7731" not in json.dumps(described)  # a secret: never written
     assert get_kind("dicom").describe(discovery(), DicomOptions())["preprocessing"]["spacing"] is None

@@ -151,3 +151,49 @@ def test_no_warning_when_every_class_has_val_images(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         d = _discover(_tree(tmp_path / "src", 200), val_fraction=0.25)
     assert {it.label for it in d.splits["val"]} == {0, 1} and caplog.records == []
+
+
+def _dicom_patients(root, patients: int = 8):
+    """Two one-slice series per patient P0, P1, ... (folders P<n>/a, P<n>/b), and one series without a PatientID."""
+    pytest.importorskip("pydicom")
+    import numpy as np
+    from conftest_dicom import edit_dicom, make_slice
+
+    plane = np.zeros((4, 4), np.uint16)
+    for n in range(patients):
+        for s in ("a", "b"):
+            path = make_slice(root / f"P{n}" / s / "1.dcm", plane, series_uid=f"1.2.{n}.{ord(s)}",
+                              position=(0.0, 0.0, 0.0))
+            edit_dicom(path, PatientID=f"P{n}")
+    edit_dicom(make_slice(root / "anonymous" / "1.dcm", plane, series_uid="1.2.99", position=(0.0, 0.0, 0.0)),
+               PatientID=None)
+    # a second file of P0's series a naming another patient: the series goes by its first file's
+    edit_dicom(make_slice(root / "P0" / "a" / "2.dcm", plane, series_uid="1.2.0.97", position=(0.0, 0.0, 1.0),
+                          instance=2), PatientID="Q")  # Q is not held out at 0.5, P0 is
+
+
+def test_dicom_series_are_held_out_by_patient(tmp_path):
+    from converters.dicom import DicomOptions
+
+    _dicom_patients(tmp_path / "src")
+    d = get_kind("dicom").discover(tmp_path / "src", options=DicomOptions(val_fraction=0.5, keep_phi=True))
+    sides = {it.payload.files[0][1]: it.split for items in d.splits.values() for it in items}
+    assert held_out("patient\0P0", 0.5) and not held_out("patient\0Q", 0.5)
+    for n in range(8):
+        expected = "val" if held_out(f"patient\0P{n}", 0.5) else "train"
+        assert sides[f"P{n}/a/1.dcm"] == sides[f"P{n}/b/1.dcm"] == expected  # a patient's series stay together
+    assert sides["anonymous/1.dcm"] == ("val" if held_out("series\x001.2.99", 0.5) else "train")
+    assert 0 < len(d.splits["val"]) < 17 and set(d.splits) == {"train", "val"}
+    assert sorted(row[0] for row in d.identity) == sorted(it.split for items in d.splits.values() for it in items)
+
+
+def test_dicom_split_folders_or_a_val_split_refuse_a_val_fraction(tmp_path):
+    from converters.dicom import DicomOptions
+
+    _dicom_patients(tmp_path / "src" / "train", patients=1)
+    with pytest.raises(ValueError, match=r"this source \(split/series layout, splits train\) has a val split"):
+        get_kind("dicom").discover(tmp_path / "src", options=DicomOptions(val_fraction=0.2))
+    with pytest.raises(ValueError, match=r"this source \(series layout, splits val\) has a val split"):
+        get_kind("dicom").discover(tmp_path / "src" / "train", options=DicomOptions(val_fraction=0.2, split="val"))
+    with pytest.raises(ValueError, match=r"--val-fraction must be in \[0, 1\), got -0.1"):
+        DicomOptions(val_fraction=-0.1)

@@ -70,7 +70,7 @@ class DicomKind:
         salt = salt_from_args(args)
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
                             split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels,
-                            orientation=parse_orientation(args.orientation))
+                            orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction)
 
     def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -78,7 +78,8 @@ class DicomKind:
         elif not options.salt:
             note_random_salt()
         return discover_dicom(src, split=options.split, follow_symlinks=follow_symlinks,
-                              allow_burned_in=options.allow_burned_in, private=not options.keep_phi)
+                              allow_burned_in=options.allow_burned_in, private=not options.keep_phi,
+                              val_fraction=options.val_fraction)
 
     def pseudonymize(self, discovery: Discovery, options: DicomOptions) -> tuple[Discovery, dict[str, str]]:
         """Without --keep-phi, every series and file is named by its pseudonym under the (resolved) salt,
@@ -125,6 +126,7 @@ class DicomKind:
                     "keyed by a random salt of this conversion: linkable to no other conversion"),
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",
                 "max_voxels": options.max_voxels,
+                "val_fraction": options.val_fraction,
             },
             "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS)},
         }

@@ -15,6 +15,7 @@ from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, outside_rejections, split_folders, visible
+from converters.val_fraction import check_divisible, held_out
 from fastdata.errors import ConvertError, require
 
 log = logging.getLogger(__name__)
@@ -90,20 +91,35 @@ def _series_rel(rels: list[str]) -> str:
 
 
 def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool = True,
-                   allow_burned_in: bool = False, private: bool = True) -> Discovery:
+                   allow_burned_in: bool = False, private: bool = True, val_fraction: float = 0.0) -> Discovery:
     """Series per split. A source with train/val/test folders keeps them as splits; otherwise all
-    series go to `split`. Payload of a work item: SeriesFiles (names are paths relative to SRC)."""
+    series go to `split`, and with `val_fraction` about that fraction of its patients' series to val.
+    Payload of a work item: SeriesFiles (names are paths relative to SRC)."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     with quiet_values():  # no value pydicom finds invalid is printed or logged (privacy.py)
         return _discover(src, split=split, follow_symlinks=follow_symlinks, allow_burned_in=allow_burned_in,
-                         private=private)
+                         private=private, val_fraction=val_fraction)
 
 
-def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_in: bool, private: bool) -> Discovery:
+def _patient(ds: Any, uid: str) -> str:
+    """What holds a series out as val: its PatientID, so that a patient's series all land on one side; a series
+    without one (or with one pydicom cannot read) is held out by itself. Kept in memory, never written."""
+    try:
+        patient = str(ds.get("PatientID") or "").strip()
+    except Exception:  # noqa: BLE001 - pydicom parses a value when it is first read
+        patient = ""
+    return f"patient\0{patient}" if patient else f"series\0{uid}"
+
+
+def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_in: bool, private: bool,
+              val_fraction: float) -> Discovery:
     walk = Walk(follow=follow_symlinks, private=private)
     top = visible(os.listdir(src))
     split_dirs = split_folders([n for n in top if is_folder(src / n, follow=follow_symlinks)])  # folder -> split
+    if val_fraction:
+        check_divisible("split/series" if split_dirs else "series", list(split_dirs.values()) or [split], split,
+                        ("series",))
     rejected: list[Rejection] = []
     roots = [(s, src / folder) for folder, s in split_dirs.items()] if split_dirs else [(split, src)]
     if split_dirs:
@@ -114,6 +130,7 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
     identity: list[list[object]] = []
     for split_name, root in roots:
         series: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        patients: dict[str, str] = {}
         paths = []
         for path, problem in walk.files(root, root=src):  # nothing but regular files is opened
             if problem is None:
@@ -128,16 +145,21 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
                 if reason is not None:
                     rejected.append(Rejection(split_name, rel, reason))
                     continue
-                series[str(ds.SeriesInstanceUID)].append((str(path), rel))
+                uid = str(ds.SeriesInstanceUID)
+                series[uid].append((str(path), rel))
+                if val_fraction and uid not in patients:  # the series' first file's patient (paths are sorted)
+                    patients[uid] = _patient(ds, uid)
         items = []
         for uid, files in series.items():
             files.sort(key=lambda f: f[1])
             rels = [r for _, r in files]
-            items.append(WorkItem(split=split_name, rel=_series_rel(rels), source=files[0][0],
+            held = bool(val_fraction) and held_out(patients[uid], val_fraction)
+            items.append(WorkItem(split="val" if held else split_name, rel=_series_rel(rels), source=files[0][0],
                                   payload=SeriesFiles(uid, tuple(files))))
         items.sort(key=lambda it: it.payload.files[0][1])  # canonical order: by first file's relative path
-        splits[split_name] = items
+        splits.setdefault(split_name, [])
         for it in items:
-            identity.append([split_name, [[r, os.path.getsize(p)] for p, r in it.payload.files]])
+            splits.setdefault(it.split, []).append(it)
+            identity.append([it.split, [[r, os.path.getsize(p)] for p, r in it.payload.files]])
     log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
     return Discovery(splits, (), rejected, "split/series" if split_dirs else "series", identity)

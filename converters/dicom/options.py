@@ -36,6 +36,7 @@ class DicomOptions:
     allow_burned_in: bool = False
     max_voxels: int = DEFAULT_MAX_VOXELS
     orientation: str | None = None
+    val_fraction: float = 0.0  # patients held out of --split as val, with all their series (discover.py)
 
     def __post_init__(self) -> None:
         if self.spacing is not None:
@@ -52,6 +53,9 @@ class DicomOptions:
         check_split_name(self.split)
         if self.orientation is not None:
             check_code(self.orientation)
+        if not (isinstance(self.val_fraction, int | float) and not isinstance(self.val_fraction, bool)
+                and 0 <= self.val_fraction < 1):
+            raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
 
 
 def salt_from_args(args: Any) -> str:

@@ -49,9 +49,9 @@ class ImagesKind:
                             help="images: the files FILE lists (a name per line, as Food-101's meta/test.txt) are in "
                                  "SPLIT; repeat for each split")
         parser.add_argument("--val-fraction", type=float, default=0.0, metavar="F",
-                            help="images, nifti: hold out about F of a one-split source (a Decathlon task's imagesTr) "
-                                 "as val, each file (case) by its path's hash (Keras' validation_split, fastai's "
-                                 "valid_pct)")
+                            help="images, nifti, dicom: hold out about F of a one-split source (a Decathlon task's "
+                                 "imagesTr) as val, each file (case) by its path's hash, each DICOM patient by its "
+                                 "PatientID's (Keras' validation_split, fastai's valid_pct)")
         parser.add_argument("--classes", metavar="FILE",
                             help="images: names of the class ids 0..K-1 a labels file gives, one a line")
         parser.add_argument("--split", default="train",
