@@ -14,6 +14,7 @@ from converters.dicom.options import (
     parse_orientation,
     parse_spacing,
     salt_from_args,
+    shared_preprocessing,
 )
 from converters.dicom.privacy import (
     PHI_KEYWORDS,
@@ -113,20 +114,12 @@ class DicomKind:
     def describe(self, discovery: Discovery, options: DicomOptions) -> dict[str, Any]:
         return {
             "preprocessing": {
-                "spacing": None if options.spacing is None else list(options.spacing),
-                "spacing_axes": "zyx",
-                "orientation": options.orientation or "as stored",
+                **shared_preprocessing(options, "source paths and UIDs kept (--keep-phi)"),
                 "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
                 "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
                 "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
                 "slice_tolerance": options.slice_tolerance,
-                "keep_phi": options.keep_phi,
-                "pseudonyms": "source paths and UIDs kept (--keep-phi)" if options.keep_phi else (
-                    "keyed by the user's salt: the same in every conversion with that salt" if options.salt else
-                    "keyed by a random salt of this conversion: linkable to no other conversion"),
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",
-                "max_voxels": options.max_voxels,
-                "val_fraction": options.val_fraction,
             },
             "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS)},
         }

@@ -77,3 +77,19 @@ def parse_spacing(values: list[float] | None) -> tuple[float, float, float] | No
     if len(values) != 3:
         raise ValueError(f"--spacing takes one value (isotropic) or three (Z Y X), got {len(values)}: {values}")
     return (float(values[0]), float(values[1]), float(values[2]))
+
+
+def shared_preprocessing(options: Any, kept: str) -> dict[str, Any]:
+    """The `preprocessing` entries of the options both volume kinds share (DicomOptions, NiftiOptions); `kept`
+    says what --keep-phi keeps."""
+    return {
+        "spacing": None if options.spacing is None else list(options.spacing),
+        "spacing_axes": "zyx",
+        "orientation": options.orientation or "as stored",
+        "keep_phi": options.keep_phi,
+        "pseudonyms": kept if options.keep_phi else (
+            "keyed by the user's salt: the same in every conversion with that salt" if options.salt else
+            "keyed by a random salt of this conversion: linkable to no other conversion"),
+        "max_voxels": options.max_voxels,
+        "val_fraction": options.val_fraction,
+    }

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.options import parse_orientation, parse_spacing, salt_from_args
+from converters.dicom.options import parse_orientation, parse_spacing, salt_from_args, shared_preprocessing
 from converters.dicom.privacy import file_name, note_random_salt, warn_keep_phi
 from converters.kind import ArrowLayout, Discovery
 from converters.nifti.case import CaseProcessor
@@ -92,20 +92,12 @@ class NiftiKind:
         channels = next((it.payload.channel_names for items in discovery.splits.values() for it in items), ())
         return {
             "preprocessing": {
-                "spacing": None if options.spacing is None else list(options.spacing),
-                "spacing_axes": "zyx",
-                "orientation": options.orientation or "as stored",
+                **shared_preprocessing(options, "source paths kept (--keep-phi)"),
                 "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
                 "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
                 "geometry": "the file's affine (sform, else qform); origin and direction in DICOM's LPS frame",
                 "channel": options.channel,
                 "modality": options.modality,
-                "keep_phi": options.keep_phi,
-                "pseudonyms": "source paths kept (--keep-phi)" if options.keep_phi else (
-                    "keyed by the user's salt: the same in every conversion with that salt" if options.salt else
-                    "keyed by a random salt of this conversion: linkable to no other conversion"),
-                "max_voxels": options.max_voxels,
-                "val_fraction": options.val_fraction,
             },
             "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid",
                       **({"channels": list(channels)} if channels else {})},
