@@ -240,3 +240,23 @@ def test_no_negative_zero_reaches_the_json():
         moved = reorient(volume, code)
         numbers = [*moved.origin, *(v for axis in moved.direction for v in axis)]
         assert all(math.copysign(1.0, v) > 0 for v in numbers if v == 0), (code, numbers)
+
+
+def test_forged_orientation_counts_are_no_warning_and_no_crash(tmp_path, caplog):
+    """The fuzzer's manifest target (seed 1940) made a count '' and a count [1]: the loader raised ValueError and
+    TypeError out of a warning. Counts that are not positive whole numbers are skipped."""
+    import fastdata
+
+    image, _ = case(0)
+    save(tmp_path / "src" / "a.nii.gz", image)
+    convert_nifti(tmp_path / "src", tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    for forged, warned in (({"LPS": 1, "RAS": ""}, False), ({"LPS": 1, "RAS": [1]}, False),
+                           ({"LPS": 1, "RAS": True}, False), ({"LPS": 1, "RAS": 0}, False),
+                           ({"LPS": 1, "RAS": 2}, True)):
+        manifest["splits"]["train"]["stats"]["orientation"] = forged
+        (tmp_path / "out" / "manifest.json").write_text(json.dumps(manifest))
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="fastdata.volumes.options"):
+            fastdata.loader(tmp_path / "out", patch_size=4, num_workers=1)
+        assert ("orientations" in caplog.text) is warned, forged

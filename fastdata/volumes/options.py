@@ -167,7 +167,8 @@ def warn_on_orientations(view: Any) -> None:  # a DatasetView/MixedView
     for member in view.views:
         stats = member.manifest.splits[member.split].stats.get("orientation")
         for code, n in (stats.items() if isinstance(stats, dict) else ()):
-            counts[code] = counts.get(code, 0) + int(n)
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:  # a manifest is read, not trusted
+                counts[code] = counts.get(code, 0) + n
     if len(counts) > 1:
         ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         log.warning("the volumes lie in %d orientations (%s, by where their x, y and z axes point): a patch's axes "
