@@ -10,7 +10,8 @@ fastdata's (z, y, x) arrays and LPS directions into its (i, j, k) affines and ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -89,3 +90,11 @@ def reorient(volume: Placed, code: str) -> Placed:
         direction[2 - new] = tuple(float(v) * flip + 0.0 for v in volume.direction[2 - old])  # + 0.0: no -0.0
     return Placed(arrays=arrays, spacing=tuple(spacing), origin=tuple(float(v) + 0.0 for v in origin),  # type: ignore[arg-type]
                   direction=tuple(direction))  # type: ignore[arg-type]
+
+
+def reorient_on(arrays: list[np.ndarray], grid: Any, code: str) -> tuple[list[np.ndarray], Any]:
+    """`arrays` (a volume's channels and its mask, all on `grid`: dicom's Geometry or nifti's Grid) reoriented to
+    `code`, and `grid` moved with them: the step both volume kinds take before resampling."""
+    placed = reorient(Placed(tuple(arrays), grid.spacing, grid.origin, grid.direction), code)
+    return list(placed.arrays), replace(grid, shape=placed.arrays[0].shape, spacing=placed.spacing,
+                                        origin=placed.origin, direction=placed.direction)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from converters.dicom.arrays import npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
-from converters.dicom.orientation import Placed, axis_code, reorient
+from converters.dicom.orientation import axis_code, reorient_on
 from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash, uid_name
 from converters.dicom.resample import output_shape, resample, target_spacing
 from converters.guarded import Guarded
@@ -192,10 +191,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         values = values[0]
     stored = None if geometry.direction is None else axis_code(geometry.direction)
     if opts.orientation is not None and geometry.direction is not None:  # a planar image has no patient axes
-        placed = reorient(Placed((values,), geometry.spacing, geometry.origin, geometry.direction), opts.orientation)
-        values = placed.arrays[0]
-        geometry = replace(geometry, shape=values.shape, spacing=placed.spacing, origin=placed.origin,
-                           direction=placed.direction)
+        (values,), geometry = reorient_on([values], geometry, opts.orientation)
     target = target_spacing(values.shape, geometry.spacing, opts.spacing)
     resampled = math.prod(output_shape(values.shape, geometry.spacing, target))
     if resampled > opts.max_voxels:  # checked before the output is allocated

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import numpy as np
 
 from converters.dicom.arrays import INT16, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.geometry import RejectSeries
-from converters.dicom.orientation import Placed, axis_code, reorient
+from converters.dicom.orientation import axis_code, reorient_on
 from converters.dicom.resample import output_shape, resample, target_spacing
 from converters.guarded import Guarded
 from converters.nifti.channels import ALL
@@ -129,11 +128,8 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
     mask = _mask(case, grid)
     stored = axis_code(grid.direction)
     if opts.orientation is not None:  # the mask moves with its image, voxel for voxel
-        placed = reorient(Placed((*planes, *([] if mask is None else [mask])), grid.spacing, grid.origin,
-                                 grid.direction), opts.orientation)
-        planes, mask = list(placed.arrays[:len(planes)]), (None if mask is None else placed.arrays[-1])
-        grid = replace(grid, shape=planes[0].shape, spacing=placed.spacing, origin=placed.origin,
-                       direction=placed.direction)
+        moved, grid = reorient_on([*planes, *([] if mask is None else [mask])], grid, opts.orientation)
+        planes, mask = moved[:len(planes)], (None if mask is None else moved[-1])
     target = target_spacing(planes[0].shape, grid.spacing, opts.spacing)
     resampled = math.prod(output_shape(planes[0].shape, grid.spacing, target)) * len(planes)
     if resampled > opts.max_voxels:  # checked before the output is allocated
