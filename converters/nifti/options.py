@@ -23,7 +23,8 @@ def parse_channel(text: str | None) -> int | str | None:
 class NiftiOptions:
     """What decides the bytes of a NIfTI conversion.
 
-    `spacing`, `salt`, `keep_phi`, `split`, `max_voxels` and `orientation` are the dicom kind's (DicomOptions).
+    `spacing`, `salt`, `keep_phi`, `split`, `max_voxels`, `orientation` and `val_fraction` are the dicom kind's
+    (DicomOptions).
     `channel` picks one channel of a multi-channel case: a number (a 4D file's 4th axis, or nnU-Net's NAME_000C
     files) or a name (a case folder's file: flair of BraTS's ..._flair.nii.gz); None converts cases of one channel
     and rejects the others, naming their channels. `modality` names the images' modality ("CT" makes the
@@ -42,7 +43,8 @@ class NiftiOptions:
 
     def __post_init__(self) -> None:
         # the shared options are checked by the dicom kind's rules, word for word
-        DicomOptions(spacing=self.spacing, salt=self.salt, max_voxels=self.max_voxels, orientation=self.orientation)
+        DicomOptions(spacing=self.spacing, salt=self.salt, max_voxels=self.max_voxels, orientation=self.orientation,
+                     val_fraction=self.val_fraction)
         check_split_name(self.split)
         if isinstance(self.channel, str):
             if not _CHANNEL_NAME.fullmatch(self.channel):
@@ -51,9 +53,6 @@ class NiftiOptions:
         elif self.channel is not None and (not isinstance(self.channel, int) or isinstance(self.channel, bool)
                                            or not 0 <= self.channel <= MAX_CHANNEL):
             raise ValueError(f"--channel must be a number in 0..{MAX_CHANNEL} or a name, got {self.channel!r}")
-        if not (isinstance(self.val_fraction, int | float) and not isinstance(self.val_fraction, bool)
-                and 0 <= self.val_fraction < 1):
-            raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
         if self.modality is not None and not (isinstance(self.modality, str) and _MODALITY.fullmatch(self.modality)):
             raise ValueError(f"--modality must be a name of 1 to 32 letters, digits, spaces or _-+ (CT, MRI, T2), "
                              f"got {self.modality!r}")
