@@ -190,8 +190,8 @@ class VolumeLoader(Closable):
                 rng = np.random.default_rng(list(spec.stream))
                 use_fg = o.sampling == "foreground" and rng.random() < o.foreground_prob
                 # with masks, the foreground is the labelled voxels (nnU-Net's oversampling), else voxels above HU
-                where = volume[0] if mask is None and volume.ndim == 4 else volume if mask is None else mask
-                start, centred = random_start(where, size, rng, foreground=use_fg,  # channels: the first's values
+                where = mask if mask is not None else volume[0] if volume.ndim == 4 else volume  # channels: the first
+                start, centred = random_start(where, size, rng, foreground=use_fg,
                                               threshold=o.foreground_hu if mask is None else 0, exact=mask is not None)
             out.append((crop(volume, start, size, pad_value=o.pad_value), spec, start, centred,
                         None if mask is None else crop(mask, start, size, pad_value=0)))
