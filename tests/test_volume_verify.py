@@ -145,12 +145,12 @@ def test_a_json_true_is_no_number_to_match():
 
 
 def test_a_volume_that_changed_after_it_was_indexed_is_reported(dataset, monkeypatch):
-    import fastdata.volumes.sample_check as sample_check
+    import fastdata.volumes.store as store
 
     def gone(data):
         raise ValueError("unreadable npy header: gone")
 
-    monkeypatch.setattr(sample_check, "load_npy", gone)
+    monkeypatch.setattr(store, "load_npy", gone)  # the loader's reader, which verify --decode reads with
     problems = verify_dataset(dataset, decode=True)
-    assert problems == [f"{dataset / SHARD}: sample {key}: unreadable npy header: gone" for key in ("00000000",
-                                                                                                      "00000001")]
+    assert problems == [f"sample {key} in {dataset / SHARD} has an unreadable npy member: unreadable npy header: gone"
+                        for key in ("00000000", "00000001")]

@@ -190,24 +190,31 @@ class VolumeStore:
 
     def read(self, index: int) -> np.ndarray:
         """The volume as a (D, H, W) array of its stored type (2D images get D = 1), or (C, D, H, W) with channels."""
-        e = self.entries[index]
-        return self._array(e, e.npy, "npy", "iuf", len(e.channels))
+        return read_volume(self.entries[index])
 
     def read_mask(self, index: int) -> np.ndarray:
         """The volume's mask as a uint8 or uint16 (D, H, W) array."""
-        e = self.entries[index]
-        if e.label is None:
-            raise ShardError(f"sample {e.key} in {e.shard} has no mask (label.npy)")
-        return self._array(e, e.label, "label.npy", "u", 0)
+        return read_mask(self.entries[index])
 
-    @staticmethod
-    def _array(e: VolumeEntry, member: tuple[int, int], ext: str, kinds: str, channels: int) -> np.ndarray:
-        try:  # checked again: the file may have changed since it was opened
-            arr = load_npy(read_member(e.shard, *member)).copy()  # writable, as np.load's was
-        except ValueError as exc:
-            raise ShardError(f"sample {e.key} in {e.shard} has an unreadable {ext} member: {exc}") from exc
-        expected = ([channels] if channels else []) + list(e.meta["shape"])
-        if arr.dtype.kind not in kinds or list(arr.shape) != expected:  # the file changed since indexing
-            raise ShardError(f"sample {e.key} in {e.shard}: expected {expected}, got {arr.dtype} with "
-                             f"shape {list(arr.shape)} in its {ext} member")
-        return arr.reshape(((channels,) if channels else ()) + e.shape)
+
+def read_volume(e: VolumeEntry) -> np.ndarray:
+    """An indexed sample's volume, checked again against its entry (the loader's, and `verify --decode`'s)."""
+    return _array(e, e.npy, "npy", "iuf", len(e.channels))
+
+
+def read_mask(e: VolumeEntry) -> np.ndarray:
+    if e.label is None:
+        raise ShardError(f"sample {e.key} in {e.shard} has no mask (label.npy)")
+    return _array(e, e.label, "label.npy", "u", 0)
+
+
+def _array(e: VolumeEntry, member: tuple[int, int], ext: str, kinds: str, channels: int) -> np.ndarray:
+    try:  # checked again: the file may have changed since it was opened
+        arr = load_npy(read_member(e.shard, *member)).copy()  # writable, as np.load's was
+    except ValueError as exc:
+        raise ShardError(f"sample {e.key} in {e.shard} has an unreadable {ext} member: {exc}") from exc
+    expected = ([channels] if channels else []) + list(e.meta["shape"])
+    if arr.dtype.kind not in kinds or list(arr.shape) != expected:  # the file changed since indexing
+        raise ShardError(f"sample {e.key} in {e.shard}: expected {expected}, got {arr.dtype} with "
+                         f"shape {list(arr.shape)} in its {ext} member")
+    return arr.reshape(((channels,) if channels else ()) + e.shape)
