@@ -197,3 +197,35 @@ def test_dicom_split_folders_or_a_val_split_refuse_a_val_fraction(tmp_path):
         get_kind("dicom").discover(tmp_path / "src" / "train", options=DicomOptions(val_fraction=0.2, split="val"))
     with pytest.raises(ValueError, match=r"--val-fraction must be in \[0, 1\), got -0.1"):
         DicomOptions(val_fraction=-0.1)
+
+
+def _unreadable_patient_id(path) -> None:
+    """Rewrite a file's PatientID as an element pydicom cannot parse (VR US with 3 bytes): reading it raises."""
+    from conftest_dicom import PATIENT_ID
+
+    value = PATIENT_ID.encode() + b" " * (len(PATIENT_ID) % 2)  # text values are padded with a space
+    old = b"\x10\x00\x20\x00LO" + len(value).to_bytes(2, "little") + value
+    data = path.read_bytes()
+    assert data.count(old) == 1
+    path.write_bytes(data.replace(old, b"\x10\x00\x20\x00US\x03\x00abc"))
+
+
+def test_dicom_series_whose_patient_id_cannot_be_read_is_held_out_by_its_own_uid(tmp_path):
+    pydicom = pytest.importorskip("pydicom")
+    import numpy as np
+    from conftest_dicom import make_slice
+    from pydicom.errors import BytesLengthException
+
+    from converters.dicom import DicomOptions
+
+    plane = np.zeros((4, 4), np.uint16)
+    uids = [f"1.2.7.{n}" for n in range(12)]
+    for uid in uids:
+        _unreadable_patient_id(make_slice(tmp_path / "src" / uid / "1.dcm", plane, series_uid=uid,
+                                          position=(0.0, 0.0, 0.0)))
+    with pytest.raises(BytesLengthException, match="bytes per value"):  # pydicom cannot parse the value
+        _ = pydicom.dcmread(tmp_path / "src" / uids[0] / "1.dcm").PatientID
+    d = get_kind("dicom").discover(tmp_path / "src", options=DicomOptions(val_fraction=0.5, keep_phi=True))
+    sides = {it.payload.uid: it.split for items in d.splits.values() for it in items}
+    assert sides == {uid: "val" if held_out(f"series\0{uid}", 0.5) else "train" for uid in uids}
+    assert set(sides.values()) == {"train", "val"} and d.rejected == []
