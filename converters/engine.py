@@ -7,12 +7,10 @@ shards and `merge()` (assemble.py) assembles the manifest once every part is don
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,18 +18,20 @@ from typing import Any
 from converters.assemble import merge
 from converters.destination import Destination, LocalDestination, RemoteDestination, destination
 from converters.kind import Discovery, Kind
+from converters.part_reads import PartReads, spills_nothing
 from converters.plan import (
     ShardPlan,
     plan_shards,
     samples_per_shard_from_probe,
     shards_for_part,
-    shuffle_split,
 )
 from converters.pool import run_ordered
 from converters.private_report import report_path, write_report
-from converters.sample import Rejection, WorkItem
-from converters.secret_options import public_options, resolve_secrets, secret_fields
+from converters.sample import WorkItem
+from converters.secret_options import resolve_secrets, secret_fields
 from converters.shards import SUFFIX, Progress, samples_of, write_shard
+from converters.spill import spilling_only
+from converters.survey import fingerprint, prepared, survey
 from converters.versions import byte_versions, check_versions
 from fastdata import __version__
 from fastdata.errors import ConvertError
@@ -98,19 +98,6 @@ class ConvertResult:
     retries: int = 0  # ray: attempts of shard tasks beyond the first
 
 
-def fingerprint(kind: Kind, fmt: str, config: ConvertConfig, options: Any, discovery: Discovery) -> str:
-    ident = {
-        "kind": kind.name,
-        "format": fmt,
-        "seed": config.seed,
-        "shard_size": None if config.samples_per_shard else config.shard_size,
-        "samples_per_shard": config.samples_per_shard,
-        "options": public_options(options),
-        "source": discovery.identity,
-    }
-    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
-
-
 Probed = dict[tuple[str, int], Any]  # (split, position) -> processor result kept from the probe
 
 
@@ -124,7 +111,7 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, descri
         if config.samples_per_shard:
             per[split] = config.samples_per_shard
         else:
-            probe = getattr(kind, "probe_items", PROBE_ITEMS)  # a kind with large samples may probe fewer
+            probe = _probe_items(kind)
             sizes = []
             for item, result in zip(items[:probe], run_ordered(fn, items[:probe], jobs=config.jobs)):
                 nbytes = [s.nbytes for s in samples_of(result)]
@@ -159,6 +146,10 @@ def _make_plan(kind: Kind, fmt: str, config: ConvertConfig, options: Any, descri
         "discovery_rejected": [r.to_dict() for r in discovery.rejected],
         "versions": versions,
     }
+
+
+def _probe_items(kind: Kind) -> int:
+    return getattr(kind, "probe_items", PROBE_ITEMS)  # a kind with large samples may probe fewer
 
 
 def _results(fn: Any, todo: list[ShardPlan], shuffled: dict[str, list[WorkItem]], jobs: int,
@@ -202,31 +193,6 @@ def _convert_with_ray(kind: Kind, fmt: str, dest: Destination, todo: list[ShardP
     return summary.retries
 
 
-def _why_none(rejected: list[Rejection]) -> str:
-    """What the error of a source with nothing to convert says of its rejections: how many, and the three most
-    common reasons, grouped by their words before the first colon as `fastdata info` groups them, each shown whole
-    as its first file has it (a reason, as the manifest records it: never a file's path)."""
-    if not rejected:
-        return ""
-    counts = Counter(r.reason.split(":")[0] for r in rejected)
-    first = {}
-    for r in rejected:
-        first.setdefault(r.reason.split(":")[0], r.reason)
-    shown = "; ".join(f"{n} x {first[why][:160]}" for why, n in counts.most_common(3))
-    return f" ({len(rejected)} file(s) rejected: {shown})"
-
-
-def survey(kind: Kind, src: Path, *, options: Any, config: ConvertConfig) -> Discovery:
-    """What a conversion of `src` would take and reject (`fastdata convert --dry-run`, and the first step of
-    `convert`); ConvertError when it would take nothing."""
-    if not src.exists():
-        raise ConvertError(f"source {src} does not exist")
-    discovery = kind.discover(src, options=options, follow_symlinks=config.follow_symlinks)
-    if not any(discovery.splits.values()):
-        raise ConvertError(f"source {src} holds no {kind.name} input to convert" + _why_none(discovery.rejected))
-    return discovery
-
-
 def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, options: Any, config: ConvertConfig,
             progress_factory: Callable[[int], Progress] | None = None) -> ConvertResult:
     """Convert `src` into shards under `dst` (a local folder, or a URL: see destination.py). Raises
@@ -234,7 +200,8 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
     src = Path(src).absolute() if config.executor == "ray" else Path(src)  # Ray tasks have another cwd
     dest = dst if isinstance(dst, LocalDestination | RemoteDestination) else destination(dst)
     fmt = config.validate(kind)
-    discovery = survey(kind, src, options=options, config=config)
+    with spilling_only(()) if config.num_parts > 1 else nullcontext():  # a part spills its own inputs, later
+        discovery = survey(kind, src, options=options, config=config)
     fp = fingerprint(kind, fmt, config, options, discovery)
     if isinstance(dest, LocalDestination) and dest.work.exists() and not dest.work.is_dir():
         raise ConvertError(f"destination {dest.label} exists and is not a directory")
@@ -256,15 +223,16 @@ def _convert_locked(kind: Kind, src: Path, dest: Destination, fmt: str, fp: str,
     plan = dest.load_plan() if where == "resume" else None
     given = options
     options, kept_secrets = resolve_secrets(options, (plan or {}).get("secrets", {}), label=dest.label)
-    paths: dict[str, str] = {}
-    if hasattr(kind, "pseudonymize"):  # optional: a kind whose source paths may identify people
-        discovery, paths = kind.pseudonymize(discovery, options)
-    shuffled = {s: shuffle_split(items, seed=config.seed, split=s) for s, items in discovery.splits.items() if items}
+    discovery, paths, shuffled = prepared(kind, discovery, options, config)
+    narrow = PartReads(kind, src, fmt, fp, config, given, options) if spills_nothing(discovery) else None
     report = report_path(dest, config.private_report) if paths else None
     if report is not None:
         write_report(report, dest, src, shuffled, discovery, paths)
     probed: Probed = {}
     if plan is None:
+        if narrow and not config.samples_per_shard:  # the probe converts its inputs: read them
+            probe = [it for items in shuffled.values() for it in items[:_probe_items(kind)]]
+            discovery, shuffled = narrow.read_again(shuffled, probe)
         plan = _make_plan(kind, fmt, config, options, kind.describe(discovery, given), discovery, shuffled, fp,
                           probed)
         plan["secrets"] = kept_secrets
@@ -278,6 +246,9 @@ def _convert_locked(kind: Kind, src: Path, dest: Destination, fmt: str, fp: str,
     for p in mine:
         name = p.name(plan["suffix"])
         (skipped if where == "resume" and dest.load_record(name) is not None else todo).append(p)
+    if narrow and todo:
+        needed = [it for p in todo for it in shuffled[p.split][p.start:p.stop]]
+        discovery, shuffled = narrow.read_again(shuffled, needed)
     if skipped:
         log.info("resuming: %d shard(s) already done, %d to convert", len(skipped), len(todo))
     total = sum(p.stop - p.start for p in todo)

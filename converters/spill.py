@@ -5,28 +5,54 @@ reads its input back with one pread.
 So discovery's memory grows with the number of inputs (a few hundred bytes each for the work item), never with
 their bytes. The spill file lives in the temporary folder (`TMPDIR`), holds the inputs once (decompressed), and is
 deleted when the conversion's discovery is released.
+
+A part of a conversion in parts (`--num-parts K --part I`) converts about 1/K of the inputs, so it spills only those:
+inside `spilling_only(ordinals)` a Spill writes the inputs of those ordinals (the n-th `add`, from 0) and hands the
+others a SpillRef that knows their size but holds no bytes (converters/engine.py discovers again for the ones it
+needs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import tempfile
 import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 SAME_FROM = 1 << 20  # inputs of this many bytes or more are spilled once however often they are added
+_ONLY: ContextVar[frozenset[int] | None] = ContextVar("fastdata_spill_only", default=None)
+
+
+@contextmanager
+def spilling_only(ordinals: Iterable[int]) -> Iterator[None]:
+    """Spills made inside write only the inputs of these ordinals (the n-th `add` of a spill, from 0); `()`: none."""
+    token = _ONLY.set(frozenset(ordinals))
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
 class SpillRef:
-    """Where one input's bytes (a document's UTF-8 text) lie in a spill file."""
+    """Where one input's bytes (a document's UTF-8 text) lie in a spill file; `ordinal`: the input's place among
+    the spill's inputs. An offset of -1: the input was not written (`spilling_only`)."""
 
     path: str
     offset: int
     length: int
+    ordinal: int = -1
 
     def read_bytes(self) -> bytes:
+        if self.offset < 0:
+            raise OSError(f"input {self.ordinal} of spill file {self.path} was not written: this process spilled only "
+                          "the inputs it converts")
         fd = os.open(self.path, os.O_RDONLY)
         try:
             data = os.pread(fd, self.length, self.offset)
@@ -49,6 +75,8 @@ class Spill:
         fd, self.path = tempfile.mkstemp(prefix=f"fastdata-{what}-", suffix=".spill")
         self._file = os.fdopen(fd, "wb")
         self._size = 0
+        self._added = 0
+        self.only = _ONLY.get()  # the ordinals written (spilling_only); None: every input
         self._large: dict[tuple[int, bytes], SpillRef] = {}  # inputs of SAME_FROM bytes or more, by size and digest
         self._finalizer = weakref.finalize(self, _remove, self._file, self.path)
 
@@ -58,10 +86,13 @@ class Spill:
         spilled once, not once a row."""
         if isinstance(data, str):
             data = data.encode("utf-8")
+        ordinal, self._added = self._added, self._added + 1
+        if self.only is not None and ordinal not in self.only:
+            return SpillRef(self.path, -1, len(data), ordinal)
         key = (len(data), hashlib.blake2b(data).digest()) if len(data) >= SAME_FROM else None
         if key in self._large:
-            return self._large[key]
-        ref = SpillRef(self.path, self._size, len(data))
+            return dataclasses.replace(self._large[key], ordinal=ordinal)
+        ref = SpillRef(self.path, self._size, len(data), ordinal)
         self._file.write(data)
         self._size += len(data)
         if key is not None:
@@ -78,6 +109,18 @@ class Spill:
 
     def close(self) -> None:
         self._finalizer()
+
+
+def spilled(payload: Any) -> Iterator[SpillRef]:
+    """The SpillRefs of a work item's payload: the payload itself, or its dataclass fields that are SpillRefs (an
+    image-text pair's image)."""
+    if isinstance(payload, SpillRef):
+        yield payload
+    elif dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+        for f in dataclasses.fields(payload):
+            value = getattr(payload, f.name)
+            if isinstance(value, SpillRef):
+                yield value
 
 
 def _remove(file, path: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from converters.spill import SAME_FROM, Spill
+from converters.spill import SAME_FROM, Spill, spilled, spilling_only
 
 
 def test_inputs_read_back_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -34,7 +34,7 @@ def test_a_large_input_added_again_lies_where_it_was_written_first(tmp_path: Pat
     large, small = bytes(SAME_FROM), bytes(SAME_FROM - 1)
     first, again = spill.add(large), spill.add(bytes(SAME_FROM))
     other = spill.add(b"\x01" + bytes(SAME_FROM - 1))
-    assert again == first and other.offset == SAME_FROM
+    assert (again.offset, again.length, again.ordinal) == (first.offset, first.length, 1) and other.offset == SAME_FROM
     a, b = spill.add(small), spill.add(small)
     assert b.offset == a.offset + a.length
     spill.flush()
@@ -50,3 +50,41 @@ def test_a_spill_file_cut_short_says_what_it_lost(tmp_path: Path) -> None:
     with pytest.raises(OSError, match=rf"spill file .*{re.escape(Path(spill.path).name)} lost its data \(wanted 10 "
                                       r"bytes at 0\)"):
         ref.read()
+
+
+def test_inside_spilling_only_the_other_inputs_are_counted_not_written(tmp_path: Path) -> None:
+    """A part of a conversion in parts spills only the inputs it converts: the others' refs know their place and
+    size, and reading one says it was not written."""
+    with spilling_only({1, 3}):
+        spill = Spill("text")
+    outside = Spill("text")  # made after the block: writes every input
+    refs = [spill.add(doc) for doc in ("zero", "one", "two", "three!")]
+    spill.flush()
+    assert [(r.ordinal, r.offset, r.length) for r in refs] == [(0, -1, 4), (1, 0, 3), (2, -1, 3), (3, 3, 6)]
+    assert refs[1].read() == "one" and refs[3].read() == "three!" and spill.size == 9 == os.path.getsize(spill.path)
+    with pytest.raises(OSError, match=r"input 2 of spill file .* was not written: this process spilled only the "
+                                      r"inputs it converts"):
+        refs[2].read()
+    assert outside.only is None and outside.add("x").offset == 0 and spill.only == frozenset({1, 3})
+    with spilling_only(()):
+        none = Spill("text")
+    assert none.add("zero").offset == -1 and none.size == 0
+
+
+def test_a_large_input_first_added_unwritten_is_written_where_it_is_wanted(tmp_path: Path) -> None:
+    with spilling_only({1, 2}):
+        spill = Spill("images")
+    skipped, wanted, again = (spill.add(bytes(SAME_FROM)) for _ in range(3))
+    spill.flush()
+    assert skipped.offset == -1 and (wanted.offset, again.offset, again.ordinal) == (0, 0, 2)
+    assert spill.size == SAME_FROM and again.read_bytes() == bytes(SAME_FROM)
+
+
+def test_the_refs_of_a_payload_are_itself_or_its_fields() -> None:
+    from converters.image_text.discover import Captions
+
+    spill = Spill("pairs")
+    ref = spill.add(b"jpeg")
+    assert list(spilled(ref)) == [ref] and list(spilled(Captions(("a cat",), ref))) == [ref]
+    assert list(spilled(Captions(("a cat",)))) == [] and list(spilled("a document")) == []
+    assert list(spilled(Captions)) == []  # a dataclass itself is no payload
