@@ -407,6 +407,15 @@ def test_class_names_are_taken_from_the_options_and_labels_are_checked_against_t
     assert named.classes == ("cat", "dog", "fish")
     with pytest.raises(ConvertError, match=r"^--classes names 2 classes, the shards hold labels up to 2$"):
         adopt(folder, tmp_path / "m", options=AdoptOptions(jobs=1, classes=("cat", "dog")))
+    assert AdoptOptions(classes=[" cat ", "dog"]).classes == ("cat", "dog")  # stripped, a tuple
+    for bad, why in [(("cat", ""), r"^classes\[1\]: a class name is blank$"),
+                     (("cat", "Cat", "cat"), r"^classes\[2\]: the class .cat. is named again \(first at classes\[0"),
+                     (("c\u202eat",), r"^classes\[0\]: the class .* holds control characters")]:
+        with pytest.raises(ConvertError, match=why):
+            AdoptOptions(classes=bad)
+    for bad in ("cat", ("cat", 1)):
+        with pytest.raises(ValueError, match=r"^classes must be a sequence of names \(strings\), got "):
+            AdoptOptions(classes=bad)
     raw_tar(tmp_path / "neg" / "f-000000.tar", [("a.jpg", encoded("JPEG")), ("a.cls", b"-3"),
                                                 ("b.jpg", encoded("JPEG")), ("b.cls", b"1")])
     with pytest.raises(ConvertError, match=r"^the shards hold negative labels \(down to -3\); labels are class "

@@ -5,6 +5,7 @@ line by line for labeled, unlabeled and image-text shards, with and without reje
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,29 @@ def test_options_reach_the_adoption_and_the_report_names_rejections(tmp_path: Pa
     assert report[4].startswith("         1  ") and len(report) == 5  # the decode's reason, summarised
     assert cli([*args[:2], str(tmp_path / "strict"), *args[3:], "--strict"]) == 1
     assert capsys.readouterr().err == "--strict: 1 rejection(s)\n"
+
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("cat\ndo\x1b[31mg\n", r"classes\.txt:2: the class 'do\\x1b\[31mg' holds control characters"),
+    ("cat\n\ncat\n", r"classes\.txt:3: the class 'cat' is named again \(first at .*classes\.txt:1\): two ids would "
+                      r"have one name"),
+    (None, r"classes file .*classes\.txt does not exist"),
+    (b"\xff\xfecat", r"cannot read classes file .*classes\.txt: .*; save it as UTF-8 text"),
+])
+def test_a_classes_file_that_would_name_labels_wrong_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                text: str | bytes | None, error: str) -> None:
+    """`fastdata index --classes` reads the file as `fastdata convert --classes` does; it had taken an escape
+    sequence into the manifest, and two labels of one name."""
+    src = _labeled(tmp_path / "shards")
+    if isinstance(text, str):
+        (tmp_path / "classes.txt").write_text(text, encoding="utf-8")
+    elif text is not None:
+        (tmp_path / "classes.txt").write_bytes(text)
+    assert cli(["index", str(src), str(tmp_path / "out"), "--classes", str(tmp_path / "classes.txt"),
+                "--no-progress", "-j", "1"]) == 2
+    assert re.search("^fastdata index: error: .*?" + error, capsys.readouterr().err)
+    assert not (tmp_path / "out" / "manifest.json").exists()
 
 
 def test_headers_only_by_default_and_the_pixel_limit(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

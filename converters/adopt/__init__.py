@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.adopt.scan import SCAN_VERSION, TEXT_MEMBER, TarScan, scan_tar
+from converters.images.id_names import class_names
 from converters.pool import run_ordered
 from converters.sample import Rejection, WorkItem
 from converters.tree import split_of_folder
@@ -65,6 +66,11 @@ class AdoptOptions:
     def __post_init__(self) -> None:
         if self.split is not None:
             check_split_name(self.split)
+        if self.classes is not None:  # stripped; blank, control characters or one name twice: ConvertError
+            if isinstance(self.classes, str) or not all(isinstance(c, str) for c in self.classes):
+                raise ValueError(f"classes must be a sequence of names (strings), got {self.classes!r}")
+            named = [(f"classes[{i}]", c) for i, c in enumerate(self.classes)]
+            object.__setattr__(self, "classes", class_names(named))
         if self.max_pixels < 1 or self.jobs < 1:
             raise ValueError(f"--max-pixels and -j must be >= 1, got {self.max_pixels} and {self.jobs}")
 

@@ -21,22 +21,29 @@ def read_names(path: Path) -> tuple[str, ...]:
         raise ConvertError(f"classes file {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConvertError(f"cannot read classes file {path}: {exc}; save it as UTF-8 text") from exc
-    names: list[str] = []
-    seen: dict[str, int] = {}
-    for lineno, line in enumerate(lines, 1):
-        name = line.strip()
-        if not name:
-            continue
-        if has_control_characters(name):
-            raise ConvertError(f"{path}:{lineno}: the class {name!r} holds control characters (an escape sequence, "
-                               "a tab, a bidi override); class names are printed as text")
-        first = seen.setdefault(same_name(name), lineno)
-        if first != lineno:
-            raise ConvertError(f"{path}:{lineno}: the class {name!r} is named again (first on line {first}): "
-                               "two ids would have one name")
-        names.append(name)
+    names = class_names([(f"{path}:{n}", line) for n, line in enumerate(lines, 1) if line.strip()])
     if not names:
         raise ConvertError(f"classes file {path} names no class")
+    return names
+
+
+def class_names(named: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The names of (where, name) pairs, stripped, in order; ConvertError naming `where` for a blank name, one with
+    control characters, or one given twice (in either Unicode normalisation): labels would then be named wrong."""
+    names: list[str] = []
+    seen: dict[str, str] = {}
+    for where, given in named:
+        name = given.strip()
+        if not name:
+            raise ConvertError(f"{where}: a class name is blank")
+        if has_control_characters(name):
+            raise ConvertError(f"{where}: the class {name!r} holds control characters (an escape sequence, "
+                               "a tab, a bidi override); class names are printed as text")
+        first = seen.setdefault(same_name(name), where)
+        if first != where:
+            raise ConvertError(f"{where}: the class {name!r} is named again (first at {first}): "
+                               "two ids would have one name")
+        names.append(name)
     return tuple(names)
 
 

@@ -41,13 +41,11 @@ def split_paths(paths: list[str]) -> tuple[list[str], str | None]:
 
 def run(args: argparse.Namespace) -> int:
     from converters.adopt import AdoptOptions, adopt, find_tars
+    from converters.images.id_names import read_names
     from fastdata.images.options import DEFAULT_MAX_PIXELS
 
     sources, dst = split_paths(args.paths)
-    classes = None
-    if args.classes:
-        lines = Path(args.classes).read_text(encoding="utf-8-sig").splitlines()
-        classes = tuple(line.strip() for line in lines if line.strip())
+    classes = read_names(Path(args.classes)) if args.classes else None
     options = AdoptOptions(split=args.split, classes=classes, decode=args.decode, jobs=args.jobs,
                            max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS)
     spec = sources[0] if len(sources) == 1 else sources
