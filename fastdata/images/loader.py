@@ -23,6 +23,7 @@ from fastdata.errors import ManifestError, require
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.orientation import say_if_turned
 from fastdata.mixing import MixedView
+from fastdata.planning.epochs import epoch_to_set, valid_epoch
 from fastdata.sources import Spec
 
 BACKENDS: dict[str, str] = {
@@ -30,7 +31,7 @@ BACKENDS: dict[str, str] = {
     "dali": "fastdata.images.dali_backend:DaliBackend",
 }
 _EXTRAS = {"kornia": ("kornia", "kornia"), "dali": ("nvidia.dali", "dali")}
-_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ImageLoaderOptions))
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ImageLoaderOptions) if f.name != "image_sizes")
 log = logging.getLogger(__name__)
 
 
@@ -54,6 +55,10 @@ class Loader(Closable):
 
     def __init__(self, view: DatasetView, options: ImageLoaderOptions, backend: Backend) -> None:
         self._view, self._options, self._backend = view, options, backend
+        self._retired: list[Backend] = []  # backends of an earlier image size (progressive resizing), closed later
+        self._stop_ahead_when_gone(backend)
+
+    def _stop_ahead_when_gone(self, backend: Backend) -> None:
         stop = getattr(backend, "stop_ahead", None)
         if stop is not None:  # the thread producing the next epoch ahead holds the backend, not this loader
             weakref.finalize(self, stop, False)
@@ -62,13 +67,41 @@ class Loader(Closable):
         # a generator, so that the pass holds this loader to its end: in `for x, y in fastdata.loader(...)` the
         # loader then dies when the loop ends, and its finalizer stops the producer gone on into the next epoch
         # (dying at `iter()`, before the producer went on, it left that producer and its pool running for good)
+        self._close_retired()  # a new pass ends the one still open (docs/loading.md), on a retired backend too
         yield from self._backend
+
+    def _close_retired(self) -> None:
+        while self._retired:
+            _close(self._retired.pop())
 
     def _release(self) -> None:
         """Its threads stopped, open shards closed, its dataset's files let go (closing.py)."""
-        close = getattr(self._backend, "close", None)
-        if close is not None:
-            close()
+        self._close_retired()
+        _close(self._backend)
+
+    def _resized(self, epoch: int, state: dict[str, Any] | None = None) -> None:
+        """Progressive resizing: the backend of `epoch`'s image size, when it differs from this one's. The new
+        backend takes over the position (with `state`, that state; else this backend's, so the skipped count and an
+        elastic lineage carry on); this one is retired, left to finish a pass still open, and closed when the next
+        pass begins. A state the new backend refuses changes nothing."""
+        size = self._options.size_at(epoch)
+        if size == self._options.image_size:
+            if state is not None:
+                self._backend.load_state_dict(state)
+            return
+        options = dataclasses.replace(self._options, image_size=size)
+        backend = make_backend(self._view, options, first=False)
+        try:
+            backend.load_state_dict(self._backend.state_dict() if state is None else state)
+        except BaseException:
+            _close(backend)
+            raise
+        stop = getattr(self._backend, "stop_ahead", None)
+        if stop is not None:  # what it made ahead was for its own size
+            stop(False)
+        self._retired.append(self._backend)
+        self._options, self._backend = options, backend
+        self._stop_ahead_when_gone(backend)
 
     def __len__(self) -> int:
         """Batches per epoch on this rank (equal on every rank)."""
@@ -76,6 +109,8 @@ class Loader(Closable):
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose order the next iteration follows (call it before every epoch)."""
+        epoch = epoch_to_set(epoch)
+        self._resized(epoch)
         self._backend.set_epoch(epoch)
 
     def state_dict(self) -> dict[str, Any]:
@@ -83,7 +118,11 @@ class Loader(Closable):
         return self._backend.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._backend.load_state_dict(state)
+        epoch = state.get("epoch") if isinstance(state, dict) else None
+        if self._options.image_sizes and valid_epoch(epoch):
+            self._resized(epoch, state)
+        else:  # one size, or a state the backend refuses with its reason
+            self._backend.load_state_dict(state)
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -101,6 +140,7 @@ class Loader(Closable):
 
     @property
     def options(self) -> ImageLoaderOptions:
+        """The options of the current epoch (with progressive resizing, its `image_size`)."""
         return self._options
 
     @property
@@ -115,6 +155,12 @@ class Loader(Closable):
         o = self._options
         return (f"Loader({str(self._view.root)!r}, split={self.split!r}, backend={o.backend!r}, "
                 f"batch_size={o.batch_size}, train={o.train}, rank={o.rank}/{o.world_size}, batches={len(self)})")
+
+
+def _close(backend: Backend) -> None:
+    close = getattr(backend, "close", None)
+    if close is not None:
+        close()
 
 
 def default_device() -> str:
@@ -183,10 +229,12 @@ def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **k
     return Loader(view, opts, make_backend(view, opts))
 
 
-def make_backend(view: DatasetView, opts: ImageLoaderOptions) -> Any:
-    """The backend `opts.backend` names over `view` (its optional dependency checked first)."""
+def make_backend(view: DatasetView, opts: ImageLoaderOptions, *, first: bool = True) -> Any:
+    """The backend `opts.backend` names over `view` (its optional dependency checked first); `first`: the loader's
+    first backend (later ones, of another image size, do not say again what the dataset holds)."""
     warn_if_upsampled(view, opts)
-    say_if_turned(view)
+    if first:
+        say_if_turned(view)
     module_name, class_name = BACKENDS[opts.backend].split(":")
     require(*_EXTRAS[opts.backend])
     backend_cls = getattr(importlib.import_module(module_name), class_name)

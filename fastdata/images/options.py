@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fastdata.coerce import DEVICES, is_device_name
+from fastdata.coerce import DEVICES, is_device_name, plain_number
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
 from fastdata.option_rules import check_flag, check_seed, refused
+from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 
 BACKENDS = ("dali", "kornia")
 DTYPES = ("float32", "float16", "bfloat16", "uint8")
@@ -35,6 +37,20 @@ def numbers(value: object, count: int) -> bool:
     return isinstance(value, tuple | list) and len(value) == count and finite(*value)
 
 
+def _size(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 8
+
+
+def size_steps(schedule: Mapping[Any, Any]) -> tuple[tuple[int, int], ...]:
+    """{first epoch: image size} as sorted (epoch, size) steps; ValueError unless the epochs are integers in
+    0..MAX_EPOCH, epoch 0 among them, and the sizes integers >= 8 (numpy integers count as the ints they are)."""
+    steps = {plain_number(epoch): plain_number(size) for epoch, size in schedule.items()}
+    if not steps or 0 not in steps or not all(valid_epoch(e) and _size(v) for e, v in steps.items()):
+        raise refused("image_size", dict(schedule), f"{{first epoch: size}} with epoch 0 among the epochs, every "
+                      f"epoch an integer in 0..{MAX_EPOCH} and every size an integer >= 8")
+    return tuple(sorted(steps.items()))
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on (respects taskset / cgroup affinity, unlike os.cpu_count())."""
     try:
@@ -52,7 +68,7 @@ class ImageLoaderOptions:
 
     batch_size: int = 256
     train: bool = True
-    image_size: int = 224
+    image_size: int = 224  # or {first epoch: size, ...}: progressive resizing (`image_sizes`, below)
     backend: str = "dali"
     device: str = "cpu"
     dtype: str = "float32"
@@ -81,12 +97,20 @@ class ImageLoaderOptions:
     augment: Any = None
     batch_transform: Any = None
     dali_augment: Any = None
+    # progressive resizing: (first epoch, image_size) steps, from `image_size={0: 160, 10: 192}`; (): one size. The
+    # Loader gives each epoch's backend `image_size=size_at(epoch)` (loader.py); the field is not an option name
+    image_sizes: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
             raise refused("batch_size", self.batch_size, "an integer >= 1")
-        if not isinstance(self.image_size, int) or self.image_size < 8:
-            raise refused("image_size", self.image_size, "an integer >= 8")
+        if isinstance(self.image_size, Mapping):
+            object.__setattr__(self, "image_sizes", size_steps(self.image_size))
+            object.__setattr__(self, "image_size", self.image_sizes[0][1])
+        elif self.image_sizes:
+            object.__setattr__(self, "image_sizes", size_steps(dict(self.image_sizes)))
+        if not _size(self.image_size):
+            raise refused("image_size", self.image_size, "an integer >= 8, or {first epoch: size} with epoch 0")
         if self.backend not in BACKENDS:
             raise refused("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:
@@ -149,6 +173,10 @@ class ImageLoaderOptions:
         if self.dali_augment is not None and self.backend != "dali":
             raise refused("dali_augment", self.dali_augment, "None on the kornia backend (it adds operators to the "
                           "DALI graph); use augment= for batched torch/kornia augmentation on either backend")
+
+    def size_at(self, epoch: int) -> int:
+        """The image size of `epoch`: the last step of `image_sizes` that began at or before it, else image_size."""
+        return next((size for first, size in reversed(self.image_sizes) if first <= epoch), self.image_size)
 
     @property
     def keep_last(self) -> bool:

@@ -1,0 +1,146 @@
+"""Progressive resizing (`image_size={first epoch: size}`, FFCV's low-resolution-first recipe): each epoch's batches
+are those of a loader of that epoch's one size, on both backends; the position, the skipped count and a resume carry
+across a change of size (fastdata/images/loader.py, options.py)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest_images import collect, loader, make_datasets
+
+from fastdata.images.options import ImageLoaderOptions, size_steps
+
+SCHEDULE = {0: 16, 2: 24, 3: 32}
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_datasets(tmp_path_factory.mktemp("progressive"))["wds"]
+
+
+def _same(a: tuple[list, list], b: tuple[list, list]) -> bool:
+    return len(a[0]) == len(b[0]) > 0 and all(torch.equal(p, q) for p, q in zip(a[0] + a[1], b[0] + b[1]))
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])  # DALI on its CPU operators here
+def test_each_epoch_is_a_loader_of_its_size(ds, backend):
+    kw = dict(backend=backend, seed=3, dtype="uint8")
+    growing = loader(ds, image_size=SCHEDULE, **kw)
+    assert growing.options.image_size == 16 and growing.options.image_sizes == ((0, 16), (2, 24), (3, 32))
+    for epoch, size in [(0, 16), (1, 16), (2, 24), (3, 32), (4, 32), (1, 16)]:  # and back, as a rerun would
+        growing.set_epoch(epoch)
+        got = collect(growing)
+        fixed = loader(ds, image_size=size, **kw)
+        fixed.set_epoch(epoch)
+        want = collect(fixed)
+        fixed.close()
+        assert growing.options.image_size == size and got[0][0].shape[-2:] == (size, size)
+        if backend == "kornia":  # bitwise; DALI's CPU resize may differ by a grey level between its pipelines
+            assert _same(got, want), (epoch, size)
+        else:
+            assert [y.tolist() for y in got[1]] == [y.tolist() for y in want[1]]
+            assert all((p.int() - q.int()).abs().max() <= 1 for p, q in zip(got[0], want[0]))
+    growing.close()
+
+
+def test_a_resume_into_a_later_size_gives_the_rest_of_its_epoch(ds):
+    first = loader(ds, image_size=SCHEDULE, seed=1)
+    first.set_epoch(3)
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    rest = collect(it)
+    first.close()
+    again = loader(ds, image_size=SCHEDULE, seed=1)  # built at epoch 0's size
+    again.load_state_dict(state)
+    assert again.options.image_size == 32
+    assert _same(collect(again), rest)
+    again.set_epoch(0)  # back to the first size, from the start of epoch 0
+    assert again.options.image_size == 16 and again.state_dict()["batch"] == 0
+    again.close()
+
+
+def test_the_position_and_skipped_count_carry_across_a_change(ds):
+    saved = loader(ds, image_size=16, seed=2).state_dict()
+    growing = loader(ds, image_size=SCHEDULE, seed=2)
+    growing.load_state_dict({**saved, "skipped": 5})  # epoch 0: the size stays, the backend too
+    backend = growing.backend
+    growing.set_epoch(1)
+    assert growing.backend is backend
+    growing.set_epoch(2)
+    assert growing.backend is not backend and growing.skipped == 5
+    state = growing.state_dict()
+    assert (state["epoch"], state["batch"], state["skipped"]) == (2, 0, 5)
+    growing.close()
+
+
+def test_a_refused_state_or_epoch_changes_nothing(ds, monkeypatch):
+    growing = loader(ds, image_size=SCHEDULE)
+    backend = growing.backend
+    state = growing.state_dict()
+    close, closed = type(backend).close, []
+    monkeypatch.setattr(type(backend), "close", lambda self: (closed.append(self), close(self)))
+    with pytest.raises(ValueError, match="state_dict does not match this loader"):
+        growing.load_state_dict({**state, "epoch": 3, "seed": 99})
+    assert len(closed) == 1 and closed[0] is not backend  # the backend built for epoch 3's size, let go
+    with pytest.raises(ValueError, match=r"epoch must be an integer in 0\.\.1000000, got 2\.5"):
+        growing.set_epoch(2.5)
+    assert growing.backend is backend and growing.options.image_size == 16
+    with pytest.raises(ValueError, match=r"state_dict has version"):
+        growing.load_state_dict({"epoch": 3})  # the backend's own reason
+    assert growing.backend is backend
+    growing.close()
+
+
+def test_the_backend_of_a_size_left_behind_is_closed_when_the_next_pass_begins(ds, monkeypatch):
+    growing = loader(ds, image_size={0: 16, 1: 24})
+    old = growing.backend
+    closed = []
+    monkeypatch.setattr(type(old), "close", lambda self: closed.append(self))
+    it = iter(growing)
+    next(it)  # a pass open on epoch 0's backend
+    growing.set_epoch(1)
+    assert closed == [] and growing.backend is not old
+    assert len(collect(it)[0]) > 0  # the open pass finishes on its own backend
+    collect(growing)
+    assert closed == [old]
+    growing.close()
+    assert closed == [old, growing.backend]
+    again = loader(ds, image_size={0: 16, 1: 24})
+    first = again.backend
+    again.set_epoch(1)  # no pass began since: closing the loader closes both
+    again.close()
+    assert closed[2:] == [first, again.backend]
+
+
+def test_the_warning_for_upsampled_images_comes_for_each_size_that_needs_it(tmp_path, caplog):
+    from conftest_images import make_tree
+    from helpers import convert_images
+
+    convert_images(make_tree(tmp_path / "src"), tmp_path / "small", samples_per_shard=4, short_side=20)
+    with caplog.at_level(logging.WARNING):
+        growing = loader(tmp_path / "small", image_size={0: 16, 1: 24})
+        assert "upsampled" not in caplog.text
+        growing.set_epoch(1)
+    assert caplog.text.count("image_size=24") == 1
+    growing.close()
+
+
+@pytest.mark.parametrize("schedule", [{}, {1: 16}, {0: 4}, {0: 16, -1: 24}, {0: True}, {"0": 16}, {0: 16.0},
+                                      {0: 16, 2_000_000: 24}])
+def test_a_schedule_that_is_not_one_is_refused(schedule):
+    with pytest.raises(ValueError, match=r"image_size must be \{first epoch: size\} with epoch 0 among the epochs"):
+        ImageLoaderOptions(image_size=schedule, backend="kornia")
+
+
+def test_numpy_epochs_and_sizes_count_and_image_sizes_is_no_option_name(ds):
+    assert size_steps({np.int64(0): np.int32(16), np.int64(4): 24}) == ((0, 16), (4, 24))
+    assert ImageLoaderOptions(image_size=16, backend="kornia").size_at(10**6) == 16
+    with pytest.raises(TypeError, match="unknown image loader option"):
+        loader(ds, image_sizes=((0, 16),))
+    with pytest.raises(ValueError, match=r"image_size must be \{first epoch: size\} with epoch 0"):
+        ImageLoaderOptions(image_sizes=((1, 16),), backend="kornia")  # the steps are checked however they come
