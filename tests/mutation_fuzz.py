@@ -602,7 +602,38 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     documents = list(read_documents(path, opts))  # every problem is a Reject, never an exception
     if not all(isinstance(where, str) for where, _ in documents):
         raise Finding("a document without a location")
+    _discovered_alike(ctx, rng, name, data, opts)
     return f"{name}: {what}"
+
+
+def _discovered_alike(ctx: Context, rng: random.Random, name: str, data: bytes, opts: Any) -> None:
+    """A part of a conversion in parts discovers its source twice, the second time spilling only some documents
+    (converters/part_reads.py): both discoveries of the mutated file must find the same documents, and the ones
+    spilled must read back as the first discovery read them."""
+    from converters.spill import spilled, spilling_only
+    from converters.text.discover import discover_text
+
+    src = ctx.work / "parts-text"
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir()
+    (src / Path(name).name).write_bytes(data)
+    try:
+        whole = discover_text(src, options=opts)
+    except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
+        if not _allowed(exc):
+            raise Finding(f"{type(exc).__name__}: {exc}") from exc
+        return
+    items = [it for its in whole.splits.values() for it in its]
+    wanted = {n for n in range(len(items)) if rng.random() < 0.5}
+    with spilling_only(ref.ordinal for n in wanted for ref in spilled(items[n].payload)):
+        again = discover_text(src, options=opts)
+    second = [it for its in again.splits.values() for it in its]
+    if [(it.split, it.rel, it.label) for it in second] != [(it.split, it.rel, it.label) for it in items] \
+            or again.identity != whole.identity or again.rejected != whole.rejected:
+        raise Finding("a second discovery of the same file found other documents")
+    for n in wanted:
+        if second[n].payload.read_bytes() != items[n].payload.read_bytes():
+            raise Finding(f"document {n} spilled by a part reads back other bytes")
 
 
 def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
