@@ -70,6 +70,19 @@ def test_pairs_stay_together_through_shuffle_and_epochs(pairs, backend):
     assert seen[0] != seen[1] and seen[0] != sorted(seen[0])
 
 
+def test_progressive_resizing_keeps_each_caption_with_its_image(pairs):
+    """A change of image size builds a new backend: it carries the text of each batch as the first one did."""
+    ld = load(pairs, train=True, seed=3, image_size={0: 16, 1: 32})
+    sizes = []
+    for e in range(2):
+        ld.set_epoch(e)
+        images, captions, texts = epoch(ld)
+        assert len(images) == 20 and len(captions) == 20 and all("input_ids" in t for t in texts)
+        sizes.append(ld.options.image_size)
+    assert sizes == [16, 32]
+    ld.close()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_eval_takes_first_captions_in_order_with_padding(pairs, backend):
     ld = load(pairs, backend=backend, train=False)

@@ -90,7 +90,7 @@ class Loader(Closable):
                 self._backend.load_state_dict(state)
             return
         options = dataclasses.replace(self._options, image_size=size)
-        backend = make_backend(self._view, options, first=False)
+        backend = self._backend_of(options)
         try:
             backend.load_state_dict(self._backend.state_dict() if state is None else state)
         except BaseException:
@@ -106,6 +106,10 @@ class Loader(Closable):
     def __len__(self) -> int:
         """Batches per epoch on this rank (equal on every rank)."""
         return len(self._backend)
+
+    def _backend_of(self, options: ImageLoaderOptions) -> Backend:
+        """A further backend of this loader's dataset, of other options (an image size)."""
+        return make_backend(self._view, options, first=False)
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose order the next iteration follows (call it before every epoch)."""

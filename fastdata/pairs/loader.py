@@ -26,6 +26,11 @@ class PairLoader(Loader):
         super().__init__(view, options, backend)
         self._text = text
 
+    def _backend_of(self, options: ImageLoaderOptions) -> Any:
+        backend = super()._backend_of(options)
+        backend.targets = self._text  # the text of each batch's samples, as the first backend's
+        return backend
+
     @property
     def pad_id(self) -> int:
         """The id padding positions of `input_ids` hold (their `attention_mask` is 0)."""
