@@ -70,6 +70,15 @@ def test_pairs_stay_together_through_shuffle_and_epochs(pairs, backend):
     assert seen[0] != seen[1] and seen[0] != sorted(seen[0])
 
 
+def test_a_subset_reads_its_pairs_only(pairs):
+    whole, part = load(pairs, train=False), load(pairs, train=False, indices=[3, 0, 17])
+    images, captions, _ = epoch(whole)
+    got_images, got_captions, _ = epoch(part)
+    assert got_images == [images[i] for i in (0, 3, 17)] and got_captions == [captions[i] for i in (0, 3, 17)]
+    whole.close()
+    part.close()
+
+
 def test_progressive_resizing_keeps_each_caption_with_its_image(pairs):
     """A change of image size builds a new backend: it carries the text of each batch as the first one did."""
     ld = load(pairs, train=True, seed=3, image_size={0: 16, 1: 32})

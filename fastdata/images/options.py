@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastdata.coerce import DEVICES, is_device_name, plain_number
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
+from fastdata.images.subset import subset
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 
@@ -100,6 +101,8 @@ class ImageLoaderOptions:
     # progressive resizing: (first epoch, image_size) steps, from `image_size={0: 160, 10: 192}`; (): one size. The
     # Loader gives each epoch's backend `image_size=size_at(epoch)` (loader.py); the field is not an option name
     image_sizes: tuple[tuple[int, int], ...] = ()
+    # a subset: the split's samples to read (global indices, manifest order), held sorted as a read-only int64 array
+    indices: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
@@ -111,6 +114,8 @@ class ImageLoaderOptions:
             object.__setattr__(self, "image_sizes", size_steps(dict(self.image_sizes)))
         if not _size(self.image_size):
             raise refused("image_size", self.image_size, "an integer >= 8, or {first epoch: size} with epoch 0")
+        if self.indices is not None:
+            object.__setattr__(self, "indices", subset(self.indices))
         if self.backend not in BACKENDS:
             raise refused("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:

@@ -12,6 +12,8 @@ keep_last): no hidden state, so a resumed or a restarted run computes the same p
 - eval: no shuffle; rank r takes samples [floor(r*N/W), floor((r+1)*N/W)) in dataset order. Every rank
   yields ceil(ceil(N/W) / B) batches of B rows; rows past the rank's samples are padding (label -100).
   With drop_last=True in eval, every rank yields floor(floor(N/W) / B) full batches and no padding.
+- a subset (`keep`, a mask of the split's samples): the sequence above with the other samples taken out, before the
+  ranks' blocks are cut from it; N is then the subset's size.
 """
 
 from __future__ import annotations
@@ -104,26 +106,28 @@ def split_sequence(sequence: np.ndarray, /, *, train: bool, batch_size: int, kee
 
 def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
                epoch: int, rank: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
-               sequence: np.ndarray | None = None) -> EpochPlan:
+               sequence: np.ndarray | None = None, keep: np.ndarray | None = None) -> EpochPlan:
     """The plan of rank `rank` of `world_size` in `epoch`; see the module docstring for the rules.
 
     `shard_sizes` are the sample counts of the split's shards in manifest order (an int: one shard).
-    `sequence` (train) replaces the epoch's shard sequence: a mixture's items (fastdata/planning/mixture.py)."""
+    `sequence` (train) replaces the epoch's shard sequence: a mixture's items (fastdata/planning/mixture.py).
+    `keep` (a bool per sample of the split) selects a subset."""
     sizes = _checked(shard_sizes, batch_size=batch_size, rank=rank, world_size=world_size, epoch=epoch, seed=seed,
                      window=window)
-    return _rank_plan(_full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence), train=train,
+    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence, keep=keep)
+    return _rank_plan(full, train=train,
                       batch_size=batch_size, keep_last=keep_last, seed=seed, epoch=epoch, rank=rank,
                       world_size=world_size, window=window)
 
 
 def epoch_plans(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
                 epoch: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
-                sequence: np.ndarray | None = None) -> list[EpochPlan]:
+                sequence: np.ndarray | None = None, keep: np.ndarray | None = None) -> list[EpochPlan]:
     """`epoch_plan` of every rank of `world_size`, the epoch's sequence made once (an elastic replay plans every
     rank of each world size it passes through: up to MAX_WORLD_SIZE of them, fastdata/distributed.py)."""
     sizes = _checked(shard_sizes, batch_size=batch_size, rank=0, world_size=world_size, epoch=epoch, seed=seed,
                      window=window)
-    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence)
+    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence, keep=keep)
     return [_rank_plan(full, train=train, batch_size=batch_size, keep_last=keep_last, seed=seed, epoch=epoch, rank=r,
                        world_size=world_size, window=window) for r in range(world_size)]
 
@@ -138,12 +142,15 @@ def _checked(shard_sizes: tuple[int, ...] | int, *, batch_size: int, rank: int, 
     return sizes
 
 
-def _full_sequence(sizes: tuple[int, ...], *, train: bool, seed: int, epoch: int,
-                   sequence: np.ndarray | None) -> np.ndarray:
-    """What the ranks' blocks are cut from: train, the epoch's shard sequence (or `sequence`); eval, dataset order."""
+def _full_sequence(sizes: tuple[int, ...], *, train: bool, seed: int, epoch: int, sequence: np.ndarray | None,
+                   keep: np.ndarray | None = None) -> np.ndarray:
+    """What the ranks' blocks are cut from: train, the epoch's shard sequence (or `sequence`); eval, dataset order;
+    only the samples `keep` marks, with one."""
     if not train:
-        return np.arange(sum(sizes), dtype=np.int64)
-    return shard_sequence(sizes, seed=seed, epoch=epoch) if sequence is None else sequence
+        full = np.arange(sum(sizes), dtype=np.int64)
+    else:
+        full = shard_sequence(sizes, seed=seed, epoch=epoch) if sequence is None else sequence
+    return full if keep is None else full[keep[full]]
 
 
 def _rank_plan(full: np.ndarray, *, train: bool, batch_size: int, keep_last: bool, seed: int, epoch: int, rank: int,

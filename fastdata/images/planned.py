@@ -38,6 +38,7 @@ from fastdata.images.resume import ResumePoint, check_state, make_state
 from fastdata.images.samples import Preparer
 from fastdata.images.schedule import check_cache
 from fastdata.images.shard_memory import MemoryBudget
+from fastdata.images.subset import subset_digest, subset_mask
 from fastdata.loader_state import kind_of
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
@@ -55,7 +56,7 @@ class PlannedBackend(Production):
 
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         self._view, self._opts = view, opts
-        self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
+        self._data = subset_digest(data_digest(view), opts.indices)  # in every state, checked on load (data_digest.py)
         self._kind = kind_of(view)  # likewise (loader_state.py)
         budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
         self._reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
@@ -66,8 +67,10 @@ class PlannedBackend(Production):
             per_dataset = [tuple(ref.info.samples for ref in v.shards) for v in view.views]
             self._mixture = view.mixture([sum(sizes) for sizes in per_dataset])
             permute = shard_permute(opts.seed, per_dataset)
-        self._plans = RankPlans(opts, tuple(ref.info.samples for ref in view.shards), len(self._reader),
-                                mixture=self._mixture, permute=permute)
+        keep = subset_mask(opts.indices, len(self._reader), mixture=self._mixture is not None)
+        self._count = len(self._reader) if keep is None else len(opts.indices)  # the samples the plans are of
+        self._plans = RankPlans(opts, tuple(ref.info.samples for ref in view.shards), self._count,
+                                mixture=self._mixture, permute=permute, keep=keep)
         self._return_dataset = isinstance(view, MixedView) and view.spec.return_dataset
         self._device = torch.device(opts.device)
         self._epoch = 0
@@ -119,11 +122,11 @@ class PlannedBackend(Production):
 
     def state_dict(self) -> dict[str, Any]:
         point = self._resume or self._point
-        return make_state(point, self._opts, num_samples=len(self._reader), skipped=self._skipped,
+        return make_state(point, self._opts, num_samples=self._count, skipped=self._skipped,
                           mixture=self._mixture_state(), data=self._data, kind=self._kind)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        point = check_state(state, self._opts, num_samples=len(self._reader), mixture=self._mixture_state(),
+        point = check_state(state, self._opts, num_samples=self._count, mixture=self._mixture_state(),
                             data=self._data, kind=self._kind)
         plan = self.plan(point.epoch, point.lineage)
         if point.batch > plan.num_batches:
