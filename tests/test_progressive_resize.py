@@ -144,3 +144,17 @@ def test_numpy_epochs_and_sizes_count_and_image_sizes_is_no_option_name(ds):
         loader(ds, image_sizes=((0, 16),))
     with pytest.raises(ValueError, match=r"image_size must be \{first epoch: size\} with epoch 0"):
         ImageLoaderOptions(image_sizes=((1, 16),), backend="kornia")  # the steps are checked however they come
+
+
+def test_a_backend_left_behind_is_not_kept_alive_once_closed(ds):
+    import gc
+    import weakref
+
+    growing = loader(ds, image_size={0: 16, 1: 24, 2: 32})
+    first = weakref.ref(growing.backend)
+    for epoch in range(3):
+        growing.set_epoch(epoch)
+        collect(growing)  # each pass closes the backends left behind before it
+    gc.collect()
+    assert first() is None  # neither the loader nor a finalizer of it holds epoch 0's backend
+    growing.close()

@@ -59,9 +59,13 @@ class Loader(Closable):
         self._stop_ahead_when_gone(backend)
 
     def _stop_ahead_when_gone(self, backend: Backend) -> None:
+        """The thread producing the next epoch ahead holds the backend, not this loader: stop it when the loader
+        goes. Only the current backend's: a retired one is closed, and the finalizer would keep it alive."""
+        old = getattr(self, "_ahead", None)
+        if old is not None:
+            old.detach()
         stop = getattr(backend, "stop_ahead", None)
-        if stop is not None:  # the thread producing the next epoch ahead holds the backend, not this loader
-            weakref.finalize(self, stop, False)
+        self._ahead = weakref.finalize(self, stop, False) if stop is not None else None
 
     def _iterate(self) -> Iterator[tuple[Any, Any]]:
         # a generator, so that the pass holds this loader to its end: in `for x, y in fastdata.loader(...)` the
