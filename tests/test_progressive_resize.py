@@ -137,6 +137,32 @@ def test_a_schedule_that_is_not_one_is_refused(schedule):
         ImageLoaderOptions(image_size=schedule, backend="kornia")
 
 
+def test_the_smallest_size_and_what_a_refusal_names():
+    assert ImageLoaderOptions(image_size={0: 8}, backend="kornia").image_size == 8
+    assert ImageLoaderOptions(image_size=8, backend="kornia").image_size == 8
+    with pytest.raises(ValueError, match=r"^image_size=\{0: 16, 3: 7\} is not allowed; image_size must be "):
+        ImageLoaderOptions(image_size={0: 16, 3: 7}, backend="kornia")
+    with pytest.raises(ValueError, match=r"^image_size=7 is not allowed; image_size must be an integer >= 8, or "
+                                         r"\{first epoch: size\} with epoch 0$"):
+        ImageLoaderOptions(image_size=7, backend="kornia")
+    steps = ImageLoaderOptions(image_sizes=((5, 24), (0, 16)), image_size=16, backend="kornia").image_sizes
+    assert steps == ((0, 16), (5, 24))  # sorted however they come
+
+
+def test_a_change_stops_what_the_old_backend_made_ahead_and_says_the_dataset_once(ds, monkeypatch):
+    import fastdata.images.loader as loader_module
+
+    said = []
+    monkeypatch.setattr(loader_module, "say_if_turned", lambda view: said.append(view))
+    growing = loader(ds, image_size={0: 16, 1: 24})
+    old = growing.backend
+    stops = []
+    monkeypatch.setattr(type(old), "stop_ahead", lambda self, wait=True: stops.append((self, wait)))
+    growing.set_epoch(1)
+    assert [(b, w) for b, w in stops if b is old] == [(old, False)] and len(said) == 1  # said for the first only
+    growing.close()
+
+
 def test_numpy_epochs_and_sizes_count_and_image_sizes_is_no_option_name(ds):
     assert size_steps({np.int64(0): np.int32(16), np.int64(4): 24}) == ((0, 16), (4, 24))
     assert ImageLoaderOptions(image_size=16, backend="kornia").size_at(10**6) == 16
