@@ -73,6 +73,7 @@ def test_a_resume_needs_the_same_subset(ds):
     it = iter(first)
     next(it)
     state = first.state_dict()
+    assert len(state["data_digest"]) == 32 and int(state["data_digest"], 16) >= 0  # a whole split's digest's form
     rest = [(x.clone(), y.clone()) for x, y in it]
     first.close()
     again = loader(ds, train=True, indices=torch.tensor(sorted(PICKED)), seed=2, batch_size=2)  # sorted, a tensor
@@ -105,6 +106,7 @@ def test_a_subset_and_progressive_resizing_together(ds):
     ([0.0, 1.0], "a non-empty sequence of sample indices"),
     ([[0, 1]], "a non-empty sequence of sample indices"),
     ("012", "a non-empty sequence of sample indices"),
+    ([[0, 1], [2]], "a non-empty sequence of sample indices"),  # ragged: numpy cannot make an array of it
     ([3, 1, 3], r"distinct indices >= 0 \(a sample twice would be read twice an epoch\)"),
     ([-1, 2], "distinct indices >= 0"),
 ])
@@ -114,11 +116,20 @@ def test_indices_that_are_not_a_subset_are_refused(indices, why):
 
 
 def test_the_refusal_of_many_indices_is_short_and_past_the_split_is_named(ds):
-    with pytest.raises(ValueError) as err:
-        ImageLoaderOptions(backend="kornia", indices=list(range(10**5)) + [0])
-    assert len(str(err.value)) < 200
+    with pytest.raises(ValueError, match=r"^indices=\[3, 1, 3\] is not allowed; indices must be distinct indices"):
+        ImageLoaderOptions(backend="kornia", indices=[3, 1, 3])
+    with pytest.raises(ValueError, match=r"^indices=\(5\.5,\) is not allowed; indices must be a non-empty sequence"):
+        ImageLoaderOptions(backend="kornia", indices=(5.5,))
+    eighty, eighty_one, many = [100] * 16, [1000] + [100] * 15, [*range(10**5), 0]
+    assert (len(repr(eighty)), len(repr(eighty_one))) == (80, 81)
+    for value, shown in [(eighty, repr(eighty)), (eighty_one, repr(eighty_one)[:77] + "..."),
+                         (many, repr(many)[:77] + "...")]:  # 80 characters of the value at most
+        with pytest.raises(ValueError) as err:
+            ImageLoaderOptions(backend="kornia", indices=value)
+        assert str(err.value).split(" is not allowed")[0] == "indices=" + shown
+    assert ImageLoaderOptions(backend="kornia", indices=[3]).indices.tolist() == [3]  # one index is a subset
     with pytest.raises(ValueError, match=r"^indices go up to 12, but the split has 12 samples \(indices 0\.\.11\)$"):
-        loader(ds, indices=[0, 12])
+        loader(ds, indices=[0, 12, 5])
 
 
 def test_the_options_hold_a_sorted_read_only_array_that_equality_ignores():
@@ -131,6 +142,8 @@ def test_the_options_hold_a_sorted_read_only_array_that_equality_ignores():
 
 
 def test_a_mixture_takes_no_subset(both):
-    with pytest.raises(ValueError, match="indices selects samples of one dataset; a mixture draws from its datasets"):
+    with pytest.raises(ValueError, match=r"^indices selects samples of one dataset; a mixture draws from its datasets "
+                                         r"by their weights \(give each dataset of the mixture its own samples "
+                                         r"instead\)$"):
         fastdata.loader([str(both["wds"]), str(both["arrow"])], batch_size=4, image_size=16, device="cpu",
                         backend="kornia", indices=[0, 1])
