@@ -1,5 +1,5 @@
 """A subset of a split (`indices=`, FFCV's `Loader(indices=...)`, `torch.utils.data.Subset`): the loader reads those
-samples only, with the plan's rules over them (ranks, padding, resume), on both backends (fastdata/images/subset.py,
+samples only, with the plan's rules over them (ranks, padding, resume), on both backends (fastdata/planning/subset.py,
 order.py)."""
 
 from __future__ import annotations

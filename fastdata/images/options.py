@@ -12,9 +12,9 @@ from fastdata.coerce import DEVICES, is_device_name, plain_number
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
-from fastdata.images.subset import subset
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
+from fastdata.planning.subset import subset
 
 BACKENDS = ("dali", "kornia")
 DTYPES = ("float32", "float16", "bfloat16", "uint8")

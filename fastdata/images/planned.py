@@ -38,11 +38,11 @@ from fastdata.images.resume import ResumePoint, check_state, make_state
 from fastdata.images.samples import Preparer
 from fastdata.images.schedule import check_cache
 from fastdata.images.shard_memory import MemoryBudget
-from fastdata.images.subset import subset_digest, subset_mask
 from fastdata.loader_state import kind_of
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
 from fastdata.planning.epochs import epoch_to_set
+from fastdata.planning.subset import subset_digest, subset_mask
 
 log = logging.getLogger(__name__)
 

@@ -1,2 +1,2 @@
-"""Which samples each rank reads, in which order: weighted mixtures (mixture.py) and resuming on another
-number of ranks (elastic.py), shared by every kind."""
+"""Which samples each rank reads, in which order: weighted mixtures (mixture.py), resuming on another
+number of ranks (elastic.py) and subsets of a split (subset.py), shared by every kind."""

@@ -26,6 +26,7 @@ from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
+from fastdata.planning.subset import subset_digest, subset_mask
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
@@ -48,7 +49,7 @@ class SequenceLoader(Closable):
                  mixture_state: dict[str, Any] | None = None, view: DatasetView | MixedView | None = None) -> None:
         self.store, self.options, self.classes = store, options, classes
         self._view = view  # closed with the loader
-        self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
+        self._data = subset_digest(data_digest(view), options.indices)  # in every state, checked on load
         self._kind = kind_of(view)  # likewise (loader_state.py)
         self.eos_id, self.pad_id = eos_id, pad_id
         self.mixture, self._mixture_state = mixture, mixture_state
@@ -58,7 +59,9 @@ class SequenceLoader(Closable):
         self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes
         self._cache: tuple[tuple[int, tuple[Step, ...]], list[np.ndarray], PackedStream | None] | None = None
         self._last_ids = store.last_ids() if options.bucketing == "pack" else None
-        longest = int(store.lengths.max())
+        subset_mask(options.indices, len(store), mixture=mixture is not None)  # an index past the split: refused
+        self._items = options.indices  # the sequences of every epoch (None: all of them)
+        longest = int(store.lengths.max() if self._items is None else store.lengths[self._items].max())
         if options.bucketing != "pack" and options.max_tokens is not None \
                 and padded(longest, options.pad_to_multiple_of) > options.max_tokens:
             raise ValueError(
@@ -79,7 +82,7 @@ class SequenceLoader(Closable):
         """Every batch of the current epoch (all ranks), and the packed stream they cut (bucketing='pack')."""
         o = self.options
         stream = None
-        items = None if self.mixture is None else self.mixture.epoch_items(self._epoch, self._permute)
+        items = self._items if self.mixture is None else self.mixture.epoch_items(self._epoch, self._permute)
         if o.bucketing == "pack":
             order, rng = epoch_order(len(self.store) if items is None else items, o, epoch=self._epoch)
             stream = PackedStream.build(self.store, order, eos_id=self.eos_id, last_ids=self._last_ids)
@@ -112,7 +115,8 @@ class SequenceLoader(Closable):
 
     def _settings(self) -> dict[str, Any]:
         """What the plan depends on besides the epoch: saved in the state and checked on load."""
-        return {**{k: getattr(self.options, k) for k in STATE_KEYS}, "num_sequences": len(self.store)}
+        count = len(self.store) if self._items is None else len(self._items)
+        return {**{k: getattr(self.options, k) for k in STATE_KEYS}, "num_sequences": count}
 
     def state_dict(self) -> dict[str, Any]:
         o = self.options
@@ -209,7 +213,8 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
 
     Options (keyword-only): max_tokens, batch_size, bucketing ("length" | "none" | "pack"),
     pad_to_multiple_of (default 8), block_size (pack), window, shuffle, seed, device, pin_memory,
-    pad_id. Rank and world size come from torch.distributed when initialised, or the arguments.
+    pad_id, indices (a subset of the sequences). Rank and world size come from torch.distributed when
+    initialised, or the arguments.
     """
     remote = RemoteOptions.pop(options)
     known = {f.name for f in fields(SequenceLoaderOptions)} - {"rank", "world_size"}
@@ -217,7 +222,9 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
     if unknown:
         raise TypeError(f"unknown option(s) {unknown} for a text dataset; allowed: {sorted(known)}")
     rank, world_size = resolve_rank(rank, world_size)
-    opts = SequenceLoaderOptions(**torch_options(options, dtypes=()), rank=rank, world_size=world_size)
+    indices = options.pop("indices", None)  # held as an array, not turned into a tuple of numbers
+    opts = SequenceLoaderOptions(**torch_options(options, dtypes=()), rank=rank, world_size=world_size,
+                                 indices=indices)
     if (opts.device != "cpu" or opts.pin) and not torch.cuda.is_available():
         raise ValueError(f"device={opts.device!r}, pin_memory={opts.pin_memory!r} need CUDA, but "
                          "torch.cuda.is_available() is False; use device='cpu' (and pin_memory=None or False)")

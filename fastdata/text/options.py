@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.option_rules import check_flag, check_seed, refused
+from fastdata.planning.subset import subset
 
 BUCKETING = ("length", "none", "pack")
 
@@ -39,6 +40,7 @@ class SequenceLoaderOptions:
     rank: int = 0
     world_size: int = 1
     batch_transform: Any = None  # hook: fn(batch_dict) -> batch_dict on each batch, on the device
+    indices: Any = field(default=None, compare=False, repr=False)  # a subset: sorted read-only sequence ids
 
     def __post_init__(self) -> None:
         def positive(name: str, value: object, *, optional: bool) -> None:
@@ -75,6 +77,8 @@ class SequenceLoaderOptions:
             raise refused("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
             raise refused("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
+        if self.indices is not None:
+            object.__setattr__(self, "indices", subset(self.indices))
 
     @property
     def rows_per_batch(self) -> int:
