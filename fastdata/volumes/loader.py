@@ -34,6 +34,7 @@ from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
+from fastdata.planning.subset import subset_digest, subset_mask
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.intensity import dataset_foreground
@@ -56,7 +57,7 @@ class VolumeLoader(Closable):
     def __init__(self, view: DatasetView | MixedView, opts: VolumeLoaderOptions) -> None:
         self.view = view
         self.opts = opts
-        self._data = data_digest(view)  # recorded in every state, checked on load (data_digest.py)
+        self._data = subset_digest(data_digest(view), opts.indices)  # in every state, checked on load
         self._kind = kind_of(view)  # likewise (loader_state.py)
         self.mixture: Mixture | None = None
         self._mixture_state: dict[str, Any] | None = None
@@ -71,6 +72,7 @@ class VolumeLoader(Closable):
         else:
             self.store = VolumeStore(view)
             self._return_dataset = False
+        subset_mask(opts.indices, len(self.store), mixture=self.mixture is not None)  # one past the split: refused
         self.classes: tuple[str, ...] = view.classes
         self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
         self._epoch = 0
@@ -108,13 +110,14 @@ class VolumeLoader(Closable):
         """Every rank's patches of `epoch` interrupted at `lineage` (planning/elastic.py); with `only` and no
         lineage, just that rank's."""
         o = self.opts
-        items = None if self.mixture is None or not o.train else self.mixture.epoch_items(epoch, self._permute)
+        items = o.indices if self.mixture is None or not o.train else self.mixture.epoch_items(epoch, self._permute)
 
         def fresh(rank: int, world: int) -> list[PatchSpec]:
             if o.train:
                 return train_plan(len(self.store), per_volume=o.patches_per_volume, seed=o.seed, epoch=epoch,
                                   rank=rank, world_size=world, items=items)
-            return eval_plan(self._shapes, patch=o.patch_size, overlap=o.overlap, rank=rank, world_size=world)
+            return eval_plan(self._shapes, patch=o.patch_size, overlap=o.overlap, rank=rank, world_size=world,
+                             volumes=o.indices)
 
         if not lineage and only is not None:
             return fresh(only, world_size)
@@ -142,7 +145,8 @@ class VolumeLoader(Closable):
     def _settings(self) -> dict[str, Any]:
         """What the plan depends on besides the epoch: saved in the state and checked equal on load."""
         o = self.opts
-        return {"seed": o.seed, "train": o.train, "num_volumes": len(self.store), "batch_size": o.batch_size,
+        volumes = len(self.store) if o.indices is None else len(o.indices)
+        return {"seed": o.seed, "train": o.train, "num_volumes": volumes, "batch_size": o.batch_size,
                 "patches_per_volume": o.patches_per_volume,
                 "patch_size": list(o.patch_size), "overlap": list(o.overlap), "drop_last": not o.keep_last}
 
@@ -303,7 +307,8 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     for key in ("patch_size", "overlap", "window", "scale", "zscore", "clip"):
         if isinstance(options.get(key), list):
             options[key] = tuple(options[key])
-    opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size)
+    indices = options.pop("indices", None)  # held as an array, not turned into a tuple of numbers
+    opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size, indices=indices)
     if opts.zscore == "foreground":  # nnU-Net's CT normalisation from the train split's histogram (intensity.py)
         found = dataset_foreground(view)
         opts = replace(opts, clip=(found.low, found.high), zscore=(found.mean, max(found.std, 1e-8)))

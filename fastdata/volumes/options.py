@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastdata.coerce import DEVICES, is_device_name
@@ -14,6 +14,7 @@ from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 from fastdata.option_rules import check_flag, check_seed, refused
+from fastdata.planning.subset import subset
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,11 @@ class VolumeLoaderOptions:
     rank: int = 0
     world_size: int = 1
     batch_transform: Any = None  # hook: fn(patches, meta) -> (patches, meta) on the final batch
+    indices: Any = field(default=None, compare=False, repr=False)  # a subset: sorted read-only volume ids
 
     def __post_init__(self) -> None:
+        if self.indices is not None:
+            object.__setattr__(self, "indices", subset(self.indices))
         for flag in ("train", "rot90"):
             check_flag(flag, getattr(self, flag))
         check_flag("drop_last", self.drop_last, none="train drops, eval keeps")

@@ -71,10 +71,12 @@ def sliding_windows(shape: Triple, patch: Triple, overlap: Triple) -> list[Tripl
     return [(z, y, x) for z in axes[0] for y in axes[1] for x in axes[2]]
 
 
-def eval_plan(shapes: list[Triple], *, patch: Triple, overlap: Triple, rank: int, world_size: int) -> list[PatchSpec]:
-    """Every sliding window of every volume, in volume order; rank r takes a contiguous block.
-    The list is padded (repeating its start, marked `duplicate`) so all ranks get equal counts."""
-    windows = [(v, s) for v, shape in enumerate(shapes) for s in sliding_windows(shape, patch, overlap)]
+def eval_plan(shapes: list[Triple], *, patch: Triple, overlap: Triple, rank: int, world_size: int,
+              volumes: np.ndarray | None = None) -> list[PatchSpec]:
+    """Every sliding window of every volume (or of `volumes`, a subset), in volume order; rank r takes a contiguous
+    block. The list is padded (repeating its start, marked `duplicate`) so all ranks get equal counts."""
+    chosen = range(len(shapes)) if volumes is None else volumes.tolist()
+    windows = [(v, s) for v in chosen for s in sliding_windows(shapes[v], patch, overlap)]
     if not windows:
         return []
     per_rank = -(-len(windows) // world_size)
