@@ -1,8 +1,9 @@
 """A subset of a split's samples (`indices=`, as FFCV's `Loader(indices=...)` and `torch.utils.data.Subset` take
 them): the global indices, in the manifest's order of shards and samples, that a loader reads; the others are not
 read. The image plan (fastdata/images/order.py) takes them out of each epoch's sequence before the ranks' shares are
-cut; the token plan (fastdata/text/plan.py) plans its batches over them alone. Order, ranks, padding and resume keep
-their rules over the subset's N samples, and a state records the subset in its data digest.
+cut; the token plan (fastdata/text/plan.py) plans its batches over them alone; the volume plans
+(fastdata/volumes/patches.py) draw and slide over those volumes alone. Order, ranks, padding and resume keep their
+rules over the subset's N samples, and a state records the subset in its data digest.
 """
 
 from __future__ import annotations
