@@ -787,6 +787,12 @@ def targets(ctx: Context) -> list[Target]:
         return fastdata.loader(ctx.work / "wds", batch_size=2, image_size=32, backend="kornia", device="cpu",
                                num_threads=1)
 
+    def every_other(dataset: str) -> range:
+        """Every other sample of the dataset's train split: a subset (`indices=`)."""
+        from fastdata.manifest import read_manifest
+
+        return range(0, read_manifest(ctx.work / dataset).split("train").samples, 2)
+
     return [
         Target("jpeg", lambda: ctx.jpegs, lambda r, label, d: _image_bytes(ctx, r, label, d, (jpeg_frame_size,))),
         Target("png", lambda: ctx.pngs, lambda r, label, d: _image_bytes(ctx, r, label, d, (png_header_size,))),
@@ -820,6 +826,15 @@ def targets(ctx: Context) -> list[Target]:
                                                 num_threads=1)),
             ("volumes", lambda: fastdata.loader(ctx.work / "volumes", batch_size=1, patch_size=(4, 8, 8),
                                                 num_workers=1)),
+            # a state's epoch picks the size of a progressive schedule: a hostile one builds a backend for it
+            ("resizing images", lambda: fastdata.loader(ctx.work / "wds", batch_size=2, backend="kornia",
+                                                        image_size={0: 16, 1: 24, 3: 32}, device="cpu",
+                                                        num_threads=1)),
+            ("image subset", lambda: fastdata.loader(ctx.work / "wds", batch_size=2, image_size=32, backend="kornia",
+                                                     device="cpu", num_threads=1, indices=every_other("wds"))),
+            ("token subset", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8, indices=every_other("tokens"))),
+            ("volume subset", lambda: fastdata.loader(ctx.work / "volumes", batch_size=1, patch_size=(4, 8, 8),
+                                                      num_workers=1, indices=every_other("volumes"))),
         ], lambda r, label, make: _state(ctx, r, label, make)),
     ]
 
