@@ -68,11 +68,14 @@ def plain_numbers(value: Any) -> Any:
     return plain_number(value)
 
 
+AS_GIVEN = ("indices",)  # options whose values stay as given: a subset's index array (planning/subset.py checks it)
+
+
 def torch_options(options: dict[str, Any], *, dtypes: tuple[str, ...] = ("dtype",),
                   devices: tuple[str, ...] = ("device",)) -> dict[str, Any]:
     """`options` with torch dtypes and devices replaced by their names, and numpy numbers and arrays by Python's
-    numbers and tuples (`plain_numbers`)."""
-    out = {key: plain_numbers(value) for key, value in options.items()}
+    numbers and tuples (`plain_numbers`), but for the options of AS_GIVEN."""
+    out = {key: value if key in AS_GIVEN else plain_numbers(value) for key, value in options.items()}
     for key in dtypes:
         if key in out:
             out[key] = dtype_name(out[key])

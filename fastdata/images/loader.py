@@ -201,8 +201,7 @@ def build_options(**kwargs: Any) -> ImageLoaderOptions:
     unknown = sorted(set(kwargs) - set(_OPTION_NAMES))
     if unknown:
         raise TypeError(f"unknown image loader option(s) {unknown}; allowed: split, {', '.join(_OPTION_NAMES)}")
-    indices = kwargs.pop("indices", None)  # held as an array, not turned into a tuple of numbers
-    kwargs = {**torch_options(kwargs), "indices": indices}
+    kwargs = torch_options(kwargs)
     kwargs["rank"], kwargs["world_size"] = resolve_rank(kwargs.get("rank"), kwargs.get("world_size"))
     if kwargs.get("device") is None:
         kwargs["device"] = default_device()

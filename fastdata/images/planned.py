@@ -42,7 +42,7 @@ from fastdata.loader_state import kind_of
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
 from fastdata.planning.epochs import epoch_to_set
-from fastdata.planning.subset import subset_digest, subset_mask
+from fastdata.planning.subset import subset_digest, subset_mask, subset_size
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,8 @@ class PlannedBackend(Production):
             per_dataset = [tuple(ref.info.samples for ref in v.shards) for v in view.views]
             self._mixture = view.mixture([sum(sizes) for sizes in per_dataset])
             permute = shard_permute(opts.seed, per_dataset)
-        keep = subset_mask(opts.indices, len(self._reader), mixture=self._mixture is not None)
-        self._count = len(self._reader) if keep is None else len(opts.indices)  # the samples the plans are of
+        self._count = subset_size(opts.indices, len(self._reader), mixture=self._mixture is not None)  # planned
+        keep = subset_mask(opts.indices, len(self._reader))
         self._plans = RankPlans(opts, tuple(ref.info.samples for ref in view.shards), self._count,
                                 mixture=self._mixture, permute=permute, keep=keep)
         self._return_dataset = isinstance(view, MixedView) and view.spec.return_dataset

@@ -38,17 +38,24 @@ def _not_indices(value: Any, allowed: str) -> ValueError:
                       f"{allowed}")
 
 
-def subset_mask(indices: np.ndarray | None, num_samples: int, *, mixture: bool) -> np.ndarray | None:
-    """A bool per sample of the split, True for those of `indices` (None: every sample); ValueError for an index past
-    the split or a subset of a mixture."""
+def subset_size(indices: np.ndarray | None, num_samples: int, *, mixture: bool) -> int:
+    """How many of the split's `num_samples` samples a loader of `indices` reads (all of them without); ValueError for
+    an index past the split or a subset of a mixture."""
     if indices is None:
-        return None
+        return num_samples
     if mixture:
         raise ValueError("indices selects samples of one dataset; a mixture draws from its datasets by their weights "
                          "(give each dataset of the mixture its own samples instead)")
     if indices[-1] >= num_samples:
         raise ValueError(f"indices go up to {int(indices[-1])}, but the split has {num_samples} samples (indices "
                          f"0..{num_samples - 1})")
+    return len(indices)
+
+
+def subset_mask(indices: np.ndarray | None, num_samples: int) -> np.ndarray | None:
+    """A bool per sample of the split, True for those of `indices` (checked by `subset_size`); None: every sample."""
+    if indices is None:
+        return None
     keep = np.zeros(num_samples, dtype=bool)
     keep[indices] = True
     return keep

@@ -26,7 +26,7 @@ from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
-from fastdata.planning.subset import subset_digest, subset_mask
+from fastdata.planning.subset import subset_digest, subset_size
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
@@ -59,7 +59,7 @@ class SequenceLoader(Closable):
         self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes
         self._cache: tuple[tuple[int, tuple[Step, ...]], list[np.ndarray], PackedStream | None] | None = None
         self._last_ids = store.last_ids() if options.bucketing == "pack" else None
-        subset_mask(options.indices, len(store), mixture=mixture is not None)  # an index past the split: refused
+        self._count = subset_size(options.indices, len(store), mixture=mixture is not None)  # the sequences read
         self._items = options.indices  # the sequences of every epoch (None: all of them)
         longest = int(store.lengths.max() if self._items is None else store.lengths[self._items].max())
         if options.bucketing != "pack" and options.max_tokens is not None \
@@ -115,8 +115,7 @@ class SequenceLoader(Closable):
 
     def _settings(self) -> dict[str, Any]:
         """What the plan depends on besides the epoch: saved in the state and checked on load."""
-        count = len(self.store) if self._items is None else len(self._items)
-        return {**{k: getattr(self.options, k) for k in STATE_KEYS}, "num_sequences": count}
+        return {**{k: getattr(self.options, k) for k in STATE_KEYS}, "num_sequences": self._count}
 
     def state_dict(self) -> dict[str, Any]:
         o = self.options
@@ -222,9 +221,7 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
     if unknown:
         raise TypeError(f"unknown option(s) {unknown} for a text dataset; allowed: {sorted(known)}")
     rank, world_size = resolve_rank(rank, world_size)
-    indices = options.pop("indices", None)  # held as an array, not turned into a tuple of numbers
-    opts = SequenceLoaderOptions(**torch_options(options, dtypes=()), rank=rank, world_size=world_size,
-                                 indices=indices)
+    opts = SequenceLoaderOptions(**torch_options(options, dtypes=()), rank=rank, world_size=world_size)
     if (opts.device != "cpu" or opts.pin) and not torch.cuda.is_available():
         raise ValueError(f"device={opts.device!r}, pin_memory={opts.pin_memory!r} need CUDA, but "
                          "torch.cuda.is_available() is False; use device='cpu' (and pin_memory=None or False)")

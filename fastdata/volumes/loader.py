@@ -34,7 +34,7 @@ from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
-from fastdata.planning.subset import subset_digest, subset_mask
+from fastdata.planning.subset import subset_digest, subset_size
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.intensity import dataset_foreground
@@ -72,7 +72,7 @@ class VolumeLoader(Closable):
         else:
             self.store = VolumeStore(view)
             self._return_dataset = False
-        subset_mask(opts.indices, len(self.store), mixture=self.mixture is not None)  # one past the split: refused
+        self._volumes = subset_size(opts.indices, len(self.store), mixture=self.mixture is not None)  # those read
         self.classes: tuple[str, ...] = view.classes
         self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
         self._epoch = 0
@@ -145,8 +145,7 @@ class VolumeLoader(Closable):
     def _settings(self) -> dict[str, Any]:
         """What the plan depends on besides the epoch: saved in the state and checked equal on load."""
         o = self.opts
-        volumes = len(self.store) if o.indices is None else len(o.indices)
-        return {"seed": o.seed, "train": o.train, "num_volumes": volumes, "batch_size": o.batch_size,
+        return {"seed": o.seed, "train": o.train, "num_volumes": self._volumes, "batch_size": o.batch_size,
                 "patches_per_volume": o.patches_per_volume,
                 "patch_size": list(o.patch_size), "overlap": list(o.overlap), "drop_last": not o.keep_last}
 
@@ -307,8 +306,7 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     for key in ("patch_size", "overlap", "window", "scale", "zscore", "clip"):
         if isinstance(options.get(key), list):
             options[key] = tuple(options[key])
-    indices = options.pop("indices", None)  # held as an array, not turned into a tuple of numbers
-    opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size, indices=indices)
+    opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size)
     if opts.zscore == "foreground":  # nnU-Net's CT normalisation from the train split's histogram (intensity.py)
         found = dataset_foreground(view)
         opts = replace(opts, clip=(found.low, found.high), zscore=(found.mean, max(found.std, 1e-8)))
