@@ -144,6 +144,12 @@ def rejection_of(series, opts) -> str:
     return str(info.value)
 
 
+def small_phantom(i: int) -> Phantom:
+    """Series `i` of a set of small CT phantoms that differ in depth (8 + i slices of 20 x 20 voxels) and UID."""
+    return Phantom(series_uid=f"1.2.840.7.{i}", slices=8 + i, rows=20, cols=20, slice_spacing=2.0,
+                   pixel_spacing=(1.0, 1.0), origin=(-10.0, -10.0, 40.0), center_mm=(0.0, 0.0, 46.0), radius_mm=4.0)
+
+
 def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, skip: tuple[int, ...] = (),
                   duplicate: tuple[int, ...] = (), modality: str = "CT") -> list[Path]:
     """Write the phantom as one file per slice, under shuffled, meaningless names (no extension) and

@@ -131,14 +131,11 @@ def test_text_elastic_exactly_once(texts, old, new, mixed):
 
 @pytest.fixture(scope="module")
 def volumes(tmp_path_factory):
-    from conftest_dicom import Phantom, convert_dicom, write_phantom
+    from conftest_dicom import convert_dicom, small_phantom, write_phantom
 
     root = tmp_path_factory.mktemp("elastic_volumes")
     for i in range(6):
-        ph = Phantom(series_uid=f"1.2.840.7.{i}", slices=8 + i, rows=20, cols=20, slice_spacing=2.0,
-                     pixel_spacing=(1.0, 1.0), origin=(-10.0, -10.0, 40.0), center_mm=(0.0, 0.0, 46.0),
-                     radius_mm=4.0)
-        write_phantom(root / "src" / ("x" if i < 4 else "y") / f"s{i}", ph, seed=i)
+        write_phantom(root / "src" / ("x" if i < 4 else "y") / f"s{i}", small_phantom(i), seed=i)
     convert_dicom(root / "src" / "x", root / "x")
     convert_dicom(root / "src" / "y", root / "y")
     return root / "x", root / "y"

@@ -4,7 +4,7 @@ alone, with ranks and resume as over a whole split."""
 from __future__ import annotations
 
 import pytest
-from conftest_dicom import Phantom, convert_dicom, write_phantom
+from conftest_dicom import convert_dicom, small_phantom, write_phantom
 
 import fastdata
 
@@ -18,10 +18,7 @@ def volumes(tmp_path_factory):
     """Five small CT volumes."""
     root = tmp_path_factory.mktemp("volume-subset")
     for i in range(5):
-        ph = Phantom(series_uid=f"1.2.840.7.{i}", slices=8 + i, rows=20, cols=20, slice_spacing=2.0,
-                     pixel_spacing=(1.0, 1.0), origin=(-10.0, -10.0, 40.0), center_mm=(0.0, 0.0, 45.0),
-                     radius_mm=4.0)
-        write_phantom(root / "src" / f"s{i}", ph, seed=i)
+        write_phantom(root / "src" / f"s{i}", small_phantom(i), seed=i)
     convert_dicom(root / "src", root / "out", samples_per_shard=2)
     return root / "out"
 
