@@ -26,6 +26,8 @@ PHOTOS = SAMPLES / "photos"
 DOCS = ROOT / "docs" / "benchmarks.md"
 PACKAGES = ("fastdata", "torch", "torchvision", "nvidia-dali-cuda120", "kornia", "simplejpeg", "webdataset",
             "pillow", "numpy", "psutil")
+# DALI is one package built per CUDA major version: a machine with CUDA 13 has nvidia-dali-cuda130 instead
+DALI_BUILDS = ("nvidia-dali-cuda120", "nvidia-dali-cuda130", "nvidia-dali-cuda110")
 
 
 def _cpu_model() -> str:
@@ -63,6 +65,19 @@ def versions(packages: Sequence[str] = PACKAGES) -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
+            if name in DALI_BUILDS:  # another CUDA build of DALI stands in for the one named
+                out.pop(name)
+                out.update(_installed(DALI_BUILDS) or {name: "not installed"})
+    return out
+
+
+def _installed(names: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
     return out
 
 

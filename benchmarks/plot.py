@@ -33,7 +33,7 @@ def plot_images_per_sec(summary: list[dict[str, Any]], out: Path, *, title: str 
     import matplotlib.pyplot as plt
 
     variants = list(dict.fromkeys(e["variant"] for e in summary))
-    fig, axes = plt.subplots(len(variants), 1, figsize=(9, 1.0 + 0.55 * 6 * len(variants)), squeeze=False)
+    fig, axes = plt.subplots(len(variants), 1, figsize=(11, 1.0 + 0.55 * 6 * len(variants)), squeeze=False)
     for ax, variant in zip(axes[:, 0], variants):
         entries = [e for e in summary if e["variant"] == variant and "images_per_s" in e][::-1]
         labels = [f"({e['candidate']}) {e['label']}" for e in entries]
@@ -48,7 +48,8 @@ def plot_images_per_sec(summary: list[dict[str, Any]], out: Path, *, title: str 
             ax.text(e["images_per_s"]["max"], y, ratio, va="center", fontsize=8)
         ax.set_title(f"{variant}" + (f" - {title}" if title else ""), fontsize=10)
         ax.set_xlabel("images per second (median, min-max)")
-        ax.set_xlim(0, max([e["images_per_s"]["max"] for e in entries] + [1]) * 1.3)
+        # room right of the longest bar for its label: the value and its ratio to (a)
+        ax.set_xlim(0, max([e["images_per_s"]["max"] for e in entries] + [1]) * 1.45)
     return save_figure(fig, out)
 
 

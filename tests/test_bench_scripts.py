@@ -442,3 +442,24 @@ def test_dali_stages_fails_when_a_variant_changes_the_output(tmp_path, monkeypat
     out = capsys.readouterr().out
     assert runs == ["base", "dlpack", "dlpack", "base"]  # interleaved, the first one rotating
     assert "| dlpack | 160 | 150 | 170 | 1.45x | 1.00 | 2.00 | 0.50 |" in out  # the table is printed first
+
+
+@pytest.mark.parametrize("installed, expected", [
+    ({"nvidia-dali-cuda120": "2.4.0"}, {"nvidia-dali-cuda120": "2.4.0"}),
+    ({"nvidia-dali-cuda130": "2.4.0"}, {"nvidia-dali-cuda130": "2.4.0"}),  # a CUDA 13 machine's build stands in
+    ({}, {"nvidia-dali-cuda120": "not installed"}),
+])
+def test_the_versions_name_the_dali_build_that_is_installed(monkeypatch, installed: dict, expected: dict) -> None:
+    from importlib import metadata
+
+    from benchmarks import common
+
+    def version(name: str) -> str:
+        if name in installed:
+            return installed[name]
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(common.metadata, "version", version)
+    out = common.versions(("numpy", "nvidia-dali-cuda120"))
+    assert {k: v for k, v in out.items() if k.startswith("nvidia")} == expected
+    assert out["numpy"] == "not installed" and list(out)[:2] == ["python", "numpy"]
