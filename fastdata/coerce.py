@@ -68,7 +68,7 @@ def plain_numbers(value: Any) -> Any:
     return plain_number(value)
 
 
-AS_GIVEN = ("indices",)  # options whose values stay as given: a subset's index array (planning/subset.py checks it)
+AS_GIVEN = ("indices", "sample_weights")  # stay as given: a subset's index array, a weight per sample (planning/)
 
 
 def torch_options(options: dict[str, Any], *, dtypes: tuple[str, ...] = ("dtype",),

@@ -53,6 +53,7 @@ def check_data_digest(state: dict[str, Any], here: str | None) -> None:
         return
     raise ValueError(f"cannot resume: the state was saved on other data ({KEY}: saved {saved!r}, now {here!r}); "
                      "the shards' contents or their order differ (another dataset, split, selection of shards, or a "
-                     "conversion with other options; `fastdata info DATASET` shows each split's digest). Build the "
+                     "conversion with other options; `fastdata info DATASET` shows each split's digest), or the "
+                     "loader reads other samples of them (indices=, sample_weights=). Build the "
                      f"loader on the data it was saved on, or delete the state's {KEY!r} field to resume on these "
                      "data anyway")

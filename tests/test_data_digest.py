@@ -52,7 +52,8 @@ def test_a_state_is_checked_against_the_data(caplog) -> None:
     assert str(info.value) == (
         "cannot resume: the state was saved on other data (data_digest: saved 'd1', now 'd2'); the shards' contents "
         "or their order differ (another dataset, split, selection of shards, or a conversion with other options; "
-        "`fastdata info DATASET` shows each split's digest). Build the loader on the data it was saved on, or delete "
+        "`fastdata info DATASET` shows each split's digest), or the loader reads other samples of them (indices=, "
+        "sample_weights=). Build the loader on the data it was saved on, or delete "
         "the state's 'data_digest' field to resume on these data anyway")
     with pytest.raises(ValueError, match=r"^state_dict field 'data_digest' must be a string, got 7$"):
         check_data_digest({KEY: 7}, "d1")

@@ -79,6 +79,18 @@ def test_a_subset_reads_its_pairs_only(pairs):
     part.close()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_weighted_pairs_stay_together(pairs, backend):
+    """sample_weights draws the pairs (fastdata/planning/weights.py): repeats read the same image and caption."""
+    weights = [0.0] * N
+    weights[2], weights[7] = 1.0, 3.0
+    ld = load(pairs, backend=backend, train=True, seed=1, sample_weights=weights)
+    images, captions, _ = epoch(ld)  # each image beside its caption (epoch() checks)
+    assert len(images) == 20 and len(set(images)) == 2 and len(set(caption_ids(captions))) == 2
+    assert sorted(set(ld.backend.last_rows)) <= [2, 7]
+    ld.close()
+
+
 def test_progressive_resizing_keeps_each_caption_with_its_image(pairs):
     """A change of image size builds a new backend: it carries the text of each batch as the first one did."""
     ld = load(pairs, train=True, seed=3, image_size={0: 16, 1: 32})

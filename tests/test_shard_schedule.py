@@ -101,8 +101,13 @@ def _remote_view(limit: int | None = None, ahead: int = 0):
     remote = SimpleNamespace(follow=lambda names: calls.append(("follow", names)), ahead=ahead,
                              cache=SimpleNamespace(limit=limit))
     shards = [SimpleNamespace(info=SimpleNamespace(name=n, bytes=b)) for n, b in zip("abcd", (30, 20, 40, 1000))]
-    reader = SimpleNamespace(starts=STARTS, forget=lambda s: calls.append(("forget", s)))
+    reader = _Reader(starts=STARTS, forget=lambda s: calls.append(("forget", s)))
     return SimpleNamespace(remote=remote, shards=shards), reader, calls
+
+
+class _Reader(SimpleNamespace):
+    def __len__(self) -> int:
+        return 10  # the samples of STARTS' shards
 
 
 def test_a_local_dataset_has_nothing_to_follow_or_limit() -> None:
@@ -120,6 +125,20 @@ def test_the_follower_prefetches_what_comes_and_gives_back_what_is_done() -> Non
                      ("forget", 2), ("follow", ["a", "b"]),
                      ("forget", 0), ("follow", ["b"]),
                      ("forget", 0), ("forget", 1), ("forget", 2), ("forget", 3)]  # the end: every shard
+
+
+def test_the_repeats_of_weighted_sampling_are_followed_as_their_samples() -> None:
+    """A weighted epoch numbers the k-th repeat of sample i k * N + i (planning/weights.py): the same shards."""
+    repeats = SEQUENCE + 10 * np.array([0, 1, 0, 2, 0, 3, 1, 0, 1])
+    view, reader, calls = _remote_view()
+    want_view, want_reader, want = _remote_view()
+    for follow in (shard_follower(view, reader, repeats, 0), shard_follower(want_view, want_reader, SEQUENCE, 0)):
+        for position in (0, 4, 8, None):
+            follow(position)
+    assert calls == want and calls[0] == ("follow", ["c", "a", "b"])
+    view, reader, _ = _remote_view(69)
+    with pytest.raises(ValueError, match="up to 70 bytes"):
+        check_cache(view, reader, repeats, SimpleNamespace(prefetch=0, batch_size=1, shuffle_window=5))
 
 
 def test_a_resumed_follower_starts_at_its_cursor() -> None:

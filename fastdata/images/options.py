@@ -15,6 +15,7 @@ from fastdata.images.order import SHUFFLE_WINDOW
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.subset import subset
+from fastdata.planning.weights import sample_weights
 
 BACKENDS = ("dali", "kornia")
 DTYPES = ("float32", "float16", "bfloat16", "uint8")
@@ -103,6 +104,9 @@ class ImageLoaderOptions:
     image_sizes: tuple[tuple[int, int], ...] = ()
     # a subset: the split's samples to read (global indices, manifest order), held sorted as a read-only int64 array
     indices: Any = field(default=None, compare=False, repr=False)
+    # weighted sampling (train): a weight per sample of the split, held as a read-only float64 array, or "balanced"
+    # (planning/weights.py); each epoch draws as many samples as the split holds, with replacement
+    sample_weights: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
@@ -116,6 +120,8 @@ class ImageLoaderOptions:
             raise refused("image_size", self.image_size, "an integer >= 8, or {first epoch: size} with epoch 0")
         if self.indices is not None:
             object.__setattr__(self, "indices", subset(self.indices))
+        if self.sample_weights is not None:
+            object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
         if self.backend not in BACKENDS:
             raise refused("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:

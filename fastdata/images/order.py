@@ -14,6 +14,8 @@ keep_last): no hidden state, so a resumed or a restarted run computes the same p
   With drop_last=True in eval, every rank yields floor(floor(N/W) / B) full batches and no padding.
 - a subset (`keep`, a mask of the split's samples): the sequence above with the other samples taken out, before the
   ranks' blocks are cut from it; N is then the subset's size.
+- weighted sampling (`weights`, train): the sequence above with each sample repeated as often as the epoch's N
+  draws take it, repeats numbered apart (fastdata/planning/weights.py), before the ranks' blocks are cut from it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from fastdata.planning.weights import weighted_sequence
 
 PAD_LABEL = -100  # torch.nn.CrossEntropyLoss's default ignore_index
 _PERMUTATION_STREAM = 0
@@ -106,15 +110,17 @@ def split_sequence(sequence: np.ndarray, /, *, train: bool, batch_size: int, kee
 
 def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
                epoch: int, rank: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
-               sequence: np.ndarray | None = None, keep: np.ndarray | None = None) -> EpochPlan:
+               sequence: np.ndarray | None = None, keep: np.ndarray | None = None,
+               weights: np.ndarray | None = None) -> EpochPlan:
     """The plan of rank `rank` of `world_size` in `epoch`; see the module docstring for the rules.
 
     `shard_sizes` are the sample counts of the split's shards in manifest order (an int: one shard).
     `sequence` (train) replaces the epoch's shard sequence: a mixture's items (fastdata/planning/mixture.py).
-    `keep` (a bool per sample of the split) selects a subset."""
+    `keep` (a bool per sample of the split) selects a subset; `weights` (a weight per sample, train) draws the
+    epoch's samples."""
     sizes = _checked(shard_sizes, batch_size=batch_size, rank=rank, world_size=world_size, epoch=epoch, seed=seed,
                      window=window)
-    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence, keep=keep)
+    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence, keep=keep, weights=weights)
     return _rank_plan(full, train=train,
                       batch_size=batch_size, keep_last=keep_last, seed=seed, epoch=epoch, rank=rank,
                       world_size=world_size, window=window)
@@ -122,12 +128,13 @@ def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size
 
 def epoch_plans(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
                 epoch: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
-                sequence: np.ndarray | None = None, keep: np.ndarray | None = None) -> list[EpochPlan]:
+                sequence: np.ndarray | None = None, keep: np.ndarray | None = None,
+                weights: np.ndarray | None = None) -> list[EpochPlan]:
     """`epoch_plan` of every rank of `world_size`, the epoch's sequence made once (an elastic replay plans every
     rank of each world size it passes through: up to MAX_WORLD_SIZE of them, fastdata/distributed.py)."""
     sizes = _checked(shard_sizes, batch_size=batch_size, rank=0, world_size=world_size, epoch=epoch, seed=seed,
                      window=window)
-    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence, keep=keep)
+    full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence, keep=keep, weights=weights)
     return [_rank_plan(full, train=train, batch_size=batch_size, keep_last=keep_last, seed=seed, epoch=epoch, rank=r,
                        world_size=world_size, window=window) for r in range(world_size)]
 
@@ -143,13 +150,15 @@ def _checked(shard_sizes: tuple[int, ...] | int, *, batch_size: int, rank: int, 
 
 
 def _full_sequence(sizes: tuple[int, ...], *, train: bool, seed: int, epoch: int, sequence: np.ndarray | None,
-                   keep: np.ndarray | None = None) -> np.ndarray:
+                   keep: np.ndarray | None = None, weights: np.ndarray | None = None) -> np.ndarray:
     """What the ranks' blocks are cut from: train, the epoch's shard sequence (or `sequence`); eval, dataset order;
-    only the samples `keep` marks, with one."""
+    only the samples `keep` marks, with one; each sample as often as the epoch draws it, with `weights` (train)."""
     if not train:
         full = np.arange(sum(sizes), dtype=np.int64)
     else:
         full = shard_sequence(sizes, seed=seed, epoch=epoch) if sequence is None else sequence
+    if weights is not None:  # train only (weights_for refuses them in eval)
+        full = weighted_sequence(full, weights, seed=seed, epoch=epoch)
     return full if keep is None else full[keep[full]]
 
 

@@ -43,6 +43,7 @@ from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
 from fastdata.planning.epochs import epoch_to_set
 from fastdata.planning.subset import subset_digest, subset_mask, subset_size
+from fastdata.planning.weights import weights_digest, weights_for
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,6 @@ class PlannedBackend(Production):
 
     def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
         self._view, self._opts = view, opts
-        self._data = subset_digest(data_digest(view), opts.indices)  # in every state, checked on load (data_digest.py)
         self._kind = kind_of(view)  # likewise (loader_state.py)
         budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
         self._reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
@@ -69,8 +69,13 @@ class PlannedBackend(Production):
             permute = shard_permute(opts.seed, per_dataset)
         self._count = subset_size(opts.indices, len(self._reader), mixture=self._mixture is not None)  # planned
         keep = subset_mask(opts.indices, len(self._reader))
+        weights = None if opts.sample_weights is None else weights_for(
+            opts.sample_weights, len(self._reader), train=opts.train, mixture=self._mixture is not None,
+            subset=opts.indices is not None, labels=self._labels)
+        # in every state, checked on load (data_digest.py): the data, and which of it the plans draw
+        self._data = weights_digest(subset_digest(data_digest(view), opts.indices), weights)
         self._plans = RankPlans(opts, tuple(ref.info.samples for ref in view.shards), self._count,
-                                mixture=self._mixture, permute=permute, keep=keep)
+                                mixture=self._mixture, permute=permute, keep=keep, weights=weights)
         self._return_dataset = isinstance(view, MixedView) and view.spec.return_dataset
         self._device = torch.device(opts.device)
         self._epoch = 0
@@ -86,6 +91,14 @@ class PlannedBackend(Production):
         self.last_keys: list[str] = []  # "shard:key" of the real rows of the last batch delivered (debugging)
         self.last_rows: list[int] = []  # their global indices (a mixture's: dataset offset + index in it)
         check_cache(self._view, self._reader, self.plan().sequence, opts)
+
+    def _labels(self) -> np.ndarray:
+        """Every sample's label, for sample_weights='balanced' (the label members alone are read)."""
+        if self._view.remote is not None:
+            raise ValueError("sample_weights='balanced' reads the label of every sample, which on a remote dataset "
+                             "fetches every shard before the first batch; give one weight per sample instead "
+                             "(fastdata.sample_labels on a local copy gives the labels)")
+        return self._reader.labels()
 
     # ------------------------------------------------------------------ plan and state
     def plan(self, epoch: int | None = None, lineage: tuple[Step, ...] | None = None) -> EpochPlan:

@@ -19,13 +19,14 @@ log = logging.getLogger(__name__)
 
 class RankPlans:
     """`plans.get(epoch, lineage)`: this rank's plan of an epoch over shards of `shard_sizes` samples (a mixture's
-    epochs drawn by `mixture` with `permute` in train; None without one), or over the subset `keep` marks;
-    `num_samples`: how many samples the plans are of."""
+    epochs drawn by `mixture` with `permute` in train; None without one), over the subset `keep` marks, or drawn
+    by `weights`; `num_samples`: how many samples the plans are of."""
 
     def __init__(self, opts: ImageLoaderOptions, shard_sizes: tuple[int, ...], num_samples: int, *,
-                 mixture: Any = None, permute: Any = None, keep: np.ndarray | None = None) -> None:
+                 mixture: Any = None, permute: Any = None, keep: np.ndarray | None = None,
+                 weights: np.ndarray | None = None) -> None:
         self._opts, self._shard_sizes, self._num_samples = opts, shard_sizes, num_samples
-        self._mixture, self._permute, self._keep = mixture, permute, keep
+        self._mixture, self._permute, self._keep, self._weights = mixture, permute, keep, weights
         self._kept: dict[tuple[int, tuple[Step, ...]], EpochPlan] = {}
 
     def get(self, epoch: int, lineage: tuple[Step, ...]) -> EpochPlan:
@@ -47,7 +48,7 @@ class RankPlans:
             sequence = self._mixture.epoch_items(epoch, self._permute, distinct=True)
 
         args = dict(train=o.train, batch_size=o.batch_size, keep_last=o.keep_last, seed=o.seed, epoch=epoch,
-                    window=o.shuffle_window, sequence=sequence, keep=self._keep)
+                    window=o.shuffle_window, sequence=sequence, keep=self._keep, weights=self._weights)
         if not lineage:
             return {o.rank: epoch_plan(self._shard_sizes, rank=o.rank, world_size=o.world_size, **args)}
 

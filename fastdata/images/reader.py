@@ -151,6 +151,25 @@ class TarShard:
         return RawSample(data=parts[0], label=label, key=key, shard=self.path,
                          extra=tuple(map(bytes, parts[2:])) if len(parts) > 2 else (), index=index)
 
+    def labels(self) -> np.ndarray:
+        """The label of every sample (UNLABELED without a label member), read from the label members alone."""
+        if self._label_member is None:
+            return np.full(len(self), UNLABELED, dtype=np.int64)
+        out = np.empty(len(self), dtype=np.int64)
+        try:
+            fd = self._handles.acquire(self.path)
+        except OSError as exc:
+            raise ShardError(f"cannot open shard {self.path}: {exc}") from exc
+        try:
+            for i, (offset, size) in enumerate(self._spans_arr[:, 2:4].tolist()):
+                data = os.pread(fd, size, offset)
+                if len(data) != size:
+                    raise ShardError(f"shard {self.path} is truncated at sample {self._keys[i]}; {self._remedy}")
+                out[i] = parse_label(data, key=str(self._keys[i]), shard=self.path)
+        finally:
+            self._handles.release(self.path)
+        return out
+
     @property
     def in_memory(self) -> bool:
         """Whether this shard keeps the samples it has read in memory."""
@@ -212,6 +231,10 @@ class ArrowShard:
         return RawSample(data=memoryview(data), label=int(self._labels[b][row]), key=key, shard=self.path,
                          index=index)
 
+    def labels(self) -> np.ndarray:
+        """The label of every row (UNLABELED without classes)."""
+        return np.concatenate(self._labels) if self._labels else np.zeros(0, dtype=np.int64)
+
     def close(self) -> None:
         self._file.close()
 
@@ -268,10 +291,19 @@ class SplitReader:
         return shard
 
     def read(self, index: int, /) -> RawSample:
-        if not 0 <= index < self._len:
+        """Sample `index % len(self)`: weighted sampling numbers the repeats of a sample within an epoch apart
+        (planning/weights.py) so that each draws its own crop and flip."""
+        if index < 0 or not self._len:
             raise IndexError(f"sample index {index} out of range 0..{self._len - 1}")
+        index %= self._len
         s = bisect.bisect_right(self._starts, index) - 1
         return self._shard(s).read(index - self._starts[s], index)
+
+    def labels(self) -> np.ndarray:
+        """The label of every sample of the split, in global index order (each shard's label members read; for a
+        remote dataset every shard is fetched)."""
+        parts = [self._shard(s).labels() for s in range(len(self._refs))]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def forget(self, s: int) -> None:
         """Shard `s` is not needed for now: close it and give it back to the cache (read again: reopened)."""

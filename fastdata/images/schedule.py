@@ -57,7 +57,7 @@ def shard_follower(view: Any, reader: Any, sequence: np.ndarray, cursor: int) ->
     remote = view.remote
     if remote is None:
         return lambda position: None
-    schedule = ShardSchedule(sequence, reader.starts)
+    schedule = ShardSchedule(_items(sequence, reader), reader.starts)
     names = [ref.info.name for ref in view.shards]
     state = {"at": cursor}
 
@@ -81,7 +81,7 @@ def check_cache(view: Any, reader: Any, sequence: np.ndarray, opts: Any) -> None
     if remote is None:
         return
     sizes = [ref.info.bytes for ref in view.shards]
-    schedule = ShardSchedule(sequence, reader.starts)
+    schedule = ShardSchedule(_items(sequence, reader), reader.starts)
     need = schedule.peak_bytes(sizes, lookahead=(opts.prefetch + 1) * opts.batch_size, ahead=remote.ahead)
     limit = remote.cache.limit
     if limit is not None and limit < need:
@@ -89,3 +89,9 @@ def check_cache(view: Any, reader: Any, sequence: np.ndarray, opts: Any) -> None
                          f"of shards at once (those of one shuffle window of {opts.shuffle_window} samples "
                          f"plus {remote.ahead} prefetched shards); set cache_limit to at least {need} bytes, "
                          "or lower shuffle_window")
+
+
+def _items(sequence: np.ndarray, reader: Any) -> np.ndarray:
+    """The samples `sequence` reads: weighted sampling numbers a sample's repeats k * N + its index
+    (planning/weights.py)."""
+    return np.asarray(sequence) % max(len(reader), 1)
