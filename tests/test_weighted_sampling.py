@@ -108,7 +108,7 @@ def test_what_a_loader_refuses_is_refused_before_labels_are_read():
         raise AssertionError("labels read")
 
     rules = dict(train=True, mixture=False, subset=False, labels=labels)
-    for changed, message in [({"train": False}, "train epochs"), ({"mixture": True}, "a mixture weighs"),
+    for changed, message in [({"train": False}, "training epochs"), ({"mixture": True}, "a mixture weighs"),
                              ({"subset": True}, "not both")]:
         with pytest.raises(ValueError, match=message):
             weights_for("balanced", 12, **{**rules, **changed})
@@ -196,7 +196,7 @@ def test_a_resume_gives_the_rest_of_the_epoch_and_needs_the_same_weights(ds):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"train": False, "sample_weights": W}, "train epochs"),
+    ({"train": False, "sample_weights": W}, "training epochs"),
     ({"sample_weights": W, "indices": [1, 2]}, "not both"),
     ({"sample_weights": W[:5]}, "holds 5 weights, but the split has 12 samples"),
     ({"sample_weights": [0] * N}, "not all 0"),

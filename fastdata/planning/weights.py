@@ -55,8 +55,8 @@ def weights_for(weights: np.ndarray | str, num_samples: int, *, train: bool, mix
     """`weights` (checked by `sample_weights`; "balanced" from `labels()`, called only then) as a loader of a split of
     `num_samples` samples uses them; ValueError for another count, an eval loader, a mixture or a subset."""
     if not train:
-        raise ValueError("sample_weights draw the samples of train epochs; an eval loader (train=False) reads every "
-                         "sample once")
+        raise ValueError("sample_weights draw the samples of training epochs; a loader that reads every sample once, "
+                         "in order (train=False; for tokens, shuffle=False), takes none")
     if mixture:
         raise ValueError("sample_weights weigh the samples of one dataset; a mixture weighs its datasets (weights=)")
     if subset:
@@ -82,12 +82,22 @@ def balanced(labels: np.ndarray) -> np.ndarray:
     return out
 
 
+def draws(weights: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
+    """How many times each sample is drawn in `epoch`: a multinomial of N = len(weights) draws over the weights."""
+    return np.random.default_rng([seed, epoch, _WEIGHT_STREAM]).multinomial(len(weights), weights / weights.sum())
+
+
+def weighted_items(weights: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
+    """The samples drawn in `epoch`, each as often as drawn, in index order (the token and volume plans shuffle
+    them; their repeats need no numbering apart: the volume plan draws each patch by its place in the epoch)."""
+    return np.repeat(np.arange(len(weights), dtype=np.int64), draws(weights, seed=seed, epoch=epoch))
+
+
 def weighted_sequence(full: np.ndarray, weights: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
-    """`full` (every sample of the split once, in visiting order) with each sample repeated as often as an epoch's
-    draws of N = len(weights) samples take it, its k-th repeat numbered k * N + its index."""
+    """`full` (every sample of the split once, in visiting order) with each sample repeated as often as it is drawn
+    in `epoch` (`draws`), its k-th repeat numbered k * N + its index (the image plans: each repeat its own crop)."""
     n = len(weights)
-    counts = np.random.default_rng([seed, epoch, _WEIGHT_STREAM]).multinomial(n, weights / weights.sum())
-    times = counts[full]
+    times = draws(weights, seed=seed, epoch=epoch)[full]
     sequence = np.repeat(full, times)
     firsts = np.repeat(np.cumsum(times) - times, times)  # where each sample's run of repeats starts
     return sequence + (np.arange(len(sequence), dtype=np.int64) - firsts) * n

@@ -10,6 +10,7 @@ from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.subset import subset
+from fastdata.planning.weights import sample_weights
 
 BUCKETING = ("length", "none", "pack")
 
@@ -41,6 +42,8 @@ class SequenceLoaderOptions:
     world_size: int = 1
     batch_transform: Any = None  # hook: fn(batch_dict) -> batch_dict on each batch, on the device
     indices: Any = field(default=None, compare=False, repr=False)  # a subset: sorted read-only sequence ids
+    # weighted sampling (shuffle=True): a weight per sequence, or "balanced" (planning/weights.py)
+    sample_weights: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         def positive(name: str, value: object, *, optional: bool) -> None:
@@ -79,6 +82,8 @@ class SequenceLoaderOptions:
             raise refused("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
         if self.indices is not None:
             object.__setattr__(self, "indices", subset(self.indices))
+        if self.sample_weights is not None:
+            object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
 
     @property
     def rows_per_batch(self) -> int:

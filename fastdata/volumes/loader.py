@@ -35,6 +35,7 @@ from fastdata.planning.elastic import Step, check_lineage, replay, resumed_linea
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.planning.subset import subset_digest, subset_size
+from fastdata.planning.weights import weighted_items, weights_digest, weights_for
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.intensity import dataset_foreground
@@ -50,6 +51,11 @@ STATE_VERSION = 1  # the form of state_dict() (fastdata/loader_state.py)
 Patch = tuple[np.ndarray, PatchSpec, tuple[int, int, int], bool, np.ndarray | None]  # patch, plan, start, centred, mask
 
 
+def _no_classes() -> np.ndarray:
+    raise ValueError("sample_weights='balanced' weighs samples by a class each, and volumes carry masks, not a class "
+                     "each: give one weight per volume instead (by the voxels of a rare structure, say)")
+
+
 class VolumeLoader(Closable):
     """Iterable of `(patches, meta)`; `len()` is the number of batches per epoch on this rank. `close()` or `with`
     lets its dataset's files go (closing.py)."""
@@ -57,7 +63,6 @@ class VolumeLoader(Closable):
     def __init__(self, view: DatasetView | MixedView, opts: VolumeLoaderOptions) -> None:
         self.view = view
         self.opts = opts
-        self._data = subset_digest(data_digest(view), opts.indices)  # in every state, checked on load
         self._kind = kind_of(view)  # likewise (loader_state.py)
         self.mixture: Mixture | None = None
         self._mixture_state: dict[str, Any] | None = None
@@ -73,6 +78,11 @@ class VolumeLoader(Closable):
             self.store = VolumeStore(view)
             self._return_dataset = False
         self._volumes = subset_size(opts.indices, len(self.store), mixture=self.mixture is not None)  # those read
+        self._weights = None if opts.sample_weights is None else weights_for(  # volumes drawn anew each epoch
+            opts.sample_weights, len(self.store), train=opts.train, mixture=self.mixture is not None,
+            subset=opts.indices is not None, labels=_no_classes)
+        # in every state, checked on load: the data, and which of it the plans read
+        self._data = weights_digest(subset_digest(data_digest(view), opts.indices), self._weights)
         self.classes: tuple[str, ...] = view.classes
         self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
         self._epoch = 0
@@ -111,6 +121,8 @@ class VolumeLoader(Closable):
         lineage, just that rank's."""
         o = self.opts
         items = o.indices if self.mixture is None or not o.train else self.mixture.epoch_items(epoch, self._permute)
+        if self._weights is not None:  # train only (weights_for refuses them in eval)
+            items = weighted_items(self._weights, seed=o.seed, epoch=epoch)
 
         def fresh(rank: int, world: int) -> list[PatchSpec]:
             if o.train:

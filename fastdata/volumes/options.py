@@ -15,6 +15,7 @@ from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.subset import subset
+from fastdata.planning.weights import sample_weights
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +73,14 @@ class VolumeLoaderOptions:
     world_size: int = 1
     batch_transform: Any = None  # hook: fn(patches, meta) -> (patches, meta) on the final batch
     indices: Any = field(default=None, compare=False, repr=False)  # a subset: sorted read-only volume ids
+    # weighted sampling (train): a weight per volume (planning/weights.py)
+    sample_weights: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.indices is not None:
             object.__setattr__(self, "indices", subset(self.indices))
+        if self.sample_weights is not None:
+            object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
         for flag in ("train", "rot90"):
             check_flag(flag, getattr(self, flag))
         check_flag("drop_last", self.drop_last, none="train drops, eval keeps")
