@@ -793,6 +793,12 @@ def targets(ctx: Context) -> list[Target]:
 
         return range(0, read_manifest(ctx.work / dataset).split("train").samples, 2)
 
+    def ramp(dataset: str) -> list[float]:
+        """Weights 1, 2, 3, ... over the dataset's train split: weighted sampling (`sample_weights=`)."""
+        from fastdata.manifest import read_manifest
+
+        return [float(i) for i in range(1, read_manifest(ctx.work / dataset).split("train").samples + 1)]
+
     return [
         Target("jpeg", lambda: ctx.jpegs, lambda r, label, d: _image_bytes(ctx, r, label, d, (jpeg_frame_size,))),
         Target("png", lambda: ctx.pngs, lambda r, label, d: _image_bytes(ctx, r, label, d, (png_header_size,))),
@@ -835,6 +841,13 @@ def targets(ctx: Context) -> list[Target]:
             ("token subset", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8, indices=every_other("tokens"))),
             ("volume subset", lambda: fastdata.loader(ctx.work / "volumes", batch_size=1, patch_size=(4, 8, 8),
                                                       num_workers=1, indices=every_other("volumes"))),
+            ("weighted images", lambda: fastdata.loader(ctx.work / "wds", batch_size=2, image_size=32,
+                                                        backend="kornia", device="cpu", num_threads=1,
+                                                        sample_weights=ramp("wds"))),
+            ("weighted tokens", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8,
+                                                        sample_weights=ramp("tokens"))),
+            ("weighted volumes", lambda: fastdata.loader(ctx.work / "volumes", batch_size=1, patch_size=(4, 8, 8),
+                                                         num_workers=1, sample_weights=ramp("volumes"))),
         ], lambda r, label, make: _state(ctx, r, label, make)),
     ]
 
