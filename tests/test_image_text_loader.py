@@ -91,6 +91,23 @@ def test_weighted_pairs_stay_together(pairs, backend):
     ld.close()
 
 
+def test_the_repeats_of_a_pair_draw_their_own_captions(pairs):
+    """A sample drawn several times in an epoch (sample_weights, a mixture's repeats) draws a caption each time."""
+    whole, rows, shown = load(pairs, train=False), [], []
+    for x, _ in whole:
+        rows += whole.backend.last_rows
+        shown += image_ids(x)[:len(whole.backend.last_rows)]
+    whole.close()
+    three = rows[[i % 2 == 0 for i in shown].index(True)]  # an even photo: 3 captions
+    weights = [0.0] * N
+    weights[three] = 1.0
+    ld = load(pairs, train=True, seed=2, sample_weights=weights)
+    images, captions, _ = epoch(ld)
+    assert len(set(images)) == 1 and len(images) == 20
+    assert len(set(captions)) == 3  # 20 draws among its 3 captions
+    ld.close()
+
+
 def test_progressive_resizing_keeps_each_caption_with_its_image(pairs):
     """A change of image size builds a new backend: it carries the text of each batch as the first one did."""
     ld = load(pairs, train=True, seed=3, image_size={0: 16, 1: 32})

@@ -45,6 +45,9 @@ class RawSample:
     shard: Path
     extra: tuple[bytes, ...] = ()  # the dataset's extra members (image_text: the captions, token ids), in order
     index: int = -1  # global index in the split (set by SplitReader)
+    # the plan's id of this read where it is not `index`: k * N + index for the k-th repeat of a sample in an epoch
+    # (weighted sampling, a mixture's repeats), set by the Preparer; a repeat draws its own caption with it
+    drawn: int = -1
 
 
 class TarShard:

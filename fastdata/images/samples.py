@@ -10,6 +10,7 @@ parameters to the graph.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import NamedTuple
@@ -79,6 +80,8 @@ class Preparer:
         if index in self._rejected:
             raise self._rejected[index]
         raw = self.reader.read(index)
+        if raw.index != index:  # a repeat within the epoch (planning/weights.py, a mixture's): it keeps its own id
+            raw = dataclasses.replace(raw, drawn=index)
         if self.num_classes and not 0 <= raw.label < self.num_classes:
             raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label}, the manifest lists "
                              f"{self.num_classes} classes")

@@ -115,7 +115,8 @@ class CaptionBatcher:
                 rows.append([])
                 continue
             captions = _captions(raw)
-            c = choose(len(captions), train=self.train, seed=self.seed, epoch=epoch, index=raw.index)
+            c = choose(len(captions), train=self.train, seed=self.seed, epoch=epoch,
+                       index=raw.index if raw.drawn < 0 else raw.drawn)  # each repeat in an epoch its own choice
             texts.append(captions[c])
             rows.append(cut_ids(_stored_ids(raw, len(captions), c, self._fill, self._vocab), self.options.max_length,
                                 self._eos) if self._stored else [])
