@@ -108,6 +108,10 @@ def test_the_repeats_of_a_pair_draw_their_own_captions(pairs):
     ld.close()
 
 
+def test_sample_labels_read_image_text_datasets(pairs):
+    assert fastdata.sample_labels(pairs).tolist() == [-1] * N  # pairs without classes
+
+
 def test_progressive_resizing_keeps_each_caption_with_its_image(pairs):
     """A change of image size builds a new backend: it carries the text of each batch as the first one did."""
     ld = load(pairs, train=True, seed=3, image_size={0: 16, 1: 32})

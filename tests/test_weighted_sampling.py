@@ -69,7 +69,8 @@ def test_draws_follow_the_weights_over_many_epochs():
 
 
 def test_balanced_weights_are_one_over_the_class_count():
-    assert balanced(np.array([0, 0, 1, 2, 2, 2])).tolist() == [0.5, 0.5, 1.0] + [1 / 3] * 3
+    weights = balanced(np.array([0, 0, 1, 2, 2, 2]))
+    assert weights.tolist() == [0.5, 0.5, 1.0] + [1 / 3] * 3 and not weights.flags.writeable
     full = np.arange(6, dtype=np.int64)
     labels = np.array([0, 0, 1, 2, 2, 2])
     drawn = np.concatenate([weighted_sequence(full, balanced(labels), seed=0, epoch=e) % 6 for e in range(500)])
@@ -81,8 +82,8 @@ def test_balanced_weights_are_one_over_the_class_count():
         balanced(np.zeros(0))
 
 
-@pytest.mark.parametrize("value", [[1, 2.5, 0], np.array([0, 3], dtype=np.uint8), torch.tensor([0.5, 0.25])],
-                         ids=["list", "uint8", "tensor"])
+@pytest.mark.parametrize("value", [[1, 2.5, 0], np.array([0, 3], dtype=np.uint8), torch.tensor([0.5, 0.25]), [2.0]],
+                         ids=["list", "uint8", "tensor", "one sample"])
 def test_weights_are_held_as_read_only_floats(value):
     out = sample_weights(value)
     assert out.dtype == np.float64 and not out.flags.writeable
@@ -99,8 +100,20 @@ def test_bad_weights_are_refused_in_full(value):
     with pytest.raises(ValueError) as err:
         sample_weights(value)
     message = str(err.value)
-    assert message.startswith("sample_weights=") and "one finite number >= 0 per sample" in message
-    assert len(message.split(" is not allowed")[0]) <= len("sample_weights=") + 80  # a long value is cut
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."  # a long value is cut
+    assert message == (f"sample_weights={shown} is not allowed; sample_weights must be 'balanced' or one finite "
+                       "number >= 0 per sample of the split (manifest order), not all 0 (not a mask: indices= "
+                       "selects a subset)")
+
+
+@pytest.mark.parametrize("first, cut", [(-10, False), (-100, True)])  # reprs of 80 and 81 characters
+def test_a_value_is_shown_whole_up_to_80_characters(first, cut):
+    value = [first] + [0] * 25
+    assert len(repr(value)) == (81 if cut else 80)
+    with pytest.raises(ValueError) as err:
+        sample_weights(value)
+    assert str(err.value).startswith(f"sample_weights={repr(value)[:77] + '...' if cut else repr(value)} is not")
 
 
 def test_what_a_loader_refuses_is_refused_before_labels_are_read():
@@ -108,12 +121,20 @@ def test_what_a_loader_refuses_is_refused_before_labels_are_read():
         raise AssertionError("labels read")
 
     rules = dict(train=True, mixture=False, subset=False, labels=labels)
-    for changed, message in [({"train": False}, "training epochs"), ({"mixture": True}, "a mixture weighs"),
-                             ({"subset": True}, "not both")]:
-        with pytest.raises(ValueError, match=message):
+    for changed, message in [
+        ({"train": False}, "sample_weights draw the samples of training epochs; a loader that reads every sample "
+                           "once, in order (train=False; for tokens, shuffle=False), takes none"),
+        ({"mixture": True}, "sample_weights weigh the samples of one dataset; a mixture weighs its datasets "
+                            "(weights=)"),
+        ({"subset": True}, "give indices= or sample_weights=, not both: a weight of 0 leaves a sample out"),
+    ]:
+        with pytest.raises(ValueError) as err:
             weights_for("balanced", 12, **{**rules, **changed})
-    with pytest.raises(ValueError, match="holds 3 weights, but the split has 12 samples"):
+        assert str(err.value) == message
+    with pytest.raises(ValueError) as err:
         weights_for(np.ones(3), 12, **rules)
+    assert str(err.value) == ("sample_weights holds 3 weights, but the split has 12 samples (one weight per sample, "
+                              "in the manifest's order)")
     assert weights_for("balanced", 3, **{**rules, "labels": lambda: np.array([0, 1, 1])}).tolist() == [1, .5, .5]
 
 
@@ -122,6 +143,8 @@ def test_the_digest_names_the_weights():
     assert weights_digest(data, None) == data and weights_digest(None, W) is None
     one, other = weights_digest(data, W), weights_digest(data, W * 2)
     assert len(one) == 32 and one != other and one != data and one == weights_digest(data, W.copy())
+    # pinned: a state saved by this release resumes in the next only while the digest of its weights stays the same
+    assert weights_digest(data, np.array([1.0, 2.0])) == "77d359bbbc6aad897933b9feda2fa0dc"
 
 
 # ---------------------------------------------------------------------------------------------- the loaders
@@ -232,8 +255,10 @@ def test_sample_labels_are_the_labels_the_loader_reads(both):
         got = fastdata.sample_labels(both[kind])
         assert got.dtype == np.int64 and got[rows].tolist() == labels and len(got) == N
     assert len(fastdata.sample_labels(both["wds"], split="val")) == 7
-    with pytest.raises(ValueError, match="takes a local dataset"):
+    with pytest.raises(ValueError) as err:
         fastdata.sample_labels("https://example.invalid/ds/")
+    assert str(err.value) == ("https://example.invalid/ds/: sample_labels reads every shard of a split, so it takes a "
+                              "local dataset; run it on a local copy, or keep the labels when you convert")
 
 
 def test_sample_labels_read_image_datasets_only(fortunes_tokens):
