@@ -52,10 +52,11 @@ def _whole_epoch(make, ident, *, world: int, epoch: int) -> Counter:
 
 
 @pytest.mark.parametrize("old, new", [(4, 2), (2, 3)])
-@pytest.mark.parametrize("mixed", [False, True])
-def test_images_train_elastic_exactly_once(images, old, new, mixed):
+@pytest.mark.parametrize("mode", ["plain", "mixed", "weighted"])
+def test_images_train_elastic_exactly_once(images, old, new, mode):
+    mixed = mode == "mixed"
     source = [str(images["a"]), str(images["b"])] if mixed else images["a"]
-    extra = {"weights": [0.5, 0.5]} if mixed else {}
+    extra = {"weights": [0.5, 0.5]} if mixed else {"sample_weights": "balanced"} if mode == "weighted" else {}
 
     def make(**kw):
         return fastdata.loader(source, **IMAGE_KW, **extra, **kw)
@@ -64,9 +65,10 @@ def test_images_train_elastic_exactly_once(images, old, new, mixed):
     before, after, counts, state = _elastic(make, image_rows, old=old, new=new, stop=1, epoch=epoch, saver=old - 1)
     planned = Counter()  # the epoch's samples on the old ranks, with the tails drop_last would leave out
     for r in range(old):
-        planned.update((make(rank=r, world_size=old).backend.plan(epoch).sequence % 32).tolist())  # repeats: id % 32
+        total = 32 if mixed else 20  # the samples of the two datasets, or of a's alone
+        planned.update((make(rank=r, world_size=old).backend.plan(epoch).sequence % total).tolist())  # repeats
     assert not Counter(before) + Counter(after) - planned  # nothing more often than the epoch's plan has it
-    if not mixed:  # (a mixture repeats its oversampled dataset within the epoch)
+    if mode == "plain":  # (a mixture repeats its oversampled dataset within the epoch, weighted sampling its draws)
         assert not set(before) & set(after) and len(set(after)) == len(after)
     rest = sum(planned.values()) - len(before)  # still to deliver when the old ranks stopped
     assert rest - len(after) < new * IMAGE_KW["batch_size"]  # only the train tail of < one batch a rank is left
@@ -114,15 +116,16 @@ def _token_ident(loader, batch):
 
 
 @pytest.mark.parametrize("old, new", [(4, 2), (2, 3)])
-@pytest.mark.parametrize("mixed", [False, True])
-def test_text_elastic_exactly_once(texts, old, new, mixed):
+@pytest.mark.parametrize("mode", ["plain", "mixed", "weighted"])
+def test_text_elastic_exactly_once(texts, old, new, mode):
+    mixed = mode == "mixed"
     source = [str(texts["a"]), str(texts["b"])] if mixed else texts["a"]
-    extra = {"weights": [0.6, 0.4]} if mixed else {}
+    extra = {"weights": [0.6, 0.4]} if mixed else {"sample_weights": "balanced"} if mode == "weighted" else {}
 
     def make(**kw):
         return fastdata.loader(source, max_tokens=4096, seed=5, **extra, **kw)
 
-    epoch = 2 if mixed else 0
+    epoch = 0 if mode == "plain" else 2
     before, after, counts, _ = _elastic(make, _token_ident, old=old, new=new, stop=3, epoch=epoch, saver=1)
     planned = _whole_epoch(make, _token_ident, world=old, epoch=epoch)
     assert Counter(before) + Counter(after) == planned  # text batches are dealt whole: nothing is lost
@@ -146,11 +149,13 @@ def _patch_ident(loader, batch):
 
 
 @pytest.mark.parametrize("old, new", [(4, 2), (2, 3)])
-@pytest.mark.parametrize("mixed", [False, True])
-def test_volumes_train_elastic_exactly_once(volumes, old, new, mixed):
+@pytest.mark.parametrize("mode", ["plain", "mixed", "weighted"])
+def test_volumes_train_elastic_exactly_once(volumes, old, new, mode):
     pytest.importorskip("pydicom")
+    mixed = mode == "mixed"
     source = [str(volumes[0]), str(volumes[1])] if mixed else volumes[0]
-    extra = {"weights": [0.5, 0.5], "samples_per_epoch": 8} if mixed else {}
+    extra = {"weights": [0.5, 0.5], "samples_per_epoch": 8} if mixed else \
+        {"sample_weights": [1, 2, 3, 4]} if mode == "weighted" else {}
 
     def make(**kw):
         return fastdata.loader(source, batch_size=2, patches_per_volume=2, patch_size=(8, 8, 8), num_workers=1,
