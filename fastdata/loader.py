@@ -50,11 +50,14 @@ def loader(source: Spec | dict, /, **options: Any) -> Any:
         view = open_mixture(entries, spec, split=split, remote=remote)
     else:
         given = [k for k in MIX_OPTIONS if options.get(k) not in (None, False)]
+        if given == ["samples_per_epoch"]:
+            given = []  # the samples a weighted epoch draws (planning/weights.py): the loader's own option
         if given:
             raise ValueError(f"{given} apply to a mixture of datasets: pass a list of dataset folders, globs or URLs "
                              f"(or a dict {{source: weight}}), not {source!r}")
         for k in MIX_OPTIONS:
-            options.pop(k, None)
+            if k != "samples_per_epoch" or options.get(k) is None:
+                options.pop(k, None)
         view = open_dataset(source, split=split, remote=remote)
     if not options.get("train", True):
         warn_if_evaluating_train(view)

@@ -11,7 +11,7 @@ import pytest
 from conftest_text import fortunes_tokens_fixture, read_rows  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
-from fastdata.planning.weights import draws
+from fastdata.planning.weights import Weighting
 
 
 def _labels(tokens: Path) -> np.ndarray:
@@ -38,7 +38,7 @@ def test_each_epoch_reads_the_draws_across_ranks(fortunes_tokens: Path, bucketin
             ld.set_epoch(epoch)
             for _ in ld:
                 seen.update(ld.last_index.tolist())
-        drawn = draws(w, seed=2, epoch=epoch)
+        drawn = Weighting(w, len(w)).draws(seed=2, epoch=epoch)
         assert seen == Counter({i: int(c) for i, c in enumerate(drawn) if c}) and sum(seen.values()) == n
 
 
@@ -62,7 +62,7 @@ def test_packing_streams_the_drawn_documents(fortunes_tokens: Path) -> None:
     ld = fastdata.loader(fortunes_tokens, bucketing="pack", block_size=128, max_tokens=1024, sample_weights=w,
                          seed=4)
     real = sum(int(b["attention_mask"].sum()) for b in ld)
-    drawn = draws(w, seed=4, epoch=0)
+    drawn = Weighting(w, len(w)).draws(seed=4, epoch=0)
     expected = sum(int(c) * (len(rows[i]["input_ids"]) + (rows[i]["input_ids"][-1] != 102))
                    for i, c in enumerate(drawn) if c)
     assert real == expected
@@ -104,3 +104,14 @@ def test_balanced_needs_classes(tmp_path: Path) -> None:
     n = len(read_rows(tmp_path / "tokens"))
     with pytest.raises(ValueError, match=f"{n} of the split's {n} samples have none"):
         fastdata.loader(tmp_path / "tokens", max_tokens=2048, sample_weights="balanced")
+
+
+def test_samples_per_epoch_sets_the_draws_of_an_epoch(fortunes_tokens: Path) -> None:
+    seen: Counter = Counter()
+    for rank in (0, 1):
+        ld = fastdata.loader(fortunes_tokens, max_tokens=1024, sample_weights="balanced", samples_per_epoch=300,
+                             rank=rank, world_size=2)
+        for _ in ld:
+            seen.update(ld.last_index.tolist())
+        assert ld.state_dict()["num_sequences"] == 300
+    assert sum(seen.values()) == 300

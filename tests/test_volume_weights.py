@@ -10,7 +10,7 @@ import pytest
 from conftest_dicom import convert_dicom, small_phantom, write_phantom
 
 import fastdata
-from fastdata.planning.weights import draws
+from fastdata.planning.weights import Weighting
 
 PATCH = (16, 16, 16)
 FAST = {"num_workers": 2, "patch_size": PATCH, "augment": False}
@@ -43,7 +43,8 @@ def test_train_epochs_draw_the_weighted_volumes_across_ranks(volumes):
             ld = fastdata.loader(volumes, batch_size=1, sample_weights=WEIGHTS, seed=1, rank=rank, world_size=2, **FAST)
             ld.set_epoch(epoch)
             seen += _volumes(ld)
-        drawn = Counter({v: int(c) for v, c in enumerate(draws(np.array(WEIGHTS), seed=1, epoch=epoch)) if c})
+        counts = Weighting(np.array(WEIGHTS), len(WEIGHTS)).draws(seed=1, epoch=epoch)
+        drawn = Counter({v: int(c) for v, c in enumerate(counts) if c})
         assert set(seen) <= {2, 4} and len(seen) == 6  # 5 drawn, wrapped to a multiple of 2 ranks
         assert all(Counter(seen)[v] >= c for v, c in drawn.items())
 
@@ -80,3 +81,9 @@ def test_a_resume_needs_the_same_weights(volumes):
 def test_weights_it_cannot_draw_with_are_refused(volumes, options, message):
     with pytest.raises(ValueError, match=message):
         fastdata.loader(volumes, **{**FAST, **options})
+
+
+def test_samples_per_epoch_sets_the_draws_of_an_epoch(volumes):
+    ld = fastdata.loader(volumes, batch_size=1, sample_weights=WEIGHTS, samples_per_epoch=9, **FAST)
+    seen = _volumes(ld)
+    assert len(seen) == 9 and set(seen) <= {2, 4} and ld.state_dict()["num_volumes"] == 9

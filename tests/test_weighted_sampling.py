@@ -17,10 +17,14 @@ from http_server import FileServer
 import fastdata
 from fastdata.images.order import epoch_plan, shard_sequence
 from fastdata.images.reader import SplitReader
-from fastdata.planning.weights import balanced, sample_weights, weighted_sequence, weights_digest, weights_for
+from fastdata.planning.weights import Weighting, balanced, sample_weights, weighting_digest, weights_for
 
 N = sum(TRAIN_COUNTS)  # 12 train samples, in shards of 4
 W = np.array([1, 0, 2, 1, 0, 3, 1, 1, 0, 2, 1, 4], dtype=np.float64)
+
+
+def weighted_sequence(full: np.ndarray, weights: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
+    return Weighting(weights, len(weights)).sequence(full, seed=seed, epoch=epoch)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +124,7 @@ def test_what_a_loader_refuses_is_refused_before_labels_are_read():
     def labels():
         raise AssertionError("labels read")
 
-    rules = dict(train=True, mixture=False, subset=False, labels=labels)
+    rules = dict(per_epoch=None, train=True, mixture=False, subset=False, labels=labels)
     for changed, message in [
         ({"train": False}, "sample_weights draw the samples of training epochs; a loader that reads every sample "
                            "once, in order (train=False; for tokens, shuffle=False), takes none"),
@@ -135,16 +139,20 @@ def test_what_a_loader_refuses_is_refused_before_labels_are_read():
         weights_for(np.ones(3), 12, **rules)
     assert str(err.value) == ("sample_weights holds 3 weights, but the split has 12 samples (one weight per sample, "
                               "in the manifest's order)")
-    assert weights_for("balanced", 3, **{**rules, "labels": lambda: np.array([0, 1, 1])}).tolist() == [1, .5, .5]
+    got = weights_for("balanced", 3, **{**rules, "labels": lambda: np.array([0, 1, 1])})
+    assert got.weights.tolist() == [1, .5, .5] and got.per_epoch == 3
+    assert weights_for(np.ones(3), 3, **{**rules, "per_epoch": 7}).per_epoch == 7
 
 
-def test_the_digest_names_the_weights():
+def test_the_digest_names_the_weights_and_the_epoch_length():
     data = "ab" * 16
-    assert weights_digest(data, None) == data and weights_digest(None, W) is None
-    one, other = weights_digest(data, W), weights_digest(data, W * 2)
-    assert len(one) == 32 and one != other and one != data and one == weights_digest(data, W.copy())
+    assert weighting_digest(data, None) == data and weighting_digest(None, Weighting(W, N)) is None
+    one = weighting_digest(data, Weighting(W, N))
+    others = {weighting_digest(data, Weighting(W * 2, N)), weighting_digest(data, Weighting(W, N + 1))}
+    assert len(one) == 32 and one not in others and len(others) == 2 and one != data
+    assert one == weighting_digest(data, Weighting(W.copy(), N))
     # pinned: a state saved by this release resumes in the next only while the digest of its weights stays the same
-    assert weights_digest(data, np.array([1.0, 2.0])) == "77d359bbbc6aad897933b9feda2fa0dc"
+    assert weighting_digest(data, Weighting(np.array([1.0, 2.0]), 2)) == "f4b4e8169965c327a284b9975bd21736"
 
 
 # ---------------------------------------------------------------------------------------------- the loaders
@@ -155,7 +163,7 @@ def test_both_backends_read_the_plan_of_the_weights(ds, backend):
         ld.set_epoch(epoch)
         rows, _, labels = _pass(ld)
         plan = epoch_plan((4, 4, 4), train=True, batch_size=4, keep_last=False, seed=4, epoch=epoch, rank=0,
-                          world_size=1, weights=W)
+                          world_size=1, weights=Weighting(W, N))
         assert rows == (plan.sequence % N).tolist() and len(rows) == len(ld) * 4 == N
         assert set(rows).isdisjoint(np.flatnonzero(W == 0).tolist())
         assert labels == fastdata.sample_labels(ds)[rows].tolist()
@@ -185,7 +193,7 @@ def test_balanced_epochs_draw_the_classes_alike(ds):
 
 def test_ranks_cut_their_shares_from_one_weighted_epoch(ds):
     plan = epoch_plan((4, 4, 4), train=True, batch_size=2, keep_last=False, seed=2, epoch=1, rank=0, world_size=1,
-                      window=None, weights=W)
+                      window=None, weights=Weighting(W, N))
     shares = []
     for rank in range(2):
         ld = loader(ds, train=True, sample_weights=W, seed=2, batch_size=2, rank=rank, world_size=2,
@@ -244,6 +252,38 @@ def test_balanced_needs_classes(tmp_path, ds):
     assert fastdata.sample_labels(tmp_path / "unlabeled").tolist() == [-1] * 4
     with pytest.raises(ValueError, match="4 of the split's 4 samples have none"):
         loader(tmp_path / "unlabeled", sample_weights="balanced")
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_samples_per_epoch_sets_the_draws_of_an_epoch(ds, backend):
+    ld = fastdata.loader(ds, batch_size=4, image_size=32, device="cpu", backend=backend, num_threads=2,
+                         sample_weights="balanced", samples_per_epoch=30, seed=6)
+    rows, _, labels = _pass(ld)
+    assert len(ld) == 7 and len(rows) == 28 and ld.num_samples == 28  # 30 draws, drop_last: 7 batches of 4
+    plan = epoch_plan((4, 4, 4), train=True, batch_size=4, keep_last=False, seed=6, epoch=0, rank=0, world_size=1,
+                      weights=Weighting(balanced(fastdata.sample_labels(ds)), 30))
+    assert rows == (plan.sequence[:28] % N).tolist() and len(plan.sequence) == 30
+    state = ld.state_dict()
+    assert state["num_samples"] == 30
+    ld.close()
+    other = fastdata.loader(ds, batch_size=4, image_size=32, device="cpu", backend=backend,
+                            sample_weights="balanced", samples_per_epoch=31, seed=6)
+    with pytest.raises(ValueError, match="cannot resume"):
+        other.load_state_dict(state)
+    other.close()
+
+
+@pytest.mark.parametrize("value, message", [
+    (0, "samples_per_epoch=0 is not allowed; samples_per_epoch must be an integer >= 1 (the samples an epoch draws)"),
+    (2.5, "samples_per_epoch=2.5 is not allowed"), (True, "samples_per_epoch=True is not allowed"),
+    (12, "samples_per_epoch sets how many samples sample_weights= draw an epoch (or how long a mixture's epoch is); "
+         "give sample_weights too"),
+])
+def test_a_bad_epoch_length_is_refused(ds, value, message):
+    weights = {} if isinstance(value, int) and value == 12 else {"sample_weights": W}
+    with pytest.raises(ValueError) as err:
+        fastdata.loader(ds, batch_size=4, samples_per_epoch=value, **weights)
+    assert str(err.value).startswith(message)
 
 
 # ---------------------------------------------------------------------------------------------- labels and reading

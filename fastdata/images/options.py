@@ -15,7 +15,7 @@ from fastdata.images.order import SHUFFLE_WINDOW
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
 from fastdata.planning.subset import subset
-from fastdata.planning.weights import sample_weights
+from fastdata.planning.weights import per_epoch_option, sample_weights
 
 BACKENDS = ("dali", "kornia")
 DTYPES = ("float32", "float16", "bfloat16", "uint8")
@@ -107,6 +107,7 @@ class ImageLoaderOptions:
     # weighted sampling (train): a weight per sample of the split, held as a read-only float64 array, or "balanced"
     # (planning/weights.py); each epoch draws as many samples as the split holds, with replacement
     sample_weights: Any = field(default=None, compare=False, repr=False)
+    samples_per_epoch: int | None = None  # with sample_weights: the samples an epoch draws (None: the split's)
 
     def __post_init__(self) -> None:
         if not isinstance(self.batch_size, int) or isinstance(self.batch_size, bool) or self.batch_size < 1:
@@ -122,6 +123,7 @@ class ImageLoaderOptions:
             object.__setattr__(self, "indices", subset(self.indices))
         if self.sample_weights is not None:
             object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
+        per_epoch_option(self.samples_per_epoch, self.sample_weights)
         if self.backend not in BACKENDS:
             raise refused("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:

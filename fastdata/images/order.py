@@ -14,8 +14,9 @@ keep_last): no hidden state, so a resumed or a restarted run computes the same p
   With drop_last=True in eval, every rank yields floor(floor(N/W) / B) full batches and no padding.
 - a subset (`keep`, a mask of the split's samples): the sequence above with the other samples taken out, before the
   ranks' blocks are cut from it; N is then the subset's size.
-- weighted sampling (`weights`, train): the sequence above with each sample repeated as often as the epoch's N
-  draws take it, repeats numbered apart (fastdata/planning/weights.py), before the ranks' blocks are cut from it.
+- weighted sampling (`weights`, train): the sequence above with each sample repeated as often as the epoch's M
+  draws take it, repeats numbered apart (fastdata/planning/weights.py), before the ranks' blocks are cut from it;
+  N is then M.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastdata.planning.weights import weighted_sequence
+from fastdata.planning.weights import Weighting
 
 PAD_LABEL = -100  # torch.nn.CrossEntropyLoss's default ignore_index
 _PERMUTATION_STREAM = 0
@@ -111,13 +112,12 @@ def split_sequence(sequence: np.ndarray, /, *, train: bool, batch_size: int, kee
 def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
                epoch: int, rank: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
                sequence: np.ndarray | None = None, keep: np.ndarray | None = None,
-               weights: np.ndarray | None = None) -> EpochPlan:
+               weights: Weighting | None = None) -> EpochPlan:
     """The plan of rank `rank` of `world_size` in `epoch`; see the module docstring for the rules.
 
     `shard_sizes` are the sample counts of the split's shards in manifest order (an int: one shard).
     `sequence` (train) replaces the epoch's shard sequence: a mixture's items (fastdata/planning/mixture.py).
-    `keep` (a bool per sample of the split) selects a subset; `weights` (a weight per sample, train) draws the
-    epoch's samples."""
+    `keep` (a bool per sample of the split) selects a subset; `weights` (train) draws the epoch's samples."""
     sizes = _checked(shard_sizes, batch_size=batch_size, rank=rank, world_size=world_size, epoch=epoch, seed=seed,
                      window=window)
     full = _full_sequence(sizes, train=train, seed=seed, epoch=epoch, sequence=sequence, keep=keep, weights=weights)
@@ -129,7 +129,7 @@ def epoch_plan(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size
 def epoch_plans(shard_sizes: tuple[int, ...] | int, /, *, train: bool, batch_size: int, keep_last: bool, seed: int,
                 epoch: int, world_size: int, window: int | None = SHUFFLE_WINDOW,
                 sequence: np.ndarray | None = None, keep: np.ndarray | None = None,
-                weights: np.ndarray | None = None) -> list[EpochPlan]:
+                weights: Weighting | None = None) -> list[EpochPlan]:
     """`epoch_plan` of every rank of `world_size`, the epoch's sequence made once (an elastic replay plans every
     rank of each world size it passes through: up to MAX_WORLD_SIZE of them, fastdata/distributed.py)."""
     sizes = _checked(shard_sizes, batch_size=batch_size, rank=0, world_size=world_size, epoch=epoch, seed=seed,
@@ -150,7 +150,7 @@ def _checked(shard_sizes: tuple[int, ...] | int, *, batch_size: int, rank: int, 
 
 
 def _full_sequence(sizes: tuple[int, ...], *, train: bool, seed: int, epoch: int, sequence: np.ndarray | None,
-                   keep: np.ndarray | None = None, weights: np.ndarray | None = None) -> np.ndarray:
+                   keep: np.ndarray | None = None, weights: Weighting | None = None) -> np.ndarray:
     """What the ranks' blocks are cut from: train, the epoch's shard sequence (or `sequence`); eval, dataset order;
     only the samples `keep` marks, with one; each sample as often as the epoch draws it, with `weights` (train)."""
     if not train:
@@ -158,7 +158,7 @@ def _full_sequence(sizes: tuple[int, ...], *, train: bool, seed: int, epoch: int
     else:
         full = shard_sequence(sizes, seed=seed, epoch=epoch) if sequence is None else sequence
     if weights is not None:  # train only (weights_for refuses them in eval)
-        full = weighted_sequence(full, weights, seed=seed, epoch=epoch)
+        full = weights.sequence(full, seed=seed, epoch=epoch)
     return full if keep is None else full[keep[full]]
 
 

@@ -43,7 +43,7 @@ from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
 from fastdata.planning.epochs import epoch_to_set
 from fastdata.planning.subset import subset_digest, subset_mask, subset_size
-from fastdata.planning.weights import weights_digest, weights_for
+from fastdata.planning.weights import weighting_digest, weights_for
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +70,12 @@ class PlannedBackend(Production):
         self._count = subset_size(opts.indices, len(self._reader), mixture=self._mixture is not None)  # planned
         keep = subset_mask(opts.indices, len(self._reader))
         weights = None if opts.sample_weights is None else weights_for(
-            opts.sample_weights, len(self._reader), train=opts.train, mixture=self._mixture is not None,
-            subset=opts.indices is not None, labels=self._labels)
+            opts.sample_weights, len(self._reader), per_epoch=opts.samples_per_epoch, train=opts.train,
+            mixture=self._mixture is not None, subset=opts.indices is not None, labels=self._labels)
+        if weights is not None:
+            self._count = weights.per_epoch  # the draws of each epoch
         # in every state, checked on load (data_digest.py): the data, and which of it the plans draw
-        self._data = weights_digest(subset_digest(data_digest(view), opts.indices), weights)
+        self._data = weighting_digest(subset_digest(data_digest(view), opts.indices), weights)
         self._plans = RankPlans(opts, tuple(ref.info.samples for ref in view.shards), self._count,
                                 mixture=self._mixture, permute=permute, keep=keep, weights=weights)
         self._return_dataset = isinstance(view, MixedView) and view.spec.return_dataset

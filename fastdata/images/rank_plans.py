@@ -13,6 +13,7 @@ import numpy as np
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import EpochPlan, epoch_plan, epoch_plans, split_sequence
 from fastdata.planning.elastic import Step, replay
+from fastdata.planning.weights import Weighting
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ class RankPlans:
 
     def __init__(self, opts: ImageLoaderOptions, shard_sizes: tuple[int, ...], num_samples: int, *,
                  mixture: Any = None, permute: Any = None, keep: np.ndarray | None = None,
-                 weights: np.ndarray | None = None) -> None:
+                 weights: Weighting | None = None) -> None:
         self._opts, self._shard_sizes, self._num_samples = opts, shard_sizes, num_samples
         self._mixture, self._permute, self._keep, self._weights = mixture, permute, keep, weights
         self._kept: dict[tuple[int, tuple[Step, ...]], EpochPlan] = {}

@@ -1,9 +1,10 @@
-"""Weighted sampling (`sample_weights=`, as `torch.utils.data.WeightedRandomSampler(weights, len(weights))` takes
-them): each train epoch draws as many samples as the split holds, with replacement, sample i with probability
-w_i / sum(w). `sample_weights="balanced"` weighs each sample by 1 / the count of its class, so that every class
-is drawn about as often as every other (the loader reads the labels: fastdata/images/labels.py).
+"""Weighted sampling (`sample_weights=`, as `torch.utils.data.WeightedRandomSampler(weights, num_samples)` takes
+them): each train epoch draws `samples_per_epoch` samples (by default as many as the split holds), with replacement,
+sample i with probability w_i / sum(w). `sample_weights="balanced"` weighs each sample by 1 / the count of its
+class, so that every class is drawn about as often as every other (the loader reads the labels:
+fastdata/images/labels.py).
 
-An epoch's draws are counts, a multinomial of N draws over the weights, as a pure function of (seed, epoch). The
+An epoch's draws are counts, a multinomial of M draws over the weights, as a pure function of (seed, epoch). The
 epoch's sequence is the unweighted plan's shard sequence with each sample repeated its count of times (0: left out
 this epoch), so an epoch still reads each shard in one stretch (fastdata/images/order.py) and the plan's window
 shuffle mixes the repeats. The k-th occurrence of sample i in an epoch is numbered k * N + i, as a mixture numbers
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,10 +52,60 @@ def _not_weights(value: Any) -> ValueError:
                       "(manifest order), not all 0 (not a mask: indices= selects a subset)")
 
 
-def weights_for(weights: np.ndarray | str, num_samples: int, *, train: bool, mixture: bool, subset: bool,
-                labels: Callable[[], np.ndarray]) -> np.ndarray:
+def per_epoch_option(value: Any, weights: Any) -> int | None:
+    """`samples_per_epoch` of a loader of one dataset: an integer >= 1 that goes with `sample_weights`, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"samples_per_epoch={value!r} is not allowed; samples_per_epoch must be an integer >= 1 "
+                         "(the samples an epoch draws)")
+    if weights is None:
+        raise ValueError("samples_per_epoch sets how many samples sample_weights= draw an epoch (or how long a "
+                         "mixture's epoch is); give sample_weights too")
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class Weighting:
+    """Weights over a split's N samples (read-only float64) and the draws an epoch takes (`per_epoch`, M)."""
+
+    weights: np.ndarray
+    per_epoch: int
+
+    def draws(self, *, seed: int, epoch: int) -> np.ndarray:
+        """How many times each sample is drawn in `epoch`: a multinomial of M draws over the weights."""
+        p = self.weights / self.weights.sum()
+        return np.random.default_rng([seed, epoch, _WEIGHT_STREAM]).multinomial(self.per_epoch, p)
+
+    def items(self, *, seed: int, epoch: int) -> np.ndarray:
+        """The samples drawn in `epoch`, each as often as drawn, in index order (the token and volume plans shuffle
+        them; their repeats need no numbering apart: the volume plan draws each patch by its place in the epoch)."""
+        n = len(self.weights)
+        return np.repeat(np.arange(n, dtype=np.int64), self.draws(seed=seed, epoch=epoch))
+
+    def sequence(self, full: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
+        """`full` (every sample of the split once, in visiting order) with each sample repeated as often as it is
+        drawn in `epoch`, its k-th repeat numbered k * N + its index (the image plans: each repeat its own crop)."""
+        n = len(self.weights)
+        times = self.draws(seed=seed, epoch=epoch)[full]
+        sequence = np.repeat(full, times)
+        firsts = np.repeat(np.cumsum(times) - times, times)  # where each sample's run of repeats starts
+        return sequence + (np.arange(len(sequence), dtype=np.int64) - firsts) * n
+
+    def digest(self, data: str | None) -> str | None:
+        """The data digest of a loader drawing this way from the data `data` names: a state saved with other
+        weights, or another epoch length, is not resumed."""
+        if data is None:
+            return None
+        text = data.encode() + b"weights" + self.weights.tobytes() + str(self.per_epoch).encode()
+        return hashlib.sha256(text).hexdigest()[:32]
+
+
+def weights_for(weights: np.ndarray | str, num_samples: int, *, per_epoch: int | None, train: bool, mixture: bool,
+                subset: bool, labels: Callable[[], np.ndarray]) -> Weighting:
     """`weights` (checked by `sample_weights`; "balanced" from `labels()`, called only then) as a loader of a split of
-    `num_samples` samples uses them; ValueError for another count, an eval loader, a mixture or a subset."""
+    `num_samples` samples draws with them, `per_epoch` samples an epoch (None: `num_samples`); ValueError for another
+    count, an eval loader, a mixture or a subset."""
     if not train:
         raise ValueError("sample_weights draw the samples of training epochs; a loader that reads every sample once, "
                          "in order (train=False; for tokens, shuffle=False), takes none")
@@ -66,7 +118,7 @@ def weights_for(weights: np.ndarray | str, num_samples: int, *, train: bool, mix
     if len(weights) != num_samples:
         raise ValueError(f"sample_weights holds {len(weights)} weights, but the split has {num_samples} samples "
                          "(one weight per sample, in the manifest's order)")
-    return weights
+    return Weighting(weights, num_samples if per_epoch is None else per_epoch)
 
 
 def balanced(labels: np.ndarray) -> np.ndarray:
@@ -82,30 +134,6 @@ def balanced(labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def draws(weights: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
-    """How many times each sample is drawn in `epoch`: a multinomial of N = len(weights) draws over the weights."""
-    return np.random.default_rng([seed, epoch, _WEIGHT_STREAM]).multinomial(len(weights), weights / weights.sum())
-
-
-def weighted_items(weights: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
-    """The samples drawn in `epoch`, each as often as drawn, in index order (the token and volume plans shuffle
-    them; their repeats need no numbering apart: the volume plan draws each patch by its place in the epoch)."""
-    return np.repeat(np.arange(len(weights), dtype=np.int64), draws(weights, seed=seed, epoch=epoch))
-
-
-def weighted_sequence(full: np.ndarray, weights: np.ndarray, *, seed: int, epoch: int) -> np.ndarray:
-    """`full` (every sample of the split once, in visiting order) with each sample repeated as often as it is drawn
-    in `epoch` (`draws`), its k-th repeat numbered k * N + its index (the image plans: each repeat its own crop)."""
-    n = len(weights)
-    times = draws(weights, seed=seed, epoch=epoch)[full]
-    sequence = np.repeat(full, times)
-    firsts = np.repeat(np.cumsum(times) - times, times)  # where each sample's run of repeats starts
-    return sequence + (np.arange(len(sequence), dtype=np.int64) - firsts) * n
-
-
-def weights_digest(data: str | None, weights: np.ndarray | None) -> str | None:
-    """The data digest of a loader drawing with `weights` from the data `data` names: a state saved with one
-    weighting is not resumed with another."""
-    if weights is None or data is None:
-        return data
-    return hashlib.sha256(data.encode() + b"weights" + weights.tobytes()).hexdigest()[:32]
+def weighting_digest(data: str | None, weighting: Weighting | None) -> str | None:
+    """`data` as a loader drawing with `weighting` (None: reading every sample) records it in its states."""
+    return data if weighting is None else weighting.digest(data)

@@ -27,7 +27,7 @@ from fastdata.planning.elastic import Step, check_lineage, replay, resumed_linea
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.planning.subset import subset_digest, subset_size
-from fastdata.planning.weights import weighted_items, weights_digest, weights_for
+from fastdata.planning.weights import weighting_digest, weights_for
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
@@ -67,10 +67,12 @@ class SequenceLoader(Closable):
         self._count = subset_size(options.indices, len(store), mixture=mixture is not None)  # the sequences read
         self._items = options.indices  # the sequences of every epoch (None: all of them)
         self._weights = None if options.sample_weights is None else weights_for(  # or drawn anew each epoch
-            options.sample_weights, len(store), train=options.shuffle, mixture=mixture is not None,
-            subset=options.indices is not None, labels=lambda: _labels_of(store))
+            options.sample_weights, len(store), per_epoch=options.samples_per_epoch, train=options.shuffle,
+            mixture=mixture is not None, subset=options.indices is not None, labels=lambda: _labels_of(store))
+        if self._weights is not None:
+            self._count = self._weights.per_epoch  # the draws of each epoch
         # in every state, checked on load: the data, and which of it the plans read
-        self._data = weights_digest(subset_digest(data_digest(view), options.indices), self._weights)
+        self._data = weighting_digest(subset_digest(data_digest(view), options.indices), self._weights)
         longest = int(store.lengths.max() if self._items is None else store.lengths[self._items].max())
         if options.bucketing != "pack" and options.max_tokens is not None \
                 and padded(longest, options.pad_to_multiple_of) > options.max_tokens:
@@ -94,7 +96,7 @@ class SequenceLoader(Closable):
         stream = None
         items = self._items if self.mixture is None else self.mixture.epoch_items(self._epoch, self._permute)
         if self._weights is not None:
-            items = weighted_items(self._weights, seed=o.seed, epoch=self._epoch)
+            items = self._weights.items(seed=o.seed, epoch=self._epoch)
         if o.bucketing == "pack":
             order, rng = epoch_order(len(self.store) if items is None else items, o, epoch=self._epoch)
             stream = PackedStream.build(self.store, order, eos_id=self.eos_id, last_ids=self._last_ids)
@@ -224,8 +226,9 @@ def sequence_loader(source: Spec | DatasetView, /, *, split: str | None = None, 
 
     Options (keyword-only): max_tokens, batch_size, bucketing ("length" | "none" | "pack"),
     pad_to_multiple_of (default 8), block_size (pack), window, shuffle, seed, device, pin_memory,
-    pad_id, indices (a subset of the sequences), sample_weights (a weight per sequence, or "balanced"). Rank and
-    world size come from torch.distributed when initialised, or the arguments.
+    pad_id, indices (a subset of the sequences), sample_weights (a weight per sequence, or "balanced") and
+    samples_per_epoch (the sequences they draw an epoch). Rank and world size come from torch.distributed when
+    initialised, or the arguments.
     """
     remote = RemoteOptions.pop(options)
     known = {f.name for f in fields(SequenceLoaderOptions)} - {"rank", "world_size"}

@@ -10,7 +10,7 @@ from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.subset import subset
-from fastdata.planning.weights import sample_weights
+from fastdata.planning.weights import per_epoch_option, sample_weights
 
 BUCKETING = ("length", "none", "pack")
 
@@ -44,6 +44,7 @@ class SequenceLoaderOptions:
     indices: Any = field(default=None, compare=False, repr=False)  # a subset: sorted read-only sequence ids
     # weighted sampling (shuffle=True): a weight per sequence, or "balanced" (planning/weights.py)
     sample_weights: Any = field(default=None, compare=False, repr=False)
+    samples_per_epoch: int | None = None  # with sample_weights: the samples an epoch draws (None: the split's)
 
     def __post_init__(self) -> None:
         def positive(name: str, value: object, *, optional: bool) -> None:
@@ -84,6 +85,7 @@ class SequenceLoaderOptions:
             object.__setattr__(self, "indices", subset(self.indices))
         if self.sample_weights is not None:
             object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
+        per_epoch_option(self.samples_per_epoch, self.sample_weights)
 
     @property
     def rows_per_batch(self) -> int:

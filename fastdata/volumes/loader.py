@@ -35,7 +35,7 @@ from fastdata.planning.elastic import Step, check_lineage, replay, resumed_linea
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.planning.subset import subset_digest, subset_size
-from fastdata.planning.weights import weighted_items, weights_digest, weights_for
+from fastdata.planning.weights import weighting_digest, weights_for
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.intensity import dataset_foreground
@@ -79,10 +79,12 @@ class VolumeLoader(Closable):
             self._return_dataset = False
         self._volumes = subset_size(opts.indices, len(self.store), mixture=self.mixture is not None)  # those read
         self._weights = None if opts.sample_weights is None else weights_for(  # volumes drawn anew each epoch
-            opts.sample_weights, len(self.store), train=opts.train, mixture=self.mixture is not None,
-            subset=opts.indices is not None, labels=_no_classes)
+            opts.sample_weights, len(self.store), per_epoch=opts.samples_per_epoch, train=opts.train,
+            mixture=self.mixture is not None, subset=opts.indices is not None, labels=_no_classes)
+        if self._weights is not None:
+            self._volumes = self._weights.per_epoch  # the draws of each epoch
         # in every state, checked on load: the data, and which of it the plans read
-        self._data = weights_digest(subset_digest(data_digest(view), opts.indices), self._weights)
+        self._data = weighting_digest(subset_digest(data_digest(view), opts.indices), self._weights)
         self.classes: tuple[str, ...] = view.classes
         self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
         self._epoch = 0
@@ -122,7 +124,7 @@ class VolumeLoader(Closable):
         o = self.opts
         items = o.indices if self.mixture is None or not o.train else self.mixture.epoch_items(epoch, self._permute)
         if self._weights is not None:  # train only (weights_for refuses them in eval)
-            items = weighted_items(self._weights, seed=o.seed, epoch=epoch)
+            items = self._weights.items(seed=o.seed, epoch=epoch)
 
         def fresh(rank: int, world: int) -> list[PatchSpec]:
             if o.train:

@@ -15,7 +15,7 @@ from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.subset import subset
-from fastdata.planning.weights import sample_weights
+from fastdata.planning.weights import per_epoch_option, sample_weights
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +75,14 @@ class VolumeLoaderOptions:
     indices: Any = field(default=None, compare=False, repr=False)  # a subset: sorted read-only volume ids
     # weighted sampling (train): a weight per volume (planning/weights.py)
     sample_weights: Any = field(default=None, compare=False, repr=False)
+    samples_per_epoch: int | None = None  # with sample_weights: the samples an epoch draws (None: the split's)
 
     def __post_init__(self) -> None:
         if self.indices is not None:
             object.__setattr__(self, "indices", subset(self.indices))
         if self.sample_weights is not None:
             object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
+        per_epoch_option(self.samples_per_epoch, self.sample_weights)
         for flag in ("train", "rot90"):
             check_flag(flag, getattr(self, flag))
         check_flag("drop_last", self.drop_last, none="train drops, eval keeps")
