@@ -225,7 +225,8 @@ def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **k
 
     Keyword options are the fields of `ImageLoaderOptions` (batch_size, train, image_size, backend,
     device, dtype, channels_last, mean, std, scale, ratio, hflip, color_jitter, seed, drop_last,
-    num_threads, prefetch, rank, world_size, on_error, max_pixels, hw_decoder_load, device_decode).
+    num_threads, prefetch, rank, world_size, on_error, max_pixels, hw_decoder_load, device_decode, indices,
+    sample_weights, samples_per_epoch; docs/loading.md has them all).
     `dtype` may be a torch.dtype and `device` a torch.device.
     """
     remote = RemoteOptions.pop(kwargs)
