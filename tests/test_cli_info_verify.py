@@ -106,3 +106,18 @@ def test_histogram_buckets_are_shown_in_numeric_order() -> None:
     buckets = {"513+": 1, "9-16": 3, "1-8": 2, "65-128": 4, "other": 5}
     assert _render(buckets) == "other: 5  1-8: 2  9-16: 3  65-128: 4  513+: 1"  # a name that is no number first
     assert _render(7) == "7"
+
+
+@pytest.mark.parametrize("counts, line", [
+    ((5, 3, 4), None),  # less than twice: nothing to say
+    ((6, 3, 4), "classes: largest a (6), smallest b (3), 2.0x; sample_weights='balanced' draws them alike"),
+    ((2, 9, 2), "classes: largest b (9), smallest a (2), 4.5x; sample_weights='balanced' draws them alike"),
+    ((4, 0, 4), "classes: largest a (4), smallest b (0), a class without samples; sample_weights='balanced' draws "
+                "them alike"),
+    ((), None),
+])
+def test_info_names_an_imbalance_and_the_option_for_it(counts, line) -> None:
+    from fastdata.cli.info import _imbalance
+
+    got = [x.strip() for x in _imbalance(("a", "b", "c"), counts)]
+    assert got == ([] if line is None else [line])

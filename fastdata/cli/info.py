@@ -70,6 +70,7 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
         yield f"{'':10s} data_digest: {digest_of([s.shards])} (what a loader state saved on the whole split names)"
         for key, value in sorted(s.stats.items()):
             yield f"{'':10s} {key}: {_stat(key, value)}"
+        yield from _imbalance(m.classes, s.class_counts)
     if m.classes:
         shown = ", ".join(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
         yield f"classes ({len(m.classes)}): {shown}"
@@ -85,3 +86,16 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
     else:
         for line in reason_summary(list(m.rejected)):
             yield f"  {line}"
+
+
+def _imbalance(classes: tuple[str, ...], counts: tuple[int, ...]) -> Iterator[str]:
+    """A line on a split whose largest class holds twice its smallest or more, naming the option that draws them
+    alike (docs/loading.md, "Weighted sampling")."""
+    if not counts or len(counts) != len(classes):
+        return
+    hi = max(range(len(counts)), key=lambda c: (counts[c], -c))
+    lo = min(range(len(counts)), key=lambda c: (counts[c], c))
+    if counts[hi] >= 2 * counts[lo]:
+        ratio = f"{counts[hi] / counts[lo]:.1f}x" if counts[lo] else "a class without samples"
+        yield (f"{'':10s} classes: largest {classes[hi]} ({counts[hi]}), smallest {classes[lo]} ({counts[lo]}), "
+               f"{ratio}; sample_weights='balanced' draws them alike")
