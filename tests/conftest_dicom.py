@@ -150,6 +150,33 @@ def small_phantom(i: int) -> Phantom:
                    pixel_spacing=(1.0, 1.0), origin=(-10.0, -10.0, 40.0), center_mm=(0.0, 0.0, 46.0), radius_mm=4.0)
 
 
+def small_volumes(root: Path, count: int = 5) -> Path:
+    """`count` small CT phantoms (`small_phantom`) converted into `root/out`, two volumes a shard."""
+    for i in range(count):
+        write_phantom(root / "src" / f"s{i}", small_phantom(i), seed=i)
+    convert_dicom(root / "src", root / "out", samples_per_shard=2)
+    return root / "out"
+
+
+def volumes_read(loader) -> list[int]:
+    """The volume of each patch one pass of a volume loader yields (eval's padding repeats left out)."""
+    out = []
+    for _ in loader:
+        out.extend(p.volume for p in loader.last_patches if not p.duplicate)
+    return out
+
+
+def resumed_after_one_batch(first, again) -> tuple[dict, list, list]:
+    """(the state of volume loader `first` one batch into a pass, the patches of the rest of that pass, the patches
+    loader `again` yields once it has loaded that state)."""
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    rest = [x.clone() for x, _ in it]
+    again.load_state_dict(state)
+    return state, rest, [x for x, _ in again]
+
+
 def write_phantom(root: Path, phantom: Phantom = Phantom(), *, seed: int = 0, skip: tuple[int, ...] = (),
                   duplicate: tuple[int, ...] = (), modality: str = "CT") -> list[Path]:
     """Write the phantom as one file per slice, under shuffled, meaningless names (no extension) and

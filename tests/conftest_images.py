@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from helpers import convert_images, make_image
 
@@ -33,6 +34,12 @@ def make_datasets(root: Path) -> dict[str, Path]:
     convert_images(src, root / "wds", samples_per_shard=4)
     convert_images(src, root / "arrow", samples_per_shard=5, format="arrow")
     return {"wds": root / "wds", "arrow": root / "arrow"}
+
+
+@pytest.fixture(scope="session", name="image_sets")
+def image_sets_fixture(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`make_datasets` once a session, for tests that only read them (import the fixture into the test module)."""
+    return make_datasets(tmp_path_factory.mktemp("image-sets"))
 
 
 def loader(ds: Path, **kw):

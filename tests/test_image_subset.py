@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest_images import loader, make_datasets
+from conftest_images import (
+    image_sets_fixture,  # noqa: F401  (the image_sets fixture)
+    loader,
+)
 
 import fastdata
 from fastdata.images.options import ImageLoaderOptions
@@ -21,13 +24,8 @@ PICKED = [1, 2, 5, 7, 8, 11, 0, 9]  # of train's 12 samples, given unsorted
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_datasets(tmp_path_factory.mktemp("subset"))
-
-
-@pytest.fixture(scope="module")
-def ds(both: dict[str, Path]) -> Path:
-    return both["wds"]
+def ds(image_sets: dict[str, Path]) -> Path:
+    return image_sets["wds"]
 
 
 def _rows(ld) -> list[list[int]]:
@@ -141,9 +139,9 @@ def test_the_options_hold_a_sorted_read_only_array_that_equality_ignores():
     assert np.array_equal(dataclasses.replace(opts, image_size=32).indices, opts.indices)
 
 
-def test_a_mixture_takes_no_subset(both):
+def test_a_mixture_takes_no_subset(image_sets):
     with pytest.raises(ValueError, match=r"^indices selects samples of one dataset; a mixture draws from its datasets "
                                          r"by their weights \(give each dataset of the mixture its own samples "
                                          r"instead\)$"):
-        fastdata.loader([str(both["wds"]), str(both["arrow"])], batch_size=4, image_size=16, device="cpu",
+        fastdata.loader([str(image_sets["wds"]), str(image_sets["arrow"])], batch_size=4, image_size=16, device="cpu",
                         backend="kornia", indices=[0, 1])

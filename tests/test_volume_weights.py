@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest_dicom import convert_dicom, small_phantom, write_phantom
+from conftest_dicom import resumed_after_one_batch, small_volumes, volumes_read
 
 import fastdata
 from fastdata.planning.weights import Weighting
@@ -20,18 +20,7 @@ WEIGHTS = [0.0, 0.0, 1.0, 0.0, 3.0]
 @pytest.fixture(scope="module")
 def volumes(tmp_path_factory):
     """Five small CT volumes."""
-    root = tmp_path_factory.mktemp("volume-weights")
-    for i in range(5):
-        write_phantom(root / "src" / f"s{i}", small_phantom(i), seed=i)
-    convert_dicom(root / "src", root / "out", samples_per_shard=2)
-    return root / "out"
-
-
-def _volumes(loader) -> list[int]:
-    out = []
-    for _ in loader:
-        out.extend(p.volume for p in loader.last_patches if not p.duplicate)
-    return out
+    return small_volumes(tmp_path_factory.mktemp("volume-weights"))
 
 
 def test_train_epochs_draw_the_weighted_volumes_across_ranks(volumes):
@@ -42,7 +31,7 @@ def test_train_epochs_draw_the_weighted_volumes_across_ranks(volumes):
         for rank in (0, 1):
             ld = fastdata.loader(volumes, batch_size=1, sample_weights=WEIGHTS, seed=1, rank=rank, world_size=2, **FAST)
             ld.set_epoch(epoch)
-            seen += _volumes(ld)
+            seen += volumes_read(ld)
         counts = Weighting(np.array(WEIGHTS), len(WEIGHTS)).draws(seed=1, epoch=epoch)
         drawn = Counter({v: int(c) for v, c in enumerate(counts) if c})
         assert set(seen) <= {2, 4} and len(seen) == 6  # 5 drawn, wrapped to a multiple of 2 ranks
@@ -60,14 +49,9 @@ def test_the_repeats_of_a_volume_give_their_own_patches(volumes):
 
 
 def test_a_resume_needs_the_same_weights(volumes):
-    first = fastdata.loader(volumes, batch_size=1, sample_weights=WEIGHTS, seed=5, **FAST)
-    it = iter(first)
-    next(it)
-    state = first.state_dict()
-    rest = [x.clone() for x, _ in it]
-    again = fastdata.loader(volumes, batch_size=1, sample_weights=tuple(WEIGHTS), seed=5, **FAST)
-    again.load_state_dict(state)
-    got = [x for x, _ in again]
+    state, rest, got = resumed_after_one_batch(
+        fastdata.loader(volumes, batch_size=1, sample_weights=WEIGHTS, seed=5, **FAST),
+        fastdata.loader(volumes, batch_size=1, sample_weights=tuple(WEIGHTS), seed=5, **FAST))
     assert len(got) == len(rest) == 4 and all(bool((a == b).all()) for a, b in zip(got, rest))
     with pytest.raises(ValueError, match="cannot resume: the state was saved on other data"):
         fastdata.loader(volumes, batch_size=1, sample_weights=[1, 1, 1, 1, 1], seed=5, **FAST).load_state_dict(state)
@@ -85,5 +69,5 @@ def test_weights_it_cannot_draw_with_are_refused(volumes, options, message):
 
 def test_samples_per_epoch_sets_the_draws_of_an_epoch(volumes):
     ld = fastdata.loader(volumes, batch_size=1, sample_weights=WEIGHTS, samples_per_epoch=9, **FAST)
-    seen = _volumes(ld)
+    seen = volumes_read(ld)
     assert len(seen) == 9 and set(seen) <= {2, 4} and ld.state_dict()["num_volumes"] == 9

@@ -10,7 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest_images import TRAIN_COUNTS, loader, make_datasets
+from conftest_images import (
+    TRAIN_COUNTS,
+    image_sets_fixture,  # noqa: F401  (the image_sets fixture)
+    loader,
+)
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 from http_server import FileServer
 
@@ -28,13 +32,8 @@ def weighted_sequence(full: np.ndarray, weights: np.ndarray, *, seed: int, epoch
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return make_datasets(tmp_path_factory.mktemp("weighted"))
-
-
-@pytest.fixture(scope="module")
-def ds(both: dict[str, Path]) -> Path:
-    return both["wds"]
+def ds(image_sets: dict[str, Path]) -> Path:
+    return image_sets["wds"]
 
 
 def _pass(ld) -> tuple[list[int], list[torch.Tensor], list[int]]:
@@ -237,10 +236,10 @@ def test_the_loader_refuses_weights_it_cannot_draw_with(ds, options, message):
         loader(ds, **options)
 
 
-def test_a_mixture_takes_no_sample_weights(both):
+def test_a_mixture_takes_no_sample_weights(image_sets):
     with pytest.raises(ValueError, match="a mixture weighs its datasets"):
-        fastdata.loader([both["wds"], both["arrow"]], batch_size=4, image_size=32, device="cpu", backend="kornia",
-                        sample_weights=np.ones(2 * N))
+        fastdata.loader([image_sets["wds"], image_sets["arrow"]], batch_size=4, image_size=32, device="cpu",
+                        backend="kornia", sample_weights=np.ones(2 * N))
 
 
 def test_balanced_needs_classes(tmp_path, ds):
@@ -287,14 +286,14 @@ def test_a_bad_epoch_length_is_refused(ds, value, message):
 
 
 # ---------------------------------------------------------------------------------------------- labels and reading
-def test_sample_labels_are_the_labels_the_loader_reads(both):
+def test_sample_labels_are_the_labels_the_loader_reads(image_sets):
     for kind in ("wds", "arrow"):
-        ld = loader(both[kind], train=False, batch_size=4)
+        ld = loader(image_sets[kind], train=False, batch_size=4)
         rows, _, labels = _pass(ld)
         ld.close()
-        got = fastdata.sample_labels(both[kind])
+        got = fastdata.sample_labels(image_sets[kind])
         assert got.dtype == np.int64 and got[rows].tolist() == labels and len(got) == N
-    assert len(fastdata.sample_labels(both["wds"], split="val")) == 7
+    assert len(fastdata.sample_labels(image_sets["wds"], split="val")) == 7
     with pytest.raises(ValueError) as err:
         fastdata.sample_labels("https://example.invalid/ds/")
     assert str(err.value) == ("https://example.invalid/ds/: sample_labels reads every shard of a split, so it takes a "
