@@ -102,6 +102,7 @@ def test_balanced_needs_classes(tmp_path: Path) -> None:
     (tmp_path / "src" / "wisdom.txt").write_text((FORTUNES / "wisdom").read_text(encoding="utf-8"), encoding="utf-8")
     convert_text(tmp_path / "src", tmp_path / "tokens", separator="%")
     n = len(read_rows(tmp_path / "tokens"))
+    assert fastdata.sample_labels(tmp_path / "tokens").tolist() == [-1] * n
     with pytest.raises(ValueError, match=f"{n} of the split's {n} samples have none"):
         fastdata.loader(tmp_path / "tokens", max_tokens=2048, sample_weights="balanced")
 

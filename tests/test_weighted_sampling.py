@@ -300,9 +300,13 @@ def test_sample_labels_are_the_labels_the_loader_reads(image_sets):
                               "local dataset; run it on a local copy, or keep the labels when you convert")
 
 
-def test_sample_labels_read_image_datasets_only(fortunes_tokens):
-    with pytest.raises(fastdata.ManifestError, match="of kind 'text'"):
-        fastdata.sample_labels(fortunes_tokens)
+def test_sample_labels_read_token_datasets_too(fortunes_tokens, tmp_path):
+    from conftest_dicom import small_volumes
+    from conftest_text import read_rows
+
+    assert fastdata.sample_labels(fortunes_tokens).tolist() == [r["label"] for r in read_rows(fortunes_tokens)]
+    with pytest.raises(fastdata.ManifestError, match="of kind 'dicom' .volumes carry masks, not a class each.$"):
+        fastdata.sample_labels(small_volumes(tmp_path, count=1))
 
 
 def _cls_entry(ds: Path, shard: str, line: int) -> tuple[int, int]:

@@ -1,5 +1,6 @@
-"""`fastdata.sample_labels(source)`: the class of every sample of an image dataset's split, in the manifest's order,
-the order of `indices=` and `sample_weights=` (docs/loading.md). Only the label members are read, not the images."""
+"""`fastdata.sample_labels(source)`: the class of every sample of an image or token dataset's split, in the manifest's
+order, the order of `indices=` and `sample_weights=` (docs/loading.md). Only the labels are read, not the images or
+the tokens."""
 
 from __future__ import annotations
 
@@ -13,17 +14,30 @@ from fastdata.images.reader import SplitReader
 
 
 def sample_labels(source: Any, /, *, split: str | None = None) -> np.ndarray:
-    """The class id of every sample of `split` (default: train) of the local image dataset at `source`, as an int64
-    array in global index order; -1 for every sample of a dataset without classes."""
+    """The class id of every sample of `split` (default: train) of the local image, image-text or token dataset at
+    `source`, as an int64 array in global index order; -1 for every sample of a dataset without classes."""
     if isinstance(source, str) and "://" in source:
         raise ValueError(f"{source}: sample_labels reads every shard of a split, so it takes a local dataset; run it "
                          "on a local copy, or keep the labels when you convert")
     view = open_dataset(source, split=split)
+    if view.manifest.kind == "text":
+        return _token_labels(view)
     if view.manifest.kind not in ("images", "image_text"):
-        raise ManifestError(f"{view.root}: sample_labels reads image datasets, this one is of kind "
-                            f"{view.manifest.kind!r}")
+        raise ManifestError(f"{view.root}: sample_labels reads image and token datasets, this one is of kind "
+                            f"{view.manifest.kind!r} (volumes carry masks, not a class each)")
     reader = SplitReader(view)
     try:
         return reader.labels()
     finally:
         reader.close()
+
+
+def _token_labels(view: Any) -> np.ndarray:
+    from fastdata.text.store import open_store
+
+    store = open_store(view)
+    try:
+        return np.full(len(store), -1, dtype=np.int64) if store.labels is None else store.labels.copy()
+    finally:
+        for file in store.files:
+            file.close()
