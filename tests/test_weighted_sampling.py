@@ -169,6 +169,20 @@ def test_both_backends_read_the_plan_of_the_weights(ds, backend):
     ld.close()
 
 
+def test_both_backends_crop_the_repeats_alike(ds):
+    """The repeats' ids k * N + i draw the same crop and flip on both backends (one plan, one draw function)."""
+    passes = {}
+    for backend in ("kornia", "dali"):
+        ld = loader(ds, train=True, backend=backend, dtype="uint8", sample_weights=W, seed=8)
+        passes[backend] = _pass(ld)
+        ld.close()
+    (rows_k, images_k, _), (rows_d, images_d, _) = passes["kornia"], passes["dali"]
+    assert rows_k == rows_d and len(set(rows_k)) < len(rows_k)  # repeats among them
+    for a, b in zip(images_k, images_d):
+        diff = (a.int() - b.int()).abs()
+        assert diff.float().mean() < 0.5 and diff.max() <= 8, (float(diff.float().mean()), int(diff.max()))
+
+
 def test_the_repeats_of_a_sample_get_their_own_crops(ds):
     ld = loader(ds, train=True, sample_weights=np.eye(1, N, 5)[0] + 1e-9, seed=0)  # sample 5 nearly always
     rows, images, _ = _pass(ld)
