@@ -183,6 +183,25 @@ def test_both_backends_crop_the_repeats_alike(ds):
         assert diff.float().mean() < 0.5 and diff.max() <= 8, (float(diff.float().mean()), int(diff.max()))
 
 
+def test_a_dali_hooks_random_differs_between_repeats(ds):
+    """A dali_augment hook's per-sample `random` is drawn by each repeat's own id (k * N + i)."""
+    import nvidia.dali.fn as fn
+    import nvidia.dali.types as types
+
+    from fastdata.images.dali_graph import random_draws
+
+    def first_draw(images, random):
+        return images * 0 + fn.cast(random[0] * 250.0, dtype=types.UINT8)
+
+    ld = loader(ds, train=True, backend="dali", dtype="uint8", sample_weights=W, seed=9, dali_augment=first_draw)
+    levels = [float(x.flatten()[0]) for x in _pass(ld)[1]]
+    ld.close()
+    plan = epoch_plan((4, 4, 4), train=True, batch_size=4, keep_last=False, seed=9, epoch=0, rank=0, world_size=1,
+                      weights=Weighting(W, N))
+    want = random_draws(9, 0, plan.sequence[:len(levels)])[:, 0] * np.float32(250.0)
+    assert np.abs(np.array(levels) - want).max() <= 0.5 and (plan.sequence >= N).any()
+
+
 def test_the_repeats_of_a_sample_get_their_own_crops(ds):
     ld = loader(ds, train=True, sample_weights=np.eye(1, N, 5)[0] + 1e-9, seed=0)  # sample 5 nearly always
     rows, images, _ = _pass(ld)
