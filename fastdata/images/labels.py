@@ -37,7 +37,7 @@ def _token_labels(view: Any) -> np.ndarray:
 
     store = open_store(view)
     try:
-        return np.full(len(store), -1, dtype=np.int64) if store.labels is None else store.labels.copy()
+        return store.class_labels().copy()
     finally:
         for file in store.files:
             file.close()

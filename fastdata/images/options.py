@@ -105,7 +105,7 @@ class ImageLoaderOptions:
     # a subset: the split's samples to read (global indices, manifest order), held sorted as a read-only int64 array
     indices: Any = field(default=None, compare=False, repr=False)
     # weighted sampling (train): a weight per sample of the split, held as a read-only float64 array, or "balanced"
-    # (planning/weights.py); each epoch draws as many samples as the split holds, with replacement
+    # (planning/weights.py); each epoch draws samples_per_epoch samples (the split's size by default), with replacement
     sample_weights: Any = field(default=None, compare=False, repr=False)
     samples_per_epoch: int | None = None  # with sample_weights: the samples an epoch draws (None: the split's)
 

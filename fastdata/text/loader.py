@@ -41,11 +41,6 @@ STATE_KEYS = ("seed", "bucketing", "max_tokens", "batch_size", "block_size", "pa
 STATE_VERSION = 1  # the form of state_dict() (fastdata/loader_state.py)
 
 
-def _labels_of(store: TokenStore) -> np.ndarray:
-    """Every sequence's class (-1 each for a corpus without classes), for sample_weights='balanced'."""
-    return store.labels if store.labels is not None else np.full(len(store), -1, dtype=np.int64)
-
-
 class SequenceLoader(Closable):
     """Iterable of batch dicts (int64 tensors). See `sequence_loader` for the options. `close()` or `with` lets
     its dataset's files go (closing.py)."""
@@ -68,7 +63,7 @@ class SequenceLoader(Closable):
         self._items = options.indices  # the sequences of every epoch (None: all of them)
         self._weights = None if options.sample_weights is None else weights_for(  # or drawn anew each epoch
             options.sample_weights, len(store), per_epoch=options.samples_per_epoch, train=options.shuffle,
-            mixture=mixture is not None, subset=options.indices is not None, labels=lambda: _labels_of(store))
+            mixture=mixture is not None, subset=options.indices is not None, labels=store.class_labels)
         if self._weights is not None:
             self._count = self._weights.per_epoch  # the draws of each epoch
         # in every state, checked on load: the data, and which of it the plans read

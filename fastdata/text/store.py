@@ -55,6 +55,11 @@ class TokenStore:
                 raise ShardError(f"shard {path}: a sequence holds token id {bad}, outside the tokenizer's vocabulary "
                                  f"(0..{self.vocab_size - 1}) in the manifest; re-run `fastdata convert`")
 
+    def class_labels(self) -> np.ndarray:
+        """Every sequence's class, -1 each for a corpus without classes (sample_weights='balanced',
+        fastdata.sample_labels)."""
+        return self.labels if self.labels is not None else np.full(len(self), -1, dtype=np.int64)
+
     def last_ids(self) -> np.ndarray:
         """The last token of every sequence (-1 for an empty one)."""
         out = np.full(len(self), -1, dtype=np.int64)
