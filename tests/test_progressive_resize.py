@@ -84,9 +84,12 @@ def test_a_refused_state_or_epoch_changes_nothing(ds, monkeypatch):
     state = growing.state_dict()
     close, closed = type(backend).close, []
     monkeypatch.setattr(type(backend), "close", lambda self: (closed.append(self), close(self)))
+    close_reader, readers_closed = type(backend.reader).close, []
+    monkeypatch.setattr(type(backend.reader), "close", lambda self: (readers_closed.append(self), close_reader(self)))
     with pytest.raises(ValueError, match="state_dict does not match this loader"):
         growing.load_state_dict({**state, "epoch": 3, "seed": 99})
     assert len(closed) == 1 and closed[0] is not backend  # the backend built for epoch 3's size, let go
+    assert readers_closed == [] and len(collect(growing)[0]) == 3  # not the reader it shared with this one
     with pytest.raises(ValueError, match=r"epoch must be an integer in 0\.\.1000000, got 2\.5"):
         growing.set_epoch(2.5)
     assert growing.backend is backend and growing.options.image_size == 16
@@ -184,3 +187,48 @@ def test_a_backend_left_behind_is_not_kept_alive_once_closed(ds):
     gc.collect()
     assert first() is None  # neither the loader nor a finalizer of it holds epoch 0's backend
     growing.close()
+
+
+def test_a_change_of_size_keeps_the_shards_in_memory(ds, monkeypatch):
+    """The new size's backend reads through the old one's reader: the shards epoch 0 kept in memory (memory_cache)
+    serve epoch 1 without a read call, and the reader is closed once, with the loader."""
+    import os
+
+    growing = loader(ds, image_size={0: 16, 1: 24})
+    collect(growing)  # epoch 0 reads every shard into memory
+    reader = growing.backend.reader
+    growing.set_epoch(1)
+    assert growing.backend.reader is reader
+    calls = []
+    pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda *a: (calls.append(a), pread(*a))[1])
+    got = collect(growing)  # the old backend is closed as this pass begins: the reader stays open
+    assert len(got[0]) == 3 and calls == []
+    growing.set_epoch(2)
+    assert len(collect(growing)[0]) == 3 and calls == []
+    closes = []
+    close = type(reader).close
+    monkeypatch.setattr(type(reader), "close", lambda self: (closes.append(self), close(self)))
+    growing.close()
+    assert closes == [reader]
+
+
+def test_a_remote_dataset_changes_size_without_closing_its_cache(ds, tmp_path):
+    """Closing the backend of the size left behind must leave the remote view's fetcher and cache to the new one
+    (it had shut them: the next pass failed with 'cannot schedule new futures after shutdown')."""
+    pytest.importorskip("obstore")
+    import shutil
+
+    from http_server import FileServer
+
+    shutil.copytree(ds, tmp_path / "www" / "ds")
+    with FileServer(tmp_path / "www") as server:
+        growing = loader(server.url + "ds/", image_size={0: 16, 1: 24}, seed=2, cache_dir=tmp_path / "cache")
+        for epoch, size in [(0, 16), (1, 24), (2, 24)]:
+            growing.set_epoch(epoch)
+            got = collect(growing)
+            fixed = loader(ds, image_size=size, seed=2)
+            fixed.set_epoch(epoch)
+            assert _same(got, collect(fixed)), epoch
+            fixed.close()
+        growing.close()

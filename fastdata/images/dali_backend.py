@@ -48,9 +48,9 @@ class _Submitted:
 class DaliBackend(PlannedBackend):
     name = "dali"
 
-    def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
+    def __init__(self, view: DatasetView, opts: ImageLoaderOptions, reader: Any = None) -> None:
         require("nvidia.dali", "dali")
-        super().__init__(view, opts)
+        super().__init__(view, opts, reader)
         self._args = graph_args(opts)
         self._pipe: Any = None
 

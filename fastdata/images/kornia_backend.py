@@ -43,8 +43,8 @@ log = logging.getLogger(__name__)
 class KorniaBackend(PlannedBackend):
     name = "kornia"
 
-    def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
-        super().__init__(view, opts)
+    def __init__(self, view: DatasetView, opts: ImageLoaderOptions, reader: Any = None) -> None:
+        super().__init__(view, opts, reader)
         self._pin = self._device.type == "cuda"
         self._hosts = BufferPool(keep=pool_size(opts))  # uint8 batches on a CPU-only loader
 

@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 
 
 class Backend(Protocol):
-    """What a backend class provides; built as `Backend(view, options)`."""
+    """What a backend class provides; built as `Backend(view, options, reader)` (reader: None, or an earlier
+    backend's `reader` to share, whose ownership `take_over` moves)."""
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]: ...
     def __len__(self) -> int: ...
@@ -47,6 +48,9 @@ class Backend(Protocol):
     def num_samples(self) -> int: ...
     @property
     def skipped(self) -> int: ...
+    @property
+    def reader(self) -> Any: ...
+    def take_over(self, old: Any) -> None: ...
 
 
 class Loader(Closable):
@@ -94,7 +98,7 @@ class Loader(Closable):
                 self._backend.load_state_dict(state)
             return
         options = dataclasses.replace(self._options, image_size=size)
-        backend = self._backend_of(options)
+        backend = self._backend_of(options)  # it reads through this backend's reader, which it owns once it is kept
         try:
             backend.load_state_dict(self._backend.state_dict() if state is None else state)
         except BaseException:
@@ -103,6 +107,7 @@ class Loader(Closable):
         stop = getattr(self._backend, "stop_ahead", None)
         if stop is not None:  # what it made ahead was for its own size
             stop(False)
+        backend.take_over(self._backend)  # closing the retired backend leaves the view and reader open
         self._retired.append(self._backend)
         self._options, self._backend = options, backend
         self._stop_ahead_when_gone(backend)
@@ -112,8 +117,9 @@ class Loader(Closable):
         return len(self._backend)
 
     def _backend_of(self, options: ImageLoaderOptions) -> Backend:
-        """A further backend of this loader's dataset, of other options (an image size)."""
-        return make_backend(self._view, options, first=False)
+        """A further backend of this loader's dataset, of other options (an image size), reading through the current
+        backend's reader."""
+        return make_backend(self._view, options, first=False, reader=self._backend.reader)
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose order the next iteration follows (call it before every epoch)."""
@@ -238,16 +244,17 @@ def image_loader(source: Spec | DatasetView, /, *, split: str | None = None, **k
     return Loader(view, opts, make_backend(view, opts))
 
 
-def make_backend(view: DatasetView, opts: ImageLoaderOptions, *, first: bool = True) -> Any:
+def make_backend(view: DatasetView, opts: ImageLoaderOptions, *, first: bool = True, reader: Any = None) -> Any:
     """The backend `opts.backend` names over `view` (its optional dependency checked first); `first`: the loader's
-    first backend (later ones, of another image size, do not say again what the dataset holds)."""
+    first backend (later ones, of another image size, do not say again what the dataset holds, and read through
+    `reader`, the earlier backend's)."""
     warn_if_upsampled(view, opts)
     if first:
         say_if_turned(view)
     module_name, class_name = BACKENDS[opts.backend].split(":")
     require(*_EXTRAS[opts.backend])
     backend_cls = getattr(importlib.import_module(module_name), class_name)
-    return backend_cls(view, opts)
+    return backend_cls(view, opts, reader)
 
 
 def warn_if_upsampled(view: DatasetView | MixedView, opts: ImageLoaderOptions) -> None:

@@ -55,11 +55,16 @@ class PlannedBackend(Production):
 
     name = "planned"
 
-    def __init__(self, view: DatasetView, opts: ImageLoaderOptions) -> None:
+    def __init__(self, view: DatasetView, opts: ImageLoaderOptions, reader: Any = None) -> None:
         self._view, self._opts = view, opts
         self._kind = kind_of(view)  # likewise (loader_state.py)
-        budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
-        self._reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
+        # `reader`: another backend's of this view (progressive resizing: the shards it keeps in memory carry over);
+        # the view and the reader are closed by the backend that owns them (`take_over`), the one that made them
+        self._owner = reader is None
+        if reader is None:
+            budget = MemoryBudget(opts.memory_cache) if opts.memory_cache > 0 else None  # shared by every shard read
+            reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
+        self._reader = reader
         self._prepare = Preparer(self._reader, opts, len(view.classes), look_at_jpegs=turned_images(view) > 0)
         self._mixture = permute = None
         if isinstance(view, MixedView):
@@ -226,7 +231,18 @@ class PlannedBackend(Production):
         found = self._mixture.dataset_of(np.asarray(rows, dtype=np.int64))
         return torch.from_numpy(found).to(device, non_blocking=True)
 
+    @property
+    def reader(self) -> Any:
+        """The reader of this backend's shards, for a further backend of the same view (`take_over`)."""
+        return self._reader
+
+    def take_over(self, old: PlannedBackend) -> None:
+        """Become the owner of the view and reader `old` owned and shares with this backend: `old` (retired, left to
+        finish a pass) no longer closes them; this backend does, when it is closed."""
+        self._owner, old._owner = old._owner, False
+
     def close(self) -> None:
         self.stop_ahead()
-        self._reader.close()
-        self._view.close()
+        if self._owner:
+            self._reader.close()
+            self._view.close()
