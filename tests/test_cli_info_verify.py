@@ -121,3 +121,51 @@ def test_info_names_an_imbalance_and_the_option_for_it(counts, line) -> None:
 
     got = [x.strip() for x in _imbalance(("a", "b", "c"), counts)]
     assert got == ([] if line is None else [line])
+
+
+def test_info_line_by_line(dataset: Path, capsys) -> None:
+    import re
+
+    import fastdata
+
+    assert cli(["info", str(dataset)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{dataset}: images dataset, wds shards, format v1, written by fastdata {fastdata.__version__}"
+    assert lines[1] == "split        samples  shards       bytes"
+    assert re.fullmatch(r"train {13}12 {7}3 +\d+\.\d KiB", lines[2]), lines[2]
+    assert re.fullmatch(r" {11}data_digest: [0-9a-f]{32} \(what a loader state saved on the whole split names\)",
+                        lines[3]), lines[3]
+    assert lines[4:7] == ["           copied: 12", "           metadata_removed: 0",
+                          "classes (3): class_0, class_1, class_2"]
+    shown = dict(item.split("=", 1) for item in lines[7].removeprefix("preprocessing: ").split(", ")
+                 if "=" in item)
+    assert lines[7].startswith("preprocessing: copy_when_compliant=True, ") and list(shown) == sorted(shown)
+    assert shown["quality"] == "90" and shown["short_side"] == "256" and shown["format"] == "wds"
+    assert lines[8] == "layout: class" and lines[9].startswith('versions: {"fastdata": ')
+    assert lines[10:] == ["rejected inputs: 1", "       1  corrupt or truncated image"]
+    assert cli(["info", str(dataset), "--rejected"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[:10] == lines[:10] and listed[10] == "rejected inputs: 1"
+    assert listed[11].startswith("  [train] class_1/broken.jpg: corrupt or truncated image") and len(listed) == 12
+
+
+def test_info_names_no_imbalance_when_the_counts_are_not_the_classes() -> None:
+    from fastdata.cli.info import _imbalance
+
+    assert list(_imbalance(("a", "b", "c"), (9, 1))) == []  # counts of another class list: nothing said
+
+
+def test_info_of_many_imbalanced_classes(tmp_path: Path, capsys) -> None:
+    from helpers import make_image
+
+    for c in range(12):  # class c00 holds 3 images, the others 1
+        for i in range(3 if c == 0 else 1):
+            make_image(tmp_path / "src" / f"c{c:02d}" / f"img_{i}.jpg", size=(24, 20), seed=10 * c + i)
+    convert_images(tmp_path / "src", tmp_path / "out")
+    assert cli(["info", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert ("           classes: largest c00 (3), smallest c01 (1), 3.0x; sample_weights='balanced' draws them "
+            "alike\n") in out
+    assert "classes (12): " + ", ".join(f"c{c:02d}" for c in range(10)) + ", ...\n" in out
+    assert cli(["info", str(tmp_path / "out"), "--json"]) == 0
+    assert capsys.readouterr().out.startswith('{\n "')  # indented, one level a space
