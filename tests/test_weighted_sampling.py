@@ -71,6 +71,15 @@ def test_draws_follow_the_weights_over_many_epochs():
     assert counts[W == 0].sum() == 0
 
 
+@pytest.mark.parametrize("scale", [1e308, 1e-320, 1.0])
+def test_the_draws_do_not_depend_on_the_weights_scale(scale):
+    """Weights whose sum overflows (1e308 each) or that are subnormal draw as the same weights near 1 do: they had
+    sent every draw to the last sample, the sum being infinite."""
+    w = np.array([1.0, 1.7, 1.0, 1.7])  # times 1e308: each finite, their sum not
+    got = Weighting(w * scale, 4000).draws(seed=3, epoch=0)
+    assert got.sum() == 4000 and np.abs(got / 4000 - w / w.sum()).max() < 0.03
+
+
 def test_balanced_weights_are_one_over_the_class_count():
     weights = balanced(np.array([0, 0, 1, 2, 2, 2]))
     assert weights.tolist() == [0.5, 0.5, 1.0] + [1 / 3] * 3 and not weights.flags.writeable

@@ -74,8 +74,8 @@ class Weighting:
 
     def draws(self, *, seed: int, epoch: int) -> np.ndarray:
         """How many times each sample is drawn in `epoch`: a multinomial of M draws over the weights."""
-        p = self.weights / self.weights.sum()
-        return np.random.default_rng([seed, epoch, _WEIGHT_STREAM]).multinomial(self.per_epoch, p)
+        scaled = self.weights / self.weights.max()  # in [0, 1]: their sum cannot overflow, whatever their scale
+        return np.random.default_rng([seed, epoch, _WEIGHT_STREAM]).multinomial(self.per_epoch, scaled / scaled.sum())
 
     def items(self, *, seed: int, epoch: int) -> np.ndarray:
         """The samples drawn in `epoch`, each as often as drawn, in index order (the token and volume plans shuffle
