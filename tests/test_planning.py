@@ -27,6 +27,14 @@ def test_largest_remainder_sums_exactly(total, weights, expected):
     assert largest_remainder(total, weights) == expected
 
 
+def test_largest_remainder_of_weights_whose_sum_overflows():
+    """Finite weights near the largest float (their sum overflowed: an OverflowError, not a fastdata error) deal
+    by their ratios; subnormal ones too."""
+    assert largest_remainder(10, [1.5e308, 0.5e308, 1e308]) == [5, 2, 3]
+    assert largest_remainder(10, [1e308, 1e308]) == [5, 5]
+    assert largest_remainder(4, [5e-324, 1.5e-323]) == [1, 3]
+
+
 def test_sample_quotas_are_exact_in_every_epoch():
     mix = Mixture(sizes=(50, 7, 23), weights=(0.5, 0.3, 0.2), per_epoch=61)
     assert mix.quotas() == [31, 18, 12]

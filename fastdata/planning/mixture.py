@@ -40,7 +40,13 @@ Permute = Callable[[int, int, int], np.ndarray]  # (dataset, stream, pass) -> a 
 def largest_remainder(total: int, weights: Sequence[float]) -> list[int]:
     """Integers proportional to `weights` that sum to `total` exactly (Hamilton's method; ties to the
     earlier dataset)."""
-    share = np.asarray(weights, dtype=np.float64) / math.fsum(weights) * total
+    w = np.asarray(weights, dtype=np.float64)
+    try:
+        whole = math.fsum(w)
+    except OverflowError:  # weights near the largest float: their ratios, from weights scaled to at most 1
+        w = w / w.max()
+        whole = math.fsum(w)
+    share = w / whole * total
     base = np.floor(share).astype(np.int64)
     left = total - int(base.sum())
     order = sorted(range(len(base)), key=lambda d: (-(share[d] - base[d]), d))
