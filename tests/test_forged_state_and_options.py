@@ -10,6 +10,7 @@ import re
 from functools import partial
 
 import pytest
+import torch
 from conftest_images import loader, make_datasets
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
@@ -84,6 +85,20 @@ def test_numeric_image_options_must_be_finite_and_bounded(ds, option, value):
         loader(ds["wds"], **{option: value})
 
 
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+@pytest.mark.parametrize("option, bad, good", [
+    ("std", (1e-300, 0.2, 0.2), (1e-4, 1e-4, 1e-4)),  # 1e-300 divided by zero in float32; 1e-6 overflowed float16
+    ("std", (1e-6, 0.2, 0.2), (1e-4, 1e-4, 1e-4)),
+    ("color_jitter", (0.0, 1e39, 0.0, 0.0), (1000.0, 1000.0, 1000.0, 0.5)),  # contrast 1e39: inf in float32
+])
+def test_extreme_normalisation_and_jitter_are_refused_before_they_make_inf(ds, backend, option, bad, good):
+    with pytest.raises(ValueError, match=r"^(mean/std|color_jitter)=.* is not allowed; .*(std >= 0\.0001|<= 1000\.0)"):
+        loader(ds["wds"], backend=backend, dtype="float16", **{option: bad})
+    ld = loader(ds["wds"], backend=backend, dtype="float16", **{option: good})  # the bound itself: finite batches
+    assert all(bool(torch.isfinite(x.float()).all()) for x, _ in ld)
+    ld.close()
+
+
 @pytest.mark.parametrize("option,value", [("window", (-1000.0, math.nan)), ("foreground_prob", math.nan),
                                           ("pad_value", math.inf), ("num_workers", 10**6), ("scale", (0.9, math.inf)),
                                           ("zscore", (0.0, math.nan))])
@@ -151,3 +166,29 @@ def test_a_world_size_option_past_the_bound_is_refused(cls):
             options(world_size=bad)
     with pytest.raises(ValueError, match=f"world_size must be an integer in 1..{MAX_WORLD_SIZE}"):
         resolve_rank(0, MAX_WORLD_SIZE + 1)
+
+
+@pytest.mark.parametrize("given, name", [
+    ({"zscore": (0.0, 1e-300)}, "zscore"), ({"zscore": (1e300, 1.0)}, "zscore"), ({"window": (0.0, 1e-300)}, "window"),
+    ({"window": (-1e308, 1e308)}, "window"), ({"pad_value": 1e300}, "pad_value"),
+    ({"foreground_hu": -1e300}, "foreground_hu"), ({"zscore": True, "clip": (-1e300, 1e300)}, "clip"),
+])
+def test_volume_intensities_beyond_float32_are_refused(given, name):
+    """Each made infinities or NaN in the patches (a std or window width below float32's range divided by zero, a
+    mean or bound past it overflowed), or a torch RuntimeError (clip)."""
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    with pytest.raises(ValueError, match=f"^{name}=.* is not allowed"):
+        VolumeLoaderOptions(**given)
+
+
+def test_volume_intensities_at_the_bounds_give_finite_patches(tmp_path):
+    from conftest_dicom import small_volumes
+
+    from fastdata.volumes.options import MAX_INTENSITY, MIN_SPREAD
+
+    vols = small_volumes(tmp_path, count=1)
+    for given in ({"zscore": (MAX_INTENSITY, MIN_SPREAD)}, {"window": (-MAX_INTENSITY, -MAX_INTENSITY + MIN_SPREAD)},
+                  {"zscore": True, "clip": (-MAX_INTENSITY, MAX_INTENSITY)}, {"pad_value": -MAX_INTENSITY}):
+        ld = fastdata.loader(vols, batch_size=1, patch_size=(8, 32, 32), num_workers=1, **given)  # padded: 20 px
+        assert all(bool(torch.isfinite(x).all()) for x, _ in ld), given

@@ -184,3 +184,20 @@ def test_a_forged_histogram_is_refused_by_the_loader_and_summarised_by_info(conv
     assert _stat(FOREGROUND, {"air": 3}) == "1 values (not a histogram of whole numbers)"
     assert _stat(FOREGROUND, {"5": 0}) == "1 values (not a histogram of whole numbers)"
     assert _stat("masks", 3) == "3"
+
+
+def test_a_foreground_of_one_value_normalises_to_finite_numbers(converted, tmp_path):
+    """All foreground voxels equal (std 0, both percentiles equal): the clip and std are widened to the narrowest the
+    options take; before, the loader refused its own clip (lo == hi), and a std of 1e-8 made infinities."""
+    import shutil
+
+    from fastdata.volumes.options import MIN_SPREAD
+
+    one = tmp_path / "one"
+    shutil.copytree(converted, one)
+    manifest = json.loads((one / "manifest.json").read_text())
+    manifest["splits"]["train"]["stats"][FOREGROUND] = {"40": 1000}
+    (one / "manifest.json").write_text(json.dumps(manifest))
+    ld = fastdata.loader(one, zscore="foreground", num_workers=1, patch_size=8)
+    assert ld.intensity["clip"] == (40.0, 40.0 + MIN_SPREAD) and ld.intensity["zscore"] == (40.0, MIN_SPREAD)
+    assert all(bool(torch.isfinite(x).all()) for x, _ in ld)

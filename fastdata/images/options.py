@@ -18,6 +18,8 @@ from fastdata.planning.subset import subset
 from fastdata.planning.weights import per_epoch_option, sample_weights
 
 BACKENDS = ("dali", "kornia")
+MIN_STD = 1e-4  # 1 / MIN_STD = 10,000: the largest normalised value stays well within float16 (65,504)
+MAX_JITTER = 1000.0  # a colour factor of up to 1,001: past any use, still far from float32's overflow
 DTYPES = ("float32", "float16", "bfloat16", "uint8")
 ON_ERROR = ("raise", "skip")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -130,8 +132,9 @@ class ImageLoaderOptions:
             raise refused("dtype", self.dtype, f"one of {list(DTYPES)}")
         if not is_device_name(self.device):
             raise refused("device", self.device, DEVICES)
-        if not numbers(self.mean, 3) or not numbers(self.std, 3) or any(s <= 0 for s in self.std):
-            raise refused("mean/std", (self.mean, self.std), "three finite values each, std > 0")
+        if not numbers(self.mean, 3) or not numbers(self.std, 3) or any(s < MIN_STD for s in self.std):
+            raise refused("mean/std", (self.mean, self.std), f"three finite values each, std >= {MIN_STD} (a smaller "
+                          "std makes (x - mean) / std overflow float16, and below float32's range, divide by zero)")
         if any(not 0 <= m <= 1 for m in self.mean) or any(s > 1 for s in self.std):
             raise refused("mean/std", (self.mean, self.std),
                           "on the [0, 1] scale of the images they normalise, as torchvision's Normalize takes them "
@@ -147,6 +150,9 @@ class ImageLoaderOptions:
                           "(brightness, contrast, saturation, hue)")
         if self.color_jitter is not None and self.color_jitter[3] > 0.5:
             raise refused("color_jitter", self.color_jitter, "with hue <= 0.5 (hue is a fraction of the colour circle)")
+        if self.color_jitter is not None and max(self.color_jitter[:3]) > MAX_JITTER:
+            raise refused("color_jitter", self.color_jitter, f"with brightness, contrast and saturation <= "
+                          f"{MAX_JITTER} (factors drawn in [max(0, 1 - v), 1 + v]; far larger ones overflow float32)")
         check_seed(self.seed)
         for flag in ("train", "channels_last", "hflip", "device_decode", "overlap_epochs"):
             check_flag(flag, getattr(self, flag))

@@ -40,7 +40,7 @@ from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.intensity import dataset_foreground
 from fastdata.volumes.masks import mask_batch, mask_classes
-from fastdata.volumes.options import VolumeLoaderOptions, warn_on_orientations, warn_on_units
+from fastdata.volumes.options import MIN_SPREAD, VolumeLoaderOptions, warn_on_orientations, warn_on_units
 from fastdata.volumes.patches import PatchSpec, crop, eval_plan, random_start, redeal_patches, train_plan
 from fastdata.volumes.store import VolumeStore
 
@@ -323,7 +323,9 @@ def volume_loader(source: Spec | DatasetView, /, *, split: str | None = None, ra
     opts = VolumeLoaderOptions(**torch_options(options), rank=rank, world_size=world_size)
     if opts.zscore == "foreground":  # nnU-Net's CT normalisation from the train split's histogram (intensity.py)
         found = dataset_foreground(view)
-        opts = replace(opts, clip=(found.low, found.high), zscore=(found.mean, max(found.std, 1e-8)))
+        # a foreground of one value (std 0, its percentiles equal) widened to the narrowest window the options take
+        opts = replace(opts, clip=(found.low, max(found.high, found.low + MIN_SPREAD)),
+                       zscore=(found.mean, max(found.std, MIN_SPREAD)))
         log.info("zscore='foreground': clip=%s, zscore=%s from %d foreground voxels", opts.clip, opts.zscore,
                  found.voxels)
     loader = VolumeLoader(view, opts)

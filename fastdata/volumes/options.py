@@ -20,6 +20,10 @@ from fastdata.planning.weights import per_epoch_option, sample_weights
 log = logging.getLogger(__name__)
 
 SAMPLING = ("uniform", "foreground")
+# intensities (HU, or an MR scale) that float32 arithmetic keeps finite: beyond any scanner's, and a window or a
+# z-score std at least this wide (a narrower one divides by a float32 zero)
+MAX_INTENSITY = 1e7
+MIN_SPREAD = 1e-3
 DTYPES = ("float32", "float16", "bfloat16")
 
 
@@ -109,21 +113,29 @@ class VolumeLoaderOptions:
         for name, value in floats.items():
             if not finite(value):
                 raise refused(name, value, "a finite number")
+        for name in ("pad_value", "foreground_hu"):
+            if not _intensities((getattr(self, name),)):
+                raise refused(name, getattr(self, name), f"an intensity within +-{MAX_INTENSITY:g}")
         if self.sampling not in SAMPLING:
             raise refused("sampling", self.sampling, f"one of {list(SAMPLING)}")
         for name in ("foreground_prob", "flip_prob", "affine_prob", "elastic_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise refused(name, getattr(self, name), "in [0, 1]")
-        if self.window is not None and (not numbers(self.window, 2) or not self.window[0] < self.window[1]):
-            raise refused("window", self.window, "None or two finite numbers (lo, hi) with lo < hi, in HU")
+        if self.window is not None and (not numbers(self.window, 2) or not self.window[1] - self.window[0] >= MIN_SPREAD
+                                        or not _intensities(self.window)):
+            raise refused("window", self.window, f"None or two finite numbers (lo, hi) with hi - lo >= {MIN_SPREAD}, "
+                          f"in HU (or the stored scale), within +-{MAX_INTENSITY:g}")
         if not isinstance(self.zscore, bool) and self.zscore != "foreground" and (
-                not numbers(self.zscore, 2) or self.zscore[1] <= 0):
+                not numbers(self.zscore, 2) or self.zscore[1] < MIN_SPREAD or not _intensities(self.zscore)):
             raise refused("zscore", self.zscore, "False, True (per patch), two finite numbers (mean, std) with "
-                                                 "std > 0, or 'foreground' (the train split's, clipped as nnU-Net)")
+                                                 f"std >= {MIN_SPREAD}, within +-{MAX_INTENSITY:g}, or 'foreground' "
+                                                 "(the train split's, clipped as nnU-Net)")
         if self.window is not None and self.zscore is not False:
             raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
-        if self.clip is not None and (not numbers(self.clip, 2) or not self.clip[0] < self.clip[1]):
-            raise refused("clip", self.clip, "None or two finite numbers (lo, hi) with lo < hi")
+        if self.clip is not None and (not numbers(self.clip, 2) or not self.clip[0] < self.clip[1]
+                                      or not _intensities(self.clip)):
+            raise refused("clip", self.clip, f"None or two finite numbers (lo, hi) with lo < hi, within "
+                          f"+-{MAX_INTENSITY:g}")
         if self.clip is not None and (self.zscore is False or self.zscore == "foreground"):
             raise ValueError("clip= goes with zscore=True or zscore=(mean, std): window= clips already, and "
                              "zscore='foreground' sets its own clip from the dataset")
@@ -185,3 +197,8 @@ def warn_on_orientations(view: Any) -> None:  # a DatasetView/MixedView
         log.warning("the volumes lie in %d orientations (%s, by where their x, y and z axes point): a patch's axes "
                     "are other patient directions from one volume to the next; convert with --orientation %s to give "
                     "them one", len(ranked), ", ".join(f"{code}: {n}" for code, n in ranked), ranked[0][0])
+
+
+def _intensities(values: Any) -> bool:
+    """Whether every one of `values` is an intensity float32 arithmetic keeps finite (MAX_INTENSITY)."""
+    return all(abs(v) <= MAX_INTENSITY for v in values)
