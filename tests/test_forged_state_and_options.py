@@ -192,3 +192,28 @@ def test_volume_intensities_at_the_bounds_give_finite_patches(tmp_path):
                   {"zscore": True, "clip": (-MAX_INTENSITY, MAX_INTENSITY)}, {"pad_value": -MAX_INTENSITY}):
         ld = fastdata.loader(vols, batch_size=1, patch_size=(8, 32, 32), num_workers=1, **given)  # padded: 20 px
         assert all(bool(torch.isfinite(x).all()) for x, _ in ld), given
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"batch_size": 4, "pad_to_multiple_of": 2**31}, r"^pad_to_multiple_of=2147483648 is not allowed; "
+                                                     r"pad_to_multiple_of must be at most 65536"),
+    ({"bucketing": "pack", "block_size": 2**33, "max_tokens": 2**34}, r"^block_size=8589934592 is not allowed; "
+                                                                       r"block_size must be at most 16777216 tokens"),
+])
+def test_token_row_lengths_that_would_take_gigabytes_are_refused(given, message):
+    """A row is padded to these lengths whatever the corpus: 2**31 would have allocated 64 GB for a batch of 4."""
+    from fastdata.text.options import SequenceLoaderOptions
+
+    with pytest.raises(ValueError, match=message):
+        SequenceLoaderOptions(**given)
+    SequenceLoaderOptions(batch_size=4, pad_to_multiple_of=2**16)  # the bounds themselves
+    SequenceLoaderOptions(bucketing="pack", block_size=2**24, max_tokens=2**24)
+
+
+def test_a_patch_that_could_not_be_allocated_is_refused():
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    assert VolumeLoaderOptions(patch_size=(256, 1024, 1024)).patch_size == (256, 1024, 1024)  # 2**28 voxels
+    with pytest.raises(ValueError, match=r"^patch_size=\(257, 1024, 1024\) is not allowed; patch_size must be at most "
+                                         r"268,435,456 voxels"):
+        VolumeLoaderOptions(patch_size=(257, 1024, 1024))

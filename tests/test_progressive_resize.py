@@ -145,9 +145,13 @@ def test_the_smallest_size_and_what_a_refusal_names():
     assert ImageLoaderOptions(image_size=8, backend="kornia").image_size == 8
     with pytest.raises(ValueError, match=r"^image_size=\{0: 16, 3: 7\} is not allowed; image_size must be "):
         ImageLoaderOptions(image_size={0: 16, 3: 7}, backend="kornia")
-    with pytest.raises(ValueError, match=r"^image_size=7 is not allowed; image_size must be an integer >= 8, or "
-                                         r"\{first epoch: size\} with epoch 0$"):
+    with pytest.raises(ValueError, match=r"^image_size=7 is not allowed; image_size must be an integer in 8\.\.16384, "
+                                         r"or \{first epoch: size\} with epoch 0$"):
         ImageLoaderOptions(image_size=7, backend="kornia")
+    assert ImageLoaderOptions(image_size=16384, backend="kornia").image_size == 16384  # the largest
+    for too_large in (16385, {0: 224, 5: 16385}):  # a batch of them could not be allocated
+        with pytest.raises(ValueError, match=r"^image_size=.* is not allowed; image_size must be .*8\.\.16384"):
+            ImageLoaderOptions(image_size=too_large, backend="kornia")
     steps = ImageLoaderOptions(image_sizes=((5, 24), (0, 16)), image_size=16, backend="kornia").image_sizes
     assert steps == ((0, 16), (5, 24))  # sorted however they come
 

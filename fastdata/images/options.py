@@ -41,8 +41,11 @@ def numbers(value: object, count: int) -> bool:
     return isinstance(value, tuple | list) and len(value) == count and finite(*value)
 
 
+MAX_IMAGE_SIZE = 16384  # a float32 image of 3 x 16384^2 takes 3.2 GB: past it a batch cannot be allocated
+
+
 def _size(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 8
+    return isinstance(value, int) and not isinstance(value, bool) and 8 <= value <= MAX_IMAGE_SIZE
 
 
 def size_steps(schedule: Mapping[Any, Any]) -> tuple[tuple[int, int], ...]:
@@ -51,7 +54,7 @@ def size_steps(schedule: Mapping[Any, Any]) -> tuple[tuple[int, int], ...]:
     steps = {plain_number(epoch): plain_number(size) for epoch, size in schedule.items()}
     if not steps or 0 not in steps or not all(valid_epoch(e) and _size(v) for e, v in steps.items()):
         raise refused("image_size", dict(schedule), f"{{first epoch: size}} with epoch 0 among the epochs, every "
-                      f"epoch an integer in 0..{MAX_EPOCH} and every size an integer >= 8")
+                      f"epoch an integer in 0..{MAX_EPOCH} and every size an integer in 8..{MAX_IMAGE_SIZE}")
     return tuple(sorted(steps.items()))
 
 
@@ -120,7 +123,8 @@ class ImageLoaderOptions:
         elif self.image_sizes:
             object.__setattr__(self, "image_sizes", size_steps(dict(self.image_sizes)))
         if not _size(self.image_size):
-            raise refused("image_size", self.image_size, "an integer >= 8, or {first epoch: size} with epoch 0")
+            raise refused("image_size", self.image_size, f"an integer in 8..{MAX_IMAGE_SIZE}, or {{first epoch: size}} "
+                          "with epoch 0")
         if self.indices is not None:
             object.__setattr__(self, "indices", subset(self.indices))
         if self.sample_weights is not None:

@@ -15,6 +15,10 @@ from fastdata.planning.weights import per_epoch_option, sample_weights
 BUCKETING = ("length", "none", "pack")
 
 
+MAX_PAD_MULTIPLE = 1 << 16
+MAX_BLOCK = 1 << 24  # 16,777,216 tokens a packed row: past any model's context
+
+
 @dataclass(frozen=True)
 class SequenceLoaderOptions:
     """What decides the batches of a token dataset.
@@ -58,6 +62,12 @@ class SequenceLoaderOptions:
         positive("pad_to_multiple_of", self.pad_to_multiple_of, optional=False)
         positive("window", self.window, optional=False)
         positive("block_size", self.block_size, optional=True)
+        # a row is allocated at these lengths whatever the data: past them one batch would take gigabytes
+        if self.pad_to_multiple_of > MAX_PAD_MULTIPLE:
+            raise refused("pad_to_multiple_of", self.pad_to_multiple_of, f"at most {MAX_PAD_MULTIPLE} (every row of a "
+                          "batch is padded to a multiple of it)")
+        if self.block_size is not None and self.block_size > MAX_BLOCK:
+            raise refused("block_size", self.block_size, f"at most {MAX_BLOCK} tokens a packed row")
         if self.bucketing not in BUCKETING:
             raise refused("bucketing", self.bucketing, f"one of {list(BUCKETING)}")
         if self.max_tokens is None and self.batch_size is None:

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 SAMPLING = ("uniform", "foreground")
 # intensities (HU, or an MR scale) that float32 arithmetic keeps finite: beyond any scanner's, and a window or a
 # z-score std at least this wide (a narrower one divides by a float32 zero)
+MAX_PATCH_VOXELS = 1 << 28  # 1024 x 1024 x 256
 MAX_INTENSITY = 1e7
 MIN_SPREAD = 1e-3
 DTYPES = ("float32", "float16", "bfloat16")
@@ -95,6 +96,9 @@ class VolumeLoaderOptions:
             check_hook("augment", self.augment)
         check_hook("batch_transform", self.batch_transform)
         object.__setattr__(self, "patch_size", _triple("patch_size", self.patch_size, minimum=1))
+        if self.patch_size[0] * self.patch_size[1] * self.patch_size[2] > MAX_PATCH_VOXELS:
+            raise refused("patch_size", self.patch_size, f"at most {MAX_PATCH_VOXELS:,} voxels (1 GB of float32 a "
+                          "patch: past it a batch cannot be allocated)")
         object.__setattr__(self, "overlap", _triple("overlap", self.overlap, minimum=0))
         if any(o >= p for o, p in zip(self.overlap, self.patch_size)):
             raise refused("overlap", self.overlap, f"smaller than patch_size {self.patch_size} on every axis")
