@@ -217,3 +217,13 @@ def test_a_patch_that_could_not_be_allocated_is_refused():
     with pytest.raises(ValueError, match=r"^patch_size=\(257, 1024, 1024\) is not allowed; patch_size must be at most "
                                          r"268,435,456 voxels"):
         VolumeLoaderOptions(patch_size=(257, 1024, 1024))
+
+
+def test_a_pad_id_past_int64_is_refused():
+    """It raised Python's OverflowError from the first batch (torch.full of int64)."""
+    from fastdata.text.options import SequenceLoaderOptions
+
+    assert SequenceLoaderOptions(max_tokens=64, pad_id=(1 << 63) - 1).pad_id == (1 << 63) - 1
+    for bad in (1 << 63, 2**70, -1):
+        with pytest.raises(ValueError, match=r"^pad_id=.* is not allowed; pad_id must be an integer in 0\.\.2\*\*63"):
+            SequenceLoaderOptions(max_tokens=64, pad_id=bad)

@@ -85,8 +85,8 @@ class SequenceLoaderOptions:
         if not is_device_name(self.device):
             raise refused("device", self.device, DEVICES)
         check_hook("batch_transform", self.batch_transform)
-        if self.pad_id is not None and (not isinstance(self.pad_id, int) or self.pad_id < 0):
-            raise refused("pad_id", self.pad_id, "a non-negative integer or None")
+        if self.pad_id is not None and (not isinstance(self.pad_id, int) or not 0 <= self.pad_id < 1 << 63):
+            raise refused("pad_id", self.pad_id, "an integer in 0..2**63 - 1 (batches are int64) or None")
         if not valid_world_size(self.world_size):
             raise refused("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
