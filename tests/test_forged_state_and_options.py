@@ -227,3 +227,13 @@ def test_a_pad_id_past_int64_is_refused():
     for bad in (1 << 63, 2**70, -1):
         with pytest.raises(ValueError, match=r"^pad_id=.* is not allowed; pad_id must be an integer in 0\.\.2\*\*63"):
             SequenceLoaderOptions(max_tokens=64, pad_id=bad)
+
+
+@pytest.mark.parametrize("name, most", [("patches_per_volume", 65536), ("elastic_grid", 64)])
+def test_volume_counts_that_would_exhaust_memory_are_refused(name, most):
+    """patches_per_volume=10**9 would have planned billions of patches a volume before the first batch."""
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    assert getattr(VolumeLoaderOptions(**{name: most}), name) == most
+    with pytest.raises(ValueError, match=rf"^{name}={most + 1} is not allowed; {name} must be at most {most}$"):
+        VolumeLoaderOptions(**{name: most + 1})

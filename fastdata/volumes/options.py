@@ -23,6 +23,8 @@ SAMPLING = ("uniform", "foreground")
 # intensities (HU, or an MR scale) that float32 arithmetic keeps finite: beyond any scanner's, and a window or a
 # z-score std at least this wide (a narrower one divides by a float32 zero)
 MAX_PATCH_VOXELS = 1 << 28  # 1024 x 1024 x 256
+MAX_PATCHES_PER_VOLUME = 1 << 16
+MAX_ELASTIC_GRID = 64
 MAX_INTENSITY = 1e7
 MIN_SPREAD = 1e-3
 DTYPES = ("float32", "float16", "bfloat16")
@@ -110,6 +112,10 @@ class VolumeLoaderOptions:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < (2 if name == "elastic_grid" else 1):
                 raise refused(name, value, f"an integer >= {2 if name == 'elastic_grid' else 1}")
+        # an epoch's plan holds every patch, and a field its grid's points cubed: past these, memory runs out first
+        for name, most in (("patches_per_volume", MAX_PATCHES_PER_VOLUME), ("elastic_grid", MAX_ELASTIC_GRID)):
+            if getattr(self, name) > most:
+                raise refused(name, getattr(self, name), f"at most {most}")
         floats = {"foreground_hu": self.foreground_hu, "foreground_prob": self.foreground_prob,
                   "pad_value": self.pad_value, "flip_prob": self.flip_prob, "rotate_degrees": self.rotate_degrees,
                   "affine_prob": self.affine_prob, "elastic_prob": self.elastic_prob,
