@@ -25,7 +25,7 @@ from converters.plan import (
     samples_per_shard_from_probe,
     shards_for_part,
 )
-from converters.pool import run_ordered
+from converters.pool import check_local_jobs, run_ordered
 from converters.private_report import report_path, write_report
 from converters.sample import WorkItem
 from converters.secret_options import resolve_secrets, secret_fields
@@ -78,6 +78,8 @@ class ConvertConfig:
             raise ValueError(f"--executor must be one of {list(EXECUTORS)}, got {self.executor!r}")
         if self.address is not None and self.executor != "ray":
             raise ValueError("--address names a Ray cluster: it needs --executor ray")
+        if self.executor == "local":  # Ray's --jobs counts a cluster's CPUs: not bounded here
+            check_local_jobs(self.jobs, cluster="; a cluster's CPUs go with --executor ray")
         if not 0 <= self.retries <= 100:
             raise ValueError(f"--retries must be within 0..100, got {self.retries}")
         if not 0 < self.task_cpus <= 1024 or (self.task_memory is not None and self.task_memory < 1):

@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import ConvertError
+from fastdata.images.options import usable_cpus
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,20 @@ def _died(first: WorkItem) -> WorkerDied:
     return WorkerDied(f"a conversion worker died while converting {first.rel} (split {first.split}) or an input "
                       "near it: killed by the out-of-memory killer or a signal? Lower -j or free memory, then rerun "
                       "the same command: it resumes from the finished shards")
+
+
+def local_jobs_limit() -> int:
+    """The most worker processes this pool starts: 4 a usable CPU, 64 at least (each imports the codecs; a typo such
+    as `-j 100000` had forked until the machine stopped answering)."""
+    return max(64, 4 * usable_cpus())
+
+
+def check_local_jobs(jobs: int, *, cluster: str = "") -> None:
+    """ValueError for more worker processes than `local_jobs_limit`; `cluster` ends the message."""
+    most = local_jobs_limit()
+    if jobs > most:
+        raise ValueError(f"--jobs {jobs} would start {jobs} worker processes on this machine, which has "
+                         f"{usable_cpus()} CPUs: at most {most} (4 a CPU, 64 at least){cluster}")
 
 
 def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Iterator[Result]:

@@ -118,3 +118,27 @@ def test_no_items_give_no_results(jobs: int) -> None:
 def test_a_single_item_processor_gets_chunks_of_one(jobs: int) -> None:
     got = _reasons(list(run_ordered(_One(1), _items(5, split="train"), jobs=jobs)))
     assert got == [("train", f"f{i}.jpg", "one") for i in range(5)]
+
+
+def test_more_local_workers_than_the_machine_can_hold_are_refused(monkeypatch) -> None:
+    """`-j 100000` had forked until the machine stopped answering: the local executor starts at most 4 workers a CPU
+    (64 at least); Ray's --jobs counts a cluster's CPUs and is not bounded here."""
+    import converters.pool as pool
+    from converters import get_kind
+    from converters.adopt import AdoptOptions
+    from converters.engine import ConvertConfig
+
+    monkeypatch.setattr(pool, "usable_cpus", lambda: 32)
+    assert pool.local_jobs_limit() == 128
+    kind = get_kind("images")
+    ConvertConfig(jobs=128).validate(kind)
+    with pytest.raises(ValueError, match=r"^--jobs 129 would start 129 worker processes on this machine, which has 32 "
+                                         r"CPUs: at most 128 \(4 a CPU, 64 at least\); a cluster's CPUs go with "
+                                         r"--executor ray$"):
+        ConvertConfig(jobs=129).validate(kind)
+    ConvertConfig(jobs=100_000, executor="ray").validate(kind)
+    assert AdoptOptions(jobs=128).jobs == 128  # `fastdata index -j` starts the same pool
+    with pytest.raises(ValueError, match=r"^--jobs 129 would start 129 worker processes .* 64 at least\)$"):
+        AdoptOptions(jobs=129)
+    monkeypatch.setattr(pool, "usable_cpus", lambda: 2)
+    assert pool.local_jobs_limit() == 64

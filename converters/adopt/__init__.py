@@ -25,7 +25,7 @@ from typing import Any
 
 from converters.adopt.scan import SCAN_VERSION, TEXT_MEMBER, TarScan, scan_tar
 from converters.images.id_names import class_names
-from converters.pool import run_ordered
+from converters.pool import check_local_jobs, run_ordered
 from converters.sample import Rejection, WorkItem
 from converters.tree import split_of_folder
 from fastdata import __version__
@@ -73,6 +73,7 @@ class AdoptOptions:
             object.__setattr__(self, "classes", class_names(named))
         if self.max_pixels < 1 or self.jobs < 1:
             raise ValueError(f"--max-pixels and -j must be >= 1, got {self.max_pixels} and {self.jobs}")
+        check_local_jobs(self.jobs)
 
 
 @dataclass(frozen=True)
