@@ -20,11 +20,13 @@ from fastdata.planning.weights import per_epoch_option, sample_weights
 log = logging.getLogger(__name__)
 
 SAMPLING = ("uniform", "foreground")
-# intensities (HU, or an MR scale) that float32 arithmetic keeps finite: beyond any scanner's, and a window or a
-# z-score std at least this wide (a narrower one divides by a float32 zero)
+# sizes past which memory runs out before a batch: a patch's voxels (1 GB of float32), an epoch's plan of patches, a
+# displacement field's grid points cubed
 MAX_PATCH_VOXELS = 1 << 28  # 1024 x 1024 x 256
 MAX_PATCHES_PER_VOLUME = 1 << 16
 MAX_ELASTIC_GRID = 64
+# intensities (HU, or an MR scale) that float32 arithmetic keeps finite: beyond any scanner's, and a window or a
+# z-score std at least this wide (a narrower one divides by a float32 zero)
 MAX_INTENSITY = 1e7
 MIN_SPREAD = 1e-3
 DTYPES = ("float32", "float16", "bfloat16")
@@ -131,24 +133,7 @@ class VolumeLoaderOptions:
         for name in ("foreground_prob", "flip_prob", "affine_prob", "elastic_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise refused(name, getattr(self, name), "in [0, 1]")
-        if self.window is not None and (not numbers(self.window, 2) or not self.window[1] - self.window[0] >= MIN_SPREAD
-                                        or not _intensities(self.window)):
-            raise refused("window", self.window, f"None or two finite numbers (lo, hi) with hi - lo >= {MIN_SPREAD}, "
-                          f"in HU (or the stored scale), within +-{MAX_INTENSITY:g}")
-        if not isinstance(self.zscore, bool) and self.zscore != "foreground" and (
-                not numbers(self.zscore, 2) or self.zscore[1] < MIN_SPREAD or not _intensities(self.zscore)):
-            raise refused("zscore", self.zscore, "False, True (per patch), two finite numbers (mean, std) with "
-                                                 f"std >= {MIN_SPREAD}, within +-{MAX_INTENSITY:g}, or 'foreground' "
-                                                 "(the train split's, clipped as nnU-Net)")
-        if self.window is not None and self.zscore is not False:
-            raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
-        if self.clip is not None and (not numbers(self.clip, 2) or not self.clip[0] < self.clip[1]
-                                      or not _intensities(self.clip)):
-            raise refused("clip", self.clip, f"None or two finite numbers (lo, hi) with lo < hi, within "
-                          f"+-{MAX_INTENSITY:g}")
-        if self.clip is not None and (self.zscore is False or self.zscore == "foreground"):
-            raise ValueError("clip= goes with zscore=True or zscore=(mean, std): window= clips already, and "
-                             "zscore='foreground' sets its own clip from the dataset")
+        _check_intensity(self)
         if self.scale is not None and (not numbers(self.scale, 2) or not 0 < self.scale[0] <= self.scale[1]):
             raise refused("scale", self.scale, "None or two finite numbers (lo, hi) with 0 < lo <= hi")
         if self.rotate_degrees < 0 or self.elastic_magnitude < 0 or self.crop_margin < 0:
@@ -207,6 +192,27 @@ def warn_on_orientations(view: Any) -> None:  # a DatasetView/MixedView
         log.warning("the volumes lie in %d orientations (%s, by where their x, y and z axes point): a patch's axes "
                     "are other patient directions from one volume to the next; convert with --orientation %s to give "
                     "them one", len(ranked), ", ".join(f"{code}: {n}" for code, n in ranked), ranked[0][0])
+
+
+def _check_intensity(o: VolumeLoaderOptions) -> None:
+    """ValueError unless the intensity options (window, zscore, clip) are one normalisation that float32 keeps
+    finite: bounds within MAX_INTENSITY, a window's width and a z-score's std at least MIN_SPREAD."""
+    if o.window is not None and (not numbers(o.window, 2) or not o.window[1] - o.window[0] >= MIN_SPREAD
+                                 or not _intensities(o.window)):
+        raise refused("window", o.window, f"None or two finite numbers (lo, hi) with hi - lo >= {MIN_SPREAD}, "
+                      f"in HU (or the stored scale), within +-{MAX_INTENSITY:g}")
+    if not isinstance(o.zscore, bool) and o.zscore != "foreground" and (
+            not numbers(o.zscore, 2) or o.zscore[1] < MIN_SPREAD or not _intensities(o.zscore)):
+        raise refused("zscore", o.zscore, "False, True (per patch), two finite numbers (mean, std) with "
+                                          f"std >= {MIN_SPREAD}, within +-{MAX_INTENSITY:g}, or 'foreground' "
+                                          "(the train split's, clipped as nnU-Net)")
+    if o.window is not None and o.zscore is not False:
+        raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
+    if o.clip is not None and (not numbers(o.clip, 2) or not o.clip[0] < o.clip[1] or not _intensities(o.clip)):
+        raise refused("clip", o.clip, f"None or two finite numbers (lo, hi) with lo < hi, within +-{MAX_INTENSITY:g}")
+    if o.clip is not None and (o.zscore is False or o.zscore == "foreground"):
+        raise ValueError("clip= goes with zscore=True or zscore=(mean, std): window= clips already, and "
+                         "zscore='foreground' sets its own clip from the dataset")
 
 
 def _intensities(values: Any) -> bool:
