@@ -14,8 +14,7 @@ from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.epochs import MAX_EPOCH, valid_epoch
-from fastdata.planning.subset import subset
-from fastdata.planning.weights import per_epoch_option, sample_weights
+from fastdata.planning.selection import check_selection
 
 BACKENDS = ("dali", "kornia")
 MIN_STD = 1e-4  # 1 / MIN_STD = 10,000: the largest normalised value stays well within float16 (65,504)
@@ -125,11 +124,7 @@ class ImageLoaderOptions:
         if not _size(self.image_size):
             raise refused("image_size", self.image_size, f"an integer in 8..{MAX_IMAGE_SIZE}, or {{first epoch: size}} "
                           "with epoch 0")
-        if self.indices is not None:
-            object.__setattr__(self, "indices", subset(self.indices))
-        if self.sample_weights is not None:
-            object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
-        per_epoch_option(self.samples_per_epoch, self.sample_weights)
+        check_selection(self)  # indices, sample_weights, samples_per_epoch
         if self.backend not in BACKENDS:
             raise refused("backend", self.backend, f"one of {list(BACKENDS)}")
         if self.dtype not in DTYPES:

@@ -42,8 +42,8 @@ from fastdata.loader_state import kind_of
 from fastdata.mixing import MixedView, shard_permute
 from fastdata.planning.elastic import Step
 from fastdata.planning.epochs import epoch_to_set
-from fastdata.planning.subset import subset_digest, subset_mask, subset_size
-from fastdata.planning.weights import weighting_digest, weights_for
+from fastdata.planning.selection import selection
+from fastdata.planning.subset import subset_mask
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +72,13 @@ class PlannedBackend(Production):
             per_dataset = [tuple(ref.info.samples for ref in v.shards) for v in view.views]
             self._mixture = view.mixture([sum(sizes) for sizes in per_dataset])
             permute = shard_permute(opts.seed, per_dataset)
-        self._count = subset_size(opts.indices, len(self._reader), mixture=self._mixture is not None)  # planned
+        chosen = selection(opts, len(self._reader), train=opts.train, mixture=self._mixture is not None,
+                           labels=self._labels, data=data_digest(view))
+        # the samples planned an epoch; the data digest in every state, checked on load (data_digest.py)
+        self._count, self._data = chosen.count, chosen.digest
         keep = subset_mask(opts.indices, len(self._reader))
-        weights = None if opts.sample_weights is None else weights_for(
-            opts.sample_weights, len(self._reader), per_epoch=opts.samples_per_epoch, train=opts.train,
-            mixture=self._mixture is not None, subset=opts.indices is not None, labels=self._labels)
-        if weights is not None:
-            self._count = weights.per_epoch  # the draws of each epoch
-        # in every state, checked on load (data_digest.py): the data, and which of it the plans draw
-        self._data = weighting_digest(subset_digest(data_digest(view), opts.indices), weights)
         self._plans = RankPlans(opts, tuple(ref.info.samples for ref in view.shards), self._count,
-                                mixture=self._mixture, permute=permute, keep=keep, weights=weights)
+                                mixture=self._mixture, permute=permute, keep=keep, weights=chosen.weights)
         self._return_dataset = isinstance(view, MixedView) and view.spec.return_dataset
         self._device = torch.device(opts.device)
         self._epoch = 0

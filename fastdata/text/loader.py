@@ -26,8 +26,7 @@ from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
-from fastdata.planning.subset import subset_digest, subset_size
-from fastdata.planning.weights import weighting_digest, weights_for
+from fastdata.planning.selection import selection
 from fastdata.sources import Spec
 from fastdata.text.collate import PackedStream, collate_packed, collate_padded
 from fastdata.text.options import SequenceLoaderOptions
@@ -59,15 +58,11 @@ class SequenceLoader(Closable):
         self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes
         self._cache: tuple[tuple[int, tuple[Step, ...]], list[np.ndarray], PackedStream | None] | None = None
         self._last_ids = store.last_ids() if options.bucketing == "pack" else None
-        self._count = subset_size(options.indices, len(store), mixture=mixture is not None)  # the sequences read
+        chosen = selection(options, len(store), train=options.shuffle, mixture=mixture is not None,
+                           labels=store.class_labels, data=data_digest(view))
+        # the sequences read an epoch, their draws when weighted, and the data digest in every state
+        self._count, self._weights, self._data = chosen.count, chosen.weights, chosen.digest
         self._items = options.indices  # the sequences of every epoch (None: all of them)
-        self._weights = None if options.sample_weights is None else weights_for(  # or drawn anew each epoch
-            options.sample_weights, len(store), per_epoch=options.samples_per_epoch, train=options.shuffle,
-            mixture=mixture is not None, subset=options.indices is not None, labels=store.class_labels)
-        if self._weights is not None:
-            self._count = self._weights.per_epoch  # the draws of each epoch
-        # in every state, checked on load: the data, and which of it the plans read
-        self._data = weighting_digest(subset_digest(data_digest(view), options.indices), self._weights)
         longest = int(store.lengths.max() if self._items is None else store.lengths[self._items].max())
         if options.bucketing != "pack" and options.max_tokens is not None \
                 and padded(longest, options.pad_to_multiple_of) > options.max_tokens:

@@ -9,8 +9,7 @@ from fastdata.coerce import DEVICES, is_device_name
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.option_rules import check_flag, check_seed, refused
-from fastdata.planning.subset import subset
-from fastdata.planning.weights import per_epoch_option, sample_weights
+from fastdata.planning.selection import check_selection
 
 BUCKETING = ("length", "none", "pack")
 
@@ -91,11 +90,7 @@ class SequenceLoaderOptions:
             raise refused("world_size", self.world_size, WORLD_SIZES)
         if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
             raise refused("rank", self.rank, f"in 0..world_size-1 (world_size={self.world_size})")
-        if self.indices is not None:
-            object.__setattr__(self, "indices", subset(self.indices))
-        if self.sample_weights is not None:
-            object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
-        per_epoch_option(self.samples_per_epoch, self.sample_weights)
+        check_selection(self)  # indices, sample_weights, samples_per_epoch
 
     @property
     def rows_per_batch(self) -> int:

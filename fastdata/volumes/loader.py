@@ -34,8 +34,7 @@ from fastdata.mixing import MixedView
 from fastdata.planning.elastic import Step, check_lineage, replay, resumed_lineage
 from fastdata.planning.epochs import MAX_EPOCH, epoch_to_set, valid_epoch
 from fastdata.planning.mixture import Mixture, random_permute
-from fastdata.planning.subset import subset_digest, subset_size
-from fastdata.planning.weights import weighting_digest, weights_for
+from fastdata.planning.selection import selection
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
 from fastdata.volumes.intensity import dataset_foreground
@@ -77,14 +76,10 @@ class VolumeLoader(Closable):
         else:
             self.store = VolumeStore(view)
             self._return_dataset = False
-        self._volumes = subset_size(opts.indices, len(self.store), mixture=self.mixture is not None)  # those read
-        self._weights = None if opts.sample_weights is None else weights_for(  # volumes drawn anew each epoch
-            opts.sample_weights, len(self.store), per_epoch=opts.samples_per_epoch, train=opts.train,
-            mixture=self.mixture is not None, subset=opts.indices is not None, labels=_no_classes)
-        if self._weights is not None:
-            self._volumes = self._weights.per_epoch  # the draws of each epoch
-        # in every state, checked on load: the data, and which of it the plans read
-        self._data = weighting_digest(subset_digest(data_digest(view), opts.indices), self._weights)
+        chosen = selection(opts, len(self.store), train=opts.train, mixture=self.mixture is not None,
+                           labels=_no_classes, data=data_digest(view))
+        # the volumes read an epoch, their draws when weighted, and the data digest in every state
+        self._volumes, self._weights, self._data = chosen.count, chosen.weights, chosen.digest
         self.classes: tuple[str, ...] = view.classes
         self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
         self._epoch = 0

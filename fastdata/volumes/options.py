@@ -14,8 +14,7 @@ from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 from fastdata.option_rules import check_flag, check_seed, refused
-from fastdata.planning.subset import subset
-from fastdata.planning.weights import per_epoch_option, sample_weights
+from fastdata.planning.selection import check_selection
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +86,7 @@ class VolumeLoaderOptions:
     samples_per_epoch: int | None = None  # with sample_weights: the samples an epoch draws (None: the split's)
 
     def __post_init__(self) -> None:
-        if self.indices is not None:
-            object.__setattr__(self, "indices", subset(self.indices))
-        if self.sample_weights is not None:
-            object.__setattr__(self, "sample_weights", sample_weights(self.sample_weights))
-        per_epoch_option(self.samples_per_epoch, self.sample_weights)
+        check_selection(self)  # indices, sample_weights, samples_per_epoch
         for flag in ("train", "rot90"):
             check_flag(flag, getattr(self, flag))
         check_flag("drop_last", self.drop_last, none="train drops, eval keeps")
