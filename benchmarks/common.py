@@ -60,14 +60,14 @@ def _git_commit() -> str | None:
 
 def versions(packages: Sequence[str] = PACKAGES) -> dict[str, str]:
     out = {"python": platform.python_version()}
+    found = _installed(packages)
     for name in packages:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
+        if name in found:
+            out[name] = found[name]
+        elif name in DALI_BUILDS:  # another CUDA build of DALI stands in for the one named
+            out.update(_installed(DALI_BUILDS) or {name: "not installed"})
+        else:
             out[name] = "not installed"
-            if name in DALI_BUILDS:  # another CUDA build of DALI stands in for the one named
-                out.pop(name)
-                out.update(_installed(DALI_BUILDS) or {name: "not installed"})
     return out
 
 
