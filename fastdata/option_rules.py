@@ -4,9 +4,13 @@ the on/off flags (a string such as "no" is truthy, so `shuffle="no"` would shuff
 from __future__ import annotations
 
 
-def refused(name: str, value: object, allowed: str) -> ValueError:
-    """The error for option `name` given `value`, saying what it must be."""
-    return ValueError(f"{name}={value!r} is not allowed; {name} must be {allowed}")
+def refused(name: str, value: object, allowed: str, *, cut: int | None = None) -> ValueError:
+    """The error for option `name` given `value`, saying what it must be; with `cut`, the value's repr cut to that many
+    characters (an option holding a million numbers is not printed)."""
+    text = repr(value)
+    if cut is not None and len(text) > cut:
+        text = text[:cut - 3] + "..."
+    return ValueError(f"{name}={text} is not allowed; {name} must be {allowed}")
 
 
 def check_seed(seed: object) -> None:

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from fastdata.option_rules import refused
+
 
 def subset(indices: Any) -> np.ndarray:
     """`indices` (a sequence, range, numpy array or CPU tensor of sample indices) as a sorted, read-only int64
@@ -32,10 +34,7 @@ def subset(indices: Any) -> np.ndarray:
 
 
 def _not_indices(value: Any, allowed: str) -> ValueError:
-    """`refused`'s error, the value's repr cut to 80 characters (a million indices are not printed)."""
-    text = repr(value)
-    return ValueError(f"indices={text if len(text) <= 80 else text[:77] + '...'} is not allowed; indices must be "
-                      f"{allowed}")
+    return refused("indices", value, allowed, cut=80)
 
 
 def subset_size(indices: np.ndarray | None, num_samples: int, *, mixture: bool) -> int:

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from fastdata.option_rules import refused
+
 BALANCED = "balanced"
 _WEIGHT_STREAM = 0x5747  # the draws' own random stream, apart from the plan's permutations (order.py)
 
@@ -46,10 +48,8 @@ def sample_weights(value: Any) -> np.ndarray | str:
 
 
 def _not_weights(value: Any) -> ValueError:
-    text = repr(value)
-    return ValueError(f"sample_weights={text if len(text) <= 80 else text[:77] + '...'} is not allowed; "
-                      f"sample_weights must be {BALANCED!r} or one finite number >= 0 per sample of the split "
-                      "(manifest order), not all 0 (not a mask: indices= selects a subset)")
+    return refused("sample_weights", value, f"{BALANCED!r} or one finite number >= 0 per sample of the split "
+                   "(manifest order), not all 0 (not a mask: indices= selects a subset)", cut=80)
 
 
 def per_epoch_option(value: Any, weights: Any) -> int | None:
