@@ -6,7 +6,10 @@
 The backend's one producer thread feeds a batch to the graph and schedules it (`_submit`), then takes the
 oldest scheduled batch's output (`_collect`, which includes handing it to torch, `_to_torch`). Each run is a
 fresh process that reads `--epochs` steady epochs after an untimed one, with timers around those three
-methods. The variants are the backend with one thing changed:
+methods and around DALI's own `feed_input`, `schedule_run` and `outputs` inside them. Each timer takes the
+wall time and the calling thread's CPU time (`time.thread_time`): where the CPU time is much less than the wall
+time, the producer thread waits (for DALI, or for the GIL) rather than works. The variants are the backend
+with one thing changed:
 
 - base: the backend as it is;
 - lag2: two batches scheduled ahead of the one collected instead of one (`DaliBackend._lag`);
@@ -15,7 +18,9 @@ methods. The variants are the backend with one thing changed:
 - prefetch4: the loader's `prefetch=4` (default 2);
 - threads-half: half the threads;
 - packed: the per-sample numbers of a batch fed in one array instead of one per argument
-  (benchmarks/dali_packed.py).
+  (benchmarks/dali_packed.py);
+- nocopy: the encoded bytes fed with `no_copy=True`, so that DALI reads them where the loader holds them
+  instead of copying them first (each batch's samples stay referenced until its output is taken).
 
 Runs are interleaved (every repetition runs every variant, the first one rotating), and every variant must
 deliver the same first batch as base: a variant that changes the output fails the script.
@@ -40,8 +45,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import interleaved, json_lines, summarize, write_json  # noqa: E402
 
-VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half", "packed")
-TIMED = ("_submit", "_collect", "_to_torch")
+VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half", "packed", "nocopy")
+TIMED = ("_submit", "_collect", "_to_torch")  # the backend's methods
+PIPE_TIMED = ("feed_input", "schedule_run", "outputs")  # DALI's, called inside them
+STAGES = ("submit", "collect", "to_torch", "feed_input", "schedule_run", "outputs")  # the columns, per batch
 
 
 def _apply(variant: str, threads: int) -> dict[str, Any]:
@@ -62,38 +69,67 @@ def _apply(variant: str, threads: int) -> dict[str, Any]:
         from benchmarks.dali_packed import install
 
         install()
+    elif variant == "nocopy":
+        from fastdata.images import dali_graph
+
+        def sources(args: Any) -> dict[str, Any]:
+            from nvidia.dali import fn
+
+            return {name: fn.external_source(name=name, no_copy=name == "encoded") for name in args.inputs}
+
+        dali_graph.sources = sources
     return {}
 
 
-def _timers(cls: type, names: tuple[str, ...]) -> tuple[dict[str, float], dict[str, int]]:
-    spent: dict[str, float] = defaultdict(float)
-    calls: dict[str, int] = defaultdict(int)
-    lock = threading.Lock()
-    for name in names:
-        inner = getattr(cls, name)
+class Timers:
+    """Wall and CPU seconds, and calls, of methods patched with `patch`, by the method's name without its
+    leading underscore."""
 
-        def timed(self, *a, _inner=inner, _name=name, **k):
-            t = time.perf_counter()
-            try:
-                return _inner(self, *a, **k)
-            finally:
-                with lock:
-                    spent[_name] += time.perf_counter() - t
-                    calls[_name] += 1
-        setattr(cls, name, timed)
-    return spent, calls
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = defaultdict(float)
+        self.cpu: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+
+    def patch(self, cls: type, names: tuple[str, ...]) -> None:
+        for name in names:
+            inner, key = getattr(cls, name), name.lstrip("_")
+
+            def timed(obj, *a, _inner=inner, _key=key, **k):
+                t, c = time.perf_counter(), time.thread_time()
+                try:
+                    return _inner(obj, *a, **k)
+                finally:
+                    with self._lock:
+                        self.wall[_key] += time.perf_counter() - t
+                        self.cpu[_key] += time.thread_time() - c
+                        self.calls[_key] += 1
+            setattr(cls, name, timed)
+
+    def clear(self) -> None:
+        for d in (self.wall, self.cpu, self.calls):
+            d.clear()
+
+    def per_batch(self, spent: dict[str, float]) -> dict[str, float]:
+        """ms per batch: a method's time over the batches submitted (DALI's `feed_input` runs once per input)."""
+        batches = max(self.calls["submit"], 1)
+        return {k: 1e3 * spent[k] / (batches if k in ("feed_input", "schedule_run") else max(self.calls[k], 1))
+                for k in STAGES}
 
 
 def run_one(shards: str, variant: str, mode: str, *, device: str, epochs: int, batch: int, threads: int,
             size: int = 224) -> dict[str, Any]:
     """One variant in this process: steady images/s, ms per batch in each timed method, the first batch's sum."""
     import torch
+    from nvidia.dali.pipeline import Pipeline
 
     import fastdata
     from fastdata.images.dali_backend import DaliBackend
 
     opts = {"num_threads": threads, **_apply(variant, threads)}
-    spent, calls = _timers(DaliBackend, TIMED)
+    timers = Timers()
+    timers.patch(DaliBackend, TIMED)
+    timers.patch(Pipeline, PIPE_TIMED)
     loader = fastdata.loader(shards, split="train", backend="dali", batch_size=batch, train=mode == "train",
                              image_size=size, device=device, dtype="float32", seed=0, **opts)
     first = None
@@ -101,8 +137,7 @@ def run_one(shards: str, variant: str, mode: str, *, device: str, epochs: int, b
     try:
         for epoch in range(epochs + 1):
             if epoch == 1:
-                spent.clear()
-                calls.clear()
+                timers.clear()
                 t0 = time.perf_counter()
             loader.set_epoch(epoch)
             for x, _ in loader:
@@ -116,7 +151,8 @@ def run_one(shards: str, variant: str, mode: str, *, device: str, epochs: int, b
         loader.close()
     # per call: the producer runs ahead into the next epoch, so the calls timed are not exactly the batches delivered
     return {"variant": variant, "mode": mode, "images_per_s": images / wall, "first_batch_sum": first,
-            "ms_per_batch": {k[1:]: 1e3 * spent[k] / max(calls[k], 1) for k in TIMED}, "batches": -(-images // batch)}
+            "ms_per_batch": timers.per_batch(timers.wall), "cpu_ms_per_batch": timers.per_batch(timers.cpu),
+            "batches": -(-images // batch)}
 
 
 def _child(args: argparse.Namespace, variant: str, mode: str) -> dict[str, Any]:
@@ -136,13 +172,18 @@ def table(rows: list[dict[str, Any]], mode: str) -> str:
         if r["mode"] == mode:
             by[r["variant"]].append(r)
     base = statistics.median(r["images_per_s"] for r in by["base"])
-    out = [f"### {mode}\n", "| variant | images/s median | min | max | vs base | submit ms/batch | collect ms/batch "
-           "| of which to torch |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [f"### {mode}\n", "ms per batch on the producer thread, medians: wall time (CPU time of the thread)\n",
+           "| variant | images/s median | min | max | vs base | submit | collect | of which to torch | DALI feed_input "
+           "| DALI schedule_run | DALI outputs |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for v, rs in by.items():
         ips = summarize([r["images_per_s"] for r in rs])
-        ms = {k: statistics.median(r["ms_per_batch"][k] for r in rs) for k in ("submit", "collect", "to_torch")}
+        cells = []
+        for k in STAGES:
+            wall = statistics.median(r["ms_per_batch"][k] for r in rs)
+            cpu = statistics.median(r.get("cpu_ms_per_batch", {}).get(k, float("nan")) for r in rs)
+            cells.append(f"{wall:.2f} ({cpu:.2f})")
         out.append(f"| {v} | {ips['median']:.0f} | {ips['min']:.0f} | {ips['max']:.0f} | "
-                   f"{ips['median'] / base:.2f}x | {ms['submit']:.2f} | {ms['collect']:.2f} | {ms['to_torch']:.2f} |")
+                   f"{ips['median'] / base:.2f}x | {' | '.join(cells)} |")
     return "\n".join(out)
 
 

@@ -405,14 +405,19 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
     from benchmarks import dali_stages
 
     convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=4, size=(320, 240)), tmp_path / "shards")
-    rows = dali_stages.main(["--shards", str(tmp_path / "shards"), "--device", "cpu", "--variants", "lag2,packed",
-                             "--mode", "both", "--reps", "1", "--epochs", "2", "--batch-size", "4", "--threads", "2",
-                             "--json", str(tmp_path / "runs.json")])
+    rows = dali_stages.main(["--shards", str(tmp_path / "shards"), "--device", "cpu", "--variants",
+                             "lag2,packed,nocopy", "--mode", "both", "--reps", "1", "--epochs", "2",
+                             "--batch-size", "4", "--threads", "2", "--json", str(tmp_path / "runs.json")])
     assert sorted((r["mode"], r["variant"]) for r in rows) == [(m, v) for m in ("eval", "train")
-                                                               for v in ("base", "lag2", "packed")]
+                                                               for v in ("base", "lag2", "nocopy", "packed")]
     assert all(r["batches"] == 4 and r["images_per_s"] > 0 for r in rows)  # 8 images, batch 4, 2 timed epochs
-    assert all(0 < r["ms_per_batch"]["to_torch"] < r["ms_per_batch"]["collect"] for r in rows)  # part of collect
-    for mode in ("eval", "train"):  # packed: the numbers in one array, the same batches (also checked by main)
+    for r in rows:
+        wall, cpu = r["ms_per_batch"], r["cpu_ms_per_batch"]
+        assert 0 < wall["to_torch"] < wall["collect"] and wall["outputs"] > 0  # (outputs also drops those abandoned)
+        assert 0 < wall["feed_input"] < wall["submit"] and 0 < wall["schedule_run"] < wall["submit"]  # parts of it
+        assert set(cpu) == set(wall) and all(0 <= cpu[k] <= wall[k] * 1.05 + 0.05 for k in wall), r  # a thread's
+        assert cpu["submit"] > 0 and cpu["feed_input"] > 0 and cpu["to_torch"] > 0  # the feed works, it never waits
+    for mode in ("eval", "train"):  # packed, nocopy: the same batches, fed otherwise (also checked by main)
         assert len({r["first_batch_sum"] for r in rows if r["mode"] == mode}) == 1
     assert json.loads((tmp_path / "runs.json").read_text()) == rows
     out = capsys.readouterr().out
@@ -423,6 +428,22 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
         dali_stages.main(["--shards", str(tmp_path / "missing")])
 
 
+def test_dali_stages_nocopy_feeds_the_encoded_bytes_alone_without_a_copy(monkeypatch):
+    pytest.importorskip("nvidia.dali")
+    from nvidia.dali import fn
+
+    from benchmarks import dali_stages
+    from fastdata.images import dali_graph
+    from fastdata.images.options import ImageLoaderOptions
+
+    monkeypatch.setattr(dali_graph, "sources", dali_graph.sources)  # put back after the variant replaces it
+    made = {}
+    monkeypatch.setattr(fn, "external_source", lambda *, name, no_copy: made.setdefault(name, no_copy))
+    args = dali_graph.graph_args(ImageLoaderOptions(batch_size=4, train=True, device="cpu"))
+    assert dali_stages._apply("nocopy", 2) == {}
+    assert dali_graph.sources(args) == {"encoded": True, "anchor": False, "shape": False, "flip": False}
+
+
 def test_dali_stages_fails_when_a_variant_changes_the_output(tmp_path, monkeypatch, capsys):
     from benchmarks import dali_stages
 
@@ -431,9 +452,11 @@ def test_dali_stages_fails_when_a_variant_changes_the_output(tmp_path, monkeypat
     def child(args, variant, mode):
         runs.append(variant)  # each variant's second run is 20 images/s faster than its first
         fast = 20.0 * (runs.count(variant) - 1)
+        ms = {"submit": 1.0, "collect": 2.0, "to_torch": 0.5, "feed_input": 0.25, "schedule_run": 0.125,
+              "outputs": 1.5}
         return {"variant": variant, "mode": mode, "images_per_s": (100.0 if variant == "base" else 150.0) + fast,
                 "first_batch_sum": 1.0 if variant == "base" else 2.0, "batches": 2,
-                "ms_per_batch": {"submit": 1.0, "collect": 2.0, "to_torch": 0.5}}
+                "ms_per_batch": ms, "cpu_ms_per_batch": {k: v / 2 for k, v in ms.items()}}
 
     monkeypatch.setattr(dali_stages, "_child", child)
     with pytest.raises(SystemExit, match=r"another first batch than base: dlpack \(train\)$"):
@@ -441,7 +464,9 @@ def test_dali_stages_fails_when_a_variant_changes_the_output(tmp_path, monkeypat
                           "--reps", "2"])
     out = capsys.readouterr().out
     assert runs == ["base", "dlpack", "dlpack", "base"]  # interleaved, the first one rotating
-    assert "| dlpack | 160 | 150 | 170 | 1.45x | 1.00 | 2.00 | 0.50 |" in out  # the table is printed first
+    # the table is printed first: ms per batch, wall (CPU)
+    assert ("| dlpack | 160 | 150 | 170 | 1.45x | 1.00 (0.50) | 2.00 (1.00) | 0.50 (0.25) | 0.25 (0.12) | 0.12 (0.06) "
+            "| 1.50 (0.75) |") in out
 
 
 @pytest.mark.parametrize("installed, expected", [
