@@ -321,6 +321,38 @@ def test_a_break_leaves_no_scheduled_batch_behind(ds: Path, train: bool) -> None
     assert all(torch.equal(x, y) for x, y in zip(labels, fresh_labels))
 
 
+@pytest.mark.parametrize("fails", ["convert", "targets"])
+def test_a_batch_failing_after_its_output_was_taken_raises_its_own_error(
+        ds: Path, monkeypatch: pytest.MonkeyPatch, fails: str) -> None:
+    """An error after `_collect` took a batch's output (handing it to torch, its padding, or a batch's targets)
+    reaches the user as it is, and the pipeline is left with nothing scheduled. Before, stopping then took that
+    output again, and DALI's StopIteration ("generator raised StopIteration") replaced the error."""
+    from fastdata.images.dali_backend import DaliBackend
+
+    calls = []
+
+    def broken(*args):
+        calls.append(1)
+        if len(calls) == 2:  # the second batch: the graph has the third scheduled (lag 1)
+            raise ValueError("no room for this batch")
+        return convert(*args) if fails == "convert" else None
+
+    convert = DaliBackend._convert
+    b = backend(ds, train=False)
+    if fails == "convert":
+        monkeypatch.setattr(DaliBackend, "_convert", broken)
+    else:
+        b.targets = lambda raws, epoch: broken()
+    with pytest.raises(ValueError, match="^no room for this batch$"):
+        run_epoch(b)
+    monkeypatch.undo()
+    b.targets = None
+    images, labels, keys = run_epoch(b)  # the same backend again: its graph returns this epoch's own batches
+    fresh, fresh_labels, fresh_keys = run_epoch(backend(ds, train=False))
+    assert keys == fresh_keys and all(torch.equal(x, y) for x, y in zip(images, fresh))
+    assert all(torch.equal(x, y) for x, y in zip(labels, fresh_labels))
+
+
 @pytest.mark.parametrize("train", [True, False])
 def test_corrupt_jpegs_found_one_batch_late_give_the_batches_of_a_synchronous_run(
         ds: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, train: bool) -> None:

@@ -94,8 +94,9 @@ class DaliBackend(PlannedBackend):
         entries, real = handle.entries, handle.real
         images = None
         if handle.pipe is not None:
+            pipe, handle.pipe = handle.pipe, None  # taken: `_abandon` must not take an output in its place
             try:
-                (out,) = handle.pipe.outputs()
+                (out,) = pipe.outputs()
             except RuntimeError as exc:
                 self._pipe = None
                 raise self._diagnose(real, exc) from exc
@@ -118,10 +119,11 @@ class DaliBackend(PlannedBackend):
 
     def _abandon(self, handles: list[_Submitted]) -> None:
         """Take and drop the outputs of scheduled runs that will not be delivered, so that the next batch fed to
-        the pipeline (this epoch's restart, or the next epoch's) is the next one it returns."""
+        the pipeline (this epoch's restart, or the next epoch's) is the next one it returns. A run whose output
+        `_collect` took (and then failed, or whose batch failed after it) has none left to take."""
         for handle in handles:
             if handle is None or handle.pipe is None or handle.pipe is not self._pipe:
-                continue  # nothing scheduled, or a pipeline already dropped after a failure
+                continue  # nothing scheduled, its output taken, or a pipeline already dropped after a failure
             try:
                 handle.pipe.outputs()
             except RuntimeError:
