@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from fastdata.batch_memory import check_batch_memory
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
@@ -251,10 +252,27 @@ def make_backend(view: DatasetView, opts: ImageLoaderOptions, *, first: bool = T
     warn_if_upsampled(view, opts)
     if first:
         say_if_turned(view)
+        check_batches_fit(opts)
     module_name, class_name = BACKENDS[opts.backend].split(":")
     require(*_EXTRAS[opts.backend])
     backend_cls = getattr(importlib.import_module(module_name), class_name)
     return backend_cls(view, opts, reader)
+
+
+_ITEM_BYTES = {"uint8": 1, "float16": 2, "bfloat16": 2, "float32": 4}
+
+
+def check_batches_fit(opts: ImageLoaderOptions) -> None:
+    """Refuse batches of the largest image size that the delivery device's memory cannot hold (batch_memory.py):
+    an eval loader pads its last batch to `batch_size` rows, so a huge batch size is allocated even on a small
+    split."""
+    import torch
+
+    side = max([opts.image_size, *(size for _, size in opts.image_sizes)])
+    batch = opts.batch_size * 3 * side * side * _ITEM_BYTES[opts.dtype]
+    check_batch_memory(batch, opts.prefetch + 1, torch.device(opts.device),
+                       what=f"{opts.batch_size} {opts.dtype} images of {side}x{side}",
+                       lower="batch_size (or image_size, or prefetch)")
 
 
 def warn_if_upsampled(view: DatasetView | MixedView, opts: ImageLoaderOptions) -> None:
