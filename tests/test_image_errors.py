@@ -45,6 +45,15 @@ def test_unknown_split(ds):
         loader(ds["wds"], split="test")
 
 
+@pytest.mark.parametrize("split", [["val"], {"val": 1}, 0, True, b"val", ("val",)])
+def test_a_split_that_is_not_a_name_is_refused_with_its_option(ds, split):
+    """Before, a list or dict raised "unhashable type: 'list'", and a number "unknown split 0"."""
+    with pytest.raises(ValueError, match=r"^split=.* is not allowed; split must be a split's name, a string"):
+        loader(ds["wds"], split=split)
+    with pytest.raises(ValueError, match=r"^split=.* is not allowed"):
+        loader(f"http://127.0.0.1:9/{ds['wds'].name}", split=split)  # refused before any request
+
+
 def test_other_format_version(ds):
     set_manifest(ds["wds"], format_version=99)
     with pytest.raises(ManifestError, match="format_version 99"):
