@@ -213,7 +213,9 @@ def test_token_row_lengths_that_would_take_gigabytes_are_refused(given, message)
 def test_a_patch_that_could_not_be_allocated_is_refused():
     from fastdata.volumes.options import VolumeLoaderOptions
 
-    assert VolumeLoaderOptions(patch_size=(256, 1024, 1024)).patch_size == (256, 1024, 1024)  # 2**28 voxels
+    # 2**28 voxels (cut whole: with augmentation the cut's margin counts too, test_a_crop_margin_...)
+    assert VolumeLoaderOptions(patch_size=(256, 1024, 1024), crop_margin=0).patch_size == (256, 1024, 1024)
+    assert VolumeLoaderOptions(patch_size=(256, 1024, 1024), train=False).patch_size == (256, 1024, 1024)
     with pytest.raises(ValueError, match=r"^patch_size=\(257, 1024, 1024\) is not allowed; patch_size must be at most "
                                          r"268,435,456 voxels"):
         VolumeLoaderOptions(patch_size=(257, 1024, 1024))
@@ -237,3 +239,35 @@ def test_volume_counts_that_would_exhaust_memory_are_refused(name, most):
     assert getattr(VolumeLoaderOptions(**{name: most}), name) == most
     with pytest.raises(ValueError, match=rf"^{name}={most + 1} is not allowed; {name} must be at most {most}$"):
         VolumeLoaderOptions(**{name: most + 1})
+
+
+@pytest.mark.parametrize("name, most", [("rotate_degrees", 180.0), ("elastic_magnitude", 1000.0)])
+def test_volume_warps_past_their_bound_are_refused_by_name(name, most):
+    """rotate_degrees=2**31 raised kornia's "degrees out of bounds" from the first batch, and elastic_magnitude=10**30
+    an OverflowError; neither named the option."""
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    assert getattr(VolumeLoaderOptions(**{name: most}), name) == most
+    assert getattr(VolumeLoaderOptions(**{name: 0}), name) == 0
+    for bad in (most + 0.5, 2**31, 10**30, -1, -0.5):
+        with pytest.raises(ValueError, match=rf"^{name}=.* is not allowed; {name} must be in \[0, {most:g}\]$"):
+            VolumeLoaderOptions(**{name: bad})
+
+
+def test_a_crop_margin_is_a_whole_number_of_voxels_whose_cut_can_be_allocated():
+    """crop_margin was checked only for being negative: 1.5 or '3' failed in slicing from the first batch, and 2**31
+    with numpy's 'array is too big'."""
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    assert VolumeLoaderOptions(crop_margin=0).crop_margin == 0
+    ok = VolumeLoaderOptions(patch_size=(254, 1022, 1022), crop_margin=1)
+    assert ok.cut_size == (256, 1024, 1024)  # exactly 2**28 voxels
+    with pytest.raises(ValueError, match=r"^crop_margin=2 is not allowed; crop_margin must be small enough that a "
+                                         r"patch cut with it \(patch_size \(254, 1022, 1022\) \+ 2 x crop_margin a "
+                                         r"side\) holds at most 268,435,456 voxels$"):
+        VolumeLoaderOptions(patch_size=(254, 1022, 1022), crop_margin=2)
+    assert VolumeLoaderOptions(patch_size=(254, 1022, 1022), crop_margin=2, augment=False).cut_size == \
+        (254, 1022, 1022)  # no augmentation: no margin is cut
+    for bad in (1.5, "3", None, True, -1, 2**31):
+        with pytest.raises(ValueError, match=r"^crop_margin=.* is not allowed; crop_margin must be"):
+            VolumeLoaderOptions(crop_margin=bad)

@@ -28,6 +28,10 @@ MAX_ELASTIC_GRID = 64
 # z-score std at least this wide (a narrower one divides by a float32 zero)
 MAX_INTENSITY = 1e7
 MIN_SPREAD = 1e-3
+# kornia's RandomAffine3D takes degrees inside (-360, 360), and +-180 turns a patch every way; an elastic
+# displacement's standard deviation past this many voxels moves every voxel out of any patch
+MAX_ROTATE_DEGREES = 180.0
+MAX_ELASTIC_MAGNITUDE = 1000.0
 DTYPES = ("float32", "float16", "bfloat16")
 
 
@@ -131,9 +135,15 @@ class VolumeLoaderOptions:
         _check_intensity(self)
         if self.scale is not None and (not numbers(self.scale, 2) or not 0 < self.scale[0] <= self.scale[1]):
             raise refused("scale", self.scale, "None or two finite numbers (lo, hi) with 0 < lo <= hi")
-        if self.rotate_degrees < 0 or self.elastic_magnitude < 0 or self.crop_margin < 0:
-            raise refused("rotate_degrees/elastic_magnitude/crop_margin",
-                          (self.rotate_degrees, self.elastic_magnitude, self.crop_margin), "non-negative")
+        for name, most in (("rotate_degrees", MAX_ROTATE_DEGREES), ("elastic_magnitude", MAX_ELASTIC_MAGNITUDE)):
+            if not 0 <= getattr(self, name) <= most:
+                raise refused(name, getattr(self, name), f"in [0, {most:g}]")
+        if not isinstance(self.crop_margin, int) or isinstance(self.crop_margin, bool) or self.crop_margin < 0:
+            raise refused("crop_margin", self.crop_margin, "an integer >= 0")
+        cut = self.cut_size
+        if cut[0] * cut[1] * cut[2] > MAX_PATCH_VOXELS:  # the region cut for a patch is allocated whole
+            raise refused("crop_margin", self.crop_margin, f"small enough that a patch cut with it (patch_size "
+                          f"{self.patch_size} + 2 x crop_margin a side) holds at most {MAX_PATCH_VOXELS:,} voxels")
         if self.dtype not in DTYPES:
             raise refused("dtype", self.dtype, f"one of {list(DTYPES)}")
         if not is_device_name(self.device):
