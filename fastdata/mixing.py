@@ -19,6 +19,8 @@ import numpy as np
 
 from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
+from fastdata.memory_fit import check_epoch_memory
+from fastdata.option_rules import refused
 from fastdata.planning.mixture import Mixture, Permute, check_weights
 from fastdata.sources import is_pattern
 from fastdata.storage.url import split as split_url
@@ -165,6 +167,11 @@ def pop_spec(source: Any, options: dict[str, Any]) -> tuple[list[Any], MixSpec]:
     if len(per) > 1:
         raise ValueError("give samples_per_epoch or tokens_per_epoch, not both")
     if per:
+        name, value = per[0]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise refused(name, value, f"an integer >= 1 (the {name.split('_')[0]} an epoch of the mixture draws)")
+        if name == "samples_per_epoch":
+            check_epoch_memory(name, value)
         implied = "samples" if per[0][0] == "samples_per_epoch" else "tokens"
         if weight_by is not None and weight_by != implied:
             raise ValueError(f"{per[0][0]} counts {implied}, but weight_by={weight_by!r}")

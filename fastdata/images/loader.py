@@ -15,7 +15,6 @@ import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from fastdata.batch_memory import check_batch_memory
 from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
@@ -23,6 +22,7 @@ from fastdata.distributed import resolve_rank
 from fastdata.errors import ManifestError, require
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.orientation import say_if_turned
+from fastdata.memory_fit import check_batch_memory
 from fastdata.mixing import MixedView
 from fastdata.planning.epochs import epoch_to_set, valid_epoch
 from fastdata.sources import Spec
@@ -263,7 +263,7 @@ _ITEM_BYTES = {"uint8": 1, "float16": 2, "bfloat16": 2, "float32": 4}
 
 
 def check_batches_fit(opts: ImageLoaderOptions) -> None:
-    """Refuse batches of the largest image size that the delivery device's memory cannot hold (batch_memory.py):
+    """Refuse batches of the largest image size that the delivery device's memory cannot hold (memory_fit.py):
     an eval loader pads its last batch to `batch_size` rows, so a huge batch size is allocated even on a small
     split."""
     import torch

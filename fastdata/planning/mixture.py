@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from fastdata.memory_fit import check_epoch_memory
+
 WEIGHT_BY = ("samples", "tokens")
 _FULL, _REST = 0, 1  # the two permutation streams of a dataset
 _MIX_STREAM = 0x313
@@ -94,6 +96,14 @@ class Mixture:
         if any(t < 1 for t in self.totals):
             raise ValueError(f"every dataset of a mixture needs at least one unit of {self.weight_by}, the totals are "
                              f"{list(self.totals)}")
+        if self.per_epoch is not None and self.weight_by == "tokens":  # samples_per_epoch was checked by its option
+            check_epoch_memory("tokens_per_epoch", self.per_epoch, items_per_unit=self.items_per_token())
+
+    def items_per_token(self) -> float:
+        """The sequences an epoch draws per token it carries, on average over the datasets' shares."""
+        w = np.asarray(self.weights, dtype=np.float64)
+        w = w / w.max()
+        return float(sum(wd / w.sum() * n / t for wd, n, t in zip(w, self.sizes, self.totals)))
 
     @property
     def totals(self) -> tuple[int, ...]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from fastdata.memory_fit import check_epoch_memory
 from fastdata.option_rules import refused
 
 BALANCED = "balanced"
@@ -62,6 +63,7 @@ def per_epoch_option(value: Any, weights: Any) -> int | None:
     if weights is None:
         raise ValueError("samples_per_epoch sets how many samples sample_weights= draw an epoch (or how long a "
                          "mixture's epoch is); give sample_weights too")
+    check_epoch_memory("samples_per_epoch", value)
     return value
 
 
