@@ -138,6 +138,9 @@ def test_source_with_no_documents_and_bad_options(tmp_path: Path) -> None:
         TextOptions(tokenizer=str(TOKENIZER), max_length=1)
 
 
+MAX_DOC = "--max-document-bytes must be a size from 1 byte to 1 TiB (a document is held in memory whole), got "
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"tokenizer": ""}, "--tokenizer is required for text: pass the path of a Hugging Face tokenizer.json"),
     ({"per_line": True, "separator": "%"},
@@ -148,9 +151,10 @@ def test_source_with_no_documents_and_bad_options(tmp_path: Path) -> None:
     ({"max_length": 1}, "--max-length must be an integer >= 2 (or omitted for no limit), got 1"),
     ({"max_length": 8.0}, "--max-length must be an integer >= 2 (or omitted for no limit), got 8.0"),
     ({"overflow": "wrap"}, "--overflow must be one of ['truncate', 'split'], got 'wrap'"),
-    ({"max_document_bytes": 0}, "--max-document-bytes must be a positive size, got 0"),
-    ({"max_document_bytes": True}, "--max-document-bytes must be a positive size, got True"),
-    ({"max_document_bytes": "64MB"}, "--max-document-bytes must be a positive size, got '64MB'"),
+    ({"max_document_bytes": 0}, f"{MAX_DOC}0"),
+    ({"max_document_bytes": True}, f"{MAX_DOC}True"),
+    ({"max_document_bytes": "64MB"}, f"{MAX_DOC}'64MB'"),
+    ({"max_document_bytes": 2**40 + 1}, f"{MAX_DOC}1099511627777"),  # 10**29 overflowed Python's read()
 ])
 def test_text_options_are_refused_with_their_exact_reason(options: dict, message: str) -> None:
     from converters.text.options import TextOptions
@@ -163,6 +167,7 @@ def test_text_options_are_refused_with_their_exact_reason(options: dict, message
 def test_text_options_at_their_limits_are_accepted() -> None:
     from converters.text.options import TextOptions
 
-    for options in ({"max_length": 2}, {"max_document_bytes": 1}, {"separator": "%"}, {"separator": "%%"},
+    for options in ({"max_length": 2}, {"max_document_bytes": 1}, {"max_document_bytes": 2**40},
+                    {"separator": "%"}, {"separator": "%%"},
                     {"per_line": True}, {"max_length": None, "overflow": "split"}):
         TextOptions(tokenizer="tokenizer.json", **options)

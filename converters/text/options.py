@@ -8,6 +8,7 @@ from fastdata.manifest import check_split_name
 
 OVERFLOW = ("truncate", "split")
 DEFAULT_MAX_DOCUMENT_BYTES = 64 * 2**20
+MAX_DOCUMENT_BYTES = 2**40  # past it Python's read() overflowed ("cannot fit 'int' into an index-sized integer")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class TextOptions:
         if self.overflow not in OVERFLOW:
             raise ValueError(f"--overflow must be one of {list(OVERFLOW)}, got {self.overflow!r}")
         if (not isinstance(self.max_document_bytes, int) or isinstance(self.max_document_bytes, bool)
-                or self.max_document_bytes < 1):
-            raise ValueError(f"--max-document-bytes must be a positive size, got {self.max_document_bytes!r}")
+                or not 1 <= self.max_document_bytes <= MAX_DOCUMENT_BYTES):
+            raise ValueError(f"--max-document-bytes must be a size from 1 byte to 1 TiB (a document is held in memory "
+                             f"whole), got {self.max_document_bytes!r}")
         check_split_name(self.split)
