@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,17 @@ class RemoteOptions:
     cache_dir: str | Path | None = None
     cache_limit: int | str | None = None  # bytes, or "200GB"; None: 80% of the cache disk's free space
 
+    def __post_init__(self) -> None:
+        """Refused here, with the option named, rather than deep in a request or a mkdir."""
+        if self.storage_options is not None and (not isinstance(self.storage_options, Mapping) or
+                                                 not all(isinstance(k, str) for k in self.storage_options)):
+            raise refused("storage_options", self.storage_options, "a dict of the storage client's options by name, "
+                          "such as {'region': 'us-east-1'} (docs/remote.md)", cut=80)
+        if self.cache_dir is not None and not isinstance(self.cache_dir, str | os.PathLike):
+            raise refused("cache_dir", self.cache_dir, "a folder's path (made if missing)", cut=80)
+        if self.cache_limit is not None:
+            self.limit_bytes()
+
     @classmethod
     def pop(cls, options: dict) -> RemoteOptions:
         """Take the remote-storage options out of a loader's keyword options."""
@@ -63,7 +75,13 @@ class RemoteOptions:
         if isinstance(self.cache_limit, str):
             from fastdata.cli.format import parse_size
 
-            return parse_size(self.cache_limit)
+            try:
+                size = parse_size(self.cache_limit)
+            except ValueError as exc:
+                raise ValueError(f"cache_limit={self.cache_limit!r} is not allowed: {exc}") from None
+            if size < 1:
+                raise ValueError(f"cache_limit={self.cache_limit!r} is not allowed; give at least 1 byte")
+            return size
         if not isinstance(self.cache_limit, int) or isinstance(self.cache_limit, bool) or self.cache_limit < 1:
             raise ValueError(f"cache_limit={self.cache_limit!r} is not allowed; give bytes (int) or a size such as "
                              "'200GB'")

@@ -310,6 +310,51 @@ def test_storage_options_reach_the_store_of_the_manifest(served: FileServer, tmp
         _http_labels(served, tmp_path, storage_options={"attempts": 1})
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"storage_options": 5}, r"^storage_options=5 is not allowed; storage_options must be a dict of the storage "
+                             r"client's options by name"),
+    ({"storage_options": "region=us-east-1"}, r"^storage_options='region=us-east-1' is not allowed"),
+    ({"storage_options": {1: 2}}, r"^storage_options=\{1: 2\} is not allowed"),
+    ({"storage_options": {"connect_timeout": -1}}, r"^storage_options\['connect_timeout'\]=-1 is not allowed; it must "
+                                                   r"be a number of seconds > 0 and at most 604800 \(a week\)$"),
+    ({"storage_options": {"read_timeout": float("nan")}}, r"^storage_options\['read_timeout'\]=nan is not allowed"),
+    ({"storage_options": {"read_timeout": 0}}, r"^storage_options\['read_timeout'\]=0 is not allowed"),
+    ({"storage_options": {"deadline": "x"}}, r"^storage_options\['deadline'\]='x' is not allowed"),
+    ({"storage_options": {"deadline": 604801}}, r"^storage_options\['deadline'\]=604801 is not allowed"),
+    ({"storage_options": {"attempts": 0}}, r"^storage_options\['attempts'\]=0 is not allowed; it must be an integer "
+                                           r"from 1 to 1000"),
+    ({"storage_options": {"attempts": 2.5}}, r"^storage_options\['attempts'\]=2.5 is not allowed"),
+    ({"storage_options": {"attempts": 1001}}, r"^storage_options\['attempts'\]=1001 is not allowed"),
+    ({"cache_dir": 7}, r"^cache_dir=7 is not allowed; cache_dir must be a folder's path \(made if missing\)$"),
+    ({"cache_dir": b"c"}, r"^cache_dir=b'c' is not allowed"),
+    ({"cache_limit": "lots"}, r"^cache_limit='lots' is not allowed: cannot read size 'lots'"),
+    ({"cache_limit": "0MB"}, r"^cache_limit='0MB' is not allowed; give at least 1 byte$"),
+])
+def test_remote_options_are_refused_by_name_before_any_request(served: FileServer, tmp_path: Path, options: dict,
+                                                              message: str):
+    """Found by a sweep of hostile values: a number for storage_options raised "'int' object is not iterable",
+    a negative connect_timeout urllib3's "Attempted to set connect timeout to -1.0", a number for cache_dir
+    "expected str, bytes or os.PathLike object", and a cache_limit string parse_size's message without the option."""
+    kw = {"cache_dir": tmp_path / "c", **options}
+    with pytest.raises(ValueError, match=message):
+        fastdata.loader(served.url + "ds/", batch_size=2, backend="kornia", device="cpu", **kw)
+    assert served.requests == []  # nothing was asked of the server
+
+
+@pytest.mark.parametrize("where", ["file", "proc"])
+def test_a_cache_dir_that_cannot_hold_the_cache_is_refused_naming_it(served: FileServer, tmp_path: Path, where: str):
+    """A file, or a folder no cache can be made in, raised NotADirectoryError or FileNotFoundError from a mkdir."""
+    cache_dir = tmp_path / "a-file" if where == "file" else Path("/proc/self")
+    if where == "file":
+        cache_dir.write_text("not a folder")
+    with pytest.raises(ValueError, match=rf"^cache_dir={re.escape(repr(str(cache_dir)))} cannot hold the node's shard "
+                                         r"cache: .*; pass cache_dir= a folder this process can write$"):
+        fastdata.loader(served.url + "ds/", batch_size=2, backend="kornia", device="cpu", cache_dir=cache_dir)
+    assert labels_of(served.url + "ds/", backend="kornia", train=False, split="val", cache_dir=tmp_path / "ok",
+                     storage_options={"read_timeout": 604800, "attempts": 1000, "deadline": 0.5,
+                                      "connect_timeout": 1e-3 + 1})  # the bounds themselves
+
+
 def test_a_dataset_behind_redirects_gives_the_same_epoch(served: FileServer, local: Path, tmp_path: Path):
     """Every file of the dataset answered with a 307 to where its bytes are (a hub's `resolve` URL, a CDN)."""
     def rewrite(method: str, path: str, requested: str | None, answer: Answer) -> Answer:

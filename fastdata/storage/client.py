@@ -47,6 +47,19 @@ RESIGN_AFTER = 45 * 60.0  # seconds: presigned URLs are renewed well before they
 MAX_REDIRECTS = 10  # redirects followed per request (a dataset behind a CDN or a hub's `resolve` URL)
 _OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline")
 
+MAX_ATTEMPTS = 1000
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: past it a timeout or deadline overflowed urllib3's and obstore's clocks
+
+
+def _seconds(own: dict[str, Any], key: str, default: float) -> float:
+    """storage_options[key]: a finite number of seconds > 0, at most a week."""
+    value = own.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:
+        raise ValueError(f"storage_options[{key!r}]={value!r} is not allowed; it must be a number of seconds > 0 "
+                         f"and at most {MAX_SECONDS:g} (a week)")
+    return float(value)
+
+
 class ChecksumError(StorageError):
     """The downloaded bytes hash differently from the manifest's record."""
 
@@ -59,10 +72,13 @@ class RemoteStore(StoreWrites):
         self.scheme = scheme_of(url) or ""
         options = dict(storage_options or {})
         own = {k: options.pop(k) for k in _OWN_KEYS if k in options}
-        self.connect_timeout = float(own.get("connect_timeout", CONNECT_TIMEOUT))
-        self.read_timeout = float(own.get("read_timeout", READ_TIMEOUT))
-        self.policy = RetryPolicy(attempts=int(own.get("attempts", RetryPolicy.attempts)),
-                                  deadline=float(own.get("deadline", RetryPolicy.deadline)))
+        self.connect_timeout = _seconds(own, "connect_timeout", CONNECT_TIMEOUT)
+        self.read_timeout = _seconds(own, "read_timeout", READ_TIMEOUT)
+        attempts = own.get("attempts", RetryPolicy.attempts)
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or not 1 <= attempts <= MAX_ATTEMPTS:
+            raise ValueError(f"storage_options['attempts']={attempts!r} is not allowed; it must be an integer from 1 "
+                             f"to {MAX_ATTEMPTS} (requests per operation, the first included)")
+        self.policy = RetryPolicy(attempts=attempts, deadline=_seconds(own, "deadline", RetryPolicy.deadline))
         self._obstore_options = options
         self._lock = threading.Lock()
         self._store: Any = None

@@ -93,7 +93,13 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
     cache_root = options.cache_dir or default_cache_dir()
     fingerprint = hashlib.sha256(raw).hexdigest()
     limit = options.limit_bytes()
-    cache = ShardCache(cache_root, fingerprint=fingerprint, limit=limit)
+    try:
+        cache = ShardCache(cache_root, fingerprint=fingerprint, limit=limit)
+    except OSError as exc:  # a file, a read-only or virtual file system (/proc), no permission
+        given = "" if options.cache_dir else " (the default)"
+        raise ValueError(f"cache_dir={str(cache_root)!r}{given} cannot hold the node's shard cache: "
+                         f"{exc.strerror or exc} ({exc.filename}); pass cache_dir= a folder this process can write"
+                         ) from None
     if limit is None:
         cache.limit = int(DEFAULT_DISK_SHARE * shutil.disk_usage(cache.dir).free) + cache.used()
     files = [RemoteFile(sh.name, sh.bytes, sh.sha256, shard_store) for sh in selected]
