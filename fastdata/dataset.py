@@ -216,6 +216,13 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
 
         return open_remote(source, split=split, options=remote or RemoteOptions())
     paths = expand(source)
+    for path in paths[:1] if len(paths) == 1 else ():
+        try:
+            os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # said below, with what to pass instead
+        except (OSError, ValueError) as exc:  # a name too long or holding a NUL, a loop of links, no permission
+            raise ManifestError(f"{str(path)!r} cannot be opened: {getattr(exc, 'strerror', None) or exc}") from None
     if len(paths) == 1 and paths[0].name == MANIFEST_NAME and paths[0].is_file():
         paths = [paths[0].parent]  # the dataset named by its manifest
     if len(paths) == 1 and not paths[0].exists():

@@ -8,6 +8,8 @@ import glob
 import math
 import os
 import re
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,16 +51,20 @@ def _range_sizes(text: str) -> int:
     return math.prod(sizes)
 
 
+def brace_names(text: str) -> list[str]:
+    """The names a brace pattern (local or a URL's) stands for; ManifestError past MAX_NAMES, counted first:
+    braceexpand builds every range whole, and '{0..999999999}' is a typo."""
+    from braceexpand import braceexpand
+
+    if _range_sizes(text) > MAX_NAMES:
+        raise ManifestError(f"the pattern {text!r} names more than {MAX_NAMES:,} files; check the range (a "
+                            "digit too many?)")
+    return list(braceexpand(text))
+
+
 def expand_pattern(text: str) -> list[Path]:
     """The files a glob and/or brace pattern names; ManifestError when it names none or a missing file."""
-    names = [text]
-    if is_brace(text):
-        from braceexpand import braceexpand
-
-        if _range_sizes(text) > MAX_NAMES:  # braceexpand builds every range whole: '{0..999999999}' is a typo
-            raise ManifestError(f"the pattern {text!r} names more than {MAX_NAMES:,} files; check the range (a "
-                                "digit too many?)")
-        names = list(braceexpand(text))
+    names = brace_names(text) if is_brace(text) else [text]
     found: list[Path] = []
     missing = []
     for name in names:
@@ -77,12 +83,23 @@ def expand_pattern(text: str) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def _local(text: str) -> str:
+    """A `file://` URL's path (as WebDataset and fsspec take them), else `text` itself."""
+    if not text[:7].lower() == "file://":
+        return text
+    parts = urllib.parse.urlsplit(text)
+    if parts.netloc not in ("", "localhost"):
+        raise ManifestError(f"{text!r} names a file on host {parts.netloc!r}; a file:// URL names a path on this "
+                            "machine (file:///path)")
+    return urllib.request.url2pathname(parts.path)
+
+
 def expand(spec: Spec) -> list[Path]:
     """Every file or folder `spec` names: a path stays itself, a pattern expands, a list concatenates."""
     if isinstance(spec, str | Path):
-        text = os.path.expanduser(str(spec))  # a quoted '~/shards/{0..9}.tar' reaches us unexpanded
+        text = os.path.expanduser(_local(str(spec)))  # a quoted '~/shards/{0..9}.tar' reaches us unexpanded
         return expand_pattern(text) if is_pattern(text) else [Path(text)]
-    if not isinstance(spec, Sequence) or not spec:
+    if not isinstance(spec, Sequence) or isinstance(spec, bytes | bytearray) or not spec:
         raise TypeError(f"a source is a path, a pattern or a non-empty list of them, got {spec!r}")
     out: list[Path] = []
     for item in spec:

@@ -41,3 +41,49 @@ def test_a_range_within_the_limit_still_names_its_files(tmp_path: Path):
     assert expand(str(tmp_path / "s-{000000..000002}.tar")) == [tmp_path / f"s-{i:06d}.tar" for i in range(3)]
     with pytest.raises(ManifestError, match="names 1 file"):
         expand(str(tmp_path / "s-{000000..000003}.tar"))
+
+
+def test_a_remote_brace_pattern_past_a_million_names_is_refused_before_any_request():
+    """A URL's range was expanded whole (braceexpand, no count first): '{000000..999999999}' ran until killed."""
+    import fastdata
+
+    start = time.perf_counter()
+    with pytest.raises(ManifestError, match=f"names more than {MAX_NAMES:,} files; check the range"):
+        fastdata.loader("http://127.0.0.1:9/ds/train-{000000..999999999}.tar", batch_size=2)
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("url", ["s3://", "http://", "https:///ds/", "gs://"])
+def test_a_url_without_a_host_or_bucket_is_refused_naming_it(url):
+    """'s3://' reached obstore, which answered with a page of its debug output; 'http://' urllib3's 'empty host'."""
+    import fastdata
+
+    with pytest.raises(ManifestError, match=rf"^{url!r} names no host or bucket; pass a URL such as"):
+        fastdata.loader(url, batch_size=2)
+
+
+def test_a_file_url_names_the_local_path(tmp_path: Path):
+    for i in range(2):
+        (tmp_path / f"s {i}.tar").write_bytes(b"")
+    assert expand(f"file://{tmp_path}/s%200.tar") == [tmp_path / "s 0.tar"]  # percent-decoded, as a URL is
+    assert expand(f"file://localhost{tmp_path}/s {{0..1}}.tar") == [tmp_path / f"s {i}.tar" for i in range(2)]
+    assert expand([f"FILE://{tmp_path}/s 1.tar"]) == [tmp_path / "s 1.tar"]
+    with pytest.raises(ManifestError, match=r"^'file://server/ds' names a file on host 'server'; a file:// URL names"):
+        expand("file://server/ds")
+
+
+def test_bytes_are_no_source():
+    """bytes were taken for a list of sources and refused as 'got int: 47' (their first byte)."""
+    with pytest.raises(TypeError, match=r"^a source is a path, a pattern or a non-empty list of them, got b'/data'"):
+        expand(b"/data")
+    with pytest.raises(TypeError, match=r"^a source is a path, a pattern or a non-empty list of them, got bytearray"):
+        expand(bytearray(b"x"))
+
+
+@pytest.mark.parametrize("name, why", [("a" * 5000, "File name too long"), ("ds\x00", "embedded null byte")])
+def test_a_path_the_system_cannot_open_is_refused_with_its_reason(tmp_path: Path, name, why):
+    """A 5,000-character name raised OSError ENAMETOOLONG from Path.exists(); a NUL passed as 'does not exist'."""
+    import fastdata
+
+    with pytest.raises(ManifestError, match=rf"cannot be opened: {why}$"):
+        fastdata.loader(str(tmp_path / name), batch_size=2)

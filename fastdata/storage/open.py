@@ -13,7 +13,7 @@ from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, ShardRe
 from fastdata.errors import ManifestError, StorageError
 from fastdata.json_text import BadJSON, parse_json
 from fastdata.manifest import MANIFEST_NAME, Manifest
-from fastdata.sources import is_brace, is_glob
+from fastdata.sources import brace_names, is_brace, is_glob
 from fastdata.storage.cache import ShardCache, default_cache_dir
 from fastdata.storage.client import RemoteStore
 from fastdata.storage.fetcher import RemoteFile, RemoteFiles
@@ -34,12 +34,10 @@ def _urls(source: str | Sequence[str]) -> list[str]:
             raise ManifestError(f"{url!r}: globs cannot be expanded on remote storage (fastdata never lists it); "
                                 "pass the dataset folder, shard URLs or a brace pattern such as "
                                 "'s3://bucket/ds/train-{000000..000009}.tar'")
-        if is_brace(url):
-            from braceexpand import braceexpand
-
-            out.extend(braceexpand(url))
-        else:
-            out.append(url)
+        if not urllib.parse.urlsplit(url).netloc:
+            raise ManifestError(f"{url!r} names no host or bucket; pass a URL such as 's3://bucket/ds/' or "
+                                "'https://host/ds/'")
+        out.extend(brace_names(url) if is_brace(url) else [url])
     return out
 
 
