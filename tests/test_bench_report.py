@@ -101,11 +101,20 @@ def test_the_json_report(asked, capsys) -> None:
                           "peak_rss": 3 * 2**20 + 2**19}]}
 
 
-@pytest.mark.parametrize("bad", [["--batches", "0"], ["--warmup", "-1"]])
+@pytest.mark.parametrize("bad", [["--batches", "0"], ["--warmup", "-1"], ["--batches", "100001"],
+                                 ["--warmup", "100001"], ["--batches", str(10**29)]])
 def test_limits_are_refused_in_full(asked, capsys, bad: list[str]) -> None:
+    """10**29 batches ran for ever (found by a sweep of hostile values)."""
     assert main([*ARGS, *bad]) == 2
-    assert capsys.readouterr().err.strip().endswith("--batches must be >= 1 and --warmup >= 0")
+    assert capsys.readouterr().err.strip().endswith("--batches must be 1 to 100,000 and --warmup 0 to 100,000 (a "
+                                                    "measurement, not a training run)")
     assert not asked
+
+
+def test_the_limits_themselves_are_measured(asked) -> None:
+    assert main([*ARGS, "--batches", "100000", "--warmup", "100000"]) == 0
+    assert main([*ARGS, "--batches", "1", "--warmup", "0"]) == 0
+    assert [(a["batches"], a["warmup"]) for a in asked] == [(100000, 100000), (1, 0)]
 
 
 def _rate_by_hooks(monkeypatch: pytest.MonkeyPatch, plain: float, hooked: float) -> list[tuple]:

@@ -113,11 +113,18 @@ def test_the_json_report(dataset: Path, asked, capsys) -> None:
     assert data["summary"].startswith("Partly input-bound: 25%") and len(data["advice"]) == 4
 
 
-@pytest.mark.parametrize("bad", [["--steps", "0"], ["--warmup", "-1"]])
+@pytest.mark.parametrize("bad", [["--steps", "0"], ["--warmup", "-1"], ["--steps", "100001"],
+                                 ["--warmup", "100001"]])
 def test_limits_are_refused_in_full(dataset: Path, asked, capsys, bad: list[str]) -> None:
     assert main(["doctor", str(dataset), *ARGS, *bad]) == 2
-    assert capsys.readouterr().err.strip().endswith("--steps must be >= 1 and --warmup >= 0")
+    assert capsys.readouterr().err.strip().endswith("--steps must be 1 to 100,000 and --warmup 0 to 100,000 (a "
+                                                    "diagnosis, not a training run)")
     assert not asked
+
+
+def test_the_limits_themselves_are_diagnosed(dataset: Path, asked) -> None:
+    assert main(["doctor", str(dataset), *ARGS, "--steps", "100000", "--warmup", "100000"]) == 0
+    assert [(a["steps"], a["warmup"]) for a in asked] == [(100000, 100000)]
     assert main(["doctor", str(dataset), *ARGS, "--steps", "1", "--warmup", "0", "--json"]) == 0
 
 

@@ -7,6 +7,8 @@ import json
 import os
 import shlex
 
+MAX_BATCHES = 100_000  # batches one setting may time (or warm up with)
+
 
 def _int_list(text: str) -> list[int]:
     try:
@@ -72,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     from fastdata.images.loader import build_options
     from fastdata.perf.loader_bench import bench, loader_call
 
-    if args.batches < 1 or args.warmup < 0:
-        raise ValueError("--batches must be >= 1 and --warmup >= 0")
+    if not 1 <= args.batches <= MAX_BATCHES or not 0 <= args.warmup <= MAX_BATCHES:
+        raise ValueError(f"--batches must be 1 to {MAX_BATCHES:,} and --warmup 0 to {MAX_BATCHES:,} (a measurement, "
+                         "not a training run)")
     opts = options_from_args(args)
     if not opts["train"] and "split" not in opts:  # eval speed of the default split: named, so no loader warns of it
         from fastdata.dataset import open_dataset

@@ -9,6 +9,8 @@ import os
 import sys
 import tempfile
 
+MAX_STEPS = 100_000  # steps a phase may measure (or warm up with)
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="measure how much of a training step waits for data",
@@ -65,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
     from fastdata.perf.doctor import diagnose, verdict
     from fastdata.perf.models import build_model, default_model
 
-    if args.steps < 1 or args.warmup < 0:
-        raise ValueError("--steps must be >= 1 and --warmup >= 0")
+    if not 1 <= args.steps <= MAX_STEPS or not 0 <= args.warmup <= MAX_STEPS:
+        raise ValueError(f"--steps must be 1 to {MAX_STEPS:,} and --warmup 0 to {MAX_STEPS:,} (a diagnosis, not a "
+                         "training run)")
     device = build_options(device=args.device).device
     cpu = device == "cpu"
     model_name = args.model or default_model(device)
