@@ -2,8 +2,8 @@
 and in the loaders, tar shards and their .idx files, Arrow image and token shards, volume shards (with masks too),
 image-text shards, tars from other tools (`fastdata index`, whose result `verify` must find clean), DICOM and
 NIfTI files, text corpora (plain, JSON Lines, JSON, gzip, Parquet), captions files and labels CSVs, image source
-trees of hostile names, manifests, loader states, and the answers of an HTTP server to a remote loader
-(tests/fuzz_answers.py).
+trees of hostile names, manifests, loader states, the answers of an HTTP server to a remote loader
+(tests/fuzz_answers.py), and each loader's options given hostile values (`options`: a refusal must name the option).
 
 The oracle: a mutated input is converted, rejected with a reason, or refused with a fastdata error
 (a ValueError for a state); any other exception, a crash of the interpreter or a hang (--case-timeout)
@@ -780,6 +780,86 @@ def _state(ctx: Context, rng: random.Random, label: str, make: Callable[[], Any]
     return f"{label} state accepted: {what}"
 
 
+def _hostile_values() -> list[Any]:
+    """Values a slip, a config file or a YAML parser may hand an option: out of range, of another type, numpy's and
+    torch's numbers, containers, bytes."""
+    import numpy as np
+    import torch
+
+    nan, inf = float("nan"), float("inf")
+    return [0, -1, 1, 2, 7, 2**31, 2**63, 10**30, True, False, 1.5, nan, inf, -inf, -0.0, 1e-300, 1e308, "3", "",
+            "x" * 300, None, [], (), {}, [1], [1, 2, 3], [nan, 1], (0.5, 0.5, 0.5), {"a": 1}, np.int64(3),
+            np.float32(0.5), np.array([1, 2]), torch.tensor(3), b"x", object()]
+
+
+def _names(exc: BaseException, option: str) -> bool:
+    """Whether a refusal says which option it refuses: its name, spaced or dashed, or its first word."""
+    text = str(exc)
+    first = option.split("_")[0].removesuffix("s")  # `weights`: "every weight must be ..."
+    return any(n in text for n in (option, option.replace("_", " "), option.replace("_", "-"))) or \
+        (len(first) > 3 and first in text)
+
+
+def _options(ctx: Context, rng: random.Random, label: str, setup: tuple[Callable[..., Any], list[str]]) -> str:
+    """One option of a loader given a hostile value. The oracle: the loader yields a batch (finite images), or it is
+    refused with a fastdata error, or with a ValueError/TypeError that names the option; anything else (another
+    exception, a refusal that does not say what it refuses, a hang) is a finding."""
+    import torch
+
+    make, names = setup
+    option, value = rng.choice(names), rng.choice(_hostile_values())
+    what = f"{label}: {option}={value!r}"[:160]
+    try:
+        with make(**{option: value}) as loader:
+            for batch in loader:
+                images = batch[0] if isinstance(batch, tuple) else None
+                if isinstance(images, torch.Tensor) and images.is_floating_point() and \
+                        not bool(torch.isfinite(images).all()):
+                    raise Finding(f"{what}: a batch holds infinities or NaN")
+                break
+        OUTCOMES[("options", "ran")] += 1
+    except Finding:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
+        if _allowed(exc):
+            OUTCOMES[("options", f"refused: {type(exc).__name__}")] += 1
+        elif isinstance(exc, ValueError | TypeError) and _names(exc, option):
+            OUTCOMES[("options", "refused by name")] += 1
+        else:
+            raise Finding(f"{what}: {type(exc).__name__}: {exc}") from exc
+    return what
+
+
+def _option_loaders(ctx: Context) -> list[tuple[str, Any]]:
+    """(label, (a loader factory taking one option, the options to try)) for each loader."""
+    import dataclasses as dc
+
+    import fastdata
+    from fastdata.images.options import ImageLoaderOptions
+    from fastdata.text.options import SequenceLoaderOptions
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    def fields(cls: type, *extra: str) -> list[str]:
+        return [f.name for f in dc.fields(cls) if f.name not in ("image_sizes", "backend")] + list(extra)
+
+    remote = ("split", "cache_dir", "cache_limit", "storage_options")
+    images = dict(batch_size=2, image_size=32, backend="kornia", device="cpu", num_threads=1)
+
+    def loader(source: Any, base: dict[str, Any]) -> Callable[..., Any]:
+        return lambda **one: fastdata.loader(source, **{**base, **one})
+
+    mixture = [str(ctx.work / "wds"), str(ctx.work / "arrow")]
+    return [
+        ("images", (loader(ctx.work / "wds", images), fields(ImageLoaderOptions, *remote))),
+        ("tokens", (loader(ctx.work / "tokens", dict(max_tokens=64)), fields(SequenceLoaderOptions, *remote))),
+        ("volumes", (loader(ctx.work / "volumes", dict(batch_size=1, patch_size=(4, 8, 8), num_workers=1)),
+                     fields(VolumeLoaderOptions, *remote))),
+        ("mixture", (loader(mixture, {**images, "weights": [1, 2]}),
+                     ["weights", "weight_by", "samples_per_epoch", "tokens_per_epoch", "return_dataset"])),
+        ("pairs", (loader(ctx.work / "pairs", images), ["tokenizer", "max_length", "return_captions"])),
+    ]
+
+
 def targets(ctx: Context) -> list[Target]:
     import fastdata
 
@@ -822,6 +902,7 @@ def targets(ctx: Context) -> list[Target]:
                                      ("named", None), ("class/split", None)],
                lambda r, label, d: _tree(ctx, r, label, d)),
         Target("remote", lambda: [(k, None) for k in REMOTE_OPTIONS], lambda r, label, d: _remote(ctx, r, label, d)),
+        Target("options", lambda: _option_loaders(ctx), lambda r, label, d: _options(ctx, r, label, d)),
         Target("state", lambda: [
             ("images", image_loader),
             ("tokens", lambda: fastdata.loader(ctx.work / "tokens", max_tokens=8)),

@@ -246,10 +246,16 @@ def test_option_checks():
     assert str(err.value) == "--max-length truncates token ids: it needs --tokenizer"
     with pytest.raises(ValueError, match="--quality"):
         ImageTextOptions(quality=0)
-    for bad in (0, True, 1.5):
-        with pytest.raises(ValueError, match="max_length"):
+    for bad in (0, True, 1.5, 2**24 + 1, 2**63):  # 2**63 raised torch's "Maximum allowed dimension exceeded"
+        with pytest.raises(ValueError, match=r"^max_length=.* is not allowed; it must be None or an integer from 1 "
+                                             r"to 16,777,216 \(a batch holds max_length tokens a row\)$"):
             CaptionOptions(max_length=bad)
-    assert CaptionOptions(max_length=1).max_length == 1
+    assert CaptionOptions(max_length=1).max_length == 1 and CaptionOptions(max_length=2**24).max_length == 2**24
+    for bad in (5, True, b"t.json", ["t.json"]):  # a number raised Path's "expected str, bytes or os.PathLike"
+        with pytest.raises(ValueError, match=r"^tokenizer=.* is not allowed; it must be None \(the ids stored in the "
+                                             r"shards\) or the path of a tokenizer.json$"):
+            CaptionOptions(tokenizer=bad)
+    assert CaptionOptions(tokenizer=TOKENIZER).tokenizer == TOKENIZER  # a Path
     with pytest.raises(ValueError, match="return_captions=1 is not allowed"):
         CaptionOptions(return_captions=1)
 

@@ -33,6 +33,7 @@ def test_a_folder_holding_tokenizer_json_loads_as_the_file(tmp_path: Path):
     lambda d: d,  # a folder without tokenizer.json
     lambda d: d / "missing.json",
     lambda d: (d / "latin1.json").write_bytes(b"\xff{}") and d / "latin1.json",
+    lambda d: d / ("x" * 300),  # a name too long: OSError from is_dir(), before the read that said why
 ])
 def test_an_unreadable_tokenizer_names_its_path(tmp_path: Path, make):
     path = make(tmp_path)

@@ -10,6 +10,7 @@ batch when the shards hold none (adopted img2dataset shards) or were tokenized w
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from fastdata.text.tokenizer import load_tokenizer
 log = logging.getLogger(__name__)
 
 PAD_TO = 8  # without max_length, a batch's text is padded to its longest caption rounded up to this
+MAX_LENGTH = 1 << 24  # tokens a caption row may be padded to, as a packed block of the sequence loader
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,13 @@ class CaptionOptions:
     return_captions: bool = False
 
     def __post_init__(self) -> None:
+        if self.tokenizer is not None and not isinstance(self.tokenizer, str | os.PathLike):
+            raise ValueError(f"tokenizer={self.tokenizer!r} is not allowed; it must be None (the ids stored in the "
+                             "shards) or the path of a tokenizer.json")
         if self.max_length is not None and (not isinstance(self.max_length, int) or isinstance(self.max_length, bool)
-                                            or self.max_length < 1):
-            raise ValueError(f"max_length={self.max_length!r} is not allowed; it must be None or an integer >= 1")
+                                            or not 1 <= self.max_length <= MAX_LENGTH):
+            raise ValueError(f"max_length={self.max_length!r} is not allowed; it must be None or an integer from 1 to "
+                             f"{MAX_LENGTH:,} (a batch holds max_length tokens a row)")
         if not isinstance(self.return_captions, bool):
             raise ValueError(f"return_captions={self.return_captions!r} is not allowed; it must be True or False")
 

@@ -51,9 +51,9 @@ def pad_id(tok: Any, text: str) -> int | None:
 def load_tokenizer(path: str | Path, *, max_length: int | None = None) -> tuple[Any, str, int | None]:
     """(tokenizer, sha256 of the file's text, padding id) of a tokenizer.json (or a folder holding one)."""
     p = Path(path)
-    if p.is_dir() and (p / "tokenizer.json").is_file():
-        p = p / "tokenizer.json"
     try:
+        if p.is_dir() and (p / "tokenizer.json").is_file():
+            p = p / "tokenizer.json"
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise FastdataError(f"cannot read tokenizer file {path}: {exc}") from exc
