@@ -10,6 +10,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from fastdata.coerce import plain_numbers
 from fastdata.dataset import RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
@@ -59,7 +61,8 @@ def loader(source: Spec | dict, /, **options: Any) -> Any:
             if k != "samples_per_epoch" or options.get(k) is None:
                 options.pop(k, None)
         view = open_dataset(source, split=split, remote=remote)
-    if not options.get("train", True):
+    train = options.get("train", True)
+    if isinstance(train, bool | np.bool_) and not train:  # any other value is refused by the loader's options
         warn_if_evaluating_train(view)
     kind = view.manifest.kind
     if kind not in LOADERS:

@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 
 import boto3
+import numpy as np
 import pytest
 from conftest_kinds import KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
 from conftest_remote import upload_folder
@@ -59,6 +60,14 @@ def test_an_evaluation_of_the_train_split_taken_by_default_is_a_warning(two_spli
     make_image_tree(tmp_path / "src", classes=2, per_class=2)
     convert_images(tmp_path / "src", tmp_path / "one")
     assert warned(tmp_path / "one", train=False) == []
+    assert warned(two_splits, train=np.False_) == warned(two_splits, train=False)  # numpy's False evaluates too
+
+
+def test_a_train_flag_that_is_an_array_is_refused_by_name(two_splits: Path) -> None:
+    """`train=np.array([1, 2])` raised numpy's "truth value of an array ... is ambiguous" from the evaluation
+    warning's check, before the loader's options could refuse it by name (found by the fuzz's `options` target)."""
+    with pytest.raises(ValueError, match=r"^train=.* is not allowed; train must be True or False$"):
+        fastdata.loader(two_splits, train=np.array([1, 2]), **CPU)
 
 
 def test_a_single_dataset_refuses_mixture_options_but_not_their_off_values(two_splits: Path) -> None:
