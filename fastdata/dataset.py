@@ -216,13 +216,8 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
 
         return open_remote(source, split=split, options=remote or RemoteOptions())
     paths = expand(source)
-    for path in paths[:1] if len(paths) == 1 else ():
-        try:
-            os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            pass  # said below, with what to pass instead
-        except (OSError, ValueError) as exc:  # a name too long or holding a NUL, a loop of links, no permission
-            raise ManifestError(f"{str(path)!r} cannot be opened: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(paths) == 1:
+        _check_openable(paths[0])
     if len(paths) == 1 and paths[0].name == MANIFEST_NAME and paths[0].is_file():
         paths = [paths[0].parent]  # the dataset named by its manifest
     if len(paths) == 1 and not paths[0].exists():
@@ -272,6 +267,17 @@ def _is_remote(source: object) -> bool:
     if any(remote) and not all(remote):
         raise ManifestError("a source list mixes URLs and local paths; the shards of one dataset lie in one place")
     return bool(remote) and all(remote)
+
+
+def _check_openable(path: Path) -> None:
+    """ManifestError when the system cannot even look `path` up: a name too long or holding a NUL, a loop of links,
+    no permission (a path that does not exist is said by the caller, with what to pass instead)."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except (OSError, ValueError) as exc:
+        raise ManifestError(f"{str(path)!r} cannot be opened: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def select_split(manifest: Manifest, split: str | None) -> str:

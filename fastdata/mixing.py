@@ -166,21 +166,22 @@ def pop_spec(source: Any, options: dict[str, Any]) -> tuple[list[Any], MixSpec]:
     per = [(k, given[k]) for k in ("samples_per_epoch", "tokens_per_epoch") if given.get(k) is not None]
     if len(per) > 1:
         raise ValueError("give samples_per_epoch or tokens_per_epoch, not both")
+    per_epoch = None
     if per:
-        name, value = per[0]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise refused(name, value, f"an integer >= 1 (the {name.split('_')[0]} an epoch of the mixture draws)")
+        name, per_epoch = per[0]
+        if isinstance(per_epoch, bool) or not isinstance(per_epoch, int) or per_epoch < 1:
+            raise refused(name, per_epoch, f"an integer >= 1 (the {name.split('_')[0]} an epoch of the mixture draws)")
         if name == "samples_per_epoch":
-            check_epoch_memory(name, value)
-        implied = "samples" if per[0][0] == "samples_per_epoch" else "tokens"
+            check_epoch_memory(name, per_epoch)
+        implied = "samples" if name == "samples_per_epoch" else "tokens"
         if weight_by is not None and weight_by != implied:
-            raise ValueError(f"{per[0][0]} counts {implied}, but weight_by={weight_by!r}")
+            raise ValueError(f"{name} counts {implied}, but weight_by={weight_by!r}")
         weight_by = implied
     ret = given.get("return_dataset", False)
     if not isinstance(ret, bool):
         raise ValueError(f"return_dataset must be True or False, got {ret!r}")
     spec = MixSpec(weights=check_weights(weights, len(entries)), weight_by=weight_by,
-                   per_epoch=per[0][1] if per else None,
+                   per_epoch=per_epoch,
                    return_dataset=ret)
     return entries, spec
 
