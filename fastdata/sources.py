@@ -85,7 +85,7 @@ def expand_pattern(text: str) -> list[Path]:
 
 def _local(text: str) -> str:
     """A `file://` URL's path (as WebDataset and fsspec take them), else `text` itself."""
-    if not text[:7].lower() == "file://":
+    if text[:7].lower() != "file://":
         return text
     parts = urllib.parse.urlsplit(text)
     if parts.netloc not in ("", "localhost"):

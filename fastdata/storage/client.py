@@ -48,7 +48,7 @@ MAX_REDIRECTS = 10  # redirects followed per request (a dataset behind a CDN or 
 _OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline")
 
 MAX_ATTEMPTS = 1000
-MAX_SECONDS = 7 * 24 * 3600.0  # a week: past it a timeout or deadline overflowed urllib3's and obstore's clocks
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a slip (10**30 s overflowed the timedelta obstore's options take)
 
 
 def _seconds(own: dict[str, Any], key: str, default: float) -> float:
