@@ -1,6 +1,7 @@
-"""Batches the delivery device cannot hold are refused when the loader is made (fastdata/memory_fit.py): an eval
-loader pads its last batch to `batch_size` rows, so a huge batch size asked for the memory even on a small split,
-and on Linux such an allocation fails only once its pages are touched."""
+"""What the machine's memory cannot hold is refused when the loader is made (fastdata/memory_fit.py): batches past
+the delivery device's memory (an eval loader pads its last batch to `batch_size` rows, so a huge batch size asked
+for the memory even on a small split) and epochs whose plan cannot fit (`samples_per_epoch`, a text mixture's
+`tokens_per_epoch`). On Linux such an allocation fails only once its pages are touched."""
 
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def test_weighted_and_mixed_epochs_past_the_memory_are_refused_when_the_loader_i
     monkeypatch.setattr(memory_fit, "host_memory", lambda: 64 * 10_000)  # and room for 3 batches of 4 images (147 KB)
     one = dict(split="train", sample_weights="balanced")
     both = [str(image_sets["wds"]), str(image_sets["arrow"])]
-    assert len(loader(image_sets["wds"], samples_per_epoch=10_000, **one)) == 2500
+    with loader(image_sets["wds"], samples_per_epoch=10_000, **one) as ld:
+        assert len(ld) == 2500
     with pytest.raises(ValueError, match=r"^samples_per_epoch=10001 is not allowed; samples_per_epoch must be at most "
                                          r"10,000 on this machine"):
         loader(image_sets["wds"], samples_per_epoch=10_001, **one)
@@ -135,8 +137,9 @@ def test_a_text_mixture_is_refused_the_tokens_whose_sequences_its_plan_cannot_ho
     import fastdata
     from fastdata.planning.mixture import Mixture
 
-    a = convert_text(copy_fortunes(tmp_path / "a", ("computers",)), tmp_path / "ta") and tmp_path / "ta"
-    b = convert_text(copy_fortunes(tmp_path / "b", ("linux",)), tmp_path / "tb") and tmp_path / "tb"
+    a, b = tmp_path / "ta", tmp_path / "tb"
+    convert_text(copy_fortunes(tmp_path / "a", ("computers",)), a)
+    convert_text(copy_fortunes(tmp_path / "b", ("linux",)), b)
     mix = Mixture(sizes=(10, 30), weights=(1.0, 3.0), per_epoch=100, weight_by="tokens",
                   measures=(np.full(10, 4), np.full(30, 2)))
     assert mix.items_per_token() == pytest.approx(0.25 * 10 / 40 + 0.75 * 30 / 60)  # 1/16 + 3/8 sequences a token
