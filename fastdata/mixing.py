@@ -19,7 +19,6 @@ import numpy as np
 
 from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
-from fastdata.memory_fit import check_epoch_memory
 from fastdata.option_rules import refused
 from fastdata.planning.mixture import Mixture, Permute, check_weights
 from fastdata.sources import is_pattern
@@ -171,8 +170,6 @@ def pop_spec(source: Any, options: dict[str, Any]) -> tuple[list[Any], MixSpec]:
         name, per_epoch = per[0]
         if isinstance(per_epoch, bool) or not isinstance(per_epoch, int) or per_epoch < 1:
             raise refused(name, per_epoch, f"an integer >= 1 (the {name.split('_')[0]} an epoch of the mixture draws)")
-        if name == "samples_per_epoch":
-            check_epoch_memory(name, per_epoch)
         implied = "samples" if name == "samples_per_epoch" else "tokens"
         if weight_by is not None and weight_by != implied:
             raise ValueError(f"{name} counts {implied}, but weight_by={weight_by!r}")

@@ -96,8 +96,9 @@ class Mixture:
         if any(t < 1 for t in self.totals):
             raise ValueError(f"every dataset of a mixture needs at least one unit of {self.weight_by}, the totals are "
                              f"{list(self.totals)}")
-        if self.per_epoch is not None and self.weight_by == "tokens":  # samples_per_epoch was checked by its option
-            check_epoch_memory("tokens_per_epoch", self.per_epoch, items_per_unit=self.items_per_token())
+        if self.per_epoch is not None:  # the plan holds every item an epoch draws
+            check_epoch_memory(f"{self.weight_by}_per_epoch", self.per_epoch,
+                               items_per_unit=1.0 if self.weight_by == "samples" else self.items_per_token())
 
     def items_per_token(self) -> float:
         """The sequences an epoch draws per token it carries, on average over the datasets' shares."""
