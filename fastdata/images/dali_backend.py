@@ -23,6 +23,7 @@ from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError, require
 from fastdata.images.dali_graph import build_pipeline, feeds, graph_args
 from fastdata.images.decode import host_rgb
+from fastdata.images.device_aug import TORCH_DTYPES
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.order import PAD_LABEL, derive_seed
 from fastdata.images.pixels import decode_problem
@@ -30,9 +31,6 @@ from fastdata.images.planned import PlannedBackend
 from fastdata.images.samples import BadSamples, Prepared
 
 log = logging.getLogger(__name__)
-
-_TORCH_DTYPES = {"uint8": torch.uint8, "float16": torch.float16, "float32": torch.float32,
-                 "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -107,7 +105,7 @@ class DaliBackend(PlannedBackend):
         fmt = torch.channels_last if o.channels_last else torch.contiguous_format
         if images is None or len(real) < rows:  # eval padding rows (all-zero images, label -100)
             out = torch.zeros((rows, 3, o.image_size, o.image_size),
-                              dtype=torch.float32 if hooked else _TORCH_DTYPES[o.dtype],
+                              dtype=torch.float32 if hooked else TORCH_DTYPES[o.dtype],
                               device=self._device).contiguous(memory_format=fmt)
             where = [i for i, e in enumerate(entries) if e is not None]
             if images is not None:
@@ -152,7 +150,7 @@ class DaliBackend(PlannedBackend):
             arr = arr.permute(0, 3, 1, 2)  # NHWC storage, NCHW shape: channels_last without a copy
         if o.augment is not None:
             return arr  # float [0, 1] NCHW for the hook; normalised after it
-        want = _TORCH_DTYPES[o.dtype]
+        want = TORCH_DTYPES[o.dtype]
         if arr.dtype != want:  # bfloat16, which DALI does not produce: one conversion pass
             fmt = torch.channels_last if o.channels_last else torch.contiguous_format
             arr = arr.to(want, memory_format=fmt)
@@ -170,7 +168,7 @@ class DaliBackend(PlannedBackend):
         # buffer's return to DALI after the work torch queued on it.
         from nvidia.dali.plugin.pytorch import feed_ndarray
 
-        arr = torch.empty(dense.shape(), dtype=_TORCH_DTYPES[self._args.out_dtype], device=self._device)
+        arr = torch.empty(dense.shape(), dtype=TORCH_DTYPES[self._args.out_dtype], device=self._device)
         feed_ndarray(dense, arr, cuda_stream=torch.cuda.current_stream(self._device))
         return arr
 

@@ -19,7 +19,8 @@ import torch
 from fastdata.images.buffers import BufferPool
 from fastdata.images.options import ImageLoaderOptions
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "uint8": torch.uint8}
+# an image loader's `dtype` names, as torch dtypes (both backends' outputs, and the memory a batch takes)
+TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "uint8": torch.uint8}
 
 _BLOCK = 1 << 20  # elements a block of _affine_rows (4 MiB of float32 output), the fastest measured (1 << 16 .. 30)
 
@@ -50,7 +51,7 @@ class DeviceAugment:
 
     def __init__(self, opts: ImageLoaderOptions, device: torch.device) -> None:
         self.device = device
-        self.dtype = _DTYPES[opts.dtype]
+        self.dtype = TORCH_DTYPES[opts.dtype]
         self.channels_last = opts.channels_last
         std = torch.tensor(opts.std, dtype=torch.float64)
         mean = torch.tensor(opts.mean, dtype=torch.float64)

@@ -259,17 +259,16 @@ def make_backend(view: DatasetView, opts: ImageLoaderOptions, *, first: bool = T
     return backend_cls(view, opts, reader)
 
 
-_ITEM_BYTES = {"uint8": 1, "float16": 2, "bfloat16": 2, "float32": 4}
-
-
 def check_batches_fit(opts: ImageLoaderOptions) -> None:
     """Refuse batches of the largest image size that the delivery device's memory cannot hold (memory_fit.py):
     an eval loader pads its last batch to `batch_size` rows, so a huge batch size is allocated even on a small
     split."""
     import torch
 
+    from fastdata.images.device_aug import TORCH_DTYPES
+
     side = max([opts.image_size, *(size for _, size in opts.image_sizes)])
-    batch = opts.batch_size * 3 * side * side * _ITEM_BYTES[opts.dtype]
+    batch = opts.batch_size * 3 * side * side * TORCH_DTYPES[opts.dtype].itemsize
     check_batch_memory(batch, opts.prefetch + 1, torch.device(opts.device),
                        what=f"{opts.batch_size} {opts.dtype} images of {side}x{side}",
                        lower="batch_size (or image_size, or prefetch)")
