@@ -180,7 +180,7 @@ def table(rows: list[dict[str, Any]], mode: str) -> str:
         cells = []
         for k in STAGES:
             wall = statistics.median(r["ms_per_batch"][k] for r in rs)
-            cpu = statistics.median(r.get("cpu_ms_per_batch", {}).get(k, float("nan")) for r in rs)
+            cpu = statistics.median(r["cpu_ms_per_batch"][k] for r in rs)
             cells.append(f"{wall:.2f} ({cpu:.2f})")
         out.append(f"| {v} | {ips['median']:.0f} | {ips['min']:.0f} | {ips['max']:.0f} | "
                    f"{ips['median'] / base:.2f}x | {' | '.join(cells)} |")
