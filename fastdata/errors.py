@@ -42,3 +42,33 @@ def require(module: str, extra: str):
         raise MissingDependencyError(
             f"{module!r} is not installed; install it with: pip install 'fastdata[{extra}]'"
         ) from exc
+
+
+def torchvision_state(module: str) -> str | None:
+    """None when torchvision's `module` imports, else what is wrong with torchvision. torchvision has no fastdata
+    extra: each torch release has its own torchvision release, and a pin here would replace the user's torch. A
+    torchvision made for another torch is installed but raises RuntimeError on import ("operator torchvision::nms
+    does not exist"): that counts as wrong too, with its message."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except (ImportError, RuntimeError, OSError) as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name == "torchvision":
+            return "torchvision is not installed"
+        return f"torchvision does not import ({type(exc).__name__}: {exc})"
+    return None
+
+
+def require_torchvision(module: str, needed_by: str):
+    """Import torchvision's `module`, or raise MissingDependencyError saying that `needed_by` needs it."""
+    import importlib
+
+    state = torchvision_state(module)
+    if state is not None:
+        import torch
+
+        raise MissingDependencyError(f"{needed_by} needs torchvision, and {state}; install the torchvision release "
+                                     f"made for your torch {torch.__version__} (fastdata pins none: each torch "
+                                     "release has its own)")
+    return importlib.import_module(module)

@@ -102,7 +102,7 @@ def test_on_cpu_the_defaults_are_a_small_model_at_a_small_size_and_say_why(datas
 def test_the_json_report(dataset: Path, asked, capsys) -> None:
     assert main(["doctor", str(dataset), *ARGS, "--json"]) == 0
     text = capsys.readouterr().out
-    assert text.startswith('{\n "model": "tiny-cnn",\n "options": {\n  "backend": "kornia",')
+    assert text.startswith('{\n "model": "tiny-cnn",\n "model_fallback": null,\n "options": {\n  "backend": "kornia",')
     data = json.loads(text)
     assert data["options"] == {"backend": "kornia", "device": "cpu", "batch_size": 4, "image_size": 32,
                                "dtype": "float32", "num_threads": 1, "prefetch": 3}

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     import fastdata
     from fastdata.images.loader import build_options
     from fastdata.perf.doctor import diagnose, verdict
-    from fastdata.perf.models import build_model, default_model
+    from fastdata.perf.models import TINY, build_model, default_model, default_unavailable
 
     if not 1 <= args.steps <= MAX_STEPS or not 0 <= args.warmup <= MAX_STEPS:
         raise ValueError(f"--steps must be 1 to {MAX_STEPS:,} and --warmup 0 to {MAX_STEPS:,} (a diagnosis, not a "
@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     device = build_options(device=args.device).device
     cpu = device == "cpu"
     model_name = args.model or default_model(device)
+    fallback = None if args.model else default_unavailable()  # no torchvision: a tiny CNN, said below
+    if fallback:
+        model_name = TINY
     batch_size = args.batch_size or (32 if cpu else 256)
     image_size = args.image_size or (128 if cpu else 224)
     opts = {"batch_size": batch_size, "image_size": image_size, "device": device, "dtype": args.dtype,
@@ -87,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         why = ("; a small model at a small size because this run is on CPU (pass --model/--image-size to choose)"
                if cpu and not (args.model and args.image_size) else "")
+        if fallback:
+            why = (f"; {TINY}, not {default_model(device)}, because {fallback}: install the torchvision release "
+                   "made for your torch, or pass --model module:callable")
         print(f"fastdata doctor {args.dataset}: model {model_name} ({params / 1e6:.1f}M parameters, random weights)"
               f"{why}")
         print(f"  loader: backend={o.backend} device={o.device} batch_size={o.batch_size} image_size={o.image_size} "
@@ -101,9 +107,9 @@ def run(args: argparse.Namespace) -> int:
                 prefetch=o.prefetch)
     if args.json:
         print(json.dumps({
-            "model": model_name, "options": {k: getattr(o, k) for k in ("backend", "device", "batch_size",
-                                                                        "image_size", "dtype", "num_threads",
-                                                                        "prefetch")},
+            "model": model_name, "model_fallback": fallback,
+            "options": {k: getattr(o, k) for k in ("backend", "device", "batch_size", "image_size", "dtype",
+                                                   "num_threads", "prefetch")},
             "fed": {"wait_s": d.fed.wait_s, "step_s": d.fed.step_s, "images": d.fed.images},
             "resident": {"step_s": d.resident.step_s, "images": d.resident.images},
             "wait_fraction": d.fed.wait_fraction, "profiler_wait_fraction": d.profiler_wait_fraction,

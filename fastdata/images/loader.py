@@ -19,7 +19,7 @@ from fastdata.closing import Closable
 from fastdata.coerce import torch_options
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import resolve_rank
-from fastdata.errors import ManifestError, require
+from fastdata.errors import ManifestError, require, require_torchvision
 from fastdata.images.options import ImageLoaderOptions
 from fastdata.images.orientation import say_if_turned
 from fastdata.memory_fit import check_batch_memory
@@ -255,6 +255,8 @@ def make_backend(view: DatasetView, opts: ImageLoaderOptions, *, first: bool = T
         check_batches_fit(opts)
     module_name, class_name = BACKENDS[opts.backend].split(":")
     require(*_EXTRAS[opts.backend])
+    if opts.device_decode:
+        require_torchvision("torchvision.io", "device_decode=True (torchvision.io.decode_jpeg)")
     backend_cls = getattr(importlib.import_module(module_name), class_name)
     return backend_cls(view, opts, reader)
 

@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+from fastdata.errors import require_torchvision, torchvision_state
+
 TINY = "tiny-cnn"
 CPU_DEFAULT = "resnet18"
 CUDA_DEFAULT = "resnet50"
@@ -27,6 +29,12 @@ def tiny_cnn(num_classes: int) -> Any:
 
 def default_model(device: str) -> str:
     return CPU_DEFAULT if device == "cpu" else CUDA_DEFAULT
+
+
+def default_unavailable() -> str | None:
+    """Why the default torchvision models cannot be built here (torchvision missing, or made for another torch),
+    or None when they can (`errors.torchvision_state`)."""
+    return torchvision_state("torchvision.models")
 
 
 def _from_callable(spec: str, num_classes: int) -> Any:
@@ -67,8 +75,7 @@ def build_model(name: str, /, *, num_classes: int) -> Any:
     elif ":" in name:
         model = _from_callable(name, num_classes)
     else:
-        import torchvision.models as tvm
-
+        tvm = require_torchvision("torchvision.models", f"--model {name!r} (a torchvision model)")
         available = tvm.list_models(module=tvm)
         if name not in available:
             shown = ", ".join(n for n in available if n.startswith(("resnet", "efficientnet_b", "vit_b", "mobilenet")))
