@@ -43,7 +43,7 @@ def check_hook(name: str, fn: Any) -> Any:
 def hook_seed(seed: int, epoch: int, rank: int, batch: int) -> int:
     """The seed of torch's generators while the hooks of one batch run."""
     state = np.random.SeedSequence([seed, epoch, rank, batch, _HOOK_STREAM]).generate_state(1, dtype=np.uint64)
-    return int(state[0] % (2**63 - 1))
+    return int(state[0]) % (2**63 - 1)  # Python ints: numpy 1.x made uint64 % int a float64 (NEP 50)
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 from pathlib import Path
@@ -94,7 +95,9 @@ def test_an_arrow_field_name_that_is_not_utf8_is_a_shard_error(fortunes_tokens, 
     _rename_field(shard, b"label")
     with pytest.raises(ShardError, match="damaged or not an Arrow IPC stream"):
         list(fastdata.loader(ds["arrow"], batch_size=4, backend="kornia", device="cpu", image_size=32))
-    assert any("unreadable Arrow stream: UnicodeDecodeError" in p for p in verify_dataset(ds["arrow"]))
+    # pyarrow 26 fails on the name (UnicodeDecodeError), pyarrow 14 on reading the renamed column (ArrowInvalid)
+    assert any(re.search(r"unreadable Arrow stream: (UnicodeDecodeError|ArrowInvalid)", p)
+               for p in verify_dataset(ds["arrow"]))
 
 
 def test_an_npy_header_that_does_not_tokenize_is_a_shard_error(tmp_path):

@@ -250,7 +250,8 @@ def _adopted(tmp_path: Path, *, with_txt_for_all: bool = True, corrupt: int | No
         for i in range(10):
             jpg = (src / f"img_{i:03d}.jpg").read_bytes()
             if i == corrupt:
-                jpg = jpg[:200] + bytes(len(jpg) - 200)  # header intact, scan data zeroed: fails at decode
+                scan = jpg.index(b"\xff\xda") + 20  # past the start of scan: headers and tables intact
+                jpg = jpg[:scan] + bytes(len(jpg) - scan)  # scan data zeroed: fails at decode, not at indexing
             sample = {"__key__": f"{i:09d}", "jpg": jpg, "json": json.dumps({"url": f"http://x/{i}"}).encode()}
             if with_txt_for_all or i != 4:
                 sample["txt"] = (src / f"img_{i:03d}.txt").read_bytes().strip()

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView
@@ -94,7 +95,7 @@ def open_store(view: DatasetView) -> TokenStore:
             start.append(col.offsets[:-1].copy())
             segment.append(np.full(n, len(columns), dtype=np.int32))
             columns.append(col)
-            dtypes.append(np.dtype(ids.type.value_type.to_pandas_dtype()))
+            dtypes.append(_numpy_dtype(ids.type.value_type))
             if "label" in batch.schema.names:
                 labels.append(batch.column("label").to_numpy(zero_copy_only=False).astype(np.int64))
     if not lengths:
@@ -129,3 +130,9 @@ def merge_stores(stores: list[TokenStore], label_maps: tuple[np.ndarray, ...]) -
                       dtypes=tuple(d for s in stores for d in s.dtypes),
                       files=tuple(f for s in stores for f in s.files),
                       vocab_size=min((s.vocab_size for s in stores if s.vocab_size is not None), default=None))
+
+
+def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype:
+    """The numpy dtype of an integer Arrow type. Not `to_pandas_dtype()`: older pyarrow (14, tested) imports pandas
+    for it, which fastdata does not need (a token loader without pandas failed there)."""
+    return pa.array([], type=arrow_type).to_numpy().dtype
