@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fastdata-installed
 
-.PHONY: setup demo test lint fuzz mutants gpu-check clean
+.PHONY: setup demo test test-oldest lint fuzz mutants gpu-check clean
 
 setup: $(STAMP)
 
@@ -19,6 +19,15 @@ lint: setup
 
 test: setup lint
 	$(PY) -m pytest -q
+
+# the suite on the oldest releases pyproject.toml admits (scripts/oldest.txt): are its lower bounds true?
+OLDEST := .venv-oldest/.fastdata-installed
+$(OLDEST): pyproject.toml scripts/oldest.txt scripts/setup_oldest_env.sh
+	bash scripts/setup_oldest_env.sh .venv-oldest
+	touch $(OLDEST)
+
+test-oldest: $(OLDEST)
+	.venv-oldest/bin/python -m pytest -q
 
 # many more mutated inputs than `make test` runs, from a random seed (printed, to replay a finding)
 fuzz: setup

@@ -179,6 +179,7 @@ def test_remote_tiny_end_to_end_without_peers(tmp_path, monkeypatch):
 
 
 def test_sequences_tiny_end_to_end(tmp_path):
+    pytest.importorskip("transformers")  # a peer candidate; `make test-oldest` has none (scripts/setup_oldest_env.sh)
     from benchmarks import sequences
 
     text = tmp_path / "text"

@@ -70,7 +70,8 @@ def test_train_masks_follow_their_patches_through_every_augmentation(dataset, au
     assert seen > 0
     if augment["affine_prob"] == 0 and augment["elastic_prob"] == 0:
         for x, meta in loader:
-            torch.testing.assert_close(x, meta["labels"].float() * 100, rtol=0, atol=1e-3)
+            # float32 rounding of the intensity steps: up to 1.1e-3 with torch 2.2 (`make test-oldest`)
+            torch.testing.assert_close(x, meta["labels"].float() * 100, rtol=0, atol=2e-3)
 
 
 def test_a_resumed_epoch_yields_the_same_masks(dataset):

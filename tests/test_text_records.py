@@ -102,16 +102,18 @@ def test_parquet_text_columns_of_every_string_encoding_are_read(tmp_path: Path):
         return [f"{field} one", f"{field} two", f"{field} one"]
 
     columns = {"plain": pa.array(words("plain")), "large": pa.array(words("large"), pa.large_string()),
-               "dictionary": pa.array(words("dictionary")).dictionary_encode(),
-               "view": pa.array(words("view")).cast(pa.string_view()), "number": pa.array([1, 2, 3])}
+               "dictionary": pa.array(words("dictionary")).dictionary_encode()}
+    if hasattr(pa, "string_view"):  # pyarrow 16 on; the oldest release fastdata admits (14) has no such type
+        columns["view"] = pa.array(words("view")).cast(pa.string_view())
+    columns["number"] = pa.array([1, 2, 3])
     names = [f"n{i}" for i in range(10)]
     pq.write_table(pa.table({**columns, **{n: pa.array([0, 0, 0]) for n in names}}), tmp_path / "a.parquet")
-    for field in ("plain", "large", "dictionary", "view"):
+    for field in [f for f in columns if f != "number"]:
         assert read(tmp_path / "a.parquet", text_field=field) == [(f"#{i}", w) for i, w in enumerate(words(field))]
     assert read(tmp_path / "a.parquet", text_field="number") == [("", "! column 'number' has type int64, not string")]
+    shown = ", ".join([*columns, *names][:8])  # the first eight columns are named
     assert read(tmp_path / "a.parquet", text_field="missing") == [
-        ("", "! missing text column 'missing' (columns: plain, large, dictionary, view, number, n0, n1, n2); "
-             "set --text-field")]
+        ("", f"! missing text column 'missing' (columns: {shown}); set --text-field")]
 
 
 def test_parquet_values_that_are_null_blank_or_past_the_cap_are_rejected(tmp_path: Path):
