@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 COMMANDS = ("fastdata", "python", "make", "pip", "export", "ray", "srun", "sbatch", "bash")
 SELF = {"make demo": "the set-up command itself (tests/test_demo.py runs the demo script)",
-        "make test": "the command that runs this test (CI runs it)"}
+        "make test": "the command that runs this test (CI runs it)",
+        "make test-oldest": "this suite again, in an environment of its own with a 5 GB torch (docs/testing.md)"}
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->")
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 
