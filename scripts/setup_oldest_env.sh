@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates $1 (default .venv-oldest) with the oldest releases pyproject.toml admits (scripts/oldest.txt) and the
-# test tools: `make test-oldest`. torch 2.2.2 with the torchvision made for it (0.17.2), the only pair of that age
-# on PyPI; on x86_64 that is a CUDA build of about 5 GB, which runs on the CPU. transformers is left out: every
+# test tools: `make test-oldest`. torch 2.2.2 comes with the torchvision release made for it (0.17.2); on x86_64
+# PyPI has it as a CUDA build of about 5 GB, which runs on the CPU. transformers is left out: every
 # release the benchmarks admit needs a newer tokenizers than the oldest one fastdata admits, and only
 # benchmarks/sequences.py uses it.
 set -euo pipefail
