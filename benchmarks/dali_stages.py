@@ -20,7 +20,11 @@ with one thing changed:
 - packed: the per-sample numbers of a batch fed in one array instead of one per argument
   (benchmarks/dali_packed.py);
 - nocopy: the encoded bytes fed with `no_copy=True`, so that DALI reads them where the loader holds them
-  instead of copying them first (each batch's samples stay referenced until its output is taken).
+  instead of copying them first (each batch's samples stay referenced until its output is taken);
+- inline: no reading threads: the producer thread reads and prepares each sample itself as it submits it
+  (`InlinePool`). The DALI backend's reading threads run only Python (the bytes, the label and header checks,
+  the crop box); if they keep the producer thread waiting for the GIL, reading inline is faster, and if the
+  producer thread is the one at work, slower.
 
 Runs are interleaved (every repetition runs every variant, the first one rotating), and every variant must
 deliver the same first batch as base: a variant that changes the output fails the script.
@@ -45,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import interleaved, json_lines, summarize, write_json  # noqa: E402
 
-VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half", "packed", "nocopy")
+VARIANTS = ("base", "lag2", "dlpack", "prefetch4", "threads-half", "packed", "nocopy", "inline")
 TIMED = ("_submit", "_collect", "_to_torch")  # the backend's methods
 PIPE_TIMED = ("feed_input", "schedule_run", "outputs")  # DALI's, called inside them
 STAGES = ("submit", "collect", "to_torch", "feed_input", "schedule_run", "outputs")  # the columns, per batch
@@ -78,7 +82,32 @@ def _apply(variant: str, threads: int) -> dict[str, Any]:
             return {name: fn.external_source(name=name, no_copy=name == "encoded") for name in args.inputs}
 
         dali_graph.sources = sources
+    elif variant == "inline":
+        from fastdata.images import production
+
+        production.ThreadPoolExecutor = InlinePool
     return {}
+
+
+class InlinePool:
+    """A pool without threads, in place of the producer's `ThreadPoolExecutor` (variant inline): each task runs in
+    `submit`, on the calling thread, and its Future is done when it returns."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        from concurrent.futures import Future
+
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - the task's exception goes to its Future, as in a pool
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass
 
 
 class Timers:

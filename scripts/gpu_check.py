@@ -16,9 +16,10 @@
    within reach of any loader decoding with it. On a GPU the first epoch of a loader is mostly start-up (the
    CUDA context, nvJPEG's buffers), so images/s are those of the steady epochs after it; the start-up shows in
    the first-batch column;
-4. `benchmarks/dali_stages.py --device cuda --variants nocopy`: where the DALI backend's producer thread spends a
-   batch, wall and CPU time per stage (working or waiting), and its encoded bytes fed to DALI without a copy,
-   against base (printed, and kept in bench-out/dali_stages.json).
+4. `benchmarks/dali_stages.py --device cuda --variants nocopy,inline`: where the DALI backend's producer thread
+   spends a batch, wall and CPU time per stage (working or waiting), against base: its encoded bytes fed to DALI
+   without a copy, and its samples read on the producer thread instead of reading threads that may hold the GIL
+   it waits for (printed, and kept in bench-out/dali_stages.json).
 
 On a machine without CUDA, 2 to 4 cannot run: the script says so and exits 0 after 1.
 """
@@ -57,9 +58,10 @@ def steps(*, cuda: bool, bench: bool, reps: int, epochs: int = 3, breaks: bool =
         if bench:
             out.append([py, "benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", BENCH_CANDIDATES,
                         "--reps", str(reps), "--epochs", str(epochs)])
-            # where the DALI backend's producer thread spends a batch (wall and CPU time per stage), and the encoded
-            # bytes fed without DALI's copy (about a minute)
-            out.append([py, "benchmarks/dali_stages.py", "--device", "cuda", "--variants", "nocopy", "--reps", "2",
+            # where the DALI backend's producer thread spends a batch (wall and CPU time per stage), the encoded
+            # bytes fed without DALI's copy, the samples read without reading threads (about two minutes)
+            out.append([py, "benchmarks/dali_stages.py", "--device", "cuda", "--variants", "nocopy,inline", "--reps",
+                        "2",
                         "--epochs", "8", "--json", "bench-out/dali_stages.json"])
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -407,10 +408,10 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
 
     convert_images(make_image_tree(tmp_path / "raw", classes=2, per_class=4, size=(320, 240)), tmp_path / "shards")
     rows = dali_stages.main(["--shards", str(tmp_path / "shards"), "--device", "cpu", "--variants",
-                             "lag2,packed,nocopy", "--mode", "both", "--reps", "1", "--epochs", "2",
+                             "lag2,packed,nocopy,inline", "--mode", "both", "--reps", "1", "--epochs", "2",
                              "--batch-size", "4", "--threads", "2", "--json", str(tmp_path / "runs.json")])
     assert sorted((r["mode"], r["variant"]) for r in rows) == [(m, v) for m in ("eval", "train")
-                                                               for v in ("base", "lag2", "nocopy", "packed")]
+                                                               for v in ("base", "inline", "lag2", "nocopy", "packed")]
     assert all(r["batches"] == 4 and r["images_per_s"] > 0 for r in rows)  # 8 images, batch 4, 2 timed epochs
     for r in rows:
         wall, cpu = r["ms_per_batch"], r["cpu_ms_per_batch"]
@@ -418,7 +419,8 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
         assert 0 < wall["feed_input"] < wall["submit"] and 0 < wall["schedule_run"] < wall["submit"]  # parts of it
         assert set(cpu) == set(wall) and all(0 <= cpu[k] <= wall[k] * 1.05 + 0.05 for k in wall), r  # a thread's
         assert cpu["submit"] > 0 and cpu["feed_input"] > 0 and cpu["to_torch"] > 0  # the feed works, it never waits
-    for mode in ("eval", "train"):  # packed, nocopy: the same batches, fed otherwise (also checked by main)
+    for mode in ("eval", "train"):  # packed, nocopy, inline: the same batches, fed or read otherwise (also checked
+        # by main)
         assert len({r["first_batch_sum"] for r in rows if r["mode"] == mode}) == 1
     assert json.loads((tmp_path / "runs.json").read_text()) == rows
     out = capsys.readouterr().out
@@ -443,6 +445,22 @@ def test_dali_stages_nocopy_feeds_the_encoded_bytes_alone_without_a_copy(monkeyp
     args = dali_graph.graph_args(ImageLoaderOptions(batch_size=4, train=True, device="cpu"))
     assert dali_stages._apply("nocopy", 2) == {}
     assert dali_graph.sources(args) == {"encoded": True, "anchor": False, "shape": False, "flip": False}
+
+
+def test_dali_stages_inline_reads_each_sample_on_the_thread_that_submits_it(monkeypatch):
+    from benchmarks import dali_stages
+    from fastdata.images import production
+
+    monkeypatch.setattr(production, "ThreadPoolExecutor", production.ThreadPoolExecutor)  # put back afterwards
+    assert dali_stages._apply("inline", 2) == {}
+    pool = production.ThreadPoolExecutor(2, thread_name_prefix="x", initializer=print)
+    done = pool.submit(lambda a, *, b: (threading.current_thread(), a + b), 1, b=2)
+    assert done.done() and done.result() == (threading.current_thread(), 3)  # run at once, on this thread
+    failed = pool.submit(lambda: 1 / 0)
+    assert isinstance(failed.exception(), ZeroDivisionError)
+    with pytest.raises(ZeroDivisionError):
+        failed.result()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def test_dali_stages_fails_when_a_variant_changes_the_output(tmp_path, monkeypatch, capsys):

@@ -34,8 +34,8 @@ def test_with_cuda_the_gpu_tests_and_the_cuda_benchmark_run():
     assert calls[2][1:] == ["scripts/gpu_breaks.py"]
     assert calls[3][1:] == ["benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", "abcdefhn", "--reps",
                             "3", "--epochs", "3"]
-    assert calls[4][1:] == ["benchmarks/dali_stages.py", "--device", "cuda", "--variants", "nocopy", "--reps", "2",
-                            "--epochs", "8", "--json", "bench-out/dali_stages.json"]
+    assert calls[4][1:] == ["benchmarks/dali_stages.py", "--device", "cuda", "--variants", "nocopy,inline", "--reps",
+                            "2", "--epochs", "8", "--json", "bench-out/dali_stages.json"]
     assert _run(True, ["--reps", "2", "--epochs", "4"])[1][3][-4:] == ["--reps", "2", "--epochs", "4"]
     assert len(_run(True, ["--no-bench"])[1]) == 3
     assert [c[1:] for c in _run(True, ["--no-bench", "--no-breaks"])[1][1:]] == [["-m", "pytest", "-q", "-m", "gpu",
