@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fastdata.perf.models import TINY, build_model, tiny_cnn
+from fastdata.perf.models import TINY, build_model, default_model, tiny_cnn
 
 pytest.importorskip("torchvision")
 
@@ -86,6 +86,9 @@ def test_the_working_directory_is_not_added_when_python_already_looks_there(user
     ("fd_user_models:", ValueError, "--model 'fd_user_models:': a custom model is given as 'module:callable'"),
     ("fd_user_models:make:x", ValueError, "--model 'fd_user_models:make:x': module 'fd_user_models' has no "
                                           "attribute 'make:x'"),
+    ("fd_no_such_module:make", ValueError, "--model 'fd_no_such_module:make': cannot import module "
+                                            "'fd_no_such_module' (No module named 'fd_no_such_module'); is it on "
+                                            "PYTHONPATH?"),
     ("fd_user_models:VALUE", TypeError, "--model 'fd_user_models:VALUE': 'VALUE' is not callable"),
     ("fd_user_models:not_a_module", TypeError, "--model 'fd_user_models:not_a_module' returned int, expected a "
                                                "torch.nn.Module"),
@@ -107,3 +110,13 @@ def test_a_name_that_is_no_classification_model_lists_the_usual_ones() -> None:
         assert str(err.value) == (f"--model {name!r} is not a torchvision classification model; try one of "
                                   f"{', '.join(usual)}, 'tiny-cnn', or your own 'module:callable'")
     assert {"resnet18", "efficientnet_b0", "vit_b_16", "mobilenet_v3_small"} <= set(usual)
+
+
+def test_the_default_model_is_resnet18_on_the_cpu_and_resnet50_elsewhere() -> None:
+    assert [default_model(d) for d in ("cpu", "cuda", "cuda:1")] == ["resnet18", "resnet50", "resnet50"]
+
+
+def test_a_torchvision_model_gets_the_datasets_classes_and_random_weights() -> None:
+    model = build_model("resnet18", num_classes=7)
+    assert model.fc.out_features == 7
+    assert list(model.eval()(torch.zeros(1, 3, 32, 32)).shape) == [1, 7]
