@@ -44,6 +44,8 @@ def test_the_image_draws() -> None:
 
 def test_the_hook_seed() -> None:
     assert hook_seed(7, 1, 0, 3) == 6872510200115798557
+    # a state of 2**63 or more (12484413868912049495 here) is taken modulo 2**63 - 1, into torch's seed range
+    assert hook_seed(7, 1, 0, 0) == 3261041832057273688 == 12484413868912049495 - (2**63 - 1)
 
 
 def test_the_token_batches() -> None:
