@@ -1,10 +1,12 @@
-"""The token store of a text mixture (`fastdata/text/store.py`, `merge_stores`): three labelled datasets of several
-shards each read as one, every sequence's ids and its label mapped into the mixture's classes; and what the store
-tells the packing and weighting code (`last_ids`, `class_labels`)."""
+"""The token store (`fastdata/text/store.py`): a shard whose length column or row count disagrees is refused at open,
+naming it; a text mixture's store (`merge_stores`) reads three labelled datasets of several shards each as one, every
+sequence's ids and its label mapped into the mixture's classes; and what the store tells the packing and weighting
+code (`last_ids`, `class_labels`)."""
 
 from __future__ import annotations
 
 import dataclasses
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +102,48 @@ def test_last_ids_are_each_sequences_last_token_and_minus_one_for_an_empty_one(s
     short = dataclasses.replace(store, lengths=np.array([0, 1, *store.lengths[2:]]))
     assert short.ids(1).tolist() == store.ids(1).tolist()[:1]
     assert short.last_ids().tolist()[:2] == [-1, int(store.ids(1)[0])]
+
+
+def _copy(tmp_path: Path, name: str = "reviews") -> Path:
+    """A converted copy of one corpus that a test may damage."""
+    return _convert(tmp_path, name)
+
+
+def _add_to_first_length(shard: Path, delta: int) -> None:
+    """Add `delta` to the first value of the first batch's `length` column, in place (the file keeps its size, so
+    the presence and size check at open passes; the ids and their offsets are untouched)."""
+    mm = pa.memory_map(str(shard))
+    base = mm.read_buffer(1).address
+    mm.seek(0)
+    lengths = next(iter(pa.ipc.open_stream(mm))).column("length")
+    at, value = lengths.buffers()[1].address - base, lengths[0].as_py()
+    mm.close()
+    raw = bytearray(shard.read_bytes())
+    assert struct.unpack_from("<i", raw, at) == (value,)
+    struct.pack_into("<i", raw, at, value + delta)
+    shard.write_bytes(bytes(raw))
+
+
+def test_a_length_column_that_disagrees_with_the_ids_is_refused(tmp_path: Path) -> None:
+    out = _copy(tmp_path)
+    shard = sorted(out.glob("*.arrow"))[1]
+    _add_to_first_length(shard, 1)  # still positive, one more than the ids it stands for
+    with pytest.raises(ShardError) as err:
+        open_store(open_dataset(out, split="train"))
+    assert str(err.value) == f"shard {shard}: the length column disagrees with the stored ids"
+
+
+def test_a_shard_with_more_rows_than_the_manifest_says_is_refused_naming_its_columns(tmp_path: Path) -> None:
+    import json
+
+    out = _copy(tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    shard = manifest["splits"]["train"]["shards"][0]
+    shard["samples"] -= 1
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    path = out / shard["name"]
+    with pytest.raises(ShardError) as err:
+        open_store(open_dataset(out, split="train"))
+    assert str(err.value).startswith(f"shard {path} holds 2 rows with columns ['")
+    assert str(err.value).endswith("'], the manifest says 1 token sequences; re-run `fastdata convert`")
+    assert "'input_ids'" in str(err.value) and "'length'" in str(err.value)
