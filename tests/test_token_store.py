@@ -147,3 +147,23 @@ def test_a_shard_with_more_rows_than_the_manifest_says_is_refused_naming_its_col
     assert str(err.value).startswith(f"shard {path} holds 2 rows with columns ['")
     assert str(err.value).endswith("'], the manifest says 1 token sequences; re-run `fastdata convert`")
     assert "'input_ids'" in str(err.value) and "'length'" in str(err.value)
+
+
+def test_shards_without_record_batches_are_refused_naming_the_first(tmp_path: Path) -> None:
+    import json
+
+    out = _copy(tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    split = manifest["splits"]["train"]
+    first = out / split["shards"][0]["name"]
+    with pa.ipc.open_stream(pa.memory_map(str(first))) as reader:
+        schema = reader.schema
+    for shard in split["shards"]:  # every shard rewritten as its schema alone
+        with pa.OSFile(str(out / shard["name"]), "wb") as sink, pa.ipc.new_stream(sink, schema):
+            pass
+        shard["bytes"] = (out / shard["name"]).stat().st_size
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ShardError) as err:  # the manifest still counts the sequences (it refuses a count of 0)
+        open_store(open_dataset(out, split="train"))
+    assert str(err.value) == (f"shard {first} holds 0 rows with columns [], the manifest says 2 token sequences; "
+                              "re-run `fastdata convert`")
