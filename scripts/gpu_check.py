@@ -60,9 +60,8 @@ def steps(*, cuda: bool, bench: bool, reps: int, epochs: int = 3, breaks: bool =
                         "--reps", str(reps), "--epochs", str(epochs)])
             # where the DALI backend's producer thread spends a batch (wall and CPU time per stage), the encoded
             # bytes fed without DALI's copy, the samples read without reading threads (about two minutes)
-            out.append([py, "benchmarks/dali_stages.py", "--device", "cuda", "--variants", "nocopy,inline", "--reps",
-                        "2",
-                        "--epochs", "8", "--json", "bench-out/dali_stages.json"])
+            out.append([py, "benchmarks/dali_stages.py", "--device", "cuda", "--variants", "nocopy,inline",
+                        "--reps", "2", "--epochs", "8", "--json", "bench-out/dali_stages.json"])
     return out
 
 

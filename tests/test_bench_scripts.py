@@ -419,8 +419,7 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
         assert 0 < wall["feed_input"] < wall["submit"] and 0 < wall["schedule_run"] < wall["submit"]  # parts of it
         assert set(cpu) == set(wall) and all(0 <= cpu[k] <= wall[k] * 1.05 + 0.05 for k in wall), r  # a thread's
         assert cpu["submit"] > 0 and cpu["feed_input"] > 0 and cpu["to_torch"] > 0  # the feed works, it never waits
-    for mode in ("eval", "train"):  # packed, nocopy, inline: the same batches, fed or read otherwise (also checked
-        # by main)
+    for mode in ("eval", "train"):  # packed, nocopy, inline: the same batches, fed or read otherwise (main checks too)
         assert len({r["first_batch_sum"] for r in rows if r["mode"] == mode}) == 1
     assert json.loads((tmp_path / "runs.json").read_text()) == rows
     out = capsys.readouterr().out

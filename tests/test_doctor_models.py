@@ -116,7 +116,7 @@ def test_the_default_model_is_resnet18_on_the_cpu_and_resnet50_elsewhere() -> No
     assert [default_model(d) for d in ("cpu", "cuda", "cuda:1")] == ["resnet18", "resnet50", "resnet50"]
 
 
-def test_a_torchvision_model_gets_the_datasets_classes_and_random_weights() -> None:
+def test_a_torchvision_model_gets_the_datasets_class_count() -> None:
     model = build_model("resnet18", num_classes=7)
     assert model.fc.out_features == 7
     assert list(model.eval()(torch.zeros(1, 3, 32, 32)).shape) == [1, 7]
