@@ -100,3 +100,36 @@ def test_a_path_the_system_cannot_open_is_refused_with_its_reason(tmp_path: Path
 
     with pytest.raises(ManifestError, match=rf"cannot be opened: {why}$"):
         fastdata.loader(str(tmp_path / name), batch_size=2)
+
+
+@pytest.mark.parametrize(("pattern", "names"), [
+    ("{" + "0" * 18 + ".." + "0" * 17 + "1}", 2),  # 18 digits: counted
+    ("{0..1" + "0" * 17 + "..1" + "0" * 17 + "}", 2),  # a step of 18 digits: counted, 0 and 10**17
+])
+def test_ranges_and_steps_of_18_digits_are_counted(pattern, names):
+    assert _range_sizes(pattern) == names == len(brace_names(pattern))
+
+
+def test_a_range_of_19_digits_is_refused_uncounted():
+    pattern = "{" + "0" * 19 + ".." + "0" * 18 + "1}"  # past any shard count (and int()'s digit limit further on)
+    assert _range_sizes(pattern) == MAX_NAMES + 1
+    with pytest.raises(ManifestError, match="names more than 1,000,000 files"):
+        brace_names(pattern)
+
+
+def test_a_step_past_18_digits_strides_past_the_limit():
+    assert _range_sizes("{0..1000000..1" + "0" * 21 + "}") == 1  # not 1,000,001: the step is no stride of 1
+
+
+@pytest.mark.parametrize(("count", "shown"), [
+    (3, "s-0.tar, s-1.tar, s-2.tar"),
+    (4, "s-0.tar, s-1.tar, s-2.tar and 1 more"),
+    (6, "s-0.tar, s-1.tar, s-2.tar and 3 more"),
+])
+def test_missing_files_of_a_pattern_are_counted_and_the_first_three_named(tmp_path: Path, monkeypatch, count, shown):
+    monkeypatch.chdir(tmp_path)
+    pattern = f"s-{{0..{count - 1}}}.tar"
+    with pytest.raises(ManifestError) as err:
+        expand(pattern)
+    assert str(err.value) == (f"the pattern {pattern!r} names {count} file(s) that do not exist ({shown}); check the "
+                              "range and the folder")
