@@ -104,11 +104,6 @@ def test_last_ids_are_each_sequences_last_token_and_minus_one_for_an_empty_one(s
     assert short.last_ids().tolist()[:2] == [-1, int(store.ids(1)[0])]
 
 
-def _copy(tmp_path: Path, name: str = "reviews") -> Path:
-    """A converted copy of one corpus that a test may damage."""
-    return _convert(tmp_path, name)
-
-
 def _add_to_first_length(shard: Path, delta: int) -> None:
     """Add `delta` to the first value of the first batch's `length` column, in place (the file keeps its size, so
     the presence and size check at open passes; the ids and their offsets are untouched)."""
@@ -125,7 +120,7 @@ def _add_to_first_length(shard: Path, delta: int) -> None:
 
 
 def test_a_length_column_that_disagrees_with_the_ids_is_refused(tmp_path: Path) -> None:
-    out = _copy(tmp_path)
+    out = _convert(tmp_path, "reviews")  # a copy of its own, to damage
     shard = sorted(out.glob("*.arrow"))[1]
     _add_to_first_length(shard, 1)  # still positive, one more than the ids it stands for
     with pytest.raises(ShardError) as err:
@@ -136,7 +131,7 @@ def test_a_length_column_that_disagrees_with_the_ids_is_refused(tmp_path: Path) 
 def test_a_shard_with_more_rows_than_the_manifest_says_is_refused_naming_its_columns(tmp_path: Path) -> None:
     import json
 
-    out = _copy(tmp_path)
+    out = _convert(tmp_path, "reviews")  # a copy of its own, to damage
     manifest = json.loads((out / "manifest.json").read_text())
     shard = manifest["splits"]["train"]["shards"][0]
     shard["samples"] -= 1
@@ -152,7 +147,7 @@ def test_a_shard_with_more_rows_than_the_manifest_says_is_refused_naming_its_col
 def test_shards_without_record_batches_are_refused_naming_the_first(tmp_path: Path) -> None:
     import json
 
-    out = _copy(tmp_path)
+    out = _convert(tmp_path, "reviews")  # a copy of its own, to damage
     manifest = json.loads((out / "manifest.json").read_text())
     split = manifest["splits"]["train"]
     first = out / split["shards"][0]["name"]
