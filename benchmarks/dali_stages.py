@@ -41,6 +41,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,6 @@ class InlinePool:
         pass
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-        from concurrent.futures import Future
-
         future: Future = Future()
         try:
             future.set_result(fn(*args, **kwargs))

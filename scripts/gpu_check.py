@@ -59,7 +59,8 @@ def steps(*, cuda: bool, bench: bool, reps: int, epochs: int = 3, breaks: bool =
             out.append([py, "benchmarks/images_per_sec.py", "--device", "cuda", "--candidates", BENCH_CANDIDATES,
                         "--reps", str(reps), "--epochs", str(epochs)])
             # where the DALI backend's producer thread spends a batch (wall and CPU time per stage), the encoded
-            # bytes fed without DALI's copy, the samples read without reading threads (about two minutes)
+            # bytes fed without DALI's copy, the samples read without reading threads (12 runs: half again the 8 of
+            # base and nocopy, which took about a minute)
             out.append([py, "benchmarks/dali_stages.py", "--device", "cuda", "--variants", "nocopy,inline",
                         "--reps", "2", "--epochs", "8", "--json", "bench-out/dali_stages.json"])
     return out
