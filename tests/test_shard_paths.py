@@ -1,0 +1,117 @@
+"""Shards named by path (a list, a glob, a brace pattern) rather than by their dataset folder: which split they pick,
+what is refused with which message, and shards that are links to files elsewhere (a dataset gathered from several
+disks by links), which load as the folder of their links does."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import convert_images, make_image_tree
+
+import fastdata
+from fastdata.dataset import open_dataset
+from fastdata.errors import ManifestError
+
+KW = {"batch_size": 2, "image_size": 32, "train": False, "backend": "kornia", "device": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("paths")
+    make_image_tree(root / "src", classes=2, per_class=4, splits=("train", "val"))
+    convert_images(root / "src", root / "ds", samples_per_shard=3)
+    return root / "ds"
+
+
+def _shards(folder: Path, split: str) -> list[Path]:
+    return sorted(folder.glob(f"{split}-*.tar"))
+
+
+@pytest.fixture
+def linked(ds: Path, tmp_path: Path) -> Path:
+    """A dataset folder whose shards are links to the shards of `ds`, each link to another disk's folder; the
+    manifest and index files are copies."""
+    folder = tmp_path / "linked"
+    folder.mkdir()
+    for i, path in enumerate(sorted(ds.iterdir(), key=lambda p: (p.suffix != ".tar", p.name))):
+        if path.suffix == ".tar":
+            disk = tmp_path / f"disk{i % 2}"
+            disk.mkdir(exist_ok=True)
+            shutil.copyfile(path, disk / path.name)
+            os.symlink(disk / path.name, folder / path.name)
+        else:
+            shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def _labels(source, **kw) -> list[int]:
+    return [v for _, y in fastdata.loader(source, **{**KW, **kw}) for v in y.tolist() if v != -100]
+
+
+def test_linked_shards_load_by_folder_glob_list_and_brace_pattern_as_their_targets_do(ds: Path, linked: Path):
+    want = _labels(ds, split="val")
+    assert len(want) == 8
+    assert _labels(linked, split="val") == want
+    assert _labels(str(linked / "val-*.tar")) == want
+    assert _labels([str(p) for p in _shards(linked, "val")]) == want
+    assert _labels(str(linked / "val-{000000..000002}.tar")) == want
+    assert _labels(linked / "val-000001.tar") == _labels(ds / "val-000001.tar")
+
+
+def test_shards_in_two_folders_are_refused(ds: Path, tmp_path: Path):
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copyfile(ds / "train-000001.tar", other / "train-000001.tar")
+    with pytest.raises(ManifestError) as err:
+        open_dataset([ds / "train-000000.tar", other / "train-000001.tar"])
+    assert str(err.value) == "the shards given lie in 2 folders; the shards of one dataset lie in one"
+
+
+def test_a_shard_beside_a_manifest_that_keeps_its_shards_elsewhere_is_refused(ds: Path, tmp_path: Path):
+    """The manifest's `shard_root` names where its shards are (`fastdata index SRC DST` on read-only shards); a file
+    of the same name beside the manifest is not one of them."""
+    meta, shards = tmp_path / "meta", tmp_path / "shards"
+    shutil.copytree(ds, shards)
+    meta.mkdir()
+    manifest = json.loads((ds / "manifest.json").read_text())
+    manifest["shard_root"] = "../shards"
+    (meta / "manifest.json").write_text(json.dumps(manifest))
+    for path in ds.glob("*.idx"):
+        shutil.copyfile(path, meta / path.name)
+    assert _labels(meta, split="val") == _labels(ds, split="val")  # the folder reads the shards where they are
+    named = [meta / n for n in ("train-000000.tar", "train-000001.tar", "val-000000.tar", "val-000001.tar")]
+    for path in named:
+        shutil.copyfile(ds / path.name, path)
+    with pytest.raises(ManifestError) as err:
+        open_dataset(named)
+    assert str(err.value) == (f"{[str(p) for p in named[:3]]} do not lie in {shards.resolve()}, where the "
+                              f"manifest of {meta} keeps its shards")
+
+
+def test_a_shard_the_manifest_does_not_list_is_refused_naming_three(ds: Path, tmp_path: Path):
+    folder = tmp_path / "extra"
+    shutil.copytree(ds, folder)
+    for i in range(4):
+        shutil.copyfile(ds / "val-000000.tar", folder / f"zz-{i}.tar")
+    with pytest.raises(ManifestError) as err:
+        open_dataset(str(folder / "*.tar"))
+    assert str(err.value) == (f"['zz-0.tar', 'zz-1.tar', 'zz-2.tar'] are not listed in {folder / 'manifest.json'}; "
+                              "pass shards of that dataset, or adopt foreign shards with `fastdata index`")
+
+
+def test_the_split_comes_from_the_shards_named(ds: Path):
+    val = open_dataset(str(ds / "val-*.tar"))
+    assert val.split == "val" and not val.split_by_default
+    assert [ref.info.name for ref in val.shards] == [p.name for p in _shards(ds, "val")]
+    with pytest.raises(ManifestError) as err:
+        open_dataset([ds / "train-000000.tar", ds / "val-000000.tar"])
+    assert str(err.value) == "the shards given span splits ['train', 'val']; pass split="
+    picked = open_dataset([ds / "train-000000.tar", ds / "val-000000.tar", ds / "val-000001.tar"], split="val")
+    assert [ref.info.name for ref in picked.shards] == ["val-000000.tar", "val-000001.tar"]
+    with pytest.raises(ManifestError) as err:
+        open_dataset(str(ds / "val-*.tar"), split="train")
+    assert str(err.value) == "none of the shards given belongs to split 'train' (they are in ['val'])"
