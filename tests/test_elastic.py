@@ -179,3 +179,30 @@ def test_volumes_eval_elastic_covers_every_window_once(volumes):
     windows = [x for x in _whole_epoch(make, _patch_ident, world=1, epoch=0)]
     assert sorted(real) == sorted(windows)
     assert len({n for n, _ in counts}) == 1
+
+
+def test_volumes_a_second_interruption_replays_both(volumes):
+    """A state saved after an elastic resume carries both interruptions (its `elastic` lineage): resumed again on a
+    third world size, the epoch's patches are delivered once over the three runs."""
+    pytest.importorskip("pydicom")
+
+    def make(**kw):
+        return fastdata.loader(volumes[0], batch_size=2, patches_per_volume=4, patch_size=(8, 8, 8), num_workers=1,
+                               **kw)
+
+    before, after, _, state = _elastic(make, _patch_ident, old=2, new=3, stop=1, epoch=1)
+    middle, states = [], []
+    for r in range(3):
+        seen, st, _ = run_rank(partial(make, rank=r, world_size=3), epoch=1, ident=_patch_ident, state=state, stop=1)
+        middle += seen
+        states.append(st)
+    assert states[0]["elastic"] == [[2, 1]] and states[0]["batch"] == 1
+    last = []
+    for r in range(2):
+        last += run_rank(partial(make, rank=r, world_size=2), epoch=1, ident=_patch_ident, state=states[0])[0]
+    planned = _whole_epoch(make, _patch_ident, world=2, epoch=1)
+    assert sum(planned.values()) == 16 and len(before) == 4 and len(middle) == 6
+    delivered = Counter(before) + Counter(middle) + Counter(last)
+    assert not delivered - planned  # nothing twice
+    assert sum(planned.values()) - sum(delivered.values()) < 2 * 2  # at most the drop_last tail of the last run
+    assert len(after) == 12  # the whole rest, had the second run not been interrupted

@@ -42,6 +42,27 @@ def test_a_state_through_a_checkpoint_file_resumes_the_same_batches(kind, kinds_
         assert [ident(b) for b in fresh] == rest
 
 
+def _tupled(value):
+    """Every list of a state made a tuple, as a checkpoint written through a config library or by hand holds them."""
+    if isinstance(value, dict):
+        return {k: _tupled(v) for k, v in value.items()}
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize("kind", list(VERSIONS))
+def test_a_state_whose_lists_are_tuples_resumes_the_same_batches(kind, kinds_data, fortunes_tokens) -> None:
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    batches = iter(loader)
+    next(batches)
+    state = loader.state_dict()
+    rest = [ident(b) for b in batches]
+    tupled = _tupled(state)
+    assert tupled != state or not any(isinstance(v, list) for v in state.values())
+    fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    fresh.load_state_dict(tupled)
+    assert [ident(b) for b in fresh] == rest
+
+
 @pytest.mark.parametrize("kind", list(VERSIONS))
 def test_a_state_of_a_newer_form_is_refused_first(kind, kinds_data, fortunes_tokens) -> None:
     loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
