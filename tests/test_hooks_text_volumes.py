@@ -145,6 +145,18 @@ def test_volume_batch_transform_gets_patches_and_meta(volumes):
                for (hx, hm), (px, pm) in zip(hooked, plain))
     with pytest.raises(HookError, match="must return a pair"):
         list(vols(volumes, batch_transform=lambda p, m: p))
+    calls = []
+
+    def second_unpaired(p, m):  # the second batch's result is not a pair
+        calls.append(1)
+        return p if len(calls) == 2 else (p, m)
+
+    late = vols(volumes, batch_transform=second_unpaired)
+    late.set_epoch(3)
+    with pytest.raises(HookError) as err:
+        list(late)
+    assert str(err.value).endswith("it returned Tensor on epoch 3, batch 1")
+    assert (err.value.epoch, err.value.batch) == (3, 1)
     with pytest.raises(HookError, match="augment hook must return a floating-point tensor of shape"):
         list(vols(volumes, augment=lambda x: x[:1]))
     with pytest.raises(HookError, match="it returned a torch.int32 tensor of shape"):
