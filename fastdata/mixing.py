@@ -79,11 +79,9 @@ class MixedView:
         return self.spec.weight_by or ("tokens" if self.kind == "text" else "samples")
 
     def mixture(self, sizes: Sequence[int], measures: Sequence[np.ndarray | None] | None = None) -> Mixture:
-        """The planning layer's mixture of these datasets holding `sizes` items (text: `measures`, token counts)."""
+        """The planning layer's mixture of these datasets holding `sizes` items (text: `measures`, token counts;
+        `open_mixture` refused weight_by='tokens' for any other kind)."""
         by = self.weight_by()
-        if by == "tokens" and measures is None:
-            raise ValueError(f"weight_by='tokens' applies to text datasets; a {self.kind!r} mixture is weighted by "
-                             "samples")
         return Mixture(sizes=tuple(int(n) for n in sizes), weights=self.spec.weights, per_epoch=self.spec.per_epoch,
                        weight_by=by, measures=tuple(measures) if by == "tokens" and measures is not None else None)
 

@@ -218,16 +218,19 @@ def test_a_mixture_of_tokenizers_is_refused_naming_both(texts):
 def test_mixtures_are_checked(images, texts, tmp_path):
     with pytest.raises(ManifestError, match="of one kind"):
         fastdata.loader([str(images["a"]), str(texts["a"])], batch_size=4)
-    with pytest.raises(ValueError, match="weights apply to training"):
+    with pytest.raises(ValueError) as err:
         fastdata.loader(_pair(images), **IMAGE_KW, train=False, weights=[1, 1])
+    assert str(err.value) == ("weights apply to training (train=True); an evaluation reads every sample of every "
+                              "dataset once: pass the list without weights")
     with pytest.raises(ValueError, match="list of 2 numbers"):
         fastdata.loader(_pair(images), **IMAGE_KW, weights=[1])
     with pytest.raises(ValueError, match="appears twice"):
         fastdata.loader([str(images["a"]), str(images["a"])], **IMAGE_KW)
     with pytest.raises(ValueError, match="apply to a mixture"):
         fastdata.loader(images["a"], **IMAGE_KW, weights=[1.0])
-    with pytest.raises(ValueError, match="weight_by='tokens' applies to text"):
+    with pytest.raises(ValueError) as err:
         fastdata.loader(_pair(images), **IMAGE_KW, weights=[1, 1], weight_by="tokens")
+    assert str(err.value) == "weight_by='tokens' applies to text datasets; a 'images' mixture is weighted by samples"
     with pytest.raises(ValueError, match="samples_per_epoch counts samples"):
         fastdata.loader(_pair(texts), max_tokens=4096, weights=[1, 1], weight_by="tokens", samples_per_epoch=10)
     with pytest.raises(ValueError, match="the weights either"):

@@ -70,3 +70,7 @@ def test_the_mixture_items() -> None:
         == [3, 7, 0, 1, 4, 6, 2, 2, 5, 1]
     images = Mixture(sizes=(7, 5), weights=(0.5, 0.5), per_epoch=16).epoch_items(2, shard_permute(7, ((4, 3), (2, 3))))
     assert images.tolist() == [4, 9, 5, 10, 6, 11, 0, 7, 1, 8, 2, 7, 3, 8, 0, 9]
+    # two datasets of the same shard layout read their shards in orders of their own, per stream and pass
+    permute = shard_permute(7, ((1,) * 8, (1,) * 8))
+    assert [permute(d, stream, p).tolist() for d, stream, p in ((0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1))] == \
+        [[1, 5, 4, 3, 0, 6, 7, 2], [7, 2, 5, 6, 3, 4, 1, 0], [6, 2, 4, 0, 7, 1, 3, 5], [5, 4, 0, 2, 6, 3, 1, 7]]
