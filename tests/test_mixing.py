@@ -216,8 +216,10 @@ def test_a_mixture_of_tokenizers_is_refused_naming_both(texts):
 
 
 def test_mixtures_are_checked(images, texts, tmp_path):
-    with pytest.raises(ManifestError, match="of one kind"):
+    with pytest.raises(ManifestError) as err:
         fastdata.loader([str(images["a"]), str(texts["a"])], batch_size=4)
+    assert str(err.value) == (f"the datasets of a mixture must be of one kind, these are {images['a']}: images, "
+                              f"{texts['a']}: text")
     with pytest.raises(ValueError) as err:
         fastdata.loader(_pair(images), **IMAGE_KW, train=False, weights=[1, 1])
     assert str(err.value) == ("weights apply to training (train=True); an evaluation reads every sample of every "
@@ -240,8 +242,10 @@ def test_mixtures_are_checked(images, texts, tmp_path):
     for i in range(3):
         make_image(tmp_path / "flat" / f"x{i}.jpg", size=(24, 20), seed=i)
     convert_images(tmp_path / "flat", tmp_path / "unlabeled", unlabeled=True)
-    with pytest.raises(ManifestError, match="has no classes"):
-        fastdata.loader([str(images["a"]), str(tmp_path / "unlabeled")], **IMAGE_KW)
+    with pytest.raises(ManifestError) as err:
+        fastdata.loader([str(images["a"]), str(tmp_path / "unlabeled"), str(images["b"])], **IMAGE_KW)
+    assert str(err.value) == (f"{tmp_path / 'unlabeled'} has no classes while the other datasets of the mixture do; "
+                              "labels would mean nothing for its samples: mix labeled datasets with labeled ones")
     plain = fastdata.loader([images["a"] / "train-000000.tar", images["a"] / "train-000001.tar"], **IMAGE_KW)
     assert plain.num_samples == 8  # a list of shard files is still one dataset
     globbed = fastdata.loader([str(images["a"] / "train-00000[01].tar")], **IMAGE_KW)
@@ -284,6 +288,30 @@ def test_image_text_pairs_mix_and_stay_paired(tmp_path):
     assert counts == {0: 4, 1: 12}
 
 
+def test_image_text_pairs_mix_only_when_their_captions_are_stored_alike(tmp_path):
+    """Token ids of a mixture must mean the same (one tokenizer, or none) and its captions lie in the same members."""
+    import json
+
+    from conftest_pairs import TOKENIZER, convert_pairs, make_pair_tree
+
+    for name, tok in (("plain", None), ("tok", str(TOKENIZER)), ("tok2", str(TOKENIZER))):
+        convert_pairs(make_pair_tree(tmp_path / f"src_{name}", n=4), tmp_path / name, tokenizer=tok)
+    plain, tok, tok2 = (str(tmp_path / n) for n in ("plain", "tok", "tok2"))
+    sha = json.loads((tmp_path / "tok" / "manifest.json").read_text())["extra"]["tokenizer"]["sha256"]
+    with pytest.raises(ManifestError) as err:
+        fastdata.loader([tok, plain], batch_size=2)
+    assert str(err.value) == (f"{tok} and {plain} were tokenized differently (tokenizer sha256 {sha} and None); "
+                              "token ids of one mixture must mean the same: convert both with one tokenizer")
+    path = tmp_path / "tok2" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["extra"]["ids_member"] = "tokens.npy"  # the same tokenizer, its ids stored under another name
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(ManifestError) as err:
+        fastdata.loader([tok, tok2], batch_size=2)
+    assert str(err.value) == (f"the image-text datasets {[tok, tok2]} store captions differently ([('txt', "
+                              "'ids.npy'), ('txt', 'tokens.npy')]); convert them with the same options")
+
+
 def test_a_remote_dataset_mixes_like_a_local_one(images, s3, tmp_path):
     pytest.importorskip("obstore")
     from fastdata.storage.client import RemoteStore
@@ -314,3 +342,39 @@ def test_which_lists_of_urls_are_mixtures(source, mixture: bool):
     from fastdata.mixing import is_mixture
 
     assert is_mixture(source, {}) is mixture
+
+
+@pytest.mark.parametrize("source, options, message", [
+    ({"a": 1, "b": 2}, {"weights": [1, 2]},
+     "give the weights either as the values of the dict or as weights=, not both"),
+    ([], {}, "a mixture needs at least one dataset"),
+    ({}, {}, "a mixture needs at least one dataset"),
+    (["a", "b"], {"weight_by": "bytes"}, "weight_by='bytes' is not allowed; weight_by must be 'samples' or 'tokens'"),
+    (["a", "b"], {"samples_per_epoch": 10, "tokens_per_epoch": 10},
+     "give samples_per_epoch or tokens_per_epoch, not both"),
+    (["a", "b"], {"samples_per_epoch": 0},
+     "samples_per_epoch=0 is not allowed; samples_per_epoch must be an integer >= 1 (the samples an epoch of the "
+     "mixture draws)"),
+    (["a", "b"], {"tokens_per_epoch": 2.0},
+     "tokens_per_epoch=2.0 is not allowed; tokens_per_epoch must be an integer >= 1 (the tokens an epoch of the "
+     "mixture draws)"),
+    (["a", "b"], {"tokens_per_epoch": 10, "weight_by": "samples"}, "tokens_per_epoch counts tokens, but "
+     "weight_by='samples'"),
+    (["a", "b"], {"return_dataset": 1}, "return_dataset must be True or False, got 1"),
+])
+def test_the_mixture_options_are_refused_with_what_they_must_be(source, options, message):
+    from fastdata.mixing import pop_spec
+
+    with pytest.raises(ValueError) as err:
+        pop_spec(source, dict(options))
+    assert str(err.value) == message
+
+
+def test_the_mixture_options_at_their_bounds():
+    from fastdata.mixing import pop_spec
+
+    given = {"samples_per_epoch": 1, "tokens_per_epoch": None, "return_dataset": True, "batch_size": 4}
+    entries, spec = pop_spec({"a": 1.0, "b": 3.0}, given)
+    assert entries == ["a", "b"] and given == {"batch_size": 4}  # the mixture's options taken out, the rest kept
+    assert (spec.per_epoch, spec.weight_by, spec.return_dataset) == (1, "samples", True)
+    assert pop_spec(["a"], {"tokens_per_epoch": 1})[1].weight_by == "tokens"
