@@ -254,6 +254,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
         manifest = _read(root)
         split, selected = _select_named(paths, manifest, root, split)
         by_default = False  # the shards named chose the split
+    root = root.absolute()  # shards are read later, perhaps after the process changed its working directory
     where = shard_root(root, manifest)
     refs = tuple(ShardRef.of(manifest, sh, where / sh.name, root / sh.index if sh.index else None) for sh in selected)
     if not refs:

@@ -77,7 +77,7 @@ class ShardCache:
     def __init__(self, root: Path | str, *, fingerprint: str, limit: int | None) -> None:
         if limit is not None and limit < 1:
             raise ValueError(f"cache_limit must be a positive number of bytes, got {limit}")
-        self.dir = Path(root) / fingerprint[:32]
+        self.dir = Path(root).absolute() / fingerprint[:32]  # a relative cache_dir stays where it was given
         self.limit = limit
         for sub in ("locks", "users", "schedules"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
