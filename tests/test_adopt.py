@@ -324,6 +324,24 @@ def test_a_folder_without_shards_or_shards_from_several_folders_are_refused(tmp_
     assert not (tmp_path / "m").exists()
 
 
+def test_shards_that_are_links_to_two_disks_are_indexed_where_their_links_lie(foreign, tmp_path: Path):
+    """A folder of links to shards kept on several disks: its glob is one folder's shards, indexed beside the links
+    (or into DST), and loads what the shards themselves hold."""
+    folder, labels = foreign
+    links = tmp_path / "links"
+    links.mkdir()
+    for i, tar in enumerate(sorted(folder.glob("*.tar"))):
+        disk = tmp_path / f"disk{i % 2}"
+        disk.mkdir(exist_ok=True)
+        tar.rename(disk / tar.name)
+        os.symlink(disk / tar.name, links / tar.name)
+    assert cli(["index", str(links / "f-*.tar"), str(tmp_path / "meta"), "-j", "1", "--no-progress"]) == 0
+    assert json.loads((tmp_path / "meta" / "manifest.json").read_text())["shard_root"] == "../links"
+    assert sorted(load_all(tmp_path / "meta", "kornia")[1]) == sorted(labels.values())
+    assert cli(["index", str(links / "f-*.tar"), "-j", "1", "--no-progress"]) == 0
+    assert sorted(load_all(str(links / "f-*.tar"), "kornia")[1]) == sorted(labels.values())
+
+
 def test_a_tar_that_cannot_be_read_is_recorded_by_name_and_the_rest_adopted(foreign):
     folder, _ = foreign
     (folder / "broken.tar").mkdir()  # named like a shard, and not a file

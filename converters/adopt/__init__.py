@@ -93,7 +93,7 @@ def find_tars(spec: Spec) -> tuple[Path, list[Path], list[Rejection]]:
             raise ConvertError(f"{folder} holds no .tar file; pass the folder of the shards, a glob, a brace "
                                "pattern or a list of tars")
         return folder, tars, []
-    folders = {p.resolve().parent for p in paths}
+    folders = {p.parent.resolve() for p in paths}  # a shard that is a link belongs to its link's folder
     if any(p.is_dir() for p in paths) or len(folders) != 1:
         raise ConvertError("the shards to index must be files in one folder (the manifest records one shard folder)")
     rejected = [Rejection("", p.name, "not a .tar file") for p in paths if p.suffix != ".tar"]
