@@ -208,6 +208,11 @@ def test_text_and_volumes_from_s3_equal_local(s3: str, fortunes_tokens: Path, tm
         torch.equal(a, b) for a, b in zip(local_batches, remote_batches))
     with pytest.raises(ValueError, match="whole split"):
         fastdata.loader(url, cache_dir=tmp_path / "d", cache_limit=10_000, **kw)
+    from fastdata.text.loader import sequence_loader
+
+    direct = [b["input_ids"] for b in sequence_loader(url, cache_dir=tmp_path / "e", **kw)]  # its own remote options
+    assert all(torch.equal(a, b) for a, b in zip(local_batches, direct)) and len(direct) == len(local_batches)
+    assert {p.name for p in (tmp_path / "e").rglob("*.arrow")} == {p.name for p in fortunes_tokens.glob("*.arrow")}
     pytest.importorskip("pydicom")
     from conftest_dicom import convert_dicom, write_phantom  # noqa: I001
 

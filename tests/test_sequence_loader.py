@@ -137,10 +137,28 @@ def test_options_are_validated(fortunes_tokens: Path) -> None:
         fastdata.loader(fortunes_tokens, max_tokens=64)
     with pytest.raises(ValueError, match="needs block_size"):
         fastdata.loader(fortunes_tokens, max_tokens=1024, bucketing="pack")
-    with pytest.raises(TypeError, match="unknown option"):
+    with pytest.raises(TypeError) as err:
         fastdata.loader(fortunes_tokens, max_tokens=1024, image_size=224)
+    from dataclasses import fields
+
+    from fastdata.text.options import SequenceLoaderOptions
+
+    allowed = sorted({f.name for f in fields(SequenceLoaderOptions)} - {"rank", "world_size"})
+    assert "max_tokens" in allowed and str(err.value) == (f"unknown option(s) ['image_size'] for a text dataset; "
+                                                          f"allowed: {allowed}")
     with pytest.raises(ValueError, match="device"):
         fastdata.loader(fortunes_tokens, max_tokens=1024, device="tpu")
+
+
+def test_a_budget_of_exactly_the_longest_padded_sequence_holds_it(fortunes_tokens: Path) -> None:
+    longest = max(len(r["input_ids"]) for r in read_rows(fortunes_tokens))
+    need = -(-longest // 8) * 8  # padded to a multiple of 8
+    loader = fastdata.loader(fortunes_tokens, max_tokens=need, pad_to_multiple_of=8)
+    assert max(b["input_ids"].shape[1] for b in loader) == need
+    with pytest.raises(ValueError) as err:
+        fastdata.loader(fortunes_tokens, max_tokens=need - 1, pad_to_multiple_of=8)
+    assert str(err.value) == (f"max_tokens={need - 1} cannot hold the longest sequence ({longest} tokens, {need} "
+                              "padded to a multiple of 8); raise max_tokens or convert with --max-length")
 
 
 def test_device_plumbing_pins_for_cuda(fortunes_tokens: Path, monkeypatch: pytest.MonkeyPatch) -> None:
