@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest_kinds import kinds_data_fixture  # noqa: F401  (the kinds_data fixture)
 from conftest_text import fortunes_tokens_fixture, read_rows  # noqa: F401  (the fortunes_tokens fixture)
 
 import fastdata
@@ -161,6 +162,37 @@ def test_a_budget_of_exactly_the_longest_padded_sequence_holds_it(fortunes_token
                               "padded to a multiple of 8); raise max_tokens or convert with --max-length")
 
 
+def test_the_pad_id_comes_from_the_manifests_tokenizer_unless_given(fortunes_tokens: Path, tmp_path: Path) -> None:
+    import json
+
+    forged = tmp_path / "tokens"
+    shutil.copytree(fortunes_tokens, forged)
+    manifest = json.loads((forged / "manifest.json").read_text())
+    manifest["extra"]["tokenizer"]["pad_id"] = 7
+    (forged / "manifest.json").write_text(json.dumps(manifest))
+    for given, want in ((None, 7), (3, 3)):
+        batch = next(iter(fastdata.loader(forged, max_tokens=1024, shuffle=False, pad_id=given)))
+        ids, lengths = batch["input_ids"], batch["lengths"]
+        padding = torch.arange(ids.shape[1])[None, :] >= lengths[:, None]
+        assert padding.any() and (ids[padding] == want).all()
+
+
+def test_the_sequence_loader_opens_a_path_itself(fortunes_tokens: Path, kinds_data, caplog) -> None:
+    from fastdata.text.loader import sequence_loader
+
+    with caplog.at_level("INFO", logger="fastdata.text.loader"):
+        direct = sequence_loader(str(fortunes_tokens), split="train", max_tokens=1024, shuffle=False)
+    want = fastdata.loader(fortunes_tokens, max_tokens=1024, shuffle=False)
+    assert all(torch.equal(a["input_ids"], b["input_ids"]) for a, b in zip(direct, want)) and len(direct) == len(want)
+    store = direct.store
+    assert f": {len(store)} sequences, {int(store.lengths.sum())} tokens, rank 0/1" in caplog.text
+    with pytest.raises(fastdata.ManifestError, match=r"^unknown split 'val'; this dataset has splits \['train'\]$"):
+        sequence_loader(fortunes_tokens, split="val", max_tokens=1024)
+    with pytest.raises(ValueError) as err:
+        sequence_loader(kinds_data["wds"], max_tokens=1024)
+    assert str(err.value) == f"{kinds_data['wds']} holds a 'images' dataset; the sequence loader reads 'text'"
+
+
 def test_device_plumbing_pins_for_cuda(fortunes_tokens: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from fastdata.text.options import SequenceLoaderOptions
 
@@ -169,6 +201,10 @@ def test_device_plumbing_pins_for_cuda(fortunes_tokens: Path, monkeypatch: pytes
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="need CUDA"):
             fastdata.loader(fortunes_tokens, max_tokens=1024, device="cuda")
+        with pytest.raises(ValueError) as err:  # pinned host memory alone needs CUDA too
+            fastdata.loader(fortunes_tokens, max_tokens=1024, pin_memory=True)
+        assert str(err.value) == ("device='cpu', pin_memory=True need CUDA, but torch.cuda.is_available() is False; "
+                                  "use device='cpu' (and pin_memory=None or False)")
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     loader = fastdata.loader(fortunes_tokens, max_tokens=1024, pin_memory=True)
     calls = []
