@@ -96,8 +96,12 @@ def _text_rows(loader):
     return out
 
 
-def test_text_token_shares_per_epoch(texts):
-    loader = fastdata.loader(_pair(texts), weights=[0.7, 0.3], max_tokens=4096)
+def test_text_token_shares_per_epoch(texts, caplog):
+    with caplog.at_level("INFO", logger="fastdata.text.loader"):
+        loader = fastdata.loader(_pair(texts), weights=[0.7, 0.3], max_tokens=4096)
+    assert loader.classes == ("computers", "linux", "science")  # the datasets' classes united by name
+    assert (f"MixedView({_pair(texts)}, split='train', weights=(0.7, 0.3)): {len(loader.store)} sequences, "
+            f"{int(loader.store.lengths.sum())} tokens, rank 0/1") in caplog.text
     lengths, longest = loader.store.lengths, int(loader.store.lengths.max())
     quotas = loader.mixture.quotas()
     assert sum(quotas) == int(lengths.sum())  # an epoch carries as many tokens as the two datasets hold
