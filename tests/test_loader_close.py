@@ -70,6 +70,19 @@ def test_closing_a_remote_loader_gives_its_cache_entry_back(kind: str, images: P
         assert not list(users.iterdir())
 
 
+def test_closing_a_remote_text_mixture_gives_every_cache_entry_back(fortunes_tokens: Path, tmp_path: Path):
+    for name in ("a", "b"):
+        shutil.copytree(fortunes_tokens, tmp_path / "www" / name)
+    cache = tmp_path / "cache"
+    with FileServer(tmp_path / "www") as server:
+        ld = fastdata.loader([server.url + "a/", server.url + "b/"], weights=[1, 1], max_tokens=2048, cache_dir=cache)
+        assert len(list(ld)) > 0
+        users = next(cache.iterdir()) / "users"  # one cache: the two manifests are alike
+        assert len(list(users.iterdir())) == 2
+        ld.close()
+        assert not list(users.iterdir())
+
+
 @pytest.mark.parametrize("kind", ["images", "text"])
 def test_a_remote_loader_dropped_unclosed_gives_its_cache_entry_back(kind: str, images: Path, fortunes_tokens: Path,
                                                                    tmp_path: Path):
