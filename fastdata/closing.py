@@ -17,6 +17,7 @@ files), and says so, where a DataLoader that spawns its workers would fail on a 
 
 from __future__ import annotations
 
+import os
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -40,6 +41,8 @@ class Closable(IterableDataset, ABC):
     _passes = 0  # passes begun or ended: the number of the open pass, if one is
     _ended = NEWER_PASS  # why the last pass ended (what a pass resumed after its end raises)
     _open: weakref.ref | None = None  # the batches of the latest pass (a generator of `_iterate`), while they live
+    _keeps_threads = False  # whether threads started by a pass outlive it (image loaders: decode pool, epoch overlap)
+    _threads_in: int | None = None  # the process those threads run in, once a pass began
 
     @abstractmethod
     def _iterate(self) -> Iterator[Any]:
@@ -53,10 +56,26 @@ class Closable(IterableDataset, ABC):
         if self._closed:
             raise RuntimeError("this loader was closed; make a new one with fastdata.loader(...)")
         _refuse_a_worker_process()
+        self._refuse_a_forked_process()
         self._end_open_pass(NEWER_PASS)
         batches = self._iterate()
         self._open = weakref.ref(batches)  # weak: a pass holds its loader, and the loader must not hold it back
         return self._pass(batches, self._passes)
+
+    def _refuse_a_forked_process(self) -> None:
+        """A process forked after a pass began holds a copy of the loader but none of the threads that pass started
+        (a fork copies the calling thread only): its first batch would wait for them forever (DALI's) or fail on a
+        prefetch thread that is not there. Said plainly instead; a loader forked before its first pass is whole."""
+        if not self._keeps_threads:
+            return
+        if self._threads_in is None:
+            self._threads_in = os.getpid()
+        elif self._threads_in != os.getpid():
+            raise RuntimeError(
+                f"this loader's threads run in process {self._threads_in}, where its first pass began; process "
+                f"{os.getpid()} was forked from it and has none of them (a fork copies no thread): make a loader in "
+                "this process with fastdata.loader(...), or start the process with the 'spawn' method, or fork before "
+                "the loader's first pass")
 
     def _pass(self, batches: Iterator[Any], number: int) -> Iterator[Any]:
         """`batches`, as long as this pass has not been ended. A pass ended from another thread while it waited

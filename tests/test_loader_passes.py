@@ -6,12 +6,14 @@ raises too, where it went on delivering. Every kind of loader."""
 from __future__ import annotations
 
 import gc
+import os
 import threading
 
 import pytest
-from conftest_kinds import KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
+from conftest_kinds import IMAGES, KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
+import fastdata
 from fastdata.closing import CLOSED, NEWER_PASS, Closable
 
 # where a new pass begins after one batch of an earlier pass of the same epoch: image loaders read the epoch again
@@ -163,3 +165,70 @@ def test_a_pass_waiting_for_a_batch_when_another_thread_ends_it_says_why(end, en
     reader.join(10)
     assert not reader.is_alive() and isinstance(outcome[0], RuntimeError)
     assert str(outcome[0]) == (CLOSED if end == "close" else NEWER_PASS)
+
+
+def _in_a_forked_child(loader, ident) -> tuple[str, object]:
+    """Iterate `loader` in a child process forked from this one: ("ok", its batches' identities) or ("error", the
+    message); ("hung", None) when the child gives no answer within 60 s. The child runs torch serially, as
+    DataLoader's worker processes do: GNU OpenMP's threads, which torch's CPU kernels (the volume augmentation's
+    matrix products) start in this process, do not survive a fork, and a parallel kernel in the child waits for them
+    forever (docs/loading.md, "Processes")."""
+    import multiprocessing as mp
+
+    import torch
+
+    def child(queue) -> None:
+        torch.set_num_threads(1)
+        try:
+            queue.put(("ok", [ident(b) for b in loader]))
+        except Exception as exc:  # noqa: BLE001 - the message goes back to the test
+            queue.put(("error", str(exc)))
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    process = ctx.Process(target=child, args=(queue,))
+    process.start()
+    try:
+        return queue.get(timeout=60)
+    except Exception:  # noqa: BLE001 - queue.Empty
+        return "hung", None
+    finally:
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_process_forked_after_the_first_pass_is_told_or_reads_whole(kind, kinds_data, fortunes_tokens) -> None:
+    """An image loader's threads outlive its pass (decode pool, the producer of the next epoch): a process forked
+    after its first pass has none of them and is told so, where DALI's graph waited forever for its threads. A text
+    or volume loader starts its threads per pass and reads whole there; so does any loader forked before its first
+    pass."""
+    epoch, _ = _epoch(kind, kinds_data, fortunes_tokens)
+    fresh, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    with fresh:
+        assert _in_a_forked_child(fresh, ident) == ("ok", epoch)
+    used, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    with used:
+        assert [ident(b) for b in used] == epoch
+        got = _in_a_forked_child(used, ident)
+        if AGAIN_FROM[kind] == 0:  # the image loaders
+            assert got[0] == "error" and got[1].startswith(f"this loader's threads run in process {os.getpid()}, "
+                                                           "where its first pass began; process ")
+            assert got[1].endswith(" was forked from it and has none of them (a fork copies no thread): make a "
+                                   "loader in this process with fastdata.loader(...), or start the process with the "
+                                   "'spawn' method, or fork before the loader's first pass")
+        else:
+            assert got[0] == "ok" and len(got[1]) == len(epoch)
+        used.set_epoch(0)  # (text and volume loaders move on to the next epoch at an epoch's end)
+        assert [ident(b) for b in used] == epoch  # the loader still reads whole where its threads are
+
+
+def test_the_dali_backend_forked_after_its_first_pass_is_told(kinds_data) -> None:
+    pytest.importorskip("nvidia.dali")
+    loader = fastdata.loader(kinds_data["wds"], **{**IMAGES, "backend": "dali", "overlap_epochs": False})
+    with loader:
+        labels = [y.tolist() for _, y in loader]
+        got = _in_a_forked_child(loader, lambda b: b[1].tolist())
+        assert got[0] == "error" and "was forked from it and has none of them" in got[1]
+        assert [y.tolist() for _, y in loader] == labels

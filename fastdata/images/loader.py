@@ -58,6 +58,8 @@ class Loader(Closable):
     """Iterable of `(images, labels)` batches; see docs/loading.md for the output contract. `close()` or `with`
     lets its threads and files go (closing.py)."""
 
+    _keeps_threads = True  # the backend's decode threads, and the producer of the next epoch (overlap.py)
+
     def __init__(self, view: DatasetView, options: ImageLoaderOptions, backend: Backend) -> None:
         self._view, self._options, self._backend = view, options, backend
         self._retired: list[Backend] = []  # backends of an earlier image size (progressive resizing), closed later
