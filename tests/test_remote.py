@@ -208,6 +208,13 @@ def test_text_and_volumes_from_s3_equal_local(s3: str, fortunes_tokens: Path, tm
         torch.equal(a, b) for a, b in zip(local_batches, remote_batches))
     with pytest.raises(ValueError, match="whole split"):
         fastdata.loader(url, cache_dir=tmp_path / "d", cache_limit=10_000, **kw)
+    need = sum(p.stat().st_size for p in fortunes_tokens.glob("*.arrow"))
+    exact = fastdata.loader(url, cache_dir=tmp_path / "f", cache_limit=need, **kw)  # exactly the split's bytes
+    assert len(exact) == len(local_batches)
+    with pytest.raises(ValueError) as err:
+        fastdata.loader(url, cache_dir=tmp_path / "g", cache_limit=need - 1, **kw)
+    assert str(err.value) == (f"cache_limit={need - 1} bytes is too small: this loader holds the whole split ({need} "
+                              f"bytes of shards) on the node; set cache_limit to at least {need} bytes")
     from fastdata.text.loader import sequence_loader
 
     direct = [b["input_ids"] for b in sequence_loader(url, cache_dir=tmp_path / "e", **kw)]  # its own remote options
@@ -334,6 +341,10 @@ def test_storage_options_reach_the_store_of_the_manifest(served: FileServer, tmp
     ({"cache_dir": b"c"}, r"^cache_dir=b'c' is not allowed"),
     ({"cache_limit": "lots"}, r"^cache_limit='lots' is not allowed: cannot read size 'lots'"),
     ({"cache_limit": "0MB"}, r"^cache_limit='0MB' is not allowed; give at least 1 byte$"),
+    ({"cache_limit": "0"}, r"^cache_limit='0' is not allowed; give at least 1 byte$"),
+    ({"cache_limit": 0}, r"^cache_limit=0 is not allowed; give bytes \(int\) or a size such as '200GB'$"),
+    ({"cache_limit": True}, r"^cache_limit=True is not allowed; give bytes \(int\) or a size such as '200GB'$"),
+    ({"cache_limit": 2.0}, r"^cache_limit=2.0 is not allowed; give bytes \(int\) or a size such as '200GB'$"),
 ])
 def test_remote_options_are_refused_by_name_before_any_request(served: FileServer, tmp_path: Path, options: dict,
                                                               message: str):
@@ -344,6 +355,13 @@ def test_remote_options_are_refused_by_name_before_any_request(served: FileServe
     with pytest.raises(ValueError, match=message):
         fastdata.loader(served.url + "ds/", batch_size=2, backend="kornia", device="cpu", **kw)
     assert served.requests == []  # nothing was asked of the server
+
+
+def test_the_smallest_cache_limits_are_taken() -> None:
+    from fastdata.dataset import RemoteOptions
+
+    assert RemoteOptions(cache_limit=1).limit_bytes() == 1 and RemoteOptions(cache_limit="1").limit_bytes() == 1
+    assert RemoteOptions(cache_limit="2KB").limit_bytes() == 2000 and RemoteOptions().limit_bytes() is None
 
 
 @pytest.mark.parametrize("where", ["file", "proc"])
