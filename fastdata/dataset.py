@@ -180,7 +180,7 @@ def _read(root: Path, names: list[Path] | None = None) -> Manifest:
 def _select_named(files: list[Path], manifest: Manifest, root: Path, split: str | None) -> tuple[str, list[ShardInfo]]:
     """The split and shards that `files` (shard paths) pick out of the manifest."""
     where = shard_root(root, manifest).resolve()
-    outside = [str(p) for p in files if _folder(p) != where]
+    outside = [str(p) for p in files if shard_folder(p) != where]
     if outside:
         raise ManifestError(f"{outside[:3]} do not lie in {where}, where the manifest of {root} keeps its shards")
     names = {p.name for p in files}
@@ -201,7 +201,7 @@ def _select_named(files: list[Path], manifest: Manifest, root: Path, split: str 
     return split, by_split[split]
 
 
-def _folder(path: Path) -> Path:
+def shard_folder(path: Path) -> Path:
     """The folder a shard is named in, resolved: a shard that is a link to a file elsewhere (shards gathered from
     several disks by links) lies beside its link, where the manifest lists it, not where the link points."""
     return path.parent.resolve()
@@ -243,7 +243,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             raise ManifestError(f"{missing[:3]} do not exist; check the path")
-        folders = {_folder(p) for p in paths}
+        folders = {shard_folder(p) for p in paths}
         if len(folders) != 1:
             raise ManifestError(f"the shards given lie in {len(folders)} folders; the shards of one dataset lie in one")
         root = paths[0].parent

@@ -30,6 +30,7 @@ from converters.sample import Rejection, WorkItem
 from converters.tree import split_of_folder
 from fastdata import __version__
 from fastdata.atomic import read_json, write_bytes_atomic, write_json_atomic
+from fastdata.dataset import shard_folder
 from fastdata.errors import ConvertError
 from fastdata.images.options import DEFAULT_MAX_PIXELS
 from fastdata.images.pixels import EXIF_ORIENTED
@@ -93,7 +94,7 @@ def find_tars(spec: Spec) -> tuple[Path, list[Path], list[Rejection]]:
             raise ConvertError(f"{folder} holds no .tar file; pass the folder of the shards, a glob, a brace "
                                "pattern or a list of tars")
         return folder, tars, []
-    folders = {p.parent.resolve() for p in paths}  # a shard that is a link belongs to its link's folder
+    folders = {shard_folder(p) for p in paths}
     if any(p.is_dir() for p in paths) or len(folders) != 1:
         raise ConvertError("the shards to index must be files in one folder (the manifest records one shard folder)")
     rejected = [Rejection("", p.name, "not a .tar file") for p in paths if p.suffix != ".tar"]
