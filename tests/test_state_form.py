@@ -26,20 +26,30 @@ def _through_torch(state: dict) -> dict:
     return torch.load(buffer, weights_only=True)["loader"]  # torch's default since 2.6, spelled out
 
 
-@pytest.mark.parametrize("kind", list(VERSIONS))
-def test_a_state_through_a_checkpoint_file_resumes_the_same_batches(kind, kinds_data, fortunes_tokens) -> None:
+def _saved_after_one_batch(kind: str, kinds_data, fortunes_tokens) -> tuple[dict, list, object]:
+    """A fresh loader's state after its first batch, the identities of the batches after it, and the identity."""
     loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
     batches = iter(loader)
     next(batches)
     state = loader.state_dict()
     rest = [ident(b) for b in batches]
     assert rest, "the test needs batches after the saved one"
+    return state, rest, ident
+
+
+def _resumes(kind: str, state: dict, rest: list, ident, kinds_data, fortunes_tokens) -> None:
+    fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
+    fresh.load_state_dict(state)
+    assert [ident(b) for b in fresh] == rest
+
+
+@pytest.mark.parametrize("kind", list(VERSIONS))
+def test_a_state_through_a_checkpoint_file_resumes_the_same_batches(kind, kinds_data, fortunes_tokens) -> None:
+    state, rest, ident = _saved_after_one_batch(kind, kinds_data, fortunes_tokens)
     assert state["version"] == VERSIONS[kind]
     for saved in (_through_torch(state), json.loads(json.dumps(state))):
         assert saved == state
-        fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
-        fresh.load_state_dict(saved)
-        assert [ident(b) for b in fresh] == rest
+        _resumes(kind, saved, rest, ident, kinds_data, fortunes_tokens)
 
 
 def _tupled(value):
@@ -51,16 +61,10 @@ def _tupled(value):
 
 @pytest.mark.parametrize("kind", list(VERSIONS))
 def test_a_state_whose_lists_are_tuples_resumes_the_same_batches(kind, kinds_data, fortunes_tokens) -> None:
-    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
-    batches = iter(loader)
-    next(batches)
-    state = loader.state_dict()
-    rest = [ident(b) for b in batches]
+    state, rest, ident = _saved_after_one_batch(kind, kinds_data, fortunes_tokens)
     tupled = _tupled(state)
     assert isinstance(tupled["elastic"], tuple) and tupled != state  # every state holds lists (elastic, at least)
-    fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
-    fresh.load_state_dict(tupled)
-    assert [ident(b) for b in fresh] == rest
+    _resumes(kind, tupled, rest, ident, kinds_data, fortunes_tokens)
 
 
 @pytest.mark.parametrize("kind", list(VERSIONS))
@@ -80,14 +84,8 @@ def test_a_state_of_a_newer_form_is_refused_first(kind, kinds_data, fortunes_tok
 
 def _resumes_without(field: str, kind: str, kinds_data, fortunes_tokens) -> None:
     """A state saved after one batch, less `field` (what an earlier release wrote), resumes the rest exactly."""
-    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
-    batches = iter(loader)
-    next(batches)
-    state = {k: v for k, v in loader.state_dict().items() if k != field}
-    rest = [ident(b) for b in batches]
-    fresh, _ = make_loader(kind, kinds_data, fortunes_tokens)
-    fresh.load_state_dict(state)
-    assert [ident(b) for b in fresh] == rest
+    state, rest, ident = _saved_after_one_batch(kind, kinds_data, fortunes_tokens)
+    _resumes(kind, {k: v for k, v in state.items() if k != field}, rest, ident, kinds_data, fortunes_tokens)
 
 
 @pytest.mark.parametrize("kind", ["text", "volumes", "masked volumes"])
