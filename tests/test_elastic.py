@@ -27,28 +27,29 @@ def texts(tmp_path_factory):
     return text_datasets(tmp_path_factory.mktemp("elastic_text"))
 
 
+def _ranks(make, ident, *, world: int, epoch: int, state: dict | None = None, stop: int | None = None):
+    """Every rank of `world` in `epoch`, from `state` (else the epoch's start), until `stop` batches (else the end).
+    Returns (what they delivered, their states at the stop, (batches planned, rows delivered) of each rank)."""
+    delivered, states, counts = [], [], []
+    for r in range(world):
+        seen, saved, n = run_rank(partial(make, rank=r, world_size=world), epoch=epoch, ident=ident, state=state,
+                                  stop=stop)
+        delivered += seen
+        states.append(saved)
+        counts.append((n, len(seen)))
+    return delivered, states, counts
+
+
 def _elastic(make, ident, *, old: int, new: int, stop: int, epoch: int, saver: int = 0):
     """Run `old` ranks `stop` batches into `epoch`, resume all `new` ranks from rank `saver`'s state.
     Returns (delivered before, delivered after, batch counts of the new ranks, the saved state)."""
-    before, states = [], []
-    for r in range(old):
-        seen, state, _ = run_rank(partial(make, rank=r, world_size=old), epoch=epoch, ident=ident, stop=stop)
-        before += seen
-        states.append(state)
-    after, counts = [], []
-    for r in range(new):
-        seen, _, n = run_rank(partial(make, rank=r, world_size=new), epoch=epoch, ident=ident,
-                              state=states[saver])
-        after += seen
-        counts.append((n, len(seen)))
+    before, states, _ = _ranks(make, ident, world=old, epoch=epoch, stop=stop)
+    after, _, counts = _ranks(make, ident, world=new, epoch=epoch, state=states[saver])
     return before, after, counts, states[saver]
 
 
 def _whole_epoch(make, ident, *, world: int, epoch: int) -> Counter:
-    total = Counter()
-    for r in range(world):
-        total.update(run_rank(partial(make, rank=r, world_size=world), epoch=epoch, ident=ident)[0])
-    return total
+    return Counter(_ranks(make, ident, world=world, epoch=epoch)[0])
 
 
 @pytest.mark.parametrize("old, new", [(4, 2), (2, 3)])
@@ -94,19 +95,11 @@ def test_a_second_interruption_replays_both(images):
     def make(**kw):
         return fastdata.loader(images["a"], **IMAGE_KW, train=False, **kw)
 
-    before, state = [], None
-    for r in range(4):  # 4 ranks deliver one batch of 4 (5 samples a rank)
-        seen, state, _ = run_rank(partial(make, rank=r, world_size=4), epoch=0, ident=image_rows, stop=1)
-        before += seen
-    middle, states = [], []
-    for r in range(2):  # 2 ranks resume the last 4 samples: 2 a rank, one batch (padded)
-        seen, st, _ = run_rank(partial(make, rank=r, world_size=2), epoch=0, ident=image_rows, state=state, stop=1)
-        middle += seen
-        states.append(st)
+    before, states, _ = _ranks(make, image_rows, world=4, epoch=0, stop=1)  # one batch of 4 a rank (5 samples each)
+    # 2 ranks resume the last 4 samples: 2 a rank, one batch (padded)
+    middle, states, _ = _ranks(make, image_rows, world=2, epoch=0, state=states[3], stop=1)
     assert states[0]["elastic"] == [[4, 1]] and states[0]["batch"] == 1
-    after = []
-    for r in range(3):
-        after += run_rank(partial(make, rank=r, world_size=3), epoch=0, ident=image_rows, state=states[1])[0]
+    after, _, _ = _ranks(make, image_rows, world=3, epoch=0, state=states[1])
     assert sorted(before + middle) == list(range(20)) and after == []  # nothing was left: nothing more comes
 
 
@@ -191,15 +184,9 @@ def test_volumes_a_second_interruption_replays_both(volumes):
                                **kw)
 
     before, after, _, state = _elastic(make, _patch_ident, old=2, new=3, stop=1, epoch=1)
-    middle, states = [], []
-    for r in range(3):
-        seen, st, _ = run_rank(partial(make, rank=r, world_size=3), epoch=1, ident=_patch_ident, state=state, stop=1)
-        middle += seen
-        states.append(st)
+    middle, states, _ = _ranks(make, _patch_ident, world=3, epoch=1, state=state, stop=1)
     assert states[0]["elastic"] == [[2, 1]] and states[0]["batch"] == 1
-    last = []
-    for r in range(2):
-        last += run_rank(partial(make, rank=r, world_size=2), epoch=1, ident=_patch_ident, state=states[0])[0]
+    last, _, _ = _ranks(make, _patch_ident, world=2, epoch=1, state=states[0])
     planned = _whole_epoch(make, _patch_ident, world=2, epoch=1)
     assert sum(planned.values()) == 16 and len(before) == 4 and len(middle) == 6
     delivered = Counter(before) + Counter(middle) + Counter(last)
