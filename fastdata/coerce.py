@@ -68,6 +68,12 @@ def plain_numbers(value: Any) -> Any:
     return plain_number(value)
 
 
+def as_lists(value: Any) -> Any:
+    """A value read back from a saved state with its tuples made lists, as loaders write them: a checkpoint written
+    through a config library or by hand may hold tuples where the state held lists."""
+    return [as_lists(v) for v in value] if isinstance(value, tuple | list) else value
+
+
 AS_GIVEN = ("indices", "sample_weights")  # stay as given: a subset's index array, a weight per sample (planning/)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from fastdata.coerce import as_lists
 from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
 from fastdata.option_rules import refused
@@ -109,17 +110,11 @@ def check_mixture_state(saved: Any, here: dict[str, Any]) -> None:
                          + " a mixture of datasets, this loader " + ("has one" if saved is None else "has none"))
     if not isinstance(saved, dict):
         raise ValueError(f"state_dict field 'mixture' must be a dict, got {type(saved).__name__}")
-    differ = [k for k in here if k != "datasets" and _as_lists(saved.get(k)) != here[k]]
+    differ = [k for k in here if k != "datasets" and as_lists(saved.get(k)) != here[k]]
     if differ:
         shown = ", ".join(f"{k}: saved {saved.get(k)!r}, now {here[k]!r}" for k in differ)
         raise ValueError(f"cannot resume: the state was saved with another mixture ({shown}); saved datasets "
                          f"{saved.get('datasets')}, now {here['datasets']}")
-
-
-def _as_lists(value: Any) -> Any:
-    """A saved value with its tuples made lists, as `describe` writes them: a checkpoint written through a config
-    library or by hand may hold tuples, which the other fields of every loader's state accept as lists."""
-    return [_as_lists(v) for v in value] if isinstance(value, tuple | list) else value
 
 
 def is_mixture(source: Any, options: Mapping[str, Any]) -> bool:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from fastdata.closing import MOVED, Closable
-from fastdata.coerce import torch_options
+from fastdata.coerce import as_lists, torch_options
 from fastdata.data_digest import data_digest
 from fastdata.dataset import DatasetView, RemoteOptions, open_dataset
 from fastdata.distributed import MAX_WORLD_SIZE, resolve_rank, valid_world_size
@@ -167,9 +167,7 @@ class VolumeLoader(Closable):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         check_shared(state, STATE_VERSION, kind=self._kind, unversioned=1, mixture=self._mixture_state, data=self._data)
         for key, value in self._settings().items():
-            saved = state.get(key)
-            if isinstance(saved, tuple):
-                saved = list(saved)
+            saved = as_lists(state.get(key))
             if saved != value or type(saved) is not type(value):
                 raise ValueError(f"cannot resume: the state was saved with {key}={state.get(key)!r}, this loader "
                                  f"has {key}={value!r}; build the loader with the same arguments and dataset")
