@@ -177,12 +177,13 @@ def _read(root: Path, names: list[Path] | None = None) -> Manifest:
     return read_manifest(root)
 
 
-def _select_named(files: list[Path], manifest: Manifest, root: Path, split: str | None) -> tuple[str, list[ShardInfo]]:
-    """The split and shards that `files` (shard paths) pick out of the manifest."""
+def _select_named(files: list[Path], folder: Path, manifest: Manifest, root: Path,
+                  split: str | None) -> tuple[str, list[ShardInfo]]:
+    """The split and shards that `files` (shard paths, all in `folder`: `shard_folder`) pick out of the manifest."""
     where = shard_root(root, manifest).resolve()
-    outside = [str(p) for p in files if shard_folder(p) != where]
-    if outside:
-        raise ManifestError(f"{outside[:3]} do not lie in {where}, where the manifest of {root} keeps its shards")
+    if folder != where:
+        raise ManifestError(f"{[str(p) for p in files[:3]]} do not lie in {where}, where the manifest of {root} keeps "
+                            "its shards")
     names = {p.name for p in files}
     by_split = {name: [sh for sh in s.shards if sh.name in names] for name, s in manifest.splits.items()}
     by_split = {k: v for k, v in by_split.items() if v}
@@ -252,7 +253,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
             raise ManifestError(f"no {MANIFEST_NAME} beside {paths[0]}: "
                                 f"{missing_manifest_hint(root, paths, given=given)}")
         manifest = _read(root)
-        split, selected = _select_named(paths, manifest, root, split)
+        split, selected = _select_named(paths, folders.pop(), manifest, root, split)
         by_default = False  # the shards named chose the split
     root = root.absolute()  # shards are read later, perhaps after the process changed its working directory
     where = shard_root(root, manifest)
