@@ -10,7 +10,7 @@ import os
 import re
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from fastdata.errors import ManifestError
@@ -62,14 +62,38 @@ def brace_names(text: str) -> list[str]:
     return list(braceexpand(text))
 
 
+def _existing_folder(name: str, special: Callable[[str], bool]) -> int:
+    """The length of `name`'s longest leading folder that exists and has `special` characters; 0 when none."""
+    for cut in reversed([i for i, ch in enumerate(name) if ch == os.sep]):
+        if special(name[:cut]) and os.path.isdir(name[:cut]):
+            return cut
+    return 0
+
+
+def _folder_taken_literally(name: str) -> str:
+    """`name` with its longest leading folder that exists and holds glob characters escaped
+    (`runs/exp[1]/train-*.tar` -> `runs/exp[[]1]/train-*.tar`)."""
+    cut = _existing_folder(name, is_glob)
+    return glob.escape(name[:cut]) + name[cut:]
+
+
+def _brace_names(text: str) -> list[str]:
+    """brace_names, with a leading folder that exists read literally (`run{a,b}/train-{0..9}.tar`)."""
+    cut = _existing_folder(text, lambda folder: "{" in folder or "}" in folder)
+    return brace_names(re.sub(r"([{}\\])", r"\\\1", text[:cut]) + text[cut:])
+
+
 def expand_pattern(text: str) -> list[Path]:
-    """The files a glob and/or brace pattern names; ManifestError when it names none or a missing file."""
-    names = brace_names(text) if is_brace(text) else [text]
+    """The files a glob and/or brace pattern names; ManifestError when it names none or a missing file. A pattern
+    that is the name of an existing path (`run{a,b}/`, `exp[1]/`) names that path, and so does a leading folder."""
+    if os.path.lexists(text):
+        return [Path(text)]
+    names = _brace_names(text) if is_brace(text) else [text]
     found: list[Path] = []
     missing = []
     for name in names:
         if is_glob(name):
-            found.extend(Path(p) for p in sorted(glob.glob(name)))
+            found.extend(Path(p) for p in sorted(glob.glob(_folder_taken_literally(name))))
         elif Path(name).exists():
             found.append(Path(name))
         else:

@@ -29,6 +29,19 @@ def test_which_argument_is_dst(paths: list[str], expected: tuple) -> None:
     assert split_paths(paths) == expected
 
 
+def test_a_folder_named_with_pattern_characters_is_dst(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fastdata index shards/ 'meta[1]/'` took `meta[1]/` for a pattern of shards: 'matches no file'."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "old{a,b}").mkdir()
+    (tmp_path / "s-0.tar").write_bytes(b"")
+    assert split_paths(["a/", "old{a,b}"]) == (["a/"], "old{a,b}")  # exists: a folder
+    assert split_paths(["a/", "meta[1]/"]) == (["a/"], "meta[1]/")  # new, with a trailing slash: a folder
+    assert split_paths(["a/", "meta[1]"]) == (["a/", "meta[1]"], None)  # new, no slash: a pattern
+    assert split_paths(["a/", "s-*/"]) == (["a/"], "s-*/")  # matches no folder
+    (tmp_path / "s-1").mkdir()
+    assert split_paths(["a/", "s-*/"]) == (["a/", "s-*/"], None)  # matches one: a pattern of sources
+
+
 def test_an_existing_file_is_never_dst(tmp_path: Path) -> None:
     shard = tmp_path / "old.tgz"
     shard.write_bytes(b"x")
@@ -135,6 +148,16 @@ def test_several_sources_are_indexed_together(tmp_path: Path, capsys: pytest.Cap
     assert _report(capsys)[0] == f"indexed 2 shard(s) -> {out / 'manifest.json'} (shards in ../s)"  # relative
     assert sorted(json.loads((out / "manifest.json").read_text())["splits"]["train"]["shards"][i]["name"]
                   for i in range(2)) == ["train-000000.tar", "train-000001.tar"]  # the third was not named
+
+
+def test_shards_and_manifest_in_folders_named_with_pattern_characters(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    src = _labeled(tmp_path / "run[1]{a,b}")
+    out = tmp_path / "meta[2]"
+    for source in (str(src), str(src / "train-*.tar"), str(src / "train-000000.tar")):
+        assert cli(["index", source, f"{out}/", "--no-progress", "-j", "1"]) == 0
+        assert _report(capsys)[0] == f"indexed 1 shard(s) -> {out / 'manifest.json'} (shards in ../run[1]{{a,b}})"
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "train-000000.idx"]
 
 
 def test_a_progress_bar_on_a_terminal_only(tmp_path: Path, capsys: pytest.CaptureFixture,

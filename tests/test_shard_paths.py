@@ -1,6 +1,7 @@
 """Shards named by path (a list, a glob, a brace pattern) rather than by their dataset folder: which split they pick,
-what is refused with which message, and shards that are links to files elsewhere (a dataset gathered from several
-disks by links), which load as the folder of their links does."""
+what is refused with which message, shards that are links to files elsewhere (a dataset gathered from several
+disks by links), which load as the folder of their links does, and folders whose names hold glob or brace
+characters (`exp[1]`, `run{a,b}`), which are read as the names they are."""
 
 from __future__ import annotations
 
@@ -115,3 +116,33 @@ def test_the_split_comes_from_the_shards_named(ds: Path):
     with pytest.raises(ManifestError) as err:
         open_dataset(str(ds / "val-*.tar"), split="train")
     assert str(err.value) == "none of the shards given belongs to split 'train' (they are in ['val'])"
+
+
+@pytest.mark.parametrize("name", ["exp[1]", "run{a,b}", "seed{0..1}", "x[!a]{a,b}", "lr=0.1,bs=2", "exp[1]/seed[2]{a,b}"])
+def test_a_folder_named_with_pattern_characters_is_read_as_its_name(ds: Path, tmp_path: Path, name: str):
+    """A dataset under `exp[1]/` or `run{a,b}/` (an experiment's folder) was read as a pattern: 'the pattern
+    ... matches no file', or 'names 2 file(s) that do not exist (runa/ds, runb/ds)', for the folder, its manifest,
+    its shards and any pattern of them."""
+    folder = tmp_path / name / "ds"
+    shutil.copytree(ds, folder)
+    want = _labels(ds, split="val")
+    assert _labels(folder, split="val") == _labels(f"{folder}/", split="val") == want
+    assert _labels(folder / "manifest.json", split="val") == want
+    assert _labels(str(folder / "val-*.tar")) == want
+    assert _labels(str(folder / "val-00000[0-2].tar")) == want
+    assert _labels(str(folder / "val-{000000..000002}.tar")) == want
+    assert _labels([str(p) for p in _shards(folder, "val")]) == want
+    assert _labels(str(folder / "val-000001.tar")) == _labels(ds / "val-000001.tar")
+    with pytest.raises(ManifestError) as err:
+        open_dataset(str(folder / "test-*.tar"))
+    assert str(err.value) == f"the pattern {str(folder / 'test-*.tar')!r} matches no file; check the path and the pattern"
+
+
+def test_a_folder_that_exists_is_read_by_its_name_before_the_pattern_it_spells(ds: Path, tmp_path: Path):
+    """`exp[1]` names the folder `exp[1]` when it exists, not `exp1` beside it (a pattern is for what is not there)."""
+    shutil.copytree(ds, tmp_path / "exp[1]")
+    (tmp_path / "exp1").mkdir()
+    assert _labels(tmp_path / "exp[1]", split="val") == _labels(ds, split="val")
+    assert open_dataset(str(tmp_path / "exp[1]" / "val-*.tar")).root == tmp_path / "exp[1]"
+    shutil.copytree(ds, tmp_path / "exp2")
+    assert open_dataset(str(tmp_path / "exp[2]"), split="val").root == tmp_path / "exp2"  # no exp[2]: the pattern

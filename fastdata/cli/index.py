@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 from pathlib import Path
@@ -31,10 +32,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def split_paths(paths: list[str]) -> tuple[list[str], str | None]:
-    """(sources, DST): the last argument is DST when there are several and it is neither a tar nor a pattern."""
+    """(sources, DST): the last argument is DST when there are several and it is neither a tar nor a pattern (a
+    folder with glob or brace characters in its name is a folder: one that exists, or a new one written with a
+    trailing slash, `meta[1]/`)."""
     if len(paths) > 1:
         last = paths[-1]
-        if not is_pattern(last) and not last.endswith(".tar") and not Path(last).is_file():
+        literal = not is_pattern(last) or Path(last).is_dir() or (last.endswith("/") and not glob.glob(last))
+        if literal and not last.endswith(".tar") and not Path(last).is_file():
             return paths[:-1], last
     return paths, None
 
