@@ -118,7 +118,8 @@ def test_the_split_comes_from_the_shards_named(ds: Path):
     assert str(err.value) == "none of the shards given belongs to split 'train' (they are in ['val'])"
 
 
-@pytest.mark.parametrize("name", ["exp[1]", "run{a,b}", "seed{0..1}", "x[!a]{a,b}", "lr=0.1,bs=2", "exp[1]/seed[2]{a,b}"])
+@pytest.mark.parametrize("name", ["exp[1]", "run{a,b}", "seed{0..1}", "x[!a]{a,b}", "lr=0.1,bs=2",
+                                  "exp[1]/seed[2]{a,b}"])
 def test_a_folder_named_with_pattern_characters_is_read_as_its_name(ds: Path, tmp_path: Path, name: str):
     """A dataset under `exp[1]/` or `run{a,b}/` (an experiment's folder) was read as a pattern: 'the pattern
     ... matches no file', or 'names 2 file(s) that do not exist (runa/ds, runb/ds)', for the folder, its manifest,
@@ -135,7 +136,8 @@ def test_a_folder_named_with_pattern_characters_is_read_as_its_name(ds: Path, tm
     assert _labels(str(folder / "val-000001.tar")) == _labels(ds / "val-000001.tar")
     with pytest.raises(ManifestError) as err:
         open_dataset(str(folder / "test-*.tar"))
-    assert str(err.value) == f"the pattern {str(folder / 'test-*.tar')!r} matches no file; check the path and the pattern"
+    missing = str(folder / "test-*.tar")
+    assert str(err.value) == f"the pattern {missing!r} matches no file; check the path and the pattern"
 
 
 def test_a_folder_that_exists_is_read_by_its_name_before_the_pattern_it_spells(ds: Path, tmp_path: Path):
