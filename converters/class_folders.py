@@ -5,12 +5,11 @@ scripts print, so bytes that are not UTF-8, control characters and bidi override
 
 from __future__ import annotations
 
-import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from converters.tree import display, is_folder, visible
+from converters.tree import display, is_folder, listed
 
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # reorder how text shows
 
@@ -85,7 +84,7 @@ class ClassFolders:
 def class_names(folders: list[Path], *, follow: bool) -> tuple[str, ...]:
     """Sorted names of the visible subfolders of `folders` (ImageFolder-style class folders; with `follow=False`,
     links to folders are not among them); `ClassFolders` says which can be classes."""
-    return tuple(sorted({c for f in folders for c in visible(os.listdir(f)) if is_folder(f / c, follow=follow)}))
+    return tuple(sorted({c for f in folders for c in listed(f) if is_folder(f / c, follow=follow)}))
 
 
 def split_classes(src: Path, splits: dict[str, str], *, follow: bool) -> tuple[str, ...]:

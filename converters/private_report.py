@@ -10,6 +10,7 @@ from pathlib import Path
 
 from converters.destination import Destination, LocalDestination
 from converters.kind import Discovery
+from converters.outputs import REPORT_NOTE, REPORT_SUFFIX
 from converters.sample import WorkItem
 from fastdata.atomic import write_bytes_atomic
 from fastdata.errors import ConvertError
@@ -27,8 +28,8 @@ def report_path(dest: Destination, private_report: Path | str | None) -> Path:
                                "must not travel with the dataset")
         return path
     if isinstance(dest, LocalDestination):
-        return dest.work.parent / f"{dest.work.name}.private-sources.jsonl"
-    return Path.cwd() / f"{dest.label.rstrip('/').rsplit('/', 1)[-1]}.private-sources.jsonl"
+        return dest.work.parent / f"{dest.work.name}{REPORT_SUFFIX}"
+    return Path.cwd() / f"{dest.label.rstrip('/').rsplit('/', 1)[-1]}{REPORT_SUFFIX}"
 
 
 def write_report(path: Path, dest: Destination, src: Path, shuffled: dict[str, list[WorkItem]],
@@ -36,7 +37,7 @@ def write_report(path: Path, dest: Destination, src: Path, shuffled: dict[str, l
     """One JSON line per pseudonym: split, sample key (converted inputs) or reason (rejected at discovery),
     pseudonym and source path; then the files inside the inputs (their pseudonyms appear in reasons)."""
     lines = [{"source": str(src.resolve()), "destination": dest.label,
-              "note": "PRIVATE: maps pseudonyms to source paths; keep it with the source data, never with the dataset"}]
+              "note": REPORT_NOTE}]
     for split, items in sorted(shuffled.items()):
         for it in items:
             lines.append({"split": split, "key": it.key, "name": it.rel, "path": paths.get(it.rel, it.rel)})

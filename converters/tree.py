@@ -39,6 +39,15 @@ def visible(names: list[str]) -> list[str]:
     return sorted(n for n in names if not n.startswith("."))
 
 
+def listed(folder: Path) -> list[str]:
+    """The names a discovery reads in `folder`: the visible ones, sorted, less what fastdata wrote there (a dataset,
+    a private report: outputs.py)."""
+    from converters.outputs import written_by_fastdata  # lazy: outputs.py names paths as this module does
+
+    names = visible(os.listdir(folder))
+    return [name for name in names if not written_by_fastdata(folder / name)]
+
+
 def display(path: Path | str) -> str:
     """A path as text that is always valid UTF-8 (undecodable bytes of a file name shown as \\xNN)."""
     return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
@@ -98,7 +107,7 @@ class Walk:
     def _files(self, folder: Path, ancestors: tuple[tuple[int, int], ...]) -> Iterator[tuple[Path, str | None]]:
         try:
             st = os.stat(folder)
-            names = visible(os.listdir(folder))
+            names = listed(folder)
         except OSError as exc:
             yield folder, f"unreadable folder: {exc.strerror or exc}"
             return

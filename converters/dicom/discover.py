@@ -14,7 +14,7 @@ from typing import Any
 from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, outside_rejections, split_folders, visible
+from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, listed, outside_rejections, split_folders
 from converters.val_fraction import check_divisible, held_out
 from fastdata.errors import ConvertError, require
 
@@ -115,7 +115,7 @@ def _patient(ds: Any, uid: str) -> str:
 def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_in: bool, private: bool,
               val_fraction: float) -> Discovery:
     walk = Walk(follow=follow_symlinks, private=private)
-    top = visible(os.listdir(src))
+    top = listed(src)
     split_dirs = split_folders([n for n in top if is_folder(src / n, follow=follow_symlinks)])  # folder -> split
     if val_fraction:
         check_divisible("split/series" if split_dirs else "series", list(split_dirs.values()) or [split], split,

@@ -19,7 +19,7 @@ from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Collector, is_folder, split_folders, split_of_folder, visible
+from converters.tree import SPLIT_FOLDERS, Collector, is_folder, listed, split_folders, split_of_folder
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: 
     taken for a class of its own."""
     inner = set()
     for c in classes:
-        names = visible(os.listdir(src / c))
+        names = listed(src / c)
         if any(not is_folder(src / c / n, follow=follow) for n in names):
             return
         inner.add(frozenset(names))
@@ -148,7 +148,7 @@ def _splits_inside(src: Path, classes: tuple[str, ...], follow: bool) -> dict[st
     trained on."""
     inside = {}
     for c in classes:  # an empty class folder reads either way
-        names = visible(os.listdir(src / c))
+        names = listed(src / c)
         if any(split_of_folder(n) is None or not is_folder(src / c / n, follow=follow) for n in names):
             return None
         inside[c] = split_folders(names)
@@ -200,7 +200,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images; "
                          f"{src} holds image files, or no table")
     follow = follow_symlinks
-    top = visible(os.listdir(src))
+    top = listed(src)
     if label_pattern:
         return _discover_unlabeled(src, top, split, follow, compile_label_pattern(label_pattern))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
@@ -232,7 +232,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
             col.reject(src / folder, named[folder], LOOSE_SPLIT.format(split=named[folder]))
         col.reject_outside(top, list(named))
         for folder, s in classy.items():
-            for name in visible(os.listdir(src / folder)):
+            for name in listed(src / folder):
                 path = src / folder / name
                 if not is_folder(path, follow=follow):
                     col.reject(path, s, "not inside a class folder")

@@ -28,7 +28,7 @@ from converters.nifti.meta_csv import apply_case_splits, read_case_splits
 from converters.nifti.options import NiftiOptions
 from converters.nifti.structures import structure_classes, structure_items, with_structures
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, outside_rejections, split_folders, visible
+from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, listed, outside_rejections, split_folders
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
@@ -209,7 +209,7 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
         raise ConvertError(f"source {src} is not a directory")
     info = read_dataset_json(src)
     walk = Walk(follow=follow_symlinks, private=private)
-    top = visible(os.listdir(src))
+    top = listed(src)
     rejected: list[Rejection] = []
     if any(folder in top for folder in FOLDERS):
         if isinstance(options.channel, str) and options.channel != ALL:

@@ -5,7 +5,6 @@ and records are rejected."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
@@ -17,7 +16,7 @@ from converters.table_labels import TableLabels
 from converters.text.columnar import labeled_documents
 from converters.text.options import TextOptions
 from converters.text.records import Reject, read_documents
-from converters.tree import Collector, is_folder, split_folders, visible
+from converters.tree import Collector, is_folder, listed, split_folders
 from fastdata.errors import ConvertError
 
 TABLES = (*PARQUET, *ARROW)
@@ -72,7 +71,7 @@ class _Collector(Collector):
 def _add_split(col: _Collector, folder: Path, split: str, folders: ClassFolders, *, labeled: bool) -> None:
     """A folder of either class subfolders (`labeled`: the corpus has class folders) or plain files."""
     index = {c: i for i, c in enumerate(folders.classes)}
-    for name in visible(os.listdir(folder)):
+    for name in listed(folder):
         path = folder / name
         if not labeled:
             if is_folder(path, follow=col.walk.follow):
@@ -98,7 +97,7 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         classes = col.table_labels(())
         col.spill.flush()
         return Discovery(col.items, classes, col.rejected, "file", [*extra_identity, *col.identity], keep=col.spill)
-    top = visible(os.listdir(src))
+    top = listed(src)
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     splits = split_folders(dirs)
     if options.unlabeled:  # every document of the tree, without a label: class folders are plain folders

@@ -1,0 +1,80 @@
+"""What fastdata wrote inside a source folder, which no discovery reads as input: a dataset (a DST inside its own
+source, `fastdata convert photos/ photos/shards/`, this run's or an earlier one's) and a private report
+(`DST.private-sources.jsonl`, written beside such a DST). Read as input, a dataset's folder became a class without
+samples and its files rejected inputs (or, for text, tables of input); a report became a rejected input.
+
+Only regular files are opened, and only those named as fastdata names them: a dataset's manifest.json (format
+"fastdata") and a report's first line (its note)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+from converters.state import PARTIAL
+from converters.tree import display
+from fastdata.json_text import BadJSON, parse_json
+from fastdata.manifest import MANIFEST_NAME
+
+log = logging.getLogger(__name__)
+
+REPORT_SUFFIX = ".private-sources.jsonl"
+REPORT_NOTE = "PRIVATE: maps pseudonyms to source paths; keep it with the source data, never with the dataset"
+MAX_MANIFEST_BYTES = 1 << 30  # a manifest.json larger than this is no dataset fastdata wrote (not parsed)
+_FIRST_LINE = 1 << 16  # a report's first line (source, destination, note) is far shorter
+
+_named: set[str] = set()  # what a warning named already (a discovery lists a folder more than once)
+
+
+def written_by_fastdata(path: Path) -> bool:
+    """Whether `path` is a dataset folder or a private report fastdata wrote (a warning names it once)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    if stat.S_ISDIR(mode):
+        found = _is_dataset(path)
+    else:
+        found = stat.S_ISREG(mode) and path.name.endswith(REPORT_SUFFIX) and _is_report(path)
+    if found and str(path) not in _named:
+        _named.add(str(path))
+        what = "a dataset" if stat.S_ISDIR(mode) else "the private report of a conversion"
+        log.warning("not reading %s: %s fastdata wrote, not source data", display(path), what)
+    return found
+
+
+def _is_dataset(folder: Path) -> bool:
+    """A conversion's state (`.partial/`: a run under way or killed), or a manifest.json of format "fastdata"."""
+    if os.path.isdir(folder / PARTIAL):
+        return True
+    manifest = folder / MANIFEST_NAME
+    data = _json(manifest, MAX_MANIFEST_BYTES) if _regular(manifest) else None
+    return isinstance(data, dict) and data.get("format") == "fastdata"
+
+
+def _is_report(path: Path) -> bool:
+    with open(path, "rb") as f:
+        first = f.readline(_FIRST_LINE)
+    try:
+        data = parse_json(first)
+    except BadJSON:
+        return False
+    return isinstance(data, dict) and data.get("note") == REPORT_NOTE
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _json(path: Path, limit: int) -> object:
+    try:
+        if os.stat(path).st_size > limit:
+            return None
+        return parse_json(path.read_bytes())
+    except (OSError, BadJSON):
+        return None
