@@ -5,6 +5,7 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
+import pytest
 from conftest_images import jpg_entry
 from helpers import convert_images, make_image_tree
 
@@ -38,11 +39,26 @@ def key_of(last_key: str) -> str:
     return last_key.rsplit(":", 1)[1]
 
 
+_made: list = []  # the backends `backend` made, closed by `close_backends` after each test
+
+
 def backend(ds: Path, **kw):
+    """A DaliBackend of `ds` (no Loader around it: closed after the test by `close_backends`, or its prefetch
+    threads outlive the test, as a backend's threads hold it)."""
     from fastdata.images.dali_backend import DaliBackend
 
     base = dict(batch_size=4, image_size=32, num_threads=2, prefetch=2, backend="dali")
-    return DaliBackend(open_dataset(ds, split=kw.pop("split", "train")), ImageLoaderOptions(**{**base, **kw}))
+    made = DaliBackend(open_dataset(ds, split=kw.pop("split", "train")), ImageLoaderOptions(**{**base, **kw}))
+    _made.append(made)
+    return made
+
+
+@pytest.fixture(autouse=True)
+def close_backends():
+    """Import it into a test module that calls `backend`: every backend a test made is closed after it."""
+    yield
+    while _made:
+        _made.pop().close()
 
 
 def corrupt_jpeg(ds: Path, shard: str, line: int, *, mode: str = "garbage") -> str:

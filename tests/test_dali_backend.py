@@ -17,7 +17,7 @@ import torch
 
 pytest.importorskip("nvidia.dali")
 
-from conftest_dali import backend, corrupt_jpeg, key_of, make_dataset, manifest_keys  # noqa: E402
+from conftest_dali import backend, close_backends, corrupt_jpeg, key_of, make_dataset, manifest_keys  # noqa: E402, F401  (close_backends: autouse)
 
 from fastdata.errors import ShardError  # noqa: E402
 from fastdata.images.dali_graph import graph_args  # noqa: E402

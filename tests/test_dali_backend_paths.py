@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("nvidia.dali")
 
-from conftest_dali import backend, key_of, make_dataset, manifest_keys  # noqa: E402
+from conftest_dali import backend, close_backends, key_of, make_dataset, manifest_keys  # noqa: E402, F401  (close_backends: autouse)
 
 from fastdata.errors import MissingDependencyError, ShardError  # noqa: E402
 from fastdata.images.dali_backend import _Submitted  # noqa: E402

@@ -30,18 +30,21 @@ def _epoch(kind, kinds_data, fortunes_tokens, epoch: int = 0) -> tuple[list, obj
         return [ident(b) for b in whole], ident
 
 
-def _fastdata_threads() -> list[str]:
-    return sorted(t.name for t in threading.enumerate() if t.name.startswith("fastdata-"))
+def _fastdata_threads(before: set[threading.Thread]) -> list[str]:
+    """The fastdata threads running now that were not running `before` (other tests' loaders may still hold
+    theirs: only this test's are compared)."""
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("fastdata-") and t not in before)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_new_pass_ends_the_open_one_and_reads_on_alone(kind, kinds_data, fortunes_tokens) -> None:
     epoch, ident = _epoch(kind, kinds_data, fortunes_tokens)
+    before = set(threading.enumerate())
     loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
     older = iter(loader)
     assert ident(next(older)) == epoch[0]
     newer = iter(loader)
-    assert _fastdata_threads() == []  # the older pass's threads are stopped, and the newer one has not begun
+    assert _fastdata_threads(before) == []  # the older pass's threads are stopped, and the newer one has not begun
     with pytest.raises(RuntimeError, match=NEWER):
         next(older)
     assert [ident(b) for b in newer] == epoch[AGAIN_FROM[kind]:]
@@ -59,11 +62,12 @@ def test_a_pass_left_unfinished_does_not_disturb_the_next(kind, kinds_data, fort
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_pass_open_when_its_loader_closes_raises(kind, kinds_data, fortunes_tokens) -> None:
+    before = set(threading.enumerate())
     loader, _ = make_loader(kind, kinds_data, fortunes_tokens)
     batches = iter(loader)
     next(batches)
     loader.close()
-    assert _fastdata_threads() == []
+    assert _fastdata_threads(before) == []
     with pytest.raises(RuntimeError, match="this loader was closed during this pass"):
         next(batches)
 
@@ -73,11 +77,12 @@ def test_a_loop_left_early_over_a_loader_only_it_holds_leaves_nothing_running(ki
                                                                               fortunes_tokens) -> None:
     """`for batch in fastdata.loader(...): break`: the loader and its pass die with the loop, without waiting for
     the garbage collector (a loader that kept its pass alive would make a cycle that only the collector breaks)."""
+    before = set(threading.enumerate())
     gc.disable()
     try:
         for _ in make_loader(kind, kinds_data, fortunes_tokens)[0]:
             break
-        assert _fastdata_threads() == []
+        assert _fastdata_threads(before) == []
     finally:
         gc.enable()
 
