@@ -148,6 +148,18 @@ def test_images_from_s3_equal_local_batch_for_batch(s3: str, local: Path, tmp_pa
     assert labels_of(url, cache_dir=tmp_path / "c", **kw) == labels_of(local, **kw)
 
 
+def test_a_dataset_under_a_key_of_pattern_characters_loads_by_its_percent_encoded_url(s3: str, local: Path,
+                                                                                      tmp_path: Path):
+    """`s3://bucket/runs/exp[1]/ds/` is refused as a glob (fastdata never lists remote storage); the refusal says to
+    write such a name percent-encoded, and that URL reads the keys as they are."""
+    upload_folder(local, f"{s3}/runs/exp[1]{{a,b}}*/ds/")
+    with pytest.raises(ManifestError, match=r"percent-encoded: %2A, %3F, %5B\)$"):
+        fastdata.loader(f"{s3}/runs/exp[1]{{a,b}}*/ds/", batch_size=4)
+    url = f"{s3}/runs/exp%5B1%5D%7Ba,b%7D%2A/ds/"
+    kw = dict(backend="kornia", train=False, split="val")
+    assert labels_of(url, cache_dir=tmp_path / "c", **kw) == labels_of(local, **kw)
+
+
 def test_cache_smaller_than_the_dataset_downloads_each_shard_once_per_epoch(s3: str, local: Path, tmp_path: Path):
     url = upload_folder(local, f"{s3}/small/")
     shards = json.loads((local / "manifest.json").read_text())["splits"]["train"]["shards"]
@@ -395,7 +407,8 @@ def test_a_missing_dataset_and_a_missing_manifest_are_clear(served: FileServer, 
         fastdata.loader(served.url + "ds/val-*.tar", batch_size=2, cache_dir=tmp_path / "c")
     assert str(glob.value) == (f"'{served.url}ds/val-*.tar': globs cannot be expanded on remote storage (fastdata "
                                "never lists it); pass the dataset folder, shard URLs or a brace pattern such as "
-                               "'s3://bucket/ds/train-{000000..000009}.tar'")
+                               "'s3://bucket/ds/train-{000000..000009}.tar' (a name that holds *, ? or [ is written "
+                               "percent-encoded: %2A, %3F, %5B)")
 
 
 def test_shard_urls_and_brace_patterns_read_those_shards(served: FileServer, local: Path, tmp_path: Path):

@@ -33,7 +33,8 @@ def _urls(source: str | Sequence[str]) -> list[str]:
         if is_glob(url.split("://", 1)[1]):
             raise ManifestError(f"{url!r}: globs cannot be expanded on remote storage (fastdata never lists it); "
                                 "pass the dataset folder, shard URLs or a brace pattern such as "
-                                "'s3://bucket/ds/train-{000000..000009}.tar'")
+                                "'s3://bucket/ds/train-{000000..000009}.tar' (a name that holds *, ? or [ is "
+                                "written percent-encoded: %2A, %3F, %5B)")
         if not urllib.parse.urlsplit(url).netloc:
             raise ManifestError(f"{url!r} names no host or bucket; pass a URL such as 's3://bucket/ds/' or "
                                 "'https://host/ds/'")
