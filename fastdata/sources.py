@@ -12,6 +12,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from fastdata.errors import ManifestError
 
@@ -116,6 +117,18 @@ def _local(text: str) -> str:
         raise ManifestError(f"{text!r} names a file on host {parts.netloc!r}; a file:// URL names a path on this "
                             "machine (file:///path)")
     return urllib.request.url2pathname(parts.path)
+
+
+def plain(spec: Any) -> Any:
+    """`spec` with each path-like object that is neither a str nor a Path (pytest's `tmpdir`, another library's
+    path) as the Path it names, in a list or tuple too; anything else as it is (a path-like naming bytes stays, to be
+    refused)."""
+    if isinstance(spec, os.PathLike) and not isinstance(spec, Path):
+        named = os.fspath(spec)
+        return Path(named) if isinstance(named, str) else spec
+    if isinstance(spec, list | tuple):
+        return type(spec)(plain(item) for item in spec)
+    return spec
 
 
 def expand(spec: Spec) -> list[Path]:

@@ -148,3 +148,33 @@ def test_a_folder_that_exists_is_read_by_its_name_before_the_pattern_it_spells(d
     assert open_dataset(str(tmp_path / "exp[1]" / "val-*.tar")).root == tmp_path / "exp[1]"
     shutil.copytree(ds, tmp_path / "exp2")
     assert open_dataset(str(tmp_path / "exp[2]"), split="val").root == tmp_path / "exp2"  # no exp[2]: the pattern
+
+
+class _PathLike:
+    """A path-like object that is no Path (as another library's path is): only `os.fspath` reads it."""
+
+    def __init__(self, path: Path | str | bytes) -> None:
+        self._path = path if isinstance(path, bytes) else str(path)
+
+    def __fspath__(self) -> str | bytes:
+        return self._path
+
+
+def test_a_path_like_object_names_its_path(ds: Path, tmp_path: Path):
+    """`fastdata.loader(tmpdir)` (pytest's legacy path) was refused: 'a source is a path, a pattern or a non-empty
+    list of them, got local(...)'; so was any path-like object but a Path, alone or in a list."""
+    import py
+
+    want = _labels(ds, split="val")
+    assert _labels(_PathLike(ds), split="val") == _labels(py.path.local(ds), split="val") == want
+    assert _labels([_PathLike(p) for p in _shards(ds, "val")]) == want
+    assert _labels((_PathLike(ds / "val-*.tar"),)) == want
+    assert open_dataset(_PathLike(ds), split="val").root == ds
+    from fastdata.images.loader import image_loader
+
+    assert [v for _, y in image_loader(_PathLike(ds), split="val", **KW) for v in y.tolist() if v != -100] == want
+    shutil.copytree(ds, tmp_path / "again")
+    mixed = fastdata.loader([_PathLike(ds), _PathLike(tmp_path / "again")], split="val", **KW)  # two datasets
+    assert sorted(v for _, y in mixed for v in y.tolist() if v != -100) == sorted(want * 2)
+    with pytest.raises(TypeError, match=r"^a source is a path, a pattern or a non-empty list of them, got <"):
+        open_dataset(_PathLike(os.fsencode(ds)))  # bytes are no source, as bytes themselves are not
