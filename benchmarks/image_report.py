@@ -178,7 +178,7 @@ def markdown_section(summary: list[dict[str, Any]], env: dict[str, Any], config:
         f"{config['threads']} workers/threads for every candidate, {config['reps']} interleaved repetitions after "
         f"a {config['warmup_batches']}-batch warm-up of each.",
         _method(config.get("epochs", 1)) + " CPU % is the CPU time of "
-        "the candidate's whole process tree (workers included) over wall time, as a share of all cores; peak "
+        "the candidate's whole process tree (workers included) over wall time, as a share of the CPUs it may use; peak "
         "RSS is the sampled sum over that process tree (pages forked workers share count once per process: "
         "an upper bound for a and b). CPU ms/image (CPU time of the tree per delivered image) "
         "is the number least disturbed by other work on a shared machine.",

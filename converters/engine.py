@@ -8,7 +8,6 @@ shards and `merge()` (assemble.py) assembles the manifest once every part is don
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from converters.spill import spilling_only
 from converters.survey import fingerprint, prepared, survey
 from converters.versions import byte_versions, check_versions
 from fastdata import __version__
+from fastdata.cpus import usable_cpus
 from fastdata.errors import ConvertError
 from fastdata.manifest import Manifest
 
@@ -51,7 +51,7 @@ class ConvertConfig:
     seed: int = 0
     shard_size: int = 256_000_000
     samples_per_shard: int | None = None
-    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    jobs: int = field(default_factory=usable_cpus)
     num_parts: int = 1
     part: int = 0
     follow_symlinks: bool = True  # False: links in SRC are rejected, not followed (trees from someone else)

@@ -18,8 +18,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from converters.sample import Rejection, Sample, WorkItem
+from fastdata.cpus import usable_cpus
 from fastdata.errors import ConvertError
-from fastdata.images.options import usable_cpus
 
 log = logging.getLogger(__name__)
 

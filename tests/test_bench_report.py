@@ -39,7 +39,7 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
                            measurements=ms if search else ms[:1])
 
     monkeypatch.setattr(loader_bench, "bench", fake)
-    monkeypatch.setattr("fastdata.cli.bench.os.cpu_count", lambda: 2)
+    monkeypatch.setattr("fastdata.cli.bench.usable_cpus", lambda: 2)
     return seen
 
 
@@ -50,7 +50,7 @@ def test_the_text_report_line_by_line(asked, capsys) -> None:
     assert main([*ARGS, "--threads", "2,4", "--prefetch", "1,2", "--batches", "4", "--warmup", "1"]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "fastdata bench ds/: backend=kornia device=cpu batch_size=8 train 32px float32; 4 timed batches per setting "
-        "after 1 warm-up, 2 cores",
+        "after 1 warm-up, 2 usable CPUs",
         "threads prefetch   images/s  seconds    CPU RSS MiB",
         "      2        2      100.0     2.00    75%       4   (as given)",
         "      4        2      150.0     2.00      -       -",
@@ -74,7 +74,7 @@ def test_eval_and_the_defaults_reach_the_report(asked, capsys) -> None:
     assert main([*ARGS, "--eval", "--split", "val"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == ("fastdata bench ds/: backend=kornia device=cpu batch_size=8 eval 32px float32; 10 timed "
-                      "batches per setting after 2 warm-up, 2 cores")
+                      "batches per setting after 2 warm-up, 2 usable CPUs")
     assert out[-2] == "  fastdata bench ds/ --batch-size 8 --backend kornia --threads 4 --prefetch 1 --eval"
     (call,) = asked
     assert call["options"] == {**BASE, "train": False, "split": "val"}

@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import convert_speed, images_per_sec, pairs_per_sec  # noqa: E402
 from benchmarks.common import interleaved, json_lines, replace_section, replicate_photos, summarize  # noqa: E402
 from benchmarks.image_report import markdown_section, summarize_rows, target_lines  # noqa: E402
+from fastdata.cpus import usable_cpus  # noqa: E402
 
 
 def test_interleaved_runs_every_candidate_each_rep_with_rotating_start():
@@ -273,7 +274,6 @@ def test_epochs_of_one_loader_time_all_but_the_first(tmp_path):
     """--epochs N: each candidate yields N epochs of one loader (fastdata: set_epoch between them) and the runner
     times epochs 2..N only, their images and their CPU."""
     import dataclasses
-    import os
 
     import torch
     from helpers import convert_images, make_image_tree
@@ -298,7 +298,7 @@ def test_epochs_of_one_loader_time_all_but_the_first(tmp_path):
     row = runner.run_once(kornia, spec, None, max_batches=None)
     assert (row["images"], row["batches"]) == (8, 2) and row["output"] == "float32[4, 3, 224, 224]"
     assert 0 < row["cpu_s"] and row["cpu_ms_per_image"] == pytest.approx(1000 * row["cpu_s"] / 8)
-    cores = os.cpu_count() or 1  # CPU % of the timed epochs too, not of the whole block
+    cores = usable_cpus()  # CPU % of the timed epochs too, not of the whole block
     assert row["cpu_percent"] == pytest.approx(100 * row["cpu_s"] / row["seconds"] / cores)
 
 

@@ -4,13 +4,13 @@ run: what each run does with them is tested with the conversions)."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 
 import fastdata
 from fastdata.cli import build_parser, main
+from fastdata.cpus import usable_cpus
 
 
 def test_version(capsys: pytest.CaptureFixture) -> None:
@@ -46,7 +46,7 @@ def _options(*argv: str) -> dict:
 
 CONVERT_DEFAULTS = {
     "command": "convert", "verbose": 0, "src": "SRC", "dst": "DST", "merge": None, "kind": "auto", "format": None,
-    "shard_size": 256_000_000, "samples_per_shard": None, "seed": 0, "jobs": os.cpu_count() or 1, "strict": False,
+    "shard_size": 256_000_000, "samples_per_shard": None, "seed": 0, "jobs": usable_cpus(), "strict": False,
     "num_parts": 1, "part": 0, "no_progress": False, "no_follow_symlinks": False, "private_report": None,
     "executor": "local", "address": None, "retries": 3, "task_cpus": 1.0, "task_memory": None, "staging": None,
 }

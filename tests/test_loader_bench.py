@@ -84,7 +84,7 @@ def test_bench_forwards_batches_and_warm_up_to_every_measurement(calls) -> None:
 
 
 def test_bench_by_default_tries_the_core_counts_and_prefetch_candidates(calls, monkeypatch) -> None:
-    monkeypatch.setattr(loader_bench.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(loader_bench, "usable_cpus", lambda: 8)
     bench("s", options={"batch_size": 4})  # no prefetch given: the search starts from prefetch 2
     threads = thread_candidates(8)
     assert [c[0] for c in calls[1:len(threads) + 1]] == [{"batch_size": 4, "num_threads": t, "prefetch": 2}
@@ -92,7 +92,7 @@ def test_bench_by_default_tries_the_core_counts_and_prefetch_candidates(calls, m
     assert {c[0]["prefetch"] for c in calls[len(threads) + 1:]} == set(PREFETCH_CANDIDATES) - {2}
     assert {(b, w) for _, b, w in calls} == {(10, 2)}
     calls.clear()
-    monkeypatch.setattr(loader_bench.os, "cpu_count", lambda: None)  # unknown: one core
+    monkeypatch.setattr(loader_bench, "usable_cpus", lambda: 1)  # one usable CPU
     bench("s", options={"prefetch": 4}, prefetches=[1, 4])
     assert thread_candidates(1) == [1, 2]  # what one core gives, then prefetch 1 with the faster 2 threads
     assert [c[0] for c in calls[1:]] == [{"prefetch": 4, "num_threads": 1}, {"prefetch": 4, "num_threads": 2},

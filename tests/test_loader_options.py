@@ -46,23 +46,6 @@ def test_volume_loader_takes_torch_dtype(kinds_data):
     assert patches.dtype == torch.float16
 
 
-def test_usable_cpus_counts_this_process_affinity_and_is_at_least_one(monkeypatch: pytest.MonkeyPatch):
-    """The default num_threads comes from the CPUs this process may run on (taskset, cgroups), not the machine's."""
-    import os
-
-    from fastdata.images.options import usable_cpus
-
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert usable_cpus() == 3
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(), raising=False)
-    assert usable_cpus() == 1
-    monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # not Linux: the machine's count
-    assert usable_cpus() == 64
-    monkeypatch.setattr(os, "cpu_count", lambda: None)  # undeterminable
-    assert usable_cpus() == 1
-
-
 @pytest.mark.parametrize("device", ["cuda:1:2", "cuda:x", "cuda:", "gpu", 0, None])
 def test_every_loader_refuses_a_device_name_it_cannot_read_with_the_same_error(device):
     """'cuda:1:2' once passed the check ('cuda:' prefix) and failed later, and a device that was no string raised

@@ -95,7 +95,7 @@ def test_usage_is_the_cpu_and_time_between_entry_and_exit(tree: _Me, monkeypatch
     cpu = iter([100.0, 103.0])
     monkeypatch.setattr(monitor.time, "perf_counter", lambda: next(clock))
     monkeypatch.setattr(monitor, "tree_cpu_seconds", lambda children_only: next(cpu) + (0 if children_only else 1))
-    monkeypatch.setattr(monitor.os, "cpu_count", lambda: 6)
+    monkeypatch.setattr(monitor, "usable_cpus", lambda: 6)
     with ResourceMonitor(children_only=True) as mon:
         pass
     assert mon.usage == Usage(wall_s=2.5, cpu_s=3.0, peak_rss=(1 << 10) + (1 << 12), cores=6)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
+
+from fastdata.cpus import usable_cpus
 
 MAX_BATCHES = 100_000  # batches one setting may time (or warm up with)
 
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"fastdata bench {args.dataset}: backend={opts['backend']} device={opts['device']} "
               f"batch_size={args.batch_size} {'eval' if args.eval else 'train'} {args.image_size}px {args.dtype}; "
-              f"{args.batches} timed batches per setting after {args.warmup} warm-up, {os.cpu_count()} cores")
+              f"{args.batches} timed batches per setting after {args.warmup} warm-up, {usable_cpus()} usable CPUs")
     report = bench(args.dataset, options=opts, search=search, threads=args.threads, prefetches=args.prefetch,
                    batches=args.batches, warmup=args.warmup)
     best_opts = dict(opts)

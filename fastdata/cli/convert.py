@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from pathlib import Path
 
 from fastdata.cli.format import human_bytes, parse_size, printable, reason_summary
+from fastdata.cpus import usable_cpus
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shard-size", type=parse_size, default="256MB", help="target shard size (default 256MB)")
     p.add_argument("--samples-per-shard", type=int, help="fixed number of samples per shard instead")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    p.add_argument("-j", "--jobs", type=int, default=usable_cpus(),
+                   help="worker processes (default: the CPUs this process may use)")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any input was rejected")
     p.add_argument("--dry-run", action="store_true",
                    help="say what would be converted (layout, splits, classes, rejections) and write nothing; DST "

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import sys
 from pathlib import Path
 
 from fastdata.cli.format import human_bytes, reason_summary
+from fastdata.cpus import usable_cpus
 from fastdata.sources import is_pattern
 
 
@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--classes", metavar="FILE", help="class names of labels 0..K-1, one per line")
     p.add_argument("--max-pixels", type=int, default=None, help="reject images with more pixels than this")
     p.add_argument("--decode", action="store_true", help="fully decode every image (slower; default: headers)")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
+    p.add_argument("-j", "--jobs", type=int, default=usable_cpus(),
+                   help="processes (default: the CPUs this process may use)")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any sample or member was rejected")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 

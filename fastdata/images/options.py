@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastdata.coerce import DEVICES, is_device_name, plain_number
+from fastdata.cpus import usable_cpus
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
@@ -55,14 +55,6 @@ def size_steps(schedule: Mapping[Any, Any]) -> tuple[tuple[int, int], ...]:
         raise refused("image_size", dict(schedule), f"{{first epoch: size}} with epoch 0 among the epochs, every "
                       f"epoch an integer in 0..{MAX_EPOCH} and every size an integer in 8..{MAX_IMAGE_SIZE}")
     return tuple(sorted(steps.items()))
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (respects taskset / cgroup affinity, unlike os.cpu_count())."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)

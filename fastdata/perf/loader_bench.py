@@ -7,11 +7,11 @@ import contextlib
 import gc
 import importlib.util
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fastdata.cpus import usable_cpus
 from fastdata.perf.monitor import ResourceMonitor, Usage
 from fastdata.perf.search import PREFETCH_CANDIDATES, SearchResult, search_settings, thread_candidates
 from fastdata.perf.throughput import Throughput, epochs, time_batches
@@ -73,7 +73,7 @@ def bench(source: str | Path, /, *, options: dict[str, Any], search: bool = True
     measured = [baseline]
     if not search:
         return BenchReport(baseline=baseline, search=None, measurements=tuple(measured))
-    threads = threads or thread_candidates(os.cpu_count() or 1)
+    threads = threads or thread_candidates(usable_cpus())
     prefetches = prefetches or list(PREFETCH_CANDIDATES)
 
     def run(t: int, p: int) -> float:

@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from fastdata.cpus import usable_cpus
 from fastdata.errors import require
 
 log = logging.getLogger(__name__)
@@ -118,7 +119,7 @@ class ResourceMonitor:
         if self._thread is not None:
             self._thread.join()
         self._sample()
-        self._usage = Usage(wall_s=wall, cpu_s=max(cpu, 0.0), peak_rss=self._peak, cores=os.cpu_count() or 1)
+        self._usage = Usage(wall_s=wall, cpu_s=max(cpu, 0.0), peak_rss=self._peak, cores=usable_cpus())
 
     @property
     def usage(self) -> Usage:

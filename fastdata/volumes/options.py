@@ -5,11 +5,11 @@ Hounsfield units meet volumes that are not CT (`warn_on_units`) and when volumes
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastdata.coerce import DEVICES, is_device_name
+from fastdata.cpus import usable_cpus
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
@@ -79,7 +79,7 @@ class VolumeLoaderOptions:
     drop_last: bool | None = None  # None: True for train, False for eval
     device: str = "cpu"
     dtype: str = "float32"
-    num_workers: int = max(1, min(4, os.cpu_count() or 1))  # reader threads
+    num_workers: int = min(4, usable_cpus())  # reader threads
     prefetch: int = 2  # volumes in flight per reader thread
     rank: int = 0
     world_size: int = 1
