@@ -32,7 +32,7 @@ def _tree(tmp_path: Path, membership: str, files: dict[str, str]) -> dict[str, P
     for name, text in files.items():
         (tmp_path / "cg" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "cg" / name).write_text(text)
-    return {"cgroup": tmp_path / "cg", "membership": tmp_path / "proc" / "cgroup"}
+    return {"mount": tmp_path / "cg", "membership": tmp_path / "proc" / "cgroup"}
 
 
 @pytest.mark.parametrize(("membership", "files", "cpus"), [
@@ -52,6 +52,7 @@ def _tree(tmp_path: Path, membership: str, files: dict[str, str]) -> dict[str, P
     ("1:cpu:/\n", {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # v1, no quota
     ("1:cpuacct,cpu:/slurm/job\n", {"cpu/slurm/job/cpu.cfs_quota_us": "100000",
                                     "cpu/slurm/job/cpu.cfs_period_us": "100000"}, 1),  # v1 mounted as cpu/
+    ("2:cpuacct:/\n", {"cpuacct/cpu.cfs_quota_us": "100000", "cpuacct/cpu.cfs_period_us": "100000"}, None),  # not cpu
     ("not a cgroup line\n0::/\n", {"cpu.max": "200000 100000"}, 2),
     ("0::/..\n", {"cpu.max": "200000 100000", "../cpu.max": "100000 100000"}, 2),  # no way out of the mount
 ])
@@ -63,7 +64,7 @@ def test_the_fewest_of_affinity_and_quota(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert usable_cpus(**_tree(tmp_path, "0::/\n", {"cpu.max": "300000 100000"})) == 3
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert usable_cpus(cgroup=tmp_path / "cg", membership=tmp_path / "proc" / "cgroup") == 2
+    assert usable_cpus(mount=tmp_path / "cg", membership=tmp_path / "proc" / "cgroup") == 2
 
 
 def test_unreadable_membership_is_no_quota(tmp_path: Path):

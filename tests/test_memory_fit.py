@@ -18,6 +18,7 @@ from fastdata.memory_fit import check_batch_memory, check_epoch_memory, memory_o
 
 
 def test_the_memory_of_each_kind_of_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory_fit, "memory_limit", lambda: None)  # no cgroup limit (this machine's, or a test's)
     assert memory_of(torch.device("cpu")) == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") > 2 ** 28
     assert memory_of(torch.device("meta")) is None
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -97,8 +98,8 @@ def test_an_epoch_plan_up_to_the_memory_passes_and_one_draw_more_is_refused(monk
     with pytest.raises(ValueError) as err:
         check_epoch_memory("samples_per_epoch", 1001)
     assert str(err.value) == ("samples_per_epoch=1001 is not allowed; samples_per_epoch must be at most 1,000 on this "
-                              "machine: an epoch's plan holds every sample it draws, at least 64 bytes each, and the "
-                              "machine has 0.0 GiB of memory")
+                              "machine: an epoch's plan holds every sample it draws, at least 64 bytes each, and "
+                              "this process may use 0.0 GiB of memory")
     with pytest.raises(ValueError, match=r"^tokens_per_epoch=4004 is not allowed; tokens_per_epoch must be at most "
                                          r"4,000 on this machine: an epoch's plan holds every sequence it draws"):
         check_epoch_memory("tokens_per_epoch", 4004, items_per_unit=0.25)
@@ -151,3 +152,42 @@ def test_a_text_mixture_is_refused_the_tokens_whose_sequences_its_plan_cannot_ho
         fastdata.loader([str(a), str(b)], weights=[1, 1], tokens_per_epoch=10 ** 10, batch_size=8)
     with pytest.raises(ValueError, match=r"^tokens_per_epoch=-5 is not allowed; tokens_per_epoch must be an integer"):
         fastdata.loader([str(a), str(b)], weights=[1, 1], tokens_per_epoch=-5, batch_size=8)
+
+
+def _cgroup(tmp_path: Path, membership: str, files: dict[str, str]) -> dict[str, Path]:
+    (tmp_path / "cgroup").write_text(membership)
+    for name, text in files.items():
+        (tmp_path / "cg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "cg" / name).write_text(text)
+    return {"mount": tmp_path / "cg", "membership": tmp_path / "cgroup"}
+
+
+@pytest.mark.parametrize(("membership", "files", "limit"), [
+    ("0::/\n", {"memory.max": "8589934592\n"}, 8 << 30),  # docker --memory 8g (cgroup v2)
+    ("0::/\n", {"memory.max": "max\n"}, None),
+    ("0::/pod/c\n", {"pod/c/memory.max": "max", "pod/memory.max": "4294967296"}, 4 << 30),  # the pod's limit
+    ("0::/pod/c\n", {"pod/c/memory.max": "1073741824", "memory.max": "4294967296"}, 1 << 30),  # the smallest
+    ("4:memory:/slurm/job\n", {"memory/slurm/job/memory.limit_in_bytes": "17179869184"}, 16 << 30),  # v1
+    ("4:memory:/\n", {"memory/memory.limit_in_bytes": "9223372036854771712"}, None),  # v1: no limit
+    ("4:memory:/\n", {"memory/memory.limit_in_bytes": "0"}, None),
+    ("0::/\n", {}, None),
+])
+def test_the_cgroup_memory_limit(tmp_path: Path, membership: str, files: dict[str, str], limit: int | None) -> None:
+    assert memory_fit.memory_limit(**_cgroup(tmp_path, membership, files)) == limit
+
+
+def test_the_memory_a_process_may_use_is_the_smaller_of_the_machine_and_its_cgroup(monkeypatch) -> None:
+    """A container limited to 8 GiB on a 512 GiB machine: batches past 8 GiB were allowed, and the kernel killed the
+    process when they filled (exit 137, no message)."""
+    monkeypatch.setattr(memory_fit, "physical_memory", lambda: 512 << 30)
+    monkeypatch.setattr(memory_fit, "memory_limit", lambda: 8 << 30)
+    assert memory_fit.host_memory() == memory_of(torch.device("cpu")) == 8 << 30
+    with pytest.raises(ValueError, match=r"3.0 GiB each, 9.0 GiB for the 3 a loader holds at once \(prefetch \+ 1\), "
+                                         r"more than the 8.0 GiB of memory on cpu"):
+        check_batch_memory(3 << 30, 3, torch.device("cpu"), what="w", lower="l")
+    monkeypatch.setattr(memory_fit, "memory_limit", lambda: None)
+    assert memory_fit.host_memory() == 512 << 30
+    monkeypatch.setattr(memory_fit, "physical_memory", lambda: None)
+    assert memory_fit.host_memory() is None
+    monkeypatch.setattr(memory_fit, "memory_limit", lambda: 1 << 30)
+    assert memory_fit.host_memory() == 1 << 30
