@@ -28,6 +28,14 @@ _FIRST_LINE = 1 << 16  # a report's first line (source, destination, note) is fa
 _named: set[str] = set()  # what a warning named already (a discovery lists a folder more than once)
 
 
+def may_be_output(entry: os.DirEntry) -> bool:
+    """Whether a folder's entry is worth `written_by_fastdata`: a folder, or a file named as a report is."""
+    try:
+        return entry.name.endswith(REPORT_SUFFIX) or entry.is_dir()
+    except OSError:  # a folder that cannot be told: the walk reports it
+        return False
+
+
 def written_by_fastdata(path: Path) -> bool:
     """Whether `path` is a dataset folder or a private report fastdata wrote (a warning names it once)."""
     try:

@@ -42,10 +42,12 @@ def visible(names: list[str]) -> list[str]:
 def listed(folder: Path) -> list[str]:
     """The names a discovery reads in `folder`: the visible ones, sorted, less what fastdata wrote there (a dataset,
     a private report: outputs.py)."""
-    from converters.outputs import written_by_fastdata  # lazy: outputs.py names paths as this module does
+    from converters.outputs import may_be_output, written_by_fastdata  # lazy: outputs.py imports this module
 
-    names = visible(os.listdir(folder))
-    return [name for name in names if not written_by_fastdata(folder / name)]
+    with os.scandir(folder) as found:  # a file's type comes with its name: no stat for each of a million images
+        entries = sorted(found, key=lambda e: e.name)
+    return visible([e.name for e in entries if e.name.startswith(".") or not may_be_output(e)
+                    or not written_by_fastdata(Path(folder) / e.name)])
 
 
 def display(path: Path | str) -> str:

@@ -317,12 +317,17 @@ def test_what_cannot_be_read_is_rejected_with_the_systems_reason(tmp_path: Path,
     """Running as root, permissions cannot make a folder unreadable: the system calls fail here instead."""
     make_image(tmp_path / "src" / "cat" / "a.jpg")
     make_image(tmp_path / "src" / "dog" / "b.jpg")
-    listdir, lstat = os.listdir, os.lstat
+    listdir, scandir, lstat = os.listdir, os.scandir, os.lstat
 
     def no_dog(path):
         if str(path).endswith("dog"):
             raise PermissionError(13, "Permission denied", str(path))
         return listdir(path)
+
+    def no_dog_entries(path):
+        if str(path).endswith("dog"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
 
     def no_a(path, *args, **kwargs):
         if str(path).endswith("a.jpg"):
@@ -330,6 +335,7 @@ def test_what_cannot_be_read_is_rejected_with_the_systems_reason(tmp_path: Path,
         return lstat(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "listdir", no_dog)
+    monkeypatch.setattr(os, "scandir", no_dog_entries)
     monkeypatch.setattr(os, "lstat", no_a)
     found = discover_images(tmp_path / "src")
     assert reasons(found) == {"dog": ("train", "unreadable folder: Permission denied"),
