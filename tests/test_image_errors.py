@@ -54,6 +54,16 @@ def test_a_split_that_is_not_a_name_is_refused_with_its_option(ds, split):
         loader(f"http://127.0.0.1:9/{ds['wds'].name}", split=split)  # refused before any request
 
 
+def test_a_split_refused_is_named_whole_or_cut_at_80_characters(ds):
+    with pytest.raises(ValueError) as err:
+        loader(ds["wds"], split=["val"])
+    assert str(err.value) == ("split=['val'] is not allowed; split must be a split's name, a string such as 'train' "
+                              "(or None: train when there is one)")
+    with pytest.raises(ValueError) as err:
+        loader(ds["wds"], split=list(range(100)))
+    assert str(err.value).startswith(f"split={repr(list(range(100)))[:77]}... is not allowed")
+
+
 def test_other_format_version(ds):
     set_manifest(ds["wds"], format_version=99)
     with pytest.raises(ManifestError, match="format_version 99"):
