@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import select
 import sys
 
 from fastdata import __version__
@@ -42,12 +44,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fastdata {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a read-only destination, a full disk, a vanished file: one line, not a traceback
+        if isinstance(exc, BrokenPipeError) and _reader_gone():
+            return 141  # `fastdata info DS | head`: the reader had its lines; quiet, as a shell's SIGPIPE exit is
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"fastdata {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _reader_gone() -> bool:
+    """Whether standard output's reader has gone (its pipe closed): then what is left to print goes nowhere, and the
+    interpreter's own flush at exit raises no second BrokenPipeError."""
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        gone = any(events & select.POLLERR for _, events in poll.poll(0))  # a pipe without a reader
+    except (OSError, ValueError, AttributeError):  # no file behind stdout, or no poll on this system
+        return False
+    if gone:  # as Python's documentation of SIGPIPE advises: the exit's flush then writes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+    return gone
 
 
 if __name__ == "__main__":
