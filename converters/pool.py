@@ -9,9 +9,12 @@ bad input is still recorded as a rejection of that input alone. A result may be 
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import logging
 import multiprocessing as mp
+import os
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -49,6 +52,22 @@ def _run_chunk(fn: Processor, items: list[WorkItem]) -> list[Result]:
         except Exception:  # noqa: BLE001 - fall back to one item at a time, which records the culprit
             log.debug("batched processing failed; retrying one by one", exc_info=True)
     return [run_one(fn, it) for it in items]
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when the thread that made it ends
+
+
+def die_with_parent(parent: int) -> None:
+    """A worker's initializer: on Linux the kernel kills the worker (SIGKILL) when the conversion's process dies,
+    however it dies (`timeout`'s or a scheduler's SIGTERM, the OOM killer, kill -9). Before, the workers, blocked on
+    a task queue whose other end they hold too, outlived it forever as orphans, holding their memory."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: nothing to ask for
+        return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the request: no signal will come
+        os._exit(1)
 
 
 def chunk_size(fn: Processor) -> int:
@@ -91,7 +110,8 @@ def run_ordered(fn: Processor, items: Iterable[WorkItem], *, jobs: int) -> Itera
         while chunk := list(itertools.islice(it, size)):
             yield from _run_chunk(fn, chunk)
         return
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork"), initializer=die_with_parent,
+                             initargs=(os.getpid(),)) as pool:  # made by this thread: it outlives the pool
         pending: deque = deque()
         try:
             while True:

@@ -6,8 +6,15 @@ the results (memory stays flat). Each case runs in-process (1 job) and on forked
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 from converters.pool import CHUNK, IN_FLIGHT_PER_JOB, chunk_size, run_ordered
 from converters.sample import Rejection, WorkItem
@@ -142,3 +149,46 @@ def test_more_local_workers_than_the_machine_can_hold_are_refused(monkeypatch) -
         AdoptOptions(jobs=129)
     monkeypatch.setattr(pool, "usable_cpus", lambda: 2)
     assert pool.local_jobs_limit() == 64
+
+
+_ORPHAN = textwrap.dedent("""
+    import os, sys, time
+    from converters.pool import run_ordered
+    from converters.sample import WorkItem
+
+    def slow(item):
+        print(os.getpid(), flush=True)
+        time.sleep(120)
+
+    items = [WorkItem("train", str(i), str(i)) for i in range(8)]  # two chunks: one for each worker
+    for _ in run_ordered(slow, items, jobs=2):
+        pass
+""")
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs: a zombie (dead, not yet reaped by an init that does not reap) counts as gone."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_workers_die_with_the_conversion(sig: signal.Signals) -> None:
+    """`timeout`'s or a scheduler's SIGTERM, or the OOM killer, ended the conversion's process and left its workers
+    blocked on the task queue, orphaned, for ever."""
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True)
+    workers = {int(proc.stdout.readline()) for _ in range(2)}
+    try:
+        assert len(workers) == 2 and all(_alive(w) for w in workers)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        wait_until(lambda: not any(_alive(w) for w in workers), "the workers died with their parent", timeout=10)
+    finally:
+        proc.kill()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
