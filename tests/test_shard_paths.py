@@ -104,6 +104,18 @@ def test_a_shard_the_manifest_does_not_list_is_refused_naming_three(ds: Path, tm
                               "pass shards of that dataset, or adopt foreign shards with `fastdata index`")
 
 
+def test_a_list_that_names_folders_is_refused_naming_three(ds: Path, tmp_path: Path):
+    """open_dataset reads one dataset: a list holding folders (a mixture's entries) is refused with what to do."""
+    folders = []
+    for i in range(4):
+        shutil.copytree(ds, tmp_path / f"ds{i}")
+        folders.append(str(tmp_path / f"ds{i}"))
+    with pytest.raises(ManifestError) as err:
+        open_dataset([*folders, str(ds / "val-000000.tar")])
+    assert str(err.value) == (f"{folders[:3]} are folders; a list names shard files of one dataset (to mix several "
+                              "datasets, give each dataset folder as its own entry)")
+
+
 def test_the_split_comes_from_the_shards_named(ds: Path):
     val = open_dataset(str(ds / "val-*.tar"))
     assert val.split == "val" and not val.split_by_default
