@@ -44,6 +44,13 @@ class Closable(IterableDataset, ABC):
     _keeps_threads = False  # whether threads started by a pass outlive it (image loaders: decode pool, epoch overlap)
     _threads_in: int | None = None  # the process those threads run in, once a pass began
 
+    @property
+    def sampler(self) -> Closable:
+        """The loader itself, whose `set_epoch` a trainer that moves each epoch through the sampler of what it
+        iterates reaches this way: PyTorch Lightning calls `set_epoch` on `dataloader.sampler` when an epoch starts,
+        and read every epoch of a loader without it in the order, crops and flips of epoch 0."""
+        return self
+
     @abstractmethod
     def _iterate(self) -> Iterator[Any]:
         """The loader's batches for one pass (what `__iter__` returns while the loader is open)."""

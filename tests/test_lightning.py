@@ -1,0 +1,50 @@
+"""PyTorch Lightning trains on a fastdata loader as it is: it moves each epoch through `set_epoch` of the sampler
+of what it iterates, and a loader is its own `sampler` (fastdata/closing.py). Before, Lightning never called
+`set_epoch`, and every training epoch of an image loader came in epoch 0's order, crops and flips."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from conftest_kinds import KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
+from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
+
+pl = pytest.importorskip("pytorch_lightning")
+
+
+class _Recorder(pl.LightningModule):
+    """Records what identifies each batch, epoch by epoch; learns nothing (the loss is a zero with a gradient)."""
+
+    def __init__(self, ident) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.ident = ident
+        self.epochs: list[list] = []
+
+    def on_train_epoch_start(self) -> None:
+        self.epochs.append([])
+
+    def training_step(self, batch, index):
+        self.epochs[-1].append(self.ident(batch))
+        return self.weight.sum() * 0.0
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_epoch_of_a_lightning_fit_is_a_new_epoch(kind, kinds_data, fortunes_tokens,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    model = _Recorder(ident)
+    trainer = pl.Trainer(max_epochs=3, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, limit_train_batches=4)
+    with caplog.at_level(logging.WARNING, logger="fastdata"):
+        trainer.fit(model, train_dataloaders=loader)
+    assert loader.state_dict()["epoch"] == 2
+    assert len(model.epochs) == 3 and all(model.epochs)
+    assert model.epochs[0] != model.epochs[1] != model.epochs[2]
+    assert not [r for r in caplog.records if "read again" in r.getMessage()]
+    assert loader.sampler is loader
