@@ -49,7 +49,8 @@ def resolve_rank(rank: int | None, world_size: int | None) -> tuple[int, int]:
                     f"{launched} processes), but torch.distributed is not initialised, so this loader would read "
                     f"every sample in each of them: call torch.distributed.init_process_group() before "
                     f"fastdata.loader(...), or pass rank= and world_size= (rank=0, world_size=1 to read the whole "
-                    f"dataset in this process)")
+                    f"dataset in this process); with PyTorch Lightning, make the loader in train_dataloader() of the "
+                    f"LightningModule or DataModule, which runs once the group is initialised")
             detected = (0, 1)
         rank = detected[0] if rank is None else rank
         world_size = detected[1] if world_size is None else world_size

@@ -214,7 +214,8 @@ def test_rank_and_world_size_explicit_or_detected(monkeypatch: pytest.MonkeyPatc
 LAUNCHED = ("WORLD_SIZE=4 in the environment (torchrun or another launcher started 4 processes), but "
             "torch.distributed is not initialised, so this loader would read every sample in each of them: call "
             "torch.distributed.init_process_group() before fastdata.loader(...), or pass rank= and world_size= "
-            "(rank=0, world_size=1 to read the whole dataset in this process)")
+            "(rank=0, world_size=1 to read the whole dataset in this process); with PyTorch Lightning, make the loader "
+            "in train_dataloader() of the LightningModule or DataModule, which runs once the group is initialised")
 
 
 def test_a_launched_job_without_a_process_group_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
