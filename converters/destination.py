@@ -42,7 +42,7 @@ class LocalDestination:
     def lock(self, part: int, num_parts: int) -> Iterator[None]:
         """Held for a whole conversion: a second run of the same part into this destination is refused.
         When the run leaves no plan behind (finished, or failed before planning) nothing of it stays."""
-        path = self.work / state.PARTIAL / f"lock-part-{part}-of-{num_parts}"
+        path = self.work / state.PARTIAL / f"{state.LOCK_PREFIX}{part}-of-{num_parts}"
         try:
             with exclusive_lock(path, what=self.label):
                 yield

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from converters.state import PARTIAL
+from converters.state import LOCK_PREFIX, PARTIAL, PLAN
 from converters.tree import display
 from fastdata.json_text import BadJSON, parse_json
 from fastdata.manifest import MANIFEST_NAME
@@ -54,34 +54,29 @@ def written_by_fastdata(path: Path) -> bool:
 
 
 def _is_dataset(folder: Path) -> bool:
-    """A conversion's state (`.partial/`: a run under way or killed), or a manifest.json of format "fastdata"."""
-    if os.path.isdir(folder / PARTIAL):
+    """A conversion's state (`.partial/` with its plan or a run's lock: a run under way or killed), or a manifest.json
+    of format "fastdata"."""
+    state = folder / PARTIAL
+    if (state / PLAN).is_file() or any(state.glob(f"{LOCK_PREFIX}*")):
         return True
-    manifest = folder / MANIFEST_NAME
-    data = _json(manifest, MAX_MANIFEST_BYTES) if _regular(manifest) else None
+    data = _json(folder / MANIFEST_NAME)
     return isinstance(data, dict) and data.get("format") == "fastdata"
 
 
 def _is_report(path: Path) -> bool:
-    with open(path, "rb") as f:
-        first = f.readline(_FIRST_LINE)
     try:
-        data = parse_json(first)
-    except BadJSON:
+        with open(path, "rb") as f:
+            data = parse_json(f.readline(_FIRST_LINE))
+    except (OSError, BadJSON):
         return False
     return isinstance(data, dict) and data.get("note") == REPORT_NOTE
 
 
-def _regular(path: Path) -> bool:
+def _json(path: Path) -> object:
+    """The JSON in regular file `path`, or None (not a regular file, larger than MAX_MANIFEST_BYTES, unreadable)."""
     try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _json(path: Path, limit: int) -> object:
-    try:
-        if os.stat(path).st_size > limit:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MANIFEST_BYTES:
             return None
         return parse_json(path.read_bytes())
     except (OSError, BadJSON):

@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 PARTIAL = ".partial"
 PLAN = "plan.json"
+LOCK_PREFIX = "lock-part-"  # a run's lock: lock-part-{part}-of-{num_parts} (destination.py)
 
 
 def partial_dir(dst: Path) -> Path:

@@ -144,6 +144,15 @@ def test_a_file_is_skipped_only_for_a_private_report_fastdata_wrote(tmp_path: Pa
                                 "empty.private-sources.jsonl", "fifo.private-sources.jsonl", "renamed.jsonl"]
 
 
+def test_a_conversions_state_is_told_by_its_plan_or_lock(tmp_path: Path):
+    """A `.partial/` folder another tool left (a download's) is no conversion's state: its folder is read."""
+    for name, files in {"plan": ["plan.json"], "lock": ["lock-part-0-of-1"], "other": ["x.part"], "empty": []}.items():
+        (tmp_path / name / ".partial").mkdir(parents=True)
+        for f in files:
+            (tmp_path / name / ".partial" / f).write_text("{}")
+    assert listed(tmp_path) == ["empty", "other"]
+
+
 def test_hidden_names_stay_hidden(tmp_path: Path):
     (tmp_path / ".git").mkdir()
     (tmp_path / "b").mkdir()
