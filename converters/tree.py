@@ -45,9 +45,8 @@ def listed(folder: Path) -> list[str]:
     from converters.outputs import may_be_output, written_by_fastdata  # lazy: outputs.py imports this module
 
     with os.scandir(folder) as found:  # a file's type comes with its name: no stat for each of a million images
-        entries = sorted(found, key=lambda e: e.name)
-    return visible([e.name for e in entries if e.name.startswith(".") or not may_be_output(e)
-                    or not written_by_fastdata(Path(folder) / e.name)])
+        entries = sorted((e for e in found if not e.name.startswith(".")), key=lambda e: e.name)
+    return [e.name for e in entries if not (may_be_output(e) and written_by_fastdata(Path(folder) / e.name))]
 
 
 def display(path: Path | str) -> str:

@@ -46,9 +46,9 @@ class Closable(IterableDataset, ABC):
 
     @property
     def sampler(self) -> Closable:
-        """The loader itself, whose `set_epoch` a trainer that moves each epoch through the sampler of what it
-        iterates reaches this way: PyTorch Lightning calls `set_epoch` on `dataloader.sampler` when an epoch starts,
-        and read every epoch of a loader without it in the order, crops and flips of epoch 0."""
+        """The loader itself, so that a trainer which calls `set_epoch` on the sampler of what it iterates reaches the
+        loader's: PyTorch Lightning does so as each epoch starts (before, every epoch of an image loader under
+        Lightning came in epoch 0's order, crops and flips)."""
         return self
 
     @abstractmethod
