@@ -116,6 +116,13 @@ def test_a_list_that_names_folders_is_refused_naming_three(ds: Path, tmp_path: P
                               "datasets, give each dataset folder as its own entry)")
 
 
+def test_a_list_that_names_missing_shards_is_refused_naming_three(ds: Path):
+    missing = [str(ds / f"val-00009{i}.tar") for i in range(4)]
+    with pytest.raises(ManifestError) as err:
+        open_dataset([str(ds / "val-000000.tar"), *missing])
+    assert str(err.value) == f"{missing[:3]} do not exist; check the path"
+
+
 def test_the_split_comes_from_the_shards_named(ds: Path):
     val = open_dataset(str(ds / "val-*.tar"))
     assert val.split == "val" and not val.split_by_default
