@@ -3,8 +3,10 @@ Slurm job or a Kubernetes pod) and those its cgroup's CPU quota grants (`docker 
 limit), rounded up. `os.cpu_count()` counts the machine's: on a 128-core node, a 4-CPU Slurm job's
 `fastdata convert` defaulted to 128 worker processes (and refused them, past the limit of 4 a CPU).
 
-Every default that scales with the CPUs (conversion workers, decode and reader threads, the thread counts `bench`
-tries) comes from `usable_cpus()`."""
+Every default that scales with the CPUs (conversion workers, the thread counts `bench` tries) comes from
+`usable_cpus()`; a loader's decode and reader threads from `cpus_per_process()`, the share of one of the processes a
+launcher started on this machine (torchrun's 8 ranks of an 8-GPU node each took every core: 8 times too many
+threads)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,15 @@ def usable_cpus(*, mount: Path = MOUNT, membership: Path = SELF) -> int:
     count = _affinity()
     quota = quota_cpus(mount=mount, membership=membership)
     return max(1, min(count, quota) if quota is not None else count)
+
+
+def cpus_per_process() -> int:
+    """`usable_cpus()` shared among the processes a launcher started on this machine (`LOCAL_WORLD_SIZE`, which
+    torchrun sets; 1 when unset or not a whole number), at least 1. Ranks that a launcher bound to CPUs of their own
+    (srun's --cpu-bind) have their share in their affinity already, and no such variable."""
+    value = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+    local = int(value) if value.isdecimal() and int(value) > 0 else 1
+    return max(1, usable_cpus() // local)
 
 
 def _affinity() -> int:

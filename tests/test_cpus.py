@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fastdata import cpus
-from fastdata.cpus import quota_cpus, usable_cpus
+from fastdata.cpus import cpus_per_process, quota_cpus, usable_cpus
 
 NONE = Path("/nonexistent/cgroup")  # no cgroup file: no quota
 
@@ -87,3 +87,20 @@ def test_the_conversion_defaults_to_the_cpus_it_may_use(monkeypatch: pytest.Monk
     assert build_parser().parse_args(["index", "a"]).jobs == 4
     monkeypatch.setattr(cpus, "quota_cpus", lambda **kw: 2)  # and a quota of 2 (docker --cpus 2)
     assert ConvertConfig().jobs == build_parser().parse_args(["convert", "a", "b"]).jobs == 2
+
+
+@pytest.mark.parametrize(("local", "share"), [(None, 16), ("8", 2), ("3", 5), ("32", 1), ("0", 16), ("x", 16),
+                                             (" 4 ", 4)])
+def test_a_loader_takes_its_share_of_the_cpus_of_a_node(monkeypatch: pytest.MonkeyPatch, local, share: int):
+    """torchrun's 8 ranks on an 8-GPU node each took every core for their decode threads: 8 times too many."""
+    from fastdata.images.options import ImageLoaderOptions
+    from fastdata.volumes.options import VolumeLoaderOptions
+
+    monkeypatch.setattr(cpus, "usable_cpus", lambda: 16)
+    if local is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local)
+    assert cpus_per_process() == share
+    assert ImageLoaderOptions(batch_size=2).num_threads == share
+    assert VolumeLoaderOptions().num_workers == min(4, share)

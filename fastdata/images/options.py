@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastdata.coerce import DEVICES, is_device_name, plain_number
-from fastdata.cpus import usable_cpus
+from fastdata.cpus import cpus_per_process
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.order import SHUFFLE_WINDOW
@@ -79,7 +79,7 @@ class ImageLoaderOptions:
     color_jitter: tuple[float, float, float, float] | None = None  # brightness, contrast, saturation, hue
     seed: int = 0
     drop_last: bool | None = None  # None: True for train, False for eval
-    num_threads: int = min(usable_cpus(), MAX_THREADS)
+    num_threads: int = field(default_factory=lambda: min(cpus_per_process(), MAX_THREADS))
     prefetch: int = 2
     rank: int = 0
     world_size: int = 1

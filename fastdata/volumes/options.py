@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastdata.coerce import DEVICES, is_device_name
-from fastdata.cpus import usable_cpus
+from fastdata.cpus import cpus_per_process
 from fastdata.distributed import WORLD_SIZES, valid_world_size
 from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
@@ -79,7 +79,7 @@ class VolumeLoaderOptions:
     drop_last: bool | None = None  # None: True for train, False for eval
     device: str = "cpu"
     dtype: str = "float32"
-    num_workers: int = min(4, usable_cpus())  # reader threads
+    num_workers: int = field(default_factory=lambda: min(4, cpus_per_process()))  # reader threads
     prefetch: int = 2  # volumes in flight per reader thread
     rank: int = 0
     world_size: int = 1
