@@ -37,6 +37,16 @@ def test_foreign_tar_shards_are_told_to_run_index_on_the_folder_or_on_the_patter
     assert str(info.value) == f"no manifest.json beside {tmp_path / 'f-000000.tar'}: {adopt_hint(repr(pattern))}"
 
 
+def test_foreign_tar_shards_named_in_a_list_are_told_to_run_index_on_their_folder(tmp_path: Path):
+    """A list is no pattern to repeat in the advice: the folder is named."""
+    shards = [tmp_path / f"f-00000{i}.tar" for i in range(2)]
+    for shard in shards:
+        shard.write_bytes(b"")
+    with pytest.raises(ManifestError) as info:
+        fastdata.loader([str(s) for s in shards], batch_size=2)
+    assert str(info.value) == f"no manifest.json beside {shards[0]}: {adopt_hint(str(tmp_path))}"
+
+
 def test_raw_files_or_class_folders_are_told_to_convert(tmp_path: Path):
     (tmp_path / "cat").mkdir()  # a class folder alone
     assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
