@@ -51,6 +51,12 @@ class Closable(IterableDataset, ABC):
         Lightning came in epoch 0's order, crops and flips)."""
         return self
 
+    @property
+    def batch_sampler(self) -> None:
+        """None, as a `DataLoader` of whole batches has: the loader makes its batches itself (a trainer that finds a
+        `sampler` reads this too; Lightning's evaluation loop did, and failed on its absence)."""
+        return None
+
     @abstractmethod
     def _iterate(self) -> Iterator[Any]:
         """The loader's batches for one pass (what `__iter__` returns while the loader is open)."""

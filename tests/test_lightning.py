@@ -1,6 +1,7 @@
 """PyTorch Lightning trains on a fastdata loader as it is: it moves each epoch through `set_epoch` of the sampler
 of what it iterates, and a loader is its own `sampler` (fastdata/closing.py). Before, Lightning never called
-`set_epoch`, and every training epoch of an image loader came in epoch 0's order, crops and flips."""
+`set_epoch`, and every training epoch of an image loader came in epoch 0's order, crops and flips. An evaluation
+loader passes Lightning's checks of a sampler (its `batch_sampler` is None, as a DataLoader of batches has)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import logging
 
 import pytest
 import torch
-from conftest_kinds import KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
+from conftest_kinds import IMAGES, KINDS, kinds_data_fixture, make_loader  # noqa: F401  (the kinds_data fixture)
 from conftest_text import fortunes_tokens_fixture  # noqa: F401  (the fortunes_tokens fixture)
 
 pl = pytest.importorskip("pytorch_lightning")
@@ -48,3 +49,31 @@ def test_every_epoch_of_a_lightning_fit_is_a_new_epoch(kind, kinds_data, fortune
     assert model.epochs[0] != model.epochs[1] != model.epochs[2]
     assert not [r for r in caplog.records if "read again" in r.getMessage()]
     assert loader.sampler is loader
+
+
+class _Evaluated(_Recorder):
+    """Counts the real rows (label >= 0) of each validation pass."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda batch: None)
+        self.validated: list[int] = []
+
+    def on_validation_epoch_start(self) -> None:
+        self.validated.append(0)
+
+    def validation_step(self, batch, index) -> None:
+        self.validated[-1] += int((batch[1] >= 0).sum())
+
+
+def test_a_validation_loader_is_read_whole_every_epoch(kinds_data) -> None:
+    """Lightning's evaluation loop read `batch_sampler` of what has a `sampler`, and failed on its absence."""
+    import fastdata
+
+    train = fastdata.loader(kinds_data["wds"], **IMAGES)
+    val = fastdata.loader(kinds_data["wds"], split="val", **{**IMAGES, "train": False})
+    model = _Evaluated()
+    trainer = pl.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=1)
+    trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
+    assert model.validated == [2, 7, 7]  # the sanity check's one batch of 2, then the 7 val samples each epoch
+    assert val.batch_sampler is None
