@@ -22,13 +22,14 @@ class _Recorder(pl.LightningModule):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.zeros(1))
         self.ident = ident
-        self.epochs: list[list] = []
+        self.by_epoch: dict[int, list] = {}
 
-    def on_train_epoch_start(self) -> None:
-        self.epochs.append([])
+    @property
+    def epochs(self) -> list[list]:
+        return [self.by_epoch[e] for e in sorted(self.by_epoch)]
 
     def training_step(self, batch, index):
-        self.epochs[-1].append(self.ident(batch))
+        self.by_epoch.setdefault(self.current_epoch, []).append(self.ident(batch))
         return self.weight.sum() * 0.0
 
     def configure_optimizers(self):
@@ -77,3 +78,23 @@ def test_a_validation_loader_is_read_whole_every_epoch(kinds_data) -> None:
     trainer.fit(model, train_dataloaders=train, val_dataloaders=val)
     assert model.validated == [2, 7, 7]  # the sanity check's one batch of 2, then the 7 val samples each epoch
     assert val.batch_sampler is None
+
+
+@pytest.mark.parametrize("kind", ["images", "text"])
+def test_a_checkpoint_taken_mid_epoch_resumes_at_the_next_batch(kind, kinds_data, fortunes_tokens, tmp_path) -> None:
+    """Lightning saves the state of an iterable that has `state_dict` in its checkpoints and loads it on resume: a
+    fit resumed from a checkpoint taken after 3 steps goes on with the uninterrupted fit's fourth batch."""
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    kw = dict(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+              max_epochs=2, limit_train_batches=5)
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    whole = _Recorder(ident)
+    saved = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=3, save_top_k=-1, filename="{step}")
+    pl.Trainer(callbacks=[saved], **kw).fit(whole, train_dataloaders=loader)
+    loader, ident = make_loader(kind, kinds_data, fortunes_tokens)
+    resumed = _Recorder(ident)
+    pl.Trainer(enable_checkpointing=False, **kw).fit(resumed, train_dataloaders=loader,
+                                                     ckpt_path=tmp_path / "step=3.ckpt")
+    assert [len(e) for e in whole.epochs] == [5, 5]
+    assert resumed.epochs == [whole.epochs[0][3:], whole.epochs[1]]
