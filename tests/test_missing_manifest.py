@@ -70,6 +70,10 @@ def test_the_files_named_are_judged_rather_than_the_folder_they_lie_in(tmp_path:
     assert missing_manifest_hint(tmp_path, [tmp_path / "x.jpg"]) == convert_hint(tmp_path)
     assert missing_manifest_hint(tmp_path, [tmp_path / "notes.md"]) == GENERIC
     assert missing_manifest_hint(tmp_path, []) == GENERIC
+    (tmp_path / "x.jpg").write_bytes(b"")  # and so they are when a loader is given them
+    with pytest.raises(ManifestError) as info:
+        fastdata.loader(str(tmp_path / "x.jpg"), batch_size=2)
+    assert str(info.value) == f"no manifest.json beside {tmp_path / 'x.jpg'}: {convert_hint(tmp_path)}"
 
 
 def test_an_unfinished_conversion_is_told_to_rerun_its_command(tmp_path: Path):
