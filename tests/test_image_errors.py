@@ -64,6 +64,22 @@ def test_a_split_refused_is_named_whole_or_cut_at_80_characters(ds):
     assert str(err.value).startswith(f"split={repr(list(range(100)))[:77]}... is not allowed")
 
 
+def test_a_split_without_shards_is_refused_with_where_to_look(ds):
+    """A manifest may list a split whose every input was rejected (an edited or foreign one does)."""
+    import json
+
+    path = ds["wds"] / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["splits"]["test"] = {**manifest["splits"]["val"], "bytes": 0, "samples": 0, "shards": [],
+                                  "class_counts": [0] * len(manifest["classes"])}
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(ManifestError) as err:
+        loader(ds["wds"], split="test")
+    root = ds["wds"].absolute()
+    assert str(err.value) == (f"split 'test' of {root} holds no shard (every input was rejected?); see "
+                              f"`fastdata info {root} --rejected`")
+
+
 def test_other_format_version(ds):
     set_manifest(ds["wds"], format_version=99)
     with pytest.raises(ManifestError, match="format_version 99"):

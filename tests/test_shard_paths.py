@@ -125,7 +125,7 @@ def test_a_list_that_names_missing_shards_is_refused_naming_three(ds: Path):
 
 def test_the_split_comes_from_the_shards_named(ds: Path):
     val = open_dataset(str(ds / "val-*.tar"))
-    assert val.split == "val" and not val.split_by_default
+    assert val.split == "val" and val.split_by_default is False
     assert [ref.info.name for ref in val.shards] == [p.name for p in _shards(ds, "val")]
     with pytest.raises(ManifestError) as err:
         open_dataset([ds / "train-000000.tar", ds / "val-000000.tar"])
