@@ -67,7 +67,10 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
     else:
         bases = {split_url(u)[0] for u in urls}
         if len(bases) != 1:
-            raise ManifestError(f"the shard URLs given lie in {len(bases)} folders; a dataset's shards lie in one")
+            braces = " (a name that holds braces is written percent-encoded: %7B, %7D)" \
+                if isinstance(source, str) and is_brace(source) else ""
+            raise ManifestError(f"the shard URLs given lie in {len(bases)} folders; a dataset's shards lie in one"
+                                f"{braces}")
         base, names = bases.pop(), {split_url(u)[1] for u in urls}
     store = RemoteStore(base, options.storage_options)
     manifest, raw = manifest_at(store)
