@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 SAMPLES = Path(__file__).resolve().parent / "data"  # real data bundled in the repository (see its README)
@@ -63,6 +65,26 @@ def convert_images(src: Path, dst: Path, **config: object):
     opts = ImageOptions(**{k: v for k, v in config.items() if k in image_keys})
     cfg = {"jobs": 1, "samples_per_shard": 5, **{k: v for k, v in config.items() if k not in image_keys}}
     return convert(get_kind("images"), src, dst, options=opts, config=ConvertConfig(**cfg))
+
+
+@contextlib.contextmanager
+def crash_after_first_record():
+    """Inside it, a conversion stops with KeyboardInterrupt once it has recorded its first finished shard (a run
+    killed there), and must: the block fails otherwise."""
+    from converters import state
+
+    original = state.save_record
+
+    def crashing(*args, **kwargs):
+        original(*args, **kwargs)
+        raise KeyboardInterrupt("simulated crash")
+
+    state.save_record = crashing
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        state.save_record = original
 
 
 def tree_digest(root: Path) -> dict[str, str]:

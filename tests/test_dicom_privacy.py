@@ -21,8 +21,8 @@ from conftest_dicom import (  # noqa: E402
     read_samples,
     write_phantom,
 )
+from helpers import crash_after_first_record  # noqa: E402
 
-from converters import state  # noqa: E402
 from fastdata.cli import main as cli  # noqa: E402
 from fastdata.errors import ConvertError  # noqa: E402
 
@@ -112,19 +112,10 @@ def test_pseudonyms_without_a_salt_link_to_nothing(export: Path, tmp_path: Path)
     assert b"pepper" not in _everything(tmp_path / "c")
 
 
-def test_resume_keeps_the_random_salt_and_refuses_another(export: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_keeps_the_random_salt_and_refuses_another(export: Path, tmp_path: Path) -> None:
     write_phantom(export / "other" / "s3", Phantom(series_uid="1.2.840.99.3", slices=4), seed=2)
-    original = state.save_record
-
-    def crash_after_first(*args, **kwargs):
-        original(*args, **kwargs)
-        raise KeyboardInterrupt("simulated crash")
-
-    monkeypatch.setattr(state, "save_record", crash_after_first)
-    with pytest.raises(KeyboardInterrupt):
+    with crash_after_first_record():
         convert_dicom(export, tmp_path / "out", salt="", samples_per_shard=1)
-    monkeypatch.setattr(state, "save_record", original)
     plan = json.loads((tmp_path / "out" / ".partial" / "plan.json").read_text())
     assert set(plan["secrets"]["salt"]) == {"random"}
     with pytest.raises(ConvertError, match="started without --salt"):
@@ -138,15 +129,9 @@ def test_resume_keeps_the_random_salt_and_refuses_another(export: Path, tmp_path
         assert names[key] == "series-" + load_volume(sample)[1]["series"]
 
 
-def test_resume_with_another_given_salt_is_refused(export: Path, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    def crash(*args, **kwargs):
-        raise KeyboardInterrupt("simulated crash")
-
-    monkeypatch.setattr(state, "save_record", crash)
-    with pytest.raises(KeyboardInterrupt):
+def test_resume_with_another_given_salt_is_refused(export: Path, tmp_path: Path) -> None:
+    with crash_after_first_record():
         convert_dicom(export, tmp_path / "out", salt="first", samples_per_shard=1)
-    monkeypatch.undo()
     plan = (tmp_path / "out" / ".partial" / "plan.json").read_text()
     assert "first" not in plan and set(json.loads(plan)["secrets"]["salt"]) == {"check"}
     with pytest.raises(ConvertError, match="started with another --salt"):

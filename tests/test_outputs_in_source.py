@@ -17,9 +17,8 @@ from conftest_dicom import Phantom, convert_dicom, write_phantom
 from conftest_nifti import convert_nifti, decathlon
 from conftest_pairs import convert_pairs, make_pair_tree
 from conftest_text import convert_text, copy_fortunes
-from helpers import convert_images, make_image, make_image_tree
+from helpers import convert_images, crash_after_first_record, make_image, make_image_tree
 
-from converters import state
 from converters.outputs import written_by_fastdata
 from converters.state import PARTIAL
 from converters.tree import listed
@@ -90,23 +89,14 @@ def test_an_arrow_dst_is_no_table_of_images(tmp_path: Path):
     assert _summary(src / "wds") == _summary(tmp_path / "outside")
 
 
-def test_a_crashed_conversion_inside_its_source_resumes_as_it_began(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    caplog: pytest.LogCaptureFixture):
+def test_a_crashed_conversion_inside_its_source_resumes_as_it_began(tmp_path: Path, caplog: pytest.LogCaptureFixture):
     """Its DST holds shards and `.partial/` and no manifest yet: the resumed run reads the source as the first did,
     without a warning that the class 'out' has no images."""
     src = make_image_tree(tmp_path / "src", classes=2, per_class=3)
     convert_images(src, tmp_path / "outside", samples_per_shard=2)
-    original = state.save_record
-
-    def crashing(*args, **kwargs):
-        original(*args, **kwargs)
-        raise KeyboardInterrupt("simulated crash")
-
-    monkeypatch.setattr(state, "save_record", crashing)
-    with pytest.raises(KeyboardInterrupt):
+    with crash_after_first_record():
         convert_images(src, src / "out", samples_per_shard=2)
     assert (src / "out" / PARTIAL).is_dir() and not (src / "out" / "manifest.json").exists()
-    monkeypatch.setattr(state, "save_record", original)
     caplog.clear()
     result = convert_images(src, src / "out", samples_per_shard=2)
     assert len(result.skipped) == 1
