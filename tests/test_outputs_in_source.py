@@ -1,8 +1,10 @@
 """A DST inside its own source (`fastdata convert photos/ photos/shards/`), and the next conversion of that source.
 The second conversion read the first one's folder as a class ('shards', without images: a model head one class
-too wide), its tars, indexes and manifest as rejected inputs, a text corpus's Arrow shard and manifest as input
-tables, and with a tree of class folders of text took 'tok' for a class and converted nothing. A folder fastdata
-wrote (its manifest.json, or a conversion's `.partial/` state) is not read: converters/tree.py, `listed`."""
+too wide) and its tars, indexes and manifest as rejected inputs; beside a text corpus's loose files it made the tree
+one of class folders and converted nothing, after reading the DST's Arrow shard and manifest as input tables; a
+DICOM or NIfTI private report beside the DST became a rejected input. What fastdata wrote (a manifest.json of
+format "fastdata", a conversion's `.partial/` plan or lock, a private report) is not read: converters/outputs.py,
+listed by converters/tree.py's `listed`."""
 
 from __future__ import annotations
 
@@ -30,10 +32,6 @@ def _summary(dst: Path) -> tuple:
     return manifest["classes"], samples, manifest["rejected"], manifest["fingerprint"]
 
 
-def _images(src: Path, dst: Path, **kw) -> None:
-    convert_images(src, dst, **kw)
-
-
 def _class_split_tree(root: Path) -> None:
     """`root/<class>/{train,val}/`: the layout a DST inside a class folder turned into one split of class folders."""
     for c in range(2):
@@ -48,12 +46,12 @@ def _split_series(root: Path) -> None:
 
 
 KINDS = {  # source, conversion, where inside the source the DSTs go
-    "images": (lambda root: make_image_tree(root, classes=2, per_class=3), _images, ""),
-    "split images": (lambda root: make_image_tree(root, classes=2, per_class=2, splits=("train", "val")), _images,
-                     ""),
+    "images": (lambda root: make_image_tree(root, classes=2, per_class=3), convert_images, ""),
+    "split images": (lambda root: make_image_tree(root, classes=2, per_class=2, splits=("train", "val")),
+                     convert_images, ""),
     "in a split folder": (lambda root: make_image_tree(root, classes=2, per_class=2, splits=("train", "val")),
-                          _images, "train"),
-    "in a class folder": (_class_split_tree, _images, "class_0"),
+                          convert_images, "train"),
+    "in a class folder": (_class_split_tree, convert_images, "class_0"),
     "text": (copy_fortunes, convert_text, ""),
     "pairs": (lambda root: make_pair_tree(root, n=6), convert_pairs, ""),
     "dicom": (lambda root: write_phantom(root / "p0", Phantom(slices=4)), convert_dicom, ""),
