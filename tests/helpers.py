@@ -87,6 +87,16 @@ def crash_after_first_record():
         state.save_record = original
 
 
+def fake_cgroup(root: Path, membership: str, files: dict[str, str]) -> dict[str, Path]:
+    """A process's cgroup membership (`/proc/self/cgroup`'s text) and a cgroup mount holding `files` (paths under
+    the mount -> text), under `root`: the `mount` and `membership` keywords of fastdata/cgroup.py's readers."""
+    (root / "cgroup").write_text(membership)
+    for name, text in files.items():
+        (root / "mount" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "mount" / name).write_text(text)
+    return {"mount": root / "mount", "membership": root / "cgroup"}
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """sha256 of every file under root (the dataset as a user gets it; no state left behind)."""
     return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import fake_cgroup
 
 from fastdata import cpus
 from fastdata.cpus import cpus_per_process, quota_cpus, usable_cpus
@@ -26,16 +27,7 @@ def test_the_affinity_counts_not_the_machine_and_at_least_one(monkeypatch: pytes
     assert usable_cpus(membership=NONE) == 1
 
 
-def _tree(tmp_path: Path, membership: str, files: dict[str, str]) -> dict[str, Path]:
-    (tmp_path / "proc").mkdir()
-    (tmp_path / "proc" / "cgroup").write_text(membership)
-    for name, text in files.items():
-        (tmp_path / "cg" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "cg" / name).write_text(text)
-    return {"mount": tmp_path / "cg", "membership": tmp_path / "proc" / "cgroup"}
-
-
-@pytest.mark.parametrize(("membership", "files", "cpus"), [
+@pytest.mark.parametrize(("membership", "files", "grant"), [
     ("0::/\n", {"cpu.max": "200000 100000\n"}, 2),  # docker --cpus 2 (a cgroup namespace: the path is /)
     ("0::/\n", {"cpu.max": "150000 100000\n"}, 2),  # --cpus 1.5: rounded up
     ("0::/\n", {"cpu.max": "50000 100000\n"}, 1),  # half a CPU: one
@@ -56,15 +48,15 @@ def _tree(tmp_path: Path, membership: str, files: dict[str, str]) -> dict[str, P
     ("not a cgroup line\n0::/\n", {"cpu.max": "200000 100000"}, 2),
     ("0::/..\n", {"cpu.max": "200000 100000", "../cpu.max": "100000 100000"}, 2),  # no way out of the mount
 ])
-def test_the_cgroup_quota(tmp_path: Path, membership: str, files: dict[str, str], cpus: int | None):
-    assert quota_cpus(**_tree(tmp_path, membership, files)) == cpus
+def test_the_cgroup_quota(tmp_path: Path, membership: str, files: dict[str, str], grant: int | None):
+    assert quota_cpus(**fake_cgroup(tmp_path, membership, files)) == grant
 
 
 def test_the_fewest_of_affinity_and_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
-    assert usable_cpus(**_tree(tmp_path, "0::/\n", {"cpu.max": "300000 100000"})) == 3
+    assert usable_cpus(**fake_cgroup(tmp_path, "0::/\n", {"cpu.max": "300000 100000"})) == 3
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert usable_cpus(mount=tmp_path / "cg", membership=tmp_path / "proc" / "cgroup") == 2
+    assert usable_cpus(mount=tmp_path / "mount", membership=tmp_path / "cgroup") == 2
 
 
 def test_unreadable_membership_is_no_quota(tmp_path: Path):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from conftest_images import image_sets_fixture, loader  # noqa: F401 (the session fixture)
+from helpers import fake_cgroup
 
 from fastdata import memory_fit
 from fastdata.memory_fit import check_batch_memory, check_epoch_memory, memory_of
@@ -154,14 +155,6 @@ def test_a_text_mixture_is_refused_the_tokens_whose_sequences_its_plan_cannot_ho
         fastdata.loader([str(a), str(b)], weights=[1, 1], tokens_per_epoch=-5, batch_size=8)
 
 
-def _cgroup(tmp_path: Path, membership: str, files: dict[str, str]) -> dict[str, Path]:
-    (tmp_path / "cgroup").write_text(membership)
-    for name, text in files.items():
-        (tmp_path / "cg" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "cg" / name).write_text(text)
-    return {"mount": tmp_path / "cg", "membership": tmp_path / "cgroup"}
-
-
 @pytest.mark.parametrize(("membership", "files", "limit"), [
     ("0::/\n", {"memory.max": "8589934592\n"}, 8 << 30),  # docker --memory 8g (cgroup v2)
     ("0::/\n", {"memory.max": "max\n"}, None),
@@ -173,7 +166,7 @@ def _cgroup(tmp_path: Path, membership: str, files: dict[str, str]) -> dict[str,
     ("0::/\n", {}, None),
 ])
 def test_the_cgroup_memory_limit(tmp_path: Path, membership: str, files: dict[str, str], limit: int | None) -> None:
-    assert memory_fit.memory_limit(**_cgroup(tmp_path, membership, files)) == limit
+    assert memory_fit.memory_limit(**fake_cgroup(tmp_path, membership, files)) == limit
 
 
 def test_the_memory_a_process_may_use_is_the_smaller_of_the_machine_and_its_cgroup(monkeypatch) -> None:
