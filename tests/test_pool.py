@@ -157,7 +157,7 @@ _ORPHAN = textwrap.dedent("""
     from converters.sample import WorkItem
 
     def slow(item):
-        print(os.getpid(), flush=True)
+        os.write(1, f"{os.getpid()}\\n".encode())  # one write: two workers' lines never interleave
         time.sleep(120)
 
     items = [WorkItem("train", str(i), str(i)) for i in range(8)]  # two chunks: one for each worker
