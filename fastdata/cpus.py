@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from fastdata.cgroup import MOUNT, SELF, folders, read_int, read_text
+from fastdata.distributed import launched_local_processes
 
 
 def usable_cpus(*, mount: Path = MOUNT, membership: Path = SELF) -> int:
@@ -28,9 +29,7 @@ def cpus_per_process() -> int:
     """`usable_cpus()` shared among the processes a launcher started on this machine (`LOCAL_WORLD_SIZE`, which
     torchrun sets; 1 when unset or not a whole number), at least 1. Ranks that a launcher bound to CPUs of their own
     (srun's --cpu-bind) have their share in their affinity already, and no such variable."""
-    value = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
-    local = int(value) if value.isdecimal() and int(value) > 0 else 1
-    return max(1, usable_cpus() // local)
+    return max(1, usable_cpus() // max(1, launched_local_processes()))
 
 
 def _affinity() -> int:

@@ -64,5 +64,15 @@ def launched_world_size() -> int:
     """The number of processes a launcher says the job has: the `WORLD_SIZE` variable torchrun (and
     `torch.distributed.launch`, Lightning, Accelerate) set for `init_process_group`; 1 when unset or not a whole
     number."""
-    value = os.environ.get("WORLD_SIZE", "").strip()
+    return _launcher_count("WORLD_SIZE")
+
+
+def launched_local_processes() -> int:
+    """The number of processes a launcher started on this machine: the `LOCAL_WORLD_SIZE` variable torchrun sets;
+    1 when unset or not a whole number."""
+    return _launcher_count("LOCAL_WORLD_SIZE")
+
+
+def _launcher_count(name: str) -> int:
+    value = os.environ.get(name, "").strip()
     return int(value) if value.isdecimal() else 1
