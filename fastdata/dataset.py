@@ -24,6 +24,7 @@ from fastdata.errors import ManifestError, ShardError
 from fastdata.manifest import CONVERT_AGAIN, MANIFEST_NAME, Manifest, ShardInfo, read_manifest
 from fastdata.option_rules import refused
 from fastdata.sources import Spec, expand, plain
+from fastdata.wds_index import compressed_tar, decompress_advice
 
 SHARD_SUFFIXES = (".tar", ".arrow")
 RAW_SUFFIXES = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif", ".txt",
@@ -156,6 +157,9 @@ def missing_manifest_hint(folder: Path, names: list[Path] | None = None, *, give
     suffixes = {p.suffix.lower() for p in files}
     if (folder / ".partial").exists():
         return f"a conversion into {folder} is unfinished: re-run the same `fastdata convert` command to finish it"
+    packed = [p.name for p in files if compressed_tar(p.name)]
+    if packed and ".tar" not in suffixes:
+        return decompress_advice(packed) + ", then `fastdata index` their folder and load that"
     if ".tar" in suffixes:
         what = f"'{given}'" if given else str(folder)
         return ("these look like WebDataset shards written by another tool: adopt them with "

@@ -16,6 +16,30 @@ from fastdata.numerals import parse_int
 
 INDEX_VERSION = "v1.2"
 
+# Tars that WebDataset streams through a decompressor, by name and by their first bytes; fastdata reads them once
+# decompressed (DECOMPRESS).
+COMPRESSED_TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.zst", ".tar.zstd", ".tar.xz", ".txz", ".tar.bz2", ".tbz2",
+                           ".tar.lz4")
+COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz", b"BZh": "bzip2",
+                     b"\x04\x22\x4d\x18": "lz4"}
+DECOMPRESS = ("DALI and fastdata read uncompressed tars, seeking to each sample: decompress (`gunzip -k`, `zstd -d`, "
+              "`xz -dk`, `bunzip2 -k`, `lz4 -d`)")
+
+
+def compressed_tar(name: str) -> bool:
+    return name.lower().endswith(COMPRESSED_TAR_SUFFIXES)
+
+
+def compression(head: bytes) -> str | None:
+    """The compressor whose magic number `head` (a file's first 6 bytes or more) starts with, else None."""
+    return next((name for magic, name in COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+
+
+def decompress_advice(names: Sequence[str]) -> str:
+    """Why compressed tars (`names`, at least one) cannot be read as they are, and what to run first."""
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{shown} {'is a compressed tar' if len(names) == 1 else 'are compressed tars'}: {DECOMPRESS}"
+
 
 @dataclass(frozen=True)
 class Member:

@@ -685,12 +685,54 @@ def test_a_scan_saved_for_resume_reads_back_equal(tmp_path: Path):
     assert again == scan
 
 
-def test_a_gzip_tar_is_rejected_with_its_size_and_sha256_recorded(tmp_path: Path):
+def _compressed(data: bytes, codec: str) -> bytes:
+    import bz2
     import gzip
+    import lzma
 
+    import pyarrow as pa
+
+    if codec in ("zstd", "lz4"):  # pyarrow writes their frames, magic number first
+        return pa.compress(data, codec=codec, asbytes=True)
+    return {"gzip": lambda: gzip.compress(data, mtime=0), "bzip2": lambda: bz2.compress(data),
+            "xz": lambda: lzma.compress(data)}[codec]()
+
+
+DECOMPRESS_SENTENCE = ("DALI and fastdata read uncompressed tars, seeking to each sample: decompress (`gunzip -k`, "
+                       "`zstd -d`, `xz -dk`, `bunzip2 -k`, `lz4 -d`)")
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "xz", "bzip2", "lz4"])
+def test_a_compressed_tar_named_tar_is_rejected_with_its_size_and_sha256_recorded(tmp_path: Path, codec: str):
     raw = raw_tar(tmp_path / "a.tar", [("a.jpg", encoded("JPEG")), ("a.cls", b"0")]).read_bytes()
-    gz = tmp_path / "b.tar"
-    gz.write_bytes(gzip.compress(raw, mtime=0))
-    scan = scan_module.scan_tar(gz, max_pixels=AdoptOptions().max_pixels)
-    assert scan.samples == [] and scan.problems[0].startswith("compressed (gzip) tar")
-    assert (scan.bytes, scan.sha256) == (gz.stat().st_size, hashlib.sha256(gz.read_bytes()).hexdigest())
+    packed = tmp_path / "b.tar"
+    packed.write_bytes(_compressed(raw, codec))
+    scan = scan_module.scan_tar(packed, max_pixels=AdoptOptions().max_pixels)
+    assert scan.samples == []
+    assert scan.problems == [f"compressed ({codec}) tar: {DECOMPRESS_SENTENCE}, then index again"]
+    assert (scan.bytes, scan.sha256) == (packed.stat().st_size, hashlib.sha256(packed.read_bytes()).hexdigest())
+
+
+def test_compressed_tars_named_so_are_refused_or_recorded_with_how_to_decompress_them(tmp_path: Path):
+    """WebDataset reads `.tar.gz` shards by streaming; an index cannot point into them. Before, a folder of them
+    was 'holds no .tar file', and beside plain tars they were left out without a word."""
+    raw = raw_tar(tmp_path / "plain" / "a.tar", [("a.jpg", encoded("JPEG")), ("a.cls", b"0")]).read_bytes()
+    only = tmp_path / "only"
+    only.mkdir()
+    for name, codec in (("s-0.tar.gz", "gzip"), ("s-1.TGZ", "gzip"), ("s-2.tar.zst", "zstd"), ("s-3.tar.xz", "xz")):
+        (only / name).write_bytes(_compressed(raw, codec))
+    with pytest.raises(ConvertError) as info:
+        adopt(only, tmp_path / "m", options=AdoptOptions(jobs=1))
+    assert str(info.value) == (f"{only} holds no .tar file: s-0.tar.gz, s-1.TGZ, s-2.tar.zst and 1 more are "
+                               f"compressed tars: {DECOMPRESS_SENTENCE}, then index the .tar files")
+    mixed = tmp_path / "plain"
+    (mixed / "b.tar.bz2").write_bytes(_compressed(raw, "bzip2"))
+    (mixed / "notes.txt").write_text("not a shard")  # other files beside shards are not shards: no record
+    reason = f"a compressed tar: {DECOMPRESS_SENTENCE}, then index the .tar"
+    manifest = adopt(mixed, tmp_path / "m", options=AdoptOptions(jobs=1)).manifest
+    assert [sh.name for sh in manifest.splits["train"].shards] == ["a.tar"]
+    assert list(manifest.rejected) == [{"split": "", "source": "b.tar.bz2", "reason": reason}]
+    named = adopt([mixed / "a.tar", mixed / "b.tar.bz2", mixed / "notes.txt"], tmp_path / "n",
+                  options=AdoptOptions(jobs=1)).manifest
+    assert list(named.rejected) == [{"split": "", "source": "b.tar.bz2", "reason": reason},
+                                    {"split": "", "source": "notes.txt", "reason": "not a .tar file"}]

@@ -65,6 +65,22 @@ def test_a_folder_of_compressed_text_or_other_raw_files_is_told_to_convert(tmp_p
     assert missing_manifest_hint(tmp_path) == convert_hint(tmp_path)
 
 
+def test_compressed_tars_are_told_to_be_decompressed_and_then_indexed(tmp_path: Path):
+    """Before, `.tar.gz` shards were told to run `fastdata convert` (their last suffix is that of gzipped text)."""
+    (tmp_path / "s-000000.tar.gz").write_bytes(b"")
+    advice = ("s-000000.tar.gz is a compressed tar: DALI and fastdata read uncompressed tars, seeking to each sample: "
+              "decompress (`gunzip -k`, `zstd -d`, `xz -dk`, `bunzip2 -k`, `lz4 -d`), then `fastdata index` their "
+              "folder and load that")
+    assert missing_manifest_hint(tmp_path) == advice
+    with pytest.raises(ManifestError) as info:
+        fastdata.loader(tmp_path / "s-000000.tar.gz", batch_size=2)
+    assert str(info.value) == f"no manifest.json beside {tmp_path / 's-000000.tar.gz'}: {advice}"
+    (tmp_path / "s-000001.tar.zst").write_bytes(b"")
+    assert missing_manifest_hint(tmp_path).startswith("s-000000.tar.gz, s-000001.tar.zst are compressed tars: ")
+    (tmp_path / "s-000002.tar").write_bytes(b"")  # plain tars beside them: those are adopted (index records the rest)
+    assert missing_manifest_hint(tmp_path) == adopt_hint(str(tmp_path))
+
+
 def test_the_files_named_are_judged_rather_than_the_folder_they_lie_in(tmp_path: Path):
     (tmp_path / "f-000000.tar").write_bytes(b"")
     assert missing_manifest_hint(tmp_path, [tmp_path / "x.jpg"]) == convert_hint(tmp_path)

@@ -44,7 +44,7 @@ from fastdata.manifest import (
     write_manifest,
 )
 from fastdata.sources import Spec, expand
-from fastdata.wds_index import format_index
+from fastdata.wds_index import DECOMPRESS, compressed_tar, decompress_advice, format_index
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,7 @@ ORIENTED_WARNING = ("%d image(s) carry an EXIF orientation other than upright (p
                     "(docs/adopting.md)")
 
 PARTIAL = ".partial"
+PACKED = f"a compressed tar: {DECOMPRESS}, then index the .tar"
 SPLIT_PREFIX = re.compile(r"^(train|training|val|valid|validation|test|testing)[-_.]", re.IGNORECASE)
 
 
@@ -89,15 +90,21 @@ def find_tars(spec: Spec) -> tuple[Path, list[Path], list[Rejection]]:
     paths = expand(spec)
     if len(paths) == 1 and paths[0].is_dir():
         folder = paths[0]
-        tars = sorted(p for p in folder.iterdir() if p.suffix == ".tar" and not p.name.startswith("."))
+        names = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+        tars = [p for p in names if p.suffix == ".tar"]
+        packed = [p for p in names if compressed_tar(p.name)]
         if not tars:
+            if packed:
+                raise ConvertError(f"{folder} holds no .tar file: {decompress_advice([p.name for p in packed])}, "
+                                   "then index the .tar files")
             raise ConvertError(f"{folder} holds no .tar file; pass the folder of the shards, a glob, a brace "
                                "pattern or a list of tars")
-        return folder, tars, []
+        return folder, tars, [Rejection("", p.name, PACKED) for p in packed]
     folders = {shard_folder(p) for p in paths}
     if any(p.is_dir() for p in paths) or len(folders) != 1:
         raise ConvertError("the shards to index must be files in one folder (the manifest records one shard folder)")
-    rejected = [Rejection("", p.name, "not a .tar file") for p in paths if p.suffix != ".tar"]
+    rejected = [Rejection("", p.name, PACKED if compressed_tar(p.name) else "not a .tar file")
+                for p in paths if p.suffix != ".tar"]
     return paths[0].parent, sorted(p for p in paths if p.suffix == ".tar"), rejected
 
 

@@ -22,7 +22,7 @@ from converters.tree import display
 from fastdata.images.pixels import decode_problem, open_image, orientation_of
 from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
-from fastdata.wds_index import Member, split_name
+from fastdata.wds_index import DECOMPRESS, Member, compression, split_name
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff")  # compared in lower case
 LABEL_EXTS = ("cls", "class", "label")
@@ -189,11 +189,10 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
     """The samples and findings of the tar at `path` (see the module docstring)."""
     scan = TarScan(name=path.name)
     with open(path, "rb") as raw:
-        head = raw.read(2)
+        packed = compression(raw.read(6))
         raw.seek(0)
-        if head == b"\x1f\x8b":
-            scan.problems.append("compressed (gzip) tar: DALI and fastdata read uncompressed tars; "
-                                 "decompress it (gunzip) and index again")
+        if packed is not None:
+            scan.problems.append(f"compressed ({packed}) tar: {DECOMPRESS}, then index again")
             return _hashed(scan, raw)
         reader = _Hashing(raw)
         current: SampleScan | None = None
