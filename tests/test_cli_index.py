@@ -160,13 +160,16 @@ def test_shards_and_manifest_in_folders_named_with_pattern_characters(tmp_path: 
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "train-000000.idx"]
 
 
-def test_a_progress_bar_on_a_terminal_only(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_progress_bar_on_a_terminal_and_lines_in_a_log(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     src = _labeled(tmp_path / "shards")
     assert cli(["index", str(src), str(tmp_path / "o1"), "-j", "1"]) == 0
-    assert capsys.readouterr().err == ""  # not a terminal: no bar
+    err = capsys.readouterr().err  # not a terminal: no bar, a line (tests/test_cli_progress.py)
+    assert err.startswith("fastdata index: 1/1 shards (100.0%) in ") and err.count("\n") == 1 and "\r" not in err
+    assert cli(["index", str(src), str(tmp_path / "o0"), "-j", "1", "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert cli(["index", str(src), str(tmp_path / "o2"), "-j", "1", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""

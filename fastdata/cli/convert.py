@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from fastdata.cli.format import human_bytes, parse_size, printable, reason_summary
+from fastdata.cli.progress import progress
 from fastdata.cpus import usable_cpus
 
 
@@ -34,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "may be left out")
     p.add_argument("--num-parts", type=int, default=1, help="split the work into K parts (job arrays)")
     p.add_argument("--part", type=int, default=0, help="which part this job converts (0..K-1)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or progress lines (in a log, one a minute)")
     p.add_argument("--no-follow-symlinks", action="store_true",
                    help="reject symbolic links in SRC instead of following them (for trees from someone else)")
     p.add_argument("--private-report", metavar="FILE",
@@ -84,25 +86,6 @@ def _holds(src: Path, limit: int = 1000) -> str:
     counts = Counter(_extension(p) for p in files)
     shown = ", ".join(f"{n} {suffix}" for suffix, n in counts.most_common(4))
     return f"{shown} of its {'first ' if len(files) == limit else ''}{len(files)} files" if len(counts) > 4 else shown
-
-
-def _progress_factory(enabled: bool, unit: str):
-    if not enabled:
-        return None
-
-    def make(total: int):
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, unit=unit, unit_scale=True, dynamic_ncols=True, smoothing=0.1)
-
-        def step(n: int) -> None:
-            bar.update(n)
-            if bar.n >= bar.total:
-                bar.close()
-
-        return step
-
-    return make
 
 
 def _summary(result) -> None:
@@ -174,10 +157,19 @@ def run(args: argparse.Namespace) -> int:
         found = survey(kind, src, options=options, config=config)
         _survey_summary(src, kind.name, found)
         return 1 if (args.strict and found.rejected) else 0
-    show = not args.no_progress and sys.stderr.isatty()
     dest = destination(args.dst, staging=args.staging)
-    result = convert(kind, src, dest, options=options, config=config,
-                     progress_factory=_progress_factory(show, getattr(kind, "unit", "sample")))
+    made = []  # the conversion makes its progress once it knows the total; closed here, ended or failed
+
+    def factory(total: int):
+        made.append(progress(total, getattr(kind, "unit", "sample"), "fastdata convert", enabled=True, scale=True))
+        return made[-1]
+
+    try:
+        result = convert(kind, src, dest, options=options, config=config,
+                         progress_factory=None if args.no_progress else factory)
+    finally:
+        for shown in made:
+            shown.close()
     _summary(result)
     if args.strict and result.rejected:
         print(f"--strict: {len(result.rejected)} input(s) were rejected", file=sys.stderr)

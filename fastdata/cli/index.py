@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from fastdata.cli.format import human_bytes, reason_summary
+from fastdata.cli.progress import progress
 from fastdata.cpus import usable_cpus
 from fastdata.sources import is_pattern
 
@@ -29,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-j", "--jobs", type=int, default=usable_cpus(),
                    help="processes (default: the CPUs this process may use)")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any sample or member was rejected")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or progress lines (in a log, one a minute)")
 
 
 def split_paths(paths: list[str]) -> tuple[list[str], str | None]:
@@ -54,13 +56,9 @@ def run(args: argparse.Namespace) -> int:
     options = AdoptOptions(split=args.split, classes=classes, decode=args.decode, jobs=args.jobs,
                            max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS)
     spec = sources[0] if len(sources) == 1 else sources
-    bar = None
-    if not args.no_progress and sys.stderr.isatty():
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(find_tars(spec)[1]), unit="shard", dynamic_ncols=True)
+    bar = progress(len(find_tars(spec)[1]), "shard", "fastdata index", enabled=not args.no_progress)
     try:
-        result = adopt(spec, dst, options=options, progress=bar.update if bar else None)
+        result = adopt(spec, dst, options=options, progress=bar)
     finally:
         if bar is not None:
             bar.close()
