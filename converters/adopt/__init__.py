@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from converters.adopt.remote import adopt_remote, is_remote
 from converters.adopt.scan import SCAN_VERSION, TEXT_MEMBER, TarScan, scan_tar
 from converters.images.id_names import class_names
 from converters.pool import check_local_jobs, run_ordered
@@ -44,6 +45,7 @@ from fastdata.manifest import (
     write_manifest,
 )
 from fastdata.sources import Spec, expand
+from fastdata.storage.url import is_url
 from fastdata.wds_index import DECOMPRESS, compressed_tar, decompress_advice, format_index
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ class AdoptOptions:
     max_pixels: int = DEFAULT_MAX_PIXELS
     decode: bool = False  # fully decode every image (slower) instead of reading its header
     jobs: int = 1
+    staging: str | None = None  # remote shards: the local folder they are downloaded into (default: the user cache)
 
     def __post_init__(self) -> None:
         if self.split is not None:
@@ -80,7 +83,7 @@ class AdoptOptions:
 
 @dataclass(frozen=True)
 class AdoptResult:
-    dst: Path
+    dst: Path | str  # the folder, or the URL of an object store folder
     manifest: Manifest
     rejected: list[dict[str, str]]
 
@@ -106,6 +109,13 @@ def find_tars(spec: Spec) -> tuple[Path, list[Path], list[Rejection]]:
     rejected = [Rejection("", p.name, PACKED if compressed_tar(p.name) else "not a .tar file")
                 for p in paths if p.suffix != ".tar"]
     return paths[0].parent, sorted(p for p in paths if p.suffix == ".tar"), rejected
+
+
+def tar_count(spec: Spec) -> int:
+    """How many tars `spec` names (local or remote): the total of a progress bar."""
+    from converters.adopt.remote import remote_tars
+
+    return len(remote_tars(spec)[1]) if is_remote(spec) else len(find_tars(spec)[1])
 
 
 def split_of(name: str, options: AdoptOptions) -> str:
@@ -151,7 +161,14 @@ def _dst_state(dst: Path) -> None:
 
 def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = AdoptOptions(),
           progress: Callable[[int], None] | None = None) -> AdoptResult:
-    """Index the shards `spec` names into `dst` (default: the shards' own folder); see the module docstring."""
+    """Index the shards `spec` names into `dst` (default: the shards' own folder); see the module docstring. Shards
+    named by URL are indexed into an object store folder (`remote.py`)."""
+    if is_remote(spec) or (dst is not None and is_url(str(dst))):
+        if not is_remote(spec):
+            raise ConvertError(f"local shards are indexed into a local folder, not {dst}: index them beside the "
+                               "shards, then upload the folder (tars, indexes and manifest) together")
+        where, manifest = adopt_remote(spec, None if dst is None else str(dst), options=options, progress=progress)
+        return AdoptResult(where, manifest, list(manifest.rejected))
     folder, tars, rejected = find_tars(spec)
     dst = Path(dst) if dst is not None else folder
     _dst_state(dst)
@@ -165,7 +182,9 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
             scans.append((item, result))
         if progress:
             progress(1)
-    manifest = _assemble(dst, folder, scans, rejected, options)
+    shard_root = None if folder.resolve() == dst.resolve() else os.path.relpath(folder.resolve(), dst.resolve())
+    manifest = assemble(scans, rejected, options, write_index=lambda name, data: _write_index(dst / name, data),
+                        where=str(folder), shard_root=shard_root)
     write_manifest(dst, manifest)
     for p in (dst / PARTIAL / "scans").glob("*.json"):
         p.unlink()
@@ -177,8 +196,10 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
     return AdoptResult(dst, manifest, list(manifest.rejected))
 
 
-def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection],
-              options: AdoptOptions) -> Manifest:
+def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], options: AdoptOptions, *,
+             write_index: Callable[[str, bytes], None], where: str, shard_root: str | None) -> Manifest:
+    """The manifest of the scanned tars, each usable tar's index handed to `write_index(name, bytes)` on the way;
+    `where` names the shards' folder in errors, `shard_root` is the manifest's (None: the shards lie beside it)."""
     for item, scan in scans:
         rejected.extend(Rejection(item.split, scan.name, why) for why in scan.problems)
     good = [s for _, scan in scans for s in scan.samples if s.problem is None]
@@ -224,7 +245,7 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
             continue
         index = format_index([s.members for s in keep])
         index_name = Path(scan.name).with_suffix(".idx").name
-        _write_index(dst / index_name, index)
+        write_index(index_name, index)
         splits.setdefault(item.split, []).append(ShardInfo(
             name=scan.name, samples=len(keep), bytes=scan.bytes, sha256=scan.sha256, index=index_name,
             index_sha256=hashlib.sha256(index).hexdigest()))
@@ -233,8 +254,7 @@ def _assemble(dst: Path, folder: Path, scans: list[tuple[WorkItem, TarScan]], re
         log.warning(ORIENTED_WARNING, oriented)
     if not splits:
         shown = "; ".join(r.reason for r in rejected[:3])
-        raise ConvertError(f"no usable sample in {len(scans)} tar(s) under {folder} ({shown})")
-    shard_root = None if folder.resolve() == dst.resolve() else os.path.relpath(folder.resolve(), dst.resolve())
+        raise ConvertError(f"no usable sample in {len(scans)} tar(s) under {where} ({shown})")
     fingerprint = hashlib.sha256(json.dumps({"shards": {k: [s.to_dict() for s in v] for k, v in splits.items()},
                                              "classes": classes}, sort_keys=True).encode()).hexdigest()
     extra: dict[str, Any] = {"text_member": TEXT_MEMBER} if captioned else {}

@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--decode", action="store_true", help="fully decode every image (slower; default: headers)")
     p.add_argument("-j", "--jobs", type=int, default=usable_cpus(),
                    help="processes (default: the CPUs this process may use)")
+    p.add_argument("--staging", metavar="DIR", help="remote shards: the local folder each tar is downloaded into "
+                                                    "to be scanned, then deleted (default: under the user cache)")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any sample or member was rejected")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bar (on a terminal) or progress lines (in a log, one a minute)")
@@ -47,23 +49,25 @@ def split_paths(paths: list[str]) -> tuple[list[str], str | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from converters.adopt import AdoptOptions, adopt, find_tars
+    from converters.adopt import AdoptOptions, adopt, tar_count
     from converters.images.id_names import read_names
     from fastdata.images.options import DEFAULT_MAX_PIXELS
+    from fastdata.manifest import MANIFEST_NAME
 
     sources, dst = split_paths(args.paths)
     classes = read_names(Path(args.classes)) if args.classes else None
     options = AdoptOptions(split=args.split, classes=classes, decode=args.decode, jobs=args.jobs,
-                           max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS)
+                           max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS, staging=args.staging)
     spec = sources[0] if len(sources) == 1 else sources
-    bar = progress(len(find_tars(spec)[1]), "shard", "fastdata index", enabled=not args.no_progress)
+    bar = progress(tar_count(spec), "shard", "fastdata index", enabled=not args.no_progress)
     try:
         result = adopt(spec, dst, options=options, progress=bar)
     finally:
         if bar is not None:
             bar.close()
     m = result.manifest
-    print(f"indexed {sum(len(s.shards) for s in m.splits.values())} shard(s) -> {result.dst / 'manifest.json'}"
+    where = f"{result.dst}{MANIFEST_NAME}" if isinstance(result.dst, str) else result.dst / MANIFEST_NAME
+    print(f"indexed {sum(len(s.shards) for s in m.splits.values())} shard(s) -> {where}"
           + (f" (shards in {m.shard_root})" if m.shard_root else ""))
     for name, s in sorted(m.splits.items()):
         print(f"  {name:8s} {s.samples:9d} samples  {len(s.shards):5d} shards  {human_bytes(s.bytes)}")

@@ -17,7 +17,7 @@ from fastdata.sources import brace_names, is_brace, is_glob
 from fastdata.storage.cache import ShardCache, default_cache_dir
 from fastdata.storage.client import RemoteStore
 from fastdata.storage.fetcher import RemoteFile, RemoteFiles
-from fastdata.storage.url import folder_url
+from fastdata.storage.url import folder_at, folder_url
 from fastdata.storage.url import split as split_url
 
 log = logging.getLogger(__name__)
@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 DEFAULT_DISK_SHARE = 0.8  # without cache_limit: this share of the cache disk's free space (plus what is cached)
 
 
-def _urls(source: str | Sequence[str]) -> list[str]:
+def shard_urls(source: str | Sequence[str]) -> list[str]:
+    """The URLs `source` names (a URL, a brace pattern, a list of them); ManifestError for a glob or no host."""
     items = [source] if isinstance(source, str) else list(source)
     out = []
     for url in items:
@@ -58,7 +59,7 @@ def manifest_at(store: RemoteStore) -> tuple[Manifest, bytes]:
 
 
 def open_remote(source: str | Sequence[str], /, *, split: str | None, options: RemoteOptions) -> DatasetView:
-    urls = _urls(source)
+    urls = shard_urls(source)
     names: set[str] | None = None
     if len(urls) == 1 and urls[0].endswith("/" + MANIFEST_NAME):
         base = urls[0].removesuffix(MANIFEST_NAME)  # the dataset named by its manifest
@@ -91,7 +92,7 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
         raise ManifestError(f"split {split_name!r} of {base} holds no shard")
     shard_store = store
     if manifest.shard_root is not None:
-        shard_store = RemoteStore(urllib.parse.urljoin(base, folder_url(manifest.shard_root)), options.storage_options)
+        shard_store = RemoteStore(folder_at(base, manifest.shard_root), options.storage_options)
     cache_root = options.cache_dir or default_cache_dir()
     fingerprint = hashlib.sha256(raw).hexdigest()
     limit = options.limit_bytes()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
+import urllib.parse
 from pathlib import Path
 
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "http", "https")
@@ -37,3 +39,14 @@ def split(url: str) -> tuple[str, str]:
     """(folder URL, last name) of a file URL."""
     base, _, name = url.rstrip("/").rpartition("/")
     return folder_url(base), name
+
+
+def folder_at(base: str, ref: str) -> str:
+    """The folder URL `ref` names from the folder URL `base`: `ref` itself when it is a URL, else `ref` as a path
+    relative to `base` (`../shards/`), on `base`'s bucket or host. `urllib.parse.urljoin` resolves relative
+    references only for the schemes it knows: for s3://, gs:// and az:// it returned `../shards/` as it was."""
+    if _SCHEME.match(ref):
+        return folder_url(ref)
+    parts = urllib.parse.urlsplit(base)
+    path = posixpath.normpath(posixpath.join(parts.path or "/", ref))
+    return folder_url(urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", "")))

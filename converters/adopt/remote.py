@@ -1,0 +1,181 @@
+"""`fastdata index` of shards on remote storage (`s3://`, `gs://`, `az://`, `https://`): WebDataset shards as LAION,
+DataComp or a Hugging Face dataset repository hand them out, named by a brace pattern or one URL each.
+
+Each tar is downloaded into the local staging folder (`--staging`; by default under the user cache folder), scanned
+(`scan.py`) and deleted: `-j` threads, so at most `-j` tars lie there at once. Each scan is saved there, so an
+interrupted run resumes without downloading the tars it had scanned. The indexes are then uploaded into DST (an
+object store folder; by default the shards' own), and the manifest last: `fastdata.loader(DST)` then streams the
+shards through its cache as it does a converted remote dataset. fastdata never lists a bucket, so the shards are
+named, not found."""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import shutil
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from converters.adopt.scan import SCAN_VERSION, TarScan, scan_tar
+from converters.sample import Rejection, WorkItem
+from fastdata.atomic import dumps_json, read_json, write_json_atomic
+from fastdata.errors import ConvertError, StorageError
+from fastdata.manifest import MANIFEST_NAME, Manifest
+from fastdata.sources import is_glob
+from fastdata.storage.url import folder_url, is_url
+from fastdata.storage.url import split as split_url
+
+NAME_THEM = ("name the shards with a brace pattern, 's3://bucket/ds/shards-{000000..000099}.tar', or one URL each: "
+             "fastdata never lists a bucket")
+
+
+def is_remote(spec: object) -> bool:
+    """Whether `spec` (a path, pattern, URL or list of them) names remote shards; a mix of both is refused."""
+    items = [spec] if isinstance(spec, str | Path) else list(spec) if isinstance(spec, Sequence) else []
+    remote = [is_url(item) for item in items]
+    if any(remote) and not all(remote):
+        raise ConvertError("the shards to index are local paths and URLs at once; a dataset's shards lie in one folder")
+    return bool(remote) and all(remote)
+
+
+def remote_tars(spec: str | Sequence[str]) -> tuple[str, list[str], list[Rejection]]:
+    """(the shards' folder URL, the names of its tars in name order, the non-tar names given, rejected)."""
+    from converters.adopt import PACKED  # the package imports this module
+    from fastdata.storage.open import shard_urls
+    from fastdata.wds_index import compressed_tar
+
+    items = [spec] if isinstance(spec, str) else [str(s) for s in spec]
+    for url in items:
+        if is_glob(url.split("://", 1)[1]):
+            raise ConvertError(f"{url!r}: globs cannot be expanded on remote storage; {NAME_THEM} (a name that holds "
+                               "*, ? or [ is written percent-encoded: %2A, %3F, %5B)")
+    urls = shard_urls(items if len(items) > 1 else items[0])
+    if len(urls) == 1 and not urls[0].rstrip("/").rpartition("/")[2].count("."):  # a folder
+        raise ConvertError(f"{urls[0]} is a folder; {NAME_THEM}")
+    folders = {split_url(u)[0] for u in urls}
+    if len(folders) != 1:
+        raise ConvertError("the shards to index must lie in one folder (the manifest records one shard folder)")
+    names = list(dict.fromkeys(split_url(u)[1] for u in urls))
+    rejected = [Rejection("", n, PACKED if compressed_tar(n) else "not a .tar file") for n in names
+                if not n.endswith(".tar")]
+    return folders.pop(), sorted(n for n in names if n.endswith(".tar")), rejected
+
+
+def shard_root_between(dst: str, folder: str) -> str | None:
+    """The manifest's `shard_root` for shards in `folder` and a manifest in `dst` (both folder URLs): None when they
+    are one folder, a relative path on one bucket or host, else the shards' URL."""
+    if dst == folder:
+        return None
+    a, b = urllib.parse.urlsplit(dst), urllib.parse.urlsplit(folder)
+    if (a.scheme, a.netloc) != (b.scheme, b.netloc):
+        return folder
+    return posixpath.relpath(b.path, a.path) + "/"
+
+
+class _RemoteScanner:
+    """Download one tar into the staging folder, scan it and delete it; a saved scan of the same size is reused."""
+
+    def __init__(self, store: Any, work: Path, options: Any) -> None:
+        self.store, self.work, self.options = store, work, options
+
+    def __call__(self, name: str) -> TarScan:
+        size = self.store.size(name)
+        if size is None:
+            raise ConvertError(f"{self.store.url}{name} does not exist (HTTP 404); check the range and the folder")
+        saved = self.work / "scans" / f"{name}.json"
+        stamp = [size, self.options.max_pixels, self.options.decode, SCAN_VERSION]
+        record = read_json(saved)
+        if isinstance(record, dict) and record.get("stamp") == stamp:
+            return TarScan.from_dict(record["scan"])
+        local = self.work / "downloads" / name
+        try:
+            self.store.download(name, local, size=size)
+            scan = scan_tar(local, max_pixels=self.options.max_pixels, decode=self.options.decode)
+        finally:
+            local.unlink(missing_ok=True)
+        write_json_atomic(saved, {"stamp": stamp, "scan": scan.to_dict()})
+        return scan
+
+
+def scanned(store: Any, names: list[str], work: Path, options: Any) -> Iterator[TarScan]:
+    """The scans of `names`, in order, made by `options.jobs` threads (downloads wait on the network, not the GIL)."""
+    (work / "scans").mkdir(parents=True, exist_ok=True)
+    (work / "downloads").mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max(1, options.jobs), thread_name_prefix="fastdata-index") as pool:
+        futures = [pool.submit(_RemoteScanner(store, work, options), name) for name in names]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+
+
+def adopt_remote(spec: str | Sequence[str], dst: str | None, *, options: Any,
+                 progress: Callable[[int], None] | None) -> tuple[str, Manifest]:
+    """Index remote shards into the object store folder `dst` (default: theirs); (DST's URL, the manifest)."""
+    from converters.adopt import assemble, split_of
+    from converters.destination import staging_dir
+    from fastdata.storage.client import RemoteStore
+
+    folder, names, rejected = remote_tars(spec)
+    if not names:
+        raise ConvertError(f"no .tar file among the shards named in {folder}")
+    target = folder_url(dst) if dst is not None else folder
+    if not is_url(target):
+        raise ConvertError(f"the indexes of remote shards go to an object store folder (s3://, gs://, az://), not "
+                           f"{dst}: the loader reads a remote dataset's manifest and indexes from one folder; or "
+                           "download the shards and index the local copy")
+    source, out = RemoteStore(folder), RemoteStore(target)
+    if out.http_only:
+        raise ConvertError(f"{target} is read-only (HTTP): pass DST, a folder on s3://, gs:// or az:// for the "
+                           "indexes and the manifest")
+    earlier = _manifest_at(out)
+    if earlier is not None and "adopted" not in earlier.extra:
+        raise ConvertError(f"{target} already holds a dataset written by `fastdata convert`; index into another "
+                           "folder (fastdata index SRC DST)")
+    work = Path(options.staging) if options.staging else staging_dir("index:" + target)
+    scans: list[tuple[WorkItem, TarScan]] = []
+    for name, scan in zip(names, scanned(source, names, work, options)):
+        scans.append((WorkItem(split=split_of(name, options), rel=name, source=folder + name), scan))
+        if progress:
+            progress(1)
+
+    def write_index(name: str, data: bytes) -> None:
+        _upload_index(out, name, data, earlier)
+
+    manifest = assemble(scans, rejected, options, write_index=write_index, where=folder,
+                        shard_root=shard_root_between(target, folder))
+    out.upload(MANIFEST_NAME, dumps_json(manifest.to_dict()).encode())
+    shutil.rmtree(work, ignore_errors=True)
+    return target, manifest
+
+
+def _manifest_at(store: Any) -> Manifest | None:
+    """The manifest in `store`'s folder, None when there is none."""
+    from fastdata.storage.open import manifest_at
+
+    if store.size(MANIFEST_NAME) is None:
+        return None
+    return manifest_at(store)[0]
+
+
+def _upload_index(store: Any, name: str, data: bytes, earlier: Manifest | None) -> None:
+    """Upload an index unless an equal one is there; never replace a different one that an earlier `fastdata index`
+    of this folder did not write."""
+    try:
+        there = store.read(name)
+    except StorageError as exc:
+        if exc.status != 404:
+            raise
+        there = None
+    if there == data:
+        return
+    ours = earlier is not None and any(sh.index == name for s in earlier.splits.values() for sh in s.shards)
+    if there is not None and not ours:
+        raise ConvertError(f"{store.url}{name} exists and differs from the index of its tar (sha256 "
+                           f"{hashlib.sha256(there).hexdigest()[:12]}...); pass a separate DST folder or remove it")
+    store.upload(name, data)

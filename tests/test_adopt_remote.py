@@ -1,0 +1,237 @@
+"""`fastdata index` of WebDataset shards on remote storage (converters/adopt/remote.py): the shards named by a brace
+pattern or one URL each on the local S3 server (or an HTTP server), each downloaded, scanned and deleted, the indexes
+and manifest uploaded into an object store folder, which `fastdata.loader` then streams like a converted remote
+dataset. Before, a URL was taken for a local path: "names 3 file(s) that do not exist", and an HTTPS folder became
+'https:/example.com'."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from conftest_adopt import shardwriter_shards
+from conftest_remote import upload_folder
+from http_server import FileServer
+
+import converters.adopt.remote as remote_module
+import fastdata
+from converters.adopt import AdoptOptions, adopt
+from converters.adopt.remote import is_remote, shard_root_between
+from fastdata.cli import main as cli
+from fastdata.errors import ConvertError
+from fastdata.storage.client import RemoteStore
+
+pytest.importorskip("obstore")
+pytest.importorskip("webdataset")
+
+NAMES = [f"f-{i:06d}.tar" for i in range(3)]
+
+
+@pytest.fixture
+def shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Three ShardWriter tars of real photos (labels 0..2), in a local folder to upload; the user cache in tmp."""
+    monkeypatch.setenv("FASTDATA_CACHE", str(tmp_path / "cache" / "shards"))
+    shardwriter_shards(tmp_path / "wds", count=10, per_shard=4)
+    return tmp_path / "wds"
+
+
+def upload_tars(folder: Path, url: str) -> str:
+    store = RemoteStore(url)
+    for name in NAMES:
+        store.upload(name, folder / name)
+    return store.url
+
+
+def batches(source, tmp_path: Path) -> list[tuple[torch.Tensor, list[int]]]:
+    ld = fastdata.loader(source, batch_size=3, image_size=32, train=False, backend="kornia", device="cpu",
+                         num_threads=2, cache_dir=str(tmp_path / "loader-cache") if "://" in str(source) else None)
+    return [(x, y.tolist()) for x, y in ld]
+
+
+def same(a, b) -> bool:
+    return len(a) == len(b) and all(torch.equal(x, u) and y == v for (x, y), (u, v) in zip(a, b))
+
+
+def test_remote_shards_are_indexed_beside_themselves_as_a_local_copy_is(shards: Path, s3: str, tmp_path: Path):
+    url = upload_tars(shards, f"{s3}/wds/")
+    result = adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=2))
+    local = shutil.copytree(shards, tmp_path / "copy")
+    expected = adopt(local, options=AdoptOptions(jobs=1)).manifest
+    assert result.dst == url and result.manifest.to_dict() == expected.to_dict()  # shard_root None in both
+    store = RemoteStore(url)
+    for name in NAMES:  # the indexes are the local ones, byte for byte
+        index = name.replace(".tar", ".idx")
+        assert store.read(index) == (local / index).read_bytes()
+    assert store.read("manifest.json") == (local / "manifest.json").read_bytes()
+    assert same(batches(url, tmp_path), batches(local, tmp_path))
+    staging = tmp_path / "cache" / "staging"
+    assert not staging.exists() or not any(staging.rglob("*.tar"))  # every download deleted
+
+
+def test_indexes_go_to_another_folder_of_the_bucket_or_another_bucket(shards: Path, s3: str, tmp_path: Path):
+    url = upload_tars(shards, f"{s3}/wds/")
+    local = adopt(shutil.copytree(shards, tmp_path / "copy"), options=AdoptOptions(jobs=1)).manifest
+    expected = batches(tmp_path / "copy", tmp_path)
+    meta = adopt([url + n for n in NAMES], f"{s3}/meta/", options=AdoptOptions(jobs=1)).manifest
+    assert meta.shard_root == "../wds/" and meta.splits == local.splits
+    assert same(batches(f"{s3}/meta/", tmp_path), expected)
+    assert cli(["verify", f"{s3}/meta/", "--decode"]) == 0  # reads the shards where shard_root says
+    import boto3
+
+    other = s3.replace("s3://", "s3://o")  # a second bucket on the same server
+    boto3.client("s3").create_bucket(Bucket=other.removeprefix("s3://"))
+    elsewhere = adopt(f"{url}f-{{000000..000002}}.tar", f"{other}/m", options=AdoptOptions(jobs=1)).manifest
+    assert elsewhere.shard_root == url
+    assert same(batches(f"{other}/m/", tmp_path), expected)
+    assert RemoteStore(url).size("manifest.json") is None  # the shards' folder was not written
+
+
+def test_shards_on_an_http_server_are_indexed_into_a_bucket(shards: Path, s3: str, tmp_path: Path):
+    """As a Hugging Face dataset repository serves WebDataset shards: read-only HTTPS, the indexes in your bucket."""
+    expected = batches(adopt(shutil.copytree(shards, tmp_path / "copy"), options=AdoptOptions(jobs=1)).dst,
+                       tmp_path)
+    with FileServer(shards) as server:
+        pattern = f"{server.url}f-{{000000..000002}}.tar"
+        with pytest.raises(ConvertError) as info:
+            adopt(pattern, options=AdoptOptions(jobs=1))
+        assert str(info.value) == (f"{server.url} is read-only (HTTP): pass DST, a folder on s3://, gs:// or az:// "
+                                   "for the indexes and the manifest")
+        manifest = adopt(pattern, f"{s3}/hub-meta/", options=AdoptOptions(jobs=1)).manifest
+        assert manifest.shard_root == server.url
+        assert same(batches(f"{s3}/hub-meta/", tmp_path), expected)
+
+
+def test_the_cli_indexes_remote_shards_with_progress_and_a_summary(shards: Path, s3: str, tmp_path: Path, capsys):
+    url = upload_tars(shards, f"{s3}/wds/")
+    assert cli(["index", f"{url}f-{{000000..000002}}.tar", "-j", "1", "--staging", str(tmp_path / "stage")]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == f"indexed 3 shard(s) -> {url}manifest.json"
+    shown = [line for line in err.splitlines() if line.startswith("fastdata index: ")]  # moto logs there too
+    assert len(shown) == 1 and shown[0].startswith("fastdata index: 3/3 shards (100.0%) in ")
+    assert not (tmp_path / "stage").exists()  # the staging folder goes once the manifest is up
+
+
+def test_an_interrupted_run_resumes_without_downloading_the_tars_it_scanned(shards: Path, s3: str, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    url = upload_tars(shards, f"{s3}/wds/")
+    downloads: list[str] = []
+    real_download, real_scan = RemoteStore.download, remote_module.scan_tar
+
+    def counted(self, name, dest, **kw):
+        downloads.append(name)
+        return real_download(self, name, dest, **kw)
+
+    def dies_on_the_last(path, **kw):
+        if path.name == NAMES[-1]:
+            raise OSError("killed")
+        return real_scan(path, **kw)
+
+    monkeypatch.setattr(RemoteStore, "download", counted)
+    monkeypatch.setattr(remote_module, "scan_tar", dies_on_the_last)
+    options = AdoptOptions(jobs=1, staging=str(tmp_path / "stage"))
+    with pytest.raises(OSError, match="killed"):
+        adopt(f"{url}f-{{000000..000002}}.tar", options=options)
+    assert sorted(downloads) == NAMES and RemoteStore(url).size("manifest.json") is None
+    assert sorted(p.name for p in (tmp_path / "stage" / "downloads").iterdir()) == []  # deleted though it failed
+    monkeypatch.setattr(remote_module, "scan_tar", real_scan)
+    downloads.clear()
+    adopt(f"{url}f-{{000000..000002}}.tar", options=options)
+    assert downloads == [NAMES[-1]]  # the first two scans were saved
+    assert RemoteStore(url).size("manifest.json") is not None
+
+
+def test_what_cannot_be_indexed_remotely_is_refused_before_anything_is_written(shards: Path, s3: str,
+                                                                                tmp_path: Path):
+    url = upload_tars(shards, f"{s3}/wds/")
+    name_them = ("name the shards with a brace pattern, 's3://bucket/ds/shards-{000000..000099}.tar', or one URL "
+                 "each: fastdata never lists a bucket")
+    cases = [
+        (url, {}, f"{url} is a folder; {name_them}"),
+        (f"{url}f-*.tar", {}, f"'{url}f-*.tar': globs cannot be expanded on remote storage; {name_them} (a name "
+                              "that holds *, ? or [ is written percent-encoded: %2A, %3F, %5B)"),
+        ([url + NAMES[0], f"{s3}/other/x.tar"], {}, "the shards to index must lie in one folder (the manifest "
+                                                    "records one shard folder)"),
+        ([url + NAMES[0], str(shards / NAMES[1])], {}, "the shards to index are local paths and URLs at once; a "
+                                                       "dataset's shards lie in one folder"),
+        (url + NAMES[0], {"dst": tmp_path / "meta"}, f"the indexes of remote shards go to an object store folder "
+                                                     f"(s3://, gs://, az://), not {tmp_path / 'meta'}: the loader "
+                                                     "reads a remote dataset's manifest and indexes from one folder; "
+                                                     "or download the shards and index the local copy"),
+        (shards, {"dst": f"{s3}/meta/"}, f"local shards are indexed into a local folder, not {s3}/meta/: index them "
+                                         "beside the shards, then upload the folder (tars, indexes and manifest) "
+                                         "together"),
+        (f"{url}f-{{000000..000003}}.tar", {}, f"{url}f-000003.tar does not exist (HTTP 404); check the range and "
+                                               "the folder"),
+        ([url + "notes.txt"], {}, f"no .tar file among the shards named in {url}"),
+    ]
+    for spec, kw, message in cases:
+        with pytest.raises(ConvertError) as info:
+            adopt(spec, options=AdoptOptions(jobs=1), **kw)
+        assert str(info.value) == message, spec
+    assert RemoteStore(url).size("manifest.json") is None and RemoteStore(url).size("f-000000.idx") is None
+
+
+def test_a_folder_that_holds_a_conversion_or_someone_elses_index_is_not_written(shards: Path, s3: str,
+                                                                                 tmp_path: Path):
+    from helpers import convert_images, make_image_tree
+
+    url = upload_tars(shards, f"{s3}/wds/")
+    converted = tmp_path / "conv"
+    convert_images(make_image_tree(tmp_path / "src", classes=2, per_class=2), converted)
+    taken = upload_folder(converted, f"{s3}/taken/")
+    with pytest.raises(ConvertError) as info:
+        adopt(f"{url}f-{{000000..000002}}.tar", taken, options=AdoptOptions(jobs=1))
+    assert str(info.value) == (f"{taken} already holds a dataset written by `fastdata convert`; index into another "
+                               "folder (fastdata index SRC DST)")
+    RemoteStore(url).upload("f-000001.idx", b"v1.2 0\n")  # an index someone else wrote
+    with pytest.raises(ConvertError, match=rf"^{url}f-000001.idx exists and differs from the index of its tar \(sha256 "
+                                           r"[0-9a-f]{12}\.\.\.\); pass a separate DST folder or remove it$"):
+        adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1))
+    assert RemoteStore(url).size("manifest.json") is None
+    RemoteStore(url).delete("f-000001.idx")
+    first = adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1)).manifest
+    again = adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1)).manifest  # its own: rewritten
+    assert again.to_dict() == first.to_dict()
+
+
+def test_compressed_and_other_names_given_are_recorded(shards: Path, s3: str):
+    url = upload_tars(shards, f"{s3}/wds/")
+    manifest = adopt([url + NAMES[0], url + "b.tar.gz", url + "notes.txt"], options=AdoptOptions(jobs=1)).manifest
+    assert [r["source"] for r in manifest.rejected] == ["b.tar.gz", "notes.txt"]
+    assert manifest.rejected[0]["reason"].startswith("a compressed tar: ")
+    assert manifest.rejected[1]["reason"] == "not a .tar file"
+
+
+@pytest.mark.parametrize(("dst", "folder", "root"), [
+    ("s3://b/ds/", "s3://b/ds/", None),
+    ("s3://b/meta/", "s3://b/ds/", "../ds/"),
+    ("s3://b/a/b/m/", "s3://b/ds/x/", "../../../ds/x/"),
+    ("s3://b/ds/meta/", "s3://b/ds/", "../"),
+    ("s3://c/meta/", "s3://b/ds/", "s3://b/ds/"),
+    ("s3://b/meta/", "https://h/ds/", "https://h/ds/"),
+])
+def test_the_shard_root_is_relative_on_one_bucket_and_a_url_across(dst: str, folder: str, root: str | None):
+    assert shard_root_between(dst, folder) == root
+
+
+def test_remote_is_told_from_local():
+    assert is_remote("s3://b/x.tar") and is_remote(["gs://b/x.tar", "gs://b/y.tar"])
+    assert not is_remote("shards/x.tar") and not is_remote(Path("s3:/b")) and not is_remote("file:///x/y.tar")
+
+
+@pytest.mark.parametrize(("base", "ref", "folder"), [
+    ("s3://b/meta/", "../wds/", "s3://b/wds/"),
+    ("s3://b/meta/", "../wds", "s3://b/wds/"),  # as os.path.relpath writes it for a local index
+    ("gs://b/m/", "x/", "gs://b/m/x/"),
+    ("az://c/a/m/", "../../s/", "az://c/s/"),
+    ("s3://b/m/", "../../../x/", "s3://b/x/"),  # never above the bucket
+    ("https://h/a/m/", "../s/", "https://h/a/s/"),
+    ("s3://b/meta/", "https://h/ds", "https://h/ds/"),
+])
+def test_a_shard_root_is_resolved_on_the_manifests_bucket_for_every_scheme(base: str, ref: str, folder: str):
+    """urllib's urljoin resolved `../wds/` only for http(s): on s3:// it stayed `../wds/`, and the loader failed."""
+    from fastdata.storage.url import folder_at
+
+    assert folder_at(base, ref) == folder
