@@ -235,3 +235,35 @@ def test_a_shard_root_is_resolved_on_the_manifests_bucket_for_every_scheme(base:
     from fastdata.storage.url import folder_at
 
     assert folder_at(base, ref) == folder
+
+
+def test_a_failure_ends_the_run_at_once_without_waiting_for_the_downloads_in_flight(
+        shards: Path, s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Before, the thread pool's exit waited for every download in flight: a failed scan or a Ctrl-C hung for as long
+    as the slowest tar took to come."""
+    import time
+
+    from http_server import Fault
+
+    real_scan = remote_module.scan_tar
+
+    def fails_first(path, **kw):
+        if path.name == NAMES[0]:
+            raise OSError("bad disk")
+        return real_scan(path, **kw)
+
+    monkeypatch.setattr(remote_module, "scan_tar", fails_first)
+    with FileServer(shards) as server:
+        server.faults.append(Fault(NAMES[1], stall=30))  # the second tar's body would take 30 s to start
+        start = time.monotonic()
+        with pytest.raises(OSError, match="bad disk"):
+            adopt(f"{server.url}f-{{000000..000002}}.tar", f"{s3}/m/",
+                  options=AdoptOptions(jobs=2, staging=str(tmp_path / "stage")))
+        assert time.monotonic() - start < 10
+        import threading
+
+        from helpers import wait_until
+
+        wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
+                   "the download threads end (their bodies cut), so that the interpreter's exit does not wait",
+                   timeout=10)

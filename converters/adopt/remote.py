@@ -101,17 +101,21 @@ class _RemoteScanner:
 
 
 def scanned(store: Any, names: list[str], work: Path, options: Any) -> Iterator[TarScan]:
-    """The scans of `names`, in order, made by `options.jobs` threads (downloads wait on the network, not the GIL)."""
+    """The scans of `names`, in order, made by `options.jobs` threads (downloads wait on the network, not the GIL).
+    A failure or an interrupt (Ctrl-C) ends the run at once: the downloads in flight are cut, not waited for."""
     (work / "scans").mkdir(parents=True, exist_ok=True)
     (work / "downloads").mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(max(1, options.jobs), thread_name_prefix="fastdata-index") as pool:
+    pool = ThreadPoolExecutor(max(1, options.jobs), thread_name_prefix="fastdata-index")
+    done = False
+    try:
         futures = [pool.submit(_RemoteScanner(store, work, options), name) for name in names]
-        try:
-            for future in futures:
-                yield future.result()
-        finally:
-            for future in futures:
-                future.cancel()
+        for future in futures:
+            yield future.result()
+        done = True
+    finally:
+        pool.shutdown(wait=done, cancel_futures=True)
+        if not done:
+            store.abandon()  # the bodies being read end now; their threads then end with an error nobody waits for
 
 
 def adopt_remote(spec: str | Sequence[str], dst: str | None, *, options: Any,
