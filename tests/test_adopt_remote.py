@@ -7,13 +7,16 @@ dataset. Before, a URL was taken for a local path: "names 3 file(s) that do not 
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
 import torch
 from conftest_adopt import shardwriter_shards
 from conftest_remote import upload_folder
-from http_server import FileServer
+from helpers import convert_images, make_image_tree, wait_until
+from http_server import Fault, FileServer
 
 import converters.adopt.remote as remote_module
 import fastdata
@@ -175,8 +178,6 @@ def test_what_cannot_be_indexed_remotely_is_refused_before_anything_is_written(s
 
 def test_a_folder_that_holds_a_conversion_or_someone_elses_index_is_not_written(shards: Path, s3: str,
                                                                                  tmp_path: Path):
-    from helpers import convert_images, make_image_tree
-
     url = upload_tars(shards, f"{s3}/wds/")
     converted = tmp_path / "conv"
     convert_images(make_image_tree(tmp_path / "src", classes=2, per_class=2), converted)
@@ -241,10 +242,6 @@ def test_a_failure_ends_the_run_at_once_without_waiting_for_the_downloads_in_fli
         shards: Path, s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Before, the thread pool's exit waited for every download in flight: a failed scan or a Ctrl-C hung for as long
     as the slowest tar took to come."""
-    import time
-
-    from http_server import Fault
-
     real_scan = remote_module.scan_tar
 
     def fails_first(path, **kw):
@@ -260,10 +257,6 @@ def test_a_failure_ends_the_run_at_once_without_waiting_for_the_downloads_in_fli
             adopt(f"{server.url}f-{{000000..000002}}.tar", f"{s3}/m/",
                   options=AdoptOptions(jobs=2, staging=str(tmp_path / "stage")))
         assert time.monotonic() - start < 10
-        import threading
-
-        from helpers import wait_until
-
         wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
                    "the download threads end (their bodies cut), so that the interpreter's exit does not wait",
                    timeout=10)
