@@ -34,11 +34,6 @@ _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a ch
           stat.S_IFBLK: "a block device"}
 
 
-def visible(names: list[str]) -> list[str]:
-    """`names` without hidden ones, sorted."""
-    return sorted(n for n in names if not n.startswith("."))
-
-
 def listed(folder: Path) -> list[str]:
     """The names a discovery reads in `folder`: the visible ones, sorted, less what fastdata wrote there (a dataset,
     a private report: outputs.py)."""

@@ -36,11 +36,25 @@ def is_pattern(text: str) -> bool:
     return is_glob(text) or is_brace(text)
 
 
+def _number(text: str) -> int | None:
+    """The integer a range bound or step writes; None past 18 significant digits (past any shard count) or 1,000
+    characters of padding (int() refuses past 4,300 digits)."""
+    if len(text) > 1000 or len(text.lstrip("-").lstrip("0")) > 18:
+        return None
+    return int(text)
+
+
 def _range_size(start: str, end: str, step: str) -> int:
-    if max(len(start), len(end)) > 18:  # past any shard count (and int()'s digit limit further on)
+    """The names `{start..end..step}` stands for, as braceexpand counts them. Lengths alone misjudged a zero-padded
+    step: `{0..999999999999..0000000000000000001}` (19 characters, a step of 1) was counted as one name a million,
+    so braceexpand was left to build 10**12 of them."""
+    first, last = _number(start), _number(end)
+    if first is None or last is None:
         return MAX_NAMES + 1
-    stride = int(step) if step and len(step) <= 18 else (MAX_NAMES + 1 if step else 1)
-    return abs(int(end) - int(start)) // max(stride, 1) + 1
+    stride = _number(step) if step else 1
+    if stride is None:  # a step past any range: its first name alone
+        return 1
+    return abs(last - first) // max(stride, 1) + 1
 
 
 def _range_sizes(text: str) -> int:

@@ -128,8 +128,11 @@ def test_a_file_is_skipped_only_for_a_private_report_fastdata_wrote(tmp_path: Pa
     (tmp_path / "empty.private-sources.jsonl").write_bytes(b"")
     (tmp_path / "binary.private-sources.jsonl").write_bytes(b"\xff\x00" * 10)
     os.mkfifo(tmp_path / "fifo.private-sources.jsonl")  # never opened: a FIFO would block
+    long = json.dumps({"source": "/data", "destination": "ds", "note": REPORT_NOTE, "pad": "x" * (1 << 16)})
+    (tmp_path / "long.private-sources.jsonl").write_text(long + "\n")  # judged by its first 64 KiB: no report
     assert listed(tmp_path) == ["binary.private-sources.jsonl", "corpus.private-sources.jsonl",
-                                "empty.private-sources.jsonl", "fifo.private-sources.jsonl", "renamed.jsonl"]
+                                "empty.private-sources.jsonl", "fifo.private-sources.jsonl",
+                                "long.private-sources.jsonl", "renamed.jsonl"]
 
 
 def test_a_conversions_state_is_told_by_its_plan_or_lock(tmp_path: Path):

@@ -138,7 +138,7 @@ def test_the_split_comes_from_the_shards_named(ds: Path):
 
 
 @pytest.mark.parametrize("name", ["exp[1]", "run{a,b}", "seed{0..1}", "x[!a]{a,b}", "lr=0.1,bs=2",
-                                  "exp[1]/seed[2]{a,b}"])
+                                  "exp[1]/seed[2]{a,b}", "run{1", "run}1"])
 def test_a_folder_named_with_pattern_characters_is_read_as_its_name(ds: Path, tmp_path: Path, name: str):
     """A dataset under `exp[1]/` or `run{a,b}/` (an experiment's folder) was read as a pattern: 'the pattern
     ... matches no file', or 'names 2 file(s) that do not exist (runa/ds, runb/ds)', for the folder, its manifest,

@@ -110,15 +110,35 @@ def test_ranges_and_steps_of_18_digits_are_counted(pattern, names):
     assert _range_sizes(pattern) == names == len(brace_names(pattern))
 
 
-def test_a_range_of_19_digits_is_refused_uncounted():
-    pattern = "{" + "0" * 19 + ".." + "0" * 18 + "1}"  # past any shard count (and int()'s digit limit further on)
+@pytest.mark.parametrize("pattern", [
+    "{1" + "0" * 18 + "..1" + "0" * 17 + "1}",  # 19 significant digits: past any shard count
+    "{0..1" + "0" * 18 + "}",
+    "{" + "0" * 1001 + "..1}",  # padding past what is read (int() refuses past 4,300 digits)
+])
+def test_a_range_of_19_digits_is_refused_uncounted(pattern):
     assert _range_sizes(pattern) == MAX_NAMES + 1
     with pytest.raises(ManifestError, match="names more than 1,000,000 files"):
         brace_names(pattern)
 
 
-def test_a_step_past_18_digits_strides_past_the_limit():
-    assert _range_sizes("{0..1000000..1" + "0" * 21 + "}") == 1  # not 1,000,001: the step is no stride of 1
+@pytest.mark.parametrize(("pattern", "names"), [
+    ("{0..1000000..1" + "0" * 21 + "}", 1),  # not 1,000,001: the step is no stride of 1
+    ("{0..1" + "0" * 17 + "..1" + "0" * 18 + "}", 1),  # a step of 19 digits past a range of 18: the first name
+    ("{" + "0" * 19 + ".." + "0" * 18 + "1}", 2),  # zero-padded to 19 places: two names, counted
+])
+def test_a_step_past_18_digits_names_the_first_and_padding_is_no_digit(pattern, names):
+    assert _range_sizes(pattern) == names == len(brace_names(pattern))
+
+
+def test_a_zero_padded_step_of_1_is_counted_as_1_not_as_19_digits():
+    """`{0..999999999999..0000000000000000001}` was counted by the step's length as a million names at most, and
+    braceexpand was then left to build 10**12 of them: the process hung, growing."""
+    pattern = "{0..999999999999..0000000000000000001}"
+    assert _range_sizes(pattern) == 10**12
+    started = time.monotonic()
+    with pytest.raises(ManifestError, match="names more than 1,000,000 files"):
+        brace_names(pattern)
+    assert time.monotonic() - started < 1
 
 
 @pytest.mark.parametrize(("count", "shown"), [
@@ -133,3 +153,17 @@ def test_missing_files_of_a_pattern_are_counted_and_the_first_three_named(tmp_pa
         expand(pattern)
     assert str(err.value) == (f"the pattern {pattern!r} names {count} file(s) that do not exist ({shown}); check the "
                               "range and the folder")
+
+
+def test_a_glob_matches_folders_and_a_relative_pattern_begins_with_its_own_characters(tmp_path: Path, monkeypatch):
+    """Folders a glob matches are matched (only a folder that exists is read by its name), and a pattern relative to
+    the working directory may begin with `*`, `[` or `{`."""
+    for folder in ("d1", "d2", "d3"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.tar").write_bytes(b"")
+    assert expand(str(tmp_path / "d[12]" / "x.tar")) == [tmp_path / "d1" / "x.tar", tmp_path / "d2" / "x.tar"]
+    monkeypatch.chdir(tmp_path / "d1")
+    (tmp_path / "d1" / "y.tar").write_bytes(b"")
+    assert expand("*.tar") == [Path("x.tar"), Path("y.tar")]
+    assert expand("[xy].tar") == [Path("x.tar"), Path("y.tar")]
+    assert expand("{x,y}.tar") == [Path("x.tar"), Path("y.tar")]

@@ -361,3 +361,32 @@ def test_why_a_folder_name_cannot_be_a_class():
     assert class_folder_problem("a\tb") == ("class folder name holds control characters (an escape sequence, a tab, "
                                             "a newline, a bidi override): rename the folder")
     assert class_folder_problem("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645") is None  # a zero-width non-joiner
+
+
+@pytest.mark.parametrize(("src", "path", "rel"), [
+    ("/data/photos", "/data/photos/cat/a.jpg", "cat/a.jpg"),
+    ("/data/photos", "/data/photos/../photos/cat/a.jpg", "cat/a.jpg"),  # normalised first
+    ("/data/photos", "/data/photos2/a.jpg", "/data/photos2/a.jpg"),  # a sibling that starts alike is not under it
+    ("/data/photos", "cat/a.jpg", "cat/a.jpg"),  # relative: as written
+    ("/data/photos ", "/data/photos /a.jpg", "a.jpg"),  # a name ending in a space keeps it
+    ("/data/IMGX", "/data/IMGX/a.jpg", "a.jpg"),
+    ("/", "/data/a.jpg", "data/a.jpg"),  # the root itself
+])
+def test_a_full_path_in_a_table_is_made_relative_to_the_source_it_lies_under(src: str, path: str, rel: str):
+    from converters.tree import under_source
+
+    assert under_source(path, Path(src)) == rel
+
+
+def test_a_full_path_is_made_relative_through_the_link_or_the_folder_it_names(tmp_path: Path):
+    """A table exported with full paths names the source as the user reached it (a link) or as it is (the folder the
+    link names): both are recognised, whatever their names end with."""
+    from converters.tree import under_source
+
+    for real_name, link_name in (("photosX", "link "), ("photos ", "linkX")):
+        real, link = tmp_path / real_name, tmp_path / link_name
+        real.mkdir()
+        link.symlink_to(real)
+        assert under_source(f"{link}/cat/a.jpg", link) == "cat/a.jpg"
+        assert under_source(f"{real}/cat/a.jpg", link) == "cat/a.jpg"
+        assert under_source(f"{tmp_path}/other/a.jpg", link) == f"{tmp_path}/other/a.jpg"
