@@ -30,7 +30,7 @@ from converters.sample import WorkItem
 from converters.secret_options import resolve_secrets, secret_fields
 from converters.shards import SUFFIX, Progress, samples_of, write_shard
 from converters.spill import spilling_only
-from converters.survey import fingerprint, prepared, survey
+from converters.survey import fingerprint, local_source, prepared, survey
 from converters.versions import byte_versions, check_versions
 from fastdata import __version__
 from fastdata.cpus import usable_cpus
@@ -199,7 +199,8 @@ def convert(kind: Kind, src: Path | str, dst: Path | str | Destination, *, optio
             progress_factory: Callable[[int], Progress] | None = None) -> ConvertResult:
     """Convert `src` into shards under `dst` (a local folder, or a URL: see destination.py). Raises
     ConvertError/ValueError before writing anything if the source or destination is unusable."""
-    src = Path(src).absolute() if config.executor == "ray" else Path(src)  # Ray tasks have another cwd
+    src = local_source(src)
+    src = src.absolute() if config.executor == "ray" else src  # Ray tasks have another cwd
     dest = dst if isinstance(dst, LocalDestination | RemoteDestination) else destination(dst)
     fmt = config.validate(kind)
     with spilling_only(()) if config.num_parts > 1 else nullcontext():  # a part spills its own inputs, later

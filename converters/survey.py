@@ -46,6 +46,20 @@ def _why_none(rejected: list[Rejection]) -> str:
     return f" ({len(rejected)} file(s) rejected: {shown})"
 
 
+def local_source(src: Path | str) -> Path:
+    """`src` as the local path a conversion reads; ConvertError for a URL, which a Path would have mangled into a
+    missing folder ('source s3:/bucket/raw does not exist')."""
+    from fastdata.sources import local_path
+    from fastdata.storage.url import is_url
+
+    if is_url(src):
+        raise ConvertError(f"fastdata convert reads a local source, not {src}: copy it to a local disk first (`aws s3 "
+                           "sync`, `gcloud storage cp -r`, `azcopy copy`, `wget -r`) and convert that folder; the "
+                           "shards may go to a URL DST. WebDataset shards already there are adopted where they lie: "
+                           "`fastdata index 'URL/shards-{000000..000099}.tar'`")
+    return src if isinstance(src, Path) else Path(local_path(src))  # file:///data/raw names /data/raw
+
+
 def survey(kind: Kind, src: Path, *, options: Any, config: ConvertConfig) -> Discovery:
     """What a conversion of `src` would take and reject (`fastdata convert --dry-run`, and the first step of
     `convert`); ConvertError when it would take nothing."""

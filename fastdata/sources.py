@@ -122,7 +122,7 @@ def expand_pattern(text: str) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _local(text: str) -> str:
+def local_path(text: str) -> str:
     """A `file://` URL's path (as WebDataset and fsspec take them), else `text` itself."""
     if text[:7].lower() != "file://":
         return text
@@ -148,7 +148,7 @@ def plain(spec: Any) -> Any:
 def expand(spec: Spec) -> list[Path]:
     """Every file or folder `spec` names: a path stays itself, a pattern expands, a list concatenates."""
     if isinstance(spec, str | Path):
-        text = os.path.expanduser(_local(str(spec)))  # a quoted '~/shards/{0..9}.tar' reaches us unexpanded
+        text = os.path.expanduser(local_path(str(spec)))  # a quoted '~/shards/{0..9}.tar' reaches us unexpanded
         return expand_pattern(text) if is_pattern(text) else [Path(text)]
     if not isinstance(spec, Sequence) or isinstance(spec, bytes | bytearray) or not spec:
         raise TypeError(f"a source is a path, a pattern or a non-empty list of them, got {spec!r}")

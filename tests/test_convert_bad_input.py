@@ -165,3 +165,28 @@ def test_a_shard_whose_inputs_are_all_rejected_is_left_out_and_leaves_no_file(tm
     files = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_file() and p.name != "manifest.json")
     assert files == sorted(shards + ([n.replace(".tar", ".idx") for n in shards] if fmt == "wds" else []))
     assert all(n.endswith(suffix) for n in shards)
+
+
+URL_SOURCE = ("fastdata convert reads a local source, not {url}: copy it to a local disk first (`aws s3 sync`, `gcloud "
+              "storage cp -r`, `azcopy copy`, `wget -r`) and convert that folder; the shards may go to a URL DST. "
+              "WebDataset shards already there are adopted where they lie: `fastdata index "
+              "'URL/shards-{{000000..000099}}.tar'`")
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/raw/", "gs://b/imagenet", "https://example.com/photos/"])
+def test_a_url_source_is_refused_with_how_to_get_it_local(tmp_path: Path, capsys, url: str) -> None:
+    """Before, a Path mangled it: 'source s3:/bucket/raw does not exist'."""
+    for args in (["convert", url, str(tmp_path / "out")], ["convert", url, "--dry-run"],
+                 ["convert", url, str(tmp_path / "out"), "--kind", "text"]):
+        assert cli(args) == 2
+        assert capsys.readouterr().err == f"fastdata convert: error: {URL_SOURCE.format(url=url)}\n"
+    with pytest.raises(ConvertError) as info:
+        convert_images(url, tmp_path / "out")
+    assert str(info.value) == URL_SOURCE.format(url=url)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_url_source_names_its_local_folder(small_tree: Path, tmp_path: Path) -> None:
+    assert cli(["convert", small_tree.as_uri(), str(tmp_path / "a"), "--no-progress", "-j", "1"]) == 0
+    assert cli(["convert", str(small_tree), str(tmp_path / "b"), "--no-progress", "-j", "1"]) == 0
+    assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()

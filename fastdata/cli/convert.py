@@ -134,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from converters.assemble import merge
     from converters.destination import destination
     from converters.engine import ConvertConfig, convert, survey
+    from converters.survey import local_source
 
     if args.merge:
         if args.src or args.dst:
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         return 1 if (args.strict and manifest.rejected) else 0
     if not args.src or not (args.dst or args.dry_run):
         raise ValueError("usage: fastdata convert SRC DST [options]  or  fastdata convert --merge DST")
-    src = Path(args.src)
+    src = local_source(args.src)
     kind = get_kind(_detect(src, args) if args.kind == "auto" else args.kind)
     options = kind.options_from_args(args)
     config = ConvertConfig(format=args.format, seed=args.seed, shard_size=args.shard_size,
