@@ -23,7 +23,7 @@ from typing import Any
 from fastdata.errors import ManifestError, ShardError
 from fastdata.manifest import CONVERT_AGAIN, MANIFEST_NAME, Manifest, ShardInfo, read_manifest
 from fastdata.option_rules import refused
-from fastdata.sources import Spec, expand, plain
+from fastdata.sources import Spec, expand, plain, split_joined
 from fastdata.wds_index import compressed_tar, decompress_advice
 
 SHARD_SUFFIXES = (".tar", ".arrow")
@@ -219,7 +219,7 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
     Missing, truncated or non-regular shard files raise ShardError naming the file. A URL opens a remote
     dataset (see the module docstring), with `remote` for its cache and client options.
     """
-    source = plain(source)
+    source = split_joined(plain(source))
     if split is not None and not isinstance(split, str):  # a list raised "unhashable type", a number a lookup miss
         raise refused("split", split, "a split's name, a string such as 'train' (or None: train when there is one)",
                       cut=80)

@@ -16,7 +16,7 @@ from fastdata.coerce import plain_numbers
 from fastdata.dataset import RemoteOptions, open_dataset
 from fastdata.errors import ManifestError
 from fastdata.mixing import MIX_OPTIONS, is_mixture, open_mixture, pop_spec
-from fastdata.sources import Spec, plain
+from fastdata.sources import Spec, plain, split_joined
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def loader(source: Spec | dict, /, **options: Any) -> Any:
     Keyword options depend on the dataset's kind; see docs/loading.md. Every loader has `len()`,
     `set_epoch()`, `state_dict()` / `load_state_dict()` and `classes`.
     """
-    source = plain(source)
+    source = split_joined(plain(source))
     remote = RemoteOptions.pop(options)
     split = options.pop("split", None)
     options.update({k: plain_numbers(options[k]) for k in MIX_OPTIONS if k in options})  # weights from numpy

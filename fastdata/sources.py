@@ -133,6 +133,16 @@ def local_path(text: str) -> str:
     return urllib.request.url2pathname(parts.path)
 
 
+def split_joined(spec: Any) -> Any:
+    """`spec` as a list when it is a str joining sources with `::`, as WebDataset takes them
+    (`'a-{000..009}.tar::b-{000..004}.tar'`); anything else, and a path that exists with `::` in its name, as it is."""
+    if isinstance(spec, str) and "::" in spec and not os.path.lexists(spec):
+        parts = spec.split("::")
+        if all(part.strip() for part in parts):
+            return parts
+    return spec
+
+
 def plain(spec: Any) -> Any:
     """`spec` with each path-like object that is neither a str nor a Path (pytest's `tmpdir`, another library's
     path) as the Path it names, in a list or tuple too; anything else as it is (a path-like naming bytes stays, to be

@@ -106,6 +106,14 @@ def test_shards_on_an_http_server_are_indexed_into_a_bucket(shards: Path, s3: st
         assert same(batches(f"{s3}/hub-meta/", tmp_path), expected)
 
 
+def test_remote_shards_joined_with_double_colons_are_indexed_and_loaded(shards: Path, s3: str, tmp_path: Path):
+    url = upload_tars(shards, f"{s3}/wds/")
+    joined = f"{url}{NAMES[0]}::{url}f-{{000001..000002}}.tar"
+    manifest = adopt(joined, options=AdoptOptions(jobs=1)).manifest
+    assert [sh.name for sh in manifest.splits["train"].shards] == NAMES
+    assert same(batches(joined, tmp_path), batches(url, tmp_path))
+
+
 def test_the_cli_indexes_remote_shards_with_progress_and_a_summary(shards: Path, s3: str, tmp_path: Path, capsys):
     url = upload_tars(shards, f"{s3}/wds/")
     assert cli(["index", f"{url}f-{{000000..000002}}.tar", "-j", "1", "--staging", str(tmp_path / "stage")]) == 0

@@ -197,3 +197,19 @@ def test_a_path_like_object_names_its_path(ds: Path, tmp_path: Path):
     assert sorted(v for _, y in mixed for v in y.tolist() if v != -100) == sorted(want * 2)
     with pytest.raises(TypeError, match=r"^a source is a path, a pattern or a non-empty list of them, got <"):
         open_dataset(_PathLike(os.fsencode(ds)))  # bytes are no source, as bytes themselves are not
+
+
+def test_sources_joined_with_double_colons_are_read_as_webdataset_reads_them(ds: Path, tmp_path: Path):
+    """WebDataset takes several shard specs in one string, joined with `::`; it was 'does not exist'."""
+    shards = _shards(ds, "val")
+    joined = f"{shards[0]}::{ds / 'val-{000001..000002}.tar'}"
+    assert _labels(joined) == _labels([str(p) for p in shards]) == _labels(ds, split="val")
+    assert open_dataset(joined).split == "val"
+    odd = tmp_path / "a::b"  # a path that exists is its name, '::' and all
+    shutil.copytree(ds, odd)
+    assert _labels(odd, split="val") == _labels(str(odd), split="val") == _labels(ds, split="val")
+    with pytest.raises(ManifestError, match=r"does not exist"):
+        open_dataset(f"{shards[0]}::")  # an empty part: no list, a path that is not there
+    other = shutil.copytree(ds, tmp_path / "other")
+    mixed = fastdata.loader(f"{ds}::{other}", split="val", **KW)  # two dataset folders: a mixture, as a list is
+    assert sorted(v for _, y in mixed for v in y.tolist() if v != -100) == sorted(_labels(ds, split="val") * 2)

@@ -44,7 +44,7 @@ from fastdata.manifest import (
     read_manifest,
     write_manifest,
 )
-from fastdata.sources import Spec, expand
+from fastdata.sources import Spec, expand, split_joined
 from fastdata.storage.url import is_url
 from fastdata.wds_index import DECOMPRESS, compressed_tar, decompress_advice, format_index
 
@@ -115,6 +115,7 @@ def tar_count(spec: Spec) -> int:
     """How many tars `spec` names (local or remote): the total of a progress bar."""
     from converters.adopt.remote import remote_tars
 
+    spec = split_joined(spec)
     return len(remote_tars(spec)[1]) if is_remote(spec) else len(find_tars(spec)[1])
 
 
@@ -163,6 +164,7 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
           progress: Callable[[int], None] | None = None) -> AdoptResult:
     """Index the shards `spec` names into `dst` (default: the shards' own folder); see the module docstring. Shards
     named by URL are indexed into an object store folder (`remote.py`)."""
+    spec = split_joined(spec)
     if is_remote(spec) or (dst is not None and is_url(str(dst))):
         if not is_remote(spec):
             raise ConvertError(f"local shards are indexed into a local folder, not {dst}: index them beside the "
