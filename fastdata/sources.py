@@ -157,6 +157,10 @@ def plain(spec: Any) -> Any:
 
 def expand(spec: Spec) -> list[Path]:
     """Every file or folder `spec` names: a path stays itself, a pattern expands, a list concatenates."""
+    if isinstance(spec, str) and spec.startswith("pipe:") and not os.path.lexists(spec):
+        raise ManifestError(f"{spec[:120]!r}: WebDataset's pipe: sources stream a tar through a command, and fastdata "
+                            "reads shards at random offsets: pass the URL the command reads (s3://, gs://, az://, "
+                            "https://, with a brace pattern) or a local path")
     if isinstance(spec, str | Path):
         text = os.path.expanduser(local_path(str(spec)))  # a quoted '~/shards/{0..9}.tar' reaches us unexpanded
         return expand_pattern(text) if is_pattern(text) else [Path(text)]

@@ -167,3 +167,21 @@ def test_a_glob_matches_folders_and_a_relative_pattern_begins_with_its_own_chara
     assert expand("*.tar") == [Path("x.tar"), Path("y.tar")]
     assert expand("[xy].tar") == [Path("x.tar"), Path("y.tar")]
     assert expand("{x,y}.tar") == [Path("x.tar"), Path("y.tar")]
+
+
+@pytest.mark.parametrize("spec", ["pipe:curl -s -L https://host/shard-{000..009}.tar",
+                                  ["pipe:aws s3 cp s3://b/x.tar -"]])
+def test_a_webdataset_pipe_source_is_refused_with_what_to_pass_instead(spec):
+    """It was 'names 10 file(s) that do not exist (pipe:curl -s -L https://host/shard-000.tar, ...)'."""
+    shown = spec if isinstance(spec, str) else spec[0]
+    with pytest.raises(ManifestError) as err:
+        expand(spec)
+    assert str(err.value) == (f"{shown!r}: WebDataset's pipe: sources stream a tar through a command, and fastdata "
+                              "reads shards at random offsets: pass the URL the command reads (s3://, gs://, az://, "
+                              "https://, with a brace pattern) or a local path")
+
+
+def test_a_local_file_named_like_a_pipe_source_is_that_file(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pipe:x.tar").write_bytes(b"")
+    assert expand("pipe:x.tar") == [Path("pipe:x.tar")]
