@@ -268,3 +268,18 @@ def test_a_failure_ends_the_run_at_once_without_waiting_for_the_downloads_in_fli
         wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
                    "the download threads end (their bodies cut), so that the interpreter's exit does not wait",
                    timeout=10)
+
+
+def test_a_tar_larger_than_the_staging_disks_free_space_is_refused_before_its_download(
+        shards: Path, s3: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    url = upload_tars(shards, f"{s3}/wds/")
+    size = (shards / NAMES[0]).stat().st_size
+    monkeypatch.setattr(remote_module.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, size - 1))
+    stage = tmp_path / "stage"
+    with pytest.raises(ConvertError) as info:
+        adopt(url + NAMES[0], options=AdoptOptions(jobs=1, staging=str(stage)))
+    assert str(info.value) == (f"{url}{NAMES[0]} is {size:,} bytes, more than the {size - 1:,} free where it would be "
+                               f"downloaded to be scanned ({stage / 'downloads'}): free space there, or pass --staging "
+                               "DIR (AdoptOptions.staging) on a larger disk")
+    monkeypatch.setattr(remote_module.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, size))
+    assert adopt(url + NAMES[0], options=AdoptOptions(jobs=1, staging=str(stage))).manifest.num_samples == 4

@@ -91,6 +91,11 @@ class _RemoteScanner:
         if isinstance(record, dict) and record.get("stamp") == stamp:
             return TarScan.from_dict(record["scan"])
         local = self.work / "downloads" / name
+        free = shutil.disk_usage(local.parent).free
+        if size > free:
+            raise ConvertError(f"{self.store.url}{name} is {size:,} bytes, more than the {free:,} free where it would "
+                               f"be downloaded to be scanned ({local.parent}): free space there, or pass --staging DIR "
+                               "(AdoptOptions.staging) on a larger disk")
         try:
             self.store.download(name, local, size=size)
             scan = scan_tar(local, max_pixels=self.options.max_pixels, decode=self.options.decode)
