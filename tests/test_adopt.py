@@ -313,6 +313,21 @@ def test_a_folder_without_shards_or_shards_from_several_folders_are_refused(tmp_
     with pytest.raises(ConvertError, match=f"{empty} holds no .tar file; pass the folder of the shards, a glob, a "
                                            "brace pattern or a list of tars"):
         adopt(empty, tmp_path / "m", options=AdoptOptions(jobs=1))
+    hub = tmp_path / "hub"  # a Hugging Face WebDataset repository: shards in split folders
+    shardwriter_shards(hub / "validation", count=4, per_shard=4)
+    shardwriter_shards(hub / "train", count=8, per_shard=4)
+    (hub / "notes").mkdir()
+    with pytest.raises(ConvertError) as info:
+        adopt(hub, tmp_path / "m", options=AdoptOptions(jobs=1))
+    assert str(info.value) == (f"{hub} holds no .tar file; its subfolders hold tars: train/ (2 tars), validation/ "
+                               "(1 tar); a manifest lists the shards of one folder, so index each of them, e.g. "
+                               f"`fastdata index {hub / 'train'} --split train`, and load that folder")
+    shutil.rmtree(hub / "train")
+    with pytest.raises(ConvertError, match=rf"`fastdata index {hub / 'validation'} --split val`, and load"):
+        adopt(hub, tmp_path / "m", options=AdoptOptions(jobs=1))
+    shutil.move(hub / "validation", hub / "part-a")  # not a split's name: train
+    with pytest.raises(ConvertError, match=rf"`fastdata index {hub / 'part-a'} --split train`, and load"):
+        adopt(hub, tmp_path / "m", options=AdoptOptions(jobs=1))
     shardwriter_shards(tmp_path / "a", count=4, per_shard=4)
     shardwriter_shards(tmp_path / "b", count=4, per_shard=4)
     (tmp_path / "a" / "sub").mkdir()

@@ -100,8 +100,7 @@ def find_tars(spec: Spec) -> tuple[Path, list[Path], list[Rejection]]:
             if packed:
                 raise ConvertError(f"{folder} holds no .tar file: {decompress_advice([p.name for p in packed])}, "
                                    "then index the .tar files")
-            raise ConvertError(f"{folder} holds no .tar file; pass the folder of the shards, a glob, a brace "
-                               "pattern or a list of tars")
+            raise ConvertError(f"{folder} holds no .tar file; " + _split_folders_advice(folder, names))
         return folder, tars, [Rejection("", p.name, PACKED) for p in packed]
     folders = {shard_folder(p) for p in paths}
     if any(p.is_dir() for p in paths) or len(folders) != 1:
@@ -109,6 +108,20 @@ def find_tars(spec: Spec) -> tuple[Path, list[Path], list[Rejection]]:
     rejected = [Rejection("", p.name, PACKED if compressed_tar(p.name) else "not a .tar file")
                 for p in paths if p.suffix != ".tar"]
     return paths[0].parent, sorted(p for p in paths if p.suffix == ".tar"), rejected
+
+
+def _split_folders_advice(folder: Path, names: list[Path]) -> str:
+    """What to pass for a folder without tars: each subfolder of shards on its own (a Hugging Face WebDataset
+    repository keeps `train/` and `validation/` apart; a manifest lists shards of one folder), else the shards."""
+    held = {p.name: n for p in names if p.is_dir() and (n := sum(1 for q in p.glob("*.tar")))}
+    if not held:
+        return "pass the folder of the shards, a glob, a brace pattern or a list of tars"
+    shown = ", ".join(f"{name}/ ({n} tar{'s' if n > 1 else ''})" for name, n in list(held.items())[:4])
+    shown += ", ..." if len(held) > 4 else ""
+    first = next(iter(held))
+    split = split_of_folder(first) or "train"
+    return (f"its subfolders hold tars: {shown}; a manifest lists the shards of one folder, so index each of them, "
+            f"e.g. `fastdata index {folder / first} --split {split}`, and load that folder")
 
 
 def tar_count(spec: Spec) -> int:
