@@ -73,7 +73,8 @@ def test_remote_shards_are_indexed_beside_themselves_as_a_local_copy_is(shards: 
     assert not staging.exists() or not any(staging.rglob("*.tar"))  # every download deleted
 
 
-def test_indexes_go_to_another_folder_of_the_bucket_or_another_bucket(shards: Path, s3: str, tmp_path: Path):
+def test_indexes_go_to_another_folder_of_the_bucket_or_another_bucket(shards: Path, s3: str, tmp_path: Path,
+                                                                        capsys):
     url = upload_tars(shards, f"{s3}/wds/")
     local = adopt(shutil.copytree(shards, tmp_path / "copy"), options=AdoptOptions(jobs=1)).manifest
     expected = batches(tmp_path / "copy", tmp_path)
@@ -81,6 +82,9 @@ def test_indexes_go_to_another_folder_of_the_bucket_or_another_bucket(shards: Pa
     assert meta.shard_root == "../wds/" and meta.splits == local.splits
     assert same(batches(f"{s3}/meta/", tmp_path), expected)
     assert cli(["verify", f"{s3}/meta/", "--decode"]) == 0  # reads the shards where shard_root says
+    capsys.readouterr()
+    assert cli(["info", f"{s3}/meta/"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"shards in: ../wds/ (relative to {s3}/meta/)"
     import boto3
 
     other = s3.replace("s3://", "s3://o")  # a second bucket on the same server
@@ -91,7 +95,7 @@ def test_indexes_go_to_another_folder_of_the_bucket_or_another_bucket(shards: Pa
     assert RemoteStore(url).size("manifest.json") is None  # the shards' folder was not written
 
 
-def test_shards_on_an_http_server_are_indexed_into_a_bucket(shards: Path, s3: str, tmp_path: Path):
+def test_shards_on_an_http_server_are_indexed_into_a_bucket(shards: Path, s3: str, tmp_path: Path, capsys):
     """As a Hugging Face dataset repository serves WebDataset shards: read-only HTTPS, the indexes in your bucket."""
     expected = batches(adopt(shutil.copytree(shards, tmp_path / "copy"), options=AdoptOptions(jobs=1)).dst,
                        tmp_path)
@@ -104,6 +108,9 @@ def test_shards_on_an_http_server_are_indexed_into_a_bucket(shards: Path, s3: st
         manifest = adopt(pattern, f"{s3}/hub-meta/", options=AdoptOptions(jobs=1)).manifest
         assert manifest.shard_root == server.url
         assert same(batches(f"{s3}/hub-meta/", tmp_path), expected)
+        capsys.readouterr()
+        assert cli(["info", f"{s3}/hub-meta/"]) == 0
+        assert capsys.readouterr().out.splitlines()[1] == f"shards in: {server.url}"  # no "relative to": a URL
 
 
 def test_remote_shards_joined_with_double_colons_are_indexed_and_loaded(shards: Path, s3: str, tmp_path: Path):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from fastdata.cli.format import human_bytes, printable, reason_summary
 from fastdata.data_digest import digest_of
 from fastdata.numerals import parse_int
+from fastdata.storage.url import is_url
 
 if TYPE_CHECKING:
     from fastdata.manifest import Manifest
@@ -63,7 +64,10 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
     yield (f"{args.dataset}: {m.kind} dataset, {m.shard_format} shards, format v{m.format_version}, "
            f"written by fastdata {m.tool_version}")
     if m.shard_root is not None:
-        yield f"shards in: {m.shard_root} (relative to {args.dataset})"
+        if is_url(m.shard_root) or m.shard_root.startswith("/"):  # a remote index of shards on another store
+            yield f"shards in: {m.shard_root}"
+        else:
+            yield f"shards in: {m.shard_root} (relative to {args.dataset})"
     yield f"{'split':10s} {'samples':>9s} {'shards':>7s} {'bytes':>11s}"
     for name, s in sorted(m.splits.items()):
         yield f"{name:10s} {s.samples:9d} {len(s.shards):7d} {human_bytes(s.bytes):>11s}"
