@@ -64,7 +64,7 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
     yield (f"{args.dataset}: {m.kind} dataset, {m.shard_format} shards, format v{m.format_version}, "
            f"written by fastdata {m.tool_version}")
     if m.shard_root is not None:
-        if is_url(m.shard_root) or m.shard_root.startswith("/"):  # a remote index of shards on another store
+        if is_url(m.shard_root):  # a remote index of shards on another store
             yield f"shards in: {m.shard_root}"
         else:
             yield f"shards in: {m.shard_root} (relative to {args.dataset})"
