@@ -593,3 +593,9 @@ def test_classes_without_images_are_one_warning(tmp_path: Path, caplog: pytest.L
         discover_images(tmp_path)
     assert [r.getMessage() for r in caplog.records] == [
         "11 classes have no images: '1', '2', '3', '4', '5', '6', '7', '8', '9', '10' and 1 more"]
+    caplog.clear()
+    _write(tmp_path / "train.parquet", _table(PHOTO_FILES[:2], [0, 11], features={}))
+    with caplog.at_level(logging.WARNING):
+        discover_images(tmp_path)
+    assert [r.getMessage() for r in caplog.records] == [  # ten: every one named, nothing more
+        "10 classes have no images: '1', '2', '3', '4', '5', '6', '7', '8', '9', '10'"]

@@ -118,6 +118,18 @@ def test_a_folder_is_skipped_only_for_a_manifest_fastdata_wrote(tmp_path: Path):
     assert [written_by_fastdata(ds / name) for name in listed(ds)] == [False] * 5
 
 
+def test_a_manifest_is_parsed_up_to_its_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import converters.outputs as outputs
+
+    body = json.dumps({"format": "fastdata"}).encode()
+    monkeypatch.setattr(outputs, "MAX_MANIFEST_BYTES", len(body) + 4)
+    (tmp_path / "at").mkdir()
+    (tmp_path / "at" / "manifest.json").write_bytes(body + b"    ")  # exactly the limit: read
+    (tmp_path / "past").mkdir()
+    (tmp_path / "past" / "manifest.json").write_bytes(body + b"     ")  # a byte past it: not parsed, no dataset
+    assert [written_by_fastdata(tmp_path / n) for n in ("at", "past")] == [True, False]
+
+
 def test_a_file_is_skipped_only_for_a_private_report_fastdata_wrote(tmp_path: Path):
     from converters.outputs import REPORT_NOTE
 
@@ -128,11 +140,12 @@ def test_a_file_is_skipped_only_for_a_private_report_fastdata_wrote(tmp_path: Pa
     (tmp_path / "empty.private-sources.jsonl").write_bytes(b"")
     (tmp_path / "binary.private-sources.jsonl").write_bytes(b"\xff\x00" * 10)
     os.mkfifo(tmp_path / "fifo.private-sources.jsonl")  # never opened: a FIFO would block
+    os.symlink(tmp_path / "nowhere", tmp_path / "gone.private-sources.jsonl")  # dangling: not ours, an input
     long = json.dumps({"source": "/data", "destination": "ds", "note": REPORT_NOTE, "pad": "x" * (1 << 16)})
     (tmp_path / "long.private-sources.jsonl").write_text(long + "\n")  # judged by its first 64 KiB: no report
     assert listed(tmp_path) == ["binary.private-sources.jsonl", "corpus.private-sources.jsonl",
                                 "empty.private-sources.jsonl", "fifo.private-sources.jsonl",
-                                "long.private-sources.jsonl", "renamed.jsonl"]
+                                "gone.private-sources.jsonl", "long.private-sources.jsonl", "renamed.jsonl"]
 
 
 def test_a_conversions_state_is_told_by_its_plan_or_lock(tmp_path: Path):

@@ -42,7 +42,7 @@ def is_remote(spec: object) -> bool:
 
 
 def remote_tars(spec: str | Sequence[str]) -> tuple[str, list[str], list[Rejection]]:
-    """(the shards' folder URL, the names of its tars in name order, the non-tar names given, rejected)."""
+    """(the shards' folder URL, the names of its tars in name order, the rejections of the other names given)."""
     from converters.adopt import PACKED  # the package imports this module
     from fastdata.storage.open import shard_urls
     from fastdata.wds_index import compressed_tar
