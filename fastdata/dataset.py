@@ -24,6 +24,7 @@ from fastdata.errors import ManifestError, ShardError
 from fastdata.manifest import CONVERT_AGAIN, MANIFEST_NAME, Manifest, ShardInfo, read_manifest
 from fastdata.option_rules import refused
 from fastdata.sources import Spec, expand, plain, split_joined
+from fastdata.storage.url import is_url
 from fastdata.wds_index import compressed_tar, decompress_advice
 
 SHARD_SUFFIXES = (".tar", ".arrow")
@@ -261,6 +262,11 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
         split, selected = _select_named(paths, folders.pop(), manifest, root, split)
         by_default = False  # the shards named chose the split
     root = root.absolute()  # shards are read later, perhaps after the process changed its working directory
+    if is_url(manifest.shard_root):  # the indexes here, the shards on remote storage (`fastdata index URL DST`)
+        from fastdata.storage.open import remote_shards
+
+        return remote_shards(root, manifest, split, selected, options=remote or RemoteOptions(),
+                             split_by_default=by_default)
     where = shard_root(root, manifest)
     refs = tuple(ShardRef.of(manifest, sh, where / sh.name, root / sh.index if sh.index else None) for sh in selected)
     if not refs:

@@ -17,10 +17,12 @@ import os
 import tarfile
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fastdata.atomic import sha256_bytes, sha256_file
-from fastdata.dataset import RemoteOptions, ShardRef, regular_file_size, shard_root
+from fastdata.dataset import RemoteOptions, ShardRef, open_dataset, regular_file_size, shard_root
 from fastdata.errors import ShardError
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
 from fastdata.numerals import parse_int
@@ -259,10 +261,19 @@ def _class_counts(split_name: str, split: SplitInfo, manifest: Manifest, labels:
 
 def verify_dataset(root: Path | str, *, decode: bool = False, remote: RemoteOptions | None = None) -> list[str]:
     """Every mismatch between the files of the dataset at `root` (a folder or a URL) and its manifest."""
+    options = remote or RemoteOptions()
     if is_url(str(root)):
-        return _verify_remote(str(root), decode=decode, remote=remote or RemoteOptions())
+        from fastdata.storage.open import open_remote
+
+        return _verify_remote(str(root), lambda split: open_remote(str(root), split=split, options=options),
+                              decode=decode)
     root = Path(root)
     manifest = read_manifest(root)
+    if is_url(manifest.shard_root):  # indexes here, shards on remote storage (`fastdata index URL DST`)
+        from fastdata.storage.url import folder_url
+
+        return _verify_remote(folder_url(str(manifest.shard_root)),
+                              lambda split: open_dataset(root, split=split, remote=options), decode=decode)
     problems: list[str] = []
     where = shard_root(root, manifest)
     for name, split in sorted(manifest.splits.items()):
@@ -275,18 +286,18 @@ def verify_dataset(root: Path | str, *, decode: bool = False, remote: RemoteOpti
     return problems
 
 
-def _verify_remote(url: str, *, decode: bool, remote: RemoteOptions) -> list[str]:
+def _verify_remote(url: str, open_split: Callable[[str | None], Any], *, decode: bool) -> list[str]:
     """Each shard is downloaded into the node cache (its size and sha256 checked on the way), checked like a
-    local one, and given back to the cache, so the check needs one shard of disk at a time."""
+    local one, and given back to the cache, so the check needs one shard of disk at a time. `open_split(name)`
+    opens a split's view (None: the default split); problems name shards as `url` + their name."""
     from fastdata.errors import StorageError
-    from fastdata.storage.open import open_remote
 
     problems: list[str] = []
-    first = open_remote(url, split=None, options=remote)
+    first = open_split(None)
     manifest = first.manifest
     first.close()
     for name, split in sorted(manifest.splits.items()):
-        view = open_remote(url, split=name, options=remote)
+        view = open_split(name)
         labels: Counter = Counter()
         try:
             for ref in view.shards:

@@ -6,6 +6,7 @@ dataset. Before, a URL was taken for a local path: "names 3 file(s) that do not 
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -23,7 +24,7 @@ import fastdata
 from converters.adopt import AdoptOptions, adopt
 from converters.adopt.remote import is_remote, shard_root_between
 from fastdata.cli import main as cli
-from fastdata.errors import ConvertError
+from fastdata.errors import ConvertError, StorageError
 from fastdata.storage.client import RemoteStore
 
 pytest.importorskip("obstore")
@@ -121,6 +122,45 @@ def test_remote_shards_joined_with_double_colons_are_indexed_and_loaded(shards: 
     assert same(batches(joined, tmp_path), batches(url, tmp_path))
 
 
+def test_https_shards_are_indexed_into_a_local_folder_that_the_loader_streams_them_through(
+        shards: Path, tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch):
+    """Shards on a read-only server (a Hugging Face dataset repository) need no bucket: the manifest and indexes go
+    into a local folder whose shard_root is the shards' URL; the loader, verify and info read it."""
+    copy = adopt(shutil.copytree(shards, tmp_path / "copy"), options=AdoptOptions(jobs=1))
+    expected = batches(copy.dst, tmp_path)
+    meta = tmp_path / "meta"
+    with FileServer(shards) as server:
+        pattern = f"{server.url}f-{{000000..000002}}.tar"
+        assert cli(["index", pattern, str(meta), "-j", "2", "--no-progress"]) == 0
+        assert capsys.readouterr().out.splitlines()[0] == (f"indexed 3 shard(s) -> {meta / 'manifest.json'} (shards "
+                                                           f"in {server.url})")
+        manifest = json.loads((meta / "manifest.json").read_text())
+        assert manifest["shard_root"] == server.url and manifest["splits"] == copy.manifest.to_dict()["splits"]
+        assert sorted(p.name for p in meta.iterdir()) == ["f-000000.idx", "f-000001.idx", "f-000002.idx",
+                                                          "manifest.json"]  # no staging left, no tar
+        for name in NAMES:
+            idx = name.replace(".tar", ".idx")
+            assert (meta / idx).read_bytes() == (copy.dst / idx).read_bytes()
+        assert same(batches(meta, tmp_path), expected)
+        assert cli(["verify", str(meta), "--decode"]) == 0
+        capsys.readouterr()
+        assert cli(["info", str(meta)]) == 0 and capsys.readouterr().out.splitlines()[1] == f"shards in: {server.url}"
+        assert adopt(pattern, meta, options=AdoptOptions(jobs=1)).manifest == copy.manifest.__class__.from_dict(
+            manifest, where="again")  # a rerun writes the same
+        server.rewrite = lambda method, path, rng, answer: (  # the server now serves other bytes for one shard
+            answer if not path.endswith(NAMES[1]) or method != "GET" else
+            type(answer)(answer.status, answer.headers, bytes(b ^ 1 for b in answer.body)))
+        monkeypatch.setenv("FASTDATA_CACHE", str(tmp_path / "fresh-cache"))  # the node cache held the good bytes
+        assert cli(["verify", str(meta)]) == 1
+        assert f"{server.url}{NAMES[1]}" in capsys.readouterr().out
+        server.rewrite = None
+        monkeypatch.setenv("FASTDATA_CACHE", str(tmp_path / "third-cache"))
+        index = meta / "f-000000.idx"
+        index.write_bytes(index.read_bytes().replace(b"jpg", b"JPG", 1))  # an index edited after indexing
+        with pytest.raises(StorageError, match=r"f-000000.idx: sha256 differs from the manifest"):
+            batches(meta, tmp_path)
+
+
 def test_the_cli_indexes_remote_shards_with_progress_and_a_summary(shards: Path, s3: str, tmp_path: Path, capsys):
     url = upload_tars(shards, f"{s3}/wds/")
     assert cli(["index", f"{url}f-{{000000..000002}}.tar", "-j", "1", "--staging", str(tmp_path / "stage")]) == 0
@@ -173,10 +213,6 @@ def test_what_cannot_be_indexed_remotely_is_refused_before_anything_is_written(s
                                                     "records one shard folder)"),
         ([url + NAMES[0], str(shards / NAMES[1])], {}, "the shards to index are local paths and URLs at once; a "
                                                        "dataset's shards lie in one folder"),
-        (url + NAMES[0], {"dst": tmp_path / "meta"}, f"the indexes of remote shards go to an object store folder "
-                                                     f"(s3://, gs://, az://), not {tmp_path / 'meta'}: the loader "
-                                                     "reads a remote dataset's manifest and indexes from one folder; "
-                                                     "or download the shards and index the local copy"),
         (shards, {"dst": f"{s3}/meta/"}, f"local shards are indexed into a local folder, not {s3}/meta/: index them "
                                          "beside the shards, then upload the folder (tars, indexes and manifest) "
                                          "together"),

@@ -182,7 +182,8 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
         if not is_remote(spec):
             raise ConvertError(f"local shards are indexed into a local folder, not {dst}: index them beside the "
                                "shards, then upload the folder (tars, indexes and manifest) together")
-        where, manifest = adopt_remote(spec, None if dst is None else str(dst), options=options, progress=progress)
+        where, manifest = adopt_remote(spec, None if dst is None else dst if isinstance(dst, Path) else str(dst),
+                                       options=options, progress=progress)
         return AdoptResult(where, manifest, list(manifest.rejected))
     folder, tars, rejected = find_tars(spec)
     dst = Path(dst) if dst is not None else folder

@@ -3,10 +3,10 @@ DataComp or a Hugging Face dataset repository hand them out, named by a brace pa
 
 Each tar is downloaded into the local staging folder (`--staging`; by default under the user cache folder), scanned
 (`scan.py`) and deleted: `-j` threads, so at most `-j` tars lie there at once. Each scan is saved there, so an
-interrupted run resumes without downloading the tars it had scanned. The indexes are then uploaded into DST (an
-object store folder; by default the shards' own), and the manifest last: `fastdata.loader(DST)` then streams the
-shards through its cache as it does a converted remote dataset. fastdata never lists a bucket, so the shards are
-named, not found."""
+interrupted run resumes without downloading the tars it had scanned. The indexes then go into DST, and the
+manifest last: an object store folder (by default the shards' own), or a local folder whose manifest's `shard_root` is
+the shards' URL. `fastdata.loader(DST)` then streams the shards through its cache as it does a converted remote
+dataset. fastdata never lists a bucket, so the shards are named, not found."""
 
 from __future__ import annotations
 
@@ -123,21 +123,20 @@ def scanned(store: Any, names: list[str], work: Path, options: Any) -> Iterator[
             store.abandon()  # the bodies being read end now; their threads then end with an error nobody waits for
 
 
-def adopt_remote(spec: str | Sequence[str], dst: str | None, *, options: Any,
-                 progress: Callable[[int], None] | None) -> tuple[str, Manifest]:
-    """Index remote shards into the object store folder `dst` (default: theirs); (DST's URL, the manifest)."""
-    from converters.adopt import assemble, split_of
+def adopt_remote(spec: str | Sequence[str], dst: str | Path | None, *, options: Any,
+                 progress: Callable[[int], None] | None) -> tuple[str | Path, Manifest]:
+    """Index remote shards into `dst`, an object store folder (default: theirs) or a local folder; (DST, the
+    manifest)."""
+    from converters.adopt import assemble
     from converters.destination import staging_dir
     from fastdata.storage.client import RemoteStore
 
     folder, names, rejected = remote_tars(spec)
     if not names:
         raise ConvertError(f"no .tar file among the shards named in {folder}")
+    if dst is not None and not is_url(dst):
+        return _into_local_folder(spec, Path(dst), folder, names, rejected, options=options, progress=progress)
     target = folder_url(dst) if dst is not None else folder
-    if not is_url(target):
-        raise ConvertError(f"the indexes of remote shards go to an object store folder (s3://, gs://, az://), not "
-                           f"{dst}: the loader reads a remote dataset's manifest and indexes from one folder; or "
-                           "download the shards and index the local copy")
     source, out = RemoteStore(folder), RemoteStore(target)
     if out.http_only:
         raise ConvertError(f"{target} is read-only (HTTP): pass DST, a folder on s3://, gs:// or az:// for the "
@@ -147,11 +146,7 @@ def adopt_remote(spec: str | Sequence[str], dst: str | None, *, options: Any,
         raise ConvertError(f"{target} already holds a dataset written by `fastdata convert`; index into another "
                            "folder (fastdata index SRC DST)")
     work = Path(options.staging) if options.staging else staging_dir("index:" + target)
-    scans: list[tuple[WorkItem, TarScan]] = []
-    for name, scan in zip(names, scanned(source, names, work, options)):
-        scans.append((WorkItem(split=split_of(name, options), rel=name, source=folder + name), scan))
-        if progress:
-            progress(1)
+    scans = _scans(source, folder, names, work, options, progress)
 
     def write_index(name: str, data: bytes) -> None:
         _upload_index(out, name, data, earlier)
@@ -161,6 +156,41 @@ def adopt_remote(spec: str | Sequence[str], dst: str | None, *, options: Any,
     out.upload(MANIFEST_NAME, dumps_json(manifest.to_dict()).encode())
     shutil.rmtree(work, ignore_errors=True)
     return target, manifest
+
+
+def _scans(source: Any, folder: str, names: list[str], work: Path, options: Any,
+           progress: Callable[[int], None] | None) -> list[tuple[WorkItem, TarScan]]:
+    from converters.adopt import split_of
+
+    scans: list[tuple[WorkItem, TarScan]] = []
+    for name, scan in zip(names, scanned(source, names, work, options)):
+        scans.append((WorkItem(split=split_of(name, options), rel=name, source=folder + name), scan))
+        if progress:
+            progress(1)
+    return scans
+
+
+def _into_local_folder(spec: Any, dst: Path, folder: str, names: list[str], rejected: list[Rejection], *,
+                       options: Any, progress: Callable[[int], None] | None) -> tuple[Path, Manifest]:
+    """Remote shards indexed into the local folder `dst`: its manifest's `shard_root` is their URL, and
+    `fastdata.loader(dst)` reads the indexes there and the shards through the node cache (read-only HTTPS shards,
+    a Hugging Face dataset repository's, need no bucket of one's own)."""
+    from converters.adopt import PARTIAL, _dst_state, _write_index, assemble
+    from fastdata.manifest import write_manifest
+    from fastdata.storage.client import RemoteStore
+
+    _dst_state(dst)
+    work = Path(options.staging) if options.staging else dst / PARTIAL / "remote"
+    scans = _scans(RemoteStore(folder), folder, names, work, options, progress)
+    manifest = assemble(scans, rejected, options, write_index=lambda name, data: _write_index(dst / name, data),
+                        where=folder, shard_root=folder)
+    write_manifest(dst, manifest)
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        (dst / PARTIAL).rmdir()  # only when nothing else is in it
+    except OSError:
+        pass
+    return dst, manifest
 
 
 def _manifest_at(store: Any) -> Manifest | None:

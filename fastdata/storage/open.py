@@ -8,11 +8,13 @@ import logging
 import shutil
 import urllib.parse
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from fastdata.dataset import SHARD_SUFFIXES, DatasetView, RemoteOptions, ShardRef, select_split
 from fastdata.errors import ManifestError, StorageError
 from fastdata.json_text import BadJSON, parse_json
-from fastdata.manifest import MANIFEST_NAME, Manifest
+from fastdata.manifest import MANIFEST_NAME, Manifest, ShardInfo
 from fastdata.sources import brace_names, is_brace, is_glob
 from fastdata.storage.cache import ShardCache, default_cache_dir
 from fastdata.storage.client import RemoteStore
@@ -93,6 +95,22 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
     shard_store = store
     if manifest.shard_root is not None:
         shard_store = RemoteStore(folder_at(base, manifest.shard_root), options.storage_options)
+    return _view(base, manifest, raw, split_name, selected, index_store=store, shard_store=shard_store,
+                 options=options, split_by_default=split is None and names is None)
+
+
+def remote_shards(root: Path, manifest: Manifest, split: str, selected: Sequence[ShardInfo], *,
+                  options: RemoteOptions, split_by_default: bool) -> DatasetView:
+    """A local dataset folder whose shards lie on remote storage (`fastdata index URL DST`: the manifest and indexes
+    in DST, `shard_root` the shards' URL): the indexes read from the folder, the shards through the node cache."""
+    raw = (root / MANIFEST_NAME).read_bytes()
+    shard_store = RemoteStore(folder_url(str(manifest.shard_root)), options.storage_options)
+    return _view(root, manifest, raw, split, selected, index_store=LocalFolder(root), shard_store=shard_store,
+                 options=options, split_by_default=split_by_default)
+
+
+def _view(root: Path | str, manifest: Manifest, raw: bytes, split_name: str, selected: Sequence[ShardInfo], *,
+          index_store: Any, shard_store: RemoteStore, options: RemoteOptions, split_by_default: bool) -> DatasetView:
     cache_root = options.cache_dir or default_cache_dir()
     fingerprint = hashlib.sha256(raw).hexdigest()
     limit = options.limit_bytes()
@@ -106,10 +124,27 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
     if limit is None:
         cache.limit = int(DEFAULT_DISK_SHARE * shutil.disk_usage(cache.dir).free) + cache.used()
     files = [RemoteFile(sh.name, sh.bytes, sh.sha256, shard_store) for sh in selected]
-    files += [RemoteFile(sh.index, None, sh.index_sha256, store) for sh in selected if sh.index]
+    files += [RemoteFile(sh.index, None, sh.index_sha256, index_store) for sh in selected if sh.index]
     refs = tuple(ShardRef.of(manifest, sh, cache.path(sh.name), cache.path(sh.index) if sh.index else None)
                  for sh in selected)
-    log.info("%s: %d shard(s) of split %s, cached in %s (limit %s bytes)", base, len(refs), split_name, cache.dir,
+    log.info("%s: %d shard(s) of split %s, cached in %s (limit %s bytes)", root, len(refs), split_name, cache.dir,
              cache.limit)
-    return DatasetView(root=base, manifest=manifest, split=split_name, shards=refs, remote=RemoteFiles(cache, files),
-                       split_by_default=split is None and names is None)
+    return DatasetView(root=root, manifest=manifest, split=split_name, shards=refs, remote=RemoteFiles(cache, files),
+                       split_by_default=split_by_default)
+
+
+class LocalFolder:
+    """The indexes of `remote_shards`: a local folder read as the fetcher reads a store (small files whole)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.url = f"{root}/"
+
+    def read(self, name: str) -> bytes:
+        try:
+            return (self.root / name).read_bytes()
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.root / name}: {exc.strerror or exc}") from None
+
+    def abandon(self) -> None:
+        """Nothing is in flight: reads of a local file end by themselves."""
