@@ -176,7 +176,7 @@ def _dst_state(dst: Path) -> None:
 def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = AdoptOptions(),
           progress: Callable[[int], None] | None = None) -> AdoptResult:
     """Index the shards `spec` names into `dst` (default: the shards' own folder); see the module docstring. Shards
-    named by URL are indexed into an object store folder (`remote.py`)."""
+    named by URL are downloaded to be scanned, and indexed into an object store folder or a local one (`remote.py`)."""
     spec = split_joined(spec)
     if is_remote(spec) or (dst is not None and is_url(str(dst))):
         if not is_remote(spec):
