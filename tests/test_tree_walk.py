@@ -390,3 +390,23 @@ def test_a_full_path_is_made_relative_through_the_link_or_the_folder_it_names(tm
         assert under_source(f"{link}/cat/a.jpg", link) == "cat/a.jpg"
         assert under_source(f"{real}/cat/a.jpg", link) == "cat/a.jpg"
         assert under_source(f"{tmp_path}/other/a.jpg", link) == f"{tmp_path}/other/a.jpg"
+
+
+def test_a_folder_handed_to_problem_is_not_a_regular_file(tmp_path: Path):
+    assert Walk().problem(tmp_path) == "not a regular file"
+
+
+def test_a_walk_below_its_root_knows_every_folder_between_and_one_outside_it_none(tmp_path: Path):
+    """A link back to any folder between the root and the walked folder is a loop, however deep; a folder outside the
+    root is walked as it is."""
+    root = tmp_path / "root"
+    deep = root / "x" / "y" / "z"
+    deep.mkdir(parents=True)
+    (deep / "a.txt").write_text("a")
+    os.symlink(root / "x", deep / "up")  # two folders above z, below root
+    assert [(p.name, why) for p, why in Walk().files(deep, root=root)] == [
+        ("a.txt", None), ("up", f"symlink loop: points back to {root / 'x'}, a folder being walked")]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "b.txt").write_text("b")
+    assert [(p.name, why) for p, why in Walk().files(elsewhere, root=root)] == [("b.txt", None)]
