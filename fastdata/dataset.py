@@ -156,6 +156,8 @@ def missing_manifest_hint(folder: Path, names: list[Path] | None = None, *, give
     except OSError:
         files = []
     suffixes = {p.suffix.lower() for p in files}
+    if (folder / ".partial" / "scans").exists() or (folder / ".partial" / "remote").exists():
+        return f"an index into {folder} is unfinished: re-run the same `fastdata index` command to finish it"
     if (folder / ".partial").exists():
         return f"a conversion into {folder} is unfinished: re-run the same `fastdata convert` command to finish it"
     packed = [p.name for p in files if compressed_tar(p.name)]

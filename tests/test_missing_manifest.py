@@ -99,6 +99,14 @@ def test_an_unfinished_conversion_is_told_to_rerun_its_command(tmp_path: Path):
                                                "`fastdata convert` command to finish it")
 
 
+@pytest.mark.parametrize("left", ["scans", "remote"])
+def test_an_unfinished_index_is_told_to_rerun_its_command(tmp_path: Path, left: str):
+    """`fastdata index` keeps its scans in `.partial/scans` (local shards) or `.partial/remote` (downloaded ones)."""
+    (tmp_path / ".partial" / left).mkdir(parents=True)
+    assert missing_manifest_hint(tmp_path) == (f"an index into {tmp_path} is unfinished: re-run the same "
+                                               "`fastdata index` command to finish it")
+
+
 def test_a_folder_of_anything_else_gets_the_generic_advice(tmp_path: Path):
     assert missing_manifest_hint(tmp_path) == GENERIC  # empty
     (tmp_path / "README.md").write_text("hello")
