@@ -24,7 +24,7 @@ import fastdata
 from converters.adopt import AdoptOptions, adopt
 from converters.adopt.remote import is_remote, shard_root_between
 from fastdata.cli import main as cli
-from fastdata.errors import ConvertError, StorageError
+from fastdata.errors import ConvertError, ManifestError, StorageError
 from fastdata.storage.client import RemoteStore
 
 pytest.importorskip("obstore")
@@ -161,6 +161,36 @@ def test_https_shards_are_indexed_into_a_local_folder_that_the_loader_streams_th
             batches(meta, tmp_path)
 
 
+def test_an_interrupted_index_into_a_local_folder_keeps_its_scans_where_told_and_says_so(
+        shards: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
+    real_scan = remote_module.scan_tar
+
+    def dies_on_the_last(path, **kw):
+        if path.name == NAMES[-1]:
+            raise OSError("killed")
+        return real_scan(path, **kw)
+
+    monkeypatch.setattr(remote_module, "scan_tar", dies_on_the_last)
+    with FileServer(shards) as server:
+        pattern = f"{server.url}f-{{000000..000002}}.tar"
+        meta = tmp_path / "meta"
+        with pytest.raises(OSError, match="killed"):
+            adopt(pattern, meta, options=AdoptOptions(jobs=1))
+        assert sorted(p.name for p in (meta / ".partial" / "remote" / "scans").iterdir()) == [
+            "f-000000.tar.json", "f-000001.tar.json"]  # in DST's own .partial/ by default
+        with pytest.raises(ManifestError, match=rf"an index into {meta} is unfinished: re-run the same `fastdata "
+                                                r"index` command to finish it"):
+            fastdata.loader(meta, batch_size=2)
+        other, stage = tmp_path / "other", tmp_path / "stage"
+        with pytest.raises(OSError, match="killed"):
+            adopt(pattern, other, options=AdoptOptions(jobs=1, staging=str(stage)))
+        assert len(list((stage / "scans").iterdir())) == 2 and not (other / ".partial").exists()
+        monkeypatch.setattr(remote_module, "scan_tar", real_scan)
+        assert cli(["index", pattern, str(meta), "-j", "1"]) == 0  # resumed, with a progress line in the log
+        assert "fastdata index: 3/3 shards (100.0%) in " in capsys.readouterr().err
+        assert not (meta / ".partial").exists()
+
+
 def test_the_cli_indexes_remote_shards_with_progress_and_a_summary(shards: Path, s3: str, tmp_path: Path, capsys):
     url = upload_tars(shards, f"{s3}/wds/")
     assert cli(["index", f"{url}f-{{000000..000002}}.tar", "-j", "1", "--staging", str(tmp_path / "stage")]) == 0
@@ -246,6 +276,25 @@ def test_a_folder_that_holds_a_conversion_or_someone_elses_index_is_not_written(
     first = adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1)).manifest
     again = adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1)).manifest  # its own: rewritten
     assert again.to_dict() == first.to_dict()
+    fresh = f"{s3}/fresh/"
+    upload_tars(shards, fresh)
+    adopt(f"{fresh}f-{{000000..000001}}.tar", options=AdoptOptions(jobs=1))  # a manifest listing two indexes
+    RemoteStore(fresh).upload("f-000002.idx", b"v1.2 0\n")  # and one it does not list, someone else's
+    with pytest.raises(ConvertError, match=r"f-000002.idx exists and differs from the index of its tar"):
+        adopt(f"{fresh}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1))
+    RemoteStore(url).upload(NAMES[1], shards / NAMES[2])  # the tar changed since: its index is ours to replace
+    changed = adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1)).manifest
+    assert changed.splits["train"].shards[1].sha256 == changed.splits["train"].shards[2].sha256
+    assert RemoteStore(url).read("f-000001.idx") == RemoteStore(url).read("f-000002.idx")
+
+
+def test_remote_tars_without_a_usable_sample_are_refused_naming_their_folder(tmp_path: Path):
+    from conftest_adopt import raw_tar
+
+    raw_tar(tmp_path / "w" / "a.tar", [("a.txt", b"no image")])
+    with FileServer(tmp_path / "w") as server:
+        with pytest.raises(ConvertError, match=rf"^no usable sample in 1 tar\(s\) under {server.url} \("):
+            adopt(server.url + "a.tar", tmp_path / "meta", options=AdoptOptions(jobs=1))
 
 
 def test_compressed_and_other_names_given_are_recorded(shards: Path, s3: str):
@@ -281,6 +330,7 @@ def test_remote_is_told_from_local():
     ("s3://b/m/", "../../../x/", "s3://b/x/"),  # never above the bucket
     ("https://h/a/m/", "../s/", "https://h/a/s/"),
     ("s3://b/meta/", "https://h/ds", "https://h/ds/"),
+    ("s3://b", "x/", "s3://b/x/"),  # a bucket's root without its slash
 ])
 def test_a_shard_root_is_resolved_on_the_manifests_bucket_for_every_scheme(base: str, ref: str, folder: str):
     """urllib's urljoin resolved `../wds/` only for http(s): on s3:// it stayed `../wds/`, and the loader failed."""

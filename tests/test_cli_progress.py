@@ -69,6 +69,45 @@ def test_a_fast_rate_is_shown_whole():
     assert out.getvalue() == "x: 2,500/10,000 images (25.0%), 1,250 images/s, about 6s left\n"
 
 
+def test_rates_are_shown_from_the_first_instant_and_by_their_size():
+    clock = Clock()
+    cases = [  # (seconds since the start, count) -> what the line says after the count
+        ((0.5, 10), "10/1,000 images (1.0%), 20 images/s, about 50s left"),  # within the first second
+        ((2.0, 20), "20/1,000 images (2.0%), 10 images/s, about 1m38s left"),  # exactly 10: whole
+        ((4.0, 2), "2/1,000 images (0.2%), 0.50 images/s, about 33m16s left"),  # under 1 a second
+        ((1.0, 0), "0/1,000 images (0.0%)"),  # nothing yet: no rate, no time left
+        ((0.0, 5), "5/1,000 images (0.5%)"),  # no time passed: no rate
+    ]
+    for (seconds, count), said in cases:
+        out = io.StringIO()
+        shown = LogProgress(1000, "img", "x", stream=out, every=0, clock=clock)
+        clock.now += seconds
+        shown(count)
+        assert out.getvalue() == f"x: {said}\n"
+
+
+def test_each_line_is_flushed_so_a_log_shows_it_at_once():
+    class Counted(io.StringIO):
+        flushes = 0
+
+        def flush(self) -> None:
+            self.flushes += 1
+
+    out, clock = Counted(), Clock()
+    shown = LogProgress(10, "sample", "x", stream=out, every=0, clock=clock)
+    clock.now += 1
+    shown(3)
+    assert out.flushes == 1 and out.getvalue().count("\n") == 1
+
+
+def test_a_bar_closes_at_its_total():
+    bar = BarProgress(2, "shard", scale=False)
+    bar(1)
+    assert not bar.bar.disable
+    bar(1)
+    assert bar.bar.disable  # closed: tqdm disables a closed bar
+
+
 @pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (59.4, "59s"), (59.6, "1m00s"), (61, "1m01s"),
                                                (3599, "59m59s"), (3600, "1h00m"), (90061, "25h01m")])
 def test_durations_read_as_a_person_says_them(seconds: float, text: str):

@@ -77,6 +77,9 @@ def test_compressed_tars_are_told_to_be_decompressed_and_then_indexed(tmp_path: 
     assert str(info.value) == f"no manifest.json beside {tmp_path / 's-000000.tar.gz'}: {advice}"
     (tmp_path / "s-000001.tar.zst").write_bytes(b"")
     assert missing_manifest_hint(tmp_path).startswith("s-000000.tar.gz, s-000001.tar.zst are compressed tars: ")
+    (tmp_path / "s-000003.tgz").write_bytes(b"")  # three: all named, nothing "more"
+    assert missing_manifest_hint(tmp_path).startswith("s-000000.tar.gz, s-000001.tar.zst, s-000003.tgz are "
+                                                      "compressed tars: DALI")
     (tmp_path / "s-000002.tar").write_bytes(b"")  # plain tars beside them: those are adopted (index records the rest)
     assert missing_manifest_hint(tmp_path) == adopt_hint(str(tmp_path))
 

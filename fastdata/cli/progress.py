@@ -37,7 +37,7 @@ class LogProgress:
         self.start = self.last = clock()
         self.closed = False
 
-    def __call__(self, n: int = 1) -> None:
+    def __call__(self, n: int) -> None:
         self.done += n
         now = self.clock()
         if self.done >= self.total:
@@ -69,12 +69,12 @@ class LogProgress:
 class BarProgress:
     """A tqdm bar with the same interface: called with each count, closed at the total or by `close()`."""
 
-    def __init__(self, total: int, unit: str, *, scale: bool = False) -> None:
+    def __init__(self, total: int, unit: str, *, scale: bool) -> None:
         from tqdm import tqdm
 
         self.bar = tqdm(total=total, unit=unit, unit_scale=scale, dynamic_ncols=True, smoothing=0.1)
 
-    def __call__(self, n: int = 1) -> None:
+    def __call__(self, n: int) -> None:
         self.bar.update(n)
         if self.bar.n >= self.bar.total:
             self.bar.close()
