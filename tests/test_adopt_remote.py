@@ -225,6 +225,15 @@ def test_an_interrupted_run_resumes_without_downloading_the_tars_it_scanned(shar
     assert sorted(p.name for p in (tmp_path / "stage" / "downloads").iterdir()) == []  # deleted though it failed
     monkeypatch.setattr(remote_module, "scan_tar", real_scan)
     downloads.clear()
+    with pytest.raises(OSError, match="stop"):  # the same tars scanned with other options: each scanned anew
+        monkeypatch.setattr(remote_module, "scan_tar", lambda path, **kw: (_ for _ in ()).throw(OSError("stop")))
+        adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1, staging=str(tmp_path / "stage"),
+                                                                     max_pixels=10**6))
+    wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
+               "the failed run's threads end", timeout=10)
+    assert downloads[0] == NAMES[0]  # a second may have been under way: it saved nothing (below)
+    monkeypatch.setattr(remote_module, "scan_tar", real_scan)
+    downloads.clear()
     adopt(f"{url}f-{{000000..000002}}.tar", options=options)
     assert downloads == [NAMES[-1]]  # the first two scans were saved
     assert RemoteStore(url).size("manifest.json") is not None
@@ -237,6 +246,8 @@ def test_what_cannot_be_indexed_remotely_is_refused_before_anything_is_written(s
                  "each: fastdata never lists a bucket")
     cases = [
         (url, {}, f"{url} is a folder; {name_them}"),
+        (f"{s3}/v1.0/ds", {}, f"{s3}/v1.0/ds is a folder; {name_them}"),
+        (f"{s3}/ds.v2/", {}, f"{s3}/ds.v2/ is a folder; {name_them}"),  # a dot in a folder's name
         (f"{url}f-*.tar", {}, f"'{url}f-*.tar': globs cannot be expanded on remote storage; {name_them} (a name "
                               "that holds *, ? or [ is written percent-encoded: %2A, %3F, %5B)"),
         ([url + NAMES[0], f"{s3}/other/x.tar"], {}, "the shards to index must lie in one folder (the manifest "
@@ -300,7 +311,7 @@ def test_remote_tars_without_a_usable_sample_are_refused_naming_their_folder(tmp
 def test_compressed_and_other_names_given_are_recorded(shards: Path, s3: str):
     url = upload_tars(shards, f"{s3}/wds/")
     manifest = adopt([url + NAMES[0], url + "b.tar.gz", url + "notes.txt"], options=AdoptOptions(jobs=1)).manifest
-    assert [r["source"] for r in manifest.rejected] == ["b.tar.gz", "notes.txt"]
+    assert [(r["split"], r["source"]) for r in manifest.rejected] == [("", "b.tar.gz"), ("", "notes.txt")]
     assert manifest.rejected[0]["reason"].startswith("a compressed tar: ")
     assert manifest.rejected[1]["reason"] == "not a .tar file"
 
@@ -376,3 +387,47 @@ def test_a_tar_larger_than_the_staging_disks_free_space_is_refused_before_its_do
                                "DIR (AdoptOptions.staging) on a larger disk")
     monkeypatch.setattr(remote_module.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 0, size))
     assert adopt(url + NAMES[0], options=AdoptOptions(jobs=1, staging=str(stage))).manifest.num_samples == 4
+
+
+def test_a_scanner_left_running_by_a_failed_run_saves_nothing(shards: Path, s3: str, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    """A thread of a failed run that was past its download scanned and saved its tar with that run's options after
+    the run had returned: the next run with other options then found a scan that was not its own."""
+    url = upload_tars(shards, f"{s3}/wds/")
+    stopped = threading.Event()
+    scanner = remote_module._RemoteScanner(RemoteStore(url), tmp_path / "work", AdoptOptions(jobs=1), stopped)
+    for sub in ("scans", "downloads"):
+        (tmp_path / "work" / sub).mkdir(parents=True)
+    real_scan = remote_module.scan_tar
+
+    def stopped_meanwhile(path, **kw):
+        stopped.set()  # the run fails while this tar is being scanned
+        return real_scan(path, **kw)
+
+    monkeypatch.setattr(remote_module, "scan_tar", stopped_meanwhile)
+    assert scanner(NAMES[0]).name == NAMES[0]
+    with pytest.raises(ConvertError, match=rf"^the index of {url} stopped before {NAMES[1]} was scanned$"):
+        scanner(NAMES[1])  # stopped before its scan: not scanned
+    assert list((tmp_path / "work" / "scans").iterdir()) == [] == list((tmp_path / "work" / "downloads").iterdir())
+
+
+def test_a_failed_run_stops_the_scans_it_leaves_running_from_saving(shards: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch):
+    real_scan = remote_module.scan_tar
+
+    def scan(path, **kw):
+        if path.name == NAMES[0]:
+            time.sleep(0.3)
+            raise OSError("bad disk")
+        time.sleep(1.5)  # still scanning when the run fails
+        return real_scan(path, **kw)
+
+    monkeypatch.setattr(remote_module, "scan_tar", scan)
+    stage = tmp_path / "stage"
+    with FileServer(shards) as server:
+        with pytest.raises(OSError, match="bad disk"):
+            adopt(f"{server.url}f-{{000000..000001}}.tar", tmp_path / "meta",
+                  options=AdoptOptions(jobs=2, staging=str(stage)))
+        wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
+                   "the failed run's threads end", timeout=10)
+    assert list((stage / "scans").iterdir()) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import shutil
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,8 +53,9 @@ def remote_tars(spec: str | Sequence[str]) -> tuple[str, list[str], list[Rejecti
         if is_glob(url.split("://", 1)[1]):
             raise ConvertError(f"{url!r}: globs cannot be expanded on remote storage; {NAME_THEM} (a name that holds "
                                "*, ? or [ is written percent-encoded: %2A, %3F, %5B)")
-    urls = shard_urls(items if len(items) > 1 else items[0])
-    if len(urls) == 1 and not urls[0].rstrip("/").rpartition("/")[2].count("."):  # a folder
+    urls = shard_urls(items)
+    last = urls[0].rsplit("/", 1)[1]
+    if len(urls) == 1 and (not last or "." not in last):  # a folder: 's3://b/ds/' or 's3://b/ds'
         raise ConvertError(f"{urls[0]} is a folder; {NAME_THEM}")
     folders = {split_url(u)[0] for u in urls}
     if len(folders) != 1:
@@ -76,10 +78,12 @@ def shard_root_between(dst: str, folder: str) -> str | None:
 
 
 class _RemoteScanner:
-    """Download one tar into the staging folder, scan it and delete it; a saved scan of the same size is reused."""
+    """Download one tar into the staging folder, scan it and delete it; a saved scan of the same size is reused.
+    Once `stopped` is set (the run failed or was interrupted), a tar still in hand is neither scanned nor saved: a
+    thread the failed run left behind wrote its scan afterwards, with that run's options."""
 
-    def __init__(self, store: Any, work: Path, options: Any) -> None:
-        self.store, self.work, self.options = store, work, options
+    def __init__(self, store: Any, work: Path, options: Any, stopped: threading.Event) -> None:
+        self.store, self.work, self.options, self.stopped = store, work, options, stopped
 
     def __call__(self, name: str) -> TarScan:
         size = self.store.size(name)
@@ -98,10 +102,13 @@ class _RemoteScanner:
                                "(AdoptOptions.staging) on a larger disk")
         try:
             self.store.download(name, local, size=size)
+            if self.stopped.is_set():
+                raise ConvertError(f"the index of {self.store.url} stopped before {name} was scanned")
             scan = scan_tar(local, max_pixels=self.options.max_pixels, decode=self.options.decode)
         finally:
             local.unlink(missing_ok=True)
-        write_json_atomic(saved, {"stamp": stamp, "scan": scan.to_dict()})
+        if not self.stopped.is_set():
+            write_json_atomic(saved, {"stamp": stamp, "scan": scan.to_dict()})
         return scan
 
 
@@ -111,16 +118,19 @@ def scanned(store: Any, names: list[str], work: Path, options: Any) -> Iterator[
     (work / "scans").mkdir(parents=True, exist_ok=True)
     (work / "downloads").mkdir(parents=True, exist_ok=True)
     pool = ThreadPoolExecutor(max(1, options.jobs), thread_name_prefix="fastdata-index")
+    stopped = threading.Event()
     done = False
     try:
-        futures = [pool.submit(_RemoteScanner(store, work, options), name) for name in names]
+        scanner = _RemoteScanner(store, work, options, stopped)
+        futures = [pool.submit(scanner, name) for name in names]
         for future in futures:
             yield future.result()
         done = True
     finally:
-        pool.shutdown(wait=done, cancel_futures=True)
-        if not done:
+        if not done:  # a failure or an interrupt: what is still running saves nothing, and is not waited for
+            stopped.set()
             store.abandon()  # the bodies being read end now; their threads then end with an error nobody waits for
+        pool.shutdown(wait=done, cancel_futures=True)
 
 
 def adopt_remote(spec: str | Sequence[str], dst: str | Path | None, *, options: Any,
