@@ -225,13 +225,15 @@ def test_an_interrupted_run_resumes_without_downloading_the_tars_it_scanned(shar
     assert sorted(p.name for p in (tmp_path / "stage" / "downloads").iterdir()) == []  # deleted though it failed
     monkeypatch.setattr(remote_module, "scan_tar", real_scan)
     downloads.clear()
-    with pytest.raises(OSError, match="stop"):  # the same tars scanned with other options: each scanned anew
-        monkeypatch.setattr(remote_module, "scan_tar", lambda path, **kw: (_ for _ in ()).throw(OSError("stop")))
-        adopt(f"{url}f-{{000000..000002}}.tar", options=AdoptOptions(jobs=1, staging=str(tmp_path / "stage"),
-                                                                     max_pixels=10**6))
-    wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
-               "the failed run's threads end", timeout=10)
-    assert downloads[0] == NAMES[0]  # a second may have been under way: it saved nothing (below)
+    for other in ({"max_pixels": 10**6}, {"decode": True}):  # the same tars with other options: scanned anew
+        downloads.clear()
+        with pytest.raises(OSError, match="stop"):
+            monkeypatch.setattr(remote_module, "scan_tar", lambda path, **kw: (_ for _ in ()).throw(OSError("stop")))
+            adopt(f"{url}f-{{000000..000002}}.tar",
+                  options=AdoptOptions(jobs=1, staging=str(tmp_path / "stage"), **other))
+        wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
+                   "the failed run's threads end", timeout=10)
+        assert downloads[0] == NAMES[0]  # a second may have been under way: it saved nothing (below)
     monkeypatch.setattr(remote_module, "scan_tar", real_scan)
     downloads.clear()
     adopt(f"{url}f-{{000000..000002}}.tar", options=options)
@@ -431,3 +433,21 @@ def test_a_failed_run_stops_the_scans_it_leaves_running_from_saving(shards: Path
         wait_until(lambda: not any(t.name.startswith("fastdata-index") for t in threading.enumerate()),
                    "the failed run's threads end", timeout=10)
     assert list((stage / "scans").iterdir()) == []
+
+
+def test_decode_reaches_remote_shards_and_a_rerun_with_it_scans_anew(tmp_path: Path):
+    from conftest_adopt import raw_tar
+    from helpers import PHOTOS
+
+    photo = sorted(PHOTOS.glob("*.jpg"))[0].read_bytes()
+    raw_tar(tmp_path / "s" / "f-000000.tar", [("a.jpg", photo), ("a.cls", b"0"), ("b.jpg", photo[: len(photo) // 2]),
+                                              ("b.cls", b"1")])
+    stage = str(tmp_path / "stage")  # one staging folder for both runs: the saved scans must not be reused
+    with FileServer(tmp_path / "s") as server:
+        headers = adopt(server.url + "f-000000.tar", tmp_path / "h", options=AdoptOptions(jobs=1, staging=stage))
+        decoded = adopt(server.url + "f-000000.tar", tmp_path / "d",
+                        options=AdoptOptions(jobs=1, staging=stage, decode=True))
+    assert headers.manifest.splits["train"].samples == 2
+    assert decoded.manifest.splits["train"].samples == 1
+    assert [(r["source"], r["reason"].split(":")[0]) for r in decoded.manifest.rejected] == [
+        ("f-000000.tar:b", "not a readable image")]

@@ -190,6 +190,7 @@ def _into_local_folder(spec: Any, dst: Path, folder: str, names: list[str], reje
     from fastdata.storage.client import RemoteStore
 
     _dst_state(dst)
+    dst.mkdir(parents=True, exist_ok=True)  # with --staging elsewhere nothing else makes it
     work = Path(options.staging) if options.staging else dst / PARTIAL / "remote"
     scans = _scans(RemoteStore(folder), folder, names, work, options, progress)
     manifest = assemble(scans, rejected, options, write_index=lambda name, data: _write_index(dst / name, data),
