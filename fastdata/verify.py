@@ -259,21 +259,24 @@ def _class_counts(split_name: str, split: SplitInfo, manifest: Manifest, labels:
     return []
 
 
-def verify_dataset(root: Path | str, *, decode: bool = False, remote: RemoteOptions | None = None) -> list[str]:
-    """Every mismatch between the files of the dataset at `root` (a folder or a URL) and its manifest."""
+def verify_dataset(root: Path | str, *, decode: bool = False, remote: RemoteOptions | None = None,
+                   progress: Callable[[int], None] | None = None) -> list[str]:
+    """Every mismatch between the files of the dataset at `root` (a folder or a URL) and its manifest;
+    `progress(1)` after each shard checked."""
     options = remote or RemoteOptions()
     if is_url(str(root)):
         from fastdata.storage.open import open_remote
 
         return _verify_remote(str(root), lambda split: open_remote(str(root), split=split, options=options),
-                              decode=decode)
+                              decode=decode, progress=progress)
     root = Path(root)
     manifest = read_manifest(root)
     if is_url(manifest.shard_root):  # indexes here, shards on remote storage (`fastdata index URL DST`)
         from fastdata.storage.url import folder_url
 
         return _verify_remote(folder_url(str(manifest.shard_root)),
-                              lambda split: open_dataset(root, split=split, remote=options), decode=decode)
+                              lambda split: open_dataset(root, split=split, remote=options), decode=decode,
+                              progress=progress)
     problems: list[str] = []
     where = shard_root(root, manifest)
     for name, split in sorted(manifest.splits.items()):
@@ -282,11 +285,14 @@ def verify_dataset(root: Path | str, *, decode: bool = False, remote: RemoteOpti
             ref = ShardRef.of(manifest, shard, where / shard.name, root / shard.index if shard.index else None)
             problems.extend(_check_shard(ref, manifest, labels, decode))
             log.info("checked %s", ref.path)
+            if progress:
+                progress(1)
         problems.extend(_class_counts(name, split, manifest, labels))
     return problems
 
 
-def _verify_remote(url: str, open_split: Callable[[str | None], Any], *, decode: bool) -> list[str]:
+def _verify_remote(url: str, open_split: Callable[[str | None], Any], *, decode: bool,
+                   progress: Callable[[int], None] | None) -> list[str]:
     """Each shard is downloaded into the node cache (its size and sha256 checked on the way), checked like a
     local one, and given back to the cache, so the check needs one shard of disk at a time. `open_split(name)`
     opens a split's view (None: the default split); problems name shards as `url` + their name."""
@@ -310,6 +316,8 @@ def _verify_remote(url: str, open_split: Callable[[str | None], Any], *, decode:
                                 for p in _check_shard(local, manifest, labels, decode))
                 view.release(ref)
                 log.info("checked %s%s", url, ref.info.name)
+                if progress:
+                    progress(1)
         finally:
             view.close()
         problems.extend(_class_counts(name, split, manifest, labels))

@@ -173,3 +173,17 @@ def test_convert_on_a_terminal_shows_a_bar_counted_in_images(tmp_path: Path, cap
     assert cli(["convert", str(src), str(tmp_path / "a"), "-j", "1"]) == 0
     err = capsys.readouterr().err
     assert "\r100%" in err and "8.00/8.00" in err and "img/s]" in err and "fastdata convert: " not in err
+
+
+def test_verify_writes_progress_lines_to_a_log_counted_in_shards(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                 monkeypatch: pytest.MonkeyPatch):
+    src = make_image_tree(tmp_path / "src", classes=2, per_class=3)
+    assert cli(["convert", str(src), str(tmp_path / "ds"), "-j", "1", "--samples-per-shard", "2",
+                "--no-progress"]) == 0
+    monkeypatch.setattr(progress_module, "LOG_EVERY", 0.0)
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path / "ds")]) == 0
+    lines = _lines(capsys.readouterr().err, "fastdata verify")
+    assert [line.split(" (")[0] for line in lines] == [f"fastdata verify: {i}/3 shards" for i in (1, 2, 3)]
+    assert cli(["verify", str(tmp_path / "ds"), "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""

@@ -87,8 +87,10 @@ def test_info_and_verify_options() -> None:
                                       "rejected": False}
     assert _options("-vv", "info", "ds", "--json", "--rejected") == {"command": "info", "verbose": 2, "dataset": "ds",
                                                                      "json": True, "rejected": True}
-    assert _options("verify", "ds") == {"command": "verify", "verbose": 0, "dataset": "ds", "decode": False}
+    assert _options("verify", "ds") == {"command": "verify", "verbose": 0, "dataset": "ds", "decode": False,
+                                        "no_progress": False}
     assert _options("verify", "ds", "--decode")["decode"] is True
+    assert _options("verify", "ds", "--no-progress")["no_progress"] is True
 
 
 @pytest.mark.parametrize(("argv", "level"), [([], "WARNING"), (["-v"], "INFO"), (["-vv"], "DEBUG"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from fastdata.cli.format import printable
+from fastdata.cli.progress import progress
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -12,6 +13,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dataset", help="dataset folder, or its URL (s3://, gs://, az://, https://)")
     p.add_argument("--decode", action="store_true",
                    help="also decode every image, and read every volume and mask in full")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or progress lines (in a log, one a minute)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,10 +22,15 @@ def run(args: argparse.Namespace) -> int:
     from fastdata.verify import verify_dataset
 
     manifest = read_any_manifest(args.dataset)
-    problems = verify_dataset(args.dataset, decode=args.decode)
+    shards = sum(len(s.shards) for s in manifest.splits.values())
+    bar = progress(shards, "shard", "fastdata verify", enabled=not args.no_progress)
+    try:
+        problems = verify_dataset(args.dataset, decode=args.decode, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     for line in problems:
         print(printable(line))  # member names and keys come from the shards: no escape sequence reaches the terminal
-    shards = sum(len(s.shards) for s in manifest.splits.values())
     if problems:
         print(f"FAILED: {len(problems)} problem(s) in {args.dataset}")
         return 1
