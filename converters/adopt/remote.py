@@ -145,7 +145,7 @@ def adopt_remote(spec: str | Sequence[str], dst: str | Path | None, *, options: 
     if not names:
         raise ConvertError(f"no .tar file among the shards named in {folder}")
     if dst is not None and not is_url(dst):
-        return _into_local_folder(spec, Path(dst), folder, names, rejected, options=options, progress=progress)
+        return _into_local_folder(Path(dst), folder, names, rejected, options=options, progress=progress)
     target = folder_url(dst) if dst is not None else folder
     source, out = RemoteStore(folder), RemoteStore(target)
     if out.http_only:
@@ -180,7 +180,7 @@ def _scans(source: Any, folder: str, names: list[str], work: Path, options: Any,
     return scans
 
 
-def _into_local_folder(spec: Any, dst: Path, folder: str, names: list[str], rejected: list[Rejection], *,
+def _into_local_folder(dst: Path, folder: str, names: list[str], rejected: list[Rejection], *,
                        options: Any, progress: Callable[[int], None] | None) -> tuple[Path, Manifest]:
     """Remote shards indexed into the local folder `dst`: its manifest's `shard_root` is their URL, and
     `fastdata.loader(dst)` reads the indexes there and the shards through the node cache (read-only HTTPS shards,
