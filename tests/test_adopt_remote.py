@@ -242,7 +242,8 @@ def test_an_interrupted_run_resumes_without_downloading_the_tars_it_scanned(shar
 
 
 def test_what_cannot_be_indexed_remotely_is_refused_before_anything_is_written(shards: Path, s3: str,
-                                                                                tmp_path: Path):
+                                                                                tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch):
     url = upload_tars(shards, f"{s3}/wds/")
     name_them = ("name the shards with a brace pattern, 's3://bucket/ds/shards-{000000..000099}.tar', or one URL "
                  "each: fastdata never lists a bucket")
@@ -259,10 +260,17 @@ def test_what_cannot_be_indexed_remotely_is_refused_before_anything_is_written(s
         (shards, {"dst": f"{s3}/meta/"}, f"local shards are indexed into a local folder, not {s3}/meta/: index them "
                                          "beside the shards, then upload the folder (tars, indexes and manifest) "
                                          "together"),
-        (f"{url}f-{{000000..000003}}.tar", {}, f"{url}f-000003.tar does not exist (HTTP 404); check the range and "
-                                               "the folder"),
+        (f"{url}f-{{000000..000003}}.tar", {}, f"1 of the 4 shards named do not exist in {url} (f-000003.tar); check "
+                                               "the range and the folder"),
+        (f"{url}f-{{000000..000006}}.tar", {}, f"4 of the 7 shards named do not exist in {url} (f-000003.tar, "
+                                               "f-000004.tar, f-000005.tar and 1 more); check the range and the "
+                                               "folder"),
         ([url + "notes.txt"], {}, f"no .tar file among the shards named in {url}"),
     ]
+    def no_download(*args, **kw):
+        raise AssertionError("a refusal came after a download")
+
+    monkeypatch.setattr(RemoteStore, "download", no_download)  # a missing last shard: refused before the first tar
     for spec, kw, message in cases:
         with pytest.raises(ConvertError) as info:
             adopt(spec, options=AdoptOptions(jobs=1), **kw)
@@ -397,7 +405,9 @@ def test_a_scanner_left_running_by_a_failed_run_saves_nothing(shards: Path, s3: 
     the run had returned: the next run with other options then found a scan that was not its own."""
     url = upload_tars(shards, f"{s3}/wds/")
     stopped = threading.Event()
-    scanner = remote_module._RemoteScanner(RemoteStore(url), tmp_path / "work", AdoptOptions(jobs=1), stopped)
+    store = RemoteStore(url)
+    scanner = remote_module._RemoteScanner(store, remote_module.sizes_of(store, NAMES), tmp_path / "work",
+                                           AdoptOptions(jobs=1), stopped)
     for sub in ("scans", "downloads"):
         (tmp_path / "work" / sub).mkdir(parents=True)
     real_scan = remote_module.scan_tar

@@ -82,13 +82,11 @@ class _RemoteScanner:
     Once `stopped` is set (the run failed or was interrupted), a tar still in hand is neither scanned nor saved: a
     thread the failed run left behind wrote its scan afterwards, with that run's options."""
 
-    def __init__(self, store: Any, work: Path, options: Any, stopped: threading.Event) -> None:
-        self.store, self.work, self.options, self.stopped = store, work, options, stopped
+    def __init__(self, store: Any, sizes: dict[str, int], work: Path, options: Any, stopped: threading.Event) -> None:
+        self.store, self.sizes, self.work, self.options, self.stopped = store, sizes, work, options, stopped
 
     def __call__(self, name: str) -> TarScan:
-        size = self.store.size(name)
-        if size is None:
-            raise ConvertError(f"{self.store.url}{name} does not exist (HTTP 404); check the range and the folder")
+        size = self.sizes[name]
         saved = self.work / "scans" / f"{name}.json"
         stamp = [size, self.options.max_pixels, self.options.decode, SCAN_VERSION]
         record = read_json(saved)
@@ -112,16 +110,30 @@ class _RemoteScanner:
         return scan
 
 
+def sizes_of(store: Any, names: list[str]) -> dict[str, int]:
+    """Each tar's size, asked of the store at once (HEAD requests, 16 at a time): a range that names a missing
+    shard is refused before hours of downloads, not when its turn comes."""
+    with ThreadPoolExecutor(16, thread_name_prefix="fastdata-index-head") as pool:
+        sizes = dict(zip(names, pool.map(store.size, names)))
+    missing = [name for name, size in sizes.items() if size is None]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise ConvertError(f"{len(missing)} of the {len(names)} shards named do not exist in {store.url} ({shown}); "
+                           "check the range and the folder")
+    return {name: size for name, size in sizes.items() if size is not None}
+
+
 def scanned(store: Any, names: list[str], work: Path, options: Any) -> Iterator[TarScan]:
     """The scans of `names`, in order, made by `options.jobs` threads (downloads wait on the network, not the GIL).
     A failure or an interrupt (Ctrl-C) ends the run at once: the downloads in flight are cut, not waited for."""
     (work / "scans").mkdir(parents=True, exist_ok=True)
     (work / "downloads").mkdir(parents=True, exist_ok=True)
+    sizes = sizes_of(store, names)
     pool = ThreadPoolExecutor(max(1, options.jobs), thread_name_prefix="fastdata-index")
     stopped = threading.Event()
     done = False
     try:
-        scanner = _RemoteScanner(store, work, options, stopped)
+        scanner = _RemoteScanner(store, sizes, work, options, stopped)
         futures = [pool.submit(scanner, name) for name in names]
         for future in futures:
             yield future.result()
