@@ -42,6 +42,8 @@ def test_the_affinity_counts_not_the_machine_and_at_least_one(monkeypatch: pytes
     ("4:memory:/x\n1:cpu,cpuacct:/\n", {"cpu,cpuacct/cpu.cfs_quota_us": "250000\n",
                                         "cpu,cpuacct/cpu.cfs_period_us": "100000\n"}, 3),  # cgroup v1
     ("1:cpu:/\n", {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),  # v1, no quota
+    ("1:cpu:/\n", {"cpu/cpu.cfs_quota_us": "200000\n"}, None),  # v1 without its period: unreadable, no quota
+    ("1:cpu:/\n", {"cpu/cpu.cfs_period_us": "100000\n"}, None),
     ("1:cpuacct,cpu:/slurm/job\n", {"cpu/slurm/job/cpu.cfs_quota_us": "100000",
                                     "cpu/slurm/job/cpu.cfs_period_us": "100000"}, 1),  # v1 mounted as cpu/
     ("2:cpuacct:/\n", {"cpuacct/cpu.cfs_quota_us": "100000", "cpuacct/cpu.cfs_period_us": "100000"}, None),  # not cpu
@@ -57,6 +59,10 @@ def test_the_fewest_of_affinity_and_quota(tmp_path: Path, monkeypatch: pytest.Mo
     assert usable_cpus(**fake_cgroup(tmp_path, "0::/\n", {"cpu.max": "300000 100000"})) == 3
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert usable_cpus(mount=tmp_path / "mount", membership=tmp_path / "cgroup") == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    (tmp_path / "job").mkdir()
+    job = fake_cgroup(tmp_path / "job", "0::/slurm/job_7\n", {"slurm/job_7/cpu.max": "400000 100000"})
+    assert usable_cpus(**job) == 4  # the process's own cgroup, as its membership names it, not the mount's root
 
 
 def test_unreadable_membership_is_no_quota(tmp_path: Path):
