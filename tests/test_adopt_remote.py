@@ -461,3 +461,20 @@ def test_decode_reaches_remote_shards_and_a_rerun_with_it_scans_anew(tmp_path: P
     assert decoded.manifest.splits["train"].samples == 1
     assert [(r["source"], r["reason"].split(":")[0]) for r in decoded.manifest.rejected] == [
         ("f-000000.tar:b", "not a readable image")]
+
+
+def test_unindexed_remote_shards_given_to_the_loader_are_told_the_command_that_indexes_them(shards: Path, s3: str):
+    """It was "no manifest.json at URL: pass the URL of the folder `fastdata convert` or `fastdata index` wrote"."""
+    url = upload_tars(shards, f"{s3}/wds/")
+    for source, given in ((f"{url}f-{{000000..000002}}.tar", f"{url}f-{{000000..000002}}.tar"),
+                          ([url + NAMES[0], url + NAMES[1]], f"{url}{NAMES[0]}::{url}{NAMES[1]}")):
+        with pytest.raises(ManifestError) as info:
+            fastdata.loader(source, batch_size=2)
+        assert str(info.value) == (f"no manifest.json beside the shards in {url}: shards written by another tool are "
+                                   f"indexed where they lie with `fastdata index '{given}'`, or into a local folder "
+                                   f"with `fastdata index '{given}' meta/`; then load that folder")
+    with pytest.raises(ManifestError, match=r"^no manifest.json at .*: pass the URL of the folder"):
+        fastdata.loader(url, batch_size=2)  # a folder: the advice for folders
+    RemoteStore(url).upload("manifest.json", b"{not json")
+    with pytest.raises(ManifestError, match=r"manifest.json is not JSON"):
+        fastdata.loader(f"{url}f-{{000000..000002}}.tar", batch_size=2)  # a manifest there, broken: said so

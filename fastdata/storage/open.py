@@ -76,7 +76,15 @@ def open_remote(source: str | Sequence[str], /, *, split: str | None, options: R
                                 f"{braces}")
         base, names = bases.pop(), {split_url(u)[1] for u in urls}
     store = RemoteStore(base, options.storage_options)
-    manifest, raw = manifest_at(store)
+    try:
+        manifest, raw = manifest_at(store)
+    except ManifestError:
+        if names is None or not all(n.endswith(".tar") for n in names) or store.size(MANIFEST_NAME) is not None:
+            raise
+        given = source if isinstance(source, str) else "::".join(map(str, source))  # as index takes a list
+        raise ManifestError(f"no {MANIFEST_NAME} beside the shards in {base}: shards written by another tool are "
+                            f"indexed where they lie with `fastdata index '{given}'`, or into a local folder with "
+                            f"`fastdata index '{given}' meta/`; then load that folder") from None
     if names is None:
         split_name = select_split(manifest, split)
         selected = list(manifest.split(split_name).shards)
