@@ -475,6 +475,8 @@ def test_unindexed_remote_shards_given_to_the_loader_are_told_the_command_that_i
                                    f"with `fastdata index '{given}' meta/`; then load that folder")
     with pytest.raises(ManifestError, match=r"^no manifest.json at .*: pass the URL of the folder"):
         fastdata.loader(url, batch_size=2)  # a folder: the advice for folders
+    with pytest.raises(ManifestError, match=r"^no manifest.json at .*: pass the URL of the folder"):
+        fastdata.loader(f"{url}train-000000.arrow", batch_size=2)  # no tar: nothing to index
     RemoteStore(url).upload("manifest.json", b"{not json")
     with pytest.raises(ManifestError, match=r"manifest.json is not JSON"):
         fastdata.loader(f"{url}f-{{000000..000002}}.tar", batch_size=2)  # a manifest there, broken: said so
