@@ -96,6 +96,9 @@ class _Handler(BaseHTTPRequestHandler):
         requested = self.headers.get("Range")
         with self.server.lock:
             self.server.requests.append((self.command, self.path, requested))
+        if self.server.authorization is not None and self.headers.get("Authorization") != self.server.authorization:
+            self._send(_empty(401), body=body)  # a gated repository without the token it wants
+            return
         answer = _faulty(self._file(requested), self._fault())
         if self.server.rewrite is not None:
             answer = self.server.rewrite(self.command, self.path, requested, answer)
@@ -178,6 +181,7 @@ class _Server(ThreadingHTTPServer):
     rewrite: Rewrite | None
     requests: list[tuple[str, str, str | None]]
     lock: threading.Lock
+    authorization: str | None  # the Authorization header a read needs (None: none)
 
     def handle_error(self, request: object, client_address: object) -> None:
         """A client hanging up mid-body (a download cut short on purpose, a loader closed) is expected in these
@@ -197,6 +201,7 @@ class FileServer:
         self._server.rewrite = None
         self._server.requests = []
         self._server.lock = threading.Lock()
+        self._server.authorization = None
         self._thread = threading.Thread(target=self._server.serve_forever, name="test-http", daemon=True)
 
     @property
@@ -206,6 +211,10 @@ class FileServer:
     @property
     def faults(self) -> list[Fault]:
         return self._server.faults
+
+    def require_authorization(self, value: str | None) -> None:
+        """Answer 401 to every read without `Authorization: value` (None: serve everyone)."""
+        self._server.authorization = value
 
     @property
     def rewrite(self) -> Rewrite | None:

@@ -480,3 +480,65 @@ def test_unindexed_remote_shards_given_to_the_loader_are_told_the_command_that_i
     RemoteStore(url).upload("manifest.json", b"{not json")
     with pytest.raises(ManifestError, match=r"manifest.json is not JSON"):
         fastdata.loader(f"{url}f-{{000000..000002}}.tar", batch_size=2)  # a manifest there, broken: said so
+
+
+def test_a_gated_repository_is_read_with_hf_token_or_the_headers_given(shards: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    """A gated or private Hugging Face repository answers 401 without a token: $HF_TOKEN is sent to its hosts (here
+    the test server stands in for huggingface.co), or `storage_options={'headers': ...}` to any."""
+    import fastdata.storage.client as client
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with FileServer(shards) as server:
+        server.require_authorization("Bearer hf_secret")
+        pattern = f"{server.url}f-{{000000..000002}}.tar"
+        with pytest.raises(StorageError) as info:
+            adopt(pattern, tmp_path / "meta", options=AdoptOptions(jobs=1))
+        assert str(info.value) == (f"access to {server.url}f-000000.tar was denied (HTTP 401): a gated or private "
+                                   "repository needs a token: set HF_TOKEN (Hugging Face, sent to huggingface.co only) "
+                                   "or pass storage_options={'headers': {'Authorization': 'Bearer ...'}}")
+        monkeypatch.setenv("HF_TOKEN", "hf_secret")
+        with pytest.raises(StorageError, match="HTTP 401"):  # a token goes to Hugging Face's hosts only
+            adopt(pattern, tmp_path / "meta", options=AdoptOptions(jobs=1))
+        monkeypatch.setattr(client, "HF_HOSTS", ("127.0.0.1",))  # the test server as huggingface.co
+        adopt(pattern, tmp_path / "meta", options=AdoptOptions(jobs=1))
+        expected = batches(adopt(shutil.copytree(shards, tmp_path / "copy"), options=AdoptOptions(jobs=1)).dst,
+                           tmp_path)
+        assert same(batches(tmp_path / "meta", tmp_path), expected)
+        monkeypatch.delenv("HF_TOKEN")
+        monkeypatch.setenv("FASTDATA_CACHE", str(tmp_path / "fresh"))
+        given = fastdata.loader(tmp_path / "meta", batch_size=3, image_size=32, train=False, backend="kornia",
+                                device="cpu", storage_options={"headers": {"Authorization": "Bearer hf_secret"}})
+        assert same([(x, y.tolist()) for x, y in given], expected)
+        wrong = fastdata.loader(tmp_path / "meta", batch_size=3, image_size=32, train=False, backend="kornia",
+                                device="cpu", storage_options={"headers": {"Authorization": "Bearer nope"}},
+                                cache_dir=str(tmp_path / "other"))
+        with pytest.raises(StorageError, match=r"\(the one sent was refused\)$"):
+            next(iter(wrong))
+
+
+@pytest.mark.parametrize(("url", "env", "given", "sent"), [
+    ("https://huggingface.co/datasets/o/n/resolve/main/", "t", None, {"Authorization": "Bearer t"}),
+    ("https://cdn.hf.co/x/", "t", None, {"Authorization": "Bearer t"}),  # a subdomain
+    ("https://HuggingFace.co/x/", "t", None, {"Authorization": "Bearer t"}),  # hosts compare without case
+    ("https://huggingface.co.evil.org/x/", "t", None, {}),  # look-alikes
+    ("https://evilhuggingface.co/x/", "t", None, {}),
+    ("https://example.org/x/", "t", None, {}),
+    ("https://huggingface.co/x/", None, None, {}),
+    ("https://huggingface.co/x/", "t", {"authorization": "Bearer mine"}, {"authorization": "Bearer mine"}),
+    ("https://example.org/x/", None, {"X-Api-Key": "k"}, {"X-Api-Key": "k"}),
+    ("s3://bucket/x/", "t", {"X-Api-Key": "k"}, {}),  # an object store signs its own requests
+])
+def test_which_headers_a_store_sends(monkeypatch: pytest.MonkeyPatch, url, env, given, sent):
+    if env is None:
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("HF_TOKEN", env)
+    options = {} if given is None else {"headers": given}
+    assert RemoteStore(url, options).headers == sent
+
+
+@pytest.mark.parametrize("given", ["Bearer x", {"Authorization": 1}, {"A": "b\r\nX-Evil: 1"}, {"A: b": "c"}, {"": "x"}])
+def test_headers_that_are_no_headers_are_refused(given):
+    with pytest.raises(ValueError, match=r"^storage_options\['headers'\] is not allowed; it must be a dict of header "):
+        RemoteStore("https://example.org/x/", {"headers": given})

@@ -45,7 +45,8 @@ READ_TIMEOUT = 60.0  # seconds for the next CHUNK of a body (or its rest) before
 SIGN_FOR = timedelta(hours=1)
 RESIGN_AFTER = 45 * 60.0  # seconds: presigned URLs are renewed well before they expire
 MAX_REDIRECTS = 10  # redirects followed per request (a dataset behind a CDN or a hub's `resolve` URL)
-_OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline")
+_OWN_KEYS = ("connect_timeout", "read_timeout", "attempts", "deadline", "headers")
+HF_HOSTS = ("huggingface.co", "hf.co")  # $HF_TOKEN goes to these hosts only, as huggingface_hub sends it
 
 MAX_ATTEMPTS = 1000
 MAX_SECONDS = 7 * 24 * 3600.0  # a week: longer is a slip (10**30 s overflowed the timedelta obstore's options take)
@@ -64,6 +65,23 @@ class ChecksumError(StorageError):
     """The downloaded bytes hash differently from the manifest's record."""
 
 
+def _http_headers(given: Any, url: str) -> dict[str, str]:
+    """The headers every request to the HTTP(S) folder `url` carries: `storage_options['headers']`, and for a Hugging
+    Face repository (gated or private) `Authorization: Bearer $HF_TOKEN` unless given."""
+    if given is not None and (not isinstance(given, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and k and "\r" not in k + v and "\n" not in k + v and ":" not in k
+            for k, v in given.items())):
+        raise ValueError("storage_options['headers'] is not allowed; it must be a dict of header names to values, "
+                         "strings without line breaks (e.g. {'Authorization': 'Bearer ...'})")
+    headers = dict(given or {})
+    host = urllib.parse.urlsplit(url).hostname or ""  # lower case, as urllib gives it
+    token = os.environ.get("HF_TOKEN")
+    if token and not any(k.lower() == "authorization" for k in headers) and \
+            any(host == h or host.endswith("." + h) for h in HF_HOSTS):
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
 class RemoteStore(StoreWrites):
     """Read (and, for object stores, write) the files of one dataset folder at `url`."""
 
@@ -79,6 +97,7 @@ class RemoteStore(StoreWrites):
             raise ValueError(f"storage_options['attempts']={attempts!r} is not allowed; it must be an integer from 1 "
                              f"to {MAX_ATTEMPTS} (requests per operation, the first included)")
         self.policy = RetryPolicy(attempts=attempts, deadline=_seconds(own, "deadline", RetryPolicy.deadline))
+        self.headers = _http_headers(own.get("headers"), self.url) if self.http_only else {}
         self._obstore_options = options
         self._lock = threading.Lock()
         self._store: Any = None
@@ -173,6 +192,8 @@ class RemoteStore(StoreWrites):
         _, http = self._clients()
         urllib3 = require("urllib3", "remote")
         url = self.object_url(name, method=method, fresh=resigned[0])
+        if self.headers:  # an HTTP(S) store's own (a token): urllib3 drops Authorization on a redirect elsewhere
+            headers = {**self.headers, **headers}
         try:
             response = http.request(method, url, headers=headers, preload_content=False, redirect=True)
         except urllib3.exceptions.LocationValueError as exc:  # a redirect to a URL urllib3 cannot request
@@ -198,6 +219,11 @@ class RemoteStore(StoreWrites):
         if status == 403 and not self.http_only and not resigned[0]:
             resigned[0] = True  # a presigned URL may have expired: sign once more before giving up
             raise Retryable("HTTP 403 (signing again)", 0.0)
+        if self.http_only and status in (401, 403):
+            raise StorageError(f"access to {self.url}{name} was denied (HTTP {status}): a gated or private repository "
+                               "needs a token: set HF_TOKEN (Hugging Face, sent to huggingface.co only) or pass "
+                               "storage_options={'headers': {'Authorization': 'Bearer ...'}}"
+                               + (" (the one sent was refused)" if self.headers else ""), status=status)
         raise failure(self.url + name, status)
 
     # ------------------------------------------------------------------ reads
