@@ -265,9 +265,9 @@ def test_wrong_bytes_are_a_checksum_error_naming_the_url(served, tmp_path: Path)
         store(served).download("blob.bin", tmp_path / "out", size=len(DATA), sha256=hashlib.sha256(DATA).hexdigest())
 
 
-DENIED = ("access to {url} was denied (HTTP {status}): check the credentials (AWS_ACCESS_KEY_ID / "
-          "AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or storage_options), that they may read this bucket and path, "
-          "and the endpoint")
+DENIED = ("access to {url} was denied (HTTP {status}): a gated or private repository needs a token: set HF_TOKEN "
+          "(Hugging Face, sent to huggingface.co only) or pass storage_options={{'headers': {{'Authorization': "
+          "'Bearer ...'}}}}")  # an HTTP(S) folder: no AWS variable would help (it said to check them)
 
 
 @pytest.mark.parametrize("status,message", [

@@ -125,3 +125,14 @@ def test_a_missing_file_is_told_by_its_status_not_by_the_words_of_the_error(tmp_
         with pytest.raises(StorageError) as err:
             call()
         assert err.value.status == 403 and "was denied" in str(err.value)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_an_object_store_that_denies_access_names_the_credentials_to_check(status: int):
+    from fastdata.storage.answers import failure
+
+    err = failure("s3://bucket/ds/manifest.json", status)
+    assert str(err) == (f"access to s3://bucket/ds/manifest.json was denied (HTTP {status}): check the credentials "
+                        "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, or storage_options), that "
+                        "they may read this bucket and path, and the endpoint")
+    assert err.status == status
