@@ -53,7 +53,7 @@ class RemoteFile:
     name: str
     size: int | None
     sha256: str | None
-    store: RemoteStore
+    store: RemoteStore  # or, for the indexes of a local folder whose shards are remote, open.LocalFolder
 
 
 class RemoteFiles:
