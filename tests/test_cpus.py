@@ -38,6 +38,7 @@ def test_the_affinity_counts_not_the_machine_and_at_least_one(monkeypatch: pytes
     ("0::/\n", {"cpu.max": "garbage"}, None),
     ("0::/\n", {"cpu.max": "0 100000"}, None),
     ("0::/\n", {"cpu.max": "1 100000"}, 1),  # the least quota there is: one CPU, not none
+    ("0::/\n", {"cpu.max": "5 1"}, 5),  # the least period there is
     ("0::/\n", {"cpu.max": "100000 0"}, None),
     ("0::/\n", {}, None),
     ("4:memory:/x\n1:cpu,cpuacct:/\n", {"cpu,cpuacct/cpu.cfs_quota_us": "250000\n",
