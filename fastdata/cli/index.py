@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "does) and a manifest, so `fastdata.loader` reads them. The tars are never modified.")
     p.add_argument("paths", nargs="+", metavar="SRC [DST]",
                    help="the shards (a folder, a glob, a brace pattern such as 'shards-{000000..000099}.tar', or "
-                        "tar files), then optionally DST: the folder for the indexes and manifest (default: the "
+                        "tar files; on s3://, gs://, az:// or https://, a brace pattern or URLs), then optionally "
+                        "DST: the folder for the indexes and manifest, local or an object store's (default: the "
                         "shards' folder; use DST when the shards are read-only)")
     p.add_argument("--split", help="split of every shard (default: from the file name prefix train-/val-/test-, "
                                    "else train)")
