@@ -185,3 +185,8 @@ def test_a_local_file_named_like_a_pipe_source_is_that_file(tmp_path: Path, monk
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pipe:x.tar").write_bytes(b"")
     assert expand("pipe:x.tar") == [Path("pipe:x.tar")]
+
+
+def test_a_missing_plain_name_is_no_pattern(tmp_path: Path):
+    """Only `*`, `?` and `[` make a glob: a plain name that is not there is itself (refused later as missing)."""
+    assert expand(str(tmp_path / "X-0.tar")) == [tmp_path / "X-0.tar"]
