@@ -39,6 +39,7 @@ def test_the_affinity_counts_not_the_machine_and_at_least_one(monkeypatch: pytes
     ("0::/\n", {"cpu.max": "0 100000"}, None),
     ("0::/\n", {"cpu.max": "1 100000"}, 1),  # the least quota there is: one CPU, not none
     ("0::/\n", {"cpu.max": "5 1"}, 5),  # the least period there is
+    ("0::/pod:a/b\n", {"pod:a/b/cpu.max": "200000 100000"}, 2),  # a colon within the path is the path's
     ("0::/\n", {"cpu.max": "100000 0"}, None),
     ("0::/\n", {}, None),
     ("4:memory:/x\n1:cpu,cpuacct:/\n", {"cpu,cpuacct/cpu.cfs_quota_us": "250000\n",
