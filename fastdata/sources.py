@@ -137,8 +137,8 @@ def split_joined(spec: Any) -> Any:
     """`spec` as a list when it is a str joining sources with `::`, as WebDataset takes them
     (`'a-{000..009}.tar::b-{000..004}.tar'`); anything else, and a path that exists with `::` in its name, as it is."""
     if isinstance(spec, str) and "::" in spec and not os.path.lexists(spec):
-        parts = spec.split("::")
-        if all(part.strip() for part in parts):
+        parts = re.split(r"::(?![^\[\]]*\])", spec)  # not inside brackets: an IPv6 host, http://[::1]:8000/
+        if len(parts) > 1 and all(part.strip() for part in parts):
             return parts
     return spec
 

@@ -190,3 +190,15 @@ def test_a_local_file_named_like_a_pipe_source_is_that_file(tmp_path: Path, monk
 def test_a_missing_plain_name_is_no_pattern(tmp_path: Path):
     """Only `*`, `?` and `[` make a glob: a plain name that is not there is itself (refused later as missing)."""
     assert expand(str(tmp_path / "X-0.tar")) == [tmp_path / "X-0.tar"]
+
+
+@pytest.mark.parametrize(("spec", "parts"), [
+    ("a.tar::b-{0..1}.tar", ["a.tar", "b-{0..1}.tar"]),
+    ("http://[::1]:8000/a.tar", "http://[::1]:8000/a.tar"),  # an IPv6 host's colons are no separator
+    ("http://[::1]:8000/a.tar::http://[::1]:8000/b.tar", ["http://[::1]:8000/a.tar", "http://[::1]:8000/b.tar"]),
+    ("a.tar::", "a.tar::"),  # an empty part: no list (then refused as a path that does not exist)
+])
+def test_sources_joined_with_double_colons(spec, parts):
+    from fastdata.sources import split_joined
+
+    assert split_joined(spec) == parts
