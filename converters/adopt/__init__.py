@@ -162,7 +162,7 @@ class _Scanner:
         return scan
 
 
-def _dst_state(dst: Path) -> None:
+def check_destination(dst: Path) -> None:
     """Refuse a DST that holds something else than an earlier adoption of these shards."""
     if dst.exists() and not dst.is_dir():
         raise ConvertError(f"destination {dst} exists and is not a folder")
@@ -187,7 +187,7 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
         return AdoptResult(where, manifest, list(manifest.rejected))
     folder, tars, rejected = find_tars(spec)
     dst = Path(dst) if dst is not None else folder
-    _dst_state(dst)
+    check_destination(dst)
     (dst / PARTIAL / "scans").mkdir(parents=True, exist_ok=True)
     items = [WorkItem(split=split_of(p.name, options), rel=p.name, source=str(p)) for p in tars]
     scans: list[tuple[WorkItem, TarScan]] = []
@@ -199,7 +199,7 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
         if progress:
             progress(1)
     shard_root = None if folder.resolve() == dst.resolve() else os.path.relpath(folder.resolve(), dst.resolve())
-    manifest = assemble(scans, rejected, options, write_index=lambda name, data: _write_index(dst / name, data),
+    manifest = assemble(scans, rejected, options, write_index=lambda name, data: write_index_file(dst / name, data),
                         where=str(folder), shard_root=shard_root)
     write_manifest(dst, manifest)
     for p in (dst / PARTIAL / "scans").glob("*.json"):
@@ -298,7 +298,7 @@ def _common(samples: Sequence[Any], pick: Callable[[Any], str | None]) -> str | 
     return next(iter(found), None)
 
 
-def _write_index(path: Path, data: bytes) -> None:
+def write_index_file(path: Path, data: bytes) -> None:
     """Write an index unless an equal one is there; never replace a different file made by someone else."""
     if path.exists():
         if path.read_bytes() == data:

@@ -197,15 +197,15 @@ def _into_local_folder(dst: Path, folder: str, names: list[str], rejected: list[
     """Remote shards indexed into the local folder `dst`: its manifest's `shard_root` is their URL, and
     `fastdata.loader(dst)` reads the indexes there and the shards through the node cache (read-only HTTPS shards,
     a Hugging Face dataset repository's, need no bucket of one's own)."""
-    from converters.adopt import PARTIAL, _dst_state, _write_index, assemble
+    from converters.adopt import PARTIAL, assemble, check_destination, write_index_file
     from fastdata.manifest import write_manifest
     from fastdata.storage.client import RemoteStore
 
-    _dst_state(dst)
+    check_destination(dst)
     dst.mkdir(parents=True, exist_ok=True)  # with --staging elsewhere nothing else makes it
     work = Path(options.staging) if options.staging else dst / PARTIAL / "remote"
     scans = _scans(RemoteStore(folder), folder, names, work, options, progress)
-    manifest = assemble(scans, rejected, options, write_index=lambda name, data: _write_index(dst / name, data),
+    manifest = assemble(scans, rejected, options, write_index=lambda name, data: write_index_file(dst / name, data),
                         where=folder, shard_root=folder)
     write_manifest(dst, manifest)
     shutil.rmtree(work, ignore_errors=True)
