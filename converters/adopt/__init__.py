@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from converters.adopt.remote import adopt_remote, is_remote
-from converters.adopt.scan import SCAN_VERSION, TEXT_MEMBER, TarScan, scan_tar
+from converters.adopt.scan import TEXT_MEMBER, TarScan, save_scan, saved_scan, scan_stamp, scan_tar
 from converters.images.id_names import class_names
 from converters.pool import check_local_jobs, run_ordered
 from converters.sample import Rejection, WorkItem
 from converters.tree import split_of_folder
 from fastdata import __version__
-from fastdata.atomic import read_json, write_bytes_atomic, write_json_atomic
+from fastdata.atomic import write_bytes_atomic
 from fastdata.dataset import shard_folder
 from fastdata.errors import ConvertError
 from fastdata.images.options import DEFAULT_MAX_PIXELS
@@ -153,12 +153,11 @@ class _Scanner:
         path = Path(item.source)
         st = path.stat()
         saved = _scan_path(self.dst, path.name)
-        stamp = [st.st_size, st.st_mtime_ns, self.options.max_pixels, self.options.decode, SCAN_VERSION]
-        record = read_json(saved)
-        if isinstance(record, dict) and record.get("stamp") == stamp:
-            return TarScan.from_dict(record["scan"])
-        scan = scan_tar(path, max_pixels=self.options.max_pixels, decode=self.options.decode)
-        write_json_atomic(saved, {"stamp": stamp, "scan": scan.to_dict()})
+        stamp = scan_stamp([st.st_size, st.st_mtime_ns], self.options)
+        scan = saved_scan(saved, stamp)
+        if scan is None:
+            scan = scan_tar(path, max_pixels=self.options.max_pixels, decode=self.options.decode)
+            save_scan(saved, stamp, scan)
         return scan
 
 

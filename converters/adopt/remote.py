@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from converters.adopt.scan import SCAN_VERSION, TarScan, scan_tar
+from converters.adopt.scan import TarScan, save_scan, saved_scan, scan_stamp, scan_tar
 from converters.sample import Rejection, WorkItem
-from fastdata.atomic import dumps_json, read_json, write_json_atomic
+from fastdata.atomic import dumps_json
 from fastdata.errors import ConvertError, StorageError
 from fastdata.manifest import MANIFEST_NAME, Manifest
 from fastdata.sources import is_glob
@@ -88,10 +88,10 @@ class _RemoteScanner:
     def __call__(self, name: str) -> TarScan:
         size = self.sizes[name]
         saved = self.work / "scans" / f"{name}.json"
-        stamp = [size, self.options.max_pixels, self.options.decode, SCAN_VERSION]
-        record = read_json(saved)
-        if isinstance(record, dict) and record.get("stamp") == stamp:
-            return TarScan.from_dict(record["scan"])
+        stamp = scan_stamp([size], self.options)
+        kept = saved_scan(saved, stamp)
+        if kept is not None:
+            return kept
         local = self.work / "downloads" / name
         free = shutil.disk_usage(local.parent).free
         if size > free:
@@ -106,7 +106,7 @@ class _RemoteScanner:
         finally:
             local.unlink(missing_ok=True)
         if not self.stopped.is_set():
-            write_json_atomic(saved, {"stamp": stamp, "scan": scan.to_dict()})
+            save_scan(saved, stamp, scan)
         return scan
 
 

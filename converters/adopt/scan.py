@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 from PIL import UnidentifiedImageError
 
 from converters.tree import display
+from fastdata.atomic import read_json, write_json_atomic
 from fastdata.images.pixels import decode_problem, open_image, orientation_of
 from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
@@ -98,6 +99,22 @@ class TarScan:
     def from_dict(cls, d: dict[str, Any]) -> TarScan:
         return cls(d["name"], d["bytes"], d["sha256"], [SampleScan.from_dict(s) for s in d["samples"]],
                    list(d["problems"]))
+
+
+def scan_stamp(identity: list[Any], options: Any) -> list[Any]:
+    """What a saved scan must match to be reused: the tar's `identity` (its size, and its mtime when local), the
+    options a scan depends on, and SCAN_VERSION."""
+    return [*identity, options.max_pixels, options.decode, SCAN_VERSION]
+
+
+def saved_scan(path: Path, stamp: list[Any]) -> TarScan | None:
+    """The scan saved at `path` under `stamp` (`save_scan`), else None."""
+    record = read_json(path)
+    return TarScan.from_dict(record["scan"]) if isinstance(record, dict) and record.get("stamp") == stamp else None
+
+
+def save_scan(path: Path, stamp: list[Any], scan: TarScan) -> None:
+    write_json_atomic(path, {"stamp": stamp, "scan": scan.to_dict()})
 
 
 def unsafe_name(name: str) -> str | None:
