@@ -12,7 +12,7 @@ from converters.plan import ShardPlan
 from converters.sample import add_counts
 from fastdata.errors import ConvertError
 from fastdata.manifest import Manifest, ShardInfo, SplitInfo
-from fastdata.reasons import reason_group
+from fastdata.reasons import reason_group, shown_names
 
 
 def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
@@ -35,7 +35,7 @@ def assemble(dest: Destination, plan: dict[str, Any]) -> Manifest:
         add_counts(stats, record["stats"])
         rejected.extend(record["rejected"])
     if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        shown = shown_names(missing, 5)
         raise ConvertError(f"cannot merge {dest.label}: {len(missing)} shard(s) not converted yet ({shown}); "
                            "run the missing --part jobs (or rerun without --part), then merge again")
     splits = {s: SplitInfo(name=s, shards=tuple(i), class_counts=tuple(c), stats=st)

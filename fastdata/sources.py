@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fastdata.errors import ManifestError
+from fastdata.reasons import shown_names
 
 _BRACE = re.compile(r"\{[^{}]*(\.\.|,)[^{}]*\}")
 _INT_RANGE = re.compile(r"\{(-?\d+)\.\.(-?\d+)(?:\.\.-?(\d+))?\}")
@@ -114,7 +115,7 @@ def expand_pattern(text: str) -> list[Path]:
         else:
             missing.append(name)
     if missing:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        shown = shown_names(missing)
         raise ManifestError(f"the pattern {text!r} names {len(missing)} file(s) that do not exist ({shown}); "
                             "check the range and the folder")
     if not found:

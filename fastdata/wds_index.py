@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from fastdata.errors import ShardError
 from fastdata.numerals import parse_int
+from fastdata.reasons import shown_names
 
 INDEX_VERSION = "v1.2"
 
@@ -37,7 +38,7 @@ def compression(head: bytes) -> str | None:
 
 def decompress_advice(names: Sequence[str]) -> str:
     """Why compressed tars (`names`, at least one) cannot be read as they are, and what to run first."""
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    shown = shown_names(names)
     return f"{shown} {'is a compressed tar' if len(names) == 1 else 'are compressed tars'}: {DECOMPRESS}"
 
 

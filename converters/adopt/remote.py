@@ -25,6 +25,7 @@ from converters.sample import Rejection, WorkItem
 from fastdata.atomic import dumps_json
 from fastdata.errors import ConvertError, StorageError
 from fastdata.manifest import MANIFEST_NAME, Manifest
+from fastdata.reasons import shown_names
 from fastdata.sources import is_glob
 from fastdata.storage.url import folder_url, is_url
 from fastdata.storage.url import split as split_url
@@ -117,7 +118,7 @@ def sizes_of(store: Any, names: list[str]) -> dict[str, int]:
         sizes = dict(zip(names, pool.map(store.size, names)))
     missing = [name for name, size in sizes.items() if size is None]
     if missing:
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        shown = shown_names(missing)
         raise ConvertError(f"{len(missing)} of the {len(names)} shards named do not exist in {store.url} ({shown}); "
                            "check the range and the folder")
     return {name: size for name, size in sizes.items() if size is not None}

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from converters.nifti.case_folders import StructureCase
 from converters.sample import Rejection, WorkItem
 from fastdata.errors import ConvertError
+from fastdata.reasons import shown_names
 
 SHOWN = 5  # structure names a reason lists before "..."
 
@@ -36,8 +37,7 @@ def structure_classes(cases: list[StructureCase], declared: tuple[str, ...]) -> 
 
 
 def _listed(names: set[str]) -> str:
-    shown = sorted(names)[:SHOWN]
-    return ", ".join(shown) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+    return shown_names(sorted(names), SHOWN)
 
 
 def structure_items(cases: list[StructureCase], classes: tuple[str, ...], make_item: Callable[..., WorkItem],
