@@ -24,7 +24,7 @@ from fastdata.errors import ManifestError, ShardError
 from fastdata.manifest import CONVERT_AGAIN, MANIFEST_NAME, Manifest, ShardInfo, read_manifest
 from fastdata.option_rules import refused
 from fastdata.sources import Spec, expand, plain, split_joined
-from fastdata.storage.url import is_url
+from fastdata.storage.url import all_urls, is_url
 from fastdata.wds_index import compressed_tar, decompress_advice
 
 SHARD_SUFFIXES = (".tar", ".arrow")
@@ -281,13 +281,10 @@ def open_dataset(source: Spec, /, *, split: str | None = None, check_files: bool
 
 
 def _is_remote(source: object) -> bool:
-    from fastdata.storage.url import is_url
-
-    items = source if isinstance(source, list | tuple) else [source]
-    remote = [is_url(s) for s in items]
-    if any(remote) and not all(remote):
+    remote = all_urls(list(source) if isinstance(source, list | tuple) else [source])
+    if remote is None:
         raise ManifestError("a source list mixes URLs and local paths; the shards of one dataset lie in one place")
-    return bool(remote) and all(remote)
+    return remote
 
 
 def _check_openable(path: Path) -> None:

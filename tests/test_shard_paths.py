@@ -213,3 +213,9 @@ def test_sources_joined_with_double_colons_are_read_as_webdataset_reads_them(ds:
     other = shutil.copytree(ds, tmp_path / "other")
     mixed = fastdata.loader(f"{ds}::{other}", split="val", **KW)  # two dataset folders: a mixture, as a list is
     assert sorted(v for _, y in mixed for v in y.tolist() if v != -100) == sorted(_labels(ds, split="val") * 2)
+
+
+def test_a_list_of_urls_and_local_paths_is_refused(ds: Path):
+    with pytest.raises(ManifestError) as err:
+        open_dataset(["s3://bucket/ds/val-000000.tar", str(_shards(ds, "val")[0])])
+    assert str(err.value) == "a source list mixes URLs and local paths; the shards of one dataset lie in one place"

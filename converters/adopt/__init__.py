@@ -177,12 +177,12 @@ def adopt(spec: Spec, dst: Path | str | None = None, *, options: AdoptOptions = 
     """Index the shards `spec` names into `dst` (default: the shards' own folder); see the module docstring. Shards
     named by URL are downloaded to be scanned, and indexed into an object store folder or a local one (`remote.py`)."""
     spec = split_joined(spec)
-    if is_remote(spec) or (dst is not None and is_url(str(dst))):
-        if not is_remote(spec):
-            raise ConvertError(f"local shards are indexed into a local folder, not {dst}: index them beside the "
-                               "shards, then upload the folder (tars, indexes and manifest) together")
-        where, manifest = adopt_remote(spec, None if dst is None else dst if isinstance(dst, Path) else str(dst),
-                                       options=options, progress=progress)
+    remote = is_remote(spec)
+    if not remote and dst is not None and is_url(str(dst)):
+        raise ConvertError(f"local shards are indexed into a local folder, not {dst}: index them beside the "
+                           "shards, then upload the folder (tars, indexes and manifest) together")
+    if remote:
+        where, manifest = adopt_remote(spec, dst, options=options, progress=progress)
         return AdoptResult(where, manifest, list(manifest.rejected))
     folder, tars, rejected = find_tars(spec)
     dst = Path(dst) if dst is not None else folder

@@ -27,7 +27,7 @@ from fastdata.errors import ConvertError, StorageError
 from fastdata.manifest import MANIFEST_NAME, Manifest
 from fastdata.reasons import shown_names
 from fastdata.sources import is_glob
-from fastdata.storage.url import folder_url, is_url
+from fastdata.storage.url import all_urls, folder_url, is_url
 from fastdata.storage.url import split as split_url
 
 NAME_THEM = ("name the shards with a brace pattern, 's3://bucket/ds/shards-{000000..000099}.tar', or one URL each: "
@@ -36,11 +36,10 @@ NAME_THEM = ("name the shards with a brace pattern, 's3://bucket/ds/shards-{0000
 
 def is_remote(spec: object) -> bool:
     """Whether `spec` (a path, pattern, URL or list of them) names remote shards; a mix of both is refused."""
-    items = [spec] if isinstance(spec, str | Path) else list(spec) if isinstance(spec, Sequence) else []
-    remote = [is_url(item) for item in items]
-    if any(remote) and not all(remote):
+    remote = all_urls([spec] if isinstance(spec, str | Path) else list(spec) if isinstance(spec, Sequence) else [])
+    if remote is None:
         raise ConvertError("the shards to index are local paths and URLs at once; a dataset's shards lie in one folder")
-    return bool(remote) and all(remote)
+    return remote
 
 
 def remote_tars(spec: str | Sequence[str]) -> tuple[str, list[str], list[Rejection]]:

@@ -30,6 +30,15 @@ def is_url(location: object) -> bool:
     return True
 
 
+def all_urls(items: list[object]) -> bool | None:
+    """True when every item names remote storage, False when none does, None when they mix (the shards of one
+    dataset lie in one place: each caller refuses that in its own words)."""
+    remote = [is_url(item) for item in items]
+    if any(remote) and not all(remote):
+        return None
+    return bool(remote) and all(remote)
+
+
 def folder_url(url: str) -> str:
     """`url` as a folder: with exactly one trailing slash."""
     return url.rstrip("/") + "/"
