@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from fastdata.atomic import write_json_atomic
 from fastdata.errors import ManifestError
 from fastdata.json_text import BadJSON, parse_json
+from fastdata.label_members import NAME_ENCODING, name_table
 from fastdata.manifest_splits import (
     SPLIT_NAME,
     FieldCheck,
@@ -101,6 +103,9 @@ class Manifest:
             rejected = d.get("rejected", [])
             if not isinstance(rejected, list) or not all(isinstance(r, dict) for r in rejected):
                 raise check.error("rejected", rejected, "a list of {split, source, reason} records")
+            extra = _extra_from_dict(check, check.mapping(d, "extra", required=False))
+            if extra.get("label_encoding") == NAME_ENCODING and len(set(classes)) != len(classes):
+                raise check.error("classes", classes, "distinct names (label members hold the names)")
             return cls(
                 kind=kind,
                 shard_format=d["shard_format"],
@@ -108,7 +113,7 @@ class Manifest:
                 splits=splits,
                 preprocessing=check.mapping(d, "preprocessing"),
                 rejected=tuple(rejected),
-                extra=_extra_from_dict(check, check.mapping(d, "extra", required=False)),
+                extra=extra,
                 fingerprint=str(d.get("fingerprint", "")),
                 tool_version=str(d.get("tool_version", "")),
                 format_version=version,
@@ -133,6 +138,14 @@ class Manifest:
         if not self.labeled:
             return None
         return str(self.extra.get("label_member") or "cls")
+
+    @cached_property
+    def label_names(self) -> dict[bytes, int] | None:
+        """Adopted shards whose label members hold class names (extra.label_encoding "name"): each name's UTF-8
+        bytes -> its index in `classes`; None when a label member holds the index itself."""
+        if self.extra.get("label_encoding") != NAME_ENCODING:
+            return None
+        return name_table(self.classes)
 
     @property
     def text_member(self) -> str | None:
@@ -181,6 +194,8 @@ def _extra_from_dict(check: FieldCheck, extra: dict[str, Any]) -> dict[str, Any]
     for key in ("label_member", "layout", "text_member", "ids_member"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             raise check.error(f"extra.{key}", extra[key], "a string")
+    if extra.get("label_encoding") not in (None, "index", NAME_ENCODING):
+        raise check.error("extra.label_encoding", extra["label_encoding"], f"'index' or {NAME_ENCODING!r}")
     fill = extra.get("ids_fill")
     if fill is not None and (not isinstance(fill, int) or isinstance(fill, bool) or not -2**63 <= fill < 2**63):
         raise check.error("extra.ids_fill", fill, "an integer (the int64 value after a caption's last token id)")

@@ -24,8 +24,8 @@ from typing import Any
 from fastdata.atomic import sha256_bytes, sha256_file
 from fastdata.dataset import RemoteOptions, ShardRef, open_dataset, regular_file_size, shard_root
 from fastdata.errors import ShardError
+from fastdata.label_members import MAX_LABEL_BYTES, label_value
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
-from fastdata.numerals import parse_int
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_ids, caption_lines, ids_rule
 from fastdata.shard_columns import COLUMN_CHECKS, image_bytes_field, numbered, value_problems
 from fastdata.storage.url import is_url
@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 
 IMAGE_KINDS = ("images", "image_text")  # kinds whose samples hold an image (and a label when labeled)
 VOLUME_KINDS = ("dicom", "nifti")  # kinds whose samples hold a volume (npy + json, and a mask's label.npy)
-LABEL_MAX_BYTES = 64
 IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, not read
 
 
@@ -132,12 +131,14 @@ def _check_pair(fd: int, path: Path, key: str, members: dict, manifest: Manifest
 def _check_label(fd: int, path: Path, key: str, member, manifest: Manifest, labels: Counter) -> list[str]:
     if member is None:
         return [f"{path}: sample {key} has no {manifest.label_member} member"]
-    if member.size > LABEL_MAX_BYTES:
-        return [f"{path}: sample {key} label member is {member.size} bytes; a label is a short integer"]
+    if member.size > MAX_LABEL_BYTES:
+        return [f"{path}: sample {key} label member is {member.size} bytes; a label holds at most {MAX_LABEL_BYTES}"]
     raw = _read(fd, member.offset, member.size).strip()
-    label = parse_int(raw, signed=True)
+    names = manifest.label_names
+    label = label_value(raw, names)
     if label is None:
-        return [f"{path}: sample {key} has a non-integer label {raw[:20]!r}"]
+        what = "a label that is not among the manifest's classes" if names is not None else "a non-integer label"
+        return [f"{path}: sample {key} has {what} {raw[:40]!r}"]
     if not 0 <= label < len(manifest.classes):
         return [f"{path}: sample {key} label {label} outside 0..{len(manifest.classes) - 1}"]
     labels[label] += 1

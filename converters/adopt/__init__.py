@@ -6,7 +6,9 @@ img2dataset, an earlier pipeline) without rewriting them.
 2. The dataset is image_text (image-caption pairs, as img2dataset writes them) when any usable sample has a
    `txt` member; then the samples without one are rejected and label members are not read as classes.
    Otherwise it is labeled when any usable sample has a label member (`cls`, `class`, `label`); then the
-   samples without one are rejected. Classes are "0".."max" unless `classes` names them.
+   samples without one are rejected. Label members hold class indices, classes "0".."max" unless `classes`
+   names them; or class names (when none is an integer, or with `label_names`), classes in name order unless
+   `classes` gives the order (`_label_space`).
 3. Each tar's DALI index is written beside the manifest (byte for byte `wds2idx`'s for a clean tar), then
    the manifest, last and atomically. The tars are never written: `DST` may sit beside read-only shards.
 """
@@ -35,6 +37,7 @@ from fastdata.dataset import shard_folder
 from fastdata.errors import ConvertError
 from fastdata.images.options import DEFAULT_MAX_PIXELS
 from fastdata.images.pixels import EXIF_ORIENTED
+from fastdata.label_members import NAME_ENCODING
 from fastdata.manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -44,6 +47,7 @@ from fastdata.manifest import (
     read_manifest,
     write_manifest,
 )
+from fastdata.numerals import parse_int
 from fastdata.sources import Spec, expand, split_joined
 from fastdata.storage.url import is_url
 from fastdata.wds_index import DECOMPRESS, compressed_tar, decompress_advice, format_index
@@ -63,6 +67,7 @@ SPLIT_PREFIX = re.compile(r"^(train|training|val|valid|validation|test|testing)[
 class AdoptOptions:
     split: str | None = None  # None: from the file name prefix (train-/val-/test-), else "train"
     classes: tuple[str, ...] | None = None  # names of labels 0..K-1
+    label_names: bool = False  # label members hold class names, digits included (default: when none is an integer)
     max_pixels: int = DEFAULT_MAX_PIXELS
     decode: bool = False  # fully decode every image (slower) instead of reading its header
     jobs: int = 1
@@ -220,13 +225,8 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
     good = [s for _, scan in scans for s in scan.samples if s.problem is None]
     captioned = any(_has_caption(s) for s in good)  # img2dataset's jpg + txt (+ json): an image_text dataset
     labeled = not captioned and any(s.label is not None for s in good)
-    labels = [s.label for s in good if s.label is not None]
-    if labeled and min(labels) < 0:
-        raise ConvertError(f"the shards hold negative labels (down to {min(labels)}); labels are class indices >= 0")
-    num_classes = max(labels) + 1 if labeled else 0
-    classes = options.classes if options.classes is not None else tuple(str(i) for i in range(num_classes))
-    if labeled and len(classes) < num_classes:
-        raise ConvertError(f"--classes names {len(classes)} classes, the shards hold labels up to {num_classes - 1}")
+    classes, index_of, names = _label_space({s.label for s in good if s.label is not None} if labeled else set(),
+                                            options)
     label_member = _common(good, lambda s: next((m.ext for m in s.members if m.ext.lower() in ("cls", "class",
                                                                                                "label")), None))
     image_members = sorted({s.image for s in good if s.image}, key=lambda e: (e.lower() != "jpg", e))
@@ -239,6 +239,10 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
         for s in scan.samples:
             if s.problem is None and labeled and s.label is None:
                 s.problem = "no label member while the rest of the dataset is labeled"
+            if s.problem is None and labeled and s.label not in index_of:
+                s.problem = (f"label {s.label!r} is not among the classes --classes names" if names else
+                             f"label {s.label.encode()[:40]!r} is not an integer (index with --label-names if the "
+                             "labels are class names)")
             if s.problem is None and captioned and not _has_caption(s):
                 s.problem = f"no caption member ({TEXT_MEMBER}) while the rest of the dataset has captions"
             if s.problem is None and captioned:
@@ -250,7 +254,7 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
             member_exts.update(m.ext for m in s.members)
             split_counts = counts.setdefault(item.split, [0] * len(classes))
             if labeled and s.label is not None:  # a captioned dataset's label members are not its classes
-                split_counts[s.label] += 1
+                split_counts[index_of[s.label]] += 1
             formats = stats.setdefault(item.split, {}).setdefault("image_formats", {})
             formats[s.image_format] = formats.get(s.image_format, 0) + 1
             if s.orientation != 1:
@@ -273,6 +277,8 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
     fingerprint = hashlib.sha256(json.dumps({"shards": {k: [s.to_dict() for s in v] for k, v in splits.items()},
                                              "classes": classes}, sort_keys=True).encode()).hexdigest()
     extra: dict[str, Any] = {"text_member": TEXT_MEMBER} if captioned else {}
+    if labeled and names:
+        extra["label_encoding"] = NAME_ENCODING
     return Manifest(
         kind="image_text" if captioned else "images", shard_format="wds", classes=tuple(classes) if labeled else (),
         splits={name: SplitInfo(name=name, shards=tuple(infos), class_counts=tuple(counts.get(name, ())),
@@ -284,6 +290,26 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
                "label_member": label_member if labeled else None, "members": sorted(member_exts),
                "layout": "adopted", **extra},
         fingerprint=fingerprint, tool_version=__version__, shard_root=shard_root)
+
+
+def _label_space(texts: set[str], options: AdoptOptions) -> tuple[tuple[str, ...], dict[str, int], bool]:
+    """(the classes, each label text's class index, whether label members hold names) of the label members' texts.
+    Indices unless `options.label_names` or none is an integer; a text that is not one is then a sample's problem.
+    Names: the classes are `options.classes` in its order (a name it lacks is a sample's problem), else the names
+    sorted, as torchvision's ImageFolder sorts its folders."""
+    numbers = {t: n for t in texts if (n := parse_int(t, signed=True)) is not None}
+    if options.label_names or (texts and not numbers):
+        classes = options.classes if options.classes is not None else class_names(
+            [(f"label member {t!r}", t) for t in sorted(texts)])
+        return classes, {name: i for i, name in enumerate(classes)}, True
+    low = min(numbers.values(), default=0)
+    if low < 0:
+        raise ConvertError(f"the shards hold negative labels (down to {low}); labels are class indices >= 0")
+    num_classes = max(numbers.values(), default=-1) + 1
+    classes = options.classes if options.classes is not None else tuple(str(i) for i in range(num_classes))
+    if len(classes) < num_classes:
+        raise ConvertError(f"--classes names {len(classes)} classes, the shards hold labels up to {num_classes - 1}")
+    return classes, numbers, False
 
 
 def _has_caption(sample: Any) -> bool:

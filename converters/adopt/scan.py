@@ -21,17 +21,16 @@ from PIL import UnidentifiedImageError
 from converters.tree import display
 from fastdata.atomic import read_json, write_json_atomic
 from fastdata.images.pixels import decode_problem, open_image, orientation_of
-from fastdata.numerals import parse_int
+from fastdata.label_members import MAX_LABEL_BYTES, label_text
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
 from fastdata.wds_index import DECOMPRESS, Member, compression, split_name
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff")  # compared in lower case
 LABEL_EXTS = ("cls", "class", "label")
 HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
-LABEL_BYTES = 64
 TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
-SCAN_VERSION = 5  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
-# 4: --decode decodes strictly, as convert and verify --decode do, 5: EXIF orientation read)
+SCAN_VERSION = 6  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
+# 4: --decode decodes strictly, as convert and verify --decode do, 5: EXIF orientation read, 6: a label is its text)
 SPARSE = ("stored as a GNU sparse file: its bytes are not one span of the tar (the holes are left out), and DALI "
           "and fastdata read a member as the one span its header gives; re-create the tar without --sparse")
 NOT_UTF8 = "the name is not UTF-8 (shown with \\xNN; a sample's key is text in the index and the loaders)"
@@ -56,12 +55,13 @@ class _Hashing:
 
 @dataclass
 class SampleScan:
-    """One sample: its members in tar order, what its image is, its label (None without a label member)."""
+    """One sample: its members in tar order, what its image is, its label member's text (None without one: an
+    index or a class name, as the dataset's labels turn out to be, `assemble`)."""
 
     members: list[Member]
     image: str | None = None  # extension of the image member
     image_format: str = ""  # e.g. "jpeg", "jpeg-progressive", "png"
-    label: int | None = None
+    label: str | None = None
     problem: str | None = None
     caption: str | None = None  # why its caption member is unusable: a problem once the dataset is image_text
     orientation: int = 1  # the EXIF orientation its image's header records (2..8: the stored pixels are not upright)
@@ -162,7 +162,7 @@ def _wanted_bytes(ext: str, size: int, decode: bool) -> int:
         return size if decode else min(size, HEADER_BYTES)
     if ext == TEXT_MEMBER:
         return min(size, MAX_CAPTION_BYTES)
-    return min(size, LABEL_BYTES) if ext.lower() in LABEL_EXTS else 0
+    return min(size, MAX_LABEL_BYTES + 1) if ext.lower() in LABEL_EXTS else 0
 
 
 def _caption(sample: SampleScan, data: dict[str, bytes]) -> str | None:
@@ -173,11 +173,6 @@ def _caption(sample: SampleScan, data: dict[str, bytes]) -> str | None:
     if member.size > MAX_CAPTION_BYTES:
         return f"its caption member is {member.size} bytes, more than a caption has ({MAX_CAPTION_BYTES})"
     return caption_lines(data[TEXT_MEMBER])[1]
-
-
-def _label(data: bytes) -> tuple[int | None, str | None]:
-    label = parse_int(data.strip(), signed=True)
-    return (label, None) if label is not None else (None, f"label {data[:20]!r} is not an integer")
 
 
 def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool) -> SampleScan:
@@ -197,7 +192,7 @@ def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, deco
                                                                             decode=decode)
     label_ext = next((e for e in exts if e.lower() in LABEL_EXTS), None)
     if sample.problem is None and label_ext is not None:
-        sample.label, sample.problem = _label(data[label_ext])
+        sample.label, sample.problem = label_text(data[label_ext])
     sample.caption = _caption(sample, data)
     return sample
 

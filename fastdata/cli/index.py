@@ -25,7 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "shards' folder; use DST when the shards are read-only)")
     p.add_argument("--split", help="split of every shard (default: from the file name prefix train-/val-/test-, "
                                    "else train)")
-    p.add_argument("--classes", metavar="FILE", help="class names of labels 0..K-1, one per line")
+    p.add_argument("--classes", metavar="FILE", help="class names of labels 0..K-1, one per line (with labels that "
+                                                     "are names: the classes' order)")
+    p.add_argument("--label-names", action="store_true",
+                   help="label members hold class names, digits included (default: names when no label member "
+                        "holds an integer); classes in sorted order unless --classes gives it")
     p.add_argument("--max-pixels", type=int, default=None, help="reject images with more pixels than this")
     p.add_argument("--decode", action="store_true", help="fully decode every image (slower; default: headers)")
     p.add_argument("-j", "--jobs", type=int, default=usable_cpus(),
@@ -57,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
     sources, dst = split_paths(args.paths)
     classes = read_names(Path(args.classes)) if args.classes else None
-    options = AdoptOptions(split=args.split, classes=classes, decode=args.decode, jobs=args.jobs,
+    options = AdoptOptions(split=args.split, classes=classes, label_names=args.label_names, decode=args.decode,
+                           jobs=args.jobs,
                            max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS, staging=args.staging)
     spec = sources[0] if len(sources) == 1 else sources
     bar = progress(tar_count(spec), "shard", "fastdata index", enabled=not args.no_progress)
@@ -73,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     for name, s in sorted(m.splits.items()):
         print(f"  {name:8s} {s.samples:9d} samples  {len(s.shards):5d} shards  {human_bytes(s.bytes)}")
     what = (f"image-text pairs (captions in {m.text_member})" if m.text_member
-            else f"labeled, {len(m.classes)} classes" if m.labeled else "unlabeled")
+            else f"labeled{' by class name' if m.label_names else ''}, {len(m.classes)} classes" if m.labeled
+            else "unlabeled")
     print(f"  {what}; image members {', '.join(m.image_members)}")
     if m.rejected:
         print(f"  rejected {len(m.rejected)} sample(s) or member(s) (`fastdata info {result.dst} --rejected`):")

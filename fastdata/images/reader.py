@@ -28,7 +28,7 @@ from fastdata.dataset import DatasetView, ShardRef
 from fastdata.errors import ShardError
 from fastdata.images.file_handles import FileHandles
 from fastdata.images.shard_memory import MemoryBudget, ShardMemory
-from fastdata.numerals import parse_int
+from fastdata.label_members import parse_label
 from fastdata.shard_columns import check_image_columns, check_shard, image_bytes_field
 from fastdata.wds_index import Member, parse_index, sample_key
 
@@ -56,15 +56,18 @@ class TarShard:
     The index is kept compact (numpy arrays: 32 bytes per sample plus the key); the descriptor comes
     from `handles` (shared by the shards of a split, so thousands of shards hold a bounded number).
     A sample's image is its first member among `image_members`; its label the `label_member` (an
-    integer in ASCII), or UNLABELED when the dataset has none; `extra_members` (image_text: the captions
+    integer in ASCII, or a class name looked up in `label_names`: label_members.py), or UNLABELED when the
+    dataset has none; `extra_members` (image_text: the captions
     and token ids) are read with the image, in the same `pread` when they are adjacent. When `budget` has room
     for the whole file, the shard reserves it and keeps each sample read in memory (`shard_memory.py`).
     """
 
     def __init__(self, ref: ShardRef, handles: FileHandles | None = None, *,
                  image_members: tuple[str, ...] = ("jpg",), label_member: str | None = "cls",
-                 extra_members: tuple[str, ...] = (), budget: MemoryBudget | None = None) -> None:
+                 extra_members: tuple[str, ...] = (), budget: MemoryBudget | None = None,
+                 label_names: dict[bytes, int] | None = None) -> None:
         self.path, self._remedy = ref.path, ref.remedy
+        self._label_names = label_names
         self._handles = handles if handles is not None else FileHandles(capacity=1)
         self._image_members, self._label_member = image_members, label_member
         self._extra_members = extra_members
@@ -150,7 +153,8 @@ class TarShard:
         return sample
 
     def _sample(self, parts: list[memoryview], key: str, index: int) -> RawSample:
-        label = UNLABELED if self._label_member is None else parse_label(bytes(parts[1]), key=key, shard=self.path)
+        label = UNLABELED if self._label_member is None else parse_label(
+            bytes(parts[1]), key=key, shard=self.path, names=self._label_names)
         return RawSample(data=parts[0], label=label, key=key, shard=self.path,
                          extra=tuple(map(bytes, parts[2:])) if len(parts) > 2 else (), index=index)
 
@@ -168,7 +172,7 @@ class TarShard:
                 data = os.pread(fd, size, offset)
                 if len(data) != size:
                     raise ShardError(f"shard {self.path} is truncated at sample {self._keys[i]}; {self._remedy}")
-                out[i] = parse_label(data, key=str(self._keys[i]), shard=self.path)
+                out[i] = parse_label(data, key=str(self._keys[i]), shard=self.path, names=self._label_names)
         finally:
             self._handles.release(self.path)
         return out
@@ -184,15 +188,6 @@ class TarShard:
         budget, memory, self._budget, self._memory = self._budget, self._memory, None, None
         if budget is not None and memory is not None:
             budget.give(memory.size)
-
-
-def parse_label(data: bytes, *, key: str, shard: Path) -> int:
-    """The integer class label of a `.cls` member (ASCII digits, surrounding whitespace allowed)."""
-    label = parse_int(data.strip(), signed=True)
-    if label is None:
-        raise ShardError(f"sample {key} in {shard} has a bad class label {data[:20]!r}; a label member holds an "
-                         "integer such as b'3'")
-    return label
 
 
 class ArrowShard:
@@ -255,6 +250,7 @@ class SplitReader:
         self._shard_type = ArrowShard if view.manifest.shard_format == "arrow" else TarShard
         self._image_members = view.manifest.image_members
         self._label_member = view.manifest.label_member
+        self._label_names = view.manifest.label_names
         self._extra_members = view.manifest.extra_members
         self._classes = len(view.manifest.classes)
         self._starts: list[int] = []
@@ -288,7 +284,7 @@ class SplitReader:
                 ref = self._view.local(self._refs[s])
                 shard = (TarShard(ref, self._handles, image_members=self._image_members,
                                   label_member=self._label_member, extra_members=self._extra_members,
-                                  budget=self._budget)
+                                  budget=self._budget, label_names=self._label_names)
                          if self._shard_type is TarShard else ArrowShard(ref, classes=self._classes))
                 self._open[s] = shard
         return shard
