@@ -55,6 +55,7 @@ def test_names_become_sorted_classes_and_each_sample_gets_its_names_index(tmp_pa
     expected = [index[names[k]] for k in sorted(names)]  # eval reads the shards' samples in order
     assert m.splits["train"].class_counts == tuple(expected.count(i) for i in range(len(NAMES)))
     assert labels_of(tmp_path / "s", backend) == expected
+    assert fastdata.sample_labels(tmp_path / "s").tolist() == expected  # what sample_weights="balanced" weighs
     assert verify_dataset(tmp_path / "s") == []
     again = read_manifest(tmp_path / "s")
     assert again.label_names == {name.encode(): i for i, name in enumerate(sorted(NAMES))}
