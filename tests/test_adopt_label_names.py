@@ -155,3 +155,5 @@ def test_the_cli_says_the_labels_are_names(tmp_path: Path, capsys):
     named_shards(tmp_path / "s", count=4)
     assert cli(["index", str(tmp_path / "s"), "-j", "1", "--no-progress"]) == 0
     assert "labeled by class name, 4 classes" in capsys.readouterr().out
+    assert cli(["info", str(tmp_path / "s")]) == 0  # a name holding commas is quoted, and so is every other one
+    assert f"classes (4): 'café', 'goldfish', '{NAMES[2]}', 'tench'\n" in capsys.readouterr().out

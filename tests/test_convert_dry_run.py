@@ -78,3 +78,10 @@ def test_a_nifti_task_dry_run_names_the_mask_labels_without_counting_inputs_per_
     assert _lines(capsys) == [f"dry run, nothing written. {tmp_path / 'Task03_Liver'}: kind nifti, layout decathlon",
                               "  test             1 inputs", "  train            3 inputs",
                               "  classes (3): background, liver, cancer"]
+
+
+def test_class_names_holding_commas_are_quoted_so_each_ends_visibly(tmp_path, capsys):
+    src = make_image_tree(tmp_path / "src", classes=2, per_class=1)
+    (src / "class_0").rename(src / "tench, Tinca tinca")
+    assert main(["convert", str(src), "--dry-run"]) == 0
+    assert _lines(capsys)[2] == "  classes (2): 'class_1', 'tench, Tinca tinca'"

@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from fastdata.cli.format import human_bytes, parse_size, printable, reason_summary
+from fastdata.cli.format import human_bytes, joined_names, parse_size, printable, reason_summary
 from fastdata.cli.progress import progress
 from fastdata.cpus import usable_cpus
 
@@ -115,7 +115,7 @@ def _survey_summary(src: Path, kind: str, found) -> None:
     for name, items in sorted(found.splits.items()):
         print(f"  {name:8s} {len(items):9d} inputs")
     if found.classes:
-        shown = ", ".join(printable(c) for c in found.classes[:10])
+        shown = printable(joined_names(found.classes[:10]))
         more = f" and {len(found.classes) - 10} more" if len(found.classes) > 10 else ""
         print(f"  classes ({len(found.classes)}): {shown}{more}")
         counts = Counter(it.label for items in found.splits.values() for it in items)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 from fastdata.reasons import reason_group
 
@@ -31,6 +32,13 @@ def reason_summary(rejected: list[dict[str, str]], *, limit: int = 8) -> list[st
     """Group rejection reasons by their first words (fastdata/reasons.py), most common first."""
     counts = Counter(printable(reason_group(str(r.get("reason", "")))) for r in rejected)
     return [f"{n:6d}  {reason}" for reason, n in counts.most_common(limit)]
+
+
+def joined_names(names: Sequence[str]) -> str:
+    """Class names joined by commas, each quoted when one holds a comma (WordNet's "great white shark, white
+    shark"), so that a reader tells where each ends."""
+    quoted = any("," in name for name in names)
+    return ", ".join(repr(name) if quoted else name for name in names)
 
 
 def printable(text: object) -> str:

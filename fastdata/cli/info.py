@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from fastdata.cli.format import human_bytes, printable, reason_summary
+from fastdata.cli.format import human_bytes, joined_names, printable, reason_summary
 from fastdata.data_digest import digest_of
 from fastdata.numerals import parse_int
 from fastdata.storage.url import is_url
@@ -76,7 +76,7 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
             yield f"{'':10s} {key}: {_stat(key, value)}"
         yield from _imbalance(m.classes, s.class_counts)
     if m.classes:
-        shown = ", ".join(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
+        shown = joined_names(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
         yield f"classes ({len(m.classes)}): {shown}"
     yield "preprocessing: " + ", ".join(f"{k}={v}" for k, v in sorted(m.preprocessing.items()))
     for key, value in sorted(m.extra.items()):
