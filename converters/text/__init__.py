@@ -56,6 +56,10 @@ class TextKind:
         parser.add_argument("--separator", metavar="LINE",
                             help="text: records are separated by a line holding only LINE (e.g. '%%')")
         parser.add_argument("--text-field", default="text", help="text: JSON field / Parquet column (default: text)")
+        parser.add_argument("--ids-field", metavar="COLUMN",
+                            help="text: a Parquet/Arrow column of token ids (lists of integers, as datasets.map("
+                                 "tokenizer) writes input_ids), taken as they are: nothing is tokenized, --tokenizer "
+                                 "names the tokenizer that made them")
         parser.add_argument("--max-length", type=int,
                             help="text, image_text: at most N tokens per sequence (caption), specials included")
         parser.add_argument("--overflow", choices=OVERFLOW, default="truncate",
@@ -69,7 +73,7 @@ class TextKind:
                            text_field=args.text_field, max_length=args.max_length, overflow=args.overflow,
                            split=getattr(args, "split", None) or "train", max_document_bytes=args.max_document_bytes,
                            label_field=getattr(args, "label_field", None),
-                           unlabeled=bool(getattr(args, "unlabeled", False)))
+                           unlabeled=bool(getattr(args, "unlabeled", False)), ids_field=args.ids_field)
 
     def discover(self, src: Path, /, *, options: TextOptions, follow_symlinks: bool = True) -> Discovery:
         return discover_text(src, options=options, extra_identity=tokenizer_identity(options.tokenizer),
@@ -100,12 +104,13 @@ class TextKind:
             "preprocessing": {
                 "tokenizer": os.path.basename(options.tokenizer),
                 "tokenizer_sha256": info["sha256"],
-                "add_special_tokens": True,
+                "add_special_tokens": options.ids_field is None,  # ids given are taken as they are
                 "max_length": options.max_length,
                 "overflow": options.overflow,
                 "per_line": options.per_line,
                 "separator": options.separator,
                 "text_field": options.text_field,
+                "ids_field": options.ids_field,
                 "max_document_bytes": options.max_document_bytes,
             },
             "extra": {"tokenizer": info, "columns": ["key", "input_ids", "length", "source"]

@@ -20,7 +20,10 @@ class TextOptions:
     `text_field`. `max_length` caps a sequence (special tokens included); longer documents are
     truncated or split into windows of `max_length` tokens (`overflow`), all kept. A document (a
     whole plain file, a record, a JSON Lines line, a whole .json file, a Parquet value) larger than
-    `max_document_bytes` is rejected: the bound on what discovery holds in memory at once.
+    `max_document_bytes` is rejected: the bound on what discovery holds in memory at once. With `ids_field`, a
+    Parquet/Arrow table's rows are sequences of token ids already (`datasets.map(tokenizer)`'s input_ids): taken as
+    they are, in the tokenizer's vocabulary, and nothing is tokenized (8 bytes an id count against
+    `max_document_bytes`).
     """
 
     tokenizer: str
@@ -32,6 +35,7 @@ class TextOptions:
     split: str = "train"
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     label_field: str | None = None  # a Parquet/Arrow table's label column (default: its ClassLabel, or label/labels)
+    ids_field: str | None = None  # a Parquet/Arrow table's column of token ids, taken as they are (text_field unread)
     unlabeled: bool = False  # no labels: class folders are plain folders, label columns are not read
 
     def __post_init__(self) -> None:
@@ -45,6 +49,8 @@ class TextOptions:
             raise ValueError("--label-field and --unlabeled contradict each other: pick one")
         if not self.text_field:
             raise ValueError("--text-field must name a field/column, e.g. 'text'")
+        if self.ids_field is not None and not self.ids_field:
+            raise ValueError("--ids-field must name a column, e.g. 'input_ids'")
         if self.max_length is not None and (not isinstance(self.max_length, int) or self.max_length < 2):
             raise ValueError(f"--max-length must be an integer >= 2 (or omitted for no limit), got {self.max_length!r}")
         if self.overflow not in OVERFLOW:

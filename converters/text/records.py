@@ -226,6 +226,9 @@ def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | R
 
         yield from read_columns(path, opts)
         return
+    if opts.ids_field is not None:
+        yield "", Reject(f"--ids-field reads token ids from Parquet or Arrow tables; this is a {fmt} file")
+        return
     if fmt in ("csv", "tsv"):
         from converters.text.tables import read_table  # (tables.py imports this module)
 

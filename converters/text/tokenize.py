@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.sample import Rejection, Sample, WorkItem
+from converters.text.ids import spilled_ids
 from converters.text.options import TextOptions
 from fastdata.errors import ConvertError
 from fastdata.text.tokenizer import BOS_TOKENS, EOS_TOKENS, first_id, pad_id
@@ -116,19 +117,36 @@ class TextProcessor:
         return self.process_batch([item])[0]
 
     def process_batch(self, items: list[WorkItem]) -> list[Sample | Rejection | list[Sample]]:
+        if self.options.ids_field is not None:
+            return [self._given_ids(it) for it in items]
         texts = [it.payload if isinstance(it.payload, str) else it.payload.read() for it in items]  # SpillRef
         encodings = self.tokenizer.encode_batch(texts, add_special_tokens=True)
-        return [self._samples(it, enc) for it, enc in zip(items, encodings)]
+        return [self._encoded(it, enc) for it, enc in zip(items, encodings)]
 
-    def _samples(self, item: WorkItem, enc: Any) -> Sample | Rejection | list[Sample]:
+    def _encoded(self, item: WorkItem, enc: Any) -> Sample | Rejection | list[Sample]:
         if all(enc.special_tokens_mask):
             return Rejection(item.split, item.rel, "empty document: no tokens besides the tokenizer's special tokens")
-        split = self.options.overflow == "split"
-        windows = [enc, *enc.overflowing] if split else [enc]
-        dropped = 0 if split else sum(len(o.ids) - sum(o.special_tokens_mask) for o in enc.overflowing)
+        if self.options.overflow == "split":
+            return self._samples(item, [w.ids for w in (enc, *enc.overflowing)], dropped=0)
+        dropped = sum(len(o.ids) - sum(o.special_tokens_mask) for o in enc.overflowing)
+        return self._samples(item, [enc.ids], dropped=dropped)
+
+    def _given_ids(self, item: WorkItem) -> Sample | Rejection | list[Sample]:
+        """A row of `--ids-field`: its ids as they are, cut into windows of `max_length` (no special token added)."""
+        ids = spilled_ids(item.payload if isinstance(item.payload, bytes) else item.payload.read_bytes())
+        vocab = self.tokenizer.get_vocab_size(with_added_tokens=True)
+        if int(ids.max()) >= vocab:
+            return Rejection(item.split, item.rel, f"token id {int(ids.max())} is outside the tokenizer's vocabulary "
+                                                   f"(ids 0..{vocab - 1}): the ids were made by another tokenizer")
+        size = self.options.max_length or len(ids)
+        if self.options.overflow == "split":
+            return self._samples(item, [ids[i:i + size].tolist() for i in range(0, len(ids), size)], dropped=0)
+        return self._samples(item, [ids[:size].tolist()], dropped=max(len(ids) - size, 0))
+
+    def _samples(self, item: WorkItem, windows: list[list[int]], *, dropped: int) -> Sample | list[Sample]:
+        """One row of token ids a window (its key `{key}-{w}` past the first); `dropped` tokens truncated away."""
         samples = []
-        for w, window in enumerate(windows):
-            ids = window.ids
+        for w, ids in enumerate(windows):
             key = item.key if w == 0 else f"{item.key}-{w}"
             row: dict[str, Any] = {"key": key, "input_ids": ids, "length": len(ids), "source": item.rel}
             if self.with_labels:
