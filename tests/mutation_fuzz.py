@@ -131,7 +131,9 @@ class Context:
                       ("x.parquet", _parquet({"text": ["one doc", "", "three " * 50, "four"]})),
                       ("x.arrow", _arrow_stream({"text": ["one doc", "", "three " * 50, "four"], "id": [1, 2, 3, 4]})),
                       ("labeled/x.arrow", _arrow_stream(_labeled_text())),
-                      ("labeled/x.parquet", _parquet(_labeled_text()))]
+                      ("labeled/x.parquet", _parquet(_labeled_text())),
+                      ("ids/x.parquet", _parquet({"input_ids": [[101, 7592, 102], None, [], [101, 30521, 102] * 40]})),
+                      ("ids/x.arrow", _arrow_stream({"input_ids": [[101, 7592, 102], [5] * 7, [101, 102], [0]]}))]
         from conftest_adopt import encoded, raw_tar
         from conftest_pairs import convert_pairs, make_pair_tree
 
@@ -587,7 +589,7 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
 
     data, what = mutate_bytes(rng, data)
     opts = TextOptions(tokenizer=str(ctx.tokenizer), separator="%" if name.endswith(".txt") else None,
-                       max_document_bytes=4096)
+                       max_document_bytes=4096, ids_field="input_ids" if name.startswith("ids/") else None)
     if name.startswith("labeled/"):  # a labelled table: its rows' labels, through the discovery that reads them
         from converters.text.discover import discover_text
 
@@ -598,10 +600,16 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
         _expect(lambda: discover_text(src, options=opts), step=f"{name} discover")
         return f"{name}: {what}"
     path = ctx.work / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     documents = list(read_documents(path, opts))  # every problem is a Reject, never an exception
     if not all(isinstance(where, str) for where, _ in documents):
         raise Finding("a document without a location")
+    if opts.ids_field is not None:  # token ids as the worker reads them: whole int64 values, none negative
+        from converters.text.ids import spilled_ids
+
+        if any(isinstance(d, bytes) and (len(d) % 8 or spilled_ids(d).min() < 0) for _, d in documents):
+            raise Finding("token ids spilled that are not whole non-negative int64 values")
     _discovered_alike(ctx, rng, name, data, opts)
     return f"{name}: {what}"
 
