@@ -133,7 +133,8 @@ class Context:
                       ("labeled/x.arrow", _arrow_stream(_labeled_text())),
                       ("labeled/x.parquet", _parquet(_labeled_text())),
                       ("ids/x.parquet", _parquet({"input_ids": [[101, 7592, 102], None, [], [101, 30521, 102] * 40]})),
-                      ("ids/x.arrow", _arrow_stream({"input_ids": [[101, 7592, 102], [5] * 7, [101, 102], [0]]}))]
+                      ("ids/x.arrow", _arrow_stream({"input_ids": [[101, 7592, 102], [5] * 7, [101, 102], [0]]})),
+                      ("ids/x.jsonl", b'{"input_ids": [101, 7592, 102]}\n{"input_ids": [5, 6]}\n{"ids": [1]}\n')]
         from conftest_adopt import encoded, raw_tar
         from conftest_pairs import convert_pairs, make_pair_tree
 

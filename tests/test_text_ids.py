@@ -110,11 +110,14 @@ def test_files_and_columns_that_hold_no_ids_are_rejected_with_the_reason(tmp_pat
     pq.write_table(pa.table({"input_ids": [["a", "b"]]}), tmp_path / "src" / "strings.parquet")
     pq.write_table(pa.table({"input_ids": [3]}), tmp_path / "src" / "scalars.parquet")
     pq.write_table(pa.table({"text": ["hello"]}), tmp_path / "src" / "text.parquet")
-    (tmp_path / "src" / "notes.jsonl").write_text('{"input_ids": [101, 102]}\n')
+    (tmp_path / "src" / "notes.txt").write_text("101 102\n")
+    (tmp_path / "src" / "ids.csv").write_text("input_ids\n101 102\n")
     pq.write_table(pa.table({"input_ids": [[101, 102]]}), tmp_path / "src" / "ok.parquet")
     m = convert_text(tmp_path / "src", tmp_path / "out", ids_field="input_ids").manifest
     assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
-        ("notes.jsonl", "--ids-field reads token ids from Parquet or Arrow tables; this is a jsonl file"),
+        ("ids.csv", "--ids-field reads token ids from Parquet, Arrow, JSON Lines or JSON files; this is a CSV file"),
+        ("notes.txt", "--ids-field reads token ids from Parquet, Arrow, JSON Lines or JSON files; this is a plain "
+                      "text file"),
         ("scalars.parquet", "column 'input_ids' has type int64, not a list of integers (token ids)"),
         ("strings.parquet", "column 'input_ids' has type list<element: string>, not a list of integers (token ids)"),
         ("text.parquet", "missing token ids column 'input_ids' (columns: text); set --ids-field"),
@@ -164,3 +167,39 @@ def test_an_empty_ids_field_is_refused():
 
     with pytest.raises(ValueError, match=r"^--ids-field must name a column, e\.g\. 'input_ids'$"):
         TextOptions(tokenizer=str(TOKENIZER), ids_field="")
+
+
+def test_json_lines_and_json_records_holding_ids_convert_and_their_odd_rows_are_rejected(tmp_path: Path):
+    (tmp_path / "src").mkdir()
+    lines = ['{"input_ids": [101, 7592, 102]}', '{"input_ids": null}', '{"input_ids": "101 102"}',
+             '{"input_ids": [101, 1.5]}', '{"input_ids": [101, true]}', '{"input_ids": [101, null]}',
+             '{"text": "hello"}', '[101, 102]', '{"input_ids": [-99999999999999999999999, 5]}',
+             '{"input_ids": [99999999999999999999999]}', '{"input_ids": []}', '{"input_ids": [7, 8]}']
+    (tmp_path / "src" / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "src" / "b.json").write_text('[{"input_ids": [101, 2023, 102]}, {"input_ids": 3}]')
+    m = convert_text(tmp_path / "src", tmp_path / "out", ids_field="input_ids").manifest
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("a.jsonl:10", f"token id {2**63 - 1} is outside the tokenizer's vocabulary (ids 0..30521): the ids were "
+                       "made by another tokenizer"),
+        ("a.jsonl:11", "empty document (no token ids)"),
+        ("a.jsonl:2", "null token ids"),
+        ("a.jsonl:3", "field 'input_ids' holds str, not a list of integers (token ids)"),
+        ("a.jsonl:4", "field 'input_ids' holds float among its token ids"),
+        ("a.jsonl:5", "field 'input_ids' holds bool among its token ids"),
+        ("a.jsonl:6", "field 'input_ids' holds null among its token ids"),
+        ("a.jsonl:7", "missing token ids field 'input_ids' (fields: text); set --ids-field"),
+        ("a.jsonl:8", "expected a JSON object with a 'input_ids' field, got list"),
+        ("a.jsonl:9", f"a negative token id ({-2**63})"),
+        ("b.json#1", "field 'input_ids' holds int, not a list of integers (token ids)"),
+    ]
+    assert rows_of(tmp_path / "out") == sorted([([101, 7592, 102], -1), ([7, 8], -1), ([101, 2023, 102], -1)])
+
+
+def test_a_json_record_of_more_ids_than_the_document_bound_is_rejected(tmp_path: Path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.jsonl").write_text('{"input_ids": [' + ", ".join(["7"] * 17) + ']}\n{"input_ids": ['
+                                              + ", ".join(["7"] * 16) + "]}\n")
+    m = convert_text(tmp_path / "src", tmp_path / "out", ids_field="input_ids", max_document_bytes=128).manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("a.jsonl:1", "document larger than --max-document-bytes (128 bytes)")]
+    assert rows_of(tmp_path / "out") == [([7] * 16, -1)]

@@ -1,5 +1,6 @@
 """Token ids already made: a Parquet or Arrow column of lists of integers (`--ids-field input_ids`, what
-`datasets.map(tokenizer)` writes), taken as they are instead of tokenizing text. A row's ids travel to the worker as
+`datasets.map(tokenizer)` writes), or a JSON Lines or JSON field holding such a list, taken as they are instead of
+tokenizing text. A row's ids travel to the worker as
 int64 bytes in the spill file; the worker checks them against the tokenizer's vocabulary (tokenize.py).
 
 Rows are cut from each record batch's flat values with numpy, not turned into Python lists: a row of 2,048 ids is
@@ -76,6 +77,25 @@ def ids_document(value: Any, cap: int) -> bytes | Reject:
     if value.min() < 0:
         return Reject(f"a negative token id ({int(value.min())})")
     return np.ascontiguousarray(value, dtype="<i8").tobytes()
+
+
+def json_ids(obj: object, field: str, cap: int) -> bytes | Reject:
+    """A JSON record's list of token ids in `field` as `ids_document` spills it, or why it holds none."""
+    if not isinstance(obj, dict):
+        return Reject(f"expected a JSON object with a {field!r} field, got {type(obj).__name__}")
+    if field not in obj:
+        return Reject(f"missing token ids field {field!r} (fields: {', '.join(sorted(map(str, obj))[:8]) or 'none'}); "
+                      "set --ids-field")
+    value = obj[field]
+    if value is None:
+        return Reject("null token ids")
+    if not isinstance(value, list):
+        return Reject(f"field {field!r} holds {type(value).__name__}, not a list of integers (token ids)")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        odd = next(v for v in value if not isinstance(v, int) or isinstance(v, bool))
+        return Reject(f"field {field!r} holds {type(odd).__name__ if odd is not None else 'null'} among its token ids")
+    # past int64 either way: as far as int64 goes (a negative id, or one outside any vocabulary, said so)
+    return ids_document(np.array([min(max(v, -2**63), 2**63 - 1) for v in value], dtype=np.int64), cap)
 
 
 def spilled_ids(data: bytes) -> np.ndarray:

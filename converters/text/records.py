@@ -169,7 +169,11 @@ def _plain(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]
                 record.append(line)
 
 
-def _field(obj: object, opts: TextOptions) -> str | Reject:
+def _field(obj: object, opts: TextOptions) -> str | bytes | Reject:
+    if opts.ids_field is not None:
+        from converters.text.ids import json_ids  # (ids.py imports this module)
+
+        return json_ids(obj, opts.ids_field, opts.max_document_bytes)
     if not isinstance(obj, dict):
         return Reject(f"expected a JSON object with a {opts.text_field!r} field, got {type(obj).__name__}")
     if opts.text_field not in obj:
@@ -226,8 +230,10 @@ def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | R
 
         yield from read_columns(path, opts)
         return
-    if opts.ids_field is not None:
-        yield "", Reject(f"--ids-field reads token ids from Parquet or Arrow tables; this is a {fmt} file")
+    if opts.ids_field is not None and fmt not in ("json", "jsonl"):
+        what = {"plain": "plain text", "csv": "CSV", "tsv": "TSV"}.get(fmt, fmt)
+        yield "", Reject(f"--ids-field reads token ids from Parquet, Arrow, JSON Lines or JSON files; this is a {what} "
+                         "file")
         return
     if fmt in ("csv", "tsv"):
         from converters.text.tables import read_table  # (tables.py imports this module)
