@@ -62,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
     sources, dst = split_paths(args.paths)
     classes = read_names(Path(args.classes)) if args.classes else None
     options = AdoptOptions(split=args.split, classes=classes, label_names=args.label_names, decode=args.decode,
-                           jobs=args.jobs,
-                           max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS, staging=args.staging)
+                           jobs=args.jobs, max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS, staging=args.staging)
     spec = sources[0] if len(sources) == 1 else sources
     bar = progress(tar_count(spec), "shard", "fastdata index", enabled=not args.no_progress)
     try:
