@@ -43,11 +43,13 @@ def test_text():
     assert kind.describe(discovery(), options) == {
         "preprocessing": {"tokenizer": "bert-base-uncased.json", "tokenizer_sha256": info["sha256"],
                           "add_special_tokens": True, "max_length": 64, "overflow": "split", "per_line": False,
-                          "separator": "%", "text_field": "body", "max_document_bytes": 2**20},
+                          "separator": "%", "text_field": "body", "ids_field": None, "max_document_bytes": 2**20},
         "extra": {"tokenizer": info, "columns": ["key", "input_ids", "length", "source"]}}
     lines = kind.describe(discovery(("a", "b")), TextOptions(tokenizer=str(TOKENIZER), per_line=True))
     assert lines["preprocessing"]["per_line"] is True and lines["preprocessing"]["overflow"] == "truncate"
     assert lines["extra"]["columns"] == ["key", "input_ids", "length", "source", "label"]
+    given = kind.describe(discovery(), TextOptions(tokenizer=str(TOKENIZER), ids_field="input_ids"))["preprocessing"]
+    assert (given["ids_field"], given["add_special_tokens"]) == ("input_ids", False)  # the ids are taken as they are
 
 
 @pytest.mark.parametrize(("given", "pseudonyms", "burned", "phi_removed"), [
