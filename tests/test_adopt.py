@@ -751,3 +751,25 @@ def test_compressed_tars_named_so_are_refused_or_recorded_with_how_to_decompress
                   options=AdoptOptions(jobs=1)).manifest
     assert list(named.rejected) == [{"split": "", "source": "b.tar.bz2", "reason": reason},
                                     {"split": "", "source": "notes.txt", "reason": "not a .tar file"}]
+
+
+def test_a_split_named_anywhere_in_a_shard_name_is_its_split(tmp_path: Path):
+    """timm's ImageNet on the Hub keeps imagenet1k-train-NNNN.tar beside imagenet1k-validation-NNNN.tar; only a
+    name that began with the split's word counted, so the validation shards went into train, silently."""
+    labels = shardwriter_shards(tmp_path / "s", count=9, per_shard=3, pattern="imagenet1k-train-%04d.tar")
+    (tmp_path / "s" / "imagenet1k-train-0002.tar").rename(tmp_path / "s" / "imagenet1k-validation-0000.tar")
+    for name, split in [("shards_TEST.tar", "test"), ("pretrain-0.tar", "train"), ("contest-0.tar", "train"),
+                        ("imagenet_val_000.tar", "val"),
+                        ("cc3m.valid.0.tar", "val"), ("train-val-0.tar", None)]:
+        if split is None:
+            with pytest.raises(ConvertError, match=r"^the shard name 'train-val-0\.tar' names the splits train, val: "
+                                                   "index the shards of each split with --split SPLIT"):
+                adopt_module.split_of(name, AdoptOptions())
+        else:
+            assert adopt_module.split_of(name, AdoptOptions()) == split, name
+    assert adopt_module.split_of("imagenet1k-validation-0.tar", AdoptOptions(split="test")) == "test"
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1)).manifest
+    assert {k: [sh.name for sh in s.shards] for k, s in m.splits.items()} == {
+        "train": ["imagenet1k-train-0000.tar", "imagenet1k-train-0001.tar"], "val": ["imagenet1k-validation-0000.tar"]}
+    _, val = load_all(tmp_path / "s", "kornia", split="val")
+    assert val == [labels[k] for k in sorted(labels)[6:]]

@@ -60,7 +60,8 @@ ORIENTED_WARNING = ("%d image(s) carry an EXIF orientation other than upright (p
 
 PARTIAL = ".partial"
 PACKED = f"a compressed tar: {DECOMPRESS}, then index the .tar"
-SPLIT_PREFIX = re.compile(r"^(train|training|val|valid|validation|test|testing)[-_.]", re.IGNORECASE)
+# a split's word in a shard's name, between its ends, '-', '_' or '.': train-000.tar, imagenet1k-validation-0000.tar
+SPLIT_WORD = re.compile(r"(?<![^-_.])(train|training|val|valid|validation|test|testing)(?![^-_.])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -138,10 +139,16 @@ def tar_count(spec: Spec) -> int:
 
 
 def split_of(name: str, options: AdoptOptions) -> str:
+    """The split of the shard named `name`: `options.split`, else the split its name names (timm's
+    `imagenet1k-validation-0000.tar` beside `imagenet1k-train-0000.tar`), else train. ConvertError for a name that
+    names two."""
     if options.split is not None:
         return options.split
-    m = SPLIT_PREFIX.match(name)
-    return (split_of_folder(m.group(1)) or "train") if m else "train"
+    named = {split_of_folder(m.group(1)) or "train" for m in SPLIT_WORD.finditer(name)}
+    if len(named) > 1:
+        raise ConvertError(f"the shard name {name!r} names the splits {', '.join(sorted(named))}: index the shards of "
+                           "each split with --split SPLIT and a pattern that names only them")
+    return next(iter(named), "train")
 
 
 def _scan_path(dst: Path, name: str) -> Path:
