@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import posixpath
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 SPLIT_NAMES = ("train", "val", "test")
 SPLIT_ALIASES = {"training": "train", "valid": "val", "validation": "val", "testing": "test"}  # Kaggle's, HF's
+SPLIT_WORD = re.compile(r"(?<![^-_.])(train|training|val|valid|validation|test|testing)(?![^-_.])", re.IGNORECASE)
 SPLIT_FOLDERS = "train, val, test, or an alias: training, valid, validation, testing"  # what rejections name
 NOT_FOLLOWED = "symbolic link not followed (--no-follow-symlinks)"
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
@@ -162,6 +164,13 @@ def under_source(path: str, src: Path) -> str:
         if norm.startswith(root + "/"):
             return norm[len(root) + 1:]
     return path
+
+
+def splits_named(name: str) -> set[str]:
+    """The splits whose words a file's name holds, each set apart by '-', '_', '.' or the name's ends
+    (`train-00000-of-00004.parquet`, timm's `imagenet1k-validation-0000.tar`, WikiText's `wiki.valid.raw`); a word
+    inside another (`pretrain`, `contest`) is none."""
+    return {split_of_folder(m.group(1)) or "train" for m in SPLIT_WORD.finditer(name)}
 
 
 def split_of_folder(name: str) -> str | None:

@@ -19,7 +19,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from converters.adopt.scan import TEXT_MEMBER, TarScan, save_scan, saved_scan, s
 from converters.images.id_names import class_names
 from converters.pool import check_local_jobs, run_ordered
 from converters.sample import Rejection, WorkItem
-from converters.tree import split_of_folder
+from converters.tree import split_of_folder, splits_named
 from fastdata import __version__
 from fastdata.atomic import write_bytes_atomic
 from fastdata.dataset import shard_folder
@@ -60,8 +59,6 @@ ORIENTED_WARNING = ("%d image(s) carry an EXIF orientation other than upright (p
 
 PARTIAL = ".partial"
 PACKED = f"a compressed tar: {DECOMPRESS}, then index the .tar"
-# a split's word in a shard's name, between its ends, '-', '_' or '.': train-000.tar, imagenet1k-validation-0000.tar
-SPLIT_WORD = re.compile(r"(?<![^-_.])(train|training|val|valid|validation|test|testing)(?![^-_.])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -144,7 +141,7 @@ def split_of(name: str, options: AdoptOptions) -> str:
     names two."""
     if options.split is not None:
         return options.split
-    named = {split_of_folder(m.group(1)) or "train" for m in SPLIT_WORD.finditer(name)}
+    named = splits_named(name)
     if len(named) > 1:
         raise ConvertError(f"the shard name {name!r} names the splits {', '.join(sorted(named))}: index the shards of "
                            "each split with --split SPLIT and a pattern that names only them")

@@ -4,7 +4,7 @@
   one struct column with a binary `bytes` child; `--image-field` names it (a plain binary column too).
 - `label_column`: the one `ClassLabel` feature, whose names are the classes; else a whole-number or string column
   named `label` or `labels`; `--label-field` names it; `--unlabeled` reads none.
-- `split_of_table`: the file name's first word (`train-…`, `validation-…`) or the nearest split folder above it.
+- `split_of_table`: the split the file's name names (`train-…`, `validation-…`) or the nearest split folder above it.
 - `row_values`: each row's image bytes (or why it has none) and label, a value over `bytes_limit` measured, never
   copied. A reason puts what varies (a path, a size, a label) after its
   first colon, where `fastdata convert` and `info` group reasons: a thousand rows of paths are one line.
@@ -17,7 +17,7 @@ from typing import Any
 
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.table_files import Table, TableError
-from converters.tree import split_of_folder
+from converters.tree import split_of_folder, splits_named
 
 LABEL_NAMES = ("label", "labels")
 EMBED = ("save the dataset with its images embedded (`push_to_hub`, `save_to_disk`, or `embed_table_storage` before "
@@ -123,12 +123,14 @@ def label_column(table: Table, opts: TableOptions) -> tuple[str | None, tuple[st
 
 
 def split_of_table(rel: str, default: str) -> str:
-    """The split of the table at `rel` (a POSIX path under the source): its name's first word (`train-00000-of-00004`,
-    `validation.parquet`), else the nearest folder above it that is a split folder (`train/data-00000-of-00001`),
-    else `default`."""
+    """The split of the table at `rel` (a POSIX path under the source): the one its name names (`train-00000-of-00004`,
+    `validation.parquet`, `mnist-test.parquet`: `splits_named`), else the nearest folder above it that is a split
+    folder (`train/data-00000-of-00001`), else `default`."""
     parts = rel.split("/")
-    first = parts[-1].split(".")[0].split("-")[0]
-    for name in (first, *reversed(parts[:-1])):
+    named = splits_named(parts[-1])
+    if len(named) == 1:
+        return named.pop()
+    for name in reversed(parts[:-1]):
         split = split_of_folder(name)
         if split is not None:
             return split

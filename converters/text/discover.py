@@ -15,8 +15,8 @@ from converters.table_files import ARROW, HF_METADATA, PARQUET
 from converters.table_labels import TableLabels
 from converters.text.columnar import labeled_documents
 from converters.text.options import TextOptions
-from converters.text.records import Reject, read_documents
-from converters.tree import Collector, is_folder, listed, split_folders
+from converters.text.records import Reject, file_format, read_documents
+from converters.tree import Collector, is_folder, listed, split_folders, splits_named
 from fastdata.errors import ConvertError
 
 TABLES = (*PARQUET, *ARROW)
@@ -29,6 +29,7 @@ class _Collector(Collector):
         self.opts = opts
         self.spill = Spill("text")
         self.labels = TableLabels()  # the label column of the first table, which every other must agree with
+        self.named_splits = False  # a file of many documents takes the split its name names (no split folders)
 
     def table_labels(self, classes: tuple[str, ...]) -> tuple[str, ...]:
         """The classes, and the items' labels, when the source's tables label their rows: every document without a
@@ -50,6 +51,13 @@ class _Collector(Collector):
             self.rejected.append(Rejection(split, rel, "Hugging Face metadata, not data: the tables' schema holds "
                                                        "the features"))
             return
+        if self.named_splits and _holds_many(path.name, self.opts):
+            named = splits_named(path.name)
+            if len(named) > 1:
+                self.rejected.append(Rejection(split, rel, f"the name names the splits {', '.join(sorted(named))}; "
+                                                           "rename it, or move it into a split folder"))
+                return
+            split = named.pop() if named else split
         found, rejected_before = 0, len(self.rejected)
         source = str(path)  # one string shared by the file's documents
         if label is None and path.suffix.lower() in TABLES and not self.opts.unlabeled:  # a table's label column
@@ -66,6 +74,13 @@ class _Collector(Collector):
         if found == 0 and len(self.rejected) == rejected_before:
             self.rejected.append(Rejection(split, rel, "no documents (only blank or separator lines)"))
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])
+
+
+def _holds_many(name: str, opts: TextOptions) -> bool:
+    """Whether the file `name` holds many documents (a table, JSON, JSON Lines, or plain text read a line or a record
+    at a time), so that its name may say a split: `train.jsonl`, `test-00000-of-00001.parquet`, `wiki.valid.raw`."""
+    fmt, _ = file_format(name)
+    return fmt is not None and (fmt != "plain" or opts.per_line or opts.separator is not None)
 
 
 def _add_split(col: _Collector, folder: Path, split: str, folders: ClassFolders, *, labeled: bool) -> None:
@@ -93,6 +108,7 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         problem = col.walk.problem(src)
         if problem is not None:
             raise ConvertError(f"source {src} cannot be read: {problem}")
+        col.named_splits = True
         col.add_file(src, options.split, None, rel=src.name)
         classes = col.table_labels(())
         col.spill.flush()
@@ -101,7 +117,7 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
     splits = split_folders(dirs)
     if options.unlabeled:  # every document of the tree, without a label: class folders are plain folders
-        layout, classes = "unlabeled", ()
+        layout, classes, col.named_splits = "unlabeled", (), not splits
         if splits:
             col.reject_outside(top, list(splits))
         for folder, s in (splits or {"": options.split}).items():
@@ -119,7 +135,7 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         layout, classes = "class", folders.classes
         _add_split(col, src, options.split, folders, labeled=True)
     else:
-        layout, classes = "flat", ()
+        layout, classes, col.named_splits = "flat", (), True
         _add_split(col, src, options.split, ClassFolders.of(()), labeled=False)
     classes = col.table_labels(classes)
     col.warn_unused(classes, "documents")
