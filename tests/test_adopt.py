@@ -773,3 +773,27 @@ def test_a_split_named_anywhere_in_a_shard_name_is_its_split(tmp_path: Path):
         "train": ["imagenet1k-train-0000.tar", "imagenet1k-train-0001.tar"], "val": ["imagenet1k-validation-0000.tar"]}
     _, val = load_all(tmp_path / "s", "kornia", split="val")
     assert val == [labels[k] for k in sorted(labels)[6:]]
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_keys_written_with_their_files_extension_are_read_by_their_members_last_extension(tmp_path: Path, backend):
+    """`{"__key__": "n01440764_10026.JPEG", ...}` through webdataset's writer makes the members `...JPEG.jpg` and
+    `...JPEG.cls`: webdataset, DALI and wds2idx see the extensions `JPEG.jpg` and `JPEG.cls`, and every sample was
+    rejected as having no image member."""
+    if backend == "dali":
+        pytest.importorskip("nvidia.dali")
+    import webdataset as wds
+
+    from converters.adopt.scan import last_ext
+
+    assert [last_ext(e) for e in ("JPEG.jpg", "jpg", "input.PNG", "a.b.Cls")] == ["jpg", "jpg", "png", "cls"]
+    (tmp_path / "s").mkdir()
+    with wds.ShardWriter(str(tmp_path / "s" / "train-%04d.tar"), maxcount=4, verbose=0) as sink:
+        for i, data in enumerate(encoded("JPEG", seed=i) for i in range(6)):
+            sink.write({"__key__": f"n0144076{i}_{i}.JPEG", "jpg": data, "cls": i % 3})
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1)).manifest
+    assert m.rejected == () and m.image_members == ("JPEG.jpg",) and m.label_member == "JPEG.cls"
+    assert (tmp_path / "s" / "train-0000.idx").read_bytes() == wds2idx(tmp_path / "s" / "train-0000.tar",
+                                                                        tmp_path / "w.idx")
+    assert load_all(tmp_path / "s", backend)[1] == [0, 1, 2, 0, 1, 2]
+    assert verify_dataset(tmp_path / "s") == []

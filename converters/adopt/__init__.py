@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from converters.adopt.remote import adopt_remote, is_remote
-from converters.adopt.scan import TEXT_MEMBER, TarScan, save_scan, saved_scan, scan_stamp, scan_tar
+from converters.adopt.scan import (
+    LABEL_EXTS,
+    TEXT_MEMBER,
+    TarScan,
+    last_ext,
+    save_scan,
+    saved_scan,
+    scan_stamp,
+    scan_tar,
+)
 from converters.images.id_names import class_names
 from converters.pool import check_local_jobs, run_ordered
 from converters.sample import Rejection, WorkItem
@@ -231,8 +240,7 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
     labeled = not captioned and any(s.label is not None for s in good)
     classes, index_of, names = _label_space({s.label for s in good if s.label is not None} if labeled else set(),
                                             options)
-    label_member = _common(good, lambda s: next((m.ext for m in s.members if m.ext.lower() in ("cls", "class",
-                                                                                               "label")), None))
+    label_member = _common(good, lambda s: next((m.ext for m in s.members if last_ext(m.ext) in LABEL_EXTS), None))
     image_members = sorted({s.image for s in good if s.image}, key=lambda e: (e.lower() != "jpg", e))
     splits: dict[str, list[ShardInfo]] = {}
     counts: dict[str, list[int]] = {}

@@ -30,7 +30,8 @@ LABEL_EXTS = ("cls", "class", "label")
 HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
 TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
 SCAN_VERSION = 6  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
-# 4: --decode decodes strictly, as convert and verify --decode do, 5: EXIF orientation read, 6: a label is its text)
+# 4: --decode decodes strictly, as convert and verify --decode do, 5: EXIF orientation read, 6: a label is its text,
+# and members are images and labels by their last extension)
 SPARSE = ("stored as a GNU sparse file: its bytes are not one span of the tar (the holes are left out), and DALI "
           "and fastdata read a member as the one span its header gives; re-create the tar without --sparse")
 NOT_UTF8 = "the name is not UTF-8 (shown with \\xNN; a sample's key is text in the index and the loaders)"
@@ -155,14 +156,20 @@ def _image_format(data: bytes, *, max_pixels: int, decode: bool) -> tuple[str, s
     return fmt, None, orientation
 
 
+def last_ext(ext: str) -> str:
+    """What a member's extension ends with, in lower case: a key written with its file's extension
+    (`n01440764_10026.JPEG`) makes webdataset, DALI and wds2idx see the extensions `JPEG.jpg` and `JPEG.cls`."""
+    return ext.lower().rsplit(".", 1)[-1]
+
+
 def _wanted_bytes(ext: str, size: int, decode: bool) -> int:
     """How much of a member the scan reads: an image's header (all of it to decode), a label, a caption, nothing
     else."""
-    if ext.lower() in IMAGE_EXTS:
+    if last_ext(ext) in IMAGE_EXTS:
         return size if decode else min(size, HEADER_BYTES)
     if ext == TEXT_MEMBER:
         return min(size, MAX_CAPTION_BYTES)
-    return min(size, MAX_LABEL_BYTES + 1) if ext.lower() in LABEL_EXTS else 0
+    return min(size, MAX_LABEL_BYTES + 1) if last_ext(ext) in LABEL_EXTS else 0
 
 
 def _caption(sample: SampleScan, data: dict[str, bytes]) -> str | None:
@@ -183,14 +190,14 @@ def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, deco
     if twice:
         sample.problem = f"member extension(s) {twice} appear twice in one sample"
         return sample
-    image = next((e for e in exts if e.lower() in IMAGE_EXTS), None)
+    image = next((e for e in exts if last_ext(e) in IMAGE_EXTS), None)
     if image is None:
         sample.problem = f"no image member (has {exts}; an image is one of {', '.join(IMAGE_EXTS)})"
         return sample
     sample.image = image
     sample.image_format, sample.problem, sample.orientation = _image_format(data[image], max_pixels=max_pixels,
                                                                             decode=decode)
-    label_ext = next((e for e in exts if e.lower() in LABEL_EXTS), None)
+    label_ext = next((e for e in exts if last_ext(e) in LABEL_EXTS), None)
     if sample.problem is None and label_ext is not None:
         sample.label, sample.problem = label_text(data[label_ext])
     sample.caption = _caption(sample, data)
