@@ -26,6 +26,7 @@ import numpy as np
 from fastdata.arrow_file import ArrowFile, BinaryColumn
 from fastdata.dataset import DatasetView, ShardRef
 from fastdata.errors import ShardError
+from fastdata.gc_paused import gc_paused
 from fastdata.images.file_handles import FileHandles
 from fastdata.images.shard_memory import MemoryBudget, ShardMemory
 from fastdata.label_members import parse_label
@@ -81,13 +82,14 @@ class TarShard:
             raise ShardError(f"{exc.filename} is missing (shard {self.path}); {self._remedy}") from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise ShardError(f"cannot read index {idx} of shard {self.path}: {exc}") from exc
-        parsed = [self._spans(sample, size) for sample in parse_index(text, where=f"index {idx}")]
-        if len(parsed) != ref.info.samples:
-            raise ShardError(f"index {idx} lists {len(parsed)} samples, the manifest says "
-                             f"{ref.info.samples} for {self.path}; {self._remedy}")
-        self._keys = np.array([p[0] for p in parsed], dtype=str)
-        width = 4 + 2 * len(extra_members)
-        self._spans_arr = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, width)  # (offset, length)s
+        with gc_paused():  # a tuple or two a sample: the collector would walk every object many times over
+            parsed = [self._spans(sample, size) for sample in parse_index(text, where=f"index {idx}")]
+            if len(parsed) != ref.info.samples:
+                raise ShardError(f"index {idx} lists {len(parsed)} samples, the manifest says "
+                                 f"{ref.info.samples} for {self.path}; {self._remedy}")
+            self._keys = np.array([p[0] for p in parsed], dtype=str)
+            width = 4 + 2 * len(extra_members)
+            self._spans_arr = np.array([p[1:] for p in parsed], dtype=np.int64).reshape(-1, width)  # (offset, length)s
         self._budget = budget if budget is not None and budget.take(size) else None
         self._memory = ShardMemory(size, len(parsed)) if self._budget is not None else None
 
@@ -168,11 +170,13 @@ class TarShard:
         except OSError as exc:
             raise ShardError(f"cannot open shard {self.path}: {exc}") from exc
         try:
-            for i, (offset, size) in enumerate(self._spans_arr[:, 2:4].tolist()):
-                data = os.pread(fd, size, offset)
-                if len(data) != size:
-                    raise ShardError(f"shard {self.path} is truncated at sample {self._keys[i]}; {self._remedy}")
-                out[i] = parse_label(data, key=str(self._keys[i]), shard=self.path, names=self._label_names)
+            with gc_paused():  # a list of spans and a bytes object a sample
+                for i, (offset, size) in enumerate(self._spans_arr[:, 2:4].tolist()):
+                    data = os.pread(fd, size, offset)
+                    if len(data) != size:
+                        raise ShardError(f"shard {self.path} is truncated at sample {self._keys[i]}; "
+                                         f"{self._remedy}")
+                    out[i] = parse_label(data, key=str(self._keys[i]), shard=self.path, names=self._label_names)
         finally:
             self._handles.release(self.path)
         return out
