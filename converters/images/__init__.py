@@ -55,7 +55,8 @@ class ImagesKind:
         parser.add_argument("--classes", metavar="FILE",
                             help="images: names of the class ids 0..K-1 a labels file gives, one a line")
         parser.add_argument("--split", default="train",
-                            help="split name for a source without train/val/test folders (default: train)")
+                            help="split name for a source without train/val/test folders (default: train); a "
+                                 "table, or a text file of many documents, whose name names a split goes there")
         parser.add_argument("--keep-metadata", action="store_true",
                             help="keep EXIF/XMP/IPTC/comments in JPEGs copied unchanged (default: removed; ICC kept)")
         parser.add_argument("--unlabeled", action="store_true",
