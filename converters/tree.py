@@ -31,6 +31,8 @@ SPLIT_NAMES = ("train", "val", "test")
 SPLIT_ALIASES = {"training": "train", "valid": "val", "validation": "val", "testing": "test"}  # Kaggle's, HF's
 SPLIT_WORD = re.compile(r"(?<![^-_.])(train|training|val|valid|validation|test|testing)(?![^-_.])", re.IGNORECASE)
 SPLIT_FOLDERS = "train, val, test, or an alias: training, valid, validation, testing"  # what rejections name
+SPLIT_HELP = ("split name for a source without train/val/test folders (default: train); a table, or a text file of "
+              "many documents, whose name names a split goes there")  # --split, shared by the kinds
 NOT_FOLLOWED = "symbolic link not followed (--no-follow-symlinks)"
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device"}

@@ -27,7 +27,7 @@ from converters.dicom.privacy import (
 from converters.dicom.series import SeriesProcessor
 from converters.kind import ArrowLayout, Discovery
 from converters.sample import Rejection
-from converters.tree import first_files
+from converters.tree import SPLIT_HELP, first_files
 
 DETECT_FILES = 200  # files whose header detect reads
 
@@ -65,7 +65,7 @@ class DicomKind:
                             help=f"dicom, nifti: reject a series (case) larger than this before or after resampling "
                                  f"(default {DEFAULT_MAX_VOXELS}; ~12 bytes of memory per voxel)")
         parser.add_argument("--split", default="train",
-                            help="split name for a source without train/val/test folders (default: train)")
+                            help=SPLIT_HELP)
 
     def options_from_args(self, args: Any) -> DicomOptions:
         salt = salt_from_args(args)

@@ -16,7 +16,7 @@ from converters.images.id_names import name_ids
 from converters.images.split_lists import ONE_SPLIT, apply_split_lists, parse_split_lists
 from converters.images.tables import has_image_tables
 from converters.kind import ArrowLayout, Discovery
-from converters.tree import first_files
+from converters.tree import SPLIT_HELP, first_files
 from converters.val_fraction import apply_val_fraction
 
 DETECT_FILES = 2000  # files looked at by detect
@@ -55,8 +55,7 @@ class ImagesKind:
         parser.add_argument("--classes", metavar="FILE",
                             help="images: names of the class ids 0..K-1 a labels file gives, one a line")
         parser.add_argument("--split", default="train",
-                            help="split name for a source without train/val/test folders (default: train); a "
-                                 "table, or a text file of many documents, whose name names a split goes there")
+                            help=SPLIT_HELP)
         parser.add_argument("--keep-metadata", action="store_true",
                             help="keep EXIF/XMP/IPTC/comments in JPEGs copied unchanged (default: removed; ICC kept)")
         parser.add_argument("--unlabeled", action="store_true",
