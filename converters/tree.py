@@ -24,11 +24,10 @@ from pathlib import Path
 
 from converters.sample import Rejection, WorkItem
 from fastdata.errors import ConvertError
+from fastdata.manifest_splits import canonical_split
 
 log = logging.getLogger(__name__)
 
-SPLIT_NAMES = ("train", "val", "test")
-SPLIT_ALIASES = {"training": "train", "valid": "val", "validation": "val", "testing": "test"}  # Kaggle's, HF's
 SPLIT_WORD = re.compile(r"(?<![^-_.])(train|training|val|valid|validation|test|testing)(?![^-_.])", re.IGNORECASE)
 SPLIT_FOLDERS = "train, val, test, or an alias: training, valid, validation, testing"  # what rejections name
 SPLIT_HELP = ("split name for a source without train/val/test folders (default: train); a table, or a text file of "
@@ -178,9 +177,7 @@ def splits_named(name: str) -> set[str]:
 def split_of_folder(name: str) -> str | None:
     """The split a folder named `name` holds: `train`, `val` or `test`, whatever the case, and their aliases
     (`Training`, `valid`, `validation`, `Testing`: Kaggle's and Hugging Face's names); None for any other name."""
-    lower = name.lower()
-    split = SPLIT_ALIASES.get(lower, lower)
-    return split if split in SPLIT_NAMES else None
+    return canonical_split(name)
 
 
 def split_folders(names: list[str]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from typing import Any
 
 from fastdata.errors import ManifestError, ShardError
 from fastdata.manifest import CONVERT_AGAIN, MANIFEST_NAME, Manifest, ShardInfo, read_manifest
+from fastdata.manifest_splits import canonical_split
 from fastdata.option_rules import refused
 from fastdata.sources import Spec, expand, plain, split_joined
 from fastdata.storage.url import all_urls, is_url
@@ -203,7 +204,7 @@ def _select_named(files: list[Path], folder: Path, manifest: Manifest, root: Pat
         if len(by_split) > 1:
             raise ManifestError(f"the shards given span splits {sorted(by_split)}; pass split=")
         split = next(iter(by_split))
-    manifest.split(split)
+    split = select_split(manifest, split)
     if split not in by_split:
         raise ManifestError(f"none of the shards given belongs to split {split!r} (they are in {sorted(by_split)})")
     return split, by_split[split]
@@ -299,9 +300,12 @@ def _check_openable(path: Path) -> None:
 
 
 def select_split(manifest: Manifest, split: str | None) -> str:
-    """`split`, or by default train when the dataset has it, else the first split by name."""
+    """`split` (or the split it means, when the dataset has no split of that name: `validation` -> val, as Hugging
+    Face and timm name it), or by default train when the dataset has it, else the first split by name."""
     if split is None:
         split = "train" if "train" in manifest.splits else sorted(manifest.splits)[0]
+    if split not in manifest.splits and canonical_split(split) in manifest.splits:
+        split = canonical_split(split)
     manifest.split(split)
     return split
 

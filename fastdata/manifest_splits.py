@@ -54,6 +54,15 @@ class SplitInfo:
 
 
 SPLIT_NAME = re.compile(r"[A-Za-z0-9_-]+")
+SPLIT_NAMES = ("train", "val", "test")  # what converters call the splits they find
+SPLIT_ALIASES = {"training": "train", "valid": "val", "validation": "val", "testing": "test"}  # Kaggle's, HF's
+
+
+def canonical_split(name: str) -> str | None:
+    """The split `name` means, whatever its case and among its aliases (`Validation` -> val), else None."""
+    lower = name.lower()
+    split = SPLIT_ALIASES.get(lower, lower)
+    return split if split in SPLIT_NAMES else None
 
 
 def check_split_name(name: object, *, option: str = "--split") -> str:

@@ -773,6 +773,12 @@ def test_a_split_named_anywhere_in_a_shard_name_is_its_split(tmp_path: Path):
         "train": ["imagenet1k-train-0000.tar", "imagenet1k-train-0001.tar"], "val": ["imagenet1k-validation-0000.tar"]}
     _, val = load_all(tmp_path / "s", "kornia", split="val")
     assert val == [labels[k] for k in sorted(labels)[6:]]
+    for asked in ("validation", "Valid", "VAL"):  # a split asked by the name the Hub or timm gives it
+        assert load_all(tmp_path / "s", "kornia", split=asked)[1] == val
+    shards = [str(tmp_path / "s" / "imagenet1k-validation-0000.tar")]
+    assert load_all(shards, "kornia", split="validation")[1] == val
+    with pytest.raises(ManifestError, match=r"unknown split 'testing'; this dataset has splits \['train', 'val'\]"):
+        load_all(tmp_path / "s", "kornia", split="testing")
 
 
 @pytest.mark.parametrize("backend", ["kornia", "dali"])
