@@ -300,12 +300,15 @@ def _check_openable(path: Path) -> None:
 
 
 def select_split(manifest: Manifest, split: str | None) -> str:
-    """`split` (or the split it means, when the dataset has no split of that name: `validation` -> val, as Hugging
-    Face and timm name it), or by default train when the dataset has it, else the first split by name."""
+    """`split` (or, when the dataset has no split of that name, its one split of the same meaning: `validation` for
+    val, as Hugging Face and timm name it, or `val` for a split named `validation` by hand), or by default train when
+    the dataset has it, else the first split by name."""
     if split is None:
         split = "train" if "train" in manifest.splits else sorted(manifest.splits)[0]
-    if split not in manifest.splits and canonical_split(split) in manifest.splits:
-        split = canonical_split(split)
+    meant = canonical_split(split)
+    same = [s for s in manifest.splits if meant is not None and canonical_split(s) == meant]
+    if split not in manifest.splits and len(same) == 1:
+        split = same[0]
     manifest.split(split)
     return split
 

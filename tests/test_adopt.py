@@ -803,3 +803,12 @@ def test_keys_written_with_their_files_extension_are_read_by_their_members_last_
                                                                         tmp_path / "w.idx")
     assert load_all(tmp_path / "s", backend)[1] == [0, 1, 2, 0, 1, 2]
     assert verify_dataset(tmp_path / "s") == []
+
+
+def test_a_split_named_by_hand_is_found_by_its_meaning(tmp_path: Path):
+    shardwriter_shards(tmp_path / "s", count=4, per_shard=4)
+    adopt(tmp_path / "s", options=AdoptOptions(jobs=1, split="Validation"))
+    assert load_all(tmp_path / "s", "kornia", split="val")[1] == [0, 1, 2, 0]
+    assert load_all(tmp_path / "s", "kornia", split="Validation")[1] == [0, 1, 2, 0]
+    with pytest.raises(ManifestError, match=r"unknown split 'train'; this dataset has splits \['Validation'\]"):
+        load_all(tmp_path / "s", "kornia", split="train")
