@@ -102,6 +102,9 @@ def test_integer_labels_stay_indices_and_a_name_among_them_is_rejected_with_the_
     ("cat\u2003".encode(), "label b'cat\\xe2\\x80\\x83' holds control or blank characters (a class name is "
                             "printed as text)"),
     (b"x" * 257, "a label member of 257 bytes or more (a label holds at most 256)"),
+    (b"\xff" + b"y" * 59, "label b'\\xff" + "y" * 39 + "' is not UTF-8 text"),  # shown to 40 bytes
+    (b"\x1b" + b"y" * 59, "label b'\\x1b" + "y" * 39 + "' holds control or blank characters (a class name is "
+                          "printed as text)"),
 ])
 def test_a_label_member_that_is_no_name_rejects_its_sample(tmp_path: Path, label: bytes, reason: str):
     jpg = encoded("JPEG")

@@ -97,10 +97,10 @@ def test_an_id_past_int64_is_outside_the_vocabulary_not_negative(tmp_path: Path)
 ])
 def test_max_length_cuts_given_ids_without_adding_special_tokens(tmp_path: Path, overflow: str, expected):
     (tmp_path / "src").mkdir()
-    pq.write_table(pa.table({"input_ids": [list(range(1, 11))]}), tmp_path / "src" / "t.parquet")
+    pq.write_table(pa.table({"input_ids": [list(range(1, 11)), [0, 3]]}), tmp_path / "src" / "t.parquet")
     m = convert_text(tmp_path / "src", tmp_path / "out", ids_field="input_ids", max_length=4,
                      overflow=overflow).manifest
-    assert rows_of(tmp_path / "out") == sorted((x, -1) for x in expected)
+    assert rows_of(tmp_path / "out") == sorted([(x, -1) for x in expected] + [([0, 3], -1)])  # id 0 is an id
     stats = m.split("train").stats
     assert (stats["truncated_tokens"], stats["split_documents"]) == ((6, 0) if overflow == "truncate" else (0, 1))
 
@@ -203,3 +203,36 @@ def test_a_json_record_of_more_ids_than_the_document_bound_is_rejected(tmp_path:
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("a.jsonl:1", "document larger than --max-document-bytes (128 bytes)")]
     assert rows_of(tmp_path / "out") == [([7] * 16, -1)]
+
+
+def test_a_tokenizers_added_tokens_are_in_its_vocabulary(tmp_path: Path):
+    """A tokenizer whose pad token was added after training (GPT-2's, a fine-tuning's extra tokens) gives them ids
+    past its base vocabulary; ids made with it stay inside the vocabulary with its added tokens."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(TOKENIZER))
+    added = tok.get_vocab_size(with_added_tokens=True)
+    tok.add_tokens(["<extra-token>"])
+    tok.save(str(tmp_path / "tok.json"))
+    (tmp_path / "src").mkdir()
+    pq.write_table(pa.table({"input_ids": [[101, added, 102], [101, added + 1, 102]]}), tmp_path / "src" / "t.parquet")
+    m = convert_text(tmp_path / "src", tmp_path / "out", ids_field="input_ids", tokenizer=str(tmp_path / "tok.json"))
+    assert [r["reason"] for r in m.manifest.rejected] == [
+        f"token id {added + 1} is outside the tokenizer's vocabulary (ids 0..{added}): the ids were made by another "
+        "tokenizer"]
+    assert rows_of(tmp_path / "out") == [([101, added, 102], -1)]
+
+
+def test_the_reasons_name_the_fields_and_columns_a_record_holds(tmp_path: Path):
+    (tmp_path / "src").mkdir()
+    names = [f"c{i}" for i in range(9)]
+    pq.write_table(pa.table({n: [1] for n in names}), tmp_path / "src" / "t.parquet")
+    (tmp_path / "src" / "a.jsonl").write_text('{}\n' + "{" + ", ".join(f'"{n}": 1' for n in names) + "}\n"
+                                              '{"input_ids": [5]}\n')
+    m = convert_text(tmp_path / "src", tmp_path / "out", ids_field="input_ids").manifest
+    shown = ", ".join(names[:8])
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("a.jsonl:1", "missing token ids field 'input_ids' (fields: none); set --ids-field"),
+        ("a.jsonl:2", f"missing token ids field 'input_ids' (fields: {shown}); set --ids-field"),
+        ("t.parquet", f"missing token ids column 'input_ids' (columns: {shown}); set --ids-field"),
+    ]

@@ -133,7 +133,7 @@ class TextProcessor:
 
     def _given_ids(self, item: WorkItem) -> Sample | Rejection | list[Sample]:
         """A row of `--ids-field`: its ids as they are, cut into windows of `max_length` (no special token added)."""
-        ids = spilled_ids(item.payload if isinstance(item.payload, bytes) else item.payload.read_bytes())
+        ids = spilled_ids(item.payload.read_bytes())  # a SpillRef: discovery spills every row's ids
         vocab = self.tokenizer.get_vocab_size(with_added_tokens=True)
         if int(ids.max()) >= vocab:
             return Rejection(item.split, item.rel, f"token id {int(ids.max())} is outside the tokenizer's vocabulary "
