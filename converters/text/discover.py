@@ -15,11 +15,13 @@ from converters.table_files import ARROW, HF_METADATA, PARQUET
 from converters.table_labels import TableLabels
 from converters.text.columnar import labeled_documents
 from converters.text.options import TextOptions
+from converters.text.record_labels import labeled_records
 from converters.text.records import Reject, file_format, read_documents
 from converters.tree import Collector, is_folder, listed, split_folders, splits_named
 from fastdata.errors import ConvertError
 
 TABLES = (*PARQUET, *ARROW)
+RECORDS = ("jsonl", "json", "csv", "tsv")  # formats whose records may carry a label field (record_labels.py)
 HF_JSON = tuple(n for n in HF_METADATA if n.endswith(".json"))
 
 
@@ -62,6 +64,8 @@ class _Collector(Collector):
         source = str(path)  # one string shared by the file's documents
         if label is None and path.suffix.lower() in TABLES and not self.opts.unlabeled:  # a table's label column
             rows = labeled_documents(path, self.opts, self.labels, rel)
+        elif label is None and file_format(path.name)[0] in RECORDS and not self.opts.unlabeled:  # a label field
+            rows = labeled_records(path, self.opts, self.labels, rel)
         else:
             rows = ((where, doc, label) for where, doc in read_documents(path, self.opts))
         for where, doc, value in rows:

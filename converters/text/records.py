@@ -4,7 +4,9 @@ Pile, RedPajama and SlimPajama ship their JSON Lines; decompressed by pyarrow's 
 Parquet and Arrow files (columnar.py: a Hugging Face dataset saved with `save_to_disk`).
 
 `read_documents` yields `(where, text)` for every document and `(where, Reject(reason))` for every
-record that cannot be used; `where` is "" for the whole file or "#N" / ":LINE" inside it. Files are
+record that cannot be used; `where` is "" for the whole file or "#N" / ":LINE" inside it. `read_records` yields the
+record each came from as well (a JSON object, a CSV row as {column: cell}; None for plain text and columnar files),
+for its label (record_labels.py). Files are
 streamed (gzip too): memory is bounded by `--max-document-bytes`, not by the file's size, and a
 document larger than that is a rejection, not a MemoryError.
 """
@@ -187,66 +189,79 @@ def _field(obj: object, opts: TextOptions) -> str | bytes | Reject:
     return value
 
 
-def _jsonl(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+def _jsonl(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | bytes | Reject, object]]:
     for n, line in _text_lines(f, opts.max_document_bytes):
         if isinstance(line, Reject):
-            yield f":{n}", line
+            yield f":{n}", line, None
             continue
         if not line.strip():
             continue
         try:
             obj = parse_json(line)
         except BadJSON as exc:
-            yield f":{n}", Reject(str(exc))
+            yield f":{n}", Reject(str(exc)), None
             continue
-        yield f":{n}", _field(obj, opts)
+        yield f":{n}", _field(obj, opts), obj
 
 
-def _json(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+def _json(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | bytes | Reject, object]]:
     text = _whole(f, opts.max_document_bytes, "a .json file is parsed whole: it is")
     if isinstance(text, Reject):
-        yield "", text
+        yield "", text, None
         return
     try:
         data = parse_json(text)
     except BadJSON as exc:
-        yield "", Reject(str(exc))
+        yield "", Reject(str(exc)), None
         return
     if isinstance(data, list):
         for n, obj in enumerate(data):
-            yield f"#{n}", _field(obj, opts)
+            yield f"#{n}", _field(obj, opts), obj
     else:
-        yield "", _field(data, opts)
+        yield "", _field(data, opts), data
 
 
-def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+def read_documents(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | bytes | Reject]]:
     """Every document (or rejected record) of one file, in file order."""
+    for where, doc, _ in read_records(path, opts):
+        yield where, doc
+
+
+def _plain_records(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject, None]]:
+    for where, doc in _plain(f, opts):
+        yield where, doc, None
+
+
+def read_records(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | bytes | Reject, object]]:
+    """(where, document or rejection, the record it came from) for every record of one file, in file order."""
     fmt, codec = file_format(path.name)
     if fmt is None:
-        yield "", Reject(f"unsupported file type; allowed: {', '.join(EXTENSIONS)}, no extension, or + .gz or .zst")
+        allowed = f"{', '.join(EXTENSIONS)}, no extension, or + .gz or .zst"
+        yield "", Reject(f"unsupported file type; allowed: {allowed}"), None
         return
     if fmt in ("parquet", "arrow"):
         from converters.text.columnar import read_columns  # (columnar.py imports this module)
 
-        yield from read_columns(path, opts)
+        for where, doc in read_columns(path, opts):
+            yield where, doc, None
         return
     if opts.ids_field is not None and fmt not in ("json", "jsonl"):
         what = {"plain": "plain text", "csv": "CSV", "tsv": "TSV"}.get(fmt, fmt)
         yield "", Reject(f"--ids-field reads token ids from Parquet, Arrow, JSON Lines or JSON files; this is a {what} "
-                         "file")
+                         "file"), None
         return
     if fmt in ("csv", "tsv"):
         from converters.text.tables import read_table  # (tables.py imports this module)
 
         reader = functools.partial(read_table, delimiter=TABLES[f".{fmt}"])
     else:
-        reader = {"plain": _plain, "jsonl": _jsonl, "json": _json}[fmt]
+        reader = {"plain": _plain_records, "jsonl": _jsonl, "json": _json}[fmt]
     try:
         with open(path, "rb") as raw, _decompressed(raw, codec) as f:
             if not f.peek(1):  # every reader buffers: peek reads without consuming
-                yield "", Reject("empty file (0 bytes)")
+                yield "", Reject("empty file (0 bytes)"), None
                 return
             yield from reader(f, opts)
     except (OSError, EOFError, zlib.error) as exc:  # streamed: what was read before the damage is kept
         what = f"corrupt {codec} data" if codec and not isinstance(exc, FileNotFoundError) else "unreadable"
-        yield "", Reject(f"{what}: {exc}")
+        yield "", Reject(f"{what}: {exc}"), None

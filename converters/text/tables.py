@@ -34,7 +34,8 @@ def _lines(f: BinaryIO, bound: int) -> Iterator[str]:
         yield line.decode("utf-8")
 
 
-def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple[str, str | Reject]]:
+def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple[str, str | Reject, object]]:
+    """(where, document or rejection, the row as {column: cell}) for each row."""
     cap = opts.max_document_bytes
     bound = 4 * cap + (1 << 20)  # a row: its document and the other cells
     limit = csv.field_size_limit()
@@ -48,7 +49,7 @@ def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple
         column = _column(header, opts.text_field)
         if column is None:
             shown = ", ".join(header[:8]) or "none"
-            yield "", Reject(f"missing text column {opts.text_field!r} (columns: {shown}); set --text-field")
+            yield "", Reject(f"missing text column {opts.text_field!r} (columns: {shown}); set --text-field"), None
             return
         k = header.index(column)
         line = reader.line_num + 1
@@ -56,8 +57,8 @@ def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple
             start, line = line, reader.line_num + 1
             if not row:
                 continue
-            yield f":{start}", document(row[k] if k < len(row) else "", cap)
+            yield f":{start}", document(row[k] if k < len(row) else "", cap), dict(zip(header, row))
     except (csv.Error, UnicodeDecodeError) as exc:
-        yield f":{line}", Reject(f"the table cannot be read from line {line} on: {type(exc).__name__}: {exc}")
+        yield f":{line}", Reject(f"the table cannot be read from line {line} on: {type(exc).__name__}: {exc}"), None
     finally:
         csv.field_size_limit(limit)
