@@ -132,6 +132,8 @@ class Context:
                       ("x.arrow", _arrow_stream({"text": ["one doc", "", "three " * 50, "four"], "id": [1, 2, 3, 4]})),
                       ("labeled/x.arrow", _arrow_stream(_labeled_text())),
                       ("labeled/x.parquet", _parquet(_labeled_text())),
+                      ("labeled/x.jsonl", b'{"text": "good", "label": "pos"}\n{"text": "bad", "label": "neg"}\n'),
+                      ("labeled/x.csv", b"text,label\ngood,1\nbad,0\n"),
                       ("ids/x.parquet", _parquet({"input_ids": [[101, 7592, 102], None, [], [101, 30521, 102] * 40]})),
                       ("ids/x.arrow", _arrow_stream({"input_ids": [[101, 7592, 102], [5] * 7, [101, 102], [0]]})),
                       ("ids/x.jsonl", b'{"input_ids": [101, 7592, 102]}\n{"input_ids": [5, 6]}\n{"ids": [1]}\n')]
