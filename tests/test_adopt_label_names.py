@@ -4,6 +4,7 @@ encoder) rather than indices: the classes, the loaders' labels, `verify`, and ev
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from pathlib import Path
 
@@ -160,3 +161,13 @@ def test_the_cli_says_the_labels_are_names(tmp_path: Path, capsys):
     assert "labeled by class name, 4 classes" in capsys.readouterr().out
     assert cli(["info", str(tmp_path / "s")]) == 0  # a name holding commas is quoted, and so is every other one
     assert f"classes (4): 'café', 'goldfish', '{NAMES[2]}', 'tench'\n" in capsys.readouterr().out
+
+
+def test_a_long_name_changed_in_the_tar_is_shown_to_forty_bytes(tmp_path: Path):
+    named_shards(tmp_path / "s", count=4)
+    adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
+    tar = tmp_path / "s" / "train-000000.tar"
+    tar.write_bytes(tar.read_bytes().replace(b"man-eating shark", b"man-eating sharc"))
+    shown = repr(NAMES[2].encode()[:40])
+    with pytest.raises(ShardError, match=rf"sample s00002 in .* has a bad class label {re.escape(shown)}; a label"):
+        labels_of(tmp_path / "s", "kornia")

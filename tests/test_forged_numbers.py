@@ -59,10 +59,18 @@ def forge_in_place(path: Path, old: bytes, new: bytes) -> None:
 def test_a_label_of_two_minus_signs_is_a_shard_error_and_a_verify_problem(adopted):
     assert [sorted(y.tolist()) for _, y in loader(adopted)] == [[0, 1]]
     forge_in_place(adopted / "a.tar", b"  1", b"--1")
-    with pytest.raises(ShardError, match=r"sample a in .*a\.tar has a bad class label b'--1'"):
+    with pytest.raises(ShardError, match=r"sample a in .*a\.tar has a bad class label b'--1'; a label member holds an "
+                                         r"integer such as b'3'$"):
         list(loader(adopted))
     problems = verify_dataset(adopted)
     assert any("sample a has a non-integer label b'--1'" in p for p in problems), problems
+
+
+def test_a_negative_label_is_read_as_one_and_named_out_of_range(adopted):
+    forge_in_place(adopted / "a.tar", b"  1", b" -1")
+    with pytest.raises(ShardError, match=r"sample a in .*a\.tar has label -1, the manifest lists 2 classes$"):
+        list(loader(adopted))
+    assert any(p.endswith("a.tar: sample a label -1 outside 0..1") for p in verify_dataset(adopted))
 
 
 @pytest.mark.parametrize("forged", ["²", "9" * 5000])
