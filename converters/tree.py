@@ -169,7 +169,7 @@ def under_source(path: str, src: Path) -> str:
 
 def splits_named(name: str) -> set[str]:
     """The splits whose words a file's name holds, each set apart by '-', '_', '.' or the name's ends
-    (`train-00000-of-00004.parquet`, timm's `imagenet1k-validation-0000.tar`, WikiText's `wiki.valid.raw`); a word
+    (`train-00000-of-00004.parquet`, timm's `imagenet1k-validation-0000.tar`, PTB's `ptb.valid.txt`); a word
     inside another (`pretrain`, `contest`) is none."""
     return {split_of_folder(m.group(1)) or "train" for m in SPLIT_WORD.finditer(name)}
 

@@ -57,9 +57,9 @@ class TextKind:
                             help="text: records are separated by a line holding only LINE (e.g. '%%')")
         parser.add_argument("--text-field", default="text", help="text: JSON field / Parquet column (default: text)")
         parser.add_argument("--ids-field", metavar="COLUMN",
-                            help="text: a Parquet/Arrow column of token ids (lists of integers, as datasets.map("
-                                 "tokenizer) writes input_ids), taken as they are: nothing is tokenized, --tokenizer "
-                                 "names the tokenizer that made them")
+                            help="text: a Parquet/Arrow column or JSON field of token ids (lists of integers, as "
+                                 "datasets.map(tokenizer) writes input_ids), taken as they are: nothing is tokenized, "
+                                 "--tokenizer names the tokenizer that made them")
         parser.add_argument("--max-length", type=int,
                             help="text, image_text: at most N tokens per sequence (caption), specials included")
         parser.add_argument("--overflow", choices=OVERFLOW, default="truncate",

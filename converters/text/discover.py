@@ -82,7 +82,7 @@ class _Collector(Collector):
 
 def _holds_many(name: str, opts: TextOptions) -> bool:
     """Whether the file `name` holds many documents (a table, JSON, JSON Lines, or plain text read a line or a record
-    at a time), so that its name may say a split: `train.jsonl`, `test-00000-of-00001.parquet`, `wiki.valid.raw`."""
+    at a time), so that its name may say a split: `train.jsonl`, `test-00000-of-00001.parquet`, `ptb.valid.txt`."""
     fmt, _ = file_format(name)
     return fmt is not None and (fmt != "plain" or opts.per_line or opts.separator is not None)
 

@@ -1,7 +1,7 @@
 """Token ids already made: a Parquet or Arrow column of lists of integers (`--ids-field input_ids`, what
 `datasets.map(tokenizer)` writes), or a JSON Lines or JSON field holding such a list, taken as they are instead of
-tokenizing text. A row's ids travel to the worker as
-int64 bytes in the spill file; the worker checks them against the tokenizer's vocabulary (tokenize.py).
+tokenizing text. A row's ids travel to the worker as int64 bytes in the spill file; the worker checks them against
+the tokenizer's vocabulary (tokenize.py).
 
 Rows are cut from each record batch's flat values with numpy, not turned into Python lists: a row of 2,048 ids is
 one slice, not 2,048 objects."""

@@ -20,10 +20,10 @@ class TextOptions:
     `text_field`. `max_length` caps a sequence (special tokens included); longer documents are
     truncated or split into windows of `max_length` tokens (`overflow`), all kept. A document (a
     whole plain file, a record, a JSON Lines line, a whole .json file, a Parquet value) larger than
-    `max_document_bytes` is rejected: the bound on what discovery holds in memory at once. With `ids_field`, a
-    Parquet/Arrow table's rows are sequences of token ids already (`datasets.map(tokenizer)`'s input_ids): taken as
-    they are, in the tokenizer's vocabulary, and nothing is tokenized (8 bytes an id count against
-    `max_document_bytes`).
+    `max_document_bytes` is rejected: the bound on what discovery holds in memory at once. With `ids_field`, the
+    rows of Parquet/Arrow tables and JSON (Lines) records are sequences of token ids already
+    (`datasets.map(tokenizer)`'s input_ids): taken as they are, in the tokenizer's vocabulary, and nothing is
+    tokenized (8 bytes an id count against `max_document_bytes`).
     """
 
     tokenizer: str
@@ -35,7 +35,7 @@ class TextOptions:
     split: str = "train"
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     label_field: str | None = None  # a Parquet/Arrow table's label column (default: its ClassLabel, or label/labels)
-    ids_field: str | None = None  # a Parquet/Arrow table's column of token ids, taken as they are (text_field unread)
+    ids_field: str | None = None  # a column or JSON field of token ids, taken as they are (text_field unread)
     unlabeled: bool = False  # no labels: class folders are plain folders, label columns are not read
 
     def __post_init__(self) -> None:
