@@ -17,6 +17,7 @@ from converters.text.columnar import labeled_documents
 from converters.text.options import TextOptions
 from converters.text.record_labels import labeled_records
 from converters.text.records import Reject, file_format, read_documents
+from converters.text.token_files import TokenSpan
 from converters.tree import Collector, is_folder, listed, split_folders, splits_named
 from fastdata.errors import ConvertError
 
@@ -74,7 +75,8 @@ class _Collector(Collector):
                 continue
             found += 1
             self.items.setdefault(split, []).append(
-                WorkItem(split=split, rel=rel + where, source=source, label=value, payload=self.spill.add(doc)))
+                WorkItem(split=split, rel=rel + where, source=source, label=value,
+                         payload=doc if isinstance(doc, TokenSpan) else self.spill.add(doc)))  # a span is read in place
         if found == 0 and len(self.rejected) == rejected_before:
             self.rejected.append(Rejection(split, rel, "no documents (only blank or separator lines)"))
         self.identity.append([split, rel, label, path.stat().st_size if path.exists() else -1, found])

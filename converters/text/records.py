@@ -30,7 +30,8 @@ PLAIN = (".txt", ".text", "")
 JSONL = (".jsonl", ".ndjson")
 JSON = (".json",)
 TABLES = {".csv": ",", ".tsv": "\t"}  # a table with a text column (tables.py)
-EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *TABLES, *PARQUET, *ARROW)
+TOKENS = (".bin",)  # llm.c's token shards (token_files.py)
+EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *TABLES, *PARQUET, *ARROW, *TOKENS)
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
 BOM = b"\xef\xbb\xbf"
 
@@ -58,6 +59,8 @@ def file_format(name: str) -> tuple[str | None, str | None]:
         return "parquet", codec
     if suffix in ARROW and codec is None:
         return "arrow", codec
+    if suffix in TOKENS and codec is None:
+        return "tokens", codec
     return None, codec
 
 
@@ -245,7 +248,16 @@ def read_records(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | byt
         for where, doc in read_columns(path, opts):
             yield where, doc, None
         return
-    if opts.ids_field is not None and fmt not in ("json", "jsonl"):
+    if fmt == "tokens":
+        from converters.text.token_files import token_documents  # (token_files.py imports this module)
+        from converters.text.tokenize import tokenizer_info
+
+        info = tokenizer_info(opts.tokenizer)
+        delimiter = info["bos_id"] if info["bos_id"] is not None else info["eos_id"]
+        for where, doc in token_documents(path, delimiter=delimiter, cap=opts.max_document_bytes):
+            yield where, doc, None
+        return
+    if opts.ids_field is not None and fmt not in ("json", "jsonl"):  # (columnar and token files returned above)
         what = {"plain": "plain text", "csv": "CSV", "tsv": "TSV"}.get(fmt, fmt)
         yield "", Reject(f"--ids-field reads token ids from Parquet, Arrow, JSON Lines or JSON files; this is a {what} "
                          "file"), None

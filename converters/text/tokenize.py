@@ -11,6 +11,7 @@ from typing import Any
 from converters.sample import Rejection, Sample, WorkItem
 from converters.text.ids import spilled_ids
 from converters.text.options import TextOptions
+from converters.text.token_files import TokenSpan
 from fastdata.errors import ConvertError
 from fastdata.text.tokenizer import BOS_TOKENS, EOS_TOKENS, first_id, pad_id
 from fastdata.text.tokenizer import build_tokenizer as _build
@@ -117,11 +118,11 @@ class TextProcessor:
         return self.process_batch([item])[0]
 
     def process_batch(self, items: list[WorkItem]) -> list[Sample | Rejection | list[Sample]]:
-        if self.options.ids_field is not None:
-            return [self._given_ids(it) for it in items]
-        texts = [it.payload if isinstance(it.payload, str) else it.payload.read() for it in items]  # SpillRef
-        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=True)
-        return [self._encoded(it, enc) for it, enc in zip(items, encodings)]
+        given = [self.options.ids_field is not None or isinstance(it.payload, TokenSpan) for it in items]
+        texts = [it.payload if isinstance(it.payload, str) else it.payload.read()  # SpillRef
+                 for it, ids in zip(items, given) if not ids]
+        encodings = iter(self.tokenizer.encode_batch(texts, add_special_tokens=True) if texts else [])
+        return [self._given_ids(it) if ids else self._encoded(it, next(encodings)) for it, ids in zip(items, given)]
 
     def _encoded(self, item: WorkItem, enc: Any) -> Sample | Rejection | list[Sample]:
         if all(enc.special_tokens_mask):
@@ -132,8 +133,10 @@ class TextProcessor:
         return self._samples(item, [enc.ids], dropped=dropped)
 
     def _given_ids(self, item: WorkItem) -> Sample | Rejection | list[Sample]:
-        """A row of `--ids-field`: its ids as they are, cut into windows of `max_length` (no special token added)."""
-        ids = spilled_ids(item.payload.read_bytes())  # a SpillRef: discovery spills every row's ids
+        """A row of `--ids-field` or a token shard's document: its ids as they are, cut into windows of `max_length`
+        (no special token added)."""
+        payload = item.payload  # a token shard's span, read in place, or a SpillRef of the row's ids
+        ids = payload.ids() if isinstance(payload, TokenSpan) else spilled_ids(payload.read_bytes())
         vocab = self.tokenizer.get_vocab_size(with_added_tokens=True)
         if int(ids.max()) >= vocab:
             return Rejection(item.split, item.rel, f"token id {int(ids.max())} is outside the tokenizer's vocabulary "
