@@ -132,6 +132,7 @@ class Context:
                       ("x.arrow", _arrow_stream({"text": ["one doc", "", "three " * 50, "four"], "id": [1, 2, 3, 4]})),
                       ("labeled/x.arrow", _arrow_stream(_labeled_text())),
                       ("labeled/x.parquet", _parquet(_labeled_text())),
+                      ("x.bin", _token_shard([101, 7592, 102, 101, 2088, 101, 5, 6, 7])),
                       ("labeled/x.jsonl", b'{"text": "good", "label": "pos"}\n{"text": "bad", "label": "neg"}\n'),
                       ("labeled/x.csv", b"text,label\ngood,1\nbad,0\n"),
                       ("ids/x.parquet", _parquet({"input_ids": [[101, 7592, 102], None, [], [101, 30521, 102] * 40]})),
@@ -214,6 +215,15 @@ def _parquet(columns: Any) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(columns if isinstance(columns, pa.Table) else pa.table(columns), sink)
     return sink.getvalue().to_pybytes()
+
+
+def _token_shard(tokens: list[int]) -> bytes:
+    """A token shard in llm.c's layout: 256 int32 (magic 20240520, version 1, count), then uint16 tokens."""
+    import numpy as np
+
+    header = np.zeros(256, dtype="<i4")
+    header[:3] = (20240520, 1, len(tokens))
+    return header.tobytes() + np.asarray(tokens, dtype="<u2").tobytes()
 
 
 def _arrow_stream(columns: Any) -> bytes:
@@ -608,6 +618,10 @@ def _text_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     documents = list(read_documents(path, opts))  # every problem is a Reject, never an exception
     if not all(isinstance(where, str) for where, _ in documents):
         raise Finding("a document without a location")
+    from converters.text.token_files import TokenSpan
+
+    if any(isinstance(d, TokenSpan) and len(d.ids()) != d.count for _, d in documents):  # read as the worker reads
+        raise Finding("a token shard's document reads back another number of tokens")
     if opts.ids_field is not None:  # token ids as the worker reads them: whole int64 values, none negative
         from converters.text.ids import spilled_ids
 
@@ -643,7 +657,8 @@ def _discovered_alike(ctx: Context, rng: random.Random, name: str, data: bytes, 
             or again.identity != whole.identity or again.rejected != whole.rejected:
         raise Finding("a second discovery of the same file found other documents")
     for n in wanted:
-        if second[n].payload.read_bytes() != items[n].payload.read_bytes():
+        a, b = second[n].payload, items[n].payload
+        if (a != b) if not hasattr(a, "read_bytes") else a.read_bytes() != b.read_bytes():  # a token span: in place
             raise Finding(f"document {n} spilled by a part reads back other bytes")
 
 
