@@ -99,3 +99,36 @@ def test_a_class_name_with_control_characters_stops_the_conversion(tmp_path: Pat
     jsonl(tmp_path / "src" / "a.jsonl", [{"text": words(1), "label": "a\u001b[31mred"}])
     with pytest.raises(ConvertError, match="holds control characters"):
         convert_text(tmp_path / "src", tmp_path / "out")
+
+
+def test_a_records_own_problem_comes_before_its_labels_and_false_is_no_label(tmp_path: Path):
+    jsonl(tmp_path / "src" / "a.jsonl", [{"text": "  ", "label": None}, {"text": words(1), "label": False},
+                                         {"text": words(2), "label": "a"}])
+    m = convert_text(tmp_path / "src", tmp_path / "out").manifest
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("a.jsonl:1", "empty document (only whitespace)"),
+        ("a.jsonl:2", "label is no whole number or name: false")]
+
+
+def test_a_table_whose_labels_differ_from_the_first_files_is_told_apart_and_a_missing_field_lists_the_fields(tmp_path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from helpers import with_features
+
+    jsonl(tmp_path / "src" / "a.jsonl", [{"text": words(1), "label": "x"}])
+    table = pa.table({"text": [words(2)], "label": [0]})
+    pq.write_table(with_features(table, {"text": {"_type": "Value"},
+                                         "label": {"names": ["x", "y"], "_type": "ClassLabel"}}),
+                   tmp_path / "src" / "b.parquet")
+    m = convert_text(tmp_path / "src", tmp_path / "out").manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("b.parquet", "its labels are not those of a.jsonl (label column 'label'): convert them apart")]
+    fields = {f"f{i}": i for i in range(9)}
+    jsonl(tmp_path / "many" / "a.jsonl", [{"text": words(1), **fields}])
+    jsonl(tmp_path / "many" / "b.jsonl", [{}, {"text": words(2), "tag": "z"}])
+    jsonl(tmp_path / "many" / "c.jsonl", [{"text": words(3), "tag": "z"}])
+    m = convert_text(tmp_path / "many", tmp_path / "many-out", label_field="tag").manifest
+    shown = ", ".join(sorted([*fields, "text"])[:8])
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("a.jsonl", f"no field 'tag' (--label-field; fields: {shown})"),
+        ("b.jsonl", "no field 'tag' (--label-field; fields: none)")]
