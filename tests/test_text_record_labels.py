@@ -110,7 +110,7 @@ def test_a_records_own_problem_comes_before_its_labels_and_false_is_no_label(tmp
         ("a.jsonl:2", "label is no whole number or name: false")]
 
 
-def test_a_table_whose_labels_differ_from_the_first_files_is_told_apart_and_a_missing_field_lists_the_fields(tmp_path: Path):
+def test_a_table_unlike_the_first_file_is_told_apart_and_a_missing_field_lists_the_fields(tmp_path: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
     from helpers import with_features
