@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from converters.text.records import Reject, too_large
+from converters.text.records import Reject, fields_of, too_large
 
 ID_BYTES = 8  # a spilled id: int64
 IDS_COLUMNS = ("input_ids", "ids", "tokens")  # names a table of token ids gives its column, for a hint
@@ -84,8 +84,7 @@ def json_ids(obj: object, field: str, cap: int) -> bytes | Reject:
     if not isinstance(obj, dict):
         return Reject(f"expected a JSON object with a {field!r} field, got {type(obj).__name__}")
     if field not in obj:
-        return Reject(f"missing token ids field {field!r} (fields: {', '.join(sorted(map(str, obj))[:8]) or 'none'}); "
-                      "set --ids-field")
+        return Reject(f"missing token ids field {field!r} (fields: {fields_of(obj)}); set --ids-field")
     value = obj[field]
     if value is None:
         return Reject("null token ids")

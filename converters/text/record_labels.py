@@ -19,7 +19,7 @@ from converters.images.table_columns import LABEL_NAMES
 from converters.table_files import TableError
 from converters.table_labels import TableLabels
 from converters.text.options import TextOptions
-from converters.text.records import Reject, read_records
+from converters.text.records import Reject, fields_of, read_records
 
 
 def _value(value: Any) -> Any:
@@ -37,8 +37,7 @@ def _field(record: dict, opts: TextOptions) -> str | None:
     `--label-field` names a field it lacks."""
     if opts.label_field is not None:
         if opts.label_field not in record:
-            shown = ", ".join(sorted(map(str, record))[:8]) or "none"
-            raise TableError(f"no field {opts.label_field!r} (--label-field; fields: {shown})")
+            raise TableError(f"no field {opts.label_field!r} (--label-field; fields: {fields_of(record)})")
         return opts.label_field
     name = next((n for n in LABEL_NAMES if n in record), None)
     return name if name is not None and not isinstance(_value(record[name]), Reject) else None

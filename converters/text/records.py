@@ -174,6 +174,11 @@ def _plain(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]
                 record.append(line)
 
 
+def fields_of(record: dict) -> str:
+    """A JSON record's first field names, sorted, as a reason lists them ("none" for an empty record)."""
+    return ", ".join(sorted(map(str, record))[:8]) or "none"
+
+
 def _field(obj: object, opts: TextOptions) -> str | bytes | Reject:
     if opts.ids_field is not None:
         from converters.text.ids import json_ids  # (ids.py imports this module)
@@ -182,8 +187,7 @@ def _field(obj: object, opts: TextOptions) -> str | bytes | Reject:
     if not isinstance(obj, dict):
         return Reject(f"expected a JSON object with a {opts.text_field!r} field, got {type(obj).__name__}")
     if opts.text_field not in obj:
-        shown = ", ".join(sorted(map(str, obj))[:8]) or "none"
-        return Reject(f"missing text field {opts.text_field!r} (fields: {shown}); set --text-field")
+        return Reject(f"missing text field {opts.text_field!r} (fields: {fields_of(obj)}); set --text-field")
     value = obj[opts.text_field]
     if not isinstance(value, str):
         return Reject(f"text field {opts.text_field!r} holds {type(value).__name__}, not a string")
