@@ -24,7 +24,7 @@ from pathlib import Path
 
 from converters.sample import Rejection, WorkItem
 from fastdata.errors import ConvertError
-from fastdata.manifest_splits import canonical_split
+from fastdata.manifest_splits import SPLIT_ALIASES, canonical_split
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +171,7 @@ def splits_named(name: str) -> set[str]:
     """The splits whose words a file's name holds, each set apart by '-', '_', '.' or the name's ends
     (`train-00000-of-00004.parquet`, timm's `imagenet1k-validation-0000.tar`, PTB's `ptb.valid.txt`); a word
     inside another (`pretrain`, `contest`) is none."""
-    return {split_of_folder(m.group(1)) or "train" for m in SPLIT_WORD.finditer(name)}
+    return {SPLIT_ALIASES.get(m.group(1).lower(), m.group(1).lower()) for m in SPLIT_WORD.finditer(name)}
 
 
 def split_of_folder(name: str) -> str | None:

@@ -305,10 +305,10 @@ def select_split(manifest: Manifest, split: str | None) -> str:
     the dataset has it, else the first split by name."""
     if split is None:
         split = "train" if "train" in manifest.splits else sorted(manifest.splits)[0]
-    meant = canonical_split(split)
-    same = [s for s in manifest.splits if meant is not None and canonical_split(s) == meant]
-    if split not in manifest.splits and len(same) == 1:
-        split = same[0]
+    if split not in manifest.splits:
+        meant = canonical_split(split)
+        same = [s for s in manifest.splits if meant is not None and canonical_split(s) == meant]
+        split = same[0] if len(same) == 1 else split
     manifest.split(split)
     return split
 
