@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "tar files; on s3://, gs://, az:// or https://, a brace pattern or URLs), then optionally "
                         "DST: the folder for the indexes and manifest, local or an object store's (default: the "
                         "shards' folder; use DST when the shards are read-only)")
-    p.add_argument("--split", help="split of every shard (default: from the file name prefix train-/val-/test-, "
-                                   "else train)")
+    p.add_argument("--split", help="split of every shard (default: the split a word of its name names, as "
+                                   "train-/imagenet1k-validation-/..._test.tar, else train)")
     p.add_argument("--classes", metavar="FILE", help="class names of labels 0..K-1, one per line (with labels that "
                                                      "are names: the classes' order)")
     p.add_argument("--label-names", action="store_true",
