@@ -3,19 +3,25 @@
 A label member holds a class index in ASCII digits (`fastdata convert`'s `cls`, WebDataset's convention). Shards
 written by another tool may hold the class's name instead (`{"cls": "tench"}` through webdataset's encoder): an
 adopted dataset whose manifest says `"label_encoding": "name"` maps each name, as its UTF-8 bytes, to its place in
-the manifest's classes. Either way the bytes are stripped of ASCII whitespace first.
+the manifest's classes. Either way the bytes are stripped of ASCII whitespace first. Or the label is a field of a
+sample's `json` member (`{"label": 3}`, `{"label": "tench"}`; the manifest's `extra.label_field`): its integer or its
+text is then read as a label member's bytes would be. `LabelRule` is the one reading, as a manifest describes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastdata.errors import ShardError
 from fastdata.numerals import parse_int
 
 MAX_LABEL_BYTES = 256  # a label member larger than this is not a label (ImageNet's longest class name has 121)
+MAX_JSON_BYTES = 1 << 16  # a json member read for its label field (img2dataset's, with EXIF, take a few KiB)
 NAME_ENCODING = "name"  # the manifest's extra.label_encoding of labels that are class names
+JSON_LABEL_FIELDS = ("label", "cls", "class")  # a json member's fields `fastdata index` reads as a label by itself
 
 
 def name_table(classes: Sequence[str]) -> dict[bytes, int]:
@@ -23,13 +29,82 @@ def name_table(classes: Sequence[str]) -> dict[bytes, int]:
     return {name.encode("utf-8"): i for i, name in enumerate(classes)}
 
 
-def label_value(data: bytes, names: dict[bytes, int] | None) -> int | None:
+def label_value(data: bytes, names: Mapping[bytes, int] | None) -> int | None:
     """The class index `data` holds (None: not one): its integer, or with `names` its name's index."""
     data = data.strip()
     return names.get(data) if names is not None else parse_int(data, signed=True)
 
 
-def parse_label(data: bytes, *, key: str, shard: Path, names: dict[bytes, int] | None = None) -> int:
+def json_record(data: bytes) -> tuple[dict | None, str | None]:
+    """(the JSON object a json member holds, None) or (None, why it holds none)."""
+    if len(data) > MAX_JSON_BYTES:
+        return None, f"its json member has {len(data)} bytes or more (read for a label up to {MAX_JSON_BYTES})"
+    try:
+        record = json.loads(data)
+    except ValueError as exc:  # UnicodeDecodeError included: not JSON text
+        return None, f"its json member is not JSON ({type(exc).__name__}: {str(exc)[:80]})"
+    except RecursionError:
+        return None, "its json member nests too deeply to be read"
+    if not isinstance(record, dict):
+        return None, f"its json member holds a {type(record).__name__}, not an object"
+    return record, None
+
+
+def field_label(record: dict, field: str) -> tuple[str | None, str | None]:
+    """(the text of the label `record[field]` holds, None) or (None, why it holds none): an integer is read as its
+    digits, a string as it is; a missing field and any other value hold none."""
+    if field not in record:
+        return None, f"its json member has no {field!r} field"
+    value = record[field]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value), None
+    if isinstance(value, str):
+        return value, None
+    return None, (f"its json member's {field!r} is {json.dumps(value)[:40]}, not a class index (an integer) or a "
+                  "class name (a string)")
+
+
+def json_label(data: bytes, field: str) -> tuple[str | None, str | None]:
+    """(the text of the label a json member's `field` holds, None) or (None, why it holds none)."""
+    record, problem = json_record(data)
+    return (None, problem) if record is None else field_label(record, field)
+
+
+@dataclass(frozen=True, eq=False)
+class LabelRule:
+    """How a labeled dataset's samples hold their labels: the `member` (extension) read, with `field` the field of
+    that json member that holds the label, and with `names` the index of each class name (labels that are names)."""
+
+    member: str
+    field: str | None = None
+    names: Mapping[bytes, int] | None = None
+
+    @property
+    def max_bytes(self) -> int:
+        """The largest member read for a label."""
+        return MAX_JSON_BYTES if self.field is not None else MAX_LABEL_BYTES
+
+    def text(self, data: bytes) -> tuple[bytes | None, str | None]:
+        """(the label's bytes, as a label member holds them, None) or (None, why the member holds no label)."""
+        if self.field is None:
+            return data, None
+        text, problem = json_label(data, self.field)
+        return (None, problem) if text is None else (text.encode("utf-8", "surrogatepass"), None)
+
+    def value(self, data: bytes) -> int | None:
+        """The class index a sample's member holds (None: not one)."""
+        raw = self.text(data)[0]
+        return None if raw is None else label_value(raw, self.names)
+
+    def parse(self, data: bytes, *, key: str, shard: Path) -> int:
+        """The class index of a sample's label; ShardError naming the sample when its member holds none."""
+        raw, problem = self.text(data)
+        if raw is None:
+            raise ShardError(f"sample {key} in {shard} has no class label: {problem}")
+        return parse_label(raw, key=key, shard=shard, names=self.names)
+
+
+def parse_label(data: bytes, *, key: str, shard: Path, names: Mapping[bytes, int] | None = None) -> int:
     """The class index of a sample's label member; ShardError naming the sample when it holds none."""
     label = label_value(data, names)
     if label is None:

@@ -10,7 +10,7 @@ from typing import Any
 from fastdata.atomic import write_json_atomic
 from fastdata.errors import ManifestError
 from fastdata.json_text import BadJSON, parse_json
-from fastdata.label_members import NAME_ENCODING, name_table
+from fastdata.label_members import NAME_ENCODING, LabelRule, name_table
 from fastdata.manifest_splits import (
     SPLIT_NAME,
     FieldCheck,
@@ -134,10 +134,22 @@ class Manifest:
 
     @property
     def label_member(self) -> str | None:
-        """Tar member extension holding the integer class label, None when unlabeled."""
+        """Tar member extension holding the class label (with `label_field`, a json member), None when unlabeled."""
         if not self.labeled:
             return None
         return str(self.extra.get("label_member") or "cls")
+
+    @property
+    def label_field(self) -> str | None:
+        """Adopted shards labeled in a json member: the field that holds the label, else None."""
+        return self.extra.get("label_field") if self.labeled else None
+
+    @cached_property
+    def label_rule(self) -> LabelRule | None:
+        """How the loaders, `verify` and `sample_labels` read a tar sample's label (label_members.py); None when
+        unlabeled."""
+        member = self.label_member
+        return None if member is None else LabelRule(member, self.label_field, self.label_names)
 
     @cached_property
     def label_names(self) -> dict[bytes, int] | None:
@@ -191,7 +203,7 @@ def _extra_from_dict(check: FieldCheck, extra: dict[str, Any]) -> dict[str, Any]
         value = extra.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise check.error(f"extra.{key}", value, "a list of names (strings)")
-    for key in ("label_member", "layout", "text_member", "ids_member"):
+    for key in ("label_member", "label_field", "layout", "text_member", "ids_member"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             raise check.error(f"extra.{key}", extra[key], "a string")
     if extra.get("label_encoding") not in (None, "index", NAME_ENCODING):

@@ -24,7 +24,7 @@ from typing import Any
 from fastdata.atomic import sha256_bytes, sha256_file
 from fastdata.dataset import RemoteOptions, ShardRef, open_dataset, regular_file_size, shard_root
 from fastdata.errors import ShardError
-from fastdata.label_members import MAX_LABEL_BYTES, label_value
+from fastdata.label_members import label_value
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_ids, caption_lines, ids_rule
 from fastdata.shard_columns import COLUMN_CHECKS, image_bytes_field, numbered, value_problems
@@ -131,13 +131,17 @@ def _check_pair(fd: int, path: Path, key: str, members: dict, manifest: Manifest
 def _check_label(fd: int, path: Path, key: str, member, manifest: Manifest, labels: Counter) -> list[str]:
     if member is None:
         return [f"{path}: sample {key} has no {manifest.label_member} member"]
-    if member.size > MAX_LABEL_BYTES:
-        return [f"{path}: sample {key} label member is {member.size} bytes; a label holds at most {MAX_LABEL_BYTES}"]
-    raw = _read(fd, member.offset, member.size).strip()
-    names = manifest.label_names
-    label = label_value(raw, names)
+    rule = manifest.label_rule
+    if member.size > rule.max_bytes:
+        return [f"{path}: sample {key} label member is {member.size} bytes; a label holds at most {rule.max_bytes}"]
+    raw, problem = rule.text(_read(fd, member.offset, member.size))
+    if raw is None:
+        return [f"{path}: sample {key} has no class label: {problem}"]
+    raw = raw.strip()
+    label = label_value(raw, rule.names)
     if label is None:
-        what = "a label that is not among the manifest's classes" if names is not None else "a non-integer label"
+        what = ("a label that is not among the manifest's classes" if rule.names is not None
+                else "a non-integer label")
         return [f"{path}: sample {key} has {what} {raw[:40]!r}"]
     if not 0 <= label < len(manifest.classes):
         return [f"{path}: sample {key} label {label} outside 0..{len(manifest.classes) - 1}"]

@@ -150,6 +150,10 @@ class Context:
             "captioned": raw_tar(work / "captioned.tar", [m for i in range(4) for m in
                                                           ((f"s{i}.jpg", jpg), (f"s{i}.txt", f"photo {i}".encode()),
                                                            (f"s{i}.json", b'{"w": 40}'))]),
+            "json-labeled": raw_tar(work / "json-labeled.tar", [m for i in range(4) for m in (
+                (f"s{i}.jpg", jpg), (f"s{i}.json", f'{{"file": "s{i}.jpg", "label": {i % 2}}}'.encode()))]),
+            "json-named": raw_tar(work / "json-named.tar", [m for i in range(4) for m in (
+                (f"s{i}.jpg", jpg), (f"s{i}.json", f'{{"class": "{("cat", "dog")[i % 2]}"}}'.encode()))]),
         }
         self.tables = [  # captions files of every format and a labels CSV, as users write them
             ("captions.csv", b"file,caption\nimg_000.jpg,a cat on a mat\nimg_001.jpg,\"two, dogs\"\n"),

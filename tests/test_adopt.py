@@ -222,7 +222,7 @@ def test_a_rerun_reuses_saved_scans_and_writes_the_same_bytes(foreign, monkeypat
     adopt(folder, options=AdoptOptions(jobs=1))
     assert len(calls) == 3  # a scan saved by a version that did not check captions is not reused
     saved.mkdir(parents=True, exist_ok=True)  # a finished run removed it
-    (saved / "f-000000.tar.json").write_text(json.dumps({"stamp": stamp + [scan_module.SCAN_VERSION],
+    (saved / "f-000000.tar.json").write_text(json.dumps({"stamp": stamp + [None, scan_module.SCAN_VERSION],
                                                          "scan": real_scan.to_dict()}))
     calls.clear()
     adopt(folder, options=AdoptOptions(jobs=1))
@@ -522,8 +522,8 @@ def test_options_out_of_range_are_refused_and_the_smallest_ones_accepted():
 def test_shards_that_keep_labels_in_two_kinds_of_member_are_refused(tmp_path: Path):
     jpg = encoded("JPEG")
     raw_tar(tmp_path / "s" / "f-000000.tar", [("a.jpg", jpg), ("a.cls", b"0"), ("b.jpg", jpg), ("b.label", b"1")])
-    with pytest.raises(ConvertError, match=r"^the shards use several label members \['cls', 'label'\]; one dataset "
-                                           "uses one$"):
+    with pytest.raises(ConvertError, match=r"^the shards hold their labels in several places \(cls, label\); "
+                                               "one dataset uses one$"):
         adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
 
 

@@ -68,7 +68,7 @@ def test_a_shards_index_is_parsed_and_its_labels_read_with_the_collector_paused(
     shardwriter_shards(tmp_path / "s", count=4, per_shard=4)
     adopt(tmp_path / "s", options=AdoptOptions(jobs=1))
     states = []
-    parse, label = reader_module.parse_index, reader_module.parse_label
+    parse, label = reader_module.parse_index, reader_module.LabelRule.parse
 
     def parse_index(*a, **k):
         states.append(("parse", gc.isenabled()))
@@ -79,7 +79,7 @@ def test_a_shards_index_is_parsed_and_its_labels_read_with_the_collector_paused(
         return label(*a, **k)
 
     monkeypatch.setattr(reader_module, "parse_index", parse_index)
-    monkeypatch.setattr(reader_module, "parse_label", parse_label)
+    monkeypatch.setattr(reader_module.LabelRule, "parse", parse_label)
     reader = reader_module.SplitReader(open_dataset(tmp_path / "s"))
     try:
         assert reader.labels().tolist() == [0, 1, 2, 0]

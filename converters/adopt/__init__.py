@@ -5,8 +5,9 @@ img2dataset, an earlier pipeline) without rewriting them.
    so an interrupted run resumes.
 2. The dataset is image_text (image-caption pairs, as img2dataset writes them) when any usable sample has a
    `txt` member; then the samples without one are rejected and label members are not read as classes.
-   Otherwise it is labeled when any usable sample has a label member (`cls`, `class`, `label`); then the
-   samples without one are rejected. Label members hold class indices, classes "0".."max" unless `classes`
+   Otherwise it is labeled when any usable sample has a label: a label member (`cls`, `class`, `label`), else a
+   `label`, `cls` or `class` field of its `json` member (with `label_field`, that field of the json member only);
+   then the samples without one are rejected. Label members hold class indices, classes "0".."max" unless `classes`
    names them; or class names (when none is an integer, or with `label_names`), classes in name order unless
    `classes` gives the order (`_label_space`).
 3. Each tar's DALI index is written beside the manifest (byte for byte `wds2idx`'s for a clean tar), then
@@ -26,10 +27,8 @@ from typing import Any
 
 from converters.adopt.remote import adopt_remote, is_remote
 from converters.adopt.scan import (
-    LABEL_EXTS,
     TEXT_MEMBER,
     TarScan,
-    last_ext,
     save_scan,
     saved_scan,
     scan_stamp,
@@ -75,6 +74,8 @@ class AdoptOptions:
     split: str | None = None  # None: from the file name prefix (train-/val-/test-), else "train"
     classes: tuple[str, ...] | None = None  # names of labels 0..K-1
     label_names: bool = False  # label members hold class names, digits included (default: when none is an integer)
+    label_field: str | None = None  # the field of each sample's json member that holds its label (default: a label
+    # member, else a json member's label, cls or class field)
     max_pixels: int = DEFAULT_MAX_PIXELS
     decode: bool = False  # fully decode every image (slower) instead of reading its header
     jobs: int = 1
@@ -88,6 +89,8 @@ class AdoptOptions:
                 raise ValueError(f"classes must be a sequence of names (strings), got {self.classes!r}")
             named = [(f"classes[{i}]", c) for i, c in enumerate(self.classes)]
             object.__setattr__(self, "classes", class_names(named))
+        if self.label_field is not None and (not isinstance(self.label_field, str) or not self.label_field):
+            raise ValueError(f"label_field must be the name of a json field, got {self.label_field!r}")
         if self.max_pixels < 1 or self.jobs < 1:
             raise ValueError(f"--max-pixels and -j must be >= 1, got {self.max_pixels} and {self.jobs}")
         check_local_jobs(self.jobs)
@@ -174,7 +177,8 @@ class _Scanner:
         stamp = scan_stamp([st.st_size, st.st_mtime_ns], self.options)
         scan = saved_scan(saved, stamp)
         if scan is None:
-            scan = scan_tar(path, max_pixels=self.options.max_pixels, decode=self.options.decode)
+            scan = scan_tar(path, max_pixels=self.options.max_pixels, decode=self.options.decode,
+                            label_field=self.options.label_field)
             save_scan(saved, stamp, scan)
         return scan
 
@@ -238,9 +242,13 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
     good = [s for _, scan in scans for s in scan.samples if s.problem is None]
     captioned = any(_has_caption(s) for s in good)  # img2dataset's jpg + txt (+ json): an image_text dataset
     labeled = not captioned and any(s.label is not None for s in good)
+    if options.label_field is not None and not labeled and not captioned:
+        why = next((s.unlabeled for s in good if s.unlabeled), "no sample has a json member")
+        raise ConvertError(f"--label-field {options.label_field}: no sample's json member holds a label in that "
+                           f"field ({why})")
     classes, index_of, names = _label_space({s.label for s in good if s.label is not None} if labeled else set(),
                                             options)
-    label_member = _common(good, lambda s: next((m.ext for m in s.members if last_ext(m.ext) in LABEL_EXTS), None))
+    label_member, label_field = _label_source(good) if labeled else (None, None)
     image_members = sorted({s.image for s in good if s.image}, key=lambda e: (e.lower() != "jpg", e))
     splits: dict[str, list[ShardInfo]] = {}
     counts: dict[str, list[int]] = {}
@@ -250,7 +258,7 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
         keep = []
         for s in scan.samples:
             if s.problem is None and labeled and s.label is None:
-                s.problem = "no label member while the rest of the dataset is labeled"
+                s.problem = s.unlabeled or "no label member while the rest of the dataset is labeled"
             if s.problem is None and labeled and s.label not in index_of:
                 s.problem = (f"label {s.label!r} is not among the classes --classes names" if names else
                              f"label {s.label.encode()[:40]!r} is not an integer (index with --label-names if the "
@@ -291,6 +299,8 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
     extra: dict[str, Any] = {"text_member": TEXT_MEMBER} if captioned else {}
     if labeled and names:
         extra["label_encoding"] = NAME_ENCODING
+    if label_field is not None:
+        extra["label_field"] = label_field
     return Manifest(
         kind="image_text" if captioned else "images", shard_format="wds", classes=tuple(classes) if labeled else (),
         splits={name: SplitInfo(name=name, shards=tuple(infos), class_counts=tuple(counts.get(name, ())),
@@ -299,7 +309,7 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
                        "decoded_at_index": options.decode},
         rejected=tuple(sorted((r.to_dict() for r in rejected), key=lambda r: (r["split"], r["source"]))),
         extra={"adopted": {"tool": "fastdata index", "shards": len(scans)}, "image_members": image_members,
-               "label_member": label_member if labeled else None, "members": sorted(member_exts),
+               "label_member": label_member, "members": sorted(member_exts),
                "layout": "adopted", **extra},
         fingerprint=fingerprint, tool_version=__version__, shard_root=shard_root)
 
@@ -328,11 +338,17 @@ def _has_caption(sample: Any) -> bool:
     return any(m.ext == TEXT_MEMBER for m in sample.members)
 
 
-def _common(samples: Sequence[Any], pick: Callable[[Any], str | None]) -> str | None:
-    found = {pick(s) for s in samples} - {None}
+def _label_source(samples: Sequence[Any]) -> tuple[str | None, str | None]:
+    """(the member extension, the json field or None) every labeled sample's label was read from; ConvertError when
+    the samples use several."""
+    found = {(s.label_member, s.label_field) for s in samples if s.label_member is not None}
     if len(found) > 1:
-        raise ConvertError(f"the shards use several label members {sorted(found)}; one dataset uses one")
-    return next(iter(found), None)
+        shown = ", ".join(ext if field is None else f"{ext} field {field!r}" for ext, field in sorted(found,
+                                                                                                      key=str))
+        advice = ("; --label-field FIELD reads every label from that field of the json members"
+                  if any(field is not None for _, field in found) else "")
+        raise ConvertError(f"the shards hold their labels in several places ({shown}); one dataset uses one{advice}")
+    return next(iter(found), (None, None))
 
 
 def write_index_file(path: Path, data: bytes) -> None:

@@ -102,7 +102,8 @@ class _RemoteScanner:
             self.store.download(name, local, size=size)
             if self.stopped.is_set():
                 raise ConvertError(f"the index of {self.store.url} stopped before {name} was scanned")
-            scan = scan_tar(local, max_pixels=self.options.max_pixels, decode=self.options.decode)
+            scan = scan_tar(local, max_pixels=self.options.max_pixels, decode=self.options.decode,
+                            label_field=self.options.label_field)
         finally:
             local.unlink(missing_ok=True)
         if not self.stopped.is_set():

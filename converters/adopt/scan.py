@@ -21,17 +21,26 @@ from PIL import UnidentifiedImageError
 from converters.tree import display
 from fastdata.atomic import read_json, write_json_atomic
 from fastdata.images.pixels import decode_problem, open_image, orientation_of
-from fastdata.label_members import MAX_LABEL_BYTES, label_text
+from fastdata.label_members import (
+    JSON_LABEL_FIELDS,
+    MAX_JSON_BYTES,
+    MAX_LABEL_BYTES,
+    field_label,
+    json_record,
+    label_text,
+)
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_lines
 from fastdata.wds_index import DECOMPRESS, Member, compression, split_name
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp", "bmp", "tif", "tiff")  # compared in lower case
 LABEL_EXTS = ("cls", "class", "label")
+JSON_EXT = "json"  # a sample's metadata; its label, cls or class field (or --label-field) labels a sample without
+# a label member
 HEADER_BYTES = 1 << 16  # image bytes read for the header (all of it when --decode)
 TEXT_MEMBER = "txt"  # a sample's caption in img2dataset / OpenCLIP shards
-SCAN_VERSION = 6  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
+SCAN_VERSION = 7  # saved scans of another version are scanned again (2: captions checked, 3: names not UTF-8,
 # 4: --decode decodes strictly, as convert and verify --decode do, 5: EXIF orientation read, 6: a label is its text,
-# and members are images and labels by their last extension)
+# and members are images and labels by their last extension, 7: labels in a json member's field)
 SPARSE = ("stored as a GNU sparse file: its bytes are not one span of the tar (the holes are left out), and DALI "
           "and fastdata read a member as the one span its header gives; re-create the tar without --sparse")
 NOT_UTF8 = "the name is not UTF-8 (shown with \\xNN; a sample's key is text in the index and the loaders)"
@@ -56,8 +65,8 @@ class _Hashing:
 
 @dataclass
 class SampleScan:
-    """One sample: its members in tar order, what its image is, its label member's text (None without one: an
-    index or a class name, as the dataset's labels turn out to be, `assemble`)."""
+    """One sample: its members in tar order, what its image is, its label's text (None without one: an index or a
+    class name, as the dataset's labels turn out to be, `assemble`) and where that came from."""
 
     members: list[Member]
     image: str | None = None  # extension of the image member
@@ -66,6 +75,9 @@ class SampleScan:
     problem: str | None = None
     caption: str | None = None  # why its caption member is unusable: a problem once the dataset is image_text
     orientation: int = 1  # the EXIF orientation its image's header records (2..8: the stored pixels are not upright)
+    label_member: str | None = None  # the extension of the member its label was read from
+    label_field: str | None = None  # that member is json: the field holding the label
+    unlabeled: str | None = None  # why its json member gave no label: a problem once the dataset is labeled
 
     @property
     def key(self) -> str:
@@ -74,12 +86,13 @@ class SampleScan:
     def to_dict(self) -> dict[str, Any]:
         return {"members": [[m.ext, m.offset, m.size, m.name] for m in self.members], "image": self.image,
                 "format": self.image_format, "label": self.label, "problem": self.problem, "caption": self.caption,
-                "orientation": self.orientation}
+                "orientation": self.orientation, "label_member": self.label_member, "label_field": self.label_field,
+                "unlabeled": self.unlabeled}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SampleScan:
         return cls([Member(*m) for m in d["members"]], d["image"], d["format"], d["label"], d["problem"],
-                   d["caption"], d["orientation"])
+                   d["caption"], d["orientation"], d["label_member"], d["label_field"], d["unlabeled"])
 
 
 @dataclass
@@ -105,7 +118,7 @@ class TarScan:
 def scan_stamp(identity: list[Any], options: Any) -> list[Any]:
     """What a saved scan must match to be reused: the tar's `identity` (its size, and its mtime when local), the
     options a scan depends on, and SCAN_VERSION."""
-    return [*identity, options.max_pixels, options.decode, SCAN_VERSION]
+    return [*identity, options.max_pixels, options.decode, options.label_field, SCAN_VERSION]
 
 
 def saved_scan(path: Path, stamp: list[Any]) -> TarScan | None:
@@ -163,12 +176,14 @@ def last_ext(ext: str) -> str:
 
 
 def _wanted_bytes(ext: str, size: int, decode: bool) -> int:
-    """How much of a member the scan reads: an image's header (all of it to decode), a label, a caption, nothing
-    else."""
+    """How much of a member the scan reads: an image's header (all of it to decode), a label, a caption, a json
+    member that may hold a label, nothing else."""
     if last_ext(ext) in IMAGE_EXTS:
         return size if decode else min(size, HEADER_BYTES)
     if ext == TEXT_MEMBER:
         return min(size, MAX_CAPTION_BYTES)
+    if last_ext(ext) == JSON_EXT:
+        return min(size, MAX_JSON_BYTES + 1)
     return min(size, MAX_LABEL_BYTES + 1) if last_ext(ext) in LABEL_EXTS else 0
 
 
@@ -182,7 +197,32 @@ def _caption(sample: SampleScan, data: dict[str, bytes]) -> str | None:
     return caption_lines(data[TEXT_MEMBER])[1]
 
 
-def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool) -> SampleScan:
+def _label(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_field: str | None) -> None:
+    """Read the sample's label: its label member's text, else (or with `label_field`, only) the label field of its
+    json member: `label_field`, else the first of JSON_LABEL_FIELDS it has. A member that holds no usable label
+    leaves the reason in `problem` (a label member) or `unlabeled` (a json member: it may hold none)."""
+    label_ext = None if label_field is not None else next((e for e in exts if last_ext(e) in LABEL_EXTS), None)
+    if label_ext is not None:
+        sample.label, sample.problem = label_text(data[label_ext])
+        sample.label_member = label_ext
+        return
+    json_ext = next((e for e in exts if last_ext(e) == JSON_EXT), None)
+    if json_ext is None:
+        return
+    record, why = json_record(data[json_ext])
+    field = label_field or next((f for f in JSON_LABEL_FIELDS if f in (record or ())), None)
+    if record is not None and field is None:
+        why = f"its json member has none of the fields {', '.join(JSON_LABEL_FIELDS)}"
+    elif record is not None:
+        text, why = field_label(record, field)
+        if text is not None:
+            sample.label, why = label_text(text.encode("utf-8", "surrogatepass"))
+        sample.label_member, sample.label_field = json_ext, field
+    sample.unlabeled = None if why is None else f"{why} (read for its label)"
+
+
+def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool,
+            label_field: str | None = None) -> SampleScan:
     if sample.problem is not None:  # a bad member name or a sparse member: nothing of it was read
         return sample
     exts = [m.ext for m in sample.members]
@@ -197,15 +237,15 @@ def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, deco
     sample.image = image
     sample.image_format, sample.problem, sample.orientation = _image_format(data[image], max_pixels=max_pixels,
                                                                             decode=decode)
-    label_ext = next((e for e in exts if last_ext(e) in LABEL_EXTS), None)
-    if sample.problem is None and label_ext is not None:
-        sample.label, sample.problem = label_text(data[label_ext])
+    if sample.problem is None:
+        _label(sample, data, exts, label_field)
     sample.caption = _caption(sample, data)
     return sample
 
 
-def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
-    """The samples and findings of the tar at `path` (see the module docstring)."""
+def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: str | None = None) -> TarScan:
+    """The samples and findings of the tar at `path` (see the module docstring); `label_field`: the field of a
+    json member that holds each sample's label (default: a label member, else a json member's label field)."""
     scan = TarScan(name=path.name)
     with open(path, "rb") as raw:
         packed = compression(raw.read(6))
@@ -235,7 +275,8 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
                     member = Member(ext, m.offset_data, m.size, name)
                     if current is None or current.key != key:
                         if current is not None:
-                            scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode))
+                            scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode,
+                                                       label_field=label_field))
                         current, data = SampleScan([]), {}
                     current.members.append(member)
                     why = (NOT_UTF8 if name != m.name else unsafe_name(name)) or (
@@ -247,7 +288,8 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False) -> TarScan:
                         f = tar.extractfile(m) if wanted else None
                         data[ext] = f.read(wanted) if f else b""
                 if current is not None:
-                    scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode))
+                    scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode,
+                                                       label_field=label_field))
         except (tarfile.TarError, EOFError, OSError) as exc:
             where = "no tar header at the start" if not scan.samples and current is None else f"after byte {reader.pos}"
             scan.problems.append(f"damaged or truncated tar ({where}): {exc}; samples past that point are not indexed")

@@ -30,6 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-names", action="store_true",
                    help="label members hold class names, digits included (default: names when no label member "
                         "holds an integer); classes in sorted order unless --classes gives it")
+    p.add_argument("--label-field", metavar="FIELD",
+                   help="read each sample's label from FIELD of its json member (an integer or a class name; "
+                        "default: a cls/class/label member, else a json member's label, cls or class field)")
     p.add_argument("--max-pixels", type=int, default=None, help="reject images with more pixels than this")
     p.add_argument("--decode", action="store_true", help="fully decode every image (slower; default: headers)")
     p.add_argument("-j", "--jobs", type=int, default=usable_cpus(),
@@ -61,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
 
     sources, dst = split_paths(args.paths)
     classes = read_names(Path(args.classes)) if args.classes else None
-    options = AdoptOptions(split=args.split, classes=classes, label_names=args.label_names, decode=args.decode,
+    options = AdoptOptions(split=args.split, classes=classes, label_names=args.label_names,
+                           label_field=args.label_field, decode=args.decode,
                            jobs=args.jobs, max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS, staging=args.staging)
     spec = sources[0] if len(sources) == 1 else sources
     bar = progress(tar_count(spec), "shard", "fastdata index", enabled=not args.no_progress)
@@ -77,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     for name, s in sorted(m.splits.items()):
         print(f"  {name:8s} {s.samples:9d} samples  {len(s.shards):5d} shards  {human_bytes(s.bytes)}")
     what = (f"image-text pairs (captions in {m.text_member})" if m.text_member
-            else f"labeled{' by class name' if m.label_names else ''}, {len(m.classes)} classes" if m.labeled
+            else f"labeled{_labels_held(m)}, {len(m.classes)} classes" if m.labeled
             else "unlabeled")
     print(f"  {what}; image members {', '.join(m.image_members)}")
     if m.rejected:
@@ -88,3 +92,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"--strict: {len(m.rejected)} rejection(s)", file=sys.stderr)
         return 1
     return 0
+
+
+def _labels_held(m) -> str:
+    """How an adopted dataset's labels are held, when not as class indices in label members."""
+    where = f" in json field {m.label_field!r}" if m.label_field else ""
+    return where + (" by class name" if m.label_names else "")

@@ -29,11 +29,12 @@ from fastdata.errors import ShardError
 from fastdata.gc_paused import gc_paused
 from fastdata.images.file_handles import FileHandles
 from fastdata.images.shard_memory import MemoryBudget, ShardMemory
-from fastdata.label_members import parse_label
+from fastdata.label_members import LabelRule
 from fastdata.shard_columns import check_image_columns, check_shard, image_bytes_field
 from fastdata.wds_index import Member, parse_index, sample_key
 
 UNLABELED = -1  # the label of every sample of a dataset without classes
+CLS_LABELS = LabelRule("cls")  # a converted dataset's labels: a class index in each sample's cls member
 
 
 @dataclass(frozen=True)
@@ -56,21 +57,21 @@ class TarShard:
 
     The index is kept compact (numpy arrays: 32 bytes per sample plus the key); the descriptor comes
     from `handles` (shared by the shards of a split, so thousands of shards hold a bounded number).
-    A sample's image is its first member among `image_members`; its label the `label_member` (an
-    integer in ASCII, or a class name looked up in `label_names`: label_members.py), or UNLABELED when the
-    dataset has none; `extra_members` (image_text: the captions
+    A sample's image is its first member among `image_members`; its label the member `label_rule` names, read by
+    that rule (an integer in ASCII, a class name, a json member's field: label_members.py), or UNLABELED when the
+    dataset has none (`label_rule` None); `extra_members` (image_text: the captions
     and token ids) are read with the image, in the same `pread` when they are adjacent. When `budget` has room
     for the whole file, the shard reserves it and keeps each sample read in memory (`shard_memory.py`).
     """
 
     def __init__(self, ref: ShardRef, handles: FileHandles | None = None, *,
-                 image_members: tuple[str, ...] = ("jpg",), label_member: str | None = "cls",
-                 extra_members: tuple[str, ...] = (), budget: MemoryBudget | None = None,
-                 label_names: dict[bytes, int] | None = None) -> None:
+                 image_members: tuple[str, ...] = ("jpg",), label_rule: LabelRule | None = CLS_LABELS,
+                 extra_members: tuple[str, ...] = (), budget: MemoryBudget | None = None) -> None:
         self.path, self._remedy = ref.path, ref.remedy
-        self._label_names = label_names
+        self._label_rule = label_rule
         self._handles = handles if handles is not None else FileHandles(capacity=1)
-        self._image_members, self._label_member = image_members, label_member
+        self._image_members = image_members
+        self._label_member = label_rule.member if label_rule is not None else None
         self._extra_members = extra_members
         idx = ref.index_path
         if idx is None:
@@ -116,6 +117,10 @@ class TarShard:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def key(self, i: int) -> str:
+        """Sample `i`'s key."""
+        return str(self._keys[i])
+
     def read(self, i: int, /, index: int = -1) -> RawSample:
         """Sample `i`: its image, label and extra members, in one `pread` when they lie together (as every
         converted or img2dataset shard has them), else one read each."""
@@ -155,14 +160,15 @@ class TarShard:
         return sample
 
     def _sample(self, parts: list[memoryview], key: str, index: int) -> RawSample:
-        label = UNLABELED if self._label_member is None else parse_label(
-            bytes(parts[1]), key=key, shard=self.path, names=self._label_names)
+        label = UNLABELED if self._label_rule is None else self._label_rule.parse(bytes(parts[1]), key=key,
+                                                                                  shard=self.path)
         return RawSample(data=parts[0], label=label, key=key, shard=self.path,
                          extra=tuple(map(bytes, parts[2:])) if len(parts) > 2 else (), index=index)
 
     def labels(self) -> np.ndarray:
         """The label of every sample (UNLABELED without a label member), read from the label members alone."""
-        if self._label_member is None:
+        rule = self._label_rule
+        if rule is None:
             return np.full(len(self), UNLABELED, dtype=np.int64)
         out = np.empty(len(self), dtype=np.int64)
         try:
@@ -176,7 +182,7 @@ class TarShard:
                     if len(data) != size:
                         raise ShardError(f"shard {self.path} is truncated at sample {self._keys[i]}; "
                                          f"{self._remedy}")
-                    out[i] = parse_label(data, key=str(self._keys[i]), shard=self.path, names=self._label_names)
+                    out[i] = rule.parse(data, key=str(self._keys[i]), shard=self.path)
         finally:
             self._handles.release(self.path)
         return out
@@ -253,8 +259,7 @@ class SplitReader:
         self._refs = view.shards
         self._shard_type = ArrowShard if view.manifest.shard_format == "arrow" else TarShard
         self._image_members = view.manifest.image_members
-        self._label_member = view.manifest.label_member
-        self._label_names = view.manifest.label_names
+        self._label_rule = view.manifest.label_rule
         self._extra_members = view.manifest.extra_members
         self._classes = len(view.manifest.classes)
         self._starts: list[int] = []
@@ -287,8 +292,8 @@ class SplitReader:
             if shard is None:
                 ref = self._view.local(self._refs[s])
                 shard = (TarShard(ref, self._handles, image_members=self._image_members,
-                                  label_member=self._label_member, extra_members=self._extra_members,
-                                  budget=self._budget, label_names=self._label_names)
+                                  label_rule=self._label_rule, extra_members=self._extra_members,
+                                  budget=self._budget)
                          if self._shard_type is TarShard else ArrowShard(ref, classes=self._classes))
                 self._open[s] = shard
         return shard
@@ -304,8 +309,15 @@ class SplitReader:
 
     def labels(self) -> np.ndarray:
         """The label of every sample of the split, in global index order (each shard's label members read; for a
-        remote dataset every shard is fetched)."""
+        remote dataset every shard is fetched); ShardError for a label outside the manifest's classes, as the
+        loaders' reads give."""
         parts = [self._shard(s).labels() for s in range(len(self._refs))]
+        for s, part in enumerate(parts):
+            shard = self._shard(s)
+            bad = np.flatnonzero((part < 0) | (part >= self._classes)) if self._classes else ()
+            if len(bad) and isinstance(shard, TarShard):  # an Arrow shard's labels are checked when it opens
+                raise ShardError(f"sample {shard.key(int(bad[0]))} in {shard.path} has label {part[bad[0]]}, the "
+                                 f"manifest lists {self._classes} classes")
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def forget(self, s: int) -> None:
