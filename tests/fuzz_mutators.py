@@ -108,6 +108,27 @@ def tar_size_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return bytes(out), f"tar member at {o} claims {size} bytes"
 
 
+def tfrecord_payload(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """A TFRecord record's bytes mutated (or its length changed), its frame's length and CRCs made valid again, so
+    that the mutation reaches the Example parser rather than the CRC check."""
+    from converters.images.tfrecords import CRC, FRAME, masked_crc
+
+    frames, pos = [], 0
+    while pos + FRAME.size <= len(data):
+        (length,) = struct.unpack("<Q", data[pos:pos + 8])
+        if pos + FRAME.size + length + CRC.size > len(data):
+            break
+        frames.append((pos, length))
+        pos += FRAME.size + length + CRC.size
+    if not frames:
+        return set_bytes(rng, data)
+    at, length = rng.choice(frames)
+    record, what = rng.choice(BYTES_MUTATORS)(rng, data[at + FRAME.size:at + FRAME.size + length])
+    head = struct.pack("<Q", len(record))
+    framed = head + CRC.pack(masked_crc(head)) + record + CRC.pack(masked_crc(record))
+    return data[:at] + framed + data[at + FRAME.size + length + CRC.size:], f"TFRecord record at {at}: {what}"
+
+
 def tar_name_byte(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     """A byte of a member header's name made a byte that is not UTF-8 alone (0x80-0xff: a Latin-1 name from an old
     tool), or a control character, its checksum made valid."""

@@ -20,6 +20,7 @@ import csv
 import dataclasses
 import faulthandler
 import functools
+import gzip
 import io
 import json
 import logging
@@ -51,6 +52,7 @@ from fuzz_mutators import (  # noqa: E402
     tar_name_byte,
     tar_size_field,
     text_number,
+    tfrecord_payload,
 )
 
 
@@ -173,7 +175,7 @@ class Context:
         ]
         self.image_tables = [(name, _image_table(name, [data for _, data in self.jpegs + self.pngs]))
                              for name in ("train-00000-of-00001.parquet", "train.arrow", "captions/train.parquet",
-                                          "captions/train.arrow")]
+                                          "captions/train.arrow", "train-00000-of-00001", "data.tfrecord.gz")]
         self.case_dir = work / "case"
         self._server: Any = None
         self._local: dict[str, list] = {}
@@ -258,9 +260,29 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     table = with_features(table, features)
     if name.endswith(".arrow"):
         return _arrow_stream(table)
+    if "." not in name or ".tfrecord" in name:  # TensorFlow's ImageNet records, or TFDS's (gzip-compressed here)
+        data = _tfrecords(images, tfds=name.endswith(".gz"))
+        return _gzip(data) if name.endswith(".gz") else data
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=2)
     return sink.getvalue().to_pybytes()
+
+
+def _tfrecords(images: list[bytes], *, tfds: bool) -> bytes:
+    """A TFRecord file of `images`, written by the tfrecord package: as TensorFlow Datasets writes them (image,
+    label) or as TensorFlow's ImageNet script does (image/encoded, image/class/synset, image/class/label)."""
+    import tempfile
+
+    from tfrecord import TFRecordWriter
+
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = TFRecordWriter(f"{tmp}/f")  # a path: the writer opens it
+        for i, data in enumerate(images):
+            writer.write({"image": (data, "byte"), "label": (i % 2, "int")} if tfds else {
+                "image/encoded": (data, "byte"), "image/class/synset": (f"n0{i % 2}".encode(), "byte"),
+                "image/class/label": (i % 2 + 1, "int")})
+        writer.close()
+        return Path(f"{tmp}/f").read_bytes()
 
 
 def _gzip(data: bytes) -> bytes:
@@ -676,7 +698,11 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     from converters.images.encode import ImageOptions, process_image
     from converters.sample import Rejection, Sample
 
-    data, what = mutate_bytes(rng, data)
+    tfrecord = "." not in name or ".tfrecord" in name
+    packed = name.endswith(".gz")
+    data = gzip.decompress(data) if packed else data
+    data, what = mutate_bytes(rng, data, (tfrecord_payload,) if tfrecord else ())
+    data = _gzip(data) if packed else data
     src = ctx.work / "hf-table"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()

@@ -1,5 +1,5 @@
-"""The images kind: ImageNet-style folders, or Hugging Face tables of images (tables.py) -> baseline RGB JPEG
-samples (jpg, cls, json)."""
+"""The images kind: ImageNet-style folders, Hugging Face tables of images (tables.py) or TFRecord files of
+tf.train.Example records (tfrecords.py) -> baseline RGB JPEG samples (jpg, cls, json)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from converters.images.encode import ImageOptions, process_image
 from converters.images.id_names import name_ids
 from converters.images.split_lists import ONE_SPLIT, apply_split_lists, parse_split_lists
 from converters.images.tables import has_image_tables
+from converters.images.tfrecords import has_tfrecords
 from converters.kind import ArrowLayout, Discovery
 from converters.tree import SPLIT_HELP, first_files
 from converters.val_fraction import apply_val_fraction
@@ -31,7 +32,7 @@ class ImagesKind:
 
     def detect(self, src: Path, /) -> bool:
         return src.is_dir() and (any(path.suffix.lower() in EXTENSIONS for path in first_files(src, DETECT_FILES))
-                                 or has_image_tables(src, limit=DETECT_FILES))
+                                 or has_image_tables(src, limit=DETECT_FILES) or has_tfrecords(src, limit=DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--short-side", type=int, default=256,
@@ -62,10 +63,12 @@ class ImagesKind:
                             help="images, text: no labels: every input of the tree, class folders and label columns "
                                  "ignored (a folder without subfolders is unlabeled anyway)")
         parser.add_argument("--image-field", metavar="COLUMN",
-                            help="images from Parquet/Arrow tables: the image column (default: the one there is)")
+                            help="images from Parquet/Arrow tables: the image column (default: the one there is); "
+                                 "from TFRecord files: the image feature (default: image/encoded or image)")
         parser.add_argument("--label-field", metavar="COLUMN",
                             help="images, text from Parquet/Arrow tables: the label column (default: the "
-                                 "ClassLabel, or label/labels)")
+                                 "ClassLabel, or label/labels); images from TFRecord files: the label feature "
+                                 "(default: image/class/synset, image/class/label or label)")
 
     def options_from_args(self, args: Any) -> ImageOptions:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,

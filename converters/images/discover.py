@@ -17,6 +17,7 @@ from converters.images.labels_csv import EXTENSIONS, label_order, listed_names, 
 from converters.images.name_labels import class_of_name, compile_label_pattern
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
+from converters.images.tfrecords import discover_tfrecords, has_tfrecords
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_FOLDERS, Collector, is_folder, listed, split_folders, split_of_folder
@@ -190,15 +191,18 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     split_labels = labels_of_split(labels_csv)
     if labels_csv and split_labels is None:
         return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
-    if table_files(src, limit=TABLE_LOOK):
+    tfrecords = not table_files(src, limit=TABLE_LOOK) and has_tfrecords(src, limit=TABLE_LOOK)
+    if tfrecords or table_files(src, limit=TABLE_LOOK):
+        what = "TFRecord files" if tfrecords else "Parquet or Arrow tables"
         if split_labels or label_pattern:
-            what = f"--labels {labels_csv}" if split_labels else "--label-pattern"
-            raise ValueError(f"{what} labels image files; {src} holds Parquet or Arrow tables")
+            given = f"--labels {labels_csv}" if split_labels else "--label-pattern"
+            raise ValueError(f"{given} labels image files; {src} holds {what}")
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels))
-        return discover_tables(src, tables, follow_symlinks=follow_symlinks)
+        read = discover_tfrecords if tfrecords else discover_tables
+        return read(src, tables, follow_symlinks=follow_symlinks)
     if image_field or label_field:
-        raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images; "
-                         f"{src} holds image files, or no table")
+        raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images "
+                         f"(or the features of TFRecord files); {src} holds image files, or no table")
     follow = follow_symlinks
     top = listed(src)
     if label_pattern:

@@ -121,7 +121,7 @@ class TableCollector(Collector):
         """Take the rows of one table (its rows' rejections recorded); how many it took. TableError: none."""
 
 
-class _Collector(TableCollector):
+class ImageRows(TableCollector):
     """The rows of every table: work items whose payload is the image's place in the spill file; labels are the
     raw values until `TableLabels.relabel` turns them into class indices."""
 
@@ -160,12 +160,15 @@ class _Collector(TableCollector):
 
 def discover_tables(src: Path, opts: TableOptions, *, follow_symlinks: bool = True) -> Discovery:
     """The images of the Parquet and Arrow tables under `src`."""
-    col = _Collector(src, opts, follow=follow_symlinks)
-    col.add_tree(src, opts.split, None)
+    return collected(ImageRows(src, opts, follow=follow_symlinks), "tables")
+
+
+def collected(col: ImageRows, layout: str) -> Discovery:
+    """The discovery of the rows `col` takes from every file of its source: their labels made class indices."""
+    col.add_tree(col.src, col.opts.split, None)
     classes = col.labels.classes()
-    items = col.labels.relabel(col.items, classes)
-    col.items = items
+    col.items = col.labels.relabel(col.items, classes)
     if classes:
         col.warn_unused(classes, "images")
     col.spill.flush()
-    return Discovery(items, classes, col.rejected, "tables", col.identity, keep=col.spill)
+    return Discovery(col.items, classes, col.rejected, layout, col.identity, keep=col.spill)
