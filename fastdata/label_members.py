@@ -91,11 +91,6 @@ class LabelRule:
         text, problem = json_label(data, self.field)
         return (None, problem) if text is None else (text.encode("utf-8", "surrogatepass"), None)
 
-    def value(self, data: bytes) -> int | None:
-        """The class index a sample's member holds (None: not one)."""
-        raw = self.text(data)[0]
-        return None if raw is None else label_value(raw, self.names)
-
     def parse(self, data: bytes, *, key: str, shard: Path) -> int:
         """The class index of a sample's label; ShardError naming the sample when its member holds none."""
         raw, problem = self.text(data)

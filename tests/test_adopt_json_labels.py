@@ -121,6 +121,10 @@ def test_a_label_member_wins_over_a_json_label_unless_label_field_is_given(tmp_p
     (b"[" * 100000 + b"]" * 100000, "its json member has 65537 bytes or more (read for a label up to 65536)"),
     (b"[" * 30000 + b"]" * 30000, "its json member nests too deeply to be read"),
     (b" " * 65536 + b"{}", "its json member has 65537 bytes or more (read for a label up to 65536)"),
+    (b'{"x": "' + b"y" * 64993 + b'\xc3(', "its json member is not JSON (UnicodeDecodeError: 'utf-8' codec can't "
+                                            "decode byte 0xc3 in position 65000: invalid continuation byt)"),
+    (b'{"label": [' + b"1, " * 30 + b'1]}',  # shown to 40 characters
+     "its json member's 'label' is [" + "1, " * 13 + ", not a class index (an integer) or a class name (a string)"),
 ])
 def test_a_json_member_that_holds_no_label_rejects_its_sample_in_a_labeled_dataset(tmp_path: Path, member: bytes,
                                                                                     reason: str):
@@ -131,6 +135,15 @@ def test_a_json_member_that_holds_no_label_rejects_its_sample_in_a_labeled_datas
     assert [(r["source"], r["reason"]) for r in m.rejected] == [("a.tar:a", f"{reason} (read for its label)")]
     assert m.classes == ("0", "1")
     assert labels_of(tmp_path / "s", "kornia") == [1, 0]
+
+
+def test_a_json_member_of_the_largest_size_read_is_read(tmp_path: Path):
+    jpg = encoded("JPEG")
+    member = b'{"label": 1, "pad": "' + b"x" * (65536 - 23) + b'"}'
+    assert len(member) == 65536
+    raw_tar(tmp_path / "s" / "a.tar", [("a.jpg", jpg), ("a.json", member), ("b.jpg", jpg), ("b.json", b'{"label": 0}')])
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1)).manifest
+    assert m.rejected == () and labels_of(tmp_path / "s", "kornia") == [1, 0]
 
 
 def test_json_members_without_a_label_field_leave_the_dataset_unlabeled(tmp_path: Path):
@@ -187,6 +200,10 @@ def test_a_label_changed_in_the_tar_fails_the_loader_and_verify(tmp_path: Path):
         labels_of(tmp_path / "s", "kornia")
     assert (f"{tar}: sample s00001 has no class label: its json member's 'label' is [], not a class index (an "
             "integer) or a class name (a string)") in verify_dataset(tmp_path / "s")
+    tar.write_bytes(data.replace(old, b'"label": 1,'))  # no longer JSON
+    with pytest.raises(ShardError, match=r"sample s00001 in .* has no class label: its json member is not JSON "
+                                         r"\(JSONDecodeError: "):
+        labels_of(tmp_path / "s", "kornia")
     tar.write_bytes(data.replace(old, b'"label": 7}'))
     assert f"{tar}: sample s00001 label 7 outside 0..2" in verify_dataset(tmp_path / "s")
 

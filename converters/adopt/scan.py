@@ -257,6 +257,7 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: 
         current: SampleScan | None = None
         data: dict[str, bytes] = {}
         seen: set[str] = set()
+        end = None  # where the archive ends for tarfile, when it ends without an error
         try:
             with tarfile.open(fileobj=reader, mode="r|") as tar:  # type: ignore[call-overload]
                 for m in tar:
@@ -290,6 +291,7 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: 
                 if current is not None:
                     scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode,
                                                        label_field=label_field))
+                end = tar.offset
         except (tarfile.TarError, EOFError, OSError) as exc:
             where = "no tar header at the start" if not scan.samples and current is None else f"after byte {reader.pos}"
             scan.problems.append(f"damaged or truncated tar ({where}): {exc}; samples past that point are not indexed")
@@ -298,6 +300,11 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: 
                 scan.samples.append(current)
         reader.drain()
         scan.bytes, scan.sha256 = reader.pos, reader.sha.hexdigest()
+    after = None if end is None else _data_after(path, end)
+    if after is not None:
+        scan.problems.append(f"damaged tar: tar readers (tarfile, WebDataset) end the archive at byte {end}, where "
+                             f"no tar header is, and data follows (from byte {after}): a damaged header, or data "
+                             "appended; samples past that point are not indexed")
     _mark_split_samples(scan.samples)
     for sample in scan.samples:
         if sample.problem is None and any(m.end > scan.bytes for m in sample.members):
@@ -327,6 +334,20 @@ def _mark_split_samples(samples: list[SampleScan]) -> None:
                                 "name (tar --sort=name)")
 
 
+def _data_after(path: Path, end: int) -> int | None:
+    """The offset of the first byte that is not zero from `end` on (an archive's end is zero blocks to the end of
+    the file), else None."""
+    with open(path, "rb") as f:
+        f.seek(end)
+        pos = end
+        while block := f.read(1 << 20):
+            stripped = block.lstrip(b"\0")
+            if stripped:
+                return pos + len(block) - len(stripped)
+            pos += len(block)
+    return None
+
+
 def _hashed(scan: TarScan, raw: BinaryIO) -> TarScan:
     reader = _Hashing(raw)
     reader.drain()
@@ -335,5 +356,5 @@ def _hashed(scan: TarScan, raw: BinaryIO) -> TarScan:
 
 
 def _type(m: tarfile.TarInfo) -> str:
-    return ("symbolic link" if m.issym() else "hard link" if m.islnk() else "device" if m.isdev()
-            else "FIFO" if m.isfifo() else "special entry")
+    return ("symbolic link" if m.issym() else "hard link" if m.islnk() else "FIFO" if m.isfifo()
+            else "device" if m.isdev() else "special entry")  # tarfile's isdev() holds FIFOs too
