@@ -153,3 +153,9 @@ def test_a_sample_labelled_in_its_json_member_keeps_no_reason(tmp_path: Path):
     assert (a.label, a.label_member, a.label_field, a.unlabeled) == ("4", "json", "cls", None)
     assert (b.label, b.label_member, b.unlabeled) == (
         None, None, "its json member has none of the fields label, cls, class (read for its label)")
+
+
+def test_an_image_cut_inside_its_header_is_rejected_naming_the_error(tmp_path: Path):
+    raw_tar(tmp_path / "a.tar", [("a.png", encoded("PNG")[:20]), ("b.jpg", encoded("JPEG"))])
+    a, b = scan_tar(tmp_path / "a.tar", max_pixels=1 << 24).samples
+    assert (a.problem, a.orientation, b.problem) == ("not a readable image: OSError: Truncated File Read", 1, None)

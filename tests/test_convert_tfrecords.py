@@ -277,3 +277,21 @@ def test_files_cut_in_a_records_last_crc_or_damaged_in_their_gzip_stream_keep_th
     got = list(records(tmp_path / "a" / "shard0", limit=1 << 24))
     assert isinstance(got[-1], Damage) and got[-1].reason.startswith(f"unreadable from record {got[-1].first} on: ")
     assert all(isinstance(v, (bytes, str)) for _, v in got[:-1])
+
+
+def test_records_in_parts_make_the_shards_one_run_makes(tmp_path: Path, monkeypatch):
+    from converters.assemble import merge
+    from converters.spill import Spill
+
+    slim_tree(tmp_path / "src")
+    written = []
+    flush = Spill.flush
+    monkeypatch.setattr(Spill, "flush", lambda self: (flush(self), written.append((self.only, self.size))))
+    whole = convert_images(tmp_path / "src", tmp_path / "whole", samples_per_shard=2).manifest
+    total = written.pop()[1]
+    for part in (0, 1):
+        convert_images(tmp_path / "src", tmp_path / "parts", samples_per_shard=2, num_parts=2, part=part)
+        assert 0 < written[-1][1] < total  # each part spills its own images only
+    merged = merge(tmp_path / "parts")
+    assert {s: [sh.sha256 for sh in merged.split(s).shards] for s in merged.splits} == {
+        s: [sh.sha256 for sh in whole.split(s).shards] for s in whole.splits}
