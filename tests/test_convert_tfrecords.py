@@ -91,10 +91,13 @@ def eval_labels(dst: Path, split: str) -> list[int]:
 def test_tensorflows_imagenet_records_convert_with_the_synsets_as_classes_in_torchvision_order(tmp_path: Path,
                                                                                                capsys):
     expected = slim_tree(tmp_path / "src")
+    (tmp_path / "src" / "train-00000-of-00002.idx").write_text("0 1000\n")  # DALI's tfrecord2idx, beside it
     assert cli(["convert", str(tmp_path / "src"), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
     assert "  val              2 samples" in capsys.readouterr().out
     m = read_manifest(tmp_path / "dst")
-    assert m.kind == "images" and m.classes == tuple(sorted(SYNSETS)) and m.rejected == ()
+    assert m.kind == "images" and m.classes == tuple(sorted(SYNSETS))
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("train-00000-of-00002.idx", "an index of a TFRecord file (DALI's tfrecord2idx writes them), not data")]
     assert {s: m.split(s).samples for s in m.splits} == {"train": 7, "val": 2}
     for split, labels in expected.items():
         assert labels_by_source(tmp_path / "dst", split) == labels

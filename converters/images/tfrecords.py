@@ -222,8 +222,11 @@ class _Records(ImageRows):
         found = 0
         size = path.stat().st_size
         if not size or not is_tfrecord(path):
-            self.rejected.append(Rejection(split, rel, "an empty file: no records" if not size else
-                                           "not a TFRecord file (this source is read as TFRecord files of images)"))
+            why = ("an empty file: no records" if not size else
+                   "an index of a TFRecord file (DALI's tfrecord2idx writes them), not data"
+                   if path.suffix == ".idx" and path.with_suffix("").is_file() else
+                   "not a TFRecord file (this source is read as TFRecord files of images)")
+            self.rejected.append(Rejection(split, rel, why))
         else:
             try:
                 found = self._add_records(path, rel, split)
