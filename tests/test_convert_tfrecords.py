@@ -298,3 +298,14 @@ def test_records_in_parts_make_the_shards_one_run_makes(tmp_path: Path, monkeypa
     merged = merge(tmp_path / "parts")
     assert {s: [sh.sha256 for sh in merged.split(s).shards] for s in merged.splits} == {
         s: [sh.sha256 for sh in whole.split(s).shards] for s in whole.splits}
+
+
+def test_one_tfrecord_file_given_as_the_source_is_told_to_convert_its_folder(tmp_path: Path, capsys, monkeypatch):
+    path = write_tfrecord(tmp_path / "src" / "train-00000-of-00001", [slim_example(0)])
+    assert cli(["convert", str(path), str(tmp_path / "dst"), "--no-progress"]) != 0
+    assert (f"{path} is a TFRecord file: images are converted from a folder, so convert the folder that holds it "
+            f"(fastdata convert {path.parent} DST)") in capsys.readouterr().err
+    named = path.rename(path.parent / "x.tfrecord")
+    monkeypatch.setitem(sys.modules, "crc32c", None)  # without the extra: by its name
+    assert cli(["convert", str(named), str(tmp_path / "dst"), "--no-progress"]) != 0
+    assert f"{named} is a TFRecord file: " in capsys.readouterr().err
