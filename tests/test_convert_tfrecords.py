@@ -18,7 +18,14 @@ from helpers import PHOTOS, convert_images
 
 import fastdata
 from converters.images.discover import discover_images
-from converters.images.tfrecords import has_tfrecords, masked_crc, parse_example, record_values, records
+from converters.images.tfrecords import (
+    has_tfrecords,
+    is_tfrecord,
+    masked_crc,
+    parse_example,
+    record_values,
+    records,
+)
 from converters.table_files import Damage
 from fastdata.cli import main as cli
 from fastdata.errors import ConvertError
@@ -309,3 +316,45 @@ def test_one_tfrecord_file_given_as_the_source_is_told_to_convert_its_folder(tmp
     monkeypatch.setitem(sys.modules, "crc32c", None)  # without the extra: by its name
     assert cli(["convert", str(named), str(tmp_path / "dst"), "--no-progress"]) != 0
     assert f"{named} is a TFRecord file: " in capsys.readouterr().err
+
+
+def test_the_edges_of_a_frame_and_of_the_size_limit(tmp_path: Path):
+    path = write_tfrecord(tmp_path / "a.tfrecord", [slim_example(0), slim_example(1)])
+    data = path.read_bytes()
+    first = frames(path)[0][1]
+    assert [isinstance(v, bytes) for _, v in records(path, limit=first)] == [True, False]  # exactly the limit: read
+    path.write_bytes(data + b"\x05" * 5)  # a frame of 5 bytes after the last record
+    got = list(records(path, limit=1 << 24))
+    assert got[-1] == Damage(2, "the file is cut short: record 2's frame has 5 of its 12 bytes")
+    path.write_bytes(data[:-100])  # a record skipped for its size is cut short
+    assert list(records(path, limit=first))[-1] == Damage(1, "the file is cut short inside record 1")
+    assert not is_tfrecord(tmp_path)  # a folder: no file to read
+    assert parse_example(b"\xff" * 20) == ("not a tf.train.Example: Error parsing message with type "
+                                           "'tensorflow.Example': Wire format was corrupt")
+
+
+def test_records_of_an_image_over_the_size_of_its_pixels_but_under_that_and_other_features_are_kept(tmp_path: Path):
+    src = tmp_path / "src"
+    write_tfrecord(src / "train.tfrecord", [{"image": (bytes(700_000), "byte"), "label": (0, "int")}])
+    found = discover_images(src, max_pixels=1 << 16)  # 1.5 MiB an image, and 1 MiB of other features a record
+    assert sum(len(v) for v in found.splits.values()) == 1 and found.rejected == []
+
+
+def test_no_features_a_long_label_that_is_no_text_unlabeled_on_request_and_linked_files(tmp_path: Path,
+                                                                                          monkeypatch):
+    src = tmp_path / "src"
+    write_tfrecord(src / "a.tfrecord", [{}])
+    write_tfrecord(tmp_path / "elsewhere" / "b.tfrecord", [
+        {"image": (PHOTO_BYTES[0], "byte"), "label": (b"\xff" * 50, "byte")},
+        {"image": (PHOTO_BYTES[1], "byte"), "label": (b"cat", "byte")}])
+    (src / "b.tfrecord").symlink_to(tmp_path / "elsewhere" / "b.tfrecord")
+    found = discover_images(src)
+    assert sorted((r.source, r.reason) for r in found.rejected) == [
+        ("a.tfrecord", "no image feature (none): name the one to convert with --image-field"),
+        ("b.tfrecord#0", "the label in feature 'label' is not UTF-8 text: " + repr(b"\xff" * 40))]
+    assert found.classes == ("cat",)
+    found = discover_images(src, unlabeled=True)
+    assert found.classes == () and sum(len(v) for v in found.splits.values()) == 2
+    monkeypatch.setitem(sys.modules, "tfrecord", None)  # without the extra
+    with pytest.raises(ConvertError, match=r"pip install 'fastdata\[tfrecord\]'"):
+        discover_images(src)
