@@ -3,6 +3,7 @@
     python benchmarks/convert_speed.py                         # bundled photos replicated to 240 files
     python benchmarks/convert_speed.py --images 60 --reps 1 --no-docs   # a short run
     python benchmarks/convert_speed.py --images 2000 --jobs 2 --ray     # --executor ray against -j 2
+    python benchmarks/convert_speed.py --tfrecords                      # also the same images as TFRecord files
     ray start --head --num-cpus 2 && python benchmarks/convert_speed.py --jobs 2 --ray --ray-address auto
 
 Both sides run as fresh processes (interpreter start included), read the same raw tree, cap the
@@ -58,11 +59,30 @@ def pil_loop(src: Path, dst: Path) -> int:
 RAY_ADDRESS: str | None = None  # --ray-address: a running Ray cluster for the ray candidate
 
 
+def tfrecord_tree(raw: Path, dst: Path) -> Path:
+    """The images of the tree `raw` (`class/file.jpg`) as TFRecord files in TensorFlow's ImageNet layout, a file a
+    class (`train-00000-of-00008`: image/encoded, image/class/synset), written by the tfrecord package."""
+    from tfrecord import TFRecordWriter  # the dev extra
+
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    classes = sorted(p for p in raw.iterdir() if p.is_dir())
+    for k, folder in enumerate(classes):
+        writer = TFRecordWriter(str(dst / f"train-{k:05d}-of-{len(classes):05d}"))
+        for path in image_files(folder):
+            writer.write({"image/encoded": (path.read_bytes(), "byte"),
+                          "image/class/synset": (folder.name.encode(), "byte")})
+        writer.close()
+    return dst
+
+
 def command(name: str, src: Path, dst: Path) -> list[str]:
     if name == "pil":
         return [sys.executable, str(Path(__file__).resolve()), "--pil-loop", str(src), str(dst)]
     ray = name.startswith("fastdata-ray-j")
-    jobs = int(name.removeprefix("fastdata-ray-j" if ray else "fastdata-j"))
+    jobs = int(name.removeprefix("fastdata-ray-j" if ray else "fastdata-tfrecords-j" if "tfrecords" in name
+                                 else "fastdata-j"))
     return [sys.executable, "-m", "fastdata", "convert", str(src), str(dst), "-j", str(jobs), "--no-progress",
             "--short-side", str(SHORT_SIDE), "--quality", str(QUALITY), "--samples-per-shard", "64",
             *(["--executor", "ray"] if ray else []), *(["--address", RAY_ADDRESS] if ray and RAY_ADDRESS else [])]
@@ -74,6 +94,8 @@ def label(name: str) -> str:
     if name.startswith("fastdata-ray-j"):
         where = f"running cluster {RAY_ADDRESS}" if RAY_ADDRESS else "local Ray"
         return f"fastdata convert --executor ray ({where}, {name.removeprefix('fastdata-ray-j')} CPUs)"
+    if name.startswith("fastdata-tfrecords-j"):
+        return f"fastdata convert -j {name.removeprefix('fastdata-tfrecords-j')}, the images in TFRecord files"
     return f"fastdata convert -j {name.removeprefix('fastdata-j')}"
 
 
@@ -113,6 +135,10 @@ def summarize_convert(rows: list[dict], names: list[str]) -> list[dict]:
             local = next((x for x in out if x["candidate"] == e["candidate"].replace("-ray", "")), None)
             if local:
                 e["vs_local"] = e["images_per_s"]["median"] / local["images_per_s"]["median"]
+        if e["candidate"].startswith("fastdata-tfrecords-j"):  # against the same images as files, same -j
+            files = next((x for x in out if x["candidate"] == e["candidate"].replace("-tfrecords", "")), None)
+            if files:
+                e["vs_files"] = e["images_per_s"]["median"] / files["images_per_s"]["median"]
     return out
 
 
@@ -135,6 +161,10 @@ def markdown(summary: list[dict], env: dict, config: dict, chart: Path | None, d
         lines.append(f"| {e['label']} | {s['median']:.1f} | {s['min']:.1f} | {s['max']:.1f} | {vs_pil} | {vs_j1} | "
                      f"{e['cpu_percent']:.0f} | {e['peak_rss'] / 2**20:.0f} |")
     for e in summary:
+        if "vs_files" in e:
+            lines += ["", f"{e['label']}: {e['vs_files']:.2f}x the images/s of the same images as files with the "
+                          "same -j (records read one at a time, each frame's CRCs checked, each image spilled to "
+                          "a temporary file on the way: docs/converting.md)."]
         if "vs_local" in e:
             lines += ["", f"{e['label']}: {e['vs_local']:.2f}x the images/s of the local executor on the same CPUs "
                           f"(Ray's overhead: start-up of the local instance and one task per 64-image shard; "
@@ -154,6 +184,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ray", action="store_true", help="also --executor ray with the largest --jobs value")
     p.add_argument("--ray-address", help="with --ray: a Ray cluster already running (`ray start --head`), so that "
                    "its start-up is not timed; default: each run starts a local instance")
+    p.add_argument("--tfrecords", action="store_true",
+                   help="also the same images as TFRecord files (TensorFlow's ImageNet layout), with -j 1")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--work-dir", type=Path, default=Path("bench-out/convert"))
     p.add_argument("--json", type=Path)
@@ -184,10 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     names = ["pil", *[f"fastdata-j{j}" for j in args.job_list]]
     if args.ray:
         names.append(f"fastdata-ray-j{max(args.job_list)}")
+    sources = {name: raw for name in names}
+    if args.tfrecords:
+        names.append("fastdata-tfrecords-j1")
+        sources["fastdata-tfrecords-j1"] = tfrecord_tree(raw, work / "tfrecords")
     env = environment()
     rows = []
     for rep, name in interleaved(names, args.reps):
-        row = {"rep": rep, **run_once(name, raw, work / f"out-{name}", n)}
+        row = {"rep": rep, **run_once(name, sources[name], work / f"out-{name}", n)}
         rows.append(row)
         shown = f"{row['images_per_s']:.1f} images/s" if "error" not in row else "FAILED: " + row["error"][-300:]
         print(f"  [rep {rep}] {label(name)}: {shown}", flush=True)

@@ -163,6 +163,20 @@ def test_convert_speed_tiny_end_to_end(tmp_path):
     assert not (tmp_path / "w" / "out-pil").exists()  # outputs are removed after each run
 
 
+def test_convert_speed_times_the_same_images_as_tfrecord_files_against_the_files(tmp_path):
+    pytest.importorskip("tfrecord")
+    rc = convert_speed.main(["--images", "6", "--reps", "1", "--jobs", "1", "--tfrecords", "--work-dir",
+                             str(tmp_path / "w"), "--no-docs"])
+    assert rc == 0
+    data = json.loads((tmp_path / "w" / "convert_speed.json").read_text())
+    by = {e["candidate"]: e for e in data["summary"]}
+    assert list(by) == ["pil", "fastdata-j1", "fastdata-tfrecords-j1"] and all(r["images"] == 6 for r in data["rows"])
+    assert by["fastdata-tfrecords-j1"]["vs_files"] == (by["fastdata-tfrecords-j1"]["images_per_s"]["median"]
+                                                     / by["fastdata-j1"]["images_per_s"]["median"])
+    assert len(list((tmp_path / "w" / "tfrecords").iterdir())) == 6  # a file a class of the replicated tree
+    assert convert_speed.label("fastdata-tfrecords-j1") == "fastdata convert -j 1, the images in TFRecord files"
+
+
 def test_remote_tiny_end_to_end_without_peers(tmp_path, monkeypatch):
     """fastdata from a local S3 server and from disk; the peers' environment absent: reported, not hidden."""
     pytest.importorskip("moto")

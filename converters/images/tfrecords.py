@@ -7,8 +7,8 @@ and TensorFlow Datasets does (`imagenet2012-train.tfrecord-00000-of-01024`: `ima
   (the crc32c package computes them). A gzip-compressed file (`TFRecordOptions(compression_type="GZIP")`) is read
   through gzip.
 - Records are read one at a time and their CRCs checked: the length's before any of the record is read (a forged
-  length allocates nothing), the record's before it is parsed, as an Example, by protobuf (the tfrecord package's
-  `example_pb2`: TensorFlow's `example.proto`). A record over `limit` bytes is skipped unread. A record that fails
+  length allocates nothing), the record's before it is parsed, as an Example, by protobuf (tf_example.py declares
+  TensorFlow's `example.proto`). A record over `limit` bytes is skipped unread. A record that fails
   its CRC is rejected and the next one read; a length that fails its CRC, or a file cut short, ends the file's
   rows there (`Damage`), the rows before it kept.
 - The image is the `--image-field` feature, else the first of IMAGE_FEATURES a file's first Example has; the label
@@ -48,7 +48,7 @@ CRC = struct.Struct("<I")
 MASK_DELTA = 0xA282EAD8
 GZIP_MAGIC = b"\x1f\x8b"
 OTHER_FEATURES = 1 << 20  # bytes a record may hold besides its image (file names, boxes, class texts)
-INSTALL = "TFRecord files are read with the tfrecord and crc32c packages: pip install 'fastdata[tfrecord]'"
+INSTALL = "TFRecord files are read with the protobuf and crc32c packages: pip install 'fastdata[tfrecord]'"
 NAMED_LIKE_TFRECORD = re.compile(r"\.tfrec|-\d+-of-\d+$", re.IGNORECASE)
 
 
@@ -152,12 +152,13 @@ def parse_example(data: bytes) -> Any:
     """The tf.train.Example `data` holds, or why it holds none (a str)."""
     try:
         from google.protobuf.message import DecodeError
-        from tfrecord import example_pb2
+
+        from converters.images.tf_example import example_class
     except ImportError as exc:
         raise ConvertError(f"{INSTALL}: {exc}") from exc
 
     try:
-        return example_pb2.Example.FromString(data)
+        return example_class().FromString(data)
     except (DecodeError, RecursionError) as exc:
         return f"not a tf.train.Example: {str(exc)[:80] or type(exc).__name__}"
 
