@@ -38,6 +38,15 @@ def shardwriter_shards(folder: Path, *, count: int = 10, per_shard: int = 4, lab
     return labels
 
 
+def labels_of(source: Path, backend: str) -> list[int]:
+    """The labels an eval epoch of `fastdata.loader` on `source` yields, in order (padding rows left out)."""
+    import fastdata
+
+    ld = fastdata.loader(source, batch_size=3, image_size=32, train=False, backend=backend, device="cpu",
+                         num_threads=2)
+    return [v for _, y in ld for v in y.tolist() if v != -100]
+
+
 def encoded(fmt: str, *, size: tuple[int, int] = (48, 40), seed: int = 0, **save: object) -> bytes:
     """A smooth random image in `fmt` ('JPEG', 'PNG', 'WEBP'; mode via save['mode'])."""
     rng = np.random.default_rng(seed)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest_adopt import encoded, photo_bytes, raw_tar
+from conftest_adopt import encoded, labels_of, photo_bytes, raw_tar
 
 import fastdata
 from converters.adopt import AdoptOptions, adopt
@@ -35,12 +35,6 @@ def json_shards(folder: Path, label_of, count: int = 10) -> dict[str, object]:
             labels[key] = next(iter(fields.values()), None)
             sink.write({"__key__": key, "jpg": data, "json": {"file": f"{stem}.jpg", "width": 640, **fields}})
     return labels
-
-
-def labels_of(source: Path, backend: str) -> list[int]:
-    ld = fastdata.loader(source, batch_size=3, image_size=32, train=False, backend=backend, device="cpu",
-                         num_threads=2)
-    return [v for _, y in ld for v in y.tolist() if v != -100]
 
 
 @pytest.mark.parametrize("backend", ["kornia", "dali"])

@@ -9,7 +9,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from conftest_adopt import encoded, photo_bytes, raw_tar
+from conftest_adopt import encoded, labels_of, photo_bytes, raw_tar
 
 import fastdata
 from converters.adopt import AdoptOptions, adopt
@@ -35,12 +35,6 @@ def named_shards(folder: Path, count: int = 10) -> dict[str, str]:
             names[key] = NAMES[i % len(NAMES)]
             sink.write({"__key__": key, "jpg": data, "cls": names[key]})
     return names
-
-
-def labels_of(source: Path, backend: str) -> list[int]:
-    ld = fastdata.loader(source, batch_size=3, image_size=32, train=False, backend=backend, device="cpu",
-                         num_threads=2)
-    return [v for _, y in ld for v in y.tolist() if v != -100]
 
 
 @pytest.mark.parametrize("backend", ["kornia", "dali"])
