@@ -30,9 +30,10 @@ def label_problem(label: Any, column: str, names: tuple[str, ...] | None) -> str
 class TableLabels:
     """The label column and class names of the first table, and the label values seen."""
 
-    def __init__(self) -> None:
+    def __init__(self, field: str = "column") -> None:
         self.first: tuple[str, str | None, tuple[str, ...] | None] | None = None  # (table, column, names)
         self.values: set[Any] = set()
+        self.field = field  # what a label is found in, as messages name it: a table's column, a record's feature
 
     def agree(self, rel: str, column: str | None, names: tuple[str, ...] | None) -> None:
         """Take the labels of the table `rel` (the first sets them); TableError when they differ from the first's."""
@@ -41,7 +42,7 @@ class TableLabels:
             return
         first, want, want_names = self.first
         if (column is None) != (want is None) or names != want_names:
-            have = f"label column {want!r}" if want else "no label column"
+            have = f"label {self.field} {want!r}" if want else f"no label {self.field}"
             raise TableError(f"its labels are not those of {first} ({have}"
                              f"{f' with {len(want_names)} classes' if want_names else ''}): convert them apart")
 
@@ -66,7 +67,7 @@ class TableLabels:
         classes = names or label_order({str(v) for v in self.values})
         bad = next((c for c in classes if has_control_characters(c)), None)
         if bad is not None:
-            raise ConvertError(f"the class {bad!r} of column {column!r} holds control characters (an escape "
+            raise ConvertError(f"the class {bad!r} of {self.field} {column!r} holds control characters (an escape "
                                "sequence, a tab, a newline, a bidi override): not a name to print")
         return classes
 

@@ -222,7 +222,7 @@ def test_a_file_without_an_image_feature_or_with_other_labels_is_rejected_whole(
     (tmp_path / "src" / "e.tfrecord").write_bytes(b"")
     m = convert_images(tmp_path / "src", tmp_path / "dst").manifest
     assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
-        ("b.tfrecord", "its labels are not those of a.tfrecord (label column 'label'): convert them apart"),
+        ("b.tfrecord", "its labels are not those of a.tfrecord (label feature 'label'): convert them apart"),
         ("c.tfrecord", "no image feature (label, pixels): name the one to convert with --image-field"),
         ("d.tfrecord#0", "feature 'image' holds an integer, not image bytes"),
         ("e.tfrecord", "an empty file: no records")]
@@ -380,3 +380,10 @@ def test_our_example_schema_reads_what_tensorflows_generated_code_writes_and_the
     assert got == {"b": ("bytes_list", [b"x", b"", bytes(range(256))]), "f": ("float_list", [1.5, -0.25]),
                    "i": ("int64_list", [0, -1, 2**63 - 1]), "empty": ("int64_list", [])}
     assert example_pb2.Example.FromString(ours.SerializeToString()) == theirs
+
+
+def test_a_class_name_with_control_characters_stops_the_run_naming_its_feature(tmp_path: Path):
+    write_tfrecord(tmp_path / "src" / "a.tfrecord", [{"image": (PHOTO_BYTES[0], "byte"),
+                                                      "label": (b"ca\x1bt", "byte")}])
+    with pytest.raises(ConvertError, match=r"^the class 'ca\\x1bt' of feature 'label' holds control characters"):
+        discover_images(tmp_path / "src")

@@ -37,6 +37,7 @@ from converters.images.tables import ImageRows, collected
 from converters.kind import Discovery
 from converters.sample import Rejection
 from converters.table_files import Damage, TableError
+from converters.table_labels import TableLabels
 from converters.tree import first_files
 from fastdata.errors import ConvertError
 
@@ -216,6 +217,10 @@ def record_values(example: Any, columns: Columns) -> tuple[bytes | str, Any]:
 
 class _Records(ImageRows):
     """The records of every TFRecord file, taken as the rows of a table are."""
+
+    def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
+        super().__init__(src, opts, follow=follow)
+        self.labels = TableLabels("feature")
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)
