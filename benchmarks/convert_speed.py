@@ -81,8 +81,7 @@ def command(name: str, src: Path, dst: Path) -> list[str]:
     if name == "pil":
         return [sys.executable, str(Path(__file__).resolve()), "--pil-loop", str(src), str(dst)]
     ray = name.startswith("fastdata-ray-j")
-    jobs = int(name.removeprefix("fastdata-ray-j" if ray else "fastdata-tfrecords-j" if "tfrecords" in name
-                                 else "fastdata-j"))
+    jobs = int(name.rsplit("-j", 1)[1])  # fastdata-j2, fastdata-ray-j2, fastdata-tfrecords-j1
     return [sys.executable, "-m", "fastdata", "convert", str(src), str(dst), "-j", str(jobs), "--no-progress",
             "--short-side", str(SHORT_SIDE), "--quality", str(QUALITY), "--samples-per-shard", "64",
             *(["--executor", "ray"] if ray else []), *(["--address", RAY_ADDRESS] if ray and RAY_ADDRESS else [])]

@@ -191,8 +191,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     split_labels = labels_of_split(labels_csv)
     if labels_csv and split_labels is None:
         return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
-    tfrecords = not table_files(src, limit=TABLE_LOOK) and has_tfrecords(src, limit=TABLE_LOOK)
-    if tfrecords or table_files(src, limit=TABLE_LOOK):
+    tables = bool(table_files(src, limit=TABLE_LOOK))
+    tfrecords = not tables and has_tfrecords(src, limit=TABLE_LOOK)
+    if tfrecords or tables:
         what = "TFRecord files" if tfrecords else "Parquet or Arrow tables"
         if split_labels or label_pattern:
             given = f"--labels {labels_csv}" if split_labels else "--label-pattern"

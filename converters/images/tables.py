@@ -125,10 +125,12 @@ class ImageRows(TableCollector):
     """The rows of every table: work items whose payload is the image's place in the spill file; labels are the
     raw values until `TableLabels.relabel` turns them into class indices."""
 
+    label_field = "column"  # what a row's label is found in, as messages name it
+
     def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
         super().__init__(src, split=opts.split, follow=follow, what="images")
         self.opts = opts
-        self.labels = TableLabels()  # the first usable table's, which every other must agree with
+        self.labels = TableLabels(self.label_field)  # the first usable table's, which every other must agree with
 
     def add_table(self, table: Table, rel: str, split: str) -> int:
         columns = self._columns(table, rel)

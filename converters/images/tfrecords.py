@@ -37,7 +37,6 @@ from converters.images.tables import ImageRows, collected
 from converters.kind import Discovery
 from converters.sample import Rejection
 from converters.table_files import Damage, TableError
-from converters.table_labels import TableLabels
 from converters.tree import first_files
 from fastdata.errors import ConvertError
 
@@ -95,9 +94,17 @@ def has_tfrecords(src: Path, *, limit: int) -> bool:
             return False
         if NAMED_LIKE_TFRECORD.search(path.name) or not path.suffix:
             candidates.append(path)
-    if importlib.util.find_spec("crc32c") is None:  # without the extra: by name (discovery then says what to install)
-        return any(NAMED_LIKE_TFRECORD.search(p.name) for p in candidates)
-    return any(is_tfrecord(p) for p in candidates[:LOOK_AT])
+    if importlib.util.find_spec("crc32c") is not None:
+        candidates = candidates[:LOOK_AT]  # each one's first frame is read
+    return any(looks_like_tfrecord(p) for p in candidates)
+
+
+def looks_like_tfrecord(path: Path) -> bool:
+    """Whether `path` is a TFRecord file by its first frame (`is_tfrecord`), or, without the crc32c package to check
+    one, by its name (discovery then says what to install)."""
+    if importlib.util.find_spec("crc32c") is None:
+        return bool(NAMED_LIKE_TFRECORD.search(path.name))
+    return is_tfrecord(path)
 
 
 def records(path: Path, limit: int) -> Iterator[tuple[int, bytes | str] | Damage]:
@@ -218,9 +225,7 @@ def record_values(example: Any, columns: Columns) -> tuple[bytes | str, Any]:
 class _Records(ImageRows):
     """The records of every TFRecord file, taken as the rows of a table are."""
 
-    def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
-        super().__init__(src, opts, follow=follow)
-        self.labels = TableLabels("feature")
+    label_field = "feature"
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)

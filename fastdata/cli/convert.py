@@ -61,6 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     from converters import KINDS, get_kind
+    from converters.images.tfrecords import looks_like_tfrecord
     from fastdata.errors import ConvertError
 
     if not src.exists():
@@ -72,20 +73,11 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     for name in KINDS:
         if get_kind(name).detect(src):
             return name
-    if src.is_file() and _is_tfrecord(src):
+    if src.is_file() and looks_like_tfrecord(src):
         raise ConvertError(f"{src} is a TFRecord file: images are converted from a folder, so convert the folder "
                            f"that holds it (fastdata convert {src.parent} DST), or move it into a folder of its own")
     raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(src)}); pass --kind ({', '.join(KINDS)})")
 
-
-def _is_tfrecord(path: Path) -> bool:
-    from converters.images.tfrecords import is_tfrecord
-    from fastdata.errors import ConvertError
-
-    try:
-        return is_tfrecord(path)
-    except ConvertError:  # the tfrecord extra is not installed: by its name
-        return ".tfrec" in path.name
 
 
 def _holds(src: Path, limit: int = 1000) -> str:

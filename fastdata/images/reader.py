@@ -311,13 +311,15 @@ class SplitReader:
         """The label of every sample of the split, in global index order (each shard's label members read; for a
         remote dataset every shard is fetched); ShardError for a label outside the manifest's classes, as the
         loaders' reads give."""
-        parts = [self._shard(s).labels() for s in range(len(self._refs))]
-        for s, part in enumerate(parts):
+        parts = []
+        for s in range(len(self._refs)):
             shard = self._shard(s)
+            part = shard.labels()
             bad = np.flatnonzero((part < 0) | (part >= self._classes)) if self._classes else ()
             if len(bad) and isinstance(shard, TarShard):  # an Arrow shard's labels are checked when it opens
                 raise ShardError(f"sample {shard.key(int(bad[0]))} in {shard.path} has label {part[bad[0]]}, the "
                                  f"manifest lists {self._classes} classes")
+            parts.append(part)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def forget(self, s: int) -> None:
