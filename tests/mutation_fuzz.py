@@ -129,6 +129,8 @@ class Context:
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
+                      ("wiki.valid.raw", " \n = T\u00e9 = \n \n text @-@ here \n = = S = = \n more \n = U = \n u \n"
+                       .encode()),
                       ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20)),
                       ("x.parquet", _parquet({"text": ["one doc", "", "three " * 50, "four"]})),
                       ("x.arrow", _arrow_stream({"text": ["one doc", "", "three " * 50, "four"], "id": [1, 2, 3, 4]})),

@@ -44,8 +44,8 @@ class TextKind:
     def detect(self, src: Path, /) -> bool:
         paths = [src] if src.is_file() else first_files(src, DETECT_FILES)
         for path in paths:
-            fmt, _ = file_format(path.name)
-            if fmt is not None and (path.suffix or _looks_like_text(path)):
+            fmt, _ = file_format(path.name)  # no extension, `.raw` or `.tokens`: text if it reads as text
+            if fmt is not None and ((path.suffix and fmt != "wikitext") or _looks_like_text(path)):
                 return True
         return False
 

@@ -1,4 +1,5 @@
-"""Read one source file into documents: plain text (whole file, per line, or separator-split records), JSON Lines,
+"""Read one source file into documents: plain text (whole file, per line, or separator-split records), WikiText's
+`wiki.train.raw` / `.tokens` (one document per article, an article starting at its ` = Title = ` line), JSON Lines,
 JSON and CSV/TSV tables (tables.py), each optionally compressed with gzip (`.gz`) or Zstandard (`.zst`, as The
 Pile, RedPajama and SlimPajama ship their JSON Lines; decompressed by pyarrow's codec), and the string column of
 Parquet and Arrow files (columnar.py: a Hugging Face dataset saved with `save_to_disk`).
@@ -27,11 +28,12 @@ from converters.text.options import TextOptions
 from fastdata.json_text import BadJSON, parse_json
 
 PLAIN = (".txt", ".text", "")
+WIKITEXT = (".raw", ".tokens")  # WikiText-2 / -103: plain text whose articles start at a ` = Title = ` line
 JSONL = (".jsonl", ".ndjson")
 JSON = (".json",)
 TABLES = {".csv": ",", ".tsv": "\t"}  # a table with a text column (tables.py)
 TOKENS = (".bin",)  # llm.c's token shards (token_files.py)
-EXTENSIONS = (*[e for e in PLAIN if e], *JSONL, *JSON, *TABLES, *PARQUET, *ARROW, *TOKENS)
+EXTENSIONS = (*[e for e in PLAIN if e], *WIKITEXT, *JSONL, *JSON, *TABLES, *PARQUET, *ARROW, *TOKENS)
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd"}
 BOM = b"\xef\xbb\xbf"
 
@@ -49,6 +51,8 @@ def file_format(name: str) -> tuple[str | None, str | None]:
     suffix = Path(stem).suffix
     if suffix in PLAIN:
         return "plain", codec
+    if suffix in WIKITEXT:
+        return "wikitext", codec
     if suffix in JSONL:
         return "jsonl", codec
     if suffix in JSON:
@@ -147,26 +151,37 @@ def _whole(f: BinaryIO, cap: int, what: str) -> str | Reject:
     return text if text.strip() else Reject("empty document (only whitespace)")
 
 
-def _plain(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject]]:
+def is_article_title(line: str) -> bool:
+    """Whether `line` starts a WikiText article: ` = Title = `, one `=` either side (` = = Section = = ` does not)."""
+    s = line.strip()
+    return len(s) > 4 and s.startswith("= ") and s.endswith(" =") and not s.startswith("= =")
+
+
+def _plain(f: BinaryIO, opts: TextOptions, *, articles: bool = False) -> Iterator[tuple[str, str | Reject]]:
+    """The documents of a plain text file: the whole file, each non-blank line (`--per-line`), the records between
+    lines holding only `--separator`, or (`articles`, WikiText's default) each article with its title line."""
     cap = opts.max_document_bytes
     if opts.per_line:
         for n, line in _text_lines(f, cap):
             if isinstance(line, Reject) or line.strip():
                 yield f":{n}", line
         return
-    if opts.separator is None:
+    if opts.separator is None and not articles:
         yield "", _whole(f, cap, "document")
         return
     record: list[str] = []
     size, problem, count = 0, None, 0
-    for _, line in [*_text_lines(f, cap), (0, opts.separator)]:
-        if isinstance(line, str) and line.rstrip() == opts.separator:
+    for _, line in [*_text_lines(f, cap), (0, None)]:  # (0, None): the end of the file ends the last record
+        title = articles and opts.separator is None and isinstance(line, str) and is_article_title(line)
+        if line is None or title or (isinstance(line, str) and line.rstrip() == opts.separator):
             body = "\n".join(record)
             if problem is not None or body.strip():
                 yield f"#{count}", problem or body
                 count += 1
             record, size, problem = [], 0, None
-        elif problem is None:
+            if not title:
+                continue
+        if problem is None:
             size += len(line.encode()) + 1 if isinstance(line, str) else 0
             if isinstance(line, Reject) or size > cap:
                 problem, record = (line if isinstance(line, Reject) else too_large(cap)), []
@@ -239,6 +254,11 @@ def _plain_records(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | 
         yield where, doc, None
 
 
+def _wikitext_records(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | Reject, None]]:
+    for where, doc in _plain(f, opts, articles=True):
+        yield where, doc, None
+
+
 def read_records(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | bytes | Reject, object]]:
     """(where, document or rejection, the record it came from) for every record of one file, in file order."""
     fmt, codec = file_format(path.name)
@@ -262,7 +282,7 @@ def read_records(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | byt
             yield where, doc, None
         return
     if opts.ids_field is not None and fmt not in ("json", "jsonl"):  # (columnar and token files returned above)
-        what = {"plain": "plain text", "csv": "CSV", "tsv": "TSV"}.get(fmt, fmt)
+        what = {"plain": "plain text", "wikitext": "WikiText", "csv": "CSV", "tsv": "TSV"}.get(fmt, fmt)
         yield "", Reject(f"--ids-field reads token ids from Parquet, Arrow, JSON Lines or JSON files; this is a {what} "
                          "file"), None
         return
@@ -271,7 +291,7 @@ def read_records(path: Path, opts: TextOptions) -> Iterator[tuple[str, str | byt
 
         reader = functools.partial(read_table, delimiter=TABLES[f".{fmt}"])
     else:
-        reader = {"plain": _plain_records, "jsonl": _jsonl, "json": _json}[fmt]
+        reader = {"plain": _plain_records, "wikitext": _wikitext_records, "jsonl": _jsonl, "json": _json}[fmt]
     try:
         with open(path, "rb") as raw, _decompressed(raw, codec) as f:
             if not f.peek(1):  # every reader buffers: peek reads without consuming
