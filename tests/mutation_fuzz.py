@@ -129,6 +129,7 @@ class Context:
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
+                      ("c4.json", b'{"text": "one", "url": "u"}\n\n{"text": "two"}\n{"text": 3}\n'),
                       ("wiki.valid.raw", " \n = T\u00e9 = \n \n text @-@ here \n = = S = = \n more \n = U = \n u \n"
                        .encode()),
                       ("x.jsonl.gz", _gzip(b'{"text": "zipped"}\n' * 20)),

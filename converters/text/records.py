@@ -138,8 +138,9 @@ def _text_lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, str | Reject]]:
             yield number, Reject(str(exc))
 
 
-def _whole(f: BinaryIO, cap: int, what: str) -> str | Reject:
-    data = f.read(cap + 1)
+def _whole(f: BinaryIO, cap: int, what: str, head: bytes = b"") -> str | Reject:
+    """The whole file as one text, `head` the bytes of it already read."""
+    data = head + f.read(max(0, cap + 1 - len(head)))  # (read(-1) would read it all)
     if not data:
         return Reject("empty file (0 bytes)")
     if len(data) > cap:
@@ -226,8 +227,53 @@ def _jsonl(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | bytes | 
         yield f":{n}", _field(obj, opts), obj
 
 
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were read already: `head`, then the rest of `rest`."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        data, self.head = (self.head[:len(buffer)], self.head[len(buffer):]) if self.head else (
+            self.rest.read(len(buffer)), b"")
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _head(f: BinaryIO, cap: int) -> tuple[bytes, bool]:
+    """The first bytes of a `.json` file, read to tell its form, and whether it holds one object a line: its first
+    line holds a whole object and a value follows, or it starts an object longer than `cap`, or more than `cap`
+    blank bytes follow it (the file parsed whole would be rejected whole; at most 2 `cap` + 2 bytes are read)."""
+    head = f.readline(cap + 2)
+    first = head.removeprefix(BOM).strip()
+    if not first.startswith(b"{"):
+        return head, False
+    if len(first) > cap:
+        return head, True
+    try:
+        if not isinstance(parse_json(first.decode("utf-8")), dict):
+            return head, False
+    except (UnicodeDecodeError, BadJSON):
+        return head, False
+    while line := f.readline(cap + 2):
+        head += line
+        if line.strip() or len(head) > cap:  # a value follows; or more blank bytes than a file parsed whole may hold
+            return head, True
+    return head, False
+
+
 def _json(f: BinaryIO, opts: TextOptions) -> Iterator[tuple[str, str | bytes | Reject, object]]:
-    text = _whole(f, opts.max_document_bytes, "a .json file is parsed whole: it is")
+    """A JSON file: a list of objects or one object, parsed whole; or JSON Lines named `.json` (C4's
+    `c4-train.00000-of-01024.json.gz`, Dolma's `.json.gz`)."""
+    cap = opts.max_document_bytes
+    head, one_a_line = _head(f, cap)
+    if one_a_line:
+        yield from _jsonl(io.BufferedReader(_Prefixed(head, f)), opts)
+        return
+    text = _whole(f, cap, "a .json file is parsed whole: it is", head)
     if isinstance(text, Reject):
         yield "", text, None
         return
