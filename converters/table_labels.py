@@ -13,17 +13,17 @@ from converters.table_files import TableError
 from fastdata.errors import ConvertError
 
 
-def label_problem(label: Any, column: str, names: tuple[str, ...] | None) -> str | None:
-    """Why `label`, the value of `column`, is no label (None: it is one). What varies comes after the first colon,
-    where reasons are grouped."""
+def label_problem(label: Any, column: str, names: tuple[str, ...] | None, field: str = "column") -> str | None:
+    """Why `label`, the value of `column` (a table's column, or what `field` says), is no label (None: it is one).
+    What varies comes after the first colon, where reasons are grouped."""
     if label is None:
-        return f"no label (null in column {column!r})"
+        return f"no label (null in {field} {column!r})"
     if names is None:
         return None
     if label == -1:
         return f"no label (-1 in ClassLabel column {column!r}: the split has no labels)"
     if not 0 <= label < len(names):
-        return f"label is no class of column {column!r} ({len(names)} classes): {label}"
+        return f"label is no class of {field} {column!r} ({len(names)} classes): {label}"
     return None
 
 
@@ -52,7 +52,7 @@ class TableLabels:
 
     def take(self, label: Any, column: str, names: tuple[str, ...] | None) -> str | None:
         """Why a row's label is none (a rejection), or None after noting its value."""
-        problem = label_problem(label, column, names)
+        problem = label_problem(label, column, names, self.field)
         if problem is None:
             self.values.add(label)
         return problem

@@ -28,6 +28,7 @@ import os
 import random
 import shutil
 import signal
+import struct
 import sys
 import tempfile
 import time
@@ -178,7 +179,8 @@ class Context:
         ]
         self.image_tables = [(name, _image_table(name, [data for _, data in self.jpegs + self.pngs]))
                              for name in ("train-00000-of-00001.parquet", "train.arrow", "captions/train.parquet",
-                                          "captions/train.arrow", "train-00000-of-00001", "data.tfrecord.gz")]
+                                          "captions/train.arrow", "train-00000-of-00001", "data.tfrecord.gz",
+                                          *ARRAY_FILES)]
         self.case_dir = work / "case"
         self._server: Any = None
         self._local: dict[str, list] = {}
@@ -263,12 +265,47 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     table = with_features(table, features)
     if name.endswith(".arrow"):
         return _arrow_stream(table)
+    if name in ARRAY_FILES:
+        return _array_file(name, images)
     if "." not in name or ".tfrecord" in name:  # TensorFlow's ImageNet records, or TFDS's (gzip-compressed here)
         data = _tfrecords(images, tfds=name.endswith(".gz"))
         return _gzip(data) if name.endswith(".gz") else data
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=2)
     return sink.getvalue().to_pybytes()
+
+
+ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte")  # torchvision's CIFAR and MNIST files
+
+
+def _array_file(name: str, images: list[bytes]) -> bytes:
+    """A CIFAR batch (a pickle) or an IDX images file of `images` made 32x32 RGB or 28x28 grey."""
+    import io
+    import pickle
+
+    import numpy as np
+    from PIL import Image
+
+    def pixels(data: bytes, mode: str, side: int) -> np.ndarray:
+        return np.asarray(Image.open(io.BytesIO(data)).convert(mode).resize((side, side)))
+
+    if name == "data_batch_1":
+        rows = np.stack([pixels(d, "RGB", 32).transpose(2, 0, 1).reshape(-1) for d in images])
+        return pickle.dumps({"batch_label": "batch 1", "labels": [i % 2 for i in range(len(images))], "data": rows},
+                            protocol=2)
+    grey = np.stack([pixels(d, "L", 28) for d in images])
+    return bytes([0, 0, 8, 3]) + struct.pack(">3I", *grey.shape) + grey.tobytes()
+
+
+def _array_partners(src: Path, name: str, count: int) -> None:
+    """What an array file is read with: CIFAR's meta file, or the IDX labels of `count` images."""
+    import pickle
+
+    if name == "data_batch_1":
+        (src / "batches.meta").write_bytes(pickle.dumps({"label_names": ["a", "b"]}, protocol=2))
+    else:
+        (src / "train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1]) + struct.pack(">I", count)
+                                                      + bytes(i % 2 for i in range(count)))
 
 
 def _tfrecords(images: list[bytes], *, tfds: bool) -> bytes:
@@ -701,7 +738,7 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     from converters.images.encode import ImageOptions, process_image
     from converters.sample import Rejection, Sample
 
-    tfrecord = "." not in name or ".tfrecord" in name
+    tfrecord = name not in ARRAY_FILES and ("." not in name or ".tfrecord" in name)
     packed = name.endswith(".gz")
     data = gzip.decompress(data) if packed else data
     data, what = mutate_bytes(rng, data, (tfrecord_payload,) if tfrecord else ())
@@ -710,6 +747,8 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
     (src / Path(name).name).write_bytes(data)
+    if name in ARRAY_FILES:
+        _array_partners(src, name, len(ctx.jpegs) + len(ctx.pngs))
     pairs = name.startswith("captions/")
     found: list[Any] = []
     discover = (functools.partial(discover_caption_tables, image_field=None, caption_field=None, split="train",

@@ -1,5 +1,6 @@
-"""The images kind: ImageNet-style folders, Hugging Face tables of images (tables.py) or TFRecord files of
-tf.train.Example records (tfrecords.py) -> baseline RGB JPEG samples (jpg, cls, json)."""
+"""The images kind: ImageNet-style folders, Hugging Face tables of images (tables.py), TFRecord files of
+tf.train.Example records (tfrecords.py) or torchvision's CIFAR and MNIST files (array_files.py) -> baseline RGB JPEG
+samples (jpg, cls, json)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from converters.images.array_files import has_array_files
 from converters.images.discover import EXTENSIONS, discover_images
 from converters.images.encode import ImageOptions, process_image
 from converters.images.id_names import name_ids
@@ -32,7 +34,8 @@ class ImagesKind:
 
     def detect(self, src: Path, /) -> bool:
         return src.is_dir() and (any(path.suffix.lower() in EXTENSIONS for path in first_files(src, DETECT_FILES))
-                                 or has_image_tables(src, limit=DETECT_FILES) or has_tfrecords(src, limit=DETECT_FILES))
+                                 or has_image_tables(src, limit=DETECT_FILES) or has_tfrecords(src, limit=DETECT_FILES)
+                                 or has_array_files(src, limit=DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--short-side", type=int, default=256,

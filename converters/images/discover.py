@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
+from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import EXTENSIONS, label_order, listed_names, read_labels, warn_if_a_class_each
 from converters.images.name_labels import class_of_name, compile_label_pattern
@@ -193,13 +194,15 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
     tables = bool(table_files(src, limit=TABLE_LOOK))
     tfrecords = not tables and has_tfrecords(src, limit=TABLE_LOOK)
-    if tfrecords or tables:
-        what = "TFRecord files" if tfrecords else "Parquet or Arrow tables"
+    arrays = not tables and not tfrecords and has_array_files(src, limit=TABLE_LOOK)
+    if tfrecords or tables or arrays:
+        what = ("TFRecord files" if tfrecords else "CIFAR batches or IDX files" if arrays else
+                "Parquet or Arrow tables")
         if split_labels or label_pattern:
             given = f"--labels {labels_csv}" if split_labels else "--label-pattern"
             raise ValueError(f"{given} labels image files; {src} holds {what}")
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels))
-        read = discover_tfrecords if tfrecords else discover_tables
+        read = discover_tfrecords if tfrecords else discover_array_files if arrays else discover_tables
         return read(src, tables, follow_symlinks=follow_symlinks)
     if image_field or label_field:
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images "

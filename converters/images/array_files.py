@@ -1,0 +1,148 @@
+"""Image datasets kept as arrays, in the files torchvision's dataset classes download: CIFAR-10 and CIFAR-100's
+pickled batches (cifar.py) and MNIST-style IDX files (idx_files.py). Their images are read as the rows of a table
+are (tables.py `ImageRows`): each is encoded as PNG (lossless) into a spill file and converted like an image file.
+
+- Splits: CIFAR's `test_batch` and `test`, MNIST's `t10k-*` and a name with a split's word (`emnist-letters-test-*`)
+  are `test`; the rest is `--split` (default `train`).
+- Classes: CIFAR's meta file names them in id order (CIFAR-100: the fine labels; `--label-field coarse_labels` for
+  the 20 superclasses). IDX labels are class ids, so the classes are `0` ... the largest (`--classes FILE` names
+  them, as for a labels CSV).
+- One dataset a conversion: the files must lie in one folder. A dataset file in a second folder (torchvision's
+  `data/` holding `MNIST/raw/` and `FashionMNIST/raw/`) is rejected, naming the first folder; a file that is no
+  dataset file is rejected too. A meta file, an IDX labels file and a `.gz` copy beside its unpacked file are read
+  with the batches or images they go with.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from converters.images import cifar, idx_files
+from converters.images.labels_csv import EXTENSIONS
+from converters.images.table_columns import Columns, TableOptions
+from converters.images.tables import ImageRows, collected
+from converters.kind import Discovery
+from converters.sample import Rejection
+from converters.table_files import TableError
+from converters.tree import first_files, splits_named
+
+LOOK_AT = 8  # files named like CIFAR batches whose first bytes `has_array_files` reads
+
+
+def _cifar_batch(path: Path) -> bool:
+    return cifar.BATCH.match(path.name) is not None and cifar.is_pickle(path)
+
+
+def has_array_files(src: Path, *, limit: int) -> bool:
+    """Whether an IDX images file or a CIFAR batch is among the first `limit` files of `src`, and no image file."""
+    batches = []
+    for path in first_files(src, limit):
+        if path.suffix.lower() in EXTENSIONS:
+            return False
+        name = idx_files.idx_name(path.name)
+        if name is not None and name.images:
+            return True
+        if cifar.BATCH.match(path.name):
+            batches.append(path)
+    return any(cifar.is_pickle(p) for p in batches[:LOOK_AT])
+
+
+def _split(stem: str, default: str) -> str:
+    named = splits_named(stem)
+    if stem.lower() == "t10k" or stem.lower().endswith("-t10k"):
+        return "test"
+    return named.pop() if len(named) == 1 else default
+
+
+def _png(image) -> bytes:  # type: ignore[no-untyped-def]
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+class _ArrayFiles(ImageRows):
+    """Every image of the dataset's files, as a row of a table."""
+
+    label_field = "field"
+
+    def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
+        super().__init__(src, opts, follow=follow)
+        self.folder: Path | None = None  # where the dataset's files are
+
+    def add_file(self, path: Path, split: str, label: int | None) -> None:
+        rel = self.rel(path)
+        idx = idx_files.idx_name(path.name)
+        split = _split(path.name if idx is None else idx.stem, self.split)
+        cifar_file = idx is None and (_cifar_batch(path) or (path.name in cifar.META and cifar.is_pickle(path)))
+        if idx is None and not cifar_file:
+            self.rejected.append(Rejection(split, rel, "not a CIFAR batch or an IDX file (this source is read as "
+                                                       "the files of torchvision's CIFAR or MNIST datasets)"))
+            return
+        if self.folder is None:
+            self.folder = path.parent
+        if path.parent != self.folder:
+            self.rejected.append(Rejection(split, rel, f"a second dataset: the first is in "
+                                                       f"{self.rel(self.folder) or '.'}; convert each folder apart"))
+            return
+        found = 0
+        try:
+            if idx is not None:
+                found = self._add_idx(path, rel, idx, split)
+            elif path.name not in cifar.META:
+                found = self._add_batch(path, rel, split)
+        except TableError as exc:
+            self.rejected.append(Rejection(split, rel, str(exc)))
+        self.identity.append([split, rel, None, path.stat().st_size, found])
+
+    def _add_batch(self, path: Path, rel: str, split: str) -> int:
+        meta = next((path.with_name(m) for m in cifar.META if path.with_name(m).is_file()), None)
+        if meta is None:
+            raise TableError(f"no meta file beside it ({' or '.join(cifar.META)}): it names the classes")
+        names, field = cifar.class_names(meta, self.opts.label_field)
+        batch = cifar.read_batch(path, field)
+        label = None if self.opts.unlabeled else field
+        columns = Columns("data", label, names if label else None)
+        self.labels.agree(rel, label, columns.names)
+        return sum(self._add_row(_png(image), y if label else None, columns, split, f"{rel}#{i}", str(path))
+                   for i, (image, y) in enumerate(zip(batch.images, batch.labels, strict=True)))
+
+    def _add_idx(self, path: Path, rel: str, idx: idx_files.Idx, split: str) -> int:
+        if idx.gz and path.with_name(path.name[:-3]).is_file():
+            return 0  # the unpacked copy beside it is read
+        if not idx.images:
+            if not any(p.is_file() for p in idx.partner(path)):
+                raise TableError(f"labels without their images file ({idx.partner(path)[0].name})")
+            return 0  # read with its images
+        if self.opts.label_field:
+            raise TableError("--label-field names a field of CIFAR batches; an IDX file has one label an image")
+        images, count = idx_files.read_idx(path, 3)
+        if idx.stem.lower().startswith("emnist"):
+            images = images.transpose(0, 2, 1)  # EMNIST's images are stored transposed
+        labels: list[int | None] = [None] * len(images)
+        label = None
+        if not self.opts.unlabeled:
+            where = next((p for p in idx.partner(path) if p.is_file()), None)
+            if where is None:
+                raise TableError(f"no labels file beside it ({idx.partner(path)[0].name}); --unlabeled converts it "
+                                 "without labels")
+            values, label_count = idx_files.read_idx(where, 1)
+            if label_count != count:
+                raise TableError(f"{count} images and {label_count} labels in {where.name}")
+            labels, label = [int(v) for v in values[:len(images)]], where.name
+        columns = Columns("images", label, None)
+        self.labels.agree(rel, label, None)
+        if len(images) < count:
+            self.rejected.append(Rejection(split, f"{rel}#{len(images)}", f"the file is cut short: {len(images)} of "
+                                                                          f"{count} images are whole"))
+        return sum(self._add_row(_png(image), y, columns, split, f"{rel}#{i}", str(path))
+                   for i, (image, y) in enumerate(zip(images, labels, strict=False)))
+
+
+def discover_array_files(src: Path, opts: TableOptions, *, follow_symlinks: bool = True) -> Discovery:
+    """The images of the CIFAR batches or IDX files under `src`."""
+    if opts.image_field:
+        raise ValueError(f"--image-field names the image column of a table; {src} holds CIFAR batches or IDX files")
+    return collected(_ArrayFiles(src, opts, follow=follow_symlinks), "arrays")

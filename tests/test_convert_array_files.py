@@ -1,0 +1,351 @@
+"""torchvision's CIFAR and MNIST folders (`cifar-10-batches-py/`, `cifar-100-python/`, `MNIST/raw/`) convert
+(converters/images/array_files.py, cifar.py, idx_files.py); before, `fastdata convert` could not tell what they held.
+The CIFAR batches are written as Python 2 wrote the real ones (byte strings, `numpy.core.multiarray`), and read
+back by the plain `pickle.load` torchvision calls as a second opinion; the IDX files are written byte by byte from
+the format. Images: the real photos, made small."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import pickle
+import struct
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import PHOTOS, convert_images
+from PIL import Image
+
+from converters.images import KIND as IMAGES
+from converters.images import cifar
+from converters.images.idx_files import read_idx
+from converters.table_files import TableError
+from fastdata.cli import main as cli
+from fastdata.errors import ConvertError
+from fastdata.manifest import read_manifest
+
+CIFAR10_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+def photos(n: int, side: int, mode: str = "RGB") -> np.ndarray:
+    """`n` real photos, centre-cropped square and made `side` pixels a side."""
+    out = []
+    for path in sorted(PHOTOS.glob("*.jpg"))[:n]:
+        im = Image.open(path).convert(mode)
+        s = min(im.size)
+        left, top = (im.width - s) // 2, (im.height - s) // 2
+        out.append(np.asarray(im.crop((left, top, left + s, top + s)).resize((side, side), Image.BILINEAR)))
+    return np.stack(out)
+
+
+class _Py2Pickler(pickle._Pickler):  # type: ignore[name-defined,misc]
+    """Pickles as Python 2's cPickle wrote CIFAR: text and bytes as byte strings (BINSTRING), protocol 2."""
+
+    dispatch = pickle._Pickler.dispatch.copy()  # type: ignore[attr-defined]
+
+    def save_byte_string(self, obj: bytes | str) -> None:
+        data = obj if isinstance(obj, bytes) else obj.encode("latin1")
+        if len(data) < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([len(data)]) + data)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", len(data)) + data)
+        self.memoize(obj)
+
+    dispatch[bytes] = save_byte_string
+    dispatch[str] = save_byte_string
+
+
+def py2_pickle(value: object) -> bytes:
+    buf = io.BytesIO()
+    _Py2Pickler(buf, protocol=2).dump(value)
+    return buf.getvalue().replace(b"cnumpy._core.multiarray\n", b"cnumpy.core.multiarray\n")  # as numpy 1 named it
+
+
+def cifar_rows(images: np.ndarray) -> np.ndarray:
+    """CIFAR's rows: each image's red plane, then its green, then its blue."""
+    return np.ascontiguousarray(images.transpose(0, 3, 1, 2).reshape(len(images), -1))
+
+
+def write_cifar10(folder: Path, images: np.ndarray, labels: list[int], *, test: int = 4) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    half = (len(images) - test) // 2
+    parts = {"data_batch_1": slice(0, half), "data_batch_2": slice(half, len(images) - test),
+             "test_batch": slice(len(images) - test, len(images))}
+    for name, part in parts.items():
+        (folder / name).write_bytes(py2_pickle({"batch_label": f"{name} of 2", "labels": labels[part],
+                                                "data": cifar_rows(images[part]),
+                                                "filenames": [f"img_{i}.png" for i in range(part.start, part.stop)]}))
+    (folder / "batches.meta").write_bytes(py2_pickle({"num_cases_per_batch": half, "label_names": CIFAR10_NAMES,
+                                                      "num_vis": 3072}))
+    (folder / "readme.html").write_text("<html>CIFAR-10</html>")
+    return folder
+
+
+def idx(values: np.ndarray) -> bytes:
+    return bytes([0, 0, 8, values.ndim]) + struct.pack(f">{values.ndim}I", *values.shape) + values.tobytes()
+
+
+def samples(dst: Path, split: str) -> dict[str, tuple[int, np.ndarray]]:
+    """Each converted sample's source (`file#i`) -> (label, decoded pixels)."""
+    out, images = {}, {}
+    for shard in read_manifest(dst).split(split).shards:
+        with tarfile.open(dst / shard.name) as tar:
+            for member in tar:
+                data = tar.extractfile(member).read()
+                key, ext = member.name.rsplit(".", 1)
+                if ext == "jpg":
+                    images[key] = np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).astype(int)
+                elif ext == "json":
+                    meta = json.loads(data)
+                    out[key] = (meta["source"], meta.get("label", -1))
+    return {source: (label, images[key]) for key, (source, label) in out.items()}
+
+
+def test_cifar10_converts_with_its_classes_in_id_order_and_its_pixels_in_place(tmp_path: Path):
+    images = photos(12, 32)
+    labels = [9, 0, 3, 3, 1, 8, 2, 7, 5, 6, 4, 0]
+    src = write_cifar10(tmp_path / "cifar-10-batches-py", images, labels)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert m.classes == tuple(CIFAR10_NAMES)  # the meta file's order, not sorted
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 8, "test": 4}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("readme.html", "not a CIFAR batch or an IDX file (this source is read as the files of torchvision's CIFAR "
+                        "or MNIST datasets)")]
+    got = {**samples(tmp_path / "out", "train"), **samples(tmp_path / "out", "test")}
+    where = [f"data_batch_1#{i}" for i in range(4)] + [f"data_batch_2#{i}" for i in range(4)] + [
+        f"test_batch#{i}" for i in range(4)]
+    assert sorted(got) == sorted(where)
+    for i, source in enumerate(where):
+        label, pixels = got[source]
+        assert label == labels[i]
+        assert pixels.shape == (32, 32, 3)
+        assert np.abs(pixels - images[i]).mean() < 10  # JPEG at quality 90, chroma halved
+        wrong = cifar_rows(images[i:i + 1]).reshape(32, 32, 3)  # the planes read as if pixel after pixel
+        assert np.abs(pixels - wrong).mean() > 30
+
+
+def test_our_unpickler_reads_what_torchvision_reads_and_nothing_that_runs_code(tmp_path: Path):
+    images = photos(4, 32)
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(py2_pickle({"labels": [1, 2, 3, 4], "data": cifar_rows(images)}))
+    assert path.read_bytes().startswith(b"\x80\x02}")
+    with open(path, "rb") as f:
+        theirs = pickle.load(f, encoding="latin1")  # what torchvision's CIFAR10 does
+    ours = cifar.read_batch(path, "labels")
+    np.testing.assert_array_equal(theirs["data"], cifar_rows(images))
+    np.testing.assert_array_equal(ours.images, images)
+    assert ours.labels == [1, 2, 3, 4]
+    marker = tmp_path / "ran"
+
+    class Runs:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    path.write_bytes(pickle.dumps({"data": Runs()}, protocol=2))
+    with pytest.raises(TableError, match=r"^not a CIFAR pickle: it holds a pickled (posix|nt)\.system, which is never "
+                                         r"loaded \(only numpy arrays are\)$"):
+        cifar.load(path)
+    assert not marker.exists()
+    path.write_bytes(pickle.dumps([1, 2], protocol=2))
+    with pytest.raises(TableError, match=r"^not a CIFAR pickle: it holds a list, not a dict$"):
+        cifar.load(path)
+    path.write_bytes(pickle.dumps({"data": 1}, protocol=2)[:-3])
+    with pytest.raises(TableError, match=r"^not a CIFAR pickle: "):
+        cifar.load(path)
+
+
+@pytest.mark.parametrize("batch, reason", [
+    ({"labels": [1], "data": np.zeros((1, 3071), np.uint8)},
+     "no images: 'data' is no uint8 array of rows of 3072 bytes (uint8 [1, 3071])"),
+    ({"labels": [1], "data": np.zeros((1, 3072), np.int16)},
+     "no images: 'data' is no uint8 array of rows of 3072 bytes (int16 [1, 3072])"),
+    ({"labels": [1], "data": [0] * 3072}, "no images: 'data' is no uint8 array of rows of 3072 bytes (list)"),
+    ({"fine_labels": [1], "data": np.zeros((1, 3072), np.uint8)},
+     "no label field 'labels' (label fields: fine_labels); name it with --label-field"),
+    ({"labels": [1, 2], "data": np.zeros((1, 3072), np.uint8)}, "1 images and 2 labels in 'labels'"),
+])
+def test_a_batch_that_is_not_what_cifar_holds_is_rejected_saying_what_it_lacks(tmp_path: Path, batch: dict,
+                                                                                 reason: str):
+    src = write_cifar10(tmp_path / "src", photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
+    (src / "data_batch_2").write_bytes(py2_pickle(batch))
+    m = convert_images(src, tmp_path / "out").manifest
+    assert ("data_batch_2", reason) in [(r["source"], r["reason"]) for r in m.rejected]
+    assert m.splits["train"].samples == 2
+
+
+def test_labels_that_are_no_class_and_a_batch_without_its_meta_file_are_rejected(tmp_path: Path):
+    src = write_cifar10(tmp_path / "src", photos(6, 32), [0, 10, 2, -1, 4, 5], test=2)
+    (src / "data_batch_2").write_bytes(py2_pickle({"labels": [1, "cat"], "data": cifar_rows(photos(2, 32))}))
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {(r["source"], r["reason"]) for r in m.rejected if r["source"].startswith("data_batch")} == {
+        ("data_batch_1#1", "label is no class of field 'labels' (10 classes): 10"),
+        ("data_batch_2#1", "no label (null in field 'labels')")}
+    assert m.splits["train"].samples == 2  # data_batch_1#0 and data_batch_2#0
+    (src / "batches.meta").unlink()
+    with pytest.raises(ConvertError, match=r"3 x no meta file beside it \(batches.meta or meta\): it names the "
+                                           r"classes; 1 x not a CIFAR batch"):
+        convert_images(src, tmp_path / "out2")
+
+
+def test_cifar100_takes_its_fine_labels_or_the_coarse_ones_named(tmp_path: Path):
+    images = photos(6, 32)
+    fine, coarse = [5, 99, 0, 42, 7, 1], [1, 19, 0, 3, 1, 0]
+    src = tmp_path / "cifar-100-python"
+    src.mkdir()
+    for name, part in (("train", slice(0, 4)), ("test", slice(4, 6))):
+        (src / name).write_bytes(py2_pickle({"fine_labels": fine[part], "coarse_labels": coarse[part],
+                                             "data": cifar_rows(images[part])}))
+    fine_names = [f"fine{i:02d}" for i in range(100)]
+    (src / "meta").write_bytes(py2_pickle({"fine_label_names": fine_names,
+                                           "coarse_label_names": [f"coarse{i:02d}" for i in range(20)]}))
+    m = convert_images(src, tmp_path / "fine").manifest
+    assert m.classes == tuple(fine_names) and not m.rejected
+    assert {s: y for s, (y, _) in samples(tmp_path / "fine", "train").items()} == {
+        f"train#{i}": fine[i] for i in range(4)}
+    m = convert_images(src, tmp_path / "coarse", label_field="coarse_labels").manifest
+    assert len(m.classes) == 20 and m.classes[19] == "coarse19"
+    assert {s: y for s, (y, _) in samples(tmp_path / "coarse", "test").items()} == {"test#0": 1, "test#1": 0}
+    with pytest.raises(ConvertError, match=r"2 x no class names 'superclasses_names' for label field "
+                                           r"'superclasses' \(names held: coarse_label_names, fine_label_names\)"):
+        convert_images(src, tmp_path / "bad", label_field="superclasses")
+
+
+def write_mnist(folder: Path, images: np.ndarray, labels: np.ndarray, *, prefix: str = "", test: int = 3,
+                gz: bool = True, plain: bool = True) -> Path:
+    """torchvision's `MNIST/raw/`: each file unpacked, and its `.gz` beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(images) - test
+    for stem, part in ((f"{prefix}train", slice(0, n)), (f"{prefix}t10k" if not prefix else f"{prefix}test",
+                                                        slice(n, None))):
+        for what, data in (("images-idx3", idx(images[part])), ("labels-idx1", idx(labels[part]))):
+            if plain:
+                (folder / f"{stem}-{what}-ubyte").write_bytes(data)
+            if gz:
+                (folder / f"{stem}-{what}-ubyte.gz").write_bytes(gzip.compress(data))
+    return folder
+
+
+def test_mnist_as_torchvision_keeps_it_converts_each_file_once(tmp_path: Path):
+    images = photos(9, 28, "L")
+    labels = np.array([5, 0, 4, 1, 9, 2, 1, 3, 1], np.uint8)
+    src = write_mnist(tmp_path / "MNIST" / "raw", images, labels)
+    assert IMAGES.detect(src)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 6, "test": 3}
+    assert not m.rejected
+    assert m.classes == tuple(str(i) for i in range(10))  # ids 0 ... the largest, as a labels CSV's
+    got = samples(tmp_path / "out", "test")
+    assert sorted(got) == ["t10k-images-idx3-ubyte#0", "t10k-images-idx3-ubyte#1", "t10k-images-idx3-ubyte#2"]
+    for i in range(3):
+        label, pixels = got[f"t10k-images-idx3-ubyte#{i}"]
+        assert label == labels[6 + i]
+        assert np.abs(pixels.mean(axis=2) - images[6 + i]).mean() < 4
+
+
+def test_gzip_files_alone_and_emnist_turned_back(tmp_path: Path):
+    images = photos(5, 28, "L")
+    labels = np.array([1, 2, 3, 4, 5], np.uint8)
+    src = write_mnist(tmp_path / "EMNIST" / "raw", images.transpose(0, 2, 1), labels, prefix="emnist-letters-",
+                      test=2, plain=False)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 2}
+    got = samples(tmp_path / "out", "train")
+    label, pixels = got["emnist-letters-train-images-idx3-ubyte.gz#2"]
+    assert label == 3
+    assert np.abs(pixels.mean(axis=2) - images[2]).mean() < 4  # stored transposed, read upright
+
+
+def test_damaged_idx_files_keep_their_whole_images_and_say_what_is_wrong(tmp_path: Path):
+    images = photos(6, 28, "L")
+    labels = np.array([1, 2, 3, 4, 5, 6], np.uint8)
+    src = write_mnist(tmp_path / "raw", images, labels, gz=False)
+    train = src / "train-images-idx3-ubyte"
+    train.write_bytes(train.read_bytes()[:-100])  # its last image cut short
+    (src / "t10k-labels-idx1-ubyte").write_bytes(idx(labels[:2]))
+    m = convert_images(src, tmp_path / "out").manifest
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("t10k-images-idx3-ubyte", "3 images and 2 labels in t10k-labels-idx1-ubyte"),
+        ("train-images-idx3-ubyte#2", "the file is cut short: 2 of 3 images are whole")]
+    assert m.splits["train"].samples == 2
+    (src / "t10k-labels-idx1-ubyte").unlink()
+    train.write_bytes(b"\x00\x00\x09\x03" + train.read_bytes()[4:])
+    with pytest.raises(ConvertError, match=r"1 x no labels file beside it \(t10k-labels-idx1-ubyte\); --unlabeled "
+                                           r"converts it without labels; 1 x not an IDX file of 3-dimensional "
+                                           r"unsigned bytes: it starts 00 00 09 03, not 00 00 08 03\)$"):
+        convert_images(src, tmp_path / "out2")
+    (src / "train-images-idx3-ubyte").unlink()
+    m = convert_images(src, tmp_path / "out3", unlabeled=True).manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("train-labels-idx1-ubyte", "labels without their images file (train-images-idx3-ubyte)")]
+    assert m.splits["test"].samples == 3 and m.classes == ()
+
+
+@pytest.mark.parametrize("head, reason", [
+    (b"", "not an IDX file of 3-dimensional unsigned bytes: it starts nothing, not 00 00 08 03"),
+    (b"\x00\x00\x08\x03\x00\x00", "the file is cut short inside its header"),
+    (idx(np.zeros((1, 28, 5000), np.uint8))[:16], "images of 28 x 5000 pixels: not what an IDX dataset holds"),
+    (b"\x00\x00\x08\x03" + struct.pack(">3I", 1 << 20, 4096, 4096),
+     "its header gives 1048576 items of 16777216 bytes, more than 2147483648 bytes"),
+])
+def test_idx_headers_that_promise_what_no_dataset_holds_are_refused_before_reading(tmp_path: Path, head: bytes,
+                                                                                     reason: str):
+    path = tmp_path / "train-images-idx3-ubyte"
+    path.write_bytes(head)
+    with pytest.raises(TableError) as exc:
+        read_idx(path, 3)
+    assert str(exc.value) == reason
+
+
+def test_a_second_dataset_in_the_tree_is_rejected_and_the_cli_detects_the_first(tmp_path: Path, capsys):
+    root = tmp_path / "data"
+    write_mnist(root / "FashionMNIST" / "raw", photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
+    write_mnist(root / "MNIST" / "raw", photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
+    assert cli(["convert", str(root), str(tmp_path / "out"), "-j", "1", "--no-progress"]) == 0
+    m = read_manifest(tmp_path / "out")
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 2}
+    assert {r["reason"] for r in m.rejected} == {
+        "a second dataset: the first is in FashionMNIST/raw; convert each folder apart"}
+    assert len(m.rejected) == 4
+
+
+def test_detection_reads_pickles_named_as_batches_and_nothing_else(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "train").write_text("a text file named train\n")
+    (src / "test").write_bytes(b"\x80")
+    assert not IMAGES.detect(src)
+    (src / "test").write_bytes(py2_pickle({"data": cifar_rows(photos(1, 32)), "labels": [0]}))
+    assert IMAGES.detect(src)
+    (src / "a.jpg").write_bytes((PHOTOS / "apple.jpg").read_bytes())
+    assert IMAGES.detect(src)  # an image folder, read as one
+    with pytest.raises(Exception, match="--image-field names the image column of a table"):
+        from converters.images.array_files import discover_array_files
+        from converters.images.table_columns import TableOptions
+
+        discover_array_files(src, TableOptions(image_field="img"))
+
+
+def test_classes_named_by_a_file_and_the_labels_of_a_fashion_mnist_kept(tmp_path: Path):
+    names = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
+    (tmp_path / "classes.txt").write_text("\n".join(names) + "\n")
+    src = write_mnist(tmp_path / "FashionMNIST" / "raw", photos(5, 28, "L"), np.array([9, 0, 0, 3, 8], np.uint8),
+                      test=2)
+    m = convert_images(src, tmp_path / "out", classes=str(tmp_path / "classes.txt")).manifest
+    assert m.classes == tuple(names)
+    assert {s: y for s, (y, _) in samples(tmp_path / "out", "test").items()} == {
+        "t10k-images-idx3-ubyte#0": 3, "t10k-images-idx3-ubyte#1": 8}
+
+
+def test_unlabeled_cifar_and_a_label_field_idx_files_do_not_have(tmp_path: Path):
+    src = write_cifar10(tmp_path / "cifar", photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
+    m = convert_images(src, tmp_path / "out", unlabeled=True).manifest
+    assert m.classes == () and m.splits["train"].samples == 4
+    assert {y for y, _ in samples(tmp_path / "out", "train").values()} == {None}  # no label, no cls member
+    mnist = write_mnist(tmp_path / "raw", photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
+    with pytest.raises(ConvertError, match=r"2 x --label-field names a field of CIFAR batches; an IDX file has one "
+                                           r"label an image"):
+        convert_images(mnist, tmp_path / "out2", label_field="labels")
