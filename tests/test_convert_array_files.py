@@ -349,3 +349,16 @@ def test_unlabeled_cifar_and_a_label_field_idx_files_do_not_have(tmp_path: Path)
     with pytest.raises(ConvertError, match=r"2 x --label-field names a field of CIFAR batches; an IDX file has one "
                                            r"label an image"):
         convert_images(mnist, tmp_path / "out2", label_field="labels")
+
+
+def test_cifar_in_parts_makes_the_shards_one_run_makes(tmp_path: Path):
+    from converters.assemble import merge
+
+    src = write_cifar10(tmp_path / "cifar", photos(10, 32), [i % 10 for i in range(10)], test=2)
+    whole = convert_images(src, tmp_path / "whole", samples_per_shard=2).manifest
+    for part in (0, 1):
+        convert_images(src, tmp_path / "parts", samples_per_shard=2, num_parts=2, part=part)
+    merged = merge(tmp_path / "parts")
+    assert {s: [sh.sha256 for sh in merged.split(s).shards] for s in merged.splits} == {
+        s: [sh.sha256 for sh in whole.split(s).shards] for s in whole.splits}
+    assert whole.splits["train"].samples == 8
