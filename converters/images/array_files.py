@@ -36,16 +36,15 @@ def _cifar_batch(path: Path) -> bool:
 
 def has_array_files(src: Path, *, limit: int) -> bool:
     """Whether an IDX images file or a CIFAR batch is among the first `limit` files of `src`, and no image file."""
-    batches = []
+    batches, idx = [], False
     for path in first_files(src, limit):
         if path.suffix.lower() in EXTENSIONS:
             return False
         name = idx_files.idx_name(path.name)
-        if name is not None and name.images:
-            return True
+        idx = idx or (name is not None and name.images)
         if cifar.BATCH.match(path.name):
             batches.append(path)
-    return any(cifar.is_pickle(p) for p in batches[:LOOK_AT])
+    return idx or any(cifar.is_pickle(p) for p in batches[:LOOK_AT])
 
 
 def _split(stem: str, default: str) -> str:
