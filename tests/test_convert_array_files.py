@@ -371,3 +371,16 @@ def test_cifar_in_parts_makes_the_shards_one_run_makes(tmp_path: Path):
     assert {s: [sh.sha256 for sh in merged.split(s).shards] for s in merged.splits} == {
         s: [sh.sha256 for sh in whole.split(s).shards] for s in whole.splits}
     assert whole.splits["train"].samples == 8
+
+
+def test_kaggles_copy_of_mnist_names_its_files_with_a_dot(tmp_path: Path):
+    """Kaggle's MNIST: `train-images.idx3-ubyte` beside `train-labels.idx1-ubyte`."""
+    images, labels = photos(4, 28, "L"), np.array([3, 1, 4, 1], np.uint8)
+    src = tmp_path / "mnist"
+    src.mkdir()
+    for stem, part in (("train", slice(0, 3)), ("t10k", slice(3, 4))):
+        (src / f"{stem}-images.idx3-ubyte").write_bytes(idx(images[part]))
+        (src / f"{stem}-labels.idx1-ubyte").write_bytes(idx(labels[part]))
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 1} and not m.rejected
+    assert samples(tmp_path / "out", "test")["t10k-images.idx3-ubyte#0"][0] == 1

@@ -23,7 +23,8 @@ import numpy as np
 
 from converters.table_files import TableError
 
-NAME = re.compile(r"^(?P<stem>.*)-(?P<what>images|labels)-idx(?P<ndim>[13])-ubyte(?P<gz>\.gz)?$", re.IGNORECASE)
+NAME = re.compile(r"^(?P<stem>.*)-(?P<what>images|labels)(?P<sep>[-.])idx(?P<ndim>[13])-ubyte(?P<gz>\.gz)?$",
+                  re.IGNORECASE)  # `.idx3`: Kaggle's copy of MNIST
 UBYTE = 0x08
 MAX_SIDE = 4096  # rows or columns of one image
 MAX_BYTES = 1 << 31  # bytes of one file's values (EMNIST's largest: 547 MB)
@@ -36,10 +37,11 @@ class Idx:
     stem: str
     images: bool
     gz: bool
+    sep: str = "-"  # between `images` and `idx3`
 
     def partner(self, path: Path) -> list[Path]:
         """The paths the other file of the pair may have (unpacked first)."""
-        other = "labels-idx1" if self.images else "images-idx3"
+        other = f"labels{self.sep}idx1" if self.images else f"images{self.sep}idx3"
         return [path.with_name(f"{self.stem}-{other}-ubyte{gz}") for gz in ("", ".gz")]
 
 
@@ -47,7 +49,7 @@ def idx_name(name: str) -> Idx | None:
     m = NAME.match(name)
     if m is None or (m["what"].lower() == "images") != (m["ndim"] == "3"):
         return None
-    return Idx(m["stem"], m["what"].lower() == "images", bool(m["gz"]))
+    return Idx(m["stem"], m["what"].lower() == "images", bool(m["gz"]), m["sep"])
 
 
 def read_idx(path: Path, ndim: int) -> tuple[np.ndarray, int]:
