@@ -86,6 +86,16 @@ def test_blank_lines_past_the_cap_after_an_object_are_read_a_line_at_a_time(tmp_
     path.write_text('{"text": "a"}\n' + "\n" * 100)
     assert read(path, max_document_bytes=60) == [(":1", "a")]
     assert read(path) == [("", "a")]
+    path.write_text('{"text": "a"}\n' + "\n" * 6)  # 20 bytes: a file parsed whole may be exactly the cap
+    assert read(path, max_document_bytes=20) == [("", "a")]
+    assert read(path, max_document_bytes=19) == [(":1", "a")]
+
+
+def test_json_lines_longer_than_a_read_buffer_are_read_whole(tmp_path: Path):
+    path = tmp_path / "c4-train.00000-of-01024.json"
+    path.write_text("".join(json.dumps(c4_record(f"document {i} " + "word " * 20, i)) + "\n" for i in range(2000)))
+    docs = read(path)
+    assert len(docs) == 2000 and docs[-1] == (":2000", "document 1999 " + "word " * 20)
 
 
 def test_a_file_parsed_whole_reads_no_more_than_the_cap_after_what_was_read():

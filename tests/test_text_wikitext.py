@@ -111,3 +111,16 @@ def test_binary_raw_files_are_no_text_corpus(tmp_path: Path):
     assert not TEXT.detect(src)
     (src / "ct.raw").write_bytes(b"\x80" + b"a" * 10)
     assert read(src / "ct.raw") == [("#0", "! not UTF-8 text: undecodable byte 0x80 at offset 0")]
+
+
+def test_what_a_wikitext_file_is_not_read_as_is_said_whole(tmp_path: Path):
+    path = tmp_path / "wiki.train.raw"
+    path.write_text(" = A = \n a \n")
+    assert read(path, ids_field="input_ids") == [
+        ("", "! --ids-field reads token ids from Parquet, Arrow, JSON Lines or JSON files; this is a WikiText file")]
+    (tmp_path / "notes.doc").write_text("x")
+    assert read(tmp_path / "notes.doc") == [
+        ("", "! unsupported file type; allowed: .txt, .text, .raw, .tokens, .jsonl, .ndjson, .json, .csv, .tsv, "
+             ".parquet, .arrow, .bin, no extension, or + .gz or .zst")]
+    assert read(tmp_path / "wiki.test.raw") == [
+        ("", "! unreadable: [Errno 2] No such file or directory: " + repr(str(tmp_path / "wiki.test.raw")))]

@@ -140,9 +140,7 @@ def _text_lines(f: BinaryIO, cap: int) -> Iterator[tuple[int, str | Reject]]:
 
 def _whole(f: BinaryIO, cap: int, what: str, head: bytes = b"") -> str | Reject:
     """The whole file as one text, `head` the bytes of it already read."""
-    data = head + f.read(max(0, cap + 1 - len(head)))  # (read(-1) would read it all)
-    if not data:
-        return Reject("empty file (0 bytes)")
+    data = head + f.read(max(0, cap + 1 - len(head)))  # (read(-1) would read it all; an empty file never comes)
     if len(data) > cap:
         return Reject(f"{what} larger than --max-document-bytes ({cap} bytes)")
     try:
@@ -254,8 +252,7 @@ def _head(f: BinaryIO, cap: int) -> tuple[bytes, bool]:
     if len(first) > cap:
         return head, True
     try:
-        if not isinstance(parse_json(first.decode("utf-8")), dict):
-            return head, False
+        parse_json(first.decode("utf-8"))  # starting with "{", it is an object if it parses
     except (UnicodeDecodeError, BadJSON):
         return head, False
     while line := f.readline(cap + 2):
