@@ -295,6 +295,12 @@ def test_damaged_idx_files_keep_their_whole_images_and_say_what_is_wrong(tmp_pat
 
 @pytest.mark.parametrize("head, reason", [
     (b"", "not an IDX file of 3-dimensional unsigned bytes: it starts nothing, not 00 00 08 03"),
+    (b"\x00\x00", "not an IDX file of 3-dimensional unsigned bytes: it starts 00 00, not 00 00 08 03"),
+    (b"\x00\x00\x08\x03", "the file is cut short inside its header"),
+    (idx(np.zeros((1, 0, 28), np.uint8)), "images of 0 x 28 pixels: not what an IDX dataset holds"),
+    (idx(np.zeros((1, 28, 0), np.uint8)), "images of 28 x 0 pixels: not what an IDX dataset holds"),
+    (gzip.compress(idx(np.zeros((3, 28, 28), np.uint8)))[:-12],
+     "unreadable: EOFError: Compressed file ended before the end-of-stream marker was reached"),
     (b"\x00\x00\x08\x03\x00\x00", "the file is cut short inside its header"),
     (idx(np.zeros((1, 28, 5000), np.uint8))[:16], "images of 28 x 5000 pixels: not what an IDX dataset holds"),
     (b"\x00\x00\x08\x03" + struct.pack(">3I", 1 << 20, 4096, 4096),
@@ -316,9 +322,15 @@ def test_a_second_dataset_in_the_tree_is_rejected_and_the_cli_detects_the_first(
     assert cli(["convert", str(root), str(tmp_path / "out"), "-j", "1", "--no-progress"]) == 0
     m = read_manifest(tmp_path / "out")
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 2}
-    assert {r["reason"] for r in m.rejected} == {
-        "a second dataset: the first is in FashionMNIST/raw; convert each folder apart"}
-    assert len(m.rejected) == 4
+    second = "a second dataset: the first is in FashionMNIST/raw; convert each folder apart"
+    assert sorted((r["split"], r["source"], r["reason"]) for r in m.rejected) == [
+        ("test", "MNIST/raw/t10k-images-idx3-ubyte", second), ("test", "MNIST/raw/t10k-labels-idx1-ubyte", second),
+        ("train", "MNIST/raw/train-images-idx3-ubyte", second), ("train", "MNIST/raw/train-labels-idx1-ubyte", second)]
+    top = tmp_path / "top"
+    write_mnist(top, photos(3, 28, "L"), np.arange(3, dtype=np.uint8), test=1, gz=False)
+    write_mnist(top / "more", photos(3, 28, "L"), np.arange(3, dtype=np.uint8), test=1, gz=False)
+    m = convert_images(top, tmp_path / "out2").manifest
+    assert {r["reason"] for r in m.rejected} == {"a second dataset: the first is in .; convert each folder apart"}
 
 
 def test_detection_reads_pickles_named_as_batches_and_nothing_else(tmp_path: Path):
@@ -384,3 +396,84 @@ def test_kaggles_copy_of_mnist_names_its_files_with_a_dot(tmp_path: Path):
     m = convert_images(src, tmp_path / "out").manifest
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 1} and not m.rejected
     assert samples(tmp_path / "out", "test")["t10k-images.idx3-ubyte#0"][0] == 1
+
+
+def test_idx_images_of_any_shape_and_count_are_read_as_the_header_gives_them(tmp_path: Path):
+    path = tmp_path / "train-images-idx3-ubyte"
+    odd = np.arange(2 * 3 * 5, dtype=np.uint8).reshape(2, 3, 5)  # not square
+    path.write_bytes(idx(odd) + b"\xff" * 15)  # and bytes after the last image
+    images, count = read_idx(path, 3)
+    np.testing.assert_array_equal(images, odd)
+    assert count == 2
+    path.write_bytes(idx(np.full((4, 1, 1), 7, np.uint8)))  # one pixel a side
+    assert read_idx(path, 3)[0].shape == (4, 1, 1)
+    path.write_bytes(b"\x00\x00\x08\x03" + struct.pack(">3I", 1 << 23, 16, 16))  # 2 GiB exactly: not refused
+    images, count = read_idx(path, 3)
+    assert images.shape == (0, 16, 16) and count == 1 << 23
+
+
+def test_pickles_that_are_no_cifar_batch_and_files_that_are_no_pickle(tmp_path: Path):
+    src = write_cifar10(tmp_path / "cifar", photos(4, 32), [1, 2, 3, 4], test=2)
+    (src / "extra.pkl").write_bytes(py2_pickle({"data": cifar_rows(photos(1, 32)), "labels": [0]}))
+    m = convert_images(src, tmp_path / "out").manifest
+    assert sorted(r["source"] for r in m.rejected) == ["extra.pkl", "readme.html"]
+    assert m.extra["layout"] == "arrays"
+    assert not cifar.is_pickle(tmp_path / "missing") and not cifar.is_pickle(src)
+    big = tmp_path / "data_batch_9"
+    with open(big, "wb") as f:
+        f.truncate(cifar.MAX_FILE + 1)  # sparse: nothing is written
+    with pytest.raises(TableError) as exc:
+        cifar.load(big)
+    assert str(exc.value) == "a file of 1073741825 bytes, more than a CIFAR file has (1073741824)"
+
+
+def test_batches_pickled_by_python_3_with_byte_keys_and_what_a_label_field_lacks(tmp_path: Path):
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(pickle.dumps({b"data": cifar_rows(photos(2, 32)), b"labels": [3, 4]}, protocol=2))
+    assert cifar.read_batch(path, "labels").labels == [3, 4]
+    path.write_bytes(pickle.dumps({"data": cifar_rows(photos(1, 32)), "fine_labels": [1], "coarse_labels": [0],
+                                   "label_names": ["a"]}))
+    with pytest.raises(TableError) as exc:
+        cifar.read_batch(path, "labels")
+    assert str(exc.value) == "no label field 'labels' (label fields: coarse_labels, fine_labels); name it with " \
+                             "--label-field"
+    path.write_bytes(pickle.dumps({"data": cifar_rows(photos(1, 32))}))
+    with pytest.raises(TableError, match=r"\(label fields: none\)"):
+        cifar.read_batch(path, "labels")
+    meta = tmp_path / "batches.meta"
+    for held, reason in (({"label_names": []}, "no class names 'label_names' for label field 'labels' (names held: "
+                                                "label_names)"),
+                         ({"num_vis": 3072}, "no class names 'label_names' for label field 'labels' (names held: "
+                                             "none)"),
+                         ({"label_names": ["a", 2]}, "no class names 'label_names' for label field 'labels' (names "
+                                                     "held: label_names)")):
+        meta.write_bytes(py2_pickle(held))
+        with pytest.raises(TableError) as exc:
+            cifar.class_names(meta, None)
+        assert str(exc.value) == reason
+
+
+def test_a_batch_naming_numpy_core_loads_without_numpys_deprecation(tmp_path: Path):
+    import warnings
+
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(py2_pickle({"labels": [1], "data": cifar_rows(photos(1, 32))}))
+    assert b"cnumpy.core.multiarray\n" in path.read_bytes()  # as the real files name it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cifar.read_batch(path, "labels").labels == [1]
+
+
+def test_a_linked_batch_is_followed_unless_told_not_to(tmp_path: Path):
+    src = write_cifar10(tmp_path / "cifar", photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (src / "data_batch_2").rename(elsewhere / "data_batch_2")
+    (src / "data_batch_2").symlink_to(elsewhere / "data_batch_2")
+    assert convert_images(src, tmp_path / "out").manifest.splits["train"].samples == 4
+    from converters.images.array_files import discover_array_files
+    from converters.images.table_columns import TableOptions
+
+    found = discover_array_files(src, TableOptions(), follow_symlinks=False)
+    assert sum(len(v) for v in found.splits.values()) == 4  # data_batch_1 and test_batch
+    assert [r.source for r in found.rejected] == ["data_batch_2", "readme.html"]

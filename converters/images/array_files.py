@@ -48,9 +48,9 @@ def has_array_files(src: Path, *, limit: int) -> bool:
 
 
 def _split(stem: str, default: str) -> str:
-    named = splits_named(stem)
-    if stem.lower() == "t10k" or stem.lower().endswith("-t10k"):
+    if stem.lower() == "t10k":  # MNIST's test files
         return "test"
+    named = splits_named(stem)
     return named.pop() if len(named) == 1 else default
 
 
@@ -103,7 +103,7 @@ class _ArrayFiles(ImageRows):
         names, field = cifar.class_names(meta, self.opts.label_field)
         batch = cifar.read_batch(path, field)
         label = None if self.opts.unlabeled else field
-        columns = Columns("data", label, names if label else None)
+        columns = Columns("data", label, names)
         self.labels.agree(rel, label, columns.names)
         return sum(self._add_row(_png(image), y if label else None, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(batch.images, batch.labels, strict=True)))
