@@ -275,7 +275,7 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte")  # torchvision's CIFAR and MNIST files
+ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv")  # torchvision's CIFAR and MNIST, Kaggle's
 
 
 def _array_file(name: str, images: list[bytes]) -> bytes:
@@ -293,17 +293,21 @@ def _array_file(name: str, images: list[bytes]) -> bytes:
         rows = np.stack([pixels(d, "RGB", 32).transpose(2, 0, 1).reshape(-1) for d in images])
         return pickle.dumps({"batch_label": "batch 1", "labels": [i % 2 for i in range(len(images))], "data": rows},
                             protocol=2)
+    if name == "train.csv":  # Kaggle's Digit Recognizer: label,pixel0,...
+        rows = [",".join(map(str, [i % 2, *pixels(d, "L", 16).ravel()])) for i, d in enumerate(images)]
+        return ("label," + ",".join(f"pixel{i}" for i in range(256)) + "\n" + "\n".join(rows) + "\n").encode()
     grey = np.stack([pixels(d, "L", 28) for d in images])
     return bytes([0, 0, 8, 3]) + struct.pack(">3I", *grey.shape) + grey.tobytes()
 
 
 def _array_partners(src: Path, name: str, count: int) -> None:
-    """What an array file is read with: CIFAR's meta file, or the IDX labels of `count` images."""
+    """What an array file is read with: CIFAR's meta file, or the IDX labels of `count` images (a table of pixels:
+    nothing)."""
     import pickle
 
     if name == "data_batch_1":
         (src / "batches.meta").write_bytes(pickle.dumps({"label_names": ["a", "b"]}, protocol=2))
-    else:
+    elif name == "train-images-idx3-ubyte":
         (src / "train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1]) + struct.pack(">I", count)
                                                       + bytes(i % 2 for i in range(count)))
 

@@ -113,8 +113,8 @@ def test_cifar10_converts_with_its_classes_in_id_order_and_its_pixels_in_place(t
     assert m.classes == tuple(CIFAR10_NAMES)  # the meta file's order, not sorted
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 8, "test": 4}
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("readme.html", "not a CIFAR batch or an IDX file (this source is read as the files of torchvision's CIFAR "
-                        "or MNIST datasets)")]
+        ("readme.html", "not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files "
+                        "of torchvision's CIFAR or MNIST datasets, or Kaggle's tables of pixels)")]
     got = {**samples(tmp_path / "out", "train"), **samples(tmp_path / "out", "test")}
     where = [f"data_batch_1#{i}" for i in range(4)] + [f"data_batch_2#{i}" for i in range(4)] + [
         f"test_batch#{i}" for i in range(4)]

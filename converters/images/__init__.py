@@ -1,6 +1,6 @@
 """The images kind: ImageNet-style folders, Hugging Face tables of images (tables.py), TFRecord files of
-tf.train.Example records (tfrecords.py) or torchvision's CIFAR and MNIST files (array_files.py) -> baseline RGB JPEG
-samples (jpg, cls, json)."""
+tf.train.Example records (tfrecords.py), torchvision's CIFAR and MNIST files or Kaggle's tables of pixels
+(array_files.py) -> baseline RGB JPEG samples (jpg, cls, json)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Image datasets kept as arrays, in the files torchvision's dataset classes download: CIFAR-10 and CIFAR-100's
-pickled batches (cifar.py) and MNIST-style IDX files (idx_files.py). Their images are read as the rows of a table
-are (tables.py `ImageRows`): each is encoded as PNG (lossless) into a spill file and converted like an image file.
+pickled batches (cifar.py) and MNIST-style IDX files (idx_files.py); and Kaggle's CSV tables of pixels
+(pixel_tables.py). Their images are read as the rows of a table are (tables.py `ImageRows`): each is encoded as PNG
+(lossless) into a spill file and converted like an image file.
 
 - Splits: CIFAR's `test_batch` and `test`, MNIST's `t10k-*` and a name with a split's word (`emnist-letters-test-*`)
   are `test`; the rest is `--split` (default `train`).
@@ -11,6 +12,8 @@ are (tables.py `ImageRows`): each is encoded as PNG (lossless) into a spill file
   `data/` holding `MNIST/raw/` and `FashionMNIST/raw/`) is rejected, naming the first folder; a file that is no
   dataset file is rejected too. A meta file, an IDX labels file and a `.gz` copy beside its unpacked file are read
   with the batches or images they go with.
+- A table of pixels without a label column (Kaggle's `test.csv`) is read once every table has been seen: beside a
+  labelled one it is rejected, saying so; alone, it converts unlabeled.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from converters.images import cifar, idx_files
+from converters.images import cifar, idx_files, pixel_tables
 from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected
@@ -27,7 +30,10 @@ from converters.sample import Rejection
 from converters.table_files import TableError
 from converters.tree import first_files, splits_named
 
-LOOK_AT = 8  # files named like CIFAR batches whose first bytes `has_array_files` reads
+LOOK_AT = 8  # files named like CIFAR batches, or CSV files, whose first bytes `has_array_files` reads
+SPLITS = ("train", "val", "test")
+NOT_ONE = ("not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files of "
+           "torchvision's CIFAR or MNIST datasets, or Kaggle's tables of pixels)")
 
 
 def _cifar_batch(path: Path) -> bool:
@@ -36,7 +42,7 @@ def _cifar_batch(path: Path) -> bool:
 
 def has_array_files(src: Path, *, limit: int) -> bool:
     """Whether an IDX images file or a CIFAR batch is among the first `limit` files of `src`, and no image file."""
-    batches, idx = [], False
+    batches, tables, idx = [], [], False
     for path in first_files(src, limit):
         if path.suffix.lower() in EXTENSIONS:
             return False
@@ -44,7 +50,10 @@ def has_array_files(src: Path, *, limit: int) -> bool:
         idx = idx or (name is not None and name.images)
         if cifar.BATCH.match(path.name):
             batches.append(path)
-    return idx or any(cifar.is_pickle(p) for p in batches[:LOOK_AT])
+        elif path.suffix.lower() == ".csv":
+            tables.append(path)
+    return (idx or any(cifar.is_pickle(p) for p in batches[:LOOK_AT])
+            or any(pixel_tables.table_layout(p) is not None for p in tables[:LOOK_AT]))
 
 
 def _split(stem: str, default: str) -> str:
@@ -70,15 +79,16 @@ class _ArrayFiles(ImageRows):
     def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
         super().__init__(src, opts, follow=follow)
         self.folder: Path | None = None  # where the dataset's files are
+        self.unlabeled_tables: list[tuple[Path, str, pixel_tables.PixelLayout, str]] = []  # read at the end
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)
         idx = idx_files.idx_name(path.name)
-        split = _split(path.name if idx is None else idx.stem, self.split)
+        split = _split(path.stem if idx is None else idx.stem, self.split)
+        layout = pixel_tables.table_layout(path) if idx is None else None
         cifar_file = idx is None and (_cifar_batch(path) or (path.name in cifar.META and cifar.is_pickle(path)))
-        if idx is None and not cifar_file:
-            self.rejected.append(Rejection(split, rel, "not a CIFAR batch or an IDX file (this source is read as "
-                                                       "the files of torchvision's CIFAR or MNIST datasets)"))
+        if idx is None and not cifar_file and layout is None:
+            self.rejected.append(Rejection(split, rel, NOT_ONE))
             return
         if self.folder is None:
             self.folder = path.parent
@@ -88,7 +98,9 @@ class _ArrayFiles(ImageRows):
             return
         found = 0
         try:
-            if idx is not None:
+            if layout is not None:
+                found = self._add_pixel_table(path, rel, layout, split)
+            elif idx is not None:
                 found = self._add_idx(path, rel, idx, split)
             elif path.name not in cifar.META:
                 found = self._add_batch(path, rel, split)
@@ -138,6 +150,44 @@ class _ArrayFiles(ImageRows):
                                                                           f"{count} images are whole"))
         return sum(self._add_row(_png(image), y, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(images, labels, strict=False)))
+
+
+    def add_tree(self, folder: Path, split: str, label: int | None) -> None:
+        super().add_tree(folder, split, label)
+        labelled = self.labels.column is not None
+        for path, rel, layout, split in self.unlabeled_tables:  # read once every table's labels are known
+            if labelled:
+                self.rejected.append(Rejection(split, rel, f"no label column: the other tables label their rows "
+                                                           f"(column {self.labels.column!r}); convert it apart, "
+                                                           "with --unlabeled"))
+            else:
+                self._read_pixel_table(path, rel, layout, split)
+        self.unlabeled_tables = []
+
+    def _add_pixel_table(self, path: Path, rel: str, layout: pixel_tables.PixelLayout, split: str) -> int:
+        if layout.label is None and not self.opts.unlabeled:  # Kaggle's test.csv beside a labelled train.csv
+            self.unlabeled_tables.append((path, rel, layout, split))
+            return 0
+        return self._read_pixel_table(path, rel, layout, split)
+
+    def _read_pixel_table(self, path: Path, rel: str, layout: pixel_tables.PixelLayout, split: str) -> int:
+        label = None if self.opts.unlabeled or layout.label is None else layout.label_name
+        columns = Columns("pixels", label, None)
+        self.labels.field = "column"  # a table's, where messages name it
+        self.labels.agree(rel, label, None)
+        found = 0
+        try:
+            for n, row in pixel_tables.pixel_rows(path, layout):
+                where = f"{rel}#{n}"
+                row_split = row.split or split
+                if row_split not in SPLITS:
+                    self.rejected.append(Rejection(split, where, f"no split: {row.split!r} in the split column"))
+                    continue
+                image = row.image if isinstance(row.image, str) else _png(row.image)
+                found += self._add_row(image, row.label if label else None, columns, row_split, where, str(path))
+        except TableError as exc:
+            self.rejected.append(Rejection(split, rel, str(exc)))  # the rows before it are kept
+        return found
 
 
 def discover_array_files(src: Path, opts: TableOptions, *, follow_symlinks: bool = True) -> Discovery:

@@ -1,0 +1,174 @@
+"""Kaggle's CSV tables of pixels (converters/images/pixel_tables.py, read by array_files.py): Digit Recognizer's
+`train.csv` beside its unlabeled `test.csv`, Fashion-MNIST's `label,pixel1,...`, `mnist_train.csv` with `1x1`
+columns or no header, FER2013's packed `pixels` cell with its `Usage` split. Before, `fastdata convert` took such a
+folder for a text corpus and asked for a tokenizer. Images: the real photos, made small and grey."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import PHOTOS, convert_images
+from PIL import Image
+
+from converters.images import KIND as IMAGES
+from converters.images.pixel_tables import pixel_layout
+from converters.text import KIND as TEXT
+from fastdata.cli import main as cli
+from fastdata.manifest import read_manifest
+
+NOT_ONE = ("not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files of "
+           "torchvision's CIFAR or MNIST datasets, or Kaggle's tables of pixels)")
+
+
+def photos(n: int, side: int) -> np.ndarray:
+    out = []
+    for path in sorted(PHOTOS.glob("*.jpg"))[:n]:
+        im = Image.open(path).convert("L")
+        s = min(im.size)
+        out.append(np.asarray(im.crop((0, 0, s, s)).resize((side, side), Image.BILINEAR)))
+    return np.stack(out)
+
+
+def csv_table(path: Path, header: list[str] | None, rows: list[list[object]]) -> Path:
+    lines = ([",".join(header)] if header else []) + [",".join(map(str, r)) for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def samples(dst: Path, split: str) -> dict[str, tuple[int | None, np.ndarray]]:
+    """Each converted sample's source -> (label, grey pixels)."""
+    meta, images = {}, {}
+    for shard in read_manifest(dst).split(split).shards:
+        with tarfile.open(dst / shard.name) as tar:
+            for member in tar:
+                key, ext = member.name.rsplit(".", 1)
+                data = tar.extractfile(member).read()
+                if ext == "jpg":
+                    images[key] = np.asarray(Image.open(io.BytesIO(data)).convert("L")).astype(int)
+                elif ext == "json":
+                    meta[key] = json.loads(data)
+    return {m["source"]: (m["label"], images[k]) for k, m in meta.items()}
+
+
+def digit_recognizer(src: Path, images: np.ndarray, labels: list[int], test: int) -> Path:
+    src.mkdir(parents=True, exist_ok=True)
+    pixels = [f"pixel{i}" for i in range(images[0].size)]
+    n = len(images) - test
+    csv_table(src / "train.csv", ["label", *pixels], [[y, *im.ravel()] for y, im in zip(labels[:n], images[:n])])
+    csv_table(src / "test.csv", pixels, [list(im.ravel()) for im in images[n:]])
+    csv_table(src / "sample_submission.csv", ["ImageId", "Label"], [[i + 1, 0] for i in range(test)])
+    return src
+
+
+def test_digit_recognizer_converts_its_labelled_table_and_says_why_not_the_unlabeled_one(tmp_path: Path):
+    images, labels = photos(8, 28), [1, 0, 1, 4, 0, 3]
+    src = digit_recognizer(tmp_path / "digit-recognizer", images, labels, test=2)
+    assert IMAGES.detect(src)
+    assert cli(["convert", str(src), str(tmp_path / "out"), "-j", "1", "--no-progress"]) == 0
+    m = read_manifest(tmp_path / "out")
+    assert m.classes == ("0", "1", "2", "3", "4") and {k: s.samples for k, s in m.splits.items()} == {"train": 6}
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("sample_submission.csv", NOT_ONE),
+        ("test.csv", "no label column: the other tables label their rows (column 'label'); convert it apart, with "
+                     "--unlabeled")]
+    got = samples(tmp_path / "out", "train")
+    for i in range(6):
+        label, pixels = got[f"train.csv#{i}"]
+        assert label == labels[i]
+        assert np.abs(pixels - images[i]).mean() < 6
+        assert np.abs(pixels - images[i].T).mean() > 20  # pixels in row-major order, not transposed
+    m = convert_images(src, tmp_path / "all", unlabeled=True).manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 6, "test": 2} and m.classes == ()
+
+
+def test_the_layouts_kaggle_hands_out_for_mnist_and_fashion_mnist(tmp_path: Path):
+    images, labels = photos(6, 28), [9, 2, 1, 1, 6, 0]
+    named = {"fashion": (["label", *(f"pixel{i + 1}" for i in range(784))], "fashion-mnist_{}.csv"),
+             "rows-by-cols": (["label", *(f"{r + 1}x{c + 1}" for r in range(28) for c in range(28))],
+                              "mnist_{}.csv"),
+             "no-header": (None, "mnist_{}.csv")}
+    for kind, (header, name) in named.items():
+        src = tmp_path / kind
+        src.mkdir()
+        for split, part in (("train", slice(0, 4)), ("test", slice(4, 6))):
+            csv_table(src / name.format(split), header, [[y, *im.ravel()] for y, im in zip(labels[part],
+                                                                                             images[part])])
+        m = convert_images(src, tmp_path / f"{kind}-out").manifest
+        assert {k: s.samples for k, s in m.splits.items()} == {"train": 4, "test": 2} and not m.rejected, kind
+        label, pixels = samples(tmp_path / f"{kind}-out", "test")[f"{name.format('test')}#1"]
+        assert label == 0 and np.abs(pixels - images[5]).mean() < 6, kind
+    train = tmp_path / "no-header" / "mnist_train.csv"
+    train.write_bytes(b"\xef\xbb\xbf" + train.read_bytes())  # saved by a spreadsheet: a byte order mark first
+    m = convert_images(tmp_path / "no-header", tmp_path / "bom-out").manifest
+    assert m.classes == tuple(str(i) for i in range(10)) and not m.rejected
+    assert samples(tmp_path / "bom-out", "train")["mnist_train.csv#0"][0] == 9
+
+
+def test_fer2013_reads_its_packed_pixels_and_its_usage_column(tmp_path: Path):
+    images, emotions = photos(5, 48), [0, 3, 6, 2, 3]
+    usage = ["Training", "Training", "PublicTest", "PrivateTest", "Elsewhere"]
+    src = tmp_path / "fer2013"
+    src.mkdir()
+    csv_table(src / "fer2013.csv", ["emotion", "pixels", "Usage"],
+              [[e, " ".join(map(str, im.ravel())), u] for e, im, u in zip(emotions, images, usage)])
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 2, "val": 1, "test": 1}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("fer2013.csv#4", "no split: 'Elsewhere' in the split column")]
+    assert m.classes == tuple(str(i) for i in range(7))
+    label, pixels = samples(tmp_path / "out", "val")["fer2013.csv#2"]
+    assert label == 6 and pixels.shape == (48, 48) and np.abs(pixels - images[2]).mean() < 6
+
+
+def test_rows_that_hold_no_image_or_no_label_are_rejected_one_by_one(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    good = list(photos(1, 4)[0].ravel())
+    rows = [[1, *good], [2, *good[:-1], 300], [3, *good[:-1], "a1"], [4, *good[:-3]], ["", *good], [],
+            [5, *good[:-1], -1], [0, *good]]
+    csv_table(src / "train.csv", ["label", *(f"pixel{i}" for i in range(16))], rows)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("train.csv#1", "a pixel value out of 0-255: 300"),
+        ("train.csv#2", "a pixel value that is no whole number: 'a1'"),
+        ("train.csv#3", "14 cells, not 17"),
+        ("train.csv#4", "no label (null in column 'label')"),
+        ("train.csv#6", "a pixel value out of 0-255: -1")]
+    assert sorted(samples(tmp_path / "out", "train")) == ["train.csv#0", "train.csv#7"]
+    (src / "train.csv").write_bytes((src / "train.csv").read_bytes() + b"9," + b"\xff" * 40 + b"\n")
+    m = convert_images(src, tmp_path / "out2").manifest
+    assert ("train.csv", "unreadable from row 8 on: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
+                         "position 2: invalid start byte") in [(r["source"], r["reason"]) for r in m.rejected]
+    assert m.splits["train"].samples == 2  # the rows before it kept
+
+
+@pytest.mark.parametrize("cells, layout", [
+    (["label", *(f"pixel{i}" for i in range(784))], (True, 28, 0, None)),
+    ([*(f"pixel{i}" for i in range(784))], (True, 28, None, None)),
+    (["emotion", " pixels", " Usage"], (True, 0, 0, 2)),  # FER's other file, icml_face_data.csv, with spaces
+    (["7", *(["0"] * 784)], (False, 28, 0, None)),
+    (["label", *(f"pixel{i}" for i in range(783))], None),  # not a square
+    (["label", "id", *(f"pixel{i}" for i in range(784))], None),  # a column that is none of them
+    (["label", *(f"pixel{i}" for i in range(9))], None),  # 3 x 3: no image
+    (["text", "label"], None), (["1", "2"], None), (["ImageId", "Label"], None),
+])
+def test_what_a_first_row_says_of_a_table(cells: list[str], layout: tuple | None):
+    found = pixel_layout(cells)
+    assert (None if found is None else (found.header, found.side, found.label, found.split)) == layout
+
+
+def test_a_text_corpus_table_is_no_table_of_pixels(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    csv_table(src / "train.csv", ["text", "label"], [["a good film", 1], ["a bad one", 0]])
+    assert not IMAGES.detect(src) and TEXT.detect(src)
+    only_test = tmp_path / "only-test"
+    only_test.mkdir()
+    csv_table(only_test / "test.csv", [f"pixel{i}" for i in range(16)], [list(range(16))])
+    m = convert_images(only_test, tmp_path / "out").manifest  # no table labels its rows: read unlabeled
+    assert {k: s.samples for k, s in m.splits.items()} == {"test": 1} and m.classes == ()
