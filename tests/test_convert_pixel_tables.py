@@ -19,6 +19,7 @@ from converters.images import KIND as IMAGES
 from converters.images.pixel_tables import pixel_layout
 from converters.text import KIND as TEXT
 from fastdata.cli import main as cli
+from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
 NOT_ONE = ("not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files of "
@@ -84,6 +85,9 @@ def test_digit_recognizer_converts_its_labelled_table_and_says_why_not_the_unlab
         assert np.abs(pixels - images[i].T).mean() > 20  # pixels in row-major order, not transposed
     m = convert_images(src, tmp_path / "all", unlabeled=True).manifest
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 6, "test": 2} and m.classes == ()
+    with pytest.raises(ConvertError, match=r"2 x --label-field names a field of CIFAR batches; a table of pixels "
+                                           r"has its label in the column named label, emotion, class, target, y; "):
+        convert_images(src, tmp_path / "named", label_field="digit")
 
 
 def test_the_layouts_kaggle_hands_out_for_mnist_and_fashion_mnist(tmp_path: Path):

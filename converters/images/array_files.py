@@ -151,7 +151,6 @@ class _ArrayFiles(ImageRows):
         return sum(self._add_row(_png(image), y, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(images, labels, strict=False)))
 
-
     def add_tree(self, folder: Path, split: str, label: int | None) -> None:
         super().add_tree(folder, split, label)
         labelled = self.labels.column is not None
@@ -165,6 +164,9 @@ class _ArrayFiles(ImageRows):
         self.unlabeled_tables = []
 
     def _add_pixel_table(self, path: Path, rel: str, layout: pixel_tables.PixelLayout, split: str) -> int:
+        if self.opts.label_field:
+            raise TableError(f"--label-field names a field of CIFAR batches; a table of pixels has its label in the "
+                             f"column named {', '.join(pixel_tables.LABEL_COLUMNS)}")
         if layout.label is None and not self.opts.unlabeled:  # Kaggle's test.csv beside a labelled train.csv
             self.unlabeled_tables.append((path, rel, layout, split))
             return 0
@@ -191,7 +193,8 @@ class _ArrayFiles(ImageRows):
 
 
 def discover_array_files(src: Path, opts: TableOptions, *, follow_symlinks: bool = True) -> Discovery:
-    """The images of the CIFAR batches or IDX files under `src`."""
+    """The images of the CIFAR batches, IDX files or tables of pixels under `src`."""
     if opts.image_field:
-        raise ValueError(f"--image-field names the image column of a table; {src} holds CIFAR batches or IDX files")
+        raise ValueError(f"--image-field names the image column of a table; {src} holds CIFAR batches, IDX files or "
+                         "tables of pixels")
     return collected(_ArrayFiles(src, opts, follow=follow_symlinks), "arrays")
