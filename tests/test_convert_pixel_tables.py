@@ -176,3 +176,20 @@ def test_a_text_corpus_table_is_no_table_of_pixels(tmp_path: Path):
     csv_table(only_test / "test.csv", [f"pixel{i}" for i in range(16)], [list(range(16))])
     m = convert_images(only_test, tmp_path / "out").manifest  # no table labels its rows: read unlabeled
     assert {k: s.samples for k, s in m.splits.items()} == {"test": 1} and m.classes == ()
+
+
+def test_one_file_of_a_dataset_given_as_the_source_is_told_to_convert_its_folder(tmp_path: Path, capsys):
+    from test_convert_array_files import cifar_rows, idx, py2_pickle
+
+    src = digit_recognizer(tmp_path / "digits", photos(3, 28), [1, 2], test=1)
+    (src / "data_batch_1").write_bytes(py2_pickle({"labels": [0], "data": cifar_rows(np.zeros((1, 32, 32, 3),
+                                                                                              np.uint8))}))
+    (src / "train-images-idx3-ubyte").write_bytes(idx(photos(1, 28)))
+    for name, what in (("train.csv", "a table of pixels"), ("data_batch_1", "a CIFAR batch"),
+                       ("train-images-idx3-ubyte", "an IDX file")):
+        assert cli(["convert", str(src / name), str(tmp_path / "dst"), "--no-progress"]) != 0
+        assert (f"{src / name} is {what}: images are converted from a folder, so convert the folder that holds it "
+                f"(fastdata convert {src} DST), or move it into a folder of its own") in capsys.readouterr().err
+    csv_table(tmp_path / "reviews.csv", ["text", "label"], [["good", 1]])  # a text table is still text's
+    assert cli(["convert", str(tmp_path / "reviews.csv"), str(tmp_path / "dst2"), "--no-progress"]) != 0
+    assert "--tokenizer is required for text" in capsys.readouterr().err

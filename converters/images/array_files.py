@@ -56,6 +56,16 @@ def has_array_files(src: Path, *, limit: int) -> bool:
             or any(pixel_tables.table_layout(p) is not None for p in tables[:LOOK_AT]))
 
 
+def what_file(path: Path) -> str | None:
+    """What the file at `path` is among the files this module reads ("a CIFAR batch", "an IDX file", "a table of
+    pixels"), or None."""
+    if idx_files.idx_name(path.name) is not None:
+        return "an IDX file"
+    if _cifar_batch(path):
+        return "a CIFAR batch"
+    return "a table of pixels" if pixel_tables.table_layout(path) is not None else None
+
+
 def _split(stem: str, default: str) -> str:
     if stem.lower() == "t10k":  # MNIST's test files
         return "test"

@@ -61,6 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     from converters import KINDS, get_kind
+    from converters.images.array_files import what_file
     from converters.images.tfrecords import looks_like_tfrecord
     from fastdata.errors import ConvertError
 
@@ -70,12 +71,14 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
         return "image_text"
     if args is not None and getattr(args, "tokenizer", None):  # a tokenizer says text is meant, whatever stray
         return "image_text" if get_kind("image_text").detect(src) else "text"  # images: unless they have captions
+    what = what_file(src) if src.is_file() else None  # (a table of pixels is a CSV file, which text would take)
     for name in KINDS:
-        if get_kind(name).detect(src):
+        if what is None and get_kind(name).detect(src):
             return name
-    if src.is_file() and looks_like_tfrecord(src):
-        raise ConvertError(f"{src} is a TFRecord file: images are converted from a folder, so convert the folder "
-                           f"that holds it (fastdata convert {src.parent} DST), or move it into a folder of its own")
+    if src.is_file() and (what or looks_like_tfrecord(src)):
+        raise ConvertError(f"{src} is {what or 'a TFRecord file'}: images are converted from a folder, so convert the "
+                           f"folder that holds it (fastdata convert {src.parent} DST), or move it into a folder of its "
+                           "own")
     raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(src)}); pass --kind ({', '.join(KINDS)})")
 
 
