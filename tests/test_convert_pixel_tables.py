@@ -16,7 +16,7 @@ from helpers import PHOTOS, convert_images
 from PIL import Image
 
 from converters.images import KIND as IMAGES
-from converters.images.pixel_tables import pixel_layout
+from converters.images.pixel_tables import pixel_layout, table_layout
 from converters.text import KIND as TEXT
 from fastdata.cli import main as cli
 from fastdata.errors import ConvertError
@@ -115,15 +115,15 @@ def test_the_layouts_kaggle_hands_out_for_mnist_and_fashion_mnist(tmp_path: Path
 
 def test_fer2013_reads_its_packed_pixels_and_its_usage_column(tmp_path: Path):
     images, emotions = photos(5, 48), [0, 3, 6, 2, 3]
-    usage = ["Training", "Training", "PublicTest", "PrivateTest", "Elsewhere"]
+    usage = ["Training", "Elsewhere", "PublicTest", "PrivateTest", "Training"]
     src = tmp_path / "fer2013"
     src.mkdir()
     csv_table(src / "fer2013.csv", ["emotion", "pixels", "Usage"],
               [[e, " ".join(map(str, im.ravel())), u] for e, im, u in zip(emotions, images, usage)])
     m = convert_images(src, tmp_path / "out").manifest
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 2, "val": 1, "test": 1}
-    assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("fer2013.csv#4", "no split: 'Elsewhere' in the split column")]
+    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+        ("train", "fer2013.csv#1", "no split: 'Elsewhere' in the split column")]
     assert m.classes == tuple(str(i) for i in range(7))
     label, pixels = samples(tmp_path / "out", "val")["fer2013.csv#2"]
     assert label == 6 and pixels.shape == (48, 48) and np.abs(pixels - images[2]).mean() < 6
@@ -134,7 +134,7 @@ def test_rows_that_hold_no_image_or_no_label_are_rejected_one_by_one(tmp_path: P
     src.mkdir()
     good = list(photos(1, 4)[0].ravel())
     rows = [[1, *good], [2, *good[:-1], 300], [3, *good[:-1], "a1"], [4, *good[:-3]], ["", *good], [],
-            [5, *good[:-1], -1], [0, *good]]
+            [5, *good[:-1], -1], [0, *good], [1, *good[:-1], 256], [1, *good[:-1], 10 ** 30], [2, *good[:-1], 255]]
     csv_table(src / "train.csv", ["label", *(f"pixel{i}" for i in range(16))], rows)
     m = convert_images(src, tmp_path / "out").manifest
     assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
@@ -142,13 +142,15 @@ def test_rows_that_hold_no_image_or_no_label_are_rejected_one_by_one(tmp_path: P
         ("train.csv#2", "a pixel value that is no whole number: 'a1'"),
         ("train.csv#3", "14 cells, not 17"),
         ("train.csv#4", "no label (null in column 'label')"),
-        ("train.csv#6", "a pixel value out of 0-255: -1")]
-    assert sorted(samples(tmp_path / "out", "train")) == ["train.csv#0", "train.csv#7"]
+        ("train.csv#6", "a pixel value out of 0-255: -1"),
+        ("train.csv#8", "a pixel value out of 0-255: 256"),
+        ("train.csv#9", "a pixel value out of 0-255: 10000000000000000000")]  # (its first 20 digits)
+    assert sorted(samples(tmp_path / "out", "train")) == ["train.csv#0", "train.csv#10", "train.csv#7"]
     (src / "train.csv").write_bytes((src / "train.csv").read_bytes() + b"9," + b"\xff" * 40 + b"\n")
     m = convert_images(src, tmp_path / "out2").manifest
-    assert ("train.csv", "unreadable from row 8 on: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
+    assert ("train.csv", "unreadable from row 11 on: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
                          "position 2: invalid start byte") in [(r["source"], r["reason"]) for r in m.rejected]
-    assert m.splits["train"].samples == 2  # the rows before it kept
+    assert m.splits["train"].samples == 3  # the rows before it kept
 
 
 @pytest.mark.parametrize("cells, layout", [
@@ -159,6 +161,8 @@ def test_rows_that_hold_no_image_or_no_label_are_rejected_one_by_one(tmp_path: P
     (["label", *(f"pixel{i}" for i in range(783))], None),  # not a square
     (["label", "id", *(f"pixel{i}" for i in range(784))], None),  # a column that is none of them
     (["label", *(f"pixel{i}" for i in range(9))], None),  # 3 x 3: no image
+    ([*(f"pixel{i}" for i in range(256 * 256))], (True, 256, None, None)),  # the largest side
+    ([*(f"pixel{i}" for i in range(257 * 257))], None),
     (["text", "label"], None), (["1", "2"], None), (["ImageId", "Label"], None),
 ])
 def test_what_a_first_row_says_of_a_table(cells: list[str], layout: tuple | None):
@@ -176,6 +180,16 @@ def test_a_text_corpus_table_is_no_table_of_pixels(tmp_path: Path):
     csv_table(only_test / "test.csv", [f"pixel{i}" for i in range(16)], [list(range(16))])
     m = convert_images(only_test, tmp_path / "out").manifest  # no table labels its rows: read unlabeled
     assert {k: s.samples for k, s in m.splits.items()} == {"test": 1} and m.classes == ()
+    assert list(samples(tmp_path / "out", "test")) == ["test.csv#0"]
+    (only_test / "test.csv").write_bytes(b"\xff,pixel0\n")  # a first line that is no text: no table of pixels
+    assert table_layout(only_test / "test.csv") is None
+    from converters.images.array_files import discover_array_files
+    from converters.images.table_columns import TableOptions
+
+    with pytest.raises(ValueError) as exc:
+        discover_array_files(only_test, TableOptions(image_field="img"))
+    assert str(exc.value) == (f"--image-field names the image column of a table; {only_test} holds CIFAR batches, "
+                              "IDX files or tables of pixels")
 
 
 def test_one_file_of_a_dataset_given_as_the_source_is_told_to_convert_its_folder(tmp_path: Path, capsys):

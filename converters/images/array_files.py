@@ -104,7 +104,7 @@ class _ArrayFiles(ImageRows):
             self.folder = path.parent
         if path.parent != self.folder:
             self.rejected.append(Rejection(split, rel, f"a second dataset: the first is in "
-                                                       f"{self.rel(self.folder) or '.'}; convert each folder apart"))
+                                                       f"{self.rel(self.folder)}; convert each folder apart"))
             return
         found = 0
         try:

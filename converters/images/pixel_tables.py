@@ -34,7 +34,7 @@ MIN_PIXELS = 16
 MAX_SIDE = 256  # pixels a side (a table of 784 columns a row is MNIST's 28 x 28)
 MAX_LINE = 1 << 20  # bytes of a line read at once: 65,536 values of up to 3 digits and a comma, and some
 FIRST_LINE = 1 << 20  # bytes of a first line read to tell a table of pixels
-INTEGER = re.compile(r"^\s*\d+\s*$")
+INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
 
 
 @dataclass(frozen=True)
@@ -108,15 +108,14 @@ class PixelRow:
 
 def _image(values: list[str], side: int) -> np.ndarray | str:
     try:
-        pixels = np.array([int(v) for v in values], dtype=np.int64)
+        pixels = [int(v) for v in values]  # Python's integers: a value of any size is read, and refused below
     except ValueError:
-        bad = next(v for v in values if not INTEGER.match(v))
+        bad = next((v for v in values if not INTEGER.match(v)), "")
         return f"a pixel value that is no whole number: {bad[:20]!r}"
-    if len(pixels) != side * side:
-        return f"{len(pixels)} pixel values, not {side * side}"
-    if pixels.min() < 0 or pixels.max() > 255:
-        return f"a pixel value out of 0-255: {int(pixels.max() if pixels.max() > 255 else pixels.min())}"
-    return pixels.astype(np.uint8).reshape(side, side)
+    low, high = min(pixels), max(pixels)
+    if low < 0 or high > 255:
+        return f"a pixel value out of 0-255: {str(high if high > 255 else low)[:20]}"
+    return np.array(pixels, dtype=np.uint8).reshape(side, side)
 
 
 def _split(value: str) -> str | None:
