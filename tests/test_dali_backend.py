@@ -459,7 +459,13 @@ def test_two_process_gloo_eval_split(ds: Path, tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, str(script), str(r), str(ds), str(tmp_path / "store"), str(out)],
                               cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for r in range(2)]
-    logs = [p.communicate(timeout=120)[0].decode() for p in procs]
+    try:
+        logs = [p.communicate(timeout=120)[0].decode() for p in procs]
+    finally:
+        for p in procs:  # a rank that hangs does not outlive the test
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     assert all(p.returncode == 0 for p in procs), logs
     ranks = json.loads(out.read_text())
     assert [r["rank"] for r in ranks] == [0, 1] and ranks[0]["batches"] == ranks[1]["batches"] == 4
