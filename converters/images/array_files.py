@@ -41,7 +41,8 @@ def _cifar_batch(path: Path) -> bool:
 
 
 def has_array_files(src: Path, *, limit: int) -> bool:
-    """Whether an IDX images file or a CIFAR batch is among the first `limit` files of `src`, and no image file."""
+    """Whether an IDX images file, a CIFAR batch or a table of pixels is among the first `limit` files of `src`, and
+    no image file."""
     batches, tables, idx = [], [], False
     for path in first_files(src, limit):
         if path.suffix.lower() in EXTENSIONS:
