@@ -151,6 +151,11 @@ def test_rows_that_hold_no_image_or_no_label_are_rejected_one_by_one(tmp_path: P
     assert ("train.csv", "unreadable from row 11 on: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
                          "position 2: invalid start byte") in [(r["source"], r["reason"]) for r in m.rejected]
     assert m.splits["train"].samples == 3  # the rows before it kept
+    (src / "train.csv").write_bytes((src / "train.csv").read_bytes()[:-43] + b"9," + b"1" * (1 << 20) + b"\n")
+    m = convert_images(src, tmp_path / "out3").manifest
+    assert ("train.csv", "unreadable from row 11 on: Error: a line longer than 1048576 bytes") in [
+        (r["source"], r["reason"]) for r in m.rejected]  # a row past the bound stops the file, never read whole
+    assert m.splits["train"].samples == 3
 
 
 @pytest.mark.parametrize("cells, layout", [

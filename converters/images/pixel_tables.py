@@ -18,10 +18,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
+from converters.csv_lines import csv_lines
 from converters.table_files import TableError
 from fastdata.manifest_splits import canonical_split
 
@@ -32,7 +32,7 @@ PACKED = "pixels"  # FER2013: every pixel of a row in one cell, space-separated
 FER_SPLITS = {"training": "train", "publictest": "val", "privatetest": "test"}
 MIN_PIXELS = 16
 MAX_SIDE = 256  # pixels a side (a table of 784 columns a row is MNIST's 28 x 28)
-MAX_LINE = 1 << 20  # bytes of a line read at once: 65,536 values of up to 3 digits and a comma, and some
+MAX_LINE = 1 << 20  # bytes of a row: 65,536 values of up to 3 digits and a comma, and some; a longer one stops
 FIRST_LINE = 1 << 20  # bytes of a first line read to tell a table of pixels
 INTEGER = re.compile(r"^\s*[-+]?\d+\s*$")
 
@@ -123,22 +123,13 @@ def _split(value: str) -> str | None:
     return FER_SPLITS.get(name.lower()) or canonical_split(name)
 
 
-def _text_lines(f: BinaryIO) -> Iterator[str]:
-    """The lines of `f` as text, each decoded alone (a byte that is no UTF-8 stops the file at its line) and at most
-    MAX_LINE bytes at a time (a file without line ends is not read whole)."""
-    first = True
-    while line := f.readline(MAX_LINE):
-        yield line.decode("utf-8-sig" if first else "utf-8")
-        first = False
-
-
 def pixel_rows(path: Path, layout: PixelLayout) -> Iterator[tuple[int, PixelRow]]:
     """(row number, counted from 0 after the header, the row) for every row of the table at `path`; TableError
     where the file stops being readable (the rows before it were yielded)."""
     done = 0  # rows read
     try:
         with open(path, "rb") as f:
-            reader = csv.reader(_text_lines(f))
+            reader = csv.reader(csv_lines(f, MAX_LINE))
             if layout.header:
                 next(reader, None)
             width = max((*layout.pixels, *(i for i in (layout.label, layout.split) if i is not None))) + 1

@@ -10,28 +10,15 @@ import csv
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from converters.csv_lines import csv_lines
 from converters.text.options import TextOptions
-from converters.text.records import BOM, Reject, document
+from converters.text.records import Reject, document
 
 
 def _column(names: list[str], wanted: str) -> str | None:
     if wanted in names:
         return wanted
     return next((n for n in names if n.strip().lower() == wanted.strip().lower()), None)
-
-
-def _lines(f: BinaryIO, bound: int) -> Iterator[str]:
-    """The lines of `f` decoded one by one (line endings kept, for csv's quoted newlines; the UTF-8 BOM of the first
-    dropped), so that a byte that is not UTF-8 stops the table at its own line. A line longer than `bound` bytes
-    stops it too: memory stays bounded whatever the file holds."""
-    first = True
-    while line := f.readline(bound + 1):
-        if len(line) > bound:
-            raise csv.Error(f"a line longer than {bound} bytes")
-        if first and line.startswith(BOM):
-            line = line[len(BOM):]
-        first = False
-        yield line.decode("utf-8")
 
 
 def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple[str, str | Reject, object]]:
@@ -44,7 +31,7 @@ def read_table(f: BinaryIO, opts: TextOptions, delimiter: str) -> Iterator[tuple
     csv.field_size_limit(max(limit, bound))
     line = 1
     try:
-        reader = csv.reader(_lines(f, bound), delimiter=delimiter)
+        reader = csv.reader(csv_lines(f, bound), delimiter=delimiter)
         header = next(reader, [])  # (a file that is read holds a line: the empty one is rejected before)
         column = _column(header, opts.text_field)
         if column is None:
