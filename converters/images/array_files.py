@@ -29,9 +29,9 @@ from converters.kind import Discovery
 from converters.sample import Rejection
 from converters.table_files import TableError
 from converters.tree import first_files, splits_named
+from fastdata.manifest_splits import SPLIT_NAMES
 
 LOOK_AT = 8  # files named like CIFAR batches, or CSV files, whose first bytes `has_array_files` reads
-SPLITS = ("train", "val", "test")
 NOT_ONE = ("not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files of "
            "torchvision's CIFAR or MNIST datasets, or Kaggle's tables of pixels)")
 
@@ -193,7 +193,7 @@ class _ArrayFiles(ImageRows):
             for n, row in pixel_tables.pixel_rows(path, layout):
                 where = f"{rel}#{n}"
                 row_split = row.split or split
-                if row_split not in SPLITS:
+                if row_split not in SPLIT_NAMES:
                     self.rejected.append(Rejection(split, where, f"no split: {row.split!r} in the split column"))
                     continue
                 image = row.image if isinstance(row.image, str) else _png(row.image)
