@@ -64,15 +64,16 @@ def pixel_layout(cells: list[str]) -> PixelLayout | None:
                                                      None)
     pixels = tuple(i for i, n in enumerate(names) if PIXEL.match(n))
     packed = not pixels and PACKED in names
+    side = 0 if packed else _side(len(pixels))  # a packed cell's count is each row's own
     if packed:
         pixels = (names.index(PACKED),)
-    elif _side(len(pixels)) is None:
+    elif side is None:
         return None
     label = next((names.index(n) for n in LABEL_COLUMNS if n in names), None)
     split = next((names.index(n) for n in SPLIT_COLUMNS if n in names), None)
     if len(names) != len(pixels) + (label is not None) + (split is not None):
         return None  # a column that is none of these: some other table
-    return PixelLayout(True, pixels, packed, 0 if packed else _side(len(pixels)) or 0, label,
+    return PixelLayout(True, pixels, packed, side, label,
                        None if label is None else cells[label].strip(), split)
 
 
