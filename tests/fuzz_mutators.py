@@ -118,7 +118,8 @@ def tfrecord_payload(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         (length,) = struct.unpack("<Q", data[pos:pos + 8])
         if pos + FRAME.size + length + CRC.size > len(data):
             break
-        frames.append((pos, length))
+        if length:  # (an empty record, which an earlier mutation may have made, has no byte to mutate)
+            frames.append((pos, length))
         pos += FRAME.size + length + CRC.size
     if not frames:
         return set_bytes(rng, data)

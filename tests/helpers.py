@@ -18,6 +18,39 @@ SAMPLES = Path(__file__).resolve().parent / "data"  # real data bundled in the r
 PHOTOS = SAMPLES / "photos"
 
 
+def small_photos(n: int, side: int, mode: str = "RGB") -> np.ndarray:
+    """`n` real photos in `mode`, centre-cropped square and made `side` pixels a side: what image datasets kept as
+    arrays (CIFAR, MNIST, SVHN, STL-10, tables of pixels) hold."""
+    out = []
+    for path in sorted(PHOTOS.glob("*.jpg"))[:n]:
+        im = Image.open(path).convert(mode)
+        s = min(im.size)
+        left, top = (im.width - s) // 2, (im.height - s) // 2
+        out.append(np.asarray(im.crop((left, top, left + s, top + s)).resize((side, side), Image.BILINEAR)))
+    return np.stack(out)
+
+
+def converted_pixels(dst: Path, split: str, mode: str = "RGB") -> dict[str, tuple[int | None, np.ndarray]]:
+    """Each sample of `split` converted into `dst`: its source (`file#i`) -> (its label, its decoded pixels in
+    `mode`, as ints)."""
+    import io
+    import tarfile
+
+    from fastdata.manifest import read_manifest
+
+    meta, images = {}, {}
+    for shard in read_manifest(dst).split(split).shards:
+        with tarfile.open(dst / shard.name) as tar:
+            for member in tar:
+                key, ext = member.name.rsplit(".", 1)
+                data = tar.extractfile(member).read()
+                if ext == "jpg":
+                    images[key] = np.asarray(Image.open(io.BytesIO(data)).convert(mode)).astype(int)
+                elif ext == "json":
+                    meta[key] = json.loads(data)
+    return {m["source"]: (m.get("label"), images[k]) for k, m in meta.items()}
+
+
 def make_image(path: Path, *, size: tuple[int, int] = (64, 48), seed: int = 0, mode: str = "RGB",
                fmt: str | None = None, **save: object) -> Path:
     """Write a smooth random image (compresses like a photo) of `size` = (width, height)."""

@@ -275,11 +275,13 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv")  # torchvision's CIFAR and MNIST, Kaggle's
+ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv", "train_32x32.mat",
+               "train_X.bin")  # torchvision's CIFAR, MNIST, SVHN and STL-10, Kaggle's tables of pixels
 
 
 def _array_file(name: str, images: list[bytes]) -> bytes:
-    """A CIFAR batch (a pickle) or an IDX images file of `images` made 32x32 RGB or 28x28 grey."""
+    """A CIFAR batch (a pickle), an IDX images file, a table of pixels, an SVHN MATLAB file or an STL-10 images file
+    of `images` made 32x32 RGB, 28x28 or 16x16 grey, or 96x96 RGB."""
     import io
     import pickle
 
@@ -296,17 +298,29 @@ def _array_file(name: str, images: list[bytes]) -> bytes:
     if name == "train.csv":  # Kaggle's Digit Recognizer: label,pixel0,...
         rows = [",".join(map(str, [i % 2, *pixels(d, "L", 16).ravel()])) for i, d in enumerate(images)]
         return ("label," + ",".join(f"pixel{i}" for i in range(256)) + "\n" + "\n".join(rows) + "\n").encode()
+    if name == "train_32x32.mat":  # X [32, 32, 3, N], y [N, 1] with 0 written as 10
+        from scipy.io import savemat
+
+        buf = io.BytesIO()
+        savemat(buf, {"X": np.stack([pixels(d, "RGB", 32) for d in images], axis=3),
+                      "y": np.array([[10 - i % 2] for i in range(len(images))], np.uint8)})
+        return buf.getvalue()
+    if name == "train_X.bin":  # each image's planes, each plane column after column
+        return np.stack([pixels(d, "RGB", 96).transpose(2, 1, 0) for d in images]).tobytes()
     grey = np.stack([pixels(d, "L", 28) for d in images])
     return bytes([0, 0, 8, 3]) + struct.pack(">3I", *grey.shape) + grey.tobytes()
 
 
 def _array_partners(src: Path, name: str, count: int) -> None:
-    """What an array file is read with: CIFAR's meta file, or the IDX labels of `count` images (a table of pixels:
-    nothing)."""
+    """What an array file is read with: CIFAR's meta file, the IDX or STL-10 labels of `count` images and STL-10's
+    class names (a table of pixels, an SVHN file: nothing)."""
     import pickle
 
     if name == "data_batch_1":
         (src / "batches.meta").write_bytes(pickle.dumps({"label_names": ["a", "b"]}, protocol=2))
+    elif name == "train_X.bin":
+        (src / "train_y.bin").write_bytes(bytes(1 + i % 2 for i in range(count)))
+        (src / "class_names.txt").write_text("a\nb\n")
     elif name == "train-images-idx3-ubyte":
         (src / "train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1]) + struct.pack(">I", count)
                                                       + bytes(i % 2 for i in range(count)))

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
 import pickle
 import struct
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import PHOTOS, convert_images
-from PIL import Image
+from helpers import PHOTOS, convert_images, converted_pixels, small_photos
 
 from converters.images import KIND as IMAGES
 from converters.images import cifar
@@ -29,17 +26,6 @@ from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
 CIFAR10_NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-
-
-def photos(n: int, side: int, mode: str = "RGB") -> np.ndarray:
-    """`n` real photos, centre-cropped square and made `side` pixels a side."""
-    out = []
-    for path in sorted(PHOTOS.glob("*.jpg"))[:n]:
-        im = Image.open(path).convert(mode)
-        s = min(im.size)
-        left, top = (im.width - s) // 2, (im.height - s) // 2
-        out.append(np.asarray(im.crop((left, top, left + s, top + s)).resize((side, side), Image.BILINEAR)))
-    return np.stack(out)
 
 
 class _Py2Pickler(pickle._Pickler):  # type: ignore[name-defined,misc]
@@ -89,33 +75,17 @@ def idx(values: np.ndarray) -> bytes:
     return bytes([0, 0, 8, values.ndim]) + struct.pack(f">{values.ndim}I", *values.shape) + values.tobytes()
 
 
-def samples(dst: Path, split: str) -> dict[str, tuple[int, np.ndarray]]:
-    """Each converted sample's source (`file#i`) -> (label, decoded pixels)."""
-    out, images = {}, {}
-    for shard in read_manifest(dst).split(split).shards:
-        with tarfile.open(dst / shard.name) as tar:
-            for member in tar:
-                data = tar.extractfile(member).read()
-                key, ext = member.name.rsplit(".", 1)
-                if ext == "jpg":
-                    images[key] = np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).astype(int)
-                elif ext == "json":
-                    meta = json.loads(data)
-                    out[key] = (meta["source"], meta.get("label", -1))
-    return {source: (label, images[key]) for key, (source, label) in out.items()}
-
-
 def test_cifar10_converts_with_its_classes_in_id_order_and_its_pixels_in_place(tmp_path: Path):
-    images = photos(12, 32)
+    images = small_photos(12, 32)
     labels = [9, 0, 3, 3, 1, 8, 2, 7, 5, 6, 4, 0]
     src = write_cifar10(tmp_path / "cifar-10-batches-py", images, labels)
     m = convert_images(src, tmp_path / "out").manifest
     assert m.classes == tuple(CIFAR10_NAMES)  # the meta file's order, not sorted
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 8, "test": 4}
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("readme.html", "not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files "
-                        "of torchvision's CIFAR or MNIST datasets, or Kaggle's tables of pixels)")]
-    got = {**samples(tmp_path / "out", "train"), **samples(tmp_path / "out", "test")}
+        ("readme.html", "not a file of an image dataset kept as arrays (this source is read as the files of "
+                        "torchvision's CIFAR, MNIST, SVHN or STL-10 datasets, or Kaggle's tables of pixels)")]
+    got = {**converted_pixels(tmp_path / "out", "train"), **converted_pixels(tmp_path / "out", "test")}
     where = [f"data_batch_1#{i}" for i in range(4)] + [f"data_batch_2#{i}" for i in range(4)] + [
         f"test_batch#{i}" for i in range(4)]
     assert sorted(got) == sorted(where)
@@ -129,7 +99,7 @@ def test_cifar10_converts_with_its_classes_in_id_order_and_its_pixels_in_place(t
 
 
 def test_our_unpickler_reads_what_torchvision_reads_and_nothing_that_runs_code(tmp_path: Path):
-    images = photos(4, 32)
+    images = small_photos(4, 32)
     path = tmp_path / "data_batch_1"
     path.write_bytes(py2_pickle({"labels": [1, 2, 3, 4], "data": cifar_rows(images)}))
     assert path.read_bytes().startswith(b"\x80\x02}")
@@ -153,6 +123,9 @@ def test_our_unpickler_reads_what_torchvision_reads_and_nothing_that_runs_code(t
     path.write_bytes(pickle.dumps([1, 2], protocol=2))
     with pytest.raises(TableError, match=r"^not a CIFAR pickle: it holds a list, not a dict$"):
         cifar.load(path)
+    path.write_bytes(pickle.dumps({"data": b"\xff"}, protocol=2).replace(b"latin1", b"lauin1"))  # found by make fuzz
+    with pytest.raises(TableError, match=r"^not a CIFAR pickle: unknown encoding: lauin1$"):
+        cifar.load(path)
     path.write_bytes(pickle.dumps({"data": 1}, protocol=2)[:-3])
     with pytest.raises(TableError, match=r"^not a CIFAR pickle: "):
         cifar.load(path)
@@ -170,7 +143,7 @@ def test_our_unpickler_reads_what_torchvision_reads_and_nothing_that_runs_code(t
 ])
 def test_a_batch_that_is_not_what_cifar_holds_is_rejected_saying_what_it_lacks(tmp_path: Path, batch: dict,
                                                                                  reason: str):
-    src = write_cifar10(tmp_path / "src", photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
+    src = write_cifar10(tmp_path / "src", small_photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
     (src / "data_batch_2").write_bytes(py2_pickle(batch))
     m = convert_images(src, tmp_path / "out").manifest
     assert ("data_batch_2", reason) in [(r["source"], r["reason"]) for r in m.rejected]
@@ -178,8 +151,8 @@ def test_a_batch_that_is_not_what_cifar_holds_is_rejected_saying_what_it_lacks(t
 
 
 def test_labels_that_are_no_class_and_a_batch_without_its_meta_file_are_rejected(tmp_path: Path):
-    src = write_cifar10(tmp_path / "src", photos(6, 32), [0, 10, 2, -1, 4, 5], test=2)
-    (src / "data_batch_2").write_bytes(py2_pickle({"labels": [1, "cat"], "data": cifar_rows(photos(2, 32))}))
+    src = write_cifar10(tmp_path / "src", small_photos(6, 32), [0, 10, 2, -1, 4, 5], test=2)
+    (src / "data_batch_2").write_bytes(py2_pickle({"labels": [1, "cat"], "data": cifar_rows(small_photos(2, 32))}))
     m = convert_images(src, tmp_path / "out").manifest
     assert {(r["source"], r["reason"]) for r in m.rejected if r["source"].startswith("data_batch")} == {
         ("data_batch_1#1", "label is no class of field 'labels' (10 classes): 10"),
@@ -187,12 +160,12 @@ def test_labels_that_are_no_class_and_a_batch_without_its_meta_file_are_rejected
     assert m.splits["train"].samples == 2  # data_batch_1#0 and data_batch_2#0
     (src / "batches.meta").unlink()
     with pytest.raises(ConvertError, match=r"3 x no meta file beside it \(batches.meta or meta\): it names the "
-                                           r"classes; 1 x not a CIFAR batch"):
+                                           r"classes; 1 x not a file of an image dataset"):
         convert_images(src, tmp_path / "out2")
 
 
 def test_cifar100_takes_its_fine_labels_or_the_coarse_ones_named(tmp_path: Path):
-    images = photos(6, 32)
+    images = small_photos(6, 32)
     fine, coarse = [5, 99, 0, 42, 7, 1], [1, 19, 0, 3, 1, 0]
     src = tmp_path / "cifar-100-python"
     src.mkdir()
@@ -204,11 +177,11 @@ def test_cifar100_takes_its_fine_labels_or_the_coarse_ones_named(tmp_path: Path)
                                            "coarse_label_names": [f"coarse{i:02d}" for i in range(20)]}))
     m = convert_images(src, tmp_path / "fine").manifest
     assert m.classes == tuple(fine_names) and not m.rejected
-    assert {s: y for s, (y, _) in samples(tmp_path / "fine", "train").items()} == {
+    assert {s: y for s, (y, _) in converted_pixels(tmp_path / "fine", "train").items()} == {
         f"train#{i}": fine[i] for i in range(4)}
     m = convert_images(src, tmp_path / "coarse", label_field="coarse_labels").manifest
     assert len(m.classes) == 20 and m.classes[19] == "coarse19"
-    assert {s: y for s, (y, _) in samples(tmp_path / "coarse", "test").items()} == {"test#0": 1, "test#1": 0}
+    assert {s: y for s, (y, _) in converted_pixels(tmp_path / "coarse", "test").items()} == {"test#0": 1, "test#1": 0}
     with pytest.raises(ConvertError, match=r"2 x no class names 'superclasses_names' for label field "
                                            r"'superclasses' \(names held: coarse_label_names, fine_label_names\)"):
         convert_images(src, tmp_path / "bad", label_field="superclasses")
@@ -230,7 +203,7 @@ def write_mnist(folder: Path, images: np.ndarray, labels: np.ndarray, *, prefix:
 
 
 def test_mnist_as_torchvision_keeps_it_converts_each_file_once(tmp_path: Path):
-    images = photos(9, 28, "L")
+    images = small_photos(9, 28, "L")
     labels = np.array([5, 0, 4, 1, 9, 2, 1, 3, 1], np.uint8)
     src = write_mnist(tmp_path / "MNIST" / "raw", images, labels)
     assert IMAGES.detect(src)
@@ -247,7 +220,7 @@ def test_mnist_as_torchvision_keeps_it_converts_each_file_once(tmp_path: Path):
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 6, "test": 3}
     assert not m.rejected
     assert m.classes == tuple(str(i) for i in range(10))  # ids 0 ... the largest, as a labels CSV's
-    got = samples(tmp_path / "out", "test")
+    got = converted_pixels(tmp_path / "out", "test")
     assert sorted(got) == ["t10k-images-idx3-ubyte#0", "t10k-images-idx3-ubyte#1", "t10k-images-idx3-ubyte#2"]
     for i in range(3):
         label, pixels = got[f"t10k-images-idx3-ubyte#{i}"]
@@ -256,20 +229,20 @@ def test_mnist_as_torchvision_keeps_it_converts_each_file_once(tmp_path: Path):
 
 
 def test_gzip_files_alone_and_emnist_turned_back(tmp_path: Path):
-    images = photos(5, 28, "L")
+    images = small_photos(5, 28, "L")
     labels = np.array([1, 2, 3, 4, 5], np.uint8)
     src = write_mnist(tmp_path / "EMNIST" / "raw", images.transpose(0, 2, 1), labels, prefix="emnist-letters-",
                       test=2, plain=False)
     m = convert_images(src, tmp_path / "out").manifest
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 2}
-    got = samples(tmp_path / "out", "train")
+    got = converted_pixels(tmp_path / "out", "train")
     label, pixels = got["emnist-letters-train-images-idx3-ubyte.gz#2"]
     assert label == 3
     assert np.abs(pixels.mean(axis=2) - images[2]).mean() < 4  # stored transposed, read upright
 
 
 def test_damaged_idx_files_keep_their_whole_images_and_say_what_is_wrong(tmp_path: Path):
-    images = photos(6, 28, "L")
+    images = small_photos(6, 28, "L")
     labels = np.array([1, 2, 3, 4, 5, 6], np.uint8)
     src = write_mnist(tmp_path / "raw", images, labels, gz=False)
     train = src / "train-images-idx3-ubyte"
@@ -317,8 +290,8 @@ def test_idx_headers_that_promise_what_no_dataset_holds_are_refused_before_readi
 
 def test_a_second_dataset_in_the_tree_is_rejected_and_the_cli_detects_the_first(tmp_path: Path, capsys):
     root = tmp_path / "data"
-    write_mnist(root / "FashionMNIST" / "raw", photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
-    write_mnist(root / "MNIST" / "raw", photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
+    write_mnist(root / "FashionMNIST" / "raw", small_photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
+    write_mnist(root / "MNIST" / "raw", small_photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
     assert cli(["convert", str(root), str(tmp_path / "out"), "-j", "1", "--no-progress"]) == 0
     m = read_manifest(tmp_path / "out")
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 2}
@@ -327,8 +300,8 @@ def test_a_second_dataset_in_the_tree_is_rejected_and_the_cli_detects_the_first(
         ("test", "MNIST/raw/t10k-images-idx3-ubyte", second), ("test", "MNIST/raw/t10k-labels-idx1-ubyte", second),
         ("train", "MNIST/raw/train-images-idx3-ubyte", second), ("train", "MNIST/raw/train-labels-idx1-ubyte", second)]
     top = tmp_path / "top"
-    write_mnist(top, photos(3, 28, "L"), np.arange(3, dtype=np.uint8), test=1, gz=False)
-    write_mnist(top / "more", photos(3, 28, "L"), np.arange(3, dtype=np.uint8), test=1, gz=False)
+    write_mnist(top, small_photos(3, 28, "L"), np.arange(3, dtype=np.uint8), test=1, gz=False)
+    write_mnist(top / "more", small_photos(3, 28, "L"), np.arange(3, dtype=np.uint8), test=1, gz=False)
     m = convert_images(top, tmp_path / "out2").manifest
     assert {r["reason"] for r in m.rejected} == {"a second dataset: the first is in .; convert each folder apart"}
 
@@ -339,7 +312,7 @@ def test_detection_reads_pickles_named_as_batches_and_nothing_else(tmp_path: Pat
     (src / "train").write_text("a text file named train\n")
     (src / "test").write_bytes(b"\x80")
     assert not IMAGES.detect(src)
-    (src / "test").write_bytes(py2_pickle({"data": cifar_rows(photos(1, 32)), "labels": [0]}))
+    (src / "test").write_bytes(py2_pickle({"data": cifar_rows(small_photos(1, 32)), "labels": [0]}))
     assert IMAGES.detect(src)
     (src / "a.jpg").write_bytes((PHOTOS / "apple.jpg").read_bytes())
     assert IMAGES.detect(src)  # an image folder, read as one
@@ -353,20 +326,20 @@ def test_detection_reads_pickles_named_as_batches_and_nothing_else(tmp_path: Pat
 def test_classes_named_by_a_file_and_the_labels_of_a_fashion_mnist_kept(tmp_path: Path):
     names = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
     (tmp_path / "classes.txt").write_text("\n".join(names) + "\n")
-    src = write_mnist(tmp_path / "FashionMNIST" / "raw", photos(5, 28, "L"), np.array([9, 0, 0, 3, 8], np.uint8),
+    src = write_mnist(tmp_path / "FashionMNIST" / "raw", small_photos(5, 28, "L"), np.array([9, 0, 0, 3, 8], np.uint8),
                       test=2)
     m = convert_images(src, tmp_path / "out", classes=str(tmp_path / "classes.txt")).manifest
     assert m.classes == tuple(names)
-    assert {s: y for s, (y, _) in samples(tmp_path / "out", "test").items()} == {
+    assert {s: y for s, (y, _) in converted_pixels(tmp_path / "out", "test").items()} == {
         "t10k-images-idx3-ubyte#0": 3, "t10k-images-idx3-ubyte#1": 8}
 
 
 def test_unlabeled_cifar_and_a_label_field_idx_files_do_not_have(tmp_path: Path):
-    src = write_cifar10(tmp_path / "cifar", photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
+    src = write_cifar10(tmp_path / "cifar", small_photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
     m = convert_images(src, tmp_path / "out", unlabeled=True).manifest
     assert m.classes == () and m.splits["train"].samples == 4
-    assert {y for y, _ in samples(tmp_path / "out", "train").values()} == {None}  # no label, no cls member
-    mnist = write_mnist(tmp_path / "raw", photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
+    assert {y for y, _ in converted_pixels(tmp_path / "out", "train").values()} == {None}  # no label, no cls member
+    mnist = write_mnist(tmp_path / "raw", small_photos(5, 28, "L"), np.arange(5, dtype=np.uint8), test=2, gz=False)
     with pytest.raises(ConvertError, match=r"2 x --label-field names a field of CIFAR batches; an IDX file has one "
                                            r"label an image"):
         convert_images(mnist, tmp_path / "out2", label_field="labels")
@@ -375,7 +348,7 @@ def test_unlabeled_cifar_and_a_label_field_idx_files_do_not_have(tmp_path: Path)
 def test_cifar_in_parts_makes_the_shards_one_run_makes(tmp_path: Path):
     from converters.assemble import merge
 
-    src = write_cifar10(tmp_path / "cifar", photos(10, 32), [i % 10 for i in range(10)], test=2)
+    src = write_cifar10(tmp_path / "cifar", small_photos(10, 32), [i % 10 for i in range(10)], test=2)
     whole = convert_images(src, tmp_path / "whole", samples_per_shard=2).manifest
     for part in (0, 1):
         convert_images(src, tmp_path / "parts", samples_per_shard=2, num_parts=2, part=part)
@@ -387,7 +360,7 @@ def test_cifar_in_parts_makes_the_shards_one_run_makes(tmp_path: Path):
 
 def test_kaggles_copy_of_mnist_names_its_files_with_a_dot(tmp_path: Path):
     """Kaggle's MNIST: `train-images.idx3-ubyte` beside `train-labels.idx1-ubyte`."""
-    images, labels = photos(4, 28, "L"), np.array([3, 1, 4, 1], np.uint8)
+    images, labels = small_photos(4, 28, "L"), np.array([3, 1, 4, 1], np.uint8)
     src = tmp_path / "mnist"
     src.mkdir()
     for stem, part in (("train", slice(0, 3)), ("t10k", slice(3, 4))):
@@ -395,7 +368,7 @@ def test_kaggles_copy_of_mnist_names_its_files_with_a_dot(tmp_path: Path):
         (src / f"{stem}-labels.idx1-ubyte").write_bytes(idx(labels[part]))
     m = convert_images(src, tmp_path / "out").manifest
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 1} and not m.rejected
-    assert samples(tmp_path / "out", "test")["t10k-images.idx3-ubyte#0"][0] == 1
+    assert converted_pixels(tmp_path / "out", "test")["t10k-images.idx3-ubyte#0"][0] == 1
 
 
 def test_idx_images_of_any_shape_and_count_are_read_as_the_header_gives_them(tmp_path: Path):
@@ -413,8 +386,8 @@ def test_idx_images_of_any_shape_and_count_are_read_as_the_header_gives_them(tmp
 
 
 def test_pickles_that_are_no_cifar_batch_and_files_that_are_no_pickle(tmp_path: Path):
-    src = write_cifar10(tmp_path / "cifar", photos(4, 32), [1, 2, 3, 4], test=2)
-    (src / "extra.pkl").write_bytes(py2_pickle({"data": cifar_rows(photos(1, 32)), "labels": [0]}))
+    src = write_cifar10(tmp_path / "cifar", small_photos(4, 32), [1, 2, 3, 4], test=2)
+    (src / "extra.pkl").write_bytes(py2_pickle({"data": cifar_rows(small_photos(1, 32)), "labels": [0]}))
     m = convert_images(src, tmp_path / "out").manifest
     assert sorted(r["source"] for r in m.rejected) == ["extra.pkl", "readme.html"]
     assert m.extra["layout"] == "arrays"
@@ -429,15 +402,15 @@ def test_pickles_that_are_no_cifar_batch_and_files_that_are_no_pickle(tmp_path: 
 
 def test_batches_pickled_by_python_3_with_byte_keys_and_what_a_label_field_lacks(tmp_path: Path):
     path = tmp_path / "data_batch_1"
-    path.write_bytes(pickle.dumps({b"data": cifar_rows(photos(2, 32)), b"labels": [3, 4]}, protocol=2))
+    path.write_bytes(pickle.dumps({b"data": cifar_rows(small_photos(2, 32)), b"labels": [3, 4]}, protocol=2))
     assert cifar.read_batch(path, "labels").labels == [3, 4]
-    path.write_bytes(pickle.dumps({"data": cifar_rows(photos(1, 32)), "fine_labels": [1], "coarse_labels": [0],
+    path.write_bytes(pickle.dumps({"data": cifar_rows(small_photos(1, 32)), "fine_labels": [1], "coarse_labels": [0],
                                    "label_names": ["a"]}))
     with pytest.raises(TableError) as exc:
         cifar.read_batch(path, "labels")
     assert str(exc.value) == "no label field 'labels' (label fields: coarse_labels, fine_labels); name it with " \
                              "--label-field"
-    path.write_bytes(pickle.dumps({"data": cifar_rows(photos(1, 32))}))
+    path.write_bytes(pickle.dumps({"data": cifar_rows(small_photos(1, 32))}))
     with pytest.raises(TableError, match=r"\(label fields: none\)"):
         cifar.read_batch(path, "labels")
     meta = tmp_path / "batches.meta"
@@ -457,7 +430,7 @@ def test_a_batch_naming_numpy_core_loads_without_numpys_deprecation(tmp_path: Pa
     import warnings
 
     path = tmp_path / "data_batch_1"
-    path.write_bytes(py2_pickle({"labels": [1], "data": cifar_rows(photos(1, 32))}))
+    path.write_bytes(py2_pickle({"labels": [1], "data": cifar_rows(small_photos(1, 32))}))
     assert b"cnumpy.core.multiarray\n" in path.read_bytes()  # as the real files name it
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -465,7 +438,7 @@ def test_a_batch_naming_numpy_core_loads_without_numpys_deprecation(tmp_path: Pa
 
 
 def test_a_linked_batch_is_followed_unless_told_not_to(tmp_path: Path):
-    src = write_cifar10(tmp_path / "cifar", photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
+    src = write_cifar10(tmp_path / "cifar", small_photos(6, 32), [0, 1, 2, 3, 4, 5], test=2)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (src / "data_batch_2").rename(elsewhere / "data_batch_2")

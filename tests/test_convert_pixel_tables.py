@@ -5,15 +5,11 @@ folder for a text corpus and asked for a tokenizer. Images: the real photos, mad
 
 from __future__ import annotations
 
-import io
-import json
-import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import PHOTOS, convert_images
-from PIL import Image
+from helpers import convert_images, converted_pixels, small_photos
 
 from converters.images import KIND as IMAGES
 from converters.images.pixel_tables import pixel_layout, table_layout
@@ -22,38 +18,14 @@ from fastdata.cli import main as cli
 from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
-NOT_ONE = ("not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files of "
-           "torchvision's CIFAR or MNIST datasets, or Kaggle's tables of pixels)")
-
-
-def photos(n: int, side: int) -> np.ndarray:
-    out = []
-    for path in sorted(PHOTOS.glob("*.jpg"))[:n]:
-        im = Image.open(path).convert("L")
-        s = min(im.size)
-        out.append(np.asarray(im.crop((0, 0, s, s)).resize((side, side), Image.BILINEAR)))
-    return np.stack(out)
+NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read as the files of torchvision's CIFAR, "
+           "MNIST, SVHN or STL-10 datasets, or Kaggle's tables of pixels)")
 
 
 def csv_table(path: Path, header: list[str] | None, rows: list[list[object]]) -> Path:
     lines = ([",".join(header)] if header else []) + [",".join(map(str, r)) for r in rows]
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def samples(dst: Path, split: str) -> dict[str, tuple[int | None, np.ndarray]]:
-    """Each converted sample's source -> (label, grey pixels)."""
-    meta, images = {}, {}
-    for shard in read_manifest(dst).split(split).shards:
-        with tarfile.open(dst / shard.name) as tar:
-            for member in tar:
-                key, ext = member.name.rsplit(".", 1)
-                data = tar.extractfile(member).read()
-                if ext == "jpg":
-                    images[key] = np.asarray(Image.open(io.BytesIO(data)).convert("L")).astype(int)
-                elif ext == "json":
-                    meta[key] = json.loads(data)
-    return {m["source"]: (m["label"], images[k]) for k, m in meta.items()}
 
 
 def digit_recognizer(src: Path, images: np.ndarray, labels: list[int], test: int) -> Path:
@@ -67,7 +39,7 @@ def digit_recognizer(src: Path, images: np.ndarray, labels: list[int], test: int
 
 
 def test_digit_recognizer_converts_its_labelled_table_and_says_why_not_the_unlabeled_one(tmp_path: Path):
-    images, labels = photos(8, 28), [1, 0, 1, 4, 0, 3]
+    images, labels = small_photos(8, 28, "L"), [1, 0, 1, 4, 0, 3]
     src = digit_recognizer(tmp_path / "digit-recognizer", images, labels, test=2)
     assert IMAGES.detect(src)
     assert cli(["convert", str(src), str(tmp_path / "out"), "-j", "1", "--no-progress"]) == 0
@@ -77,7 +49,7 @@ def test_digit_recognizer_converts_its_labelled_table_and_says_why_not_the_unlab
         ("sample_submission.csv", NOT_ONE),
         ("test.csv", "no label column: the other tables label their rows (column 'label'); convert it apart, with "
                      "--unlabeled")]
-    got = samples(tmp_path / "out", "train")
+    got = converted_pixels(tmp_path / "out", "train", "L")
     for i in range(6):
         label, pixels = got[f"train.csv#{i}"]
         assert label == labels[i]
@@ -91,7 +63,7 @@ def test_digit_recognizer_converts_its_labelled_table_and_says_why_not_the_unlab
 
 
 def test_the_layouts_kaggle_hands_out_for_mnist_and_fashion_mnist(tmp_path: Path):
-    images, labels = photos(6, 28), [9, 2, 1, 1, 6, 0]
+    images, labels = small_photos(6, 28, "L"), [9, 2, 1, 1, 6, 0]
     named = {"fashion": (["label", *(f"pixel{i + 1}" for i in range(784))], "fashion-mnist_{}.csv"),
              "rows-by-cols": (["label", *(f"{r + 1}x{c + 1}" for r in range(28) for c in range(28))],
                               "mnist_{}.csv"),
@@ -104,17 +76,17 @@ def test_the_layouts_kaggle_hands_out_for_mnist_and_fashion_mnist(tmp_path: Path
                                                                                              images[part])])
         m = convert_images(src, tmp_path / f"{kind}-out").manifest
         assert {k: s.samples for k, s in m.splits.items()} == {"train": 4, "test": 2} and not m.rejected, kind
-        label, pixels = samples(tmp_path / f"{kind}-out", "test")[f"{name.format('test')}#1"]
+        label, pixels = converted_pixels(tmp_path / f"{kind}-out", "test", "L")[f"{name.format('test')}#1"]
         assert label == 0 and np.abs(pixels - images[5]).mean() < 6, kind
     train = tmp_path / "no-header" / "mnist_train.csv"
     train.write_bytes(b"\xef\xbb\xbf" + train.read_bytes())  # saved by a spreadsheet: a byte order mark first
     m = convert_images(tmp_path / "no-header", tmp_path / "bom-out").manifest
     assert m.classes == tuple(str(i) for i in range(10)) and not m.rejected
-    assert samples(tmp_path / "bom-out", "train")["mnist_train.csv#0"][0] == 9
+    assert converted_pixels(tmp_path / "bom-out", "train", "L")["mnist_train.csv#0"][0] == 9
 
 
 def test_fer2013_reads_its_packed_pixels_and_its_usage_column(tmp_path: Path):
-    images, emotions = photos(5, 48), [0, 3, 6, 2, 3]
+    images, emotions = small_photos(5, 48, "L"), [0, 3, 6, 2, 3]
     usage = ["Training", "Elsewhere", "PublicTest", "PrivateTest", "Training"]
     src = tmp_path / "fer2013"
     src.mkdir()
@@ -125,14 +97,14 @@ def test_fer2013_reads_its_packed_pixels_and_its_usage_column(tmp_path: Path):
     assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
         ("train", "fer2013.csv#1", "no split: 'Elsewhere' in the split column")]
     assert m.classes == tuple(str(i) for i in range(7))
-    label, pixels = samples(tmp_path / "out", "val")["fer2013.csv#2"]
+    label, pixels = converted_pixels(tmp_path / "out", "val", "L")["fer2013.csv#2"]
     assert label == 6 and pixels.shape == (48, 48) and np.abs(pixels - images[2]).mean() < 6
 
 
 def test_rows_that_hold_no_image_or_no_label_are_rejected_one_by_one(tmp_path: Path):
     src = tmp_path / "src"
     src.mkdir()
-    good = list(photos(1, 4)[0].ravel())
+    good = list(small_photos(1, 4, "L")[0].ravel())
     rows = [[1, *good], [2, *good[:-1], 300], [3, *good[:-1], "a1"], [4, *good[:-3]], ["", *good], [],
             [5, *good[:-1], -1], [0, *good], [1, *good[:-1], 256], [1, *good[:-1], 10 ** 30], [2, *good[:-1], 255]]
     csv_table(src / "train.csv", ["label", *(f"pixel{i}" for i in range(16))], rows)
@@ -145,7 +117,7 @@ def test_rows_that_hold_no_image_or_no_label_are_rejected_one_by_one(tmp_path: P
         ("train.csv#6", "a pixel value out of 0-255: -1"),
         ("train.csv#8", "a pixel value out of 0-255: 256"),
         ("train.csv#9", "a pixel value out of 0-255: 10000000000000000000")]  # (its first 20 digits)
-    assert sorted(samples(tmp_path / "out", "train")) == ["train.csv#0", "train.csv#10", "train.csv#7"]
+    assert sorted(converted_pixels(tmp_path / "out", "train", "L")) == ["train.csv#0", "train.csv#10", "train.csv#7"]
     (src / "train.csv").write_bytes((src / "train.csv").read_bytes() + b"9," + b"\xff" * 40 + b"\n")
     m = convert_images(src, tmp_path / "out2").manifest
     assert ("train.csv", "unreadable from row 11 on: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
@@ -185,7 +157,7 @@ def test_a_text_corpus_table_is_no_table_of_pixels(tmp_path: Path):
     csv_table(only_test / "test.csv", [f"pixel{i}" for i in range(16)], [list(range(16))])
     m = convert_images(only_test, tmp_path / "out").manifest  # no table labels its rows: read unlabeled
     assert {k: s.samples for k, s in m.splits.items()} == {"test": 1} and m.classes == ()
-    assert list(samples(tmp_path / "out", "test")) == ["test.csv#0"]
+    assert list(converted_pixels(tmp_path / "out", "test", "L")) == ["test.csv#0"]
     (only_test / "test.csv").write_bytes(b"\xff,pixel0\n")  # a first line that is no text: no table of pixels
     assert table_layout(only_test / "test.csv") is None
     from converters.images.array_files import discover_array_files
@@ -200,10 +172,10 @@ def test_a_text_corpus_table_is_no_table_of_pixels(tmp_path: Path):
 def test_one_file_of_a_dataset_given_as_the_source_is_told_to_convert_its_folder(tmp_path: Path, capsys):
     from test_convert_array_files import cifar_rows, idx, py2_pickle
 
-    src = digit_recognizer(tmp_path / "digits", photos(3, 28), [1, 2], test=1)
+    src = digit_recognizer(tmp_path / "digits", small_photos(3, 28, "L"), [1, 2], test=1)
     (src / "data_batch_1").write_bytes(py2_pickle({"labels": [0], "data": cifar_rows(np.zeros((1, 32, 32, 3),
                                                                                               np.uint8))}))
-    (src / "train-images-idx3-ubyte").write_bytes(idx(photos(1, 28)))
+    (src / "train-images-idx3-ubyte").write_bytes(idx(small_photos(1, 28, "L")))
     for name, what in (("train.csv", "a table of pixels"), ("data_batch_1", "a CIFAR batch"),
                        ("train-images-idx3-ubyte", "an IDX file")):
         assert cli(["convert", str(src / name), str(tmp_path / "dst"), "--no-progress"]) != 0

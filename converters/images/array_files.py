@@ -1,17 +1,19 @@
 """Image datasets kept as arrays, in the files torchvision's dataset classes download: CIFAR-10 and CIFAR-100's
-pickled batches (cifar.py) and MNIST-style IDX files (idx_files.py); and Kaggle's CSV tables of pixels
-(pixel_tables.py). Their images are read as the rows of a table are (tables.py `ImageRows`): each is encoded as PNG
-(lossless) into a spill file and converted like an image file.
+pickled batches (cifar.py), MNIST-style IDX files (idx_files.py), SVHN's MATLAB files (svhn.py) and STL-10's binary
+files (stl10.py); and Kaggle's CSV tables of pixels (pixel_tables.py). Their images are read as the rows of a
+table are (tables.py `ImageRows`): each is encoded as PNG (lossless) into a spill file and converted like an image
+file.
 
-- Splits: CIFAR's `test_batch` and `test`, MNIST's `t10k-*` and a name with a split's word (`emnist-letters-test-*`)
-  are `test`; the rest is `--split` (default `train`).
+- Splits: CIFAR's `test_batch` and `test`, MNIST's `t10k-*` and a name with a split's word (`emnist-letters-test-*`,
+  `test_32x32.mat`, `test_X.bin`) are `test`; the rest (SVHN's `extra_32x32.mat` too) is `--split` (default
+  `train`).
 - Classes: CIFAR's meta file names them in id order (CIFAR-100: the fine labels; `--label-field coarse_labels` for
   the 20 superclasses). IDX labels are class ids, so the classes are `0` ... the largest (`--classes FILE` names
-  them, as for a labels CSV).
+  them, as for a labels CSV); SVHN's are the digits `0` ... `9`; STL-10's `class_names.txt` names them.
 - One dataset a conversion: the files must lie in one folder. A dataset file in a second folder (torchvision's
   `data/` holding `MNIST/raw/` and `FashionMNIST/raw/`) is rejected, naming the first folder; a file that is no
-  dataset file is rejected too. A meta file, an IDX labels file and a `.gz` copy beside its unpacked file are read
-  with the batches or images they go with.
+  dataset file is rejected too. A meta file, an IDX or STL-10 labels file, STL-10's `class_names.txt` and a `.gz`
+  copy beside its unpacked file are read with the batches or images they go with.
 - A table of pixels without a label column (Kaggle's `test.csv`) is read once every table has been seen: beside a
   labelled one it is rejected, saying so; alone, it converts unlabeled.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from converters.images import cifar, idx_files, pixel_tables
+from converters.images import cifar, idx_files, pixel_tables, stl10, svhn
 from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected
@@ -31,40 +33,49 @@ from converters.table_files import TableError
 from converters.tree import first_files, splits_named
 from fastdata.manifest_splits import SPLIT_NAMES
 
-LOOK_AT = 8  # files named like CIFAR batches, or CSV files, whose first bytes `has_array_files` reads
-NOT_ONE = ("not a CIFAR batch, an IDX file or a CSV table of pixels (this source is read as the files of "
-           "torchvision's CIFAR or MNIST datasets, or Kaggle's tables of pixels)")
-
-
-def _cifar_batch(path: Path) -> bool:
-    return cifar.BATCH.match(path.name) is not None and cifar.is_pickle(path)
+LOOK_AT = 8  # files named like CIFAR batches, CSV or MATLAB files, whose first bytes `has_array_files` reads
+NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read as the files of torchvision's CIFAR, "
+           "MNIST, SVHN or STL-10 datasets, or Kaggle's tables of pixels)")
+WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",
+        "stl": "an STL-10 file", "table": "a table of pixels"}  # a file's kind -> what messages call it
 
 
 def has_array_files(src: Path, *, limit: int) -> bool:
-    """Whether an IDX images file, a CIFAR batch or a table of pixels is among the first `limit` files of `src`, and
-    no image file."""
-    batches, tables, idx = [], [], False
+    """Whether an IDX images file, a CIFAR batch, an SVHN or STL-10 images file or a table of pixels is among the
+    first `limit` files of `src`, and no image file."""
+    sniffed, found = [], False
     for path in first_files(src, limit):
         if path.suffix.lower() in EXTENSIONS:
             return False
         name = idx_files.idx_name(path.name)
-        idx = idx or (name is not None and name.images)
-        if cifar.BATCH.match(path.name):
-            batches.append(path)
-        elif path.suffix.lower() == ".csv":
-            tables.append(path)
-    return (idx or any(cifar.is_pickle(p) for p in batches[:LOOK_AT])
-            or any(pixel_tables.table_layout(p) is not None for p in tables[:LOOK_AT]))
+        found = found or (name is not None and name.images) or stl10.is_images_file(path)
+        if cifar.BATCH.match(path.name) or path.suffix.lower() in (".csv", ".mat"):
+            sniffed.append(path)
+    return found or any(_kind(p)[0] in ("cifar", "mat", "table") for p in sniffed[:LOOK_AT])
+
+
+def _kind(path: Path) -> tuple[str | None, object]:
+    """(what the file at `path` is among the files this module reads, a key of WHAT, or None; what its name or
+    first bytes told: the IDX or STL-10 name read, the table's layout)."""
+    idx = idx_files.idx_name(path.name)
+    if idx is not None:
+        return "idx", idx
+    stl = stl10.stl_name(path.name)
+    if stl is not None:
+        return "stl", stl
+    if (cifar.BATCH.match(path.name) or path.name in cifar.META) and cifar.is_pickle(path):
+        return ("cifar meta" if path.name in cifar.META else "cifar"), None
+    if svhn.is_mat(path):
+        return "mat", None
+    layout = pixel_tables.table_layout(path)
+    return ("table", layout) if layout is not None else (None, None)
 
 
 def what_file(path: Path) -> str | None:
-    """What the file at `path` is among the files this module reads ("a CIFAR batch", "an IDX file", "a table of
-    pixels"), or None."""
-    if idx_files.idx_name(path.name) is not None:
-        return "an IDX file"
-    if _cifar_batch(path):
-        return "a CIFAR batch"
-    return "a table of pixels" if pixel_tables.table_layout(path) is not None else None
+    """What the file at `path` is among the files this module reads ("a CIFAR batch", "an IDX file", ...), or
+    None."""
+    kind = _kind(path)[0]
+    return None if kind is None else WHAT[kind]
 
 
 def _split(stem: str, default: str) -> str:
@@ -94,11 +105,13 @@ class _ArrayFiles(ImageRows):
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)
-        idx = idx_files.idx_name(path.name)
-        split = _split(path.stem if idx is None else idx.stem, self.split)
-        layout = pixel_tables.table_layout(path) if idx is None else None
-        cifar_file = idx is None and (_cifar_batch(path) or (path.name in cifar.META and cifar.is_pickle(path)))
-        if idx is None and not cifar_file and layout is None:
+        kind, told = _kind(path)
+        stem = told.stem if isinstance(told, idx_files.Idx | stl10.StlName) else path.stem
+        split = _split(stem, self.split)
+        if kind is None and path.name in stl10.COMPANIONS and any(path.parent.glob("*_X.bin")):
+            self.identity.append([split, rel, None, path.stat().st_size, 0])  # read with the STL-10 images beside it
+            return  # (fold_indices.txt: not converted)
+        if kind is None:
             self.rejected.append(Rejection(split, rel, NOT_ONE))
             return
         if self.folder is None:
@@ -109,12 +122,16 @@ class _ArrayFiles(ImageRows):
             return
         found = 0
         try:
-            if layout is not None:
-                found = self._add_pixel_table(path, rel, layout, split)
-            elif idx is not None:
-                found = self._add_idx(path, rel, idx, split)
-            elif path.name not in cifar.META:
+            if kind == "table":
+                found = self._add_pixel_table(path, rel, told, split)  # type: ignore[arg-type]
+            elif kind == "idx":
+                found = self._add_idx(path, rel, told, split)  # type: ignore[arg-type]
+            elif kind == "cifar":
                 found = self._add_batch(path, rel, split)
+            elif kind == "mat":
+                found = self._add_mat(path, rel, split)
+            elif kind == "stl":
+                found = self._add_stl(path, rel, told, split)  # type: ignore[arg-type]
         except TableError as exc:
             self.rejected.append(Rejection(split, rel, str(exc)))
         self.identity.append([split, rel, None, path.stat().st_size, found])
@@ -161,6 +178,44 @@ class _ArrayFiles(ImageRows):
                                                                           f"{count} images are whole"))
         return sum(self._add_row(_png(image), y, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(images, labels, strict=False)))
+
+    def _add_mat(self, path: Path, rel: str, split: str) -> int:
+        if self.opts.label_field:
+            raise TableError("--label-field names a field of CIFAR batches; a MATLAB file's labels are its 'y'")
+        digits = svhn.read_digits(path, labelled=not self.opts.unlabeled)
+        label = None if digits.labels is None else "y"
+        columns = Columns("X", label, None)
+        self.labels.agree(rel, label, None)
+        labels = [None] * len(digits.images) if digits.labels is None else digits.labels
+        grey = digits.images.shape[3] == 1
+        return sum(self._add_row(_png(image[:, :, 0] if grey else image), y, columns, split, f"{rel}#{i}", str(path))
+                   for i, (image, y) in enumerate(zip(digits.images, labels, strict=True)))
+
+    def _add_stl(self, path: Path, rel: str, name: stl10.StlName, split: str) -> int:
+        if not name.images:
+            if not name.partner(path).is_file():
+                raise TableError(f"labels without their images file ({name.partner(path).name})")
+            return 0  # read with its images
+        if self.opts.label_field:
+            raise TableError("--label-field names a field of CIFAR batches; STL-10's labels are its _y.bin files")
+        size = path.stat().st_size
+        count, rest = divmod(size, stl10.IMAGE)
+        labels: list[int | str | None] = [None] * count
+        label, names = None, None
+        if not self.opts.unlabeled:
+            where = name.partner(path)
+            if not where.is_file():
+                raise TableError(f"no labels file beside it ({where.name}); --unlabeled converts every file without "
+                                 "labels")
+            names = stl10.class_names(path.with_name(stl10.CLASS_NAMES))
+            labels, label = list(stl10.labels(where, count, len(names), cut=rest > 0)), "y"
+        columns = Columns("X", label, names)
+        self.labels.agree(rel, label, names)
+        if rest:
+            self.rejected.append(Rejection(split, f"{rel}#{count}", f"the file is cut short: {count} whole images, "
+                                                                     f"then {rest} bytes"))
+        return sum(self._add_row(y if isinstance(y, str) else _png(image), y, columns, split, f"{rel}#{i}", str(path))
+                   for i, (image, y) in enumerate(zip(stl10.images(path), labels, strict=True)))
 
     def add_tree(self, folder: Path, split: str, label: int | None) -> None:
         super().add_tree(folder, split, label)

@@ -34,7 +34,8 @@ PICKLE_PROTOCOL = re.compile(rb"^\x80[\x02-\x05]")  # what a pickle written with
 _ARRAYS = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
            ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}  # (the last: bytes pickled by Python 3)
 _PICKLE_ERRORS = (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-                  RecursionError, struct.error, OverflowError, MemoryError)
+                  RecursionError, struct.error, OverflowError, MemoryError,
+                  LookupError)  # (`_codecs.encode` called with an encoding a broken file names)
 
 
 class _ArraysOnly(pickle.Unpickler):

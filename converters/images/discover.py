@@ -196,7 +196,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     tfrecords = not tables and has_tfrecords(src, limit=TABLE_LOOK)
     arrays = not tables and not tfrecords and has_array_files(src, limit=TABLE_LOOK)
     if tfrecords or tables or arrays:
-        what = ("TFRecord files" if tfrecords else "CIFAR batches or IDX files" if arrays else
+        what = ("TFRecord files" if tfrecords else "image datasets kept as arrays" if arrays else
                 "Parquet or Arrow tables")
         if split_labels or label_pattern:
             given = f"--labels {labels_csv}" if split_labels else "--label-pattern"

@@ -1,0 +1,254 @@
+"""SVHN's MATLAB files (`train_32x32.mat`, `test_32x32.mat`, `extra_32x32.mat`) and STL-10's binary files
+(`stl10_binary/`) convert (converters/images/svhn.py, stl10.py, array_files.py); before, `fastdata convert` could
+not tell what either folder held. The MATLAB files are written by scipy's `savemat`, as MATLAB writes them; the STL-10
+files byte by byte from the format. The expected pixels are worked out as torchvision's `SVHN` and `STL10` read
+them. Images: the real photos, made small."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import convert_images, converted_pixels, small_photos
+from scipy.io import loadmat, savemat
+
+from converters.images import KIND as IMAGES
+from fastdata.cli import main as cli
+from fastdata.errors import ConvertError
+
+STL_NAMES = ["airplane", "bird", "car", "cat", "deer", "dog", "horse", "monkey", "ship", "truck"]
+
+
+def svhn_file(path: Path, images: np.ndarray, labels: list[int] | None, **more: object) -> Path:
+    """A MATLAB file as SVHN's: `X` [rows, columns, channels, N], `y` [N, 1] with the digit 0 written as 10."""
+    held = {"X": np.ascontiguousarray(images.transpose(1, 2, 3, 0)), **more}
+    if labels is not None:
+        held["y"] = np.array(labels, np.uint8).reshape(-1, 1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    savemat(path, held)
+    return path
+
+
+def torchvision_svhn(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """What torchvision's `SVHN` reads from a file: its images [N, 3, 32, 32] and labels, 10 read as 0."""
+    held = loadmat(path)
+    labels = held["y"].astype(np.int64).squeeze()
+    np.place(labels, labels == 10, 0)
+    return np.transpose(held["X"], (3, 2, 0, 1)), labels
+
+
+def test_svhn_converts_its_digits_0_to_9_with_extra_in_the_default_split(tmp_path: Path):
+    images = small_photos(14, 32)
+    digits = [10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 3, 1, 2]  # as SVHN writes them
+    src = tmp_path / "svhn"
+    svhn_file(src / "train_32x32.mat", images[:6], digits[:6])
+    svhn_file(src / "test_32x32.mat", images[6:10], digits[6:10])
+    svhn_file(src / "extra_32x32.mat", images[10:], digits[10:])
+    (src / "svhn_readme.txt").write_text("format 2")
+    assert IMAGES.detect(src)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert m.classes == tuple("0123456789")
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 10, "test": 4}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("svhn_readme.txt", "not a file of an image dataset kept as arrays (this source is read as the files of "
+                            "torchvision's CIFAR, MNIST, SVHN or STL-10 datasets, or Kaggle's tables of pixels)")]
+    got = {**converted_pixels(tmp_path / "out", "train"), **converted_pixels(tmp_path / "out", "test")}
+    where = [f"train_32x32.mat#{i}" for i in range(6)] + [f"test_32x32.mat#{i}" for i in range(4)] + [
+        f"extra_32x32.mat#{i}" for i in range(4)]
+    assert sorted(got) == sorted(where)
+    theirs = {}
+    for name in ("train", "test", "extra"):
+        chw, labels = torchvision_svhn(src / f"{name}_32x32.mat")
+        theirs.update({f"{name}_32x32.mat#{i}": (y, x) for i, (y, x) in enumerate(zip(labels, chw))})
+    for i, source in enumerate(where):
+        label, pixels = got[source]
+        assert label == digits[i] % 10 == theirs[source][0]
+        assert np.abs(pixels - images[i]).mean() < 10  # JPEG at quality 90, chroma halved
+        assert np.abs(pixels - theirs[source][1].transpose(1, 2, 0)).mean() < 10
+        assert np.abs(pixels - images[i].transpose(1, 0, 2)).mean() > 20  # rows read as columns
+
+
+def test_a_grey_matlab_file_with_labels_as_doubles_converts_and_split_comes_from_the_name(tmp_path: Path):
+    images = small_photos(4, 28, "L")[..., None]
+    src = tmp_path / "digits"
+    svhn_file(src / "notmnist_test.mat", images, None, y=np.array([[1.0], [2.0], [2.5], [1.0]]))
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"test": 3}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [("notmnist_test.mat#2", "no label (null in field 'y')")]
+    got = converted_pixels(tmp_path / "out", "test", "L")
+    assert got["notmnist_test.mat#1"][0] == 2
+    assert np.abs(got["notmnist_test.mat#3"][1] - images[3, :, :, 0]).mean() < 6
+
+
+@pytest.mark.parametrize("held, reason", [
+    ({"X": np.zeros((32, 32, 3, 2), np.float32), "y": np.ones((2, 1))},
+     "no images: 'X' is no uint8 array of [rows, columns, 1 or 3 channels, images] (float32 [32, 32, 3, 2])"),
+    ({"X": np.zeros((32, 32, 2, 2), np.uint8), "y": np.ones((2, 1))},
+     "no images: 'X' is no uint8 array of [rows, columns, 1 or 3 channels, images] (uint8 [32, 32, 2, 2])"),
+    ({"images": np.zeros((32, 32, 3, 2), np.uint8)}, "no images: 'X' is no uint8 array of [rows, columns, 1 or 3 "
+                                                     "channels, images] (NoneType)"),
+    ({"X": np.zeros((32, 32, 3, 2), np.uint8), "y": np.ones((3, 1))}, "2 images and 3 labels in 'y'"),
+    ({"X": np.zeros((32, 32, 3, 2), np.uint8), "y": "ab"}, "'y' is no array of numbers (<U2 array)"),
+    ({"X": np.zeros((32, 32, 3, 2), np.uint8)}, "no labels: the file holds no 'y'; --unlabeled converts it without "
+                                                "labels"),
+])
+def test_a_matlab_file_that_is_not_what_svhn_holds_is_rejected_saying_what_it_lacks(tmp_path: Path, held: dict,
+                                                                                    reason: str):
+    src = tmp_path / "svhn"
+    svhn_file(src / "train_32x32.mat", small_photos(2, 32), [1, 2])
+    savemat(src / "extra_32x32.mat", held)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [("extra_32x32.mat", reason)]
+    assert m.splits["train"].samples == 2
+
+
+def test_matlab_7_3_and_broken_files_are_rejected_and_other_mat_files_are_no_dataset(tmp_path: Path):
+    src = tmp_path / "svhn"
+    good = svhn_file(src / "train_32x32.mat", small_photos(2, 32), [1, 2])
+    head = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2024 HDF5 schema 1.00 ."
+    (src / "test_32x32.mat").write_bytes(head.ljust(116) + b"\0" * 8 + b"\x00\x02IM" + b"\x89HDF\r\n" * 20)
+    (src / "extra_32x32.mat").write_bytes(good.read_bytes()[:300])
+    odd = bytearray(good.read_bytes())
+    assert odd[144] == 9  # the first variable's class (9: uint8), in its array flags
+    odd[144] = 0x20  # a class MATLAB has none of: scipy raised UnboundLocalError on it (found by make fuzz)
+    (src / "more_32x32.mat").write_bytes(bytes(odd))
+    m = convert_images(src, tmp_path / "out").manifest
+    reasons = {r["source"]: r["reason"] for r in m.rejected}
+    assert reasons["test_32x32.mat"] == ("a MATLAB 7.3 file (HDF5), which is not read: save it with -v7 (SVHN's "
+                                         "files are MATLAB 5)")
+    assert reasons["extra_32x32.mat"] == "not a MATLAB 5 file: could not read bytes"
+    assert reasons["more_32x32.mat"] == "not a MATLAB 5 file: local variable 'arr' referenced before assignment"
+    assert m.splits["train"].samples == 2
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "weights.mat").write_bytes(b"\x00" * 200)  # a .mat file that is no MATLAB 5 file
+    assert not IMAGES.detect(other)
+    (other / "weights.mat").write_bytes(good.read_bytes())
+    assert IMAGES.detect(other)
+
+
+def test_svhn_unlabeled_and_label_field(tmp_path: Path):
+    src = tmp_path / "svhn"
+    svhn_file(src / "test_32x32.mat", small_photos(3, 32), [1, 2, 10])
+    m = convert_images(src, tmp_path / "out", unlabeled=True).manifest
+    assert m.classes == () and m.splits["test"].samples == 3
+    assert {y for y, _ in converted_pixels(tmp_path / "out", "test").values()} == {None}
+    with pytest.raises(ConvertError, match=r"\(1 file\(s\) rejected: 1 x --label-field names a field of CIFAR "
+                                           r"batches; a MATLAB file's labels are its 'y'\)$"):
+        convert_images(src, tmp_path / "out2", label_field="coarse_labels")
+
+
+def stl_bytes(images: np.ndarray) -> bytes:
+    """STL-10's layout: each image's red plane, then its green, then its blue, each plane column after column."""
+    return np.ascontiguousarray(images.transpose(0, 3, 2, 1)).tobytes()
+
+
+def write_stl10(folder: Path, images: np.ndarray, labels: list[int], *, test: int = 2, unlabeled: int = 2) -> Path:
+    """STL-10's folder: labels 1-10 as its files hold them; the last `unlabeled` images in unlabeled_X.bin."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(labels) - test
+    (folder / "train_X.bin").write_bytes(stl_bytes(images[:n]))
+    (folder / "train_y.bin").write_bytes(bytes(labels[:n]))
+    (folder / "test_X.bin").write_bytes(stl_bytes(images[n:len(labels)]))
+    (folder / "test_y.bin").write_bytes(bytes(labels[n:]))
+    (folder / "unlabeled_X.bin").write_bytes(stl_bytes(images[len(labels):len(labels) + unlabeled]))
+    (folder / "class_names.txt").write_bytes(("\r\n".join(STL_NAMES) + "\r\n\r\n").encode())  # a blank line at its end
+    (folder / "fold_indices.txt").write_text("0 1 \n1 2 \n")
+    return folder
+
+
+def torchvision_stl10(data: bytes) -> np.ndarray:
+    """What torchvision's `STL10` reads from an `_X.bin` file: images [N, 3, 96, 96]."""
+    return np.transpose(np.frombuffer(data, np.uint8).reshape(-1, 3, 96, 96), (0, 1, 3, 2))
+
+
+def test_stl10_converts_with_its_class_names_and_leaves_its_unlabeled_images_to_another_run(tmp_path: Path):
+    images = small_photos(8, 96)
+    labels = [1, 10, 3, 5, 2, 7]
+    src = write_stl10(tmp_path / "stl10_binary", images, labels)
+    assert IMAGES.detect(src)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert m.classes == tuple(STL_NAMES)  # class_names.txt's order, not sorted
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 4, "test": 2}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("unlabeled_X.bin", "no labels file beside it (unlabeled_y.bin); --unlabeled converts every file without "
+                            "labels")]  # fold_indices.txt and class_names.txt are no rejection
+    got = {**converted_pixels(tmp_path / "out", "train"), **converted_pixels(tmp_path / "out", "test")}
+    where = [f"train_X.bin#{i}" for i in range(4)] + ["test_X.bin#0", "test_X.bin#1"]
+    assert sorted(got) == sorted(where)
+    theirs = np.concatenate([torchvision_stl10((src / f"{s}_X.bin").read_bytes()) for s in ("train", "test")])
+    for i, source in enumerate(where):
+        label, pixels = got[source]
+        assert label == labels[i] - 1
+        assert np.abs(pixels - images[i]).mean() < 8
+        assert np.abs(pixels - theirs[i].transpose(1, 2, 0)).mean() < 8
+        assert np.abs(pixels - images[i].transpose(1, 0, 2)).mean() > 20  # columns read as rows
+
+
+def test_stl10_unlabeled_converts_every_file_with_the_unlabeled_images_in_train(tmp_path: Path):
+    src = write_stl10(tmp_path / "stl10_binary", small_photos(7, 96), [1, 2, 3, 4], unlabeled=3)
+    m = convert_images(src, tmp_path / "out", unlabeled=True).manifest
+    assert m.classes == () and not m.rejected
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 5, "test": 2}
+    assert {s for s in converted_pixels(tmp_path / "out", "train") if s.startswith("unlabeled")} == {
+        "unlabeled_X.bin#0", "unlabeled_X.bin#1", "unlabeled_X.bin#2"}
+
+
+def test_stl10_labels_that_are_no_class_a_cut_file_and_a_missing_partner_are_recorded(tmp_path: Path):
+    images = small_photos(8, 96)
+    src = write_stl10(tmp_path / "stl10_binary", images, [1, 0, 11, 10, 2, 3], unlabeled=0)
+    (src / "unlabeled_X.bin").unlink()
+    m = convert_images(src, tmp_path / "out").manifest
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("train_X.bin#1", "label 0 in train_y.bin is no class of class_names.txt (1-10)"),
+        ("train_X.bin#2", "label 11 in train_y.bin is no class of class_names.txt (1-10)")]
+    assert m.splits["train"].samples == 2
+    (src / "train_X.bin").write_bytes(stl_bytes(images[:4])[:-100])  # the last image cut short
+    (src / "test_y.bin").write_bytes(b"\x01\x02\x03")  # three labels, two images
+    m = convert_images(src, tmp_path / "out2").manifest
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("test_X.bin", "2 images and 3 labels in test_y.bin"),
+        ("train_X.bin#1", "label 0 in train_y.bin is no class of class_names.txt (1-10)"),
+        ("train_X.bin#2", "label 11 in train_y.bin is no class of class_names.txt (1-10)"),
+        ("train_X.bin#3", "the file is cut short: 3 whole images, then 27548 bytes")]
+    assert m.splits["train"].samples == 1
+    (src / "test_X.bin").unlink()
+    (src / "train_y.bin").write_bytes(b"\x01\x02")  # fewer labels than whole images
+    with pytest.raises(ConvertError, match=r"\(2 file\(s\) rejected: 1 x labels without their images file "
+                                           r"\(test_X.bin\); 1 x 3 images and 2 labels in train_y.bin\)$"):
+        convert_images(src, tmp_path / "out3")
+
+
+@pytest.mark.parametrize("names, reason", [
+    (None, "class_names.txt is unreadable: "),
+    (b"", "class_names.txt names no class on a line of its own"),
+    (b"airplane\n\nbird\n", "class_names.txt names no class on a line of its own"),
+    (b"\xff\xfe", "class_names.txt is no UTF-8 text"),
+    (b"x" * 70000, "class_names.txt is longer than 65536 bytes: not a list of class names"),
+])
+def test_stl10_without_class_names_is_rejected_saying_why(tmp_path: Path, names: bytes | None, reason: str):
+    src = write_stl10(tmp_path / "stl10_binary", small_photos(4, 96), [1, 2, 3, 4], unlabeled=0)
+    if names is None:
+        (src / "class_names.txt").unlink()
+    else:
+        (src / "class_names.txt").write_bytes(names)
+    with pytest.raises(ConvertError, match="holds no images input") as err:
+        convert_images(src, tmp_path / "out")
+    assert reason in str(err.value)
+
+
+def test_a_file_named_as_stl10_images_but_shorter_than_one_is_no_dataset(tmp_path: Path):
+    (tmp_path / "train_X.bin").write_bytes(b"\0" * (96 * 96 * 3 - 1))
+    assert not IMAGES.detect(tmp_path)
+    (tmp_path / "train_X.bin").write_bytes(b"\0" * 96 * 96 * 3)
+    assert IMAGES.detect(tmp_path)
+
+
+def test_one_svhn_or_stl10_file_given_as_the_source_is_told_to_convert_its_folder(tmp_path: Path, capsys):
+    svhn = svhn_file(tmp_path / "svhn" / "test_32x32.mat", small_photos(1, 32), [1])
+    stl = write_stl10(tmp_path / "stl", small_photos(2, 96), [1, 2], test=1, unlabeled=0) / "train_X.bin"
+    for path, what in ((svhn, "a MATLAB file"), (stl, "an STL-10 file")):
+        assert cli(["convert", str(path), str(tmp_path / "dst"), "--no-progress"]) != 0
+        assert (f"{path} is {what}: images are converted from a folder, so convert the folder that holds it "
+                f"(fastdata convert {path.parent} DST), or move it into a folder of its own") in capsys.readouterr().err
