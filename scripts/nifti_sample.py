@@ -70,3 +70,18 @@ def channels_task(root: Path) -> Path:
     mask = (values > np.percentile(values[values > 0], 50)).astype(np.uint8)
     nib.save(nib.Nifti1Image(mask, image.affine, image.header), case / "BraTS20_Training_001_seg.nii.gz")
     return root
+
+
+def metaimage_task(root: Path) -> Path:
+    """The same image as LUNA16 hands out its CT: root/subset0/<series UID>.mhd with its .raw beside it, written by
+    SimpleITK from the NIfTI file (ITK's reader and writer: the geometry in LPS, as ITK reads the NIfTI's); returns
+    root."""
+    import SimpleITK as sitk
+
+    (root / "subset0").mkdir(parents=True, exist_ok=True)
+    image = sitk.ReadImage(str(anatomical()))
+    sitk.WriteImage(image, str(root / "subset0" / f"{LUNA_UID}.mhd"))
+    return root
+
+
+LUNA_UID = "1.3.6.1.4.1.14519.5.2.1.6279.6001.100225287222365663678666836860"  # named as LUNA16's series are

@@ -183,6 +183,23 @@ def nifti_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return data[:at] + struct.pack(fmt, value) + data[at + struct.calcsize(fmt):], f"NIfTI {name} = {value}"
 
 
+METAIMAGE_VALUES = (b"0", b"-1", b"nan", b"inf", b"1e308", b"", b"1 2", b"100000 100000 100000", b"0 0 0",
+                    b"LOCAL", b"/dev/zero", b"../secret.raw", b"LIST", b"s%03d.raw 1 3 1", b"MET_DOUBLE",
+                    b"MET_UCHAR_ARRAY", b"MET_OTHER", b"True", b"4", b"2", b"1 0 0 0 0 0 0 0 1", b"\xff\xfe")
+
+
+def metaimage_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """The value of one `Key = value` line of a MetaImage header (NDims, DimSize, ElementSpacing, ElementType,
+    TransformMatrix, CompressedData, ElementDataFile, ...) set to an extreme, a wrong type, or a path outside."""
+    lines = [m.span(1) for m in re.finditer(rb"^[A-Za-z]+ = ([^\n]*)$", data[:4096], re.MULTILINE)]
+    if not lines:
+        return set_bytes(rng, data)
+    a, b = rng.choice(lines)
+    value = rng.choice(METAIMAGE_VALUES)
+    key = data[:a].rsplit(b"\n", 1)[-1][:-3].decode()
+    return data[:a] + value + data[b:], f"MetaImage {key} = {value!r}"
+
+
 SIGNS = (b"--", b"-", b"+")
 NUMBER_FORMS = ("²".encode(), "１２".encode(), b"9" * 5000, b"1_0", b"0x1", *SIGNS)
 

@@ -46,6 +46,7 @@ from fuzz_mutators import (  # noqa: E402
     dicom_length,
     dumps,
     jpeg_frame_size,
+    metaimage_field,
     mutate_bytes,
     mutate_json,
     nifti_field,
@@ -127,6 +128,7 @@ class Context:
         save(structures / "segmentations" / "b.nii.gz", (mask == 2).astype(mask.dtype))
         (work / "nii-src" / "dataset.json").write_text('{"labels": {"0": "bg", "1": "a", "2": "b"}}')
         convert_nifti(work / "nii-src", work / "masked-volumes", samples_per_shard=1)
+        self.nifti_files += _metaimages(work / "mhd-src" / "cases", image, mask)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -608,6 +610,19 @@ def _converted(kind_name: str, opts: Any, src: Path, outcome: str) -> list[str]:
     return written
 
 
+def _metaimages(folder: Path, image: Any, mask: Any) -> list[Path]:
+    """The image and its mask as MetaImage files written by SimpleITK (LUNA16's .mhd + .raw, PROMISE12's mask beside
+    its image, and an .mha), each header, data file and .mha a file to mutate."""
+    import SimpleITK as sitk
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, voxels in (("Smith_John.mhd", image), ("Smith_John_segmentation.mhd", mask), ("Doe_Jane.mha", image)):
+        written = sitk.GetImageFromArray(voxels.transpose(2, 1, 0))  # nibabel's (i, j, k) as ITK's (z, y, x)
+        written.SetSpacing((0.8, 0.7, 2.5))
+        sitk.WriteImage(written, str(folder / name))
+    return sorted(folder.iterdir())
+
+
 def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
     """A NIfTI image or mask of a Decathlon task, mutated (a gzipped one inside its gzip): every case converts or
     is rejected with a reason that no catch-all made, and no file name reaches what the conversion writes."""
@@ -621,13 +636,13 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     target = src / path.relative_to(path.parents[1])
     zipped = path.name.endswith(".gz")
     raw = gzip.decompress(path.read_bytes()) if zipped else path.read_bytes()
-    data, what = mutate_bytes(rng, raw, (nifti_field,))
+    data, what = mutate_bytes(rng, raw, (metaimage_field,) if path.suffix in (".mhd", ".mha") else (nifti_field,))
     target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
     orientation, channel = rng.choice(ORIENTATIONS), rng.choice((None, "all"))
     written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation, channel=channel), src,
                          "nifti case")
     for text in written:
-        if "Smith" in text or "John" in text:
+        if any(name in text for name in ("Smith", "John", "Doe", "Jane")):
             raise Finding(f"a source file name written: {text[:200]!r}")
     _no_unexpected(written)
     return f"{label}: {what}, --orientation {orientation}, --channel {channel}"

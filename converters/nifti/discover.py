@@ -25,6 +25,7 @@ from converters.nifti.channels import ALL, same_channels
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
+from converters.nifti.metaimage import is_data_file
 from converters.nifti.options import NiftiOptions
 from converters.nifti.structures import structure_classes, structure_items, with_structures
 from converters.sample import Rejection, WorkItem
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 CHANNEL_FILE = re.compile(r"^(.+)_(\d{4})$")  # nnU-Net: NAME_0000
 FOLDERS = {"imagesTr": ("train", "labelsTr"), "imagesTs": ("test", "labelsTs")}  # images -> (split, masks)
 DECATHLON = {*FOLDERS, *(labels for _, labels in FOLDERS.values()), "dataset.json"}
-NOT_NIFTI = "not a NIfTI file (.nii or .nii.gz)"
+NOT_NIFTI = "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)"
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class _Found:
         for path, problem in walk.files(folder, root=src):
             rel = display(path.relative_to(src).as_posix())
             if problem is None and not NIFTI.search(path.name):
+                if is_data_file(path):
+                    continue  # NAME.raw beside NAME.mhd: read with its header
                 problem = NOT_NIFTI
             if problem is None:
                 found[stem(rel).lower()].append((str(path), rel))

@@ -1,5 +1,6 @@
-"""Reading one NIfTI file with nibabel into the volume format the dicom kind writes: a (z, y, x) array with its
-spacing in mm, and the origin and axis directions in DICOM's LPS patient frame.
+"""Reading one NIfTI file with nibabel (or one MetaImage file with SimpleITK: metaimage.py) into the volume format
+the dicom kind writes: a (z, y, x) array with its spacing in mm, and the origin and axis directions in DICOM's LPS
+patient frame.
 
 NIfTI stores voxel (i, j, k) at `affine @ (i, j, k, 1)` in RAS+ millimetres (nibabel picks the sform, else the
 qform, as the NIfTI standard says). The array is transposed to (k, j, i) so that its axes are (slice, row, column)
@@ -16,6 +17,7 @@ import numpy as np
 
 from converters.dicom.arrays import rounded
 from converters.dicom.geometry import RejectSeries
+from converters.nifti.metaimage import MetaImage, is_metaimage
 from fastdata.errors import require
 
 ORTHOGONAL = 1e-3  # largest |cosine| between two voxel axes of an affine we accept (no shear)
@@ -44,7 +46,10 @@ def failure(exc: BaseException) -> str:
 
 
 def load(path: str, rel: str) -> Any:
-    """The nibabel image of `path` (the header is read; the voxels are read later); RejectSeries if not NIfTI."""
+    """The nibabel image of `path`, or its MetaImage (the header is read; the voxels are read later); RejectSeries
+    if it is neither."""
+    if is_metaimage(path):
+        return MetaImage(path, rel)
     nib = require("nibabel", "nifti")
     try:
         img = nib.load(path)
@@ -60,17 +65,23 @@ def grid_of(img: Any, rel: str) -> Grid:
     shape = tuple(int(n) for n in img.shape)
     if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
         raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
+    if isinstance(img, MetaImage):  # ITK's spacing is in mm
+        return _grid(img.affine, shape, "mm", rel)
     if int(img.header.get_sform(coded=True)[1]) == 0:  # the affine comes from pixdim: check it as stored
         stored = stored_pixdim(img)
         if not (np.all(np.isfinite(stored)) and np.all(stored > 0)):
             raise RejectSeries(f"{rel}: voxel sizes (pixdim) {rounded(list(stored))} are not positive, and with "
                                "no sform the geometry comes from them (nibabel would read them as 1 mm)")
-    affine = np.asarray(img.affine, dtype=np.float64)
     try:
         unit = img.header.get_xyzt_units()[0]
     except KeyError:  # nibabel knows every code the standard defines; another is a damaged header
         raise RejectSeries(f"{rel}: xyzt_units {int(img.header['xyzt_units'])} names no unit the NIfTI standard "
                            "defines") from None
+    return _grid(np.asarray(img.affine, dtype=np.float64), shape, unit, rel)
+
+
+def _grid(affine: np.ndarray, shape: tuple[int, ...], unit: str, rel: str) -> Grid:
+    """The grid of an (x, y, z) voxel array whose RAS+ affine, in `unit`, is `affine`: checked finite, no shear."""
     matrix = affine[:3, :3] * UNITS_MM[unit]
     if not np.all(np.isfinite(affine)):
         raise RejectSeries(f"{rel}: the affine (sform/qform) is not finite")
@@ -114,11 +125,14 @@ def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
     n = channels(img)
     if channel is not None and channel >= n:
         raise RejectSeries(f"{rel}: --channel {channel}, but the image has {n} channel(s)")
-    try:
-        data = img.dataobj[..., channel or 0] if len(img.shape) == 4 else img.dataobj[...]
-        arr = np.asarray(data)
-    except Exception as exc:  # noqa: BLE001 - truncated or corrupt voxel data (zlib, EOF, short reads)
-        raise RejectSeries(f"{rel}: cannot read the voxels ({failure(exc)})") from exc
+    if isinstance(img, MetaImage):
+        arr = img.voxels(channel)
+    else:
+        try:
+            data = img.dataobj[..., channel or 0] if len(img.shape) == 4 else img.dataobj[...]
+            arr = np.asarray(data)
+        except Exception as exc:  # noqa: BLE001 - truncated or corrupt voxel data (zlib, EOF, short reads)
+            raise RejectSeries(f"{rel}: cannot read the voxels ({failure(exc)})") from exc
     if arr.dtype.kind not in "iuf" or arr.ndim != 3:
         raise RejectSeries(f"{rel}: voxels of type {arr.dtype} and shape {list(arr.shape)}; volumes hold one number "
                            "per voxel")
