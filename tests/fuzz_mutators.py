@@ -184,8 +184,9 @@ def nifti_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
 
 
 METAIMAGE_VALUES = (b"0", b"-1", b"nan", b"inf", b"1e308", b"", b"1 2", b"100000 100000 100000", b"0 0 0",
-                    b"LOCAL", b"/dev/zero", b"../secret.raw", b"LIST", b"s%03d.raw 1 3 1", b"MET_DOUBLE",
-                    b"MET_UCHAR_ARRAY", b"MET_OTHER", b"True", b"4", b"2", b"1 0 0 0 0 0 0 0 1", b"\xff\xfe")
+                    b"LOCAL", b"/dev/zero", b"../secret.raw", b"Doe_John.raw", b"LIST", b"s%03d.raw 1 3 1",
+                    b"MET_DOUBLE", b"MET_UCHAR_ARRAY", b"MET_OTHER", b"True", b"4", b"2", b"1 0 0 0 0 0 0 0 1",
+                    b"\xff\xfe")
 
 
 def metaimage_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:

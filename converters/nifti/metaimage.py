@@ -57,14 +57,14 @@ def data_file(path: str, rel: str) -> str:
         raise RejectSeries(f"{rel}: its ElementDataFile is no UTF-8 text") from None
     if name == "LOCAL":
         return name
+    # (the reasons never quote the name: LUNA16's are series UIDs, and a file name may name a patient)
     if name == "LIST" or " " in name or "%" in name:
-        raise RejectSeries(f"{rel}: its ElementDataFile names a list of files ({name[:60]!r}); only one data file "
-                           "(or LOCAL) is read")
+        raise RejectSeries(f"{rel}: its ElementDataFile names a list of files; only one data file (or LOCAL) is read")
     if "/" in name or "\\" in name or name in ("", ".", ".."):
-        raise RejectSeries(f"{rel}: its ElementDataFile {name[:60]!r} is no file beside it; only a file in the "
-                           "header's folder is read")
+        raise RejectSeries(f"{rel}: its ElementDataFile names no file beside it; only a file in the header's folder "
+                           "is read")
     if not Path(path).with_name(name).is_file():
-        raise RejectSeries(f"{rel}: its data file {name[:60]!r} is not beside it")
+        raise RejectSeries(f"{rel}: the data file its ElementDataFile names is not beside it")
     return name
 
 
