@@ -6,7 +6,6 @@ numbers) stay the labels they are (`label_order`; the CSV is read by labels_csv.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -170,8 +169,29 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 
-def _holds_folders(path: Path, follow: bool) -> bool:
-    return any(is_folder(path / c, follow=follow) for c in os.listdir(path))
+IMAGES_FOLDER = "images"  # Tiny ImageNet's `val/images/` and `test/images/`: a split's loose images one folder down
+TINY_LABELS = "val_annotations.txt"  # beside Tiny ImageNet's `val/images/`: `val_0.JPEG<TAB>n03444034<TAB>box`
+
+
+def _loose_folders(src: Path, named: dict[str, str], follow: bool) -> dict[str, Path | None]:
+    """Split folder -> where it keeps loose images: itself when it holds no folder; its one folder `images/` (Tiny
+    ImageNet's `val/images/`), unless another split has a class folder of that name; None when it holds class
+    folders."""
+    folders = {f: [n for n in listed(src / f) if is_folder(src / f / n, follow=follow)] for f in named}
+    images_class = any(IMAGES_FOLDER in names and names != [IMAGES_FOLDER] for names in folders.values())
+    return {f: src / f if not names else src / f / IMAGES_FOLDER if names == [IMAGES_FOLDER] and not images_class
+            else None for f, names in folders.items()}
+
+
+def _annotated_split(src: Path, named: dict[str, str], loose: dict[str, Path | None]) -> tuple[str, Path] | None:
+    """(the split, its labels file) where a split folder is Tiny ImageNet's `val/`: `images/` beside
+    `val_annotations.txt`, which labels them as `--labels val=val/val_annotations.txt` would."""
+    for folder, split in named.items():
+        labels = src / folder / TINY_LABELS
+        if labels.is_file() and loose[folder] == src / folder / IMAGES_FOLDER:
+            log.info("%s/ is labelled by %s (Tiny ImageNet's layout)", folder, labels)
+            return split, labels
+    return None
 
 
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
@@ -213,7 +233,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         return _discover_unlabeled(src, top, split, follow, compile_label_pattern(label_pattern))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
     named = split_folders([n for n in dirs if split_of_folder(n) is not None])
-    classy = {f: s for f, s in named.items() if _holds_folders(src / f, follow)}  # split folders of class folders
+    images_in = _loose_folders(src, named, follow)
+    classy = {f: s for f, s in named.items() if images_in[f] is None}  # split folders of class folders
+    split_labels = split_labels or (None if unlabeled else _annotated_split(src, named, images_in))
     labelled = None
     if split_labels:
         labelled = next((f for f, s in named.items() if s == split_labels[0]), None)
@@ -233,7 +255,12 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         folders = ClassFolders.of(split_classes(src, classy, follow=follow))  # () without classy
         classes = folders.classes
         if labelled:
-            classes = _take_listed(col, src / labelled, split_labels[1], split_labels[0], classes if classy else None)
+            inner = images_in[labelled] or src / labelled
+            classes = _take_listed(col, inner, split_labels[1], split_labels[0], classes if classy else None)
+            for name in listed(src / labelled) if inner != src / labelled else ():  # beside `images/`
+                if name != IMAGES_FOLDER and (src / labelled / name).resolve() != split_labels[1].resolve():
+                    col.reject(src / labelled / name, split_labels[0], f"beside {labelled}/{IMAGES_FOLDER}/, which "
+                                                                       "holds the split's images")
         index = {c: i for i, c in enumerate(classes)}
         loose = [f for f in named if f not in classy and f != labelled]
         for folder in loose:
