@@ -6,6 +6,8 @@ them. Images: the real photos, made small."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -252,3 +254,74 @@ def test_one_svhn_or_stl10_file_given_as_the_source_is_told_to_convert_its_folde
         assert cli(["convert", str(path), str(tmp_path / "dst"), "--no-progress"]) != 0
         assert (f"{path} is {what}: images are converted from a folder, so convert the folder that holds it "
                 f"(fastdata convert {path.parent} DST), or move it into a folder of its own") in capsys.readouterr().err
+
+
+def test_stl10_is_read_in_chunks_and_a_file_cut_by_one_byte_keeps_its_whole_images(tmp_path: Path, monkeypatch):
+    from converters.images import stl10
+
+    monkeypatch.setattr(stl10, "CHUNK", 2)  # a chunk of two images: five images take three reads, the last short
+    images = small_photos(7, 96)
+    src = write_stl10(tmp_path / "stl10_binary", images, [1, 2, 3, 4, 5, 6, 7], test=2, unlabeled=0)
+    (src / "unlabeled_X.bin").unlink()
+    (src / "test_X.bin").write_bytes(stl_bytes(images[5:7]) + b"\0")  # one byte past the last whole image
+    (src / "test_y.bin").write_bytes(bytes([6, 7, 8]))  # the labels of the images it held whole
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 5, "test": 2}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("test_X.bin#2", "the file is cut short: 2 whole images, then 1 bytes")]
+    got = converted_pixels(tmp_path / "out", "train")
+    assert np.abs(got["train_X.bin#4"][1] - images[4]).mean() < 8  # the one image of the last read
+    (src / "train_X.bin").write_bytes(stl_bytes(images[:4]))  # exactly two chunks: nothing after them
+    (src / "train_y.bin").write_bytes(bytes([1, 2, 3, 4]))
+    assert convert_images(src, tmp_path / "out2").manifest.splits["train"].samples == 4
+
+
+def test_class_names_of_exactly_the_largest_size_are_read_and_label_field_is_refused(tmp_path: Path):
+    from converters.images.stl10 import MAX_NAMES
+
+    src = write_stl10(tmp_path / "stl10_binary", small_photos(3, 96), [1, 2, 3], test=1, unlabeled=0)
+    text = "\n".join(STL_NAMES) + "\n"
+    (src / "class_names.txt").write_text(text + " " * (MAX_NAMES - len(text)))  # a last line of spaces: no name
+    assert convert_images(src, tmp_path / "out").manifest.classes == tuple(STL_NAMES)
+    with pytest.raises(ConvertError, match=r"rejected: 3 x --label-field names a field of CIFAR batches; STL-10's "
+                                           r"labels are its _y.bin files\)$"):
+        convert_images(src, tmp_path / "out2", label_field="labels")
+
+
+def test_svhn_files_past_the_limits_are_refused_and_scipy_missing_says_how_to_install_it(tmp_path: Path,
+                                                                                       monkeypatch):
+    from converters.images import svhn
+    from converters.table_files import TableError
+
+    for shape, ok in (((4096, 1, 1, 1), True), ((1, 4096, 1, 1), True), ((4097, 1, 1, 1), False),
+                      ((1, 4097, 1, 1), False)):
+        path = tmp_path / f"side-{shape[0]}-{shape[1]}.mat"
+        savemat(path, {"X": np.zeros(shape, np.uint8), "y": np.ones((1, 1))})
+        if ok:
+            assert svhn.read_digits(path, labelled=True).images.shape == (1, shape[0], shape[1], 1)
+        else:
+            with pytest.raises(TableError, match=r"^no images: 'X' is no uint8 array of \[rows, columns, 1 or 3 "
+                                                 rf"channels, images\] \(uint8 \[{shape[0]}, {shape[1]}, 1, 1\]\)$"):
+                svhn.read_digits(path, labelled=True)
+    big = tmp_path / "big.mat"
+    with open(big, "wb") as f:  # sparse: a header, then a hole up to the limit, and one byte past it
+        f.write(b"MATLAB 5.0 MAT-file")
+        f.truncate(svhn.MAX_FILE)
+    with pytest.raises(TableError, match=r"^not a MATLAB 5 file: "):  # read (a file of the limit is no bigger)
+        svhn.read_digits(big, labelled=True)
+    os.truncate(big, svhn.MAX_FILE + 1)
+    with pytest.raises(TableError, match=rf"^a file of {svhn.MAX_FILE + 1} bytes, more than an SVHN file has "
+                                         rf"\({svhn.MAX_FILE}\)$"):
+        svhn.read_digits(big, labelled=True)
+    monkeypatch.setitem(sys.modules, "scipy.io", None)  # scipy not installed
+    with pytest.raises(TableError, match=r"^MATLAB files are read with scipy: pip install 'fastdata\[nifti\]' \(or "
+                                         r"pip install scipy\)$"):
+        svhn.read_digits(tmp_path / "side-4096-1.mat", labelled=True)
+
+
+def test_a_cifar_meta_file_given_as_the_source_is_told_to_convert_its_folder(tmp_path: Path, capsys):
+    from test_convert_array_files import write_cifar10
+
+    meta = write_cifar10(tmp_path / "cifar", small_photos(3, 32), [0, 1, 2], test=1) / "batches.meta"
+    assert cli(["convert", str(meta), str(tmp_path / "dst"), "--no-progress"]) != 0
+    assert f"{meta} is a CIFAR meta file: images are converted from a folder" in capsys.readouterr().err

@@ -85,7 +85,7 @@ def class_names(path: Path) -> tuple[str, ...]:
     return names
 
 
-def labels(path: Path, count: int, classes: int, *, cut: bool = False) -> list[int | str]:
+def labels(path: Path, count: int, classes: int, *, cut: bool) -> list[int | str]:
     """The labels of the `_y.bin` file at `path` for the `count` whole images of its images file, as class ids from
     0, or the reason one is none; TableError when the file does not hold a label an image (it may hold more when the
     images file is `cut` short)."""
