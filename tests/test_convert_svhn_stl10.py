@@ -117,8 +117,8 @@ def test_matlab_7_3_and_broken_files_are_rejected_and_other_mat_files_are_no_dat
     (src / "more_32x32.mat").write_bytes(bytes(odd))
     m = convert_images(src, tmp_path / "out").manifest
     reasons = {r["source"]: r["reason"] for r in m.rejected}
-    assert reasons["test_32x32.mat"] == ("a MATLAB 7.3 file (HDF5), which is not read: save it with -v7 (SVHN's "
-                                         "files are MATLAB 5)")
+    assert reasons["test_32x32.mat"] == ("a MATLAB 7.3 file (HDF5), which is not read: save it with -v7 (the "
+                                         "datasets' own files are MATLAB 5)")
     assert reasons["extra_32x32.mat"] == "not a MATLAB 5 file: could not read bytes"
     assert reasons["more_32x32.mat"] == "not a MATLAB 5 file: local variable 'arr' referenced before assignment"
     assert m.splits["train"].samples == 2

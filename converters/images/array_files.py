@@ -28,6 +28,7 @@ from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected
 from converters.kind import Discovery
+from converters.mat_files import is_mat
 from converters.sample import Rejection
 from converters.table_files import TableError
 from converters.tree import first_files, splits_named
@@ -65,7 +66,7 @@ def _kind(path: Path) -> tuple[str | None, object]:
         return "stl", stl
     if (cifar.BATCH.match(path.name) or path.name in cifar.META) and cifar.is_pickle(path):
         return ("cifar meta" if path.name in cifar.META else "cifar"), None
-    if svhn.is_mat(path):
+    if is_mat(path):
         return "mat", None
     layout = pixel_tables.table_layout(path)
     return ("table", layout) if layout is not None else (None, None)

@@ -11,9 +11,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
+from converters.images import flowers102
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.encode import DEFAULT_MAX_PIXELS
-from converters.images.labels_csv import EXTENSIONS, label_order, listed_names, read_labels, warn_if_a_class_each
+from converters.images.labels_csv import (
+    EXTENSIONS,
+    Labels,
+    label_order,
+    listed_names,
+    read_labels,
+    warn_if_a_class_each,
+)
 from converters.images.name_labels import class_of_name, compile_label_pattern
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
@@ -55,16 +63,19 @@ class _Collector(Collector):
 
 
 def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
-                 classes: tuple[str, ...] | None = None) -> tuple[str, ...]:
+                 classes: tuple[str, ...] | None = None, table: Labels | None = None,
+                 skip: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
     `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
     as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
-    Returns the classes."""
+    `table`: the labels, read already from `csv_path`; `skip`: the files directly under `folder` read with them,
+    which are no images to reject. Returns the classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
     # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
     found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
+    found = [(rel, path, problem) for rel, path, problem in found if path.parent != folder or path.name not in skip]
     names = [rel[len(prefix):] for rel, _, _ in found]
-    labels, own, splits = read_labels(csv_path, names, folder)
+    labels, own, splits = table or read_labels(csv_path, names, folder)
     if splits is not None and prefix:
         raise ConvertError(f"{csv_path} has a split column: --labels {split}=FILE puts every file it lists in "
                            f"{split}; give it as --labels FILE instead")
@@ -101,6 +112,15 @@ def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool) -> Dis
     col = _Collector(src, follow=follow)
     classes = _take_listed(col, src, csv_path, split)
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
+
+
+def _discover_flowers(src: Path, split: str, follow: bool) -> Discovery:
+    """Oxford Flowers-102 (flowers102.py): `jpg/` labelled by `imagelabels.mat`, split by `setid.mat`."""
+    col = _Collector(src, follow=follow)
+    table = flowers102.read_flowers(src)
+    classes = _take_listed(col, src, src / flowers102.LABELS, split, table=table,
+                           skip=(flowers102.LABELS, flowers102.SETID))
+    return Discovery(col.items, classes, col.rejected, "flowers102", col.identity)
 
 
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
@@ -227,6 +247,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if image_field or label_field:
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images "
                          f"(or the features of TFRecord files); {src} holds image files, or no table")
+    if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):
+        return _discover_flowers(src, split, follow_symlinks)
     follow = follow_symlinks
     top = listed(src)
     if label_pattern:

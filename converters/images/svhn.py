@@ -7,38 +7,21 @@
   same way; one without `y` converts with `--unlabeled`.
 - Splits: a file's name gives its split (`test_32x32.mat`: `test`). `extra_32x32.mat`, which SVHN gives "to use as
   extra training data", names none, so it goes to `--split`: `train` by default, with `train_32x32.mat`.
-- A MATLAB 7.3 file is HDF5, which `loadmat` does not read: it is rejected, saying so.
+- A MATLAB 7.3 file is HDF5, which `loadmat` does not read: it is rejected, saying so (converters/mat_files.py).
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from converters.mat_files import load_mat
 from converters.table_files import TableError
 
-MAT_HEAD = b"MATLAB "  # what the text every MATLAB 5 and 7.3 file starts with starts with
 MAX_FILE = 1 << 31  # bytes of one file (SVHN's extra_32x32.mat: 1.3 GB)
 MAX_SIDE = 4096
-INSTALL = "MATLAB files are read with scipy: pip install 'fastdata[nifti]' (or pip install scipy)"
-# what scipy's reader raises on a broken file: besides its own errors, whatever its code runs into (a fuzzed file
-# made it raise UnboundLocalError, a NameError)
-_MAT_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError, EOFError, zlib.error,
-               NotImplementedError, AttributeError, RecursionError, NameError)
-
-
-def is_mat(path: Path) -> bool:
-    """Whether the file at `path` is named `.mat` and starts as a MATLAB 5 or 7.3 file does."""
-    if path.suffix.lower() != ".mat":
-        return False
-    try:
-        with open(path, "rb") as f:
-            return f.read(len(MAT_HEAD)) == MAT_HEAD
-    except OSError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -64,22 +47,7 @@ def _labels(y: object, count: int) -> list[int | None]:
 def read_digits(path: Path, *, labelled: bool) -> Digits:
     """The images (and, when `labelled`, the labels) of the MATLAB file at `path`; TableError saying why it holds
     none."""
-    try:
-        from scipy.io import loadmat
-        from scipy.io.matlab import MatReadError, matfile_version
-    except ImportError as exc:
-        raise TableError(INSTALL) from exc
-    size = path.stat().st_size
-    if size > MAX_FILE:
-        raise TableError(f"a file of {size} bytes, more than an SVHN file has ({MAX_FILE})")
-    try:
-        with open(path, "rb") as f:
-            if matfile_version(f)[0] == 2:
-                raise TableError("a MATLAB 7.3 file (HDF5), which is not read: save it with -v7 (SVHN's files are "
-                                 "MATLAB 5)")
-        held = loadmat(path, variable_names=["X", "y"])
-    except (MatReadError, *_MAT_ERRORS) as exc:
-        raise TableError(f"not a MATLAB 5 file: {str(exc)[:120] or type(exc).__name__}") from exc
+    held = load_mat(path, ["X", "y"], limit=MAX_FILE, what="an SVHN file")
     x = held.get("X")
     if (not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim != 4 or x.shape[2] not in (1, 3)
             or not (0 < x.shape[0] <= MAX_SIDE and 0 < x.shape[1] <= MAX_SIDE)):
