@@ -85,6 +85,22 @@ def test_a_missing_image_an_extra_one_and_a_broken_mat_file_are_said(tmp_path: P
         ("102flowers.tgz", "not listed in labels file imagelabels.mat"),
         ("jpg/image_00002.jpg", "listed in imagelabels.mat but no such file in the source"),
         ("jpg/image_00004.jpg", "not listed in labels file imagelabels.mat")]
+    (src / "setid.mat").write_bytes(b"MATLAB 5.0 MAT-file" + b"\0" * 50)
+    with pytest.raises(ConvertError, match=r"setid.mat: not a MATLAB 5 file: "):
+        convert_images(src, tmp_path / "out3")
     (src / "imagelabels.mat").write_bytes(b"MATLAB 5.0 MAT-file" + b"\0" * 50)
     with pytest.raises(ConvertError, match=r"imagelabels.mat: not a MATLAB 5 file: "):
         convert_images(src, tmp_path / "out2")
+
+
+def test_a_class_folder_named_jpg_or_a_stray_imagelabels_file_is_no_flowers102(tmp_path: Path):
+    src = tmp_path / "src"
+    make_image(src / "jpg" / "a.jpg", seed=1)
+    make_image(src / "png" / "b.png", seed=2, fmt="PNG")
+    assert convert_images(src, tmp_path / "out").manifest.classes == ("jpg", "png")  # class folders, as before
+    (src / "png").rename(src / "imagelabels.mat")  # a folder of that name: no labels file
+    assert convert_images(src, tmp_path / "out2").manifest.classes == ("imagelabels.mat", "jpg")
+    other = tmp_path / "other"
+    make_image(other / "a" / "x.jpg", seed=3)
+    savemat(other / "imagelabels.mat", {"labels": np.array([[1.0]])})  # no jpg/ beside it
+    assert convert_images(other, tmp_path / "out3").manifest.classes == ("a",)

@@ -123,6 +123,13 @@ LISTED = "its ElementDataFile names a list of files; only one data file (or LOCA
     ("..", OUTSIDE),
     ("LIST", LISTED),
     ("slice%03d.raw 1 2 1", LISTED),
+    ("slice%03d.raw", LISTED),
+    ("LIST 2D", LISTED),
+    ("", OUTSIDE),
+    (".", OUTSIDE),
+    ("..\\secret.raw", OUTSIDE),
+    ("my scan.raw", None),  # one file whose name has a space: ITK reads it so, and so is it checked
+    ("\udcff.raw", "its ElementDataFile is no UTF-8 text"),
     ("Smith_John.raw", "the data file its ElementDataFile names is not beside it"),  # and the name is not written
     # ITK reads the first ElementDataFile line, whatever run of ':' and '=' follows its key: so is it checked
     ("good.raw\nElementDataFile: /dev/zero", None),
@@ -133,11 +140,14 @@ def test_a_header_naming_data_anywhere_but_beside_it_is_rejected_before_itk_read
     (tmp_path / "secret.raw").write_bytes(np.arange(32, dtype=np.int16).tobytes())
     src = tmp_path / "src"
     write(src / "good.mhd", ct(6))
-    if reason is None:  # the first line is good.raw's: what ITK reads
+    if reason is None:  # the first line is good.raw's, or a file beside it: what ITK reads
+        (src / "my scan.raw").write_bytes(np.arange(32, dtype=np.int16).tobytes())
         (src / "evil.mhd").write_text(header("evil", data_file))
-        assert reasons_by_path(convert_nifti(src, tmp_path / "out")) == {}
+        result = convert_nifti(src, tmp_path / "out")
+        assert "evil.mhd" not in reasons_by_path(result)  # (a data file named apart from its header is one too)
+        assert json.loads((tmp_path / "out" / "manifest.json").read_text())["splits"]["train"]["samples"] == 2
         return
-    (src / "evil.mhd").write_text(header("evil", data_file))
+    (src / "evil.mhd").write_bytes(header("evil", data_file).encode("utf-8", "surrogateescape"))
     reasons = reasons_by_path(convert_nifti(src, tmp_path / "out"))
     assert reasons == {"evil.mhd": f"evil.mhd: {reason}"}
     assert "Smith" not in (tmp_path / "out" / "manifest.json").read_text()
@@ -160,6 +170,10 @@ def test_broken_metaimage_files_are_rejected_with_their_reason_and_no_path(tmp_p
     (src / "huge.mhd").write_text(header("huge", "huge.raw", dims="100000 100000 1000"))
     (src / "huge.raw").write_bytes(b"\0" * 64)
     (src / "junk.mha").write_bytes(b"\xff\xfe" * 100)
+    (src / "odd.mhd").write_text(header("odd", "odd.raw").replace("NDims = 3", "NDims = three"))
+    (src / "odd.raw").write_bytes(b"\0" * 64)
+    (src / "stray.raw").write_bytes(b"\0" * 64)  # no header of its name
+    (src / "good.txt").write_text("notes")  # beside good.mhd, but no data file
     result = convert_nifti(src, tmp_path / "out")
     reasons = reasons_by_path(result)
     assert reasons == {
@@ -169,6 +183,9 @@ def test_broken_metaimage_files_are_rejected_with_their_reason_and_no_path(tmp_p
         "huge.mhd": "the image holds 10000000000000 voxels, more than --max-voxels 536870912 (about 114,440,918 MiB "
                     "of memory to convert)",  # from the header, before a voxel is read
         "junk.mha": "junk.mha: not a MetaImage header (no ElementDataFile line in its first 65536 bytes)",
+        "odd.mhd": "odd.mhd: not a readable MetaImage file (RuntimeError)",
+        "stray.raw": "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)",
+        "good.txt": "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)",
     }
     assert all(str(tmp_path) not in r["reason"] for r in result.rejected)  # ITK's messages quote paths: not kept
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["splits"]["train"]["samples"] == 1
@@ -205,3 +222,13 @@ def test_the_real_brain_as_metaimage_converts_to_what_its_nifti_file_converts_to
             np.testing.assert_allclose(ma[field], mb[field], atol=1e-4)
         assert (ma["orientation"], ma["resampled"]) == (mb["orientation"], mb["resampled"]) == (
             ma["orientation"], spacing is not None)
+
+
+def test_without_simpleitk_a_metaimage_case_says_how_to_install_it(tmp_path: Path, monkeypatch):
+    from converters.nifti.volume import load
+
+    write(tmp_path / "a.mhd", ct(10))
+    monkeypatch.setitem(sys.modules, "SimpleITK", None)  # not installed
+    with pytest.raises(Exception, match=r"^'SimpleITK' is not installed; install it with: pip install "
+                                        r"'fastdata\[nifti\]'$"):
+        load(str(tmp_path / "a.mhd"), "a.mhd")

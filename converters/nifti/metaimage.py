@@ -7,8 +7,8 @@ ITK's, which is DICOM's LPS patient frame already.
   read first (shape, spacing, type), so a volume over `--max-voxels` is refused before its voxels are read.
 - `ElementDataFile` may name any path, and ITK would read it: a hostile header naming `/dev/zero` or
   `../../secret.raw` would make a conversion read it. It is read here (the one line ITK does not check) and must be
-  `LOCAL` (the data follows the header) or the name of a file beside the header; a list of files (`LIST`, or a
-  `%d` pattern of slice files) is refused.
+  `LOCAL` (the data follows the header) or the name of a file beside the header (a space in it is part of the name,
+  as ITK reads it); a list of files (`LIST`, or a `%d` pattern of slice files) is refused.
 - The array ITK gives is (z, y, x), or (z, y, x, c) for several components a voxel (the channels).
 """
 
@@ -58,7 +58,7 @@ def data_file(path: str, rel: str) -> str:
     if name == "LOCAL":
         return name
     # (the reasons never quote the name: LUNA16's are series UIDs, and a file name may name a patient)
-    if name == "LIST" or " " in name or "%" in name:
+    if name.upper().startswith("LIST") or "%" in name:  # MetaIO's `LIST [2D]`, and `slice%03d.raw 1 40 1`
         raise RejectSeries(f"{rel}: its ElementDataFile names a list of files; only one data file (or LOCAL) is read")
     if "/" in name or "\\" in name or name in ("", ".", ".."):
         raise RejectSeries(f"{rel}: its ElementDataFile names no file beside it; only a file in the header's folder "
