@@ -72,3 +72,15 @@ def load_mask(sample: dict[str, bytes]) -> np.ndarray:
     import io
 
     return np.load(io.BytesIO(sample["label.npy"]), allow_pickle=False)
+
+
+def volumes_by_source(dst: Path, result, split: str = "train") -> dict[str, tuple[np.ndarray, np.ndarray | None, dict]]:
+    """{source path: (image, mask or None, meta)} of a converted split, pseudonyms mapped back."""
+    from conftest_dicom import load_volume, read_samples, reasons_by_path
+
+    names = reasons_by_path(result, key="source")
+    out = {}
+    for sample in read_samples(dst, split).values():
+        arr, meta = load_volume(sample)
+        out[names[meta["source"]]] = (arr, load_mask(sample) if "label.npy" in sample else None, meta)
+    return out

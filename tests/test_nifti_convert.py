@@ -12,17 +12,15 @@ pytest.importorskip("nibabel")
 pytest.importorskip("scipy")
 
 from conftest_dicom import load_volume, read_samples, reasons_by_path  # noqa: E402
-from conftest_nifti import AFFINE, case, convert_nifti, decathlon, load_mask, save, zyx  # noqa: E402
-
-
-def _by_source(dst, result, split="train"):
-    """{source path: (image, mask or None, meta)} of a converted split, pseudonyms mapped back."""
-    names = reasons_by_path(result, key="source")
-    out = {}
-    for sample in read_samples(dst, split).values():
-        arr, meta = load_volume(sample)
-        out[names[meta["source"]]] = (arr, load_mask(sample) if "label.npy" in sample else None, meta)
-    return out
+from conftest_nifti import (  # noqa: E402
+    AFFINE,
+    case,
+    convert_nifti,
+    decathlon,
+    save,
+    volumes_by_source,
+    zyx,
+)
 
 
 def test_a_decathlon_task_converts_images_masks_classes_and_geometry_exactly(tmp_path):
@@ -33,7 +31,7 @@ def test_a_decathlon_task_converts_images_masks_classes_and_geometry_exactly(tmp
     assert manifest["kind"] == "nifti" and manifest["classes"] == ["background", "liver", "cancer"]
     assert {s: v["samples"] for s, v in manifest["splits"].items()} == {"train": 3, "test": 1}
     assert manifest["splits"]["train"]["stats"]["modality"] == {"CT": 3}
-    got = _by_source(tmp_path / "out", result)
+    got = volumes_by_source(tmp_path / "out", result)
     assert sorted(got) == [f"imagesTr/liver_{n}.nii.gz" for n in range(3)]
     for name, (image, mask) in made.items():
         arr, labels, meta = got[f"imagesTr/{name}.nii.gz"]
@@ -44,7 +42,7 @@ def test_a_decathlon_task_converts_images_masks_classes_and_geometry_exactly(tmp
         assert meta["origin"] == [-100.0, -120.0, -300.0]  # RAS (100, 120, -300) in LPS
         assert meta["direction"] == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
         assert meta["units"] == "HU" and meta["label_max"] == 2 and meta["resampled"] is False
-    (test,) = _by_source(tmp_path / "out", result, "test").values()
+    (test,) = volumes_by_source(tmp_path / "out", result, "test").values()
     assert test[1] is None and test[2]["shape"] == [8, 18, 20]
 
 
@@ -54,7 +52,7 @@ def test_the_json_geometry_puts_every_voxel_where_the_affine_does(tmp_path):
     image = np.arange(5 * 6 * 7, dtype=np.int16).reshape(5, 6, 7)
     save(tmp_path / "src" / "a.nii", image, affine)
     result = convert_nifti(tmp_path / "src", tmp_path / "out")
-    ((arr, _, meta),) = _by_source(tmp_path / "out", result).values()
+    ((arr, _, meta),) = volumes_by_source(tmp_path / "out", result).values()
     np.testing.assert_array_equal(arr, zyx(image))
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -69,7 +67,7 @@ def test_the_json_geometry_puts_every_voxel_where_the_affine_does(tmp_path):
 def test_resampling_interpolates_images_and_takes_the_nearest_label(tmp_path):
     made = decathlon(tmp_path / "src", cases=1, test_cases=0)
     result = convert_nifti(tmp_path / "src", tmp_path / "out", spacing=(1.5, 1.5, 1.5))
-    ((arr, labels, meta),) = _by_source(tmp_path / "out", result).values()
+    ((arr, labels, meta),) = volumes_by_source(tmp_path / "out", result).values()
     extent = (np.array([8, 18, 20]) - 1) * np.array([2.5, 0.7, 0.8])
     assert list(arr.shape) == list(labels.shape) == [int(np.floor(e / 1.5 + 1e-6)) + 1 for e in extent]
     assert meta["spacing"] == [1.5, 1.5, 1.5] and meta["original_spacing"] == [2.5, 0.7, 0.8]
@@ -84,7 +82,7 @@ def test_integral_values_stay_int16_and_fractions_become_float32(tmp_path):
     frac = np.linspace(0, 1, 48, dtype=np.float32).reshape(4, 4, 3)
     save(tmp_path / "src" / "frac.nii.gz", frac)
     result = convert_nifti(tmp_path / "src", tmp_path / "out", modality="T2")
-    got = _by_source(tmp_path / "out", result)
+    got = volumes_by_source(tmp_path / "out", result)
     whole, _, meta = got["whole.nii.gz"]
     assert whole.dtype == np.int16 and int(whole.max()) == 7 and meta["units"].startswith("stored values")
     arr, _, meta = got["frac.nii.gz"]
@@ -96,7 +94,7 @@ def test_a_header_in_metres_is_read_in_millimetres(tmp_path):
     save(tmp_path / "src" / "m.nii.gz", np.zeros((3, 3, 3), np.int16), np.diag([0.001, 0.001, 0.002, 1.0]),
          units="meter")
     result = convert_nifti(tmp_path / "src", tmp_path / "out")
-    ((_, _, meta),) = _by_source(tmp_path / "out", result).values()
+    ((_, _, meta),) = volumes_by_source(tmp_path / "out", result).values()
     assert meta["spacing"] == [2.0, 1.0, 1.0] and meta["spatial_units"] == "meter"
 
 
@@ -116,7 +114,7 @@ def test_nnunet_channel_files_need_a_channel_and_it_picks_its_file(tmp_path):
         convert_nifti(src, tmp_path / "a")  # each case's two files, and no word of masks without images
     result = convert_nifti(src, tmp_path / "b", channel=1)
     assert result.rejected == []
-    got = _by_source(tmp_path / "b", result)
+    got = volumes_by_source(tmp_path / "b", result)
     assert sorted(got) == ["imagesTr/brain_000_0001.nii.gz", "imagesTr/brain_001_0001.nii.gz"]
     arr, labels, meta = got["imagesTr/brain_001_0001.nii.gz"]
     assert int(arr.max()) == 11 and labels.min() == 1 and meta["modality"] == "FLAIR" and meta["channel"] == 1
@@ -138,7 +136,7 @@ def test_a_4d_image_needs_a_channel_and_it_takes_that_volume(tmp_path):
     reasons = reasons_by_path(convert_nifti(tmp_path / "src", tmp_path / "a"))
     assert "a 4D image of 3 channels" in reasons["imagesTr/p.nii.gz"]
     result = convert_nifti(tmp_path / "src", tmp_path / "b", channel=2)
-    arr, _, meta = _by_source(tmp_path / "b", result)["imagesTr/p.nii.gz"]
+    arr, _, meta = volumes_by_source(tmp_path / "b", result)["imagesTr/p.nii.gz"]
     assert int(arr.min()) == int(arr.max()) == 7 and meta["channel"] == 2
     assert "has 3 channel(s)" in reasons_by_path(convert_nifti(tmp_path / "src", tmp_path / "c", channel=3))[
         "imagesTr/p.nii.gz"]
@@ -242,7 +240,7 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
                                           "structures of the one image beside it",
         "val/lone/only_seg.nii.gz": "a mask without an image beside it",
     }
-    got = _by_source(tmp_path / "plain", result) | _by_source(tmp_path / "plain", result, "val")
+    got = volumes_by_source(tmp_path / "plain", result) | volumes_by_source(tmp_path / "plain", result, "val")
     assert sorted(got) == ["train/case_00000/imaging.nii.gz", "val/BraTS20_Validation_001/BraTS20_Validation_001_flair"
                            ".nii.gz", "val/BraTS20_Validation_001/BraTS20_Validation_001_t1.nii.gz",
                            "val/scans/x.nii.gz", "val/scans/y.nii.gz", "val/two/a.nii.gz"]
@@ -251,7 +249,7 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
     np.testing.assert_array_equal(labels, zyx(mask))
     assert json.loads((tmp_path / "plain" / "manifest.json").read_text())["classes"] == []
     result = convert_nifti(src, tmp_path / "t1ce", channel="t1ce")
-    got = _by_source(tmp_path / "t1ce", result) | _by_source(tmp_path / "t1ce", result, "val")
+    got = volumes_by_source(tmp_path / "t1ce", result) | volumes_by_source(tmp_path / "t1ce", result, "val")
     assert sorted(got) == [f"train/BraTS20_Training_00{n}/BraTS20_Training_00{n}_t1ce.nii.gz" for n in range(2)]
     arr, labels, meta = got["train/BraTS20_Training_001/BraTS20_Training_001_t1ce.nii.gz"]
     assert int(arr.max()) == 2 and labels is not None and meta["channel"] == "t1ce"
@@ -351,12 +349,13 @@ def test_case_names_ending_in_four_digits_are_cases_not_nnunet_channels(tmp_path
     save(tmp_path / "amos" / "imagesTs" / "amos_0501.nii.gz", image)
     result = convert_nifti(tmp_path / "amos", tmp_path / "a")
     assert result.rejected == []
-    assert len(_by_source(tmp_path / "a", result)) == 3 and len(_by_source(tmp_path / "a", result, "test")) == 2
+    assert len(volumes_by_source(tmp_path / "a", result)) == 3
+    assert len(volumes_by_source(tmp_path / "a", result, "test")) == 2
     for n in range(3):
         save(tmp_path / "nnunet" / "imagesTr" / f"case_{n:03d}_0000.nii.gz", image)
         save(tmp_path / "nnunet" / "labelsTr" / f"case_{n:03d}.nii.gz", mask)
     result = convert_nifti(tmp_path / "nnunet", tmp_path / "b")
-    got = _by_source(tmp_path / "b", result)
+    got = volumes_by_source(tmp_path / "b", result)
     assert result.rejected == [] and len(got) == 3 and all(labels is not None for _, labels, _ in got.values())
     (tmp_path / "nnunet" / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "a": 1}}))
     from fastdata.errors import ConvertError
@@ -393,7 +392,7 @@ def test_a_folder_of_several_masks_pairs_each_with_the_image_of_its_name(tmp_pat
     save(src / "segmentation-7.nii", make_case(7, shape=(6, 5, 4))[1])  # no volume-7
     save(src / "volume-8.nii", make_case(8, shape=(6, 5, 4))[0])  # no segmentation-8
     result = convert_nifti(src, tmp_path / "out")
-    got = _by_source(tmp_path / "out", result)
+    got = volumes_by_source(tmp_path / "out", result)
     assert sorted(got) == ["liver.nii.gz", "volume-0.nii", "volume-1.nii", "volume-10.nii"]
     assert all(labels is not None for _, labels, _ in got.values())
     arr, _, _ = got["volume-10.nii"]

@@ -13,8 +13,8 @@ import pytest
 
 sitk = pytest.importorskip("SimpleITK")
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_dicom import load_volume, read_samples, reasons_by_path  # noqa: E402
-from conftest_nifti import convert_nifti, load_mask  # noqa: E402
+from conftest_dicom import reasons_by_path  # noqa: E402
+from conftest_nifti import convert_nifti, volumes_by_source  # noqa: E402
 
 from fastdata.errors import ConvertError  # noqa: E402
 
@@ -39,15 +39,6 @@ def write(path: Path, voxels: np.ndarray, *, spacing=(0.7, 0.8, 2.5), origin=(-1
     return path
 
 
-def by_source(dst: Path, result, split: str = "train") -> dict[str, tuple[np.ndarray, np.ndarray | None, dict]]:
-    names = reasons_by_path(result, key="source")
-    out = {}
-    for sample in read_samples(dst, split).values():
-        arr, meta = load_volume(sample)
-        out[names[meta["source"]]] = (arr, load_mask(sample) if "label.npy" in sample else None, meta)
-    return out
-
-
 def test_luna16_mhd_raw_zraw_and_mha_convert_with_their_voxels_and_itk_geometry(tmp_path: Path):
     src = tmp_path / "subset0"
     made = {f"{LUNA}.mhd": ct(0), "compressed.mhd": ct(1), "single.mha": ct(2)}
@@ -59,7 +50,7 @@ def test_luna16_mhd_raw_zraw_and_mha_convert_with_their_voxels_and_itk_geometry(
     assert reasons_by_path(result) == {"annotations.txt": "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)"}
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["kind"] == "nifti" and manifest["splits"]["train"]["samples"] == 3
-    got = by_source(tmp_path / "out", result)
+    got = volumes_by_source(tmp_path / "out", result)
     assert sorted(got) == sorted(made)
     reference = sitk.ReadImage(str(src / f"{LUNA}.mhd"))
     for name, voxels in made.items():
@@ -88,18 +79,18 @@ def test_a_segmentation_beside_its_image_is_its_mask_and_a_vector_image_has_chan
     write(src / "Case00_segmentation.mhd", mask)
     result = convert_nifti(src, tmp_path / "out", spacing=(2.5, 1.6, 1.4))
     assert result.rejected == []
-    ((arr, labels, meta),) = by_source(tmp_path / "out", result).values()
+    ((arr, labels, meta),) = volumes_by_source(tmp_path / "out", result).values()
     assert reasons_by_path(result, key="source")[meta["label"]] == "Case00_segmentation.mhd"
     assert labels.shape == arr.shape == (7, 5, 6) and int(labels.max()) == 1
     np.testing.assert_array_equal(labels, mask[:, ::2, ::2])  # nearest on a grid twice as coarse in y and x
     write(tmp_path / "rgb" / "a.mha", np.stack([ct(4), ct(5)], axis=-1))
     result = convert_nifti(tmp_path / "rgb", tmp_path / "out2", channel=1)
-    ((arr, _, meta),) = by_source(tmp_path / "out2", result).values()
+    ((arr, _, meta),) = volumes_by_source(tmp_path / "out2", result).values()
     np.testing.assert_array_equal(arr, ct(5))
     reads = []
     monkeypatch.setattr(sitk, "ReadImage", lambda *a, **k: reads.append(a) or read(*a, **k))
     result = convert_nifti(tmp_path / "rgb", tmp_path / "all", channel="all")
-    ((arr, _, meta),) = by_source(tmp_path / "all", result).values()
+    ((arr, _, meta),) = volumes_by_source(tmp_path / "all", result).values()
     np.testing.assert_array_equal(arr, np.stack([ct(4), ct(5)]))
     assert meta["axes"] == "czyx" and len(reads) == 1  # the voxels of both channels read at once
     with pytest.raises(ConvertError, match=r"all 1 input\(s\) were rejected \(1 x --channel 2, but the image has 2 "
@@ -212,10 +203,9 @@ def test_the_real_brain_as_metaimage_converts_to_what_its_nifti_file_converts_to
     metaimage_task(tmp_path / "luna")
     for spacing in (None, (2.5, 1.5, 1.5)):
         extra = {} if spacing is None else {"spacing": spacing}
-        nii = by_source(tmp_path / f"nii-out{spacing}", convert_nifti(tmp_path / "nii", tmp_path / f"nii-out{spacing}",
-                                                                    **extra))
-        mhd = by_source(tmp_path / f"mhd-out{spacing}", convert_nifti(tmp_path / "luna" / "subset0",
-                                                                    tmp_path / f"mhd-out{spacing}", **extra))
+        nii_out, mhd_out = tmp_path / f"nii-out{spacing}", tmp_path / f"mhd-out{spacing}"
+        nii = volumes_by_source(nii_out, convert_nifti(tmp_path / "nii", nii_out, **extra))
+        mhd = volumes_by_source(mhd_out, convert_nifti(tmp_path / "luna" / "subset0", mhd_out, **extra))
         (a, _, ma), (b, _, mb) = nii["brain.nii"], mhd[f"{LUNA_UID}.mhd"]
         np.testing.assert_array_equal(a, b)
         for field in ("shape", "spacing", "origin", "direction", "original_shape"):
@@ -232,3 +222,24 @@ def test_without_simpleitk_a_metaimage_case_says_how_to_install_it(tmp_path: Pat
     with pytest.raises(Exception, match=r"^'SimpleITK' is not installed; install it with: pip install "
                                         r"'fastdata\[nifti\]'$"):
         load(str(tmp_path / "a.mhd"), "a.mhd")
+
+
+def test_without_following_links_a_linked_data_file_rejects_its_header_too(tmp_path: Path):
+    """ITK reads whatever a header's data file is; with --no-follow-symlinks a linked one is refused, and so is the
+    header, which would read through the link."""
+    elsewhere = write(tmp_path / "elsewhere" / "a.mhd", ct(11))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.mhd").write_bytes(elsewhere.read_bytes())
+    (src / "a.raw").symlink_to(elsewhere.with_suffix(".raw"))
+    write(src / "b.mhd", ct(12))
+    write(src / "c.mha", ct(13))
+    (src / "c.mhd").write_bytes((src / "b.mhd").read_bytes())  # one name twice
+    result = convert_nifti(src, tmp_path / "out", follow_symlinks=False)
+    reasons = reasons_by_path(result)
+    assert reasons["a.mhd"] == f"its data file was refused: {reasons['a.raw']}"
+    assert reasons["c.mha"] == reasons["c.mhd"] == ("2 volume files of this name in one folder (.nii and .nii.gz, or "
+                                                    ".mhd and .mha): keep one")
+    assert sorted(volumes_by_source(tmp_path / "out", result)) == ["b.mhd"]
+    result = convert_nifti(src, tmp_path / "out2")  # links followed: read through it
+    assert sorted(volumes_by_source(tmp_path / "out2", result)) == ["a.mhd", "b.mhd"]

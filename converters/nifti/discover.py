@@ -71,6 +71,7 @@ class _Found:
 
     def __init__(self, src: Path, folder: Path, split: str, walk: Walk, rejected: list[Rejection]) -> None:
         found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        refused: dict[str, str] = {}  # the data files the walk refused (a link not followed): NAME -> why
         for path, problem in walk.files(folder, root=src):
             rel = display(path.relative_to(src).as_posix())
             if problem is None and not NIFTI.search(path.name):
@@ -81,12 +82,17 @@ class _Found:
                 found[stem(rel).lower()].append((str(path), rel))
             else:
                 rejected.append(Rejection(split, rel, problem))
+                if is_data_file(path):
+                    refused[rel[:-len(path.suffix)].lower()] = problem
         self.files: list[tuple[str, str]] = []
-        for same in found.values():
-            if len(same) == 1:
+        for key, same in found.items():
+            if len(same) == 1 and key in refused:  # the .mhd of a refused data file: ITK would read it
+                rejected.append(Rejection(split, same[0][1], f"its data file was refused: {refused[key]}"))
+            elif len(same) == 1:
                 self.files.extend(same)
             else:
-                reason = f"{len(same)} NIfTI files of this name in one folder (.nii and .nii.gz): keep one"
+                reason = (f"{len(same)} volume files of this name in one folder (.nii and .nii.gz, or .mhd and .mha): "
+                          "keep one")
                 rejected.extend(Rejection(split, rel, reason) for _, rel in sorted(same, key=lambda f: f[1]))
         self.files.sort(key=lambda f: f[1])
 
