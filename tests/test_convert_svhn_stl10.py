@@ -80,6 +80,14 @@ def test_a_grey_matlab_file_with_labels_as_doubles_converts_and_split_comes_from
     assert [(r["source"], r["reason"]) for r in m.rejected] == [("notmnist_test.mat#2", "no label (null in field 'y')")]
     got = converted_pixels(tmp_path / "out", "test", "L")
     assert got["notmnist_test.mat#1"][0] == 2
+    svhn_file(src / "notmnist_test.mat", images, [0, 10, 3, 10])  # eleven classes 0 ... 10: its 10 is no digit 0
+    convert_images(src, tmp_path / "out2")
+    got = converted_pixels(tmp_path / "out2", "test", "L")
+    assert [got[f"notmnist_test.mat#{i}"][0] for i in range(4)] == [0, 10, 3, 10]
+    svhn_file(src / "notmnist_test.mat", images, [1, 10, 12, 10])  # from 1, past 10: not SVHN's digits either
+    convert_images(src, tmp_path / "out3")
+    got = converted_pixels(tmp_path / "out3", "test", "L")
+    assert [got[f"notmnist_test.mat#{i}"][0] for i in range(4)] == [1, 10, 12, 10]
     assert np.abs(got["notmnist_test.mat#3"][1] - images[3, :, :, 0]).mean() < 6
 
 

@@ -2,7 +2,8 @@
 `extra_32x32.mat`, MATLAB 5 files read by scipy's `loadmat` (as torchvision reads them).
 
 - A file holds `X`, uint8 [32, 32, 3, N] (rows, columns, channels, images), and `y`, N labels. SVHN writes the digit
-  0 as 10; it is read as 0, as torchvision reads it, so the classes are `0` ... `9`.
+  0 as 10; it is read as 0, as torchvision reads it, so the classes are `0` ... `9`. (Only labels of 1 ... 10 with
+  no 0 are read so: another file's 10 stays a class of its own.)
 - Any MATLAB 5 file holding an `X` of that layout (one channel or three, any side up to 4,096) and a `y` is read the
   same way; one without `y` converts with `--unlabeled`.
 - Splits: a file's name gives its split (`test_32x32.mat`: `test`). `extra_32x32.mat`, which SVHN gives "to use as
@@ -37,10 +38,10 @@ def _labels(y: object, count: int) -> list[int | None]:
     values = y.reshape(-1)
     if len(values) != count:
         raise TableError(f"{count} images and {len(values)} labels in 'y'")
-    out: list[int | None] = []
-    for v in values.tolist():
-        whole = isinstance(v, int) or float(v).is_integer()
-        out.append(None if not whole else 0 if int(v) == 10 else int(v))  # SVHN's 10 is the digit 0
+    out = [int(v) if isinstance(v, int) or float(v).is_integer() else None for v in values.tolist()]
+    digits = set(out) - {None}
+    if 0 not in digits and max(digits, default=0) == 10:  # SVHN's labels, 1 ... 10: its 10 is the digit 0
+        out = [0 if v == 10 else v for v in out]
     return out
 
 
