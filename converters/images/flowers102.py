@@ -1,10 +1,11 @@
 """Oxford Flowers-102 as torchvision's `Flowers102` downloads it (`flowers-102/`): `jpg/image_00001.jpg` ...
 `image_08189.jpg`, `imagelabels.mat` and `setid.mat`, MATLAB files (converters/mat_files.py).
 
-- `imagelabels.mat` holds `labels`, one class a image in image-number order, 1 ... 102; they are read as class ids
+- `imagelabels.mat` holds `labels`, one class an image in image-number order, 1 ... 102; they are read as class ids
   from 0, as torchvision reads them, so the classes are `0` ... `101` (the dataset names none).
 - `setid.mat` holds each split's image numbers: `trnid` (train), `valid` (val), `tstid` (test). Without it, every
-  image goes to `--split`. An image in no split, or in two, is rejected.
+  image goes to `--split`. A `setid.mat` that puts an image in two splits, in none, or past the labels stops the
+  conversion, saying so: it is not Flowers-102's.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ FOLDER = "jpg"
 LABELS = "imagelabels.mat"
 SETID = "setid.mat"
 SPLITS = {"trnid": "train", "valid": "val", "tstid": "test"}
-MAX_FILE = 1 << 24  # bytes of either file (the real ones: 33 kB and 15 kB)
+MAX_FILE = 1 << 24  # bytes of either file read (the real ones hold 8,189 numbers each)
 
 
 def is_flowers(src: Path) -> bool:
