@@ -137,6 +137,12 @@ class _ArrayFiles(ImageRows):
             self.rejected.append(Rejection(split, rel, str(exc)))
         self.identity.append([split, rel, None, path.stat().st_size, found])
 
+    def _no_label_field(self, labels_are: str) -> None:
+        """TableError when --label-field is given: it names a field of CIFAR batches, and the file's labels are
+        where `labels_are` says."""
+        if self.opts.label_field:
+            raise TableError(f"--label-field names a field of CIFAR batches; {labels_are}")
+
     def _add_batch(self, path: Path, rel: str, split: str) -> int:
         meta = next((path.with_name(m) for m in cifar.META if path.with_name(m).is_file()), None)
         if meta is None:
@@ -156,8 +162,7 @@ class _ArrayFiles(ImageRows):
             if not any(p.is_file() for p in idx.partner(path)):
                 raise TableError(f"labels without their images file ({idx.partner(path)[0].name})")
             return 0  # read with its images
-        if self.opts.label_field:
-            raise TableError("--label-field names a field of CIFAR batches; an IDX file has one label an image")
+        self._no_label_field("an IDX file has one label an image")
         images, count = idx_files.read_idx(path, 3)
         if idx.stem.lower().startswith("emnist"):
             images = images.transpose(0, 2, 1)  # EMNIST's images are stored transposed
@@ -181,8 +186,7 @@ class _ArrayFiles(ImageRows):
                    for i, (image, y) in enumerate(zip(images, labels, strict=False)))
 
     def _add_mat(self, path: Path, rel: str, split: str) -> int:
-        if self.opts.label_field:
-            raise TableError("--label-field names a field of CIFAR batches; a MATLAB file's labels are its 'y'")
+        self._no_label_field("a MATLAB file's labels are its 'y'")
         digits = svhn.read_digits(path, labelled=not self.opts.unlabeled)
         label = None if digits.labels is None else "y"
         columns = Columns("X", label, None)
@@ -197,8 +201,7 @@ class _ArrayFiles(ImageRows):
             if not name.partner(path).is_file():
                 raise TableError(f"labels without their images file ({name.partner(path).name})")
             return 0  # read with its images
-        if self.opts.label_field:
-            raise TableError("--label-field names a field of CIFAR batches; STL-10's labels are its _y.bin files")
+        self._no_label_field("STL-10's labels are its _y.bin files")
         size = path.stat().st_size
         count, rest = divmod(size, stl10.IMAGE)
         labels: list[int | str | None] = [None] * count
@@ -209,7 +212,7 @@ class _ArrayFiles(ImageRows):
                 raise TableError(f"no labels file beside it ({where.name}); --unlabeled converts every file without "
                                  "labels")
             names = stl10.class_names(path.with_name(stl10.CLASS_NAMES))
-            labels, label = list(stl10.labels(where, count, len(names), cut=rest > 0)), "y"
+            labels, label = stl10.labels(where, count, len(names), cut=rest > 0), "y"
         columns = Columns("X", label, names)
         self.labels.agree(rel, label, names)
         if rest:
@@ -231,9 +234,8 @@ class _ArrayFiles(ImageRows):
         self.unlabeled_tables = []
 
     def _add_pixel_table(self, path: Path, rel: str, layout: pixel_tables.PixelLayout, split: str) -> int:
-        if self.opts.label_field:
-            raise TableError(f"--label-field names a field of CIFAR batches; a table of pixels has its label in the "
-                             f"column named {', '.join(pixel_tables.LABEL_COLUMNS)}")
+        self._no_label_field(f"a table of pixels has its label in the column named "
+                             f"{', '.join(pixel_tables.LABEL_COLUMNS)}")
         if layout.label is None and not self.opts.unlabeled:  # Kaggle's test.csv beside a labelled train.csv
             self.unlabeled_tables.append((path, rel, layout, split))
             return 0
