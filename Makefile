@@ -17,8 +17,11 @@ demo: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
+# the suite in TEST_WORKERS processes (pytest-xdist), each test file whole in one of them (docs/testing.md)
+TEST_WORKERS ?= 2
+
 test: setup lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # the suite on the oldest releases pyproject.toml admits (scripts/oldest.txt): are its lower bounds true?
 OLDEST := .venv-oldest/.fastdata-installed
