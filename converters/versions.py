@@ -21,7 +21,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "image_text": ("pillow", "numpy", "tokenizers"),
     "dicom": ("pydicom", "numpy", "scipy", "pylibjpeg", "pylibjpeg-libjpeg", "pylibjpeg-openjpeg", "pylibjpeg-rle",
               "nibabel"),
-    "nifti": ("nibabel", "numpy", "scipy"),
+    "nifti": ("nibabel", "numpy", "scipy", "SimpleITK"),  # SimpleITK reads MetaImage and NRRD files
 }
 
 

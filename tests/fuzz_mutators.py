@@ -201,6 +201,33 @@ def metaimage_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return data[:a] + value + data[b:], f"MetaImage {key} = {value!r}"
 
 
+
+NRRD_VALUES = (b"0", b"-1", b"nan", b"inf", b"1e308", b"", b"4 3", b"100000 100000 100000", b"0 0 0", b"2", b"4",
+               b"double", b"block", b"uchar", b"gzip", b"bzip2", b"ascii", b"hex", b"big", b"(nan,0,0) (0,1,0) (0,0,1)",
+               b"(1,0,0) (1,0,0) (0,0,1)", b"right-anterior-superior", b"scanner-xyz", b"3D-right-handed-time",
+               b"/dev/zero", b"../secret.raw", b"Doe_John.raw", b"LIST", b"s%03d.raw 1 3 1", b"list domain domain",
+               b"\xff\xfe")
+NRRD_FIELDS = (b"data file: ", b"DATAFILE: ", b"byte skip: ", b"line skip: ", b"encoding: ")
+
+
+def nrrd_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """The value of one `field: value` line of a NRRD header (dimension, sizes, type, encoding, space, space
+    directions, data file, ...) set to an extreme, a wrong type or a path outside; or a field added before the
+    header's end (a `data file` in an attached header, a byte skip)."""
+    end = data.find(b"\n\n")
+    head = data[:end + 1 if end >= 0 else 4096]
+    lines = [m.span(1) for m in re.finditer(rb"^[a-z ]+: ([^\n]*)$", head, re.MULTILINE)]
+    if not lines:
+        return set_bytes(rng, data)
+    value = rng.choice(NRRD_VALUES)
+    if rng.random() < 0.25:
+        at = lines[-1][1] + 1
+        field = rng.choice(NRRD_FIELDS)
+        return data[:at] + field + value + b"\n" + data[at:], f"NRRD {field.decode()}{value!r} added"
+    a, b = rng.choice(lines)
+    key = data[:a].rsplit(b"\n", 1)[-1][:-2].decode()
+    return data[:a] + value + data[b:], f"NRRD {key}: {value!r}"
+
 SIGNS = (b"--", b"-", b"+")
 NUMBER_FORMS = ("²".encode(), "１２".encode(), b"9" * 5000, b"1_0", b"0x1", *SIGNS)
 

@@ -50,6 +50,7 @@ from fuzz_mutators import (  # noqa: E402
     mutate_bytes,
     mutate_json,
     nifti_field,
+    nrrd_field,
     png_header_size,
     tar_name_byte,
     tar_size_field,
@@ -129,6 +130,7 @@ class Context:
         (work / "nii-src" / "dataset.json").write_text('{"labels": {"0": "bg", "1": "a", "2": "b"}}')
         convert_nifti(work / "nii-src", work / "masked-volumes", samples_per_shard=1)
         self.nifti_files += _metaimages(work / "mhd-src" / "cases", image, mask)
+        self.nifti_files += _nrrds(work / "nrrd-src" / "cases", image, mask)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -623,6 +625,20 @@ def _metaimages(folder: Path, image: Any, mask: Any) -> list[Path]:
     return sorted(folder.iterdir())
 
 
+def _nrrds(folder: Path, image: Any, mask: Any) -> list[Path]:
+    """The image and its mask as 3D Slicer saves them (`.nrrd`, the mask gzip-encoded), and the image as a detached
+    `.nhdr` + `.raw` in a folder of its own: each header, data file and `.nrrd` a file to mutate."""
+    import SimpleITK as sitk
+
+    for path, voxels, compress in ((folder / "Doe_John.nrrd", image, False), (folder / "Doe_John_seg.nrrd", mask, True),
+                                   (folder / "other" / "Smith_Jane.nhdr", image, False)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written = sitk.GetImageFromArray(voxels.transpose(2, 1, 0))  # nibabel's (i, j, k) as ITK's (z, y, x)
+        written.SetSpacing((0.8, 0.7, 2.5))
+        sitk.WriteImage(written, str(path), useCompression=compress)
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
 def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
     """A NIfTI image or mask of a Decathlon task, mutated (a gzipped one inside its gzip): every case converts or
     is rejected with a reason that no catch-all made, and no file name reaches what the conversion writes."""
@@ -636,7 +652,8 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     target = src / path.relative_to(path.parents[1])
     zipped = path.name.endswith(".gz")
     raw = gzip.decompress(path.read_bytes()) if zipped else path.read_bytes()
-    data, what = mutate_bytes(rng, raw, (metaimage_field,) if path.suffix in (".mhd", ".mha") else (nifti_field,))
+    fields = {".mhd": metaimage_field, ".mha": metaimage_field, ".nrrd": nrrd_field, ".nhdr": nrrd_field}
+    data, what = mutate_bytes(rng, raw, (fields.get(path.suffix, nifti_field),))
     target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
     orientation, channel = rng.choice(ORIENTATIONS), rng.choice((None, "all"))
     written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation, channel=channel), src,

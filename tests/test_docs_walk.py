@@ -17,6 +17,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/Totalsegmentator_dataset_v201/s0000/{ct.nii,segmentations/}, meta.csv   the same brain, two structures
   ~/data/BraTS2020/BraTS20_Training_001/..._{t1,t2,seg}   the same brain as a BraTS case of two modalities
   ~/data/LUNA16/subset0/<series UID>.{mhd,raw}   the same brain as LUNA16's MetaImage files (SimpleITK wrote them)
+  ~/data/slicer-cases/case01/{CT,Segmentation.seg}.nrrd   the same brain and its mask as 3D Slicer saves them
   shards/, tokens/, volumes/                  those converted with the commands the README shows
   s3://bucket/                                an empty bucket on moto's S3 server on 127.0.0.1 (AWS_* set)
 
@@ -40,7 +41,7 @@ from docs_walk import steps
 from helpers import PHOTOS, with_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from nifti_sample import brain_task, channels_task, metaimage_task, structures_task  # noqa: E402
+from nifti_sample import brain_task, channels_task, metaimage_task, slicer_cases, structures_task  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -189,6 +190,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     structures_task(box / "home" / "data" / "Totalsegmentator_dataset_v201")
     channels_task(box / "home" / "data" / "BraTS2020")
     metaimage_task(box / "home" / "data" / "LUNA16")
+    slicer_cases(box / "home" / "data" / "slicer-cases")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

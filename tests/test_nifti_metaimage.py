@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_dicom import reasons_by_path  # noqa: E402
 from conftest_nifti import convert_nifti, volumes_by_source  # noqa: E402
 
+from converters.nifti.discover import NOT_NIFTI  # noqa: E402
 from fastdata.errors import ConvertError  # noqa: E402
 
 LUNA = "1.3.6.1.4.1.14519.5.2.1.6279.6001.105756658031515062000744821260"  # a LUNA16 series' name
@@ -47,7 +48,7 @@ def test_luna16_mhd_raw_zraw_and_mha_convert_with_their_voxels_and_itk_geometry(
     assert sorted(p.name for p in src.iterdir()) == sorted([*made, f"{LUNA}.raw", "compressed.zraw"])
     (src / "annotations.txt").write_text("seriesuid,coordX\n")
     result = convert_nifti(src, tmp_path / "out")
-    assert reasons_by_path(result) == {"annotations.txt": "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)"}
+    assert reasons_by_path(result) == {"annotations.txt": NOT_NIFTI}
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["kind"] == "nifti" and manifest["splits"]["train"]["samples"] == 3
     got = volumes_by_source(tmp_path / "out", result)
@@ -121,7 +122,7 @@ LISTED = "its ElementDataFile names a list of files; only one data file (or LOCA
     ("..\\secret.raw", OUTSIDE),
     ("my scan.raw", None),  # one file whose name has a space: ITK reads it so, and so is it checked
     ("\udcff.raw", "its ElementDataFile is no UTF-8 text"),
-    ("Smith_John.raw", "the data file its ElementDataFile names is not beside it"),  # and the name is not written
+    ("Smith_John.raw", "the file its ElementDataFile names is not beside it"),  # and the name is not written
     # ITK reads the first ElementDataFile line, whatever run of ':' and '=' follows its key: so is it checked
     ("good.raw\nElementDataFile: /dev/zero", None),
     ("/dev/zero\nElementDataFile = good.raw", OUTSIDE),
@@ -175,8 +176,8 @@ def test_broken_metaimage_files_are_rejected_with_their_reason_and_no_path(tmp_p
                     "of memory to convert)",  # from the header, before a voxel is read
         "junk.mha": "junk.mha: not a MetaImage header (no ElementDataFile line in its first 65536 bytes)",
         "odd.mhd": "odd.mhd: not a readable MetaImage file (RuntimeError)",
-        "stray.raw": "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)",
-        "good.txt": "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)",
+        "stray.raw": NOT_NIFTI,
+        "good.txt": NOT_NIFTI,
     }
     assert all(str(tmp_path) not in r["reason"] for r in result.rejected)  # ITK's messages quote paths: not kept
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["splits"]["train"]["samples"] == 1
@@ -238,8 +239,8 @@ def test_without_following_links_a_linked_data_file_rejects_its_header_too(tmp_p
     result = convert_nifti(src, tmp_path / "out", follow_symlinks=False)
     reasons = reasons_by_path(result)
     assert reasons["a.mhd"] == f"its data file was refused: {reasons['a.raw']}"
-    assert reasons["c.mha"] == reasons["c.mhd"] == ("2 volume files of this name in one folder (.nii and .nii.gz, or "
-                                                    ".mhd and .mha): keep one")
+    assert reasons["c.mha"] == reasons["c.mhd"] == ("2 volume files of this name in one folder (.nii and .nii.gz, "
+                                                    ".mhd and .mha, or .nrrd and .nhdr): keep one")
     assert sorted(volumes_by_source(tmp_path / "out", result)) == ["b.mhd"]
     result = convert_nifti(src, tmp_path / "out2")  # links followed: read through it
     assert sorted(volumes_by_source(tmp_path / "out2", result)) == ["a.mhd", "b.mhd"]

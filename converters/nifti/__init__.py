@@ -95,7 +95,8 @@ class NiftiKind:
                 **shared_preprocessing(options, "source paths kept (--keep-phi)"),
                 "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
                 "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
-                "geometry": "the file's affine (sform, else qform); origin and direction in DICOM's LPS frame",
+                "geometry": "the file's affine (NIfTI: sform, else qform; MetaImage, NRRD: ITK's); origin and "
+                            "direction in DICOM's LPS frame",
                 "channel": options.channel,
                 "modality": options.modality,
             },

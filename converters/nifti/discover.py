@@ -23,9 +23,9 @@ from converters.kind import Discovery
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.channels import ALL, same_channels
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
+from converters.nifti.itk_files import format_of, named_data_files
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
-from converters.nifti.metaimage import is_data_file
 from converters.nifti.options import NiftiOptions
 from converters.nifti.structures import structure_classes, structure_items, with_structures
 from converters.sample import Rejection, WorkItem
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 CHANNEL_FILE = re.compile(r"^(.+)_(\d{4})$")  # nnU-Net: NAME_0000
 FOLDERS = {"imagesTr": ("train", "labelsTr"), "imagesTs": ("test", "labelsTs")}  # images -> (split, masks)
 DECATHLON = {*FOLDERS, *(labels for _, labels in FOLDERS.values()), "dataset.json"}
-NOT_NIFTI = "not a NIfTI or MetaImage file (.nii, .nii.gz, .mhd, .mha)"
+NOT_NIFTI = "not a NIfTI, MetaImage or NRRD file (.nii, .nii.gz, .mhd, .mha, .nrrd, .nhdr)"
 
 
 @dataclass(frozen=True)
@@ -71,28 +71,29 @@ class _Found:
 
     def __init__(self, src: Path, folder: Path, split: str, walk: Walk, rejected: list[Rejection]) -> None:
         found: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        refused: dict[str, str] = {}  # the data files the walk refused (a link not followed): NAME -> why
-        for path, problem in walk.files(folder, root=src):
+        entries = list(walk.files(folder, root=src))
+        named = named_data_files(path for path, problem in entries if problem is None and format_of(path.name))
+        refused: dict[str, str] = {}  # header -> why the walk refused its data file (a link not followed)
+        for path, problem in entries:
             rel = display(path.relative_to(src).as_posix())
             if problem is None and not NIFTI.search(path.name):
-                if is_data_file(path):
+                if path in named:
                     continue  # NAME.raw beside NAME.mhd: read with its header
                 problem = NOT_NIFTI
             if problem is None:
                 found[stem(rel).lower()].append((str(path), rel))
             else:
                 rejected.append(Rejection(split, rel, problem))
-                if is_data_file(path):
-                    refused[rel[:-len(path.suffix)].lower()] = problem
+                refused.update((str(header), problem) for header in named.get(path, ()))
         self.files: list[tuple[str, str]] = []
-        for key, same in found.items():
-            if len(same) == 1 and key in refused:  # the .mhd of a refused data file: ITK would read it
-                rejected.append(Rejection(split, same[0][1], f"its data file was refused: {refused[key]}"))
+        for same in found.values():
+            if len(same) == 1 and same[0][0] in refused:  # the header of a refused data file: ITK would read it
+                rejected.append(Rejection(split, same[0][1], f"its data file was refused: {refused[same[0][0]]}"))
             elif len(same) == 1:
                 self.files.extend(same)
             else:
-                reason = (f"{len(same)} volume files of this name in one folder (.nii and .nii.gz, or .mhd and .mha): "
-                          "keep one")
+                reason = (f"{len(same)} volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, or "
+                          ".nrrd and .nhdr): keep one")
                 rejected.extend(Rejection(split, rel, reason) for _, rel in sorted(same, key=lambda f: f[1]))
         self.files.sort(key=lambda f: f[1])
 

@@ -1,6 +1,6 @@
-"""Reading one NIfTI file with nibabel (or one MetaImage file with SimpleITK: metaimage.py) into the volume format
-the dicom kind writes: a (z, y, x) array with its spacing in mm, and the origin and axis directions in DICOM's LPS
-patient frame.
+"""Reading one NIfTI file with nibabel (or one MetaImage or NRRD file with SimpleITK: itk_files.py) into the volume
+format the dicom kind writes: a (z, y, x) array with its spacing in mm, and the origin and axis directions in DICOM's
+LPS patient frame.
 
 NIfTI stores voxel (i, j, k) at `affine @ (i, j, k, 1)` in RAS+ millimetres (nibabel picks the sform, else the
 qform, as the NIfTI standard says). The array is transposed to (k, j, i) so that its axes are (slice, row, column)
@@ -17,7 +17,8 @@ import numpy as np
 
 from converters.dicom.arrays import rounded
 from converters.dicom.geometry import RejectSeries
-from converters.nifti.metaimage import MetaImage, is_metaimage
+from converters.nifti.itk_files import format_of, open_itk
+from converters.nifti.itk_image import ItkImage
 from fastdata.errors import require
 
 ORTHOGONAL = 1e-3  # largest |cosine| between two voxel axes of an affine we accept (no shear)
@@ -46,10 +47,10 @@ def failure(exc: BaseException) -> str:
 
 
 def load(path: str, rel: str) -> Any:
-    """The nibabel image of `path`, or its MetaImage (the header is read; the voxels are read later); RejectSeries
-    if it is neither."""
-    if is_metaimage(path):
-        return MetaImage(path, rel)
+    """The nibabel image of `path`, or its ITK image (MetaImage, NRRD: the header is read, the voxels later);
+    RejectSeries if it is none of those."""
+    if format_of(path) is not None:
+        return open_itk(path, rel)
     nib = require("nibabel", "nifti")
     try:
         img = nib.load(path)
@@ -65,7 +66,7 @@ def grid_of(img: Any, rel: str) -> Grid:
     shape = tuple(int(n) for n in img.shape)
     if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
         raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
-    if isinstance(img, MetaImage):  # ITK's spacing is in mm
+    if isinstance(img, ItkImage):  # ITK's spacing is in mm
         return _grid(img.affine, shape, "mm", rel)
     if int(img.header.get_sform(coded=True)[1]) == 0:  # the affine comes from pixdim: check it as stored
         stored = stored_pixdim(img)
@@ -125,7 +126,7 @@ def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
     n = channels(img)
     if channel is not None and channel >= n:
         raise RejectSeries(f"{rel}: --channel {channel}, but the image has {n} channel(s)")
-    if isinstance(img, MetaImage):
+    if isinstance(img, ItkImage):
         arr = img.voxels(channel)
     else:
         try:
