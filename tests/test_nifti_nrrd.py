@@ -147,6 +147,8 @@ TWICE = "its header has 2 data file fields; one is read"
     ("data file: \udcff.raw", "its data file field is no UTF-8 text"),
     ("data file: Smith_John.raw", "the file its data file field names is not beside it"),  # the name is not written
     ("data file: good.raw", None),
+    ("data file: good:1.raw", None),  # a colon in the name: the field ends at the first one
+    ("data file: X1.raw", None),
     ("data file: ./good.raw", None),  # teem's own example of a name beside its header
     ("# data file: ../secret.raw\ndata file: good.raw", None),  # a comment
 ])
@@ -158,19 +160,25 @@ def test_a_header_naming_data_anywhere_but_beside_it_is_rejected_before_itk_read
     (tmp_path / "secret.raw").write_bytes(np.full(24, 1000, "<i2").tobytes())
     src = tmp_path / "src"
     src.mkdir()
-    (src / "good.raw").write_bytes(np.full(24, 7, "<i2").tobytes())
+    for name in ("good.raw", "good:1.raw", "X1.raw"):
+        (src / name).write_bytes(np.full(24, 7, "<i2").tobytes())
     text = header(field + "\n") + ("\n" if suffix == ".nrrd" else "")  # a .nrrd: the empty line ends the header
     (src / f"evil{suffix}").write_bytes(text.encode("utf-8", "surrogateescape"))
     write(src / "ok.nrrd", ct(15))
     result = convert_nifti(src, tmp_path / "out")
     reasons = reasons_by_path(result)
-    if reason is None:
-        assert reasons == {}
+    if reason is None:  # the file it names is read with it; the others are no volumes
+        named = field.rsplit(" ", 1)[-1].removeprefix("./")
+        assert reasons == {name: NOT_NIFTI for name in ("good.raw", "good:1.raw", "X1.raw") if name != named}
         arr = volumes_by_source(tmp_path / "out", result)[f"evil{suffix}"][0]
         assert set(arr.ravel().tolist()) == {7}
         return
-    assert reasons == {f"evil{suffix}": f"evil{suffix}: {reason}", "good.raw": NOT_NIFTI}
+    assert reasons == {f"evil{suffix}": f"evil{suffix}: {reason}", "good.raw": NOT_NIFTI, "good:1.raw": NOT_NIFTI,
+                       "X1.raw": NOT_NIFTI}
     assert "Smith" not in (tmp_path / "out" / "manifest.json").read_text()
+    first = text.replace(field + "\n", "").replace("NRRD0004\n", f"NRRD0004\n{field}\n")  # the first field
+    (src / f"evil{suffix}").write_bytes(first.encode("utf-8", "surrogateescape"))
+    assert reasons_by_path(convert_nifti(src, tmp_path / "out2"))[f"evil{suffix}"] == f"evil{suffix}: {reason}"
 
 
 
@@ -178,12 +186,17 @@ def test_the_voxels_after_an_attached_header_are_not_read_as_its_fields(tmp_path
     """The header ends at its first empty line: voxel bytes that spell a `data file:` line are voxels."""
     src = tmp_path / "src"
     src.mkdir()
-    data = b"\ndata file: ../secret.raw\n".ljust(48, b"\0")
-    (src / "a.nrrd").write_bytes(header("\n").encode() + data)
+    data = {"a.nrrd": b"\ndata file: ../secret.raw\n".ljust(48, b"\0"),
+            "b.nrrd": b"data file: ../secret.raw".ljust(48, b"\0")}  # no line break after the header's end
+    for name, voxels in data.items():
+        (src / name).write_bytes(header("\n").encode() + voxels)
+    fields = header("data file: ../secret.raw\n").encode().split(b"\n", 1)[1]  # no empty line in them
+    (src / "c.nrrd").write_bytes(b"NRRD0004\n\n" + fields)  # no field: the header is empty, the rest is data
     result = convert_nifti(src, tmp_path / "out")
-    assert result.rejected == []
-    ((arr, _, _),) = volumes_by_source(tmp_path / "out", result).values()
-    np.testing.assert_array_equal(arr, np.frombuffer(data, "<i2").reshape(2, 3, 4))
+    assert reasons_by_path(result) == {"c.nrrd": "c.nrrd: not a readable NRRD file (RuntimeError)"}
+    got = volumes_by_source(tmp_path / "out", result)
+    for name, voxels in data.items():
+        np.testing.assert_array_equal(got[name][0], np.frombuffer(voxels, "<i2").reshape(2, 3, 4))
 
 def test_broken_nrrd_files_are_rejected_with_their_reason_and_no_path(tmp_path: Path):
     src = tmp_path / "src"
@@ -197,6 +210,10 @@ def test_broken_nrrd_files_are_rejected_with_their_reason_and_no_path(tmp_path: 
     (src / "odd.nrrd").write_bytes(header("\n").replace("type: short", "type: shorty").encode() + b"\0" * 48)
     (src / "long.nrrd").write_bytes(b"NRRD0004\n" + b"# " + b"x" * 70_000 + b"\n" + header("\n").encode())
     (src / "nodata.nhdr").write_text(header(""))  # no data file field, and no data
+    edge = write(src / "edge.nhdr", ct(16))  # a detached header of exactly the limit: read
+    text = edge.read_text()
+    edge.write_text(text.replace("\n", "\n# " + "x" * (65536 - len(text) - 3) + "\n", 1))
+    assert edge.stat().st_size == 65536
     result = convert_nifti(src, tmp_path / "out")
     reasons = reasons_by_path(result)
     assert reasons == {
@@ -210,7 +227,18 @@ def test_broken_nrrd_files_are_rejected_with_their_reason_and_no_path(tmp_path: 
         "nodata.nhdr": "nodata.nhdr: not a readable NRRD file (RuntimeError)",
     }
     assert all(str(tmp_path) not in r["reason"] for r in result.rejected)  # ITK's messages quote paths: not kept
-    assert samples(tmp_path / "out") == 1
+    assert samples(tmp_path / "out") == 2  # good.nrrd, edge.nhdr
+
+
+@pytest.mark.parametrize("module", ["nrrd", "metaimage"])
+def test_a_header_gone_before_it_is_read_is_a_rejection_saying_so(tmp_path: Path, module: str):
+    import importlib
+
+    data_file = importlib.import_module(f"converters.nifti.{module}").data_file
+    from converters.dicom.geometry import RejectSeries
+
+    with pytest.raises(RejectSeries, match=r"^gone: unreadable \(FileNotFoundError: No such file or directory\)$"):
+        data_file(str(tmp_path / "gone"), "gone")
 
 
 def test_a_data_file_named_apart_from_its_header_is_read_with_it_and_not_rejected(tmp_path: Path):

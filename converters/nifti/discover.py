@@ -23,7 +23,7 @@ from converters.kind import Discovery
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.channels import ALL, same_channels
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
-from converters.nifti.itk_files import format_of, named_data_files
+from converters.nifti.itk_files import named_data_files
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
 from converters.nifti.options import NiftiOptions
@@ -72,7 +72,7 @@ class _Found:
     def __init__(self, src: Path, folder: Path, split: str, walk: Walk, rejected: list[Rejection]) -> None:
         found: dict[str, list[tuple[str, str]]] = defaultdict(list)
         entries = list(walk.files(folder, root=src))
-        named = named_data_files(path for path, problem in entries if problem is None and format_of(path.name))
+        named = named_data_files(path for path, problem in entries if problem is None)
         refused: dict[str, str] = {}  # header -> why the walk refused its data file (a link not followed)
         for path, problem in entries:
             rel = display(path.relative_to(src).as_posix())

@@ -30,15 +30,17 @@ def open_itk(path: str, rel: str) -> ItkImage:
     return ItkImage(path, rel, fmt.IO, fmt.WHAT)
 
 
-def named_data_files(headers: Iterable[Path]) -> dict[Path, list[Path]]:
-    """The data files these headers name (LUNA16's `NAME.raw` beside `NAME.mhd`, `NAME.raw.gz` beside
+def named_data_files(files: Iterable[Path]) -> dict[Path, list[Path]]:
+    """The data files the headers among `files` name (LUNA16's `NAME.raw` beside `NAME.mhd`, `NAME.raw.gz` beside
     `NAME.nhdr`), each with the headers that name it. A header that fails its check names none here: it is
     rejected with its reason when it is read."""
     named: dict[Path, list[Path]] = defaultdict(list)
-    for header in headers:
+    for header in files:
         fmt = format_of(header.name)
+        if fmt is None:
+            continue
         try:
-            name = fmt.data_file(str(header), header.name) if fmt is not None else None
+            name = fmt.data_file(str(header), header.name)
         except RejectSeries:
             continue
         if name is not None:

@@ -28,7 +28,7 @@ class ItkImage:
     """A volume file ITK reads with the ImageIO named `io` (`what` names its format in reasons)."""
 
     def __init__(self, path: str, rel: str, io: str, what: str) -> None:
-        sitk = require("SimpleITK", "nifti")
+        sitk = self._sitk = require("SimpleITK", "nifti")
         self.path, self.rel, self.io, self.what = path, rel, io, what
         self._array: np.ndarray | None = None
         reader = sitk.ImageFileReader()
@@ -66,7 +66,7 @@ class ItkImage:
         """The (x, y, z) voxels of one channel, in nibabel's order as volume.py expects them (the file is read once,
         whatever the number of channels asked for)."""
         if self._array is None:
-            sitk = require("SimpleITK", "nifti")
+            sitk = self._sitk
             try:
                 self._array = sitk.GetArrayFromImage(sitk.ReadImage(self.path, imageIO=self.io))
             except RuntimeError as exc:

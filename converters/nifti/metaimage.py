@@ -25,10 +25,6 @@ MAX_HEADER = 1 << 16  # bytes of text before ElementDataFile
 _DATA_FILE = re.compile(rb"^[ \t]*ElementDataFile[ \t]*[:=][ \t:=]*(.*?)[ \t\r]*$", re.MULTILINE)
 
 
-def is_metaimage(name: str) -> bool:
-    return name.lower().endswith(EXTENSIONS)
-
-
 def data_file(path: str, rel: str) -> str | None:
     """The name of the file beside the header at `path` that holds its voxels, or None when they follow the header
     (`LOCAL`); RejectSeries for anything else."""

@@ -27,10 +27,6 @@ _LINES = re.compile(rb"\r\n|\r|\n")  # teem ends a line at any of these
 _DATA_FILE = re.compile(rb"(?i)^[ \t]*data[ \t]*file[ \t]*:")
 
 
-def is_nrrd(name: str) -> bool:
-    return name.lower().endswith(EXTENSIONS)
-
-
 def _header_lines(path: str, rel: str) -> list[bytes]:
     """The header's lines after the magic: up to the first empty line (the data follows it), or the whole file of
     a detached header."""
