@@ -84,7 +84,6 @@ def metaimage_task(root: Path) -> Path:
     return root
 
 
-
 def slicer_cases(root: Path) -> Path:
     """The same image as 3D Slicer saves a volume and its segmentation: root/case01/CT.nrrd beside
     Segmentation.seg.nrrd (the brighter half of the head, gzip-encoded), written by SimpleITK; returns root."""
@@ -100,5 +99,6 @@ def slicer_cases(root: Path) -> Path:
     mask.CopyInformation(image)
     sitk.WriteImage(mask, str(case / "Segmentation.seg.nrrd"), useCompression=True)
     return root
+
 
 LUNA_UID = "1.3.6.1.4.1.14519.5.2.1.6279.6001.100225287222365663678666836860"  # named as LUNA16's series are

@@ -201,7 +201,6 @@ def metaimage_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return data[:a] + value + data[b:], f"MetaImage {key} = {value!r}"
 
 
-
 NRRD_VALUES = (b"0", b"-1", b"nan", b"inf", b"1e308", b"", b"4 3", b"100000 100000 100000", b"0 0 0", b"2", b"4",
                b"double", b"block", b"uchar", b"gzip", b"bzip2", b"ascii", b"hex", b"big", b"(nan,0,0) (0,1,0) (0,0,1)",
                b"(1,0,0) (1,0,0) (0,0,1)", b"right-anterior-superior", b"scanner-xyz", b"3D-right-handed-time",
@@ -227,6 +226,7 @@ def nrrd_field(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     a, b = rng.choice(lines)
     key = data[:a].rsplit(b"\n", 1)[-1][:-2].decode()
     return data[:a] + value + data[b:], f"NRRD {key}: {value!r}"
+
 
 SIGNS = (b"--", b"-", b"+")
 NUMBER_FORMS = ("²".encode(), "１２".encode(), b"9" * 5000, b"1_0", b"0x1", *SIGNS)

@@ -24,6 +24,7 @@ def beside(path: str, rel: str, name: str, field: str) -> str:
         raise RejectSeries(f"{rel}: the file {field} names is not beside it")
     return name
 
+
 class ItkImage:
     """A volume file ITK reads with the ImageIO named `io` (`what` names its format in reasons)."""
 
