@@ -100,11 +100,11 @@ def test_a_slicer_case_folder_pairs_the_volume_with_its_seg_nrrd(tmp_path: Path)
     write(src / "case01" / "Segmentation.seg.nrrd", mask, compress=True)
     write(src / "case02" / "CT.nrrd", ct(5))
     write(src / "case02" / "Segmentation.seg.nrrd", np.zeros_like(mask))
-    write(src / "case03" / "CT.nrrd", ct(6))  # a segmentation saved cropped to its segments' extent
-    cropped = sitk.GetImageFromArray(mask[1:4, 2:6, 3:8])
-    cropped.SetSpacing((0.7, 0.8, 2.5))
-    cropped.SetOrigin((-150.5, -170.0, -310.25))
-    sitk.WriteImage(cropped, str(src / "case03" / "Segmentation.seg.nrrd"))
+    write(src / "case03" / "CT.nrrd", ct(6))  # a segmentation of other spacing
+    coarse = sitk.GetImageFromArray(mask[1:4, 2:6, 3:8])
+    coarse.SetSpacing((1.4, 1.6, 5.0))
+    coarse.SetOrigin((-150.5, -170.0, -310.25))
+    sitk.WriteImage(coarse, str(src / "case03" / "Segmentation.seg.nrrd"))
     write(src / "case04" / "CT.nrrd", ct(7))  # overlapping segments: one layer a segment
     sitk.WriteImage(sitk.GetImageFromArray(np.stack([mask, mask], axis=-1), isVector=True),
                     str(src / "case04" / "Segmentation.seg.nrrd"))
@@ -112,6 +112,7 @@ def test_a_slicer_case_folder_pairs_the_volume_with_its_seg_nrrd(tmp_path: Path)
     reasons = reasons_by_path(result)
     assert sorted(reasons) == ["case03/CT.nrrd", "case04/CT.nrrd"]  # each case rejected whole, with its mask's reason
     assert reasons["case03/CT.nrrd"].startswith("case03/Segmentation.seg.nrrd: the mask's grid (shape [3, 4, 5]")
+    # (one saved cropped to its segments' extent is padded onto the volume: test_nifti_cropped_masks.py)
     assert reasons["case04/CT.nrrd"] == ("case04/Segmentation.seg.nrrd: a mask of 2 channels; a mask holds one label "
                                          "value per voxel")
     got = volumes_by_source(tmp_path / "out", result)

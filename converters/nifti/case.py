@@ -20,7 +20,18 @@ from converters.guarded import Guarded
 from converters.nifti.channels import ALL
 from converters.nifti.discover import CaseFiles
 from converters.nifti.options import NiftiOptions
-from converters.nifti.volume import Grid, channels, failure, grid_of, header_voxels, integral, load, same_grid, voxels
+from converters.nifti.volume import (
+    Grid,
+    box_in,
+    channels,
+    failure,
+    grid_of,
+    header_voxels,
+    integral,
+    load,
+    same_grid,
+    voxels,
+)
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.volumes.intensity import FOREGROUND, histogram_of
 
@@ -77,14 +88,22 @@ def _described(grid: Grid) -> str:
 
 
 def _mask_voxels(path: str, rel: str, grid: Grid) -> np.ndarray:
-    """The voxels of a mask file that lies on its image's grid."""
+    """The voxels of a mask file on its image's grid: stored on it, or on a part of it (a segmentation saved cropped
+    to its extent, as older 3D Slicer releases did by default), then padded with 0 to the whole grid."""
     img = load(path, rel)
     mask_grid = grid_of(img, rel)
     if channels(img) > 1:
         raise RejectSeries(f"{rel}: a mask of {channels(img)} channels; a mask holds one label value per voxel")
-    if not same_grid(grid, mask_grid):
-        raise RejectSeries(f"{rel}: the mask's grid ({_described(mask_grid)}) is not its image's ({_described(grid)})")
-    return voxels(img, rel, None)
+    if same_grid(grid, mask_grid):
+        return voxels(img, rel, None)
+    at = box_in(grid, mask_grid)
+    if at is None:
+        raise RejectSeries(f"{rel}: the mask's grid ({_described(mask_grid)}) is not its image's ({_described(grid)}), "
+                           "nor a part of it")
+    part = voxels(img, rel, None)
+    whole = np.zeros(grid.shape, part.dtype)
+    whole[tuple(slice(a, a + n) for a, n in zip(at, part.shape, strict=True))] = part
+    return whole
 
 
 def _merged(case: CaseFiles, grid: Grid) -> np.ndarray:

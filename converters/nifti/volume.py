@@ -115,6 +115,22 @@ def same_grid(image: Grid, label: Grid) -> bool:
         np.r_[label.spacing, label.origin, np.ravel(label.direction)], rtol=0, atol=SAME_AFFINE_MM)
 
 
+
+def box_in(image: Grid, box: Grid) -> tuple[int, int, int] | None:
+    """Where the grid `box` lies in `image`'s voxels, as the (z, y, x) index of its first voxel, when it is a part
+    of them: the same spacing and axes, its origin on one of `image`'s voxels, every voxel inside `image` (3D
+    Slicer's segmentations saved cropped to their segments' extent); None otherwise."""
+    if not (np.allclose(image.spacing, box.spacing, rtol=0, atol=SAME_AFFINE_MM)
+            and np.allclose(image.direction, box.direction, rtol=0, atol=SAME_AFFINE_MM)):
+        return None
+    axes = np.asarray(image.direction) * np.asarray(image.spacing)[:, None]  # row a: one voxel along array axis a
+    steps = np.rint(np.linalg.solve(axes.T, np.subtract(box.origin, image.origin)))
+    if not np.allclose(np.asarray(image.origin) + steps @ axes, box.origin, rtol=0, atol=SAME_AFFINE_MM):
+        return None  # between voxels
+    if np.any(steps < 0) or np.any(steps + np.asarray(box.shape[:3]) > np.asarray(image.shape[:3])):
+        return None  # reaching outside the image: its voxels there would be lost
+    return int(steps[0]), int(steps[1]), int(steps[2])
+
 def channels(img: Any) -> int:
     shape = img.shape
     return int(shape[3]) if len(shape) == 4 else 1
