@@ -1,5 +1,5 @@
 """A mask stored on a part of its image's grid is padded back onto the whole grid (converters/nifti/case.py,
-volume.py `box_in`): 3D Slicer saved segmentations cropped to their segments' extent by default before 2020, the
+volume.py `box_in`): older 3D Slicer releases saved segmentations cropped to their segments' extent by default, the
 origin moved so that each voxel keeps its place. Before, every such case was rejected ("the mask's grid is not its
 image's"). A part off the image's voxels, reaching outside the image, or of other spacing or axes is still
 rejected: padding it would move or lose labels."""
