@@ -192,3 +192,46 @@ def test_workers_die_with_the_conversion(sig: signal.Signals) -> None:
         for w in workers:
             if _alive(w):
                 os.kill(w, signal.SIGKILL)
+
+
+class _Finalized:
+    """Writes to `marks` when its finalizer runs in a process other than the one that made it (as a DALI pipeline's
+    shuts down threads that only exist in its own process)."""
+
+    def __init__(self, marks: Path) -> None:
+        self.marks, self.pid, self.cycle = marks, os.getpid(), self
+
+    def __del__(self) -> None:
+        if os.getpid() != self.pid:
+            with open(self.marks, "a") as f:
+                f.write(f"finalized in {os.getpid()}\n")
+
+
+class _Collects:
+    """Runs a full collection in the worker, as any conversion that makes enough objects does."""
+
+    chunk_size = 1
+
+    def __call__(self, item: WorkItem) -> Rejection:
+        import gc
+
+        gc.collect()
+        return Rejection(item.split, item.rel, "collected")
+
+
+def test_a_worker_never_finalizes_what_it_inherited(tmp_path: Path) -> None:
+    """An object of the conversion's process left for the garbage collector (a reference cycle) is inherited by
+    each forked worker: its finalizer ran there when the worker collected, and a DALI pipeline's killed the worker
+    with a segmentation fault (converters/pool.py `start_worker`)."""
+    import gc
+
+    marks = tmp_path / "marks"
+    gc.disable()  # the cycle stays uncollected here until the workers are made
+    try:
+        _Finalized(marks)
+        got = _reasons(list(run_ordered(_Collects(), _items(2), jobs=2)))
+    finally:
+        gc.enable()
+    gc.collect()  # here, in its own process: no mark
+    assert got == [("val", f"f{i}.jpg", "collected") for i in range(2)]
+    assert not marks.exists(), marks.read_text()
