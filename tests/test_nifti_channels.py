@@ -14,7 +14,7 @@ pytest.importorskip("scipy")
 torch = pytest.importorskip("torch")
 
 from conftest_dicom import load_volume, read_samples, reasons_by_path  # noqa: E402
-from conftest_nifti import case, convert_nifti, load_mask, save, zyx  # noqa: E402
+from conftest_nifti import AFFINE, case, convert_nifti, load_mask, save, zyx  # noqa: E402
 
 import fastdata  # noqa: E402
 from fastdata.errors import ShardError  # noqa: E402
@@ -154,12 +154,19 @@ def test_a_channel_off_its_cases_grid_and_cases_of_other_modalities_are_rejected
     _brats(tmp_path / "src", cases=3)
     bad = tmp_path / "src" / "BraTS20_Training_001" / "BraTS20_Training_001_t2.nii.gz"
     save(bad, case(1)[0], np.eye(4))
+    shifted = AFFINE.copy()
+    shifted[2, 3] += 2.5  # the same spacing and axes, one slice off
+    _brats(tmp_path / "src", cases=1, first=3)
+    save(tmp_path / "src" / "BraTS20_Training_003" / "BraTS20_Training_003_t1.nii.gz", case(3)[0], shifted)
     _brats(tmp_path / "src", cases=1, modalities=("t1", "t2"), first=5)  # sorts after the usual four
     result = convert_nifti(tmp_path / "src", tmp_path / "out", channel="all", keep_phi=True)
     reasons = {r["source"]: r["reason"] for r in result.rejected}
     assert reasons["BraTS20_Training_001/BraTS20_Training_001_flair.nii.gz"].startswith(
         "BraTS20_Training_001/BraTS20_Training_001_t2.nii.gz: the channel's grid (shape [8, 18, 20], spacing "
         "[1.0, 1.0, 1.0] mm, origin [0.0, 0.0, 0.0]) is not its case's first channel's")
+    assert reasons["BraTS20_Training_003/BraTS20_Training_003_flair.nii.gz"].startswith(
+        "BraTS20_Training_003/BraTS20_Training_003_t1.nii.gz: the channel's grid (shape [8, 18, 20], spacing "
+        "[2.5, 0.7, 0.8] mm, origin [-100.0, -120.0, -297.5]) is not its case's first channel's")
     assert reasons["BraTS20_Training_005/BraTS20_Training_005_t1.nii.gz"] == (
         "a case of channels (t1, t2) where most cases have (flair, t1, t1ce, t2): --channel all stacks the same "
         "channels, in the same order, in every case")

@@ -94,13 +94,13 @@ def _mask_voxels(path: str, rel: str, grid: Grid) -> np.ndarray:
     mask_grid = grid_of(img, rel)
     if channels(img) > 1:
         raise RejectSeries(f"{rel}: a mask of {channels(img)} channels; a mask holds one label value per voxel")
-    if same_grid(grid, mask_grid):
-        return voxels(img, rel, None)
     at = box_in(grid, mask_grid)
     if at is None:
         raise RejectSeries(f"{rel}: the mask's grid ({_described(mask_grid)}) is not its image's ({_described(grid)}), "
                            "nor a part of it")
     part = voxels(img, rel, None)
+    if part.shape == grid.shape:  # the image's own grid (a part as large as the image can only start at 0, 0, 0)
+        return part
     whole = np.zeros(grid.shape, part.dtype)
     whole[tuple(slice(a, a + n) for a, n in zip(at, part.shape, strict=True))] = part
     return whole

@@ -14,6 +14,15 @@ from converters.dicom.geometry import RejectSeries
 from fastdata.errors import require
 
 
+def header_bytes(path: str, rel: str, size: int) -> bytes:
+    """The first `size` bytes of the header at `path`, where each format's check looks for its data file;
+    RejectSeries when the file cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError as exc:
+        raise RejectSeries(f"{rel}: unreadable ({type(exc).__name__}: {exc.strerror})") from exc
+
 def beside(path: str, rel: str, name: str, field: str) -> str:
     """`name`, what the header at `path` names in `field` as the file of its voxels, checked to be a file beside the
     header (no folder in it); RejectSeries otherwise. The reasons never quote the name: LUNA16's are series UIDs,

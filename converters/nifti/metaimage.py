@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from converters.dicom.geometry import RejectSeries
-from converters.nifti.itk_image import beside
+from converters.nifti.itk_image import beside, header_bytes
 
 EXTENSIONS = (".mhd", ".mha")
 IO, WHAT = "MetaImageIO", "MetaImage"  # ITK's reader, and the format's name in reasons
@@ -28,11 +28,7 @@ _DATA_FILE = re.compile(rb"^[ \t]*ElementDataFile[ \t]*[:=][ \t:=]*(.*?)[ \t\r]*
 def data_file(path: str, rel: str) -> str | None:
     """The name of the file beside the header at `path` that holds its voxels, or None when they follow the header
     (`LOCAL`); RejectSeries for anything else."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(MAX_HEADER)
-    except OSError as exc:
-        raise RejectSeries(f"{rel}: unreadable ({type(exc).__name__}: {exc.strerror})") from exc
+    head = header_bytes(path, rel, MAX_HEADER)
     found = _DATA_FILE.search(head)
     if found is None:
         raise RejectSeries(f"{rel}: not a MetaImage header (no ElementDataFile line in its first {MAX_HEADER} "

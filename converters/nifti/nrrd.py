@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from converters.dicom.geometry import RejectSeries
-from converters.nifti.itk_image import beside
+from converters.nifti.itk_image import beside, header_bytes
 
 EXTENSIONS = (".nrrd", ".nhdr")
 IO, WHAT = "NrrdImageIO", "NRRD"  # ITK's reader, and the format's name in reasons
@@ -30,11 +30,7 @@ _DATA_FILE = re.compile(rb"(?i)^[ \t]*data[ \t]*file[ \t]*:")
 def _header_lines(path: str, rel: str) -> list[bytes]:
     """The header's lines after the magic: up to the first empty line (the data follows it), or the whole file of
     a detached header."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(MAX_HEADER + 1)
-    except OSError as exc:
-        raise RejectSeries(f"{rel}: unreadable ({type(exc).__name__}: {exc.strerror})") from exc
+    head = header_bytes(path, rel, MAX_HEADER + 1)
     if not head.startswith(b"NRRD000"):
         raise RejectSeries(f"{rel}: not a NRRD file (no NRRD000X magic)")
     lines = _LINES.split(head)

@@ -109,19 +109,22 @@ def stored_pixdim(img: Any) -> np.ndarray:
     return np.asarray(header["pixdim"][1:4], dtype=np.float64)
 
 
-def same_grid(image: Grid, label: Grid) -> bool:
-    return image.shape == label.shape and np.allclose(
-        np.r_[image.spacing, image.origin, np.ravel(image.direction)],
-        np.r_[label.spacing, label.origin, np.ravel(label.direction)], rtol=0, atol=SAME_AFFINE_MM)
+def _same_axes(image: Grid, other: Grid) -> bool:
+    """The same spacing and axis directions, within SAME_AFFINE_MM."""
+    return np.allclose(np.r_[image.spacing, np.ravel(image.direction)], np.r_[other.spacing, np.ravel(other.direction)],
+                       rtol=0, atol=SAME_AFFINE_MM)
 
+
+def same_grid(image: Grid, label: Grid) -> bool:
+    return (image.shape == label.shape and _same_axes(image, label)
+            and np.allclose(image.origin, label.origin, rtol=0, atol=SAME_AFFINE_MM))
 
 
 def box_in(image: Grid, box: Grid) -> tuple[int, int, int] | None:
     """Where the grid `box` lies in `image`'s voxels, as the (z, y, x) index of its first voxel, when it is a part
     of them: the same spacing and axes, its origin on one of `image`'s voxels, every voxel inside `image` (3D
-    Slicer's segmentations saved cropped to their segments' extent); None otherwise."""
-    if not (np.allclose(image.spacing, box.spacing, rtol=0, atol=SAME_AFFINE_MM)
-            and np.allclose(image.direction, box.direction, rtol=0, atol=SAME_AFFINE_MM)):
+    Slicer's segmentations saved cropped to their segments' extent); None otherwise. The same grid is (0, 0, 0)."""
+    if not _same_axes(image, box):
         return None
     axes = np.asarray(image.direction) * np.asarray(image.spacing)[:, None]  # row a: one voxel along array axis a
     steps = np.rint(np.linalg.solve(axes.T, np.subtract(box.origin, image.origin)))
@@ -130,6 +133,7 @@ def box_in(image: Grid, box: Grid) -> tuple[int, int, int] | None:
     if np.any(steps < 0) or np.any(steps + np.asarray(box.shape[:3]) > np.asarray(image.shape[:3])):
         return None  # reaching outside the image: its voxels there would be lost
     return int(steps[0]), int(steps[1]), int(steps[2])
+
 
 def channels(img: Any) -> int:
     shape = img.shape
