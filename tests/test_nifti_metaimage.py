@@ -223,24 +223,3 @@ def test_without_simpleitk_a_metaimage_case_says_how_to_install_it(tmp_path: Pat
     with pytest.raises(Exception, match=r"^'SimpleITK' is not installed; install it with: pip install "
                                         r"'fastdata\[nifti\]'$"):
         load(str(tmp_path / "a.mhd"), "a.mhd")
-
-
-def test_without_following_links_a_linked_data_file_rejects_its_header_too(tmp_path: Path):
-    """ITK reads whatever a header's data file is; with --no-follow-symlinks a linked one is refused, and so is the
-    header, which would read through the link."""
-    elsewhere = write(tmp_path / "elsewhere" / "a.mhd", ct(11))
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "a.mhd").write_bytes(elsewhere.read_bytes())
-    (src / "a.raw").symlink_to(elsewhere.with_suffix(".raw"))
-    write(src / "b.mhd", ct(12))
-    write(src / "c.mha", ct(13))
-    (src / "c.mhd").write_bytes((src / "b.mhd").read_bytes())  # one name twice
-    result = convert_nifti(src, tmp_path / "out", follow_symlinks=False)
-    reasons = reasons_by_path(result)
-    assert reasons["a.mhd"] == f"its data file was refused: {reasons['a.raw']}"
-    assert reasons["c.mha"] == reasons["c.mhd"] == ("2 volume files of this name in one folder (.nii and .nii.gz, "
-                                                    ".mhd and .mha, or .nrrd and .nhdr): keep one")
-    assert sorted(volumes_by_source(tmp_path / "out", result)) == ["b.mhd"]
-    result = convert_nifti(src, tmp_path / "out2")  # links followed: read through it
-    assert sorted(volumes_by_source(tmp_path / "out2", result)) == ["a.mhd", "b.mhd"]

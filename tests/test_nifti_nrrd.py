@@ -262,23 +262,27 @@ def test_a_data_file_named_apart_from_its_header_is_read_with_it_and_not_rejecte
     np.testing.assert_array_equal(got["a.mhd"][0], ct(9))
 
 
-def test_without_following_links_a_linked_data_file_rejects_its_header_too(tmp_path: Path):
-    elsewhere = write(tmp_path / "elsewhere" / "a.nhdr", ct(10))
+@pytest.mark.parametrize("detached, attached", [(".mhd", ".mha"), (".nhdr", ".nrrd")])
+def test_without_following_links_a_linked_data_file_rejects_its_header_too(tmp_path: Path, detached: str,
+                                                                           attached: str):
+    """MetaImage's and NRRD's alike: ITK reads whatever a header's data file is; with --no-follow-symlinks a linked
+    one is refused, and so is the header, which would read through the link."""
+    elsewhere = write(tmp_path / "elsewhere" / f"a{detached}", ct(10))
     src = tmp_path / "src"
     src.mkdir()
-    (src / "a.nhdr").write_bytes(elsewhere.read_bytes())
+    (src / f"a{detached}").write_bytes(elsewhere.read_bytes())
     (src / "a.raw").symlink_to(elsewhere.with_suffix(".raw"))
-    write(src / "b.nrrd", ct(11))
-    write(src / "c.nhdr", ct(12))
-    write(src / "c.nrrd", ct(13))  # one name twice
+    write(src / f"b{attached}", ct(11))
+    write(src / f"c{detached}", ct(12))
+    write(src / f"c{attached}", ct(13))  # one name twice
     result = convert_nifti(src, tmp_path / "out", follow_symlinks=False)
     reasons = reasons_by_path(result)
-    assert reasons["a.nhdr"] == f"its data file was refused: {reasons['a.raw']}"
-    assert reasons["c.nhdr"] == reasons["c.nrrd"] == ("2 volume files of this name in one folder (.nii and .nii.gz, "
-                                                      ".mhd and .mha, or .nrrd and .nhdr): keep one")
-    assert sorted(volumes_by_source(tmp_path / "out", result)) == ["b.nrrd"]
+    assert reasons[f"a{detached}"] == f"its data file was refused: {reasons['a.raw']}"
+    assert reasons[f"c{detached}"] == reasons[f"c{attached}"] == (
+        "2 volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, or .nrrd and .nhdr): keep one")
+    assert sorted(volumes_by_source(tmp_path / "out", result)) == [f"b{attached}"]
     result = convert_nifti(src, tmp_path / "out2")  # links followed: read through it
-    assert sorted(volumes_by_source(tmp_path / "out2", result)) == ["a.nhdr", "b.nrrd"]
+    assert sorted(volumes_by_source(tmp_path / "out2", result)) == [f"a{detached}", f"b{attached}"]
 
 
 def test_the_cli_detects_a_folder_of_nrrd_files_as_volumes(tmp_path: Path):
