@@ -33,7 +33,7 @@ def test_a_range_past_a_million_files_is_refused_at_once(tmp_path: Path, pattern
     with pytest.raises(ManifestError, match=rf"names more than {MAX_NAMES:,} files; check the range \(a digit too "
                                             r"many\?\)$"):
         expand(str(tmp_path / pattern))
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0  # expanding would take minutes; a busy machine, a second
 
 
 def test_a_range_of_exactly_a_million_names_is_expanded():
@@ -61,7 +61,7 @@ def test_a_remote_brace_pattern_past_a_million_names_is_refused_before_any_reque
     start = time.perf_counter()
     with pytest.raises(ManifestError, match=f"names more than {MAX_NAMES:,} files; check the range"):
         fastdata.loader("http://127.0.0.1:9/ds/train-{000000..999999999}.tar", batch_size=2)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0  # expanding would take minutes; a busy machine, a second
 
 
 @pytest.mark.parametrize("url", ["s3://", "http://", "https:///ds/", "gs://"])
@@ -138,7 +138,7 @@ def test_a_zero_padded_step_of_1_is_counted_as_1_not_as_19_digits():
     started = time.monotonic()
     with pytest.raises(ManifestError, match="names more than 1,000,000 files"):
         brace_names(pattern)
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 5  # expanding would never end; a busy machine, a second
 
 
 @pytest.mark.parametrize(("count", "shown"), [
