@@ -101,4 +101,35 @@ def slicer_cases(root: Path) -> Path:
     return root
 
 
+def oasis_scans(root: Path) -> Path:
+    """The same image as OASIS-1 hands out its scans: root/OAS1_0001_MR1/RAW/OAS1_0001_MR1_mpr-1_anon.hdr with its .img
+    beside it, an Analyze 7.5 pair written by nibabel (voxel sizes, no orientation); returns root."""
+    import nibabel as nib
+    import numpy as np
+
+    image = nib.load(anatomical())
+    raw = root / "OAS1_0001_MR1" / "RAW"
+    raw.mkdir(parents=True, exist_ok=True)
+    pair = nib.AnalyzeImage(np.asarray(image.dataobj), None)
+    pair.header.set_zooms(image.header.get_zooms()[:3])
+    nib.save(pair, str(raw / "OAS1_0001_MR1_mpr-1_anon.hdr"))
+    return root
+
+
+def freesurfer_cases(root: Path) -> Path:
+    """The same image as FreeSurfer's MGH files: root/subj01/brain.mgz beside seg.mgz (the brighter half of the
+    head), written by nibabel with the NIfTI's affine; returns root."""
+    import nibabel as nib
+    import numpy as np
+
+    image = nib.load(anatomical())
+    case = root / "subj01"
+    case.mkdir(parents=True, exist_ok=True)
+    values = np.asarray(image.dataobj)
+    nib.save(nib.MGHImage(values.astype(np.float32), image.affine), str(case / "brain.mgz"))
+    mask = (values > np.percentile(values[values > 0], 50)).astype(np.int32)
+    nib.save(nib.MGHImage(mask, image.affine), str(case / "seg.mgz"))
+    return root
+
+
 LUNA_UID = "1.3.6.1.4.1.14519.5.2.1.6279.6001.100225287222365663678666836860"  # named as LUNA16's series are

@@ -131,6 +131,7 @@ class Context:
         convert_nifti(work / "nii-src", work / "masked-volumes", samples_per_shard=1)
         self.nifti_files += _metaimages(work / "mhd-src" / "cases", image, mask)
         self.nifti_files += _nrrds(work / "nrrd-src" / "cases", image, mask)
+        self.nifti_files += _pairs_and_mghs(work / "pair-src" / "cases", image, mask)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -639,6 +640,20 @@ def _nrrds(folder: Path, image: Any, mask: Any) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
+def _pairs_and_mghs(folder: Path, image: Any, mask: Any) -> list[Path]:
+    """The image as a NIfTI pair (`.hdr` + `.img`) with its mask as FreeSurfer's `.mgz` beside it, and the image as
+    an Analyze 7.5 pair in a folder of its own: each header, data file and `.mgz` a file to mutate."""
+    import nibabel as nib
+    import numpy as np
+
+    affine = np.diag([0.8, 0.7, 2.5, 1.0])
+    (folder / "other").mkdir(parents=True, exist_ok=True)
+    nib.save(nib.Nifti1Pair(image, affine), str(folder / "Doe_Jane.hdr"))
+    nib.save(nib.MGHImage(mask.astype(np.int32), affine), str(folder / "Doe_Jane_seg.mgz"))
+    nib.save(nib.AnalyzeImage(image, affine), str(folder / "other" / "Smith_Ann.hdr"))
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
 def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
     """A NIfTI image or mask of a Decathlon task, mutated (a gzipped one inside its gzip): every case converts or
     is rejected with a reason that no catch-all made, and no file name reaches what the conversion writes."""
@@ -650,7 +665,7 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     shutil.rmtree(src, ignore_errors=True)
     shutil.copytree(path.parents[1], src)
     target = src / path.relative_to(path.parents[1])
-    zipped = path.name.endswith(".gz")
+    zipped = path.name.endswith((".gz", ".mgz"))
     raw = gzip.decompress(path.read_bytes()) if zipped else path.read_bytes()
     fields = {".mhd": metaimage_field, ".mha": metaimage_field, ".nrrd": nrrd_field, ".nhdr": nrrd_field}
     data, what = mutate_bytes(rng, raw, (fields.get(path.suffix, nifti_field),))

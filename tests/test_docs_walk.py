@@ -18,6 +18,8 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/BraTS2020/BraTS20_Training_001/..._{t1,t2,seg}   the same brain as a BraTS case of two modalities
   ~/data/LUNA16/subset0/<series UID>.{mhd,raw}   the same brain as LUNA16's MetaImage files (SimpleITK wrote them)
   ~/data/slicer-cases/case01/{CT,Segmentation.seg}.nrrd   the same brain and its mask as 3D Slicer saves them
+  ~/data/oasis1/disc1/OAS1_0001_MR1/RAW/..._anon.{hdr,img}   the same brain as OASIS-1's Analyze 7.5 pairs
+  ~/data/freesurfer-cases/subj01/{brain,seg}.mgz   the same brain and its mask as FreeSurfer's MGH files
   shards/, tokens/, volumes/                  those converted with the commands the README shows
   s3://bucket/                                an empty bucket on moto's S3 server on 127.0.0.1 (AWS_* set)
 
@@ -41,7 +43,15 @@ from docs_walk import steps
 from helpers import PHOTOS, with_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from nifti_sample import brain_task, channels_task, metaimage_task, slicer_cases, structures_task  # noqa: E402
+from nifti_sample import (  # noqa: E402
+    brain_task,
+    channels_task,
+    freesurfer_cases,
+    metaimage_task,
+    oasis_scans,
+    slicer_cases,
+    structures_task,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -191,6 +201,8 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     channels_task(box / "home" / "data" / "BraTS2020")
     metaimage_task(box / "home" / "data" / "LUNA16")
     slicer_cases(box / "home" / "data" / "slicer-cases")
+    oasis_scans(box / "home" / "data" / "oasis1" / "disc1")
+    freesurfer_cases(box / "home" / "data" / "freesurfer-cases")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

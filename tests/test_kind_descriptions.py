@@ -127,8 +127,9 @@ def test_nifti(given, pseudonyms):
             "spacing": [1.0, 0.5, 0.5], "spacing_axes": "zyx", "orientation": "RAS",
             "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
             "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
-            "geometry": "the file's affine (NIfTI: sform, else qform; MetaImage, NRRD: ITK's); origin and "
-                        "direction in DICOM's LPS frame",
+            "geometry": "the file's affine (NIfTI: sform, else qform; MGH: vox2ras; Analyze 7.5: nibabel's, x "
+                        "right to left, or SPM's .mat; MetaImage, NRRD: ITK's); origin and direction in DICOM's LPS "
+                        "frame",
             "channel": 2, "modality": "T2", "keep_phi": bool(given.get("keep_phi")), "pseudonyms": pseudonyms,
             "max_voxels": 1000, "val_fraction": 0.25},
         "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"}}

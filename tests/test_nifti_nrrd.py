@@ -279,7 +279,8 @@ def test_without_following_links_a_linked_data_file_rejects_its_header_too(tmp_p
     reasons = reasons_by_path(result)
     assert reasons[f"a{detached}"] == f"its data file was refused: {reasons['a.raw']}"
     assert reasons[f"c{detached}"] == reasons[f"c{attached}"] == (
-        "2 volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, or .nrrd and .nhdr): keep one")
+        "2 volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr and .mgz, "
+        "...): keep one")
     assert sorted(volumes_by_source(tmp_path / "out", result)) == [f"b{attached}"]
     result = convert_nifti(src, tmp_path / "out2")  # links followed: read through it
     assert sorted(volumes_by_source(tmp_path / "out2", result)) == [f"a{detached}", f"b{attached}"]

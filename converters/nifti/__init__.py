@@ -1,5 +1,6 @@
-"""The nifti kind: NIfTI volumes (`.nii`, `.nii.gz`), with their segmentation masks in the Medical Segmentation
-Decathlon / nnU-Net layout -> the dicom kind's volume samples (npy + json), plus `label.npy` for a mask."""
+"""The nifti kind: NIfTI volumes (`.nii`, `.nii.gz`; Analyze and NIfTI pairs, MGH, MetaImage, NRRD too), with their
+segmentation masks in the Medical Segmentation Decathlon / nnU-Net layout -> the dicom kind's volume samples (npy +
+json), plus `label.npy` for a mask."""
 
 from __future__ import annotations
 
@@ -95,8 +96,9 @@ class NiftiKind:
                 **shared_preprocessing(options, "source paths kept (--keep-phi)"),
                 "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
                 "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
-                "geometry": "the file's affine (NIfTI: sform, else qform; MetaImage, NRRD: ITK's); origin and "
-                            "direction in DICOM's LPS frame",
+                "geometry": "the file's affine (NIfTI: sform, else qform; MGH: vox2ras; Analyze 7.5: nibabel's, x "
+                            "right to left, or SPM's .mat; MetaImage, NRRD: ITK's); origin and direction in DICOM's "
+                            "LPS frame",
                 "channel": options.channel,
                 "modality": options.modality,
             },

@@ -25,7 +25,8 @@ from converters.nifti.channels import ALL
 from converters.nifti.options import NiftiOptions
 from converters.sample import Rejection, WorkItem
 
-NIFTI = re.compile(r"(?i)\.(nii(\.gz)?|mhd|mha|nrrd|nhdr)$")  # NIfTI, MetaImage and NRRD (itk_files.py), read alike
+# NIfTI, Analyze and NIfTI pairs (pairs.py), FreeSurfer's MGH, MetaImage and NRRD (itk_files.py): read alike
+NIFTI = re.compile(r"(?i)\.(nii(\.gz)?|hdr|mgz|mgh|mhd|mha|nrrd|nhdr)$")
 MASK_WORDS = re.compile(r"(?i)(^|[_\-. ])(seg|segs|segmentation|segmentations|label|labels|mask|masks|gt)($|[_\-. ])")
 SEPARATORS = "_-. "
 _TOKENS = re.compile(r"[_\-. ]+")

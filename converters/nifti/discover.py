@@ -4,10 +4,11 @@ Two layouts:
 - the Medical Segmentation Decathlon / nnU-Net one: `imagesTr/` (split train) with masks of the same name in
   `labelsTr/`, `imagesTs/` (split test, masks in `labelsTs/` where there is one), and `dataset.json`. nnU-Net names
   a case's channel files `NAME_0000.nii.gz`, `NAME_0001.nii.gz`, ... and its mask `NAME.nii.gz`;
-- any other tree of `.nii` / `.nii.gz` files, split by train/val/test folders or `--split`: case folders with a
-  mask beside their images (KiTS, BraTS, LiTS), folders of per-structure masks beside their image
-  (TotalSegmentator), and files that are unlabeled cases (converters/nifti/case_folders.py). A file whose name
-  says it is a mask (`seg`, `label`, `mask`) is never converted as an image.
+- any other tree of volume files (`.nii`, `.nii.gz`, and the other formats case_folders.NIFTI names), split by
+  train/val/test folders or `--split`: case folders with a mask beside their images (KiTS, BraTS, LiTS), folders
+  of per-structure masks beside their image (TotalSegmentator), and files that are unlabeled cases
+  (converters/nifti/case_folders.py). A file whose name says it is a mask (`seg`, `label`, `mask`) is never
+  converted as an image.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from converters.dicom.geometry import RejectSeries
 from converters.kind import Discovery
+from converters.nifti import pairs
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.channels import ALL, same_channels
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
-from converters.nifti.itk_files import named_data_files
+from converters.nifti.itk_files import format_of, named_data_files
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
 from converters.nifti.options import NiftiOptions
@@ -36,8 +39,10 @@ log = logging.getLogger(__name__)
 
 CHANNEL_FILE = re.compile(r"^(.+)_(\d{4})$")  # nnU-Net: NAME_0000
 FOLDERS = {"imagesTr": ("train", "labelsTr"), "imagesTs": ("test", "labelsTs")}  # images -> (split, masks)
+SAME_NAME = ".nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr and .mgz, ..."  # read alike: either is the case
 DECATHLON = {*FOLDERS, *(labels for _, labels in FOLDERS.values()), "dataset.json"}
-NOT_NIFTI = "not a NIfTI, MetaImage or NRRD file (.nii, .nii.gz, .mhd, .mha, .nrrd, .nhdr)"
+NOT_NIFTI = ("not a NIfTI, Analyze, MGH, MetaImage or NRRD file (.nii, .nii.gz, .hdr + .img, .mgz, .mgh, .mhd, .mha, "
+             ".nrrd, .nhdr)")
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,13 @@ class _Found:
     def __init__(self, src: Path, folder: Path, split: str, walk: Walk, rejected: list[Rejection]) -> None:
         found: dict[str, list[tuple[str, str]]] = defaultdict(list)
         entries = list(walk.files(folder, root=src))
-        named = named_data_files(path for path, problem in entries if problem is None)
+        named = _read_with_headers([path for path, problem in entries if problem is None])
         refused: dict[str, str] = {}  # header -> why the walk refused its data file (a link not followed)
         for path, problem in entries:
             rel = display(path.relative_to(src).as_posix())
             if problem is None and not NIFTI.search(path.name):
                 if path in named:
-                    continue  # NAME.raw beside NAME.mhd: read with its header
+                    continue  # NAME.raw beside NAME.mhd, NAME.img beside NAME.hdr: read with its header
                 problem = NOT_NIFTI
             if problem is None:
                 found[stem(rel).lower()].append((str(path), rel))
@@ -92,10 +97,32 @@ class _Found:
             elif len(same) == 1:
                 self.files.extend(same)
             else:
-                reason = (f"{len(same)} volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, or "
-                          ".nrrd and .nhdr): keep one")
+                reason = f"{len(same)} volume files of this name in one folder ({SAME_NAME}): keep one"
                 rejected.extend(Rejection(split, rel, reason) for _, rel in sorted(same, key=lambda f: f[1]))
         self.files.sort(key=lambda f: f[1])
+
+
+def _read_with_headers(files: list[Path]) -> dict[Path, list[Path]]:
+    """The files that headers among `files` name, each with those headers: a MetaImage's or NRRD's data file
+    (itk_files.py), a pair's `.img` and SPM's `.mat` (pairs.py)."""
+    named = named_data_files(files)
+    for side, headers in pairs.named_files(files).items():
+        named.setdefault(side, []).extend(headers)
+    return named
+
+
+def _volume_size(path: str) -> int:
+    """The bytes of a volume's header and of the files read with it, for a resume's check that nothing changed (a
+    `.raw` or `.img` rewritten beside its header)."""
+    fmt = format_of(path)
+    try:
+        named = fmt.data_file(path, path) if fmt is not None else None
+    except RejectSeries:  # rejected when it is read
+        named = None
+    beside = [os.path.join(os.path.dirname(path), named)] if named else []
+    if pairs.is_header(path):
+        beside = list(pairs.sidecars(path))
+    return os.path.getsize(path) + sum(os.path.getsize(f) for f in beside if os.path.isfile(f))
 
 
 def _modality(options: NiftiOptions, info: DatasetInfo, channel: int | None) -> str:
@@ -210,8 +237,8 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
 def _masks_identity(case: CaseFiles) -> list | None:
     """What a resume compares of a case's masks: name and size of its mask, or of each of its structures."""
     if case.label is not None:
-        return [case.label[1], os.path.getsize(case.label[0])]
-    return [[rel, os.path.getsize(path)] for path, rel in case.structures] or None
+        return [case.label[1], _volume_size(case.label[0])]
+    return [[rel, _volume_size(path)] for path, rel in case.structures] or None
 
 
 def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool, private: bool) -> Discovery:
@@ -233,8 +260,8 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
     if options.channel == ALL:
         splits = same_channels(splits, info, rejected)
     labelled = sum(bool(it.payload.masks) for items in splits.values() for it in items)
-    identity = [[split, it.payload.image[1], os.path.getsize(it.payload.image[0]), _masks_identity(it.payload),
-                 *([[[rel, os.path.getsize(path)] for path, rel in it.payload.channel_files]]
+    identity = [[split, it.payload.image[1], _volume_size(it.payload.image[0]), _masks_identity(it.payload),
+                 *([[[rel, _volume_size(path)] for path, rel in it.payload.channel_files]]
                    if it.payload.channel_files else [])]
                 for split, items in splits.items() for it in items]
     log.info("found %d case(s), %d with a mask (%d files rejected)", sum(len(v) for v in splits.values()),

@@ -1,6 +1,6 @@
-"""Reading one NIfTI file with nibabel (or one MetaImage or NRRD file with SimpleITK: itk_files.py) into the volume
-format the dicom kind writes: a (z, y, x) array with its spacing in mm, and the origin and axis directions in DICOM's
-LPS patient frame.
+"""Reading one NIfTI file with nibabel (an Analyze or NIfTI pair, pairs.py, and an MGH file too; one MetaImage or
+NRRD file with SimpleITK: itk_files.py) into the volume format the dicom kind writes: a (z, y, x) array with its
+spacing in mm, and the origin and axis directions in DICOM's LPS patient frame.
 
 NIfTI stores voxel (i, j, k) at `affine @ (i, j, k, 1)` in RAS+ millimetres (nibabel picks the sform, else the
 qform, as the NIfTI standard says). The array is transposed to (k, j, i) so that its axes are (slice, row, column)
@@ -17,6 +17,7 @@ import numpy as np
 
 from converters.dicom.arrays import rounded
 from converters.dicom.geometry import RejectSeries
+from converters.nifti import pairs
 from converters.nifti.itk_files import format_of, open_itk
 from converters.nifti.itk_image import ItkImage
 from fastdata.errors import require
@@ -47,17 +48,22 @@ def failure(exc: BaseException) -> str:
 
 
 def load(path: str, rel: str) -> Any:
-    """The nibabel image of `path`, or its ITK image (MetaImage, NRRD: the header is read, the voxels later);
-    RejectSeries if it is none of those."""
+    """The nibabel image of `path` (NIfTI, a NIfTI or Analyze pair, MGH), or its ITK image (MetaImage, NRRD: the
+    header is read, the voxels later); RejectSeries if it is none of those."""
     if format_of(path) is not None:
         return open_itk(path, rel)
     nib = require("nibabel", "nifti")
+    lower = path.lower()
+    what = "Analyze or NIfTI pair" if pairs.is_header(lower) else "MGH" if lower.endswith((".mgz", ".mgh")) else "NIfTI"
+    if pairs.is_header(path):
+        pairs.check(path, rel)
     try:
         img = nib.load(path)
     except Exception as exc:  # noqa: BLE001 - nibabel raises many types for files that are not NIfTI or are damaged
-        raise RejectSeries(f"{rel}: not a readable NIfTI file ({failure(exc)})") from exc
-    if not isinstance(img, nib.Nifti1Image | nib.Nifti2Image):
-        raise RejectSeries(f"{rel}: a {type(img).__name__}, not a NIfTI-1 or NIfTI-2 image")
+        raise RejectSeries(f"{rel}: not a readable {what} file ({failure(exc)})") from exc
+    # a NIfTI-1 or -2 file or pair, an Analyze 7.5 image (SPM's too: subclasses), or FreeSurfer's MGH
+    if not isinstance(img, nib.Nifti1Pair | nib.Nifti2Pair | nib.AnalyzeImage | nib.MGHImage):
+        raise RejectSeries(f"{rel}: a {type(img).__name__}, not a NIfTI, Analyze or MGH image")
     return img
 
 
@@ -66,17 +72,19 @@ def grid_of(img: Any, rel: str) -> Grid:
     shape = tuple(int(n) for n in img.shape)
     if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
         raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
-    if isinstance(img, ItkImage):  # ITK's spacing is in mm
-        return _grid(img.affine, shape, "mm", rel)
-    if int(img.header.get_sform(coded=True)[1]) == 0:  # the affine comes from pixdim: check it as stored
+    header = getattr(img, "header", None)
+    if isinstance(img, ItkImage) or "pixdim" not in header:  # ITK's spacing and MGH's are in mm
+        return _grid(np.asarray(img.affine, dtype=np.float64), shape, "mm", rel)
+    sform = int(header.get_sform(coded=True)[1]) if hasattr(header, "get_sform") else 0  # Analyze 7.5 has none
+    if sform == 0:  # the affine comes from pixdim: check it as stored
         stored = stored_pixdim(img)
         if not (np.all(np.isfinite(stored)) and np.all(stored > 0)):
             raise RejectSeries(f"{rel}: voxel sizes (pixdim) {rounded(list(stored))} are not positive, and with "
                                "no sform the geometry comes from them (nibabel would read them as 1 mm)")
     try:
-        unit = img.header.get_xyzt_units()[0]
+        unit = header.get_xyzt_units()[0] if hasattr(header, "get_xyzt_units") else "mm"  # Analyze: mm
     except KeyError:  # nibabel knows every code the standard defines; another is a damaged header
-        raise RejectSeries(f"{rel}: xyzt_units {int(img.header['xyzt_units'])} names no unit the NIfTI standard "
+        raise RejectSeries(f"{rel}: xyzt_units {int(header['xyzt_units'])} names no unit the NIfTI standard "
                            "defines") from None
     return _grid(np.asarray(img.affine, dtype=np.float64), shape, unit, rel)
 
@@ -104,7 +112,7 @@ def _grid(affine: np.ndarray, shape: tuple[int, ...], unit: str, rel: str) -> Gr
 
 def stored_pixdim(img: Any) -> np.ndarray:
     """pixdim[1:4] as the file stores them: nibabel's loaded header has zeros replaced by 1 (with a log line)."""
-    with img.file_map["image"].get_prepare_fileobj("rb") as f:
+    with img.file_map["header" if "header" in img.file_map else "image"].get_prepare_fileobj("rb") as f:
         header = type(img.header).from_fileobj(f, check=False)
     return np.asarray(header["pixdim"][1:4], dtype=np.float64)
 

@@ -1,0 +1,42 @@
+"""Volumes in two files, read with nibabel: a NIfTI-1 or NIfTI-2 pair, or an Analyze 7.5 image (OASIS-1's, SPM's),
+is a header `NAME.hdr` with its voxels in `NAME.img` beside it, and SPM keeps an Analyze image's affine in `NAME.mat`
+beside them. nibabel reads those names and no other, so each is read with its header and is no file of its own
+(discover.py); a header whose `.img` is missing is rejected before nibabel is asked (it would open the header and
+fail only when the voxels are read). nibabel reads `.hdr` and `.HDR` (with `.IMG`, `.MAT`), no other case."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from converters.dicom.geometry import RejectSeries
+
+HEADERS = (".hdr", ".HDR")
+
+
+def _beside(header: str, ext: str) -> str:
+    """`NAME.ext` beside `NAME.hdr`, in the header's case."""
+    base, suffix = os.path.splitext(header)
+    return base + (ext.upper() if suffix.isupper() else ext)
+
+
+def is_header(name: str) -> bool:
+    return name.endswith(HEADERS)
+
+
+def sidecars(header: str) -> tuple[str, str]:
+    """The files nibabel reads with the header `header`: its voxels (`.img`) and SPM's affine (`.mat`)."""
+    return _beside(header, ".img"), _beside(header, ".mat")
+
+
+def check(path: str, rel: str) -> None:
+    """RejectSeries when the header's `.img` is not a file (the reason never names it: the name is the header's)."""
+    if not os.path.isfile(sidecars(path)[0]):
+        raise RejectSeries(f"{rel}: its data file ({os.path.splitext(sidecars(path)[0])[1]} of the same name, beside "
+                           "it) is missing")
+
+
+def named_files(files: Iterable[Path]) -> dict[Path, list[Path]]:
+    """The `.img` and `.mat` files that the headers among `files` name, each with its header."""
+    return {Path(side): [header] for header in files if is_header(header.name) for side in sidecars(str(header))}
