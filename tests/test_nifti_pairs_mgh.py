@@ -162,6 +162,14 @@ def test_a_resume_sees_an_img_rewritten_beside_its_header(tmp_path: Path):
     assert before == 348 + (tmp_path / "a.img").stat().st_size
     nib.save(nib.Nifti1Pair(case(7)[0][:10], AFFINE), str(tmp_path / "a.hdr"))
     assert _volume_size(str(tmp_path / "a.hdr")) < before
+    sitk = pytest.importorskip("SimpleITK")
+    image = sitk.GetImageFromArray(case(7)[0])
+    for name in ("b.mhd", "c.mha"):  # a MetaImage's data file beside it, or inside it
+        sitk.WriteImage(image, str(tmp_path / name))
+    assert _volume_size(str(tmp_path / "b.mhd")) == sum(f.stat().st_size for f in tmp_path.glob("b.*")) > 5760  # the voxels
+    assert _volume_size(str(tmp_path / "c.mha")) == (tmp_path / "c.mha").stat().st_size
+    (tmp_path / "d.mhd").write_text((tmp_path / "b.mhd").read_text().replace("b.raw", "../b.raw"))
+    assert _volume_size(str(tmp_path / "d.mhd")) == (tmp_path / "d.mhd").stat().st_size  # refused when read
 
 
 def test_an_mgh_source_is_the_nifti_kind(tmp_path: Path):

@@ -114,14 +114,15 @@ def _read_with_headers(files: list[Path]) -> dict[Path, list[Path]]:
 def _volume_size(path: str) -> int:
     """The bytes of a volume's header and of the files read with it, for a resume's check that nothing changed (a
     `.raw` or `.img` rewritten beside its header)."""
-    fmt = format_of(path)
-    try:
-        named = fmt.data_file(path, path) if fmt is not None else None
-    except RejectSeries:  # rejected when it is read
-        named = None
-    beside = [os.path.join(os.path.dirname(path), named)] if named else []
+    fmt, beside = format_of(path), []
     if pairs.is_header(path):
         beside = list(pairs.sidecars(path))
+    elif fmt is not None:
+        try:
+            named = fmt.data_file(path, path)
+        except RejectSeries:  # rejected when it is read
+            named = None
+        beside = [os.path.join(os.path.dirname(path), named)] if named else []
     return os.path.getsize(path) + sum(os.path.getsize(f) for f in beside if os.path.isfile(f))
 
 
