@@ -6,6 +6,7 @@ the same voxels saved as NIfTI with the same affine are the reference for values
 from __future__ import annotations
 
 import os
+import struct
 import sys
 from pathlib import Path
 
@@ -122,6 +123,14 @@ def test_broken_pairs_and_mgh_files_are_rejected_with_their_reason_and_no_name(t
     (src / "envi.hdr").write_text("ENVI\nsamples = 10\nlines = 10\n")  # a hyperspectral header, no Analyze one
     (src / "envi.img").write_bytes(b"\0" * 100)
     (src / "text.mgz").write_text("not gzip")
+    nib.save(nib.MGHImage(image.astype(np.int32), AFFINE), str(src / "zero.mgh"))
+    with open(src / "zero.mgh", "r+b") as f:  # MGH's voxel sizes (delta, big-endian float32 at byte 30): 0 mm
+        f.seek(30)
+        f.write(struct.pack(">3f", 0.0, 0.0, 0.0))
+    nib.save(nib.AnalyzeImage(image, None), str(src / "flat.hdr"))
+    with open(src / "flat.hdr", "r+b") as f:  # Analyze's pixdim[1] (byte 80): nibabel would read 0 as 1 mm
+        f.seek(80)
+        f.write(struct.pack("<f", 0.0))
     nib.save(nib.Nifti1Pair(image, AFFINE), str(src / "twice.hdr"))
     save(src / "twice.nii", image)
     result = convert_nifti(src, tmp_path / "out")
@@ -132,6 +141,9 @@ def test_broken_pairs_and_mgh_files_are_rejected_with_their_reason_and_no_name(t
         "short.mgz": "short.mgz: not a readable MGH file (EOFError)",  # nibabel reads its footer when it opens it
         "envi.hdr": "envi.hdr: not a readable Analyze or NIfTI pair file (ImageFileError)",
         "text.mgz": "text.mgz: not a readable MGH file (BadGzipFile)",
+        "zero.mgh": "zero.mgh: the affine gives voxel axes of length [0.0, 0.0, 0.0] mm",
+        "flat.hdr": ("flat.hdr: voxel sizes (pixdim) [0.0, 1.0, 1.0] are not positive, and with no sform the geometry "
+                     "comes from them (nibabel would read them as 1 mm)"),
         **{name: ("2 volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr "
                   "and .mgz, ...): keep one") for name in ("twice.hdr", "twice.nii")}}
     assert list(_by_name(tmp_path / "out", result)) == ["good.nii.gz"]
@@ -166,7 +178,8 @@ def test_a_resume_sees_an_img_rewritten_beside_its_header(tmp_path: Path):
     image = sitk.GetImageFromArray(case(7)[0])
     for name in ("b.mhd", "c.mha"):  # a MetaImage's data file beside it, or inside it
         sitk.WriteImage(image, str(tmp_path / name))
-    assert _volume_size(str(tmp_path / "b.mhd")) == sum(f.stat().st_size for f in tmp_path.glob("b.*")) > 5760  # the voxels
+    with_raw = sum(f.stat().st_size for f in tmp_path.glob("b.*"))
+    assert _volume_size(str(tmp_path / "b.mhd")) == with_raw > 5760  # the voxels' bytes
     assert _volume_size(str(tmp_path / "c.mha")) == (tmp_path / "c.mha").stat().st_size
     (tmp_path / "d.mhd").write_text((tmp_path / "b.mhd").read_text().replace("b.raw", "../b.raw"))
     assert _volume_size(str(tmp_path / "d.mhd")) == (tmp_path / "d.mhd").stat().st_size  # refused when read
