@@ -123,6 +123,7 @@ def test_broken_pairs_and_mgh_files_are_rejected_with_their_reason_and_no_name(t
     (src / "envi.hdr").write_text("ENVI\nsamples = 10\nlines = 10\n")  # a hyperspectral header, no Analyze one
     (src / "envi.img").write_bytes(b"\0" * 100)
     (src / "text.mgz").write_text("not gzip")
+    (src / "empty.mgh").write_bytes(b"")
     nib.save(nib.MGHImage(image.astype(np.int32), AFFINE), str(src / "zero.mgh"))
     with open(src / "zero.mgh", "r+b") as f:  # MGH's voxel sizes (delta, big-endian float32 at byte 30): 0 mm
         f.seek(30)
@@ -141,6 +142,7 @@ def test_broken_pairs_and_mgh_files_are_rejected_with_their_reason_and_no_name(t
         "short.mgz": "short.mgz: not a readable MGH file (EOFError)",  # nibabel reads its footer when it opens it
         "envi.hdr": "envi.hdr: not a readable Analyze or NIfTI pair file (ImageFileError)",
         "text.mgz": "text.mgz: not a readable MGH file (BadGzipFile)",
+        "empty.mgh": "empty.mgh: not a readable MGH file (ImageFileError)",
         "zero.mgh": "zero.mgh: the affine gives voxel axes of length [0.0, 0.0, 0.0] mm",
         "flat.hdr": ("flat.hdr: voxel sizes (pixdim) [0.0, 1.0, 1.0] are not positive, and with no sform the geometry "
                      "comes from them (nibabel would read them as 1 mm)"),
