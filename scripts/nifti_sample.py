@@ -132,4 +132,40 @@ def freesurfer_cases(root: Path) -> Path:
     return root
 
 
+def freesurfer_subjects(root: Path) -> Path:
+    """The same image as a FreeSurfer subject's volumes: root/subj01/brain.mgz, T1.mgz (a stand-in: half its values)
+    and aseg.mgz (the brighter half of the head, label 17 as FreeSurfer's left hippocampus is: a mask without a
+    mask word in its name); returns root."""
+    import nibabel as nib
+    import numpy as np
+
+    image = nib.load(anatomical())
+    case = root / "subj01"
+    case.mkdir(parents=True, exist_ok=True)
+    values = np.asarray(image.dataobj)
+    nib.save(nib.MGHImage(values.astype(np.float32), image.affine), str(case / "brain.mgz"))
+    nib.save(nib.MGHImage((values // 2).astype(np.float32), image.affine), str(case / "T1.mgz"))
+    mask = np.where(values > np.percentile(values[values > 0], 50), 17, 0).astype(np.int32)
+    nib.save(nib.MGHImage(mask, image.affine), str(case / "aseg.mgz"))
+    return root
+
+
+def la2018_cases(root: Path) -> Path:
+    """The same image as the 2018 Left Atrial Segmentation Challenge hands out a case: root/case01/lgemri.nrrd
+    beside its mask laendo.nrrd (the brighter half of the head, 255 as the challenge marks it), written by SimpleITK;
+    returns root."""
+    import numpy as np
+    import SimpleITK as sitk
+
+    case = root / "case01"
+    case.mkdir(parents=True, exist_ok=True)
+    image = sitk.ReadImage(str(anatomical()))
+    sitk.WriteImage(image, str(case / "lgemri.nrrd"))
+    values = sitk.GetArrayViewFromImage(image)
+    mask = sitk.GetImageFromArray(np.where(values > np.percentile(values[values > 0], 50), 255, 0).astype("uint8"))
+    mask.CopyInformation(image)
+    sitk.WriteImage(mask, str(case / "laendo.nrrd"), useCompression=True)
+    return root
+
+
 LUNA_UID = "1.3.6.1.4.1.14519.5.2.1.6279.6001.100225287222365663678666836860"  # named as LUNA16's series are

@@ -20,6 +20,8 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/slicer-cases/case01/{CT,Segmentation.seg}.nrrd   the same brain and its mask as 3D Slicer saves them
   ~/data/oasis1/disc1/OAS1_0001_MR1/RAW/..._anon.{hdr,img}   the same brain as OASIS-1's Analyze 7.5 pairs
   ~/data/freesurfer-cases/subj01/{brain,seg}.mgz   the same brain and its mask as FreeSurfer's MGH files
+  ~/data/freesurfer-subjects/subj01/{brain,T1,aseg}.mgz   the same, as a FreeSurfer subject names them
+  ~/data/la2018/case01/{lgemri,laendo}.nrrd   the same brain and its mask as LA-2018 names them
   shards/, tokens/, volumes/                  those converted with the commands the README shows
   s3://bucket/                                an empty bucket on moto's S3 server on 127.0.0.1 (AWS_* set)
 
@@ -47,6 +49,8 @@ from nifti_sample import (  # noqa: E402
     brain_task,
     channels_task,
     freesurfer_cases,
+    freesurfer_subjects,
+    la2018_cases,
     metaimage_task,
     oasis_scans,
     slicer_cases,
@@ -203,6 +207,8 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     slicer_cases(box / "home" / "data" / "slicer-cases")
     oasis_scans(box / "home" / "data" / "oasis1" / "disc1")
     freesurfer_cases(box / "home" / "data" / "freesurfer-cases")
+    freesurfer_subjects(box / "home" / "data" / "freesurfer-subjects")
+    la2018_cases(box / "home" / "data" / "la2018")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

@@ -130,7 +130,8 @@ def test_nifti(given, pseudonyms):
             "geometry": "the file's affine (NIfTI: sform, else qform; MGH: vox2ras; Analyze 7.5: nibabel's, x "
                         "right to left, or SPM's .mat; MetaImage, NRRD: ITK's); origin and direction in DICOM's LPS "
                         "frame",
-            "channel": 2, "modality": "T2", "keep_phi": bool(given.get("keep_phi")), "pseudonyms": pseudonyms,
+            "channel": 2, "modality": "T2", "mask_words": [], "keep_phi": bool(given.get("keep_phi")),
+            "pseudonyms": pseudonyms,
             "max_voxels": 1000, "val_fraction": 0.25},
         "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"}}
     assert get_kind("nifti").describe(discovery(), NiftiOptions())["preprocessing"]["spacing"] is None

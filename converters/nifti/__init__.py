@@ -40,6 +40,9 @@ class NiftiKind:
                                  "axis, nnU-Net's NAME_000C files), a name (BraTS's flair, t1, t1ce, t2 files), or "
                                  "all (every channel, stacked: (C, z, y, x) volumes); default: cases of one channel "
                                  "only")
+        parser.add_argument("--mask-word", metavar="WORD", action="append", default=[], dest="mask_words",
+                            help="nifti: a word that marks a mask's file name, besides seg, segmentation, label, mask "
+                                 "and gt (FreeSurfer's aseg, LA-2018's laendo); repeat for more")
         parser.add_argument("--modality", metavar="NAME",
                             help="nifti: the images' modality (CT makes their values Hounsfield units); default: the "
                                  "source's dataset.json")
@@ -48,7 +51,8 @@ class NiftiKind:
         salt = salt_from_args(args)
         return NiftiOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi, split=args.split,
                             max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality,
-                            orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction)
+                            orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction,
+                            mask_words=tuple(args.mask_words))
 
     def discover(self, src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -101,6 +105,7 @@ class NiftiKind:
                             "LPS frame",
                 "channel": options.channel,
                 "modality": options.modality,
+                "mask_words": list(options.mask_words),
             },
             "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid",
                       **({"channels": list(channels)} if channels else {})},

@@ -27,10 +27,9 @@ from converters.sample import Rejection, WorkItem
 
 # NIfTI, Analyze and NIfTI pairs (pairs.py), FreeSurfer's MGH, MetaImage and NRRD (itk_files.py): read alike
 NIFTI = re.compile(r"(?i)\.(nii(\.gz)?|hdr|mgz|mgh|mhd|mha|nrrd|nhdr)$")
-MASK_WORDS = re.compile(r"(?i)(^|[_\-. ])(seg|segs|segmentation|segmentations|label|labels|mask|masks|gt)($|[_\-. ])")
+MASK_WORDS = ("seg", "segs", "segmentation", "segmentations", "label", "labels", "mask", "masks", "gt")
 SEPARATORS = "_-. "
 _TOKENS = re.compile(r"[_\-. ]+")
-_MASK_WORD = re.compile(r"(?i)seg|segs|segmentation|segmentations|label|labels|mask|masks|gt")
 LAYOUTS = "one case per folder, or the imagesTr/labelsTr layout (docs/volumes.md)"
 File = tuple[str, str]  # (absolute path, path relative to SRC)
 
@@ -52,8 +51,26 @@ class StructureCase:
     masks: dict[str, File]
 
 
-def is_mask(rel: str) -> bool:
-    return bool(MASK_WORDS.search(stem(posixpath.basename(rel))))
+class MaskWords:
+    """The words that mark a file, or a folder, as masks: MASK_WORDS and the user's (`--mask-word`: FreeSurfer's
+    `aseg`, LA-2018's `laendo`), each a whole word of the name between `_`, `-`, `.`, space or its ends, any case."""
+
+    def __init__(self, extra: tuple[str, ...] = ()) -> None:
+        words = "|".join(re.escape(w) for w in (*MASK_WORDS, *extra))
+        self._in_name = re.compile(rf"(?i)(^|[_\-. ])({words})($|[_\-. ])")
+        self._word = re.compile(rf"(?i){words}")
+
+    def in_name(self, name: str) -> bool:
+        return bool(self._in_name.search(name))
+
+    def is_word(self, token: str) -> bool:
+        return bool(self._word.fullmatch(token))
+
+    def is_mask(self, rel: str) -> bool:
+        return self.in_name(stem(posixpath.basename(rel)))
+
+
+DEFAULT_WORDS = MaskWords()
 
 
 def channel_names(images: list[File], mask: File | None) -> dict[str, File]:
@@ -70,7 +87,8 @@ def _tokens(rel: str) -> list[str]:
     return [t.lower() for t in _TOKENS.split(stem(posixpath.basename(rel))) if t]
 
 
-def pair_files(images: list[File], masks: list[File]) -> tuple[list[tuple[File, File]], list[File]]:
+def pair_files(images: list[File], masks: list[File],
+               mask_words: MaskWords = DEFAULT_WORDS) -> tuple[list[tuple[File, File]], list[File]]:
     """(image, mask) pairs of one folder, and the files left without one. A mask names the image its words make
     without its mask word; an image answers to its words, and to them less the first or the last
     (`volume-0` to `0`). Only one-to-one pairs are kept: a name two images answer to pairs neither."""
@@ -81,7 +99,7 @@ def pair_files(images: list[File], masks: list[File]) -> tuple[list[tuple[File, 
             answers[key].append(image)
     claims: dict[File, list[File]] = defaultdict(list)
     for mask in masks:
-        found = answers.get("_".join(t for t in _tokens(mask[1]) if not _MASK_WORD.fullmatch(t)), [])
+        found = answers.get("_".join(t for t in _tokens(mask[1]) if not mask_words.is_word(t)), [])
         if len(found) == 1:
             claims[found[0]].append(mask)
     pairs = sorted((image, found[0]) for image, found in claims.items() if len(found) == 1)
@@ -97,6 +115,7 @@ class CaseFolders:
                  private: bool) -> None:
         self.options, self.make_item, self.rejected, self.private = options, make_item, rejected, private
         self.named = isinstance(options.channel, str)
+        self.words = MaskWords(options.mask_words)
         self.structured: list[StructureCase] = []
 
     def items(self, split: str, files: list[File]) -> list[WorkItem]:
@@ -107,7 +126,7 @@ class CaseFolders:
             by_folder[posixpath.dirname(f[1])].append(f)
         for folder in sorted(by_folder):
             parent, name = posixpath.split(folder)
-            if _MASK_WORD.fullmatch(name) and folder in by_folder:
+            if self.words.is_word(name) and folder in by_folder:
                 self._structures(split, by_folder.pop(folder), by_folder.pop(parent, []))
         out: list[WorkItem] = []
         for folder in sorted(by_folder):
@@ -117,7 +136,7 @@ class CaseFolders:
     def _structures(self, split: str, masks: list[File], beside: list[File]) -> None:
         """A folder of per-structure masks (TotalSegmentator's `segmentations/`) and the files beside it: one image
         makes a case of them; anything else is rejected, every file."""
-        images = [f for f in beside if not is_mask(f[1])]
+        images = [f for f in beside if not self.words.is_mask(f[1])]
         if len(images) == 1 and len(beside) == 1 and not self.named:
             self.structured.append(StructureCase(split, images[0], {structure_name(rel): (path, rel)
                                                                     for path, rel in masks}))
@@ -137,16 +156,16 @@ class CaseFolders:
         return []
 
     def _folder(self, split: str, folder: str, files: list[File]) -> list[WorkItem]:
-        if any(MASK_WORDS.search(part) for part in folder.split("/") if part):
+        if any(self.words.in_name(part) for part in folder.split("/") if part):
             return self._reject(split, files, "inside a folder whose name says it holds masks, not images: masks "
                                               f"are paired with images in {LAYOUTS}")
-        masks = [f for f in files if is_mask(f[1])]
-        images = [f for f in files if not is_mask(f[1])]
+        masks = [f for f in files if self.words.is_mask(f[1])]
+        images = [f for f in files if not self.words.is_mask(f[1])]
         if len(masks) > 1 and self.named:
             return self._reject(split, files, f"{len(masks)} masks in one folder: a case of channels (--channel "
                                               f"{self.options.channel}) has one mask; {LAYOUTS}")
         if len(masks) > 1:
-            pairs, rest = pair_files(images, masks)
+            pairs, rest = pair_files(images, masks, self.words)
             self._reject(split, rest, f"not paired by name in a folder of {len(masks)} masks: a mask pairs with the "
                                       "one image named as it is without its mask word (segmentation-0 and volume-0, "
                                       f"liver_seg and liver); or {LAYOUTS}")

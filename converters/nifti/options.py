@@ -11,6 +11,7 @@ from fastdata.manifest import check_split_name
 
 MAX_CHANNEL = 9999  # nnU-Net names a case's channel files NAME_0000 .. NAME_9999
 _MODALITY = re.compile(r"[A-Za-z0-9_\-+ ]{1,32}")
+_MASK_WORD = re.compile(r"[A-Za-z0-9+]{1,32}")  # one word of a file name: its separators (_ - . space) split words
 _CHANNEL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_\-+.]{0,63}")  # flair, t1ce, t2w: what a BraTS file name adds
 
 
@@ -28,7 +29,8 @@ class NiftiOptions:
     `channel` picks one channel of a multi-channel case: a number (a 4D file's 4th axis, or nnU-Net's NAME_000C
     files) or a name (a case folder's file: flair of BraTS's ..._flair.nii.gz); None converts cases of one channel
     and rejects the others, naming their channels. `modality` names the images' modality ("CT" makes the
-    values Hounsfield units); None takes it from the source's dataset.json, where there is one.
+    values Hounsfield units); None takes it from the source's dataset.json, where there is one. `mask_words` are
+    words that mark a mask's file name besides seg, label, mask, gt and their kin (case_folders.MaskWords).
     """
 
     spacing: tuple[float, float, float] | None = None
@@ -40,6 +42,7 @@ class NiftiOptions:
     modality: str | None = None
     orientation: str | None = None
     val_fraction: float = 0.0  # cases held out of the one split (imagesTr's train) as val (val_fraction.py)
+    mask_words: tuple[str, ...] = ()  # --mask-word: FreeSurfer's aseg, LA-2018's laendo
 
     def __post_init__(self) -> None:
         # the shared options are checked by the dicom kind's rules, word for word
@@ -53,6 +56,10 @@ class NiftiOptions:
         elif self.channel is not None and (not isinstance(self.channel, int) or isinstance(self.channel, bool)
                                            or not 0 <= self.channel <= MAX_CHANNEL):
             raise ValueError(f"--channel must be a number in 0..{MAX_CHANNEL} or a name, got {self.channel!r}")
+        if not isinstance(self.mask_words, tuple) or not all(
+                isinstance(w, str) and _MASK_WORD.fullmatch(w) for w in self.mask_words):
+            raise ValueError(f"--mask-word must be one word of a file name: 1 to 32 letters, digits or +, without "
+                             f"the separators _ - . or space that split a name into words, got {self.mask_words!r}")
         if self.modality is not None and not (isinstance(self.modality, str) and _MODALITY.fullmatch(self.modality)):
             raise ValueError(f"--modality must be a name of 1 to 32 letters, digits, spaces or _-+ (CT, MRI, T2), "
                              f"got {self.modality!r}")
