@@ -147,9 +147,9 @@ KW_CPU = dict(batch_size=4, device="cpu", backend="kornia", num_threads=2, prefe
 def test_diagnose_a_slow_loader_is_input_bound():
     from fastdata.perf.doctor import diagnose
 
-    # A busy machine (the other test process, the profiler) has stretched this tiny model's step to 0.23 s, so
-    # the loader's delay is far above that: the step would have to take 0.9 s before the share fell under the
-    # input-bound line. Each wait is at least the delay whatever the load.
+    # On a busy machine (the other test process, the profiler) this tiny model's step has taken 0.23 s, so the
+    # loader's delay is set far above that: the step would have to take 0.9 s before the share fell under the
+    # input-bound line. Each wait is at least the delay, whatever the load.
     d = diagnose(_SlowLoader(0.4), _SlowModel(0.0), device="cpu", steps=3, warmup=1, profile=True)
     assert min(d.fed.wait_s) >= 0.4 and d.fed.wait_fraction > INPUT_BOUND_ABOVE
     assert d.profiler_wait_fraction is not None
