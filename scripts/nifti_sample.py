@@ -16,6 +16,13 @@ def anatomical() -> Path:
     return Path(nibabel.__file__).parent / "tests" / "data" / "anatomical.nii"
 
 
+def bright_half(values):
+    """The stand-in mask: the voxels brighter than the median of the head (the voxels above 0)."""
+    import numpy as np
+
+    return values > np.percentile(values[values > 0], 50)
+
+
 def brain_task(root: Path) -> Path:
     """root/{imagesTr/brain_000.nii, labelsTr/brain_000.nii.gz, dataset.json}; returns root."""
     import nibabel as nib
@@ -26,7 +33,7 @@ def brain_task(root: Path) -> Path:
     (root / "labelsTr").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(anatomical(), root / "imagesTr" / "brain_000.nii")
     values = np.asarray(image.dataobj)
-    mask = (values > np.percentile(values[values > 0], 50)).astype(np.uint8)
+    mask = bright_half(values).astype(np.uint8)
     nib.save(nib.Nifti1Image(mask, image.affine, image.header), root / "labelsTr" / "brain_000.nii.gz")
     (root / "dataset.json").write_text(json.dumps({"name": "Brain", "labels": {"0": "background", "1": "bright"},
                                                    "modality": {"0": "MRI"}}, indent=1))
@@ -67,7 +74,7 @@ def channels_task(root: Path) -> Path:
     values = np.asarray(image.dataobj)
     inverted = np.where(values > 0, values.max() - values, 0).astype(values.dtype)
     nib.save(nib.Nifti1Image(inverted, image.affine, image.header), case / "BraTS20_Training_001_t2.nii.gz")
-    mask = (values > np.percentile(values[values > 0], 50)).astype(np.uint8)
+    mask = bright_half(values).astype(np.uint8)
     nib.save(nib.Nifti1Image(mask, image.affine, image.header), case / "BraTS20_Training_001_seg.nii.gz")
     return root
 
@@ -87,7 +94,6 @@ def metaimage_task(root: Path) -> Path:
 def slicer_cases(root: Path) -> Path:
     """The same image as 3D Slicer saves a volume and its segmentation: root/case01/CT.nrrd beside
     Segmentation.seg.nrrd (the brighter half of the head, gzip-encoded), written by SimpleITK; returns root."""
-    import numpy as np
     import SimpleITK as sitk
 
     case = root / "case01"
@@ -95,7 +101,7 @@ def slicer_cases(root: Path) -> Path:
     image = sitk.ReadImage(str(anatomical()))
     sitk.WriteImage(image, str(case / "CT.nrrd"))
     values = sitk.GetArrayViewFromImage(image)
-    mask = sitk.GetImageFromArray((values > np.percentile(values[values > 0], 50)).astype("uint8"))
+    mask = sitk.GetImageFromArray(bright_half(values).astype("uint8"))
     mask.CopyInformation(image)
     sitk.WriteImage(mask, str(case / "Segmentation.seg.nrrd"), useCompression=True)
     return root
@@ -127,7 +133,7 @@ def freesurfer_cases(root: Path) -> Path:
     case.mkdir(parents=True, exist_ok=True)
     values = np.asarray(image.dataobj)
     nib.save(nib.MGHImage(values.astype(np.float32), image.affine), str(case / "brain.mgz"))
-    mask = (values > np.percentile(values[values > 0], 50)).astype(np.int32)
+    mask = bright_half(values).astype(np.int32)
     nib.save(nib.MGHImage(mask, image.affine), str(case / "seg.mgz"))
     return root
 
@@ -145,7 +151,7 @@ def freesurfer_subjects(root: Path) -> Path:
     values = np.asarray(image.dataobj)
     nib.save(nib.MGHImage(values.astype(np.float32), image.affine), str(case / "brain.mgz"))
     nib.save(nib.MGHImage((values // 2).astype(np.float32), image.affine), str(case / "T1.mgz"))
-    mask = np.where(values > np.percentile(values[values > 0], 50), 17, 0).astype(np.int32)
+    mask = np.where(bright_half(values), 17, 0).astype(np.int32)
     nib.save(nib.MGHImage(mask, image.affine), str(case / "aseg.mgz"))
     return root
 
@@ -162,7 +168,7 @@ def la2018_cases(root: Path) -> Path:
     image = sitk.ReadImage(str(anatomical()))
     sitk.WriteImage(image, str(case / "lgemri.nrrd"))
     values = sitk.GetArrayViewFromImage(image)
-    mask = sitk.GetImageFromArray(np.where(values > np.percentile(values[values > 0], 50), 255, 0).astype("uint8"))
+    mask = sitk.GetImageFromArray(np.where(bright_half(values), 255, 0).astype("uint8"))
     mask.CopyInformation(image)
     sitk.WriteImage(mask, str(case / "laendo.nrrd"), useCompression=True)
     return root
