@@ -20,13 +20,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from converters.dicom.geometry import RejectSeries
 from converters.kind import Discovery
 from converters.nifti import pairs
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.channels import ALL, same_channels
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
-from converters.nifti.itk_files import format_of, named_data_files
+from converters.nifti.itk_files import data_file_name
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
 from converters.nifti.options import NiftiOptions
@@ -102,28 +101,28 @@ class _Found:
         self.files.sort(key=lambda f: f[1])
 
 
+def _read_with(header: Path) -> list[Path]:
+    """The files read with the volume file `header`: a MetaImage's or NRRD's data file (itk_files.py), a pair's
+    `.img` and SPM's `.mat` (pairs.py); none for a file of one part."""
+    if pairs.is_header(header.name):
+        return [Path(side) for side in pairs.sidecars(str(header))]
+    name = data_file_name(header)
+    return [header.with_name(name)] if name else []
+
+
 def _read_with_headers(files: list[Path]) -> dict[Path, list[Path]]:
-    """The files that headers among `files` name, each with those headers: a MetaImage's or NRRD's data file
-    (itk_files.py), a pair's `.img` and SPM's `.mat` (pairs.py)."""
-    named = named_data_files(files)
-    for side, headers in pairs.named_files(files).items():
-        named.setdefault(side, []).extend(headers)
-    return named
+    """The files that headers among `files` name, each with those headers (_read_with)."""
+    named: dict[Path, list[Path]] = defaultdict(list)
+    for header in files:
+        for side in _read_with(header):
+            named[side].append(header)
+    return dict(named)
 
 
 def _volume_size(path: str) -> int:
     """The bytes of a volume's header and of the files read with it, for a resume's check that nothing changed (a
     `.raw` or `.img` rewritten beside its header)."""
-    fmt, beside = format_of(path), []
-    if pairs.is_header(path):
-        beside = list(pairs.sidecars(path))
-    elif fmt is not None:
-        try:
-            named = fmt.data_file(path, path)
-        except RejectSeries:  # rejected when it is read
-            named = None
-        beside = [os.path.join(os.path.dirname(path), named)] if named else []
-    return os.path.getsize(path) + sum(os.path.getsize(f) for f in beside if os.path.isfile(f))
+    return os.path.getsize(path) + sum(f.stat().st_size for f in _read_with(Path(path)) if f.is_file())
 
 
 def _modality(options: NiftiOptions, info: DatasetInfo, channel: int | None) -> str:

@@ -4,8 +4,6 @@ ever reads a file beside the header (itk_image.py reads the volume)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
@@ -30,19 +28,14 @@ def open_itk(path: str, rel: str) -> ItkImage:
     return ItkImage(path, rel, fmt.IO, fmt.WHAT)
 
 
-def named_data_files(files: Iterable[Path]) -> dict[Path, list[Path]]:
-    """The data files the headers among `files` name (LUNA16's `NAME.raw` beside `NAME.mhd`, `NAME.raw.gz` beside
-    `NAME.nhdr`), each with the headers that name it. A header that fails its check names none here: it is
-    rejected with its reason when it is read."""
-    named: dict[Path, list[Path]] = defaultdict(list)
-    for header in files:
-        fmt = format_of(header.name)
-        if fmt is None:
-            continue
-        try:
-            name = fmt.data_file(str(header), header.name)
-        except RejectSeries:
-            continue
-        if name is not None:
-            named[header.with_name(name)].append(header)
-    return dict(named)
+def data_file_name(header: Path) -> str | None:
+    """The name of the file beside `header` that holds its voxels (LUNA16's `NAME.raw` beside `NAME.mhd`,
+    `NAME.raw.gz` beside `NAME.nhdr`), or None: a file of no ITK format, voxels inside the file, or a header that
+    fails its check (rejected with its reason when it is read)."""
+    fmt = format_of(header.name)
+    if fmt is None:
+        return None
+    try:
+        return fmt.data_file(str(header), header.name)
+    except RejectSeries:
+        return None

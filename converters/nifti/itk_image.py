@@ -23,6 +23,7 @@ def header_bytes(path: str, rel: str, size: int) -> bytes:
     except OSError as exc:
         raise RejectSeries(f"{rel}: unreadable ({type(exc).__name__}: {exc.strerror})") from exc
 
+
 def beside(path: str, rel: str, name: str, field: str) -> str:
     """`name`, what the header at `path` names in `field` as the file of its voxels, checked to be a file beside the
     header (no folder in it); RejectSeries otherwise. The reasons never quote the name: LUNA16's are series UIDs,

@@ -7,8 +7,6 @@ fail only when the voxels are read). nibabel reads `.hdr` and `.HDR` (with `.IMG
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from pathlib import Path
 
 from converters.dicom.geometry import RejectSeries
 
@@ -32,11 +30,7 @@ def sidecars(header: str) -> tuple[str, str]:
 
 def check(path: str, rel: str) -> None:
     """RejectSeries when the header's `.img` is not a file (the reason never names it: the name is the header's)."""
-    if not os.path.isfile(sidecars(path)[0]):
-        raise RejectSeries(f"{rel}: its data file ({os.path.splitext(sidecars(path)[0])[1]} of the same name, beside "
-                           "it) is missing")
+    img = sidecars(path)[0]
+    if not os.path.isfile(img):
+        raise RejectSeries(f"{rel}: its data file ({os.path.splitext(img)[1]} of the same name, beside it) is missing")
 
-
-def named_files(files: Iterable[Path]) -> dict[Path, list[Path]]:
-    """The `.img` and `.mat` files that the headers among `files` name, each with its header."""
-    return {Path(side): [header] for header in files if is_header(header.name) for side in sidecars(str(header))}
