@@ -29,7 +29,6 @@ from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected
 from converters.kind import Discovery
 from converters.mat_files import is_mat
-from converters.nifti import pairs
 from converters.sample import Rejection
 from converters.table_files import TableError
 from converters.tree import first_files, splits_named
@@ -51,8 +50,11 @@ def has_array_files(src: Path, *, limit: int) -> bool:
             return False
         name = idx_files.idx_name(path.name)
         found = found or (name is not None and name.images) or stl10.is_images_file(path)
-        if path.suffix.lower() == ".mat" and any(path.with_suffix(h).is_file() for h in pairs.HEADERS):
-            continue  # SPM's affine beside an Analyze pair (NAME.hdr + NAME.img): the nifti kind reads it
+        if path.suffix.lower() == ".mat":
+            from converters.nifti.pairs import HEADERS  # here: a tree of images never imports the nifti kind
+
+            if any(path.with_suffix(h).is_file() for h in HEADERS):
+                continue  # SPM's affine beside an Analyze pair (NAME.hdr + NAME.img): the nifti kind reads it
         if cifar.BATCH.match(path.name) or path.suffix.lower() in (".csv", ".mat"):
             sniffed.append(path)
     return found or any(_kind(p)[0] in ("cifar", "mat", "table") for p in sniffed[:LOOK_AT])
