@@ -174,4 +174,27 @@ def la2018_cases(root: Path) -> Path:
     return root
 
 
+def brainweb_subjects(root: Path) -> Path:
+    """The same image as BrainWeb hands out a subject of its anatomical models: root/subject04/subject04_t1w_p4.mnc.gz
+    beside subject04_crisp_v.mnc.gz (the brighter half of the head, value 3 as BrainWeb's tissue classes mark white
+    matter), gzip-compressed MINC-1 files with the NIfTI's geometry (minc_files.py writes them); returns root."""
+    import gzip
+
+    import nibabel as nib
+    import numpy as np
+    from minc_files import Axis, Minc, write_minc1
+
+    image = nib.load(anatomical())
+    values = np.asarray(image.dataobj).astype(np.int16)  # (i, j, k): along x, y, z, as its affine says; native order
+    affine = image.affine
+    axes = [Axis(name, float(affine[a, a]), float(affine[a, 3])) for name, a in (("zspace", 2), ("yspace", 1),
+                                                                                 ("xspace", 0))]
+    case = root / "subject04"
+    for name, voxels in (("t1w_p4", values), ("crisp_v", np.where(bright_half(values), 3, 0).astype(np.uint8))):
+        path = write_minc1(case / f"subject04_{name}.mnc", Minc(np.ascontiguousarray(voxels.transpose(2, 1, 0)), axes))
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+        path.unlink()
+    return root
+
+
 LUNA_UID = "1.3.6.1.4.1.14519.5.2.1.6279.6001.100225287222365663678666836860"  # named as LUNA16's series are

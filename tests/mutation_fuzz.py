@@ -132,6 +132,7 @@ class Context:
         self.nifti_files += _metaimages(work / "mhd-src" / "cases", image, mask)
         self.nifti_files += _nrrds(work / "nrrd-src" / "cases", image, mask)
         self.nifti_files += _pairs_and_mghs(work / "pair-src" / "cases", image, mask)
+        self.nifti_files += _mincs(work / "minc-src" / "cases", image, mask)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -651,6 +652,26 @@ def _pairs_and_mghs(folder: Path, image: Any, mask: Any) -> list[Path]:
     nib.save(nib.Nifti1Pair(image, affine), str(folder / "Doe_Jane.hdr"))
     nib.save(nib.MGHImage(mask.astype(np.int32), affine), str(folder / "Doe_Jane_seg.mgz"))
     nib.save(nib.AnalyzeImage(image, affine), str(folder / "other" / "Smith_Ann.hdr"))
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def _mincs(folder: Path, image: Any, mask: Any) -> list[Path]:
+    """The image as MINC-1 with its mask as MINC-2 beside it, and the image as a MINC-1 `.mnc.gz` with a time axis
+    in a folder of its own (scripts/minc_files.py writes them): each file to mutate."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from minc_files import Axis, Minc, write_minc1, write_minc2
+
+    axes = [Axis("zspace", 2.5), Axis("yspace", 0.7), Axis("xspace", 0.8)]
+    zyx = image.transpose(2, 1, 0)
+    write_minc1(folder / "Doe_Jane.mnc", Minc(zyx, axes, valid_range=(-1000.0, 1000.0)))
+    write_minc2(folder / "Doe_Jane_seg.mnc", Minc(mask.transpose(2, 1, 0).copy(), axes))
+    frames = np.stack([zyx, zyx[:, ::-1]])
+    packed = write_minc1(folder / "other" / "Smith_Ann.mnc", Minc(frames, [Axis("time", 1.0), *axes],
+                                                                  valid_range=(-1000.0, 1000.0)))
+    packed.with_name(packed.name + ".gz").write_bytes(gzip.compress(packed.read_bytes(), mtime=0))
+    packed.unlink()
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 

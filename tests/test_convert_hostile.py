@@ -105,18 +105,18 @@ def test_a_tokenizer_makes_auto_detection_choose_text(tmp_path: Path):
 
 
 def test_a_source_no_kind_recognises_says_what_it_holds(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    """MINC volumes (.mnc, BrainWeb's) are no input fastdata converts: the error said only "cannot tell what kind of
-    data"; it now says what the files are. (MetaImage's .mha, NRRD's .nrrd, then FreeSurfer's .mgz were this test's
-    example until each became an input.)"""
+    """VTK image data (.vti, ParaView's) is no input fastdata converts: the error said only "cannot tell what kind of
+    data"; it now says what the files are. (MetaImage's .mha, NRRD's .nrrd, FreeSurfer's .mgz, then MINC's .mnc were
+    this test's example until each became an input.)"""
     src = tmp_path / "volumes"
     for i in range(3):
         (src / f"case{i}").mkdir(parents=True)
-        (src / f"case{i}" / f"case{i}.t1.mnc").write_bytes(b"CDF\x01")
+        (src / f"case{i}" / f"case{i}.t1.vti").write_bytes(b'<VTKFile type="ImageData">')
     (src / "README").write_bytes(b"\x00\x01")
     (src / "survival.v2.xlsx").write_bytes(b"PK")
     assert cli(["convert", str(src), str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.strip().endswith(
-        f"cannot tell what kind of data {src} holds (3 .mnc, 1 no extension, 1 .xlsx); pass --kind (image_text, "
+        f"cannot tell what kind of data {src} holds (3 .vti, 1 no extension, 1 .xlsx); pass --kind (image_text, "
         "images, dicom, nifti, text)")
     many = tmp_path / "many"
     many.mkdir()

@@ -41,6 +41,8 @@ def bad_values(tmp_path):
     _series(src / "zero_spacing", "1.7.4", pixel_spacing=(0.0, 0.0))
     _series(src / "nan_position", "1.7.5")
     edit_dicom(src / "nan_position" / "01.dcm", ImagePositionPatient=["0", "nan", "2"])
+    _series(src / "huge_slope", "1.7.6")
+    edit_dicom(src / "huge_slope" / "02.dcm", RescaleSlope="1e39")  # a float64, but no float32: infinite
     return src
 
 
@@ -52,7 +54,8 @@ def test_non_finite_and_zero_values_are_rejected(bad_values, tmp_path):
     assert reasons["zero_slope (3 files)"].startswith("zero_slope/00.dcm: RescaleSlope 0 maps every stored value")
     assert reasons["zero_spacing (3 files)"].startswith("zero_spacing/00.dcm: PixelSpacing [0.0, 0.0] is not positive")
     assert reasons["nan_position (3 files)"].startswith("nan_position/01.dcm: ImagePositionPatient")
-    assert len(reasons) == 5 and result.manifest.num_samples == 1
+    assert reasons["huge_slope (3 files)"] == "huge_slope/02.dcm: RescaleSlope 1e+39 is beyond float32's range"
+    assert len(reasons) == 6 and result.manifest.num_samples == 1
 
 
 @pytest.mark.parametrize("spacing", ["nan", "inf", "0", "-1"])

@@ -22,6 +22,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/freesurfer-cases/subj01/{brain,seg}.mgz   the same brain and its mask as FreeSurfer's MGH files
   ~/data/freesurfer-subjects/subj01/{brain,T1,aseg}.mgz   the same, as a FreeSurfer subject names them
   ~/data/la2018/case01/{lgemri,laendo}.nrrd   the same brain and its mask as LA-2018 names them
+  ~/data/brainweb/subject04/subject04_{t1w_p4,crisp_v}.mnc.gz   the same brain and its mask as BrainWeb's MINC files
   shards/, tokens/, volumes/                  those converted with the commands the README shows
   s3://bucket/                                an empty bucket on moto's S3 server on 127.0.0.1 (AWS_* set)
 
@@ -47,6 +48,7 @@ from helpers import PHOTOS, with_features
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from nifti_sample import (  # noqa: E402
     brain_task,
+    brainweb_subjects,
     channels_task,
     freesurfer_cases,
     freesurfer_subjects,
@@ -209,6 +211,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     freesurfer_cases(box / "home" / "data" / "freesurfer-cases")
     freesurfer_subjects(box / "home" / "data" / "freesurfer-subjects")
     la2018_cases(box / "home" / "data" / "la2018")
+    brainweb_subjects(box / "home" / "data" / "brainweb")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

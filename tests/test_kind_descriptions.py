@@ -128,8 +128,8 @@ def test_nifti(given, pseudonyms):
             "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
             "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
             "geometry": "the file's affine (NIfTI: sform, else qform; MGH: vox2ras; Analyze 7.5: nibabel's, x "
-                        "right to left, or SPM's .mat; MetaImage, NRRD: ITK's); origin and direction in DICOM's LPS "
-                        "frame",
+                        "right to left, or SPM's .mat; MINC: its axes' steps, starts and direction cosines; "
+                        "MetaImage, NRRD: ITK's); origin and direction in DICOM's LPS frame",
             "channel": 2, "modality": "T2", "mask_words": [], "keep_phi": bool(given.get("keep_phi")),
             "pseudonyms": pseudonyms,
             "max_voxels": 1000, "val_fraction": 0.25},

@@ -228,6 +228,14 @@ def test_every_reason_a_damaged_header_gets(tmp_path):
                                              "shape [4, 4, 3]; volumes hold one number per voxel")
     inf = save(tmp_path / "inf.nii", np.full((4, 4, 3), np.inf, np.float32))
     assert _reason(tmp_path, inf) == "inf.nii: 48 voxel(s) are NaN or infinite"
+    huge = np.full((4, 4, 3), 1.5, np.float64)
+    huge[0, 0, :2] = (4e38, -1e300)  # finite as float64; infinite in the float32 a volume is stored as
+    assert _reason(tmp_path, save(tmp_path / "huge.nii", huge)) == ("huge.nii: 2 voxel(s) beyond float32's range "
+                                                                    "(|value| > 3.403e+38)")
+    huge[0, 0, :2] = np.finfo(np.float32).max  # the largest float32 is kept
+    arr, _, _ = convert_case(CaseFiles(image=(str(save(tmp_path / "edge.nii", huge)), "edge.nii"), label=None,
+                                       axis=None, channel=None, modality="", classes=0), NiftiOptions())
+    assert arr.dtype == np.float32 and np.isfinite(arr).all() and float(arr.max()) == np.finfo(np.float32).max
 
 
 def test_every_reason_a_mask_gets(tmp_path):

@@ -94,6 +94,7 @@ def test_a_segmentation_beside_its_image_is_its_mask_and_a_vector_image_has_chan
     ((arr, _, meta),) = volumes_by_source(tmp_path / "all", result).values()
     np.testing.assert_array_equal(arr, np.stack([ct(4), ct(5)]))
     assert meta["axes"] == "czyx" and len(reads) == 1  # the voxels of both channels read at once
+    assert meta["channels"] == ["0", "1"]  # counted on the header by discovery (it found none before: nibabel's)
     with pytest.raises(ConvertError, match=r"all 1 input\(s\) were rejected \(1 x --channel 2, but the image has 2 "
                                            r"channel\(s\)\)"):
         convert_nifti(tmp_path / "rgb", tmp_path / "out3", channel=2)
@@ -222,4 +223,4 @@ def test_without_simpleitk_a_metaimage_case_says_how_to_install_it(tmp_path: Pat
     monkeypatch.setitem(sys.modules, "SimpleITK", None)  # not installed
     with pytest.raises(Exception, match=r"^'SimpleITK' is not installed; install it with: pip install "
                                         r"'fastdata\[nifti\]'$"):
-        load(str(tmp_path / "a.mhd"), "a.mhd")
+        load(str(tmp_path / "a.mhd"), "a.mhd", 10**6)

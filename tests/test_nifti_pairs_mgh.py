@@ -35,18 +35,23 @@ def test_pairs_and_mgh_files_convert_with_the_voxels_and_geometry_of_the_same_ni
     image = case(0)[0]
     nib.save(nib.Nifti1Pair(image, LIA), str(src / "pair.hdr"))
     nib.save(nib.Nifti2Pair(image, LIA), str(src / "pair2.HDR"))
+    nib.save(nib.Nifti1Pair(image, LIA), str(src / "packed.hdr.gz"))  # a gzip-compressed pair, compressed whole
+    nib.save(nib.Nifti1Pair(image, LIA), str(src / "PACKED2.HDR.GZ"))
     nib.save(nib.MGHImage(image.astype(np.int32), LIA), str(src / "brain.mgz"))
     nib.save(nib.MGHImage(image.astype(np.float32), LIA), str(src / "orig.mgh"))
     save(tmp_path / "ref" / "same.nii.gz", image, LIA)
-    assert sorted(p.name for p in src.iterdir()) == ["brain.mgz", "orig.mgh", "pair.hdr", "pair.img", "pair2.HDR",
-                                                     "pair2.IMG"]
+    assert sorted(p.name for p in src.iterdir()) == ["PACKED2.HDR.GZ", "PACKED2.IMG.GZ", "brain.mgz", "orig.mgh",
+                                                     "packed.hdr.gz", "packed.img.gz", "pair.hdr", "pair.img",
+                                                     "pair2.HDR", "pair2.IMG"]
+    assert (src / "packed.img.gz").read_bytes()[:2] == b"\x1f\x8b"
     (src / "stray.img").write_bytes(b"\0" * 64)  # an .img no header names is no volume
+    (src / "stray.img.gz").write_bytes(b"\0" * 64)
     result = convert_nifti(src, tmp_path / "out")
-    assert reasons_by_path(result) == {"stray.img": NOT_NIFTI}
+    assert reasons_by_path(result) == {"stray.img": NOT_NIFTI, "stray.img.gz": NOT_NIFTI}
     ref_result = convert_nifti(tmp_path / "ref", tmp_path / "ref_out")
     ((ref, _, ref_meta),) = volumes_by_source(tmp_path / "ref_out", ref_result).values()
     got = _by_name(tmp_path / "out", result)
-    assert sorted(got) == ["brain.mgz", "orig.mgh", "pair.hdr", "pair2.HDR"]
+    assert sorted(got) == ["PACKED2.HDR.GZ", "brain.mgz", "orig.mgh", "packed.hdr.gz", "pair.hdr", "pair2.HDR"]
     for name, (arr, mask, meta) in got.items():
         assert mask is None and arr.dtype == np.int16, name  # whole numbers in int16's range, as the NIfTI's
         np.testing.assert_array_equal(arr, ref)
@@ -114,6 +119,8 @@ def test_broken_pairs_and_mgh_files_are_rejected_with_their_reason_and_no_name(t
     save(src / "good.nii.gz", image)
     nib.save(nib.Nifti1Pair(image, AFFINE), str(src / "patient-smith.hdr"))
     (src / "patient-smith.img").unlink()  # a header without its voxels
+    nib.save(nib.Nifti1Pair(image, AFFINE), str(src / "gone.hdr.gz"))
+    (src / "gone.img.gz").unlink()
     nib.save(nib.Nifti1Pair(image, AFFINE), str(src / "cut.hdr"))
     with open(src / "cut.img", "r+b") as f:
         f.truncate(100)
@@ -138,6 +145,7 @@ def test_broken_pairs_and_mgh_files_are_rejected_with_their_reason_and_no_name(t
     assert not any("smith" in r["reason"] for r in result.rejected)  # reasons name files by pseudonym
     assert reasons_by_path(result) == {
         "patient-smith.hdr": "patient-smith.hdr: its data file (.img of the same name, beside it) is missing",
+        "gone.hdr.gz": "gone.hdr.gz: its data file (.img.gz of the same name, beside it) is missing",
         "cut.hdr": "cut.hdr: cannot read the voxels (OSError)",
         "short.mgz": "short.mgz: not a readable MGH file (EOFError)",  # nibabel reads its footer when it opens it
         "envi.hdr": "envi.hdr: not a readable Analyze or NIfTI pair file (ImageFileError)",

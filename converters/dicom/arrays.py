@@ -11,6 +11,7 @@ import numpy as np
 from converters.dicom.geometry import RejectSeries
 
 INT16 = np.iinfo(np.int16)
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # volumes are stored (and DICOM values computed) in float32
 
 
 def to_int16(values: np.ndarray) -> tuple[np.ndarray, int]:

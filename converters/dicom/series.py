@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from converters.dicom.arrays import npy_bytes, rounded, to_int16, too_many
+from converters.dicom.arrays import FLOAT32_MAX, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.options import DicomOptions
@@ -54,6 +54,8 @@ def _checked(rel: str, s: Slice) -> Slice:
     for name, value in (("RescaleSlope", s.slope), ("RescaleIntercept", s.intercept)):
         if not math.isfinite(value):
             raise RejectSeries(f"{rel}: {name} {value} is not a finite number")
+        if abs(value) > FLOAT32_MAX:  # the values are computed in float32: infinite, and 0 * inf is NaN
+            raise RejectSeries(f"{rel}: {name} {value} is beyond float32's range")
     if s.slope == 0:
         raise RejectSeries(f"{rel}: RescaleSlope 0 maps every stored value to the same number")
     _finite(rel, "ImagePositionPatient", s.position)

@@ -44,7 +44,7 @@ def _image(case: CaseFiles, opts: NiftiOptions) -> tuple[list[np.ndarray], Grid]
     if case.channel_files:
         return _channel_files(case, opts)
     path, rel = case.image
-    img = load(path, rel)
+    img = load(path, rel, opts.max_voxels)
     grid = grid_of(img, rel)
     n = channels(img)
     every = case.channel == ALL
@@ -66,7 +66,7 @@ def _channel_files(case: CaseFiles, opts: NiftiOptions) -> tuple[list[np.ndarray
     first: Grid | None = None
     total = 0
     for path, rel in case.channel_files:
-        img = load(path, rel)
+        img = load(path, rel, opts.max_voxels)
         grid = grid_of(img, rel)
         if channels(img) > 1:
             raise RejectSeries(f"{rel}: a channel file of {channels(img)} channels; each channel file of a case "
@@ -90,7 +90,7 @@ def _described(grid: Grid) -> str:
 def _mask_voxels(path: str, rel: str, grid: Grid) -> np.ndarray:
     """The voxels of a mask file on its image's grid: stored on it, or on a part of it (a segmentation saved cropped
     to its extent, as older 3D Slicer releases did by default), then padded with 0 to the whole grid."""
-    img = load(path, rel)
+    img = load(path, rel, math.prod(grid.shape[:3]))  # a mask lies on its image's grid, or on a part of it
     mask_grid = grid_of(img, rel)
     if channels(img) > 1:
         raise RejectSeries(f"{rel}: a mask of {channels(img)} channels; a mask holds one label value per voxel")

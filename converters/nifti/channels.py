@@ -21,24 +21,24 @@ def numbered(count: int, info: DatasetInfo) -> tuple[str, ...]:
     return tuple(str(c) for c in range(count)) if count > 1 else ()
 
 
-def _header_channels(path: str) -> int | None:
-    """The channels of a NIfTI file by its header (nothing else is read); None where it cannot be read: the
-    conversion then rejects the case with the reason."""
-    import nibabel as nib
+def _header_channels(path: str, max_voxels: int) -> int | None:
+    """The channels of a volume file by its header (a MINC file is read whole: minc.py, within `max_voxels`); None
+    where it cannot be read: the conversion then rejects the case with the reason."""
+    from converters.dicom.geometry import RejectSeries
+    from converters.nifti.volume import channels, load
 
     try:
-        shape = nib.load(path).shape
-    except Exception:  # noqa: BLE001 - any damage: the case's conversion says which
+        return channels(load(path, path, max_voxels))
+    except RejectSeries:  # any damage: the case's conversion says which
         return None
-    return int(shape[3]) if len(shape) == 4 else 1
 
 
 def _shown(names: tuple[str, ...]) -> str:
     return ", ".join(names) if names else "one channel"
 
 
-def same_channels(splits: dict[str, list[WorkItem]], info: DatasetInfo,
-                  rejected: list[Rejection]) -> dict[str, list[WorkItem]]:
+def same_channels(splits: dict[str, list[WorkItem]], info: DatasetInfo, rejected: list[Rejection],
+                  max_voxels: int) -> dict[str, list[WorkItem]]:
     """The work items with their channel names set (() for one channel), those whose channels are not most cases'
     rejected with their masks."""
     named: dict[str, list[tuple[WorkItem, tuple[str, ...] | None]]] = {}
@@ -48,7 +48,7 @@ def same_channels(splits: dict[str, list[WorkItem]], info: DatasetInfo,
             if case.channel_files:
                 names: tuple[str, ...] | None = case.channel_names
             else:
-                count = _header_channels(case.image[0])
+                count = _header_channels(case.image[0], max_voxels)
                 names = None if count is None else numbered(count, info)
             named.setdefault(split, []).append((it, names))
     counts = Counter(names for pairs in named.values() for _, names in pairs if names is not None)

@@ -40,8 +40,8 @@ CHANNEL_FILE = re.compile(r"^(.+)_(\d{4})$")  # nnU-Net: NAME_0000
 FOLDERS = {"imagesTr": ("train", "labelsTr"), "imagesTs": ("test", "labelsTs")}  # images -> (split, masks)
 SAME_NAME = ".nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr and .mgz, ..."  # read alike: either is the case
 DECATHLON = {*FOLDERS, *(labels for _, labels in FOLDERS.values()), "dataset.json"}
-NOT_NIFTI = ("not a NIfTI, Analyze, MGH, MetaImage or NRRD file (.nii, .nii.gz, .hdr + .img, .mgz, .mgh, .mhd, .mha, "
-             ".nrrd, .nhdr)")
+NOT_NIFTI = ("not a NIfTI, Analyze, MGH, MINC, MetaImage or NRRD file (.nii, .nii.gz, .hdr + .img, .mgz, .mgh, .mnc, "
+             ".mhd, .mha, .nrrd, .nhdr)")
 
 
 @dataclass(frozen=True)
@@ -258,7 +258,7 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
         layout = "split/volume" if by_folder else "volume"
         rejected = [r for r in rejected if r.source != "dataset.json"]  # read above, not an input
     if options.channel == ALL:
-        splits = same_channels(splits, info, rejected)
+        splits = same_channels(splits, info, rejected, options.max_voxels)
     labelled = sum(bool(it.payload.masks) for items in splits.values() for it in items)
     identity = [[split, it.payload.image[1], _volume_size(it.payload.image[0]), _masks_identity(it.payload),
                  *([[[rel, _volume_size(path)] for path, rel in it.payload.channel_files]]

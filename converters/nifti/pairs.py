@@ -2,7 +2,8 @@
 is a header `NAME.hdr` with its voxels in `NAME.img` beside it, and SPM keeps an Analyze image's affine in `NAME.mat`
 beside them. nibabel reads those names and no other, so each is read with its header and is no file of its own
 (discover.py); a header whose `.img` is missing is rejected before nibabel is asked (it would open the header and
-fail only when the voxels are read). nibabel reads `.hdr` and `.HDR` (with `.IMG`, `.MAT`), no other case."""
+fail only when the voxels are read). nibabel reads `.hdr` and `.HDR` (with `.IMG`, `.MAT`), no other case, and a
+gzip-compressed pair as a whole: `NAME.hdr.gz` with `NAME.img.gz` (and `NAME.mat.gz`), the suffix in either case."""
 
 from __future__ import annotations
 
@@ -11,16 +12,24 @@ import os
 from converters.dicom.geometry import RejectSeries
 
 HEADERS = (".hdr", ".HDR")
+GZ = (".gz", ".GZ")
+
+
+def _split(header: str, ext: str) -> tuple[str, str]:
+    """(NAME, the suffix of `ext` beside the header `NAME.hdr`): in the header's case, `.gz` kept (`.img.gz` beside
+    `.hdr.gz`)."""
+    rest, gz = (header[:-3], header[-3:]) if header.endswith(GZ) else (header, "")
+    base, suffix = os.path.splitext(rest)
+    return base, (ext.upper() if suffix.isupper() else ext) + gz
 
 
 def _beside(header: str, ext: str) -> str:
-    """`NAME.ext` beside `NAME.hdr`, in the header's case."""
-    base, suffix = os.path.splitext(header)
-    return base + (ext.upper() if suffix.isupper() else ext)
+    """`NAME.ext` beside `NAME.hdr`."""
+    return "".join(_split(header, ext))
 
 
 def is_header(name: str) -> bool:
-    return name.endswith(HEADERS)
+    return (name[:-3] if name.endswith(GZ) else name).endswith(HEADERS)
 
 
 def sidecars(header: str) -> tuple[str, str]:
@@ -30,7 +39,6 @@ def sidecars(header: str) -> tuple[str, str]:
 
 def check(path: str, rel: str) -> None:
     """RejectSeries when the header's `.img` is not a file (the reason never names it: the name is the header's)."""
-    img = sidecars(path)[0]
-    if not os.path.isfile(img):
-        raise RejectSeries(f"{rel}: its data file ({os.path.splitext(img)[1]} of the same name, beside it) is missing")
+    if not os.path.isfile(sidecars(path)[0]):
+        raise RejectSeries(f"{rel}: its data file ({_split(path, '.img')[1]} of the same name, beside it) is missing")
 

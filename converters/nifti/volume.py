@@ -1,6 +1,6 @@
-"""Reading one NIfTI file with nibabel (an Analyze or NIfTI pair, pairs.py, and an MGH file too; one MetaImage or
-NRRD file with SimpleITK: itk_files.py) into the volume format the dicom kind writes: a (z, y, x) array with its
-spacing in mm, and the origin and axis directions in DICOM's LPS patient frame.
+"""Reading one NIfTI file with nibabel (an Analyze or NIfTI pair, pairs.py, an MGH file and a MINC file, minc.py, too;
+one MetaImage or NRRD file with SimpleITK: itk_files.py) into the volume format the dicom kind writes: a (z, y, x)
+array with its spacing in mm, and the origin and axis directions in DICOM's LPS patient frame.
 
 NIfTI stores voxel (i, j, k) at `affine @ (i, j, k, 1)` in RAS+ millimetres (nibabel picks the sform, else the
 qform, as the NIfTI standard says). The array is transposed to (k, j, i) so that its axes are (slice, row, column)
@@ -15,17 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from converters.dicom.arrays import rounded
+from converters.dicom.arrays import FLOAT32_MAX, rounded
 from converters.dicom.geometry import RejectSeries
-from converters.nifti import pairs
+from converters.nifti import minc, pairs
 from converters.nifti.itk_files import format_of, open_itk
 from converters.nifti.itk_image import ItkImage
+from converters.nifti.minc import MincVolume
 from fastdata.errors import require
 
 ORTHOGONAL = 1e-3  # largest |cosine| between two voxel axes of an affine we accept (no shear)
 SAME_AFFINE_MM = 1e-2  # a label's affine may differ from its image's by this much in each entry (float32 headers)
 RAS_TO_LPS = np.array([-1.0, -1.0, 1.0])
 UNITS_MM = {"mm": 1.0, "meter": 1000.0, "micron": 1e-3, "unknown": 1.0}
+WRAPPED = (ItkImage, MincVolume)  # read by a class of ours: geometry in mm, voxels(channel) in nibabel's order
 
 
 @dataclass(frozen=True)
@@ -47,23 +49,34 @@ def failure(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def load(path: str, rel: str) -> Any:
-    """The nibabel image of `path` (NIfTI, a NIfTI or Analyze pair, MGH), or its ITK image (MetaImage, NRRD: the
-    header is read, the voxels later); RejectSeries if it is none of those."""
+def _what(path: str) -> str:
+    lower = path.lower()
+    if pairs.is_header(lower):
+        return "Analyze or NIfTI pair"
+    return "MGH" if lower.endswith((".mgz", ".mgh")) else "MINC" if minc.is_minc(lower) else "NIfTI"
+
+
+def load(path: str, rel: str, max_voxels: int) -> Any:
+    """The nibabel image of `path` (NIfTI, a NIfTI or Analyze pair, MGH), its ITK image (MetaImage, NRRD: the header
+    is read, the voxels later) or its MincVolume; RejectSeries if it is none of those. A MINC file, which nibabel
+    reads whole, is refused first when its bytes exceed what `max_voxels` voxels need (minc.py)."""
     if format_of(path) is not None:
         return open_itk(path, rel)
     nib = require("nibabel", "nifti")
-    lower = path.lower()
-    what = "Analyze or NIfTI pair" if pairs.is_header(lower) else "MGH" if lower.endswith((".mgz", ".mgh")) else "NIfTI"
+    what = _what(path)
     if pairs.is_header(path):
         pairs.check(path, rel)
+    if minc.is_minc(path):
+        minc.check(path, rel, max_voxels)
     try:
         img = nib.load(path)
     except Exception as exc:  # noqa: BLE001 - nibabel raises many types for files that are not NIfTI or are damaged
         raise RejectSeries(f"{rel}: not a readable {what} file ({failure(exc)})") from exc
+    if isinstance(img, nib.Minc1Image):  # MINC-2's class is a subclass; nibabel takes a .mnc file for no other
+        return MincVolume(img, rel)
     # a NIfTI-1 or -2 file or pair, an Analyze 7.5 image (SPM's too: subclasses), or FreeSurfer's MGH
     if not isinstance(img, nib.Nifti1Pair | nib.Nifti2Pair | nib.AnalyzeImage | nib.MGHImage):
-        raise RejectSeries(f"{rel}: a {type(img).__name__}, not a NIfTI, Analyze or MGH image")
+        raise RejectSeries(f"{rel}: a {type(img).__name__}, not a NIfTI, Analyze, MGH or MINC image")
     return img
 
 
@@ -73,7 +86,7 @@ def grid_of(img: Any, rel: str) -> Grid:
     if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
         raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
     header = getattr(img, "header", None)
-    if isinstance(img, ItkImage) or "pixdim" not in header:  # ITK's spacing and MGH's are in mm
+    if isinstance(img, WRAPPED) or "pixdim" not in header:  # ITK's, MINC's and MGH's spacing are in mm
         return _grid(np.asarray(img.affine, dtype=np.float64), shape, "mm", rel)
     sform = int(header.get_sform(coded=True)[1]) if hasattr(header, "get_sform") else 0  # Analyze 7.5 has none
     if sform == 0:  # the affine comes from pixdim: check it as stored
@@ -154,7 +167,7 @@ def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
     n = channels(img)
     if channel is not None and channel >= n:
         raise RejectSeries(f"{rel}: --channel {channel}, but the image has {n} channel(s)")
-    if isinstance(img, ItkImage):
+    if isinstance(img, WRAPPED):
         arr = img.voxels(channel)
     else:
         try:
@@ -169,6 +182,9 @@ def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
         bad = int(np.count_nonzero(~np.isfinite(arr)))
         if bad:
             raise RejectSeries(f"{rel}: {bad} voxel(s) are NaN or infinite")
+        beyond = int(np.count_nonzero(np.abs(arr) > FLOAT32_MAX)) if arr.dtype.itemsize > 4 else 0
+        if beyond:  # float32 is what is stored: they would become infinite
+            raise RejectSeries(f"{rel}: {beyond} voxel(s) beyond float32's range (|value| > {FLOAT32_MAX:.4g})")
     return np.ascontiguousarray(arr.transpose(2, 1, 0))
 
 
