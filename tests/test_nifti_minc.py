@@ -210,3 +210,70 @@ def test_a_minc2_file_without_h5py_is_rejected_saying_what_to_install(tmp_path: 
     assert reasons_by_path(result) == {
         "two.mnc": ("two.mnc: a MINC-2 (HDF5) file, which nibabel reads with h5py: 'h5py' is not installed; install "
                     "it with: pip install 'fastdata[nifti]'")}
+
+
+def test_a_minc2_file_reading_other_files_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """HDF5 lets a file keep a dataset's bytes in another file (external storage), map them from other files (a
+    virtual dataset) or link to another file's objects, and h5py follows each: a MINC-2 file naming `~/.ssh/id_rsa`
+    as its voxels' storage would put the key into the shards. Everything in the file must lie in it."""
+    import h5py
+
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"SECRET-KEY-MATERIAL-" * 6)  # 120 bytes: the voxels of a 4 x 5 x 6 byte image
+    src = tmp_path / "src"
+    write_minc2(src / "good.mnc", Minc(_stored(10), AXES))
+
+    def reroute(name: str, make) -> None:
+        """`name`: good.mnc with its image dataset replaced by `make(image group, the original dataset)`."""
+        path = src / name
+        path.write_bytes((src / "good.mnc").read_bytes())
+        with h5py.File(path, "r+") as f:
+            group = f["minc-2.0/image/0"]
+            original = group["image"]
+            attrs, shape, dtype = dict(original.attrs), original.shape, original.dtype
+            del group["image"]
+            made = make(group, shape, dtype)
+            for key, value in attrs.items():
+                made.attrs[key] = value
+
+    reroute("stored.mnc", lambda g, shape, dtype: g.create_dataset(
+        "image", shape=shape, dtype=dtype, external=[(str(secret), 0, 120)]))
+    layout_source = tmp_path / "elsewhere.h5"
+    with h5py.File(layout_source, "w") as f:
+        f.create_dataset("data", data=np.frombuffer(secret.read_bytes(), np.uint8).reshape(4, 5, 6))
+
+    def virtual(g, shape, dtype):
+        layout = h5py.VirtualLayout(shape=shape, dtype=dtype)
+        layout[...] = h5py.VirtualSource(str(layout_source), "data", shape=shape)
+        return g.create_virtual_dataset("image", layout)
+
+    reroute("virtual.mnc", virtual)
+    write_minc2(src / "linked.mnc", Minc(_stored(11), AXES))
+    with h5py.File(src / "linked.mnc", "r+") as f:
+        del f["minc-2.0/dimensions"]
+        f["minc-2.0/dimensions"] = h5py.ExternalLink(str(layout_source), "/")
+    write_minc2(src / "soft.mnc", Minc(_stored(12), AXES))
+    with h5py.File(src / "soft.mnc", "r+") as f:  # a soft link names a path in the file: harmless, read
+        f["minc-2.0/alias"] = h5py.SoftLink("/minc-2.0/image")
+        f["minc-2.0/nowhere"] = h5py.SoftLink("/no/such/object")  # dangling: nothing reads it
+    write_minc2(src / "cycle.mnc", Minc(_stored(13), AXES))
+    with h5py.File(src / "cycle.mnc", "r+") as f:  # a hard link from a group to its parent: a cycle
+        f["minc-2.0/image/0/up"] = f["minc-2.0/image"]
+    opened: list[str] = []
+    real_load = nib.load
+    monkeypatch.setattr(nib, "load", lambda path, *a, **k: opened.append(Path(path).name) or real_load(path, *a, **k))
+    monkeypatch.setattr(minc, "MAX_OBJECTS", 50)
+    result = convert_nifti(src, tmp_path / "out")
+    outside = "only what lies in the file is read"
+    assert reasons_by_path(result) == {
+        "stored.mnc": f"stored.mnc: an HDF5 dataset whose bytes lie in other files (external storage, or a virtual "
+                      f"dataset); {outside}",
+        "virtual.mnc": f"virtual.mnc: an HDF5 dataset whose bytes lie in other files (external storage, or a virtual "
+                       f"dataset); {outside}",
+        "linked.mnc": f"linked.mnc: the HDF5 file links to an object in another file; {outside}",
+        "cycle.mnc": "cycle.mnc: an HDF5 file of more than 50 objects; a MINC-2 file holds a few dozen"}
+    assert sorted(opened) == ["good.mnc", "soft.mnc"]
+    got = _by_name(tmp_path / "out", result)
+    np.testing.assert_array_equal(got["soft.mnc"][0], _stored(12))
+    for arr, _, _ in got.values():
+        assert b"SECRET" not in arr.tobytes()

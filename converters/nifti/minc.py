@@ -30,6 +30,7 @@ HDF5 = b"\x89HDF"  # MINC-2; MINC-1 starts with netCDF's b"CDF\x01"
 WIDEST = 8  # bytes of a voxel of MINC's widest type (double)
 HEADROOM = 16 * 2**20  # bytes of a file's header, attributes and scaling variables besides its voxels
 CHUNK = 2**20
+MAX_OBJECTS = 10_000  # links walked in a MINC-2 (HDF5) file before it is refused
 
 
 def is_minc(name: str) -> bool:
@@ -64,7 +65,8 @@ def _gzip_head(path: str, rel: str, max_voxels: int) -> bytes:
 
 def check(path: str, rel: str, max_voxels: int) -> None:
     """What must hold before nibabel opens the MINC file at `path` (RejectSeries otherwise): its bytes within what
-    `max_voxels` voxels need, and h5py installed for a MINC-2 file, which must be uncompressed."""
+    `max_voxels` voxels need, and for a MINC-2 file h5py installed, the file uncompressed and everything in it
+    (`_contained`)."""
     if path.lower().endswith(".gz"):
         if _gzip_head(path, rel, max_voxels).startswith(HDF5):
             raise RejectSeries(f"{rel}: a gzip-compressed MINC-2 (HDF5) file; nibabel reads MINC-2 uncompressed "
@@ -80,9 +82,43 @@ def check(path: str, rel: str, max_voxels: int) -> None:
         raise _too_large(rel, "it holds", max_voxels)
     if head == HDF5:
         try:  # nibabel would fail on its import with a message naming no package to install
-            require("h5py", "nifti")
+            h5py = require("h5py", "nifti")
         except MissingDependencyError as exc:
             raise RejectSeries(f"{rel}: a MINC-2 (HDF5) file, which nibabel reads with h5py: {exc}") from exc
+        _contained(h5py, path, rel)
+
+
+def _contained(h5py: Any, path: str, rel: str) -> None:
+    """RejectSeries unless everything in the HDF5 file at `path` lies in it. HDF5 lets a file link to an object of
+    another file (an external link), keep a dataset's bytes in other files (external storage) or map them from other
+    files (a virtual dataset), and h5py follows each when the object is read: a MINC-2 file could make a conversion
+    read, as voxels, any file the user can. Every link is walked (soft links name a path in the file: their targets
+    are walked where they lie), at most MAX_OBJECTS of them (a file linking its groups in a cycle is refused)."""
+    seen = 0
+    try:
+        with h5py.File(path, "r") as f:
+            groups = [f]
+            while groups:
+                group = groups.pop()
+                for name in group:  # link names: nothing is resolved
+                    seen += 1
+                    if seen > MAX_OBJECTS:
+                        raise RejectSeries(f"{rel}: an HDF5 file of more than {MAX_OBJECTS} objects; a MINC-2 file "
+                                           "holds a few dozen")
+                    link = group.get(name, getlink=True)
+                    if isinstance(link, h5py.ExternalLink):
+                        raise RejectSeries(f"{rel}: the HDF5 file links to an object in another file; only what "
+                                           "lies in the file is read")
+                    if isinstance(link, h5py.SoftLink):
+                        continue
+                    item = group[name]
+                    if isinstance(item, h5py.Group):
+                        groups.append(item)
+                    elif isinstance(item, h5py.Dataset) and (item.external or item.is_virtual):
+                        raise RejectSeries(f"{rel}: an HDF5 dataset whose bytes lie in other files (external "
+                                           "storage, or a virtual dataset); only what lies in the file is read")
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:  # h5py's errors for damaged files
+        raise RejectSeries(f"{rel}: not a readable MINC file ({type(exc).__name__})") from exc
 
 
 class MincVolume:
