@@ -130,7 +130,7 @@ class MincVolume:
     def __init__(self, img: Any, rel: str) -> None:
         self.rel = rel
         self._img = img
-        names = [str(n) for n in getattr(img.dataobj.minc_file, "_dim_names", ())]  # nibabel's names of the axes
+        names = [str(n) for n in img.dataobj.minc_file._dim_names]  # nibabel's names of the array's axes, in order
         spatial = [a for a, name in enumerate(names) if name.endswith("space")]
         self._other = [a for a in range(len(names)) if a not in spatial]
         if len(spatial) != 3 or len(self._other) > 1:
@@ -138,7 +138,7 @@ class MincVolume:
                                "most one axis more (time: its channels)")
         shape = tuple(int(n) for n in img.shape)
         self.shape = tuple(shape[a] for a in (*spatial[::-1], *self._other))
-        affine = np.asarray(img.affine, dtype=np.float64)  # column c: the file's spatial axis c
+        affine = img.affine  # column c: the file's spatial axis c
         self.affine = np.column_stack([affine[:, 2], affine[:, 1], affine[:, 0], affine[:, 3]])
 
     def voxels(self, channel: int | None) -> np.ndarray:
