@@ -21,7 +21,8 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "image_text": ("pillow", "numpy", "tokenizers"),
     "dicom": ("pydicom", "numpy", "scipy", "pylibjpeg", "pylibjpeg-libjpeg", "pylibjpeg-openjpeg", "pylibjpeg-rle",
               "nibabel"),
-    "nifti": ("nibabel", "numpy", "scipy", "SimpleITK"),  # SimpleITK reads MetaImage and NRRD files
+    # SimpleITK reads MetaImage and NRRD files, h5py MINC-2 files (with nibabel)
+    "nifti": ("nibabel", "numpy", "scipy", "SimpleITK", "h5py"),
 }
 
 

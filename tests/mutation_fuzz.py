@@ -611,7 +611,21 @@ def _converted(kind_name: str, opts: Any, src: Path, outcome: str) -> list[str]:
                 raise Finding(f"the converter returned {type(result).__name__}")
             OUTCOMES[(outcome, type(result).__name__)] += 1
             written.append(result.reason if isinstance(result, Rejection) else result.members["json"].decode())
+            if isinstance(result, Sample):
+                _finite_volumes(result)
     return written
+
+
+def _finite_volumes(sample: Any) -> None:
+    """A Finding when a volume written is not finite: a float beyond float32 stored as infinity (found by the nifti
+    target) is garbage no reason recorded."""
+    import numpy as np
+
+    for name in ("npy", "label.npy"):
+        if name in sample.members:
+            arr = np.load(io.BytesIO(sample.members[name]), allow_pickle=False)
+            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+                raise Finding(f"non-finite values written in {name} ({int((~np.isfinite(arr)).sum())} of {arr.size})")
 
 
 def _metaimages(folder: Path, image: Any, mask: Any) -> list[Path]:

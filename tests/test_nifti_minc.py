@@ -62,6 +62,9 @@ def test_minc1_minc2_and_gzipped_files_convert_with_their_scaled_values_and_thei
     assert result.rejected == []
     got = _by_name(tmp_path / "out", result)
     assert sorted(got) == ["brainweb.mnc.gz", "fractions.mnc", "one.mnc", "slices.mnc", "two.mnc"]
+    from importlib import metadata
+
+    assert result.manifest.extra["versions"]["h5py"] == metadata.version("h5py")  # it reads MINC-2 files' bytes
     for name in ("one.mnc", "two.mnc", "brainweb.mnc.gz"):
         arr, mask, meta = got[name]
         assert mask is None and arr.dtype == np.int16, name

@@ -2,11 +2,13 @@
 MINC tools), read with nibabel: MINC-1 is netCDF, which nibabel reads itself; MINC-2 is HDF5, which nibabel reads with
 h5py, uncompressed only.
 
-Two things differ from the other formats volume.py reads:
+Three things differ from the other formats volume.py reads:
 - nibabel's netCDF reader reads every variable of a MINC-1 file when it opens it (from a file object it cannot map
   the file), so a file is measured first: one that holds more bytes than `--max-voxels` voxels of MINC's widest type
   (double) could is refused before it is read; a `.mnc.gz` is decompressed once to be measured, as gzip's ratio
   could otherwise turn a small file into a read of many GB.
+- An HDF5 file may keep what it holds in other files, and h5py would read them: a MINC-2 file is walked first
+  (`_contained`), and one that reaches outside itself is refused.
 - MINC names the axes of its image array, in the file's order: three spatial ones (`xspace`, `yspace`, `zspace`,
   in any order) whose directions and steps make nibabel's RAS+ affine, column for column, and a fourth that is
   time (4D fMRI and PET files put it first) or a list of values. `MincVolume` moves that fourth axis last, where
