@@ -34,6 +34,7 @@ class Minc:
     valid_range: tuple[float, float] | None = None  # None: the dtype's range
     image_min: float | np.ndarray | None = None  # None: valid_range's (no scaling); an array: per slice of axis 0
     image_max: float | np.ndarray | None = None
+    patient: str = ""  # a patient's name in the file's patient attributes (and its history), as scanners write it
 
     def _range(self) -> tuple[float, float]:
         if self.valid_range is not None:
@@ -82,6 +83,10 @@ def write_minc1(path: Path, minc: Minc) -> Path:
                 var[:] = values
             else:
                 var.data[()] = float(values)  # scipy's assignValue indexes a 0-d array with [:]
+        if minc.patient:
+            patient = f.createVariable("patient", "i", ())
+            patient.full_name = minc.patient
+            f.history = f"dcm2mnc --patient {minc.patient}"
     return path
 
 
@@ -109,4 +114,8 @@ def write_minc2(path: Path, minc: Minc) -> Path:
             scale = group.create_dataset(name, data=values)
             if values.ndim == 1:
                 scale.attrs["dimorder"] = np.bytes_(minc.axes[0].name)
+        if minc.patient:
+            root.create_group("info").create_dataset("patient", data=np.int32(0)).attrs["full_name"] = np.bytes_(
+                minc.patient)
+            root.attrs["history"] = np.bytes_(f"dcm2mnc --patient {minc.patient}")
     return path

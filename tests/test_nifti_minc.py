@@ -52,7 +52,7 @@ def test_minc1_minc2_and_gzipped_files_convert_with_their_scaled_values_and_thei
     included), starts and direction cosines, in LPS."""
     src = tmp_path / "src"
     stored = _stored(0)
-    scaled = Minc(stored, AXES, image_min=-1000.0, image_max=1550.0)  # real = 10 * stored - 1000
+    scaled = Minc(stored, AXES, image_min=-1000.0, image_max=1550.0, patient="Smith^John")  # real: 10 * stored - 1000
     write_minc1(src / "one.mnc", scaled)
     write_minc2(src / "two.mnc", scaled)
     _gzip(write_minc1(src / "brainweb.mnc", scaled))
@@ -65,6 +65,9 @@ def test_minc1_minc2_and_gzipped_files_convert_with_their_scaled_values_and_thei
     from importlib import metadata
 
     assert result.manifest.extra["versions"]["h5py"] == metadata.version("h5py")  # it reads MINC-2 files' bytes
+    assert b"Smith" in (src / "two.mnc").read_bytes() and b"Smith" in (src / "one.mnc").read_bytes()
+    for written in (tmp_path / "out").rglob("*"):  # the patient's name in the files' attributes is never copied
+        assert not written.is_file() or b"Smith" not in written.read_bytes(), written
     for name in ("one.mnc", "two.mnc", "brainweb.mnc.gz"):
         arr, mask, meta = got[name]
         assert mask is None and arr.dtype == np.int16, name
