@@ -175,9 +175,11 @@ def la2018_cases(root: Path) -> Path:
 
 
 def brainweb_subjects(root: Path) -> Path:
-    """The same image as BrainWeb hands out a subject of its anatomical models: root/subject04/subject04_t1w_p4.mnc.gz
-    beside subject04_crisp_v.mnc.gz (the brighter half of the head, value 3 as BrainWeb's tissue classes mark white
-    matter), gzip-compressed MINC-1 files with the NIfTI's geometry (minc_files.py writes them); returns root."""
+    """The same image as BrainWeb's Simulated Brain Database hands out its normal brain: root/normal/
+    t1_icbm_normal_1mm_pn3_rf20.mnc.gz (a T1 image: 1 mm, 3% noise, 20% intensity non-uniformity) beside
+    phantom_1.0mm_normal_crsp.mnc.gz (its tissue classes, here the brighter half of the head, value 3 as BrainWeb
+    marks white matter), gzip-compressed MINC-1 files with the NIfTI's geometry (minc_files.py writes them); returns
+    root."""
     import gzip
 
     import nibabel as nib
@@ -189,9 +191,10 @@ def brainweb_subjects(root: Path) -> Path:
     affine = image.affine
     axes = [Axis(name, float(affine[a, a]), float(affine[a, 3])) for name, a in (("zspace", 2), ("yspace", 1),
                                                                                  ("xspace", 0))]
-    case = root / "subject04"
-    for name, voxels in (("t1w_p4", values), ("crisp_v", np.where(bright_half(values), 3, 0).astype(np.uint8))):
-        path = write_minc1(case / f"subject04_{name}.mnc", Minc(np.ascontiguousarray(voxels.transpose(2, 1, 0)), axes))
+    case = root / "normal"
+    for name, voxels in (("t1_icbm_normal_1mm_pn3_rf20", values),
+                         ("phantom_1.0mm_normal_crsp", np.where(bright_half(values), 3, 0).astype(np.uint8))):
+        path = write_minc1(case / f"{name}.mnc", Minc(np.ascontiguousarray(voxels.transpose(2, 1, 0)), axes))
         path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
         path.unlink()
     return root

@@ -22,7 +22,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/freesurfer-cases/subj01/{brain,seg}.mgz   the same brain and its mask as FreeSurfer's MGH files
   ~/data/freesurfer-subjects/subj01/{brain,T1,aseg}.mgz   the same, as a FreeSurfer subject names them
   ~/data/la2018/case01/{lgemri,laendo}.nrrd   the same brain and its mask as LA-2018 names them
-  ~/data/brainweb/subject04/subject04_{t1w_p4,crisp_v}.mnc.gz   the same brain and its mask as BrainWeb's MINC files
+  ~/data/brainweb/normal/{t1_icbm_normal_1mm_pn3_rf20,phantom_1.0mm_normal_crsp}.mnc.gz   the same, as BrainWeb's
   shards/, tokens/, volumes/                  those converted with the commands the README shows
   s3://bucket/                                an empty bucket on moto's S3 server on 127.0.0.1 (AWS_* set)
 

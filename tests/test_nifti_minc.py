@@ -107,16 +107,17 @@ def test_a_minc_files_time_axis_gives_its_channels_wherever_it_lies(tmp_path: Pa
 
 
 def test_the_bundled_brain_as_brainweb_hands_a_subject_out_converts_as_its_nifti_does(tmp_path: Path):
-    """BrainWeb's anatomical models: `subject04_t1w_p4.mnc.gz` and its tissue classes in `subject04_crisp_v.mnc.gz`,
-    which `--mask-word crisp` makes the mask; here nibabel's bundled real MR brain written so (the docs walk's
+    """BrainWeb's normal brain: `t1_icbm_normal_1mm_pn3_rf20.mnc.gz` and its tissue classes in
+    `phantom_1.0mm_normal_crsp.mnc.gz`, which `--mask-word crsp` makes the mask; here nibabel's bundled real MR brain
+    written so (the docs walk's
     sample), against the same brain converted from its NIfTI file."""
     brainweb_subjects(tmp_path / "brainweb")
     (tmp_path / "ref").mkdir()
     (tmp_path / "ref" / "brain.nii").write_bytes(anatomical().read_bytes())
-    result = convert_nifti(tmp_path / "brainweb", tmp_path / "out", mask_words=("crisp",))
+    result = convert_nifti(tmp_path / "brainweb", tmp_path / "out", mask_words=("crsp",))
     assert result.rejected == []
     ((source, (arr, mask, meta)),) = volumes_by_source(tmp_path / "out", result).items()
-    assert source == "subject04/subject04_t1w_p4.mnc.gz" and meta["source"].startswith("file-")  # a pseudonym
+    assert source == "normal/t1_icbm_normal_1mm_pn3_rf20.mnc.gz" and meta["source"].startswith("file-")  # a pseudonym
     ref_result = convert_nifti(tmp_path / "ref", tmp_path / "ref_out")
     ((ref, _, ref_meta),) = volumes_by_source(tmp_path / "ref_out", ref_result).values()
     np.testing.assert_array_equal(arr, ref)
