@@ -174,7 +174,7 @@ def la2018_cases(root: Path) -> Path:
     return root
 
 
-def brainweb_subjects(root: Path) -> Path:
+def brainweb_normal(root: Path) -> Path:
     """The same image as BrainWeb's Simulated Brain Database hands out its normal brain: root/normal/
     t1_icbm_normal_1mm_pn3_rf20.mnc.gz (a T1 image: 1 mm, 3% noise, 20% intensity non-uniformity) beside
     phantom_1.0mm_normal_crsp.mnc.gz (its tissue classes, here the brighter half of the head, value 3 as BrainWeb

@@ -656,8 +656,9 @@ def _nrrds(folder: Path, image: Any, mask: Any) -> list[Path]:
 
 
 def _pairs_and_mghs(folder: Path, image: Any, mask: Any) -> list[Path]:
-    """The image as a NIfTI pair (`.hdr` + `.img`) with its mask as FreeSurfer's `.mgz` beside it, and the image as
-    an Analyze 7.5 pair in a folder of its own: each header, data file and `.mgz` a file to mutate."""
+    """The image as a NIfTI pair (`.hdr` + `.img`) with its mask as FreeSurfer's `.mgz` beside it, the image as an
+    Analyze 7.5 pair and as a gzip-compressed NIfTI pair, each in a folder of its own: each header, data file and
+    `.mgz` a file to mutate."""
     import nibabel as nib
     import numpy as np
 
@@ -666,6 +667,8 @@ def _pairs_and_mghs(folder: Path, image: Any, mask: Any) -> list[Path]:
     nib.save(nib.Nifti1Pair(image, affine), str(folder / "Doe_Jane.hdr"))
     nib.save(nib.MGHImage(mask.astype(np.int32), affine), str(folder / "Doe_Jane_seg.mgz"))
     nib.save(nib.AnalyzeImage(image, affine), str(folder / "other" / "Smith_Ann.hdr"))
+    (folder / "packed").mkdir(exist_ok=True)
+    nib.save(nib.Nifti1Pair(image, affine), str(folder / "packed" / "Doe_Ann.hdr.gz"))  # + Doe_Ann.img.gz
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 

@@ -48,7 +48,7 @@ from helpers import PHOTOS, with_features
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from nifti_sample import (  # noqa: E402
     brain_task,
-    brainweb_subjects,
+    brainweb_normal,
     channels_task,
     freesurfer_cases,
     freesurfer_subjects,
@@ -211,7 +211,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     freesurfer_cases(box / "home" / "data" / "freesurfer-cases")
     freesurfer_subjects(box / "home" / "data" / "freesurfer-subjects")
     la2018_cases(box / "home" / "data" / "la2018")
-    brainweb_subjects(box / "home" / "data" / "brainweb")
+    brainweb_normal(box / "home" / "data" / "brainweb")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

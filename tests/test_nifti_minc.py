@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from conftest_dicom import reasons_by_path  # noqa: E402
 from conftest_nifti import convert_nifti, volumes_by_source  # noqa: E402
 from minc_files import Axis, Minc, write_minc1, write_minc2  # noqa: E402
-from nifti_sample import anatomical, brainweb_subjects, bright_half  # noqa: E402
+from nifti_sample import anatomical, brainweb_normal, bright_half  # noqa: E402
 
 from converters.nifti import minc  # noqa: E402
 from fastdata.errors import ConvertError  # noqa: E402
@@ -111,7 +111,7 @@ def test_the_bundled_brain_as_brainweb_hands_a_subject_out_converts_as_its_nifti
     `phantom_1.0mm_normal_crsp.mnc.gz`, which `--mask-word crsp` makes the mask; here nibabel's bundled real MR brain
     written so (the docs walk's
     sample), against the same brain converted from its NIfTI file."""
-    brainweb_subjects(tmp_path / "brainweb")
+    brainweb_normal(tmp_path / "brainweb")
     (tmp_path / "ref").mkdir()
     (tmp_path / "ref" / "brain.nii").write_bytes(anatomical().read_bytes())
     result = convert_nifti(tmp_path / "brainweb", tmp_path / "out", mask_words=("crsp",))
