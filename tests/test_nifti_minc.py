@@ -273,6 +273,7 @@ def test_a_minc2_file_reading_other_files_is_refused_unread(tmp_path: Path, monk
     with h5py.File(src / "linked.mnc", "r+") as f:
         del f["minc-2.0/dimensions"]
         f["minc-2.0/dimensions"] = h5py.ExternalLink(str(layout_source), "/")
+        f["minc-2.0/alias"] = h5py.SoftLink("/minc-2.0/image")  # walked before it, by name: the walk goes on
     write_minc2(src / "soft.mnc", Minc(_stored(12), AXES))
     with h5py.File(src / "soft.mnc", "r+") as f:  # a soft link names a path in the file: harmless, read
         f["minc-2.0/alias"] = h5py.SoftLink("/minc-2.0/image")
@@ -298,3 +299,16 @@ def test_a_minc2_file_reading_other_files_is_refused_unread(tmp_path: Path, monk
     np.testing.assert_array_equal(got["soft.mnc"][0], _stored(12))
     for arr, _, _ in got.values():
         assert b"SECRET" not in arr.tobytes()
+
+
+def test_the_walk_of_a_minc2_file_counts_each_link_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The file scripts/minc_files.py writes has 10 links: minc-2.0, its dimensions and image groups, three axes,
+    image/0, and the image with its image-min and image-max. A bound of 10 reads it, and 9 refuses it."""
+    import h5py
+
+    path = write_minc2(tmp_path / "a.mnc", Minc(_stored(14), AXES))
+    monkeypatch.setattr(minc, "MAX_OBJECTS", 10)
+    minc._contained(h5py, str(path), "a.mnc")
+    monkeypatch.setattr(minc, "MAX_OBJECTS", 9)
+    with pytest.raises(Exception, match=r"^a\.mnc: an HDF5 file of more than 9 objects"):
+        minc._contained(h5py, str(path), "a.mnc")
