@@ -39,6 +39,14 @@ def _by_name(dst: Path, result) -> dict[str, tuple[np.ndarray, np.ndarray | None
     return {Path(k).name: v for k, v in volumes_by_source(dst, result).items()}
 
 
+def _opened_by_nibabel(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files `nib.load` is asked to open from now on, in order."""
+    opened: list[str] = []
+    real_load = nib.load
+    monkeypatch.setattr(nib, "load", lambda path, *a, **k: opened.append(Path(path).name) or real_load(path, *a, **k))
+    return opened
+
+
 def _gzip(path: Path) -> Path:
     out = path.with_name(path.name + ".gz")
     out.write_bytes(gzip.compress(path.read_bytes()))
@@ -188,9 +196,7 @@ def test_a_minc_file_is_measured_before_nibabel_reads_it_whole(tmp_path: Path, m
     """nibabel's netCDF reader reads a MINC-1 file whole when it opens it, and a `.mnc.gz` can decompress to many
     times its size. A file is refused, unread, when its bytes (decompressed) exceed what --max-voxels voxels of
     MINC's widest type fill, and a mask when they exceed what its image's voxels fill."""
-    opened: list[str] = []
-    real_load = nib.load
-    monkeypatch.setattr(nib, "load", lambda path, *a, **k: opened.append(Path(path).name) or real_load(path, *a, **k))
+    opened = _opened_by_nibabel(monkeypatch)
     monkeypatch.setattr(minc, "CHUNK", 1000)  # a .mnc.gz is measured in several reads
     src = tmp_path / "src"
     write_minc1(src / "big.mnc", Minc(np.zeros((8, 8, 16), np.float64), AXES))  # 1024 voxels of a double
@@ -281,9 +287,7 @@ def test_a_minc2_file_reading_other_files_is_refused_unread(tmp_path: Path, monk
     write_minc2(src / "cycle.mnc", Minc(_stored(13), AXES))
     with h5py.File(src / "cycle.mnc", "r+") as f:  # a hard link from a group to its parent: a cycle
         f["minc-2.0/image/0/up"] = f["minc-2.0/image"]
-    opened: list[str] = []
-    real_load = nib.load
-    monkeypatch.setattr(nib, "load", lambda path, *a, **k: opened.append(Path(path).name) or real_load(path, *a, **k))
+    opened = _opened_by_nibabel(monkeypatch)
     monkeypatch.setattr(minc, "MAX_OBJECTS", 50)
     result = convert_nifti(src, tmp_path / "out")
     outside = "only what lies in the file is read"
