@@ -15,10 +15,15 @@ HEADERS = (".hdr", ".HDR")
 GZ = (".gz", ".GZ")
 
 
+def _gzip_split(name: str) -> tuple[str, str]:
+    """(`name` without `.gz`, the `.gz` in its case or "")."""
+    return (name[:-3], name[-3:]) if name.endswith(GZ) else (name, "")
+
+
 def _split(header: str, ext: str) -> tuple[str, str]:
     """(NAME, the suffix of `ext` beside the header `NAME.hdr`): in the header's case, `.gz` kept (`.img.gz` beside
     `.hdr.gz`)."""
-    rest, gz = (header[:-3], header[-3:]) if header.endswith(GZ) else (header, "")
+    rest, gz = _gzip_split(header)
     base, suffix = os.path.splitext(rest)
     return base, (ext.upper() if suffix.isupper() else ext) + gz
 
@@ -29,7 +34,7 @@ def _beside(header: str, ext: str) -> str:
 
 
 def is_header(name: str) -> bool:
-    return (name[:-3] if name.endswith(GZ) else name).endswith(HEADERS)
+    return _gzip_split(name)[0].endswith(HEADERS)
 
 
 def sidecars(header: str) -> tuple[str, str]:
