@@ -200,4 +200,21 @@ def brainweb_normal(root: Path) -> Path:
     return root
 
 
+
+def afni_subjects(root: Path) -> Path:
+    """The bundled real MR brain as AFNI keeps a subject's anatomy: root/sub-01/anat+orig.HEAD with anat+orig.BRIK.gz
+    and the brain mask 3dAutomask makes beside it (anat_mask+orig, here the brighter half of the head, value 1), both
+    with the NIfTI's geometry (afni_files.py writes them); returns root."""
+    import nibabel as nib
+    import numpy as np
+    from afni_files import Afni, write_afni
+
+    image = nib.load(anatomical())
+    values = np.asarray(image.dataobj).astype(np.int16)  # (i, j, k), as its affine says
+    matrix = image.affine[:3] * np.array([[-1.0], [-1.0], [1.0]])  # RAS+ -> AFNI's DICOM order (LPS)
+    subject = root / "sub-01"
+    write_afni(subject / "anat+orig.HEAD", Afni(values, matrix, history="3dcopy anat.nii anat"), compress=".gz")
+    write_afni(subject / "anat_mask+orig.HEAD", Afni(bright_half(values).astype(np.uint8), matrix), compress=".gz")
+    return root
+
 LUNA_UID = "1.3.6.1.4.1.14519.5.2.1.6279.6001.100225287222365663678666836860"  # named as LUNA16's series are

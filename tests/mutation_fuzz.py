@@ -133,6 +133,7 @@ class Context:
         self.nifti_files += _nrrds(work / "nrrd-src" / "cases", image, mask)
         self.nifti_files += _pairs_and_mghs(work / "pair-src" / "cases", image, mask)
         self.nifti_files += _mincs(work / "minc-src" / "cases", image, mask)
+        self.nifti_files += _afnis(work / "afni-src" / "cases", image, mask)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -689,6 +690,23 @@ def _mincs(folder: Path, image: Any, mask: Any) -> list[Path]:
                                                                   valid_range=(-1000.0, 1000.0)))
     packed.with_name(packed.name + ".gz").write_bytes(gzip.compress(packed.read_bytes(), mtime=0))
     packed.unlink()
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def _afnis(folder: Path, image: Any, mask: Any) -> list[Path]:
+    """The image as an AFNI dataset (`.HEAD` + `.BRIK`) with its mask beside it (`.BRIK.gz`), and the image as a
+    scaled dataset of two sub-bricks (`.BRIK.bz2`) in a folder of its own (scripts/afni_files.py writes them): each
+    header and data file a file to mutate."""
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from afni_files import Afni, write_afni
+
+    matrix = np.array([[-0.8, 0.0, 0.0, 10.0], [0.0, -0.7, 0.0, 5.0], [0.0, 0.0, 2.5, -20.0]])
+    write_afni(folder / "Doe_Jane+orig.HEAD", Afni(image.astype(np.int16), matrix, history="3dcopy Doe_Jane.nii"))
+    write_afni(folder / "Doe_Jane_seg+orig.HEAD", Afni(mask.astype(np.uint8), matrix), compress=".gz")
+    bricks = np.stack([image, image[::-1]], axis=-1).astype(np.int16)
+    write_afni(folder / "other" / "Smith_Ann+tlrc.HEAD", Afni(bricks, matrix, facs=[0.5, 0.0]), compress=".bz2")
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 

@@ -47,6 +47,7 @@ from helpers import PHOTOS, with_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from nifti_sample import (  # noqa: E402
+    afni_subjects,
     brain_task,
     brainweb_normal,
     channels_task,
@@ -212,6 +213,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     freesurfer_subjects(box / "home" / "data" / "freesurfer-subjects")
     la2018_cases(box / "home" / "data" / "la2018")
     brainweb_normal(box / "home" / "data" / "brainweb")
+    afni_subjects(box / "home" / "data" / "afni")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

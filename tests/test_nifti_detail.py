@@ -21,7 +21,7 @@ from conftest_nifti import AFFINE, case, convert_nifti, decathlon, load_mask, sa
 from converters.dicom.geometry import RejectSeries  # noqa: E402
 from converters.nifti import NiftiOptions  # noqa: E402
 from converters.nifti.case import convert_case  # noqa: E402
-from converters.nifti.discover import CaseFiles, discover_nifti  # noqa: E402
+from converters.nifti.discover import SAME_NAME, CaseFiles, discover_nifti  # noqa: E402
 from fastdata.errors import ConvertError  # noqa: E402
 
 
@@ -531,8 +531,7 @@ def test_a_nii_and_a_nii_gz_of_one_name_are_both_refused_not_one_silently_kept(t
     save(tmp_path / "labelsTr" / "b.nii", mask)
     found = _found(tmp_path)
     assert found.splits["train"] == []
-    reason = ("2 volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr and "
-              ".mgz, ...): keep one")
+    reason = f"2 volume files of this name in one folder ({SAME_NAME}): keep one"
     by_source = {r.source: r.reason for r in found.rejected}
     assert {k: by_source[k] for k in ("imagesTr/A.nii", "imagesTr/a.nii.gz", "labelsTr/b.nii", "labelsTr/b.nii.gz")} \
         == dict.fromkeys(("imagesTr/A.nii", "imagesTr/a.nii.gz", "labelsTr/b.nii", "labelsTr/b.nii.gz"), reason)

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_dicom import reasons_by_path  # noqa: E402
 from conftest_nifti import convert_nifti, volumes_by_source  # noqa: E402
 
-from converters.nifti.discover import NOT_NIFTI  # noqa: E402
+from converters.nifti.discover import NOT_NIFTI, SAME_NAME  # noqa: E402
 
 DIRECTION = (0.0, 1.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 1.0)  # index x along LPS -y, y along +x, z along +z
 
@@ -279,8 +279,7 @@ def test_without_following_links_a_linked_data_file_rejects_its_header_too(tmp_p
     reasons = reasons_by_path(result)
     assert reasons[f"a{detached}"] == f"its data file was refused: {reasons['a.raw']}"
     assert reasons[f"c{detached}"] == reasons[f"c{attached}"] == (
-        "2 volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr and .mgz, "
-        "...): keep one")
+        f"2 volume files of this name in one folder ({SAME_NAME}): keep one")
     assert sorted(volumes_by_source(tmp_path / "out", result)) == [f"b{attached}"]
     result = convert_nifti(src, tmp_path / "out2")  # links followed: read through it
     assert sorted(volumes_by_source(tmp_path / "out2", result)) == [f"a{detached}", f"b{attached}"]

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_dicom import reasons_by_path  # noqa: E402
 from conftest_nifti import AFFINE, case, convert_nifti, save, volumes_by_source  # noqa: E402
 
-from converters.nifti.discover import NOT_NIFTI  # noqa: E402
+from converters.nifti.discover import NOT_NIFTI, SAME_NAME  # noqa: E402
 from fastdata.errors import ConvertError  # noqa: E402
 
 # voxel axes i, j, k along RAS -x, +z, -y with spacings 0.9, 1.1, 2.0 (FreeSurfer's conformed LIA, scaled)
@@ -154,8 +154,8 @@ def test_broken_pairs_and_mgh_files_are_rejected_with_their_reason_and_no_name(t
         "zero.mgh": "zero.mgh: the affine gives voxel axes of length [0.0, 0.0, 0.0] mm",
         "flat.hdr": ("flat.hdr: voxel sizes (pixdim) [0.0, 1.0, 1.0] are not positive, and with no sform the geometry "
                      "comes from them (nibabel would read them as 1 mm)"),
-        **{name: ("2 volume files of this name in one folder (.nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr "
-                  "and .mgz, ...): keep one") for name in ("twice.hdr", "twice.nii")}}
+        **{name: f"2 volume files of this name in one folder ({SAME_NAME}): keep one" for name in ("twice.hdr",
+                                                                                                 "twice.nii")}}
     assert list(_by_name(tmp_path / "out", result)) == ["good.nii.gz"]
 
 
