@@ -217,4 +217,15 @@ def afni_subjects(root: Path) -> Path:
     write_afni(subject / "anat_mask+orig.HEAD", Afni(bright_half(values).astype(np.uint8), matrix), compress=".gz")
     return root
 
+
+def kirby21_scans(root: Path) -> Path:
+    """Two MPRAGE scans named as Kirby21 hands them out: root/KKI2009-01-MPRAGE.par with KKI2009-01-MPRAGE.rec, and
+    KKI2009-02-MPRAGE; each a real Philips PAR header (nibabel's T1.PAR: 80 x 80 x 10) with a REC of random pixels
+    (parrec_files.py writes them); returns root."""
+    from parrec_files import copy_par
+
+    for subject in (1, 2):
+        copy_par("T1.PAR", root / f"KKI2009-{subject:02d}-MPRAGE.par", seed=subject)
+    return root
+
 LUNA_UID = "1.3.6.1.4.1.14519.5.2.1.6279.6001.100225287222365663678666836860"  # named as LUNA16's series are

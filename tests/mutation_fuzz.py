@@ -134,6 +134,7 @@ class Context:
         self.nifti_files += _pairs_and_mghs(work / "pair-src" / "cases", image, mask)
         self.nifti_files += _mincs(work / "minc-src" / "cases", image, mask)
         self.nifti_files += _afnis(work / "afni-src" / "cases", image, mask)
+        self.nifti_files += _parrecs(work / "parrec-src" / "cases")
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -707,6 +708,18 @@ def _afnis(folder: Path, image: Any, mask: Any) -> list[Path]:
     write_afni(folder / "Doe_Jane_seg+orig.HEAD", Afni(mask.astype(np.uint8), matrix), compress=".gz")
     bricks = np.stack([image, image[::-1]], axis=-1).astype(np.int16)
     write_afni(folder / "other" / "Smith_Ann+tlrc.HEAD", Afni(bricks, matrix, facs=[0.5, 0.0]), compress=".bz2")
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def _parrecs(folder: Path) -> list[Path]:
+    """Two real Philips PAR headers (nibabel's) with REC files of random pixels (scripts/parrec_files.py): a
+    one-volume scan, and a 4D one of three dynamics in a folder of its own in Kirby21's lowercase names; each header
+    and REC a file to mutate."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from parrec_files import copy_par
+
+    copy_par("T1.PAR", folder / "Doe_Jane.PAR")
+    copy_par("phantom_EPI_asc_CLEAR_2_1.PAR", folder / "other" / "Smith_Ann.par")
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 

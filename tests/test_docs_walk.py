@@ -53,6 +53,7 @@ from nifti_sample import (  # noqa: E402
     channels_task,
     freesurfer_cases,
     freesurfer_subjects,
+    kirby21_scans,
     la2018_cases,
     metaimage_task,
     oasis_scans,
@@ -214,6 +215,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     la2018_cases(box / "home" / "data" / "la2018")
     brainweb_normal(box / "home" / "data" / "brainweb")
     afni_subjects(box / "home" / "data" / "afni")
+    kirby21_scans(box / "home" / "data" / "kirby21")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

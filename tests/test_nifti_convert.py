@@ -193,8 +193,8 @@ def test_what_would_give_a_wrong_volume_or_mask_is_rejected_with_its_reason(tmp_
         "imagesTr/alone.nii.gz": "no mask of the same name in labelsTr",
         "labelsTr/orphan.nii.gz": "a mask without an image of the same name in imagesTr",
         "imagesTr/cut.nii.gz": "cannot read the voxels",
-        "imagesTr/notes.txt": ("not a NIfTI, Analyze, MGH, MINC, AFNI, MetaImage or NRRD file (.nii, .nii.gz, .hdr + "
-                               ".img, .mgz, .mgh, .mnc, .HEAD + .BRIK, .mhd, .mha, .nrrd, .nhdr)"),
+        "imagesTr/notes.txt": ("not a NIfTI, Analyze, MGH, MINC, AFNI, PAR/REC, MetaImage or NRRD file (.nii, .nii.gz, "
+                               ".hdr + .img, .mgz, .mgh, .mnc, .HEAD + .BRIK, .PAR + .REC, .mhd, .mha, .nrrd, .nhdr)"),
         "imagesTr/pixdim.nii": "voxel sizes (pixdim) [0.0, 0.7, 2.5] are not positive, and with no sform",
         "imagesTr/unit.nii": "xyzt_units 7 names no unit the NIfTI standard defines",
         "README.md": "not inside imagesTr, labelsTr, imagesTs or labelsTs",

@@ -74,8 +74,8 @@ def test_a_meta_csv_without_the_two_columns_is_a_file_like_any_other(tmp_path):
     (tmp_path / "src" / "meta.csv").write_text("image_id;age\na;50\n")
     result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True)
     assert {r["source"]: r["reason"] for r in result.rejected} == {
-        "meta.csv": ("not a NIfTI, Analyze, MGH, MINC, AFNI, MetaImage or NRRD file (.nii, .nii.gz, .hdr + .img, "
-                     ".mgz, .mgh, .mnc, .HEAD + .BRIK, .mhd, .mha, .nrrd, .nhdr)")}
+        "meta.csv": ("not a NIfTI, Analyze, MGH, MINC, AFNI, PAR/REC, MetaImage or NRRD file (.nii, .nii.gz, .hdr + "
+                     ".img, .mgz, .mgh, .mnc, .HEAD + .BRIK, .PAR + .REC, .mhd, .mha, .nrrd, .nhdr)")}
     assert _sources(tmp_path / "out", "train") == ["a.nii.gz"]
 
 

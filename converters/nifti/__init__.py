@@ -99,10 +99,12 @@ class NiftiKind:
             "preprocessing": {
                 **shared_preprocessing(options, "source paths kept (--keep-phi)"),
                 "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
-                "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
+                "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU; "
+                          "PAR/REC: display values (rescale slope and intercept)",
                 "geometry": "the file's affine (NIfTI: sform, else qform; MGH: vox2ras; Analyze 7.5: nibabel's, x "
                             "right to left, or SPM's .mat; MINC: its axes' steps, starts and direction cosines; AFNI: "
-                            "IJK_TO_DICOM_REAL; MetaImage, NRRD: ITK's); origin and direction in DICOM's LPS frame",
+                            "IJK_TO_DICOM_REAL; PAR/REC: nibabel's, of angulation and off-centre; MetaImage, NRRD: "
+                            "ITK's); origin and direction in DICOM's LPS frame",
                 "channel": options.channel,
                 "modality": options.modality,
                 "mask_words": list(options.mask_words),

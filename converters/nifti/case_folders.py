@@ -25,9 +25,10 @@ from converters.nifti.channels import ALL
 from converters.nifti.options import NiftiOptions
 from converters.sample import Rejection, WorkItem
 
-# NIfTI, Analyze and NIfTI pairs (pairs.py), FreeSurfer's MGH, MINC (minc.py), AFNI (afni.py: a dataset's view,
-# +orig, +acpc or +tlrc, is not part of its name), MetaImage and NRRD (itk_files.py): read alike
-NIFTI = re.compile(r"(?i)(\.(nii(\.gz)?|hdr(\.gz)?|mgz|mgh|mnc(\.gz)?|mhd|mha|nrrd|nhdr)|(\+(orig|acpc|tlrc))?\.head)$")
+# NIfTI, Analyze and NIfTI pairs (pairs.py), FreeSurfer's MGH, MINC (minc.py), PAR/REC (parrec.py), AFNI (afni.py: a
+# dataset's view, +orig, +acpc or +tlrc, is not part of its name), MetaImage and NRRD (itk_files.py): read alike
+NIFTI = re.compile(r"(?i)(\.(nii(\.gz)?|hdr(\.gz)?|mgz|mgh|mnc(\.gz)?|par|mhd|mha|nrrd|nhdr)"
+                   r"|(\+(orig|acpc|tlrc))?\.head)$")
 MASK_WORDS = ("seg", "segs", "segmentation", "segmentations", "label", "labels", "mask", "masks", "gt")
 SEPARATORS = "_-. "
 _TOKENS = re.compile(r"[_\-. ]+")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from converters.kind import Discovery
-from converters.nifti import afni, pairs
+from converters.nifti import afni, pairs, parrec
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
 from converters.nifti.channels import ALL, same_channels
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
@@ -38,11 +38,11 @@ log = logging.getLogger(__name__)
 
 CHANNEL_FILE = re.compile(r"^(.+)_(\d{4})$")  # nnU-Net: NAME_0000
 FOLDERS = {"imagesTr": ("train", "labelsTr"), "imagesTs": ("test", "labelsTs")}  # images -> (split, masks)
-SAME_NAME = ".nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr and .mgz, +orig.HEAD and +tlrc.HEAD, ..."  # read
+SAME_NAME = ".nii and .nii.gz, .mhd and .mha, .nrrd and .nhdr, .hdr and .PAR, +orig.HEAD and +tlrc.HEAD, ..."  # read
 # alike: either is the case
 DECATHLON = {*FOLDERS, *(labels for _, labels in FOLDERS.values()), "dataset.json"}
-NOT_NIFTI = ("not a NIfTI, Analyze, MGH, MINC, AFNI, MetaImage or NRRD file (.nii, .nii.gz, .hdr + .img, .mgz, .mgh, "
-             ".mnc, .HEAD + .BRIK, .mhd, .mha, .nrrd, .nhdr)")
+NOT_NIFTI = ("not a NIfTI, Analyze, MGH, MINC, AFNI, PAR/REC, MetaImage or NRRD file (.nii, .nii.gz, .hdr + .img, "
+             ".mgz, .mgh, .mnc, .HEAD + .BRIK, .PAR + .REC, .mhd, .mha, .nrrd, .nhdr)")
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,14 @@ class _Found:
 
 def _read_with(header: Path) -> list[Path]:
     """The files read with the volume file `header`: a MetaImage's or NRRD's data file (itk_files.py), a pair's
-    `.img` and SPM's `.mat` (pairs.py), an AFNI dataset's `.BRIK` (afni.py); none for a file of one part."""
+    `.img` and SPM's `.mat` (pairs.py), an AFNI dataset's `.BRIK` (afni.py), a PAR file's `.REC` (parrec.py); none
+    for a file of one part."""
     if pairs.is_header(header.name):
         return [Path(side) for side in pairs.sidecars(str(header))]
     if afni.is_header(header.name):
         return [Path(side) for side in afni.sidecars(str(header))]
+    if parrec.is_header(header.name):
+        return [Path(side) for side in parrec.sidecars(str(header))]
     name = data_file_name(header)
     return [header.with_name(name)] if name else []
 

@@ -1,7 +1,7 @@
-"""Reading one NIfTI file with nibabel (an Analyze or NIfTI pair, pairs.py, an MGH file, a MINC file, minc.py, and an
-AFNI dataset, afni.py, too; one MetaImage or NRRD file with SimpleITK: itk_files.py) into the volume format the dicom
-kind writes: a (z, y, x) array with its spacing in mm, and the origin and axis directions in DICOM's LPS patient
-frame.
+"""Reading one NIfTI file with nibabel (an Analyze or NIfTI pair, pairs.py, an MGH file, a MINC file, minc.py, an
+AFNI dataset, afni.py, and a Philips PAR/REC file, parrec.py, too; one MetaImage or NRRD file with SimpleITK:
+itk_files.py) into the volume format the dicom kind writes: a (z, y, x) array with its spacing in mm, and the origin
+and axis directions in DICOM's LPS patient frame.
 
 NIfTI stores voxel (i, j, k) at `affine @ (i, j, k, 1)` in RAS+ millimetres (nibabel picks the sform, else the
 qform, as the NIfTI standard says). The array is transposed to (k, j, i) so that its axes are (slice, row, column)
@@ -18,7 +18,7 @@ import numpy as np
 
 from converters.dicom.arrays import FLOAT32_MAX, rounded
 from converters.dicom.geometry import RejectSeries
-from converters.nifti import afni, minc, pairs
+from converters.nifti import afni, minc, pairs, parrec
 from converters.nifti.itk_files import format_of, open_itk
 from converters.nifti.itk_image import ItkImage
 from converters.nifti.minc import MincVolume
@@ -56,14 +56,16 @@ def _what(path: str) -> str:
         return "Analyze or NIfTI pair"
     if lower.endswith(".head"):
         return "AFNI"
+    if lower.endswith(".par"):
+        return "PAR/REC"
     return "MGH" if lower.endswith((".mgz", ".mgh")) else "MINC" if minc.is_minc(lower) else "NIfTI"
 
 
 def load(path: str, rel: str, max_voxels: int) -> Any:
-    """The nibabel image of `path` (NIfTI, a NIfTI or Analyze pair, MGH, AFNI), its ITK image (MetaImage, NRRD: the
-    header is read, the voxels later) or its MincVolume; RejectSeries if it is none of those. A MINC file, which
-    nibabel reads whole, is refused first when its bytes exceed what `max_voxels` voxels need (minc.py); an AFNI
-    header is checked first for its one data file (afni.py)."""
+    """The nibabel image of `path` (NIfTI, a NIfTI or Analyze pair, MGH, AFNI, PAR/REC), its ITK image (MetaImage,
+    NRRD: the header is read, the voxels later) or its MincVolume; RejectSeries if it is none of those. A MINC file,
+    which nibabel reads whole, is refused first when its bytes exceed what `max_voxels` voxels need (minc.py); an
+    AFNI or PAR header is checked first for its data file (afni.py, parrec.py)."""
     if format_of(path) is not None:
         return open_itk(path, rel)
     nib = require("nibabel", "nifti")
@@ -74,17 +76,20 @@ def load(path: str, rel: str, max_voxels: int) -> Any:
         minc.check(path, rel, max_voxels)
     if what == "AFNI":
         afni.check(path, rel)
+    if what == "PAR/REC":
+        parrec.check(path, rel)
     try:
-        img = nib.load(path)
+        img = parrec.load(path) if what == "PAR/REC" else nib.load(path)
     except Exception as exc:  # noqa: BLE001 - nibabel raises many types for files that are not NIfTI or are damaged
         raise RejectSeries(f"{rel}: not a readable {what} file ({failure(exc)})") from exc
     if isinstance(img, nib.Minc1Image):  # MINC-2's class is a subclass; nibabel takes a .mnc file for no other
         return MincVolume(img, rel)
-    # a NIfTI-1 or -2 file or pair, an Analyze 7.5 image (SPM's too: subclasses), FreeSurfer's MGH, or AFNI
-    from nibabel.brikhead import AFNIImage  # not among nibabel's top-level names
+    from nibabel.brikhead import AFNIImage  # neither is among nibabel's top-level names
+    from nibabel.parrec import PARRECImage
 
-    if not isinstance(img, nib.Nifti1Pair | nib.Nifti2Pair | nib.AnalyzeImage | nib.MGHImage | AFNIImage):
-        raise RejectSeries(f"{rel}: a {type(img).__name__}, not a NIfTI, Analyze, MGH, MINC or AFNI image")
+    # a NIfTI-1 or -2 file or pair, an Analyze 7.5 image (SPM's too: subclasses), FreeSurfer's MGH, AFNI, PAR/REC
+    if not isinstance(img, nib.Nifti1Pair | nib.Nifti2Pair | nib.AnalyzeImage | nib.MGHImage | AFNIImage | PARRECImage):
+        raise RejectSeries(f"{rel}: a {type(img).__name__}, not a NIfTI, Analyze, MGH, MINC, AFNI or PAR/REC image")
     if isinstance(img, AFNIImage):
         afni.check_opened(img, rel)
     return img
@@ -96,7 +101,7 @@ def grid_of(img: Any, rel: str) -> Grid:
     if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
         raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
     header = getattr(img, "header", None)
-    in_mm = isinstance(img, WRAPPED) or not hasattr(header, "keys")  # ITK's, MINC's; AFNI's header has no fields
+    in_mm = isinstance(img, WRAPPED) or not hasattr(header, "keys")  # ITK's, MINC's; AFNI's and PAR's: no fields
     if in_mm or "pixdim" not in header:  # MGH's spacing is in mm too
         return _grid(np.asarray(img.affine, dtype=np.float64), shape, "mm", rel)
     sform = int(header.get_sform(coded=True)[1]) if hasattr(header, "get_sform") else 0  # Analyze 7.5 has none
