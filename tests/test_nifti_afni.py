@@ -72,6 +72,7 @@ def test_datasets_convert_with_their_values_scaling_and_geometry_in_each_compres
         assert mask is None and arr.dtype == np.int16, name
         np.testing.assert_array_equal(arr, _zyx(stored))
         assert meta["shape"] == [4, 5, 6] and meta["spatial_units"] == "mm"
+        assert meta["units"] == "stored values (BRICK_FLOAT_FACS applied)"
         np.testing.assert_allclose(meta["spacing"], [2.5, 1.2, 0.8], atol=1e-6)
         s, c = math.sin(T), math.cos(T)
         np.testing.assert_allclose(meta["direction"], [[0, 0, 1], [s, -c, 0], [c, s, 0]], atol=1e-6)

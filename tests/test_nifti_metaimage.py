@@ -60,6 +60,7 @@ def test_luna16_mhd_raw_zraw_and_mha_convert_with_their_voxels_and_itk_geometry(
         np.testing.assert_array_equal(arr, voxels)
         assert meta["spacing"] == [2.5, 0.8, 0.7] and meta["shape"] == [7, 9, 11] and meta["resampled"] is False
         assert meta["origin"] == [-150.5, -170.0, -310.25] and meta["spatial_units"] == "mm"
+        assert meta["units"] == "stored values"  # a MetaImage file holds no scaling: not NIfTI's scl_slope
         assert meta["direction"] == [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, -1.0, 0.0]]  # (z, y, x): D's columns
     rng = np.random.default_rng(0)
     _, _, meta = got[f"{LUNA}.mhd"]

@@ -81,6 +81,7 @@ def test_minc1_minc2_and_gzipped_files_convert_with_their_scaled_values_and_thei
         assert mask is None and arr.dtype == np.int16, name
         np.testing.assert_array_equal(arr, stored.astype(np.int16) * 10 - 1000)
         assert meta["shape"] == [4, 5, 6] and meta["spatial_units"] == "mm"
+        assert meta["units"] == "real values (image-min/image-max applied)"
         np.testing.assert_allclose(meta["spacing"], [2.5, 1.2, 0.8], atol=1e-6)
         s, c = math.sin(T), math.cos(T)
         # RAS axis directions: z +z; y the cosines times the step's sign; x its cosines. LPS negates x and y.

@@ -59,6 +59,9 @@ def test_pairs_and_mgh_files_convert_with_the_voxels_and_geometry_of_the_same_ni
             np.testing.assert_allclose(meta[key], ref_meta[key], atol=1e-5, err_msg=f"{name}: {key}")
         # MGH is in mm; a pair, as a NIfTI file, says its unit (nibabel wrote none: read as mm)
         assert meta["spatial_units"] == ("mm" if name.startswith(("brain", "orig")) else "unknown")
+        # the values: MGH holds no scaling; a pair's scl_slope/scl_inter are applied, as a NIfTI file's
+        assert meta["units"] == ("stored values" if name.startswith(("brain", "orig")) else ref_meta["units"])
+    assert ref_meta["units"] == "stored values (scl_slope/scl_inter applied)"
     assert ref_meta["spacing"] == pytest.approx([2.0, 1.1, 0.9], abs=1e-6)  # (z, y, x): k, j, i
 
 

@@ -80,6 +80,7 @@ def test_a_par_rec_converts_to_display_values_each_image_in_its_slice_and_dynami
     for name in ("scan.PAR", "KKI2009-01-fMRI.par"):
         arr, mask, meta = got[name]
         assert mask is None and arr.dtype == np.float32 and meta["channels"] == ["0", "1", "2"]
+        assert meta["units"] == "display values (rescale slope/intercept applied)"
         np.testing.assert_allclose(arr, expected, rtol=1e-6)
         np.testing.assert_allclose(meta["origin"], origin, atol=1e-4)
         np.testing.assert_allclose(meta["direction"], direction, atol=1e-6)

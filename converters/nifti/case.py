@@ -174,7 +174,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
         "resampled": spatial != list(grid.shape) or rounded(spacing) != rounded(grid.spacing),
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1); masks nearest (order=0)",
         "modality": case.modality,
-        "units": "HU" if case.modality.upper() == "CT" else "stored values (scl_slope/scl_inter applied)",
+        "units": "HU" if case.modality.upper() == "CT" else grid.values,
         "dtype": str(arr.dtype),
         "channel": case.channel,
         "min": rounded(arr.min()),

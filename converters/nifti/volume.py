@@ -11,7 +11,7 @@ as in the dicom kind; LPS is RAS with x and y negated. Scaling (scl_slope, scl_i
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ SAME_AFFINE_MM = 1e-2  # a label's affine may differ from its image's by this mu
 RAS_TO_LPS = np.array([-1.0, -1.0, 1.0])
 UNITS_MM = {"mm": 1.0, "meter": 1000.0, "micron": 1e-3, "unknown": 1.0}
 WRAPPED = (ItkImage, MincVolume)  # read by a class of ours: geometry in mm, voxels(channel) in nibabel's order
+NIFTI_VALUES = "stored values (scl_slope/scl_inter applied)"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Grid:
     origin: tuple[float, float, float]
     direction: tuple[tuple[float, float, float], ...]
     units: str  # the header's spatial unit, converted to mm ("unknown" is read as mm, as nibabel and ITK do)
+    values: str = NIFTI_VALUES  # what the voxels' values are (value_units), the json's `units` unless CT (HU)
 
 
 def failure(exc: BaseException) -> str:
@@ -95,8 +97,31 @@ def load(path: str, rel: str, max_voxels: int) -> Any:
     return img
 
 
+def value_units(img: Any) -> str:
+    """What an image's voxel values are: the stored values with its format's own scaling applied, named as the
+    format names it (MetaImage, NRRD and MGH files hold no scaling)."""
+    from nibabel import MGHImage
+    from nibabel.brikhead import AFNIImage
+    from nibabel.parrec import PARRECImage
+
+    if isinstance(img, MincVolume):
+        return "real values (image-min/image-max applied)"
+    if isinstance(img, AFNIImage):
+        return "stored values (BRICK_FLOAT_FACS applied)"
+    if isinstance(img, PARRECImage):
+        return "display values (rescale slope/intercept applied)"
+    if isinstance(img, ItkImage | MGHImage):
+        return "stored values"
+    return NIFTI_VALUES
+
+
 def grid_of(img: Any, rel: str) -> Grid:
-    """The geometry of a 3D (or 4D, channels last) image, checked: finite, positive spacing, no shear."""
+    """The geometry of a 3D (or 4D, channels last) image, checked: finite, positive spacing, no shear; with what its
+    values are (value_units)."""
+    return replace(_geometry(img, rel), values=value_units(img))
+
+
+def _geometry(img: Any, rel: str) -> Grid:
     shape = tuple(int(n) for n in img.shape)
     if len(shape) < 3 or len(shape) > 4 or min(shape) < 1:
         raise RejectSeries(f"{rel}: an image of shape {list(shape)}; volumes are 3D (or 4D with channels last)")
