@@ -216,9 +216,10 @@ def test_broken_and_unusual_datasets_are_rejected_with_their_reason(tmp_path: Pa
 
 
 def test_a_header_is_measured_before_nibabel_reads_it_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """nibabel reads a HEAD file whole; a file of more than MAX_HEADER bytes is no AFNI header AFNI writes."""
-    monkeypatch.setattr(afni, "MAX_HEADER", 3000)
+    """nibabel reads a HEAD file whole; a file of more than MAX_HEADER bytes is no AFNI header AFNI writes (one of
+    exactly MAX_HEADER is read)."""
     write_afni(tmp_path / "src" / "small+orig.HEAD", Afni(_stored(8), MATRIX))
+    monkeypatch.setattr(afni, "MAX_HEADER", (tmp_path / "src" / "small+orig.HEAD").stat().st_size)
     write_afni(tmp_path / "src" / "long+orig.HEAD", Afni(_stored(8), MATRIX, history="3dcalc " * 500))
     opened: list[str] = []
     real_load = nib.load
@@ -226,7 +227,8 @@ def test_a_header_is_measured_before_nibabel_reads_it_whole(tmp_path: Path, monk
     result = convert_nifti(tmp_path / "src", tmp_path / "out")
     size = (tmp_path / "src" / "long+orig.HEAD").stat().st_size
     assert reasons_by_path(result) == {
-        "long+orig.HEAD": f"long+orig.HEAD: an AFNI header of {size} bytes; they hold a few KB (at most 3000 read)"}
+        "long+orig.HEAD": f"long+orig.HEAD: an AFNI header of {size} bytes; they hold a few KB (at most "
+                          f"{afni.MAX_HEADER} read)"}
     assert "long+orig.HEAD" not in opened and "small+orig.HEAD" in opened
 
 

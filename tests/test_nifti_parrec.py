@@ -177,18 +177,19 @@ def test_broken_and_unusual_par_rec_files_are_rejected_with_their_reason(tmp_pat
 
 
 def test_a_header_is_measured_before_nibabel_reads_it_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(parrec, "MAX_HEADER", 9000)
-    copy_par("T1.PAR", tmp_path / "src" / "small.PAR")  # 8365 bytes
-    copy_par("T2-interleaved.PAR", tmp_path / "src" / "long.PAR")  # 8379 bytes, then a long comment
+    """One of exactly MAX_HEADER bytes is read; one byte more is not."""
+    copy_par("T1.PAR", tmp_path / "src" / "small.PAR")
+    copy_par("T1.PAR", tmp_path / "src" / "long.PAR")
     with open(tmp_path / "src" / "long.PAR", "a") as f:
-        f.write("# " + "x" * 1000 + "\n")
+        f.write("\n")
+    monkeypatch.setattr(parrec, "MAX_HEADER", (tmp_path / "src" / "small.PAR").stat().st_size)
     opened: list[str] = []
     real_load = parrec.load
     monkeypatch.setattr(parrec, "load", lambda path: opened.append(Path(path).name) or real_load(path))
     result = convert_nifti(tmp_path / "src", tmp_path / "out")
     size = (tmp_path / "src" / "long.PAR").stat().st_size
     assert reasons_by_path(result) == {
-        "long.PAR": f"long.PAR: a PAR header of {size} bytes; nibabel reads it whole (at most 9000)"}
+        "long.PAR": f"long.PAR: a PAR header of {size} bytes; nibabel reads it whole (at most {size - 1})"}
     assert opened == ["small.PAR"]
 
 

@@ -61,12 +61,13 @@ def check(path: str, rel: str) -> None:
                            "(fastdata reads .BRIK, .BRIK.gz and .BRIK.bz2): decompress it first")
     try:
         size = os.path.getsize(path)
+        if size > MAX_HEADER:
+            raise RejectSeries(f"{rel}: an AFNI header of {size} bytes; they hold a few KB (at most {MAX_HEADER} "
+                               "read)")
         with open(path, "rb") as f:
-            text = f.read(MAX_HEADER + 1)
+            text = f.read(size)  # measured, then read: no more, even if the file grows meanwhile
     except OSError as exc:
         raise RejectSeries(f"{rel}: unreadable ({type(exc).__name__}: {exc.strerror})") from exc
-    if size > MAX_HEADER:
-        raise RejectSeries(f"{rel}: an AFNI header of {size} bytes; they hold a few KB (at most {MAX_HEADER} read)")
     if MATRIX not in text:
         raise RejectSeries(f"{rel}: an AFNI header without IJK_TO_DICOM_REAL, the matrix that places its voxels "
                            "(the geometry is read from it alone)")
@@ -75,5 +76,5 @@ def check(path: str, rel: str) -> None:
 def check_opened(img: Any, rel: str) -> None:
     """RejectSeries for a dataset nibabel opened but reads wrongly: complex sub-bricks, read as twice their bytes
     (so as other voxels' bytes, where the file has more sub-bricks). A volume holds one number per voxel anyway."""
-    if COMPLEX in np.atleast_1d(img.header.info.get("BRICK_TYPES", [])):
+    if COMPLEX in np.atleast_1d(img.header.info["BRICK_TYPES"]):  # nibabel opens no header without it
         raise RejectSeries(f"{rel}: complex voxels (BRICK_TYPES {COMPLEX}); volumes hold one number per voxel")
