@@ -49,3 +49,19 @@ def copy_par(name: str, to: Path, seed: int = 0) -> np.ndarray:
     to.parent.mkdir(parents=True, exist_ok=True)
     to.write_bytes(bundled(name).read_bytes())
     return write_rec(to, seed)
+
+
+def shuffle_images(par: Path, seed: int = 0) -> None:
+    """Reorder the images of the PAR file `par` and of its REC alike, at random: the lines of its image table (the
+    lines that start with a number) and the REC's images in the same order, as another scanner might write them."""
+    lines = par.read_bytes().decode("latin-1").splitlines(keepends=True)
+    rows = [i for i, line in enumerate(lines) if line.strip()[:1].isdigit()]
+    order = np.random.default_rng(seed).permutation(len(rows))
+    shuffled = list(lines)
+    for row, source in zip(rows, order, strict=True):
+        shuffled[row] = lines[rows[source]]
+    par.write_bytes("".join(shuffled).encode("latin-1"))
+    rec = par.with_suffix(".REC" if par.suffix.isupper() else ".rec")
+    dtype = np.dtype(TYPES[int(image_table(par)["image pixel size"][0])]).newbyteorder("<")
+    images = np.frombuffer(rec.read_bytes(), dtype=dtype).reshape(len(rows), -1)
+    rec.write_bytes(images[order].tobytes())

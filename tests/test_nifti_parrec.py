@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from conftest_dicom import reasons_by_path  # noqa: E402
 from conftest_nifti import convert_nifti, volumes_by_source  # noqa: E402
 from nifti_sample import kirby21_scans  # noqa: E402
-from parrec_files import bundled, copy_par, image_table  # noqa: E402
+from parrec_files import bundled, copy_par, image_table, shuffle_images  # noqa: E402
 
 from converters.nifti import parrec  # noqa: E402
 from converters.nifti.discover import NOT_NIFTI  # noqa: E402
@@ -95,6 +95,8 @@ def test_a_scan_of_echoes_and_image_types_orders_its_volumes_echo_first(tmp_path
     each image scaled by its own slope and intercept. --channel C takes one of them."""
     name = "T1_3echo_mag_real_imag_phase.PAR"
     stored = copy_par(name, tmp_path / "src" / "multi.PAR")
+    copy_par(name, tmp_path / "shuffled" / "multi.PAR")  # the same images, its lines and REC images reordered
+    shuffle_images(tmp_path / "shuffled" / "multi.PAR", seed=3)
     table = image_table(tmp_path / "src" / "multi.PAR")
     types = sorted(set(table["image_type_mr"].tolist()))
     values = _display(table, stored.astype(np.float64))
@@ -107,6 +109,9 @@ def test_a_scan_of_echoes_and_image_types_orders_its_volumes_echo_first(tmp_path
     ((arr, _, meta),) = volumes_by_source(tmp_path / "all", result).values()
     assert meta["channels"] == [str(c) for c in range(12)]
     np.testing.assert_allclose(arr, expected, rtol=1e-6, atol=1e-6)
+    result = convert_nifti(tmp_path / "shuffled", tmp_path / "shuffled_all", channel="all")
+    ((again, _, _),) = volumes_by_source(tmp_path / "shuffled_all", result).values()
+    np.testing.assert_array_equal(again, arr)
     result = convert_nifti(tmp_path / "src", tmp_path / "one", channel=7)  # the phase image's second echo
     ((arr, _, meta),) = volumes_by_source(tmp_path / "one", result).values()
     assert meta["channel"] == 7 and meta["shape"] == [30, 80, 80]
