@@ -19,8 +19,9 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "images": ("pillow", "numpy", "pyarrow"),
     "text": ("tokenizers", "numpy", "pyarrow"),
     "image_text": ("pillow", "numpy", "tokenizers"),
+    # highdicom places a segmentation's (SEG's) frames on its series' slices: the masks
     "dicom": ("pydicom", "numpy", "scipy", "pylibjpeg", "pylibjpeg-libjpeg", "pylibjpeg-openjpeg", "pylibjpeg-rle",
-              "nibabel"),
+              "nibabel", "highdicom"),
     # SimpleITK reads MetaImage and NRRD files, h5py MINC-2 files (with nibabel)
     "nifti": ("nibabel", "numpy", "scipy", "SimpleITK", "h5py"),
 }

@@ -117,7 +117,7 @@ class Context:
         convert_text(text, work / "tokens2", per_line=True, samples_per_shard=3)
         write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
         convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
-        self.dicom_files = sorted((work / "dcm-src" / "s").iterdir())
+        self.dicom_files = sorted((work / "dcm-src" / "s").iterdir()) + _segmented(work / "dcm-seg" / "s")
         from conftest_nifti import case, convert_nifti, save
 
         image, mask = case(0, shape=(12, 10, 6))  # a patient's name in the file names: the privacy oracle's
@@ -692,6 +692,22 @@ def _mincs(folder: Path, image: Any, mask: Any) -> list[Path]:
     packed.with_name(packed.name + ".gz").write_bytes(gzip.compress(packed.read_bytes(), mtime=0))
     packed.unlink()
     return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+def _segmented(folder: Path) -> list[Path]:
+    """A phantom series with its segmentation (SEG) beside it, of two segments (tests/conftest_seg.py writes it with
+    highdicom): each slice and the SEG a file to mutate."""
+    import numpy as np
+    from conftest_dicom import Phantom, write_phantom
+    from conftest_seg import prepared_sources, write_seg
+
+    phantom = Phantom(slices=4, rows=12, cols=10, series_uid=Phantom.series_uid + ".7")
+    sources = prepared_sources(write_phantom(folder, phantom, seed=1))
+    sphere = phantom.hu() > 0
+    corner = np.zeros_like(sphere)
+    corner[:2, :3, :3] = True
+    write_seg(folder / "seg.dcm", sources, [("tumor", sphere), ("liver", corner)])
+    return sorted(folder.iterdir())
 
 
 def _afnis(folder: Path, image: Any, mask: Any) -> list[Path]:

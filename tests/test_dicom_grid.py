@@ -60,7 +60,7 @@ def test_a_position_of_two_numbers_is_missing_and_a_zero_thickness_absent(tmp_pa
     edit_dicom(short.files[1][0], ImagePositionPatient=["0", "0"])
     assert _reason(short) == ("missing position tags (ImagePositionPatient/ImageOrientationPatient) in 1 of 3 "
                               "slices: 01.dcm")
-    _, meta = convert_series(stack_series(tmp_path / "t", zs=(0.0,), slice_thickness=0.0), OPTS)
+    _, _, meta = convert_series(stack_series(tmp_path / "t", zs=(0.0,), slice_thickness=0.0), OPTS)
     assert meta["spacing"][0] == 1.0
     assert meta["slice_spacing_source"] == "unknown (single slice, 1 mm assumed); in-plane PixelSpacing"
 
@@ -90,7 +90,7 @@ def test_the_series_is_described_by_its_first_file(tmp_path):
     series = stack_series(tmp_path)
     for path, _ in series.files[1:]:
         edit_dicom(path, Modality="OT")
-    assert convert_series(series, OPTS)[1]["modality"] == "CT"
+    assert convert_series(series, OPTS)[2]["modality"] == "CT"
 
 
 def test_numbers_absent_empty_or_unreadable_take_their_default():
@@ -125,12 +125,12 @@ def test_attributes_of_the_first_file_name_it_when_malformed(tmp_path, monkeypat
 
 
 def test_one_millimetre_slices_are_not_duplicates(tmp_path):
-    arr, meta = convert_series(stack_series(tmp_path, zs=(0.0, 1.0, 2.0)), OPTS)
+    arr, _, meta = convert_series(stack_series(tmp_path, zs=(0.0, 1.0, 2.0)), OPTS)
     assert arr.shape == (3, 8, 8) and meta["spacing"] == [1.0, 1.0, 1.0]
 
 
 def test_directions_are_made_unit_length(tmp_path):
-    _, meta = convert_series(stack_series(tmp_path, orientations=[(2, 0, 0, 0, 2, 0)] * 3), OPTS)
+    _, _, meta = convert_series(stack_series(tmp_path, orientations=[(2, 0, 0, 0, 2, 0)] * 3), OPTS)
     assert meta["direction"] == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
 
 
@@ -138,7 +138,7 @@ def test_a_stack_without_pixel_spacing_assumes_one_millimetre_and_says_so(tmp_pa
     series = stack_series(tmp_path, zs=(0.0, 3.0, 6.0))
     for path, _ in series.files:
         edit_dicom(path, PixelSpacing=None)
-    _, meta = convert_series(series, OPTS)
+    _, _, meta = convert_series(series, OPTS)
     assert meta["spacing"] == [3.0, 1.0, 1.0]
     assert meta["slice_spacing_source"] == "ImagePositionPatient; in-plane unknown (1 mm assumed)"
 
@@ -147,7 +147,7 @@ def test_metadata_is_rounded_to_six_decimals(tmp_path):
     series = stack_series(tmp_path)
     for path, _ in series.files:
         edit_dicom(path, PixelSpacing=["0.12345678", "0.5"])
-    _, meta = convert_series(series, OPTS)
+    _, _, meta = convert_series(series, OPTS)
     assert meta["spacing"] == [2.0, 0.123457, 0.5]
 
 
@@ -205,7 +205,7 @@ def test_float_pixel_data_converts_as_its_values(tmp_path, element, bits, dtype)
         ds.BitsAllocated = bits
         setattr(ds, element, plane.astype(dtype).tobytes())
         ds.save_as(path, enforce_file_format=True)
-    arr, _ = convert_series(series, OPTS)
+    arr, _, _ = convert_series(series, OPTS)
     assert arr.dtype == np.int16 and np.array_equal(arr, np.rint(np.stack(planes)).astype(np.int16))
 
 

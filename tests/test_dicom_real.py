@@ -33,7 +33,8 @@ def _testdata(name: str) -> Path:
 
 def one(name: str, opts: DicomOptions = OPTS) -> tuple[np.ndarray, dict]:
     path = _testdata(name)
-    return convert_series(SeriesFiles("1.2.3", ((str(path), name),)), opts)
+    arr, _, meta = convert_series(SeriesFiles("1.2.3", ((str(path), name),)), opts)
+    return arr, meta
 
 
 def test_ct_small_hounsfield_units_and_geometry():
@@ -128,7 +129,7 @@ def test_jpeg_baseline_series(tmp_path):
         ds.file_meta.TransferSyntaxUID = JPEGBaseline8Bit
         ds.save_as(path, enforce_file_format=True)
         files.append((str(path), path.name))
-    arr, meta = convert_series(SeriesFiles("1.2.3.9", tuple(files)), OPTS)
+    arr, _, meta = convert_series(SeriesFiles("1.2.3.9", tuple(files)), OPTS)
     assert meta["transfer_syntaxes"] == ["JPEG Baseline (Process 1)"] and meta["spacing"] == [3.0, 1.0, 1.0]
     assert np.abs(arr.astype(int) - (np.stack(stored).astype(int) - 100)).max() <= 1
 

@@ -34,7 +34,7 @@ def _single(tmp_path, **attrs) -> SeriesFiles:
 
 
 def test_every_metadata_field_of_a_stack(tmp_path):
-    arr, meta = convert_series(stack_series(tmp_path), OPTS)
+    arr, _, meta = convert_series(stack_series(tmp_path), OPTS)
     assert meta == {
         "series": series_hash("1.2.3", "t"), "ndim": 3, "axes": "zyx", "shape": [3, 8, 8],
         "spacing": [2.0, 1.0, 1.0], "origin": [0.0, 0.0, 0.0],
@@ -50,13 +50,13 @@ def test_every_metadata_field_of_a_stack(tmp_path):
 
 
 def test_units_name_the_rescale_outside_ct(tmp_path):
-    _, meta = convert_series(stack_series(tmp_path, modality="MR"), OPTS)
+    _, _, meta = convert_series(stack_series(tmp_path, modality="MR"), OPTS)
     assert meta["units"] == "rescaled stored values (RescaleSlope/RescaleIntercept applied)"
 
 
 def test_resampled_when_only_the_spacing_changes(tmp_path):
     """0.99 mm columns keep 8 of them ((8 - 1) * 1.0 / 0.99 = 7.07): the shape is the same, the spacing is not."""
-    _, meta = convert_series(stack_series(tmp_path), DicomOptions(salt="t", spacing=(2.0, 1.0, 0.99)))
+    _, _, meta = convert_series(stack_series(tmp_path), DicomOptions(salt="t", spacing=(2.0, 1.0, 0.99)))
     assert meta["shape"] == [3, 8, 8] and meta["spacing"] == [2.0, 1.0, 0.99] and meta["resampled"] is True
 
 
@@ -91,29 +91,29 @@ def test_a_file_gone_since_discovery_an_unknown_modality_and_an_unexpected_error
 
 
 def test_single_slice_spacing_from_slice_thickness_or_assumed(tmp_path):
-    _, meta = convert_series(_single(tmp_path / "a", SliceThickness="3.5"), OPTS)
+    _, _, meta = convert_series(_single(tmp_path / "a", SliceThickness="3.5"), OPTS)
     assert meta["spacing"] == [3.5, 0.5, 0.5]
     assert meta["slice_spacing_source"] == "SliceThickness (single slice); in-plane PixelSpacing"
-    _, meta = convert_series(_single(tmp_path / "b"), OPTS)
+    _, _, meta = convert_series(_single(tmp_path / "b"), OPTS)
     assert meta["spacing"] == [1.0, 0.5, 0.5]
     assert meta["slice_spacing_source"] == "unknown (single slice, 1 mm assumed); in-plane PixelSpacing"
 
 
 def test_imager_pixel_spacing_is_the_fallback(tmp_path):
-    _, meta = convert_series(_single(tmp_path, PixelSpacing=None, ImagerPixelSpacing=["0.25", "0.3"]), OPTS)
+    _, _, meta = convert_series(_single(tmp_path, PixelSpacing=None, ImagerPixelSpacing=["0.25", "0.3"]), OPTS)
     assert meta["spacing"][1:] == [0.25, 0.3]
 
 
 def test_planar_image_names_its_spacing_source(tmp_path):
-    _, meta = convert_series(_single(tmp_path / "a", ImagePositionPatient=None), OPTS)
+    _, _, meta = convert_series(_single(tmp_path / "a", ImagePositionPatient=None), OPTS)
     assert meta["ndim"] == 2 and meta["spacing"] == [0.5, 0.5] and meta["slice_spacing_source"] == "PixelSpacing"
-    _, meta = convert_series(_single(tmp_path / "b", ImagePositionPatient=None, PixelSpacing=None), OPTS)
+    _, _, meta = convert_series(_single(tmp_path / "b", ImagePositionPatient=None, PixelSpacing=None), OPTS)
     assert meta["spacing"] == [1.0, 1.0] and meta["slice_spacing_source"] == "unknown (1 mm assumed)"
 
 
 def test_monochrome1_is_inverted_within_bits_stored(tmp_path):
     series = _single(tmp_path, PhotometricInterpretation="MONOCHROME1", BitsStored=12, HighBit=11)
-    arr, meta = convert_series(series, OPTS)
+    arr, _, meta = convert_series(series, OPTS)
     np.testing.assert_array_equal(arr[0], (4095 - PLANE.astype(np.int64)).astype(np.int16))
     assert meta["photometric"] == "MONOCHROME1"
 
@@ -163,29 +163,29 @@ def _enhanced(path, frames: int, *, per_frame_spacing=(0.4, 0.6), slope=None, th
 
 
 def test_enhanced_multiframe_reads_each_functional_group(tmp_path):
-    arr, meta = convert_series(_enhanced(tmp_path / "e.dcm", 2, slope=2), OPTS)
+    arr, _, meta = convert_series(_enhanced(tmp_path / "e.dcm", 2, slope=2), OPTS)
     assert meta["spacing"] == [3.0, 0.4, 0.6] and meta["slices"] == 2
     np.testing.assert_array_equal(arr, np.stack([PLANE * 2 - 10, (PLANE + 1) * 2 - 10]).astype(np.int16))
 
 
 def test_enhanced_multiframe_defaults_and_shared_thickness(tmp_path):
-    arr, meta = convert_series(_enhanced(tmp_path / "e.dcm", 1), OPTS)  # no transformation group: 1 and 0
+    arr, _, meta = convert_series(_enhanced(tmp_path / "e.dcm", 1), OPTS)  # no transformation group: 1 and 0
     np.testing.assert_array_equal(arr[0], PLANE.astype(np.int16))
     assert meta["spacing"] == [2.5, 0.4, 0.6]  # one frame: the shared SliceThickness is the z spacing
     assert meta["slice_spacing_source"].startswith("SliceThickness (single slice)")
 
 
 def test_enhanced_multiframe_falls_back_to_the_shared_groups(tmp_path):
-    arr, meta = convert_series(_enhanced(tmp_path / "e.dcm", 2, slope=2, in_shared=True), OPTS)
+    arr, _, meta = convert_series(_enhanced(tmp_path / "e.dcm", 2, slope=2, in_shared=True), OPTS)
     assert meta["spacing"] == [3.0, 0.4, 0.6]
     np.testing.assert_array_equal(arr, np.stack([PLANE * 2 - 10, (PLANE + 1) * 2 - 10]).astype(np.int16))
-    _, alone = convert_series(_enhanced(tmp_path / "f.dcm", 1, shared=False), OPTS)  # no thickness anywhere
+    _, _, alone = convert_series(_enhanced(tmp_path / "f.dcm", 1, shared=False), OPTS)  # no thickness anywhere
     assert alone["spacing"][0] == 1.0
     assert alone["slice_spacing_source"] == "unknown (single slice, 1 mm assumed); in-plane PixelSpacing"
 
 
 def test_a_single_slice_takes_spacing_between_slices_before_its_thickness(tmp_path):
-    _, meta = convert_series(_single(tmp_path, SpacingBetweenSlices="3", SliceThickness="5"), OPTS)
+    _, _, meta = convert_series(_single(tmp_path, SpacingBetweenSlices="3", SliceThickness="5"), OPTS)
     assert meta["spacing"] == [3.0, 0.5, 0.5]
 
 
@@ -321,14 +321,14 @@ def test_a_frame_s_own_thickness_wins_and_a_position_may_come_from_the_shared_gr
     frame.PixelMeasuresSequence[0].SliceThickness = "4"
     frame.PlanePositionSequence[0].ImagePositionPatient = ["5", "6", "7"]
     ds.save_as(series.files[0][0], enforce_file_format=True)
-    _, meta = convert_series(series, OPTS)
+    _, _, meta = convert_series(series, OPTS)
     assert meta["spacing"] == [4.0, 0.4, 0.6] and meta["origin"] == [5.0, 6.0, 7.0]
     shared.PlanePositionSequence = frame.PlanePositionSequence  # now only in the shared group
     del frame.PlanePositionSequence
     ds.save_as(series.files[0][0], enforce_file_format=True)
-    _, meta = convert_series(series, OPTS)
+    _, _, meta = convert_series(series, OPTS)
     assert meta["origin"] == [5.0, 6.0, 7.0]
     shared.PlanePositionSequence = Sequence([])  # an empty group gives nothing: a frame without a position
     ds.save_as(series.files[0][0], enforce_file_format=True)
-    _, meta = convert_series(series, OPTS)
+    _, _, meta = convert_series(series, OPTS)
     assert meta["ndim"] == 2 and meta["axes"] == "yx"  # is a planar image

@@ -168,8 +168,8 @@ def test_dicom_series_reoriented_and_a_planar_image_left_as_it_is(tmp_path):
     from converters.sample import WorkItem
 
     series = stack_series(tmp_path / "stack")
-    arr, meta = convert_series(series, DicomOptions(salt="t", orientation="RAS"))
-    stored, _ = convert_series(series, DicomOptions(salt="t"))
+    arr, _, meta = convert_series(series, DicomOptions(salt="t", orientation="RAS"))
+    stored, _, _ = convert_series(series, DicomOptions(salt="t"))
     np.testing.assert_array_equal(arr, stored[:, ::-1, ::-1])
     assert (meta["orientation"], meta["stored_orientation"]) == ("RAS", "LPS")
     assert meta["origin"] == [7.0, 7.0, 0.0] and meta["direction"][2] == [-1.0, 0.0, 0.0]
@@ -177,7 +177,7 @@ def test_dicom_series_reoriented_and_a_planar_image_left_as_it_is(tmp_path):
                             opts=DicomOptions(salt="t", orientation="RAS"))
     assert sample.stats["orientation"] == {"RAS": 1}
     path = make_slice(tmp_path / "planar.dcm", PLANE, series_uid="9.9", position=None, pixel_spacing=(0.5, 0.5))
-    flat, meta = convert_series(SeriesFiles("9.9", ((str(path), "planar.dcm"),)),
+    flat, _, meta = convert_series(SeriesFiles("9.9", ((str(path), "planar.dcm"),)),
                                 DicomOptions(salt="t", orientation="RAS"))
     np.testing.assert_array_equal(flat, PLANE.astype(np.int16))
     assert meta["orientation"] is None and meta["stored_orientation"] is None

@@ -1,4 +1,5 @@
-"""The dicom kind: folders of DICOM series -> int16 Hounsfield-unit volumes (npy + json samples)."""
+"""The dicom kind: folders of DICOM series -> int16 Hounsfield-unit volumes (npy + json samples), with the masks of
+their segmentations (SEG) where the source has them (label.npy)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.discover import SeriesFiles, discover_dicom, read_header
+from converters.dicom.discover import discover_dicom, read_header
 from converters.dicom.options import (
     DEFAULT_MAX_VOXELS,
     DEFAULT_SALT_ENV,
@@ -35,7 +36,7 @@ DETECT_FILES = 200  # files whose header detect reads
 class DicomKind:
     name = "dicom"
     formats = ("wds",)
-    member_order = ("npy", "json")
+    member_order = ("npy", "label.npy", "json")
     # series are large: size shards from a few of them (past engine.PROBE_KEEP_BYTES a probed one is converted twice)
     probe_items = 4
     task_memory = 2 * 2**30  # --executor ray: memory a series task requests (--task-memory; ~12 bytes per voxel)
@@ -94,12 +95,14 @@ class DicomKind:
             paths[name] = rel
             return name
 
+        def file(path: str, rel: str) -> tuple[str, str]:
+            return path, named(rel, file_name(rel, options.salt))
+
         splits = {}
         for split, items in discovery.splits.items():
             splits[split] = [replace(it, rel=named(it.rel, series_name(it.payload.uid, options.salt)),
-                                     payload=SeriesFiles(it.payload.uid, tuple(
-                                         (path, named(rel, file_name(rel, options.salt)))
-                                         for path, rel in it.payload.files)))
+                                     payload=replace(it.payload, files=tuple(file(*f) for f in it.payload.files),
+                                                     seg=it.payload.seg and file(*it.payload.seg)))
                              for it in items]
         rejected = [Rejection(r.split, named(r.source, file_name(r.source, options.salt)), r.reason)
                     for r in discovery.rejected]

@@ -1,5 +1,6 @@
 """Find DICOM series by content (not extension): read every file's header, group images by
-SeriesInstanceUID, and record every file that is not a usable image as a rejection."""
+SeriesInstanceUID, pair each series with the segmentation (SEG) that segments it (segmentation.py), and record
+every file that is not a usable image or segmentation as a rejection."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import logging
 import os
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from converters.dicom import segmentation
 from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
+from converters.dicom.segmentation import SegHeader
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, listed, outside_rejections, split_folders
@@ -27,10 +30,13 @@ HEADER_THREADS = 8
 @dataclass(frozen=True)
 class SeriesFiles:
     """The payload of a series' work item: its SeriesInstanceUID and (absolute path, name) per file, the
-    name being the path relative to SRC or, without --keep-phi, the file's pseudonym (privacy.file_name)."""
+    name being the path relative to SRC or, without --keep-phi, the file's pseudonym (privacy.file_name); and the
+    segmentation (SEG) file of the series, if it has one, with its segments' class values."""
 
     uid: str
     files: tuple[tuple[str, str], ...]
+    seg: tuple[str, str] | None = None
+    segments: tuple[tuple[int, int], ...] = ()  # (segment number, class value)
 
 
 def read_header(path: Path) -> tuple[Any | None, str | None]:
@@ -74,6 +80,14 @@ def _classified(ds: Any, allow_burned_in: bool) -> str | None:
         return _classify(ds, allow_burned_in)
     except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
         return f"malformed attribute value: {failure(exc)}"
+
+
+def _segmentation(ds: Any) -> SegHeader | str | None:
+    """A SEG file's header (or the reason it cannot be used); None for a file that is no segmentation."""
+    try:
+        return segmentation.read_header(ds) if segmentation.is_segmentation(ds) else None
+    except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
+        return f"malformed attribute value in a segmentation (SEG): {failure(exc)}"
 
 
 def _bounded_map(pool: ThreadPoolExecutor, fn, items: list, chunk: int = 256):
@@ -128,8 +142,10 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
                                        private=private)
     splits: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []
+    segmented: dict[str, SegHeader] = {}  # series uid -> the header of its one SEG, over every split
     for split_name, root in roots:
         series: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        segs: dict[str, list[tuple[str, str, SegHeader]]] = defaultdict(list)  # by the series each segments
         patients: dict[str, str] = {}
         paths = []
         for path, problem in walk.files(root, root=src):  # nothing but regular files is opened
@@ -141,7 +157,11 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
         with ThreadPoolExecutor(HEADER_THREADS) as pool:  # header reads wait on storage more than on the CPU
             for path, (ds, reason) in zip(paths, _bounded_map(pool, read_header, paths)):
                 rel = display(path.relative_to(src).as_posix())
-                reason = reason or _classified(ds, allow_burned_in)
+                seg = None if reason else _segmentation(ds)
+                if isinstance(seg, SegHeader):
+                    segs[seg.series_uid].append((str(path), rel, seg))
+                    continue
+                reason = reason or seg or _classified(ds, allow_burned_in)
                 if reason is not None:
                     rejected.append(Rejection(split_name, rel, reason))
                     continue
@@ -149,17 +169,52 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
                 series[uid].append((str(path), rel))
                 if val_fraction and uid not in patients:  # the series' first file's patient (paths are sorted)
                     patients[uid] = _patient(ds, uid)
+        masks = _masks(segs, series, split_name, rejected)
         items = []
         for uid, files in series.items():
             files.sort(key=lambda f: f[1])
             rels = [r for _, r in files]
+            if masks.get(uid, "") is None:
+                rejected.append(Rejection(split_name, _series_rel(rels), f"its {len(segs[uid])} segmentations (SEG) "
+                                          "were rejected: a series converts with one mask"))
+                continue
             held = bool(val_fraction) and held_out(patients[uid], val_fraction)
+            seg_file = None
+            if uid in masks:
+                seg_path, seg_rel, segmented[uid] = masks[uid]  # type: ignore[misc]
+                seg_file = (seg_path, seg_rel)
             items.append(WorkItem(split="val" if held else split_name, rel=_series_rel(rels), source=files[0][0],
-                                  payload=SeriesFiles(uid, tuple(files))))
+                                  payload=SeriesFiles(uid, tuple(files), seg_file)))
         items.sort(key=lambda it: it.payload.files[0][1])  # canonical order: by first file's relative path
         splits.setdefault(split_name, [])
         for it in items:
             splits.setdefault(it.split, []).append(it)
-            identity.append([it.split, [[r, os.path.getsize(p)] for p, r in it.payload.files]])
+            read = (*it.payload.files, *([it.payload.seg] if it.payload.seg else []))
+            identity.append([it.split, [[r, os.path.getsize(p)] for p, r in read]])
+    classes, names = segmentation.class_names(list(segmented.values()))
+    splits = {split: [replace(it, payload=replace(it.payload, segments=segmentation.segment_values(
+        segmented[it.payload.uid], classes))) if it.payload.seg else it for it in items]
+        for split, items in splits.items()}
     log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
-    return Discovery(splits, (), rejected, "split/series" if split_dirs else "series", identity)
+    if segmented:
+        log.info("%d series have a segmentation (SEG): their masks", len(segmented))
+    return Discovery(splits, names if segmented else (), rejected, "split/series" if split_dirs else "series",
+                     identity)
+
+
+def _masks(segs: dict[str, list[tuple[str, str, SegHeader]]], series: dict[str, list[tuple[str, str]]], split: str,
+           rejected: list[Rejection]) -> dict[str, tuple[str, str, SegHeader] | None]:
+    """{series uid: its one SEG (path, name, header)}, or None for a series of several (each rejected, and the
+    series with them: which of them is its mask is not for fastdata to guess); a SEG of no series here is rejected."""
+    out: dict[str, tuple[str, str, SegHeader] | None] = {}
+    for uid, found in segs.items():
+        if uid not in series:
+            rejected.extend(Rejection(split, rel, "a segmentation (SEG) of a series that is not among this split's "
+                                                  "images") for _, rel, _ in found)
+        elif len(found) > 1:
+            rejected.extend(Rejection(split, rel, f"{len(found)} segmentations (SEG) of one series: keep one, move the "
+                                                  "others out of the source") for _, rel, _ in found)
+            out[uid] = None
+        else:
+            out[uid] = found[0]
+    return out

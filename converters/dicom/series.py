@@ -1,6 +1,7 @@
 """Per-series work (runs in worker processes): read every file of a series, order its slices,
 apply RescaleSlope/RescaleIntercept (HU for CT), resample to the requested spacing, and emit
-`{key}.npy` (int16) + `{key}.json` (geometry and acquisition metadata, no PHI by default)."""
+`{key}.npy` (int16) + `{key}.json` (geometry and acquisition metadata, no PHI by default), and `{key}.label.npy`
+for a series with a segmentation (SEG: segmentation.py), moved and resampled with it (nearest)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from converters.dicom import segmentation
 from converters.dicom.arrays import FLOAT32_MAX, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
@@ -22,6 +24,7 @@ from converters.dicom.resample import output_shape, resample, target_spacing
 from converters.guarded import Guarded
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
+from fastdata.volumes.intensity import FOREGROUND, histogram_of
 
 _CODE_STRING = re.compile(r"[A-Z0-9_ ]{0,16}")  # DICOM PS3.5 6.2, VR CS
 
@@ -124,9 +127,13 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
     return arr
 
 
-def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Slice], list[np.ndarray], Any, set[str]]:
+def _read(files: tuple[tuple[str, str], ...],
+          max_voxels: int) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str]]:
+    """The series' slices, their stored pixels, its first dataset, its transfer syntaxes and {file name:
+    SOPInstanceUID}."""
     pydicom = require("pydicom", "dicom")
     slices, planes, syntaxes, first = [], [], set(), None
+    sops: dict[str, str] = {}
     voxels = 0
     for path, rel in files:
         try:
@@ -137,6 +144,7 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
         try:  # pydicom parses values when they are first read: a malformed one fails here, in any way
             syntaxes.add(uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown"))
             these = _slices_of(ds, rel)
+            sops[rel] = str(ds.get("SOPInstanceUID", ""))
         except RejectSeries:
             raise
         except Exception as exc:  # noqa: BLE001 - a value pydicom cannot parse is a reason, not a crash
@@ -158,7 +166,7 @@ def _read(files: tuple[tuple[str, str], ...], max_voxels: int) -> tuple[list[Sli
             raise RejectSeries(f"{rel}: pixel data of shape {list(arr.shape)} does not match Rows/Columns/frames")
         slices.extend(these)
         planes.extend(arr[i] for i in range(arr.shape[0]))
-    return slices, planes, first, syntaxes
+    return slices, planes, first, syntaxes, sops
 
 
 def _code(ds: Any, keyword: str, rel: str) -> str:
@@ -177,10 +185,23 @@ def _code(ds: Any, keyword: str, rel: str) -> str:
     return text
 
 
-def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, dict[str, Any]]:
-    """The int16 array and the metadata of one series. Raises RejectSeries with the reason."""
+def _mask(series: SeriesFiles, slices: list[Slice], order: list[int], sops: dict[str, str],
+          opts: DicomOptions) -> np.ndarray:
+    """The class values of the series' SEG on its slices, in the volume's slice order."""
+    assert series.seg is not None
+    path, rel = series.seg
+    if any(s.frame is not None for s in slices):
+        raise RejectSeries(f"{rel}: a segmentation of a multi-frame series; its frames are placed on single-frame "
+                           "images only")
+    sources = [sops[slices[i].rel] for i in order]
+    return segmentation.read_mask(path, rel, sources, slices[0].shape, series.segments, opts.max_voxels)
+
+
+def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+    """The int16 array, the mask (a series with a SEG; else None) and the metadata of one series. Raises
+    RejectSeries with the reason."""
     files = series.files
-    slices, planes, ds, syntaxes = _read(files, opts.max_voxels)
+    slices, planes, ds, syntaxes, sops = _read(files, opts.max_voxels)
     planar = len(slices) == 1 and (slices[0].position is None or slices[0].orientation is None)
     if planar:
         geometry: Geometry = planar_geometry(slices[0])
@@ -189,17 +210,24 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         order, geometry = stack_geometry(slices, tolerance=opts.slice_tolerance)
     values = np.stack([planes[i].astype(np.float32) * np.float32(slices[i].slope) + np.float32(slices[i].intercept)
                        for i in order])
+    mask = None if series.seg is None else _mask(series, slices, order, sops, opts)
     if planar:
         values = values[0]
+        mask = None if mask is None else mask[0]
     stored = None if geometry.direction is None else axis_code(geometry.direction)
     if opts.orientation is not None and geometry.direction is not None:  # a planar image has no patient axes
-        (values,), geometry = reorient_on([values], geometry, opts.orientation)
+        moved, geometry = reorient_on([values, *([] if mask is None else [mask])], geometry, opts.orientation)
+        values, mask = moved[0], (None if mask is None else moved[1])
     target = target_spacing(values.shape, geometry.spacing, opts.spacing)
     resampled = math.prod(output_shape(values.shape, geometry.spacing, target))
     if resampled > opts.max_voxels:  # checked before the output is allocated
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
     arr, clipped = to_int16(out)
+    labels = None
+    if mask is not None:  # nearest: a class value is never blended into another
+        nearest, _ = resample(mask.astype(np.float32), geometry.spacing, target, order=0)
+        labels = np.rint(nearest).astype(np.uint8 if int(mask.max(initial=0)) <= 255 else np.uint16)
     first_rel = files[0][1]  # ds is the series' first file
     modality = _code(ds, "Modality", first_rel)
     meta: dict[str, Any] = {
@@ -227,23 +255,27 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "max": int(arr.max()),
         "clipped_voxels": clipped,
     }
+    if labels is not None and series.seg is not None:
+        meta.update({"label": series.seg[1], "label_dtype": str(labels.dtype), "label_max": int(labels.max())})
     if opts.keep_phi:
         try:
             meta["phi"] = phi_fields(ds)
         except Exception as exc:  # noqa: BLE001 - pydicom parses a value when it is first read
             raise RejectSeries(f"{first_rel}: an identifying attribute is malformed ({type(exc).__name__})") from exc
         meta["files_rel"] = [rel for _, rel in files]
-    return arr, meta
+    return arr, labels, meta
 
 
 def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejection:
-    """Convert the files of one series (item.payload: SeriesFiles) into a sample with members npy and json."""
-    for path, rel in item.payload.files:
+    """Convert the files of one series (item.payload: SeriesFiles) into a sample with members npy and json (and
+    label.npy for a series with a SEG)."""
+    seg = (item.payload.seg,) if item.payload.seg else ()
+    for path, rel in (*item.payload.files, *seg):
         if not Path(path).exists():
             return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
     try:
         with quiet_values():  # no value pydicom finds invalid is printed or logged (privacy.py)
-            arr, meta = convert_series(item.payload, opts)
+            arr, labels, meta = convert_series(item.payload, opts)
     except RejectSeries as exc:
         return Rejection(item.split, item.rel, str(exc))
     meta = {"key": item.key, **meta}
@@ -251,8 +283,14 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
     stats = {"series": 1, "slices": meta["slices"], "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
              "modality": {meta["modality"] or "unknown": 1}, "ndim": {str(arr.ndim): 1},
              **({"orientation": {meta["orientation"]: 1}} if meta["orientation"] else {})}
-    return Sample(key=item.key, label=None, members={"npy": npy_bytes(arr), "json": info},
-                  stats=stats)
+    members = {"npy": npy_bytes(arr)}
+    if labels is not None:
+        members["label.npy"] = npy_bytes(labels)
+        stats["masks"] = 1
+        if arr.ndim == 3:  # the foreground histogram (fastdata/volumes/intensity.py), as the nifti kind's
+            stats[FOREGROUND] = histogram_of(arr, labels)
+    members["json"] = info
+    return Sample(key=item.key, label=None, members=members, stats=stats)
 
 
 class SeriesProcessor(Guarded):

@@ -1,0 +1,114 @@
+"""DICOM Segmentation objects (SEG: the annotations TCIA and the Imaging Data Commons publish, dcmqi's, highdicom's
+and 3D Slicer's exports) as the masks of the series they segment, read with highdicom.
+
+Discovery reads a SEG file's header only: the series it segments (ReferencedSeriesSequence) and its segments, each
+known by its segmented property type, a code (SCT 10200004, "Liver"). The dataset's classes are those codes, over
+every SEG of the source, named by their meaning and sorted by name after the background (0): a segment's voxels take
+its code's class, so "Liver" is one value in every case whatever its segment number in each file.
+
+Conversion reads the frames with highdicom, each placed on the slice of the source image it names
+(DerivationImageSequence), slices no frame names being empty, as a SEG leaves them out. A voxel in two segments
+rejects the case: a label volume holds one class per voxel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from converters.dicom.geometry import RejectSeries
+from fastdata.errors import require
+
+SEG_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4"  # Segmentation Storage
+BACKGROUND = "background"
+
+
+@dataclass(frozen=True)
+class SegHeader:
+    """What discovery reads of a SEG file: the series it segments, and its segments as (segment number, code)."""
+
+    series_uid: str
+    segments: tuple[tuple[int, tuple[str, str], str], ...]  # (number, (scheme, value), meaning)
+
+
+def is_segmentation(ds: Any) -> bool:
+    sop = str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
+    return sop == SEG_SOP_CLASS
+
+
+def read_header(ds: Any) -> SegHeader | str:
+    """The SegHeader of a SEG dataset (read without its pixel data), or the reason it cannot be used."""
+    referenced = ds.get("ReferencedSeriesSequence") or []
+    uids = {str(item.get("SeriesInstanceUID", "")) for item in referenced} - {""}
+    if len(uids) != 1:
+        return (f"a segmentation (SEG) that references {len(uids)} series (ReferencedSeriesSequence); fastdata reads "
+                "one that segments one series of the source")
+    segments = []
+    for item in ds.get("SegmentSequence") or []:
+        codes = item.get("SegmentedPropertyTypeCodeSequence") or []
+        if len(codes) != 1 or item.get("SegmentNumber") is None:
+            return "a segmentation (SEG) segment without its number or its segmented property type (a code)"
+        code = codes[0]
+        key = (str(code.get("CodingSchemeDesignator", "")), str(code.get("CodeValue", "") or code.get(
+            "LongCodeValue", "") or code.get("URNCodeValue", "")))
+        segments.append((int(item.SegmentNumber), key, str(code.get("CodeMeaning", "")).strip() or " ".join(key)))
+    if not segments:
+        return "a segmentation (SEG) without segments (SegmentSequence)"
+    return SegHeader(next(iter(uids)), tuple(segments))
+
+
+def class_names(headers: list[SegHeader]) -> tuple[dict[tuple[str, str], int], tuple[str, ...]]:
+    """({code: class value}, class names with the background first) over every SEG of a source: codes sorted by the
+    name each shows; a meaning two codes share names each of them with its code."""
+    meanings: dict[tuple[str, str], str] = {}
+    for header in headers:
+        for _, key, meaning in header.segments:
+            meanings.setdefault(key, meaning)
+    shared = [m for m in meanings.values() if list(meanings.values()).count(m) > 1]
+    names = {key: f"{m} ({key[0]} {key[1]})" if m in shared else m for key, m in meanings.items()}
+    ordered = sorted(names, key=lambda key: (names[key], key))
+    return {key: n for n, key in enumerate(ordered, start=1)}, (BACKGROUND, *(names[key] for key in ordered))
+
+
+def segment_values(header: SegHeader, classes: dict[tuple[str, str], int]) -> tuple[tuple[int, int], ...]:
+    """(segment number, class value) of each segment of one SEG."""
+    return tuple((number, classes[key]) for number, key, _ in header.segments)
+
+
+def read_mask(path: str, rel: str, sources: list[str], shape: tuple[int, int], values: tuple[tuple[int, int], ...],
+              max_voxels: int) -> np.ndarray:
+    """The (slice, row, column) class values of the SEG at `path` on the slices whose SOPInstanceUIDs are `sources`,
+    in that order; RejectSeries with the reason when they cannot be had."""
+    pydicom = require("pydicom", "dicom")
+    hd = require("highdicom", "dicom")
+    try:
+        head = pydicom.dcmread(path, stop_before_pixels=True)
+        frames = int(head.get("NumberOfFrames") or 1) * int(head.Rows) * int(head.Columns)
+    except Exception as exc:  # noqa: BLE001 - pydicom raises many types for damaged files
+        raise RejectSeries(f"{rel}: cannot read the segmentation ({type(exc).__name__})") from exc
+    if frames > max_voxels:  # checked on the header, before the frames are decoded
+        raise RejectSeries(f"{rel}: a segmentation of {frames} voxels in its frames, more than --max-voxels "
+                           f"{max_voxels}")
+    if (int(head.Rows), int(head.Columns)) != shape:
+        raise RejectSeries(f"{rel}: segmentation frames of {int(head.Rows)} x {int(head.Columns)} pixels on a series "
+                           f"of {shape[0]} x {shape[1]}")
+    try:
+        seg = hd.seg.segread(path)
+        numbers = seg.get_pixels_by_source_instance(
+            source_sop_instance_uids=sources, combine_segments=True, relabel=False,
+            assert_missing_frames_are_empty=True, dtype=np.uint16)
+    except RuntimeError as exc:
+        if "overlap" in str(exc):
+            raise RejectSeries(f"{rel}: its segments overlap (a voxel in two of them); a label volume holds one "
+                               "class per voxel") from exc
+        raise RejectSeries(f"{rel}: cannot read the segmentation ({type(exc).__name__})") from exc
+    except Exception as exc:  # noqa: BLE001 - highdicom raises many types for what it cannot place or decode
+        fractional = str(head.get("SegmentationType", "")) == "FRACTIONAL"
+        why = " (a FRACTIONAL one of values between 0 and its maximum: probabilities)" if fractional else ""
+        raise RejectSeries(f"{rel}: cannot read the segmentation{why} ({type(exc).__name__})") from exc
+    lookup = np.zeros(max(max(n for n, _ in values), int(numbers.max(initial=0))) + 1, np.uint16)
+    for number, value in values:
+        lookup[number] = value
+    return lookup[numbers]

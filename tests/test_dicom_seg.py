@@ -1,0 +1,179 @@
+"""DICOM Segmentation objects (SEG) are the masks of the series they segment (converters/dicom/segmentation.py):
+before, a SEG file was converted as a series of its own, its frames taken for a volume. The SEGs are written with
+highdicom over the test phantom (conftest_seg.py), so each mask voxel is known."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("highdicom")
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_dicom import (  # noqa: E402
+    PHI_STRINGS,
+    Phantom,
+    convert_dicom,
+    load_volume,
+    read_samples,
+    reasons_by_path,
+    write_phantom,
+)
+from conftest_seg import prepared_sources, write_seg  # noqa: E402
+
+PHANTOM = Phantom()
+
+
+def _regions(phantom: Phantom = PHANTOM) -> tuple[np.ndarray, np.ndarray]:
+    """(the sphere, a box in a corner) as (z, y, x) bool masks over the phantom."""
+    sphere = phantom.hu() > 0
+    box = np.zeros_like(sphere)
+    box[2:6, :5, 30:] = True
+    return sphere, box
+
+
+def _case(root: Path, segments: list[tuple[str, np.ndarray]], phantom: Phantom = PHANTOM, *, seed: int = 0,
+          seg_name: str = "seg.dcm") -> Path:
+    """The phantom's series under root/ct with a SEG of `segments` beside it at root/seg_name; returns root."""
+    sources = prepared_sources(write_phantom(root / "ct", phantom, seed=seed))
+    write_seg(root / seg_name, sources, segments, uid_seed=str(root))
+    return root
+
+
+def _samples(dst: Path, split: str = "train") -> list[tuple[np.ndarray, np.ndarray | None, dict]]:
+    out = []
+    for sample in read_samples(dst, split).values():
+        arr, meta = load_volume(sample)
+        mask = np.load(__import__("io").BytesIO(sample["label.npy"])) if "label.npy" in sample else None
+        out.append((arr, mask, meta))
+    return out
+
+
+def test_a_series_with_its_seg_converts_with_the_mask_each_class_by_its_code(tmp_path: Path):
+    """The mask lies on the series' slices as the SEG's frames name them (the files' names and instance numbers
+    say nothing of the order), each segment's voxels take its class: the classes are the segments' codes, named by
+    their meanings, sorted by name after the background. The SEG's copy of the patient's identity is never
+    written."""
+    sphere, box = _regions()
+    _case(tmp_path / "src", [("tumor", sphere), ("liver", box)])
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    assert result.rejected == []
+    ((arr, mask, meta),) = _samples(tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["classes"] == ["background", "Liver", "Neoplasm"]
+    assert mask.dtype == np.uint8 and mask.shape == arr.shape
+    np.testing.assert_array_equal(mask, np.where(sphere, 2, np.where(box, 1, 0)))
+    np.testing.assert_array_equal(arr, PHANTOM.hu())
+    assert meta["label_dtype"] == "uint8" and meta["label_max"] == 2 and meta["label"].startswith("file-")
+    assert manifest["splits"]["train"]["stats"]["masks"] == 1
+    from importlib import metadata
+
+    assert result.manifest.extra["versions"]["highdicom"] == metadata.version("highdicom")  # it places the frames
+    for written in (tmp_path / "out").rglob("*"):
+        if written.is_file():
+            data = written.read_bytes()
+            assert not any(phi.encode() in data for phi in PHI_STRINGS), (written, data[:100])
+
+
+def test_the_mask_moves_and_is_resampled_with_its_image(tmp_path: Path):
+    """--orientation flips the mask with its image, voxel for voxel; --spacing resamples it by the nearest voxel,
+    so no class value is blended into another."""
+    sphere, box = _regions()
+    _case(tmp_path / "src", [("tumor", sphere), ("liver", box)])
+    expected = np.where(sphere, 2, np.where(box, 1, 0))
+    convert_dicom(tmp_path / "src", tmp_path / "ras", orientation="RAS")
+    ((arr, mask, meta),) = _samples(tmp_path / "ras")
+    assert meta["orientation"] == "RAS"
+    np.testing.assert_array_equal(mask, expected[:, ::-1, ::-1])  # LPS -> RAS: rows and columns reversed
+    np.testing.assert_array_equal(arr, PHANTOM.hu()[:, ::-1, ::-1])
+    convert_dicom(tmp_path / "src", tmp_path / "coarse", spacing=(5.0, 1.6, 1.4))  # twice the native spacing
+    ((arr, mask, meta),) = _samples(tmp_path / "coarse")
+    assert mask.shape == arr.shape == (8, 20, 18)
+    assert set(np.unique(mask)) == {0, 1, 2}
+    np.testing.assert_array_equal(mask, expected[::2, ::2, ::2])  # the voxels the coarse grid falls on
+
+
+def test_one_structure_is_one_class_whatever_its_segment_number_in_each_seg(tmp_path: Path):
+    """Two series whose SEGs number their segments in opposite orders (and one SEG with a third structure): the
+    liver is one class value in both, as is the tumour."""
+    sphere, box = _regions()
+    _case(tmp_path / "src" / "a", [("tumor", sphere), ("liver", box)])
+    other = replace(PHANTOM, series_uid=PHANTOM.series_uid + ".2")
+    kidney = np.zeros_like(sphere)
+    kidney[10:, 30:, :4] = True
+    _case(tmp_path / "src" / "b", [("liver", box), ("kidney", kidney), ("tumor", sphere)], other, seed=1)
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    assert result.rejected == []
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["classes"] == ["background", "Kidney", "Liver", "Neoplasm"]
+    masks = sorted((m for _, m, _ in _samples(tmp_path / "out")), key=lambda m: bool(np.any(m == 1)))  # a, b
+    np.testing.assert_array_equal(masks[0], np.where(sphere, 3, np.where(box, 2, 0)))
+    np.testing.assert_array_equal(masks[1], np.where(sphere, 3, np.where(box, 2, np.where(kidney, 1, 0))))
+
+
+def test_unusable_segmentations_are_rejected_with_their_reason(tmp_path: Path):
+    """Two SEGs of one series (which is the mask is not for fastdata to guess: both, and the series, are
+    rejected), a SEG of a series not in the source, and one whose segments overlap."""
+    from pydicom import dcmread
+    from pydicom.uid import generate_uid
+
+    sphere, box = _regions()
+    src = tmp_path / "src"
+    _case(src / "two", [("tumor", sphere)])
+    sources = prepared_sources(sorted((src / "two" / "ct").iterdir()))
+    write_seg(src / "two" / "second.dcm", sources, [("liver", box)], uid_seed="second")
+    _case(src / "lone", [("tumor", sphere)], replace(PHANTOM, series_uid=PHANTOM.series_uid + ".3"), seed=2)
+    for path in (src / "lone" / "ct").iterdir():
+        path.unlink()  # its series is gone; the SEG stays
+    (src / "lone" / "ct").rmdir()
+    overlap = box | sphere
+    _case(src / "overlap", [("tumor", sphere), ("liver", overlap)],
+          replace(PHANTOM, series_uid=PHANTOM.series_uid + ".4"), seed=3)
+    _case(src / "good", [("tumor", sphere)], replace(PHANTOM, series_uid=PHANTOM.series_uid + ".5"), seed=4)
+    nowhere = dcmread(src / "good" / "seg.dcm")
+    del nowhere.ReferencedSeriesSequence
+    nowhere.SOPInstanceUID = generate_uid(entropy_srcs=["nowhere"])
+    nowhere.save_as(src / "nowhere.dcm")
+    result = convert_dicom(src, tmp_path / "out")
+    reasons = reasons_by_path(result)
+    two = {rel: why for rel, why in reasons.items() if rel.startswith("two/")}
+    assert two == {
+        "two/seg.dcm": "2 segmentations (SEG) of one series: keep one, move the others out of the source",
+        "two/second.dcm": "2 segmentations (SEG) of one series: keep one, move the others out of the source",
+        "two/ct (16 files)": "its 2 segmentations (SEG) were rejected: a series converts with one mask"}
+    assert reasons["lone/seg.dcm"] == "a segmentation (SEG) of a series that is not among this split's images"
+    assert reasons["nowhere.dcm"] == ("a segmentation (SEG) that references 0 series (ReferencedSeriesSequence); "
+                                      "fastdata reads one that segments one series of the source")
+    (overlapping,) = [why for rel, why in reasons.items() if rel.startswith("overlap/")]
+    assert overlapping.endswith(": its segments overlap (a voxel in two of them); a label volume holds one class "
+                                "per voxel")
+    assert len(reasons) == 6
+    # the classes are those of the SEGs discovery kept: the overlapping one's liver too, rejected as it was later
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["background", "Liver",
+                                                                                      "Neoplasm"]
+    ((_, mask, _),) = _samples(tmp_path / "out")
+    np.testing.assert_array_equal(mask, np.where(sphere, 2, 0))
+
+
+def test_a_loader_yields_the_masks_of_a_dicom_dataset(tmp_path: Path):
+    """The volume loader reads a dicom dataset's masks as it reads a nifti one's: patches and their masks, cut
+    alike."""
+    import fastdata
+
+    sphere, box = _regions()
+    _case(tmp_path / "src", [("tumor", sphere), ("liver", box)])
+    convert_dicom(tmp_path / "src", tmp_path / "out")
+    loader = fastdata.loader(tmp_path / "out", train=False, patch_size=8, batch_size=64, pad_value=0.0)
+    values, masks = [], []
+    for patches, meta in loader:
+        values.append(patches)
+        masks.append(meta["labels"])
+    import torch
+
+    patches, labels = torch.cat(values), torch.cat(masks)
+    assert labels.shape == patches.shape and int(labels.max()) == 2
+    assert torch.all(patches[labels == 2] == 800)  # the sphere's HU where its class is
