@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 IMAGE_KINDS = ("images", "image_text")  # kinds whose samples hold an image (and a label when labeled)
 VOLUME_KINDS = ("dicom", "nifti")  # kinds whose samples hold a volume (npy + json, and a mask's label.npy)
+OPTIONAL = {"dicom": {"label.npy"}, "nifti": {"label.npy"}}  # members a kind writes for some samples only
 IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, not read
 
 
@@ -81,6 +82,7 @@ def _check_wds(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool)
         return problems + [f"{path}: unreadable tar: {exc}"]
     converted = "adopted" not in manifest.extra
     expected = set(manifest.extra.get("members") or ()) if converted else set()
+    optional = OPTIONAL.get(manifest.kind, set())
     label_member = manifest.label_member
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -91,7 +93,7 @@ def _check_wds(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool)
             if wrong:
                 problems.append(f"{path}: sample {key}: the index names {wrong} where the tar holds no such member")
                 continue
-            if expected and set(members) != expected:
+            if expected and not expected - optional <= set(members) <= expected:
                 problems.append(f"{path}: sample {key} has members {sorted(members)}, expected {sorted(expected)}")
             if manifest.kind not in IMAGE_KINDS:
                 continue

@@ -26,8 +26,8 @@ def dst(tmp_path):
 
 
 def _rewrite(shard, change):
-    """Rewrite the shard's members through change(name, data) -> data (same names, same order), and its
-    size and sha256 in the manifest, as a forger would."""
+    """Rewrite the shard's members through change(name, data) -> data (same names, same order; None drops the
+    member), and its size and sha256 in the manifest, as a forger would."""
     import hashlib
 
     with tarfile.open(shard) as tar:
@@ -36,6 +36,8 @@ def _rewrite(shard, change):
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         for name, data in members:
             data = change(name, data)
+            if data is None:
+                continue
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))

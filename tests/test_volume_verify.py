@@ -136,6 +136,33 @@ def test_a_dicom_dataset_verifies_clean_with_decode(tmp_path):
     assert verify_dataset(tmp_path / "out", decode=True) == []
 
 
+def test_a_mask_is_a_member_some_volumes_have(tmp_path):
+    """A volume without a mask has no label.npy: an unmasked nifti dataset, and a dicom dataset of a series with a
+    segmentation (SEG) beside one without, verify clean. Before, verify reported every unmasked nifti sample for
+    its missing label.npy. A sample without its json is still reported."""
+    pytest.importorskip("nibabel")
+    pytest.importorskip("highdicom")
+    from dataclasses import replace
+
+    from conftest_dicom import Phantom, convert_dicom, write_phantom
+    from conftest_seg import prepared_sources, write_seg
+
+    save(tmp_path / "nii" / "a.nii.gz", np.linspace(0, 1, 60, dtype=np.float32).reshape(5, 4, 3))
+    convert_nifti(tmp_path / "nii", tmp_path / "nii_out")
+    assert verify_dataset(tmp_path / "nii_out", decode=True) == []
+    phantom = Phantom(slices=4, rows=12, cols=10)
+    sources = prepared_sources(write_phantom(tmp_path / "dcm" / "p0", phantom))
+    write_seg(tmp_path / "dcm" / "p0" / "seg.dcm", sources, [("tumor", phantom.hu() > 0)])
+    write_phantom(tmp_path / "dcm" / "p1", replace(phantom, series_uid=phantom.series_uid + ".1"), seed=1)
+    convert_dicom(tmp_path / "dcm", tmp_path / "dcm_out", samples_per_shard=2)
+    assert verify_dataset(tmp_path / "dcm_out", decode=True) == []
+    forged = _forged(tmp_path / "dcm_out", tmp_path, lambda name, data: None if name.endswith(".json") else data)
+    shard = forged / SHARD
+    assert verify_dataset(forged) == [
+        f"{shard}: sample 00000000 has members ['label.npy', 'npy'], expected ['json', 'label.npy', 'npy']",
+        f"{shard}: sample 00000001 has members ['npy'], expected ['json', 'label.npy', 'npy']"]
+
+
 def test_a_json_true_is_no_number_to_match():
     from fastdata.volumes.sample_check import _same
 
