@@ -69,6 +69,7 @@ def test_a_series_with_its_seg_converts_with_the_mask_each_class_by_its_code(tmp
     np.testing.assert_array_equal(mask, np.where(sphere, 2, np.where(box, 1, 0)))
     np.testing.assert_array_equal(arr, PHANTOM.hu())
     assert meta["label_dtype"] == "uint8" and meta["label_max"] == 2 and meta["label"].startswith("file-")
+    assert meta["interpolation"] == "linear (scipy.ndimage.affine_transform, order=1); masks nearest (order=0)"
     assert manifest["splits"]["train"]["stats"]["masks"] == 1
     from importlib import metadata
 

@@ -67,12 +67,14 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
     assert described == {
         "preprocessing": {
             "spacing": [2.0, 1.0, 1.0], "spacing_axes": "zyx", "orientation": "as stored",
-            "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
+            "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
             "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
             "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
             "slice_tolerance": options.slice_tolerance, "keep_phi": options.keep_phi, "pseudonyms": pseudonyms,
             "burned_in_annotation": burned, "max_voxels": 99, "val_fraction": 0.0},
-        "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else []}}
+        "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else [],
+                  "masks": "label.npy of a series with a segmentation (SEG): its segments' classes (the manifest's "
+                           "classes), uint8 (uint16 past 255 classes), on the series' grid"}}
     assert "SALT-7731" not in json.dumps(described)  # a secret: never written
     assert get_kind("dicom").describe(discovery(), DicomOptions())["preprocessing"]["spacing"] is None
     assert get_kind("dicom").describe(discovery(), DicomOptions(orientation="PIR"))["preprocessing"][
@@ -126,10 +128,12 @@ def test_nifti(given, pseudonyms):
         "preprocessing": {
             "spacing": [1.0, 0.5, 0.5], "spacing_axes": "zyx", "orientation": "RAS",
             "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
-            "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU",
+            "values": "int16 where every value is a whole number in int16's range, else float32; CT in HU; "
+                      "PAR/REC: display values (rescale slope and intercept)",
             "geometry": "the file's affine (NIfTI: sform, else qform; MGH: vox2ras; Analyze 7.5: nibabel's, x "
-                        "right to left, or SPM's .mat; MINC: its axes' steps, starts and direction cosines; "
-                        "MetaImage, NRRD: ITK's); origin and direction in DICOM's LPS frame",
+                        "right to left, or SPM's .mat; MINC: its axes' steps, starts and direction cosines; AFNI: "
+                        "IJK_TO_DICOM_REAL; PAR/REC: nibabel's, of angulation and off-centre; MetaImage, NRRD: "
+                        "ITK's); origin and direction in DICOM's LPS frame",
             "channel": 2, "modality": "T2", "mask_words": [], "keep_phi": bool(given.get("keep_phi")),
             "pseudonyms": pseudonyms,
             "max_voxels": 1000, "val_fraction": 0.25},

@@ -118,13 +118,15 @@ class DicomKind:
         return {
             "preprocessing": {
                 **shared_preprocessing(options, "source paths and UIDs kept (--keep-phi)"),
-                "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
+                "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
                 "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
                 "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
                 "slice_tolerance": options.slice_tolerance,
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",
             },
-            "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS)},
+            "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS),
+                      "masks": "label.npy of a series with a segmentation (SEG): its segments' classes (the manifest's "
+                               "classes), uint8 (uint16 past 255 classes), on the series' grid"},
         }
 
 

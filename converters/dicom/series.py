@@ -256,7 +256,8 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "clipped_voxels": clipped,
     }
     if labels is not None and series.seg is not None:
-        meta.update({"label": series.seg[1], "label_dtype": str(labels.dtype), "label_max": int(labels.max())})
+        meta.update({"label": series.seg[1], "label_dtype": str(labels.dtype), "label_max": int(labels.max()),
+                     "interpolation": f"{meta['interpolation']}; masks nearest (order=0)"})
     if opts.keep_phi:
         try:
             meta["phi"] = phi_fields(ds)
