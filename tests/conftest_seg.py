@@ -15,6 +15,7 @@ CODES = {  # name -> (scheme, value, meaning), as SNOMED CT codes them
     "liver": ("SCT", "10200004", "Liver"),
     "tumor": ("SCT", "108369006", "Neoplasm"),
     "kidney": ("SCT", "64033007", "Kidney"),
+    "local neoplasm": ("99FD", "N1", "Neoplasm"),  # a site's own code of the same meaning as SNOMED's
 }
 
 

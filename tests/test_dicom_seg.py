@@ -98,6 +98,34 @@ def test_the_mask_moves_and_is_resampled_with_its_image(tmp_path: Path):
     np.testing.assert_array_equal(mask, expected[::2, ::2, ::2])  # the voxels the coarse grid falls on
 
 
+def test_resampling_never_blends_one_class_into_another(tmp_path: Path):
+    """At a spacing that is no multiple of the native one, the sphere's class (2) beside the background (0) stays 2
+    or 0: a linear resample would make its rim 1, a class (the liver's) it is not."""
+    sphere, _ = _regions()
+    corner = np.zeros_like(sphere)
+    corner[:2, :3, :3] = True  # the liver's class, far from the sphere
+    _case(tmp_path / "src", [("tumor", sphere), ("liver", corner)])
+    convert_dicom(tmp_path / "src", tmp_path / "out", spacing=(3.0, 1.1, 0.9))
+    ((arr, mask, _),) = _samples(tmp_path / "out")
+    assert mask.shape == arr.shape and set(np.unique(mask)) == {0, 1, 2}
+    assert not np.any(mask[:, 5:, 5:] == 1)  # 1 only in the corner
+    assert arr[mask == 2].mean() > 600 > 100 > arr[mask == 0].mean()  # the class lies on the sphere (800 HU; 0 out)
+
+
+def test_a_seg_that_names_only_the_slices_it_covers(tmp_path: Path):
+    """A SEG made from the slices its segments cover references no other slice of its series: those are
+    background."""
+    sphere, _ = _regions()
+    sources = prepared_sources(write_phantom(tmp_path / "src" / "ct", PHANTOM))
+    covered = [k for k in range(PHANTOM.slices) if sphere[k].any()]
+    assert 0 < len(covered) < PHANTOM.slices
+    write_seg(tmp_path / "src" / "seg.dcm", [sources[k] for k in covered], [("tumor", sphere[covered])])
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    assert result.rejected == []
+    ((_, mask, _),) = _samples(tmp_path / "out")
+    np.testing.assert_array_equal(mask, sphere.astype(np.uint8))
+
+
 def test_one_structure_is_one_class_whatever_its_segment_number_in_each_seg(tmp_path: Path):
     """Two series whose SEGs number their segments in opposite orders (and one SEG with a third structure): the
     liver is one class value in both, as is the tumour."""
@@ -158,6 +186,58 @@ def test_unusable_segmentations_are_rejected_with_their_reason(tmp_path: Path):
                                                                                       "Neoplasm"]
     ((_, mask, _),) = _samples(tmp_path / "out")
     np.testing.assert_array_equal(mask, np.where(sphere, 2, 0))
+
+
+def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_are_read(tmp_path: Path):
+    """A SEG whose frames hold more voxels than --max-voxels (the series within it), one whose frames are not its
+    series' size, one of a multi-frame series (highdicom places those frames by source frame, which is not read),
+    and SEGs whose segments lack their code, or that have none."""
+    from conftest_dicom import edit_dicom
+    from pydicom import dcmread
+    from test_dicom_series_detail import _enhanced
+
+    src = tmp_path / "src"
+    columns = [np.zeros((PHANTOM.slices, PHANTOM.rows, PHANTOM.cols), bool) for _ in range(3)]
+    for n, column in enumerate(columns):
+        column[:, :, 2 * n:2 * n + 2] = True  # in every slice: 3 x 16 frames of 40 x 36
+    _case(src / "big", list(zip(("tumor", "liver", "kidney"), columns, strict=True)))
+    for name, uid in (("small", ".1"), ("multi", ".2"), ("nocode", ".3"), ("empty", ".4")):
+        _case(src / name, [("tumor", columns[0])], replace(PHANTOM, series_uid=PHANTOM.series_uid + uid),
+              seed=len(name))
+    edit_dicom(src / "small" / "seg.dcm", Rows=20)
+    _enhanced(src / "multi" / "e.dcm", 3)
+    seg = dcmread(src / "multi" / "seg.dcm")
+    seg.ReferencedSeriesSequence[0].SeriesInstanceUID = "1.2.7"  # the multi-frame series'
+    seg.save_as(src / "multi" / "seg.dcm")
+    seg = dcmread(src / "nocode" / "seg.dcm")
+    del seg.SegmentSequence[0].SegmentedPropertyTypeCodeSequence
+    seg.save_as(src / "nocode" / "seg.dcm")
+    seg = dcmread(src / "empty" / "seg.dcm")
+    seg.SegmentSequence = []
+    seg.save_as(src / "empty" / "seg.dcm")
+    result = convert_dicom(src, tmp_path / "out", max_voxels=30_000)  # a series: 16 x 40 x 36 = 23,040 voxels
+    reasons = {rel.split("/")[0]: why for rel, why in reasons_by_path(result).items()}
+    names = {rel.split("/")[0]: rel for rel in reasons_by_path(result)}
+    assert reasons["big"].endswith(": a segmentation of 69120 voxels in its frames, more than --max-voxels 30000")
+    assert reasons["small"].endswith(": segmentation frames of 20 x 36 pixels on a series of 40 x 36")
+    assert reasons["multi"].endswith(": a segmentation of a multi-frame series; its frames are placed on single-frame "
+                                     "images only")
+    assert (names["nocode"], reasons["nocode"]) == ("nocode/seg.dcm", "a segmentation (SEG) segment without its "
+                                                    "number or its segmented property type (a code)")
+    assert (names["empty"], reasons["empty"]) == ("empty/seg.dcm", "a segmentation (SEG) without segments "
+                                                  "(SegmentSequence)")
+    # kept: the series of the two SEGs rejected at discovery, and multi's phantom, whose SEG now names another
+    assert len(reasons_by_path(result)) == 5 and len(_samples(tmp_path / "out")) == 3
+
+
+def test_two_codes_of_one_meaning_are_two_classes_named_with_their_codes(tmp_path: Path):
+    sphere, box = _regions()
+    _case(tmp_path / "src", [("tumor", sphere), ("local neoplasm", box)])
+    convert_dicom(tmp_path / "src", tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["classes"] == ["background", "Neoplasm (99FD N1)", "Neoplasm (SCT 108369006)"]
+    ((_, mask, _),) = _samples(tmp_path / "out")
+    np.testing.assert_array_equal(mask, np.where(sphere, 2, np.where(box, 1, 0)))
 
 
 def test_a_loader_yields_the_masks_of_a_dicom_dataset(tmp_path: Path):
