@@ -115,6 +115,7 @@ def test_histogram_buckets_are_shown_in_numeric_order() -> None:
     ((4, 0, 4), "classes: largest a (4), smallest b (0), a class without samples; sample_weights='balanced' draws "
                 "them alike"),
     ((), None),
+    ((0, 0, 0), None),  # a volume dataset's classes (its masks' values): no sample has one, nothing to balance
 ])
 def test_info_names_an_imbalance_and_the_option_for_it(counts, line) -> None:
     from fastdata.cli.info import _imbalance

@@ -137,6 +137,22 @@ def _kaggle_imagenet(box: Path) -> None:
     (box / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
 
 
+def _segmented_patients(root: Path) -> None:
+    """Two patients as TCIA hands out NSCLC-Radiomics' segmentations: root/LUNG1-00N/CT/ (the phantom series) beside
+    root/LUNG1-00N/SEG/1-1.dcm (its sphere as a tumour; conftest_seg.py writes it with highdicom)."""
+    from dataclasses import replace
+
+    from conftest_dicom import Phantom, write_phantom
+    from conftest_seg import prepared_sources, write_seg
+
+    for n in (1, 2):
+        phantom = replace(Phantom(slices=6, rows=16, cols=14, center_mm=(-7.0, -14.0, 46.0), radius_mm=4.0),
+                          series_uid=f"{Phantom.series_uid}.{n}")
+        case = root / f"LUNG1-00{n}"
+        sources = prepared_sources(write_phantom(case / "CT", phantom, seed=n))
+        write_seg(case / "SEG" / "1-1.dcm", sources, [("tumor", phantom.hu() > 0)], uid_seed=f"LUNG1-00{n}")
+
+
 def _named(home: Path) -> None:
     """Photos whose names hold their classes: Oxford-IIIT Pet's `Bengal_3.jpg`, dogs vs cats' `train/cat.0.jpg`
     (and an unlabeled `test/`); and Food-101's class folders with their split lists."""
@@ -216,6 +232,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     brainweb_normal(box / "home" / "data" / "brainweb")
     afni_subjects(box / "home" / "data" / "afni")
     kirby21_scans(box / "home" / "data" / "kirby21")
+    _segmented_patients(box / "home" / "data" / "nsclc")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

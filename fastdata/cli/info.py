@@ -94,8 +94,9 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
 
 def _imbalance(classes: tuple[str, ...], counts: tuple[int, ...]) -> Iterator[str]:
     """A line on a split whose largest class holds twice its smallest or more, naming the option that draws them
-    alike (docs/loading.md, "Weighted sampling")."""
-    if not counts or len(counts) != len(classes):
+    alike (docs/loading.md, "Weighted sampling"). None where no sample has a class: a volume dataset's classes are
+    its masks' values, which no sample is labelled with."""
+    if not counts or len(counts) != len(classes) or not any(counts):
         return
     hi = max(range(len(counts)), key=lambda c: (counts[c], -c))
     lo = min(range(len(counts)), key=lambda c: (counts[c], c))
