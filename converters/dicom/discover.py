@@ -85,7 +85,7 @@ def _classified(ds: Any, allow_burned_in: bool) -> str | None:
 def _segmentation(ds: Any) -> SegHeader | str | None:
     """A SEG file's header (or the reason it cannot be used); None for a file that is no segmentation."""
     try:
-        return segmentation.read_header(ds) if segmentation.is_segmentation(ds) else None
+        return segmentation.header_of(ds) if segmentation.is_segmentation(ds) else None
     except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
         return f"malformed attribute value in a segmentation (SEG): {failure(exc)}"
 

@@ -38,7 +38,7 @@ def is_segmentation(ds: Any) -> bool:
     return sop == SEG_SOP_CLASS
 
 
-def read_header(ds: Any) -> SegHeader | str:
+def header_of(ds: Any) -> SegHeader | str:
     """The SegHeader of a SEG dataset (read without its pixel data), or the reason it cannot be used."""
     referenced = ds.get("ReferencedSeriesSequence") or []
     uids = {str(item.get("SeriesInstanceUID", "")) for item in referenced} - {""}
