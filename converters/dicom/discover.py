@@ -174,32 +174,42 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
         for uid, files in series.items():
             files.sort(key=lambda f: f[1])
             rels = [r for _, r in files]
-            if masks.get(uid, "") is None:
+            mask = masks.get(uid)
+            if uid in masks and mask is None:
                 rejected.append(Rejection(split_name, _series_rel(rels), f"its {len(segs[uid])} segmentations (SEG) "
                                           "were rejected: a series converts with one mask"))
                 continue
+            if mask is not None:
+                segmented[uid] = mask[2]
             held = bool(val_fraction) and held_out(patients[uid], val_fraction)
-            seg_file = None
-            if uid in masks:
-                seg_path, seg_rel, segmented[uid] = masks[uid]  # type: ignore[misc]
-                seg_file = (seg_path, seg_rel)
             items.append(WorkItem(split="val" if held else split_name, rel=_series_rel(rels), source=files[0][0],
-                                  payload=SeriesFiles(uid, tuple(files), seg_file)))
+                                  payload=SeriesFiles(uid, tuple(files), None if mask is None else mask[:2])))
         items.sort(key=lambda it: it.payload.files[0][1])  # canonical order: by first file's relative path
         splits.setdefault(split_name, [])
         for it in items:
             splits.setdefault(it.split, []).append(it)
             read = (*it.payload.files, *([it.payload.seg] if it.payload.seg else []))
             identity.append([it.split, [[r, os.path.getsize(p)] for p, r in read]])
-    classes, names = segmentation.class_names(list(segmented.values()))
-    splits = {split: [replace(it, payload=replace(it.payload, segments=segmentation.segment_values(
-        segmented[it.payload.uid], classes))) if it.payload.seg else it for it in items]
-        for split, items in splits.items()}
+    splits, names = _with_classes(splits, segmented)
     log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
     if segmented:
         log.info("%d series have a segmentation (SEG): their masks", len(segmented))
-    return Discovery(splits, names if segmented else (), rejected, "split/series" if split_dirs else "series",
-                     identity)
+    return Discovery(splits, names, rejected, "split/series" if split_dirs else "series", identity)
+
+
+def _with_classes(splits: dict[str, list[WorkItem]],
+                  segmented: dict[str, SegHeader]) -> tuple[dict[str, list[WorkItem]], tuple[str, ...]]:
+    """The work items with each SEG's segments given their class values (segmentation.class_names over every SEG
+    kept), and the class names (none without a SEG)."""
+    if not segmented:
+        return splits, ()
+    classes, names = segmentation.class_names(list(segmented.values()))
+
+    def valued(it: WorkItem) -> WorkItem:
+        values = segmentation.segment_values(segmented[it.payload.uid], classes)
+        return replace(it, payload=replace(it.payload, segments=values))
+
+    return {split: [valued(it) if it.payload.seg else it for it in items] for split, items in splits.items()}, names
 
 
 def _masks(segs: dict[str, list[tuple[str, str, SegHeader]]], series: dict[str, list[tuple[str, str]]], split: str,
