@@ -25,6 +25,8 @@ from conftest_dicom import (  # noqa: E402
 )
 from conftest_seg import prepared_sources, write_seg  # noqa: E402
 
+from fastdata.errors import ConvertError  # noqa: E402
+
 PHANTOM = Phantom()
 
 
@@ -96,6 +98,20 @@ def test_the_mask_moves_and_is_resampled_with_its_image(tmp_path: Path):
     assert mask.shape == arr.shape == (8, 20, 18)
     assert set(np.unique(mask)) == {0, 1, 2}
     np.testing.assert_array_equal(mask, expected[::2, ::2, ::2])  # the voxels the coarse grid falls on
+
+
+def test_a_seg_is_known_by_its_file_meta_when_its_dataset_lacks_the_sop_class(tmp_path: Path):
+    """A SEG whose dataset lost its SOPClassUID (its file meta keeps it) is still a segmentation, not a series of
+    its own whose frames would be taken for a volume; highdicom cannot read it, and its series says so."""
+    from pydicom import dcmread
+
+    sphere, _ = _regions()
+    _case(tmp_path / "src", [("tumor", sphere)])
+    seg = dcmread(tmp_path / "src" / "seg.dcm")
+    del seg.SOPClassUID
+    seg.save_as(tmp_path / "src" / "seg.dcm")
+    with pytest.raises(ConvertError, match=r"1 x cannot read the segmentation \(AttributeError\)"):
+        convert_dicom(tmp_path / "src", tmp_path / "out")
 
 
 def test_resampling_never_blends_one_class_into_another(tmp_path: Path):
