@@ -39,3 +39,10 @@ def resample(values: np.ndarray, spacing: tuple[float, ...], target: tuple[float
     out = ndimage.affine_transform(values, scale, offset=0.0, output_shape=shape, order=order, mode="nearest",
                                    prefilter=False, output=np.float32)
     return out, tuple(float(t) for t in target)
+
+
+def resample_mask(mask: np.ndarray, spacing: tuple[float, ...], target: tuple[float, ...]) -> np.ndarray:
+    """A mask's class values at `target` spacing, by the nearest voxel (never blended into another class), as uint8
+    (uint16 past 255 classes): both volume kinds' masks."""
+    nearest, _ = resample(mask.astype(np.float32), spacing, target, order=0)
+    return np.rint(nearest).astype(np.uint8 if int(mask.max(initial=0)) <= np.iinfo(np.uint8).max else np.uint16)

@@ -20,7 +20,7 @@ from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geom
 from converters.dicom.options import DicomOptions
 from converters.dicom.orientation import axis_code, reorient_on
 from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash, uid_name
-from converters.dicom.resample import output_shape, resample, target_spacing
+from converters.dicom.resample import output_shape, resample, resample_mask, target_spacing
 from converters.guarded import Guarded
 from converters.sample import Rejection, Sample, WorkItem
 from fastdata.errors import require
@@ -224,10 +224,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
     arr, clipped = to_int16(out)
-    labels = None
-    if mask is not None:  # nearest: a class value is never blended into another
-        nearest, _ = resample(mask.astype(np.float32), geometry.spacing, target, order=0)
-        labels = np.rint(nearest).astype(np.uint8 if int(mask.max(initial=0)) <= 255 else np.uint16)
+    labels = None if mask is None else resample_mask(mask, geometry.spacing, target)
     first_rel = files[0][1]  # ds is the series' first file
     modality = _code(ds, "Modality", first_rel)
     meta: dict[str, Any] = {

@@ -15,7 +15,7 @@ import numpy as np
 from converters.dicom.arrays import INT16, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.geometry import RejectSeries
 from converters.dicom.orientation import axis_code, reorient_on
-from converters.dicom.resample import output_shape, resample, target_spacing
+from converters.dicom.resample import output_shape, resample, resample_mask, target_spacing
 from converters.guarded import Guarded
 from converters.nifti.channels import ALL
 from converters.nifti.discover import CaseFiles
@@ -184,9 +184,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
     }
     labels = None
     if mask is not None:
-        nearest, _ = resample(mask.astype(np.float32), grid.spacing, target, order=0)
-        kind = np.uint8 if int(mask.max()) <= np.iinfo(np.uint8).max else np.uint16
-        labels = np.rint(nearest).astype(kind)
+        labels = resample_mask(mask, grid.spacing, target)
         meta.update({"label_dtype": str(labels.dtype), "label_max": int(labels.max())})
         meta.update({"structures": len(case.structures)} if case.structures else {"label": case.label[1]})  # type: ignore[index]
     return arr, labels, meta
