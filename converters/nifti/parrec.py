@@ -4,8 +4,8 @@ dynamic, image type, scaling and geometry) with the images' pixels in `NAME.REC`
 
 - Order: the images are sorted as nibabel's `strict_sort` does (slice, echo, cardiac phase, gradient orientation,
   b value, label type, dynamic, image type): slices make z, and each distinct rest is a volume along the fourth
-  axis, a case's channels. nibabel's default order, that in which images first appear in the file, changes with
-  the scanner's settings; this one does not.
+  axis, a case's channels. nibabel's default order, that in which images first appear in the file, follows the
+  order of the file's lines; this one does not (tested with the lines shuffled).
 - Text: a PAR file is decoded as Latin-1 (every byte is a character), not in the locale's encoding as nibabel's
   own `load` does: a patient's name written by a scanner in Latin-1 (`Müller`) made it fail to read the file.
   The fields read are ASCII; the patient's name is never copied.
