@@ -114,6 +114,19 @@ def test_a_seg_is_known_by_its_file_meta_when_its_dataset_lacks_the_sop_class(tm
         convert_dicom(tmp_path / "src", tmp_path / "out")
 
 
+def test_a_seg_without_highdicom_rejects_its_series_saying_what_to_install(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    sphere, _ = _regions()
+    _case(tmp_path / "src" / "a", [("tumor", sphere)])
+    write_phantom(tmp_path / "src" / "b", replace(PHANTOM, series_uid=PHANTOM.series_uid + ".1"), seed=1)
+    monkeypatch.setitem(sys.modules, "highdicom", None)  # import highdicom raises ImportError
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    ((rel, reason),) = reasons_by_path(result).items()
+    assert rel == "a/ct (16 files)" and reason.endswith(
+        ": a segmentation (SEG), which fastdata reads with highdicom: 'highdicom' is not installed; install it with: "
+        "pip install 'fastdata[dicom]'")
+
+
 def test_resampling_never_blends_one_class_into_another(tmp_path: Path):
     """At a spacing that is no multiple of the native one, the sphere's class (2) beside the background (0) stays 2
     or 0: a linear resample would make its rim 1, a class (the liver's) it is not."""

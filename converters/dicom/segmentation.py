@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from converters.dicom.geometry import RejectSeries
-from fastdata.errors import require
+from fastdata.errors import MissingDependencyError, require
 
 SEG_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4"  # Segmentation Storage
 BACKGROUND = "background"
@@ -82,7 +82,10 @@ def read_mask(path: str, rel: str, sources: list[str], shape: tuple[int, int], v
     """The (slice, row, column) class values of the SEG at `path` on the slices whose SOPInstanceUIDs are `sources`,
     in that order; RejectSeries with the reason when they cannot be had."""
     pydicom = require("pydicom", "dicom")
-    hd = require("highdicom", "dicom")
+    try:
+        hd = require("highdicom", "dicom")
+    except MissingDependencyError as exc:  # else every segmented series' reason would be an unexpected error
+        raise RejectSeries(f"{rel}: a segmentation (SEG), which fastdata reads with highdicom: {exc}") from exc
     try:
         head = pydicom.dcmread(path, stop_before_pixels=True)
         frames = int(head.get("NumberOfFrames") or 1) * int(head.Rows) * int(head.Columns)
