@@ -196,6 +196,10 @@ def test_unusable_segmentations_are_rejected_with_their_reason(tmp_path: Path):
     del nowhere.ReferencedSeriesSequence
     nowhere.SOPInstanceUID = generate_uid(entropy_srcs=["nowhere"])
     nowhere.save_as(src / "nowhere.dcm")
+    blank = dcmread(src / "good" / "seg.dcm")  # its reference names no series
+    del blank.ReferencedSeriesSequence[0].SeriesInstanceUID
+    blank.SOPInstanceUID = generate_uid(entropy_srcs=["blank"])
+    blank.save_as(src / "blank.dcm")
     result = convert_dicom(src, tmp_path / "out")
     reasons = reasons_by_path(result)
     two = {rel: why for rel, why in reasons.items() if rel.startswith("two/")}
@@ -204,12 +208,13 @@ def test_unusable_segmentations_are_rejected_with_their_reason(tmp_path: Path):
         "two/second.dcm": "2 segmentations (SEG) of one series: keep one, move the others out of the source",
         "two/ct (16 files)": "its 2 segmentations (SEG) were rejected: a series converts with one mask"}
     assert reasons["lone/seg.dcm"] == "a segmentation (SEG) of a series that is not among this split's images"
-    assert reasons["nowhere.dcm"] == ("a segmentation (SEG) that references 0 series (ReferencedSeriesSequence); "
-                                      "fastdata reads one that segments one series of the source")
+    assert reasons["nowhere.dcm"] == reasons["blank.dcm"] == (
+        "a segmentation (SEG) that references 0 series (ReferencedSeriesSequence); fastdata reads one that segments "
+        "one series of the source")
     (overlapping,) = [why for rel, why in reasons.items() if rel.startswith("overlap/")]
     assert overlapping.endswith(": its segments overlap (a voxel in two of them); a label volume holds one class "
                                 "per voxel")
-    assert len(reasons) == 6
+    assert len(reasons) == 7
     # the classes are those of the SEGs discovery kept: the overlapping one's liver too, rejected as it was later
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["background", "Liver",
                                                                                       "Neoplasm"]
