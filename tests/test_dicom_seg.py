@@ -257,7 +257,8 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
     assert reasons["multi"].endswith(": a segmentation of a multi-frame series; its frames are placed on single-frame "
                                      "images only")
     assert (names["nocode"], reasons["nocode"]) == ("nocode/seg.dcm", "a segmentation (SEG) segment without its "
-                                                    "number or its segmented property type (a code)")
+                                                    "number or its segmented property type (a code, with its "
+                                                    "meaning)")
     assert (names["empty"], reasons["empty"]) == ("empty/seg.dcm", "a segmentation (SEG) without segments "
                                                   "(SegmentSequence)")
     # kept: the series of the two SEGs rejected at discovery, and multi's phantom, whose SEG now names another
@@ -265,13 +266,29 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
 
 
 def test_two_codes_of_one_meaning_are_two_classes_named_with_their_codes(tmp_path: Path):
+    """A site's own code beside SNOMED's for one meaning: two classes, each named with its code. A code kept in
+    LongCodeValue or URNCodeValue (too long for CodeValue) is a code as well."""
+    from pydicom import dcmread
+
     sphere, box = _regions()
-    _case(tmp_path / "src", [("tumor", sphere), ("local neoplasm", box)])
+    kidney = np.zeros_like(sphere)
+    kidney[10:, 30:, :4] = True
+    corner = np.zeros_like(sphere)
+    corner[12:, :3, 30:] = True
+    _case(tmp_path / "src", [("tumor", sphere), ("local neoplasm", box), ("kidney", kidney), ("liver", corner)])
+    seg = dcmread(tmp_path / "src" / "seg.dcm")
+    long_code = seg.SegmentSequence[2].SegmentedPropertyTypeCodeSequence[0]
+    long_code.LongCodeValue = "64033007-LONG-FORM-OF-THE-CODE"
+    del long_code.CodeValue
+    urn = seg.SegmentSequence[3].SegmentedPropertyTypeCodeSequence[0]
+    urn.URNCodeValue = "urn:example:liver"
+    del urn.CodeValue  # its scheme kept: highdicom reads no code without one
+    seg.save_as(tmp_path / "src" / "seg.dcm")
     convert_dicom(tmp_path / "src", tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["classes"] == ["background", "Neoplasm (99FD N1)", "Neoplasm (SCT 108369006)"]
+    assert manifest["classes"] == ["background", "Kidney", "Liver", "Neoplasm (99FD N1)", "Neoplasm (SCT 108369006)"]
     ((_, mask, _),) = _samples(tmp_path / "out")
-    np.testing.assert_array_equal(mask, np.where(sphere, 2, np.where(box, 1, 0)))
+    np.testing.assert_array_equal(mask, np.select([sphere, box, kidney, corner], [4, 3, 1, 2], 0))
 
 
 def test_a_loader_yields_the_masks_of_a_dicom_dataset(tmp_path: Path):

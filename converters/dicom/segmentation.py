@@ -48,15 +48,24 @@ def header_of(ds: Any) -> SegHeader | str:
     segments = []
     for item in ds.get("SegmentSequence") or []:
         codes = item.get("SegmentedPropertyTypeCodeSequence") or []
-        if len(codes) != 1 or item.get("SegmentNumber") is None:
-            return "a segmentation (SEG) segment without its number or its segmented property type (a code)"
-        code = codes[0]
-        key = (str(code.get("CodingSchemeDesignator", "")), str(code.get("CodeValue", "") or code.get(
-            "LongCodeValue", "") or code.get("URNCodeValue", "")))
-        segments.append((int(item.SegmentNumber), key, str(code.get("CodeMeaning", "")).strip() or " ".join(key)))
+        value = _code_value(codes[0]) if len(codes) == 1 else None
+        meaning = str(codes[0].get("CodeMeaning") or "").strip() if len(codes) == 1 else ""
+        if value is None or not meaning or item.get("SegmentNumber") is None:
+            return ("a segmentation (SEG) segment without its number or its segmented property type (a code, with "
+                    "its meaning)")
+        key = (str(codes[0].get("CodingSchemeDesignator") or ""), value)  # a URN code may have no scheme
+        segments.append((int(item.SegmentNumber), key, meaning))
     if not segments:
         return "a segmentation (SEG) without segments (SegmentSequence)"
     return SegHeader(next(iter(uids)), tuple(segments))
+
+
+def _code_value(code: Any) -> str | None:
+    """A code's value: CodeValue, or the LongCodeValue or URNCodeValue a longer one is kept in (DICOM PS3.3 8.8)."""
+    for keyword in ("CodeValue", "LongCodeValue", "URNCodeValue"):
+        if code.get(keyword):
+            return str(code.get(keyword))
+    return None
 
 
 def class_names(headers: list[SegHeader]) -> tuple[dict[tuple[str, str], int], tuple[str, ...]]:
