@@ -225,7 +225,7 @@ def test_unusable_segmentations_are_rejected_with_their_reason(tmp_path: Path):
 def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_are_read(tmp_path: Path):
     """A SEG whose frames hold more voxels than --max-voxels (the series within it), one whose frames are not its
     series' size, one of a multi-frame series (highdicom places those frames by source frame, which is not read),
-    and SEGs whose segments lack their code, or that have none."""
+    and SEGs whose segments lack their code (or its meaning), or that have none."""
     from conftest_dicom import edit_dicom
     from pydicom import dcmread
     from test_dicom_series_detail import _enhanced
@@ -235,7 +235,7 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
     for n, column in enumerate(columns):
         column[:, :, 2 * n:2 * n + 2] = True  # in every slice: 3 x 16 frames of 40 x 36
     _case(src / "big", list(zip(("tumor", "liver", "kidney"), columns, strict=True)))
-    for name, uid in (("small", ".1"), ("multi", ".2"), ("nocode", ".3"), ("empty", ".4")):
+    for name, uid in (("small", ".1"), ("multi", ".2"), ("nocode", ".3"), ("empty", ".4"), ("nomeaning", ".5")):
         _case(src / name, [("tumor", columns[0])], replace(PHANTOM, series_uid=PHANTOM.series_uid + uid),
               seed=len(name))
     edit_dicom(src / "small" / "seg.dcm", Rows=20)
@@ -246,6 +246,9 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
     seg = dcmread(src / "nocode" / "seg.dcm")
     del seg.SegmentSequence[0].SegmentedPropertyTypeCodeSequence
     seg.save_as(src / "nocode" / "seg.dcm")
+    seg = dcmread(src / "nomeaning" / "seg.dcm")
+    del seg.SegmentSequence[0].SegmentedPropertyTypeCodeSequence[0].CodeMeaning
+    seg.save_as(src / "nomeaning" / "seg.dcm")
     seg = dcmread(src / "empty" / "seg.dcm")
     seg.SegmentSequence = []
     seg.save_as(src / "empty" / "seg.dcm")
@@ -256,13 +259,13 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
     assert reasons["small"].endswith(": segmentation frames of 20 x 36 pixels on a series of 40 x 36")
     assert reasons["multi"].endswith(": a segmentation of a multi-frame series; its frames are placed on single-frame "
                                      "images only")
-    assert (names["nocode"], reasons["nocode"]) == ("nocode/seg.dcm", "a segmentation (SEG) segment without its "
-                                                    "number or its segmented property type (a code, with its "
-                                                    "meaning)")
+    for name in ("nocode", "nomeaning"):
+        assert (names[name], reasons[name]) == (f"{name}/seg.dcm", "a segmentation (SEG) segment without its number "
+                                                "or its segmented property type (a code, with its meaning)")
     assert (names["empty"], reasons["empty"]) == ("empty/seg.dcm", "a segmentation (SEG) without segments "
                                                   "(SegmentSequence)")
-    # kept: the series of the two SEGs rejected at discovery, and multi's phantom, whose SEG now names another
-    assert len(reasons_by_path(result)) == 5 and len(_samples(tmp_path / "out")) == 3
+    # kept: the series of the three SEGs rejected at discovery, and multi's phantom, whose SEG now names another
+    assert len(reasons_by_path(result)) == 6 and len(_samples(tmp_path / "out")) == 4
 
 
 def test_two_codes_of_one_meaning_are_two_classes_named_with_their_codes(tmp_path: Path):
