@@ -36,14 +36,15 @@ def prepared_sources(paths: list[Path], frame_of_reference: str = "1.2.826.0.1.3
     return sorted(out, key=lambda ds: float(ds.ImagePositionPatient[2]))
 
 
-def write_seg(path: Path, sources: list, segments: list[tuple[str, np.ndarray]], *, uid_seed: str = "seg") -> Path:
+def write_seg(path: Path, sources: list, segments: list[tuple[str, np.ndarray]], *, uid_seed: str = "seg",
+              fractional: bool = False) -> Path:
     """A SEG at `path` of `segments` ((CODES name, (z, y, x) bool mask over `sources`, in their order)), numbered
-    1, 2, ... in that order."""
+    1, 2, ... in that order; with `fractional`, a FRACTIONAL one whose masks are floats in [0, 1]."""
     import highdicom as hd
     from pydicom.sr.coding import Code
     from pydicom.uid import generate_uid
 
-    labels = np.zeros((len(sources), *segments[0][1].shape[1:], len(segments)), np.uint8)
+    labels = np.zeros((len(sources), *segments[0][1].shape[1:], len(segments)), np.float32 if fractional else np.uint8)
     descriptions = []
     for n, (name, mask) in enumerate(segments, start=1):
         labels[..., n - 1] = mask
@@ -53,8 +54,9 @@ def write_seg(path: Path, sources: list, segments: list[tuple[str, np.ndarray]],
             segment_number=n, segment_label=name, segmented_property_category=Code("91723000", "SCT", "Anatomical "
                                                                                    "structure"),
             segmented_property_type=code, algorithm_type=hd.seg.SegmentAlgorithmTypeValues.MANUAL))
+    kind = hd.seg.SegmentationTypeValues.FRACTIONAL if fractional else hd.seg.SegmentationTypeValues.BINARY
     seg = hd.seg.Segmentation(
-        source_images=sources, pixel_array=labels, segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
+        source_images=sources, pixel_array=labels, segmentation_type=kind,
         segment_descriptions=descriptions, series_instance_uid=generate_uid(entropy_srcs=[uid_seed, "series"]),
         series_number=2, sop_instance_uid=generate_uid(entropy_srcs=[uid_seed, "sop"]), instance_number=1,
         manufacturer="fastdata tests", manufacturer_model_name="conftest_seg", software_versions="1",

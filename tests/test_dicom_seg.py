@@ -225,7 +225,8 @@ def test_unusable_segmentations_are_rejected_with_their_reason(tmp_path: Path):
 def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_are_read(tmp_path: Path):
     """A SEG whose frames hold more voxels than --max-voxels (the series within it), one whose frames are not its
     series' size, one of a multi-frame series (highdicom places those frames by source frame, which is not read),
-    and SEGs whose segments lack their code (or its meaning), or that have none."""
+    and SEGs whose segments lack their code (or its meaning), or that have none. A FRACTIONAL SEG of values
+    between 0 and its maximum (probabilities) is rejected when highdicom reads it."""
     from conftest_dicom import edit_dicom
     from pydicom import dcmread
     from test_dicom_series_detail import _enhanced
@@ -238,6 +239,9 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
     for name, uid in (("small", ".1"), ("multi", ".2"), ("nocode", ".3"), ("empty", ".4"), ("nomeaning", ".5")):
         _case(src / name, [("tumor", columns[0])], replace(PHANTOM, series_uid=PHANTOM.series_uid + uid),
               seed=len(name))
+    sources = prepared_sources(write_phantom(src / "fractional" / "ct", replace(
+        PHANTOM, series_uid=PHANTOM.series_uid + ".6"), seed=6))
+    write_seg(src / "fractional" / "seg.dcm", sources, [("tumor", columns[0] * 0.5)], fractional=True)
     edit_dicom(src / "small" / "seg.dcm", Rows=20)
     _enhanced(src / "multi" / "e.dcm", 3)
     seg = dcmread(src / "multi" / "seg.dcm")
@@ -257,6 +261,8 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
     names = {rel.split("/")[0]: rel for rel in reasons_by_path(result)}
     assert reasons["big"].endswith(": a segmentation of 69120 voxels in its frames, more than --max-voxels 30000")
     assert reasons["small"].endswith(": segmentation frames of 20 x 36 pixels on a series of 40 x 36")
+    assert reasons["fractional"].endswith(": cannot read the segmentation (a FRACTIONAL one of values between 0 and "
+                                          "its maximum: probabilities) (ValueError)")
     assert reasons["multi"].endswith(": a segmentation of a multi-frame series; its frames are placed on single-frame "
                                      "images only")
     for name in ("nocode", "nomeaning"):
@@ -265,7 +271,9 @@ def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_ar
     assert (names["empty"], reasons["empty"]) == ("empty/seg.dcm", "a segmentation (SEG) without segments "
                                                   "(SegmentSequence)")
     # kept: the series of the three SEGs rejected at discovery, and multi's phantom, whose SEG now names another
-    assert len(reasons_by_path(result)) == 6 and len(_samples(tmp_path / "out")) == 4
+    assert len(reasons_by_path(result)) == 7 and len(_samples(tmp_path / "out")) == 4
+    result = convert_dicom(src / "big", tmp_path / "at_bound", max_voxels=69120)  # frames of exactly the bound
+    assert result.rejected == [] and len(_samples(tmp_path / "at_bound")) == 1
 
 
 def test_two_codes_of_one_meaning_are_two_classes_named_with_their_codes(tmp_path: Path):
