@@ -225,3 +225,15 @@ def test_without_simpleitk_a_metaimage_case_says_how_to_install_it(tmp_path: Pat
     with pytest.raises(Exception, match=r"^'SimpleITK' is not installed; install it with: pip install "
                                         r"'fastdata\[nifti\]'$"):
         load(str(tmp_path / "a.mhd"), "a.mhd", 10**6)
+
+
+def test_a_metaimage_converts_where_nibabel_is_not_installed(tmp_path: Path, monkeypatch):
+    """SimpleITK reads MetaImage files whole; nothing on their way asks for nibabel (what a volume's values are is
+    told without it)."""
+    from converters.nifti import volume
+
+    write(tmp_path / "a.mhd", ct(11))
+    image = volume.load(str(tmp_path / "a.mhd"), "a.mhd", 10**6)
+    monkeypatch.setitem(sys.modules, "nibabel", None)  # import nibabel raises ImportError
+    assert volume.grid_of(image, "a.mhd").values == "stored values"
+    np.testing.assert_array_equal(volume.voxels(image, "a.mhd", None), ct(11))

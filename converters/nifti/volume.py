@@ -100,19 +100,19 @@ def load(path: str, rel: str, max_voxels: int) -> Any:
 def value_units(img: Any) -> str:
     """What an image's voxel values are: the stored values with its format's own scaling applied, named as the
     format names it (MetaImage, NRRD and MGH files hold no scaling)."""
+    if isinstance(img, MincVolume):
+        return "real values (image-min/image-max applied)"
+    if isinstance(img, ItkImage):  # read with SimpleITK: nibabel need not be installed
+        return "stored values"
     from nibabel import MGHImage
     from nibabel.brikhead import AFNIImage
     from nibabel.parrec import PARRECImage
 
-    if isinstance(img, MincVolume):
-        return "real values (image-min/image-max applied)"
     if isinstance(img, AFNIImage):
         return "stored values (BRICK_FLOAT_FACS applied)"
     if isinstance(img, PARRECImage):
         return "display values (rescale slope/intercept applied)"
-    if isinstance(img, ItkImage | MGHImage):
-        return "stored values"
-    return NIFTI_VALUES
+    return "stored values" if isinstance(img, MGHImage) else NIFTI_VALUES
 
 
 def grid_of(img: Any, rel: str) -> Grid:
