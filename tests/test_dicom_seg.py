@@ -4,6 +4,7 @@ highdicom over the test phantom (conftest_seg.py), so each mask voxel is known."
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from dataclasses import replace
@@ -50,7 +51,7 @@ def _samples(dst: Path, split: str = "train") -> list[tuple[np.ndarray, np.ndarr
     out = []
     for sample in read_samples(dst, split).values():
         arr, meta = load_volume(sample)
-        mask = np.load(__import__("io").BytesIO(sample["label.npy"])) if "label.npy" in sample else None
+        mask = np.load(io.BytesIO(sample["label.npy"])) if "label.npy" in sample else None
         out.append((arr, mask, meta))
     return out
 
