@@ -9,9 +9,8 @@ dynamic, image type, scaling and geometry) with the images' pixels in `NAME.REC`
 - Text: a PAR file is decoded as Latin-1 (every byte is a character), not in the locale's encoding as nibabel's
   own `load` does: a patient's name written by a scanner in Latin-1 (`Müller`) made it fail to read the file.
   The fields read are ASCII; the patient's name is never copied.
-- Values: display values (DV = stored * rescale slope + rescale intercept, per image: nibabel's `dv` scaling), the
-  values the scanner shows, and those of the same scan exported as DICOM (its RescaleSlope and RescaleIntercept),
-  which the dicom kind applies.
+- Values: display values (DV = stored * rescale slope + rescale intercept, per image: nibabel's `dv` scaling, its
+  default and its parrec2nii's), the values the scanner's console shows.
 """
 
 from __future__ import annotations
