@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 IMAGE_KINDS = ("images", "image_text")  # kinds whose samples hold an image (and a label when labeled)
 VOLUME_KINDS = ("dicom", "nifti")  # kinds whose samples hold a volume (npy + json, and a mask's label.npy)
-OPTIONAL = {"dicom": {"label.npy"}, "nifti": {"label.npy"}}  # members a kind writes for some samples only
+MASK_MEMBER = "label.npy"  # a volume kind writes it for the volumes that have a mask only
 IMAGE_MAX_BYTES = 512 * 2**20  # an image member larger than this is reported, not read
 
 
@@ -82,7 +82,7 @@ def _check_wds(ref: ShardRef, manifest: Manifest, labels: Counter, decode: bool)
         return problems + [f"{path}: unreadable tar: {exc}"]
     converted = "adopted" not in manifest.extra
     expected = set(manifest.extra.get("members") or ()) if converted else set()
-    optional = OPTIONAL.get(manifest.kind, set())
+    optional = {MASK_MEMBER} if manifest.kind in VOLUME_KINDS else set()
     label_member = manifest.label_member
     fd = os.open(path, os.O_RDONLY)
     try:
