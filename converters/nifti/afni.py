@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from converters.dicom.geometry import RejectSeries
+from converters.nifti import pairs
 
 HEADERS = (".HEAD", ".head")
 DATA = ("", ".gz", ".bz2")  # what follows `.BRIK`: the compressions nibabel reads without another package
@@ -34,8 +35,7 @@ def is_header(name: str) -> bool:
 
 def _data_names(header: str) -> list[str]:
     """Every name nibabel could read the voxels of `header` from: `NAME.BRIK` in the header's case, then compressed."""
-    base, ext = os.path.splitext(header)
-    data = base + (".BRIK" if ext.isupper() else ".brik")
+    data = pairs.beside(header, ".brik")
     return [data + suffix for suffix in (*DATA, *UNREAD)]
 
 

@@ -106,12 +106,9 @@ def _read_with(header: Path) -> list[Path]:
     """The files read with the volume file `header`: a MetaImage's or NRRD's data file (itk_files.py), a pair's
     `.img` and SPM's `.mat` (pairs.py), an AFNI dataset's `.BRIK` (afni.py), a PAR file's `.REC` (parrec.py); none
     for a file of one part."""
-    if pairs.is_header(header.name):
-        return [Path(side) for side in pairs.sidecars(str(header))]
-    if afni.is_header(header.name):
-        return [Path(side) for side in afni.sidecars(str(header))]
-    if parrec.is_header(header.name):
-        return [Path(side) for side in parrec.sidecars(str(header))]
+    for fmt in (pairs, afni, parrec):  # the formats nibabel reads from a header and the files beside it
+        if fmt.is_header(header.name):
+            return [Path(side) for side in fmt.sidecars(str(header))]
     name = data_file_name(header)
     return [header.with_name(name)] if name else []
 

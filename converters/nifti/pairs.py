@@ -28,8 +28,9 @@ def _split(header: str, ext: str) -> tuple[str, str]:
     return base, (ext.upper() if suffix.isupper() else ext) + gz
 
 
-def _beside(header: str, ext: str) -> str:
-    """`NAME.ext` beside `NAME.hdr`."""
+def beside(header: str, ext: str) -> str:
+    """`NAME.ext` beside the header `NAME.hdr`: its suffix in the header's case, as nibabel looks for it (the data
+    file of an AFNI or PAR header too: afni.py, parrec.py)."""
     return "".join(_split(header, ext))
 
 
@@ -39,7 +40,7 @@ def is_header(name: str) -> bool:
 
 def sidecars(header: str) -> tuple[str, str]:
     """The files nibabel reads with the header `header`: its voxels (`.img`) and SPM's affine (`.mat`)."""
-    return _beside(header, ".img"), _beside(header, ".mat")
+    return beside(header, ".img"), beside(header, ".mat")
 
 
 def check(path: str, rel: str) -> None:

@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from converters.dicom.geometry import RejectSeries
+from converters.nifti import pairs
 
 HEADERS = (".PAR", ".par")
 COMPRESSED = (".gz", ".bz2", ".zst")  # a `.REC.gz`: nibabel reads PAR/REC uncompressed only
@@ -32,8 +33,7 @@ def is_header(name: str) -> bool:
 
 def sidecars(header: str) -> list[str]:
     """The REC file nibabel reads with `header` (`NAME.REC`, in the header's case)."""
-    base, ext = os.path.splitext(header)
-    return [base + (".REC" if ext.isupper() else ".rec")]
+    return [pairs.beside(header, ".rec")]
 
 
 def check(path: str, rel: str) -> None:
