@@ -243,3 +243,33 @@ def test_foreground_sampling_without_masks_looks_at_the_first_channel(tmp_path):
                              foreground_prob=1.0, augment=False, patches_per_volume=4)
     for x, _ in loader:
         assert x.shape[1] == 2 and bool((x[:, 0] > 0).flatten(1).any(dim=1).all())
+
+
+def test_a_4d_file_is_read_once_for_every_channel_and_a_damaged_one_is_rejected(tmp_path, monkeypatch):
+    """An fMRI run's volumes: nibabel reads a .nii.gz from its start for each slice it is asked for, so a 4D file
+    is read in one pass, not once per channel (200 volumes took 100 times longer); each channel, scaled by the
+    header's slope and intercept, is what --channel C converts alone."""
+    import nibabel as nib
+    from nibabel.arrayproxy import ArrayProxy
+
+    rng = np.random.default_rng(5)
+    run = rng.integers(-300, 300, (20, 18, 8, 6)).astype(np.int16)
+    img = nib.Nifti1Image(run, AFFINE)
+    img.header.set_slope_inter(0.5, 7.0)
+    (tmp_path / "src").mkdir()
+    nib.save(img, str(tmp_path / "src" / "bold.nii.gz"))
+    reads = []
+    real = ArrayProxy.__getitem__
+    monkeypatch.setattr(ArrayProxy, "__getitem__", lambda self, index: reads.append(index) or real(self, index))
+    result = convert_nifti(tmp_path / "src", tmp_path / "all", channel="all", keep_phi=True)
+    assert result.rejected == [] and len(reads) == 1
+    arr, meta = load_volume(_by_source(tmp_path / "all")["bold.nii.gz"])
+    assert arr.shape == (6, 8, 18, 20) and meta["channels"] == [str(c) for c in range(6)]
+    for c in (0, 3, 5):
+        convert_nifti(tmp_path / "src", tmp_path / str(c), channel=c, keep_phi=True)
+        np.testing.assert_array_equal(arr[c], load_volume(_by_source(tmp_path / str(c))["bold.nii.gz"])[0])
+    np.testing.assert_allclose(arr[5].astype(np.float64), zyx(run[..., 5] * 0.5 + 7.0), atol=0.5)
+    whole = (tmp_path / "src" / "bold.nii.gz").read_bytes()
+    (tmp_path / "src" / "bold.nii.gz").write_bytes(whole[: len(whole) * 2 // 3])
+    with pytest.raises(Exception, match=r"all 1 input\(s\) were rejected \(1 x cannot read the voxels \(EOFError\)\)"):
+        convert_nifti(tmp_path / "src", tmp_path / "cut", channel="all", keep_phi=True)

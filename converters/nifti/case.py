@@ -24,6 +24,7 @@ from converters.nifti.volume import (
     Grid,
     box_in,
     channels,
+    every_channel,
     failure,
     grid_of,
     header_voxels,
@@ -55,7 +56,7 @@ def _image(case: CaseFiles, opts: NiftiOptions) -> tuple[list[np.ndarray], Grid]
     if total > opts.max_voxels:  # checked on the header, before any voxel is read
         raise too_many(total, opts.max_voxels, "the image holds")
     if every and n > 1:
-        return [voxels(img, rel, c) for c in range(n)], grid
+        return every_channel(img, rel), grid
     return [voxels(img, rel, case.axis)], grid
 
 

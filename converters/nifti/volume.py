@@ -209,13 +209,31 @@ def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
     if channel is not None and channel >= n:
         raise RejectSeries(f"{rel}: --channel {channel}, but the image has {n} channel(s)")
     if isinstance(img, WRAPPED):
-        arr = img.voxels(channel)
-    else:
-        try:
-            data = img.dataobj[..., channel or 0] if len(img.shape) == 4 else img.dataobj[...]
-            arr = np.asarray(data)
-        except Exception as exc:  # noqa: BLE001 - truncated or corrupt voxel data (zlib, EOF, short reads)
-            raise RejectSeries(f"{rel}: cannot read the voxels ({failure(exc)})") from exc
+        return _checked(img.voxels(channel), rel)
+    return _checked(_read(img, rel, (..., channel or 0) if len(img.shape) == 4 else ...), rel)
+
+
+def every_channel(img: Any, rel: str) -> list[np.ndarray]:
+    """The (z, y, x) voxels of each channel of a 4D image, read in one pass over the file. nibabel reads a gzip
+    stream from its start for each slice, so reading channel by channel decompressed a `.nii.gz` fMRI run once per
+    volume (200 volumes of 64x64x36: 52 s against 0.55 s in one pass). Each channel is a view of the one array:
+    nibabel's array is in the file's (Fortran) order, so a channel is one block and its (z, y, x) view is
+    contiguous; no voxel is copied."""
+    if isinstance(img, WRAPPED):  # ITK's reads its file once; MINC's (HDF5, netCDF) reads any part directly
+        return [voxels(img, rel, c) for c in range(channels(img))]
+    whole = _read(img, rel, ...)
+    return [_checked(whole[..., c], rel) for c in range(channels(img))]
+
+
+def _read(img: Any, rel: str, index: Any) -> np.ndarray:
+    try:
+        return np.asarray(img.dataobj[index])
+    except Exception as exc:  # noqa: BLE001 - truncated or corrupt voxel data (zlib, EOF, short reads)
+        raise RejectSeries(f"{rel}: cannot read the voxels ({failure(exc)})") from exc
+
+
+def _checked(arr: np.ndarray, rel: str) -> np.ndarray:
+    """One channel's (x, y, z) voxels as (z, y, x), once they are numbers and finite."""
     if arr.dtype.kind not in "iuf" or arr.ndim != 3:
         raise RejectSeries(f"{rel}: voxels of type {arr.dtype} and shape {list(arr.shape)}; volumes hold one number "
                            "per voxel")
