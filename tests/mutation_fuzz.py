@@ -117,7 +117,8 @@ class Context:
         convert_text(text, work / "tokens2", per_line=True, samples_per_shard=3)
         write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
         convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
-        self.dicom_files = sorted((work / "dcm-src" / "s").iterdir()) + _segmented(work / "dcm-seg" / "s")
+        self.dicom_files = (sorted((work / "dcm-src" / "s").iterdir()) + _segmented(work / "dcm-seg" / "s")
+                            + _outlined(work / "dcm-rt" / "s"))
         from conftest_nifti import case, convert_nifti, save
 
         image, mask = case(0, shape=(12, 10, 6))  # a patient's name in the file names: the privacy oracle's
@@ -707,6 +708,23 @@ def _segmented(folder: Path) -> list[Path]:
     corner = np.zeros_like(sphere)
     corner[:2, :3, :3] = True
     write_seg(folder / "seg.dcm", sources, [("tumor", sphere), ("liver", corner)])
+    return sorted(folder.iterdir())
+
+
+def _outlined(folder: Path) -> list[Path]:
+    """A phantom series with a structure set (RTSTRUCT) beside it (tests/conftest_rtstruct.py): a tumour of two
+    contours, a ring with a hole, and a marker of one point; each slice and the structure set a file to mutate."""
+    from conftest_dicom import Phantom, write_phantom
+    from conftest_rtstruct import on_slice, write_rtstruct
+
+    phantom = Phantom(slices=4, rows=12, cols=10, series_uid=Phantom.series_uid + ".8")
+    write_phantom(folder, phantom, seed=2)
+    box = [(1.5, 1.5), (1.5, 4.5), (4.5, 4.5), (4.5, 1.5)]
+    ring = [on_slice(phantom, 2, [(5.2, 2.3), (5.2, 8.6), (10.7, 8.6), (10.7, 2.3)]),
+            on_slice(phantom, 2, [(6.4, 4.1), (9.3, 5.2), (7.1, 7.4)])]
+    write_rtstruct(folder / "rs.dcm", phantom.series_uid, [
+        ("GTV-1", [on_slice(phantom, k, box) for k in (0, 1)]), ("Ring", ring),
+        ("Marker", [on_slice(phantom, 3, [(8.0, 8.0)])])], kinds={"Marker": "POINT"})
     return sorted(folder.iterdir())
 
 

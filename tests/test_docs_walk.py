@@ -153,6 +153,29 @@ def _segmented_patients(root: Path) -> None:
         write_seg(case / "SEG" / "1-1.dcm", sources, [("tumor", phantom.hu() > 0)], uid_seed=f"LUNG1-00{n}")
 
 
+def _outlined_patients(root: Path) -> None:
+    """Two patients as TCIA hands out LCTSC's structure sets: root/LCTSC-Test-S1-10N/CT/ (the phantom series) beside
+    root/LCTSC-Test-S1-10N/RTSTRUCT/1-1.dcm (conftest_rtstruct.py): a body outline, and three organs inside it that do
+    not overlap each other."""
+    from dataclasses import replace
+
+    from conftest_dicom import Phantom, write_phantom
+    from conftest_rtstruct import on_slice, write_rtstruct
+
+    for n in (1, 2):
+        phantom = replace(Phantom(slices=6, rows=16, cols=14), series_uid=f"{Phantom.series_uid}.{n + 10}")
+        case = root / f"LCTSC-Test-S1-10{n}"
+        write_phantom(case / "CT", phantom, seed=n)
+
+        def box(r0: float, c0: float, size: float, slices=range(6), phantom=phantom):
+            return [on_slice(phantom, k, [(r0, c0), (r0, c0 + size), (r0 + size, c0 + size), (r0 + size, c0)])
+                    for k in slices]
+
+        write_rtstruct(case / "RTSTRUCT" / "1-1.dcm", phantom.series_uid, [
+            ("Body", box(0.5, 0.5, 12.0)), ("Heart", box(2.5, 2.5, 3.0, range(1, 4))),
+            ("Esophagus", box(7.5, 7.5, 2.0)), ("SpinalCord", box(9.5, 2.5, 2.0))])
+
+
 def _named(home: Path) -> None:
     """Photos whose names hold their classes: Oxford-IIIT Pet's `Bengal_3.jpg`, dogs vs cats' `train/cat.0.jpg`
     (and an unlabeled `test/`); and Food-101's class folders with their split lists."""
@@ -233,6 +256,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     afni_subjects(box / "home" / "data" / "afni")
     kirby21_scans(box / "home" / "data" / "kirby21")
     _segmented_patients(box / "home" / "data" / "nsclc")
+    _outlined_patients(box / "home" / "data" / "lctsc")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

@@ -73,12 +73,15 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
             "slice_tolerance": options.slice_tolerance, "keep_phi": options.keep_phi, "pseudonyms": pseudonyms,
             "burned_in_annotation": burned, "max_voxels": 99, "val_fraction": 0.0},
         "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else [],
-                  "masks": "label.npy of a series with a segmentation (SEG): its segments' classes (the manifest's "
-                           "classes), uint8 (uint16 past 255 classes), on the series' grid"}}
+                  "masks": "label.npy of a series with a segmentation (SEG) or a structure set (RTSTRUCT): its "
+                           "segments' or ROIs' classes (the manifest's classes), uint8 (uint16 past 255 classes), on "
+                           "the series' grid"}}
     assert "SALT-7731" not in json.dumps(described)  # a secret: never written
     assert get_kind("dicom").describe(discovery(), DicomOptions())["preprocessing"]["spacing"] is None
     assert get_kind("dicom").describe(discovery(), DicomOptions(orientation="PIR"))["preprocessing"][
         "orientation"] == "PIR"
+    assert get_kind("dicom").describe(discovery(), DicomOptions(structures=("Heart", "GTV-1")))["preprocessing"][
+        "structures"] == ["Heart", "GTV-1"]
 
 
 def _hf_features(schema) -> dict:

@@ -14,6 +14,7 @@ from converters.dicom.options import (
     DicomOptions,
     parse_orientation,
     parse_spacing,
+    parse_structures,
     salt_from_args,
     shared_preprocessing,
 )
@@ -67,12 +68,17 @@ class DicomKind:
                                  f"(default {DEFAULT_MAX_VOXELS}; ~12 bytes of memory per voxel)")
         parser.add_argument("--split", default="train",
                             help=SPLIT_HELP)
+        parser.add_argument("--structures", metavar="NAMES",
+                            help="dicom: the mask classes to keep, comma-separated, in class order: ROI names of "
+                                 "structure sets (RTSTRUCT), segment meanings of SEGs (any case), e.g. "
+                                 "\"GTV-1,Heart,Esophagus\"; default: every one of the source")
 
     def options_from_args(self, args: Any) -> DicomOptions:
         salt = salt_from_args(args)
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
                             split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels,
-                            orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction)
+                            orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction,
+                            structures=parse_structures(args.structures))
 
     def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -81,7 +87,7 @@ class DicomKind:
             note_random_salt()
         return discover_dicom(src, split=options.split, follow_symlinks=follow_symlinks,
                               allow_burned_in=options.allow_burned_in, private=not options.keep_phi,
-                              val_fraction=options.val_fraction)
+                              val_fraction=options.val_fraction, structures=options.structures)
 
     def pseudonymize(self, discovery: Discovery, options: DicomOptions) -> tuple[Discovery, dict[str, str]]:
         """Without --keep-phi, every series and file is named by its pseudonym under the (resolved) salt,
@@ -123,10 +129,12 @@ class DicomKind:
                 "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
                 "slice_tolerance": options.slice_tolerance,
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",
+                **({"structures": list(options.structures)} if options.structures else {}),
             },
             "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS),
-                      "masks": "label.npy of a series with a segmentation (SEG): its segments' classes (the manifest's "
-                               "classes), uint8 (uint16 past 255 classes), on the series' grid"},
+                      "masks": "label.npy of a series with a segmentation (SEG) or a structure set (RTSTRUCT): its "
+                               "segments' or ROIs' classes (the manifest's classes), uint8 (uint16 past 255 classes), "
+                               "on the series' grid"},
         }
 
 

@@ -1,6 +1,6 @@
 """Find DICOM series by content (not extension): read every file's header, group images by
-SeriesInstanceUID, pair each series with the segmentation (SEG) that segments it (segmentation.py), and record
-every file that is not a usable image or segmentation as a rejection."""
+SeriesInstanceUID, pair each series with the segmentation (SEG: segmentation.py) or structure set (RTSTRUCT:
+rtstruct.py) that is its mask, and record every file that is not a usable image or mask as a rejection."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from converters.dicom import segmentation
+from converters.dicom import rtstruct, segmentation
 from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
 from converters.dicom.segmentation import SegHeader
 from converters.kind import Discovery
@@ -31,12 +31,14 @@ HEADER_THREADS = 8
 class SeriesFiles:
     """The payload of a series' work item: its SeriesInstanceUID and (absolute path, name) per file, the
     name being the path relative to SRC or, without --keep-phi, the file's pseudonym (privacy.file_name); and the
-    segmentation (SEG) file of the series, if it has one, with its segments' class values."""
+    mask file of the series, if it has one (a SEG, or a structure set: `structure_set`), with its segments' (ROIs')
+    class values."""
 
     uid: str
     files: tuple[tuple[str, str], ...]
     seg: tuple[str, str] | None = None
-    segments: tuple[tuple[int, int], ...] = ()  # (segment number, class value)
+    segments: tuple[tuple[int, int], ...] = ()  # (segment number or ROINumber, class value)
+    structure_set: bool = False
 
 
 def read_header(path: Path) -> tuple[Any | None, str | None]:
@@ -83,11 +85,28 @@ def _classified(ds: Any, allow_burned_in: bool) -> str | None:
 
 
 def _segmentation(ds: Any) -> SegHeader | str | None:
-    """A SEG file's header (or the reason it cannot be used); None for a file that is no segmentation."""
-    try:
-        return segmentation.header_of(ds) if segmentation.is_segmentation(ds) else None
-    except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
-        return f"malformed attribute value in a segmentation (SEG): {failure(exc)}"
+    """A SEG's or a structure set's header (or the reason it cannot be used); None for a file that is neither."""
+    for module, what in ((segmentation, "a segmentation (SEG)"), (rtstruct, "a structure set (RTSTRUCT)")):
+        try:
+            if module.is_mask(ds):
+                return module.header_of(ds)
+        except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
+            return f"malformed attribute value in {what}: {failure(exc)}"
+    return None
+
+
+def _objects(found: list[tuple[str, str, SegHeader]]) -> str:
+    """What the mask files of one series are, in the plural."""
+    kinds = {header.structure_set for _, _, header in found}
+    if kinds == {False}:
+        return "segmentations (SEG)"
+    if kinds == {True}:
+        return "structure sets (RTSTRUCT)"
+    return "masks (segmentations, SEG, and structure sets, RTSTRUCT)"
+
+
+def _object(header: SegHeader) -> str:
+    return "a structure set (RTSTRUCT)" if header.structure_set else "a segmentation (SEG)"
 
 
 def _bounded_map(pool: ThreadPoolExecutor, fn, items: list, chunk: int = 256):
@@ -105,7 +124,8 @@ def _series_rel(rels: list[str]) -> str:
 
 
 def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool = True,
-                   allow_burned_in: bool = False, private: bool = True, val_fraction: float = 0.0) -> Discovery:
+                   allow_burned_in: bool = False, private: bool = True, val_fraction: float = 0.0,
+                   structures: tuple[str, ...] = ()) -> Discovery:
     """Series per split. A source with train/val/test folders keeps them as splits; otherwise all
     series go to `split`, and with `val_fraction` about that fraction of its patients' series to val.
     Payload of a work item: SeriesFiles (names are paths relative to SRC)."""
@@ -113,7 +133,7 @@ def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool 
         raise ConvertError(f"source {src} is not a directory")
     with quiet_values():  # no value pydicom finds invalid is printed or logged (privacy.py)
         return _discover(src, split=split, follow_symlinks=follow_symlinks, allow_burned_in=allow_burned_in,
-                         private=private, val_fraction=val_fraction)
+                         private=private, val_fraction=val_fraction, structures=structures)
 
 
 def _patient(ds: Any, uid: str) -> str:
@@ -127,7 +147,7 @@ def _patient(ds: Any, uid: str) -> str:
 
 
 def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_in: bool, private: bool,
-              val_fraction: float) -> Discovery:
+              val_fraction: float, structures: tuple[str, ...]) -> Discovery:
     walk = Walk(follow=follow_symlinks, private=private)
     top = listed(src)
     split_dirs = split_folders([n for n in top if is_folder(src / n, follow=follow_symlinks)])  # folder -> split
@@ -176,34 +196,38 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
             rels = [r for _, r in files]
             mask = masks.get(uid)
             if uid in masks and mask is None:
-                rejected.append(Rejection(split_name, _series_rel(rels), f"its {len(segs[uid])} segmentations (SEG) "
+                rejected.append(Rejection(split_name, _series_rel(rels), f"its {len(segs[uid])} {_objects(segs[uid])} "
                                           "were rejected: a series converts with one mask"))
                 continue
             if mask is not None:
                 segmented[uid] = mask[2]
             held = bool(val_fraction) and held_out(patients[uid], val_fraction)
             items.append(WorkItem(split="val" if held else split_name, rel=_series_rel(rels), source=files[0][0],
-                                  payload=SeriesFiles(uid, tuple(files), None if mask is None else mask[:2])))
+                                  payload=SeriesFiles(uid, tuple(files), None if mask is None else mask[:2],
+                                                      structure_set=mask is not None and mask[2].structure_set)))
         items.sort(key=lambda it: it.payload.files[0][1])  # canonical order: by first file's relative path
         splits.setdefault(split_name, [])
         for it in items:
             splits.setdefault(it.split, []).append(it)
             read = (*it.payload.files, *([it.payload.seg] if it.payload.seg else []))
             identity.append([it.split, [[r, os.path.getsize(p)] for p, r in read]])
-    splits, names = _with_classes(splits, segmented)
+    splits, names = _with_classes(splits, segmented, structures)
     log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
     if segmented:
-        log.info("%d series have a segmentation (SEG): their masks", len(segmented))
+        log.info("%d series have a mask (a segmentation, SEG, or a structure set, RTSTRUCT)", len(segmented))
     return Discovery(splits, names, rejected, "split/series" if split_dirs else "series", identity)
 
 
-def _with_classes(splits: dict[str, list[WorkItem]],
-                  segmented: dict[str, SegHeader]) -> tuple[dict[str, list[WorkItem]], tuple[str, ...]]:
-    """The work items with each SEG's segments given their class values (segmentation.class_names over every SEG
-    kept), and the class names (none without a SEG)."""
+def _with_classes(splits: dict[str, list[WorkItem]], segmented: dict[str, SegHeader],
+                  structures: tuple[str, ...]) -> tuple[dict[str, list[WorkItem]], tuple[str, ...]]:
+    """The work items with each mask's segments given their class values (segmentation.class_names over every mask
+    kept, or the --structures named), and the class names (none without a mask)."""
     if not segmented:
+        if structures:
+            raise ConvertError(f"--structures {','.join(structures)}, but no series of the source has a mask (a "
+                               "segmentation, SEG, or a structure set, RTSTRUCT)")
         return splits, ()
-    classes, names = segmentation.class_names(list(segmented.values()))
+    classes, names = segmentation.class_names(list(segmented.values()), structures)
 
     def valued(it: WorkItem) -> WorkItem:
         values = segmentation.segment_values(segmented[it.payload.uid], classes)
@@ -219,10 +243,10 @@ def _masks(segs: dict[str, list[tuple[str, str, SegHeader]]], series: dict[str, 
     out: dict[str, tuple[str, str, SegHeader] | None] = {}
     for uid, found in segs.items():
         if uid not in series:
-            rejected.extend(Rejection(split, rel, "a segmentation (SEG) of a series that is not among this split's "
-                                                  "images") for _, rel, _ in found)
+            rejected.extend(Rejection(split, rel, f"{_object(header)} of a series that is not among this split's "
+                                                  "images") for _, rel, header in found)
         elif len(found) > 1:
-            rejected.extend(Rejection(split, rel, f"{len(found)} segmentations (SEG) of one series: keep one, move the "
+            rejected.extend(Rejection(split, rel, f"{len(found)} {_objects(found)} of one series: keep one, move the "
                                                   "others out of the source") for _, rel, _ in found)
             out[uid] = None
         else:

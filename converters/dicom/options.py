@@ -37,6 +37,7 @@ class DicomOptions:
     max_voxels: int = DEFAULT_MAX_VOXELS
     orientation: str | None = None
     val_fraction: float = 0.0  # patients held out of --split as val, with all their series (discover.py)
+    structures: tuple[str, ...] = ()  # the masks' classes to keep, by name, in class order (segmentation.py)
 
     def __post_init__(self) -> None:
         if self.spacing is not None:
@@ -56,6 +57,10 @@ class DicomOptions:
         if not (isinstance(self.val_fraction, int | float) and not isinstance(self.val_fraction, bool)
                 and 0 <= self.val_fraction < 1):
             raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
+        folded = [n.casefold() for n in self.structures if isinstance(n, str) and n.strip() == n and n]
+        if len(folded) != len(self.structures) or len(set(folded)) != len(folded):
+            raise ValueError("--structures must name each structure once, by a name without leading or trailing "
+                             f"spaces, got {list(self.structures)!r}")
 
 
 def salt_from_args(args: Any) -> str:
@@ -93,3 +98,8 @@ def shared_preprocessing(options: Any, kept: str) -> dict[str, Any]:
         "max_voxels": options.max_voxels,
         "val_fraction": options.val_fraction,
     }
+
+
+def parse_structures(text: str | None) -> tuple[str, ...]:
+    """`--structures "GTV-1,Heart"`: the names, in order (spaces around a comma dropped); () for none."""
+    return () if text is None else tuple(name.strip() for name in text.split(","))

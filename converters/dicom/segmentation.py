@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from converters.dicom.geometry import RejectSeries
-from fastdata.errors import MissingDependencyError, require
+from fastdata.errors import ConvertError, MissingDependencyError, require
 
 SEG_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4"  # Segmentation Storage
 BACKGROUND = "background"
@@ -27,13 +27,15 @@ BACKGROUND = "background"
 
 @dataclass(frozen=True)
 class SegHeader:
-    """What discovery reads of a SEG file: the series it segments, and its segments as (segment number, code)."""
+    """What discovery reads of a SEG file (or of a structure set: rtstruct.py): the series it segments, and its
+    segments as (segment number, code, meaning); a structure set's are (ROINumber, ("ROIName", name), name)."""
 
     series_uid: str
     segments: tuple[tuple[int, tuple[str, str], str], ...]  # (number, (scheme, value), meaning)
+    structure_set: bool = False
 
 
-def is_segmentation(ds: Any) -> bool:
+def is_mask(ds: Any) -> bool:
     sop = str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
     return sop == SEG_SOP_CLASS
 
@@ -68,13 +70,23 @@ def _code_value(code: Any) -> str | None:
     return None
 
 
-def class_names(headers: list[SegHeader]) -> tuple[dict[tuple[str, str], int], tuple[str, ...]]:
-    """({code: class value}, class names with the background first) over every SEG of a source: codes sorted by the
-    name each shows; a meaning two codes share names each of them with its code."""
+def class_names(headers: list[SegHeader],
+                structures: tuple[str, ...] = ()) -> tuple[dict[tuple[str, str], int], tuple[str, ...]]:
+    """({code: class value}, class names with the background first) over every SEG (and structure set) of a source:
+    codes sorted by the name each shows; a meaning two codes share names each of them with its code. With
+    `structures` (--structures), the classes are those, in that order, each taking every code of its meaning (any
+    case); the other codes take 0 (not drawn); a name no mask of the source holds is an error."""
     meanings: dict[tuple[str, str], str] = {}
     for header in headers:
         for _, key, meaning in header.segments:
             meanings.setdefault(key, meaning)
+    if structures:
+        wanted = {name.casefold(): n for n, name in enumerate(structures, start=1)}
+        missing = set(wanted) - {m.casefold() for m in meanings.values()}
+        if missing:
+            raise ConvertError(f"--structures names {[s for s in structures if s.casefold() in missing]}, which no "
+                               f"mask of the source holds; its structures are {sorted(set(meanings.values()))}")
+        return {key: wanted.get(m.casefold(), 0) for key, m in meanings.items()}, (BACKGROUND, *structures)
     shared = [m for m in meanings.values() if list(meanings.values()).count(m) > 1]
     names = {key: f"{m} ({key[0]} {key[1]})" if m in shared else m for key, m in meanings.items()}
     ordered = sorted(names, key=lambda key: (names[key], key))
@@ -106,10 +118,13 @@ def read_mask(path: str, rel: str, sources: list[str], shape: tuple[int, int], v
     if (int(head.Rows), int(head.Columns)) != shape:
         raise RejectSeries(f"{rel}: segmentation frames of {int(head.Rows)} x {int(head.Columns)} pixels on a series "
                            f"of {shape[0]} x {shape[1]}")
+    kept = [number for number, value in values if value]  # --structures: the others are not drawn
+    if not kept:
+        return np.zeros((len(sources), *shape), np.uint16)
     try:
         seg = hd.seg.segread(path)
         numbers = seg.get_pixels_by_source_instance(
-            source_sop_instance_uids=sources, combine_segments=True, relabel=False,
+            source_sop_instance_uids=sources, segment_numbers=kept, combine_segments=True, relabel=False,
             assert_missing_frames_are_empty=True, dtype=np.uint16)
     except RuntimeError as exc:
         if "overlap" in str(exc):

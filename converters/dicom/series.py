@@ -1,7 +1,8 @@
 """Per-series work (runs in worker processes): read every file of a series, order its slices,
 apply RescaleSlope/RescaleIntercept (HU for CT), resample to the requested spacing, and emit
 `{key}.npy` (int16) + `{key}.json` (geometry and acquisition metadata, no PHI by default), and `{key}.label.npy`
-for a series with a segmentation (SEG: segmentation.py), moved and resampled with it (nearest)."""
+for a series with a mask (a SEG: segmentation.py; a structure set: rtstruct.py), moved and resampled with it
+(nearest)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from converters.dicom import segmentation
+from converters.dicom import rtstruct, segmentation
 from converters.dicom.arrays import FLOAT32_MAX, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
@@ -187,9 +188,11 @@ def _code(ds: Any, keyword: str, rel: str) -> str:
 
 def _mask(series: SeriesFiles, slices: list[Slice], order: list[int], sops: dict[str, str],
           opts: DicomOptions) -> np.ndarray:
-    """The class values of the series' SEG on its slices, in the volume's slice order."""
+    """The class values of the series' SEG or structure set on its slices, in the volume's slice order."""
     assert series.seg is not None
     path, rel = series.seg
+    if series.structure_set:
+        return rtstruct.read_mask(path, rel, [slices[i] for i in order], series.segments)
     if any(s.frame is not None for s in slices):
         raise RejectSeries(f"{rel}: a segmentation of a multi-frame series; its frames are placed on single-frame "
                            "images only")

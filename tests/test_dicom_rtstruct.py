@@ -1,0 +1,213 @@
+"""DICOM RT Structure Sets (RTSTRUCT) are the masks of the series they outline (converters/dicom/rtstruct.py):
+before, a structure set was rejected as a DICOM object without an image. The structure sets are written with
+pydicom over the test phantom (conftest_rtstruct.py), their contours placed in pixel coordinates, so each voxel's
+class is known: a pixel-by-pixel ray cast is the oracle of the fill."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pydicom")
+pytest.importorskip("scipy")
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_dicom import PHI_STRINGS, Phantom, convert_dicom, load_volume, read_samples, write_phantom  # noqa: E402
+from conftest_rtstruct import inside, on_slice, write_rtstruct  # noqa: E402
+
+PHANTOM = Phantom()
+SHAPE = (PHANTOM.rows, PHANTOM.cols)
+BOX = [(2.5, 3.5), (2.5, 10.5), (7.5, 10.5), (7.5, 3.5)]  # rows 3..7, columns 4..10: no centre on an edge
+RING_OUT = [(14.2, 14.2), (14.2, 30.6), (33.9, 30.6), (33.9, 14.2)]
+RING_IN = [(18.3, 18.2), (29.4, 22.1), (20.2, 27.3)]  # a hole: the same ROI's contour inside the other
+STAR = [(20.4, 2.3), (24.3, 9.8), (31.2, 3.1), (27.2, 11.4), (38.6, 12.3), (26.1, 13.3), (21.7, 10.2)]
+# vertices off the pixel centres' rows and columns: a centre on an edge is either side within rounding
+
+
+def _samples(dst: Path) -> list[tuple[np.ndarray, np.ndarray | None, dict]]:
+    out = []
+    for sample in read_samples(dst).values():
+        arr, meta = load_volume(sample)
+        out.append((arr, np.load(io.BytesIO(sample["label.npy"])) if "label.npy" in sample else None, meta))
+    return out
+
+
+def _contours(polygons_by_slice: dict[int, list[list[tuple[float, float]]]]) -> list[list[tuple[float, float, float]]]:
+    return [on_slice(PHANTOM, k, polygon) for k, polygons in polygons_by_slice.items() for polygon in polygons]
+
+
+def _expected(polygons_by_slice: dict[int, list[list[tuple[float, float]]]]) -> np.ndarray:
+    out = np.zeros((PHANTOM.slices, *SHAPE), bool)
+    for k, polygons in polygons_by_slice.items():
+        out[k] = inside(SHAPE, polygons)
+    return out
+
+
+def test_a_series_with_its_structure_set_converts_with_each_roi_filled_as_its_class(tmp_path: Path):
+    """Each closed contour fills the voxels whose centres it holds on the slice whose plane holds it, a contour inside
+    another of the same ROI is a hole, the classes are the ROIs' names sorted after the background, an ROI of points
+    is no class, and the patient's name the structure set holds is not written."""
+    write_phantom(tmp_path / "src" / "ct", PHANTOM)
+    tumour, ring = {3: [BOX], 4: [BOX], 9: [STAR]}, {6: [RING_OUT, RING_IN], 7: [RING_OUT]}
+    marker = [on_slice(PHANTOM, 5, [(10.0, 10.0)])]
+    traced = _contours({9: [STAR]})  # an open contour (a line) is drawn by nobody, even in an ROI of areas
+    write_rtstruct(tmp_path / "src" / "rs.dcm", PHANTOM.series_uid,
+                   [("GTV-1", _contours(tumour)), ("Marker", marker), ("Body-Ring", _contours(ring) + traced)],
+                   kinds={"Marker": "POINT", "Body-Ring": ["CLOSED_PLANAR"] * 3 + ["OPEN_PLANAR"]})
+    result = convert_dicom(tmp_path / "src", tmp_path / "out")
+    assert result.rejected == []
+    ((arr, mask, meta),) = _samples(tmp_path / "out")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["classes"] == ["background", "Body-Ring", "GTV-1"]
+    np.testing.assert_array_equal(arr, PHANTOM.hu())
+    expected = np.where(_expected(tumour), 2, np.where(_expected(ring), 1, 0))
+    assert expected[3, 3:8, 4:11].all() and (expected[3] != 0).sum() == 35  # the oracle itself
+    assert expected[6, 14:34, 15:31].any() and not expected[6, 22, 22] and expected[7, 22, 22]
+    np.testing.assert_array_equal(mask, expected)
+    assert mask.dtype == np.uint8 and meta["label_max"] == 2 and meta["label"].startswith("file-")
+    for written in (tmp_path / "out").rglob("*"):
+        if written.is_file():
+            data = written.read_bytes()
+            assert not any(s.encode() in data for s in (*PHI_STRINGS, "Doe^Jane", "PAT-000123", "Doe plan"))
+
+
+def _uid(n: int) -> str:
+    return f"{PHANTOM.series_uid}.{n}"
+
+
+def _patient(root: Path, rois, n: int, **kwargs) -> Phantom:
+    """Patient n's phantom series under root/ct with a structure set of `rois` beside it (root/rs.dcm)."""
+    from dataclasses import replace
+
+    phantom = replace(PHANTOM, series_uid=_uid(n))
+    write_phantom(root / "ct", phantom, seed=n)
+    write_rtstruct(root / "rs.dcm", phantom.series_uid, rois, **kwargs)
+    return phantom
+
+
+def test_overlapping_rois_reject_their_case_unless_structures_picks_ones_that_do_not(tmp_path: Path):
+    """A body outline holds the tumour: one class per voxel cannot hold both, so the case is rejected naming the two
+    ROIs; --structures keeps the named ROIs (any case) as classes in its order, the others undrawn, and a patient
+    without one of them has none of its voxels."""
+    body = _contours({k: [[(0.5, 0.5), (0.5, 34.5), (38.5, 34.5), (38.5, 0.5)]] for k in range(16)})
+    tumour, heart = {3: [BOX]}, {12: [RING_OUT]}
+    _patient(tmp_path / "src" / "p1", [("GTV-1", _contours(tumour)), ("Heart", _contours(heart)), ("BODY", body)], 1)
+    _patient(tmp_path / "src" / "p2", [("Heart", _contours(heart))], 2)
+    result = convert_dicom(tmp_path / "src", tmp_path / "all", keep_phi=True)
+    assert sorted(r["source"] for r in result.rejected) == ["p1/ct (16 files)"]
+    assert result.rejected[0]["reason"] == (
+        "p1/rs.dcm: ROI 'BODY' overlaps 'GTV-1' and 'Heart' in 339 voxels, and a label volume holds one class per "
+        "voxel; --structures picks ROIs that do not overlap")
+    result = convert_dicom(tmp_path / "src", tmp_path / "picked", keep_phi=True, structures=("heart", "gtv-1"))
+    assert result.rejected == []
+    manifest = json.loads((tmp_path / "picked" / "manifest.json").read_text())
+    assert manifest["classes"] == ["background", "heart", "gtv-1"]
+    assert manifest["preprocessing"]["structures"] == ["heart", "gtv-1"]
+    masks = {meta["files_rel"][0].split("/")[0]: mask for _, mask, meta in _samples(tmp_path / "picked")}
+    np.testing.assert_array_equal(masks["p1"], np.where(_expected(tumour), 2, np.where(_expected(heart), 1, 0)))
+    np.testing.assert_array_equal(masks["p2"], np.where(_expected(heart), 1, 0))
+    with pytest.raises(Exception, match=r"--structures names \['Lung-Left'\], which no mask of the source holds; its "
+                                        r"structures are \['BODY', 'GTV-1', 'Heart'\]"):
+        convert_dicom(tmp_path / "src", tmp_path / "wrong", keep_phi=True, structures=("Heart", "Lung-Left"))
+
+
+@pytest.mark.filterwarnings("ignore:Invalid value for VR DS")
+def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
+    """What discovery reads (the series referenced, the ROIs' names and numbers, closed contours) and what conversion
+    places (contours on the series' slices, points of three finite coordinates, a bounded fill) each reject with
+    their reason; a SEG and a structure set of one series are two masks: both are rejected, and the series."""
+    from conftest_seg import prepared_sources, write_seg
+
+    src = tmp_path / "src"
+    box = _contours({3: [BOX]})
+    _patient(src / "two", [("GTV-1", box)], 1)
+    sources = prepared_sources(sorted((src / "two" / "ct").iterdir()))
+    write_seg(src / "two" / "seg.dcm", sources, [("tumor", _expected({3: [BOX]}))], uid_seed="two")
+    write_rtstruct(src / "lone.dcm", _uid(99), [("GTV-1", box)])
+    write_rtstruct(src / "both.dcm", _uid(1), [("GTV-1", box)], referenced=(_uid(1), _uid(2)))
+    write_rtstruct(src / "points.dcm", _uid(1), [("Marker", box)], kinds={"Marker": "POINT"})
+    write_rtstruct(src / "unnamed.dcm", _uid(1), [(" ", box)])
+    write_rtstruct(src / "twice.dcm", _uid(1), [("GTV-1", box), ("Heart", box)], numbers={"Heart": 1})
+    shifted = [[(x, y, z + 0.7) for x, y, z in contour] for contour in box]  # 0.7 mm off a 2.5 mm stack's slice
+    _patient(src / "off", [("GTV-1", shifted)], 3)
+    _patient(src / "short", [("GTV-1", [[(1.0, 2.0, 47.5, 4.0)]])], 4)
+    _patient(src / "nan", [("GTV-1", [[(1.0, 2.0, 47.5), (float("nan"), 2.0, 47.5), (3.0, 1.0, 47.5)]])], 5)
+    _patient(src / "far", [("GTV-1", [[(1.0, 2.0, 47.5), (1e300, 2.0, 47.5), (3.0, 1.0, 47.5)]])], 8)
+    _patient(src / "huge", [("GTV-1", [[(1.0, 2.0, 47.5), (1e308, 2.0, 47.5), (-1e308, 1.0, 47.5)]])], 9)
+    zigzag = [(r + 0.5 + (c % 2) * 30, c + 0.5) for c in range(35) for r in (0,)]  # 35 edges across 30 rows
+    _patient(src / "zigzag", [("GTV-1", [on_slice(PHANTOM, k, zigzag) for k in range(16) for _ in range(3)])], 6)
+    _patient(src / "good", [("GTV-1", box)], 7)
+    result = convert_dicom(src, tmp_path / "out", keep_phi=True)
+    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    assert reasons == {
+        "two/rs.dcm": "2 masks (segmentations, SEG, and structure sets, RTSTRUCT) of one series: keep one, move the "
+                      "others out of the source",
+        "two/seg.dcm": "2 masks (segmentations, SEG, and structure sets, RTSTRUCT) of one series: keep one, move the "
+                       "others out of the source",
+        "two/ct (16 files)": "its 2 masks (segmentations, SEG, and structure sets, RTSTRUCT) were rejected: a series "
+                             "converts with one mask",
+        "lone.dcm": "a structure set (RTSTRUCT) of a series that is not among this split's images",
+        "both.dcm": "a structure set (RTSTRUCT) that references 2 series (ReferencedFrameOfReferenceSequence); "
+                    "fastdata reads one that outlines one series of the source",
+        "points.dcm": "a structure set (RTSTRUCT) without closed planar contours (no ROI outlines an area)",
+        "unnamed.dcm": "a structure set (RTSTRUCT) ROI without its number or its name (StructureSetROISequence)",
+        "twice.dcm": "a structure set (RTSTRUCT) of two ROIs named 'Heart' or numbered 1",
+        "off/ct (16 files)": "off/rs.dcm: ROI 'GTV-1' contour 0 lies 0.7 mm off the nearest slice's plane (tolerance "
+                             "0.625 mm): not on this series' slices",
+        "short/ct (16 files)": "short/rs.dcm: ROI 'GTV-1' contour 0: ContourData is not (x, y, z) points of finite "
+                               "millimetres",
+        "nan/ct (16 files)": "nan/rs.dcm: ROI 'GTV-1' contour 0: ContourData is not (x, y, z) points of finite "
+                             "millimetres",
+        "far/ct (16 files)": "far/rs.dcm: ROI 'GTV-1' contour 0 reaches more than 1e+06 pixels off the slice's "
+                             "first pixel",
+        "huge/ct (16 files)": "huge/rs.dcm: ROI 'GTV-1' contour 0 reaches more than 1e+06 pixels off the slice's "
+                              "first pixel",
+        "zigzag/ct (16 files)": "zigzag/rs.dcm: contours crossing the slices' rows more than 64 times a row on "
+                                "average; not the outline of an anatomy"}
+    ((_, mask, meta),) = _samples(tmp_path / "out")
+    assert meta["files_rel"][0].startswith("good/")
+    np.testing.assert_array_equal(mask, _expected({3: [BOX]}).astype(np.uint8))
+
+
+def test_the_mask_moves_and_is_resampled_with_its_image(tmp_path: Path):
+    """--orientation flips the filled contours with their image, voxel for voxel; --spacing takes the nearest."""
+    tumour, ring = {3: [BOX], 4: [BOX], 9: [STAR]}, {6: [RING_OUT, RING_IN]}
+    _patient(tmp_path / "src", [("GTV-1", _contours(tumour)), ("Ring", _contours(ring))], 0)
+    expected = np.where(_expected(tumour), 1, np.where(_expected(ring), 2, 0))
+    convert_dicom(tmp_path / "src", tmp_path / "ras", orientation="RAS")
+    ((arr, mask, meta),) = _samples(tmp_path / "ras")
+    assert meta["orientation"] == "RAS"
+    np.testing.assert_array_equal(mask, expected[:, ::-1, ::-1])  # LPS -> RAS: rows and columns reversed
+    convert_dicom(tmp_path / "src", tmp_path / "coarse", spacing=(5.0, 1.6, 1.4))  # twice the native spacing
+    ((arr, mask, meta),) = _samples(tmp_path / "coarse")
+    np.testing.assert_array_equal(mask, expected[::2, ::2, ::2])
+
+
+def test_structures_picks_seg_segments_by_meaning_too_and_is_checked(tmp_path: Path):
+    """--structures names a SEG's segments by their meaning: overlapping segments convert once one is left out.
+    Names are checked as they are given (each once, any case, no spaces around them), and --structures over a
+    source without masks says so."""
+    from conftest_seg import prepared_sources, write_seg
+
+    from converters.dicom.options import DicomOptions, parse_structures
+
+    sources = prepared_sources(write_phantom(tmp_path / "src" / "ct", PHANTOM))
+    sphere = PHANTOM.hu() > 0
+    write_seg(tmp_path / "src" / "seg.dcm", sources, [("tumor", sphere), ("liver", sphere | _expected({3: [BOX]}))])
+    with pytest.raises(Exception, match="1 x .*its segments overlap"):
+        convert_dicom(tmp_path / "src", tmp_path / "both")
+    convert_dicom(tmp_path / "src", tmp_path / "liver", structures=("LIVER",))
+    ((_, mask, _),) = _samples(tmp_path / "liver")
+    np.testing.assert_array_equal(mask, (sphere | _expected({3: [BOX]})).astype(np.uint8))
+    assert json.loads((tmp_path / "liver" / "manifest.json").read_text())["classes"] == ["background", "LIVER"]
+    assert parse_structures("a, b") == ("a", "b") and parse_structures(None) == ()
+    for bad in (("Heart", "heart"), ("",), (" Heart",), parse_structures("a,,b")):
+        with pytest.raises(ValueError, match="--structures must name each structure once"):
+            DicomOptions(structures=bad)
+    write_phantom(tmp_path / "bare", PHANTOM)
+    with pytest.raises(Exception, match=r"--structures Heart, but no series of the source has a mask"):
+        convert_dicom(tmp_path / "bare", tmp_path / "bare_out", structures=("Heart",))
