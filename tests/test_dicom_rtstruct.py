@@ -211,3 +211,19 @@ def test_structures_picks_seg_segments_by_meaning_too_and_is_checked(tmp_path: P
     write_phantom(tmp_path / "bare", PHANTOM)
     with pytest.raises(Exception, match=r"--structures Heart, but no series of the source has a mask"):
         convert_dicom(tmp_path / "bare", tmp_path / "bare_out", structures=("Heart",))
+
+
+def test_contour_values_are_read_from_their_bytes_or_from_pydicom_values():
+    """ContourData is read from the file's bytes (pydicom's values were three times slower); an element pydicom has
+    already converted gives the same numbers, and bytes that are no numbers fail (a rejection, above)."""
+    from pydicom.dataelem import DataElement, RawDataElement
+    from pydicom.tag import Tag
+
+    from converters.dicom.rtstruct import _numbers
+
+    raw = RawDataElement(Tag(0x30060050), "DS", 17, b"1.5\\-2e1\\ 3 \\4.25 ", 0, False, True)
+    np.testing.assert_array_equal(_numbers(raw), [1.5, -20.0, 3.0, 4.25])
+    np.testing.assert_array_equal(_numbers(DataElement(0x30060050, "DS", ["1.5", "-2e1", "3"])), [1.5, -20.0, 3.0])
+    np.testing.assert_array_equal(_numbers(DataElement(0x30060050, "DS", "7.5")), [7.5])
+    with pytest.raises(ValueError):
+        _numbers(RawDataElement(Tag(0x30060050), "DS", 7, b"1,5\\2.0", 0, False, True))

@@ -132,7 +132,7 @@ class _Plane:
             if str(contour.get("ContourGeometricType", "")) != CLOSED:
                 continue
             try:
-                points = np.asarray([float(v) for v in contour.ContourData], np.float64)
+                points = _numbers(contour.get_item("ContourData"))
             except Exception as exc:  # noqa: BLE001 - a missing or malformed ContourData
                 raise RejectSeries(f"{self.rel}: ROI {name!r} contour {c}: malformed ContourData "
                                    f"({type(exc).__name__})") from exc
@@ -163,6 +163,15 @@ class _Plane:
             raise RejectSeries(f"{self.rel}: ROI {name!r} contour {c} lies {off:.3g} mm off the nearest slice's plane "
                                f"(tolerance {self.tolerance:.3g} mm): not on this series' slices")
         return k
+
+
+def _numbers(element: Any) -> np.ndarray:
+    """A decimal string (DS) element's values. Read from its bytes by numpy: pydicom makes an object of each value
+    and checks it, 3.6 s of the 4.7 s an 800-point body outline on 150 slices took; numpy takes 0.7 ms a slice."""
+    value = element.value
+    if isinstance(value, bytes):
+        return np.array(value.split(b"\\"), np.float64)
+    return np.atleast_1d(np.asarray(value, np.float64))
 
 
 def _crossings(r: np.ndarray, q: np.ndarray, rows: int, budget: list[int], rel: str) -> tuple[np.ndarray, np.ndarray]:
