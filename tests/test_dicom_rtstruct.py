@@ -227,3 +227,34 @@ def test_contour_values_are_read_from_their_bytes_or_from_pydicom_values():
     np.testing.assert_array_equal(_numbers(DataElement(0x30060050, "DS", "7.5")), [7.5])
     with pytest.raises(ValueError):
         _numbers(RawDataElement(Tag(0x30060050), "DS", 7, b"1,5\\2.0", 0, False, True))
+
+
+def test_contours_of_a_coronal_series_fill_its_rows_and_columns(tmp_path: Path):
+    """On coronal slices (rows run from head to feet, slices stack front to back, listed in no order) the contours'
+    patient coordinates map onto each slice's own rows and columns: the same pixel polygons, drawn in millimetres
+    through the slice's orientation and spacing, fill the same pixels."""
+    from conftest_dicom import make_slice
+
+    rows, cols, spacing = 12, 10, (1.5, 0.6)
+    orientation = (1.0, 0.0, 0.0, 0.0, 0.0, -1.0)  # along a row: +x; down a column: -z (feet)
+    row_dir, col_dir, normal = np.array(orientation[:3]), np.array(orientation[3:]), np.array([0.0, 1.0, 0.0])
+    origin = np.array([-3.0, 20.0, 70.0])
+    uid = _uid(40)
+    for n, k in enumerate((3, 0, 4, 1, 2)):
+        make_slice(tmp_path / "src" / "ct" / f"s{n}", np.full((rows, cols), 100, np.uint16), series_uid=uid,
+                   position=tuple(origin + 2.0 * k * normal), orientation=orientation, pixel_spacing=spacing,
+                   instance=n + 1)
+
+    def mm(k: int, polygon):
+        return [tuple(origin + 2.0 * k * normal + c * spacing[1] * row_dir + r * spacing[0] * col_dir)
+                for r, c in polygon]
+
+    shape = [(1.3, 1.4), (2.2, 8.7), (10.6, 6.1), (8.1, 0.6)]
+    write_rtstruct(tmp_path / "src" / "rs.dcm", uid, [("Organ", [mm(1, shape), mm(3, shape[::-1])])])
+    convert_dicom(tmp_path / "src", tmp_path / "out")
+    ((_, mask, meta),) = _samples(tmp_path / "out")
+    expected = np.zeros((5, rows, cols), np.uint8)
+    expected[1] = expected[3] = inside((rows, cols), [shape])
+    assert expected[1].sum() > 30
+    np.testing.assert_array_equal(mask, expected)
+    assert meta["orientation"] == "LIP"  # columns to the left, rows to the feet, slices to the back
