@@ -258,3 +258,28 @@ def test_contours_of_a_coronal_series_fill_its_rows_and_columns(tmp_path: Path):
     assert expected[1].sum() > 30
     np.testing.assert_array_equal(mask, expected)
     assert meta["orientation"] == "LIP"  # columns to the left, rows to the feet, slices to the back
+
+
+def test_an_roi_whose_contours_come_in_two_items_keeps_them_all(tmp_path: Path):
+    """ROIContourSequence may list one ROI twice, each item with some of its contours: all are drawn; an item of
+    points that names no ROI is passed over."""
+    from pydicom import dcmread
+    from pydicom.dataset import Dataset
+
+    write_phantom(tmp_path / "src" / "ct", PHANTOM)
+    tumour = {3: [BOX], 9: [STAR]}
+    path = write_rtstruct(tmp_path / "src" / "rs.dcm", PHANTOM.series_uid, [("GTV-1", _contours(tumour))])
+    ds = dcmread(path)
+    (item,) = ds.ROIContourSequence
+    second = Dataset()
+    second.ReferencedROINumber = item.ReferencedROINumber
+    second.ContourSequence = [item.ContourSequence.pop()]
+    points = Dataset()
+    points.ContourSequence = [Dataset()]
+    points.ContourSequence[0].ContourGeometricType = "POINT"
+    points.ContourSequence[0].ContourData = ["1", "2", "3"]
+    ds.ROIContourSequence.extend([second, points])
+    ds.save_as(path)
+    assert convert_dicom(tmp_path / "src", tmp_path / "out").rejected == []
+    ((_, mask, _),) = _samples(tmp_path / "out")
+    np.testing.assert_array_equal(mask, _expected(tumour).astype(np.uint8))

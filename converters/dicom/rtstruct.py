@@ -79,8 +79,10 @@ def read_mask(path: str, rel: str, slices: list[Slice], values: tuple[tuple[int,
     pydicom = require("pydicom", "dicom")
     try:
         ds = pydicom.dcmread(path)
-        rois = {int(item.ReferencedROINumber): list(item.get("ContourSequence") or [])
-                for item in ds.get("ROIContourSequence") or []}
+        rois: dict[int, list[Any]] = {}
+        for item in ds.get("ROIContourSequence") or []:  # an ROI's contours may come in several items
+            if item.get("ReferencedROINumber") is not None:
+                rois.setdefault(int(item.ReferencedROINumber), []).extend(item.get("ContourSequence") or [])
         names = {int(roi.ROINumber): str(roi.ROIName).strip() for roi in ds.get("StructureSetROISequence") or []}
     except Exception as exc:  # noqa: BLE001 - pydicom raises many types for damaged files and values
         raise RejectSeries(f"{rel}: cannot read the structure set ({type(exc).__name__})") from exc
