@@ -22,7 +22,7 @@ def on_slice(phantom: Phantom, k: int, polygon: list[tuple[float, float]]) -> li
 
 def write_rtstruct(path: Path, series_uid: str, rois: list[tuple[str, list[list[tuple[float, float, float]]]]], *,
                    kinds: dict[str, str] | None = None, numbers: dict[str, int] | None = None,
-                   referenced: tuple[str, ...] | None = None) -> Path:
+                   referenced: tuple[str | None, ...] | None = None) -> Path:
     """A structure set at `path` outlining the series `series_uid` (or referencing the series `referenced`), ROI n
     (from 1, or `numbers`) named as `rois` names it, of its contours (each a list of (x, y, z) points), CLOSED_PLANAR
     unless `kinds` says otherwise for the ROI (POINT, OPEN_PLANAR; or a list: each contour's). The patient's name is
@@ -50,7 +50,8 @@ def write_rtstruct(path: Path, series_uid: str, rois: list[tuple[str, list[list[
     studies = []
     for uid in referenced if referenced is not None else (series_uid,):
         series = Dataset()
-        series.SeriesInstanceUID = uid
+        if uid is not None:  # None: an item that names no series
+            series.SeriesInstanceUID = uid
         study = Dataset()
         study.ReferencedSOPClassUID = "1.2.840.10008.3.1.2.3.1"
         study.ReferencedSOPInstanceUID = ds.StudyInstanceUID

@@ -129,6 +129,7 @@ def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
     write_seg(src / "two" / "seg.dcm", sources, [("tumor", _expected({3: [BOX]}))], uid_seed="two")
     write_rtstruct(src / "lone.dcm", _uid(99), [("GTV-1", box)])
     write_rtstruct(src / "both.dcm", _uid(1), [("GTV-1", box)], referenced=(_uid(1), _uid(2)))
+    write_rtstruct(src / "blank.dcm", _uid(1), [("GTV-1", box)], referenced=(None,))
     write_rtstruct(src / "points.dcm", _uid(1), [("Marker", box)], kinds={"Marker": "POINT"})
     write_rtstruct(src / "unnamed.dcm", _uid(1), [(" ", box)])
     write_rtstruct(src / "twice.dcm", _uid(1), [("GTV-1", box), ("Heart", box)], numbers={"Heart": 1})
@@ -153,6 +154,8 @@ def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
         "lone.dcm": "a structure set (RTSTRUCT) of a series that is not among this split's images",
         "both.dcm": "a structure set (RTSTRUCT) that references 2 series (ReferencedFrameOfReferenceSequence); "
                     "fastdata reads one that outlines one series of the source",
+        "blank.dcm": "a structure set (RTSTRUCT) that references 0 series (ReferencedFrameOfReferenceSequence); "
+                     "fastdata reads one that outlines one series of the source",
         "points.dcm": "a structure set (RTSTRUCT) without closed planar contours (no ROI outlines an area)",
         "unnamed.dcm": "a structure set (RTSTRUCT) ROI without its number or its name (StructureSetROISequence)",
         "twice.dcm": "a structure set (RTSTRUCT) of two ROIs named 'Heart' or numbered 1",
