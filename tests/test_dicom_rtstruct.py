@@ -286,3 +286,18 @@ def test_an_roi_whose_contours_come_in_two_items_keeps_them_all(tmp_path: Path):
     assert convert_dicom(tmp_path / "src", tmp_path / "out").rejected == []
     ((_, mask, _),) = _samples(tmp_path / "out")
     np.testing.assert_array_equal(mask, _expected(tumour).astype(np.uint8))
+
+
+def test_a_contour_a_quarter_of_the_slice_gap_off_its_slice_is_on_it():
+    """The plane tolerance is a quarter of the slice gap, that far included: 0.625 mm on a 2.5 mm stack places the
+    contour on its slice, and a hair more does not."""
+    from converters.dicom.geometry import RejectSeries, Slice
+    from converters.dicom.rtstruct import _Plane
+
+    slices = [Slice(rel="s", frame=None, shape=(4, 4), position=(0.0, 0.0, 2.5 * k), orientation=(1, 0, 0, 0, 1, 0),
+                    pixel_spacing=(1.0, 1.0), slope=1.0, intercept=0.0) for k in range(4)]
+    plane = _Plane(slices, "rs")
+    assert plane._slice(np.array([[0.0, 0.0, 5.625], [1.0, 0.0, 5.625], [1.0, 1.0, 5.625]]), "a", 0) == 2
+    assert plane._slice(np.array([[0.0, 0.0, 4.375], [1.0, 0.0, 4.375], [1.0, 1.0, 4.375]]), "a", 0) == 2
+    with pytest.raises(RejectSeries, match="lies 0.626 mm off the nearest slice's plane"):
+        plane._slice(np.array([[0.0, 0.0, 5.626], [1.0, 0.0, 5.626], [1.0, 1.0, 5.626]]), "a", 0)
