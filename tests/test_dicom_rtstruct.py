@@ -301,3 +301,32 @@ def test_a_contour_a_quarter_of_the_slice_gap_off_its_slice_is_on_it():
     assert plane._slice(np.array([[0.0, 0.0, 4.375], [1.0, 0.0, 4.375], [1.0, 1.0, 4.375]]), "a", 0) == 2
     with pytest.raises(RejectSeries, match="lies 0.626 mm off the nearest slice's plane"):
         plane._slice(np.array([[0.0, 0.0, 5.626], [1.0, 0.0, 5.626], [1.0, 1.0, 5.626]]), "a", 0)
+
+
+def test_contours_reaching_past_the_image_fill_what_lies_inside_it(tmp_path: Path):
+    """A body outline wider than the field of view (past every edge, row 0 and column 0 included), a contour
+    crossing the top edge, and one wholly above the image: each fills the pixels of the image its area holds."""
+    write_phantom(tmp_path / "src" / "ct", PHANTOM)
+    wide = {0: [[(-3.5, -2.5), (-3.5, 40.5), (43.2, 40.5), (43.2, -2.5)]]}
+    top = {5: [[(-6.3, 4.4), (3.6, 9.1), (-1.2, 12.7)]]}
+    above = {8: [[(-9.0, 3.0), (-2.0, 5.0), (-4.0, 9.0)]]}
+    write_rtstruct(tmp_path / "src" / "rs.dcm", PHANTOM.series_uid,
+                   [("Body", _contours(wide)), ("Top", _contours(top)), ("Above", _contours(above))])
+    convert_dicom(tmp_path / "src", tmp_path / "out")
+    ((_, mask, _),) = _samples(tmp_path / "out")
+    expected = np.where(_expected(wide), 2, np.where(_expected(top), 3, 0))
+    assert expected[0].all() and expected[5, 0].any() and not _expected(above).any()
+    np.testing.assert_array_equal(mask, expected)
+
+
+def test_the_crossings_bound_counts_each_crossing():
+    """_crossings spends one unit of the bound per crossing of a row's centre, the last unit included."""
+    from converters.dicom.geometry import RejectSeries
+    from converters.dicom.rtstruct import _crossings
+
+    r, q = np.array([0.5, 0.5, 2.5, 2.5]), np.array([0.5, 3.5, 3.5, 0.5])  # rows 1 and 2, two edges each
+    budget = [4]
+    rows, cols = _crossings(r, q, 8, budget, "rs")
+    assert budget == [0] and sorted(zip(rows.tolist(), cols.tolist())) == [(1, 0.5), (1, 3.5), (2, 0.5), (2, 3.5)]
+    with pytest.raises(RejectSeries, match="more than 64 times a row"):
+        _crossings(r, q, 8, [3], "rs")
