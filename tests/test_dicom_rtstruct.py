@@ -330,3 +330,16 @@ def test_the_crossings_bound_counts_each_crossing():
     assert budget == [0] and sorted(zip(rows.tolist(), cols.tolist())) == [(1, 0.5), (1, 3.5), (2, 0.5), (2, 3.5)]
     with pytest.raises(RejectSeries, match="more than 64 times a row"):
         _crossings(r, q, 8, [3], "rs")
+
+
+def test_a_structure_set_unreadable_at_conversion_is_a_reason(tmp_path: Path):
+    """A structure set rewritten between discovery and conversion (here: no DICOM file at all) rejects its series
+    with the reason, naming the error's type only (pydicom's messages may quote values)."""
+    from converters.dicom.geometry import RejectSeries, Slice
+    from converters.dicom.rtstruct import read_mask
+
+    (tmp_path / "rs.dcm").write_bytes(b"not a structure set")
+    slices = [Slice(rel="s", frame=None, shape=(4, 4), position=(0.0, 0.0, 0.0), orientation=(1, 0, 0, 0, 1, 0),
+                    pixel_spacing=(1.0, 1.0), slope=1.0, intercept=0.0)]
+    with pytest.raises(RejectSeries, match=r"^file-1: cannot read the structure set \(InvalidDicomError\)$"):
+        read_mask(str(tmp_path / "rs.dcm"), "file-1", slices, ((1, 1),))
