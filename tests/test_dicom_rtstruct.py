@@ -56,8 +56,8 @@ def test_a_series_with_its_structure_set_converts_with_each_roi_filled_as_its_cl
     marker = [on_slice(PHANTOM, 5, [(10.0, 10.0)])]
     traced = _contours({9: [STAR]})  # an open contour (a line) is drawn by nobody, even in an ROI of areas
     write_rtstruct(tmp_path / "src" / "rs.dcm", PHANTOM.series_uid,
-                   [("GTV-1", _contours(tumour)), ("Marker", marker), ("Body-Ring", _contours(ring) + traced)],
-                   kinds={"Marker": "POINT", "Body-Ring": ["CLOSED_PLANAR"] * 3 + ["OPEN_PLANAR"]})
+                   [("GTV-1", _contours(tumour)), ("Marker", marker), ("Body-Ring", traced + _contours(ring))],
+                   kinds={"Marker": "POINT", "Body-Ring": ["OPEN_PLANAR"] + ["CLOSED_PLANAR"] * 3})
     result = convert_dicom(tmp_path / "src", tmp_path / "out")
     assert result.rejected == []
     ((arr, mask, meta),) = _samples(tmp_path / "out")
@@ -121,6 +121,7 @@ def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
     places (contours on the series' slices, points of three finite coordinates, a bounded fill) each reject with
     their reason; a SEG and a structure set of one series are two masks: both are rejected, and the series."""
     from conftest_seg import prepared_sources, write_seg
+    from pydicom import dcmread
 
     src = tmp_path / "src"
     box = _contours({3: [BOX]})
@@ -142,6 +143,10 @@ def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
     zigzag = [(r + 0.5 + (c % 2) * 30, c + 0.5) for c in range(35) for r in (0,)]  # 35 edges across 30 rows
     _patient(src / "zigzag", [("GTV-1", [on_slice(PHANTOM, k, zigzag) for k in range(16) for _ in range(3)])], 6)
     _patient(src / "good", [("GTV-1", box)], 7)
+    _patient(src / "bare", [("GTV-1", box)], 10)
+    bare = dcmread(src / "bare" / "rs.dcm")
+    del bare.ROIContourSequence[0].ContourSequence[0].ContourData
+    bare.save_as(src / "bare" / "rs.dcm")
     result = convert_dicom(src, tmp_path / "out", keep_phi=True)
     reasons = {r["source"]: r["reason"] for r in result.rejected}
     assert reasons == {
@@ -165,6 +170,7 @@ def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
                                "millimetres",
         "nan/ct (16 files)": "nan/rs.dcm: ROI 'GTV-1' contour 0: ContourData is not (x, y, z) points of finite "
                              "millimetres",
+        "bare/ct (16 files)": "bare/rs.dcm: ROI 'GTV-1' contour 0: malformed ContourData (AttributeError)",
         "far/ct (16 files)": "far/rs.dcm: ROI 'GTV-1' contour 0 reaches more than 1e+06 pixels off the slice's "
                              "first pixel",
         "huge/ct (16 files)": "huge/rs.dcm: ROI 'GTV-1' contour 0 reaches more than 1e+06 pixels off the slice's "
