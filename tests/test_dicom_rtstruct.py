@@ -55,8 +55,10 @@ def test_a_series_with_its_structure_set_converts_with_each_roi_filled_as_its_cl
     tumour, ring = {3: [BOX], 4: [BOX], 9: [STAR]}, {6: [RING_OUT, RING_IN], 7: [RING_OUT]}
     marker = [on_slice(PHANTOM, 5, [(10.0, 10.0)])]
     traced = _contours({9: [STAR]})  # an open contour (a line) is drawn by nobody, even in an ROI of areas
+    # nor is a "closed" contour of two points (GTV-1's first): it has no area
     write_rtstruct(tmp_path / "src" / "rs.dcm", PHANTOM.series_uid,
-                   [("GTV-1", _contours(tumour)), ("Marker", marker), ("Body-Ring", traced + _contours(ring))],
+                   [("GTV-1", _contours({2: [[(3.5, 3.5), (9.5, 9.5)]]}) + _contours(tumour)), ("Marker", marker),
+                    ("Body-Ring", traced + _contours(ring))],
                    kinds={"Marker": "POINT", "Body-Ring": ["OPEN_PLANAR"] + ["CLOSED_PLANAR"] * 3})
     result = convert_dicom(tmp_path / "src", tmp_path / "out")
     assert result.rejected == []
