@@ -311,6 +311,40 @@ def test_a_contour_a_quarter_of_the_slice_gap_off_its_slice_is_on_it():
         plane._slice(np.array([[0.0, 0.0, 5.626], [1.0, 0.0, 5.626], [1.0, 1.0, 5.626]]), "a", 0)
 
 
+def test_the_plane_of_one_slice_of_unscaled_cosines_and_of_none():
+    """A stack of one slice takes a quarter of its thickness; direction cosines a writer did not scale to unit length
+    (on slices stacked down z, along their normal) place contours as unit ones do; an image without a position has
+    no plane."""
+    from dataclasses import replace
+
+    from converters.dicom.geometry import RejectSeries, Slice
+    from converters.dicom.rtstruct import _Plane
+
+    one = Slice(rel="s", frame=None, shape=(4, 4), position=(0.0, 0.0, 10.0), orientation=(1, 0, 0, 0, 1, 0),
+                pixel_spacing=(1.0, 1.0), slope=1.0, intercept=0.0, thickness=2.0)
+    triangle = np.array([[0.0, 0.0, 10.5], [1.0, 0.0, 10.5], [1.0, 1.0, 10.5]])
+    assert _Plane([one], "rs")._slice(triangle, "a", 0) == 0
+    with pytest.raises(RejectSeries, match=r"lies 0.6 mm off .* \(tolerance 0.5 mm\)"):
+        _Plane([one], "rs")._slice(triangle + [0.0, 0.0, 0.1], "a", 0)
+    swapped = [replace(one, position=(0.0, 0.0, 10.0 - 2.5 * k), orientation=(0, 2, 0, 2, 0, 0)) for k in range(4)]
+    plane = _Plane(swapped, "rs")  # rows along x, columns along y: the normal is -z, the slices go down z
+    square = np.array([[0.5, 0.5, 5.0], [0.5, 2.5, 5.0], [2.5, 2.5, 5.0], [2.5, 0.5, 5.0]])
+    assert plane._slice(square, "a", 0) == 2 and plane.tolerance == 0.625
+    filled = plane.filled([_closed(square)], "a", [10**6])
+    assert filled[2].sum() == 4 and filled[2, 1:3, 1:3].all() and filled.sum() == 4
+    with pytest.raises(RejectSeries, match=r"^rs: a structure set \(RTSTRUCT\) of an image without a position"):
+        _Plane([replace(one, position=None)], "rs")
+
+
+def _closed(points: np.ndarray):
+    from pydicom.dataset import Dataset
+
+    contour = Dataset()
+    contour.ContourGeometricType = "CLOSED_PLANAR"
+    contour.ContourData = [f"{v:g}" for v in points.ravel()]
+    return contour
+
+
 def test_contours_reaching_past_the_image_fill_what_lies_inside_it(tmp_path: Path):
     """A body outline wider than the field of view (past every edge, row 0 and column 0 included), a contour
     crossing the top edge, and one wholly above the image: each fills the pixels of the image its area holds."""

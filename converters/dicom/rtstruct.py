@@ -122,7 +122,7 @@ class _Plane:
         self.positions = np.array([s.position for s in slices], np.float64)
         self.along = self.positions @ normal
         gaps = np.diff(self.along)
-        gap = float(np.median(gaps)) if gaps.size else float(first.thickness or 1.0)
+        gap = float(np.median(gaps)) if gaps.size else float(first.thickness or 1.0)  # slices in volume order
         self.tolerance = PLANE_TOLERANCE * gap
         self.spacing = first.pixel_spacing or (1.0, 1.0)  # (between rows, between columns)
 
