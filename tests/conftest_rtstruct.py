@@ -84,16 +84,26 @@ def write_rtstruct(path: Path, series_uid: str, rois: list[tuple[str, list[list[
     return path
 
 
-def inside(shape: tuple[int, int], polygons: list[list[tuple[float, float]]]) -> np.ndarray:
+def inside(shape: tuple[int, int], polygons: list[list[tuple[float, float]]], *, boundary: bool = False) -> np.ndarray:
     """The pixels of `shape` whose centres lie inside the polygons ((row, column) vertices) by the even-odd rule:
-    a ray cast from each centre, pixel by pixel, as the oracle of the converter's scanline fill."""
+    a ray cast from each centre, pixel by pixel, as the oracle of the converter's scanline fill. With `boundary`,
+    a centre within 1e-3 of a pixel of an edge counts as inside (DICOM's rule: the contour's path is the ROI's)."""
     out = np.zeros(shape, bool)
     for r in range(shape[0]):
         for c in range(shape[1]):
-            crossings = 0
+            crossings, on = 0, False
             for polygon in polygons:
                 for (r0, c0), (r1, c1) in zip(polygon, polygon[1:] + polygon[:1]):
                     if (r0 <= r) != (r1 <= r):  # the edge spans the centre's row
                         crossings += c < c0 + (r - r0) * (c1 - c0) / (r1 - r0)
-            out[r, c] = crossings % 2 == 1
+                    on = on or _distance((r, c), (r0, c0), (r1, c1)) <= 1e-3
+            out[r, c] = crossings % 2 == 1 or (boundary and on)
     return out
+
+
+def _distance(p: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
+    """The distance from p to the segment a-b."""
+    (pr, pc), (ar, ac), (br, bc) = p, a, b
+    dr, dc = br - ar, bc - ac
+    t = 0.0 if dr == dc == 0 else max(0.0, min(1.0, ((pr - ar) * dr + (pc - ac) * dc) / (dr * dr + dc * dc)))
+    return float(np.hypot(pr - ar - t * dr, pc - ac - t * dc))

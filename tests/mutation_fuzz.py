@@ -713,7 +713,8 @@ def _segmented(folder: Path) -> list[Path]:
 
 def _outlined(folder: Path) -> list[Path]:
     """A phantom series with a structure set (RTSTRUCT) beside it (tests/conftest_rtstruct.py): a tumour of two
-    contours, a ring with a hole, and a marker of one point; each slice and the structure set a file to mutate."""
+    contours, a ring with a hole (CLOSEDPLANAR_XOR), and a marker of one point; each slice and the structure set a
+    file to mutate."""
     from conftest_dicom import Phantom, write_phantom
     from conftest_rtstruct import on_slice, write_rtstruct
 
@@ -724,7 +725,7 @@ def _outlined(folder: Path) -> list[Path]:
             on_slice(phantom, 2, [(6.4, 4.1), (9.3, 5.2), (7.1, 7.4)])]
     write_rtstruct(folder / "rs.dcm", phantom.series_uid, [
         ("GTV-1", [on_slice(phantom, k, box) for k in (0, 1)]), ("Ring", ring),
-        ("Marker", [on_slice(phantom, 3, [(8.0, 8.0)])])], kinds={"Marker": "POINT"})
+        ("Marker", [on_slice(phantom, 3, [(8.0, 8.0)])])], kinds={"Marker": "POINT", "Ring": "CLOSEDPLANAR_XOR"})
     return sorted(folder.iterdir())
 
 

@@ -40,35 +40,39 @@ def _contours(polygons_by_slice: dict[int, list[list[tuple[float, float]]]]) -> 
     return [on_slice(PHANTOM, k, polygon) for k, polygons in polygons_by_slice.items() for polygon in polygons]
 
 
-def _expected(polygons_by_slice: dict[int, list[list[tuple[float, float]]]]) -> np.ndarray:
+def _expected(polygons_by_slice: dict[int, list[list[tuple[float, float]]]], *, xor: bool = False) -> np.ndarray:
+    """The oracle's pixels: each slice's polygons united (CLOSED_PLANAR), or combined by exclusive or."""
     out = np.zeros((PHANTOM.slices, *SHAPE), bool)
     for k, polygons in polygons_by_slice.items():
-        out[k] = inside(SHAPE, polygons)
+        out[k] = inside(SHAPE, polygons) if xor else np.any([inside(SHAPE, [p]) for p in polygons], axis=0)
     return out
 
 
 def test_a_series_with_its_structure_set_converts_with_each_roi_filled_as_its_class(tmp_path: Path):
-    """Each closed contour fills the voxels whose centres it holds on the slice whose plane holds it, a contour inside
-    another of the same ROI is a hole, the classes are the ROIs' names sorted after the background, an ROI of points
-    is no class, and the patient's name the structure set holds is not written."""
+    """Each closed contour fills the voxels whose centres it holds on the slice whose plane holds it; an ROI's
+    CLOSED_PLANAR contours unite (one inside another adds nothing: DICOM draws a hole as a keyhole), its
+    CLOSEDPLANAR_XOR ones combine by exclusive or (one inside another is a hole); the classes are the ROIs' names
+    sorted after the background, an ROI of points is no class, and the patient's name the structure set holds is not
+    written."""
     write_phantom(tmp_path / "src" / "ct", PHANTOM)
-    tumour, ring = {3: [BOX], 4: [BOX], 9: [STAR]}, {6: [RING_OUT, RING_IN], 7: [RING_OUT]}
+    tumour, ring = {3: [BOX], 4: [BOX], 9: [STAR], 12: [RING_OUT, RING_IN]}, {6: [RING_OUT, RING_IN], 7: [RING_OUT]}
     marker = [on_slice(PHANTOM, 5, [(10.0, 10.0)])]
     traced = _contours({9: [STAR]})  # an open contour (a line) is drawn by nobody, even in an ROI of areas
     # nor is a "closed" contour of two points (GTV-1's first): it has no area
     write_rtstruct(tmp_path / "src" / "rs.dcm", PHANTOM.series_uid,
                    [("GTV-1", _contours({2: [[(3.5, 3.5), (9.5, 9.5)]]}) + _contours(tumour)), ("Marker", marker),
                     ("Body-Ring", traced + _contours(ring))],
-                   kinds={"Marker": "POINT", "Body-Ring": ["OPEN_PLANAR"] + ["CLOSED_PLANAR"] * 3})
+                   kinds={"Marker": "POINT", "Body-Ring": ["OPEN_PLANAR"] + ["CLOSEDPLANAR_XOR"] * 3})
     result = convert_dicom(tmp_path / "src", tmp_path / "out")
     assert result.rejected == []
     ((arr, mask, meta),) = _samples(tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["classes"] == ["background", "Body-Ring", "GTV-1"]
     np.testing.assert_array_equal(arr, PHANTOM.hu())
-    expected = np.where(_expected(tumour), 2, np.where(_expected(ring), 1, 0))
+    expected = np.where(_expected(tumour), 2, np.where(_expected(ring, xor=True), 1, 0))
     assert expected[3, 3:8, 4:11].all() and (expected[3] != 0).sum() == 35  # the oracle itself
     assert expected[6, 14:34, 15:31].any() and not expected[6, 22, 22] and expected[7, 22, 22]
+    assert expected[12, 22, 22] == 2  # united: no hole
     np.testing.assert_array_equal(mask, expected)
     assert mask.dtype == np.uint8 and meta["label_max"] == 2 and meta["label"].startswith("file-")
     for written in (tmp_path / "out").rglob("*"):
@@ -360,18 +364,6 @@ def test_contours_reaching_past_the_image_fill_what_lies_inside_it(tmp_path: Pat
     assert expected[0].all() and expected[5, 0].any() and not _expected(above).any()
     np.testing.assert_array_equal(mask, expected)
 
-
-def test_the_crossings_bound_counts_each_crossing():
-    """_crossings spends one unit of the bound per crossing of a row's centre, the last unit included."""
-    from converters.dicom.geometry import RejectSeries
-    from converters.dicom.rtstruct import _crossings
-
-    r, q = np.array([0.5, 0.5, 2.5, 2.5]), np.array([0.5, 3.5, 3.5, 0.5])  # rows 1 and 2, two edges each
-    budget = [4]
-    rows, cols = _crossings(r, q, 8, budget, "rs")
-    assert budget == [0] and sorted(zip(rows.tolist(), cols.tolist())) == [(1, 0.5), (1, 3.5), (2, 0.5), (2, 3.5)]
-    with pytest.raises(RejectSeries, match="more than 64 times a row"):
-        _crossings(r, q, 8, [3], "rs")
 
 
 def test_a_structure_set_unreadable_at_conversion_is_a_reason(tmp_path: Path):

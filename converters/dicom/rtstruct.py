@@ -8,14 +8,11 @@ SEG's are its codes (segmentation.class_names). ROIs of points or open contours 
 area: they are no classes, and their contours are not drawn.
 
 Conversion places each closed contour on the slice of the series whose plane holds it (by position along the
-slices' normal, within a quarter of the slice gap) and fills it: a voxel is inside when its centre is, by the
-even-odd rule over all the ROI's contours on that slice, so a contour inside another of the same ROI is a hole (as
-plastimatch and most planning systems read them). A voxel in two ROIs rejects the case, naming both: a label volume
-holds one class per voxel, and `--structures` picks ROIs that do not overlap.
-
-The fill is a scanline over the contours' edges in numpy: scikit-image's `draw.polygon` tests every pixel of a
-contour's box against every vertex (0.36 s for one 800-vertex body outline on a 512 x 512 slice, about a minute a
-series), and Pillow's `ImageDraw.polygon` rounds the vertices to whole pixels and fills the outline too.
+slices' normal, within a quarter of the slice gap) and fills it by DICOM's rule (polygons.py: the voxels whose
+centres lie inside it or on it). An ROI's CLOSED_PLANAR contours on a slice are united (a hole is drawn as a keyhole,
+PS3.3 C.8.8.6.3); its CLOSEDPLANAR_XOR contours are combined by exclusive or, so one inside another is a hole. A
+voxel in two ROIs rejects the case, naming both: a label volume holds one class per voxel, and `--structures` picks
+ROIs that do not overlap.
 """
 
 from __future__ import annotations
@@ -25,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from converters.dicom.geometry import RejectSeries, Slice
+from converters.dicom.polygons import MAX_CROSSINGS_PER_ROW, region
 from converters.dicom.segmentation import SegHeader
 from fastdata.errors import require
 
 RTSTRUCT_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.481.3"  # RT Structure Set Storage
-CLOSED = "CLOSED_PLANAR"
-MAX_CROSSINGS_PER_ROW = 64  # a contour's edges crossing the rows of a slice, on average over the series: a bound
+CLOSED, XOR = "CLOSED_PLANAR", "CLOSEDPLANAR_XOR"  # areas: united, and combined by exclusive or
 FAR = 1e6  # pixels: a contour point farther off the image is no outline of it (and its arithmetic may overflow)
 PLANE_TOLERANCE = 0.25  # of the slice gap: how far off a slice's plane a contour may lie
 
@@ -61,7 +58,7 @@ def header_of(ds: Any) -> SegHeader | str:
     areas = []
     for item in ds.get("ROIContourSequence") or []:
         number = item.get("ReferencedROINumber")
-        closed = any(str(c.get("ContourGeometricType", "")) == CLOSED for c in item.get("ContourSequence") or [])
+        closed = any(str(c.get("ContourGeometricType", "")) in (CLOSED, XOR) for c in item.get("ContourSequence") or [])
         if closed and (number is None or int(number) not in names):
             return "a structure set (RTSTRUCT) with contours of an ROI it does not name (ReferencedROINumber)"
         if closed:
@@ -127,11 +124,13 @@ class _Plane:
         self.spacing = first.pixel_spacing or (1.0, 1.0)  # (between rows, between columns)
 
     def filled(self, contours: list[Any], name: str, budget: list[int]) -> np.ndarray:
-        """The voxels inside one ROI's closed contours (even-odd over each slice's contours)."""
-        n, (rows, cols) = len(self.positions), self.shape
-        toggles = np.zeros((n * rows, cols + 1), np.uint8)  # a crossing flips every pixel from its column on
+        """The voxels of one ROI: on each slice, the union of its CLOSED_PLANAR contours' regions and the exclusive
+        or of its CLOSEDPLANAR_XOR ones'."""
+        united = np.zeros((len(self.positions), *self.shape), bool)
+        exclusive = np.zeros_like(united)
         for c, contour in enumerate(contours):
-            if str(contour.get("ContourGeometricType", "")) != CLOSED:
+            kind = str(contour.get("ContourGeometricType", ""))
+            if kind not in (CLOSED, XOR):
                 continue
             try:
                 points = _numbers(contour.get_item("ContourData"))
@@ -151,10 +150,12 @@ class _Plane:
             if not (np.all(np.abs(r) <= FAR) and np.all(np.abs(q) <= FAR)):  # NaN fails too
                 raise RejectSeries(f"{self.rel}: ROI {name!r} contour {c} reaches more than {FAR:.0e} pixels off the "
                                    "slice's first pixel")
-            at, col = _crossings(r, q, rows, budget, self.rel)
-            np.add.at(toggles, (at + k * rows, np.clip(np.ceil(col), 0, cols).astype(np.intp)), 1)
-        inside = np.bitwise_xor.accumulate(toggles & 1, axis=1)[:, :cols]
-        return inside.reshape(n, rows, cols).astype(bool)
+            pixels = region(r, q, self.shape, budget, self.rel)
+            if kind == CLOSED:
+                united[k] |= pixels
+            else:
+                exclusive[k] ^= pixels
+        return united | exclusive
 
     def _slice(self, points: np.ndarray, name: str, c: int) -> int:
         """The slice whose plane holds the contour."""
@@ -174,22 +175,3 @@ def _numbers(element: Any) -> np.ndarray:
     if isinstance(value, bytes):
         return np.array(value.split(b"\\"), np.float64)
     return np.atleast_1d(np.asarray(value, np.float64))
-
-
-def _crossings(r: np.ndarray, q: np.ndarray, rows: int, budget: list[int], rel: str) -> tuple[np.ndarray, np.ndarray]:
-    """(row, column) where a closed polygon's edges cross the rows' pixel centres: an edge from row r0 to r1 crosses
-    the whole rows in [min, max) (half-open, so a vertex on a row is counted once)."""
-    r0, r1, q0, q1 = r, np.roll(r, -1), q, np.roll(q, -1)
-    low, high = np.minimum(r0, r1), np.maximum(r0, r1)
-    first = np.clip(np.ceil(low), 0, rows).astype(np.int64)
-    end = np.clip(np.ceil(high), 0, rows).astype(np.int64)
-    counts = end - first  # 0 for an edge along a row
-    total = int(counts.sum())
-    budget[0] -= total
-    if budget[0] < 0:
-        raise RejectSeries(f"{rel}: contours crossing the slices' rows more than {MAX_CROSSINGS_PER_ROW} times a row "
-                           "on average; not the outline of an anatomy")
-    edge = np.repeat(np.arange(len(r)), counts)
-    row = np.repeat(first, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
-    t = (row - r0[edge]) / (r1[edge] - r0[edge])
-    return row, q0[edge] + t * (q1[edge] - q0[edge])
