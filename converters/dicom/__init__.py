@@ -1,5 +1,5 @@
 """The dicom kind: folders of DICOM series -> int16 Hounsfield-unit volumes (npy + json samples), with the masks of
-their segmentations (SEG) where the source has them (label.npy)."""
+their segmentations (SEG) or structure sets (RTSTRUCT) where the source has them (label.npy)."""
 
 from __future__ import annotations
 
