@@ -216,9 +216,9 @@ def voxels(img: Any, rel: str, channel: int | None) -> np.ndarray:
 def every_channel(img: Any, rel: str) -> list[np.ndarray]:
     """The (z, y, x) voxels of each channel of a 4D image, read in one pass over the file. nibabel reads a gzip
     stream from its start for each slice, so reading channel by channel decompressed a `.nii.gz` fMRI run once per
-    volume (200 volumes of 64x64x36: 52 s against 0.55 s in one pass). Each channel is a view of the one array:
-    nibabel's array is in the file's (Fortran) order, so a channel is one block and its (z, y, x) view is
-    contiguous; no voxel is copied."""
+    volume (200 volumes of 64x64x36: 52 s against 0.55 s in one pass). A NIfTI file's channels are views of the one
+    array: nibabel gives it in the file's (Fortran) order, so a channel is one block and its (z, y, x) view is
+    contiguous, and no voxel is copied (another layout is copied channel by channel)."""
     if isinstance(img, WRAPPED):  # ITK's reads its file once; MINC's (HDF5, netCDF) reads any part directly
         return [voxels(img, rel, c) for c in range(channels(img))]
     whole = _read(img, rel, ...)
