@@ -201,8 +201,8 @@ def _mask(series: SeriesFiles, slices: list[Slice], order: list[int], sops: dict
 
 
 def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
-    """The int16 array, the mask (a series with a SEG; else None) and the metadata of one series. Raises
-    RejectSeries with the reason."""
+    """The int16 array, the mask (a series with a SEG or a structure set; else None) and the metadata of one series.
+    Raises RejectSeries with the reason."""
     files = series.files
     slices, planes, ds, syntaxes, sops = _read(files, opts.max_voxels)
     planar = len(slices) == 1 and (slices[0].position is None or slices[0].orientation is None)
@@ -269,7 +269,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
 
 def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejection:
     """Convert the files of one series (item.payload: SeriesFiles) into a sample with members npy and json (and
-    label.npy for a series with a SEG)."""
+    label.npy for a series with a mask)."""
     seg = (item.payload.seg,) if item.payload.seg else ()
     for path, rel in (*item.payload.files, *seg):
         if not Path(path).exists():
