@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.dicom import rtstruct, segmentation
-from converters.dicom.privacy import burned_in, failure, quiet_values, uid_name
+from converters.dicom.privacy import burned_in, failure, quiet_values, sop_class, uid_name
 from converters.dicom.segmentation import SegHeader
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
@@ -63,7 +63,7 @@ def read_header(path: Path) -> tuple[Any | None, str | None]:
 
 def _classify(ds: Any, allow_burned_in: bool) -> str | None:
     """Reason why a readable DICOM file is not an image we convert, or None if it is one."""
-    sop = str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
+    sop = sop_class(ds)
     if sop == DICOMDIR_SOP_CLASS:
         return "DICOMDIR (a directory index, not an image)"
     if ds.get("Rows") is None or ds.get("Columns") is None:

@@ -126,6 +126,11 @@ def failure(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def sop_class(ds: Any) -> str:
+    """A dataset's SOP class UID: its SOPClassUID, else its file meta's (a dataset may lose the first)."""
+    return str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
+
+
 def uid_name(value: object, unknown: str) -> str:
     """The registered name of a UID (a SOP class, a transfer syntax), else `unknown`: any other value is not shown.
     A damaged length can run a value on over the elements after it, a patient's name among them, and these names

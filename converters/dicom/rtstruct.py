@@ -23,6 +23,7 @@ import numpy as np
 
 from converters.dicom.geometry import RejectSeries, Slice
 from converters.dicom.polygons import MAX_CROSSINGS_PER_ROW, region
+from converters.dicom.privacy import sop_class
 from converters.dicom.segmentation import SegHeader
 from fastdata.errors import require
 
@@ -33,8 +34,7 @@ PLANE_TOLERANCE = 0.25  # of the slice gap: how far off a slice's plane a contou
 
 
 def is_mask(ds: Any) -> bool:
-    sop = str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
-    return sop == RTSTRUCT_SOP_CLASS
+    return sop_class(ds) == RTSTRUCT_SOP_CLASS
 
 
 def header_of(ds: Any) -> SegHeader | str:

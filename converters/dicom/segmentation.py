@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from converters.dicom.geometry import RejectSeries
+from converters.dicom.privacy import sop_class
 from fastdata.errors import ConvertError, MissingDependencyError, require
 
 SEG_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4"  # Segmentation Storage
@@ -36,8 +37,7 @@ class SegHeader:
 
 
 def is_mask(ds: Any) -> bool:
-    sop = str(ds.get("SOPClassUID", "") or ds.file_meta.get("MediaStorageSOPClassUID", ""))
-    return sop == SEG_SOP_CLASS
+    return sop_class(ds) == SEG_SOP_CLASS
 
 
 def header_of(ds: Any) -> SegHeader | str:
