@@ -41,7 +41,8 @@ class Geometry:
     spacing_source: str
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
+def unit(v: np.ndarray) -> np.ndarray:
+    """A direction cosine vector scaled to unit length; RejectSeries for one of no length."""
     n = float(np.linalg.norm(v))
     if n < 1e-6:
         raise RejectSeries(f"degenerate ImageOrientationPatient {v.tolist()} (zero-length direction)")
@@ -80,7 +81,7 @@ def stack_geometry(slices: list[Slice], *, tolerance: float) -> tuple[list[int],
     if np.abs(orients - orients[0]).max() > 1e-3:
         raise RejectSeries(f"mixed slice orientations within the series ({len(np.unique(orients.round(3), axis=0))}"
                            " different ImageOrientationPatient values): not one volume")
-    row_dir, col_dir = _unit(orients[0, :3]), _unit(orients[0, 3:])
+    row_dir, col_dir = unit(orients[0, :3]), unit(orients[0, 3:])
     if abs(float(row_dir @ col_dir)) > 1e-3:
         raise RejectSeries("ImageOrientationPatient row and column directions are not orthogonal")
     normal = np.cross(row_dir, col_dir)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from converters.dicom.geometry import RejectSeries, Slice
+from converters.dicom.geometry import RejectSeries, Slice, unit
 from converters.dicom.polygons import MAX_CROSSINGS_PER_ROW, region
 from converters.dicom.privacy import sop_class
 from converters.dicom.segmentation import SegHeader
@@ -112,12 +112,10 @@ class _Plane:
         self.rel = rel
         self.shape = first.shape
         orient = np.asarray(first.orientation, np.float64)
-        self.row_dir = orient[:3] / np.linalg.norm(orient[:3])  # along a row: the column index grows
-        self.col_dir = orient[3:] / np.linalg.norm(orient[3:])
-        normal = np.cross(self.row_dir, self.col_dir)
-        self.normal = normal
+        self.row_dir, self.col_dir = unit(orient[:3]), unit(orient[3:])  # along a row the column index grows
+        self.normal = np.cross(self.row_dir, self.col_dir)
         self.positions = np.array([s.position for s in slices], np.float64)
-        self.along = self.positions @ normal
+        self.along = self.positions @ self.normal
         gaps = np.diff(self.along)
         gap = float(np.median(gaps)) if gaps.size else float(first.thickness or 1.0)  # slices in volume order
         self.tolerance = PLANE_TOLERANCE * gap
