@@ -121,7 +121,7 @@ def test_overlapping_rois_reject_their_case_unless_structures_picks_ones_that_do
         convert_dicom(tmp_path / "src", tmp_path / "wrong", keep_phi=True, structures=("Heart", "Lung-Left"))
 
 
-@pytest.mark.filterwarnings("ignore:Invalid value for VR DS")
+@pytest.mark.filterwarnings("ignore:Invalid value for VR")
 def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
     """What discovery reads (the series referenced, the ROIs' names and numbers, closed contours) and what conversion
     places (contours on the series' slices, points of three finite coordinates, a bounded fill) each reject with
@@ -139,6 +139,10 @@ def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
     write_rtstruct(src / "blank.dcm", _uid(1), [("GTV-1", box)], referenced=(None,))
     write_rtstruct(src / "points.dcm", _uid(1), [("Marker", box)], kinds={"Marker": "POINT"})
     write_rtstruct(src / "unnamed.dcm", _uid(1), [(" ", box)])
+    malformed = write_rtstruct(src / "malformed.dcm", _uid(1), [("GTV-1", box)])
+    data, tag = malformed.read_bytes(), b"\x06\x30\x22\x00IS\x02\x00"  # ROINumber, explicit VR: "1 " -> "x1"
+    at = data.index(tag) + len(tag)
+    malformed.write_bytes(data[:at] + b"x1" + data[at + 2:])
     write_rtstruct(src / "twice.dcm", _uid(1), [("GTV-1", box), ("Heart", box)], numbers={"Heart": 1})
     shifted = [[(x, y, z + 0.7) for x, y, z in contour] for contour in box]  # 0.7 mm off a 2.5 mm stack's slice
     _patient(src / "off", [("GTV-1", shifted)], 3)
@@ -169,6 +173,7 @@ def test_unusable_structure_sets_are_rejected_with_their_reason(tmp_path: Path):
                      "fastdata reads one that outlines one series of the source",
         "points.dcm": "a structure set (RTSTRUCT) without closed planar contours (no ROI outlines an area)",
         "unnamed.dcm": "a structure set (RTSTRUCT) ROI without its number or its name (StructureSetROISequence)",
+        "malformed.dcm": "malformed attribute value in a structure set (RTSTRUCT): ValueError",
         "twice.dcm": "a structure set (RTSTRUCT) of two ROIs named 'Heart' or numbered 1",
         "off/ct (16 files)": "off/rs.dcm: ROI 'GTV-1' contour 0 lies 0.7 mm off the nearest slice's plane (tolerance "
                              "0.625 mm): not on this series' slices",

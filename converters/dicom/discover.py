@@ -86,12 +86,12 @@ def _classified(ds: Any, allow_burned_in: bool) -> str | None:
 
 def _segmentation(ds: Any) -> SegHeader | str | None:
     """A SEG's or a structure set's header (or the reason it cannot be used); None for a file that is neither."""
-    for module, what in ((segmentation, "a segmentation (SEG)"), (rtstruct, "a structure set (RTSTRUCT)")):
+    for module in (segmentation, rtstruct):
         try:
             if module.is_mask(ds):
                 return module.header_of(ds)
         except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
-            return f"malformed attribute value in {what}: {failure(exc)}"
+            return f"malformed attribute value in {module.WHAT}: {failure(exc)}"
     return None
 
 
@@ -106,7 +106,7 @@ def _objects(found: list[tuple[str, str, SegHeader]]) -> str:
 
 
 def _object(header: SegHeader) -> str:
-    return "a structure set (RTSTRUCT)" if header.structure_set else "a segmentation (SEG)"
+    return (rtstruct if header.structure_set else segmentation).WHAT
 
 
 def _bounded_map(pool: ThreadPoolExecutor, fn, items: list, chunk: int = 256):

@@ -28,6 +28,7 @@ from converters.dicom.segmentation import SegHeader
 from fastdata.errors import require
 
 RTSTRUCT_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.481.3"  # RT Structure Set Storage
+WHAT = "a structure set (RTSTRUCT)"  # how reasons name such a file
 CLOSED, XOR = "CLOSED_PLANAR", "CLOSEDPLANAR_XOR"  # areas: united, and combined by exclusive or
 FAR = 1e6  # pixels: a contour point farther off the image is no outline of it (and its arithmetic may overflow)
 PLANE_TOLERANCE = 0.25  # of the slice gap: how far off a slice's plane a contour may lie

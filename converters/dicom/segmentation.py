@@ -23,6 +23,7 @@ from converters.dicom.privacy import sop_class
 from fastdata.errors import ConvertError, MissingDependencyError, require
 
 SEG_SOP_CLASS = "1.2.840.10008.5.1.4.1.1.66.4"  # Segmentation Storage
+WHAT = "a segmentation (SEG)"  # how reasons name such a file
 BACKGROUND = "background"
 
 
