@@ -105,9 +105,10 @@ def test_overlapping_rois_reject_their_case_unless_structures_picks_ones_that_do
     _patient(tmp_path / "src" / "p2", [("Heart", _contours(heart))], 2)
     result = convert_dicom(tmp_path / "src", tmp_path / "all", keep_phi=True)
     assert sorted(r["source"] for r in result.rejected) == ["p1/ct (16 files)"]
-    assert result.rejected[0]["reason"] == (
-        "p1/rs.dcm: ROI 'BODY' overlaps 'GTV-1' and 'Heart' in 339 voxels, and a label volume holds one class per "
-        "voxel; --structures picks ROIs that do not overlap")
+    assert result.rejected[0]["reason"] == (  # painted in class order: BODY, GTV-1, Heart
+        f"p1/rs.dcm: ROI 'GTV-1' overlaps 'BODY' in {int(_expected(tumour).sum())} voxels, and a label volume holds "
+        "one class per voxel; --structures picks ROIs that do not overlap, or --overlap later gives a shared voxel to "
+        "the later class")
     result = convert_dicom(tmp_path / "src", tmp_path / "picked", keep_phi=True, structures=("heart", "gtv-1"))
     assert result.rejected == []
     manifest = json.loads((tmp_path / "picked" / "manifest.json").read_text())
@@ -119,6 +120,53 @@ def test_overlapping_rois_reject_their_case_unless_structures_picks_ones_that_do
     with pytest.raises(Exception, match=r"--structures names \['Lung-Left'\], which no mask of the source holds; its "
                                         r"structures are \['BODY', 'GTV-1', 'Heart'\]"):
         convert_dicom(tmp_path / "src", tmp_path / "wrong", keep_phi=True, structures=("Heart", "Lung-Left"))
+
+
+def test_overlap_later_gives_the_organs_priority_over_the_body_in_structures_order(tmp_path: Path):
+    """--overlap later paints the ROIs in class order, a later one taking a voxel an earlier one holds: the
+    --structures order BODY first gives the organs their voxels inside it. Each sample's json lists what each ROI
+    took from which; the split's stats sum the voxels taken; a case without overlap records none."""
+    body = {k: [[(0.5, 0.5), (0.5, 34.5), (38.5, 34.5), (38.5, 0.5)]] for k in range(16)}
+    tumour, heart = {3: [BOX]}, {12: [RING_OUT]}
+    rois = [("GTV-1", _contours(tumour)), ("Heart", _contours(heart)), ("BODY", _contours(body))]
+    _patient(tmp_path / "src" / "p1", rois, 1)
+    _patient(tmp_path / "src" / "p2", [("Heart", _contours(heart))], 2)
+    result = convert_dicom(tmp_path / "src", tmp_path / "out", keep_phi=True, overlap="later",
+                           structures=("body", "Heart", "GTV-1"))
+    assert result.rejected == []
+    samples = {meta["files_rel"][0].split("/")[0]: (mask, meta) for _, mask, meta in _samples(tmp_path / "out")}
+    mask, meta = samples["p1"]
+    np.testing.assert_array_equal(mask, np.where(_expected(tumour), 3, np.where(_expected(heart), 2,
+                                                                                 np.where(_expected(body), 1, 0))))
+    assert meta["overlaps"] == [{"class": "Heart", "from": "BODY", "voxels": int(_expected(heart).sum())},
+                                {"class": "GTV-1", "from": "BODY", "voxels": int(_expected(tumour).sum())}]
+    assert "overlaps" not in samples["p2"][1]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["splits"]["train"]["stats"]["overlap_voxels"] == int(_expected(heart).sum() +
+                                                                         _expected(tumour).sum())
+    assert manifest["preprocessing"]["overlap"].startswith("later: ")
+    result = convert_dicom(tmp_path / "src", tmp_path / "last", keep_phi=True, overlap="later",
+                           structures=("GTV-1", "Heart", "body"))  # the body last takes every voxel back
+    masks = {meta["files_rel"][0].split("/")[0]: mask for _, mask, meta in _samples(tmp_path / "last")}
+    np.testing.assert_array_equal(masks["p1"], np.where(_expected(body), 3, 0))
+    from converters.dicom.options import DicomOptions
+    from converters.nifti.options import NiftiOptions
+
+    for options in (DicomOptions, NiftiOptions):
+        with pytest.raises(ValueError, match="--overlap must be one of reject, later, got 'first'"):
+            options(overlap="first")
+
+
+def test_two_rois_of_one_class_share_voxels_under_either_policy(tmp_path: Path):
+    """ROIs whose names --structures matches alike ("Heart" and "HEART", any case) are one class: where both lie
+    is that class's, no overlap of two classes."""
+    heart, more = {12: [RING_OUT]}, {12: [BOX, RING_IN]}
+    _patient(tmp_path / "src" / "p1", [("Heart", _contours(heart)), ("HEART", _contours(more))], 1)
+    result = convert_dicom(tmp_path / "src", tmp_path / "out", keep_phi=True, structures=("heart",))
+    assert result.rejected == []
+    ((_, mask, meta),) = _samples(tmp_path / "out")
+    np.testing.assert_array_equal(mask, (_expected(heart) | _expected(more)).astype(np.uint8))
+    assert "overlaps" not in meta
 
 
 @pytest.mark.filterwarnings("ignore:Invalid value for VR")
@@ -218,7 +266,7 @@ def test_structures_picks_seg_segments_by_meaning_too_and_is_checked(tmp_path: P
     sources = prepared_sources(write_phantom(tmp_path / "src" / "ct", PHANTOM))
     sphere = PHANTOM.hu() > 0
     write_seg(tmp_path / "src" / "seg.dcm", sources, [("tumor", sphere), ("liver", sphere | _expected({3: [BOX]}))])
-    with pytest.raises(Exception, match="1 x .*its segments overlap"):
+    with pytest.raises(Exception, match="1 x segment 'Neoplasm' overlaps 'Liver' in "):
         convert_dicom(tmp_path / "src", tmp_path / "both")
     convert_dicom(tmp_path / "src", tmp_path / "liver", structures=("LIVER",))
     ((_, mask, _),) = _samples(tmp_path / "liver")

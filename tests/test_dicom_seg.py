@@ -213,14 +213,32 @@ def test_unusable_segmentations_are_rejected_with_their_reason(tmp_path: Path):
         "a segmentation (SEG) that references 0 series (ReferencedSeriesSequence); fastdata reads one that segments "
         "one series of the source")
     (overlapping,) = [why for rel, why in reasons.items() if rel.startswith("overlap/")]
-    assert overlapping.endswith(": its segments overlap (a voxel in two of them); a label volume holds one class "
-                                "per voxel")
+    assert overlapping == (f"overlap/seg.dcm: segment 'Neoplasm' overlaps 'Liver' in {int(sphere.sum())} voxels, and "
+                           "a label volume holds one class per voxel; --structures picks segments that do not "
+                           "overlap, or --overlap later gives a shared voxel to the later class")
     assert len(reasons) == 7
     # the classes are those of the SEGs discovery kept: the overlapping one's liver too, rejected as it was later
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["background", "Liver",
                                                                                       "Neoplasm"]
     ((_, mask, _),) = _samples(tmp_path / "out")
     np.testing.assert_array_equal(mask, np.where(sphere, 2, 0))
+
+
+def test_overlap_later_paints_segments_in_class_order_not_segment_number_order(tmp_path: Path):
+    """--overlap later: the segments are painted in class order (Liver, then Neoplasm: sorted by name; the tumour
+    is segment 1), so the tumour keeps its voxels inside the liver; --structures reverses the order and the liver
+    takes them. The json counts what was taken."""
+    sphere, box = _regions()
+    _case(tmp_path / "src", [("tumor", sphere), ("liver", sphere | box)])
+    result = convert_dicom(tmp_path / "src", tmp_path / "out", overlap="later")
+    assert result.rejected == []
+    ((_, mask, meta),) = _samples(tmp_path / "out")
+    np.testing.assert_array_equal(mask, np.where(sphere, 2, np.where(box, 1, 0)))
+    assert meta["overlaps"] == [{"class": "Neoplasm", "from": "Liver", "voxels": int(sphere.sum())}]
+    convert_dicom(tmp_path / "src", tmp_path / "liver_last", overlap="later", structures=("neoplasm", "liver"))
+    ((_, mask, meta),) = _samples(tmp_path / "liver_last")
+    np.testing.assert_array_equal(mask, np.where(sphere | box, 2, 0))
+    assert meta["overlaps"] == [{"class": "Liver", "from": "Neoplasm", "voxels": int(sphere.sum())}]
 
 
 def test_segmentations_fastdata_cannot_place_are_rejected_before_their_frames_are_read(tmp_path: Path):

@@ -113,17 +113,21 @@ def test_cases_that_do_not_hold_dataset_json_labels_are_rejected_naming_them(tmp
     assert sorted(_by_source(tmp_path / "out")) == ["ks0000/ct.nii.gz"]
 
 
+SPLEEN = "s0000/segmentations/spleen.nii.gz: "
+
+
 @pytest.mark.parametrize(("edit", "reason"), [
     (lambda m: np.where(m == 2, 255, 0).astype(np.uint8), None),  # 0 / 255 masks are binary too
-    (lambda m: m.astype(np.uint8), "spleen.nii.gz: a structure mask marks its voxels with one whole positive value "
-                                   "(1, or 255); found 1 .. 2"),
-    (lambda m: (m > 0).astype(np.uint8), "spleen.nii.gz: {n} voxel(s) of this structure (value 2) are marked by "
-                                         "structure 1 too; a label volume holds one per voxel"),
-    (lambda m: np.where(m == 2, 0.5, 0).astype(np.float32), "spleen.nii.gz: a structure mask marks its voxels "
-                                                             "with one whole positive value (1, or 255); found 0.5 "
-                                                             ".. 0.5"),
-    (lambda m: np.where(m == 2, -1, 0).astype(np.int16), "spleen.nii.gz: a structure mask marks its voxels with "
-                                                          "one whole positive value (1, or 255); found -1 .. -1"),
+    (lambda m: m.astype(np.uint8), SPLEEN + "a structure mask marks its voxels with one whole positive value (1, or "
+                                            "255); found 1 .. 2"),
+    (lambda m: (m > 0).astype(np.uint8), "s0000/ct.nii.gz: structure 'spleen' overlaps 'liver' in {n} voxels, and a "
+                                         "label volume holds one class per voxel; --overlap later gives a shared "
+                                         "voxel to the later class"),
+    (lambda m: np.where(m == 2, 0.5, 0).astype(np.float32), SPLEEN + "a structure mask marks its voxels with one "
+                                                                     "whole positive value (1, or 255); found 0.5 .. "
+                                                                     "0.5"),
+    (lambda m: np.where(m == 2, -1, 0).astype(np.int16), SPLEEN + "a structure mask marks its voxels with one whole "
+                                                                  "positive value (1, or 255); found -1 .. -1"),
 ])
 def test_a_structure_mask_that_is_not_binary_or_overlaps_another_rejects_its_case(tmp_path, edit, reason):
     made = _totalsegmentator(tmp_path / "src", cases=2)
@@ -134,8 +138,29 @@ def test_a_structure_mask_that_is_not_binary_or_overlaps_another_rejects_its_cas
         assert result.rejected == []
         np.testing.assert_array_equal(load_mask(_by_source(tmp_path / "out")["s0000/ct.nii.gz"]), zyx(mask))
         return
-    assert result.rejected == [{"split": "train", "source": "s0000/ct.nii.gz", "reason": "s0000/segmentations/" +
-                                reason.format(n=int(np.count_nonzero(mask == 1)))}]
+    assert result.rejected == [{"split": "train", "source": "s0000/ct.nii.gz",
+                                "reason": reason.format(n=int(np.count_nonzero(mask == 1)))}]
+
+
+def test_overlap_later_gives_a_shared_voxel_to_the_later_class_and_counts_it(tmp_path):
+    """--overlap later: the spleen's file marks the liver's voxels too, and the spleen, later in class order, takes
+    them; the case's json says how many it took from which, and the split's stats sum them. The manifest names the
+    rule."""
+    made = _totalsegmentator(tmp_path / "src", cases=2)
+    mask = made["s0000"][1]
+    save(tmp_path / "src" / "s0000" / "segmentations" / "spleen.nii.gz", (mask > 0).astype(np.uint8))
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True, overlap="later")
+    assert result.rejected == []
+    samples = _by_source(tmp_path / "out")
+    np.testing.assert_array_equal(load_mask(samples["s0000/ct.nii.gz"]), zyx(np.where(mask > 0, 2, 0)))
+    np.testing.assert_array_equal(load_mask(samples["s0001/ct.nii.gz"]), zyx(made["s0001"][1]))
+    shared = int(np.count_nonzero(mask == 1))
+    assert load_volume(samples["s0000/ct.nii.gz"])[1]["overlaps"] == [
+        {"class": "spleen", "from": "liver", "voxels": shared}]
+    assert "overlaps" not in load_volume(samples["s0001/ct.nii.gz"])[1]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["splits"]["train"]["stats"]["overlap_voxels"] == shared
+    assert manifest["preprocessing"]["overlap"].startswith("later: a voxel two structures claim takes the later")
 
 
 def test_a_structure_off_its_images_grid_rejects_its_case(tmp_path):

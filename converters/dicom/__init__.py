@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.dicom.discover import discover_dicom, read_header
+from converters.dicom.label_volume import POLICIES, overlap_rule
 from converters.dicom.options import (
     DEFAULT_MAX_VOXELS,
     DEFAULT_SALT_ENV,
@@ -72,13 +73,17 @@ class DicomKind:
                             help="dicom: the mask classes to keep, comma-separated, in class order: ROI names of "
                                  "structure sets (RTSTRUCT), segment meanings of SEGs (any case), e.g. "
                                  "\"GTV-1,Heart,Esophagus\"; default: every one of the source")
+        parser.add_argument("--overlap", choices=POLICIES, default="reject",
+                            help="dicom, nifti: a voxel two structures of a mask claim: reject the case (default), or "
+                                 "give it to the later class in class order (the --structures order), recording the "
+                                 "voxels each took in the sample's json")
 
     def options_from_args(self, args: Any) -> DicomOptions:
         salt = salt_from_args(args)
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
                             split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels,
                             orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction,
-                            structures=parse_structures(args.structures))
+                            structures=parse_structures(args.structures), overlap=args.overlap)
 
     def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -130,6 +135,7 @@ class DicomKind:
                 "slice_tolerance": options.slice_tolerance,
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",
                 **({"structures": list(options.structures)} if options.structures else {}),
+                "overlap": overlap_rule(options.overlap),
             },
             "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS),
                       "masks": "label.npy of a series with a segmentation (SEG) or a structure set (RTSTRUCT): its "

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from converters.dicom.label_volume import check_policy
 from converters.dicom.orientation import check_code
 from fastdata.manifest import check_split_name
 
@@ -25,7 +26,8 @@ class DicomOptions:
     the dataset (opt-in). `allow_burned_in` converts series marked BurnedInAnnotation YES.
     `max_voxels` caps a series before and after resampling (memory is about 12 bytes per voxel).
     `orientation` reorients every volume so that its x, y and z axes point as the code names ("LPS", "RAS":
-    converters/dicom/orientation.py), or None to keep each volume's stored orientation.
+    converters/dicom/orientation.py), or None to keep each volume's stored orientation. `overlap` says what a
+    voxel in two of a mask's structures becomes (converters/dicom/label_volume.py).
     """
 
     spacing: tuple[float, float, float] | None = None
@@ -38,6 +40,7 @@ class DicomOptions:
     orientation: str | None = None
     val_fraction: float = 0.0  # patients held out of --split as val, with all their series (discover.py)
     structures: tuple[str, ...] = ()  # the masks' classes to keep, by name, in class order (segmentation.py)
+    overlap: str = "reject"  # a voxel two structures claim: reject the case, or give it to the later class
 
     def __post_init__(self) -> None:
         if self.spacing is not None:
@@ -57,6 +60,7 @@ class DicomOptions:
         if not (isinstance(self.val_fraction, int | float) and not isinstance(self.val_fraction, bool)
                 and 0 <= self.val_fraction < 1):
             raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
+        check_policy(self.overlap)
         folded = [n.casefold() for n in self.structures if isinstance(n, str) and n.strip() == n and n]
         if len(folded) != len(self.structures) or len(set(folded)) != len(folded):
             raise ValueError("--structures must name each structure once, by a name without leading or trailing "

@@ -11,8 +11,9 @@ Conversion places each closed contour on the slice of the series whose plane hol
 slices' normal, within a quarter of the slice gap) and fills it by DICOM's rule (polygons.py: the voxels whose
 centres lie inside it or on it). An ROI's CLOSED_PLANAR contours on a slice are united (a hole is drawn as a keyhole,
 PS3.3 C.8.8.6.3); its CLOSEDPLANAR_XOR contours are combined by exclusive or, so one inside another is a hole. A
-voxel in two ROIs rejects the case, naming both: a label volume holds one class per voxel, and `--structures` picks
-ROIs that do not overlap.
+voxel in two ROIs rejects the case, naming both, unless `--overlap later` gives it to the later class
+(converters/dicom/label_volume.py): a label volume holds one class per voxel, and `--structures` picks ROIs that do not
+overlap, or orders them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from converters.dicom.geometry import RejectSeries, Slice, unit
+from converters.dicom.label_volume import LabelVolume
 from converters.dicom.polygons import MAX_CROSSINGS_PER_ROW, region
 from converters.dicom.privacy import sop_class
 from converters.dicom.segmentation import SegHeader
@@ -70,10 +72,11 @@ def header_of(ds: Any) -> SegHeader | str:
                      structure_set=True)
 
 
-def read_mask(path: str, rel: str, slices: list[Slice], values: tuple[tuple[int, int], ...]) -> np.ndarray:
+def read_mask(path: str, rel: str, slices: list[Slice], values: tuple[tuple[int, int], ...],
+              overlap: str = "reject") -> LabelVolume:
     """The (slice, row, column) class values of the structure set at `path` over `slices` (the series' slices in
-    the volume's order, a stack of them); `values`: (ROINumber, class value). RejectSeries says why they cannot be
-    had."""
+    the volume's order, a stack of them), painted in class order by the `--overlap` policy; `values`: (ROINumber,
+    class value). RejectSeries says why they cannot be had."""
     pydicom = require("pydicom", "dicom")
     try:
         ds = pydicom.dcmread(path)
@@ -85,20 +88,14 @@ def read_mask(path: str, rel: str, slices: list[Slice], values: tuple[tuple[int,
     except Exception as exc:  # noqa: BLE001 - pydicom raises many types for damaged files and values
         raise RejectSeries(f"{rel}: cannot read the structure set ({type(exc).__name__})") from exc
     plane = _Plane(slices, rel)
-    labels = np.zeros((len(slices), *plane.shape), np.uint16)
-    owner: dict[int, str] = {}
+    painted = LabelVolume((len(slices), *plane.shape), np.uint16, policy=overlap, rel=rel, what="ROI",
+                          hint="--structures picks ROIs that do not overlap")
     budget = [MAX_CROSSINGS_PER_ROW * len(slices) * plane.shape[0]]
-    for number, value in ((n, v) for n, v in values if v):  # value 0: an ROI --structures leaves out
-        inside = plane.filled(rois.get(number, []), names.get(number, str(number)), budget)
-        taken = labels[inside]
-        if np.any(taken):
-            others = " and ".join(repr(owner[int(v)]) for v in np.unique(taken[taken != 0]))
-            raise RejectSeries(f"{rel}: ROI {names.get(number)!r} overlaps {others} in {np.count_nonzero(taken)} "
-                               "voxels, and a label volume holds one class per voxel; --structures picks ROIs that "
-                               "do not overlap")
-        labels[inside] = value
-        owner[value] = names.get(number, str(number))
-    return labels
+    for number, value in sorted(((n, v) for n, v in values if v), key=lambda nv: nv[1]):  # in class order; value
+        # 0: an ROI --structures leaves out
+        name = names.get(number, str(number))
+        painted.paint(plane.filled(rois.get(number, []), name, budget), value, name)
+    return painted
 
 
 class _Plane:

@@ -8,7 +8,8 @@ its code's class, so "Liver" is one value in every case whatever its segment num
 
 Conversion reads the frames with highdicom, each placed on the slice of the source image it names
 (DerivationImageSequence), slices no frame names being empty, as a SEG leaves them out. A voxel in two segments
-rejects the case: a label volume holds one class per voxel.
+rejects the case, naming them, unless `--overlap later` gives it to the later class (label_volume.py): a label
+volume holds one class per voxel.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from converters.dicom.geometry import RejectSeries
+from converters.dicom.label_volume import LabelVolume
 from converters.dicom.privacy import sop_class
 from fastdata.errors import ConvertError, MissingDependencyError, require
 
@@ -100,9 +102,10 @@ def segment_values(header: SegHeader, classes: dict[tuple[str, str], int]) -> tu
 
 
 def read_mask(path: str, rel: str, sources: list[str], shape: tuple[int, int], values: tuple[tuple[int, int], ...],
-              max_voxels: int) -> np.ndarray:
+              max_voxels: int, overlap: str = "reject") -> LabelVolume:
     """The (slice, row, column) class values of the SEG at `path` on the slices whose SOPInstanceUIDs are `sources`,
-    in that order; RejectSeries with the reason when they cannot be had."""
+    in that order, its segments painted in class order by the `--overlap` policy; RejectSeries with the reason
+    when they cannot be had."""
     pydicom = require("pydicom", "dicom")
     try:
         hd = require("highdicom", "dicom")
@@ -119,24 +122,26 @@ def read_mask(path: str, rel: str, sources: list[str], shape: tuple[int, int], v
     if (int(head.Rows), int(head.Columns)) != shape:
         raise RejectSeries(f"{rel}: segmentation frames of {int(head.Rows)} x {int(head.Columns)} pixels on a series "
                            f"of {shape[0]} x {shape[1]}")
-    kept = [number for number, value in values if value]  # --structures: the others are not drawn
+    header = header_of(head)
+    meanings = {} if isinstance(header, str) else {number: meaning for number, _, meaning in header.segments}
+    painted = LabelVolume((len(sources), *shape), np.uint16, policy=overlap, rel=rel, what="segment",
+                          hint="--structures picks segments that do not overlap")
+    kept = sorted(((n, v) for n, v in values if v), key=lambda nv: nv[1])  # value 0: left out by --structures
     if not kept:
-        return np.zeros((len(sources), *shape), np.uint16)
+        return painted
     try:
         seg = hd.seg.segread(path)
-        numbers = seg.get_pixels_by_source_instance(
-            source_sop_instance_uids=sources, segment_numbers=kept, combine_segments=True, relabel=False,
-            assert_missing_frames_are_empty=True, dtype=np.uint16)
-    except RuntimeError as exc:
-        if "overlap" in str(exc):
-            raise RejectSeries(f"{rel}: its segments overlap (a voxel in two of them); a label volume holds one "
-                               "class per voxel") from exc
-        raise RejectSeries(f"{rel}: cannot read the segmentation ({type(exc).__name__})") from exc
+        # one segment at a time, in class order: each of a BINARY SEG's frames holds one segment, so no frame is
+        # decoded twice
+        for number, value in kept:
+            marked = seg.get_pixels_by_source_instance(
+                source_sop_instance_uids=sources, segment_numbers=[number], combine_segments=True, relabel=True,
+                assert_missing_frames_are_empty=True, dtype=np.uint8)
+            painted.paint(marked != 0, value, meanings.get(number, f"#{number}"))
+    except RejectSeries:
+        raise
     except Exception as exc:  # noqa: BLE001 - highdicom raises many types for what it cannot place or decode
         fractional = str(head.get("SegmentationType", "")) == "FRACTIONAL"
         why = " (a FRACTIONAL one of values between 0 and its maximum: probabilities)" if fractional else ""
         raise RejectSeries(f"{rel}: cannot read the segmentation{why} ({type(exc).__name__})") from exc
-    lookup = np.zeros(max(max(n for n, _ in values), int(numbers.max(initial=0))) + 1, np.uint16)
-    for number, value in values:
-        lookup[number] = value
-    return lookup[numbers]
+    return painted

@@ -18,6 +18,7 @@ from converters.dicom import rtstruct, segmentation
 from converters.dicom.arrays import FLOAT32_MAX, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
+from converters.dicom.label_volume import LabelVolume, overlap_stats
 from converters.dicom.options import DicomOptions
 from converters.dicom.orientation import axis_code, reorient_on
 from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash, uid_name
@@ -187,17 +188,18 @@ def _code(ds: Any, keyword: str, rel: str) -> str:
 
 
 def _mask(series: SeriesFiles, slices: list[Slice], order: list[int], sops: dict[str, str],
-          opts: DicomOptions) -> np.ndarray:
+          opts: DicomOptions) -> LabelVolume:
     """The class values of the series' SEG or structure set on its slices, in the volume's slice order."""
     assert series.seg is not None
     path, rel = series.seg
     if series.structure_set:
-        return rtstruct.read_mask(path, rel, [slices[i] for i in order], series.segments)
+        return rtstruct.read_mask(path, rel, [slices[i] for i in order], series.segments, opts.overlap)
     if any(s.frame is not None for s in slices):
         raise RejectSeries(f"{rel}: a segmentation of a multi-frame series; its frames are placed on single-frame "
                            "images only")
     sources = [sops[slices[i].rel] for i in order]
-    return segmentation.read_mask(path, rel, sources, slices[0].shape, series.segments, opts.max_voxels)
+    return segmentation.read_mask(path, rel, sources, slices[0].shape, series.segments, opts.max_voxels,
+                                  opts.overlap)
 
 
 def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
@@ -213,7 +215,8 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         order, geometry = stack_geometry(slices, tolerance=opts.slice_tolerance)
     values = np.stack([planes[i].astype(np.float32) * np.float32(slices[i].slope) + np.float32(slices[i].intercept)
                        for i in order])
-    mask = None if series.seg is None else _mask(series, slices, order, sops, opts)
+    painted = None if series.seg is None else _mask(series, slices, order, sops, opts)
+    mask = None if painted is None else painted.labels
     if planar:
         values = values[0]
         mask = None if mask is None else mask[0]
@@ -258,6 +261,8 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
     if labels is not None and series.seg is not None:
         meta.update({"label": series.seg[1], "label_dtype": str(labels.dtype), "label_max": int(labels.max()),
                      "interpolation": f"{meta['interpolation']}; masks nearest (order=0)"})
+    if painted is not None and painted.overlaps:
+        meta["overlaps"] = painted.overlaps
     if opts.keep_phi:
         try:
             meta["phi"] = phi_fields(ds)
@@ -283,7 +288,7 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
     info = json.dumps(meta, sort_keys=True).encode()
     stats = {"series": 1, "slices": meta["slices"], "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
              "modality": {meta["modality"] or "unknown": 1}, "ndim": {str(arr.ndim): 1},
-             **({"orientation": {meta["orientation"]: 1}} if meta["orientation"] else {})}
+             **({"orientation": {meta["orientation"]: 1}} if meta["orientation"] else {}), **overlap_stats(meta)}
     members = {"npy": npy_bytes(arr)}
     if labels is not None:
         members["label.npy"] = npy_bytes(labels)

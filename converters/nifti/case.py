@@ -14,6 +14,7 @@ import numpy as np
 
 from converters.dicom.arrays import INT16, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.geometry import RejectSeries
+from converters.dicom.label_volume import LabelVolume, overlap_stats
 from converters.dicom.orientation import axis_code, reorient_on
 from converters.dicom.resample import output_shape, resample, resample_mask, target_spacing
 from converters.guarded import Guarded
@@ -107,10 +108,12 @@ def _mask_voxels(path: str, rel: str, grid: Grid) -> np.ndarray:
     return whole
 
 
-def _merged(case: CaseFiles, grid: Grid) -> np.ndarray:
+def _merged(case: CaseFiles, grid: Grid, overlap: str) -> LabelVolume:
     """One label volume of a case's per-structure masks: structure N (class order) takes value N. Each mask marks
-    its structure with one value (1, or 255); two structures on one voxel reject the case: one would be lost."""
-    labels = np.zeros(grid.shape, np.uint8 if case.classes <= 256 else np.uint16)
+    its structure with one value (1, or 255); a voxel two structures mark rejects the case, or goes to the later
+    one (--overlap later: label_volume.py)."""
+    painted = LabelVolume(grid.shape, np.uint8 if case.classes <= 256 else np.uint16, policy=overlap,
+                          rel=case.image[1], what="structure")
     for value, (path, rel) in enumerate(case.structures, start=1):
         marked = _mask_voxels(path, rel, grid)
         inside = marked != 0
@@ -118,19 +121,18 @@ def _merged(case: CaseFiles, grid: Grid) -> np.ndarray:
         if found.size and (found.min() != found.max() or found.min() < 0 or found.min() != np.rint(found.min())):
             raise RejectSeries(f"{rel}: a structure mask marks its voxels with one whole positive value (1, or 255); "
                                f"found {found.min()} .. {found.max()}")
-        taken = labels[inside]
-        if np.any(taken):
-            raise RejectSeries(f"{rel}: {int(np.count_nonzero(taken))} voxel(s) of this structure (value {value}) "
-                               f"are marked by structure {int(taken.max())} too; a label volume holds one per voxel")
-        labels[inside] = value
-    return labels
+        names = case.structure_names
+        painted.paint(inside, value, names[value - 1] if value <= len(names) else f"#{value}")
+    return painted
 
 
-def _mask(case: CaseFiles, grid: Grid) -> np.ndarray | None:
+def _mask(case: CaseFiles, grid: Grid, overlap: str) -> tuple[np.ndarray | None, list[dict[str, Any]]]:
+    """The case's mask (None without one), and what --overlap later gave a later structure."""
     if case.structures:
-        return _merged(case, grid)
+        painted = _merged(case, grid, overlap)
+        return painted.labels, painted.overlaps
     if case.label is None:
-        return None
+        return None, []
     path, rel = case.label
     mask = _mask_voxels(path, rel, grid)
     if not integral(mask, 0, MASK_MAX):
@@ -139,13 +141,13 @@ def _mask(case: CaseFiles, grid: Grid) -> np.ndarray | None:
     if case.classes and int(mask.max()) >= case.classes:
         raise RejectSeries(f"{rel}: mask value {int(mask.max())}, but dataset.json names {case.classes} labels "
                            f"(0..{case.classes - 1})")
-    return mask
+    return mask, []
 
 
 def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
     """The image array, the mask array (or None) and the metadata of one case. Raises RejectSeries with the reason."""
     planes, grid = _image(case, opts)
-    mask = _mask(case, grid)
+    mask, overlaps = _mask(case, grid, opts.overlap)
     stored = axis_code(grid.direction)
     if opts.orientation is not None:  # the mask moves with its image, voxel for voxel
         moved, grid = reorient_on([*planes, *([] if mask is None else [mask])], grid, opts.orientation)
@@ -188,6 +190,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
         labels = resample_mask(mask, grid.spacing, target)
         meta.update({"label_dtype": str(labels.dtype), "label_max": int(labels.max())})
         meta.update({"structures": len(case.structures)} if case.structures else {"label": case.label[1]})  # type: ignore[index]
+        meta.update({"overlaps": overlaps} if overlaps else {})
     return arr, labels, meta
 
 
@@ -208,7 +211,7 @@ def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection
     members["json"] = json.dumps(meta, sort_keys=True).encode()
     stats = {"volumes": 1, "voxels": int(arr.size), "clipped_voxels": meta["clipped_voxels"],
              "modality": {meta["modality"] or "unknown": 1}, "dtype": {meta["dtype"]: 1},
-             "masks": int(labels is not None), "orientation": {meta["orientation"]: 1}}
+             "masks": int(labels is not None), "orientation": {meta["orientation"]: 1}, **overlap_stats(meta)}
     if labels is not None and arr.dtype == np.int16 and arr.ndim == 3:  # the foreground histogram (intensity.py)
         stats[FOREGROUND] = histogram_of(arr, labels)
     return Sample(key=item.key, label=None, members=members, stats=stats)

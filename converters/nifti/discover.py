@@ -62,6 +62,7 @@ class CaseFiles:
     structures: tuple[tuple[str, str], ...] = ()  # per-structure masks in class order (value 1, 2, ...)
     channel_files: tuple[tuple[str, str], ...] = ()  # --channel all: a case's channel files, in channel order
     channel_names: tuple[str, ...] = ()  # --channel all: the names of its channels (() for one)
+    structure_names: tuple[str, ...] = ()  # the classes of `structures`, in their order (reasons, json overlaps)
 
     @property
     def masks(self) -> tuple[tuple[str, str], ...]:
@@ -215,12 +216,14 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
 
     def make_item(split: str, image: tuple[str, str], mask: tuple[str, str] | None, channel: int | str | None,
                   structures: tuple[tuple[str, str], ...] = (), classes: int = len(info.classes), *,
-                  channel_files: tuple[tuple[str, str], ...] = (), channel_names: tuple[str, ...] = ()) -> WorkItem:
+                  channel_files: tuple[tuple[str, str], ...] = (), channel_names: tuple[str, ...] = (),
+                  structure_names: tuple[str, ...] = ()) -> WorkItem:
         return WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
             image=image, label=mask, axis=channel if isinstance(channel, int) else None, channel=channel,
             modality=options.modality or "" if channel == ALL else _modality(
                 options, info, channel if isinstance(channel, int) else None),
-            classes=classes, structures=structures, channel_files=channel_files, channel_names=channel_names))
+            classes=classes, structures=structures, channel_files=channel_files, channel_names=channel_names,
+            structure_names=structure_names))
 
     folders = CaseFolders(options, make_item, rejected, private=walk.private)
     splits = {split: folders.items(split, _Found(src, root, split, walk, rejected).files) for split, root in roots}
@@ -232,7 +235,8 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
         return splits, bool(split_dirs), info.classes
     classes = structure_classes(folders.structured, info.classes)
     made = structure_items(folders.structured, classes, lambda split, image, structures: make_item(
-        split, image, None, None, structures, len(classes)), rejected, private=walk.private,
+        split, image, None, None, structures, len(classes), structure_names=classes[1:]), rejected,
+        private=walk.private,
         declared=bool(info.classes))
     return with_structures(splits, made, rejected), bool(split_dirs), classes
 
