@@ -594,6 +594,7 @@ def _volume_shard(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
 
 
 ORIENTATIONS = (None, "RAS", "PIR")  # the volume kinds convert as stored, or reoriented (flipped; permuted)
+OVERLAPS = ("reject", "later")  # --overlap: what a voxel two structures of a mask claim becomes
 
 
 def _converted(kind_name: str, opts: Any, src: Path, outcome: str) -> list[str]:
@@ -774,14 +775,14 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     fields = {".mhd": metaimage_field, ".mha": metaimage_field, ".nrrd": nrrd_field, ".nhdr": nrrd_field}
     data, what = mutate_bytes(rng, raw, (fields.get(path.suffix, nifti_field),))
     target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
-    orientation, channel = rng.choice(ORIENTATIONS), rng.choice((None, "all"))
-    written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation, channel=channel), src,
-                         "nifti case")
+    orientation, channel, overlap = rng.choice(ORIENTATIONS), rng.choice((None, "all")), rng.choice(OVERLAPS)
+    written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation, channel=channel,
+                                               overlap=overlap), src, "nifti case")
     for text in written:
         if any(name in text for name in ("Smith", "John", "Doe", "Jane")):
             raise Finding(f"a source file name written: {text[:200]!r}")
     _no_unexpected(written)
-    return f"{label}: {what}, --orientation {orientation}, --channel {channel}"
+    return f"{label}: {what}, --orientation {orientation}, --channel {channel}, --overlap {overlap}"
 
 
 def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str:
@@ -792,16 +793,17 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     shutil.copytree(path.parent, series)
     data, what = mutate_bytes(rng, path.read_bytes(), (dicom_length,))
     (series / path.name).write_bytes(data)
-    orientation = rng.choice(ORIENTATIONS)
+    orientation, overlap = rng.choice(ORIENTATIONS), rng.choice(OVERLAPS)
     logged = _Logged()
     logging.getLogger().addHandler(logged)  # what the conversion logs (pydicom's own logger included)
     try:
-        written = _converted("dicom", DicomOptions(salt="fuzz", orientation=orientation), series, "dicom series")
+        written = _converted("dicom", DicomOptions(salt="fuzz", orientation=orientation, overlap=overlap), series,
+                             "dicom series")
     finally:
         logging.getLogger().removeHandler(logged)
     _no_phi(written + logged.messages)
     _no_unexpected(written)
-    return f"{path.name}: {what}, --orientation {orientation}"
+    return f"{path.name}: {what}, --orientation {orientation}, --overlap {overlap}"
 
 
 class _Logged(logging.Handler):

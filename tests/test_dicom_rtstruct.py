@@ -157,16 +157,41 @@ def test_overlap_later_gives_the_organs_priority_over_the_body_in_structures_ord
             options(overlap="first")
 
 
+def test_a_structures_class_matches_rois_by_any_of_its_names(tmp_path: Path):
+    """One structure named otherwise at another site ("Heart", "COEUR"): `--structures "Heart|Coeur"` makes them one
+    class, named by its first name. Every name is checked: each once in any case, none empty; a class no mask holds
+    is named with all its names."""
+    from converters.dicom.options import DicomOptions, parse_structures
+
+    heart = {12: [RING_OUT]}
+    _patient(tmp_path / "src" / "p1", [("Heart", _contours(heart)), ("GTV-1", _contours({3: [BOX]}))], 1)
+    _patient(tmp_path / "src" / "p2", [("COEUR", _contours(heart))], 2)
+    result = convert_dicom(tmp_path / "src", tmp_path / "out", keep_phi=True, structures=("Heart|Coeur",))
+    assert result.rejected == []
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["background", "Heart"]
+    masks = {meta["files_rel"][0].split("/")[0]: mask for _, mask, meta in _samples(tmp_path / "out")}
+    for patient in ("p1", "p2"):
+        np.testing.assert_array_equal(masks[patient], _expected(heart).astype(np.uint8))
+    assert parse_structures("Heart | Coeur , GTV-1") == ("Heart|Coeur", "GTV-1")
+    for bad in (("Heart|HEART",), ("Heart|",), ("Heart", "GTV-1|heart"), ("|Heart",)):
+        with pytest.raises(ValueError, match="--structures must name each structure once"):
+            DicomOptions(structures=bad)
+    with pytest.raises(Exception, match=r"--structures names \['Lung_L\|Lung-Left'\], which no mask"):
+        convert_dicom(tmp_path / "src", tmp_path / "wrong", keep_phi=True, structures=("Heart", "Lung_L|Lung-Left"))
+
+
 def test_two_rois_of_one_class_share_voxels_under_either_policy(tmp_path: Path):
     """ROIs whose names --structures matches alike ("Heart" and "HEART", any case) are one class: where both lie
     is that class's, no overlap of two classes."""
     heart, more = {12: [RING_OUT]}, {12: [BOX, RING_IN]}
     _patient(tmp_path / "src" / "p1", [("Heart", _contours(heart)), ("HEART", _contours(more))], 1)
-    result = convert_dicom(tmp_path / "src", tmp_path / "out", keep_phi=True, structures=("heart",))
-    assert result.rejected == []
-    ((_, mask, meta),) = _samples(tmp_path / "out")
-    np.testing.assert_array_equal(mask, (_expected(heart) | _expected(more)).astype(np.uint8))
-    assert "overlaps" not in meta
+    for policy in ("reject", "later"):
+        result = convert_dicom(tmp_path / "src", tmp_path / policy, keep_phi=True, structures=("heart",),
+                               overlap=policy)
+        assert result.rejected == []
+        ((_, mask, meta),) = _samples(tmp_path / policy)
+        np.testing.assert_array_equal(mask, (_expected(heart) | _expected(more)).astype(np.uint8))
+        assert "overlaps" not in meta
 
 
 @pytest.mark.filterwarnings("ignore:Invalid value for VR")

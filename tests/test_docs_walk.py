@@ -15,6 +15,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   scans/                                      a real CT series from pydicom's bundled files
   ~/data/Task01_Brain/{imagesTr,labelsTr}/, dataset.json   nibabel's bundled real MR brain as a Decathlon task
   ~/data/Totalsegmentator_dataset_v201/s0000/{ct.nii,segmentations/}, meta.csv   the same brain, two structures
+  ~/data/totalseg/s0000/segmentations/{liver,milz}.nii.gz   the same, its structures named as organs
   ~/data/BraTS2020/BraTS20_Training_001/..._{t1,t2,seg}   the same brain as a BraTS case of two modalities
   ~/data/LUNA16/subset0/<series UID>.{mhd,raw}   the same brain as LUNA16's MetaImage files (SimpleITK wrote them)
   ~/data/slicer-cases/case01/{CT,Segmentation.seg}.nrrd   the same brain and its mask as 3D Slicer saves them
@@ -176,6 +177,14 @@ def _outlined_patients(root: Path) -> None:
             ("Esophagus", box(7.5, 7.5, 2.0)), ("SpinalCord", box(9.5, 2.5, 2.0))])
 
 
+def _organ_files(root: Path) -> None:
+    """TotalSegmentator's layout with organs' names: the real brain's case (structures_task) whose two structure
+    files are named liver and milz (a site's German name for the spleen)."""
+    structures_task(root)
+    for old, new in (("bright", "liver"), ("dim", "milz")):
+        (root / "s0000" / "segmentations" / f"{old}.nii.gz").rename(root / "s0000" / "segmentations" / f"{new}.nii.gz")
+
+
 def _named(home: Path) -> None:
     """Photos whose names hold their classes: Oxford-IIIT Pet's `Bengal_3.jpg`, dogs vs cats' `train/cat.0.jpg`
     (and an unlabeled `test/`); and Food-101's class folders with their split lists."""
@@ -257,6 +266,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     kirby21_scans(box / "home" / "data" / "kirby21")
     _segmented_patients(box / "home" / "data" / "nsclc")
     _outlined_patients(box / "home" / "data" / "lctsc")
+    _organ_files(box / "home" / "data" / "totalseg")
     fastdata = str(Path(sys.executable).parent / "fastdata")
     _run(box, fastdata, "convert", str(box / "home/data/imagenet"), "shards/", "--no-progress")
     _run(box, fastdata, "convert", "corpus/", "tokens/", "--tokenizer", "tokenizer.json", "--separator", "%",

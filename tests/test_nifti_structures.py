@@ -295,3 +295,49 @@ def test_a_reason_lists_five_structure_names_then_counts_the_rest():
     assert _listed({"b", "a"}) == "a, b"
     assert _listed({f"s{n}" for n in range(5)}) == "s0, s1, s2, s3, s4"
     assert _listed({f"s{n}" for n in range(8)}) == "s0, s1, s2, s3, s4 and 3 more"
+
+
+def test_structures_picks_masks_by_any_of_their_names_and_leaves_the_others_unread(tmp_path):
+    """--structures over TotalSegmentator's folders: the classes are the named ones, in that order, each matched by
+    any of its names in any case ("spleen|Milz"), and a case's other masks (the liver here) are not read. A case
+    without one of the classes, or with two masks of one, is rejected with the files it was picked from."""
+    made = _totalsegmentator(tmp_path / "src", cases=2)
+    made |= _totalsegmentator(tmp_path / "src", cases=1, names={"liver": 1, "MILZ": 2}, prefix="de")
+    _totalsegmentator(tmp_path / "src", cases=1, names={"liver": 1}, prefix="no")
+    _totalsegmentator(tmp_path / "src", cases=1, names={"spleen": 2, "milz": 2}, prefix="two")
+    (tmp_path / "src" / "s0000" / "segmentations" / "liver.nii.gz").write_bytes(b"not read")
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True, structures=("spleen|Milz",))
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["classes"] == ["background", "spleen"]
+    assert manifest["preprocessing"]["structures"] == ["spleen|Milz"]
+    samples = _by_source(tmp_path / "out")
+    assert sorted(samples) == ["des0000/ct.nii.gz", "s0000/ct.nii.gz", "s0001/ct.nii.gz"]
+    for name in ("s0000", "des0000"):
+        np.testing.assert_array_equal(load_mask(samples[f"{name}/ct.nii.gz"]), zyx(made[name][1] == 2))
+    assert {r["source"]: r["reason"] for r in result.rejected} == {
+        "nos0000/ct.nii.gz": "a case of per-structure masks that lacks 1 of the classes (spleen); it needs one mask "
+                             "of each --structures class",
+        "twos0000/ct.nii.gz": "a case of per-structure masks that holds two masks of one class: spleen (milz, "
+                              "spleen); it needs one mask of each --structures class",
+        "twos0000/segmentations/milz.nii.gz": "the structure mask of a case that was rejected",
+        "twos0000/segmentations/spleen.nii.gz": "the structure mask of a case that was rejected"}
+
+
+def test_structures_no_case_holds_or_a_source_without_structure_folders_stop_the_conversion(tmp_path):
+    """A --structures class that no case holds stops the conversion, listing the structures of most cases (never
+    a rarer file name, which may be a patient's); so does --structures over masks of label values."""
+    _totalsegmentator(tmp_path / "src", cases=2)
+    _totalsegmentator(tmp_path / "src", cases=1, names={"liver": 1, "Smith_John": 2}, prefix="x")
+    with pytest.raises(ConvertError, match=r"--structures names \['kidney\|niere'\], which no case's structure "
+                                           r"masks hold; the structures of most cases are \['liver', 'spleen'\]$"):
+        convert_nifti(tmp_path / "src", tmp_path / "out", structures=("liver", "kidney|niere"))
+    image, mask = case(0)
+    save(tmp_path / "plain" / "ct.nii.gz", image)
+    save(tmp_path / "plain" / "ct_seg.nii.gz", mask)
+    with pytest.raises(ConvertError, match=r"--structures liver, but no case of the source has a folder of "
+                                           "per-structure masks"):
+        convert_nifti(tmp_path / "plain", tmp_path / "plain_out", structures=("liver",))
+    save(tmp_path / "msd" / "imagesTr" / "a_000_0000.nii.gz", image)
+    save(tmp_path / "msd" / "labelsTr" / "a_000.nii.gz", mask)
+    with pytest.raises(ConvertError, match="--structures liver: the imagesTr layout's masks hold label values"):
+        convert_nifti(tmp_path / "msd", tmp_path / "msd_out", structures=("liver",))

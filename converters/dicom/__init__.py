@@ -70,9 +70,10 @@ class DicomKind:
         parser.add_argument("--split", default="train",
                             help=SPLIT_HELP)
         parser.add_argument("--structures", metavar="NAMES",
-                            help="dicom: the mask classes to keep, comma-separated, in class order: ROI names of "
-                                 "structure sets (RTSTRUCT), segment meanings of SEGs (any case), e.g. "
-                                 "\"GTV-1,Heart,Esophagus\"; default: every one of the source")
+                            help="dicom, nifti: the mask classes to keep, comma-separated, in class order: ROI names "
+                                 "of structure sets (RTSTRUCT), segment meanings of SEGs, per-structure mask files' "
+                                 "names (any case); a class's other names follow a |, e.g. "
+                                 "\"GTV-1,Heart,Lung_L|Lung-Left\"; default: every one of the source")
         parser.add_argument("--overlap", choices=POLICIES, default="reject",
                             help="dicom, nifti: a voxel two structures of a mask claim: reject the case (default), or "
                                  "give it to the later class in class order (the --structures order), recording the "

@@ -39,7 +39,7 @@ class DicomOptions:
     max_voxels: int = DEFAULT_MAX_VOXELS
     orientation: str | None = None
     val_fraction: float = 0.0  # patients held out of --split as val, with all their series (discover.py)
-    structures: tuple[str, ...] = ()  # the masks' classes to keep, by name, in class order (segmentation.py)
+    structures: tuple[str, ...] = ()  # the masks' classes to keep, by name ("Lung_L|Lung-Left"), in class order
     overlap: str = "reject"  # a voxel two structures claim: reject the case, or give it to the later class
 
     def __post_init__(self) -> None:
@@ -61,10 +61,13 @@ class DicomOptions:
                 and 0 <= self.val_fraction < 1):
             raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
         check_policy(self.overlap)
-        folded = [n.casefold() for n in self.structures if isinstance(n, str) and n.strip() == n and n]
-        if len(folded) != len(self.structures) or len(set(folded)) != len(folded):
+        if not all(isinstance(entry, str) for entry in self.structures):
+            raise ValueError(f"--structures must be names, got {list(self.structures)!r}")
+        names = [name for entry in self.structures for name in structure_names(entry)]
+        folded = {name.casefold() for name in names if name and name.strip() == name}
+        if len(folded) != len(names):
             raise ValueError("--structures must name each structure once, by a name without leading or trailing "
-                             f"spaces, got {list(self.structures)!r}")
+                             f"spaces (a class's other names after a |), got {list(self.structures)!r}")
 
 
 def salt_from_args(args: Any) -> str:
@@ -105,5 +108,19 @@ def shared_preprocessing(options: Any, kept: str) -> dict[str, Any]:
 
 
 def parse_structures(text: str | None) -> tuple[str, ...]:
-    """`--structures "GTV-1,Heart"`: the names, in order (spaces around a comma dropped); () for none."""
-    return () if text is None else tuple(name.strip() for name in text.split(","))
+    """`--structures "GTV-1,Heart|Coeur"`: the classes, in order (spaces around a comma or a bar dropped); () for
+    none."""
+    if text is None:
+        return ()
+    return tuple("|".join(name.strip() for name in entry.split("|")) for entry in text.split(","))
+
+
+def structure_names(entry: str) -> tuple[str, ...]:
+    """The names one `--structures` class goes by: "Lung_L|Lung-Left" is named Lung_L (the first), and matches
+    structures named either way, in any case."""
+    return tuple(entry.split("|"))
+
+
+def structure_values(structures: tuple[str, ...]) -> dict[str, int]:
+    """{a name, case-folded: its class value} of `--structures` (class 1 is the first)."""
+    return {name.casefold(): n for n, entry in enumerate(structures, start=1) for name in structure_names(entry)}

@@ -21,6 +21,7 @@ import numpy as np
 
 from converters.dicom.geometry import RejectSeries
 from converters.dicom.label_volume import LabelVolume
+from converters.dicom.options import structure_names, structure_values
 from converters.dicom.privacy import sop_class
 from fastdata.errors import ConvertError, MissingDependencyError, require
 
@@ -77,19 +78,22 @@ def class_names(headers: list[SegHeader],
                 structures: tuple[str, ...] = ()) -> tuple[dict[tuple[str, str], int], tuple[str, ...]]:
     """({code: class value}, class names with the background first) over every SEG (and structure set) of a source:
     codes sorted by the name each shows; a meaning two codes share names each of them with its code. With
-    `structures` (--structures), the classes are those, in that order, each taking every code of its meaning (any
-    case); the other codes take 0 (not drawn); a name no mask of the source holds is an error."""
+    `structures` (--structures), the classes are those, in that order, each taking every code of its meaning or
+    of its other names ("Lung_L|Lung-Left"), in any case; the other codes take 0 (not drawn); a class no mask of the
+    source holds is an error."""
     meanings: dict[tuple[str, str], str] = {}
     for header in headers:
         for _, key, meaning in header.segments:
             meanings.setdefault(key, meaning)
     if structures:
-        wanted = {name.casefold(): n for n, name in enumerate(structures, start=1)}
-        missing = set(wanted) - {m.casefold() for m in meanings.values()}
+        wanted = structure_values(structures)
+        held = {wanted.get(m.casefold()) for m in meanings.values()}
+        missing = [entry for n, entry in enumerate(structures, start=1) if n not in held]
         if missing:
-            raise ConvertError(f"--structures names {[s for s in structures if s.casefold() in missing]}, which no "
-                               f"mask of the source holds; its structures are {sorted(set(meanings.values()))}")
-        return {key: wanted.get(m.casefold(), 0) for key, m in meanings.items()}, (BACKGROUND, *structures)
+            raise ConvertError(f"--structures names {missing}, which no mask of the source holds; its structures are "
+                               f"{sorted(set(meanings.values()))}")
+        return ({key: wanted.get(m.casefold(), 0) for key, m in meanings.items()},
+                (BACKGROUND, *(structure_names(entry)[0] for entry in structures)))
     shared = [m for m in meanings.values() if list(meanings.values()).count(m) > 1]
     names = {key: f"{m} ({key[0]} {key[1]})" if m in shared else m for key, m in meanings.items()}
     ordered = sorted(names, key=lambda key: (names[key], key))

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from converters.dicom.label_volume import overlap_rule
-from converters.dicom.options import parse_orientation, parse_spacing, salt_from_args, shared_preprocessing
+from converters.dicom.options import (
+    parse_orientation,
+    parse_spacing,
+    parse_structures,
+    salt_from_args,
+    shared_preprocessing,
+)
 from converters.dicom.privacy import file_name, note_random_salt, warn_keep_phi
 from converters.kind import ArrowLayout, Discovery
 from converters.nifti.case import CaseProcessor
@@ -35,8 +41,8 @@ class NiftiKind:
         return any(NIFTI.search(path.name) for path in first_files(src, DETECT_FILES))
 
     def add_arguments(self, parser: Any) -> None:
-        # --spacing, --orientation, --salt, --keep-phi, --max-voxels, --split and --overlap are the dicom kind's
-        # options, shared
+        # --spacing, --orientation, --salt, --keep-phi, --max-voxels, --split, --structures and --overlap are the
+        # dicom kind's options, shared
         parser.add_argument("--channel", metavar="C",
                             help="nifti: the channel of a multi-channel case to convert: a number (a 4D image's 4th "
                                  "axis, nnU-Net's NAME_000C files), a name (BraTS's flair, t1, t1ce, t2 files), or "
@@ -54,7 +60,8 @@ class NiftiKind:
         return NiftiOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi, split=args.split,
                             max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality,
                             orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction,
-                            mask_words=tuple(args.mask_words), overlap=args.overlap)
+                            mask_words=tuple(args.mask_words), overlap=args.overlap,
+                            structures=parse_structures(args.structures))
 
     def discover(self, src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -111,6 +118,7 @@ class NiftiKind:
                 "modality": options.modality,
                 "mask_words": list(options.mask_words),
                 "overlap": overlap_rule(options.overlap),
+                **({"structures": list(options.structures)} if options.structures else {}),
             },
             "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid",
                       **({"channels": list(channels)} if channels else {})},

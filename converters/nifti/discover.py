@@ -232,12 +232,14 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
         rejected[:] = [r for r in rejected if r.source != META_CSV]  # read, not an input
         splits, folders.structured = apply_case_splits(splits, folders.structured, cases, rejected)
     if not folders.structured:
+        if options.structures:
+            raise ConvertError(f"--structures {','.join(options.structures)}, but no case of the source has a folder "
+                               "of per-structure masks (TotalSegmentator's segmentations/), which it picks from")
         return splits, bool(split_dirs), info.classes
-    classes = structure_classes(folders.structured, info.classes)
+    classes = structure_classes(folders.structured, info.classes, options.structures)
     made = structure_items(folders.structured, classes, lambda split, image, structures: make_item(
         split, image, None, None, structures, len(classes), structure_names=classes[1:]), rejected,
-        private=walk.private,
-        declared=bool(info.classes))
+        private=walk.private, declared=bool(info.classes), structures=options.structures)
     return with_structures(splits, made, rejected), bool(split_dirs), classes
 
 
@@ -256,6 +258,9 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
     top = listed(src)
     rejected: list[Rejection] = []
     if any(folder in top for folder in FOLDERS):
+        if options.structures:
+            raise ConvertError(f"--structures {','.join(options.structures)}: the imagesTr layout's masks hold label "
+                               "values, not structures to pick; --structures picks per-structure mask files")
         if isinstance(options.channel, str) and options.channel != ALL:
             raise ConvertError(f"--channel {options.channel}: the imagesTr layout numbers the channels of a case "
                                "(0, 1, ...; dataset.json names them); pass a number")

@@ -24,8 +24,8 @@ def parse_channel(text: str | None) -> int | str | None:
 class NiftiOptions:
     """What decides the bytes of a NIfTI conversion.
 
-    `spacing`, `salt`, `keep_phi`, `split`, `max_voxels`, `orientation`, `val_fraction` and `overlap` are the dicom
-    kind's (DicomOptions).
+    `spacing`, `salt`, `keep_phi`, `split`, `max_voxels`, `orientation`, `val_fraction`, `overlap` and `structures` are
+    the dicom kind's (DicomOptions).
     `channel` picks one channel of a multi-channel case: a number (a 4D file's 4th axis, or nnU-Net's NAME_000C
     files) or a name (a case folder's file: flair of BraTS's ..._flair.nii.gz); None converts cases of one channel
     and rejects the others, naming their channels. `modality` names the images' modality ("CT" makes the
@@ -44,11 +44,12 @@ class NiftiOptions:
     val_fraction: float = 0.0  # cases held out of the one split (imagesTr's train) as val (val_fraction.py)
     mask_words: tuple[str, ...] = ()  # --mask-word: FreeSurfer's aseg, LA-2018's laendo
     overlap: str = "reject"  # --overlap: a voxel two per-structure masks mark (converters/dicom/label_volume.py)
+    structures: tuple[str, ...] = ()  # --structures: the per-structure masks to merge, by name, in class order
 
     def __post_init__(self) -> None:
         # the shared options are checked by the dicom kind's rules, word for word
         DicomOptions(spacing=self.spacing, salt=self.salt, max_voxels=self.max_voxels, orientation=self.orientation,
-                     val_fraction=self.val_fraction, overlap=self.overlap)
+                     val_fraction=self.val_fraction, overlap=self.overlap, structures=self.structures)
         check_split_name(self.split)
         if isinstance(self.channel, str):
             if not _CHANNEL_NAME.fullmatch(self.channel):

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
+from converters.dicom.options import structure_names, structure_values
+from converters.dicom.segmentation import BACKGROUND
 from converters.nifti.case_folders import StructureCase
 from converters.sample import Rejection, WorkItem
 from fastdata.errors import ConvertError
@@ -23,13 +25,22 @@ from fastdata.reasons import shown_names
 SHOWN = 5  # structure names a reason lists before "..."
 
 
-def structure_classes(cases: list[StructureCase], declared: tuple[str, ...]) -> tuple[str, ...]:
-    """The class names, value 0 first: dataset.json's (`declared`), else background and the structures found in
-    more than half of the cases."""
-    if declared:
-        return declared
+def structure_classes(cases: list[StructureCase], declared: tuple[str, ...],
+                      structures: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The class names, value 0 first: `--structures`' (`structures`), else dataset.json's (`declared`), else
+    background and the structures found in more than half of the cases. A --structures class no case holds is an
+    error that lists the structures of more than half of the cases (a rarer file name may be a patient's)."""
     counts = Counter(name for case in cases for name in case.masks)
     found = sorted(name for name, n in counts.items() if 2 * n > len(cases))
+    if structures:
+        held = {structure_values(structures).get(name.casefold()) for name in counts}
+        missing = [entry for n, entry in enumerate(structures, start=1) if n not in held]
+        if missing:
+            raise ConvertError(f"--structures names {missing}, which no case's structure masks hold; the structures "
+                               f"of most cases are {found}")
+        return (BACKGROUND, *(structure_names(entry)[0] for entry in structures))
+    if declared:
+        return declared
     if "background" in found:
         raise ConvertError("a structure mask is named 'background' in most cases: value 0 is background, so no "
                            "structure may take that name; rename those files")
@@ -41,15 +52,20 @@ def _listed(names: set[str]) -> str:
 
 
 def structure_items(cases: list[StructureCase], classes: tuple[str, ...], make_item: Callable[..., WorkItem],
-                    rejected: list[Rejection], *, private: bool, declared: bool) -> dict[str, list[WorkItem]]:
+                    rejected: list[Rejection], *, private: bool, declared: bool,
+                    structures: tuple[str, ...] = ()) -> dict[str, list[WorkItem]]:
     """{split: work items} of the cases that hold exactly the classes' masks; the others are rejected, each file
     with its reason. Names that are not classes are said only with --keep-phi (a stray file may be named after a
-    patient); missing names are class names, already in the manifest."""
+    patient); missing names are class names, already in the manifest. With `structures` (--structures), a case
+    must hold one mask of each class, by any of its names, and its other masks are not read."""
     wanted = set(classes[1:])
     where = "dataset.json's labels" if declared else "the structures of more than half of the cases"
     out: dict[str, list[WorkItem]] = {}
     for case in sorted(cases, key=lambda c: c.image[1]):
         items = out.setdefault(case.split, [])
+        if structures:
+            _picked(case, classes, structures, items, rejected, make_item)
+            continue
         missing, extra = wanted - set(case.masks), set(case.masks) - wanted
         if not missing and not extra:
             items.append(make_item(case.split, case.image, tuple(case.masks[name] for name in classes[1:])))
@@ -66,6 +82,28 @@ def structure_items(cases: list[StructureCase], classes: tuple[str, ...], make_i
                       else "the structure mask of a case that was rejected")
             rejected.append(Rejection(case.split, rel, reason))
     return out
+
+
+def _picked(case: StructureCase, classes: tuple[str, ...], structures: tuple[str, ...], items: list[WorkItem],
+            rejected: list[Rejection], make_item: Callable[..., WorkItem]) -> None:
+    """The work item of a case with --structures (its masks of each class, in class order), or its rejection: a
+    class it holds no mask of, or two masks of (names --structures matches alike)."""
+    values = structure_values(structures)
+    files: dict[int, list[str]] = {}
+    for name in sorted(case.masks):
+        if name.casefold() in values:
+            files.setdefault(values[name.casefold()], []).append(name)
+    missing = [classes[n] for n in range(1, len(classes)) if n not in files]
+    twice = [f"{classes[n]} ({', '.join(names)})" for n, names in sorted(files.items()) if len(names) > 1]
+    if not missing and not twice:
+        items.append(make_item(case.split, case.image, tuple(case.masks[files[n][0]] for n in range(1, len(classes)))))
+        return
+    problems = ([f"lacks {len(missing)} of the classes ({_listed(set(missing))})"] if missing else []) + (
+        [f"holds two masks of one class: {'; '.join(twice)}"] if twice else [])
+    rejected.append(Rejection(case.split, case.image[1], "a case of per-structure masks that " +
+                              " and ".join(problems) + "; it needs one mask of each --structures class"))
+    for name in sorted(n for names in files.values() for n in names):
+        rejected.append(Rejection(case.split, case.masks[name][1], "the structure mask of a case that was rejected"))
 
 
 def with_structures(splits: dict[str, list[WorkItem]], made: dict[str, list[WorkItem]],
