@@ -188,6 +188,9 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
     assert options("dicom", *KIND_FLAGS) == DicomOptions(spacing=(1.0, 2.0, 3.0), salt="s", keep_phi=True, split="val",
                                                          allow_burned_in=True, max_voxels=99)
     assert options("dicom", "--structures", " GTV-1 ,Heart").structures == ("GTV-1", "Heart")
+    assert options("dicom", "--suv", "--overlap", "later") == DicomOptions(suv=True, overlap="later")
+    assert options("nifti", "--structures", "liver, spleen | milz", "--overlap", "later") == NiftiOptions(
+        structures=("liver", "spleen|milz"), overlap="later")
     monkeypatch.delenv(DEFAULT_SALT_ENV, raising=False)
     assert options("dicom").salt == ""  # no --salt and no variable: the run draws one (docs/volumes.md)
     monkeypatch.setenv(DEFAULT_SALT_ENV, "from-env")

@@ -43,6 +43,7 @@ def test_every_metadata_field_of_a_stack(tmp_path):
         "original_spacing": [2.0, 1.0, 1.0],
         "slice_spacing_source": "ImagePositionPatient; in-plane PixelSpacing", "resampled": False,
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)", "modality": "CT", "units": "HU",
+        "dtype": "int16",
         "photometric": "MONOCHROME2", "transfer_syntaxes": ["Explicit VR Little Endian"], "files": 3,
         "slices": 3, "min": 0, "max": 63, "clipped_voxels": 0,
     }

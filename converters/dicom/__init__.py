@@ -74,6 +74,10 @@ class DicomKind:
                                  "of structure sets (RTSTRUCT), segment meanings of SEGs, per-structure mask files' "
                                  "names (any case); a class's other names follow a |, e.g. "
                                  "\"GTV-1,Heart,Lung_L|Lung-Left\"; default: every one of the source")
+        parser.add_argument("--suv", action="store_true",
+                            help="dicom: PET series in standardized uptake values (SUVbw, by QIBA's rules: weight, "
+                                 "injected dose decayed to the scan), float32; a PET series whose header cannot "
+                                 "give them is rejected with the reason")
         parser.add_argument("--overlap", choices=POLICIES, default="reject",
                             help="dicom, nifti: a voxel two structures of a mask claim: reject the case (default), or "
                                  "give it to the later class in class order (the --structures order), recording the "
@@ -84,7 +88,7 @@ class DicomKind:
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
                             split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels,
                             orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction,
-                            structures=parse_structures(args.structures), overlap=args.overlap)
+                            structures=parse_structures(args.structures), overlap=args.overlap, suv=args.suv)
 
     def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -131,7 +135,9 @@ class DicomKind:
             "preprocessing": {
                 **shared_preprocessing(options, "source paths and UIDs kept (--keep-phi)"),
                 "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
-                "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
+                "values": "CT: int16 Hounsfield units; others: int16 where every value is a whole number in its range, "
+                          "else float32 (RescaleSlope/RescaleIntercept applied)" + (
+                              "; PET in SUVbw (QIBA), float32" if options.suv else ""),
                 "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
                 "slice_tolerance": options.slice_tolerance,
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",

@@ -21,6 +21,13 @@ def to_int16(values: np.ndarray) -> tuple[np.ndarray, int]:
     return np.clip(rounded_values, INT16.min, INT16.max).astype(np.int16), clipped
 
 
+def integral(arr: np.ndarray, lo: float, hi: float) -> bool:
+    """Whether every value is a whole number in [lo, hi] (the array fits an integer type without loss)."""
+    if arr.dtype.kind in "iu":  # no rounding to compare: the bounds alone
+        return bool(arr.min() >= lo and arr.max() <= hi)
+    return bool(np.all(arr == np.rint(arr)) and arr.min() >= lo and arr.max() <= hi)
+
+
 def npy_bytes(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)

@@ -41,6 +41,7 @@ class DicomOptions:
     val_fraction: float = 0.0  # patients held out of --split as val, with all their series (discover.py)
     structures: tuple[str, ...] = ()  # the masks' classes to keep, by name ("Lung_L|Lung-Left"), in class order
     overlap: str = "reject"  # a voxel two structures claim: reject the case, or give it to the later class
+    suv: bool = False  # PET series in SUVbw (converters/dicom/pet.py)
 
     def __post_init__(self) -> None:
         if self.spacing is not None:

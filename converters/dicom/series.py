@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from converters.dicom import rtstruct, segmentation
-from converters.dicom.arrays import FLOAT32_MAX, npy_bytes, rounded, to_int16, too_many
+from converters.dicom import pet, rtstruct, segmentation
+from converters.dicom.arrays import FLOAT32_MAX, INT16, integral, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.label_volume import LabelVolume, overlap_stats
@@ -130,12 +131,13 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
 
 
 def _read(files: tuple[tuple[str, str], ...],
-          max_voxels: int) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str]]:
-    """The series' slices, their stored pixels, its first dataset, its transfer syntaxes and {file name:
-    SOPInstanceUID}."""
+          max_voxels: int) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str], datetime | None]:
+    """The series' slices, their stored pixels, its first dataset, its transfer syntaxes, {file name:
+    SOPInstanceUID} and the earliest acquisition of its files (pet.py; None when none says)."""
     pydicom = require("pydicom", "dicom")
     slices, planes, syntaxes, first = [], [], set(), None
     sops: dict[str, str] = {}
+    times = []
     voxels = 0
     for path, rel in files:
         try:
@@ -147,6 +149,7 @@ def _read(files: tuple[tuple[str, str], ...],
             syntaxes.add(uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown"))
             these = _slices_of(ds, rel)
             sops[rel] = str(ds.get("SOPInstanceUID", ""))
+            times.append(pet.acquired(ds))
         except RejectSeries:
             raise
         except Exception as exc:  # noqa: BLE001 - a value pydicom cannot parse is a reason, not a crash
@@ -168,7 +171,8 @@ def _read(files: tuple[tuple[str, str], ...],
             raise RejectSeries(f"{rel}: pixel data of shape {list(arr.shape)} does not match Rows/Columns/frames")
         slices.extend(these)
         planes.extend(arr[i] for i in range(arr.shape[0]))
-    return slices, planes, first, syntaxes, sops
+    return slices, planes, first, syntaxes, sops, min((t for t in times if t is not None), default=None,
+                                                       key=lambda t: t.replace(tzinfo=None))
 
 
 def _code(ds: Any, keyword: str, rel: str) -> str:
@@ -202,11 +206,24 @@ def _mask(series: SeriesFiles, slices: list[Slice], order: list[int], sops: dict
                                   opts.overlap)
 
 
+def _suv(ds: Any, earliest: datetime | None, rel: str) -> float:
+    """pet.suv_factor, its reason naming the attribute pydicom cannot parse (never the value)."""
+    try:
+        return pet.suv_factor(ds, earliest, rel)
+    except RejectSeries:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pydicom parses a value when it is first read
+        raise RejectSeries(f"{rel}: --suv: a malformed PET attribute ({failure(exc)})") from exc
+
+
 def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
-    """The int16 array, the mask (a series with a SEG or a structure set; else None) and the metadata of one series.
-    Raises RejectSeries with the reason."""
+    """The array (int16, or float32 for values int16 does not hold: below), the mask (a series with a SEG or a
+    structure set; else None) and the metadata of one series. Raises RejectSeries with the reason."""
     files = series.files
-    slices, planes, ds, syntaxes, sops = _read(files, opts.max_voxels)
+    slices, planes, ds, syntaxes, sops, earliest = _read(files, opts.max_voxels)
+    first_rel = files[0][1]  # ds is the series' first file
+    modality = _code(ds, "Modality", first_rel)
+    suv = _suv(ds, earliest, first_rel) if opts.suv and modality == "PT" else None
     planar = len(slices) == 1 and (slices[0].position is None or slices[0].orientation is None)
     if planar:
         geometry: Geometry = planar_geometry(slices[0])
@@ -215,6 +232,13 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         order, geometry = stack_geometry(slices, tolerance=opts.slice_tolerance)
     values = np.stack([planes[i].astype(np.float32) * np.float32(slices[i].slope) + np.float32(slices[i].intercept)
                        for i in order])
+    if suv is not None:
+        values *= np.float32(suv)
+    if not np.all(np.isfinite(values)):
+        raise RejectSeries(f"{first_rel}: rescaled values beyond float32's range (RescaleSlope, RescaleIntercept)")
+    # CT is whole Hounsfield units (rounded); other values are kept as int16 where each is a whole number in its
+    # range, else as float32 (PET's activity concentrations, SUVs and MR's fractional rescales lose nothing)
+    whole = modality == "CT" or integral(values, INT16.min, INT16.max)
     painted = None if series.seg is None else _mask(series, slices, order, sops, opts)
     mask = None if painted is None else painted.labels
     if planar:
@@ -229,10 +253,8 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
     if resampled > opts.max_voxels:  # checked before the output is allocated
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
-    arr, clipped = to_int16(out)
+    arr, clipped = to_int16(out) if whole else (np.ascontiguousarray(out, np.float32), 0)
     labels = None if mask is None else resample_mask(mask, geometry.spacing, target)
-    first_rel = files[0][1]  # ds is the series' first file
-    modality = _code(ds, "Modality", first_rel)
     meta: dict[str, Any] = {
         "series": series_hash(series.uid, opts.salt),
         "ndim": arr.ndim,
@@ -249,13 +271,15 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
         "resampled": list(arr.shape) != list(geometry.shape) or rounded(spacing) != rounded(geometry.spacing),
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
         "modality": modality,
-        "units": "HU" if modality == "CT" else "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
+        "units": "HU" if modality == "CT" else pet.SUV_UNITS if suv is not None else
+                 "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
+        "dtype": str(arr.dtype),
         "photometric": _code(ds, "PhotometricInterpretation", first_rel),
         "transfer_syntaxes": sorted(syntaxes),
         "files": len(files),
         "slices": len(slices),
-        "min": int(arr.min()),
-        "max": int(arr.max()),
+        "min": int(arr.min()) if whole else rounded(arr.min()),
+        "max": int(arr.max()) if whole else rounded(arr.max()),
         "clipped_voxels": clipped,
     }
     if labels is not None and series.seg is not None:
@@ -293,7 +317,7 @@ def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejecti
     if labels is not None:
         members["label.npy"] = npy_bytes(labels)
         stats["masks"] = 1
-        if arr.ndim == 3:  # the foreground histogram (fastdata/volumes/intensity.py), as the nifti kind's
+        if arr.ndim == 3 and arr.dtype == np.int16:  # the foreground histogram (intensity.py), as the nifti kind's
             stats[FOREGROUND] = histogram_of(arr, labels)
     members["json"] = info
     return Sample(key=item.key, label=None, members=members, stats=stats)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from converters.dicom.arrays import INT16, npy_bytes, rounded, to_int16, too_many
+from converters.dicom.arrays import INT16, integral, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.geometry import RejectSeries
 from converters.dicom.label_volume import LabelVolume, overlap_stats
 from converters.dicom.orientation import axis_code, reorient_on
@@ -29,7 +29,6 @@ from converters.nifti.volume import (
     failure,
     grid_of,
     header_voxels,
-    integral,
     load,
     same_grid,
     voxels,

@@ -247,12 +247,5 @@ def _checked(arr: np.ndarray, rel: str) -> np.ndarray:
     return np.ascontiguousarray(arr.transpose(2, 1, 0))
 
 
-def integral(arr: np.ndarray, lo: float, hi: float) -> bool:
-    """Whether every value is a whole number in [lo, hi] (the array fits an integer type without loss)."""
-    if arr.dtype.kind in "iu":  # no rounding to compare: the bounds alone
-        return bool(arr.min() >= lo and arr.max() <= hi)
-    return bool(np.all(arr == np.rint(arr)) and arr.min() >= lo and arr.max() <= hi)
-
-
 def header_voxels(img: Any) -> int:
     return math.prod(int(n) for n in img.shape[:3])
