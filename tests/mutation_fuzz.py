@@ -96,6 +96,7 @@ class Context:
     def __init__(self, work: Path) -> None:
         self.work = work
         from conftest_dicom import Phantom, convert_dicom, write_phantom
+        from conftest_pet import write_pet
         from conftest_text import TOKENIZER, convert_text
         from helpers import PHOTOS, convert_images, make_image, make_image_tree
 
@@ -118,7 +119,7 @@ class Context:
         write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
         convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
         self.dicom_files = (sorted((work / "dcm-src" / "s").iterdir()) + _segmented(work / "dcm-seg" / "s")
-                            + _outlined(work / "dcm-rt" / "s"))
+                            + _outlined(work / "dcm-rt" / "s") + write_pet(work / "dcm-pet" / "s"))
         from conftest_nifti import case, convert_nifti, save
 
         image, mask = case(0, shape=(12, 10, 6))  # a patient's name in the file names: the privacy oracle's
@@ -793,17 +794,17 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     shutil.copytree(path.parent, series)
     data, what = mutate_bytes(rng, path.read_bytes(), (dicom_length,))
     (series / path.name).write_bytes(data)
-    orientation, overlap = rng.choice(ORIENTATIONS), rng.choice(OVERLAPS)
+    orientation, overlap, suv = rng.choice(ORIENTATIONS), rng.choice(OVERLAPS), rng.random() < 0.5
     logged = _Logged()
     logging.getLogger().addHandler(logged)  # what the conversion logs (pydicom's own logger included)
     try:
-        written = _converted("dicom", DicomOptions(salt="fuzz", orientation=orientation, overlap=overlap), series,
-                             "dicom series")
+        written = _converted("dicom", DicomOptions(salt="fuzz", orientation=orientation, overlap=overlap, suv=suv),
+                             series, "dicom series")
     finally:
         logging.getLogger().removeHandler(logged)
     _no_phi(written + logged.messages)
     _no_unexpected(written)
-    return f"{path.name}: {what}, --orientation {orientation}, --overlap {overlap}"
+    return f"{path.name}: {what}, --orientation {orientation}, --overlap {overlap}, --suv {suv}"
 
 
 class _Logged(logging.Handler):

@@ -13,51 +13,19 @@ import pytest
 pytest.importorskip("pydicom")
 sys.path.insert(0, str(Path(__file__).parent))
 
-from conftest_dicom import PLANE, convert_dicom, make_slice, read_samples, rejection_of  # noqa: E402
+from conftest_dicom import PLANE, convert_dicom, read_samples, rejection_of  # noqa: E402
+from conftest_pet import DOSE, HALF_LIFE, PET_STORAGE, SLOPES, WEIGHT, write_pet  # noqa: E402
 
 from converters.dicom import DicomOptions  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
 from converters.dicom.series import convert_series  # noqa: E402
 
-PET_STORAGE = "1.2.840.10008.5.1.4.1.1.128"
-HALF_LIFE = 6586.2  # F-18, seconds
-WEIGHT, DOSE = 81.5, 3.52e8  # kg, Bq
-SLOPES = (0.5, 2.25, 7.3)  # GE writes a slope per slice
 SUV = DicomOptions(salt="t", suv=True)
 PLAIN = DicomOptions(salt="t")
 
 
-def _pet(root: Path, *, slopes=SLOPES, injected="101500", series="111500",
-         acquisitions=("111500", "111800", "112100"), info: dict | None = None, **attrs) -> SeriesFiles:
-    """A PET series of PLANE under `root`, slice k rescaled by slopes[k]: Units BQML, corrected for attenuation and
-    decay to the scan's start, the dose injected at `injected` on the series' day; `info` and `attrs` replace (None
-    deletes) attributes of the radiopharmaceutical item and of each file."""
-    from pydicom import dcmread
-    from pydicom.dataset import Dataset
-
-    files = []
-    for k, slope in enumerate(slopes):
-        path = make_slice(root / f"{k:02d}.dcm", PLANE, series_uid="1.2.9", instance=k + 1,
-                          position=(0.0, 0.0, 3.0 * k), pixel_spacing=(4.0, 4.0), slope=slope, modality="PT")
-        ds = dcmread(path)
-        ds.SOPClassUID = ds.file_meta.MediaStorageSOPClassUID = PET_STORAGE
-        item = Dataset()
-        for name, value in {"RadionuclideTotalDose": f"{DOSE:.6g}", "RadionuclideHalfLife": f"{HALF_LIFE}",
-                            "RadiopharmaceuticalStartTime": injected, **(info or {})}.items():
-            if value is not None:
-                setattr(item, name, value)
-        fields = {"Units": "BQML", "CorrectedImage": ["DECY", "ATTN", "NORM"], "DecayCorrection": "START",
-                  "PatientWeight": f"{WEIGHT}", "SeriesDate": "20240229", "SeriesTime": series,
-                  "AcquisitionDate": "20240229", "AcquisitionTime": acquisitions[k],
-                  "RadiopharmaceuticalInformationSequence": [item], **attrs}
-        for name, value in fields.items():
-            if value is not None:
-                setattr(ds, name, value)
-            elif name in ds:
-                delattr(ds, name)
-        ds.save_as(path, enforce_file_format=True)
-        files.append((str(path), path.name))
-    return SeriesFiles("1.2.9", tuple(files))
+def _pet(root: Path, **kwargs) -> SeriesFiles:
+    return SeriesFiles("1.2.9", tuple((str(p), p.name) for p in write_pet(root, **kwargs)))
 
 
 def _activity(slopes=SLOPES) -> np.ndarray:
