@@ -68,10 +68,12 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
         "preprocessing": {
             "spacing": [2.0, 1.0, 1.0], "spacing_axes": "zyx", "orientation": "as stored",
             "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
-            "values": "int16; CT in Hounsfield units (RescaleSlope/RescaleIntercept applied)",
+            "values": "CT: int16 Hounsfield units; others: int16 where every value is a whole number in its range, "
+                      "else float32 (RescaleSlope/RescaleIntercept applied)",
             "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
             "slice_tolerance": options.slice_tolerance, "keep_phi": options.keep_phi, "pseudonyms": pseudonyms,
-            "burned_in_annotation": burned, "max_voxels": 99, "val_fraction": 0.0},
+            "burned_in_annotation": burned, "max_voxels": 99, "val_fraction": 0.0,
+            "overlap": "reject: a voxel two structures claim rejects its case"},
         "extra": {"phi_removed": list(PHI_KEYWORDS) if phi_removed else [],
                   "masks": "label.npy of a series with a segmentation (SEG) or a structure set (RTSTRUCT): its "
                            "segments' or ROIs' classes (the manifest's classes), uint8 (uint16 past 255 classes), on "
@@ -82,6 +84,8 @@ def test_dicom(given, pseudonyms, burned, phi_removed):
         "orientation"] == "PIR"
     assert get_kind("dicom").describe(discovery(), DicomOptions(structures=("Heart", "GTV-1")))["preprocessing"][
         "structures"] == ["Heart", "GTV-1"]
+    assert get_kind("dicom").describe(discovery(), DicomOptions(suv=True))["preprocessing"]["values"].endswith(
+        "(RescaleSlope/RescaleIntercept applied); PET in SUVbw (QIBA), float32")
 
 
 def _hf_features(schema) -> dict:
@@ -138,9 +142,13 @@ def test_nifti(given, pseudonyms):
                         "IJK_TO_DICOM_REAL; PAR/REC: nibabel's, of angulation and off-centre; MetaImage, NRRD: "
                         "ITK's); origin and direction in DICOM's LPS frame",
             "channel": 2, "modality": "T2", "mask_words": [], "keep_phi": bool(given.get("keep_phi")),
-            "pseudonyms": pseudonyms,
-            "max_voxels": 1000, "val_fraction": 0.25},
+            "pseudonyms": pseudonyms, "max_voxels": 1000, "val_fraction": 0.25,
+            "overlap": "reject: a voxel two structures claim rejects its case"},
         "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"}}
     assert get_kind("nifti").describe(discovery(), NiftiOptions())["preprocessing"]["spacing"] is None
+    picked = get_kind("nifti").describe(discovery(), NiftiOptions(structures=("liver", "spleen|milz"), overlap="later"))
+    assert picked["preprocessing"]["structures"] == ["liver", "spleen|milz"]
+    assert picked["preprocessing"]["overlap"] == ("later: a voxel two structures claim takes the later class in class "
+                                                  "order; each sample's json lists the voxels taken (overlaps)")
     with pytest.raises(ValueError, match="the nifti kind writes WebDataset tar shards only"):
         get_kind("nifti").arrow_layout(discovery(), options)
