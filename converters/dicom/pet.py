@@ -26,10 +26,6 @@ DAY = timedelta(days=1)
 SUV_UNITS = "SUVbw (g/ml): activity concentration x body weight / decayed injected dose (QIBA)"
 
 
-def is_pet(ds: Any) -> bool:
-    return str(ds.get("Modality", "")).strip().upper() == "PT"
-
-
 def acquired(ds: Any) -> datetime | None:
     """When a file's image was acquired (AcquisitionDateTime, else AcquisitionDate and AcquisitionTime), or None
     when it does not say (or says it in a malformed value: a series of another modality converts all the same)."""
