@@ -22,6 +22,9 @@ from converters.dicom.series import convert_series  # noqa: E402
 
 SUV = DicomOptions(salt="t", suv=True)
 PLAIN = DicomOptions(salt="t")
+SERIES_LATER = ("its SeriesDate and SeriesTime are missing or after its acquisition (a series processed later), and "
+                "no scan start stands in (GE's 0009,100D)")
+NOT_CORRECTED = "it is not corrected for attenuation and decay (CorrectedImage lacks ATTN or DECY)"
 
 
 def _pet(root: Path, **kwargs) -> SeriesFiles:
@@ -73,6 +76,10 @@ def test_without_suv_activity_concentrations_are_kept_whole_and_unclipped(tmp_pa
     ({"info": {"RadiopharmaceuticalStartDateTime": "20240229101500", "RadiopharmaceuticalStartTime": "000000"}},
      3600.0),  # the start's date and time win over its time alone
     ({"info": {"RadiopharmaceuticalStartDateTime": "20240229101500+0100"}, "SeriesTime": "111500"}, 3600.0),
+    ({"series": "121500", "GE": "20240229111500+0100"}, 3600.0),  # a scan start with an offset, a start without
+    ({"injected": "111500"}, 0.0),  # injected as the scan began: no decay
+    ({"injected": "111501"}, 86399.0),  # its time alone a second after the scan's: the day before
+    ({"info": {"RadiopharmaceuticalStartDateTime": "20240228111500"}}, 86400.0),  # a day: the longest taken
 ])
 def test_the_decay_time_follows_qiba(tmp_path, change, decay):
     change = dict(change)
@@ -109,24 +116,29 @@ def test_philips_counts_and_units_already_in_suv(tmp_path):
 @pytest.mark.parametrize(("change", "why"), [
     ({"PatientWeight": None}, "its PatientWeight is missing or not a positive number"),
     ({"PatientWeight": "0"}, "its PatientWeight is missing or not a positive number"),
+    ({"PatientWeight": "1e999"}, "its PatientWeight is missing or not a positive number"),  # infinite
     ({"info": {"RadionuclideTotalDose": None}}, "its RadionuclideTotalDose (RadiopharmaceuticalInformationSequence) "
                                                 "is missing or not a positive number"),
-    ({"RadiopharmaceuticalInformationSequence": None}, "its RadionuclideTotalDose"),
+    ({"RadiopharmaceuticalInformationSequence": None}, "its RadionuclideTotalDose (RadiopharmaceuticalInformation"
+                                                       "Sequence) is missing or not a positive number"),
     ({"info": {"RadionuclideHalfLife": "-1"}}, "its RadionuclideHalfLife is missing or not a positive number"),
     ({"info": {"RadiopharmaceuticalStartTime": None}}, "its RadiopharmaceuticalStartDateTime (or "
                                                        "RadiopharmaceuticalStartTime) is missing"),
     ({"info": {"RadiopharmaceuticalStartDateTime": "20240227101500"}}, "its radiopharmaceutical start is after the "
                                                                        "scan, or more than a day before it"),
-    ({"series": "121500"}, "its SeriesDate and SeriesTime are missing or after its acquisition"),
-    ({"Units": "PROPCNTS"}, "its Units are not BQML"),
-    ({"Units": "CNTS"}, "its Units are CNTS (counts) without Philips' SUV or activity concentration scale factor"),
-    ({"CorrectedImage": ["ATTN", "NORM"]}, "it is not corrected for attenuation and decay"),
-    ({"CorrectedImage": "DECY"}, "it is not corrected for attenuation and decay"),
+    ({"series": "121500"}, SERIES_LATER),
+    ({"series": "111501"}, SERIES_LATER),  # a second after the first acquisition
+    ({"Units": "PROPCNTS"}, "its Units are not BQML (activity concentration), CNTS with Philips' scale factors or "
+                            "GML (SUVbw already)"),
+    ({"Units": "CNTS"}, "its Units are CNTS (counts) without Philips' SUV or activity concentration scale factor "
+                        "(7053,1000 or 7053,1009)"),
+    ({"CorrectedImage": ["ATTN", "NORM"]}, NOT_CORRECTED),
+    ({"CorrectedImage": "DECY"}, NOT_CORRECTED),
     ({"DecayCorrection": "NONE"}, "its DecayCorrection is not START or ADMIN"),
 ])
 def test_a_pet_series_whose_suv_cannot_be_computed_is_rejected_naming_the_attribute(tmp_path, change, why):
     reason = rejection_of(_pet(tmp_path, **change), SUV)
-    assert reason.startswith("00.dcm: --suv cannot compute standardized uptake values of this PET series: " + why)
+    assert reason == "00.dcm: --suv cannot compute standardized uptake values of this PET series: " + why
     assert "81.5" not in reason and "2024" not in reason
 
 

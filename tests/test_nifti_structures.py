@@ -323,6 +323,21 @@ def test_structures_picks_masks_by_any_of_their_names_and_leaves_the_others_unre
         "twos0000/segmentations/spleen.nii.gz": "the structure mask of a case that was rejected"}
 
 
+def test_a_picked_case_is_rejected_with_every_problem_it_has(tmp_path):
+    """Two classes held twice each, and a class missing beside one held twice: each reason lists them all."""
+    _totalsegmentator(tmp_path / "src", cases=1)
+    _totalsegmentator(tmp_path / "src", cases=1, names={"liver": 1, "LEBER": 1, "spleen": 2, "milz": 2}, prefix="a")
+    _totalsegmentator(tmp_path / "src", cases=1, names={"spleen": 2, "milz": 2}, prefix="b")
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True, structures=("liver|leber", "spleen|milz"))
+    reasons = {r["source"]: r["reason"] for r in result.rejected if r["source"].endswith("ct.nii.gz")}
+    assert reasons == {
+        "as0000/ct.nii.gz": "a case of per-structure masks that holds two masks of one class: liver (LEBER, liver); "
+                            "spleen (milz, spleen); it needs one mask of each --structures class",
+        "bs0000/ct.nii.gz": "a case of per-structure masks that lacks 1 of the classes (liver) and holds two masks of "
+                            "one class: spleen (milz, spleen); it needs one mask of each --structures class"}
+    assert sorted(_by_source(tmp_path / "out")) == ["s0000/ct.nii.gz"]
+
+
 def test_structures_no_case_holds_or_a_source_without_structure_folders_stop_the_conversion(tmp_path):
     """A --structures class that no case holds stops the conversion, listing the structures of most cases (never
     a rarer file name, which may be a patient's); so does --structures over masks of label values."""
