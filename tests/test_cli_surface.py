@@ -198,6 +198,7 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
     assert options("nifti", *KIND_FLAGS, "--channel", "flair", "--modality", "T2") == NiftiOptions(
         spacing=(1.0, 2.0, 3.0), salt="s", keep_phi=True, split="val", max_voxels=99, channel="flair", modality="T2")
     assert options("nifti", "--channel", "2").channel == 2 and options("nifti").channel is None
+    assert options("nifti", "--channel", "CTres, SUV").channel == "CTres,SUV"
     assert options("nifti").salt == "from-env"  # the dicom kind's variable: the same pseudonyms for both kinds
     monkeypatch.delenv(DEFAULT_SALT_ENV)
     assert options("nifti").salt == ""

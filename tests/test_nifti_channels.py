@@ -273,3 +273,63 @@ def test_a_4d_file_is_read_once_for_every_channel_and_a_damaged_one_is_rejected(
     (tmp_path / "src" / "bold.nii.gz").write_bytes(whole[: len(whole) * 2 // 3])
     with pytest.raises(Exception, match=r"all 1 input\(s\) were rejected \(1 x cannot read the voxels \(EOFError\)\)"):
         convert_nifti(tmp_path / "src", tmp_path / "cut", channel="all", keep_phi=True)
+
+
+def _autopet(root, cases=2):
+    """autoPET's NIfTI cases (FDG-PET-CT-Lesions): a study folder of CT.nii.gz on the CT's own grid, and CTres, PET
+    and SUV resampled onto the PET's grid with the lesions' SEG.nii.gz: channel m of case n is case(n)'s image times
+    m + 1 (CTres x1, PET x2, SUV x3)."""
+    made = {}
+    coarse = AFFINE.copy()
+    coarse[:3, :3] *= 2  # CT.nii.gz: another grid
+    for n in range(cases):
+        image, mask = case(n)
+        folder = root / f"PETCT_{n:010x}" / "03-23-2003-NA-PET-CT Ganzkoerper  primaer mit KM-10445"
+        save(folder / "CT.nii.gz", image.astype(np.int16), coarse)
+        for m, name in enumerate(("CTres", "PET", "SUV")):
+            save(folder / f"{name}.nii.gz", (image * (m + 1)).astype(np.float32))
+        save(folder / "SEG.nii.gz", mask)
+        made[folder.relative_to(root).as_posix()] = (image, mask)
+    return made
+
+
+def test_channel_names_stack_the_named_channels_in_their_order(tmp_path):
+    """`--channel SUV,CTres` stacks those two of autoPET's four channel files, in that order, on their grid with the
+    SEG (CT.nii.gz, on the CT's own grid, is left out); a name a case lacks rejects it naming the absent one; a
+    named channel off the others' grid rejects the case as --channel all does."""
+    made = _autopet(tmp_path / "src")
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", channel="SUV,CTres", keep_phi=True)
+    assert result.rejected == []
+    samples = _by_source(tmp_path / "out")
+    for folder, (image, mask) in made.items():
+        arr, meta = load_volume(samples[f"{folder}/SUV.nii.gz"])
+        np.testing.assert_array_equal(arr, np.stack([zyx(image) * 3, zyx(image)]))
+        np.testing.assert_array_equal(load_mask(samples[f"{folder}/SUV.nii.gz"]), zyx(mask))
+        assert (meta["channels"], meta["channel"], meta["axes"]) == (["SUV", "CTres"], "SUV,CTres", "czyx")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["extra"]["channels"] == ["SUV", "CTres"] and manifest["preprocessing"]["channel"] == "SUV,CTres"
+    first = sorted(made)[0]
+    (tmp_path / "src" / first / "CTres.nii.gz").unlink()
+    result = convert_nifti(tmp_path / "src", tmp_path / "short", channel="SUV,CTres", keep_phi=True)
+    assert {r["source"]: r["reason"] for r in result.rejected} == {
+        f"{first}/CT.nii.gz": "no channel CTres (--channel SUV,CTres) in this case; its channels are CT, PET, SUV",
+        f"{first}/SEG.nii.gz": "the mask of a case that was rejected"}
+    second = sorted(made)[1]
+    coarse = AFFINE.copy()
+    coarse[:3, :3] *= 2
+    save(tmp_path / "src" / second / "PET.nii.gz", made[second][0].astype(np.float32), coarse)
+    result = convert_nifti(tmp_path / "src", tmp_path / "grids", channel="SUV,PET", keep_phi=True)
+    reasons = {r["source"]: r["reason"] for r in result.rejected}
+    assert sorted(reasons) == [f"{second}/SUV.nii.gz"]  # the case, by its first channel
+    assert reasons[f"{second}/SUV.nii.gz"].startswith(f"{second}/PET.nii.gz: the channel's grid (shape [8, 18, 20], "
+                                                     "spacing [5.0, 1.4, 1.6] mm")
+    assert sorted(_by_source(tmp_path / "grids")) == [f"{first}/SUV.nii.gz"]
+
+
+def test_channel_names_are_checked_and_parsed():
+    from converters.nifti.options import NiftiOptions, parse_channel
+
+    assert parse_channel("CTres, SUV") == "CTres,SUV" and parse_channel("2") == 2 and parse_channel("t1") == "t1"
+    for bad in ("SUV,SUV", "SUV,", "SUV,2", "SUV,all", ",SUV"):
+        with pytest.raises(ValueError, match="--channel NAME,NAME must name each channel once"):
+            NiftiOptions(channel=bad)

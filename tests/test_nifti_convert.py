@@ -227,8 +227,8 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
     save(src / "val" / "scans" / "y.nii.gz", image)
     result = convert_nifti(src, tmp_path / "plain")
     reasons = reasons_by_path(result)
-    brats = ("a case of 4 channel files (flair, t1, t1ce, t2); pick one by name with --channel NAME, or stack them "
-             "all with --channel all")
+    brats = ("a case of 4 channel files (flair, t1, t1ce, t2); pick one by name with --channel NAME, stack some with "
+             "--channel NAME,NAME or all of them with --channel all")
     assert reasons == {
         "train/BraTS20_Training_000/BraTS20_Training_000_flair.nii.gz": brats,
         "train/BraTS20_Training_000/BraTS20_Training_000_seg.nii.gz": "the mask of a case that was rejected",

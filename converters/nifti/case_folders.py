@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from converters.nifti.channels import ALL
+from converters.nifti.channels import ALL, picked
 from converters.nifti.options import NiftiOptions
 from converters.sample import Rejection, WorkItem
 
@@ -186,6 +186,10 @@ class CaseFolders:
             return [self.make_item(split, images[0], mask, wanted)]
         if self.named and wanted in channels:
             return [self.make_item(split, channels[wanted], mask, wanted)]  # type: ignore[index]
+        names = picked(wanted)
+        if names and all(n in channels for n in names):  # --channel CTres,SUV: those, in that order
+            files = tuple(channels[n] for n in names)
+            return [self.make_item(split, files[0], mask, wanted, channel_files=files, channel_names=names)]
         first = min(images, key=lambda f: f[1])
         whole = any(name == stem(posixpath.basename(rel)) for name, (_, rel) in channels.items())
         # names that are whole file names may be a patient's: said only with --keep-phi
@@ -200,11 +204,14 @@ class CaseFolders:
             reason = (f"a case of {len(channels)} channel files {listed}: --channel all names the channels by what "
                       "their file names add to the name they share, and whole file names may name a patient; "
                       "convert with --keep-phi")
+        elif names:
+            absent = ", ".join(n for n in names if n not in channels)
+            reason = f"no channel {absent} (--channel {wanted}) in this case; its channels are {listed}"
         elif self.named:
             reason = f"no channel {wanted!r} (--channel) in this case; its channels are {listed}"  # NAME: the user's
         else:
             reason = (f"a case of {len(channels)} channel files ({listed}); pick one by name with --channel NAME, "
-                      "or stack them all with --channel all")
+                      "stack some with --channel NAME,NAME or all of them with --channel all")
         self.rejected.append(Rejection(split, first[1], reason))
         if mask is not None:
             self.rejected.append(Rejection(split, mask[1], "the mask of a case that was rejected"))

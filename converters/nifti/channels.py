@@ -1,4 +1,5 @@
-"""`--channel all`: every channel of a case, stacked into one (C, z, y, x) volume (BraTS's flair, t1, t1ce and t2;
+"""`--channel all`: every channel of a case, stacked into one (C, z, y, x) volume (or `--channel CTres,SUV`: the
+named ones, in that order) (BraTS's flair, t1, t1ce and t2;
 nnU-Net's NAME_0000 .. NAME_0003; a 4D file's 4th axis). Every case of a dataset must hold the same channels, in
 the same order: the network reads channel c as one modality. Discovery names each case's channels (from
 dataset.json, the file names, or their numbers) and rejects the cases whose channels differ from most cases'."""
@@ -12,6 +13,17 @@ from converters.nifti.dataset_json import DatasetInfo
 from converters.sample import Rejection, WorkItem
 
 ALL = "all"  # --channel all
+
+
+def picked(channel: int | str | None) -> tuple[str, ...]:
+    """The channels `--channel CTres,SUV` names, in that order (stacked as --channel all stacks every one); ()
+    for any other --channel."""
+    return tuple(channel.split(",")) if isinstance(channel, str) and "," in channel else ()
+
+
+def stacks(channel: int | str | None) -> bool:
+    """Whether a case converts to a (C, z, y, x) volume of several channels: --channel all or NAME,NAME."""
+    return channel == ALL or bool(picked(channel))
 
 
 def numbered(count: int, info: DatasetInfo) -> tuple[str, ...]:

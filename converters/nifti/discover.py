@@ -23,7 +23,7 @@ from pathlib import Path
 from converters.kind import Discovery
 from converters.nifti import afni, pairs, parrec
 from converters.nifti.case_folders import NIFTI, CaseFolders, stem
-from converters.nifti.channels import ALL, same_channels
+from converters.nifti.channels import ALL, same_channels, stacks
 from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
 from converters.nifti.itk_files import data_file_name
 from converters.nifti.meta_csv import NAME as META_CSV
@@ -220,7 +220,7 @@ def _plain(src: Path, top: list[str], options: NiftiOptions, info: DatasetInfo, 
                   structure_names: tuple[str, ...] = ()) -> WorkItem:
         return WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
             image=image, label=mask, axis=channel if isinstance(channel, int) else None, channel=channel,
-            modality=options.modality or "" if channel == ALL else _modality(
+            modality=options.modality or "" if stacks(channel) else _modality(
                 options, info, channel if isinstance(channel, int) else None),
             classes=classes, structures=structures, channel_files=channel_files, channel_names=channel_names,
             structure_names=structure_names))

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from converters.dicom.options import DEFAULT_MAX_VOXELS, DicomOptions
+from converters.nifti.channels import ALL
 from fastdata.manifest import check_split_name
 
 MAX_CHANNEL = 9999  # nnU-Net names a case's channel files NAME_0000 .. NAME_9999
@@ -16,7 +17,10 @@ _CHANNEL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_\-+.]{0,63}")  # flair, t1ce, t2
 
 
 def parse_channel(text: str | None) -> int | str | None:
-    """`--channel 2` (a number) or `--channel flair` (a name)."""
+    """`--channel 2` (a number), `--channel flair` (a name) or `--channel CTres,SUV` (names, spaces around a comma
+    dropped)."""
+    if text is not None and "," in text:
+        return ",".join(name.strip() for name in text.split(","))
     return int(text) if text is not None and text.isascii() and text.isdigit() else text
 
 
@@ -51,7 +55,12 @@ class NiftiOptions:
         DicomOptions(spacing=self.spacing, salt=self.salt, max_voxels=self.max_voxels, orientation=self.orientation,
                      val_fraction=self.val_fraction, overlap=self.overlap, structures=self.structures)
         check_split_name(self.split)
-        if isinstance(self.channel, str):
+        if isinstance(self.channel, str) and "," in self.channel:
+            names = self.channel.split(",")
+            if not all(_CHANNEL_NAME.fullmatch(n) for n in names) or len(set(names)) < len(names) or ALL in names:
+                raise ValueError(f"--channel NAME,NAME must name each channel once, each a name that starts with a "
+                                 f"letter (CTres,SUV), got {self.channel!r}")
+        elif isinstance(self.channel, str):
             if not _CHANNEL_NAME.fullmatch(self.channel):
                 raise ValueError(f"--channel must be a number in 0..{MAX_CHANNEL} or a name that starts with a letter "
                                  f"(flair, t1ce), got {self.channel!r}")
