@@ -298,6 +298,7 @@ def test_channel_names_stack_the_named_channels_in_their_order(tmp_path):
     SEG (CT.nii.gz, on the CT's own grid, is left out); a name a case lacks rejects it naming the absent one; a
     named channel off the others' grid rejects the case as --channel all does."""
     made = _autopet(tmp_path / "src")
+    (tmp_path / "src" / "dataset.json").write_text(json.dumps({"channel_names": {"0": "CT"}}))  # no stack's modality
     result = convert_nifti(tmp_path / "src", tmp_path / "out", channel="SUV,CTres", keep_phi=True)
     assert result.rejected == []
     samples = _by_source(tmp_path / "out")
@@ -306,6 +307,7 @@ def test_channel_names_stack_the_named_channels_in_their_order(tmp_path):
         np.testing.assert_array_equal(arr, np.stack([zyx(image) * 3, zyx(image)]))
         np.testing.assert_array_equal(load_mask(samples[f"{folder}/SUV.nii.gz"]), zyx(mask))
         assert (meta["channels"], meta["channel"], meta["axes"]) == (["SUV", "CTres"], "SUV,CTres", "czyx")
+        assert meta["modality"] == ""
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["extra"]["channels"] == ["SUV", "CTres"] and manifest["preprocessing"]["channel"] == "SUV,CTres"
     first = sorted(made)[0]
