@@ -111,6 +111,13 @@ def test_philips_counts_and_units_already_in_suv(tmp_path):
             ds.save_as(path)
         arr, _, _ = convert_series(series, SUV)
         np.testing.assert_allclose(arr, _activity() * expected, rtol=1e-6)
+    later = _pet(tmp_path / "cnts_later", Units="CNTS", series="121500")  # activity: then the BQML rules
+    for path, _ in later.files:
+        ds = dcmread(path)
+        ds.private_block(0x7053, "Philips PET Private Group", create=True).add_new(0x09, "DS", "3.5")
+        ds.save_as(path)
+    assert rejection_of(later, SUV) == ("00.dcm: --suv cannot compute standardized uptake values of this PET series: "
+                                        + SERIES_LATER)
 
 
 @pytest.mark.parametrize(("change", "why"), [
@@ -128,6 +135,8 @@ def test_philips_counts_and_units_already_in_suv(tmp_path):
                                                                        "scan, or more than a day before it"),
     ({"series": "121500"}, SERIES_LATER),
     ({"series": "111501"}, SERIES_LATER),  # a second after the first acquisition
+    ({"series": "121500", "AcquisitionDate": None, "AcquisitionTime": None,
+      "AcquisitionDateTime": "20240229111500"}, SERIES_LATER),  # the acquisition as one DT value (enhanced objects)
     ({"Units": "PROPCNTS"}, "its Units are not BQML (activity concentration), CNTS with Philips' scale factors or "
                             "GML (SUVbw already)"),
     ({"Units": "CNTS"}, "its Units are CNTS (counts) without Philips' SUV or activity concentration scale factor "
