@@ -109,6 +109,12 @@ def test_overlapping_rois_reject_their_case_unless_structures_picks_ones_that_do
         f"p1/rs.dcm: ROI 'GTV-1' overlaps 'BODY' in {int(_expected(tumour).sum())} voxels, and a label volume holds "
         "one class per voxel; --structures picks ROIs that do not overlap, or --overlap later gives a shared voxel to "
         "the later class")
+    result = convert_dicom(tmp_path / "src", tmp_path / "body_last", keep_phi=True,
+                           structures=("Heart", "GTV-1", "BODY"))
+    shared = int(_expected(tumour).sum() + _expected(heart).sum())
+    assert result.rejected[0]["reason"].startswith(  # the body, painted last, over both
+        f"p1/rs.dcm: ROI 'BODY' overlaps 'Heart' and 'GTV-1' in {shared} voxels, and a label volume holds one class "
+        "per voxel; ")
     result = convert_dicom(tmp_path / "src", tmp_path / "picked", keep_phi=True, structures=("heart", "gtv-1"))
     assert result.rejected == []
     manifest = json.loads((tmp_path / "picked" / "manifest.json").read_text())
