@@ -198,6 +198,8 @@ def test_two_rois_of_one_class_share_voxels_under_either_policy(tmp_path: Path):
         ((_, mask, meta),) = _samples(tmp_path / policy)
         np.testing.assert_array_equal(mask, (_expected(heart) | _expected(more)).astype(np.uint8))
         assert "overlaps" not in meta
+        stats = json.loads((tmp_path / policy / "manifest.json").read_text())["splits"]["train"]["stats"]
+        assert "overlap_voxels" not in stats
 
 
 @pytest.mark.filterwarnings("ignore:Invalid value for VR")
