@@ -143,6 +143,7 @@ def test_philips_counts_and_units_already_in_suv(tmp_path):
                         "(7053,1000 or 7053,1009)"),
     ({"CorrectedImage": ["ATTN", "NORM"]}, NOT_CORRECTED),
     ({"CorrectedImage": "DECY"}, NOT_CORRECTED),
+    ({"CorrectedImage": None}, NOT_CORRECTED),
     ({"DecayCorrection": "NONE"}, "its DecayCorrection is not START or ADMIN"),
 ])
 def test_a_pet_series_whose_suv_cannot_be_computed_is_rejected_naming_the_attribute(tmp_path, change, why):

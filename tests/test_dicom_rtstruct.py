@@ -180,8 +180,10 @@ def test_a_structures_class_matches_rois_by_any_of_its_names(tmp_path: Path):
         np.testing.assert_array_equal(masks[patient], _expected(heart).astype(np.uint8))
     assert parse_structures("Heart | Coeur , GTV-1") == ("Heart|Coeur", "GTV-1")
     for bad in (("Heart|HEART",), ("Heart|",), ("Heart", "GTV-1|heart"), ("|Heart",)):
-        with pytest.raises(ValueError, match="--structures must name each structure once"):
+        with pytest.raises(ValueError, match="^--structures must name each structure once"):
             DicomOptions(structures=bad)
+    with pytest.raises(ValueError, match=r"^--structures must be names, got \['Heart', 1\]$"):
+        DicomOptions(structures=("Heart", 1))
     with pytest.raises(Exception, match=r"--structures names \['Lung_L\|Lung-Left'\], which no mask"):
         convert_dicom(tmp_path / "src", tmp_path / "wrong", keep_phi=True, structures=("Heart", "Lung_L|Lung-Left"))
 
