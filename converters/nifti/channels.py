@@ -1,8 +1,8 @@
-"""`--channel all`: every channel of a case, stacked into one (C, z, y, x) volume (or `--channel CTres,SUV`: the
-named ones, in that order) (BraTS's flair, t1, t1ce and t2;
-nnU-Net's NAME_0000 .. NAME_0003; a 4D file's 4th axis). Every case of a dataset must hold the same channels, in
-the same order: the network reads channel c as one modality. Discovery names each case's channels (from
-dataset.json, the file names, or their numbers) and rejects the cases whose channels differ from most cases'."""
+"""`--channel all`: every channel of a case, stacked into one (C, z, y, x) volume (BraTS's flair, t1, t1ce and t2;
+nnU-Net's NAME_0000 .. NAME_0003; a 4D file's 4th axis); `--channel CTres,SUV`: the named ones, in that order.
+Every case of a dataset must hold the same channels, in the same order: the network reads channel c as one
+modality. Discovery names each case's channels (from dataset.json, the file names, or their numbers) and rejects
+the cases whose channels differ from most cases'."""
 
 from __future__ import annotations
 
