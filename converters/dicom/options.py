@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,3 +126,15 @@ def structure_names(entry: str) -> tuple[str, ...]:
 def structure_values(structures: tuple[str, ...]) -> dict[str, int]:
     """{a name, case-folded: its class value} of `--structures` (class 1 is the first)."""
     return {name.casefold(): n for n, entry in enumerate(structures, start=1) for name in structure_names(entry)}
+
+
+def named_classes(structures: tuple[str, ...]) -> tuple[str, ...]:
+    """The class names of `--structures`, each class's first name."""
+    return tuple(structure_names(entry)[0] for entry in structures)
+
+
+def unheld_structures(structures: tuple[str, ...], held: Iterable[str]) -> list[str]:
+    """The `--structures` entries none of whose names is among `held` (the names a source's masks go by)."""
+    values = structure_values(structures)
+    found = {values.get(name.casefold()) for name in held}
+    return [entry for n, entry in enumerate(structures, start=1) if n not in found]

@@ -21,7 +21,7 @@ import numpy as np
 
 from converters.dicom.geometry import RejectSeries
 from converters.dicom.label_volume import LabelVolume
-from converters.dicom.options import structure_names, structure_values
+from converters.dicom.options import named_classes, structure_values, unheld_structures
 from converters.dicom.privacy import sop_class
 from fastdata.errors import ConvertError, MissingDependencyError, require
 
@@ -86,14 +86,13 @@ def class_names(headers: list[SegHeader],
         for _, key, meaning in header.segments:
             meanings.setdefault(key, meaning)
     if structures:
-        wanted = structure_values(structures)
-        held = {wanted.get(m.casefold()) for m in meanings.values()}
-        missing = [entry for n, entry in enumerate(structures, start=1) if n not in held]
+        missing = unheld_structures(structures, meanings.values())
         if missing:
             raise ConvertError(f"--structures names {missing}, which no mask of the source holds; its structures are "
                                f"{sorted(set(meanings.values()))}")
+        wanted = structure_values(structures)
         return ({key: wanted.get(m.casefold(), 0) for key, m in meanings.items()},
-                (BACKGROUND, *(structure_names(entry)[0] for entry in structures)))
+                (BACKGROUND, *named_classes(structures)))
     shared = [m for m in meanings.values() if list(meanings.values()).count(m) > 1]
     names = {key: f"{m} ({key[0]} {key[1]})" if m in shared else m for key, m in meanings.items()}
     ordered = sorted(names, key=lambda key: (names[key], key))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from converters.dicom.options import structure_names, structure_values
+from converters.dicom.options import named_classes, structure_values, unheld_structures
 from converters.dicom.segmentation import BACKGROUND
 from converters.nifti.case_folders import StructureCase
 from converters.sample import Rejection, WorkItem
@@ -33,12 +33,11 @@ def structure_classes(cases: list[StructureCase], declared: tuple[str, ...],
     counts = Counter(name for case in cases for name in case.masks)
     found = sorted(name for name, n in counts.items() if 2 * n > len(cases))
     if structures:
-        held = {structure_values(structures).get(name.casefold()) for name in counts}
-        missing = [entry for n, entry in enumerate(structures, start=1) if n not in held]
+        missing = unheld_structures(structures, counts)
         if missing:
             raise ConvertError(f"--structures names {missing}, which no case's structure masks hold; the structures "
                                f"of most cases are {found}")
-        return (BACKGROUND, *(structure_names(entry)[0] for entry in structures))
+        return (BACKGROUND, *named_classes(structures))
     if declared:
         return declared
     if "background" in found:
