@@ -117,19 +117,19 @@ def _seconds(later: datetime, earlier: datetime) -> float:
 
 
 def _ge_scan(ds: Any) -> datetime | None:
-    try:
-        element = ds.get_private_item(0x0009, 0x0D, "GEMS_PETD_01")
-    except (KeyError, ValueError):
-        return None
-    return _when(element.value, None, None)
+    return _when(_private(ds, 0x0009, 0x0D, "GEMS_PETD_01"), None, None)
 
 
 def _philips(ds: Any, offset: int) -> float | None:
+    return _positive(_private(ds, 0x7053, offset, "Philips PET Private Group"))
+
+
+def _private(ds: Any, group: int, offset: int, creator: str) -> Any:
+    """The value of a vendor's private element (`offset` in the block `creator` reserves in `group`), or None."""
     try:
-        element = ds.get_private_item(0x7053, offset, "Philips PET Private Group")
+        return ds.get_private_item(group, offset, creator).value
     except (KeyError, ValueError):
         return None
-    return _positive(element.value)
 
 
 def _when(stamp: Any, date: Any, time: Any) -> datetime | None:

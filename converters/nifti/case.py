@@ -113,15 +113,14 @@ def _merged(case: CaseFiles, grid: Grid, overlap: str) -> LabelVolume:
     one (--overlap later: label_volume.py)."""
     painted = LabelVolume(grid.shape, np.uint8 if case.classes <= 256 else np.uint16, policy=overlap,
                           rel=case.image[1], what="structure")
-    for value, (path, rel) in enumerate(case.structures, start=1):
+    for value, ((path, rel), name) in enumerate(zip(case.structures, case.structure_names, strict=True), start=1):
         marked = _mask_voxels(path, rel, grid)
         inside = marked != 0
         found = marked[inside]
         if found.size and (found.min() != found.max() or found.min() < 0 or found.min() != np.rint(found.min())):
             raise RejectSeries(f"{rel}: a structure mask marks its voxels with one whole positive value (1, or 255); "
                                f"found {found.min()} .. {found.max()}")
-        names = case.structure_names
-        painted.paint(inside, value, names[value - 1] if value <= len(names) else f"#{value}")
+        painted.paint(inside, value, name)
     return painted
 
 

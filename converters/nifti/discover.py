@@ -62,7 +62,7 @@ class CaseFiles:
     structures: tuple[tuple[str, str], ...] = ()  # per-structure masks in class order (value 1, 2, ...)
     channel_files: tuple[tuple[str, str], ...] = ()  # --channel all: a case's channel files, in channel order
     channel_names: tuple[str, ...] = ()  # --channel all: the names of its channels (() for one)
-    structure_names: tuple[str, ...] = ()  # the classes of `structures`, in their order (reasons, json overlaps)
+    structure_names: tuple[str, ...] = ()  # the class of each of `structures`, one each (reasons, json overlaps)
 
     @property
     def masks(self) -> tuple[tuple[str, str], ...]:
