@@ -130,10 +130,11 @@ def _pixels(ds: Any, rel: str) -> np.ndarray:
     return arr
 
 
-def _read(files: tuple[tuple[str, str], ...],
-          max_voxels: int) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str], datetime | None]:
+def _read(files: tuple[tuple[str, str], ...], max_voxels: int,
+          acquisitions: bool) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str], datetime | None]:
     """The series' slices, their stored pixels, its first dataset, its transfer syntaxes, {file name:
-    SOPInstanceUID} and the earliest acquisition of its files (pet.py; None when none says)."""
+    SOPInstanceUID} and, with `acquisitions` (--suv), the earliest acquisition of its files (pet.py; None when none
+    says, and without it)."""
     pydicom = require("pydicom", "dicom")
     slices, planes, syntaxes, first = [], [], set(), None
     sops: dict[str, str] = {}
@@ -149,7 +150,8 @@ def _read(files: tuple[tuple[str, str], ...],
             syntaxes.add(uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown"))
             these = _slices_of(ds, rel)
             sops[rel] = str(ds.get("SOPInstanceUID", ""))
-            times.append(pet.acquired(ds))
+            if acquisitions:
+                times.append(pet.acquired(ds))
         except RejectSeries:
             raise
         except Exception as exc:  # noqa: BLE001 - a value pydicom cannot parse is a reason, not a crash
@@ -220,7 +222,7 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
     """The array (int16, or float32 for values int16 does not hold: below), the mask (a series with a SEG or a
     structure set; else None) and the metadata of one series. Raises RejectSeries with the reason."""
     files = series.files
-    slices, planes, ds, syntaxes, sops, earliest = _read(files, opts.max_voxels)
+    slices, planes, ds, syntaxes, sops, earliest = _read(files, opts.max_voxels, opts.suv)
     first_rel = files[0][1]  # ds is the series' first file
     modality = _code(ds, "Modality", first_rel)
     suv = _suv(ds, earliest, first_rel) if opts.suv and modality == "PT" else None
