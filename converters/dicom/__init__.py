@@ -7,12 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from converters.dicom.discover import discover_dicom, read_header
+from converters.dicom.discover import SeriesFiles, discover_dicom, read_header
 from converters.dicom.label_volume import POLICIES, overlap_rule
 from converters.dicom.options import (
     DEFAULT_MAX_VOXELS,
     DEFAULT_SALT_ENV,
     DicomOptions,
+    parse_modalities,
     parse_orientation,
     parse_spacing,
     parse_structures,
@@ -33,6 +34,9 @@ from converters.sample import Rejection
 from converters.tree import SPLIT_HELP, first_files
 
 DETECT_FILES = 200  # files whose header detect reads
+STACKING = ("--channel: one (C, z, y, x) volume per study and frame of reference, one series per channel; the first "
+            "channel's series is the grid, the others are sampled onto it by patient position (linear; their masks "
+            "nearest), their smallest value outside their extent")
 
 
 class DicomKind:
@@ -88,7 +92,8 @@ class DicomKind:
         return DicomOptions(spacing=parse_spacing(args.spacing), salt=salt, keep_phi=args.keep_phi,
                             split=args.split, allow_burned_in=args.allow_burned_in, max_voxels=args.max_voxels,
                             orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction,
-                            structures=parse_structures(args.structures), overlap=args.overlap, suv=args.suv)
+                            structures=parse_structures(args.structures), overlap=args.overlap, suv=args.suv,
+                            channels=parse_modalities(args.channel))
 
     def discover(self, src: Path, /, *, options: DicomOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -97,7 +102,8 @@ class DicomKind:
             note_random_salt()
         return discover_dicom(src, split=options.split, follow_symlinks=follow_symlinks,
                               allow_burned_in=options.allow_burned_in, private=not options.keep_phi,
-                              val_fraction=options.val_fraction, structures=options.structures)
+                              val_fraction=options.val_fraction, structures=options.structures,
+                              channels=options.channels)
 
     def pseudonymize(self, discovery: Discovery, options: DicomOptions) -> tuple[Discovery, dict[str, str]]:
         """Without --keep-phi, every series and file is named by its pseudonym under the (resolved) salt,
@@ -114,12 +120,14 @@ class DicomKind:
         def file(path: str, rel: str) -> tuple[str, str]:
             return path, named(rel, file_name(rel, options.salt))
 
+        def renamed(series: SeriesFiles) -> SeriesFiles:
+            return replace(series, files=tuple(file(*f) for f in series.files), seg=series.seg and file(*series.seg),
+                           channels=tuple(renamed(s) for s in series.channels))
+
         splits = {}
         for split, items in discovery.splits.items():
             splits[split] = [replace(it, rel=named(it.rel, series_name(it.payload.uid, options.salt)),
-                                     payload=replace(it.payload, files=tuple(file(*f) for f in it.payload.files),
-                                                     seg=it.payload.seg and file(*it.payload.seg)))
-                             for it in items]
+                                     payload=renamed(it.payload)) for it in items]
         rejected = [Rejection(r.split, named(r.source, file_name(r.source, options.salt)), r.reason)
                     for r in discovery.rejected]
         return replace(discovery, splits=splits, rejected=rejected), paths
@@ -143,6 +151,7 @@ class DicomKind:
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",
                 **({"structures": list(options.structures)} if options.structures else {}),
                 "overlap": overlap_rule(options.overlap),
+                **({"channels": list(options.channels), "stacking": STACKING} if options.channels else {}),
             },
             "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS),
                       "masks": "label.npy of a series with a segmentation (SEG) or a structure set (RTSTRUCT): its "

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.dicom import rtstruct, segmentation
+from converters.dicom.channel_groups import Place, grouped, place_of
 from converters.dicom.privacy import burned_in, failure, quiet_values, sop_class, uid_name
 from converters.dicom.segmentation import SegHeader
 from converters.kind import Discovery
@@ -39,6 +40,13 @@ class SeriesFiles:
     seg: tuple[str, str] | None = None
     segments: tuple[tuple[int, int], ...] = ()  # (segment number or ROINumber, class value)
     structure_set: bool = False
+    channels: tuple[SeriesFiles, ...] = ()  # --channel: the series stacked after this one, in --channel order
+
+
+def read_files(series: SeriesFiles) -> tuple[tuple[str, str], ...]:
+    """Every file a work item reads: its series' images and mask, and those of the series stacked with it."""
+    own = (*series.files, *([series.seg] if series.seg else []))
+    return own + tuple(f for stacked in series.channels for f in read_files(stacked))
 
 
 def read_header(path: Path) -> tuple[Any | None, str | None]:
@@ -125,15 +133,16 @@ def _series_rel(rels: list[str]) -> str:
 
 def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool = True,
                    allow_burned_in: bool = False, private: bool = True, val_fraction: float = 0.0,
-                   structures: tuple[str, ...] = ()) -> Discovery:
+                   structures: tuple[str, ...] = (), channels: tuple[str, ...] = ()) -> Discovery:
     """Series per split. A source with train/val/test folders keeps them as splits; otherwise all
     series go to `split`, and with `val_fraction` about that fraction of its patients' series to val.
-    Payload of a work item: SeriesFiles (names are paths relative to SRC)."""
+    Payload of a work item: SeriesFiles (names are paths relative to SRC); with `channels` (--channel CT,PT) one
+    work item per stack of series (channel_groups.py), the first channel's SeriesFiles holding the others'."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     with quiet_values():  # no value pydicom finds invalid is printed or logged (privacy.py)
         return _discover(src, split=split, follow_symlinks=follow_symlinks, allow_burned_in=allow_burned_in,
-                         private=private, val_fraction=val_fraction, structures=structures)
+                         private=private, val_fraction=val_fraction, structures=structures, channels=channels)
 
 
 def _patient(ds: Any, uid: str) -> str:
@@ -147,7 +156,7 @@ def _patient(ds: Any, uid: str) -> str:
 
 
 def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_in: bool, private: bool,
-              val_fraction: float, structures: tuple[str, ...]) -> Discovery:
+              val_fraction: float, structures: tuple[str, ...], channels: tuple[str, ...]) -> Discovery:
     walk = Walk(follow=follow_symlinks, private=private)
     top = listed(src)
     split_dirs = split_folders([n for n in top if is_folder(src / n, follow=follow_symlinks)])  # folder -> split
@@ -167,6 +176,7 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
         series: dict[str, list[tuple[str, str]]] = defaultdict(list)
         segs: dict[str, list[tuple[str, str, SegHeader]]] = defaultdict(list)  # by the series each segments
         patients: dict[str, str] = {}
+        places: dict[str, Place] = {}  # --channel: what each series is stacked by
         paths = []
         for path, problem in walk.files(root, root=src):  # nothing but regular files is opened
             if problem is None:
@@ -189,6 +199,8 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
                 series[uid].append((str(path), rel))
                 if val_fraction and uid not in patients:  # the series' first file's patient (paths are sorted)
                     patients[uid] = _patient(ds, uid)
+                if channels and uid not in places:
+                    places[uid] = place_of(ds)
         masks = _masks(segs, series, split_name, rejected)
         items = []
         for uid, files in series.items():
@@ -205,17 +217,33 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
             items.append(WorkItem(split="val" if held else split_name, rel=_series_rel(rels), source=files[0][0],
                                   payload=SeriesFiles(uid, tuple(files), None if mask is None else mask[:2],
                                                       structure_set=mask is not None and mask[2].structure_set)))
+        if channels:
+            items = _stacks(items, places, channels, rejected, segmented)
         items.sort(key=lambda it: it.payload.files[0][1])  # canonical order: by first file's relative path
         splits.setdefault(split_name, [])
         for it in items:
             splits.setdefault(it.split, []).append(it)
-            read = (*it.payload.files, *([it.payload.seg] if it.payload.seg else []))
-            identity.append([it.split, [[r, os.path.getsize(p)] for p, r in read]])
+            identity.append([it.split, [[r, os.path.getsize(p)] for p, r in read_files(it.payload)]])
     splits, names = _with_classes(splits, segmented, structures)
     log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
     if segmented:
         log.info("%d series have a mask (a segmentation, SEG, or a structure set, RTSTRUCT)", len(segmented))
     return Discovery(splits, names, rejected, "split/series" if split_dirs else "series", identity)
+
+
+def _stacks(items: list[WorkItem], places: dict[str, Place], channels: tuple[str, ...], rejected: list[Rejection],
+            segmented: dict[str, SegHeader]) -> list[WorkItem]:
+    """--channel: one work item per stack (channel_groups.grouped), named by the files of all its series; the masks
+    of series in no stack leave `segmented` (their classes are not the dataset's)."""
+    out = []
+    for first, *rest in grouped(items, places, channels, rejected):
+        payload = replace(first.payload, channels=tuple(it.payload for it in rest))
+        rels = [rel for series in (payload, *payload.channels) for _, rel in series.files]
+        out.append(replace(first, rel=_series_rel(rels), payload=payload))
+    kept = {s.uid for it in out for s in (it.payload, *it.payload.channels)}
+    for uid in [uid for it in items if (uid := it.payload.uid) not in kept]:
+        segmented.pop(uid, None)
+    return out
 
 
 def _with_classes(splits: dict[str, list[WorkItem]], segmented: dict[str, SegHeader],
@@ -229,11 +257,12 @@ def _with_classes(splits: dict[str, list[WorkItem]], segmented: dict[str, SegHea
         return splits, ()
     classes, names = segmentation.class_names(list(segmented.values()), structures)
 
-    def valued(it: WorkItem) -> WorkItem:
-        values = segmentation.segment_values(segmented[it.payload.uid], classes)
-        return replace(it, payload=replace(it.payload, segments=values))
+    def valued(series: SeriesFiles) -> SeriesFiles:
+        series = replace(series, channels=tuple(valued(s) for s in series.channels))
+        return replace(series, segments=segmentation.segment_values(segmented[series.uid], classes)) if series.seg \
+            else series
 
-    return {split: [valued(it) if it.payload.seg else it for it in items] for split, items in splits.items()}, names
+    return {split: [replace(it, payload=valued(it.payload)) for it in items] for split, items in splits.items()}, names
 
 
 def _masks(segs: dict[str, list[tuple[str, str, SegHeader]]], series: dict[str, list[tuple[str, str]]], split: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from fastdata.manifest import check_split_name
 
 DEFAULT_SALT_ENV = "FASTDATA_DICOM_SALT"
 DEFAULT_MAX_VOXELS = 512 * 2**20  # a 1024 x 1024 x 512 volume: ~6 GB of float32 work memory in resampling
+MODALITY = re.compile(r"[A-Z0-9_]{1,16}")  # a Modality code (PS3.3 C.7.3.1.1.1: CT, PT, MR), a code string's characters
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,9 @@ class DicomOptions:
     `max_voxels` caps a series before and after resampling (memory is about 12 bytes per voxel).
     `orientation` reorients every volume so that its x, y and z axes point as the code names ("LPS", "RAS":
     converters/dicom/orientation.py), or None to keep each volume's stored orientation. `overlap` says what a
-    voxel in two of a mask's structures becomes (converters/dicom/label_volume.py).
+    voxel in two of a mask's structures becomes (converters/dicom/label_volume.py). `channels` names the modalities
+    whose series of one study's frame of reference are stacked into one (C, z, y, x) volume, in that order, on the
+    first one's grid (converters/dicom/channels.py); () converts each series by itself.
     """
 
     spacing: tuple[float, float, float] | None = None
@@ -43,6 +47,7 @@ class DicomOptions:
     structures: tuple[str, ...] = ()  # the masks' classes to keep, by name ("Lung_L|Lung-Left"), in class order
     overlap: str = "reject"  # a voxel two structures claim: reject the case, or give it to the later class
     suv: bool = False  # PET series in SUVbw (converters/dicom/pet.py)
+    channels: tuple[str, ...] = ()  # --channel CT,PT: modalities stacked as channels (converters/dicom/channels.py)
 
     def __post_init__(self) -> None:
         if self.spacing is not None:
@@ -70,6 +75,10 @@ class DicomOptions:
         if len(folded) != len(names):
             raise ValueError("--structures must name each structure once, by a name without leading or trailing "
                              f"spaces (a class's other names after a |), got {list(self.structures)!r}")
+        if self.channels and (len(self.channels) < 2 or len(set(self.channels)) < len(self.channels)
+                              or not all(isinstance(m, str) and MODALITY.fullmatch(m) for m in self.channels)):
+            raise ValueError("dicom: --channel stacks the series of two or more modalities, each named once by its "
+                             f"Modality code (CT,PT; CT,MR), got {','.join(map(str, self.channels))!r}")
 
 
 def salt_from_args(args: Any) -> str:
@@ -80,6 +89,12 @@ def salt_from_args(args: Any) -> str:
 def parse_orientation(text: str | None) -> str | None:
     """`--orientation ras` is RAS: the letters in capitals (checked by the options)."""
     return None if text is None else text.upper()
+
+
+def parse_modalities(text: str | None) -> tuple[str, ...]:
+    """The dicom kind's `--channel ct,pt`: the Modality codes to stack, in capitals and in that order (checked by the
+    options); () for none."""
+    return () if text is None else tuple(name.strip().upper() for name in text.split(","))
 
 
 def parse_spacing(values: list[float] | None) -> tuple[float, float, float] | None:

@@ -1,4 +1,4 @@
-"""Resampling to a uniform voxel spacing with correct geometry.
+"""Resampling to a uniform voxel spacing with correct geometry, and onto another series' grid (--channel).
 
 The output grid starts at the same physical point as the input (voxel 0 keeps its position, so
 `origin` and `direction` are unchanged) and covers the input's extent: along an axis with n input
@@ -6,6 +6,8 @@ voxels at spacing s, the output has floor((n - 1) * s / t) + 1 voxels at spacing
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -45,4 +47,31 @@ def resample_mask(mask: np.ndarray, spacing: tuple[float, ...], target: tuple[fl
     """A mask's class values at `target` spacing, by the nearest voxel (never blended into another class), as uint8
     (uint16 past 255 classes): both volume kinds' masks."""
     nearest, _ = resample(mask.astype(np.float32), spacing, target, order=0)
+    return as_labels(nearest, mask)
+
+
+def as_labels(nearest: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Class values sampled by the nearest voxel (float) as a mask again: uint8, uint16 past 255 classes (`mask`'s
+    largest value says)."""
     return np.rint(nearest).astype(np.uint8 if int(mask.max(initial=0)) <= np.iinfo(np.uint8).max else np.uint16)
+
+
+def onto_grid(values: np.ndarray, source: Any, grid: Any, *, order: int, fill: float) -> tuple[np.ndarray, int]:
+    """`values` (a (z, y, x) volume placed by `source`: a Geometry's spacing, origin and directions) sampled at the
+    voxels of `grid` (another Geometry, in the same patient coordinates) by their positions, as float32: linear
+    (order 1) or nearest (order 0); a voxel of `grid` outside `values`' extent takes `fill`. Also returns how many
+    voxels did."""
+    ndimage = require("scipy.ndimage", "dicom")
+    source_dirs, grid_dirs = np.asarray(source.direction, np.float64), np.asarray(grid.direction, np.float64)
+    source_spacing, grid_spacing = np.asarray(source.spacing, np.float64), np.asarray(grid.spacing, np.float64)
+    # the index along source axis b of grid voxel idx: ((origin + sum_a idx[a] * spacing[a] * dirs[a]) - source
+    # origin) . source_dirs[b] / source_spacing[b] (the directions are orthonormal)
+    matrix = source_dirs @ grid_dirs.T * grid_spacing[None, :] / source_spacing[:, None]
+    shift = np.asarray(grid.origin, np.float64) - np.asarray(source.origin, np.float64)
+    offset = source_dirs @ shift / source_spacing
+    shape = tuple(grid.shape)
+    out = ndimage.affine_transform(values.astype(np.float32, copy=False), matrix, offset, output_shape=shape,
+                                   order=order, mode="constant", cval=fill, prefilter=False, output=np.float32)
+    inside = ndimage.affine_transform(np.ones(values.shape, np.uint8), matrix, offset, output_shape=shape, order=0,
+                                      mode="constant", cval=0, prefilter=False, output=np.uint8)
+    return out, int(inside.size - np.count_nonzero(inside))

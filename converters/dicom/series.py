@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 
 from converters.dicom import pet, rtstruct, segmentation
 from converters.dicom.arrays import FLOAT32_MAX, INT16, integral, npy_bytes, rounded, to_int16, too_many
-from converters.dicom.discover import SeriesFiles
+from converters.dicom.discover import SeriesFiles, read_files
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.label_volume import LabelVolume, overlap_stats
 from converters.dicom.options import DicomOptions
@@ -218,9 +219,45 @@ def _suv(ds: Any, earliest: datetime | None, rel: str) -> float:
         raise RejectSeries(f"{rel}: --suv: a malformed PET attribute ({failure(exc)})") from exc
 
 
-def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
-    """The array (int16, or float32 for values int16 does not hold: below), the mask (a series with a SEG or a
-    structure set; else None) and the metadata of one series. Raises RejectSeries with the reason."""
+@dataclass
+class SeriesVolume:
+    """One series read: its values (float32, in slice order, SUV applied; a planar image's 2D), its mask on the same
+    voxels (None without one) with what --overlap moved, its geometry as stored, its first dataset (`ds`), and what
+    its json says of it (`whole`: int16 holds its values: below)."""
+
+    values: np.ndarray
+    mask: np.ndarray | None
+    overlaps: list[dict[str, Any]]
+    geometry: Geometry
+    ds: Any
+    modality: str
+    suv: float | None
+    whole: bool
+    syntaxes: set[str]
+    slices: int
+
+
+@dataclass
+class Placed:
+    """A series' values (float32) and mask on its output grid: `geometry` reoriented (--orientation), `spacing` the
+    output's (--spacing; the origin and directions are the reoriented geometry's), `stored` the orientation code as
+    stored (None for a planar image)."""
+
+    values: np.ndarray
+    labels: np.ndarray | None
+    geometry: Geometry
+    spacing: tuple[float, ...]
+    stored: str | None
+
+    @property
+    def grid(self) -> Geometry:
+        """The output grid: where each voxel of `values` lies."""
+        return replace(self.geometry, shape=self.values.shape, spacing=self.spacing)
+
+
+def read_volume(series: SeriesFiles, opts: DicomOptions) -> SeriesVolume:
+    """Read one series: its slices ordered into a volume, rescaled, with its mask painted on them. Raises
+    RejectSeries with the reason."""
     files = series.files
     slices, planes, ds, syntaxes, sops, earliest = _read(files, opts.max_voxels, opts.suv)
     first_rel = files[0][1]  # ds is the series' first file
@@ -246,6 +283,13 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
     if planar:
         values = values[0]
         mask = None if mask is None else mask[0]
+    return SeriesVolume(values, mask, [] if painted is None else painted.overlaps, geometry, ds, modality, suv, whole,
+                        syntaxes, len(slices))
+
+
+def place(volume: SeriesVolume, opts: DicomOptions) -> Placed:
+    """`volume` reoriented (--orientation) and resampled (--spacing), its mask with it (nearest)."""
+    values, mask, geometry = volume.values, volume.mask, volume.geometry
     stored = None if geometry.direction is None else axis_code(geometry.direction)
     if opts.orientation is not None and geometry.direction is not None:  # a planar image has no patient axes
         moved, geometry = reorient_on([values, *([] if mask is None else [mask])], geometry, opts.orientation)
@@ -255,59 +299,92 @@ def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray,
     if resampled > opts.max_voxels:  # checked before the output is allocated
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
-    arr, clipped = to_int16(out) if whole else (np.ascontiguousarray(out, np.float32), 0)
     labels = None if mask is None else resample_mask(mask, geometry.spacing, target)
+    return Placed(out, labels, geometry, spacing, stored)
+
+
+def stored_array(values: np.ndarray, whole: bool) -> tuple[np.ndarray, int]:
+    """(the array a sample stores: int16 for `whole` values, else float32; the voxels int16 clipped)."""
+    return to_int16(values) if whole else (np.ascontiguousarray(values, np.float32), 0)
+
+
+def units_of(volume: SeriesVolume) -> str:
+    """What a series' values are, in its json."""
+    if volume.modality == "CT":
+        return "HU"
+    return pet.SUV_UNITS if volume.suv is not None else "rescaled stored values (RescaleSlope/RescaleIntercept applied)"
+
+
+def series_meta(series: SeriesFiles, volume: SeriesVolume, placed: Placed, arr: np.ndarray, clipped: int,
+                opts: DicomOptions) -> dict[str, Any]:
+    """The json of a sample: `series` as read (`volume`), placed and stored (`arr`: a (C, z, y, x) stack's
+    geometry is its spatial axes')."""
+    first_rel = series.files[0][1]
+    whole = arr.dtype == np.int16
+    geometry, spacing, ds = placed.geometry, placed.spacing, volume.ds
+    spatial = list(placed.values.shape)
     meta: dict[str, Any] = {
         "series": series_hash(series.uid, opts.salt),
-        "ndim": arr.ndim,
-        "axes": "zyx" if arr.ndim == 3 else "yx",
-        "shape": list(arr.shape),
+        "ndim": len(spatial),
+        "axes": "czyx" if arr.ndim == 4 else "zyx" if arr.ndim == 3 else "yx",
+        "shape": spatial,
         "spacing": rounded(spacing),
         "origin": rounded(geometry.origin),
         "direction": rounded(geometry.direction),
         "orientation": None if geometry.direction is None else axis_code(geometry.direction),
-        "stored_orientation": stored,
+        "stored_orientation": placed.stored,
         "original_shape": list(geometry.shape),
         "original_spacing": rounded(geometry.spacing),
         "slice_spacing_source": geometry.spacing_source,
-        "resampled": list(arr.shape) != list(geometry.shape) or rounded(spacing) != rounded(geometry.spacing),
+        "resampled": spatial != list(geometry.shape) or rounded(spacing) != rounded(geometry.spacing),
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
-        "modality": modality,
-        "units": "HU" if modality == "CT" else pet.SUV_UNITS if suv is not None else
-                 "rescaled stored values (RescaleSlope/RescaleIntercept applied)",
+        "modality": volume.modality,
+        "units": units_of(volume),
         "dtype": str(arr.dtype),
         "photometric": _code(ds, "PhotometricInterpretation", first_rel),
-        "transfer_syntaxes": sorted(syntaxes),
-        "files": len(files),
-        "slices": len(slices),
+        "transfer_syntaxes": sorted(volume.syntaxes),
+        "files": len(series.files),
+        "slices": volume.slices,
         "min": int(arr.min()) if whole else rounded(arr.min()),
         "max": int(arr.max()) if whole else rounded(arr.max()),
         "clipped_voxels": clipped,
     }
-    if labels is not None and series.seg is not None:
-        meta.update({"label": series.seg[1], "label_dtype": str(labels.dtype), "label_max": int(labels.max()),
+    if placed.labels is not None and series.seg is not None:
+        meta.update({"label": series.seg[1], "label_dtype": str(placed.labels.dtype),
+                     "label_max": int(placed.labels.max()),
                      "interpolation": f"{meta['interpolation']}; masks nearest (order=0)"})
-    if painted is not None and painted.overlaps:
-        meta["overlaps"] = painted.overlaps
+    if volume.overlaps:
+        meta["overlaps"] = volume.overlaps
     if opts.keep_phi:
         try:
             meta["phi"] = phi_fields(ds)
         except Exception as exc:  # noqa: BLE001 - pydicom parses a value when it is first read
             raise RejectSeries(f"{first_rel}: an identifying attribute is malformed ({type(exc).__name__})") from exc
-        meta["files_rel"] = [rel for _, rel in files]
-    return arr, labels, meta
+        meta["files_rel"] = [rel for _, rel in series.files]
+    return meta
+
+
+def convert_series(series: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
+    """The array (int16, or float32 for values int16 does not hold: read_volume), the mask (a series with a SEG or a
+    structure set; else None) and the metadata of one series. Raises RejectSeries with the reason."""
+    volume = read_volume(series, opts)
+    placed = place(volume, opts)
+    arr, clipped = stored_array(placed.values, volume.whole)
+    return arr, placed.labels, series_meta(series, volume, placed, arr, clipped, opts)
 
 
 def process_series(item: WorkItem, /, *, opts: DicomOptions) -> Sample | Rejection:
-    """Convert the files of one series (item.payload: SeriesFiles) into a sample with members npy and json (and
-    label.npy for a series with a mask)."""
-    seg = (item.payload.seg,) if item.payload.seg else ()
-    for path, rel in (*item.payload.files, *seg):
+    """Convert the files of one series (item.payload: SeriesFiles), or of a stack of series (--channel), into a
+    sample with members npy and json (and label.npy for a series with a mask)."""
+    for path, rel in read_files(item.payload):
         if not Path(path).exists():
             return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
+    from converters.dicom.channels import convert_stack  # it builds on this module's reading
+
+    convert = convert_stack if item.payload.channels else convert_series
     try:
         with quiet_values():  # no value pydicom finds invalid is printed or logged (privacy.py)
-            arr, labels, meta = convert_series(item.payload, opts)
+            arr, labels, meta = convert(item.payload, opts)
     except RejectSeries as exc:
         return Rejection(item.split, item.rel, str(exc))
     meta = {"key": item.key, **meta}

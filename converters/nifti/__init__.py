@@ -47,7 +47,9 @@ class NiftiKind:
                             help="nifti: the channel of a multi-channel case to convert: a number (a 4D image's 4th "
                                  "axis, nnU-Net's NAME_000C files), a name (BraTS's flair, t1, t1ce, t2 files), "
                                  "names (NAME,NAME: those, stacked in that order), or all (every channel, stacked: "
-                                 "(C, z, y, x) volumes); default: cases of one channel only")
+                                 "(C, z, y, x) volumes); default: cases of one channel only. dicom: Modality codes "
+                                 "(CT,PT) stacking the series of one study that share a frame of reference, in "
+                                 "that order, on the first one's grid; default: each series by itself")
         parser.add_argument("--mask-word", metavar="WORD", action="append", default=[], dest="mask_words",
                             help="nifti: a word that marks a mask's file name, besides seg, segmentation, label, mask "
                                  "and gt (FreeSurfer's aseg, LA-2018's laendo); repeat for more")
