@@ -119,7 +119,8 @@ class Context:
         write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
         convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
         self.dicom_files = (sorted((work / "dcm-src" / "s").iterdir()) + _segmented(work / "dcm-seg" / "s")
-                            + _outlined(work / "dcm-rt" / "s") + write_pet(work / "dcm-pet" / "s"))
+                            + _outlined(work / "dcm-rt" / "s") + write_pet(work / "dcm-pet" / "s")
+                            + _stacked(work / "dcm-stack" / "s"))
         from conftest_nifti import case, convert_nifti, save
 
         image, mask = case(0, shape=(12, 10, 6))  # a patient's name in the file names: the privacy oracle's
@@ -731,6 +732,19 @@ def _outlined(folder: Path) -> list[Path]:
     return sorted(folder.iterdir())
 
 
+def _stacked(folder: Path) -> list[Path]:
+    """A PET/CT study (tests/conftest_stacks.py: a CT and a PET of one frame of reference, in folders ct and pet)
+    with a structure set on the PET, which --channel CT,PT stacks: each slice and the structure set a file to
+    mutate."""
+    from conftest_rtstruct import write_rtstruct
+    from conftest_stacks import pet_ct
+
+    pet_ct(folder)
+    boxes = [[(5.0, 2.0, z), (14.0, 2.0, z), (14.0, 11.0, z), (5.0, 11.0, z)] for z in (8.0, 12.0)]
+    write_rtstruct(folder / "pet" / "rs.dcm", "1.2.9.1.200", [("Lesion", boxes)])
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
 def _afnis(folder: Path, image: Any, mask: Any) -> list[Path]:
     """The image as an AFNI dataset (`.HEAD` + `.BRIK`) with its mask beside it (`.BRIK.gz`), and the image as a
     scaled dataset of two sub-bricks (`.BRIK.bz2`) in a folder of its own (scripts/afni_files.py writes them): each
@@ -791,20 +805,24 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
 
     series = ctx.work / "case-dicom"
     shutil.rmtree(series, ignore_errors=True)
-    shutil.copytree(path.parent, series)
+    stack = path.parent.parent.name == "s"  # a study of series in folders of their own (_stacked)
+    root = path.parent.parent if stack else path.parent
+    shutil.copytree(root, series)
     data, what = mutate_bytes(rng, path.read_bytes(), (dicom_length,))
-    (series / path.name).write_bytes(data)
+    (series / path.relative_to(root)).write_bytes(data)
     orientation, overlap, suv = rng.choice(ORIENTATIONS), rng.choice(OVERLAPS), rng.random() < 0.5
+    channels = ("CT", "PT") if stack and rng.random() < 0.8 else ()
     logged = _Logged()
     logging.getLogger().addHandler(logged)  # what the conversion logs (pydicom's own logger included)
     try:
-        written = _converted("dicom", DicomOptions(salt="fuzz", orientation=orientation, overlap=overlap, suv=suv),
-                             series, "dicom series")
+        written = _converted("dicom", DicomOptions(salt="fuzz", orientation=orientation, overlap=overlap, suv=suv,
+                                                   channels=channels), series, "dicom series")
     finally:
         logging.getLogger().removeHandler(logged)
     _no_phi(written + logged.messages)
     _no_unexpected(written)
-    return f"{path.name}: {what}, --orientation {orientation}, --overlap {overlap}, --suv {suv}"
+    return (f"{path.relative_to(root)}: {what}, --orientation {orientation}, --overlap {overlap}, --suv {suv}, "
+            f"--channel {','.join(channels) or None}")
 
 
 class _Logged(logging.Handler):

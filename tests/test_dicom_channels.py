@@ -184,6 +184,9 @@ def test_what_cannot_be_stacked_is_recorded(tmp_path):
     unplaced = tmp_path / "src" / "unplaced"
     write_series(unplaced, uid="1.2.9.6.100", modality="PT", shape=(3, 4, 4), origin=(0.0, 0.0, 0.0),
                  spacing=(1.0, 1.0, 1.0), frame=None)
+    nostudy = write_series(tmp_path / "src" / "nostudy", uid="1.2.9.9.100", modality="PT", shape=(1, 4, 4),
+                           origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0))
+    edit_dicom(nostudy[0], StudyInstanceUID=None)
     twice = tmp_path / "src" / "twice"
     for n in (1, 2):
         write_series(twice / f"pet{n}", uid=f"1.2.9.7.{n}", modality="PT", shape=(3, 4, 4), origin=(0.0, 0.0, 0.0),
@@ -198,8 +201,18 @@ def test_what_cannot_be_stacked_is_recorded(tmp_path):
     assert "a localizer (ImageType LOCALIZER)" in by_folder["good/scout/400-000.dcm"]
     assert "holds no PT series to stack with it" in by_folder["lone"]
     assert "no FrameOfReferenceUID" in by_folder["unplaced"]
+    assert "no StudyInstanceUID" in by_folder["nostudy/100-000.dcm"]
     assert sum("2 PT series share its study's frame of reference" in r for r in reasons.values()) == 3
-    assert len(reasons) == 7
+    assert len(reasons) == 8
+
+
+def test_each_study_is_its_own_stack_though_they_share_a_frame_of_reference(tmp_path):
+    """Two studies of one frame of reference (a scanner that keeps it over a patient's visits): two stacks, never one
+    of four series."""
+    pet_ct(tmp_path / "src" / "visit1")
+    pet_ct(tmp_path / "src" / "visit2", ct_uid="1.2.9.8.100", pet_uid="1.2.9.8.200", study="1.2.9.8")
+    result = convert_dicom(tmp_path / "src", tmp_path / "out", channels=STACK)
+    assert result.rejected == [] and len(read_samples(tmp_path / "out")) == 2
 
 
 def test_two_masks_in_one_stack_reject_it(tmp_path):
@@ -211,6 +224,7 @@ def test_two_masks_in_one_stack_reject_it(tmp_path):
     assert len(read_samples(tmp_path / "out")) == 1
     reasons = list(reasons_by_path(result).values())
     assert reasons == ["2 of the series stacked with it have a mask (SEG, RTSTRUCT): a stack converts with one"] * 2
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == []  # a rejected mask's classes
 
 
 def test_a_pet_beside_the_ct_but_not_over_it_is_rejected(tmp_path):
@@ -251,11 +265,12 @@ def test_suv_applies_to_the_pet_channel(tmp_path):
 
 
 def test_no_identifier_reaches_the_stack_and_keep_phi_lists_every_file(tmp_path):
-    pet_ct(tmp_path / "src")
+    src = pet_ct(tmp_path / "src")
+    write_rtstruct(src / "pet" / "rs.dcm", "1.2.9.1.200", [("Lesion", [_box(8.0, 5.0, 14.0, 2.0, 11.0)])])
     convert_dicom(tmp_path / "src", tmp_path / "out", channels=STACK)
     _, _, sample = _only_sample(tmp_path / "out")
     text = sample["json"].decode()
-    for secret in (*PHI_STRINGS, STUDY, FRAME, "1.2.9.1.100", "1.2.9.1.200", "pet", "ct/"):
+    for secret in (*PHI_STRINGS, STUDY, FRAME, "1.2.9.1.100", "1.2.9.1.200", "pet", "ct/", "rs.dcm"):
         assert secret not in text
     convert_dicom(tmp_path / "src", tmp_path / "kept", channels=STACK, keep_phi=True)
     _, meta, _ = _only_sample(tmp_path / "kept")
@@ -306,3 +321,19 @@ def test_a_series_without_the_option_still_converts_alone(tmp_path):
     write_phantom(tmp_path / "src" / "other")
     convert_dicom(tmp_path / "src", tmp_path / "out")
     assert len(read_samples(tmp_path / "out")) == 3
+
+
+@pytest.mark.parametrize("planar", ["CT", "PT"])
+def test_a_planar_image_in_a_stack_rejects_it(tmp_path, planar):
+    """A single image without a position (a radiograph) has no place on a grid, first channel or not."""
+    study = tmp_path / "src" / "a"
+    for modality, uid in (("CT", "1.2.9.4.100"), ("PT", "1.2.9.4.200")):
+        paths = write_series(study / modality, uid=uid, modality=modality, shape=(1 if modality == planar else 3, 4, 4),
+                             origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0), gradient=CT_GRADIENT, study="1.2.9.4",
+                             frame="1.2.9.4.1")
+        if modality == planar:
+            edit_dicom(paths[0], ImagePositionPatient=None)
+    second_stack(tmp_path / "src" / "b")
+    result = convert_dicom(tmp_path / "src", tmp_path / "out", channels=STACK)
+    (reason,) = reasons_by_path(result).values()
+    assert "a planar image without a position" in reason
