@@ -335,5 +335,21 @@ def test_a_planar_image_in_a_stack_rejects_it(tmp_path, planar):
             edit_dicom(paths[0], ImagePositionPatient=None)
     second_stack(tmp_path / "src" / "b")
     result = convert_dicom(tmp_path / "src", tmp_path / "out", channels=STACK)
-    (reason,) = reasons_by_path(result).values()
-    assert "a planar image without a position" in reason
+    assert reasons_by_path(result) == {"a (4 files)":  # the stack: the folder its series share
+                                       "a/PT/200-000.dcm: a planar image without a position cannot be placed on the CT "
+                                       "grid (--channel stacks volumes)" if planar == "PT" else
+                                       "a/CT/100-000.dcm: a planar image without a position: --channel stacks volumes"}
+
+
+def test_overlaps_in_the_mask_of_a_stacked_series_are_the_samples(tmp_path):
+    """--overlap later in a structure set drawn on the PET: the sample's overlaps and the split's overlap_voxels say
+    what moved, as for a mask of the first series."""
+    src = pet_ct(tmp_path / "src")
+    write_rtstruct(src / "pet" / "rs.dcm", "1.2.9.1.200", [("Body", [_box(8.0, 2.0, 20.0, -1.0, 17.0)]),
+                                                            ("Lesion", [_box(8.0, 5.0, 14.0, 2.0, 11.0)])])
+    convert_dicom(src, tmp_path / "out", channels=STACK, overlap="later")
+    _, meta, _ = _only_sample(tmp_path / "out")
+    (moved,) = meta["overlaps"]
+    assert (moved["class"], moved["from"]) == ("Lesion", "Body") and moved["voxels"] > 0
+    stats = json.loads((tmp_path / "out" / "manifest.json").read_text())["splits"]["train"]["stats"]
+    assert stats["overlap_voxels"] == moved["voxels"]

@@ -24,13 +24,13 @@ from converters.dicom.options import DicomOptions
 from converters.dicom.orientation import axis_code
 from converters.dicom.privacy import series_hash
 from converters.dicom.resample import as_labels, onto_grid
-from converters.dicom.series import Placed, place, read_volume, series_meta, stored_array, units_of
+from converters.dicom.series import Placed, SeriesVolume, place, read_volume, series_meta, stored_array, units_of
 
 
 def _placed_channel(series: SeriesFiles, first: Placed, opts: DicomOptions
-                    ) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any], bool]:
-    """(a stacked series' values on the first's grid, its mask there or None, its json entry, whether its values are
-    whole)."""
+                    ) -> tuple[np.ndarray, SeriesVolume, np.ndarray | None, dict[str, Any]]:
+    """(a stacked series' values on the first's grid, the series as read, its mask on the grid or None, its json
+    entry)."""
     volume = read_volume(series, opts)
     rel = series.files[0][1]
     if volume.geometry.direction is None:
@@ -51,11 +51,9 @@ def _placed_channel(series: SeriesFiles, first: Placed, opts: DicomOptions
              "transfer_syntaxes": sorted(volume.syntaxes), "outside_voxels": outside, "outside_value": rounded(fill)}
     if series.seg is not None:
         entry["label"] = series.seg[1]
-    if volume.overlaps:
-        entry["overlaps"] = volume.overlaps
     if opts.keep_phi:
         entry["files_rel"] = [r for _, r in series.files]
-    return values, labels, entry, volume.whole
+    return values, volume, labels, entry
 
 
 def convert_stack(stack: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
@@ -69,16 +67,19 @@ def convert_stack(stack: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, n
     if total > opts.max_voxels:  # checked before the other channels are read onto the grid
         raise too_many(total, opts.max_voxels, f"its {1 + len(stack.channels)} channels on the "
                                                f"{volume.modality} grid would hold")
-    planes, labels, whole, stacked = [first.values], first.labels, volume.whole, []
+    planes, labels, overlaps, whole, stacked = [first.values], first.labels, volume.overlaps, volume.whole, []
     for series in stack.channels:
-        values, mask, entry, channel_whole = _placed_channel(series, first, opts)
+        values, read, mask, entry = _placed_channel(series, first, opts)
         planes.append(values)
-        labels = mask if mask is not None else labels
-        whole = whole and channel_whole
+        if mask is not None:  # the stack's one mask (channel_groups.py)
+            labels, overlaps = mask, read.overlaps
+        whole = whole and read.whole
         stacked.append(entry)
     arr, clipped = stored_array(np.stack(planes), whole)
     placed = Placed(first.values, labels, first.geometry, first.spacing, first.stored)
     meta = series_meta(stack, volume, placed, arr, clipped, opts)
+    if overlaps:  # what --overlap later moved, in the mask of whichever series holds it
+        meta["overlaps"] = overlaps
     meta.update({"channels": list(opts.channels), "stacked": stacked,
                  "modality": "+".join(opts.channels),
                  "units": "; ".join(f"{m}: {u}" for m, u in zip(opts.channels, [units_of(volume)] +

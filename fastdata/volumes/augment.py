@@ -12,14 +12,16 @@ import torch
 import torch.nn.functional as F
 
 from fastdata.errors import require
+from fastdata.volumes.channel_values import window_bounds
 from fastdata.volumes.options import VolumeLoaderOptions
 
 
 def normalise(x: torch.Tensor, opts: VolumeLoaderOptions) -> torch.Tensor:
-    """HU -> [0, 1] with `window`, or z-score (per patch or with a fixed mean/std, after `clip`), else raw HU.
-    zscore="foreground" has been resolved to a clip and a (mean, std) by the loader (intensity.py)."""
+    """HU -> [0, 1] with `window` (one for every channel, or one per channel), or z-score (per patch or with a fixed
+    mean/std, after `clip`), else raw HU. zscore="foreground" has been resolved to a clip and a (mean, std) by the
+    loader (intensity.py)."""
     if opts.window is not None:
-        lo, hi = opts.window
+        lo, hi = window_bounds(opts.window, x)  # one (lo, hi), or one per channel
         return ((x - lo) / (hi - lo)).clamp_(0.0, 1.0)
     if opts.clip is not None:
         x = x.clamp(*opts.clip)

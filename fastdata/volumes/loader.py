@@ -37,6 +37,7 @@ from fastdata.planning.mixture import Mixture, random_permute
 from fastdata.planning.selection import selection
 from fastdata.sources import Spec
 from fastdata.volumes.augment import VolumeAugment, normalise
+from fastdata.volumes.channel_values import check_channel_counts
 from fastdata.volumes.intensity import dataset_foreground
 from fastdata.volumes.masks import mask_batch, mask_classes
 from fastdata.volumes.options import MIN_SPREAD, VolumeLoaderOptions, warn_on_orientations, warn_on_units
@@ -82,6 +83,7 @@ class VolumeLoader(Closable):
         self._volumes, self._weights, self._data = chosen.count, chosen.weights, chosen.digest
         self.classes: tuple[str, ...] = view.classes
         self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
+        check_channel_counts(opts.window, opts.pad_value, self.channels)
         self._epoch = 0
         self._batch = 0  # batches of the current epoch already yielded
         self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes

@@ -15,6 +15,13 @@ from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.selection import check_selection
+from fastdata.volumes.channel_values import (
+    as_pad_value,
+    as_window,
+    pad_values,
+    per_channel_window,
+    window_pairs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +67,10 @@ class VolumeLoaderOptions:
     sampling: str = "uniform"  # or "foreground": centre on a voxel above foreground_hu with foreground_prob
     foreground_hu: float = -500.0
     foreground_prob: float = 0.5
-    window: tuple[float, float] | None = None  # (lo, hi) HU -> [0, 1]
+    window: Any = None  # (lo, hi) HU -> [0, 1]; or one (lo, hi) per channel (channel_values.py)
     zscore: bool | str | tuple[float, float] = False  # True: per patch; (mean, std): fixed; "foreground" (below)
     clip: tuple[float, float] | None = None  # (lo, hi): values clipped to it before the z-score
-    pad_value: float = -1024.0  # HU used where a patch reaches outside its volume (air)
+    pad_value: Any = -1024.0  # HU used where a patch reaches outside its volume (air); or one per channel
     augment: Any = True  # True: the built-in augmentation (train only); a callable: that, then the hook
     flip_prob: float = 0.5  # per axis
     rot90: bool = True  # random multiples of 90 degrees in the (H, W) plane (when H == W)
@@ -117,16 +124,21 @@ class VolumeLoaderOptions:
         for name, most in (("patches_per_volume", MAX_PATCHES_PER_VOLUME), ("elastic_grid", MAX_ELASTIC_GRID)):
             if getattr(self, name) > most:
                 raise refused(name, getattr(self, name), f"at most {most}")
+        object.__setattr__(self, "window", as_window(self.window))
+        object.__setattr__(self, "pad_value", as_pad_value(self.pad_value))
         floats = {"foreground_hu": self.foreground_hu, "foreground_prob": self.foreground_prob,
-                  "pad_value": self.pad_value, "flip_prob": self.flip_prob, "rotate_degrees": self.rotate_degrees,
+                  "flip_prob": self.flip_prob, "rotate_degrees": self.rotate_degrees,
                   "affine_prob": self.affine_prob, "elastic_prob": self.elastic_prob,
                   "elastic_magnitude": self.elastic_magnitude}
         for name, value in floats.items():
             if not finite(value):
                 raise refused(name, value, "a finite number")
-        for name in ("pad_value", "foreground_hu"):
-            if not _intensities((getattr(self, name),)):
-                raise refused(name, getattr(self, name), f"an intensity within +-{MAX_INTENSITY:g}")
+        if not _intensities((self.foreground_hu,)):
+            raise refused("foreground_hu", self.foreground_hu, f"an intensity within +-{MAX_INTENSITY:g}")
+        pads = pad_values(self.pad_value)
+        if not (pads and finite(*pads) and _intensities(pads)):
+            raise refused("pad_value", self.pad_value, f"a finite intensity within +-{MAX_INTENSITY:g}, or one per "
+                                                       "channel (a tuple)", cut=200)
         if self.sampling not in SAMPLING:
             raise refused("sampling", self.sampling, f"one of {list(SAMPLING)}")
         for name in ("foreground_prob", "flip_prob", "affine_prob", "elastic_prob"):
@@ -172,7 +184,7 @@ def warn_on_units(view: Any, opts: VolumeLoaderOptions, *, masked: bool = False)
         counts = member.manifest.splits[member.split].stats.get("modality")
         other = sorted(m for m in counts or {} if m != "CT") if isinstance(counts, dict) else []
         in_hu = [f"{name}={value}" for name, value, used in (
-            ("window", opts.window, opts.window is not None),
+            ("window", opts.window, opts.window is not None and not per_channel_window(opts.window)),
             ("pad_value", opts.pad_value, opts.pad_value == VolumeLoaderOptions.pad_value),
             ("foreground_hu", opts.foreground_hu, opts.sampling == "foreground" and not masked)) if used]
         if other and in_hu:
@@ -202,10 +214,11 @@ def warn_on_orientations(view: Any) -> None:  # a DatasetView/MixedView
 def _check_intensity(o: VolumeLoaderOptions) -> None:
     """ValueError unless the intensity options (window, zscore, clip) are one normalisation that float32 keeps
     finite: bounds within MAX_INTENSITY, a window's width and a z-score's std at least MIN_SPREAD."""
-    if o.window is not None and (not numbers(o.window, 2) or not o.window[1] - o.window[0] >= MIN_SPREAD
-                                 or not _intensities(o.window)):
+    if o.window is not None and not all(numbers(w, 2) and w[1] - w[0] >= MIN_SPREAD and _intensities(w)
+                                        for w in window_pairs(o.window)):
         raise refused("window", o.window, f"None or two finite numbers (lo, hi) with hi - lo >= {MIN_SPREAD}, "
-                      f"in HU (or the stored scale), within +-{MAX_INTENSITY:g}")
+                      f"in HU (or the stored scale), within +-{MAX_INTENSITY:g}, or one such pair per channel",
+                      cut=200)
     if not isinstance(o.zscore, bool) and o.zscore != "foreground" and (
             not numbers(o.zscore, 2) or o.zscore[1] < MIN_SPREAD or not _intensities(o.zscore)):
         raise refused("zscore", o.zscore, "False, True (per patch), two finite numbers (mean, std) with "

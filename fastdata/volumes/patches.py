@@ -105,15 +105,16 @@ def random_start(volume: np.ndarray, size: Triple, rng: np.random.Generator, *, 
     return start, False  # type: ignore[return-value]
 
 
-def crop(volume: np.ndarray, start: Triple, size: Triple, *, pad_value: float) -> np.ndarray:
+def crop(volume: np.ndarray, start: Triple, size: Triple, *, pad_value: float | tuple[float, ...]) -> np.ndarray:
     """volume[start : start + size], with `pad_value` wherever the window lies outside the volume; a (C, D, H, W)
-    volume is cut channel by channel."""
+    volume is cut channel by channel, each padded with its own value where `pad_value` gives one per channel."""
     if volume.ndim == 4:
-        return np.stack([crop(channel, start, size, pad_value=pad_value) for channel in volume])
+        pads = pad_value if isinstance(pad_value, tuple) else (pad_value,) * len(volume)
+        return np.stack([crop(channel, start, size, pad_value=pad) for channel, pad in zip(volume, pads, strict=True)])
     if all(s >= 0 and s + p <= n for s, p, n in zip(start, size, volume.shape)):
         return np.ascontiguousarray(volume[start[0]:start[0] + size[0], start[1]:start[1] + size[1],
                                            start[2]:start[2] + size[2]])
-    out = np.full(size, pad_value, dtype=volume.dtype)
+    out = np.full(size, pad_value, dtype=volume.dtype)  # a one-channel volume's (pad,) broadcasts
     src = tuple(slice(max(s, 0), min(s + p, n)) for s, p, n in zip(start, size, volume.shape))
     dst = tuple(slice(sl.start - s, sl.stop - s) for sl, s in zip(src, start))
     out[dst] = volume[src]
