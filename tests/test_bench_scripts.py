@@ -232,6 +232,17 @@ def test_volumes_tiny_end_to_end(tmp_path):
     assert data["convert_seconds"] > 0 and all(s["n"] == 1 for s in data["summary"].values())
 
 
+def test_stack_grid_tiny_end_to_end():
+    """Both paths of onto_grid sample the same PET onto the same CT grid: the turn of 0.01 degrees moves no voxel by
+    more than a hundredth of a voxel here, so the two count the same voxels outside."""
+    from benchmarks import stack_grid
+
+    rows = stack_grid.main(["--ct", "6", "80", "80", "--pet", "6", "12", "12", "--reps", "1"])
+    assert [r["case"] for r in rows] == ["parallel axes", "turned 0.01 degrees"]
+    assert all(r["shape"] == [6, 80, 80] and r["median_s"] > 0 for r in rows)
+    assert 0 < rows[0]["outside_voxels"] == rows[1]["outside_voxels"] < 6 * 80 * 80  # the PET's edges, both ways
+
+
 def test_mixing_tiny_end_to_end_without_peers(tmp_path):
     """The same data as one dataset and as 2-/5-way mixtures carries the same epoch; fastdata's 70/30 mixture
     realises its shares exactly and resumes exactly; absent peers are reported, not hidden."""
