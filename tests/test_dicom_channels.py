@@ -353,3 +353,26 @@ def test_overlaps_in_the_mask_of_a_stacked_series_are_the_samples(tmp_path):
     assert (moved["class"], moved["from"]) == ("Lesion", "Body") and moved["voxels"] > 0
     stats = json.loads((tmp_path / "out" / "manifest.json").read_text())["splits"]["train"]["stats"]
     assert stats["overlap_voxels"] == moved["voxels"]
+
+
+def test_a_segmentation_of_the_pet_goes_onto_the_ct_grid(tmp_path):
+    """A SEG (autoPET's lesions are one) of the PET series: its frames are placed on the PET's slices by their
+    SOPInstanceUIDs, then onto the CT's grid by the nearest PET voxel."""
+    pytest.importorskip("highdicom")
+    from conftest_seg import prepared_sources, write_seg
+
+    src = pet_ct(tmp_path / "src")
+    sources = prepared_sources(sorted((src / "pet").glob("*.dcm")), frame_of_reference=FRAME)
+    lesion = np.zeros((6, 8, 8), bool)
+    lesion[2:4, 2:5, 3:6] = True
+    write_seg(src / "pet" / "seg.dcm", sources, [("tumor", lesion)])
+    convert_dicom(src, tmp_path / "out", channels=STACK)
+    arr, meta, sample = _only_sample(tmp_path / "out")
+    labels = np.load(__import__("io").BytesIO(sample["label.npy"]))
+    position = _pet_index(grid_points(meta), (1.5, -2.0, 4.0), (4.0, 3.0, 3.0))
+    within = _within(position, (6, 8, 8))
+    index = np.floor(position + 0.5).astype(int)
+    expected = np.zeros(labels.shape, np.uint8)
+    expected[within] = lesion[tuple(index[within].T)]
+    np.testing.assert_array_equal(labels, expected)
+    assert labels.sum() > 0 and json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["background", "Neoplasm"]
