@@ -189,6 +189,10 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
                                                          allow_burned_in=True, max_voxels=99)
     assert options("dicom", "--structures", " GTV-1 ,Heart").structures == ("GTV-1", "Heart")
     assert options("dicom", "--suv", "--overlap", "later") == DicomOptions(suv=True, overlap="later")
+    assert options("dicom", "--channel", "ct, pt") == DicomOptions(channels=("CT", "PT"))  # the nifti kind's flag
+    assert options("nifti", "--channel", "CTres, SUV").channel == "CTres,SUV"
+    with pytest.raises(ValueError, match="dicom: --channel stacks the series of two or more modalities"):
+        options("dicom", "--channel", "all")
     assert options("nifti", "--structures", "liver, spleen | milz", "--overlap", "later") == NiftiOptions(
         structures=("liver", "spleen|milz"), overlap="later")
     monkeypatch.delenv(DEFAULT_SALT_ENV, raising=False)
