@@ -78,9 +78,11 @@ def test_a_pet_series_lands_on_its_ct_grid_voxel_for_voxel(tmp_path):
                                                                                            [4.0, 3.0, 3.0], 6)
     split = json.loads((tmp_path / "out" / "manifest.json").read_text())["splits"]["train"]
     assert split["stats"]["modality"] == {"CT+PT": 1} and split["stats"]["series"] == 1
-    preprocessing = json.loads((tmp_path / "out" / "manifest.json").read_text())["preprocessing"]
-    assert preprocessing["channels"] == ["CT", "PT"] and "sampled onto it by patient position" in preprocessing[
-        "stacking"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["preprocessing"]["channels"] == ["CT", "PT"]
+    assert "sampled onto it by patient position" in manifest["preprocessing"]["stacking"]
+    assert manifest["extra"]["masks"].endswith("in a stack (--channel), any one series' mask, on the first channel's "
+                                               "grid")
 
 
 def test_a_rotated_pet_and_a_resampled_reoriented_ct_grid(tmp_path):

@@ -156,7 +156,8 @@ class DicomKind:
             "extra": {"phi_removed": [] if options.keep_phi else list(PHI_KEYWORDS),
                       "masks": "label.npy of a series with a segmentation (SEG) or a structure set (RTSTRUCT): its "
                                "segments' or ROIs' classes (the manifest's classes), uint8 (uint16 past 255 classes), "
-                               "on the series' grid"},
+                               "on the series' grid" + ("; in a stack (--channel), any one series' mask, on the "
+                                                         "first channel's grid" if options.channels else "")},
         }
 
 
