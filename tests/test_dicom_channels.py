@@ -377,4 +377,5 @@ def test_a_segmentation_of_the_pet_goes_onto_the_ct_grid(tmp_path):
     expected = np.zeros(labels.shape, np.uint8)
     expected[within] = lesion[tuple(index[within].T)]
     np.testing.assert_array_equal(labels, expected)
-    assert labels.sum() > 0 and json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["background", "Neoplasm"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert labels.sum() > 0 and manifest["classes"] == ["background", "Neoplasm"]

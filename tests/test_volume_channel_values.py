@@ -1,5 +1,5 @@
-"""pad_value and window given per channel (fastdata/volumes/channel_values.py): a PET/CT stack pads and windows its
-CT in HU and its PET in its own units; one value still applies to every channel."""
+"""pad_value, window, clip and zscore=(mean, std) given per channel (fastdata/volumes/channel_values.py): a PET/CT
+stack pads and normalises its CT in HU and its PET in its own units; one value still applies to every channel."""
 
 from __future__ import annotations
 
@@ -56,6 +56,17 @@ def test_normalise_windows_each_channel_in_its_own_range():
     torch.testing.assert_close(one[0, 0], one[0, 1])
 
 
+def test_normalise_clips_and_standardises_each_channel_with_its_own_numbers():
+    x = torch.tensor([-1000.0, 0.0, 1000.0, 2000.0]).view(1, 1, 1, 1, 4).repeat(1, 2, 1, 1, 1)
+    opts = VolumeLoaderOptions(clip=((-500.0, 500.0), (0.0, 4000.0)), zscore=((0.0, 250.0), (1000.0, 500.0)),
+                               augment=False)
+    out = normalise(x, opts)
+    torch.testing.assert_close(out[0, 0, 0, 0], torch.tensor([-2.0, 0.0, 2.0, 2.0]))
+    torch.testing.assert_close(out[0, 1, 0, 0], torch.tensor([-2.0, -2.0, 0.0, 2.0]))
+    one = normalise(x, VolumeLoaderOptions(clip=(-500.0, 500.0), zscore=(0.0, 250.0), augment=False))
+    torch.testing.assert_close(one[0, 1], out[0, 0])
+
+
 def test_the_loader_pads_and_windows_a_stack_per_channel(stack):
     """Eval patches of the stack: channel c is its stored values windowed by window c, and pad_value c (windowed)
     where the patch reaches past the volume."""
@@ -73,7 +84,8 @@ def test_the_loader_pads_and_windows_a_stack_per_channel(stack):
 
 def test_a_count_other_than_the_channels_is_refused(stack, tmp_path):
     out, _ = stack
-    for options, name in ((dict(pad_value=(0.0, 0.0, 0.0)), "pad_value"), (dict(window=((0, 1),)), "window")):
+    for options, name in ((dict(pad_value=(0.0, 0.0, 0.0)), "pad_value"), (dict(window=((0, 1),)), "window"),
+                          (dict(zscore=((0, 1),) * 3), "zscore"), (dict(clip=((0, 1),), zscore=True), "clip")):
         with pytest.raises(ValueError, match=rf"{name}=.* per channel: the volumes have 2 channels \(CT, PT\)"):
             fastdata.loader(str(out), patch_size=(8, 8, 8), batch_size=1, train=False, **options)
     single = small_volumes(tmp_path, count=1)
@@ -88,7 +100,9 @@ def test_a_count_other_than_the_channels_is_refused(stack, tmp_path):
 @pytest.mark.parametrize("options", [dict(pad_value=()), dict(pad_value=(float("nan"), 0.0)),
                                      dict(pad_value=(0.0, 1e9)), dict(pad_value=("a", 0.0)),
                                      dict(window=((0.0, 1.0), (2.0, 1.0))), dict(window=((0.0, 1.0), (0.0,))),
-                                     dict(window=((0.0, float("inf")), (0.0, 1.0)))])
+                                     dict(window=((0.0, float("inf")), (0.0, 1.0))),
+                                     dict(zscore=((0.0, 1.0), (0.0, 0.0))), dict(zscore=((0.0, 1.0), (0.0,))),
+                                     dict(clip=((0.0, 1.0), (1.0, 1.0)), zscore=True)])
 def test_bad_per_channel_values_are_refused(options):
     name = next(iter(options))
     with pytest.raises(ValueError, match=f"{name}=.*or one (per channel|such pair per channel)"):

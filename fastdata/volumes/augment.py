@@ -12,26 +12,26 @@ import torch
 import torch.nn.functional as F
 
 from fastdata.errors import require
-from fastdata.volumes.channel_values import window_bounds
+from fastdata.volumes.channel_values import bounds
 from fastdata.volumes.options import VolumeLoaderOptions
 
 
 def normalise(x: torch.Tensor, opts: VolumeLoaderOptions) -> torch.Tensor:
-    """HU -> [0, 1] with `window` (one for every channel, or one per channel), or z-score (per patch or with a fixed
-    mean/std, after `clip`), else raw HU. zscore="foreground" has been resolved to a clip and a (mean, std) by the
-    loader (intensity.py)."""
+    """HU -> [0, 1] with `window`, or z-score (per patch or with a fixed mean/std, after `clip`), else raw HU; a
+    window, clip or (mean, std) applies to every channel, or is given per channel (channel_values.py).
+    zscore="foreground" has been resolved to a clip and a (mean, std) by the loader (intensity.py)."""
     if opts.window is not None:
-        lo, hi = window_bounds(opts.window, x)  # one (lo, hi), or one per channel
+        lo, hi = bounds(opts.window, x)  # one (lo, hi), or one per channel
         return ((x - lo) / (hi - lo)).clamp_(0.0, 1.0)
     if opts.clip is not None:
-        x = x.clamp(*opts.clip)
+        x = x.clamp(*bounds(opts.clip, x))
     if opts.zscore is True:  # per patch and per channel
         dims = tuple(range(2, x.ndim))
         mean = x.mean(dim=dims, keepdim=True)
         std = x.std(dim=dims, keepdim=True).clamp_min(1e-6)
         return (x - mean) / std
     if opts.zscore:
-        mean, std = opts.zscore
+        mean, std = bounds(opts.zscore, x)
         return (x - mean) / std
     return x
 

@@ -83,7 +83,7 @@ class VolumeLoader(Closable):
         self._volumes, self._weights, self._data = chosen.count, chosen.weights, chosen.digest
         self.classes: tuple[str, ...] = view.classes
         self.channels: tuple[str, ...] = self.store.channels  # names of the C of [B, C, D, H, W]; () for one
-        check_channel_counts(opts.window, opts.pad_value, self.channels)
+        check_channel_counts(opts, self.channels)
         self._epoch = 0
         self._batch = 0  # batches of the current epoch already yielded
         self._lineage: tuple[Step, ...] = ()  # where this epoch was interrupted on other world sizes

@@ -15,13 +15,7 @@ from fastdata.hooks import check_hook
 from fastdata.images.options import MAX_PREFETCH, MAX_THREADS, finite, numbers
 from fastdata.option_rules import check_flag, check_seed, refused
 from fastdata.planning.selection import check_selection
-from fastdata.volumes.channel_values import (
-    as_pad_value,
-    as_window,
-    pad_values,
-    per_channel_window,
-    window_pairs,
-)
+from fastdata.volumes.channel_values import PAIRED, as_pad_value, as_pairs, pad_values, pairs, per_channel
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +62,8 @@ class VolumeLoaderOptions:
     foreground_hu: float = -500.0
     foreground_prob: float = 0.5
     window: Any = None  # (lo, hi) HU -> [0, 1]; or one (lo, hi) per channel (channel_values.py)
-    zscore: bool | str | tuple[float, float] = False  # True: per patch; (mean, std): fixed; "foreground" (below)
-    clip: tuple[float, float] | None = None  # (lo, hi): values clipped to it before the z-score
+    zscore: Any = False  # True: per patch; (mean, std): fixed, or one per channel; "foreground" (below)
+    clip: Any = None  # (lo, hi): values clipped to it before the z-score; or one (lo, hi) per channel
     pad_value: Any = -1024.0  # HU used where a patch reaches outside its volume (air); or one per channel
     augment: Any = True  # True: the built-in augmentation (train only); a callable: that, then the hook
     flip_prob: float = 0.5  # per axis
@@ -124,7 +118,8 @@ class VolumeLoaderOptions:
         for name, most in (("patches_per_volume", MAX_PATCHES_PER_VOLUME), ("elastic_grid", MAX_ELASTIC_GRID)):
             if getattr(self, name) > most:
                 raise refused(name, getattr(self, name), f"at most {most}")
-        object.__setattr__(self, "window", as_window(self.window))
+        for name in PAIRED:
+            object.__setattr__(self, name, as_pairs(getattr(self, name)))
         object.__setattr__(self, "pad_value", as_pad_value(self.pad_value))
         floats = {"foreground_hu": self.foreground_hu, "foreground_prob": self.foreground_prob,
                   "flip_prob": self.flip_prob, "rotate_degrees": self.rotate_degrees,
@@ -184,7 +179,7 @@ def warn_on_units(view: Any, opts: VolumeLoaderOptions, *, masked: bool = False)
         counts = member.manifest.splits[member.split].stats.get("modality")
         other = sorted(m for m in counts or {} if m != "CT") if isinstance(counts, dict) else []
         in_hu = [f"{name}={value}" for name, value, used in (
-            ("window", opts.window, opts.window is not None and not per_channel_window(opts.window)),
+            ("window", opts.window, opts.window is not None and not per_channel(opts.window)),
             ("pad_value", opts.pad_value, opts.pad_value == VolumeLoaderOptions.pad_value),
             ("foreground_hu", opts.foreground_hu, opts.sampling == "foreground" and not masked)) if used]
         if other and in_hu:
@@ -215,19 +210,20 @@ def _check_intensity(o: VolumeLoaderOptions) -> None:
     """ValueError unless the intensity options (window, zscore, clip) are one normalisation that float32 keeps
     finite: bounds within MAX_INTENSITY, a window's width and a z-score's std at least MIN_SPREAD."""
     if o.window is not None and not all(numbers(w, 2) and w[1] - w[0] >= MIN_SPREAD and _intensities(w)
-                                        for w in window_pairs(o.window)):
+                                        for w in pairs(o.window)):
         raise refused("window", o.window, f"None or two finite numbers (lo, hi) with hi - lo >= {MIN_SPREAD}, "
                       f"in HU (or the stored scale), within +-{MAX_INTENSITY:g}, or one such pair per channel",
                       cut=200)
-    if not isinstance(o.zscore, bool) and o.zscore != "foreground" and (
-            not numbers(o.zscore, 2) or o.zscore[1] < MIN_SPREAD or not _intensities(o.zscore)):
+    if not isinstance(o.zscore, bool) and o.zscore != "foreground" and not all(
+            numbers(z, 2) and z[1] >= MIN_SPREAD and _intensities(z) for z in pairs(o.zscore)):
         raise refused("zscore", o.zscore, "False, True (per patch), two finite numbers (mean, std) with "
-                                          f"std >= {MIN_SPREAD}, within +-{MAX_INTENSITY:g}, or 'foreground' "
-                                          "(the train split's, clipped as nnU-Net)")
+                                          f"std >= {MIN_SPREAD}, within +-{MAX_INTENSITY:g}, or one such pair per "
+                                          "channel, or 'foreground' (the train split's, clipped as nnU-Net)", cut=200)
     if o.window is not None and o.zscore is not False:
         raise ValueError("window= and zscore= are exclusive: pick one intensity normalisation")
-    if o.clip is not None and (not numbers(o.clip, 2) or not o.clip[0] < o.clip[1] or not _intensities(o.clip)):
-        raise refused("clip", o.clip, f"None or two finite numbers (lo, hi) with lo < hi, within +-{MAX_INTENSITY:g}")
+    if o.clip is not None and not all(numbers(c, 2) and c[0] < c[1] and _intensities(c) for c in pairs(o.clip)):
+        raise refused("clip", o.clip, f"None or two finite numbers (lo, hi) with lo < hi, within +-{MAX_INTENSITY:g}, "
+                                      "or one such pair per channel", cut=200)
     if o.clip is not None and (o.zscore is False or o.zscore == "foreground"):
         raise ValueError("clip= goes with zscore=True or zscore=(mean, std): window= clips already, and "
                          "zscore='foreground' sets its own clip from the dataset")
