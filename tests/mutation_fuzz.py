@@ -119,7 +119,8 @@ class Context:
         write_phantom(work / "dcm-src" / "s", Phantom(slices=4, rows=12, cols=10), seed=0)
         convert_dicom(work / "dcm-src", work / "volumes", samples_per_shard=1)
         self.dicom_files = (sorted((work / "dcm-src" / "s").iterdir()) + _segmented(work / "dcm-seg" / "s")
-                            + _outlined(work / "dcm-rt" / "s") + write_pet(work / "dcm-pet" / "s")
+                            + _outlined(work / "dcm-rt" / "s")
+                            + write_pet(work / "dcm-pet" / "s", PatientSize="1.72", PatientSex="M")
                             + _stacked(work / "dcm-stack" / "s"))
         from conftest_nifti import case, convert_nifti, save
 
@@ -810,7 +811,7 @@ def _dicom_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     shutil.copytree(root, series)
     data, what = mutate_bytes(rng, path.read_bytes(), (dicom_length,))
     (series / path.relative_to(root)).write_bytes(data)
-    orientation, overlap, suv = rng.choice(ORIENTATIONS), rng.choice(OVERLAPS), rng.random() < 0.5
+    orientation, overlap, suv = rng.choice(ORIENTATIONS), rng.choice(OVERLAPS), rng.choice((False, "bw", "lbm", "bsa"))
     channels = ("CT", "PT") if stack and rng.random() < 0.8 else ()
     logged = _Logged()
     logging.getLogger().addHandler(logged)  # what the conversion logs (pydicom's own logger included)

@@ -189,6 +189,7 @@ def test_each_kind_takes_its_options_from_every_flag_of_its_own(monkeypatch: pyt
                                                          allow_burned_in=True, max_voxels=99)
     assert options("dicom", "--structures", " GTV-1 ,Heart").structures == ("GTV-1", "Heart")
     assert options("dicom", "--suv", "--overlap", "later") == DicomOptions(suv=True, overlap="later")
+    assert options("dicom", "--suv", "lbm").suv == "lbm" and options("dicom").suv is False
     assert options("dicom", "--channel", "ct, pt") == DicomOptions(channels=("CT", "PT"))  # the nifti kind's flag
     assert options("nifti", "--channel", "CTres, SUV").channel == "CTres,SUV"
     with pytest.raises(ValueError, match="dicom: --channel stacks the series of two or more modalities"):

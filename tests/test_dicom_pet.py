@@ -190,3 +190,60 @@ def test_rescaled_values_past_float32_reject_the_series(tmp_path):
     value, so the series is rejected rather than stored with it."""
     reason = rejection_of(_pet(tmp_path, slopes=(1.0, 1e38, 1.0)), PLAIN)
     assert reason == "00.dcm: rescaled values beyond float32's range (RescaleSlope, RescaleIntercept)"
+
+
+@pytest.mark.parametrize("sex, height", [("F", 1.65), ("M", 1.82), ("M", 1.50)])
+def test_suv_by_lean_body_mass_is_janmahasatians(tmp_path, sex, height):
+    """--suv lbm (SUL): SUVbw x LBM / weight, LBM = 9270 W / (8780 + 244 BMI) for women, (6680 + 216 BMI) for men
+    (Janmahasatian 2005); a short heavy man (BMI 36) where James' formula has begun to fall."""
+    bmi = WEIGHT / height ** 2
+    lean = 9270 * WEIGHT / ((8780 + 244 * bmi) if sex == "F" else (6680 + 216 * bmi))
+    arr, _, meta = convert_series(_pet(tmp_path, PatientSize=f"{height}", PatientSex=sex),
+                                  DicomOptions(salt="t", suv="lbm"))
+    np.testing.assert_allclose(arr, _activity() * _factor(3600.0) * lean / WEIGHT, rtol=1e-5)
+    assert meta["units"].startswith("SUVlbm (g/ml)") and 0.55 < lean / WEIGHT < 0.85
+
+
+def test_suv_by_body_surface_area_is_du_bois(tmp_path):
+    """--suv bsa: activity x BSA (cm2) / decayed dose, BSA = 0.007184 W^0.425 H(cm)^0.725 m2 (about 1.93 m2 here)."""
+    bsa_cm2 = 0.007184 * WEIGHT ** 0.425 * 175 ** 0.725 * 1e4
+    arr, _, meta = convert_series(_pet(tmp_path, PatientSize="1.75"), DicomOptions(salt="t", suv="bsa"))
+    np.testing.assert_allclose(arr, _activity() * _factor(3600.0) * bsa_cm2 / (WEIGHT * 1000), rtol=1e-5)
+    assert meta["units"].startswith("SUVbsa (cm2/ml)") and 19000 < bsa_cm2 < 20000
+
+
+@pytest.mark.parametrize("by, change, why", [
+    ("lbm", {"PatientSex": "F"}, "its PatientSize is missing or not a height in metres (0.3-2.8), which --suv lbm "
+                                 "needs"),
+    ("bsa", {"PatientSize": "175"}, "its PatientSize is missing or not a height in metres (0.3-2.8), which --suv bsa "
+                                    "needs"),
+    ("lbm", {"PatientSize": "1.7", "PatientSex": "O"}, "its PatientSex is not M or F, which --suv lbm's formula "
+                                                       "(Janmahasatian's) needs"),
+    ("lbm", {"PatientSize": "1.7"}, "its PatientSex is not M or F, which --suv lbm's formula (Janmahasatian's) needs"),
+    ("bsa", {"PatientSize": "1.7", "PatientWeight": None}, "its PatientWeight is missing or not a positive number"),
+])
+def test_a_series_without_what_its_normalisation_needs_is_rejected(tmp_path, by, change, why):
+    """A height in centimetres (a known vendor slip) is no height in metres; the reason names the attribute only."""
+    reason = rejection_of(_pet(tmp_path, **change), DicomOptions(salt="t", suv=by))
+    assert reason == "00.dcm: --suv cannot compute standardized uptake values of this PET series: " + why
+
+
+def test_units_already_in_suvbw_take_the_lean_body_mass_too(tmp_path):
+    """A series in GML (SUVbw already) converts to SUVlbm by the same ratio."""
+    arr, _, _ = convert_series(_pet(tmp_path, Units="GML", PatientSize="1.65", PatientSex="F"),
+                               DicomOptions(salt="t", suv="lbm"))
+    bmi = WEIGHT / 1.65 ** 2
+    np.testing.assert_allclose(arr, _activity() * 9270 / (8780 + 244 * bmi), rtol=1e-5)
+
+
+def test_suv_options():
+    assert DicomOptions(suv=True).suv == "bw" and DicomOptions().suv is False
+    with pytest.raises(ValueError, match="--suv must be one of bw, lbm, bsa"):
+        DicomOptions(suv="sul")
+
+
+def test_the_manifest_names_the_normalisation(tmp_path):
+    _pet(tmp_path / "src" / "pet", PatientSize="1.65", PatientSex="F")
+    convert_dicom(tmp_path / "src", tmp_path / "out", suv="bsa")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["preprocessing"]["values"].endswith("; PET in SUVbsa (QIBA), float32")

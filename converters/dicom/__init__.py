@@ -20,6 +20,7 @@ from converters.dicom.options import (
     salt_from_args,
     shared_preprocessing,
 )
+from converters.dicom.pet import NORMALISATIONS
 from converters.dicom.privacy import (
     PHI_KEYWORDS,
     file_name,
@@ -78,9 +79,11 @@ class DicomKind:
                                  "of structure sets (RTSTRUCT), segment meanings of SEGs, per-structure mask files' "
                                  "names (any case); a class's other names follow a |, e.g. "
                                  "\"GTV-1,Heart,Lung_L|Lung-Left\"; default: every one of the source")
-        parser.add_argument("--suv", action="store_true",
-                            help="dicom: PET series in standardized uptake values (SUVbw, by QIBA's rules: weight, "
-                                 "injected dose decayed to the scan), float32; a PET series whose header cannot "
+        parser.add_argument("--suv", nargs="?", const="bw", default=False, choices=NORMALISATIONS, metavar="KIND",
+                            help="dicom: PET series in standardized uptake values by QIBA's rules (injected dose "
+                                 "decayed to the scan), float32: by body weight (bw, the default), lean body mass "
+                                 "(lbm: SUL, Janmahasatian's formula; needs PatientSize and PatientSex) or body "
+                                 "surface area (bsa: Du Bois'; needs PatientSize); a PET series whose header cannot "
                                  "give them is rejected with the reason")
         parser.add_argument("--overlap", choices=POLICIES, default="reject",
                             help="dicom, nifti: a voxel two structures of a mask claim: reject the case (default), or "
@@ -145,7 +148,7 @@ class DicomKind:
                 "interpolation": "images linear (scipy.ndimage.affine_transform, order=1), masks nearest (order=0)",
                 "values": "CT: int16 Hounsfield units; others: int16 where every value is a whole number in its range, "
                           "else float32 (RescaleSlope/RescaleIntercept applied)" + (
-                              "; PET in SUVbw (QIBA), float32" if options.suv else ""),
+                              f"; PET in SUV{options.suv} (QIBA), float32" if options.suv else ""),
                 "slice_order": "ImagePositionPatient projected on the ImageOrientationPatient normal",
                 "slice_tolerance": options.slice_tolerance,
                 "burned_in_annotation": "converted" if options.allow_burned_in else "rejected",

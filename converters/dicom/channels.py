@@ -45,7 +45,7 @@ def _placed_channel(series: SeriesFiles, first: Placed, opts: DicomOptions
     if volume.mask is not None:
         nearest, _ = onto_grid(volume.mask, volume.geometry, first.grid, order=0, fill=0.0)
         labels = as_labels(nearest, volume.mask)
-    entry = {"modality": volume.modality, "series": series_hash(series.uid, opts.salt), "units": units_of(volume),
+    entry = {"modality": volume.modality, "series": series_hash(series.uid, opts.salt), "units": units_of(volume, opts),
              "files": len(series.files), "slices": volume.slices, "original_shape": list(volume.geometry.shape),
              "original_spacing": rounded(volume.geometry.spacing), "orientation": axis_code(volume.geometry.direction),
              "transfer_syntaxes": sorted(volume.syntaxes), "outside_voxels": outside, "outside_value": rounded(fill)}
@@ -82,7 +82,7 @@ def convert_stack(stack: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, n
         meta["overlaps"] = overlaps
     meta.update({"channels": list(opts.channels), "stacked": stacked,
                  "modality": "+".join(opts.channels),
-                 "units": "; ".join(f"{m}: {u}" for m, u in zip(opts.channels, [units_of(volume)] +
+                 "units": "; ".join(f"{m}: {u}" for m, u in zip(opts.channels, [units_of(volume, opts)] +
                                                                    [e["units"] for e in stacked], strict=True))})
     if labels is not None and stack.seg is None:  # the mask of a stacked series: series_meta saw none
         meta.update({"label": next(e["label"] for e in stacked if "label" in e), "label_dtype": str(labels.dtype),

@@ -11,6 +11,7 @@ from typing import Any
 
 from converters.dicom.label_volume import check_policy
 from converters.dicom.orientation import check_code
+from converters.dicom.pet import NORMALISATIONS
 from fastdata.manifest import check_split_name
 
 DEFAULT_SALT_ENV = "FASTDATA_DICOM_SALT"
@@ -46,7 +47,7 @@ class DicomOptions:
     val_fraction: float = 0.0  # patients held out of --split as val, with all their series (discover.py)
     structures: tuple[str, ...] = ()  # the masks' classes to keep, by name ("Lung_L|Lung-Left"), in class order
     overlap: str = "reject"  # a voxel two structures claim: reject the case, or give it to the later class
-    suv: bool = False  # PET series in SUVbw (converters/dicom/pet.py)
+    suv: bool | str = False  # PET series in SUV: "bw" (or True), "lbm" or "bsa" (converters/dicom/pet.py)
     channels: tuple[str, ...] = ()  # --channel CT,PT: modalities stacked as channels (converters/dicom/channels.py)
 
     def __post_init__(self) -> None:
@@ -68,6 +69,11 @@ class DicomOptions:
                 and 0 <= self.val_fraction < 1):
             raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction!r}")
         check_policy(self.overlap)
+        if self.suv is True:
+            object.__setattr__(self, "suv", "bw")
+        if self.suv is not False and self.suv not in NORMALISATIONS:
+            raise ValueError(f"--suv must be one of {', '.join(NORMALISATIONS)} (bw when none is named), got "
+                             f"{self.suv!r}")
         if not all(isinstance(entry, str) for entry in self.structures):
             raise ValueError(f"--structures must be names, got {list(self.structures)!r}")
         names = [name for entry in self.structures for name in structure_names(entry)]

@@ -1,6 +1,10 @@
-"""PET series in standardized uptake values, body weight (SUVbw; `--suv`), by QIBA's vendor-neutral rules.
+"""PET series in standardized uptake values (`--suv`, `--suv lbm`, `--suv bsa`), by QIBA's vendor-neutral rules.
 
 SUVbw = activity concentration (Bq/ml) x patient weight (g) / the injected dose decayed to the scan's start (Bq).
+SUVlbm (SUL, PERCIST's) takes the lean body mass for the weight, by Janmahasatian's formula from weight, height and
+sex (James' formula, QIBA's pseudo-code's, is not used: its lean mass peaks at a body mass index of about 36 for women
+and 43 for men, then falls, and turns negative near twice that); SUVbsa the body surface area in cm2, by Du Bois'
+formula from weight and height.
 A PET series stores activity concentration (Units BQML), corrected for attenuation and decay (CorrectedImage ATTN
 and DECY) to the scan's start (DecayCorrection START) or to the administration (ADMIN); the dose, its half-life and
 its administration time are in its RadiopharmaceuticalInformationSequence. The scan's start is the series' date and
@@ -24,6 +28,13 @@ from converters.dicom.privacy import sop_class
 ENHANCED_PET = ("1.2.840.10008.5.1.4.1.1.130",)  # Enhanced PET Image Storage: its dose is in MBq (PS3.3 C.8.22.4)
 DAY = timedelta(days=1)
 SUV_UNITS = "SUVbw (g/ml): activity concentration x body weight / decayed injected dose (QIBA)"
+NORMALISATIONS = ("bw", "lbm", "bsa")  # --suv KIND
+UNITS = {
+    "bw": SUV_UNITS,
+    "lbm": "SUVlbm (g/ml): activity concentration x lean body mass (Janmahasatian) / decayed injected dose (QIBA)",
+    "bsa": "SUVbsa (cm2/ml): activity concentration x body surface area (Du Bois) / decayed injected dose (QIBA)",
+}
+HEIGHTS = (0.3, 2.8)  # m: a PatientSize outside it is no height in metres (some systems write centimetres)
 
 
 def acquired(ds: Any) -> datetime | None:
@@ -35,9 +46,38 @@ def acquired(ds: Any) -> datetime | None:
         return None
 
 
-def suv_factor(ds: Any, earliest: datetime | None, rel: str) -> float:
+def suv_factor(ds: Any, earliest: datetime | None, rel: str, by: str = "bw") -> float:
     """The factor that turns the series' rescaled values (the first file `ds`; `earliest`: its earliest
-    acquisition) into SUVbw; RejectSeries says which attribute is missing or unusable."""
+    acquisition) into SUVbw, or SUVlbm or SUVbsa (`by`); RejectSeries says which attribute is missing or unusable."""
+    return _bw_factor(ds, earliest, rel) * (1.0 if by == "bw" else _per_weight(ds, rel, by))
+
+
+def _per_weight(ds: Any, rel: str, by: str) -> float:
+    """What SUVbw is multiplied by for `by`: lean body mass / weight (lbm), body surface area in cm2 / weight in g
+    (bsa)."""
+    weight = _weight(ds, rel)
+    height = _positive(ds.get("PatientSize"))
+    if height is None or not HEIGHTS[0] <= height <= HEIGHTS[1]:
+        raise _cannot(rel, f"its PatientSize is missing or not a height in metres ({HEIGHTS[0]}-{HEIGHTS[1]}), which "
+                           f"--suv {by} needs")
+    if by == "bsa":
+        return 0.007184 * weight ** 0.425 * (height * 100.0) ** 0.725 * 1e4 / (weight * 1000.0)
+    sex = str(ds.get("PatientSex", "") or "").strip().upper()
+    if sex not in ("M", "F"):
+        raise _cannot(rel, "its PatientSex is not M or F, which --suv lbm's formula (Janmahasatian's) needs")
+    bmi = weight / height ** 2
+    lean = 9270.0 * weight / ((6680.0 + 216.0 * bmi) if sex == "M" else (8780.0 + 244.0 * bmi))
+    return lean / weight
+
+
+def _weight(ds: Any, rel: str) -> float:
+    weight = _positive(ds.get("PatientWeight"))
+    if weight is None:
+        raise _cannot(rel, "its PatientWeight is missing or not a positive number")
+    return weight
+
+
+def _bw_factor(ds: Any, earliest: datetime | None, rel: str) -> float:
     units = str(ds.get("Units", "")).strip().upper()
     if units == "GML":
         return 1.0
@@ -63,9 +103,7 @@ def _bqml_factor(ds: Any, earliest: datetime | None, rel: str) -> float:
     correction = str(ds.get("DecayCorrection", "")).strip().upper()
     if correction not in ("START", "ADMIN"):
         raise _cannot(rel, "its DecayCorrection is not START or ADMIN")
-    weight = _positive(ds.get("PatientWeight"))
-    if weight is None:
-        raise _cannot(rel, "its PatientWeight is missing or not a positive number")
+    weight = _weight(ds, rel)
     info = (ds.get("RadiopharmaceuticalInformationSequence") or [None])[0]
     dose = None if info is None else _positive(info.get("RadionuclideTotalDose"))
     if dose is None:

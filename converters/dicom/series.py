@@ -209,10 +209,10 @@ def _mask(series: SeriesFiles, slices: list[Slice], order: list[int], sops: dict
                                   opts.overlap)
 
 
-def _suv(ds: Any, earliest: datetime | None, rel: str) -> float:
+def _suv(ds: Any, earliest: datetime | None, rel: str, by: str) -> float:
     """pet.suv_factor, its reason naming the attribute pydicom cannot parse (never the value)."""
     try:
-        return pet.suv_factor(ds, earliest, rel)
+        return pet.suv_factor(ds, earliest, rel, by)
     except RejectSeries:
         raise
     except Exception as exc:  # noqa: BLE001 - pydicom parses a value when it is first read
@@ -262,7 +262,7 @@ def read_volume(series: SeriesFiles, opts: DicomOptions) -> SeriesVolume:
     slices, planes, ds, syntaxes, sops, earliest = _read(files, opts.max_voxels, opts.suv)
     first_rel = files[0][1]  # ds is the series' first file
     modality = _code(ds, "Modality", first_rel)
-    suv = _suv(ds, earliest, first_rel) if opts.suv and modality == "PT" else None
+    suv = _suv(ds, earliest, first_rel, opts.suv) if opts.suv and modality == "PT" else None
     planar = len(slices) == 1 and (slices[0].position is None or slices[0].orientation is None)
     if planar:
         geometry: Geometry = planar_geometry(slices[0])
@@ -308,11 +308,12 @@ def stored_array(values: np.ndarray, whole: bool) -> tuple[np.ndarray, int]:
     return to_int16(values) if whole else (np.ascontiguousarray(values, np.float32), 0)
 
 
-def units_of(volume: SeriesVolume) -> str:
+def units_of(volume: SeriesVolume, opts: DicomOptions) -> str:
     """What a series' values are, in its json."""
     if volume.modality == "CT":
         return "HU"
-    return pet.SUV_UNITS if volume.suv is not None else "rescaled stored values (RescaleSlope/RescaleIntercept applied)"
+    return pet.UNITS[opts.suv] if volume.suv is not None else ("rescaled stored values (RescaleSlope/RescaleIntercept "
+                                                               "applied)")
 
 
 def series_meta(series: SeriesFiles, volume: SeriesVolume, placed: Placed, arr: np.ndarray, clipped: int,
@@ -339,7 +340,7 @@ def series_meta(series: SeriesFiles, volume: SeriesVolume, placed: Placed, arr: 
         "resampled": spatial != list(geometry.shape) or rounded(spacing) != rounded(geometry.spacing),
         "interpolation": "linear (scipy.ndimage.affine_transform, order=1)",
         "modality": volume.modality,
-        "units": units_of(volume),
+        "units": units_of(volume, opts),
         "dtype": str(arr.dtype),
         "photometric": _code(ds, "PhotometricInterpretation", first_rel),
         "transfer_syntaxes": sorted(volume.syntaxes),
