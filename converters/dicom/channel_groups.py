@@ -41,7 +41,7 @@ def place_of(ds: Any) -> Place:
         kinds = ds.get("ImageType")
         values = [] if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
         localizer = "LOCALIZER" in [str(v).strip().upper() for v in values]
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a malformed ImageType: not known to be a localizer
         localizer = False
     return Place(_text(ds, "StudyInstanceUID"), _text(ds, "FrameOfReferenceUID"),
                  modality if MODALITY.fullmatch(modality) else "", localizer)

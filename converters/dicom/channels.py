@@ -24,10 +24,10 @@ from converters.dicom.options import DicomOptions
 from converters.dicom.orientation import axis_code
 from converters.dicom.privacy import series_hash
 from converters.dicom.resample import as_labels, onto_grid
-from converters.dicom.series import Placed, SeriesVolume, place, read_volume, series_meta, stored_array, units_of
+from converters.dicom.series import PlacedSeries, SeriesVolume, place, read_volume, series_meta, stored_array, units_of
 
 
-def _placed_channel(series: SeriesFiles, first: Placed, opts: DicomOptions
+def _placed_channel(series: SeriesFiles, first: PlacedSeries, opts: DicomOptions
                     ) -> tuple[np.ndarray, SeriesVolume, np.ndarray | None, dict[str, Any]]:
     """(a stacked series' values on the first's grid, the series as read, its mask on the grid or None, its json
     entry)."""
@@ -76,7 +76,7 @@ def convert_stack(stack: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, n
         whole = whole and read.whole
         stacked.append(entry)
     arr, clipped = stored_array(np.stack(planes), whole)
-    placed = Placed(first.values, labels, first.geometry, first.spacing, first.stored)
+    placed = PlacedSeries(first.values, labels, first.geometry, first.spacing, first.stored)
     meta = series_meta(stack, volume, placed, arr, clipped, opts)
     if overlaps:  # what --overlap later moved, in the mask of whichever series holds it
         meta["overlaps"] = overlaps

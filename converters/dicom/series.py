@@ -238,7 +238,7 @@ class SeriesVolume:
 
 
 @dataclass
-class Placed:
+class PlacedSeries:
     """A series' values (float32) and mask on its output grid: `geometry` reoriented (--orientation), `spacing` the
     output's (--spacing; the origin and directions are the reoriented geometry's), `stored` the orientation code as
     stored (None for a planar image)."""
@@ -287,7 +287,7 @@ def read_volume(series: SeriesFiles, opts: DicomOptions) -> SeriesVolume:
                         syntaxes, len(slices))
 
 
-def place(volume: SeriesVolume, opts: DicomOptions) -> Placed:
+def place(volume: SeriesVolume, opts: DicomOptions) -> PlacedSeries:
     """`volume` reoriented (--orientation) and resampled (--spacing), its mask with it (nearest)."""
     values, mask, geometry = volume.values, volume.mask, volume.geometry
     stored = None if geometry.direction is None else axis_code(geometry.direction)
@@ -300,7 +300,7 @@ def place(volume: SeriesVolume, opts: DicomOptions) -> Placed:
         raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
     labels = None if mask is None else resample_mask(mask, geometry.spacing, target)
-    return Placed(out, labels, geometry, spacing, stored)
+    return PlacedSeries(out, labels, geometry, spacing, stored)
 
 
 def stored_array(values: np.ndarray, whole: bool) -> tuple[np.ndarray, int]:
@@ -316,7 +316,7 @@ def units_of(volume: SeriesVolume, opts: DicomOptions) -> str:
                                                                "applied)")
 
 
-def series_meta(series: SeriesFiles, volume: SeriesVolume, placed: Placed, arr: np.ndarray, clipped: int,
+def series_meta(series: SeriesFiles, volume: SeriesVolume, placed: PlacedSeries, arr: np.ndarray, clipped: int,
                 opts: DicomOptions) -> dict[str, Any]:
     """The json of a sample: `series` as read (`volume`), placed and stored (`arr`: a (C, z, y, x) stack's
     geometry is its spatial axes')."""
