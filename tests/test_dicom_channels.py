@@ -53,12 +53,13 @@ def _only_sample(dst: Path) -> tuple[np.ndarray, dict, dict[str, bytes]]:
     return arr, meta, sample
 
 
-def test_a_pet_series_lands_on_its_ct_grid_voxel_for_voxel(tmp_path):
+def test_a_pet_series_lands_on_its_ct_grid_voxel_for_voxel(tmp_path, caplog):
     """The stack is the CT's grid and json; the PET channel holds the PET's values at each CT voxel's position, and
     its smallest value where the CT reaches past the PET's extent (counted)."""
     pet_ct(tmp_path / "src")
-    result = convert_dicom(tmp_path / "src", tmp_path / "out", channels=STACK)
-    assert result.rejected == []
+    with caplog.at_level("INFO", logger="converters.dicom.discover"):
+        result = convert_dicom(tmp_path / "src", tmp_path / "out", channels=STACK)
+    assert result.rejected == [] and "found 1 stack(s) of CT,PT series (0 files rejected)" in caplog.text
     arr, meta, _ = _only_sample(tmp_path / "out")
     assert arr.shape == (2, 12, 20, 18) and arr.dtype == np.float32
     assert (meta["axes"], meta["channels"], meta["shape"], meta["modality"]) == ("czyx", ["CT", "PT"], [12, 20, 18],

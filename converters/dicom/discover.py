@@ -225,7 +225,8 @@ def _discover(src: Path, /, *, split: str, follow_symlinks: bool, allow_burned_i
             splits.setdefault(it.split, []).append(it)
             identity.append([it.split, [[r, os.path.getsize(p)] for p, r in read_files(it.payload)]])
     splits, names = _with_classes(splits, segmented, structures)
-    log.info("found %d series (%d files rejected)", sum(len(v) for v in splits.values()), len(rejected))
+    log.info("found %d %s (%d files rejected)", sum(len(v) for v in splits.values()),
+             f"stack(s) of {','.join(channels)} series" if channels else "series", len(rejected))
     if segmented:
         log.info("%d series have a mask (a segmentation, SEG, or a structure set, RTSTRUCT)", len(segmented))
     return Discovery(splits, names, rejected, "split/series" if split_dirs else "series", identity)
