@@ -17,8 +17,9 @@ from converters.sample import Rejection, WorkItem
 
 @dataclass(frozen=True)
 class Place:
-    """What a series is grouped by, from its first file: its study and frame of reference (UIDs, kept in memory and
-    never written), its Modality code and whether it is a localizer (ImageType LOCALIZER: a scout, not a volume)."""
+    """What a series is grouped by, from its first file: its study and frame of reference (UIDs, kept in memory: the
+    grouping writes neither), its Modality code and whether it is a localizer (ImageType LOCALIZER: a scout, not a
+    volume)."""
 
     study: str
     frame: str
