@@ -16,7 +16,8 @@ from converters.dicom.arrays import to_int16  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
 from converters.dicom.geometry import RejectSeries  # noqa: E402
 from converters.dicom.resample import resample  # noqa: E402
-from converters.dicom.series import _code, _number, convert_series  # noqa: E402
+from converters.dicom.series import convert_series  # noqa: E402
+from converters.dicom.slices import code_attribute, number  # noqa: E402
 
 OPTS = DicomOptions(salt="t")
 
@@ -75,14 +76,14 @@ def test_pixels_no_decoder_can_read_are_named_by_the_error_type(tmp_path, monkey
     assert _reason(series) == "cannot decode pixel data of 00.dcm (Explicit VR Little Endian): ValueError"
 
 
-@pytest.mark.parametrize("step", ["_slices_of", "_pixels"])
+@pytest.mark.parametrize("step", ["slices_of", "pixels"])
 def test_a_value_pydicom_cannot_parse_is_named_by_its_type(tmp_path, monkeypatch, step):
-    import converters.dicom.series as series_module
+    import converters.dicom.slices as slices_module
 
     def failing(ds, rel):
         raise KeyError("a message that may quote a value")
 
-    monkeypatch.setattr(series_module, step, failing)
+    monkeypatch.setattr(slices_module, step, failing)
     assert _reason(stack_series(tmp_path)) == "00.dcm: malformed attribute value: KeyError"
 
 
@@ -94,7 +95,7 @@ def test_the_series_is_described_by_its_first_file(tmp_path):
 
 
 def test_numbers_absent_empty_or_unreadable_take_their_default():
-    assert [_number(v, 7.0) for v in (None, "", "abc", "2.5", 3)] == [7.0, 7.0, 7.0, 2.5, 3.0]
+    assert [number(v, 7.0) for v in (None, "", "abc", "2.5", 3)] == [7.0, 7.0, 7.0, 2.5, 3.0]
 
 
 def test_the_voxel_cap_is_inclusive_and_a_one_pixel_wide_image_is_an_image(tmp_path):
@@ -164,7 +165,7 @@ def test_a_code_string_pydicom_cannot_parse_is_named_not_quoted():
             raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "Jane Doe's name ran on")
 
     with pytest.raises(RejectSeries) as info:
-        _code(Damaged(), "Modality", "one.dcm")
+        code_attribute(Damaged(), "Modality", "one.dcm")
     assert str(info.value) == "one.dcm: malformed Modality attribute (UnicodeDecodeError)"
 
 

@@ -245,7 +245,7 @@ def test_an_undecodable_pixel_reason_never_quotes_the_transfer_syntax_uid() -> N
     from pydicom.dataset import Dataset, FileMetaDataset
 
     from converters.dicom.geometry import RejectSeries
-    from converters.dicom.series import _pixels
+    from converters.dicom.slices import pixels
 
     ds = Dataset()
     ds.file_meta = FileMetaDataset()
@@ -253,7 +253,7 @@ def test_an_undecodable_pixel_reason_never_quotes_the_transfer_syntax_uid() -> N
     ds.Rows, ds.Columns, ds.SamplesPerPixel, ds.BitsAllocated = 2, 2, 1, 8
     ds.PixelData = b"\0\1\2\3"
     with pytest.raises(RejectSeries) as info:
-        _pixels(ds, "x.dcm")
+        pixels(ds, "x.dcm")
     assert str(info.value) == ("cannot decode pixel data of x.dcm (unknown transfer syntax): no installed decoder "
                                "supports it")
 

@@ -20,7 +20,8 @@ from converters.dicom import DicomOptions  # noqa: E402
 from converters.dicom.discover import SeriesFiles  # noqa: E402
 from converters.dicom.geometry import RejectSeries  # noqa: E402
 from converters.dicom.privacy import file_name, phi_fields, series_hash  # noqa: E402
-from converters.dicom.series import _pixels, convert_series, process_series  # noqa: E402
+from converters.dicom.series import convert_series, process_series  # noqa: E402
+from converters.dicom.slices import pixels  # noqa: E402
 from converters.sample import Rejection, WorkItem  # noqa: E402
 
 OPTS = DicomOptions(salt="t")
@@ -264,7 +265,7 @@ def test_undecodable_pixels_without_a_transfer_syntax_say_so():
     ds.Rows, ds.Columns, ds.SamplesPerPixel = 8, 8, 1
     ds.PixelData = b"\0\1"
     with pytest.raises(RejectSeries, match=r"^cannot decode pixel data of x\.dcm \(unknown transfer syntax\): "):
-        _pixels(ds, "x.dcm")
+        pixels(ds, "x.dcm")
 
 
 def test_pseudonyms_are_keyed_and_domain_separated():

@@ -69,12 +69,13 @@ def test_spacing_must_be_positive_and_finite(tmp_path, spacing, capsys):
 
 def test_voxel_cap_before_decoding_and_before_resampling(tmp_path, monkeypatch):
     import converters.dicom.series as series
+    import converters.dicom.slices as slices
 
     write_phantom(tmp_path / "src" / "big", Phantom(rows=40, cols=36, slices=16), seed=0)  # 23040 voxels
     _series(tmp_path / "src" / "small", "1.7.8")  # 192 voxels
     decoded = []
-    pixels = series._pixels
-    monkeypatch.setattr(series, "_pixels", lambda ds, rel: decoded.append(rel) or pixels(ds, rel))
+    pixels = slices.pixels
+    monkeypatch.setattr(slices, "pixels", lambda ds, rel: decoded.append(rel) or pixels(ds, rel))
     result = convert_dicom(tmp_path / "src", tmp_path / "o1", max_voxels=20_000)
     reason = reasons_by_path(result)["big (16 files)"]
     assert reason.startswith("the series holds at least 20160 voxels, more than --max-voxels 20000"), reason

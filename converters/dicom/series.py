@@ -1,4 +1,4 @@
-"""Per-series work (runs in worker processes): read every file of a series, order its slices,
+"""Per-series work (runs in worker processes): read every file of a series (slices.py), order its slices,
 apply RescaleSlope/RescaleIntercept (HU for CT), resample to the requested spacing, and emit
 `{key}.npy` (int16) + `{key}.json` (geometry and acquisition metadata, no PHI by default), and `{key}.label.npy`
 for a series with a mask (a SEG: segmentation.py; a structure set: rtstruct.py), moved and resampled with it
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -17,181 +16,18 @@ from typing import Any
 import numpy as np
 
 from converters.dicom import pet, rtstruct, segmentation
-from converters.dicom.arrays import FLOAT32_MAX, INT16, integral, npy_bytes, rounded, to_int16, too_many
+from converters.dicom.arrays import INT16, integral, npy_bytes, rounded, to_int16, too_many
 from converters.dicom.discover import SeriesFiles, read_files
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.label_volume import LabelVolume, overlap_stats
 from converters.dicom.options import DicomOptions
 from converters.dicom.orientation import axis_code, reorient_on
-from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash, uid_name
+from converters.dicom.privacy import failure, phi_fields, quiet_values, series_hash
 from converters.dicom.resample import output_shape, resample, resample_mask, target_spacing
+from converters.dicom.slices import code_attribute, read_slices
 from converters.guarded import Guarded
 from converters.sample import Rejection, Sample, WorkItem
-from fastdata.errors import require
 from fastdata.volumes.intensity import FOREGROUND, histogram_of
-
-_CODE_STRING = re.compile(r"[A-Z0-9_ ]{0,16}")  # DICOM PS3.5 6.2, VR CS
-
-def _floats(value: Any, n: int) -> tuple[float, ...] | None:
-    if value is None:
-        return None
-    try:
-        out = tuple(float(v) for v in value)
-    except (TypeError, ValueError):
-        return None
-    return out if len(out) == n else None
-
-
-def _number(value: Any, default: float) -> float:
-    """`value` as a float; `default` when absent (None), empty or not a number."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):  # None, "", "abc"
-        return default
-
-
-def _finite(rel: str, name: str, values: tuple[float, ...] | None) -> tuple[float, ...] | None:
-    if values is not None and not all(math.isfinite(v) for v in values):
-        raise RejectSeries(f"{rel}: {name} {list(values)} is not finite")
-    return values
-
-
-def _checked(rel: str, s: Slice) -> Slice:
-    """RejectSeries for values that would silently give a wrong volume (NaN rescale: all-zero voxels)."""
-    for name, value in (("RescaleSlope", s.slope), ("RescaleIntercept", s.intercept)):
-        if not math.isfinite(value):
-            raise RejectSeries(f"{rel}: {name} {value} is not a finite number")
-        if abs(value) > FLOAT32_MAX:  # the values are computed in float32: infinite, and 0 * inf is NaN
-            raise RejectSeries(f"{rel}: {name} {value} is beyond float32's range")
-    if s.slope == 0:
-        raise RejectSeries(f"{rel}: RescaleSlope 0 maps every stored value to the same number")
-    _finite(rel, "ImagePositionPatient", s.position)
-    _finite(rel, "ImageOrientationPatient", s.orientation)
-    if s.pixel_spacing is not None and not all(math.isfinite(v) and v > 0 for v in s.pixel_spacing):
-        raise RejectSeries(f"{rel}: PixelSpacing {list(s.pixel_spacing)} is not positive and finite")
-    if s.thickness is not None and not (math.isfinite(s.thickness) and s.thickness > 0):
-        raise RejectSeries(f"{rel}: slice thickness/spacing {s.thickness} is not positive and finite")
-    return s
-
-
-def _group(item: Any, shared: Any, seq: str, attr: str) -> Any:
-    """An attribute from a frame's functional group, falling back to the shared functional group."""
-    for source in (item, shared):
-        if source is not None and seq in source and len(source[seq].value) and attr in source[seq].value[0]:
-            return source[seq].value[0].get(attr)
-    return None
-
-
-def _slices_of(ds: Any, rel: str) -> list[Slice]:
-    frames = int(_number(ds.get("NumberOfFrames"), 1))
-    shape = (int(ds.Rows), int(ds.Columns))
-    per_frame = ds.get("PerFrameFunctionalGroupsSequence")
-    if per_frame is not None:
-        shared = ds.SharedFunctionalGroupsSequence[0] if ds.get("SharedFunctionalGroupsSequence") else None
-        if len(per_frame) != frames:
-            raise RejectSeries(f"{rel}: {frames} frames but {len(per_frame)} per-frame functional groups")
-        out = []
-        for f, item in enumerate(per_frame):
-            out.append(_checked(f"{rel} frame {f}", Slice(
-                rel=rel, frame=f, shape=shape,
-                position=_floats(_group(item, shared, "PlanePositionSequence", "ImagePositionPatient"), 3),
-                orientation=_floats(_group(item, shared, "PlaneOrientationSequence", "ImageOrientationPatient"), 6),
-                pixel_spacing=_floats(_group(item, shared, "PixelMeasuresSequence", "PixelSpacing"), 2),
-                slope=_number(_group(item, shared, "PixelValueTransformationSequence", "RescaleSlope"), 1.0),
-                intercept=_number(_group(item, shared, "PixelValueTransformationSequence", "RescaleIntercept"), 0.0),
-                thickness=_number(_group(item, shared, "PixelMeasuresSequence", "SliceThickness"), 0.0) or None,
-            )))
-        return out
-    if frames > 1:
-        raise RejectSeries(f"missing position tags: {rel} is a multi-frame object ({frames} frames) without "
-                           "per-frame positions (PerFrameFunctionalGroupsSequence)")
-    spacing = _floats(ds.get("PixelSpacing"), 2) or _floats(ds.get("ImagerPixelSpacing"), 2)
-    thickness = _number(ds.get("SpacingBetweenSlices"), 0.0) or _number(ds.get("SliceThickness"), 0.0) or None
-    return [_checked(rel, Slice(rel=rel, frame=None, shape=shape,
-                                position=_floats(ds.get("ImagePositionPatient"), 3),
-                                orientation=_floats(ds.get("ImageOrientationPatient"), 6),
-                                pixel_spacing=spacing, slope=_number(ds.get("RescaleSlope"), 1.0),
-                                intercept=_number(ds.get("RescaleIntercept"), 0.0), thickness=thickness))]
-
-
-def _pixels(ds: Any, rel: str) -> np.ndarray:
-    if not any(k in ds for k in ("PixelData", "FloatPixelData", "DoubleFloatPixelData")):
-        raise RejectSeries(f"missing pixel data in {rel}")
-    if int(_number(ds.get("SamplesPerPixel"), 1)) != 1:
-        raise RejectSeries(f"{rel}: colour image (SamplesPerPixel={ds.SamplesPerPixel}); volumes are single-channel")
-    try:
-        arr = ds.pixel_array
-    except Exception as exc:  # noqa: BLE001 - any decoder failure is a recorded reason
-        # the type only (failure): pydicom's messages quote values, an unregistered transfer syntax UID among them
-        syntax = uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown transfer syntax")
-        why = "no installed decoder supports it" if isinstance(exc, NotImplementedError) else failure(exc)
-        raise RejectSeries(f"cannot decode pixel data of {rel} ({syntax}): {why}") from exc
-    if str(ds.get("PhotometricInterpretation", "")) == "MONOCHROME1" and arr.dtype.kind == "u":
-        arr = np.asarray((1 << int(ds.get("BitsStored", arr.dtype.itemsize * 8))) - 1, dtype=np.int64) - arr
-    return arr
-
-
-def _read(files: tuple[tuple[str, str], ...], max_voxels: int,
-          acquisitions: bool) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str], datetime | None]:
-    """The series' slices, their stored pixels, its first dataset, its transfer syntaxes, {file name:
-    SOPInstanceUID} and, with `acquisitions` (--suv), the earliest acquisition of its files (pet.py; None when none
-    says, and without it)."""
-    pydicom = require("pydicom", "dicom")
-    slices, planes, syntaxes, first = [], [], set(), None
-    sops: dict[str, str] = {}
-    times = []
-    voxels = 0
-    for path, rel in files:
-        try:
-            ds = pydicom.dcmread(path)
-        except Exception as exc:  # noqa: BLE001
-            raise RejectSeries(f"cannot read {rel}: {failure(exc)}") from exc
-        first = first if first is not None else ds
-        try:  # pydicom parses values when they are first read: a malformed one fails here, in any way
-            syntaxes.add(uid_name(ds.file_meta.get("TransferSyntaxUID"), "unknown"))
-            these = _slices_of(ds, rel)
-            sops[rel] = str(ds.get("SOPInstanceUID", ""))
-            if acquisitions:
-                times.append(pet.acquired(ds))
-        except RejectSeries:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a value pydicom cannot parse is a reason, not a crash
-            raise RejectSeries(f"{rel}: malformed attribute value: {failure(exc)}") from exc
-        if not these or min(these[0].shape) < 1:
-            raise RejectSeries(f"{rel}: an image of {list(these[0].shape) if these else 0} pixels")
-        voxels += len(these) * these[0].shape[0] * these[0].shape[1]
-        if voxels > max_voxels:  # checked on the header, before any pixel data is decoded
-            raise too_many(voxels, max_voxels, "the series holds at least")
-        try:
-            arr = _pixels(ds, rel)
-        except RejectSeries:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise RejectSeries(f"{rel}: malformed attribute value: {failure(exc)}") from exc
-        if arr.ndim == 2:
-            arr = arr[None]
-        if arr.shape[0] != len(these) or arr.shape[1:] != these[0].shape:
-            raise RejectSeries(f"{rel}: pixel data of shape {list(arr.shape)} does not match Rows/Columns/frames")
-        slices.extend(these)
-        planes.extend(arr[i] for i in range(arr.shape[0]))
-    return slices, planes, first, syntaxes, sops, min((t for t in times if t is not None), default=None,
-                                                       key=lambda t: t.replace(tzinfo=None))
-
-
-def _code(ds: Any, keyword: str, rel: str) -> str:
-    """A code string (CS) attribute of the series' first file ('' when absent), written into DST. pydicom parses a
-    value when it is first read, so a malformed one (an unknown VR, undecodable bytes) fails here; a value that is
-    not a code string (a damaged length can run it on over the next elements: the institution's name after
-    Modality) is refused as well. The reason names the attribute, never the value (it may identify the patient)."""
-    try:
-        value = ds.get(keyword)
-        text = "" if value is None else str(value).strip()
-    except Exception as exc:  # noqa: BLE001 - pydicom raises many types for malformed values
-        raise RejectSeries(f"{rel}: malformed {keyword} attribute ({type(exc).__name__})") from exc
-    if not _CODE_STRING.fullmatch(text):
-        raise RejectSeries(f"{rel}: malformed {keyword} attribute (not a code string of at most 16 capitals, digits, "
-                           "spaces or underscores)")
-    return text
 
 
 def _mask(series: SeriesFiles, slices: list[Slice], order: list[int], sops: dict[str, str],
@@ -259,9 +95,9 @@ def read_volume(series: SeriesFiles, opts: DicomOptions) -> SeriesVolume:
     """Read one series: its slices ordered into a volume, rescaled, with its mask painted on them. Raises
     RejectSeries with the reason."""
     files = series.files
-    slices, planes, ds, syntaxes, sops, earliest = _read(files, opts.max_voxels, opts.suv)
+    slices, planes, ds, syntaxes, sops, earliest = read_slices(files, opts.max_voxels, opts.suv)
     first_rel = files[0][1]  # ds is the series' first file
-    modality = _code(ds, "Modality", first_rel)
+    modality = code_attribute(ds, "Modality", first_rel)
     suv = _suv(ds, earliest, first_rel, opts.suv) if opts.suv and modality == "PT" else None
     planar = len(slices) == 1 and (slices[0].position is None or slices[0].orientation is None)
     if planar:
@@ -342,7 +178,7 @@ def series_meta(series: SeriesFiles, volume: SeriesVolume, placed: PlacedSeries,
         "modality": volume.modality,
         "units": units_of(volume, opts),
         "dtype": str(arr.dtype),
-        "photometric": _code(ds, "PhotometricInterpretation", first_rel),
+        "photometric": code_attribute(ds, "PhotometricInterpretation", first_rel),
         "transfer_syntaxes": sorted(volume.syntaxes),
         "files": len(series.files),
         "slices": volume.slices,
