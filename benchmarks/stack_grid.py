@@ -1,6 +1,7 @@
-"""Seconds to sample one series onto another's grid (`--channel CT,PT`: converters/dicom/resample.py's onto_grid),
-for a PET onto its CT's grid, with parallel axes (scipy's diagonal path) and with the PET turned by 0.01 degrees
-about z (the full matrix). Hand-written results: docs/volumes.md ("Series stacked as channels").
+"""Seconds to sample one series onto another's grid and count the voxels it leaves out (`--channel CT,PT`:
+converters/dicom/resample.py's onto_grid and outside_grid, as a conversion calls them), for a PET onto its CT's grid,
+with parallel axes (scipy's diagonal path) and with the PET turned by 0.01 degrees about z (the full matrix).
+Hand-written results: docs/volumes.md ("Series stacked as channels").
 
     python benchmarks/stack_grid.py                                   # a 300 x 512 x 512 CT, a 300 x 200 x 200 PET
     python benchmarks/stack_grid.py --ct 20 64 64 --pet 20 24 24 --reps 1   # short
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from converters.dicom.geometry import Geometry  # noqa: E402
-from converters.dicom.resample import onto_grid  # noqa: E402
+from converters.dicom.resample import onto_grid, outside_grid  # noqa: E402
 
 AXIAL = ((0.0, 0.0, 1.0), (0.0, 1.0, 0.0), (1.0, 0.0, 0.0))  # (z, y, x) axes of an axial series, LPS
 
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         seconds = []
         for _ in range(args.reps):
             start = time.perf_counter()
-            out, outside = onto_grid(values, pet, ct, order=1, fill=0.0)
+            out, outside = onto_grid(values, pet, ct, order=1, fill=0.0), outside_grid(pet, ct)  # as a conversion
             seconds.append(time.perf_counter() - start)
         rows.append({"case": name, "ct": list(args.ct), "pet": list(args.pet), "median_s": statistics.median(seconds),
                      "outside_voxels": outside, "shape": list(out.shape)})

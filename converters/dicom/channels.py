@@ -23,28 +23,33 @@ from converters.dicom.geometry import RejectSeries
 from converters.dicom.options import DicomOptions
 from converters.dicom.orientation import axis_code
 from converters.dicom.privacy import series_hash
-from converters.dicom.resample import as_labels, onto_grid
+from converters.dicom.resample import as_labels, onto_grid, outside_grid
 from converters.dicom.series import PlacedSeries, SeriesVolume, place, read_volume, series_meta, stored_array, units_of
+
+
+def _stackable(series: SeriesFiles, opts: DicomOptions, why: str) -> SeriesVolume:
+    """The series read; RejectSeries for a planar image (no position to place it by), `why` ending the reason."""
+    volume = read_volume(series, opts)
+    if volume.geometry.direction is None:
+        raise RejectSeries(f"{series.files[0][1]}: a planar image without a position{why}")
+    return volume
 
 
 def _placed_channel(series: SeriesFiles, first: PlacedSeries, opts: DicomOptions
                     ) -> tuple[np.ndarray, SeriesVolume, np.ndarray | None, dict[str, Any]]:
     """(a stacked series' values on the first's grid, the series as read, its mask on the grid or None, its json
     entry)."""
-    volume = read_volume(series, opts)
+    volume = _stackable(series, opts, f" cannot be placed on the {opts.channels[0]} grid (--channel stacks volumes)")
     rel = series.files[0][1]
-    if volume.geometry.direction is None:
-        raise RejectSeries(f"{rel}: a planar image without a position cannot be placed on the {opts.channels[0]} grid "
-                           "(--channel stacks volumes)")
     fill = float(volume.values.min())
-    values, outside = onto_grid(volume.values, volume.geometry, first.grid, order=1, fill=fill)
+    values = onto_grid(volume.values, volume.geometry, first.grid, order=1, fill=fill)
+    outside = outside_grid(volume.geometry, first.grid)
     if outside == values.size:
         raise RejectSeries(f"{rel}: no voxel of the stack's grid lies within this {volume.modality} series: the two "
                            "share a frame of reference but not a place")
     labels = None
     if volume.mask is not None:
-        nearest, _ = onto_grid(volume.mask, volume.geometry, first.grid, order=0, fill=0.0)
-        labels = as_labels(nearest, volume.mask)
+        labels = as_labels(onto_grid(volume.mask, volume.geometry, first.grid, order=0, fill=0.0), volume.mask)
     entry = {"modality": volume.modality, "series": series_hash(series.uid, opts.salt), "units": units_of(volume, opts),
              "files": len(series.files), "slices": volume.slices, "original_shape": list(volume.geometry.shape),
              "original_spacing": rounded(volume.geometry.spacing), "orientation": axis_code(volume.geometry.direction),
@@ -59,9 +64,7 @@ def _placed_channel(series: SeriesFiles, first: PlacedSeries, opts: DicomOptions
 def convert_stack(stack: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, np.ndarray | None, dict[str, Any]]:
     """The (C, z, y, x) array, its mask (None when no series of the stack has one) and the json of a stack: `stack`
     the first channel's series, holding the others (`channels`). Raises RejectSeries with the reason."""
-    volume = read_volume(stack, opts)
-    if volume.geometry.direction is None:
-        raise RejectSeries(f"{stack.files[0][1]}: a planar image without a position: --channel stacks volumes")
+    volume = _stackable(stack, opts, ": --channel stacks volumes")
     first = place(volume, opts)
     total = math.prod(first.values.shape) * (1 + len(stack.channels))
     if total > opts.max_voxels:  # checked before the other channels are read onto the grid
@@ -76,8 +79,7 @@ def convert_stack(stack: SeriesFiles, opts: DicomOptions) -> tuple[np.ndarray, n
         whole = whole and read.whole
         stacked.append(entry)
     arr, clipped = stored_array(np.stack(planes), whole)
-    placed = PlacedSeries(first.values, labels, first.geometry, first.spacing, first.stored)
-    meta = series_meta(stack, volume, placed, arr, clipped, opts)
+    meta = series_meta(stack, volume, first, arr, clipped, opts)  # its label fields: the first series' mask's
     if overlaps:  # what --overlap later moved, in the mask of whichever series holds it
         meta["overlaps"] = overlaps
     meta.update({"channels": list(opts.channels), "stacked": stacked,

@@ -56,12 +56,10 @@ def as_labels(nearest: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.rint(nearest).astype(np.uint8 if int(mask.max(initial=0)) <= np.iinfo(np.uint8).max else np.uint16)
 
 
-def onto_grid(values: np.ndarray, source: Any, grid: Any, *, order: int, fill: float) -> tuple[np.ndarray, int]:
-    """`values` (a (z, y, x) volume placed by `source`: a Geometry's spacing, origin and directions) sampled at the
-    voxels of `grid` (another Geometry, in the same patient coordinates) by their positions, as float32: linear
-    (order 1) or nearest (order 0); a voxel of `grid` outside `values`' extent takes `fill`. Also returns how many
-    voxels did."""
-    ndimage = require("scipy.ndimage", "dicom")
+def _transform(source: Any, grid: Any) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """(matrix, offset, output shape) of scipy's affine_transform that samples a volume placed by `source` (a
+    Geometry's spacing, origin and directions) at the voxels of `grid` (another Geometry, in the same patient
+    coordinates)."""
     source_dirs, grid_dirs = np.asarray(source.direction, np.float64), np.asarray(grid.direction, np.float64)
     source_spacing, grid_spacing = np.asarray(source.spacing, np.float64), np.asarray(grid.spacing, np.float64)
     # the index along source axis b of grid voxel idx: ((origin + sum_a idx[a] * spacing[a] * dirs[a]) - source
@@ -75,8 +73,22 @@ def onto_grid(values: np.ndarray, source: Any, grid: Any, *, order: int, fill: f
     off_diagonal = np.abs(matrix - np.diag(np.diagonal(matrix)))
     if float((off_diagonal @ (np.asarray(shape, np.float64) - 1)).max()) < 1e-3:
         matrix = np.diagonal(matrix).copy()
-    out = ndimage.affine_transform(values.astype(np.float32, copy=False), matrix, offset, output_shape=shape,
-                                   order=order, mode="constant", cval=fill, prefilter=False, output=np.float32)
-    inside = ndimage.affine_transform(np.ones(values.shape, np.uint8), matrix, offset, output_shape=shape, order=0,
+    return matrix, offset, shape
+
+
+def onto_grid(values: np.ndarray, source: Any, grid: Any, *, order: int, fill: float) -> np.ndarray:
+    """`values` (a (z, y, x) volume placed by `source`) sampled at the voxels of `grid` by their positions, as
+    float32: linear (order 1) or nearest (order 0); a voxel of `grid` outside `values`' extent takes `fill`."""
+    ndimage = require("scipy.ndimage", "dicom")
+    matrix, offset, shape = _transform(source, grid)
+    return ndimage.affine_transform(values.astype(np.float32, copy=False), matrix, offset, output_shape=shape,
+                                    order=order, mode="constant", cval=fill, prefilter=False, output=np.float32)
+
+
+def outside_grid(source: Any, grid: Any) -> int:
+    """How many voxels of `grid` lie outside the extent of a volume placed by `source` (those onto_grid fills)."""
+    ndimage = require("scipy.ndimage", "dicom")
+    matrix, offset, shape = _transform(source, grid)
+    inside = ndimage.affine_transform(np.ones(source.shape, np.uint8), matrix, offset, output_shape=shape, order=0,
                                       mode="constant", cval=0, prefilter=False, output=np.uint8)
-    return out, int(inside.size - np.count_nonzero(inside))
+    return int(inside.size - np.count_nonzero(inside))
