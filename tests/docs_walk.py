@@ -5,7 +5,9 @@
   each command runs with bash in the sandbox and must exit 0;
 - a ```python block runs in one interpreter per file, in order, so later blocks see earlier names;
 - a block right after `<!-- not run: REASON -->` is skipped and its reason reported (GPU, cluster, network,
-  the test command itself); a block of any other text (a folder listing) is not code and is left alone.
+  the test command itself); a block of any other text (a folder listing) is not code and is left alone;
+- `<!-- not run: docs/X.md runs these as written -->` skips commands another page repeats (the README's summary of
+  `fastdata doctor`, a 40 s command): the test checks that every one of them is a step of that page.
 
 `python docs_walk.py STEPS.json` (run by the test in a fresh process, cwd = the sandbox) executes the steps.
 """
@@ -17,6 +19,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from dataclasses import dataclass
 
 COMMANDS = ("fastdata", "python", "make", "pip", "export", "ray", "srun", "sbatch", "bash")
@@ -24,6 +27,7 @@ SELF = {"make demo": "the set-up command itself (tests/test_demo.py runs the dem
         "make test": "the command that runs this test (CI runs it)",
         "make test-oldest": "this suite again, in an environment of its own with a 5 GB torch (docs/testing.md)"}
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->")
+ELSEWHERE = re.compile(r"^((?:docs/)?[\w.-]+\.md) runs these as written$")
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 
 
@@ -53,6 +57,11 @@ def _blocks(markdown: str):
             i += 1
         yield lang, textwrap.dedent("\n".join(body)), start + 1, before
         i += 1
+
+
+def command_text(command: str) -> str:
+    """A command without its trailing `# comment` and spacing, to match the same command on another page."""
+    return " ".join(command.split("  #")[0].split())
 
 
 def _commands(code: str) -> list[str] | None:
@@ -90,12 +99,14 @@ def run(steps_: list[dict]) -> None:
     namespace: dict = {"__name__": "__docs__"}
     for step in steps_:
         print(f"--- line {step['line']}: {step['text'].splitlines()[0][:100]}", flush=True)
+        start = time.perf_counter()
         if step["kind"] == "shell":
             done = subprocess.run(["bash", "-c", step["text"]])
             if done.returncode != 0:
                 sys.exit(f"line {step['line']}: `{step['text']}` exited {done.returncode}")
         elif step["kind"] == "python":
             exec(compile(step["text"], f"<block at line {step['line']}>", "exec"), namespace)  # noqa: S102
+        print(f"=== line {step['line']}: {time.perf_counter() - start:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ run: what each run does with them is tested with the conversions)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -17,6 +19,18 @@ def test_version(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as caught:
         main(["--version"])
     assert caught.value.code == 0 and capsys.readouterr().out == f"fastdata {fastdata.__version__}\n"
+
+
+HEAVY = ("torch", "nvidia.dali", "kornia", "pydicom", "nibabel", "scipy", "ray", "boto3", "tokenizers", "highdicom")
+
+
+def test_the_parser_is_built_without_the_heavy_libraries() -> None:
+    """Every `fastdata` command builds the whole parser first; a library imported there (torch: 4 s on 2 cores) is
+    paid by `fastdata --help`, by each converter's pool worker and by every command the docs walk runs."""
+    probe = ("import sys\nfrom fastdata.cli import build_parser\nbuild_parser()\n"
+             f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == []
 
 
 def test_a_missing_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture) -> None:

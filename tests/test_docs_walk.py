@@ -43,7 +43,7 @@ import pytest
 from conftest_adopt import shardwriter_shards
 from conftest_pairs import COCO_CAPTIONS
 from conftest_text import FORTUNES, TOKENIZER
-from docs_walk import steps
+from docs_walk import ELSEWHERE, _commands, command_text, steps
 from helpers import PHOTOS, with_features
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -291,6 +291,12 @@ def test_every_command_of_the_doc_runs_as_written(doc: Path, base_box: Path, tmp
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "docs_walk.py"), "steps.json"], cwd=box,
                           env=_env(box), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{doc.name}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    print(f"{doc.name}: slowest steps:\n  " + "\n  ".join(_slowest(done.stdout)))
+
+
+def _slowest(stdout: str, count: int = 5) -> list[str]:
+    timed = [ln[4:] for ln in stdout.splitlines() if ln.startswith("=== line ")]
+    return sorted(timed, key=lambda t: -float(t.rsplit(": ", 1)[1].split()[0]))[:count]
 
 
 def test_every_skipped_block_says_why_and_code_blocks_are_recognised():
@@ -298,6 +304,21 @@ def test_every_skipped_block_says_why_and_code_blocks_are_recognised():
         for step in steps(doc.read_text(encoding="utf-8")):
             if step.kind == "skip":
                 assert len(step.reason) > 10, f"{doc.name} line {step.line}: say why the block is not run"
+
+
+def test_a_block_left_to_another_page_is_run_there_as_written():
+    left = 0
+    for doc in DOCS:
+        for step in steps(doc.read_text(encoding="utf-8")):
+            other = ELSEWHERE.match(step.reason) if step.kind == "skip" else None
+            if other:
+                there = {command_text(s.text) for s in steps((ROOT / other.group(1)).read_text(encoding="utf-8"))
+                         if s.kind == "shell"}
+                for command in _commands(step.text) or [step.text]:
+                    left += 1
+                    assert command_text(command) in there, f"{doc.name} line {step.line}: {other.group(1)} does " \
+                                                           f"not run {command!r}"
+    assert left >= 2  # the README's bench and doctor lines
 
 
 def test_the_extractor_finds_commands_python_and_markers():

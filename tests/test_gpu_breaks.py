@@ -35,8 +35,11 @@ def test_a_break_is_made_in_a_copy_and_its_test_goes_red_there() -> None:
     assert (ROOT / CPU_BREAK.path).read_text() == before
 
 
-def test_the_report_names_survivors_and_breaks_the_code_has_moved_away_from(capsys) -> None:
+def test_the_report_names_survivors_and_breaks_the_code_has_moved_away_from(capsys, monkeypatch) -> None:
+    """The report of each break's run (the run itself, a pytest in a copy of the tree, is the test above)."""
     moved = gpu_breaks.Break("gone", "fastdata/loader_state.py", "no such text", "", GUARDED)
+    ran: list[str] = []
+    monkeypatch.setattr(gpu_breaks, "run_broken", lambda b, root: ran.append(b.name) or b is CPU_BREAK)
     assert gpu_breaks.main([], breaks=[CPU_BREAK]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"KILLED: {CPU_BREAK.name} ({GUARDED})"
     assert gpu_breaks.main([], breaks=[HARMLESS]) == 1
@@ -44,6 +47,7 @@ def test_the_report_names_survivors_and_breaks_the_code_has_moved_away_from(caps
     assert gpu_breaks.main([], breaks=[moved]) == 1
     assert capsys.readouterr().out.splitlines() == [
         "MOVED: gone: 'no such text' is not once in fastdata/loader_state.py; move the break with the code"]
+    assert ran == [CPU_BREAK.name, HARMLESS.name]  # a moved break is not run
 
 
 def test_a_copy_that_does_not_import_its_own_fastdata_is_an_error() -> None:

@@ -6,11 +6,12 @@ when the loader opens them."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from fastdata.option_rules import refused
+
+if TYPE_CHECKING:  # the CLI reads these options; torch is imported where a batch is made
+    import torch
 
 PAIRED = ("window", "clip", "zscore")  # options of one (a, b) pair, or one pair per channel
 
@@ -58,6 +59,8 @@ def bounds(value: Any, x: torch.Tensor) -> tuple[Any, Any]:
     channel."""
     if not per_channel(value):
         return value
+    import torch
+
     first, second = (torch.tensor([pair[i] for pair in value], dtype=x.dtype, device=x.device).view(1, -1, 1, 1, 1)
                      for i in (0, 1))
     return first, second
