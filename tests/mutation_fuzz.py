@@ -139,6 +139,7 @@ class Context:
         self.nifti_files += _mincs(work / "minc-src" / "cases", image, mask)
         self.nifti_files += _afnis(work / "afni-src" / "cases", image, mask)
         self.nifti_files += _parrecs(work / "parrec-src" / "cases")
+        self.nifti_files += _petct(work / "petct-src" / "cases", image, mask)
         self.texts = [("x.jsonl", b'{"text": "one doc"}\n{"text": "two"}\n'),
                       ("x.txt", "plain text \u2028 with a separator\n%\nrecord\n".encode()),
                       ("x.json", b'[{"text": "a"}, {"text": "b"}]'),
@@ -679,6 +680,18 @@ def _pairs_and_mghs(folder: Path, image: Any, mask: Any) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
 
 
+def _petct(folder: Path, image: Any, mask: Any) -> list[Path]:
+    """A case folder of a CT, and a PET with its mask on a coarser grid of their own, reversed in x: with
+    --resample-channels (which the nifti target draws) the PET and the mask are sampled onto the CT's grid."""
+    import numpy as np
+    from conftest_nifti import save
+
+    pet = np.array([[1.6, 0.0, 0.0, 84.4], [0.0, -1.4, 0.0, 120.35], [0.0, 0.0, 2.5, -292.5], [0.0, 0.0, 0.0, 1.0]])
+    case = folder / "Doe_Jane"
+    return [save(case / "Doe_Jane_ct.nii.gz", image), save(case / "Doe_Jane_pt.nii.gz", image[::2, ::2], pet),
+            save(case / "Doe_Jane_seg.nii.gz", mask[::2, ::2], pet)]
+
+
 def _mincs(folder: Path, image: Any, mask: Any) -> list[Path]:
     """The image as MINC-1 with its mask as MINC-2 beside it, and the image as a MINC-1 `.mnc.gz` with a time axis
     in a folder of its own (scripts/minc_files.py writes them): each file to mutate."""
@@ -793,7 +806,8 @@ def _nifti_file(ctx: Context, rng: random.Random, label: str, path: Path) -> str
     target.write_bytes(gzip.compress(data, mtime=0) if zipped and rng.random() < 0.8 else data)
     orientation, channel, overlap = rng.choice(ORIENTATIONS), rng.choice((None, "all")), rng.choice(OVERLAPS)
     written = _converted("nifti", NiftiOptions(salt="fuzz", orientation=orientation, channel=channel,
-                                               overlap=overlap), src, "nifti case")
+                                               overlap=overlap, resample_channels=rng.random() < 0.5),
+                         src, "nifti case")
     for text in written:
         if any(name in text for name in ("Smith", "John", "Doe", "Jane")):
             raise Finding(f"a source file name written: {text[:200]!r}")

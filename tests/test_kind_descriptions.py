@@ -142,12 +142,16 @@ def test_nifti(given, pseudonyms):
                         "IJK_TO_DICOM_REAL; PAR/REC: nibabel's, of angulation and off-centre; MetaImage, NRRD: "
                         "ITK's); origin and direction in DICOM's LPS frame",
             "channel": 2, "modality": "T2", "mask_words": [], "keep_phi": bool(given.get("keep_phi")),
+            "channel_grid": "every channel file and mask lies on its case's first channel's grid",
             "pseudonyms": pseudonyms, "max_voxels": 1000, "val_fraction": 0.25,
             "overlap": "reject: a voxel two structures claim rejects its case"},
         "extra": {"masks": "label.npy: uint8 (uint16 past 255 labels), on the image's grid"}}
     assert get_kind("nifti").describe(discovery(), NiftiOptions())["preprocessing"]["spacing"] is None
     picked = get_kind("nifti").describe(discovery(), NiftiOptions(structures=("liver", "spleen|milz"), overlap="later"))
     assert picked["preprocessing"]["structures"] == ["liver", "spleen|milz"]
+    sampled = get_kind("nifti").describe(discovery(), NiftiOptions(resample_channels=True))["preprocessing"]
+    assert sampled["channel_grid"] == ("a channel file or mask off its case's first channel's grid is sampled onto it "
+                                       "(--resample-channels; the json's onto_grid)")
     assert picked["preprocessing"]["overlap"] == ("later: a voxel two structures claim takes the later class in class "
                                                   "order; each sample's json lists the voxels taken (overlaps)")
     with pytest.raises(ValueError, match="the nifti kind writes WebDataset tar shards only"):

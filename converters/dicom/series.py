@@ -133,7 +133,7 @@ def place(volume: SeriesVolume, opts: DicomOptions) -> PlacedSeries:
     target = target_spacing(values.shape, geometry.spacing, opts.spacing)
     resampled = math.prod(output_shape(values.shape, geometry.spacing, target))
     if resampled > opts.max_voxels:  # checked before the output is allocated
-        raise too_many(resampled, opts.max_voxels, f"resampled to {list(target)} mm the series would hold")
+        raise too_many(resampled, opts.max_voxels, f"resampled to {rounded(target)} mm the series would hold")
     out, spacing = resample(values, geometry.spacing, target)
     labels = None if mask is None else resample_mask(mask, geometry.spacing, target)
     return PlacedSeries(out, labels, geometry, spacing, stored)

@@ -50,6 +50,10 @@ class NiftiKind:
                                  "(C, z, y, x) volumes); default: cases of one channel only. dicom: Modality codes "
                                  "(CT,PT) stacking the series of one study that share a frame of reference, in "
                                  "that order, on the first one's grid; default: each series by itself")
+        parser.add_argument("--resample-channels", action="store_true",
+                            help="nifti: sample a channel file or mask that lies off its case's first channel's grid "
+                                 "onto that grid (linear; masks nearest) instead of rejecting the case: a PET beside "
+                                 "its CT, each on its scanner's grid")
         parser.add_argument("--mask-word", metavar="WORD", action="append", default=[], dest="mask_words",
                             help="nifti: a word that marks a mask's file name, besides seg, segmentation, label, mask "
                                  "and gt (FreeSurfer's aseg, LA-2018's laendo); repeat for more")
@@ -63,7 +67,7 @@ class NiftiKind:
                             max_voxels=args.max_voxels, channel=parse_channel(args.channel), modality=args.modality,
                             orientation=parse_orientation(args.orientation), val_fraction=args.val_fraction,
                             mask_words=tuple(args.mask_words), overlap=args.overlap,
-                            structures=parse_structures(args.structures))
+                            structures=parse_structures(args.structures), resample_channels=args.resample_channels)
 
     def discover(self, src: Path, /, *, options: NiftiOptions, follow_symlinks: bool = True) -> Discovery:
         if options.keep_phi:
@@ -117,6 +121,9 @@ class NiftiKind:
                             "IJK_TO_DICOM_REAL; PAR/REC: nibabel's, of angulation and off-centre; MetaImage, NRRD: "
                             "ITK's); origin and direction in DICOM's LPS frame",
                 "channel": options.channel,
+                "channel_grid": ("a channel file or mask off its case's first channel's grid is sampled onto it "
+                                 "(--resample-channels; the json's onto_grid)" if options.resample_channels else
+                                 "every channel file and mask lies on its case's first channel's grid"),
                 "modality": options.modality,
                 "mask_words": list(options.mask_words),
                 "overlap": overlap_rule(options.overlap),

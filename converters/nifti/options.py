@@ -35,6 +35,8 @@ class NiftiOptions:
     and rejects the others, naming their channels. `modality` names the images' modality ("CT" makes the
     values Hounsfield units); None takes it from the source's dataset.json, where there is one. `mask_words` are
     words that mark a mask's file name besides seg, label, mask, gt and their kin (case_folders.MaskWords).
+    `resample_channels` samples a channel file or mask off its case's first channel's grid onto that grid
+    (channel_grid.py) instead of rejecting the case.
     """
 
     spacing: tuple[float, float, float] | None = None
@@ -49,6 +51,7 @@ class NiftiOptions:
     mask_words: tuple[str, ...] = ()  # --mask-word: FreeSurfer's aseg, LA-2018's laendo
     overlap: str = "reject"  # --overlap: a voxel two per-structure masks mark (converters/dicom/label_volume.py)
     structures: tuple[str, ...] = ()  # --structures: the per-structure masks to merge, by name, in class order
+    resample_channels: bool = False  # --resample-channels
 
     def __post_init__(self) -> None:
         # the shared options are checked by the dicom kind's rules, word for word
@@ -71,6 +74,8 @@ class NiftiOptions:
                 isinstance(w, str) and _MASK_WORD.fullmatch(w) for w in self.mask_words):
             raise ValueError(f"--mask-word must be one word of a file name: 1 to 32 letters, digits or +, without "
                              f"the separators _ - . or space that split a name into words, got {self.mask_words!r}")
+        if not isinstance(self.resample_channels, bool):
+            raise ValueError(f"resample_channels must be True or False, got {self.resample_channels!r}")
         if self.modality is not None and not (isinstance(self.modality, str) and _MODALITY.fullmatch(self.modality)):
             raise ValueError(f"--modality must be a name of 1 to 32 letters, digits, spaces or _-+ (CT, MRI, T2), "
                              f"got {self.modality!r}")
