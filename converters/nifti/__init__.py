@@ -53,7 +53,7 @@ class NiftiKind:
         parser.add_argument("--resample-channels", action="store_true",
                             help="nifti: sample a channel file or mask that lies off its case's first channel's grid "
                                  "onto that grid (linear; masks nearest) instead of rejecting the case: a PET beside "
-                                 "its CT, each on its scanner's grid")
+                                 "its CT, each on its own grid")
         parser.add_argument("--mask-word", metavar="WORD", action="append", default=[], dest="mask_words",
                             help="nifti: a word that marks a mask's file name, besides seg, segmentation, label, mask "
                                  "and gt (FreeSurfer's aseg, LA-2018's laendo); repeat for more")

@@ -1,6 +1,6 @@
 """`--resample-channels`: a case's channel file, or its mask, that lies off the case's first channel's grid is
-sampled onto that grid rather than rejecting the case. HECKTOR's PET beside its CT, autoPET's SUV.nii.gz (on the
-PET's grid) with CT.nii.gz (on the CT's own) first: each scanner writes its own grid.
+sampled onto that grid rather than rejecting the case: a PET exported beside its CT at its own resolution and
+extent, as autoPET's SUV.nii.gz (on the PET's grid) lies beside CT.nii.gz (on the CT's own).
 
 The sampling is the dicom kind's for a stack of series (`--channel CT,PT`, resample.py's onto_grid): every voxel of
 the case's final grid (after `--orientation` and `--spacing`, so values are interpolated once) takes the value at its
