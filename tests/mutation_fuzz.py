@@ -682,14 +682,19 @@ def _pairs_and_mghs(folder: Path, image: Any, mask: Any) -> list[Path]:
 
 def _petct(folder: Path, image: Any, mask: Any) -> list[Path]:
     """A case folder of a CT, and a PET with its mask on a coarser grid of their own, reversed in x: with
-    --resample-channels (which the nifti target draws) the PET and the mask are sampled onto the CT's grid."""
+    --resample-channels (which the nifti target draws) the PET and the mask are sampled onto the CT's grid. And the
+    same CT and PET named as HECKTOR 2022 names them, their mask on the CT's grid."""
     import numpy as np
     from conftest_nifti import save
 
     pet = np.array([[1.6, 0.0, 0.0, 84.4], [0.0, -1.4, 0.0, 120.35], [0.0, 0.0, 2.5, -292.5], [0.0, 0.0, 0.0, 1.0]])
     case = folder / "Doe_Jane"
+    hecktor = folder.parent / "hecktor"  # HECKTOR 2022's names: imagesTr/CASE__CT, CASE__PT, labelsTr/CASE
     return [save(case / "Doe_Jane_ct.nii.gz", image), save(case / "Doe_Jane_pt.nii.gz", image[::2, ::2], pet),
-            save(case / "Doe_Jane_seg.nii.gz", mask[::2, ::2], pet)]
+            save(case / "Doe_Jane_seg.nii.gz", mask[::2, ::2], pet),
+            save(hecktor / "imagesTr" / "Doe_Jane__CT.nii.gz", image),
+            save(hecktor / "imagesTr" / "Doe_Jane__PT.nii.gz", image[::2, ::2], pet),
+            save(hecktor / "labelsTr" / "Doe_Jane.nii.gz", mask)]
 
 
 def _mincs(folder: Path, image: Any, mask: Any) -> list[Path]:

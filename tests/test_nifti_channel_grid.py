@@ -234,3 +234,94 @@ def test_the_flag_reaches_the_options_and_is_checked():
     with pytest.raises(ValueError, match="resample_channels must be True or False"):
         NiftiOptions(resample_channels="yes")  # type: ignore[arg-type]
     assert isinstance(args, Namespace)
+
+
+def _hecktor(root, cases=2):
+    """HECKTOR 2022's layout: imagesTr/CHUM-00N__CT.nii.gz (on AFFINE) and __PT.nii.gz (on the PET's grid), the
+    mask labelsTr/CHUM-00N.nii.gz on the CT's grid."""
+    made = {}
+    pet = activity(_positions(PET_AFFINE, PET_SHAPE)).astype(np.float32)
+    for n in range(cases):
+        image, mask = case(n)
+        name = f"CHUM-{n + 1:03d}"
+        save(root / "imagesTr" / f"{name}__CT.nii.gz", image)
+        save(root / "imagesTr" / f"{name}__PT.nii.gz", pet, PET_AFFINE)
+        save(root / "labelsTr" / f"{name}.nii.gz", mask)
+        made[name] = (image, mask)
+    return made
+
+
+def test_hecktors_named_channel_files_stack_with_their_mask(tmp_path):
+    made = _hecktor(tmp_path / "src")
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", channel="CT,PT", resample_channels=True,
+                           keep_phi=True)
+    assert result.rejected == []
+    samples = {load_volume(s)[1]["source"]: s for s in read_samples(tmp_path / "out").values()}
+    assert sorted(samples) == [f"imagesTr/{name}__CT.nii.gz" for name in sorted(made)]
+    inside = _positions(AFFINE, (20, 18, 8))[..., OUTSIDE_SLICES:, :]
+    for name, (image, mask) in made.items():
+        arr, meta = load_volume(samples[f"imagesTr/{name}__CT.nii.gz"])
+        assert meta["channels"] == ["CT", "PT"] and meta["channel"] == "CT,PT"
+        np.testing.assert_array_equal(arr[0], zyx(image).astype(np.float32))
+        np.testing.assert_allclose(arr[1, OUTSIDE_SLICES:], zyx(activity(inside)), atol=2e-3)
+        np.testing.assert_array_equal(load_mask(samples[f"imagesTr/{name}__CT.nii.gz"]), zyx(mask))
+        assert meta["label"] == f"labelsTr/{name}.nii.gz"
+    every = convert_nifti(tmp_path / "src", tmp_path / "all", channel="all", resample_channels=True, keep_phi=True)
+    assert every.rejected == []
+    assert {load_volume(s)[1]["channels"][1] for s in read_samples(tmp_path / "all").values()} == {"PT"}
+    alone = convert_nifti(tmp_path / "src", tmp_path / "ct", channel="CT", keep_phi=True)
+    assert alone.rejected == []
+    for s in read_samples(tmp_path / "ct").values():
+        arr, meta = load_volume(s)
+        assert arr.shape == (8, 18, 20) and meta["channel"] == "CT" and "channels" not in meta
+
+
+def test_hecktor_cases_say_which_channel_to_take(tmp_path):
+    made = _hecktor(tmp_path / "src")
+    first, second = sorted(made)
+    (tmp_path / "src" / "imagesTr" / f"{second}__PT.nii.gz").unlink()
+    result = convert_nifti(tmp_path / "src", tmp_path / "none", keep_phi=True)  # the second: its CT alone
+    assert {r["source"]: r["reason"] for r in result.rejected} == {
+        f"imagesTr/{first}__CT.nii.gz": "a case of 2 channel files (CT, PT); pick one by name with --channel NAME, "
+                                        "stack some with --channel NAME,NAME or all of them with --channel all",
+        f"labelsTr/{first}.nii.gz": "the mask of a case that was rejected"}
+    result = convert_nifti(tmp_path / "src", tmp_path / "short", channel="CT,PT", resample_channels=True,
+                           keep_phi=True)
+    assert {r["source"]: r["reason"] for r in result.rejected} == {
+        f"imagesTr/{second}__CT.nii.gz": "no channel PT (--channel CT,PT) in this case; its channels are CT",
+        f"labelsTr/{second}.nii.gz": "the mask of a case that was rejected"}
+    (tmp_path / "src" / "dataset.json").write_text(json.dumps({"labels": {"0": "background", "1": "GTVp"}}))
+    (tmp_path / "src" / "labelsTr" / f"{second}.nii.gz").unlink()
+    with pytest.raises(ConvertError) as caught:
+        convert_nifti(tmp_path / "src", tmp_path / "labels", channel="CT", keep_phi=True)
+    assert ("1 x mask value 2, but dataset.json names 2 labels (0..1)" in str(caught.value)
+            and "1 x no mask of the same name in labelsTr (labelsTr/CHUM-002.nii.gz)" in str(caught.value))
+    from converters.nifti.named_files import Choice, choose
+
+    files = {"CT": ("/a", "a__CT.nii.gz"), "PT": ("/b", "a__PT.nii.gz")}
+    assert choose(files, None) == ("a case of 2 channel files (CT, PT); pick one by name with --channel NAME, stack "
+                                   "some with --channel NAME,NAME or all of them with --channel all")
+    assert choose(files, 0) == ("the channels of this case are named (CT, PT), not numbered: pick one with "
+                                "--channel NAME")
+    assert choose(files, "MR") == "no channel MR (--channel MR) in this case; its channels are CT, PT"
+    assert choose(files, "PT").files == (files["PT"],) and not choose(files, "PT").stacked
+    assert choose(files, "PT,CT").names == ("PT", "CT")
+    assert choose({"PT": files["PT"], "CT": files["CT"]}, "all").names == ("CT", "PT")
+    assert choose({"PT": files["PT"]}, "all") == Choice("all", (files["PT"],), ("PT",))
+    assert choose({"CT": files["CT"]}, None).names == ("CT",)
+
+
+def test_names_that_are_not_all_case_and_channel_stay_whole_cases(tmp_path):
+    """A file of another name among them (or masks named after no case) keeps the layout's whole cases: liver_0
+    with labelsTr/liver_0."""
+    from converters.nifti.named_files import named_cases
+
+    assert named_cases([("/x", "imagesTr/a__CT.nii.gz"), ("/y", "imagesTr/b.nii.gz")], set()) is None
+    assert named_cases([("/x", "imagesTr/a__CT.nii.gz")], {"a__CT"}) is None
+    assert named_cases([("/x", "imagesTr/a__CT.nii.gz")], {"a"}) == {"a": {"CT": ("/x", "imagesTr/a__CT.nii.gz")}}
+    assert named_cases([("/x", "imagesTr/a__1CT.nii.gz")], set()) is None  # a channel's name starts with a letter
+    image, mask = case(0)
+    save(tmp_path / "src" / "imagesTr" / "liver__0.nii.gz", image)
+    save(tmp_path / "src" / "labelsTr" / "liver__0.nii.gz", mask)
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True)
+    assert result.rejected == [] and len(read_samples(tmp_path / "out")) == 1

@@ -3,7 +3,8 @@
 Two layouts:
 - the Medical Segmentation Decathlon / nnU-Net one: `imagesTr/` (split train) with masks of the same name in
   `labelsTr/`, `imagesTs/` (split test, masks in `labelsTs/` where there is one), and `dataset.json`. nnU-Net names
-  a case's channel files `NAME_0000.nii.gz`, `NAME_0001.nii.gz`, ... and its mask `NAME.nii.gz`;
+  a case's channel files `NAME_0000.nii.gz`, `NAME_0001.nii.gz`, ... and its mask `NAME.nii.gz`; HECKTOR 2022
+  names them by their channel, `NAME__CT.nii.gz` (named_files.py);
 - any other tree of volume files (`.nii`, `.nii.gz`, and the other formats case_folders.NIFTI names), split by
   train/val/test folders or `--split`: case folders with a mask beside their images (KiTS, BraTS, LiTS), folders
   of per-structure masks beside their image (TotalSegmentator), and files that are unlabeled cases
@@ -28,6 +29,7 @@ from converters.nifti.dataset_json import DatasetInfo, read_dataset_json
 from converters.nifti.itk_files import data_file_name
 from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
+from converters.nifti.named_files import choose, named_cases
 from converters.nifti.options import NiftiOptions
 from converters.nifti.structures import structure_classes, structure_items, with_structures
 from converters.sample import Rejection, WorkItem
@@ -143,31 +145,10 @@ def _decathlon(src: Path, top: list[str], options: NiftiOptions, info: DatasetIn
         has_masks = labels_folder in top
         masks = {stem(os.path.basename(rel)): (path, rel) for path, rel in
                  (_Found(src, src / labels_folder, split, walk, rejected).files if has_masks else [])}
-        channel_files = _channel_files(images, set(masks), info)
-        by_channel = channel_files is not None
-        cases = channel_files or {stem(os.path.basename(rel)): {0: (path, rel)} for path, rel in images}
-        items = []
-        every = options.channel == ALL
-        for case, files in sorted(cases.items(), key=lambda c: min(r for _, r in c[1].values())):
-            first = files[min(files)][1]
-            wanted = options.channel if by_channel and options.channel not in (None, ALL) else min(files)
-            mask = masks.pop(case, None)
-            if by_channel and not every and (len(files) > 1 and options.channel is None or wanted not in files):
-                rejected.append(Rejection(split, first, _channels_reason(files, options.channel, info)))  # type: ignore[arg-type]
-                continue
-            if has_masks and mask is None:
-                shown = "" if walk.private else f" ({labels_folder}/{case}.nii.gz)"  # a case's name may be a patient's
-                rejected.append(Rejection(split, first, f"no mask of the same name in {labels_folder}{shown}"))
-                continue
-            axis = None if by_channel or every else options.channel
-            stacked = every and by_channel and len(files) > 1
-            items.append(WorkItem(split=split, rel=files[wanted][1], source=files[wanted][0], payload=CaseFiles(
-                image=files[wanted], label=mask, axis=axis,  # type: ignore[arg-type]
-                channel=ALL if every else (wanted if by_channel else options.channel),
-                modality=options.modality or "" if every else _modality(options, info, wanted if by_channel else axis),
-                classes=len(info.classes),
-                channel_files=tuple(files[c] for c in sorted(files)) if stacked else (),
-                channel_names=tuple(info.modalities.get(c, f"{c:04d}") for c in sorted(files)) if stacked else ())))
+        named = named_cases(images, set(masks))
+        labels = labels_folder if has_masks else None
+        items = (_numbered_items(split, images, masks, labels, options, info, walk, rejected) if named is None else
+                 _named_items(split, named, masks, labels, options, len(info.classes), walk, rejected))
         for _, rel in masks.values():
             rejected.append(Rejection(split, rel, f"a mask without an image of the same name in {folder}"))
         splits[split] = items
@@ -175,6 +156,69 @@ def _decathlon(src: Path, top: list[str], options: NiftiOptions, info: DatasetIn
                                    "not inside imagesTr, labelsTr, imagesTs or labelsTs", follow=walk.follow,
                                    private=walk.private)
     return splits
+
+
+def _numbered_items(split: str, images: list[tuple[str, str]], masks: dict[str, tuple[str, str]],
+                    labels_folder: str | None, options: NiftiOptions, info: DatasetInfo, walk: Walk,
+                    rejected: list[Rejection]) -> list[WorkItem]:
+    """The cases of an imagesTr folder of whole cases (liver_0) or of nnU-Net's numbered channel files (brain_000_0000),
+    each with its mask (popped from `masks`) when there is a labels folder."""
+    if isinstance(options.channel, str) and options.channel != ALL:
+        raise ConvertError(f"--channel {options.channel}: the imagesTr layout numbers the channels of a case "
+                           "(0, 1, ...; dataset.json names them); pass a number")
+    has_masks = labels_folder is not None
+    channel_files = _channel_files(images, set(masks), info)
+    by_channel = channel_files is not None
+    cases = channel_files or {stem(os.path.basename(rel)): {0: (path, rel)} for path, rel in images}
+    items = []
+    every = options.channel == ALL
+    for case, files in sorted(cases.items(), key=lambda c: min(r for _, r in c[1].values())):
+        first = files[min(files)][1]
+        wanted = options.channel if by_channel and options.channel not in (None, ALL) else min(files)
+        mask = masks.pop(case, None)
+        if by_channel and not every and (len(files) > 1 and options.channel is None or wanted not in files):
+            rejected.append(Rejection(split, first, _channels_reason(files, options.channel, info)))  # type: ignore[arg-type]
+            continue
+        if has_masks and mask is None:
+            shown = "" if walk.private else f" ({labels_folder}/{case}.nii.gz)"  # a case's name may be a patient's
+            rejected.append(Rejection(split, first, f"no mask of the same name in {labels_folder}{shown}"))
+            continue
+        axis = None if by_channel or every else options.channel
+        stacked = every and by_channel and len(files) > 1
+        items.append(WorkItem(split=split, rel=files[wanted][1], source=files[wanted][0], payload=CaseFiles(
+            image=files[wanted], label=mask, axis=axis,  # type: ignore[arg-type]
+            channel=ALL if every else (wanted if by_channel else options.channel),
+            modality=options.modality or "" if every else _modality(options, info, wanted if by_channel else axis),
+            classes=len(info.classes),
+            channel_files=tuple(files[c] for c in sorted(files)) if stacked else (),
+            channel_names=tuple(info.modalities.get(c, f"{c:04d}") for c in sorted(files)) if stacked else ())))
+    return items
+
+
+def _named_items(split: str, cases: dict[str, dict[str, tuple[str, str]]], masks: dict[str, tuple[str, str]],
+                 labels_folder: str | None, options: NiftiOptions, classes: int, walk: Walk,
+                 rejected: list[Rejection]) -> list[WorkItem]:
+    """The cases of an imagesTr folder of channel files named CASE__NAME (named_files.py), each with its mask
+    (popped from `masks`) when there is a labels folder."""
+    items = []
+    for case, files in sorted(cases.items(), key=lambda c: min(r for _, r in c[1].values())):
+        first = min(files.values(), key=lambda f: f[1])[1]
+        mask = masks.pop(case, None)
+        choice = choose(files, options.channel)
+        if isinstance(choice, str) or labels_folder is not None and mask is None:
+            shown = "" if walk.private else f" ({labels_folder}/{case}.nii.gz)"  # a case's name may be a patient's
+            reason = choice if isinstance(choice, str) else f"no mask of the same name in {labels_folder}{shown}"
+            rejected.append(Rejection(split, first, reason))
+            rejected.extend(Rejection(split, rel, "the mask of a case that was rejected") for rel in
+                            ([mask[1]] if mask is not None else []))
+            continue
+        image = choice.files[0]
+        items.append(WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(
+            image=image, label=mask, axis=None, channel=choice.channel, modality=options.modality or "",
+            classes=classes,
+            channel_files=choice.files if choice.stacked else (),
+            channel_names=choice.names if choice.stacked else ())))
+    return items
 
 
 def _channel_files(images: list[tuple[str, str]], masks: set[str],
@@ -261,9 +305,6 @@ def discover_nifti(src: Path, /, *, options: NiftiOptions, follow_symlinks: bool
         if options.structures:
             raise ConvertError(f"--structures {','.join(options.structures)}: the imagesTr layout's masks hold label "
                                "values, not structures to pick; --structures picks per-structure mask files")
-        if isinstance(options.channel, str) and options.channel != ALL:
-            raise ConvertError(f"--channel {options.channel}: the imagesTr layout numbers the channels of a case "
-                               "(0, 1, ...; dataset.json names them); pass a number")
         splits, layout, classes = _decathlon(src, top, options, info, walk, rejected), "decathlon", info.classes
     else:
         splits, by_folder, classes = _plain(src, top, options, info, walk, rejected)
