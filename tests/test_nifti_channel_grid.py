@@ -325,3 +325,19 @@ def test_names_that_are_not_all_case_and_channel_stay_whole_cases(tmp_path):
     save(tmp_path / "src" / "labelsTr" / "liver__0.nii.gz", mask)
     result = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True)
     assert result.rejected == [] and len(read_samples(tmp_path / "out")) == 1
+
+
+def test_a_pet_whose_axes_are_turned_is_sampled_by_position(tmp_path):
+    """The PET's first axis runs along -y and its second along +x (scipy's full matrix, not its diagonal path)."""
+    turned = np.array([[0.0, 1.6, 0.0, 84.4], [-1.4, 0.0, 0.0, 120.35], [0.0, 0.0, 2.5, -292.5], [0.0, 0.0, 0.0, 1.0]])
+    shape = (10, 12, 7)
+    made = _studies(tmp_path / "src", cases=1, seg_on_pet=False)
+    save(tmp_path / "src" / "CHUM-000" / "PET.nii.gz", activity(_positions(turned, shape)).astype(np.float32), turned)
+    convert_nifti(tmp_path / "src", tmp_path / "out", channel="CT,PET", resample_channels=True, keep_phi=True)
+    (sample,) = read_samples(tmp_path / "out").values()
+    arr, meta = load_volume(sample)
+    inside = _positions(AFFINE, (20, 18, 8))[..., OUTSIDE_SLICES:, :]
+    np.testing.assert_array_equal(arr[0], zyx(made["CHUM-000"]).astype(np.float32))
+    np.testing.assert_allclose(arr[1, OUTSIDE_SLICES:], zyx(activity(inside)), atol=2e-3)
+    assert meta["onto_grid"][0]["outside_voxels"] == OUTSIDE_SLICES * 18 * 20
+    assert meta["onto_grid"][0]["original_shape"] == [7, 12, 10]
