@@ -27,7 +27,7 @@ class Place:
     localizer: bool
 
 
-def _text(ds: Any, keyword: str) -> str:
+def text_of(ds: Any, keyword: str) -> str:
     """An attribute's value as text; '' when absent or malformed (pydicom parses a value when it is first read)."""
     try:
         value = ds.get(keyword)
@@ -37,14 +37,14 @@ def _text(ds: Any, keyword: str) -> str:
 
 
 def place_of(ds: Any) -> Place:
-    modality = _text(ds, "Modality")
+    modality = text_of(ds, "Modality")
     try:
         kinds = ds.get("ImageType")
         values = [] if kinds is None else [kinds] if isinstance(kinds, str) else list(kinds)
         localizer = "LOCALIZER" in [str(v).strip().upper() for v in values]
     except Exception:  # noqa: BLE001 - a malformed ImageType: not known to be a localizer
         localizer = False
-    return Place(_text(ds, "StudyInstanceUID"), _text(ds, "FrameOfReferenceUID"),
+    return Place(text_of(ds, "StudyInstanceUID"), text_of(ds, "FrameOfReferenceUID"),
                  modality if MODALITY.fullmatch(modality) else "", localizer)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.dicom import rtstruct, segmentation
-from converters.dicom.channel_groups import Place, grouped, place_of
+from converters.dicom.channel_groups import Place, grouped, place_of, text_of
 from converters.dicom.privacy import burned_in, failure, quiet_values, sop_class, uid_name
 from converters.dicom.segmentation import SegHeader
 from converters.kind import Discovery
@@ -148,10 +148,7 @@ def discover_dicom(src: Path, /, *, split: str = "train", follow_symlinks: bool 
 def _patient(ds: Any, uid: str) -> str:
     """What holds a series out as val: its PatientID, so that a patient's series all land on one side; a series
     without one (or with one pydicom cannot read) is held out by itself. Kept in memory, never written."""
-    try:
-        patient = str(ds.get("PatientID") or "").strip()
-    except Exception:  # noqa: BLE001 - pydicom parses a value when it is first read
-        patient = ""
+    patient = text_of(ds, "PatientID")
     return f"patient\0{patient}" if patient else f"series\0{uid}"
 
 
