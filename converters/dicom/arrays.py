@@ -21,6 +21,11 @@ def to_int16(values: np.ndarray) -> tuple[np.ndarray, int]:
     return np.clip(rounded_values, INT16.min, INT16.max).astype(np.int16), clipped
 
 
+def stored_array(values: np.ndarray, whole: bool) -> tuple[np.ndarray, int]:
+    """(the array a sample stores: int16 for `whole` values, else float32; the voxels int16 clipped)."""
+    return to_int16(values) if whole else (np.ascontiguousarray(values, np.float32), 0)
+
+
 def integral(arr: np.ndarray, lo: float, hi: float) -> bool:
     """Whether every value is a whole number in [lo, hi] (the array fits an integer type without loss)."""
     if arr.dtype.kind in "iu":  # no rounding to compare: the bounds alone

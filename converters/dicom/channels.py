@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from converters.dicom.arrays import rounded, too_many
+from converters.dicom.arrays import rounded, stored_array, too_many
 from converters.dicom.discover import SeriesFiles
 from converters.dicom.geometry import RejectSeries
 from converters.dicom.options import DicomOptions
 from converters.dicom.orientation import axis_code
 from converters.dicom.privacy import series_hash
 from converters.dicom.resample import as_labels, onto_grid, outside_grid
-from converters.dicom.series import PlacedSeries, SeriesVolume, place, read_volume, series_meta, stored_array, units_of
+from converters.dicom.series import PlacedSeries, SeriesVolume, place, read_volume, series_meta, units_of
 
 
 def _stackable(series: SeriesFiles, opts: DicomOptions, why: str) -> SeriesVolume:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from converters.dicom import pet, rtstruct, segmentation
-from converters.dicom.arrays import INT16, integral, npy_bytes, rounded, to_int16, too_many
+from converters.dicom.arrays import INT16, integral, npy_bytes, rounded, stored_array, too_many
 from converters.dicom.discover import SeriesFiles, read_files
 from converters.dicom.geometry import Geometry, RejectSeries, Slice, planar_geometry, stack_geometry
 from converters.dicom.label_volume import LabelVolume, overlap_stats
@@ -137,11 +137,6 @@ def place(volume: SeriesVolume, opts: DicomOptions) -> PlacedSeries:
     out, spacing = resample(values, geometry.spacing, target)
     labels = None if mask is None else resample_mask(mask, geometry.spacing, target)
     return PlacedSeries(out, labels, geometry, spacing, stored)
-
-
-def stored_array(values: np.ndarray, whole: bool) -> tuple[np.ndarray, int]:
-    """(the array a sample stores: int16 for `whole` values, else float32; the voxels int16 clipped)."""
-    return to_int16(values) if whole else (np.ascontiguousarray(values, np.float32), 0)
 
 
 def units_of(volume: SeriesVolume, opts: DicomOptions) -> str:

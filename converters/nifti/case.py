@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from converters.dicom.arrays import INT16, integral, npy_bytes, rounded, to_int16, too_many
+from converters.dicom.arrays import INT16, integral, npy_bytes, rounded, stored_array, too_many
 from converters.dicom.geometry import RejectSeries
 from converters.dicom.label_volume import LabelVolume, overlap_stats
 from converters.dicom.orientation import axis_code, reorient_on
@@ -204,7 +204,7 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
     for place in sorted(sampled):
         stack.insert(place, sampled[place][0])
     out = stack[0] if len(stack) == 1 else np.stack(stack)
-    arr, clipped = to_int16(out) if whole else (np.ascontiguousarray(out), 0)
+    arr, clipped = stored_array(out, whole)
     spatial = list(arr.shape[-3:])
     meta: dict[str, Any] = {
         "source": case.image[1],
