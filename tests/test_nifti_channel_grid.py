@@ -151,6 +151,29 @@ def test_orientation_and_spacing_sample_the_pet_once_onto_the_final_grid(tmp_pat
     assert labels.shape == (4, 18, 20) and not labels[~reached].any() and labels[reached].any()
 
 
+def test_a_pet_stored_with_a_fourth_axis_of_one_is_sampled_as_a_3d_one(tmp_path):
+    """Some exporters write a 3D volume as (i, j, k, 1): it is read, placed and sampled as the 3D one."""
+    _studies(tmp_path / "src", cases=1, seg_on_pet=False)
+    pet = activity(_positions(PET_AFFINE, PET_SHAPE)).astype(np.float32)
+    save(tmp_path / "src" / "CHUM-000" / "PET.nii.gz", pet[..., None], PET_AFFINE)
+    convert_nifti(tmp_path / "src", tmp_path / "out", channel="CT,PET", resample_channels=True, keep_phi=True)
+    (sample,) = read_samples(tmp_path / "out").values()
+    arr, meta = load_volume(sample)
+    inside = _positions(AFFINE, (20, 18, 8))[..., OUTSIDE_SLICES:, :]
+    np.testing.assert_allclose(arr[1, OUTSIDE_SLICES:], zyx(activity(inside)), atol=2e-3)
+    assert meta["onto_grid"][0]["outside_voxels"] == OUTSIDE_SLICES * 18 * 20
+
+
+def test_a_mask_the_grid_never_reaches_rejects_its_case_naming_the_mask(tmp_path):
+    far = PET_AFFINE.copy()
+    far[2, 3] += 500.0
+    _studies(tmp_path / "src", cases=1, pet_affine=far)
+    save(tmp_path / "src" / "CHUM-000" / "PET.nii.gz", activity(_positions(PET_AFFINE, PET_SHAPE)).astype(np.float32),
+         PET_AFFINE)
+    with pytest.raises(ConvertError, match=r"\(1 x no voxel of its case's grid lies within this mask's extent\)"):
+        convert_nifti(tmp_path / "src", tmp_path / "out", channel="CT,PET", resample_channels=True, keep_phi=True)
+
+
 def test_a_pet_the_grid_never_reaches_rejects_its_case(tmp_path):
     far = PET_AFFINE.copy()
     far[2, 3] += 500.0
@@ -304,6 +327,7 @@ def test_hecktor_cases_say_which_channel_to_take(tmp_path):
     assert choose(files, 0) == ("the channels of this case are named (CT, PT), not numbered: pick one with "
                                 "--channel NAME")
     assert choose(files, "MR") == "no channel MR (--channel MR) in this case; its channels are CT, PT"
+    assert choose(files, "MR,CT,US") == "no channel MR, US (--channel MR,CT,US) in this case; its channels are CT, PT"
     assert choose(files, "PT").files == (files["PT"],) and not choose(files, "PT").stacked
     assert choose(files, "PT,CT").names == ("PT", "CT")
     assert choose({"PT": files["PT"], "CT": files["CT"]}, "all").names == ("CT", "PT")

@@ -11,7 +11,7 @@ file none of whose extent the grid reaches rejects the case."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,17 +28,13 @@ class OffGrid:
     """A file read on its own grid, to be sampled onto its case's grid once that grid is final."""
 
     values: np.ndarray  # (z, y, x)
-    grid: Grid
+    grid: Grid  # of those three axes: a file of one channel (a 4D file's axis of one is dropped when it is read)
     rel: str
     name: str  # the channel's name; "" for the mask
 
 
-def _spatial(grid: Grid) -> Grid:
-    return replace(grid, shape=tuple(grid.shape[:3]))
-
-
 def _outside(off: OffGrid, final: Grid) -> int:
-    outside = outside_grid(_spatial(off.grid), final)
+    outside = outside_grid(off.grid, final)
     if outside == math.prod(final.shape):
         raise RejectSeries(f"{off.rel}: no voxel of its case's grid lies within this "
                            f"{'channel' if off.name else 'mask'}'s extent")
@@ -53,16 +49,14 @@ def _entry(off: OffGrid, outside: int) -> dict[str, Any]:
 
 def channel_onto(off: OffGrid, final: Grid) -> tuple[np.ndarray, dict[str, Any]]:
     """A channel's float32 values at the voxels of `final` (linear), and its json entry."""
-    final = _spatial(final)
     outside = _outside(off, final)
     fill = float(off.values.min())
-    values = onto_grid(off.values, _spatial(off.grid), final, order=1, fill=fill)
+    values = onto_grid(off.values, off.grid, final, order=1, fill=fill)
     return values, {**_entry(off, outside), "outside_value": rounded(fill)}
 
 
 def mask_onto(off: OffGrid, final: Grid) -> tuple[np.ndarray, dict[str, Any]]:
     """A mask's class values at the voxels of `final` (nearest; 0 outside it), and its json entry."""
-    final = _spatial(final)
     outside = _outside(off, final)
-    nearest = onto_grid(off.values, _spatial(off.grid), final, order=0, fill=0.0)
+    nearest = onto_grid(off.values, off.grid, final, order=0, fill=0.0)
     return as_labels(nearest, off.values), _entry(off, outside)
