@@ -126,7 +126,8 @@ def test_the_manifest_says_how_channels_meet_the_grid(stacked):
 def test_without_the_flag_the_case_is_rejected_and_says_which_flag(stacked):
     root, _, _ = stacked
     with pytest.raises(ConvertError, match=r"all 2 input\(s\) were rejected \(2 x the channel's grid \(shape \[7, 10, "
-                       r"12\], spacing \[2.5, 1.4, 1.6\] mm, .*--resample-channels samples it onto that grid\)"):
+                       r"12\], spacing \[2.5, 1.4, 1.6\] mm, origin \[-84.4, -120.35, -292.5\]\) is not its case's "
+                       r"first channel's .*--resample-channels samples it onto that grid\)"):
         convert_nifti(root / "src", root / "strict", channel="CT,PET", keep_phi=True)
 
 

@@ -107,7 +107,9 @@ def _channel_files(case: CaseFiles, opts: NiftiOptions) -> CaseImage:
 
 
 def _described(grid: Grid) -> str:
-    return f"shape {list(grid.shape)}, spacing {rounded(grid.spacing)} mm, origin {rounded(grid.origin)}"
+    """A grid in a reason: its numbers to 0.001 mm (a header's float32 values print as -84.400002 otherwise)."""
+    return (f"shape {list(grid.shape)}, spacing {[round(float(v), 3) for v in grid.spacing]} mm, origin "
+            f"{[round(float(v), 3) for v in grid.origin]}")
 
 
 def _read_mask(path: str, rel: str, grid: Grid, max_voxels: int | None = None
