@@ -20,6 +20,7 @@ from fastdata.errors import require
 
 _CODE_STRING = re.compile(r"[A-Z0-9_ ]{0,16}")  # DICOM PS3.5 6.2, VR CS
 
+
 def _floats(value: Any, n: int) -> tuple[float, ...] | None:
     if value is None:
         return None
@@ -119,8 +120,8 @@ def pixels(ds: Any, rel: str) -> np.ndarray:
     return arr
 
 
-def read_slices(files: tuple[tuple[str, str], ...], max_voxels: int,
-          acquisitions: bool) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str], datetime | None]:
+def read_slices(files: tuple[tuple[str, str], ...], max_voxels: int, acquisitions: bool
+                ) -> tuple[list[Slice], list[np.ndarray], Any, set[str], dict[str, str], datetime | None]:
     """The series' slices, their stored pixels, its first dataset, its transfer syntaxes, {file name:
     SOPInstanceUID} and, with `acquisitions` (--suv), the earliest acquisition of its files (pet.py; None when none
     says, and without it)."""

@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from converters.nifti.channels import ALL, picked
+from converters.nifti.channels import ALL, absent_reason, picked, several_reason
 from converters.nifti.options import NiftiOptions
 from converters.sample import Rejection, WorkItem
 
@@ -205,13 +205,11 @@ class CaseFolders:
                       "their file names add to the name they share, and whole file names may name a patient; "
                       "convert with --keep-phi")
         elif names:
-            absent = ", ".join(n for n in names if n not in channels)
-            reason = f"no channel {absent} (--channel {wanted}) in this case; its channels are {listed}"
+            reason = absent_reason([n for n in names if n not in channels], wanted, listed)  # type: ignore[arg-type]
         elif self.named:
             reason = f"no channel {wanted!r} (--channel) in this case; its channels are {listed}"  # NAME: the user's
         else:
-            reason = (f"a case of {len(channels)} channel files ({listed}); pick one by name with --channel NAME, "
-                      "stack some with --channel NAME,NAME or all of them with --channel all")
+            reason = several_reason(len(channels), listed)
         self.rejected.append(Rejection(split, first[1], reason))
         if mask is not None:
             self.rejected.append(Rejection(split, mask[1], "the mask of a case that was rejected"))

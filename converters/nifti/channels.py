@@ -26,6 +26,17 @@ def stacks(channel: int | str | None) -> bool:
     return channel == ALL or bool(picked(channel))
 
 
+def absent_reason(absent: list[str], channel: str, listed: str) -> str:
+    """Why a case lacking some channels `--channel NAME,NAME` (or NAME) names is rejected; `listed`: its channels."""
+    return f"no channel {', '.join(absent)} (--channel {channel}) in this case; its channels are {listed}"
+
+
+def several_reason(count: int, listed: str) -> str:
+    """Why a case of several named channel files is rejected without --channel."""
+    return (f"a case of {count} channel files ({listed}); pick one by name with --channel NAME, stack some with "
+            "--channel NAME,NAME or all of them with --channel all")
+
+
 def numbered(count: int, info: DatasetInfo) -> tuple[str, ...]:
     """Names of a 4D file's `count` channels: dataset.json's where it names exactly as many, else 0, 1, ..."""
     if count > 1 and sorted(info.modalities) == list(range(count)):

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from converters.nifti.case_folders import File, stem
-from converters.nifti.channels import ALL, picked
+from converters.nifti.channels import ALL, absent_reason, picked, several_reason
 
 NAMED_FILE = re.compile(r"^(.+)__([A-Za-z][A-Za-z0-9+\-]{0,31})$")  # CHUM-001__CT: the case, then its channel
 
@@ -55,12 +55,11 @@ def choose(files: dict[str, File], channel: int | str | None) -> Choice | str:
         names = tuple(sorted(files))
         return Choice(ALL, tuple(files[n] for n in names), names)
     if channel is None:
-        return (f"a case of {len(files)} channel files ({listed}); pick one by name with --channel NAME, stack some "
-                "with --channel NAME,NAME or all of them with --channel all")
+        return several_reason(len(files), listed)
     if isinstance(channel, int):
         return f"the channels of this case are named ({listed}), not numbered: pick one with --channel NAME"
     names = picked(channel) or (channel,)
     absent = [n for n in names if n not in files]
     if absent:
-        return f"no channel {', '.join(absent)} (--channel {channel}) in this case; its channels are {listed}"
+        return absent_reason(absent, channel, listed)
     return Choice(channel, tuple(files[n] for n in names), names)
