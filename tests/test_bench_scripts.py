@@ -456,6 +456,26 @@ def test_dali_stages_times_the_producer_per_variant_in_child_processes(tmp_path,
         dali_stages.main(["--shards", str(tmp_path / "missing")])
 
 
+def test_dali_stages_reads_wall_and_cpu_times_in_one_snapshot():
+    """A call that ends while the times are read (the producer can still be in DALI after the loader's close) counts
+    in both or in neither: CPU above wall failed the test above once, in CI."""
+    from benchmarks import dali_stages
+
+    timers = dali_stages.Timers()
+    timers.calls["submit"] = 2
+    got = []
+    with timers._lock:  # a timed call ending: it holds the lock while it adds its wall and CPU seconds
+        reader = threading.Thread(target=lambda: got.append(timers.both_per_batch()))
+        reader.start()
+        reader.join(0.2)
+        assert got == []  # waiting for the call to finish adding
+        timers.wall["feed_input"] += 0.004
+        timers.cpu["feed_input"] += 0.002
+    reader.join(5)
+    ((wall, cpu),) = got
+    assert wall["feed_input"] == 2.0 and cpu["feed_input"] == 1.0
+
+
 def test_dali_stages_variants_of_the_backend_or_its_options(monkeypatch):
     pytest.importorskip("nvidia.dali")
     from benchmarks import dali_stages
