@@ -104,3 +104,32 @@ def test_a_class_folder_named_jpg_or_a_stray_imagelabels_file_is_no_flowers102(t
     make_image(other / "a" / "x.jpg", seed=3)
     savemat(other / "imagelabels.mat", {"labels": np.array([[1.0]])})  # no jpg/ beside it
     assert convert_images(other, tmp_path / "out3").manifest.classes == ("a",)
+
+
+def test_the_mat_files_are_read_for_their_variables_only_and_a_file_too_large_is_named(tmp_path: Path,
+                                                                                     monkeypatch):
+    from converters.images import flowers102
+
+    src = flowers(tmp_path, [1, 2, 3], {"trnid": [1], "valid": [2], "tstid": [3]})
+    asked = []
+    real = flowers102.load_mat
+
+    def spy(path, variables, **kw):
+        asked.append((path.name, variables))
+        return real(path, variables, **kw)
+
+    monkeypatch.setattr(flowers102, "load_mat", spy)
+    assert convert_images(src, tmp_path / "out").manifest.splits["test"].samples == 1
+    assert asked == [("imagelabels.mat", ["labels"]), ("setid.mat", ["trnid", "valid", "tstid"])]
+    monkeypatch.setattr(flowers102, "MAX_FILE", (src / "setid.mat").stat().st_size - 1)
+    monkeypatch.setattr(flowers102, "load_mat", real)
+    savemat(src / "imagelabels.mat", {"labels": np.array([[1, 2, 3]], dtype=np.float64)})
+    with pytest.raises(ConvertError, match=r"setid.mat: a file of \d+ bytes, more than Flowers-102's setid.mat has"):
+        convert_images(src, tmp_path / "out2")
+    savemat(src / "imagelabels.mat", {"labels": np.array([list(range(1, 40))], dtype=np.float64)})
+    with pytest.raises(ConvertError, match=r"imagelabels.mat: a file of \d+ bytes, more than Flowers-102's "
+                                           r"imagelabels.mat has"):
+        convert_images(src, tmp_path / "out3")
+    savemat(src / "imagelabels.mat", {})
+    with pytest.raises(ConvertError, match=r"^imagelabels.mat: no 'labels' of image numbers \(variables held: none\)$"):
+        convert_images(src, tmp_path / "out4")

@@ -98,6 +98,10 @@ def test_a_grey_matlab_file_with_labels_as_doubles_converts_and_split_comes_from
      "no images: 'X' is no uint8 array of [rows, columns, 1 or 3 channels, images] (uint8 [32, 32, 2, 2])"),
     ({"images": np.zeros((32, 32, 3, 2), np.uint8)}, "no images: 'X' is no uint8 array of [rows, columns, 1 or 3 "
                                                      "channels, images] (NoneType)"),
+    ({"X": np.zeros((0, 32, 3, 2), np.uint8), "y": np.ones((2, 1))},
+     "no images: 'X' is no uint8 array of [rows, columns, 1 or 3 channels, images] (uint8 [0, 32, 3, 2])"),
+    ({"X": np.zeros((32, 0, 3, 2), np.uint8), "y": np.ones((2, 1))},
+     "no images: 'X' is no uint8 array of [rows, columns, 1 or 3 channels, images] (uint8 [32, 0, 3, 2])"),
     ({"X": np.zeros((32, 32, 3, 2), np.uint8), "y": np.ones((3, 1))}, "2 images and 3 labels in 'y'"),
     ({"X": np.zeros((32, 32, 3, 2), np.uint8), "y": "ab"}, "'y' is no array of numbers (<U2 array)"),
     ({"X": np.zeros((32, 32, 3, 2), np.uint8)}, "no labels: the file holds no 'y'; --unlabeled converts it without "
@@ -333,3 +337,58 @@ def test_a_cifar_meta_file_given_as_the_source_is_told_to_convert_its_folder(tmp
     meta = write_cifar10(tmp_path / "cifar", small_photos(3, 32), [0, 1, 2], test=1) / "batches.meta"
     assert cli(["convert", str(meta), str(tmp_path / "dst"), "--no-progress"]) != 0
     assert f"{meta} is a CIFAR meta file: images are converted from a folder" in capsys.readouterr().err
+
+
+def test_only_the_variables_asked_for_are_loaded_and_a_failure_says_what_scipy_said(tmp_path: Path, monkeypatch):
+    import scipy.io
+
+    from converters import mat_files
+    from converters.images import svhn
+    from converters.table_files import TableError
+
+    path = svhn_file(tmp_path / "train_32x32.mat", small_photos(2, 32), [1, 2], weights=np.zeros((64, 64)))
+    held = mat_files.load_mat(path, ["X"], limit=1 << 20, what="a file")
+    assert sorted(k for k in held if not k.startswith("__")) == ["X"]
+    asked = []
+    real = svhn.load_mat
+
+    def spy(p, variables, **kw):
+        asked.append(variables)
+        return real(p, variables, **kw)
+
+    monkeypatch.setattr(svhn, "load_mat", spy)
+    assert svhn.read_digits(path, labelled=True).labels == [1, 2]
+    assert asked == [["X", "y"]]
+    for raised, reason in ((EOFError(), "EOFError"), (ValueError("v" * 300), "v" * 120)):
+        def fail(*args, exc=raised, **kwargs):
+            raise exc
+        monkeypatch.setattr(scipy.io, "loadmat", fail)
+        with pytest.raises(TableError) as err:
+            mat_files.load_mat(path, ["X"], limit=1 << 20, what="a file")
+        assert str(err.value) == f"not a MATLAB 5 file: {reason}"
+    (tmp_path / "folder.mat").mkdir()  # unreadable as a file: no MATLAB file
+    (tmp_path / "gone.mat").symlink_to(tmp_path / "nowhere.mat")
+    assert mat_files.is_mat(path) and not mat_files.is_mat(tmp_path / "folder.mat")
+    assert not mat_files.is_mat(tmp_path / "gone.mat")
+
+
+def test_labels_that_are_none_of_them_class_ids_are_each_recorded(tmp_path: Path):
+    from converters.images import svhn
+
+    path = svhn_file(tmp_path / "notmnist_test.mat", small_photos(2, 32), None, y=np.array([[2.5], [0.5]]))
+    assert svhn.read_digits(path, labelled=True).labels == [None, None]  # no digits at all: no SVHN 10 to read as 0
+    with pytest.raises(Exception, match=r"^'y' is no array of numbers \(NoneType\)$"):
+        svhn._labels(None, 2)
+
+
+def test_an_stl10_file_that_cannot_be_read_is_said_or_no_dataset(tmp_path: Path):
+    from converters.images import stl10
+    from converters.table_files import TableError
+
+    (tmp_path / "test_y.bin").mkdir()  # it has a size, and cannot be read as a file
+    with pytest.raises(TableError, match=r"^test_y.bin is unreadable: \[Errno 21\] Is a directory"):
+        stl10.labels(tmp_path / "test_y.bin", 1, 10, cut=True)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "train_X.bin").symlink_to(tmp_path / "nowhere.bin")
+    assert not IMAGES.detect(other) and not stl10.is_images_file(other / "train_X.bin")

@@ -17,6 +17,7 @@ from conftest_stacks import pet_ct  # noqa: E402
 
 import fastdata  # noqa: E402
 from fastdata.volumes.augment import normalise  # noqa: E402
+from fastdata.volumes.channel_values import bounds, check_channel_counts  # noqa: E402
 from fastdata.volumes.options import VolumeLoaderOptions  # noqa: E402
 from fastdata.volumes.patches import crop  # noqa: E402
 
@@ -100,6 +101,7 @@ def test_a_count_other_than_the_channels_is_refused(stack, tmp_path):
 @pytest.mark.parametrize("options", [dict(pad_value=()), dict(pad_value=(float("nan"), 0.0)),
                                      dict(pad_value=(0.0, 1e9)), dict(pad_value=("a", 0.0)),
                                      dict(window=((0.0, 1.0), (2.0, 1.0))), dict(window=((0.0, 1.0), (0.0,))),
+                                     dict(window=[(0.0, 1.0), 5.0]),
                                      dict(window=((0.0, float("inf")), (0.0, 1.0))),
                                      dict(zscore=((0.0, 1.0), (0.0, 0.0))), dict(zscore=((0.0, 1.0), (0.0,))),
                                      dict(clip=((0.0, 1.0), (1.0, 1.0)), zscore=True)])
@@ -118,3 +120,40 @@ def test_per_channel_values_given_deliberately_are_not_warned_of(stack, caplog):
     with caplog.at_level(logging.WARNING, logger="fastdata.volumes.options"):
         fastdata.loader(str(out), patch_size=(8, 8, 8), batch_size=1, train=False, pad_value=PADS, window=WINDOWS)
     assert "Hounsfield" not in caplog.text
+
+
+def test_values_read_from_json_or_yaml_lists_are_held_as_tuples():
+    options = VolumeLoaderOptions(pad_value=[-1024.0, 0.0], window=[[-1000.0, 1000.0], (900.0, 1100.0)])
+    assert options.pad_value == PADS and isinstance(options.pad_value, tuple)
+    assert options.window == WINDOWS and all(isinstance(pair, tuple) for pair in options.window)
+    zscored = VolumeLoaderOptions(zscore=[0.0, 1.0], clip=[[-1000.0, 1000.0], [0.0, 15.0]])
+    assert zscored.zscore == (0.0, 1.0) and isinstance(zscored.zscore, tuple)
+    assert zscored.clip == ((-1000.0, 1000.0), (0.0, 15.0)) and all(isinstance(pair, tuple) for pair in zscored.clip)
+    mixed = VolumeLoaderOptions(window=[(-1000.0, 1000.0), [900.0, 1100.0]], pad_value=-5.0)
+    assert mixed.window == WINDOWS and all(isinstance(pair, tuple) for pair in mixed.window)
+    assert mixed.pad_value == -5.0
+
+
+def test_a_count_refusal_names_the_value_cut_and_what_every_channel_takes():
+    many = VolumeLoaderOptions(pad_value=tuple(float(i) for i in range(100)))
+    with pytest.raises(ValueError) as raised:
+        check_channel_counts(many, ("CT", "PT"))
+    text = str(raised.value)
+    given, rule = text.split(" is not allowed; ")
+    assert given.startswith("pad_value=(0.0, 1.0, 2.0, ") and len(given) == len("pad_value=") + 200
+    assert given.endswith("...")
+    assert rule == ("pad_value must be one number for every channel, or one number per channel: "
+                    "the volumes have 2 channels (CT, PT)")
+    with pytest.raises(ValueError) as raised:
+        check_channel_counts(VolumeLoaderOptions(window=((0.0, 1.0),) * 3), ("CT", "PT"))
+    assert str(raised.value) == ("window=((0.0, 1.0), (0.0, 1.0), (0.0, 1.0)) is not allowed; window must be one "
+                                 "pair for every channel, or one pair per channel: the volumes have 2 channels "
+                                 "(CT, PT)")
+
+
+def test_per_channel_bounds_are_channel_tensors_of_the_batch_dtype():
+    x = torch.zeros(2, 2, 3, 3, 3, dtype=torch.float64)
+    low, high = bounds(WINDOWS, x)
+    assert low.shape == high.shape == (1, 2, 1, 1, 1) and low.dtype == high.dtype == torch.float64
+    assert low.flatten().tolist() == [-1000.0, 900.0] and high.flatten().tolist() == [1000.0, 1100.0]
+    assert bounds((0.0, 1.0), x) == (0.0, 1.0)
