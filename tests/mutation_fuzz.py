@@ -683,7 +683,8 @@ def _pairs_and_mghs(folder: Path, image: Any, mask: Any) -> list[Path]:
 def _petct(folder: Path, image: Any, mask: Any) -> list[Path]:
     """A case folder of a CT, and a PET with its mask on a coarser grid of their own, reversed in x: with
     --resample-channels (which the nifti target draws) the PET and the mask are sampled onto the CT's grid. And the
-    same CT and PET named as HECKTOR 2022 names them, their mask on the CT's grid."""
+    same CT and PET named as HECKTOR 2022 names them, their mask on the CT's grid; and two such cases in one folder
+    as HECKTOR 2021's files lie when taken out of their folders (CASE_ct, CASE_pt, CASE_ct_seg)."""
     import numpy as np
     from conftest_nifti import save
 
@@ -694,7 +695,10 @@ def _petct(folder: Path, image: Any, mask: Any) -> list[Path]:
             save(case / "Doe_Jane_seg.nii.gz", mask[::2, ::2], pet),
             save(hecktor / "imagesTr" / "Doe_Jane__CT.nii.gz", image),
             save(hecktor / "imagesTr" / "Doe_Jane__PT.nii.gz", image[::2, ::2], pet),
-            save(hecktor / "labelsTr" / "Doe_Jane.nii.gz", mask)]
+            save(hecktor / "labelsTr" / "Doe_Jane.nii.gz", mask),
+            *[save(folder.parent / "flat" / "hecktor_nii" / f"{name}_{what}.nii.gz", *data)
+              for name in ("Doe_Jane", "Smith_Ann")
+              for what, data in (("ct", (image,)), ("pt", (image[::2, ::2], pet)), ("ct_seg", (mask,)))]]
 
 
 def _mincs(folder: Path, image: Any, mask: Any) -> list[Path]:

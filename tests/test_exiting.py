@@ -29,14 +29,17 @@ def test_hooks_run_lower_order_first_after_exiting_is_set(fresh, caplog):
                 raise RuntimeError("boom")
         return run
 
+    failing = hook("failing")
     fresh.on_exit(hook("producers"), fresh.STOP_PRODUCERS)
-    fresh.on_exit(hook("failing"), fresh.ABANDON_DOWNLOADS)
+    fresh.on_exit(failing, fresh.ABANDON_DOWNLOADS)
     fresh.on_exit(hook("downloads"), fresh.ABANDON_DOWNLOADS)
     assert not fresh.EXITING.is_set()
     with caplog.at_level(logging.ERROR, logger="fastdata.exiting"):
         fresh._run_hooks()
     assert ran == [("failing", True), ("downloads", True), ("producers", True)]
-    assert "exit hook" in caplog.text and "failed" in caplog.text and "boom" in caplog.text
+    [record] = caplog.records
+    assert record.getMessage() == f"exit hook {failing!r} failed" and record.levelno == logging.ERROR
+    assert isinstance(record.exc_info[1], RuntimeError) and str(record.exc_info[1]) == "boom"
 
 
 def test_work_is_abandoned_only_once_the_process_exits(fresh):

@@ -6,7 +6,10 @@ KiTS's `case_00000/imaging.nii.gz` + `segmentation.nii.gz`, BraTS's `BraTS20_Tra
 files share (flair, t1, t1ce, t2); `--channel NAME` picks one, and with it every folder is one case, masked or not
 (BraTS's validation set). Without a mask or a channel name, each file is a case of its own. A folder of several
 masks pairs each with the one image whose name is the mask's without its mask word, give or take a first or last
-word of the image's: LiTS's `segmentation-0.nii` with `volume-0.nii`, `liver_seg.nii.gz` with `liver.nii.gz`.
+word of the image's: LiTS's `segmentation-0.nii` with `volume-0.nii`, `liver_seg.nii.gz` with `liver.nii.gz`;
+with `--channel`, a mask there takes the channel files named as it is plus a last word (HECKTOR 2021's
+`CHGJ007_ct`, `CHGJ007_pt` and `CHGJ007_ct_gtvt` in one folder: `case_groups`), and a folder without masks of
+such files is a case a name (`unmasked_groups`).
 A mask-named folder beside one image holds that image's per-structure masks (TotalSegmentator's `segmentations/`):
 such cases are gathered here and made into work items once the classes of every split are known
 (converters/nifti/structures.py).
@@ -109,6 +112,54 @@ def pair_files(images: list[File], masks: list[File],
     return pairs, sorted((f for f in images + masks if f not in paired), key=lambda f: f[1])
 
 
+def _by_name_less_last_word(images: list[File]) -> dict[str, list[File]]:
+    by_name: dict[str, list[File]] = defaultdict(list)
+    for image in images:
+        words = _tokens(image[1])
+        if len(words) > 1:
+            by_name["_".join(words[:-1])].append(image)
+    return by_name
+
+
+def unmasked_groups(images: list[File]) -> list[list[File]] | None:
+    """Cases of channel files in one folder without masks (HECKTOR's test cases, `CHGJ100_ct` and `CHGJ100_pt`
+    beside `CHGJ101_ct` and `CHGJ101_pt`): the images grouped by their names less the last word, where there are
+    several groups, every image is in one, and every group's last words are the same (ct and pt); else None (the
+    folder is one case: `t1_pre`, `t1_post` and `t2_fse` are not two)."""
+    by_name = _by_name_less_last_word(images)
+    if len(by_name) < 2 or sum(map(len, by_name.values())) != len(images):
+        return None
+    words = {tuple(sorted(_tokens(rel)[-1] for _, rel in group)) for group in by_name.values()}
+    return [by_name[name] for name in sorted(by_name)] if len(words) == 1 else None
+
+
+def case_groups(images: list[File], masks: list[File],
+                mask_words: MaskWords = DEFAULT_WORDS) -> tuple[list[tuple[File, list[File]]], list[File]]:
+    """Cases of channel files lying in one folder with their masks (HECKTOR 2021's `CHGJ007_ct`, `CHGJ007_pt` and
+    `CHGJ007_ct_gtvt` beside the next case's files; BraTS's files taken out of their folders): (mask, its images)
+    for each mask, and the files of no case. A mask's images are those whose names less their last word are the
+    mask's name less its mask word; or, where one of them is named as the mask is less its mask word (a mask named
+    after one channel, `_ct_gtvt`), that name less its last word. Images two masks would take, and those masks,
+    are of no case."""
+    by_name = _by_name_less_last_word(images)
+    found: list[tuple[File, list[File]]] = []
+    for mask in masks:
+        words = [t for t in _tokens(mask[1]) if not mask_words.is_word(t)]
+        group = by_name.get("_".join(words))
+        if not group:  # a mask named after one of its case's channels (CHGJ007_ct_gtvt): that channel's case
+            siblings = by_name.get("_".join(words[:-1]), [])
+            group = siblings if any(_tokens(rel) == words for _, rel in siblings) else None
+        if group:
+            found.append((mask, group))
+    taken = defaultdict(int)
+    for _, group in found:
+        for image in group:
+            taken[image] += 1
+    groups = [(mask, group) for mask, group in found if all(taken[image] == 1 for image in group)]
+    grouped = {f for mask, group in groups for f in (mask, *group)}
+    return groups, sorted((f for f in images + masks if f not in grouped), key=lambda f: f[1])
+
+
 class CaseFolders:
     """Turns the NIfTI files of one split into cases; `make_item(split, image, mask, channel)` makes a work item
     (channel: a 4D image's channel number, the channel name the user picked, or None)."""
@@ -163,21 +214,38 @@ class CaseFolders:
                                               f"are paired with images in {LAYOUTS}")
         masks = [f for f in files if self.words.is_mask(f[1])]
         images = [f for f in files if not self.words.is_mask(f[1])]
-        if len(masks) > 1 and self.named:
-            return self._reject(split, files, f"{len(masks)} masks in one folder: a case of channels (--channel "
-                                              f"{self.options.channel}) has one mask; {LAYOUTS}")
         if len(masks) > 1:
-            pairs, rest = pair_files(images, masks, self.words)
-            self._reject(split, rest, f"not paired by name in a folder of {len(masks)} masks: a mask pairs with the "
-                                      "one image named as it is without its mask word (segmentation-0 and volume-0, "
-                                      f"liver_seg and liver); or {LAYOUTS}")
-            return [self.make_item(split, image, mask, self.options.channel) for image, mask in pairs]
+            return self._cases_in_one_folder(split, images, masks)
         mask = masks[0] if masks else None
         if mask is not None and not images:
             return self._reject(split, files, "a mask without an image beside it")
         if mask is None and not self.named:
             return [self.make_item(split, image, None, self.options.channel) for image in images]
+        groups = unmasked_groups(images) if mask is None else None
+        if groups is not None:
+            return [item for group in groups for item in self._case(split, group, None)]
         return self._case(split, images, mask)
+
+    def _cases_in_one_folder(self, split: str, images: list[File], masks: list[File]) -> list[WorkItem]:
+        """A folder of several masks: cases of channel files (`case_groups`), then, without --channel NAME, images
+        paired one to one with their masks (`pair_files`)."""
+        groups, rest = case_groups(images, masks, self.words)
+        if self.named:
+            self._reject(split, rest, f"in no case of channels in a folder of {len(masks)} masks: a case's channel "
+                                      "files are named as its mask is without its mask word, plus a last word "
+                                      f"(CHGJ007_ct and CHGJ007_pt with CHGJ007_ct_gtvt); or {LAYOUTS}")
+            return [item for mask, group in groups for item in self._case(split, group, mask)]
+        out: list[WorkItem] = []
+        for mask, group in groups:
+            if len(group) > 1:  # rejected by _case, saying which --channel to give
+                out.extend(self._case(split, group, mask))
+        several = {f for mask, group in groups if len(group) > 1 for f in (mask, *group)}
+        pairs, rest = pair_files([f for f in images if f not in several], [f for f in masks if f not in several],
+                                 self.words)
+        self._reject(split, rest, f"not paired by name in a folder of {len(masks)} masks: a mask pairs with the "
+                                  "one image named as it is without its mask word (segmentation-0 and volume-0, "
+                                  f"liver_seg and liver); or {LAYOUTS}")
+        return out + [self.make_item(split, image, mask, self.options.channel) for image, mask in pairs]
 
     def _case(self, split: str, images: list[File], mask: File | None) -> list[WorkItem]:
         channels = channel_names(images, mask)
