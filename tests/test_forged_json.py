@@ -23,7 +23,8 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    (HUGE, "unreadable JSON: Exceeds the limit (4300 digits)"), (f'{{"n": {HUGE}}}', "Exceeds the limit"),
+    (HUGE, "unreadable JSON: Exceeds the limit (4300"),  # Python 3.11+: "(4300 digits)"; 3.10: "(4300) for"
+    (f'{{"n": {HUGE}}}', "Exceeds the limit"),
     (DEEP, "JSON nested too deeply to read"), ('{"a": 1', "invalid JSON: Expecting ',' delimiter at line 1"),
     (b"\xff\xfe\x00", "unreadable JSON"), ("", "invalid JSON: Expecting value at line 1 column 1"),
 ])

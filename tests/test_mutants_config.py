@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
+    if sys.version_info < (3, 11):  # the script reads pyproject.toml with mutmut's `toml` there, not tomllib
+        pytest.importorskip("toml", reason="Python 3.10: `make mutants` installs mutmut, which brings toml")
     spec = importlib.util.spec_from_file_location("mutants_script", ROOT / "scripts" / "mutants.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
