@@ -93,7 +93,8 @@ def test_bytes_are_no_source():
         expand(bytearray(b"x"))
 
 
-@pytest.mark.parametrize("name, why", [("a" * 5000, "File name too long"), ("ds\x00", "embedded null byte")])
+@pytest.mark.parametrize("name, why", [("a" * 5000, "File name too long"),
+                                       ("ds\x00", "(stat: )?embedded null (byte|character in path)")])  # 3.13: stat
 def test_a_path_the_system_cannot_open_is_refused_with_its_reason(tmp_path: Path, name, why):
     """A 5,000-character name raised OSError ENAMETOOLONG from Path.exists(); a NUL passed as 'does not exist'."""
     import fastdata
