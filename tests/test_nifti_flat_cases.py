@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("nibabel")
 pytest.importorskip("scipy")
 
-from conftest_dicom import load_volume, read_samples  # noqa: E402
+from conftest_dicom import load_volume, read_samples, reasons_by_path  # noqa: E402
 from conftest_nifti import AFFINE, case, convert_nifti, load_mask, save, zyx  # noqa: E402
 from test_nifti_channel_grid import OUTSIDE_SLICES, PET_AFFINE, PET_SHAPE, _positions, activity  # noqa: E402
 
@@ -104,10 +104,14 @@ def test_files_of_no_case_and_images_two_masks_would_take_are_rejected(tmp_path)
     reason = ("in no case of channels in a folder of 4 masks: a case's channel files are named as its mask is "
               "without its mask word, plus a last word (CHGJ007_ct and CHGJ007_pt with CHGJ007_ct_gtvt); or one "
               "case per folder, or the imagesTr/labelsTr layout (docs/volumes.md)")
-    assert {r["source"]: r["reason"] for r in result.rejected} == {name: reason for name in (
-        "CHGJ008_ct.nii.gz", "CHGJ008_ct_gtvt.nii.gz", "CHGJ008_pt.nii.gz", "CHGJ008_pt_gtvt.nii.gz",
-        "other_seg.nii.gz", "scout.nii.gz")}
+    rejected = {name: reason for name in ("CHGJ008_ct.nii.gz", "CHGJ008_ct_gtvt.nii.gz", "CHGJ008_pt.nii.gz",
+                                          "CHGJ008_pt_gtvt.nii.gz", "other_seg.nii.gz", "scout.nii.gz")}
+    assert {r["source"]: r["reason"] for r in result.rejected} == rejected
     assert list(_by_source(tmp_path / "out")) == ["CHGJ007_ct.nii.gz"]
+    private = convert_nifti(src, tmp_path / "private", channel="ct,pt", mask_words=("gtvt",), resample_channels=True)
+    assert reasons_by_path(private) == rejected  # by pseudonym in the dataset, by path in the private report only
+    written = "".join(p.read_text(errors="replace") for p in (tmp_path / "private").rglob("*") if p.is_file())
+    assert not any(name in written for name in ("CHGJ008", "scout", "other_seg"))
 
 
 def test_test_cases_without_masks_in_one_folder_are_a_case_each(tmp_path):
