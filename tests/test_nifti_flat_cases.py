@@ -155,3 +155,39 @@ def test_which_images_make_cases_of_channels():
     assert [(m[1], [f[1] for f in g]) for m, g in near] == [  # case_3's mask takes no case_2: no case_3 image
         ("case_1_seg.nii.gz", ["case_1_t1.nii.gz", "case_1_t2.nii.gz"]),
         ("case_4_ct_seg.nii.gz", ["case_4_ct.nii.gz"])]  # named after its channel: that channel's case
+
+
+def test_cases_of_one_channel_file_in_the_folder_keep_their_masks(tmp_path):
+    src = tmp_path / "hecktor_nii"
+    made = {}
+    for n, name in enumerate(("CHGJ009", "CHGJ010")):  # CT only: each mask is named after its case's one channel
+        made[name] = case(n)
+        save(src / f"{name}_ct.nii.gz", made[name][0])
+        save(src / f"{name}_ct_gtvt.nii.gz", made[name][1])
+    every = convert_nifti(src, tmp_path / "all", channel="all", mask_words=("gtvt",), keep_phi=True)
+    assert every.rejected == []
+    samples = _by_source(tmp_path / "all")
+    for name, (image, mask) in made.items():
+        arr, meta = load_volume(samples[f"{name}_ct.nii.gz"])
+        assert meta["label"] == f"{name}_ct_gtvt.nii.gz"
+        np.testing.assert_array_equal(arr, zyx(image))
+        np.testing.assert_array_equal(load_mask(samples[f"{name}_ct.nii.gz"]), zyx(mask))
+    _hecktor_2021(src, names=("CHGJ007",))  # beside a case of two channels, without --channel: the CT-only cases pair
+    plain = convert_nifti(src, tmp_path / "plain", mask_words=("gtvt",), keep_phi=True)
+    assert [r["source"] for r in plain.rejected] == ["CHGJ007_ct.nii.gz", "CHGJ007_ct_gtvt.nii.gz"]
+    samples = _by_source(tmp_path / "plain")
+    assert sorted(samples) == ["CHGJ009_ct.nii.gz", "CHGJ010_ct.nii.gz"]
+    for name, (_, mask) in made.items():
+        assert load_volume(samples[f"{name}_ct.nii.gz"])[1]["label"] == f"{name}_ct_gtvt.nii.gz"
+        np.testing.assert_array_equal(load_mask(samples[f"{name}_ct.nii.gz"]), zyx(mask))
+
+
+def test_a_case_that_fails_to_convert_is_rejected_in_its_own_split(tmp_path):
+    made = _hecktor_2021(tmp_path / "src" / "train", names=("CHGJ007", "CHGJ008"))
+    _hecktor_2021(tmp_path / "src" / "val", names=("CHGJ020", "CHGJ021"))
+    (tmp_path / "src" / "val" / "CHGJ021_pt.nii.gz").write_bytes(b"\x1f\x8b not a volume")
+    result = convert_nifti(tmp_path / "src", tmp_path / "out", channel="ct,pt", mask_words=("gtvt",),
+                           resample_channels=True, keep_phi=True)
+    assert [(r["split"], r["source"]) for r in result.rejected] == [("val", "val/CHGJ021_ct.nii.gz")]
+    assert sorted(_by_source(tmp_path / "out")) == [f"train/{name}_ct.nii.gz" for name in sorted(made)]
+    assert list(_by_source(tmp_path / "out", "val")) == ["val/CHGJ020_ct.nii.gz"]
