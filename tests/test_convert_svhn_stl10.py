@@ -374,10 +374,11 @@ def test_only_the_variables_asked_for_are_loaded_and_a_failure_says_what_scipy_s
 
 def test_labels_that_are_none_of_them_class_ids_are_each_recorded(tmp_path: Path):
     from converters.images import svhn
+    from converters.table_files import TableError
 
     path = svhn_file(tmp_path / "notmnist_test.mat", small_photos(2, 32), None, y=np.array([[2.5], [0.5]]))
     assert svhn.read_digits(path, labelled=True).labels == [None, None]  # no digits at all: no SVHN 10 to read as 0
-    with pytest.raises(Exception, match=r"^'y' is no array of numbers \(str\)$"):
+    with pytest.raises(TableError, match=r"^'y' is no array of numbers \(str\)$"):
         svhn._labels("12", 2)
 
 
