@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -151,10 +151,7 @@ def case_groups(images: list[File], masks: list[File],
             group = siblings if any(_tokens(rel) == words for _, rel in siblings) else None
         if group:
             found.append((mask, group))
-    taken = defaultdict(int)
-    for _, group in found:
-        for image in group:
-            taken[image] += 1
+    taken = Counter(image for _, group in found for image in group)
     groups = [(mask, group) for mask, group in found if all(taken[image] == 1 for image in group)]
     grouped = {f for mask, group in groups for f in (mask, *group)}
     return groups, sorted((f for f in images + masks if f not in grouped), key=lambda f: f[1])
@@ -235,12 +232,10 @@ class CaseFolders:
                                       "files are named as its mask is without its mask word, plus a last word "
                                       f"(CHGJ007_ct and CHGJ007_pt with CHGJ007_ct_gtvt); or {LAYOUTS}")
             return [item for mask, group in groups for item in self._case(split, group, mask)]
-        out: list[WorkItem] = []
-        for mask, group in groups:
-            if len(group) > 1:  # rejected by _case, saying which --channel to give
-                out.extend(self._case(split, group, mask))
-        several = {f for mask, group in groups if len(group) > 1 for f in (mask, *group)}
-        pairs, rest = pair_files([f for f in images if f not in several], [f for f in masks if f not in several],
+        several = [(mask, group) for mask, group in groups if len(group) > 1]  # _case rejects each, naming --channel
+        out = [item for mask, group in several for item in self._case(split, group, mask)]
+        cased = {f for mask, group in several for f in (mask, *group)}
+        pairs, rest = pair_files([f for f in images if f not in cased], [f for f in masks if f not in cased],
                                  self.words)
         self._reject(split, rest, f"not paired by name in a folder of {len(masks)} masks: a mask pairs with the "
                                   "one image named as it is without its mask word (segmentation-0 and volume-0, "
