@@ -18,7 +18,7 @@ class WorkItem:
     split: str
     rel: str
     source: str
-    label: int | None = None
+    label: int | tuple[int, ...] | None = None  # a tuple: the classes of an image labelled --multi-label
     position: int = -1
     payload: Any = None
 
@@ -33,7 +33,7 @@ class Sample:
     the Arrow column values; `stats` is a nested dict of counts summed into the manifest."""
 
     key: str
-    label: int | None
+    label: int | tuple[int, ...] | None
     members: dict[str, Any]
     row: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)

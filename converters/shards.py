@@ -13,6 +13,7 @@ from converters.kind import Kind
 from converters.plan import ShardPlan
 from converters.sample import Rejection, Sample, add_counts
 from converters.writers import WRITERS
+from fastdata.label_members import label_classes
 from fastdata.manifest import ShardInfo
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,8 @@ def write_shard(kind: Kind, fmt: str, dest: Destination, p: ShardPlan, results: 
                 log.info("rejected %s: %s", r.source, r.reason)
             for sample in samples_of(r):
                 writer.add(sample)
-                if sample.label is not None:
-                    class_counts[str(sample.label)] = class_counts.get(str(sample.label), 0) + 1
+                for c in label_classes(sample.label):  # each class of a --multi-label image
+                    class_counts[str(c)] = class_counts.get(str(c), 0) + 1
                 add_counts(stats, sample.stats)
             if progress:
                 progress(1)

@@ -10,6 +10,7 @@ import logging
 from dataclasses import replace
 
 from converters.kind import Discovery
+from fastdata.label_members import label_classes
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,8 @@ def apply_val_fraction(d: Discovery, fraction: float, default: str, *, layouts: 
         for it in items:
             split = "val" if name == default and held_out(it.rel, fraction) else name
             splits.setdefault(split, []).append(replace(it, split=split))
-    labelled = {it.label for it in splits.get(default, []) if it.label is not None}
-    missing = sorted(labelled - {it.label for it in splits.get("val", [])})
+    labelled = {c for it in splits.get(default, []) for c in label_classes(it.label)}
+    missing = sorted(labelled - {c for it in splits.get("val", []) for c in label_classes(it.label)})
     if d.classes and missing:
         names = ", ".join(repr(d.classes[i]) for i in missing[:10])
         log.warning("--val-fraction %g left %d classes with no val image: %s%s", fraction, len(missing), names,

@@ -5,7 +5,9 @@ written by another tool may hold the class's name instead (`{"cls": "tench"}` th
 adopted dataset whose manifest says `"label_encoding": "name"` maps each name, as its UTF-8 bytes, to its place in
 the manifest's classes. Either way the bytes are stripped of ASCII whitespace first. Or the label is a field of a
 sample's `json` member (`{"label": 3}`, `{"label": "tench"}`; the manifest's `extra.label_field`): its integer or its
-text is then read as a label member's bytes would be. `LabelRule` is the one reading, as a manifest describes it.
+text is then read as a label member's bytes would be. An image converted `--multi-label` has several classes, a
+list of class indices in its json member's `labels` field (`{"labels": [0, 3]}`; the manifest's `extra.multi_label`),
+read by `field_classes`. `LabelRule` is the one reading, as a manifest describes it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ MAX_LABEL_BYTES = 256  # a label member larger than this is not a label (ImageNe
 MAX_JSON_BYTES = 1 << 16  # a json member read for its label field (img2dataset's, with EXIF, take a few KiB)
 NAME_ENCODING = "name"  # the manifest's extra.label_encoding of labels that are class names
 JSON_LABEL_FIELDS = ("label", "cls", "class")  # a json member's fields `fastdata index` reads as a label by itself
+
+
+def label_classes(label: int | tuple[int, ...] | list[int] | None) -> tuple[int, ...]:
+    """The classes a label names: none (unlabeled), its one class, or each class of a --multi-label image's."""
+    if label is None:
+        return ()
+    return tuple(label) if isinstance(label, tuple | list) else (label,)
 
 
 def name_table(classes: Sequence[str]) -> dict[bytes, int]:
@@ -64,6 +73,19 @@ def field_label(record: dict, field: str) -> tuple[str | None, str | None]:
                   "class name (a string)")
 
 
+def field_classes(record: dict, field: str) -> tuple[tuple[int, ...] | None, str | None]:
+    """(the sorted class indices of a multi-label `record[field]`, None) or (None, why it holds none): a list of
+    distinct integers, empty included (an image of none of the classes)."""
+    if field not in record:
+        return None, f"its json member has no {field!r} field"
+    value = record[field]
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return None, f"its json member's {field!r} is {json.dumps(value)[:40]}, not a list of class indices"
+    if len(set(value)) != len(value):
+        return None, f"its json member's {field!r} names a class twice: {json.dumps(value)[:40]}"
+    return tuple(sorted(value)), None
+
+
 def json_label(data: bytes, field: str) -> tuple[str | None, str | None]:
     """(the text of the label a json member's `field` holds, None) or (None, why it holds none)."""
     record, problem = json_record(data)
@@ -78,6 +100,7 @@ class LabelRule:
     member: str
     field: str | None = None
     names: Mapping[bytes, int] | None = None
+    multi: bool = False  # --multi-label: the json member's `field` lists the classes (`field_classes`)
 
     @property
     def max_bytes(self) -> int:
@@ -91,12 +114,24 @@ class LabelRule:
         text, problem = json_label(data, self.field)
         return (None, problem) if text is None else (text.encode("utf-8", "surrogatepass"), None)
 
-    def parse(self, data: bytes, *, key: str, shard: Path) -> int:
-        """The class index of a sample's label; ShardError naming the sample when its member holds none."""
+    def parse(self, data: bytes, *, key: str, shard: Path) -> int | tuple[int, ...]:
+        """The class index of a sample's label (multi: the tuple of its class indices); ShardError naming the sample
+        when its member holds none."""
+        if self.multi:
+            return self.classes(data, key=key, shard=shard)
         raw, problem = self.text(data)
         if raw is None:
             raise ShardError(f"sample {key} in {shard} has no class label: {problem}")
         return parse_label(raw, key=key, shard=shard, names=self.names)
+
+
+    def classes(self, data: bytes, *, key: str, shard: Path) -> tuple[int, ...]:
+        """The class indices of a --multi-label sample; ShardError naming the sample when its member holds none."""
+        record, problem = json_record(data)
+        found, problem = (None, problem) if record is None else field_classes(record, self.field or "")
+        if found is None:
+            raise ShardError(f"sample {key} in {shard} has no class labels: {problem}")
+        return found
 
 
 def parse_label(data: bytes, *, key: str, shard: Path, names: Mapping[bytes, int] | None = None) -> int:

@@ -149,7 +149,12 @@ class Manifest:
         """How the loaders, `verify` and `sample_labels` read a tar sample's label (label_members.py); None when
         unlabeled."""
         member = self.label_member
-        return None if member is None else LabelRule(member, self.label_field, self.label_names)
+        return None if member is None else LabelRule(member, self.label_field, self.label_names, self.multi_label)
+
+    @property
+    def multi_label(self) -> bool:
+        """Images converted --multi-label: each sample has a list of classes (its json member's `label_field`)."""
+        return self.labeled and bool(self.extra.get("multi_label"))
 
     @cached_property
     def label_names(self) -> dict[bytes, int] | None:
@@ -206,6 +211,12 @@ def _extra_from_dict(check: FieldCheck, extra: dict[str, Any]) -> dict[str, Any]
     for key in ("label_member", "label_field", "layout", "text_member", "ids_member"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             raise check.error(f"extra.{key}", extra[key], "a string")
+    multi = extra.get("multi_label")
+    if multi is not None and not isinstance(multi, bool):
+        raise check.error("extra.multi_label", multi, "true or false")
+    if multi and (extra.get("label_member") != "json" or not extra.get("label_field")):
+        raise check.error("extra.multi_label", multi, "false unless extra.label_member is 'json' and "
+                                                      "extra.label_field names the field listing each sample's classes")
     if extra.get("label_encoding") not in (None, "index", NAME_ENCODING):
         raise check.error("extra.label_encoding", extra["label_encoding"], f"'index' or {NAME_ENCODING!r}")
     fill = extra.get("ids_fill")

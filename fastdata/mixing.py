@@ -206,6 +206,11 @@ def open_mixture(entries: list[Any], spec: MixSpec, *, split: str | None, remote
         shown = ", ".join(n for n, has in zip(names, labeled) if not has)
         raise ManifestError(f"{shown} has no classes while the other datasets of the mixture do; labels would mean "
                             "nothing for its samples: mix labeled datasets with labeled ones")
+    multi = [v.manifest.multi_label for v in views]
+    if any(multi) and not all(multi):
+        shown = ", ".join(n for n, has in zip(names, multi) if not has)
+        raise ManifestError(f"{shown} has one class a sample while the other datasets of the mixture are multi-label "
+                            "(--multi-label): batches would mix class indices and multi-hot rows; convert them alike")
     classes = tuple(sorted({c for v in views for c in v.manifest.classes}))
     where = {c: i for i, c in enumerate(classes)}
     maps = tuple(np.array([where[c] for c in v.manifest.classes], dtype=np.int64) for v in views)

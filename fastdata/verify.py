@@ -24,7 +24,7 @@ from typing import Any
 from fastdata.atomic import sha256_bytes, sha256_file
 from fastdata.dataset import RemoteOptions, ShardRef, open_dataset, regular_file_size, shard_root
 from fastdata.errors import ShardError
-from fastdata.label_members import label_value
+from fastdata.label_members import field_classes, json_record, label_value
 from fastdata.manifest import Manifest, SplitInfo, read_manifest
 from fastdata.pairs.members import MAX_CAPTION_BYTES, caption_ids, caption_lines, ids_rule
 from fastdata.shard_columns import COLUMN_CHECKS, image_bytes_field, numbered, value_problems
@@ -130,12 +130,27 @@ def _check_pair(fd: int, path: Path, key: str, members: dict, manifest: Manifest
     return [] if problem is None else [f"{path}: sample {key}: {problem}"]
 
 
+def _check_classes(fd: int, path: Path, key: str, member, manifest: Manifest, labels: Counter) -> list[str]:
+    """A --multi-label sample's classes: a list of distinct class indices in its json member, each counted."""
+    record, problem = json_record(_read(fd, member.offset, member.size))
+    found, problem = (None, problem) if record is None else field_classes(record, manifest.label_field or "")
+    if found is None:
+        return [f"{path}: sample {key} has no class labels: {problem}"]
+    outside = [c for c in found if not 0 <= c < len(manifest.classes)]
+    if outside:
+        return [f"{path}: sample {key} labels {outside} outside 0..{len(manifest.classes) - 1}"]
+    labels.update(found)
+    return []
+
+
 def _check_label(fd: int, path: Path, key: str, member, manifest: Manifest, labels: Counter) -> list[str]:
     if member is None:
         return [f"{path}: sample {key} has no {manifest.label_member} member"]
     rule = manifest.label_rule
     if member.size > rule.max_bytes:
         return [f"{path}: sample {key} label member is {member.size} bytes; a label holds at most {rule.max_bytes}"]
+    if rule.multi:
+        return _check_classes(fd, path, key, member, manifest, labels)
     raw, problem = rule.text(_read(fd, member.offset, member.size))
     if raw is None:
         return [f"{path}: sample {key} has no class label: {problem}"]

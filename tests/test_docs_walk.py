@@ -10,6 +10,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
   ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
   ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files
+  ~/chestxray14/images/<n>_000.png, ~/chestxray14/Data_Entry_2017.csv   greyscale PNGs, several findings an image
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
@@ -197,11 +198,27 @@ def _named(home: Path) -> None:
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, target)
+    _chest_xrays(home / "chestxray14")
     meta = home / "food-101" / "meta"
     meta.mkdir()
     for split, rest in (("train", (0, 1, 2)), ("test", (3,))):
         (meta / f"{split}.txt").write_text("".join(f"{('apple_pie', 'ribs')[i % 2]}/{i}\n" for i in range(12)
                                                    if i % 4 in rest))
+
+
+def _chest_xrays(root: Path) -> None:
+    """ChestX-ray14 as NIH ships it: greyscale PNGs named `<patient>_<follow-up>.png` and Data_Entry_2017.csv, whose
+    `Finding Labels` join an image's findings with bars (`No Finding` one class)."""
+    from PIL import Image
+
+    findings = ["Effusion|Mass", "No Finding", "Atelectasis", "Atelectasis|Effusion|Mass", "No Finding", "Effusion",
+                "Mass", "No Finding"]
+    rows = ["Image Index,Finding Labels,Follow-up #,Patient ID,Patient Age,Patient Gender,View Position"]
+    (root / "images").mkdir(parents=True)
+    for i, (p, finding) in enumerate(zip(sorted(PHOTOS.glob("*.jpg")), findings)):
+        Image.open(p).convert("L").save(root / "images" / f"{i:08d}_000.png")
+        rows.append(f"{i:08d}_000.png,{finding},0,{i},58,M,PA")
+    (root / "Data_Entry_2017.csv").write_text("\n".join(rows) + "\n")
 
 
 def _hub_captions(root: Path) -> None:

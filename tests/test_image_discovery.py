@@ -277,9 +277,9 @@ def test_a_table_of_one_hot_columns_gives_each_file_the_class_of_its_marked_colu
 
 @pytest.mark.parametrize(("row", "why"), [
     ("b,1,1,0", "'b' is marked with 2 classes in the one-hot columns ['scab', 'healthy']: an image has one class (a "
-                "multi-label table cannot be converted as classes)"),
+                "multi-label table converts with --multi-label)"),
     ("b,0,0,0", "'b' is marked with 0 classes in the one-hot columns ['scab', 'healthy', 'rust']: an image has one "
-                "class (a multi-label table cannot be converted as classes)"),
+                "class (a multi-label table converts with --multi-label)"),
     ("b,0,1,0,1", "5 cells, where the first row names 4 columns (a file and one-hot class columns)"),
     ("b,1,0", "3 cells, where the first row names 4 columns (a file and one-hot class columns)")])
 def test_a_one_hot_row_that_marks_no_class_or_several_or_is_not_one_a_column_is_refused(tmp_path, row, why):

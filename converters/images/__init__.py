@@ -21,8 +21,11 @@ from converters.images.tfrecords import has_tfrecords
 from converters.kind import ArrowLayout, Discovery
 from converters.tree import SPLIT_HELP, first_files
 from converters.val_fraction import apply_val_fraction
+from fastdata.errors import ConvertError
 
 DETECT_FILES = 2000  # files looked at by detect
+# --multi-label: no cls member; each sample's json member lists its classes in `labels` (fastdata/label_members.py)
+MULTI_LABEL_EXTRA = {"members": ["jpg", "json"], "label_member": "json", "label_field": "labels", "multi_label": True}
 
 
 class ImagesKind:
@@ -46,6 +49,10 @@ class ImagesKind:
         parser.add_argument("--labels", metavar="[SPLIT=]CSV",
                             help="a 'filename,class' CSV of the images under SRC, their classes; val=CSV: of the "
                                  "loose images of the val folder (Kaggle's ImageNet; docs/converting.md)")
+        parser.add_argument("--multi-label", action="store_true",
+                            help="images: each row of the --labels CSV names several classes (ChestX-ray14's "
+                                 "'Effusion|Mass', Planet's 'haze primary'; or one-hot columns marking several); "
+                                 "batches then carry multi-hot labels")
         parser.add_argument("--label-pattern", metavar="REGEX",
                             help="images: each file's class is the first group of REGEX in its name, as in "
                                  r"'^(.+)_\d+\.jpg$' (fastai's from_name_re; Oxford-IIIT Pet, dogs vs cats)")
@@ -79,13 +86,13 @@ class ImagesKind:
                             keep_metadata=args.keep_metadata, image_field=args.image_field,
                             label_field=args.label_field, label_pattern=args.label_pattern,
                             split_lists=tuple(args.split_list), classes=args.classes,
-                            val_fraction=args.val_fraction)
+                            val_fraction=args.val_fraction, multi_label=args.multi_label)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         found = discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
                                 follow_symlinks=follow_symlinks, image_field=options.image_field,
                                 label_field=options.label_field, max_pixels=options.max_pixels,
-                                label_pattern=options.label_pattern)
+                                label_pattern=options.label_pattern, multi_label=options.multi_label)
         found = apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
         found = apply_val_fraction(found, options.val_fraction, options.split, layouts=ONE_SPLIT)
         return name_ids(found, Path(options.classes).expanduser() if options.classes else None)
@@ -94,6 +101,9 @@ class ImagesKind:
         return functools.partial(process_image, opts=options)
 
     def arrow_layout(self, discovery: Discovery, options: ImageOptions) -> ArrowLayout:
+        if options.multi_label:
+            raise ConvertError("--multi-label writes tar shards (--format wds): an Arrow shard's label column holds "
+                               "one class a row")
         features = {
             "key": {"dtype": "string", "_type": "Value"},
             "image": {"_type": "Image"},
@@ -123,7 +133,8 @@ class ImagesKind:
                 "copy_when_compliant": True,
                 "metadata": "kept" if options.keep_metadata else "EXIF/XMP/IPTC/comments removed, ICC kept",
             },
-            "extra": {"members": [m for m in self.member_order if discovery.classes or m != "cls"]},
+            "extra": dict(MULTI_LABEL_EXTRA) if options.multi_label else
+                     {"members": [m for m in self.member_order if discovery.classes or m != "cls"]},
         }
 
 

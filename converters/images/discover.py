@@ -49,7 +49,7 @@ def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection
 class _Collector(Collector):
     pattern: re.Pattern[str] | None = None  # --label-pattern: each file's class from its name (a string, for now)
 
-    def add_file(self, path: Path, split: str, label: int | str | None) -> None:
+    def add_file(self, path: Path, split: str, label: int | str | tuple[int, ...] | None) -> None:
         rel = self.rel(path)
         size, rejection = _check_file(path, rel, split)
         if rejection is None and self.pattern is not None:
@@ -64,18 +64,19 @@ class _Collector(Collector):
 
 def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
                  classes: tuple[str, ...] | None = None, table: Labels | None = None,
-                 skip: tuple[str, ...] = ()) -> tuple[str, ...]:
+                 skip: tuple[str, ...] = (), multi: bool = False) -> tuple[str, ...]:
     """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
     `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
     as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
     `table`: the labels, read already from `csv_path`; `skip`: the files directly under `folder` read with them,
-    which are no images to reject. Returns the classes."""
+    which are no images to reject. `multi` (--multi-label): a row names several classes, and a file's label is the
+    sorted tuple of their indices. Returns the classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
     # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
     found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
     found = [(rel, path, problem) for rel, path, problem in found if path.parent != folder or path.name not in skip]
     names = [rel[len(prefix):] for rel, _, _ in found]
-    labels, own, splits = table or read_labels(csv_path, names, folder)
+    labels, own, splits = table or read_labels(csv_path, names, folder, multi=multi)
     if splits is not None and prefix:
         raise ConvertError(f"{csv_path} has a split column: --labels {split}=FILE puts every file it lists in "
                            f"{split}; give it as --labels FILE instead")
@@ -92,6 +93,8 @@ def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
             col.rejected.append(Rejection(split if row is None else row_split[row], rel, problem))
         elif row is None:
             col.rejected.append(Rejection(split, rel, f"not listed in labels file {csv_path.name}"))
+        elif multi:
+            col.add_file(path, row_split[row], tuple(sorted(index[c] for c in labels[row])))
         elif labels[row] not in index:
             col.rejected.append(Rejection(split, rel, f"class not among train's classes: {labels[row]!r}"))
         else:
@@ -107,10 +110,10 @@ def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
     return classes
 
 
-def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool) -> Discovery:
+def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool, multi: bool = False) -> Discovery:
     """The files a labels CSV lists, anywhere under `src` (`_take_listed`)."""
     col = _Collector(src, follow=follow)
-    classes = _take_listed(col, src, csv_path, split)
+    classes = _take_listed(col, src, csv_path, split, multi=multi)
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
@@ -217,7 +220,7 @@ def _annotated_split(src: Path, named: dict[str, str], loose: dict[str, Path | N
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
                     unlabeled: bool = False, follow_symlinks: bool = True, image_field: str | None = None,
                     label_field: str | None = None, max_pixels: int = DEFAULT_MAX_PIXELS,
-                    label_pattern: str | None = None) -> Discovery:
+                    label_pattern: str | None = None, multi_label: bool = False) -> Discovery:
     """The inputs of an image source. `label_pattern` gives each file the class its name holds (name_labels.py),
     the tree walked as unlabeled. A folder with no subfolder (and no labels CSV), split folders of loose images
     only, or any tree with `unlabeled=True`, give unlabeled samples. `labels_csv` lists the files of the whole tree,
@@ -230,8 +233,11 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if len(given) > 1:
         raise ValueError(f"{' and '.join(given)} contradict each other: pick one")
     split_labels = labels_of_split(labels_csv)
+    if multi_label and (not labels_csv or split_labels is not None):
+        raise ValueError("--multi-label reads the classes of each image from a labels CSV of the whole source: give "
+                         "it as --labels FILE (docs/converting.md, \"Several classes an image\")")
     if labels_csv and split_labels is None:
-        return _discover_listed(src, Path(labels_csv), split, follow_symlinks)
+        return _discover_listed(src, Path(labels_csv), split, follow_symlinks, multi_label)
     tables = bool(table_files(src, limit=TABLE_LOOK))
     tfrecords = not tables and has_tfrecords(src, limit=TABLE_LOOK)
     arrays = not tables and not tfrecords and has_array_files(src, limit=TABLE_LOOK)

@@ -33,6 +33,7 @@ class ImageOptions:
     image_field: str | None = None  # a table source's image column (tables.py; default: the one there is)
     label_field: str | None = None  # a table source's label column (default: its ClassLabel, or label/labels)
     label_pattern: str | None = None  # classes from file names (name_labels.py)
+    multi_label: bool = False  # a labels CSV's row names several classes (labels_csv.py); json's `labels` lists them
     split_lists: tuple[str, ...] = ()  # SPLIT=FILE: the files FILE lists are in SPLIT (split_lists.py)
     classes: str | None = None  # a file naming the class ids 0..K-1, one a line (id_names.py)
     val_fraction: float = 0.0  # held out of --split as val, file by file (split_lists.py)
@@ -137,13 +138,14 @@ def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejectio
         return Rejection(item.split, item.rel, f"corrupt JPEG structure: {exc}")
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         return Rejection(item.split, item.rel, f"corrupt or truncated image: {exc}")
-    info = {"source": item.rel, "label": item.label, **meta}
+    multi = isinstance(item.label, tuple | list)  # --multi-label: the classes are the json member's `labels`
+    info = {"source": item.rel, **({"labels": list(item.label)} if multi else {"label": item.label}), **meta}
     info_bytes = json.dumps(info, sort_keys=True).encode()
     key = item.key
     members = {"jpg": jpeg, "json": info_bytes}
     row = {"key": key, "image": {"bytes": jpeg, "path": f"{key}.jpg"}, "json": info_bytes.decode()}
-    if item.label is not None:  # unlabeled datasets have no cls member and no label column
+    if item.label is not None and not multi:  # unlabeled datasets have no cls member and no label column
         members["cls"] = str(item.label).encode()
         row["label"] = item.label
     stats = {"copied": int(meta["copied"]), "metadata_removed": int(bool(meta.get("metadata_removed")))}
-    return Sample(key=key, label=item.label, members=members, row=row, stats=stats)
+    return Sample(key=key, label=tuple(item.label) if multi else item.label, members=members, row=row, stats=stats)

@@ -42,12 +42,14 @@ def read_split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
 HOT, COLD = ("1", "1.0"), ("0", "0.0")
 
 
-def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]], *, multi: bool = False
+            ) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
     """(the class columns, the rows as `filename,class`) of a table of one-hot columns: a first row naming the
     file column and then two or more class columns, and rows holding a 1 in the column of their class and 0
     elsewhere (Kaggle's `image_id,healthy,multiple_diseases,rust,scab`). None for any other table. A row that marks
     no class or several (a multi-label table), or whose cells are not one a column, is refused, naming its line: an
-    image has one class here."""
+    image has one class here. With `multi` (--multi-label) a row may mark any number of classes, none included: its
+    row is `filename` and then each class it marks."""
     if not rows or len(rows[0][1]) < 3:
         return None
     header = [c.strip() for c in rows[0][1]]
@@ -60,10 +62,13 @@ def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]]) -> tuple[list[str
             raise ConvertError(f"{csv_path}:{lineno}: {len(row)} cells, where the first row names {len(header)} "
                                "columns (a file and one-hot class columns)")
         hot = [header[j] for j, c in enumerate(row) if j > 0 and c.strip() in HOT]
+        if multi:
+            out.append((lineno, [row[0], *hot]))
+            continue
         if len(hot) != 1:
             raise ConvertError(f"{csv_path}:{lineno}: {row[0].strip()!r} is marked with {len(hot)} classes in the "
                                f"one-hot columns {hot or header[1:]}: an image has one class (a multi-label table "
-                               "cannot be converted as classes)")
+                               "converts with --multi-label)")
         out.append((lineno, [row[0], hot[0]]))
     return header[1:], out
 

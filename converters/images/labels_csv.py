@@ -20,7 +20,7 @@ import logging
 import re
 from collections import Counter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from converters.class_folders import has_control_characters, same_name
 from converters.images.labels_columns import LABEL_HEADERS, boxes, one_hot, read_split_column
@@ -94,7 +94,7 @@ def _trimmed(row: list[str]) -> list[str]:
 
 
 class Labels(NamedTuple):
-    rows: dict[str, str]  # the name each row gives its file -> its class
+    rows: dict[str, Any]  # the name each row gives its file -> its class (--multi-label: a tuple of classes)
     classes: tuple[str, ...]  # in label order
     splits: dict[str, str] | None = None  # the name each row gives its file -> its split, from a `split` column
 
@@ -112,13 +112,15 @@ def warn_if_a_class_each(source: str, labels: list[str], inputs: str, hint: str)
                     inputs, classes, hint)
 
 
-def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None) -> Labels:
+def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None, *,
+                multi: bool = False) -> Labels:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
     column names the list does not know; a full path under `src` names its file), or a table of one-hot columns
     (`one_hot`: the classes are its columns, in their order), or of boxes (`boxes`), any of them with a `split`
     column (`read_split_column`); a spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed twice is
     refused (which label would be meant?). Columns after the second of any other table are not read: a warning
-    says so."""
+    says so. `multi` (--multi-label): a row's cell names several classes (`class_separator`), a one-hot row marks
+    any number; each file's row is then the tuple of its classes, in the row's order, none twice."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, str] = {}
@@ -137,7 +139,7 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     split_column = read_split_column(csv_path, rows)
     if split_column is not None:
         rows = split_column[0]
-    columns = one_hot(csv_path, rows)
+    columns = one_hot(csv_path, rows, multi=multi)
     box_rows = None if columns is not None else boxes(csv_path, rows)
     if columns is not None:
         log.info("%s: one-hot columns, the classes %s", csv_path, columns[0])
@@ -150,32 +152,68 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     elif rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
         log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
         rows = rows[1:]
-    if any(c.strip() for _, row in rows for c in row[2:]):
+    one_hot_rows = multi and columns is not None  # `filename` and then each class the row marks, none included
+    if not one_hot_rows and any(c.strip() for _, row in rows for c in row[2:]):
         log.warning("%s: its rows have more than two columns; the file is the first and the class the second, the "
                     "others are not read", csv_path)
+    separator = class_separator([row[1] for _, row in rows if len(row) > 1]) if multi and not one_hot_rows else None
+    if multi and not one_hot_rows:
+        log.info("%s: --multi-label: a row's classes are separated by %s", csv_path, repr(separator or "whitespace"))
     for lineno, row in rows:
-        if len(row) < 2 or not row[0].strip() or not row[1].strip():
+        if not row[0].strip() or not one_hot_rows and (len(row) < 2 or not row[1].strip()):
             raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
         name = row[0].strip()
         if name in labels:
             raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
                                f"{where[name]}); each file has one label: remove the duplicate row")
-        cls = row[1].strip()
-        if has_control_characters(cls):
-            raise ConvertError(f"{csv_path}:{lineno}: the class {cls!r} holds control characters "
-                               "(an escape sequence, a tab, a newline, a bidi override); class names are "
-                               "printed as text")
-        first, first_line = class_lines.setdefault(same_name(cls), (cls, lineno))
-        if first != cls:
-            raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
-                               f"{first_line}) only in Unicode normalisation (NFC/NFD): the same name written "
-                               "two ways; write it one way")
-        labels[name], where[name] = cls, lineno
+        cells = row[1:] if one_hot_rows else split_classes(row[1], separator) if multi else [row[1].strip()]
+        if not cells and not one_hot_rows:
+            raise ConvertError(f"{csv_path}:{lineno}: {row[1]!r} names no class between its separators")
+        for cls in cells:
+            if has_control_characters(cls):
+                raise ConvertError(f"{csv_path}:{lineno}: the class {cls!r} holds control characters "
+                                   "(an escape sequence, a tab, a newline, a bidi override); class names are "
+                                   "printed as text")
+            first, first_line = class_lines.setdefault(same_name(cls), (cls, lineno))
+            if first != cls:
+                raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
+                                   f"{first_line}) only in Unicode normalisation (NFC/NFD): the same name written "
+                                   "two ways; write it one way")
+        labels[name], where[name] = tuple(dict.fromkeys(cells)) if multi else cells[0], lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
-    warn_if_a_class_each(str(csv_path), list(labels.values()), "rows", "is the second column the class?")
+    named = {c for cells in labels.values() for c in cells} if multi else set(labels.values())
+    if not multi:
+        warn_if_a_class_each(str(csv_path), list(labels.values()), "rows", "is the second column the class?")
+        _warn_if_combined(csv_path, named)
     splits = None if split_column is None else {name: split_column[1][line] for name, line in where.items()}
-    return Labels(labels, tuple(columns[0]) if columns is not None else label_order(set(labels.values())), splits)
+    return Labels(labels, tuple(columns[0]) if columns is not None else label_order(named), splits)
+
+
+def _warn_if_combined(csv_path: Path, classes: set[str]) -> None:
+    """Log a warning when a class is other classes joined (`Effusion|Mass` beside `Effusion`; `haze primary` beside
+    `haze` and `primary`): a multi-label table read as one class a row, each combination a class of its own."""
+    def joined(name: str, separator: str | None) -> bool:  # by a bar, semicolon or comma, or by spaces only
+        parts = split_classes(name, separator)  # between classes that have a row of their own
+        return len(parts) > 1 and (set(parts) <= classes if separator is None else bool(set(parts) & classes))
+
+    combined = sorted(c for c in classes if any(joined(c, s) for s in ("|", ";", ",", None)))
+    if combined:
+        log.warning("%s: %d of its classes are other classes joined (%s): rows that name several classes, each "
+                    "combination converted as a class of its own; convert with --multi-label for a class each",
+                    csv_path, len(combined), ", ".join(repr(c) for c in combined[:3]))
+
+
+def class_separator(cells: list[str]) -> str | None:
+    """--multi-label: what separates the classes of a labels cell: a bar (ChestX-ray14's `Effusion|Mass`, its
+    `No Finding` one class), a semicolon or a comma, the first of them any cell holds; else whitespace (None:
+    Planet's `haze primary water`)."""
+    return next((s for s in "|;," if any(s in c for c in cells)), None)
+
+
+def split_classes(cell: str, separator: str | None) -> list[str]:
+    """The classes a --multi-label cell names, in its order (none empty)."""
+    return [c.strip() for c in (cell.split(separator) if separator else cell.split()) if c.strip()]
 
 
 def image_stem(name: str) -> str | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from fastdata.cli.format import human_bytes, joined_names, parse_size, printable, reason_summary
 from fastdata.cli.progress import progress
 from fastdata.cpus import usable_cpus
+from fastdata.label_members import label_classes
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -126,7 +127,8 @@ def _survey_summary(src: Path, kind: str, found) -> None:
         shown = printable(joined_names(found.classes[:10]))
         more = f" and {len(found.classes) - 10} more" if len(found.classes) > 10 else ""
         print(f"  classes ({len(found.classes)}): {shown}{more}")
-        counts = Counter(it.label for items in found.splits.values() for it in items)
+        counts = Counter(c if it.label is not None else None for items in found.splits.values() for it in items
+                         for c in label_classes(it.label) or (None,))  # each class of a --multi-label image
         per = sorted((counts[i], c) for i, c in enumerate(found.classes))
         if set(counts) != {None}:  # nifti: the classes are the labels of masks, not of inputs
             print(f"  inputs per class: {per[0][0]} ({printable(per[0][1])}) to {per[-1][0]} "

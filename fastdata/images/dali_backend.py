@@ -21,11 +21,12 @@ import torch
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError, require
+from fastdata.images.batch_labels import batch_labels
 from fastdata.images.dali_graph import build_pipeline, feeds, graph_args
 from fastdata.images.decode import host_rgb
 from fastdata.images.device_aug import TORCH_DTYPES
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.images.order import PAD_LABEL, derive_seed
+from fastdata.images.order import derive_seed
 from fastdata.images.pixels import decode_problem
 from fastdata.images.planned import PlannedBackend
 from fastdata.images.samples import BadSamples, Prepared
@@ -111,7 +112,7 @@ class DaliBackend(PlannedBackend):
             if images is not None:
                 out[torch.tensor(where, device=self._device)] = images
             images = out
-        labels = torch.tensor([PAD_LABEL if e is None else e.label for e in entries], dtype=torch.int64)
+        labels = batch_labels([None if e is None else e.label for e in entries], self._multi_hot)
         labels = labels.to(self._device, non_blocking=True)
         return images, labels, self._ready()  # the copy, padding and labels are queued on this thread's stream
 

@@ -24,13 +24,13 @@ import torch
 
 from fastdata.dataset import DatasetView
 from fastdata.errors import ShardError
+from fastdata.images.batch_labels import batch_labels
 from fastdata.images.buffers import BufferPool
 from fastdata.images.decode import decode_eval, decode_train, is_jpeg
 from fastdata.images.device_aug import pool_size
 from fastdata.images.device_decode import Encoded, decode_on_device
 from fastdata.images.draws import TrainParams
 from fastdata.images.options import ImageLoaderOptions
-from fastdata.images.order import PAD_LABEL
 from fastdata.images.planned import PlannedBackend
 from fastdata.images.reader import RawSample
 from fastdata.images.rows import BatchRows, Row
@@ -107,8 +107,7 @@ class KorniaBackend(PlannedBackend):
             images = torch.from_numpy(first.owner.batch(first, rows))
         else:  # a pooled host buffer: already mapped (buffers.py)
             images = torch.from_numpy(self._hosts.take((rows, size, size, 3), np.uint8))
-        labels = torch.full((rows,), PAD_LABEL, dtype=torch.int64, pin_memory=self._pin)
-        host, label_rows = (None if on_device else images.numpy()), labels.numpy()
+        host, label_rows = (None if on_device else images.numpy()), [None] * rows
         jitter = np.zeros((rows, 4), dtype=np.float32) if self._opts.train and self._opts.color_jitter else None
         for r, entry in enumerate(entries):
             if entry is None:  # padding row
@@ -124,7 +123,9 @@ class KorniaBackend(PlannedBackend):
             label_rows[r] = label
             if jitter is not None and params is not None and params.jitter is not None:
                 jitter[r] = params.jitter
-        pad = np.flatnonzero(label_rows == PAD_LABEL)
+        pad = np.array([r for r, entry in enumerate(entries) if entry is None], dtype=np.int64)
+        labels = batch_labels(label_rows, self._multi_hot)
+        labels = labels.pin_memory() if self._pin else labels
         x = images.to(self._device, non_blocking=True)
         y = labels.to(self._device, non_blocking=True)
         if self._opts.augment is None:

@@ -15,7 +15,8 @@ from fastdata.images.reader import SplitReader
 
 def sample_labels(source: Any, /, *, split: str | None = None) -> np.ndarray:
     """The class id of every sample of `split` (default: train) of the local image, image-text or token dataset at
-    `source`, as an int64 array in global index order; -1 for every sample of a dataset without classes."""
+    `source`, as an int64 array in global index order; -1 for every sample of a dataset without classes. Of an image
+    dataset converted --multi-label: a uint8 [samples, classes] array, 1 for each class of a sample."""
     if isinstance(source, str) and "://" in source:
         raise ValueError(f"{source}: sample_labels reads every shard of a split, so it takes a local dataset; run it "
                          "on a local copy, or keep the labels when you convert")

@@ -9,6 +9,7 @@ import dataclasses
 from fastdata.errors import ShardError
 from fastdata.images.reader import UNLABELED, RawSample, SplitReader
 from fastdata.images.shard_memory import MemoryBudget
+from fastdata.label_members import label_classes
 from fastdata.mixing import MixedView
 
 
@@ -47,10 +48,10 @@ class MixedReader:
         label = raw.label
         if label != UNLABELED:
             table = self._maps[d]
-            if not 0 <= label < len(table):
+            if not all(0 <= c < len(table) for c in label_classes(label)):
                 raise ShardError(f"sample {raw.key} in {raw.shard} has label {label}, its manifest lists "
                                  f"{len(table)} classes")
-            label = int(table[label])
+            label = tuple(sorted(int(table[c]) for c in label)) if isinstance(label, tuple) else int(table[label])
         return dataclasses.replace(raw, label=label, index=index)
 
     def close(self) -> None:

@@ -66,6 +66,8 @@ class PlannedBackend(Production):
             reader = SplitReader(view, budget) if not isinstance(view, MixedView) else MixedReader(view, budget)
         self._reader = reader
         self._prepare = Preparer(self._reader, opts, len(view.classes), look_at_jpegs=turned_images(view) > 0)
+        # a --multi-label dataset's class count: its batches' labels are multi-hot rows (batch_labels.py); else 0
+        self._multi_hot = len(view.classes) if view.manifest.multi_label else 0
         self._mixture = permute = None
         if isinstance(view, MixedView):
             view.check_train(opts.train)
@@ -97,6 +99,10 @@ class PlannedBackend(Production):
 
     def _labels(self) -> np.ndarray:
         """Every sample's label, for sample_weights='balanced' (the label members alone are read)."""
+        if self._multi_hot:
+            raise ValueError("sample_weights='balanced' weighs each sample by its one class; the samples of this "
+                             "multi-label dataset have several: pass a weight a sample (fastdata.sample_labels "
+                             "gives each sample's multi-hot row)")
         if self._view.remote is not None:
             raise ValueError("sample_weights='balanced' reads the label of every sample, which on a remote dataset "
                              "fetches every shard before the first batch; give one weight per sample instead "

@@ -166,11 +166,12 @@ class TarShard:
                          extra=tuple(map(bytes, parts[2:])) if len(parts) > 2 else (), index=index)
 
     def labels(self) -> np.ndarray:
-        """The label of every sample (UNLABELED without a label member), read from the label members alone."""
+        """The label of every sample (UNLABELED without a label member), read from the label members alone; of a
+        multi-label dataset, an object array of the tuples of class indices."""
         rule = self._label_rule
         if rule is None:
             return np.full(len(self), UNLABELED, dtype=np.int64)
-        out = np.empty(len(self), dtype=np.int64)
+        out = np.empty(len(self), dtype=object if rule.multi else np.int64)  # multi: a tuple of classes a sample
         try:
             fd = self._handles.acquire(self.path)
         except OSError as exc:
@@ -311,6 +312,8 @@ class SplitReader:
         """The label of every sample of the split, in global index order (each shard's label members read; for a
         remote dataset every shard is fetched); ShardError for a label outside the manifest's classes, as the
         loaders' reads give."""
+        if self._label_rule is not None and self._label_rule.multi:
+            return self._multi_hot()
         parts = []
         for s in range(len(self._refs)):
             shard = self._shard(s)
@@ -321,6 +324,18 @@ class SplitReader:
                                  f"manifest lists {self._classes} classes")
             parts.append(part)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def _multi_hot(self) -> np.ndarray:
+        """A multi-label dataset's labels: uint8 [samples, classes], 1 for each class of a sample."""
+        out = np.zeros((self._len, self._classes), dtype=np.uint8)
+        for s, start in enumerate(self._starts):
+            shard = self._shard(s)
+            for i, classes in enumerate(shard.labels().tolist()):
+                if not all(0 <= c < self._classes for c in classes):
+                    raise ShardError(f"sample {shard.key(i)} in {shard.path} has labels {list(classes)}, the "
+                                     f"manifest lists {self._classes} classes")
+                out[start + i, list(classes)] = 1
+        return out
 
     def forget(self, s: int) -> None:
         """Shard `s` is not needed for now: close it and give it back to the cache (read again: reopened)."""

@@ -26,6 +26,7 @@ from fastdata.images.order import EpochPlan
 from fastdata.images.orientation import Upright
 from fastdata.images.reader import UNLABELED, RawSample, SplitReader
 from fastdata.images.stream import SampleStream, Slot
+from fastdata.label_members import label_classes
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class Preparer:
         raw = self.reader.read(index)
         if raw.index != index:  # a repeat within the epoch (planning/weights.py, a mixture's): it keeps its own id
             raw = dataclasses.replace(raw, drawn=index)
-        if self.num_classes and not 0 <= raw.label < self.num_classes:
+        if self.num_classes and not all(0 <= c < self.num_classes for c in label_classes(raw.label)):
             raise ShardError(f"sample {raw.key} in {raw.shard} has label {raw.label}, the manifest lists "
                              f"{self.num_classes} classes")
         if not self.num_classes and raw.label != UNLABELED:

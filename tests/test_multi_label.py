@@ -1,0 +1,289 @@
+"""Several classes an image (`fastdata convert SRC --labels FILE --multi-label`): ChestX-ray14's `Finding Labels`
+(`Effusion|Mass`, `No Finding` one class), Planet's space-separated tags, one-hot columns marking several classes.
+The json member lists each sample's classes, the loaders deliver float32 multi-hot rows, `sample_labels` a uint8
+matrix, `verify` checks and counts every class. The photos are the real ones of tests/data."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest_images import loader
+from helpers import PHOTOS, convert_images
+
+import fastdata
+from converters.images.labels_csv import class_separator, read_labels, split_classes
+from fastdata.errors import ConvertError, ManifestError, ShardError
+from fastdata.images.batch_labels import batch_labels
+from fastdata.verify import verify_dataset
+
+FINDINGS = ["Effusion|Mass", "No Finding", "Atelectasis", "Mass|Atelectasis|Effusion", "No Finding", "Effusion",
+            "Mass", "Atelectasis|Atelectasis", "No Finding", "Effusion|No Finding", "Mass", "Atelectasis"]
+CLASSES = ("Atelectasis", "Effusion", "Mass", "No Finding")  # sorted
+
+
+def _source(root: Path, findings: list[str] = FINDINGS) -> tuple[Path, Path, dict[str, set[str]]]:
+    """Real photos as ChestX-ray14 names its images, and its Data_Entry CSV (more columns than two, as it has)."""
+    src = root / "images"
+    src.mkdir(parents=True)
+    rows, wanted = ["Image Index,Finding Labels,Follow-up #,Patient ID"], {}
+    for i, (photo, finding) in enumerate(zip(sorted(PHOTOS.glob("*.jpg")), findings)):
+        name = f"{i:08d}_000.png" if i % 3 == 0 else f"{i:08d}_000.jpg"
+        if name.endswith(".png"):
+            from PIL import Image
+
+            Image.open(photo).convert("RGB").save(src / name)
+        else:
+            shutil.copyfile(photo, src / name)
+        rows.append(f"{name},{finding},0,{i}")
+        wanted[name] = set(finding.split("|"))
+    table = root / "Data_Entry_2017.csv"
+    table.write_text("\n".join(rows) + "\n")
+    return src, table, wanted
+
+
+@pytest.fixture(scope="module")
+def chest(tmp_path_factory) -> tuple[Path, dict[str, set[str]]]:
+    root = tmp_path_factory.mktemp("chest")
+    src, table, wanted = _source(root)
+    convert_images(src, root / "out", labels=str(table), multi_label=True, short_side=64)
+    return root / "out", wanted
+
+
+def _members(ds: Path) -> dict[str, dict[str, bytes]]:
+    out: dict[str, dict[str, bytes]] = {}
+    for shard in sorted(ds.glob("*.tar")):
+        with tarfile.open(shard) as tar:
+            for m in tar.getmembers():
+                key, ext = m.name.split(".", 1)
+                out.setdefault(f"{shard.name}:{key}", {})[ext] = tar.extractfile(m).read()
+    return out
+
+
+def _expected_rows(ds: Path, wanted: dict[str, set[str]]) -> dict[str, list[float]]:
+    """"shard:key" -> the multi-hot row its source's CSV row gives."""
+    return {k: [float(c in wanted[json.loads(m["json"])["source"]]) for c in CLASSES]
+            for k, m in _members(ds).items()}
+
+
+# ---- reading the labels file ----
+
+def test_a_bar_separates_classes_and_a_class_keeps_its_spaces(tmp_path):
+    src, table, _ = _source(tmp_path)
+    labels = read_labels(table, [p.name for p in src.iterdir()], src, multi=True)
+    assert labels.classes == CLASSES
+    assert labels.rows["00000000_000.png"] == ("Effusion", "Mass")
+    assert labels.rows["00000001_000.jpg"] == ("No Finding",)
+    assert labels.rows["00000007_000.jpg"] == ("Atelectasis",)  # named twice in its cell: once
+
+
+def test_spaces_separate_tags_when_no_cell_holds_a_bar(tmp_path):
+    table = tmp_path / "train_v2.csv"
+    table.write_text("image_name,tags\ntrain_0,haze primary\ntrain_1,agriculture clear primary water\n"
+                     "train_2,clear primary\n")
+    labels = read_labels(table, ["train_0.jpg", "train_1.jpg", "train_2.jpg"], tmp_path, multi=True)
+    assert labels.classes == ("agriculture", "clear", "haze", "primary", "water")
+    assert labels.rows["train_1"] == ("agriculture", "clear", "primary", "water")
+
+
+@pytest.mark.parametrize(("cells", "separator"), [(["a|b", "c d"], "|"), (["a;b", "c,d"], ";"), (["a,b"], ","),
+                                                  (["a b", "c"], None)])
+def test_the_separator_is_the_first_a_cell_holds(cells, separator):
+    assert class_separator(cells) == separator
+    assert split_classes(" x | y |", "|") == ["x", "y"]
+
+
+def test_class_ids_stay_the_labels_they_are(tmp_path):
+    table = tmp_path / "labels.csv"
+    table.write_text("a.jpg,0|3\nb.jpg,1\n")
+    labels = read_labels(table, ["a.jpg", "b.jpg"], tmp_path, multi=True)
+    assert labels.classes == ("0", "1", "2", "3")
+    assert labels.rows["a.jpg"] == ("0", "3")
+
+
+def test_one_hot_rows_may_mark_several_classes_or_none(tmp_path):
+    table = tmp_path / "labels.csv"
+    table.write_text("image,MEL,NV,BCC\na,1.0,0.0,1.0\nb,0,0,0\nc,0,1,0\n")
+    labels = read_labels(table, ["a.jpg", "b.jpg", "c.jpg"], tmp_path, multi=True)
+    assert labels.classes == ("MEL", "NV", "BCC")  # column order
+    assert labels.rows == {"a": ("MEL", "BCC"), "b": (), "c": ("NV",)}
+    with pytest.raises(ConvertError, match="marked with 2 classes.*converts with --multi-label"):
+        read_labels(table, ["a.jpg", "b.jpg", "c.jpg"], tmp_path)
+
+
+def test_a_cell_of_separators_only_is_refused_naming_its_line(tmp_path):
+    table = tmp_path / "labels.csv"
+    table.write_text("a.jpg,x|y\nb.jpg,|\n")
+    with pytest.raises(ConvertError, match=r"labels.csv:2: '\|' names no class"):
+        read_labels(table, ["a.jpg", "b.jpg"], tmp_path, multi=True)
+
+
+def test_joined_classes_without_the_option_are_warned_of(tmp_path, caplog):
+    src, table, _ = _source(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        labels = read_labels(table, [p.name for p in src.iterdir()], src)
+    assert "Effusion|Mass" in labels.classes
+    assert "4 of its classes are other classes joined ('Atelectasis|Atelectasis', 'Effusion|Mass'" in caplog.text
+    assert "--multi-label" in caplog.text
+    caplog.clear()
+    plain = tmp_path / "plain.csv"
+    plain.write_text("a.jpg,No Finding\nb.jpg,Finding\nc.jpg,New York\n")  # spaces join classes only when all are
+    with caplog.at_level(logging.WARNING):
+        read_labels(plain, ["a.jpg", "b.jpg", "c.jpg"], tmp_path)
+    assert "joined" not in caplog.text
+
+
+# ---- converting ----
+
+def test_the_json_member_lists_the_classes_and_there_is_no_cls(chest):
+    ds, wanted = chest
+    manifest = json.loads((ds / "manifest.json").read_text())
+    assert manifest["classes"] == list(CLASSES)
+    assert manifest["extra"]["multi_label"] is True
+    assert (manifest["extra"]["label_member"], manifest["extra"]["label_field"]) == ("json", "labels")
+    members = _members(ds)
+    assert len(members) == len(FINDINGS)
+    for m in members.values():
+        assert set(m) == {"jpg", "json"}
+        info = json.loads(m["json"])
+        assert [CLASSES[c] for c in info["labels"]] == sorted(wanted[info["source"]])
+        assert "label" not in info
+    counts = [sum(c in w for w in wanted.values()) for c in CLASSES]
+    assert manifest["splits"]["train"]["class_counts"] == counts  # each class of an image counted
+
+
+def test_webdataset_decodes_the_classes(chest):
+    import webdataset as wds
+
+    ds, wanted = chest
+    shards = [str(p) for p in sorted(ds.glob("*.tar"))]
+    found = {s["json"]["source"]: s["json"]["labels"] for s in wds.WebDataset(shards, shardshuffle=False).decode()}
+    assert {k: {CLASSES[c] for c in v} for k, v in found.items()} == wanted
+
+
+@pytest.mark.parametrize(("config", "error"), [
+    ({}, "--multi-label reads the classes of each image from a labels CSV"),
+    ({"format": "arrow"}, "--multi-label writes tar shards"),
+])
+def test_what_the_option_cannot_do_is_refused(tmp_path, config, error):
+    src, table, _ = _source(tmp_path)
+    labels = {} if not config else {"labels": str(table)}
+    with pytest.raises((ConvertError, ValueError), match=error):
+        convert_images(src, tmp_path / "out", multi_label=True, **labels, **config)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+# ---- loading ----
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_batches_carry_the_multi_hot_rows_of_their_samples(chest, backend):
+    ds, wanted = chest
+    expected = _expected_rows(ds, wanted)
+    ld = loader(ds, backend=backend, train=False, batch_size=5)
+    seen = 0
+    for _, y in ld:
+        assert y.dtype == torch.float32 and y.shape == (5, len(CLASSES))
+        keys = ld._backend.last_keys  # "shard:key" of the batch's real rows
+        assert y[:len(keys)].tolist() == [expected[k] for k in keys]
+        assert (y[len(keys):] == -100).all()  # eval's padding rows
+        seen += len(keys)
+    assert seen == len(FINDINGS)
+
+
+def test_train_batches_of_both_backends_agree(chest):
+    ds, _ = chest
+    labels = {b: torch.cat([y for _, y in loader(ds, backend=b, train=True, seed=3)]) for b in ("kornia", "dali")}
+    assert torch.equal(labels["kornia"], labels["dali"])
+    assert labels["kornia"].sum(1).min() >= 1  # every image of this table has a class
+
+
+def test_sample_labels_is_a_multi_hot_matrix_and_balanced_weights_are_refused(chest):
+    ds, wanted = chest
+    matrix = fastdata.sample_labels(ds)
+    assert matrix.dtype == np.uint8 and matrix.shape == (len(FINDINGS), len(CLASSES))
+    rows = sorted(_expected_rows(ds, wanted).items())  # shard:key order is the global index order
+    assert matrix.tolist() == [[int(v) for v in row] for _, row in rows]
+    with pytest.raises(ValueError, match="multi-label dataset have several"):
+        loader(ds, sample_weights="balanced")
+
+
+def test_batch_labels_of_classes_and_of_padding():
+    assert batch_labels([2, None, 0]).tolist() == [2, -100, 0]
+    assert batch_labels([(0, 2), None, (), (1,)], 3).tolist() == [[1, 0, 1], [-100] * 3, [0, 0, 0], [0, 1, 0]]
+
+
+def _rewrite_labels(ds: Path, labels) -> str:
+    """Give the first sample of the first shard `labels` in its json member (same length, so the shard keeps its
+    size; the manifest's sha256 is not what these checks read)."""
+    shard = sorted(ds.glob("*.tar"))[0]
+    data = bytearray(shard.read_bytes())
+    with tarfile.open(shard) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
+    info = json.loads(data[member.offset_data:member.offset_data + member.size])
+    new = json.dumps({**info, "labels": labels}, sort_keys=True, separators=(",", ":")).encode()
+    new = new[:-1] + b" " * (member.size - len(new)) + b"}"
+    assert len(new) == member.size
+    data[member.offset_data:member.offset_data + member.size] = new
+    shard.write_bytes(bytes(data))
+    return member.name.split(".")[0]
+
+
+@pytest.mark.parametrize(("labels", "problem"), [([0, 9], "labels [9] outside 0..3"),
+                                                 ("Mass", "is \"Mass\", not a list of class indices"),
+                                                 ([1, 1], "names a class twice")])
+def test_verify_and_the_loaders_refuse_a_forged_label_list(chest, tmp_path, labels, problem):
+    ds = tmp_path / "ds"
+    shutil.copytree(chest[0], ds)
+    key = _rewrite_labels(ds, labels)
+    found = verify_dataset(ds)
+    assert any(f"sample {key}" in p and problem in p for p in found), found
+    with pytest.raises(ShardError, match=f"sample {key}"):
+        list(loader(ds, train=False))
+    skipped = list(loader(ds, train=False, on_error="skip"))
+    assert sum(len(y) - int((y == -100).all(1).sum()) for _, y in skipped) == len(FINDINGS) - 1
+
+
+def test_verify_counts_every_class_of_an_image(chest):
+    ds, _ = chest
+    assert verify_dataset(ds) == []
+    path = ds / "manifest.json"
+    kept = path.read_text()
+    try:
+        m = json.loads(kept)
+        m["splits"]["train"]["class_counts"][1] -= 1
+        path.write_text(json.dumps(m))
+        assert any("class counts" in p for p in verify_dataset(ds))
+    finally:
+        path.write_text(kept)
+
+
+@pytest.mark.parametrize(("extra", "error"), [({"multi_label": "yes"}, "true or false"),
+                                              ({"multi_label": True, "label_member": "cls"}, "label_member is 'json'")])
+def test_a_forged_multi_label_field_is_refused(chest, tmp_path, extra, error):
+    ds = tmp_path / "ds"
+    shutil.copytree(chest[0], ds)
+    m = json.loads((ds / "manifest.json").read_text())
+    m["extra"].update(extra)
+    (ds / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ManifestError, match=error):
+        fastdata.loader(ds)
+
+
+def test_a_mixture_unites_the_classes_and_refuses_one_class_datasets(chest, tmp_path):
+    ds, wanted = chest
+    src, table, _ = _source(tmp_path / "b", ["Hernia|Mass", "Mass", "Hernia", "No Finding"])
+    convert_images(src, tmp_path / "b-out", labels=str(table), multi_label=True)
+    mixed = fastdata.loader([str(ds), str(tmp_path / "b-out")], weights=[1, 1], batch_size=4, image_size=32,
+                            backend="kornia", device="cpu", train=True, samples_per_epoch=8)
+    assert mixed.classes == ("Atelectasis", "Effusion", "Hernia", "Mass", "No Finding")
+    rows = torch.cat([y for _, y in mixed])
+    assert rows.shape == (8, 5) and set(rows.flatten().tolist()) <= {0.0, 1.0} and rows.sum(1).min() >= 1
+    convert_images(src, tmp_path / "single", labels=str(table))
+    with pytest.raises(ManifestError, match="one class a sample while the other datasets of the mixture are multi"):
+        fastdata.loader([str(ds), str(tmp_path / "single")], weights=[1, 1], batch_size=4, device="cpu")
