@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -190,3 +191,34 @@ def test_a_file_url_source_names_its_local_folder(small_tree: Path, tmp_path: Pa
     assert cli(["convert", small_tree.as_uri(), str(tmp_path / "a"), "--no-progress", "-j", "1"]) == 0
     assert cli(["convert", str(small_tree), str(tmp_path / "b"), "--no-progress", "-j", "1"]) == 0
     assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--multi-label"], "--multi-label (images): not an option of kind text"),
+    (["--label-pattern", "^(.)"], "--label-pattern (images): not an option of kind text"),
+    (["--short-side", "64", "--channel", "ct"], "--short-side (image_text, images), --channel (dicom, nifti): not an "
+                                                "option of kind text"),
+])
+def test_an_option_of_another_kind_is_refused_not_ignored(tmp_path: Path, args: list[str], said: str,
+                                                          capsys) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("a document\n")
+    tokenizer = Path(__file__).parent / "data" / "tokenizers" / "bert-base-uncased.json"
+    code = cli(["convert", str(corpus), str(tmp_path / "out"), "--tokenizer", str(tokenizer), *args])
+    assert code == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert cli(["convert", str(corpus), str(tmp_path / "out"), "--tokenizer", str(tokenizer), "--split", "val"]) == 0
+
+
+def test_an_option_of_images_given_its_default_is_no_foreign_option(small_tree: Path, tmp_path: Path) -> None:
+    from fastdata.cli.convert import add_parser, foreign_options
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["convert", "src", "dst", "--short-side", "256", "--quality", "90"])
+    assert foreign_options(args, "text") == []  # the defaults, spelt out
+    args = parser.parse_args(["convert", "src", "dst", "--quality", "80"])
+    assert foreign_options(args, "text") == [("--quality", "image_text, images")]
+    assert foreign_options(args, "images") == foreign_options(args, "image_text") == []  # both read it

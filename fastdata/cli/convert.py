@@ -13,7 +13,7 @@ from fastdata.cpus import usable_cpus
 from fastdata.label_members import label_classes
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from converters import KINDS, get_kind
 
     p = sub.add_parser("convert", help="pack a raw dataset into shards",
@@ -58,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for name in KINDS:
         group = p.add_argument_group(f"{name} options")
         get_kind(name).add_arguments(group)
+    return p
 
 
 def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
@@ -139,6 +140,40 @@ def _survey_summary(src: Path, kind: str, found) -> None:
             print(f"    {line}")
 
 
+class _Reads:
+    """A namespace that records the names read from it (`getattr(args, "captions", None)` included)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args, self.names = args, set()
+
+    def __getattr__(self, name: str) -> object:
+        self.names.add(name)
+        return getattr(self._args, name)
+
+
+def foreign_options(args: argparse.Namespace, kind: str) -> list[tuple[str, str]]:
+    """(flag, the kinds that read it) of each kind option given (not at its default) that kind `kind` does not read:
+    `--multi-label` on a text corpus, `--label-pattern` with `--tokenizer`. A kind reads what its `options_from_args`
+    reads (image_text reads the image options, nifti dicom's): found by running it on the defaults. Before, such an
+    option was silently ignored."""
+    from converters import KINDS, get_kind
+
+    convert = add_parser(argparse.ArgumentParser().add_subparsers())
+    defaults = vars(convert.parse_args([]))
+    flags = {a.dest: a.option_strings[0] for a in convert._actions if a.option_strings}
+    readers: dict[str, list[str]] = {}
+    for name in KINDS:
+        reads = _Reads(argparse.Namespace(**defaults))
+        try:
+            get_kind(name).options_from_args(reads)
+        except (ValueError, TypeError):  # a default its options refuse (text's missing --tokenizer): read already
+            pass
+        for dest in reads.names:
+            readers.setdefault(dest, []).append(name)
+    return [(flags[dest], ", ".join(owners)) for dest, owners in readers.items()
+            if kind not in owners and dest in flags and getattr(args, dest, defaults.get(dest)) != defaults.get(dest)]
+
+
 def run(args: argparse.Namespace) -> int:
     from converters import get_kind
     from converters.assemble import merge
@@ -157,6 +192,11 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("usage: fastdata convert SRC DST [options]  or  fastdata convert --merge DST")
     src = local_source(args.src)
     kind = get_kind(_detect(src, args) if args.kind == "auto" else args.kind)
+    foreign = foreign_options(args, kind.name)
+    if foreign:
+        raise ValueError(f"{', '.join(f'{flag} ({owners})' for flag, owners in foreign)}: not an option of kind "
+                         f"{kind.name}, which {printable(src)} holds (--kind {kind.name}); it would be ignored. "
+                         "Leave it out, or name the kind with --kind")
     options = kind.options_from_args(args)
     config = ConvertConfig(format=args.format, seed=args.seed, shard_size=args.shard_size,
                            samples_per_shard=args.samples_per_shard, jobs=args.jobs,
