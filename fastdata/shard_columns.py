@@ -51,7 +51,7 @@ def _refuse(path: object, what: str, wrong: list[str | None], want: str) -> None
 def check_token_columns(schema: pa.Schema, path: object, *, labelled: bool) -> None:
     """A token shard holds input_ids (a list of integers a row), length and, when labelled, label (integers)."""
     ids, length = column_type(schema, "input_ids"), column_type(schema, "length")
-    ids_ok = ids is not None and (pa.types.is_list(ids) or pa.types.is_large_list(ids)) and _integers(ids.value_type)
+    ids_ok = _int_lists(ids)
     _refuse(path, "a token shard", [
         None if ids_ok else f"input_ids: {ids or 'missing or given twice'}",
         None if _integers(length) else f"length: {length or 'missing or given twice'}",
@@ -70,16 +70,32 @@ def image_bytes_field(image: pa.DataType) -> int | None:
     return found[0] if pa.types.is_binary(t) or pa.types.is_large_binary(t) else None
 
 
-def check_image_columns(schema: pa.Schema, path: object, *, labelled: bool) -> None:
-    """An image shard holds key (text), image (a struct whose `bytes` field is binary) and, when labelled, label."""
+def _int_lists(t: pa.DataType | None) -> bool:
+    return t is not None and (pa.types.is_list(t) or pa.types.is_large_list(t)) and _integers(t.value_type)
+
+
+def _labels(schema: pa.Schema) -> str | None:
+    """What is wrong with a multi-label shard's labels column (a list of class indices a row), and its label column
+    (none)."""
+    labels = column_type(schema, "labels")
+    if labels is None:
+        return "labels: missing or given twice (the manifest says multi-label)"
+    if "label" in schema.names:
+        return "label: a column in a multi-label dataset, whose labels are the labels column"
+    return None if _int_lists(labels) else f"labels: {labels}"
+
+
+def check_image_columns(schema: pa.Schema, path: object, *, labelled: bool, multi: bool = False) -> None:
+    """An image shard holds key (text), image (a struct whose `bytes` field is binary) and, when labelled, label;
+    `multi` (a dataset converted --multi-label): labels, a list of integers a row, instead."""
     key, image = column_type(schema, "key"), column_type(schema, "image")
     key_ok = key is not None and (pa.types.is_string(key) or pa.types.is_large_string(key))
     _refuse(path, "an image shard", [
         None if key_ok else f"key: {key or 'missing or given twice'}",
         None if image is not None and image_bytes_field(image) is not None
         else f"image: {image or 'missing or given twice'}",
-        _label(schema, labelled),
-    ], "key text, image a struct with a binary field bytes, label integers")
+        _labels(schema) if multi else _label(schema, labelled),
+    ], f"key text, image a struct with a binary field bytes, {'labels lists of' if multi else 'label'} integers")
 
 
 COLUMN_CHECKS: dict[str, Callable[..., None]] = {"text": check_token_columns, "images": check_image_columns}
@@ -106,8 +122,10 @@ def value_problems(batch: pa.RecordBatch, *, classes: int, first_row: int) -> li
 
     Call after the kind's column check: every column named here is known to be there once and of its type."""
     names = batch.schema.names
-    problems = [p for n in ("key", "image", "input_ids", "length", "label") if n in names
+    problems = [p for n in ("key", "image", "input_ids", "length", "label", "labels") if n in names
                 for p in _nulls(batch.column(n), n, first_row)]
+    if "labels" in names and classes and _int_lists(batch.schema.field("labels").type):
+        problems.extend(_class_lists(batch.column("labels"), classes, first_row))
     if "label" in names and classes:
         column = batch.column("label")
         valid = ~column.is_null().to_numpy(zero_copy_only=False)
@@ -115,6 +133,18 @@ def value_problems(batch: pa.RecordBatch, *, classes: int, first_row: int) -> li
         problems.extend(f"row {first_row + i} has label {labels[i]}, outside 0..{classes - 1}"
                         for i in np.flatnonzero(valid & ((labels < 0) | (labels >= classes))))
     return problems
+
+
+def _class_lists(column: pa.Array, classes: int, first_row: int) -> list[str]:
+    """Each row of a multi-label shard's labels column that names a class outside 0..classes-1, or one twice."""
+    found = []
+    for i, row in enumerate(column.to_pylist()):
+        outside = [c for c in row or () if c is not None and not 0 <= c < classes]
+        if outside:
+            found.append(f"row {first_row + i} has labels {outside}, outside 0..{classes - 1}")
+        elif row and len(set(row)) != len(row):
+            found.append(f"row {first_row + i} names a class twice in its labels {row[:8]}")
+    return found
 
 
 def numbered(batches: Sequence[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:

@@ -231,12 +231,15 @@ def _check_arrow(ref: ShardRef, manifest: Manifest, labels: Counter, decode: boo
     check = COLUMN_CHECKS.get(manifest.kind)
     if check is not None:
         try:
-            check(table.schema, path, labelled=bool(manifest.classes))
+            multi = {"multi": True} if manifest.multi_label else {}
+            check(table.schema, path, labelled=bool(manifest.classes), **multi)
         except ShardError as exc:
             return problems + [str(exc)]  # the columns are not there to read further
         problems.extend(_arrow_values(table, path, manifest))
     if "label" in table.column_names and manifest.classes:
         labels.update(label for label in table.column("label").to_pylist() if label is not None)
+    if "labels" in table.column_names and manifest.multi_label:  # each class of each image
+        labels.update(c for row in table.column("labels").to_pylist() for c in row or () if c is not None)
     if decode and "image" in table.column_names:
         keys = table.column("key").to_pylist()
         images = table.column("image")

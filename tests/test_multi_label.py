@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -167,16 +168,102 @@ def test_webdataset_decodes_the_classes(chest):
     assert {k: {CLASSES[c] for c in v} for k, v in found.items()} == wanted
 
 
-@pytest.mark.parametrize(("config", "error"), [
-    ({}, "--multi-label reads the classes of each image from a labels CSV"),
-    ({"format": "arrow"}, "--multi-label writes tar shards"),
-])
-def test_what_the_option_cannot_do_is_refused(tmp_path, config, error):
+@pytest.mark.parametrize("labels", [None, "val={}"])
+def test_the_option_without_a_labels_file_of_the_whole_source_is_refused(tmp_path, labels):
     src, table, _ = _source(tmp_path)
-    labels = {} if not config else {"labels": str(table)}
-    with pytest.raises((ConvertError, ValueError), match=error):
-        convert_images(src, tmp_path / "out", multi_label=True, **labels, **config)
+    given = {} if labels is None else {"labels": labels.format(table)}
+    with pytest.raises(ValueError, match="--multi-label reads the classes of each image from a labels CSV of the "
+                                         "whole source: give it as --labels FILE"):
+        convert_images(src, tmp_path / "out", multi_label=True, **given)
     assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+# ---- Arrow shards ----
+
+@pytest.fixture(scope="module")
+def chest_arrow(tmp_path_factory) -> tuple[Path, dict[str, set[str]]]:
+    root = tmp_path_factory.mktemp("chest-arrow")
+    src, table, wanted = _source(root)
+    convert_images(src, root / "out", labels=str(table), multi_label=True, short_side=64, format="arrow")
+    return root / "out", wanted
+
+
+def _arrow_rows(ds: Path, wanted: dict[str, set[str]]) -> dict[str, list[float]]:
+    """"shard:key" -> the multi-hot row of its source, from the Arrow shards' key and json columns."""
+    import pyarrow as pa
+
+    out = {}
+    for shard in sorted(ds.glob("*.arrow")):
+        table = pa.ipc.open_stream(shard.read_bytes()).read_all()
+        for key, info in zip(table.column("key").to_pylist(), table.column("json").to_pylist()):
+            out[f"{shard.name}:{key}"] = [float(c in wanted[json.loads(info)["source"]]) for c in CLASSES]
+    return out
+
+
+def test_an_arrow_shard_holds_a_list_of_class_labels_that_datasets_reads(chest_arrow):
+    import datasets
+
+    ds, wanted = chest_arrow
+    rows = [r for shard in sorted(ds.glob("*.arrow")) for r in datasets.Dataset.from_file(str(shard))]
+    feature = datasets.Dataset.from_file(str(sorted(ds.glob("*.arrow"))[0])).features["labels"]
+    assert feature.feature.names == list(CLASSES)  # a list of ClassLabel, its names the classes
+    assert {json.loads(r["json"])["source"]: {CLASSES[c] for c in r["labels"]} for r in rows} == wanted
+    assert "label" not in rows[0]
+    assert verify_dataset(ds) == []
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_arrow_batches_carry_the_multi_hot_rows_of_their_samples(chest_arrow, backend):
+    ds, wanted = chest_arrow
+    expected = _arrow_rows(ds, wanted)
+    ld = loader(ds, backend=backend, train=False, batch_size=5)
+    seen = 0
+    for _, y in ld:
+        keys = ld._backend.last_keys
+        assert y[:len(keys)].tolist() == [expected[k] for k in keys]
+        assert (y[len(keys):] == -100).all()
+        seen += len(keys)
+    assert seen == len(FINDINGS)
+    assert fastdata.sample_labels(ds).tolist() == [[int(v) for v in row] for _, row in sorted(expected.items())]
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (lambda rows: [[0, 9], *rows[1:]], "row 0 has labels [9], outside 0..3"),
+    (lambda rows: [[2, 2], *rows[1:]], "row 0 names a class twice in its labels [2, 2]"),
+    (lambda rows: [None, *rows[1:]], "column labels holds 1 null value(s), the first in row 0"),
+])
+def test_a_forged_arrow_labels_column_is_refused(chest_arrow, tmp_path, change, problem):
+    import pyarrow as pa
+    from helpers import rewrite_arrow_shard
+
+    ds = tmp_path / "ds"
+    shutil.copytree(chest_arrow[0], ds)
+    name = sorted(p.name for p in ds.glob("*.arrow"))[0]
+
+    def forged(table: pa.Table) -> pa.Table:
+        i = table.schema.get_field_index("labels")
+        return table.set_column(i, "labels", pa.array(change(table.column("labels").to_pylist()),
+                                                      type=pa.list_(pa.int64())))
+
+    rewrite_arrow_shard(ds, name, forged)
+    assert any(problem in p for p in verify_dataset(ds)), verify_dataset(ds)
+    with pytest.raises(ShardError, match=re.escape(problem)):
+        list(loader(ds, train=False))
+
+
+def test_an_arrow_shard_of_one_class_a_row_in_a_multi_label_dataset_is_refused(chest_arrow, tmp_path):
+    import pyarrow as pa
+    from helpers import rewrite_arrow_shard
+
+    ds = tmp_path / "ds"
+    shutil.copytree(chest_arrow[0], ds)
+    name = sorted(p.name for p in ds.glob("*.arrow"))[0]
+    rewrite_arrow_shard(ds, name, lambda t: t.append_column("label", pa.array([0] * t.num_rows, type=pa.int64())))
+    with pytest.raises(ShardError, match="label: a column in a multi-label dataset"):
+        list(loader(ds, train=False))
+    rewrite_arrow_shard(ds, name, lambda t: t.drop_columns(["labels", "label"]))
+    with pytest.raises(ShardError, match=r"labels: missing or given twice \(the manifest says multi-label\)"):
+        list(loader(ds, train=False))
 
 
 # ---- loading ----

@@ -21,7 +21,6 @@ from converters.images.tfrecords import has_tfrecords
 from converters.kind import ArrowLayout, Discovery
 from converters.tree import SPLIT_HELP, first_files
 from converters.val_fraction import apply_val_fraction
-from fastdata.errors import ConvertError
 
 DETECT_FILES = 2000  # files looked at by detect
 # --multi-label: no cls member; each sample's json member lists its classes in `labels` (fastdata/label_members.py)
@@ -101,9 +100,6 @@ class ImagesKind:
         return functools.partial(process_image, opts=options)
 
     def arrow_layout(self, discovery: Discovery, options: ImageOptions) -> ArrowLayout:
-        if options.multi_label:
-            raise ConvertError("--multi-label writes tar shards (--format wds): an Arrow shard's label column holds "
-                               "one class a row")
         features = {
             "key": {"dtype": "string", "_type": "Value"},
             "image": {"_type": "Image"},
@@ -119,6 +115,10 @@ class ImagesKind:
         if not discovery.classes:  # unlabeled: no label column at all
             features.pop("label")
             fields = [f for f in fields if f[0] != "label"]
+        elif options.multi_label:  # a list of class indices a row: Hugging Face's Sequence(ClassLabel)
+            features = dict(("labels", {"feature": f, "_type": "Sequence"}) if n == "label" else (n, f)
+                            for n, f in features.items())
+            fields = [("labels", pa.list_(pa.int64())) if f[0] == "label" else f for f in fields]
         schema = pa.schema(fields, metadata={"huggingface": json.dumps({"info": {"features": features}})})
         return ArrowLayout(schema=schema)
 

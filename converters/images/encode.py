@@ -144,7 +144,9 @@ def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejectio
     key = item.key
     members = {"jpg": jpeg, "json": info_bytes}
     row = {"key": key, "image": {"bytes": jpeg, "path": f"{key}.jpg"}, "json": info_bytes.decode()}
-    if item.label is not None and not multi:  # unlabeled datasets have no cls member and no label column
+    if multi:
+        row["labels"] = list(item.label)
+    elif item.label is not None:  # unlabeled datasets have no cls member and no label column
         members["cls"] = str(item.label).encode()
         row["label"] = item.label
     stats = {"copied": int(meta["copied"]), "metadata_removed": int(bool(meta.get("metadata_removed")))}

@@ -15,6 +15,7 @@ manifest order, samples in shard order).
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -205,21 +206,27 @@ class ArrowShard:
     """One Arrow IPC stream shard (columns key, image{bytes, path}, label): its columns and values checked at open
     (shard_columns.py), image bytes read with pread (arrow_file.py), keys and labels copied at open."""
 
-    def __init__(self, ref: ShardRef, *, classes: int) -> None:
+    def __init__(self, ref: ShardRef, *, classes: int, multi: bool = False) -> None:
         self.path = ref.path
         self._file = ArrowFile(self.path)
         self._starts: list[int] = []
         self._images: list[BinaryColumn] = []
-        self._labels: list[np.ndarray] = []
+        self._labels: list[np.ndarray] = []  # multi (--multi-label): object arrays of tuples of class indices
         self._keys: list[list[str]] = []
-        check_shard(self._file.batches, self.path, check=check_image_columns, classes=classes)
+        check_shard(self._file.batches, self.path, check=functools.partial(check_image_columns, multi=multi),
+                    classes=classes)
         total = 0
         for batch in self._file.batches:
             self._starts.append(total)
             image = batch.column("image")
             self._images.append(BinaryColumn(self._file, image.flatten()[image_bytes_field(image.type)]))
-            self._labels.append(batch.column("label").to_numpy(zero_copy_only=False).astype(np.int64) if classes
-                                else np.full(batch.num_rows, UNLABELED, dtype=np.int64))
+            if multi:
+                rows = np.empty(batch.num_rows, dtype=object)
+                rows[:] = [tuple(sorted(row)) for row in batch.column("labels").to_pylist()]
+                self._labels.append(rows)
+            else:
+                self._labels.append(batch.column("label").to_numpy(zero_copy_only=False).astype(np.int64)
+                                    if classes else np.full(batch.num_rows, UNLABELED, dtype=np.int64))
             self._keys.append(batch.column("key").to_pylist())
             total += batch.num_rows
         if total != ref.info.samples:
@@ -237,11 +244,12 @@ class ArrowShard:
         data = self._images[b].read(row)
         if not data:
             raise ShardError(f"sample {key} in {self.path} has no image bytes")
-        return RawSample(data=memoryview(data), label=int(self._labels[b][row]), key=key, shard=self.path,
-                         index=index)
+        label = self._labels[b][row]
+        return RawSample(data=memoryview(data), label=label if isinstance(label, tuple) else int(label), key=key,
+                         shard=self.path, index=index)
 
     def labels(self) -> np.ndarray:
-        """The label of every row (UNLABELED without classes)."""
+        """The label of every row (UNLABELED without classes; multi: an object array of tuples)."""
         return np.concatenate(self._labels) if self._labels else np.zeros(0, dtype=np.int64)
 
     def close(self) -> None:
@@ -295,7 +303,8 @@ class SplitReader:
                 shard = (TarShard(ref, self._handles, image_members=self._image_members,
                                   label_rule=self._label_rule, extra_members=self._extra_members,
                                   budget=self._budget)
-                         if self._shard_type is TarShard else ArrowShard(ref, classes=self._classes))
+                         if self._shard_type is TarShard else ArrowShard(ref, classes=self._classes,
+                                                                          multi=self._view.manifest.multi_label))
                 self._open[s] = shard
         return shard
 
@@ -312,7 +321,7 @@ class SplitReader:
         """The label of every sample of the split, in global index order (each shard's label members read; for a
         remote dataset every shard is fetched); ShardError for a label outside the manifest's classes, as the
         loaders' reads give."""
-        if self._label_rule is not None and self._label_rule.multi:
+        if self._view.manifest.multi_label:
             return self._multi_hot()
         parts = []
         for s in range(len(self._refs)):
