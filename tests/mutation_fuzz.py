@@ -185,6 +185,11 @@ class Context:
             ("labels.csv", "filename,class\nimg_0.jpg,cat\nimg_1.jpg,chien \u00e9\n".encode()),
             ("LOC_val_solution.csv", b"ImageId,PredictionString\nimg_0,n01 1 2 3 4 n01 5 6 7 8\nimg_1,n02 1 2 3 4\n"),
             ("train_list.txt", b"train/a.jpg 0\n/b/my photo.jpg 1\n"),
+            # --multi-label tables: ChestX-ray14's findings joined by bars, Planet's tags by spaces, one-hot columns
+            ("Data_Entry_2017.csv", b"Image Index,Finding Labels,Patient ID\n00000001_000.png,Effusion|Mass,1\n"
+                                    b"00000002_000.png,No Finding,2\n00000003_000.png,Mass|Mass,3\n"),
+            ("train_v2.csv", b"image_name,tags\ntrain_0,haze primary\ntrain_1,clear primary water\n"),
+            ("multi_hot.csv", b"image,MEL,NV,BCC\na,1.0,0.0,1.0\nb,0,0,0\nc,0,1,0\n"),
             ("dataset_coco.json", json.dumps({"dataset": "coco", "images": [
                 {"filepath": "train2014", "filename": "img_000.jpg", "split": "restval", "sentences": [
                     {"raw": "a cat", "tokens": ["a", "cat"]}, {"raw": "two cats"}]},
@@ -993,8 +998,27 @@ def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str
     path = ctx.work / name
     path.write_bytes(data)
     labels = name in ("labels.csv", "LOC_val_solution.csv", "train_list.txt")
-    _expect(lambda: read_labels(path) if labels else read_captions(path), step=f"{name} read")
+    if name in MULTI_LABEL_TABLES:
+        _expect(lambda: _multi_labels(path), step=f"{name} read")
+    else:
+        _expect(lambda: read_labels(path) if labels else read_captions(path), step=f"{name} read")
     return f"{name}: {what}"
+
+
+MULTI_LABEL_TABLES = ("Data_Entry_2017.csv", "train_v2.csv", "multi_hot.csv")
+
+
+def _multi_labels(path: Path) -> None:
+    """A --multi-label table read: a Finding unless every row's classes are distinct classes of the table, none
+    empty."""
+    from converters.images.labels_csv import read_labels
+
+    labels = read_labels(path, multi=True)
+    for name, classes in labels.rows.items():
+        if len(set(classes)) != len(classes) or not set(classes) <= set(labels.classes) or "" in classes:
+            raise Finding(f"{path.name}: row {name!r} has the classes {classes!r} of {labels.classes!r}")
+    if len(set(labels.classes)) != len(labels.classes):
+        raise Finding(f"{path.name}: a class twice in {labels.classes!r}")
 
 
 def _manifest(ctx: Context, rng: random.Random, label: str, _: Any) -> str:

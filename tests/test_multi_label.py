@@ -108,10 +108,12 @@ def test_class_ids_stay_the_labels_they_are(tmp_path):
     assert labels.rows["a.jpg"] == ("0", "3")
 
 
-def test_one_hot_rows_may_mark_several_classes_or_none(tmp_path):
+def test_one_hot_rows_may_mark_several_classes_or_none(tmp_path, caplog):
     table = tmp_path / "labels.csv"
     table.write_text("image,MEL,NV,BCC\na,1.0,0.0,1.0\nb,0,0,0\nc,0,1,0\n")
-    labels = read_labels(table, ["a.jpg", "b.jpg", "c.jpg"], tmp_path, multi=True)
+    with caplog.at_level(logging.WARNING):
+        labels = read_labels(table, ["a.jpg", "b.jpg", "c.jpg"], tmp_path, multi=True)
+    assert not caplog.records  # its class columns are read, not "more than two columns" left unread
     assert labels.classes == ("MEL", "NV", "BCC")  # column order
     assert labels.rows == {"a": ("MEL", "BCC"), "b": (), "c": ("NV",)}
     with pytest.raises(ConvertError, match="marked with 2 classes.*converts with --multi-label"):
@@ -138,9 +140,40 @@ def test_joined_classes_without_the_option_are_warned_of(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         read_labels(plain, ["a.jpg", "b.jpg", "c.jpg"], tmp_path)
     assert "joined" not in caplog.text
+    barred = tmp_path / "barred.csv"
+    barred.write_text("a.jpg,Effusion\nb.jpg,Effusion|Hernia\n")  # a bar joins a class to one that has no row
+    with caplog.at_level(logging.WARNING):
+        read_labels(barred, ["a.jpg", "b.jpg"], tmp_path)
+    assert "1 of its classes are other classes joined ('Effusion|Hernia')" in caplog.text
+
+
+def test_a_val_fraction_names_each_class_left_without_a_val_image(caplog):
+    from converters.kind import Discovery
+    from converters.sample import WorkItem
+    from converters.val_fraction import apply_val_fraction, held_out
+
+    names = [f"{i}.png" for i in range(40)]
+    val = next(n for n in names if held_out(n, 0.5))
+    train = [n for n in names if not held_out(n, 0.5)][:2]
+    items = [WorkItem("train", val, val, (0,)), WorkItem("train", train[0], train[0], (0, 1)),
+             WorkItem("train", train[1], train[1], ())]
+    with caplog.at_level(logging.WARNING):
+        found = apply_val_fraction(Discovery({"train": items}, ("x", "y"), [], "flat+labels"), 0.5, "train",
+                                   layouts=("flat+labels",))
+    assert [it.rel for it in found.splits["val"]] == [val]
+    assert "left 1 classes with no val image: 'y'" in caplog.text
 
 
 # ---- converting ----
+
+def test_a_dry_run_counts_each_class_of_an_image(tmp_path, capsys):
+    from fastdata.cli import main as cli
+
+    src, table, _ = _source(tmp_path)
+    assert cli(["convert", str(src), "--dry-run", "--labels", str(table), "--multi-label"]) == 0
+    out = capsys.readouterr().out
+    assert "classes (4): Atelectasis, Effusion, Mass, No Finding" in out
+    assert "inputs per class: 4 (Atelectasis) to 4 (No Finding)" in out  # each finding is 4 images'
 
 def test_the_json_member_lists_the_classes_and_there_is_no_cls(chest):
     ds, wanted = chest
@@ -212,6 +245,16 @@ def test_an_arrow_shard_holds_a_list_of_class_labels_that_datasets_reads(chest_a
     assert verify_dataset(ds) == []
 
 
+def test_verify_counts_every_class_of_an_arrow_row(chest_arrow, tmp_path):
+    ds = tmp_path / "ds"
+    shutil.copytree(chest_arrow[0], ds)
+    m = json.loads((ds / "manifest.json").read_text())
+    assert m["splits"]["train"]["class_counts"] == [sum(c in w for w in chest_arrow[1].values()) for c in CLASSES]
+    m["splits"]["train"]["class_counts"][2] += 1
+    (ds / "manifest.json").write_text(json.dumps(m))
+    assert any("class counts" in p for p in verify_dataset(ds))
+
+
 @pytest.mark.parametrize("backend", ["kornia", "dali"])
 def test_arrow_batches_carry_the_multi_hot_rows_of_their_samples(chest_arrow, backend):
     ds, wanted = chest_arrow
@@ -228,9 +271,10 @@ def test_arrow_batches_carry_the_multi_hot_rows_of_their_samples(chest_arrow, ba
 
 
 @pytest.mark.parametrize(("change", "problem"), [
-    (lambda rows: [[0, 9], *rows[1:]], "row 0 has labels [9], outside 0..3"),
-    (lambda rows: [[2, 2], *rows[1:]], "row 0 names a class twice in its labels [2, 2]"),
+    (lambda rows: [rows[0], [0, 4], *rows[2:]], "row 1 has labels [4], outside 0..3"),
+    (lambda rows: [rows[0], [2, 2], *rows[2:]], "row 1 names a class twice in its labels [2, 2]"),
     (lambda rows: [None, *rows[1:]], "column labels holds 1 null value(s), the first in row 0"),
+    (lambda rows: [[str(c) for c in row] for row in rows], "labels: list<item: string>; want key text"),
 ])
 def test_a_forged_arrow_labels_column_is_refused(chest_arrow, tmp_path, change, problem):
     import pyarrow as pa
@@ -242,8 +286,7 @@ def test_a_forged_arrow_labels_column_is_refused(chest_arrow, tmp_path, change, 
 
     def forged(table: pa.Table) -> pa.Table:
         i = table.schema.get_field_index("labels")
-        return table.set_column(i, "labels", pa.array(change(table.column("labels").to_pylist()),
-                                                      type=pa.list_(pa.int64())))
+        return table.set_column(i, "labels", pa.array(change(table.column("labels").to_pylist())))
 
     rewrite_arrow_shard(ds, name, forged)
     assert any(problem in p for p in verify_dataset(ds)), verify_dataset(ds)
@@ -321,8 +364,11 @@ def _rewrite_labels(ds: Path, labels) -> str:
     return member.name.split(".")[0]
 
 
-@pytest.mark.parametrize(("labels", "problem"), [([0, 9], "labels [9] outside 0..3"),
+@pytest.mark.parametrize(("labels", "problem"), [([0, 4], "labels [4] outside 0..3"),
                                                  ("Mass", "is \"Mass\", not a list of class indices"),
+                                                 (3, "is 3, not a list of class indices"),
+                                                 ([True], "is [true], not a list of class indices"),
+                                                 (["1"], "is [\"1\"], not a list of class indices"),
                                                  ([1, 1], "names a class twice")])
 def test_verify_and_the_loaders_refuse_a_forged_label_list(chest, tmp_path, labels, problem):
     ds = tmp_path / "ds"
@@ -330,10 +376,28 @@ def test_verify_and_the_loaders_refuse_a_forged_label_list(chest, tmp_path, labe
     key = _rewrite_labels(ds, labels)
     found = verify_dataset(ds)
     assert any(f"sample {key}" in p and problem in p for p in found), found
-    with pytest.raises(ShardError, match=f"sample {key}"):
+    shard = sorted(ds.glob("*.tar"))[0]
+    with pytest.raises(ShardError, match=f"sample {key} in {re.escape(str(shard))}"):
         list(loader(ds, train=False))
+    with pytest.raises(ShardError, match=f"sample {key} in {re.escape(str(shard))}"):
+        fastdata.sample_labels(ds)
     skipped = list(loader(ds, train=False, on_error="skip"))
     assert sum(len(y) - int((y == -100).all(1).sum()) for _, y in skipped) == len(FINDINGS) - 1
+
+
+def test_a_json_member_that_is_no_json_is_refused_naming_the_sample(chest, tmp_path):
+    ds = tmp_path / "ds"
+    shutil.copytree(chest[0], ds)
+    shard = sorted(ds.glob("*.tar"))[0]
+    data = bytearray(shard.read_bytes())
+    with tarfile.open(shard) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
+    data[member.offset_data:member.offset_data + member.size] = b"\xff" * member.size
+    shard.write_bytes(bytes(data))
+    key = member.name.split(".")[0]
+    assert any(f"sample {key} has no class labels: its json member is not JSON" in p for p in verify_dataset(ds))
+    with pytest.raises(ShardError, match=f"sample {key} in .* has no class labels: its json member is not JSON"):
+        list(loader(ds, train=False))
 
 
 def test_verify_counts_every_class_of_an_image(chest):
@@ -371,6 +435,19 @@ def test_a_mixture_unites_the_classes_and_refuses_one_class_datasets(chest, tmp_
     assert mixed.classes == ("Atelectasis", "Effusion", "Hernia", "Mass", "No Finding")
     rows = torch.cat([y for _, y in mixed])
     assert rows.shape == (8, 5) and set(rows.flatten().tolist()) <= {0.0, 1.0} and rows.sum(1).min() >= 1
+    # evaluation reads the union in list order: each row is its dataset's own, its classes mapped into the union
+    def mapped(root: Path) -> list[list[float]]:  # a dataset's multi-hot rows, their classes in the union's places
+        names = json.loads((root / "manifest.json").read_text())["classes"]
+        return [[float(any(on and names[c] == u for c, on in enumerate(row))) for u in mixed.classes]
+                for row in fastdata.sample_labels(root).tolist()]
+
+    expected = mapped(ds) + mapped(tmp_path / "b-out")
+    ev = fastdata.loader([str(ds), str(tmp_path / "b-out")], batch_size=4, image_size=32, backend="kornia",
+                         device="cpu", train=False)
+    got = {}
+    for _, y in ev:
+        got.update(zip(ev._backend.last_rows, y.tolist()))
+    assert [got[i] for i in range(len(got))] == expected
     convert_images(src, tmp_path / "single", labels=str(table))
     with pytest.raises(ManifestError, match="one class a sample while the other datasets of the mixture are multi"):
         fastdata.loader([str(ds), str(tmp_path / "single")], weights=[1, 1], batch_size=4, device="cpu")

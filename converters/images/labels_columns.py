@@ -42,7 +42,7 @@ def read_split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
 HOT, COLD = ("1", "1.0"), ("0", "0.0")
 
 
-def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]], *, multi: bool = False
+def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]], *, multi: bool
             ) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
     """(the class columns, the rows as `filename,class`) of a table of one-hot columns: a first row naming the
     file column and then two or more class columns, and rows holding a 1 in the column of their class and 0

@@ -123,7 +123,7 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     any number; each file's row is then the tuple of its classes, in the row's order, none twice."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
-    labels: dict[str, str] = {}
+    labels: dict[str, Any] = {}
     where: dict[str, int] = {}
     class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
     try:

@@ -222,7 +222,7 @@ class ArrowShard:
             self._images.append(BinaryColumn(self._file, image.flatten()[image_bytes_field(image.type)]))
             if multi:
                 rows = np.empty(batch.num_rows, dtype=object)
-                rows[:] = [tuple(sorted(row)) for row in batch.column("labels").to_pylist()]
+                rows[:] = [tuple(row) for row in batch.column("labels").to_pylist()]
                 self._labels.append(rows)
             else:
                 self._labels.append(batch.column("label").to_numpy(zero_copy_only=False).astype(np.int64)
