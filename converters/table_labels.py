@@ -57,6 +57,15 @@ class TableLabels:
             self.values.add(label)
         return problem
 
+    def take_many(self, labels: Any, column: str, names: tuple[str, ...] | None) -> str | None:
+        """A --multi-label row's list of labels: why it is none (a rejection), or None after noting its values."""
+        if labels is None:
+            return f"no labels (null in {self.field} {column!r})"
+        problem = next((p for p in (label_problem(v, column, names, self.field) for v in labels) if p), None)
+        if problem is None:
+            self.values.update(labels)
+        return problem
+
     def classes(self) -> tuple[str, ...]:
         """The class names: the ClassLabel's, or the label values in `label_order`; () without a label column."""
         from converters.images.labels_csv import label_order  # (the images package imports this module)
@@ -72,8 +81,15 @@ class TableLabels:
         return classes
 
     def relabel(self, items: dict[str, list[WorkItem]], classes: tuple[str, ...]) -> dict[str, list[WorkItem]]:
-        """`items` with class indices for labels (a ClassLabel's values are indices already)."""
-        if self.first is None or self.first[2] is not None or not classes:
+        """`items` with class indices for labels (a ClassLabel's values are indices already); a --multi-label row's
+        list of labels becomes the sorted tuple of its classes, each once."""
+        if self.first is None or not classes:
             return items
-        index = {c: i for i, c in enumerate(classes)}
-        return {s: [replace(it, label=index[str(it.label)]) for it in its] for s, its in items.items()}
+        index = None if self.first[2] is not None else {c: i for i, c in enumerate(classes)}
+
+        def of(label: Any) -> Any:
+            if isinstance(label, list):
+                return tuple(sorted({v if index is None else index[str(v)] for v in label}))
+            return label if index is None else index[str(label)]
+
+        return {s: [replace(it, label=of(it.label)) for it in its] for s, its in items.items()}

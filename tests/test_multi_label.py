@@ -205,8 +205,8 @@ def test_webdataset_decodes_the_classes(chest):
 def test_the_option_without_a_labels_file_of_the_whole_source_is_refused(tmp_path, labels):
     src, table, _ = _source(tmp_path)
     given = {} if labels is None else {"labels": labels.format(table)}
-    with pytest.raises(ValueError, match="--multi-label reads the classes of each image from a labels CSV of the "
-                                         "whole source: give it as --labels FILE"):
+    with pytest.raises(ValueError, match=r"--multi-label reads the classes of each image from a labels CSV of the "
+                                         r"whole source \(--labels FILE\) or from a column of Parquet or Arrow tables"):
         convert_images(src, tmp_path / "out", multi_label=True, **given)
     assert not (tmp_path / "out" / "manifest.json").exists()
 
@@ -451,3 +451,87 @@ def test_a_mixture_unites_the_classes_and_refuses_one_class_datasets(chest, tmp_
     convert_images(src, tmp_path / "single", labels=str(table))
     with pytest.raises(ManifestError, match="one class a sample while the other datasets of the mixture are multi"):
         fastdata.loader([str(ds), str(tmp_path / "single")], weights=[1, 1], batch_size=4, device="cpu")
+
+
+# ---- Hugging Face tables ----
+
+def _hub_table(path: Path, labels: list, *, feature: str | dict | None = "Sequence", names=CLASSES,
+               value=None) -> Path:
+    """A Parquet table as the Hub ships an image dataset of several classes an image (NIH ChestX-ray14's `labels:
+    Sequence(ClassLabel)`): an Image column of real photos and a column of lists."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    photos = sorted(PHOTOS.glob("*.jpg"))[:len(labels)]
+    image = pa.array([{"bytes": p.read_bytes(), "path": p.name} for p in photos],
+                     type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+    features = {"image": {"_type": "Image"}}
+    if isinstance(feature, dict):
+        features["labels"] = feature
+    elif feature is not None:
+        features["labels"] = {"feature": {"names": list(names), "_type": "ClassLabel"}, "_type": feature}
+    table = pa.table({"image": image, "labels": pa.array(labels, type=value or pa.list_(pa.int64()))})
+    table = table.replace_schema_metadata({b"huggingface": json.dumps({"info": {"features": features}}).encode()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path)
+    return path
+
+
+@pytest.mark.parametrize("feature", ["Sequence", "List"])
+def test_a_hub_table_of_class_label_lists_converts_with_its_names(tmp_path, feature):
+    _hub_table(tmp_path / "src" / "data" / "train-00000-of-00001.parquet",
+               [[1, 2], [3], [], [0, 1, 2], [2, 2], None, [7]], feature=feature)
+    result = convert_images(tmp_path / "src", tmp_path / "out", multi_label=True)
+    assert result.manifest.classes == CLASSES
+    labels = sorted(tuple(json.loads(m["json"])["labels"]) for m in _members(tmp_path / "out").values())
+    assert labels == [(), (0, 1, 2), (1, 2), (2,), (3,)]  # [2, 2] is class 2 once
+    reasons = sorted(r["reason"] for r in result.manifest.rejected)
+    assert reasons == ["label is no class of column 'labels' (4 classes): 7", "no labels (null in column 'labels')"]
+
+
+@pytest.mark.parametrize("feature", [None, {"feature": {"dtype": "string", "_type": "Value"}, "_type": "Sequence"}])
+def test_a_table_of_lists_of_names_gets_its_classes_sorted(tmp_path, feature):
+    import pyarrow as pa
+
+    _hub_table(tmp_path / "src" / "train.parquet", [["haze", "primary"], ["clear", "primary", "water"]],
+               feature=feature, value=pa.list_(pa.string()))
+    result = convert_images(tmp_path / "src", tmp_path / "out", multi_label=True)
+    assert result.manifest.classes == ("clear", "haze", "primary", "water")
+    labels = sorted(tuple(json.loads(m["json"])["labels"]) for m in _members(tmp_path / "out").values())
+    assert labels == [(0, 2, 3), (1, 2)]
+    y = torch.cat([y for _, y in loader(tmp_path / "out", train=False)])
+    assert sorted(map(tuple, y[(y >= 0).all(1)].tolist())) == [(0.0, 1.0, 1.0, 0.0), (1.0, 0.0, 1.0, 1.0)]
+
+
+def test_a_column_of_lists_without_the_option_or_of_numbers_with_it_is_refused_naming_why(tmp_path):
+    import pyarrow as pa
+
+    _hub_table(tmp_path / "lists" / "train.parquet", [[0, 1], [2]])
+    with pytest.raises(ConvertError, match=r"label column 'labels' has type list<\w+: int64>, not whole numbers or "
+                                           r"strings \(a list of classes a row: convert with --multi-label\)"):
+        convert_images(tmp_path / "lists", tmp_path / "a")
+    _hub_table(tmp_path / "plain" / "train.parquet", [0, 1], feature=None, value=pa.int64())
+    with pytest.raises(ConvertError, match=r"label column 'labels' has type int64, not lists of whole numbers or "
+                                           r"strings \(--multi-label reads a list of classes a row\)"):
+        convert_images(tmp_path / "plain", tmp_path / "b", multi_label=True)
+    _hub_table(tmp_path / "floats" / "train.parquet", [[0.5], [1.0]], feature=None, value=pa.list_(pa.float64()))
+    with pytest.raises(ConvertError, match=r"label column 'labels' has type list<\w+: double>, not lists of whole"):
+        convert_images(tmp_path / "floats", tmp_path / "c", multi_label=True)
+
+
+def test_the_option_on_a_table_of_pixels_is_refused(tmp_path):
+    src = tmp_path / "digits"
+    src.mkdir()
+    (src / "train.csv").write_text("label," + ",".join(f"pixel{i}" for i in range(784)) + "\n"
+                                   + "".join(f"{d}," + ",".join(["0"] * 784) + "\n" for d in (3, 7)))
+    with pytest.raises(ValueError, match=r"or from a column of Parquet or Arrow tables that lists them .*; .* holds "
+                                         "image datasets kept as arrays"):
+        convert_images(src, tmp_path / "out", multi_label=True)
+
+
+def test_the_option_contradicts_unlabeled_and_a_label_pattern(tmp_path):
+    src, table, _ = _source(tmp_path)
+    with pytest.raises(ValueError, match="--multi-label and --unlabeled contradict each other"):
+        convert_images(src, tmp_path / "out", multi_label=True, unlabeled=True)
+    with pytest.raises(ValueError, match="--multi-label and --label-pattern contradict each other"):
+        convert_images(src, tmp_path / "out", multi_label=True, label_pattern="(.)")

@@ -189,6 +189,9 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
     return None if split is None else (split, Path(path).expanduser())  # `~` after `=` is left as it is by zsh
 
 
+MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
+                       "(--labels FILE) or from a column of Parquet or Arrow tables that lists them "
+                       "(docs/converting.md, \"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 
@@ -230,12 +233,12 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         raise ConvertError(f"source {src} is not a directory")
     given = [o for o, v in (("--labels", labels_csv), ("--label-pattern", label_pattern), ("--unlabeled", unlabeled))
              if v]
-    if len(given) > 1:
+    if len(given) > 1 or multi_label and (unlabeled or label_pattern):
+        given = given if len(given) > 1 else ["--multi-label", given[0]]
         raise ValueError(f"{' and '.join(given)} contradict each other: pick one")
     split_labels = labels_of_split(labels_csv)
-    if multi_label and (not labels_csv or split_labels is not None):
-        raise ValueError("--multi-label reads the classes of each image from a labels CSV of the whole source: give "
-                         "it as --labels FILE (docs/converting.md, \"Several classes an image\")")
+    if multi_label and split_labels is not None:
+        raise ValueError(MULTI_LABEL_SOURCES)
     if labels_csv and split_labels is None:
         return _discover_listed(src, Path(labels_csv), split, follow_symlinks, multi_label)
     tables = bool(table_files(src, limit=TABLE_LOOK))
@@ -247,12 +250,16 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         if split_labels or label_pattern:
             given = f"--labels {labels_csv}" if split_labels else "--label-pattern"
             raise ValueError(f"{given} labels image files; {src} holds {what}")
-        tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels))
+        if multi_label and not tables:
+            raise ValueError(f"{MULTI_LABEL_SOURCES}; {src} holds {what}")
+        tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels), multi_label)
         read = discover_tfrecords if tfrecords else discover_array_files if arrays else discover_tables
         return read(src, tables, follow_symlinks=follow_symlinks)
     if image_field or label_field:
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images "
                          f"(or the features of TFRecord files); {src} holds image files, or no table")
+    if multi_label:
+        raise ValueError(MULTI_LABEL_SOURCES)
     if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):
         return _discover_flowers(src, split, follow_symlinks)
     follow = follow_symlinks

@@ -40,6 +40,7 @@ class TableOptions:
     unlabeled: bool = False
     split: str = "train"
     max_bytes: int = bytes_limit(DEFAULT_MAX_PIXELS)  # an image's bytes (bytes_limit of --max-pixels)
+    multi_label: bool = False  # --multi-label: the label column holds a list of classes a row
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ def label_column(table: Table, opts: TableOptions) -> tuple[str | None, tuple[st
 
     if opts.unlabeled:
         return None, None
+    if opts.multi_label:
+        return _label_lists(table, opts.label_field)
     schema, features = table.schema, table.features()
     class_labels = [n for n in schema.names if isinstance(features.get(n), dict)
                     and features[n].get("_type") == "ClassLabel"]
@@ -110,8 +113,9 @@ def label_column(table: Table, opts: TableOptions) -> tuple[str | None, tuple[st
     kind = schema.field(name).type
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
-    if not (pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise TableError(f"label column {name!r} has type {kind}, not whole numbers or strings")
+    if not _is_label_type(kind):
+        lists = " (a list of classes a row: convert with --multi-label)" if _is_list(kind) else ""
+        raise TableError(f"label column {name!r} has type {kind}, not whole numbers or strings{lists}")
     names = features[name].get("names") if name in class_labels else None
     if names is not None:
         if not (isinstance(names, list) and names and all(isinstance(c, str) for c in names)):
@@ -120,6 +124,60 @@ def label_column(table: Table, opts: TableOptions) -> tuple[str | None, tuple[st
             raise TableError(f"ClassLabel column {name!r} has type {kind}, not whole numbers")
         names = tuple(names)
     return name, names
+
+
+def _is_label_type(kind: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_integer(kind) or pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _is_list(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
+
+
+def _class_label_list(feature: Any) -> bool:
+    """Whether a Hugging Face feature is a list of a ClassLabel (`Sequence(ClassLabel)`, written `List` by datasets
+    4 and later)."""
+    return (isinstance(feature, dict) and feature.get("_type") in ("Sequence", "List")
+            and isinstance(feature.get("feature"), dict) and feature["feature"].get("_type") == "ClassLabel")
+
+
+def _label_lists(table: Table, field: str | None) -> tuple[str | None, tuple[str, ...] | None]:
+    """--multi-label: (the column of a list of classes a row, its ClassLabel's names or None): the one list of a
+    ClassLabel (NIH ChestX-ray14 on the Hub: `labels: Sequence(ClassLabel)`), else a `labels` or `label` column of
+    lists of whole numbers or strings; `--label-field` names it. TableError when there is none or it holds no lists."""
+    schema, features = table.schema, table.features()
+    import pyarrow as pa
+
+    lists = [n for n in schema.names if _class_label_list(features.get(n))]
+    name = field
+    if name is None:
+        if len(lists) > 1:
+            raise TableError(f"several columns of lists of a ClassLabel ({', '.join(lists)}): choose one with "
+                             "--label-field")
+        name = next(iter(lists), None) or next((n for n in ("labels", "label") if n in schema.names), None)
+        if name is None:
+            raise TableError(f"no column of a list of classes a row (--multi-label; columns: {', '.join(schema.names)})"
+                             "; name it with --label-field")
+    elif name not in schema.names:
+        raise TableError(f"no column {name!r} (--label-field; columns: {', '.join(schema.names)})")
+    kind = schema.field(name).type
+    if not (_is_list(kind) and _is_label_type(kind.value_type)):
+        raise TableError(f"label column {name!r} has type {kind}, not lists of whole numbers or strings "
+                         "(--multi-label reads a list of classes a row)")
+    if name not in lists:
+        return name, None
+    names = features[name]["feature"].get("names")
+    if not (isinstance(names, list) and names and all(isinstance(c, str) for c in names)):
+        raise TableError(f"the ClassLabel of column {name!r} has no list of class names")
+    if not pa.types.is_integer(kind.value_type):
+        raise TableError(f"the lists of ClassLabel column {name!r} hold {kind.value_type}, not whole numbers")
+    return name, tuple(names)
 
 
 def split_of_table(rel: str, default: str) -> str:

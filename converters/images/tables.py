@@ -151,7 +151,8 @@ class ImageRows(TableCollector):
             self.rejected.append(Rejection(split, rel, image))
             return 0
         if columns.label is not None:
-            problem = self.labels.take(label, columns.label, columns.names)
+            take = self.labels.take_many if self.opts.multi_label else self.labels.take
+            problem = take(label, columns.label, columns.names)
             if problem is not None:
                 self.rejected.append(Rejection(split, rel, problem))
                 return 0
