@@ -27,8 +27,12 @@ class Guarded(abc.ABC):
     def failure(self, exc: BaseException, /) -> str:
         """What a reason may say of `exc`: its type, and what of it is known to quote nothing of the file."""
 
+    def also(self, item: WorkItem, /) -> tuple[tuple[str, str], ...]:
+        """(file, reason) of the item's other files, listed with its rejection (a case's masks); none by default."""
+        return ()
+
     def __call__(self, item: WorkItem) -> Sample | Rejection:
         try:
             return self.convert(item)
         except Exception as exc:  # noqa: BLE001 - recorded here, not by the pool, whose reason quotes the message
-            return Rejection(item.split, item.rel, f"unexpected error: {self.failure(exc)}")
+            return Rejection(item.split, item.rel, f"unexpected error: {self.failure(exc)}", self.also(item))

@@ -50,9 +50,14 @@ class Rejection:
     split: str
     source: str
     reason: str
+    also: tuple[tuple[str, str], ...] = ()  # (file, reason) of the input's other files, rejected with it
 
     def to_dict(self) -> dict[str, str]:
         return {"split": self.split, "source": self.source, "reason": self.reason}
+
+    def records(self) -> list[dict[str, str]]:
+        """This rejection and one of each file `also` names, as the manifest lists them."""
+        return [self.to_dict(), *({"split": self.split, "source": rel, "reason": why} for rel, why in self.also)]
 
 
 def add_counts(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def write_shard(kind: Kind, fmt: str, dest: Destination, p: ShardPlan, results: 
         for _ in range(p.stop - p.start):
             r = next(results)
             if isinstance(r, Rejection):
-                rejected.append(r.to_dict())
+                rejected.extend(r.records())  # a case's other files with it
                 log.info("rejected %s: %s", r.source, r.reason)
             for sample in samples_of(r):
                 writer.add(sample)

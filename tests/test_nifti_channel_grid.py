@@ -125,9 +125,10 @@ def test_the_manifest_says_how_channels_meet_the_grid(stacked):
 
 def test_without_the_flag_the_case_is_rejected_and_says_which_flag(stacked):
     root, _, _ = stacked
-    with pytest.raises(ConvertError, match=r"all 2 input\(s\) were rejected \(2 x the channel's grid \(shape \[7, 10, "
+    with pytest.raises(ConvertError, match=r"all 6 input\(s\) were rejected \(2 x the channel's grid \(shape \[7, 10, "
                        r"12\], spacing \[2.5, 1.4, 1.6\] mm, origin \[-84.4, -120.35, -292.5\]\) is not its case's "
-                       r"first channel's .*--resample-channels samples it onto that grid\)"):
+                       r"first channel's .*--resample-channels samples it onto that grid; 2 x a channel file of a case "
+                       r"that was rejected; 2 x the mask of a case that was rejected\)"):
         convert_nifti(root / "src", root / "strict", channel="CT,PET", keep_phi=True)
 
 
@@ -171,7 +172,8 @@ def test_a_mask_the_grid_never_reaches_rejects_its_case_naming_the_mask(tmp_path
     _studies(tmp_path / "src", cases=1, pet_affine=far)
     save(tmp_path / "src" / "CHUM-000" / "PET.nii.gz", activity(_positions(PET_AFFINE, PET_SHAPE)).astype(np.float32),
          PET_AFFINE)
-    with pytest.raises(ConvertError, match=r"\(1 x no voxel of its case's grid lies within this mask's extent\)"):
+    with pytest.raises(ConvertError, match=r"\(1 x no voxel of its case's grid lies within this mask's extent; 1 x a "
+                                           r"channel file of a case that was rejected; 1 x the mask of a case"):
         convert_nifti(tmp_path / "src", tmp_path / "out", channel="CT,PET", resample_channels=True, keep_phi=True)
 
 
@@ -179,7 +181,8 @@ def test_a_pet_the_grid_never_reaches_rejects_its_case(tmp_path):
     far = PET_AFFINE.copy()
     far[2, 3] += 500.0
     _studies(tmp_path / "src", cases=1, pet_affine=far, seg_on_pet=False)
-    with pytest.raises(ConvertError, match=r"\(1 x no voxel of its case's grid lies within this channel's extent\)"):
+    with pytest.raises(ConvertError, match=r"\(1 x no voxel of its case's grid lies within this channel's extent; "
+                                           r"1 x a channel file of a case that was rejected; 1 x the mask of a case"):
         convert_nifti(tmp_path / "src", tmp_path / "out", channel="CT,PET", resample_channels=True, keep_phi=True)
 
 
@@ -308,6 +311,7 @@ def test_hecktor_cases_say_which_channel_to_take(tmp_path):
     assert {r["source"]: r["reason"] for r in result.rejected} == {
         f"imagesTr/{first}__CT.nii.gz": "a case of 2 channel files (CT, PT); pick one by name with --channel NAME, "
                                         "stack some with --channel NAME,NAME or all of them with --channel all",
+        f"imagesTr/{first}__PT.nii.gz": "a channel file of a case that was rejected",
         f"labelsTr/{first}.nii.gz": "the mask of a case that was rejected"}
     result = convert_nifti(tmp_path / "src", tmp_path / "short", channel="CT,PT", resample_channels=True,
                            keep_phi=True)

@@ -144,7 +144,8 @@ def test_4d_images_give_every_channel_and_a_3d_case_among_them_is_rejected(tmp_p
         "imagesTr/BRATS_009.nii.gz": f"a case of channels (one channel) where most cases have ({', '.join(names)}): "
                                      "--channel all stacks the same channels, in the same order, in every case",
         "labelsTr/BRATS_009.nii.gz": "the mask of a case that was rejected",
-        "imagesTr/BRATS_010.nii.gz": "imagesTr/BRATS_010.nii.gz: not a readable NIfTI file (ImageFileError)"}
+        "imagesTr/BRATS_010.nii.gz": "imagesTr/BRATS_010.nii.gz: not a readable NIfTI file (ImageFileError)",
+        "labelsTr/BRATS_010.nii.gz": "the mask of a case that was rejected"}  # before, a failed case lost its mask
     arr, meta = load_volume(_by_source(tmp_path / "out")["imagesTr/BRATS_002.nii.gz"])
     assert arr.shape == (2, 8, 18, 20) and meta["channels"] == names
     np.testing.assert_array_equal(arr[1], zyx(case(2)[0]) + 2)
@@ -315,6 +316,8 @@ def test_channel_names_stack_the_named_channels_in_their_order(tmp_path):
     result = convert_nifti(tmp_path / "src", tmp_path / "short", channel="SUV,CTres", keep_phi=True)
     assert {r["source"]: r["reason"] for r in result.rejected} == {
         f"{first}/CT.nii.gz": "no channel CTres (--channel SUV,CTres) in this case; its channels are CT, PET, SUV",
+        f"{first}/PET.nii.gz": "a channel file of a case that was rejected",  # every file of the case is listed
+        f"{first}/SUV.nii.gz": "a channel file of a case that was rejected",
         f"{first}/SEG.nii.gz": "the mask of a case that was rejected"}
     second = sorted(made)[1]
     coarse = AFFINE.copy()
@@ -322,7 +325,9 @@ def test_channel_names_stack_the_named_channels_in_their_order(tmp_path):
     save(tmp_path / "src" / second / "PET.nii.gz", made[second][0].astype(np.float32), coarse)
     result = convert_nifti(tmp_path / "src", tmp_path / "grids", channel="SUV,PET", keep_phi=True)
     reasons = {r["source"]: r["reason"] for r in result.rejected}
-    assert sorted(reasons) == [f"{second}/SUV.nii.gz"]  # the case, by its first channel
+    assert sorted(reasons) == [f"{second}/{n}.nii.gz" for n in ("PET", "SEG", "SUV")]  # the case by its first channel
+    assert (reasons[f"{second}/PET.nii.gz"], reasons[f"{second}/SEG.nii.gz"]) == (
+        "a channel file of a case that was rejected", "the mask of a case that was rejected")
     assert reasons[f"{second}/SUV.nii.gz"].startswith(f"{second}/PET.nii.gz: the channel's grid (shape [8, 18, 20], "
                                                      "spacing [5.0, 1.4, 1.6] mm")
     assert sorted(_by_source(tmp_path / "grids")) == [f"{first}/SUV.nii.gz"]

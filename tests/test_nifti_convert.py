@@ -108,10 +108,11 @@ def test_nnunet_channel_files_need_a_channel_and_it_picks_its_file(tmp_path):
                                                   "labels": {"background": 0, "tumour": 1}}))
     from fastdata.errors import ConvertError
 
-    with pytest.raises(ConvertError, match=r"holds no nifti input to convert \(2 file\(s\) rejected: 2 x a case of 2 "
+    with pytest.raises(ConvertError, match=r"holds no nifti input to convert \(6 file\(s\) rejected: 2 x a case of 2 "
                                            r"channel files \(0000 \(T1\), 0001 \(FLAIR\)\); .* --channel C, or "
-                                           r"stack them all with --channel all\)"):
-        convert_nifti(src, tmp_path / "a")  # each case's two files, and no word of masks without images
+                                           r"stack them all with --channel all; 2 x a channel file of a case that was "
+                                           r"rejected; 2 x the mask of a case that was rejected\)"):
+        convert_nifti(src, tmp_path / "a")  # every file of both cases; before, their masks and second files: none
     result = convert_nifti(src, tmp_path / "b", channel=1)
     assert result.rejected == []
     got = volumes_by_source(tmp_path / "b", result)
@@ -199,6 +200,11 @@ def test_what_would_give_a_wrong_volume_or_mask_is_rejected_with_its_reason(tmp_
         "imagesTr/unit.nii": "xyzt_units 7 names no unit the NIfTI standard defines",
         "README.md": "not inside imagesTr, labelsTr, imagesTs or labelsTs",
     }
+    # each case that failed lists its mask (before, only its image was in the list)
+    masks = {p for p, r in reasons.items() if r == "the mask of a case that was rejected"}
+    assert masks == {f"labelsTr/{n}.nii.gz" for n in ("shifted", "fractional", "unnamed", "nan", "sheared", "cut",
+                                                      "pixdim", "unit")}
+    reasons = {p: r for p, r in reasons.items() if p not in masks}
     # a mask's reason is the case's rejection (named by its image), quoting the mask
     by_reason = {next((p for p in expected if expected[p] in r), None): r for r in reasons.values()}
     assert set(by_reason) == set(expected), reasons
@@ -230,10 +236,10 @@ def test_case_folders_pair_a_mask_with_its_image_and_name_the_channels_of_brats(
     brats = ("a case of 4 channel files (flair, t1, t1ce, t2); pick one by name with --channel NAME, stack some with "
              "--channel NAME,NAME or all of them with --channel all")
     assert reasons == {
-        "train/BraTS20_Training_000/BraTS20_Training_000_flair.nii.gz": brats,
-        "train/BraTS20_Training_000/BraTS20_Training_000_seg.nii.gz": "the mask of a case that was rejected",
-        "train/BraTS20_Training_001/BraTS20_Training_001_flair.nii.gz": brats,
-        "train/BraTS20_Training_001/BraTS20_Training_001_seg.nii.gz": "the mask of a case that was rejected",
+        **{f"train/BraTS20_Training_00{n}/BraTS20_Training_00{n}_{name}.nii.gz": reason
+           for n in (0, 1) for name, reason in (("flair", brats), ("seg", "the mask of a case that was rejected"),
+                                                *((c, "a channel file of a case that was rejected")
+                                                  for c in ("t1", "t1ce", "t2")))},
         "val/two/b_seg.nii.gz": "not paired by name in a folder of 2 masks: a mask pairs with the one image named as "
                                 "it is without its mask word (segmentation-0 and volume-0, liver_seg and liver); or "
                                 "one case per folder, or the imagesTr/labelsTr layout (docs/volumes.md)",
@@ -361,8 +367,8 @@ def test_case_names_ending_in_four_digits_are_cases_not_nnunet_channels(tmp_path
     (tmp_path / "nnunet" / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "a": 1}}))
     from fastdata.errors import ConvertError
 
-    with pytest.raises(ConvertError, match=r"all 3 input\(s\) were rejected \(3 x mask value 2, but dataset.json "
-                                           r"names 2 labels \(0..1\)\)"):
+    with pytest.raises(ConvertError, match=r"all 6 input\(s\) were rejected \(3 x mask value 2, but dataset.json "
+                                           r"names 2 labels \(0..1\); 3 x the mask of a case that was rejected\)"):
         convert_nifti(tmp_path / "nnunet", tmp_path / "c")
 
 
@@ -376,7 +382,8 @@ def test_case_folders_check_masks_against_a_dataset_json_too(tmp_path):
     result = convert_nifti(tmp_path / "src", tmp_path / "out")
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["classes"] == ["bg", "kidney", "tumor"]
     assert reasons_by_path(result) == {"case_00001/imaging.nii.gz": "case_00001/segmentation.nii.gz: mask value 3, "
-                                                                    "but dataset.json names 3 labels (0..2)"}
+                                                                    "but dataset.json names 3 labels (0..2)",
+                                       "case_00001/segmentation.nii.gz": "the mask of a case that was rejected"}
 
 
 def test_a_folder_of_several_masks_pairs_each_with_the_image_of_its_name(tmp_path):

@@ -97,7 +97,10 @@ def test_a_part_off_the_voxels_outside_the_image_or_of_another_grid_is_rejected(
         sitk.WriteImage(whole, str(src / case / "CT.nrrd"))
         sitk.WriteImage(part, str(src / case / "Segmentation.seg.nrrd"))
     reasons = reasons_by_path(convert_nifti(src, tmp_path / "out"))
-    assert sorted(reasons) == ["beyond/CT.nrrd", "half/CT.nrrd", "other/CT.nrrd"]
+    assert sorted(reasons) == [f"{c}/{f}" for c in ("beyond", "half", "other") for f in ("CT.nrrd",
+                                                                                         "Segmentation.seg.nrrd")]
+    assert {reasons[f"{c}/Segmentation.seg.nrrd"] for c in ("beyond", "half", "other")} == {
+        "the mask of a case that was rejected"}
     for case in ("beyond", "half", "other"):
         assert reasons[f"{case}/CT.nrrd"].startswith(f"{case}/Segmentation.seg.nrrd: the mask's grid (")
         assert reasons[f"{case}/CT.nrrd"].endswith("), nor a part of it")

@@ -110,6 +110,7 @@ def test_a_decathlon_discovery_item_by_item(tmp_path):
             image=files("imagesTs/t_9_0001.nii.gz"), label=None, axis=None, channel=1, modality="T2", classes=3))]}
     assert [(r.split, r.source, r.reason) for r in found.rejected] == [  # dataset.json is no stray file
         ("train", "imagesTr/c_0_0000.nii.gz", "no channel file 0001 (--channel 1) for this case; it has 0000 (T1)"),
+        ("train", "labelsTr/c_0.nii.gz", "the mask of a case that was rejected"),  # before, in no list at all
         ("train", "labelsTr/orphan.nii.gz", "a mask without an image of the same name in imagesTr"),
         ("", "extra/notes.txt", "not inside imagesTr, labelsTr, imagesTs or labelsTs")]
     again = _found(src, channel=1)
@@ -443,12 +444,15 @@ def test_the_processor_records_vanished_files_and_unexpected_errors(tmp_path, mo
         return WorkItem(split="val", rel="file-1", source=str(img), position=3, payload=CaseFiles(
             image=(str(img), "file-1"), label=(str(label), "file-2"), axis=None, channel=None, modality="", classes=0))
 
-    gone = Rejection("val", "file-1", "file vanished since discovery: file-2")
+    mask_too = (("file-2", "the mask of a case that was rejected"),)  # listed with the case's rejection
+    gone = Rejection("val", "file-1", "file vanished since discovery: file-2", mask_too)
     assert process(item(tmp_path / "gone.nii.gz")) == gone
     monkeypatch.setattr(case_module, "convert_case", lambda *a: 1 / 0)
-    assert process(item(msk)) == Rejection("val", "file-1", "unexpected error: ZeroDivisionError")
+    assert process(item(msk)) == Rejection("val", "file-1", "unexpected error: ZeroDivisionError", mask_too)
     img.unlink()
-    assert process(item(msk)) == Rejection("val", "file-1", "file vanished since discovery: file-1")
+    assert process(item(msk)) == Rejection("val", "file-1", "file vanished since discovery: file-1", mask_too)
+    assert gone.records() == [{"split": "val", "source": "file-1", "reason": gone.reason},
+                              {"split": "val", "source": "file-2", "reason": "the mask of a case that was rejected"}]
 
 
 def test_a_damaged_mask_is_named_in_its_reason(tmp_path):

@@ -82,8 +82,9 @@ def test_without_channel_a_case_of_channels_is_rejected_saying_which_to_give_and
     several = ("a case of 2 channel files (ct, pt); pick one by name with --channel NAME, stack some with "
                "--channel NAME,NAME or all of them with --channel all")
     assert {r["source"]: r["reason"] for r in result.rejected} == {
-        "CHGJ007_ct.nii.gz": several, "CHGJ007_ct_gtvt.nii.gz": "the mask of a case that was rejected",
-        "CHGJ008_ct.nii.gz": several, "CHGJ008_ct_gtvt.nii.gz": "the mask of a case that was rejected",
+        **{f"CHGJ00{n}_{f}.nii.gz": reason for n in (7, 8) for f, reason in (
+            ("ct", several), ("ct_gtvt", "the mask of a case that was rejected"),
+            ("pt", "a channel file of a case that was rejected"))},
         **dict.fromkeys(("kidney_ct_seg.nii.gz", "kidney_pt.nii.gz"), (
             "not paired by name in a folder of 4 masks: a mask pairs with the one image named as it is without its "
             "mask word (segmentation-0 and volume-0, liver_seg and liver); or one case per folder, or the "
@@ -174,7 +175,7 @@ def test_cases_of_one_channel_file_in_the_folder_keep_their_masks(tmp_path):
         np.testing.assert_array_equal(load_mask(samples[f"{name}_ct.nii.gz"]), zyx(mask))
     _hecktor_2021(src, names=("CHGJ007",))  # beside a case of two channels, without --channel: the CT-only cases pair
     plain = convert_nifti(src, tmp_path / "plain", mask_words=("gtvt",), keep_phi=True)
-    assert [r["source"] for r in plain.rejected] == ["CHGJ007_ct.nii.gz", "CHGJ007_ct_gtvt.nii.gz"]
+    assert [r["source"] for r in plain.rejected] == ["CHGJ007_ct.nii.gz", "CHGJ007_ct_gtvt.nii.gz", "CHGJ007_pt.nii.gz"]
     samples = _by_source(tmp_path / "plain")
     assert sorted(samples) == ["CHGJ009_ct.nii.gz", "CHGJ010_ct.nii.gz"]
     for name, (_, mask) in made.items():
@@ -188,6 +189,7 @@ def test_a_case_that_fails_to_convert_is_rejected_in_its_own_split(tmp_path):
     (tmp_path / "src" / "val" / "CHGJ021_pt.nii.gz").write_bytes(b"\x1f\x8b not a volume")
     result = convert_nifti(tmp_path / "src", tmp_path / "out", channel="ct,pt", mask_words=("gtvt",),
                            resample_channels=True, keep_phi=True)
-    assert [(r["split"], r["source"]) for r in result.rejected] == [("val", "val/CHGJ021_ct.nii.gz")]
+    assert [(r["split"], r["source"]) for r in result.rejected] == [  # the case, and its other files
+        ("val", f"val/CHGJ021_{f}.nii.gz") for f in ("ct", "ct_gtvt", "pt")]
     assert sorted(_by_source(tmp_path / "out")) == [f"train/{name}_ct.nii.gz" for name in sorted(made)]
     assert list(_by_source(tmp_path / "out", "val")) == ["val/CHGJ020_ct.nii.gz"]

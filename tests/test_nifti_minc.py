@@ -225,7 +225,8 @@ def test_a_minc_file_is_measured_before_nibabel_reads_it_whole(tmp_path: Path, m
     result = convert_nifti(cases, tmp_path / "cases_out")
     assert reasons_by_path(result) == {
         "a/t1.mnc": ("a/seg.mnc: it holds more bytes than 960 voxels of any MINC type fill (the --max-voxels cap, or "
-                     "its image's voxels for a mask): nibabel would read it whole")}
+                     "its image's voxels for a mask): nibabel would read it whole"),
+        "a/seg.mnc": "the mask of a case that was rejected"}
     assert opened == ["t1.mnc", "t1.mnc", "seg.mnc"]
 
 

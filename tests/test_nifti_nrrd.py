@@ -110,7 +110,8 @@ def test_a_slicer_case_folder_pairs_the_volume_with_its_seg_nrrd(tmp_path: Path)
                     str(src / "case04" / "Segmentation.seg.nrrd"))
     result = convert_nifti(src, tmp_path / "out")
     reasons = reasons_by_path(result)
-    assert sorted(reasons) == ["case03/CT.nrrd", "case04/CT.nrrd"]  # each case rejected whole, with its mask's reason
+    assert sorted(reasons) == [f"{c}/{f}" for c in ("case03", "case04") for f in ("CT.nrrd", "Segmentation.seg.nrrd")]
+    assert reasons["case03/Segmentation.seg.nrrd"] == "the mask of a case that was rejected"  # the case rejected whole
     assert reasons["case03/CT.nrrd"].startswith("case03/Segmentation.seg.nrrd: the mask's grid (shape [3, 4, 5]")
     # (one saved cropped to its segments' extent is padded onto the volume: test_nifti_cropped_masks.py)
     assert reasons["case04/CT.nrrd"] == ("case04/Segmentation.seg.nrrd: a mask of 2 channels; a mask holds one label "

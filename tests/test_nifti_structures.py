@@ -139,7 +139,10 @@ def test_a_structure_mask_that_is_not_binary_or_overlaps_another_rejects_its_cas
         np.testing.assert_array_equal(load_mask(_by_source(tmp_path / "out")["s0000/ct.nii.gz"]), zyx(mask))
         return
     assert result.rejected == [{"split": "train", "source": "s0000/ct.nii.gz",
-                                "reason": reason.format(n=int(np.count_nonzero(mask == 1)))}]
+                                "reason": reason.format(n=int(np.count_nonzero(mask == 1)))},
+                               *({"split": "train", "source": f"s0000/segmentations/{s}.nii.gz",
+                                  "reason": "the structure mask of a case that was rejected"}
+                                 for s in ("liver", "spleen"))]
 
 
 def test_overlap_later_gives_a_shared_voxel_to_the_later_class_and_counts_it(tmp_path):
@@ -167,7 +170,9 @@ def test_a_structure_off_its_images_grid_rejects_its_case(tmp_path):
     made = _totalsegmentator(tmp_path / "src", cases=2)
     save(tmp_path / "src" / "s0000" / "segmentations" / "liver.nii.gz", (made["s0000"][1] == 1).astype(np.uint8),
          np.eye(4))
-    ((rejection),) = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True).rejected
+    rejection, *masks = convert_nifti(tmp_path / "src", tmp_path / "out", keep_phi=True).rejected
+    assert [(m["source"], m["reason"]) for m in masks] == [(f"s0000/segmentations/{s}.nii.gz", "the structure mask "
+                                                            "of a case that was rejected") for s in ("liver", "spleen")]
     assert rejection["reason"].startswith("s0000/segmentations/liver.nii.gz: the mask's grid (shape [8, 18, 20], "
                                        "spacing [1.0, 1.0, 1.0] mm")
 

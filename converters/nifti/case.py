@@ -23,6 +23,7 @@ from converters.nifti.channel_grid import OffGrid, channel_onto, mask_onto
 from converters.nifti.channels import ALL
 from converters.nifti.discover import CaseFiles
 from converters.nifti.options import NiftiOptions
+from converters.nifti.rejected_cases import files_of, others
 from converters.nifti.volume import (
     Grid,
     box_in,
@@ -250,13 +251,14 @@ def convert_case(case: CaseFiles, opts: NiftiOptions) -> tuple[np.ndarray, np.nd
 def process_case(item: WorkItem, /, *, opts: NiftiOptions) -> Sample | Rejection:
     """Convert one case (item.payload: CaseFiles) into a sample with members npy, label.npy (a mask) and json."""
     case: CaseFiles = item.payload
+    also = others(item.rel, **files_of(case))  # every file of the case is listed with its rejection
     for path, rel in (case.image, *case.channel_files, *case.masks):
         if not Path(path).exists():
-            return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}")
+            return Rejection(item.split, item.rel, f"file vanished since discovery: {rel}", also)
     try:
         arr, labels, meta = convert_case(case, opts)
     except RejectSeries as exc:
-        return Rejection(item.split, item.rel, str(exc))
+        return Rejection(item.split, item.rel, str(exc), also)
     meta = {"key": item.key, **meta}
     members = {"npy": npy_bytes(arr)}
     if labels is not None:
@@ -278,3 +280,6 @@ class CaseProcessor(Guarded):
 
     def failure(self, exc: BaseException, /) -> str:
         return failure(exc)
+
+    def also(self, item: WorkItem, /) -> tuple[tuple[str, str], ...]:
+        return others(item.rel, **files_of(item.payload))

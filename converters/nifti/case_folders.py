@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from converters.nifti.channels import ALL, absent_reason, picked, several_reason
 from converters.nifti.options import NiftiOptions
+from converters.nifti.rejected_cases import case_rejections
 from converters.sample import Rejection, WorkItem
 
 # NIfTI, Analyze and NIfTI pairs (pairs.py), FreeSurfer's MGH, MINC (minc.py), PAR/REC (parrec.py), AFNI (afni.py: a
@@ -273,7 +274,6 @@ class CaseFolders:
             reason = f"no channel {wanted!r} (--channel) in this case; its channels are {listed}"  # NAME: the user's
         else:
             reason = several_reason(len(channels), listed)
-        self.rejected.append(Rejection(split, first[1], reason))
-        if mask is not None:
-            self.rejected.append(Rejection(split, mask[1], "the mask of a case that was rejected"))
+        self.rejected.extend(case_rejections(split, first[1], reason, channels=sorted(rel for _, rel in images),
+                                             masks=[mask[1]] if mask is not None else []))
         return []

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import replace
 
 from converters.nifti.dataset_json import DatasetInfo
+from converters.nifti.rejected_cases import case_rejections, files_of
 from converters.sample import Rejection, WorkItem
 
 ALL = "all"  # --channel all
@@ -83,9 +84,8 @@ def same_channels(splits: dict[str, list[WorkItem]], info: DatasetInfo, rejected
             if names is None or names == usual:
                 kept.append(replace(it, payload=replace(it.payload, channel_names=usual)))
                 continue
-            rejected.append(Rejection(split, it.rel, f"a case of channels ({_shown(names)}) where most cases have "
-                                                     f"({_shown(usual)}): --channel all stacks the same channels, in "
-                                                     "the same order, in every case"))
-            rejected.extend(Rejection(split, rel, "the mask of a case that was rejected")
-                            for _, rel in it.payload.masks)
+            rejected.extend(case_rejections(split, it.rel, f"a case of channels ({_shown(names)}) where most cases "
+                                                           f"have ({_shown(usual)}): --channel all stacks the same "
+                                                           "channels, in the same order, in every case",
+                                            **files_of(it.payload)))
     return out

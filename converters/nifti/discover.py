@@ -31,6 +31,7 @@ from converters.nifti.meta_csv import NAME as META_CSV
 from converters.nifti.meta_csv import apply_case_splits, read_case_splits
 from converters.nifti.named_files import choose, named_cases
 from converters.nifti.options import NiftiOptions
+from converters.nifti.rejected_cases import case_rejections
 from converters.nifti.structures import structure_classes, structure_items, with_structures
 from converters.sample import Rejection, WorkItem
 from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, listed, outside_rejections, split_folders
@@ -176,12 +177,15 @@ def _numbered_items(split: str, images: list[tuple[str, str]], masks: dict[str, 
         first = files[min(files)][1]
         wanted = options.channel if by_channel and options.channel not in (None, ALL) else min(files)
         mask = masks.pop(case, None)
+        channels = [rel for _, rel in (files[c] for c in sorted(files))]
         if by_channel and not every and (len(files) > 1 and options.channel is None or wanted not in files):
-            rejected.append(Rejection(split, first, _channels_reason(files, options.channel, info)))  # type: ignore[arg-type]
+            rejected.extend(case_rejections(split, first, _channels_reason(files, options.channel, info),  # type: ignore[arg-type]
+                                            channels=channels, masks=[mask[1]] if mask is not None else []))
             continue
         if has_masks and mask is None:
             shown = "" if walk.private else f" ({labels_folder}/{case}.nii.gz)"  # a case's name may be a patient's
-            rejected.append(Rejection(split, first, f"no mask of the same name in {labels_folder}{shown}"))
+            rejected.extend(case_rejections(split, first, f"no mask of the same name in {labels_folder}{shown}",
+                                            channels=channels))
             continue
         axis = None if by_channel or every else options.channel
         stacked = every and by_channel and len(files) > 1
@@ -208,9 +212,8 @@ def _named_items(split: str, cases: dict[str, dict[str, tuple[str, str]]], masks
         if isinstance(choice, str) or labels_folder is not None and mask is None:
             shown = "" if walk.private else f" ({labels_folder}/{case}.nii.gz)"  # a case's name may be a patient's
             reason = choice if isinstance(choice, str) else f"no mask of the same name in {labels_folder}{shown}"
-            rejected.append(Rejection(split, first, reason))
-            rejected.extend(Rejection(split, rel, "the mask of a case that was rejected") for rel in
-                            ([mask[1]] if mask is not None else []))
+            rejected.extend(case_rejections(split, first, reason, channels=sorted(r for _, r in files.values()),
+                                            masks=[mask[1]] if mask is not None else []))
             continue
         image = choice.files[0]
         items.append(WorkItem(split=split, rel=image[1], source=image[0], payload=CaseFiles(

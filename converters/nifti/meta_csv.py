@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.nifti.case_folders import StructureCase, stem
+from converters.nifti.rejected_cases import case_rejections, files_of
 from converters.sample import Rejection, WorkItem
 from fastdata.errors import ConvertError
 from fastdata.manifest import check_split_name
@@ -72,16 +73,17 @@ def apply_case_splits(splits: dict[str, list[WorkItem]], structured: list[Struct
                       rejected: list[Rejection]) -> tuple[dict[str, list[WorkItem]], list[StructureCase]]:
     """The work items, and the cases of per-structure masks, moved to the split meta.csv gives their case; an
     input of a case it does not list is rejected, with its masks."""
-    def unlisted(split: str, image: str, masks: list[str]) -> None:
-        rejected.append(Rejection(split, image, f"its case is not listed in {NAME} (image_id column)"))
-        rejected.extend(Rejection(split, rel, "the mask of a case that was rejected") for rel in masks)
+    def unlisted(split: str, image: str, masks: list[str], channels: tuple[str, ...] | list[str] = ()) -> None:
+        rejected.extend(case_rejections(split, image, f"its case is not listed in {NAME} (image_id column)",
+                                        channels=channels, masks=masks))
 
     out: dict[str, list[WorkItem]] = {}
     for split, items in splits.items():
         for it in items:
             target = _split_of(cases, it.rel)
             if target is None:
-                unlisted(split, it.rel, [rel for _, rel in it.payload.masks])
+                files = files_of(it.payload)
+                unlisted(split, it.rel, files["masks"] + files["structures"], files["channels"])
             else:
                 out.setdefault(target, []).append(replace(it, split=target))
     moved = []

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from converters.dicom.options import named_classes, structure_values, unheld_structures
 from converters.dicom.segmentation import BACKGROUND
 from converters.nifti.case_folders import StructureCase
+from converters.nifti.rejected_cases import case_rejections, files_of
 from converters.sample import Rejection, WorkItem
 from fastdata.errors import ConvertError
 from fastdata.reasons import shown_names
@@ -116,8 +117,8 @@ def with_structures(splits: dict[str, list[WorkItem]], made: dict[str, list[Work
             if it.payload.label is None:
                 kept.append(it)
                 continue
-            rejected.append(Rejection(split, it.rel, "a case whose mask holds label values, in a dataset of "
-                                                     "per-structure mask folders: convert them apart"))
-            rejected.append(Rejection(split, it.payload.label[1], "the mask of a case that was rejected"))
+            rejected.extend(case_rejections(split, it.rel, "a case whose mask holds label values, in a dataset of "
+                                                           "per-structure mask folders: convert them apart",
+                                            **files_of(it.payload)))
         out[split] = kept + made.get(split, [])
     return out
