@@ -82,6 +82,8 @@ def test_batch_images_counts_tuples_tensors_and_lists():
     padded = (torch.zeros(4, 3, 2, 2), torch.tensor([0, 2, -100, -100]))  # eval padding rows
     assert batch_images(padded) == 4 and real_images(padded) == 2
     assert real_images(([1, 2, 3], None)) == 3
+    multi_hot = torch.tensor([[1.0, 0.0], [0.0, 0.0], [-100.0, -100.0]])  # --multi-label: the last row pads
+    assert real_images((torch.zeros(3, 3, 2, 2), multi_hot)) == 2
     assert time_batches(lambda: iter([padded, padded])).images == 4
 
 

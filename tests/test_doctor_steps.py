@@ -55,6 +55,20 @@ def test_run_steps_marks_the_ranges_profiler_share_reads() -> None:
     assert names.count("DataLoader") == 2 and names.count("train_step") == 2
 
 
+def test_the_timed_step_of_multi_hot_rows_is_bce_without_the_padding_rows() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    reference = copy.deepcopy(model)
+    images = torch.randint(0, 256, (3, 3, 2, 2), dtype=torch.uint8)
+    labels = torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 0.0], [-100.0] * 3])  # the last row pads an eval batch
+    make_step(model)(images, labels)
+    opt = torch.optim.SGD(reference.parameters(), lr=0.01, momentum=0.9)
+    torch.nn.functional.binary_cross_entropy_with_logits(reference(images.float() / 255.0)[:2], labels[:2]).backward()
+    opt.step()
+    for got, want in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-7)
+
+
 def test_the_timed_step_is_sgd_on_images_scaled_to_one_with_unlabeled_rows_as_class_0() -> None:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))

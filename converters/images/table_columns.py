@@ -151,9 +151,9 @@ def _label_lists(table: Table, field: str | None) -> tuple[str | None, tuple[str
     """--multi-label: (the column of a list of classes a row, its ClassLabel's names or None): the one list of a
     ClassLabel (NIH ChestX-ray14 on the Hub: `labels: Sequence(ClassLabel)`), else a `labels` or `label` column of
     lists of whole numbers or strings; `--label-field` names it. TableError when there is none or it holds no lists."""
-    schema, features = table.schema, table.features()
     import pyarrow as pa
 
+    schema, features = table.schema, table.features()
     lists = [n for n in schema.names if _class_label_list(features.get(n))]
     name = field
     if name is None:

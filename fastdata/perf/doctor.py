@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fastdata.images.order import PAD_LABEL
 from fastdata.images.reader import UNLABELED
 from fastdata.perf.throughput import real_images
 
@@ -161,16 +162,22 @@ def verdict(d: Diagnosis, /, *, batch_size: int, device: str, backend: str, num_
 
 def make_step(model: Any, /, *, lr: float = 0.01) -> Callable[[Any, Any], None]:
     """One SGD training step (forward, cross-entropy, backward, update); padding labels -100 are ignored.
-    Unlabeled samples (label -1) are trained towards class 0: the step costs what a labeled one does."""
+    Unlabeled samples (label -1) are trained towards class 0: the step costs what a labeled one does. The multi-hot
+    rows of a --multi-label dataset are trained with BCEWithLogitsLoss, its padding rows (-100 throughout) left out."""
     import torch
 
     loss_fn = torch.nn.CrossEntropyLoss()
+    multi_loss = torch.nn.BCEWithLogitsLoss()
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
 
     def step(images: Any, labels: Any) -> None:
         if images.dtype == torch.uint8:
             images = images.float().div_(255.0)
-        loss = loss_fn(model(images), torch.where(labels == UNLABELED, 0, labels))
+        if labels.ndim == 2:  # multi-hot rows
+            real = labels[:, 0] != PAD_LABEL
+            loss = multi_loss(model(images)[real], labels[real])
+        else:
+            loss = loss_fn(model(images), torch.where(labels == UNLABELED, 0, labels))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

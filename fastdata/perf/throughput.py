@@ -44,9 +44,12 @@ def batch_images(batch: Any) -> int:
 
 
 def real_images(batch: Any) -> int:
-    """Like `batch_images`, but eval padding rows (label -100) are not counted (unlabeled rows, -1, are)."""
+    """Like `batch_images`, but eval padding rows (label -100; a multi-hot row of -100 throughout) are not counted
+    (unlabeled rows, -1, are)."""
     if isinstance(batch, tuple) and len(batch) == 2 and hasattr(batch[1], "shape") and hasattr(batch[1], "sum"):
         labels = batch[1]
+        if labels.ndim == 2:  # --multi-label: a row of classes an image
+            return int((labels != PAD_LABEL).any(1).sum())
         return int((labels != PAD_LABEL).sum()) if labels.ndim == 1 else int(labels.shape[0])
     return batch_images(batch)
 
