@@ -73,17 +73,35 @@ def field_label(record: dict, field: str) -> tuple[str | None, str | None]:
                   "class name (a string)")
 
 
-def field_classes(record: dict, field: str) -> tuple[tuple[int, ...] | None, str | None]:
-    """(the sorted class indices of a multi-label `record[field]`, None) or (None, why it holds none): a list of
-    distinct integers, empty included (an image of none of the classes)."""
+def field_texts(record: dict, field: str) -> tuple[list[str] | None, str | None]:
+    """(the text of each class a multi-label `record[field]` lists, None) or (None, why it lists none): a list of
+    integers and strings (each read as a single label's would be), empty included (an image of none of the
+    classes), no class twice."""
     if field not in record:
         return None, f"its json member has no {field!r} field"
     value = record[field]
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return None, f"its json member's {field!r} is {json.dumps(value)[:40]}, not a list of class indices"
+    if not isinstance(value, list) or not all(isinstance(v, int | str) and not isinstance(v, bool) for v in value):
+        return None, (f"its json member's {field!r} is {json.dumps(value)[:40]}, not a list of classes (class "
+                      "indices or class names)")
     if len(set(value)) != len(value):
         return None, f"its json member's {field!r} names a class twice: {json.dumps(value)[:40]}"
-    return tuple(sorted(value)), None
+    return [str(v) for v in value], None
+
+
+def field_classes(record: dict, field: str, names: Mapping[bytes, int] | None = None
+                  ) -> tuple[tuple[int, ...] | None, str | None]:
+    """(the sorted class indices of a multi-label `record[field]`, None) or (None, why it holds none): each class as
+    `field_texts` reads it, an index (or with `names`, a class name the manifest lists), no index twice."""
+    texts, problem = field_texts(record, field)
+    if texts is None:
+        return None, problem
+    found = [label_value(t.encode("utf-8", "surrogatepass"), names) for t in texts]
+    if None in found:
+        what = "a class name the manifest lists" if names is not None else "a class index (an integer)"
+        return None, f"its json member's {field!r} holds {json.dumps(texts[found.index(None)])[:40]}, not {what}"
+    if len(set(found)) != len(found):
+        return None, f"its json member's {field!r} names a class twice: {json.dumps(record[field])[:40]}"
+    return tuple(sorted(found)), None  # type: ignore[arg-type]
 
 
 def json_label(data: bytes, field: str) -> tuple[str | None, str | None]:
@@ -128,7 +146,7 @@ class LabelRule:
     def classes(self, data: bytes, *, key: str, shard: Path) -> tuple[int, ...]:
         """The class indices of a --multi-label sample; ShardError naming the sample when its member holds none."""
         record, problem = json_record(data)
-        found, problem = (None, problem) if record is None else field_classes(record, self.field or "")
+        found, problem = (None, problem) if record is None else field_classes(record, self.field or "", self.names)
         if found is None:
             raise ShardError(f"sample {key} in {shard} has no class labels: {problem}")
         return found

@@ -214,7 +214,7 @@ def _extra_from_dict(check: FieldCheck, extra: dict[str, Any]) -> dict[str, Any]
     multi = extra.get("multi_label")
     if multi is not None and not isinstance(multi, bool):
         raise check.error("extra.multi_label", multi, "true or false")
-    if multi and (extra.get("label_member") != "json" or not extra.get("label_field")):
+    if multi and (not str(extra.get("label_member")).endswith("json") or not extra.get("label_field")):
         raise check.error("extra.multi_label", multi, "false unless extra.label_member is 'json' and "
                                                       "extra.label_field names the field listing each sample's classes")
     if extra.get("label_encoding") not in (None, "index", NAME_ENCODING):

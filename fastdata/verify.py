@@ -133,7 +133,8 @@ def _check_pair(fd: int, path: Path, key: str, members: dict, manifest: Manifest
 def _check_classes(fd: int, path: Path, key: str, member, manifest: Manifest, labels: Counter) -> list[str]:
     """A --multi-label sample's classes: a list of distinct class indices in its json member, each counted."""
     record, problem = json_record(_read(fd, member.offset, member.size))
-    found, problem = (None, problem) if record is None else field_classes(record, manifest.label_field or "")
+    found, problem = (None, problem) if record is None else field_classes(record, manifest.label_field or "",
+                                                                          manifest.label_names)
     if found is None:
         return [f"{path}: sample {key} has no class labels: {problem}"]
     outside = [c for c in found if not 0 <= c < len(manifest.classes)]

@@ -363,10 +363,10 @@ def _rewrite_labels(ds: Path, labels) -> str:
 
 
 @pytest.mark.parametrize(("labels", "problem"), [([0, 4], "labels [4] outside 0..3"),
-                                                 ("Mass", "is \"Mass\", not a list of class indices"),
-                                                 (3, "is 3, not a list of class indices"),
-                                                 ([True], "is [true], not a list of class indices"),
-                                                 (["1"], "is [\"1\"], not a list of class indices"),
+                                                 ("Mass", "is \"Mass\", not a list of classes"),
+                                                 (3, "is 3, not a list of classes"),
+                                                 ([True], "is [true], not a list of classes"),
+                                                 (["x"], "holds \"x\", not a class index (an integer)"),
                                                  ([1, 1], "names a class twice")])
 def test_verify_and_the_loaders_refuse_a_forged_label_list(chest, tmp_path, labels, problem):
     ds = tmp_path / "ds"
@@ -533,3 +533,102 @@ def test_the_option_contradicts_unlabeled_and_a_label_pattern(tmp_path):
         convert_images(src, tmp_path / "out", multi_label=True, unlabeled=True)
     with pytest.raises(ValueError, match="--multi-label and --label-pattern contradict each other"):
         convert_images(src, tmp_path / "out", multi_label=True, label_pattern="(.)")
+
+
+# ---- adopting WebDataset shards (`fastdata index --multi-label`) ----
+
+TAGS = [["haze", "primary"], ["clear", "primary", "water"], [], ["cloudy"], ["haze", "primary"], ["clear"]]
+
+
+def _tagged_shards(folder: Path, tags: list, field: str = "tags") -> dict[str, list]:
+    """Shards of real photos written by `webdataset.ShardWriter`, each sample's json listing its classes in
+    `field` beside other metadata; key -> its list."""
+    import webdataset as wds
+    from conftest_adopt import photo_bytes
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    with wds.ShardWriter(str(folder / "train-%06d.tar"), maxcount=4, verbose=0) as sink:
+        for i, ((stem, data), labels) in enumerate(zip(photo_bytes(len(tags)), tags)):
+            out[f"s{i:05d}"] = labels
+            sink.write({"__key__": f"s{i:05d}", "jpg": data, "json": {"file": f"{stem}.jpg", field: labels}})
+    return out
+
+
+@pytest.mark.parametrize("backend", ["kornia", "dali"])
+def test_adopted_shards_listing_class_names_load_as_multi_hot_rows(tmp_path, backend):
+    from converters.adopt import AdoptOptions, adopt
+
+    tags = _tagged_shards(tmp_path / "s", TAGS)
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True, label_field="tags")).manifest
+    names = ("clear", "cloudy", "haze", "primary", "water")
+    assert (m.classes, m.multi_label, m.label_names is not None, m.label_field) == (names, True, True, "tags")
+    assert list(m.splits["train"].class_counts) == [sum(c in t for t in TAGS) for c in names]
+    assert verify_dataset(tmp_path / "s") == []
+    want = {k: [float(c in t) for c in names] for k, t in tags.items()}
+    ld = loader(tmp_path / "s", backend=backend, train=False, batch_size=4)
+    got = {}
+    for _, y in ld:
+        got.update(zip((k.split(":")[1] for k in ld._backend.last_keys), y.tolist()))
+    assert got == want
+    assert fastdata.sample_labels(tmp_path / "s").tolist() == [[int(v) for v in want[k]] for k in sorted(want)]
+
+
+def test_adopted_class_indices_in_the_labels_field_are_named_by_classes(tmp_path, capsys):
+    from fastdata.cli import main as cli
+
+    _tagged_shards(tmp_path / "s", [[0, 3], [1], [], [3, 0, 2]], field="labels")
+    (tmp_path / "classes.txt").write_text("a\nb\nc\nd\n")
+    assert cli(["index", str(tmp_path / "s"), "--multi-label", "--classes", str(tmp_path / "classes.txt"), "-j",
+                "1", "--no-progress"]) == 0
+    assert "labeled in json field 'labels', several a sample, 4 classes" in capsys.readouterr().out
+    m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    assert (m["classes"], m["extra"]["multi_label"], m["splits"]["train"]["class_counts"]) == (
+        ["a", "b", "c", "d"], True, [2, 1, 1, 2])
+    assert "label_encoding" not in m["extra"]  # indices, not names
+    assert fastdata.sample_labels(tmp_path / "s").tolist() == [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 0, 0],
+                                                               [1, 0, 1, 1]]
+
+
+def test_an_adopted_sample_whose_list_is_no_list_of_classes_is_rejected_and_the_rest_kept(tmp_path):
+    from converters.adopt import AdoptOptions, adopt
+
+    _tagged_shards(tmp_path / "s", [["haze"], "haze", ["haze", "haze"], [1.5], ["clear"]])
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True, label_field="tags")).manifest
+    assert {r["source"]: r["reason"] for r in m.rejected} == {
+        "train-000000.tar:s00001": "its json member's 'tags' is \"haze\", not a list of classes (class indices or "
+                                   "class names) (read for its labels)",
+        "train-000000.tar:s00002": "its json member's 'tags' names a class twice: [\"haze\", \"haze\"] (read for its "
+                                   "labels)",
+        "train-000000.tar:s00003": "its json member's 'tags' is [1.5], not a list of classes (class indices or class "
+                                   "names) (read for its labels)"}
+    assert m.classes == ("clear", "haze") and sum(sh.samples for sh in m.splits["train"].shards) == 2
+
+
+def test_an_adopted_class_that_is_no_index_among_indices_is_rejected(tmp_path):
+    from converters.adopt import AdoptOptions, adopt
+
+    _tagged_shards(tmp_path / "s", [[0], [1, "x"], [1]], field="labels")
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True)).manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("train-000000.tar:s00001", "label b'x' is not an integer (index with --label-names if the labels are class "
+                                    "names)")]
+    assert m.classes == ("0", "1")
+
+
+def test_index_without_a_list_of_classes_is_refused_and_a_saved_scan_is_not_reused_across_the_option(tmp_path):
+    from converters.adopt import AdoptOptions, adopt
+
+    _tagged_shards(tmp_path / "s", TAGS[:4], field="labels")
+    with pytest.raises(ConvertError, match="--label-field labels: no sample's json member holds a label"):
+        adopt(tmp_path / "s", options=AdoptOptions(jobs=1, label_field="labels"))  # scans saved, one class each
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True, label_field="labels")).manifest
+    # (rescanned for lists: a scan saved without the option holds no list)
+    assert m.multi_label and m.classes == ("clear", "cloudy", "haze", "primary", "water")
+    with pytest.raises(ConvertError, match=r"--label-field file: no sample's json member holds a label in that field "
+                                           r"\(its json member's 'file' is .*, not a list of classes"):
+        adopt(tmp_path / "s", tmp_path / "other", options=AdoptOptions(jobs=1, multi_label=True, label_field="file"))
+    _tagged_shards(tmp_path / "t", TAGS[:2])  # lists in a field of another name, and none named
+    with pytest.raises(ConvertError, match=r"--multi-label: no sample's json member lists its classes \(its json "
+                                           r"member has none of the fields labels, label"):
+        adopt(tmp_path / "t", options=AdoptOptions(jobs=1, multi_label=True))

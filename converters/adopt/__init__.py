@@ -76,6 +76,7 @@ class AdoptOptions:
     label_names: bool = False  # label members hold class names, digits included (default: when none is an integer)
     label_field: str | None = None  # the field of each sample's json member that holds its label (default: a label
     # member, else a json member's label, cls or class field)
+    multi_label: bool = False  # each sample's json member lists its classes (label_field, else labels or label)
     max_pixels: int = DEFAULT_MAX_PIXELS
     decode: bool = False  # fully decode every image (slower) instead of reading its header
     jobs: int = 1
@@ -178,7 +179,7 @@ class _Scanner:
         scan = saved_scan(saved, stamp)
         if scan is None:
             scan = scan_tar(path, max_pixels=self.options.max_pixels, decode=self.options.decode,
-                            label_field=self.options.label_field)
+                            label_field=self.options.label_field, multi_label=self.options.multi_label)
             save_scan(saved, stamp, scan)
         return scan
 
@@ -242,11 +243,16 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
     good = [s for _, scan in scans for s in scan.samples if s.problem is None]
     captioned = any(_has_caption(s) for s in good)  # img2dataset's jpg + txt (+ json): an image_text dataset
     labeled = not captioned and any(s.label is not None for s in good)
+    multi = labeled and options.multi_label
     if options.label_field is not None and not labeled and not captioned:
         why = next((s.unlabeled for s in good if s.unlabeled), "no sample has a json member")
         raise ConvertError(f"--label-field {options.label_field}: no sample's json member holds a label in that "
                            f"field ({why})")
-    classes, index_of, names = _label_space({s.label for s in good if s.label is not None} if labeled else set(),
+    if options.multi_label and not multi:
+        why = "captions make them pairs" if captioned else next((s.unlabeled for s in good if s.unlabeled),
+                                                                "no sample has a json member")
+        raise ConvertError(f"--multi-label: no sample's json member lists its classes ({why})")
+    classes, index_of, names = _label_space({t for s in good for t in _texts(s.label)} if labeled else set(),
                                             options)
     label_member, label_field = _label_source(good) if labeled else (None, None)
     image_members = sorted({s.image for s in good if s.image}, key=lambda e: (e.lower() != "jpg", e))
@@ -259,9 +265,11 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
         for s in scan.samples:
             if s.problem is None and labeled and s.label is None:
                 s.problem = s.unlabeled or "no label member while the rest of the dataset is labeled"
-            if s.problem is None and labeled and s.label not in index_of:
-                s.problem = (f"label {s.label!r} is not among the classes --classes names" if names else
-                             f"label {s.label.encode()[:40]!r} is not an integer (index with --label-names if the "
+            bad = next((t for t in _texts(s.label) if t not in index_of), None) if s.problem is None and labeled \
+                else None
+            if bad is not None:
+                s.problem = (f"label {bad!r} is not among the classes --classes names" if names else
+                             f"label {bad.encode()[:40]!r} is not an integer (index with --label-names if the "
                              "labels are class names)")
             if s.problem is None and captioned and not _has_caption(s):
                 s.problem = f"no caption member ({TEXT_MEMBER}) while the rest of the dataset has captions"
@@ -273,8 +281,8 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
             keep.append(s)
             member_exts.update(m.ext for m in s.members)
             split_counts = counts.setdefault(item.split, [0] * len(classes))
-            if labeled and s.label is not None:  # a captioned dataset's label members are not its classes
-                split_counts[index_of[s.label]] += 1
+            for t in _texts(s.label) if labeled else ():  # a captioned dataset's label members are not its classes
+                split_counts[index_of[t]] += 1  # each class of a multi-label sample
             formats = stats.setdefault(item.split, {}).setdefault("image_formats", {})
             formats[s.image_format] = formats.get(s.image_format, 0) + 1
             if s.orientation != 1:
@@ -301,6 +309,8 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
         extra["label_encoding"] = NAME_ENCODING
     if label_field is not None:
         extra["label_field"] = label_field
+    if multi:
+        extra["multi_label"] = True
     return Manifest(
         kind="image_text" if captioned else "images", shard_format="wds", classes=tuple(classes) if labeled else (),
         splits={name: SplitInfo(name=name, shards=tuple(infos), class_counts=tuple(counts.get(name, ())),
@@ -332,6 +342,11 @@ def _label_space(texts: set[str], options: AdoptOptions) -> tuple[tuple[str, ...
     if len(classes) < num_classes:
         raise ConvertError(f"--classes names {len(classes)} classes, the shards hold labels up to {num_classes - 1}")
     return classes, numbers, False
+
+
+def _texts(label: str | list[str] | None) -> list[str]:
+    """The label texts of a sample: none, its one label, or each class a multi-label sample lists."""
+    return [] if label is None else list(label) if isinstance(label, list) else [label]
 
 
 def _has_caption(sample: Any) -> bool:

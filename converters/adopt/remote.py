@@ -103,7 +103,7 @@ class _RemoteScanner:
             if self.stopped.is_set():
                 raise ConvertError(f"the index of {self.store.url} stopped before {name} was scanned")
             scan = scan_tar(local, max_pixels=self.options.max_pixels, decode=self.options.decode,
-                            label_field=self.options.label_field)
+                            label_field=self.options.label_field, multi_label=self.options.multi_label)
         finally:
             local.unlink(missing_ok=True)
         if not self.stopped.is_set():

@@ -26,6 +26,7 @@ from fastdata.label_members import (
     MAX_JSON_BYTES,
     MAX_LABEL_BYTES,
     field_label,
+    field_texts,
     json_record,
     label_text,
 )
@@ -71,7 +72,7 @@ class SampleScan:
     members: list[Member]
     image: str | None = None  # extension of the image member
     image_format: str = ""  # e.g. "jpeg", "jpeg-progressive", "png"
-    label: str | None = None
+    label: str | list[str] | None = None  # --multi-label: the text of each class its json member lists
     problem: str | None = None
     caption: str | None = None  # why its caption member is unusable: a problem once the dataset is image_text
     orientation: int = 1  # the EXIF orientation its image's header records (2..8: the stored pixels are not upright)
@@ -118,7 +119,8 @@ class TarScan:
 def scan_stamp(identity: list[Any], options: Any) -> list[Any]:
     """What a saved scan must match to be reused: the tar's `identity` (its size, and its mtime when local), the
     options a scan depends on, and SCAN_VERSION."""
-    return [*identity, options.max_pixels, options.decode, options.label_field, SCAN_VERSION]
+    return [*identity, options.max_pixels, options.decode, options.label_field, SCAN_VERSION,
+            *(["multi_label"] if getattr(options, "multi_label", False) else [])]
 
 
 def saved_scan(path: Path, stamp: list[Any]) -> TarScan | None:
@@ -197,10 +199,18 @@ def _caption(sample: SampleScan, data: dict[str, bytes]) -> str | None:
     return caption_lines(data[TEXT_MEMBER])[1]
 
 
-def _label(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_field: str | None) -> None:
+MULTI_LABEL_FIELDS = ("labels", "label")  # --multi-label: a json member's fields that list a sample's classes
+
+
+def _label(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_field: str | None,
+           multi: bool = False) -> None:
     """Read the sample's label: its label member's text, else (or with `label_field`, only) the label field of its
     json member: `label_field`, else the first of JSON_LABEL_FIELDS it has. A member that holds no usable label
-    leaves the reason in `problem` (a label member) or `unlabeled` (a json member: it may hold none)."""
+    leaves the reason in `problem` (a label member) or `unlabeled` (a json member: it may hold none). `multi`
+    (--multi-label): the list of classes in its json member's `label_field`, else its labels or label field."""
+    if multi:
+        _classes(sample, data, exts, label_field)
+        return
     label_ext = None if label_field is not None else next((e for e in exts if last_ext(e) in LABEL_EXTS), None)
     if label_ext is not None:
         sample.label, sample.problem = label_text(data[label_ext])
@@ -221,8 +231,23 @@ def _label(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_fi
     sample.unlabeled = None if why is None else f"{why} (read for its label)"
 
 
+def _classes(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_field: str | None) -> None:
+    """--multi-label: the text of each class the sample's json member lists (`field_texts`)."""
+    json_ext = next((e for e in exts if last_ext(e) == JSON_EXT), None)
+    if json_ext is None:
+        return
+    record, why = json_record(data[json_ext])
+    field = label_field or next((f for f in MULTI_LABEL_FIELDS if f in (record or ())), None)
+    if record is not None and field is None:
+        why = f"its json member has none of the fields {', '.join(MULTI_LABEL_FIELDS)}"
+    elif record is not None:
+        sample.label, why = field_texts(record, field)
+        sample.label_member, sample.label_field = json_ext, field
+    sample.unlabeled = None if why is None else f"{why} (read for its labels)"
+
+
 def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool,
-            label_field: str | None = None) -> SampleScan:
+            label_field: str | None = None, multi_label: bool = False) -> SampleScan:
     if sample.problem is not None:  # a bad member name or a sparse member: nothing of it was read
         return sample
     exts = [m.ext for m in sample.members]
@@ -238,14 +263,16 @@ def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, deco
     sample.image_format, sample.problem, sample.orientation = _image_format(data[image], max_pixels=max_pixels,
                                                                             decode=decode)
     if sample.problem is None:
-        _label(sample, data, exts, label_field)
+        _label(sample, data, exts, label_field, multi_label)
     sample.caption = _caption(sample, data)
     return sample
 
 
-def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: str | None = None) -> TarScan:
+def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: str | None = None,
+             multi_label: bool = False) -> TarScan:
     """The samples and findings of the tar at `path` (see the module docstring); `label_field`: the field of a
-    json member that holds each sample's label (default: a label member, else a json member's label field)."""
+    json member that holds each sample's label (default: a label member, else a json member's label field);
+    `multi_label`: each sample's json member lists its classes (`_classes`)."""
     scan = TarScan(name=path.name)
     with open(path, "rb") as raw:
         packed = compression(raw.read(6))
@@ -277,7 +304,7 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: 
                     if current is None or current.key != key:
                         if current is not None:
                             scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode,
-                                                       label_field=label_field))
+                                                       label_field=label_field, multi_label=multi_label))
                         current, data = SampleScan([]), {}
                     current.members.append(member)
                     why = (NOT_UTF8 if name != m.name else unsafe_name(name)) or (
@@ -290,7 +317,7 @@ def scan_tar(path: Path, *, max_pixels: int, decode: bool = False, label_field: 
                         data[ext] = f.read(wanted) if f else b""
                 if current is not None:
                     scan.samples.append(_finish(current, data, max_pixels=max_pixels, decode=decode,
-                                                       label_field=label_field))
+                                                label_field=label_field, multi_label=multi_label))
                 end = tar.offset
         except (tarfile.TarError, EOFError, OSError) as exc:
             where = "no tar header at the start" if not scan.samples and current is None else f"after byte {reader.pos}"

@@ -33,6 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-field", metavar="FIELD",
                    help="read each sample's label from FIELD of its json member (an integer or a class name; "
                         "default: a cls/class/label member, else a json member's label, cls or class field)")
+    p.add_argument("--multi-label", action="store_true",
+                   help="each sample's json member lists its classes ({\"labels\": [0, 3]} or class names; "
+                        "--label-field names another field): batches carry multi-hot rows")
     p.add_argument("--max-pixels", type=int, default=None, help="reject images with more pixels than this")
     p.add_argument("--decode", action="store_true", help="fully decode every image (slower; default: headers)")
     p.add_argument("-j", "--jobs", type=int, default=usable_cpus(),
@@ -65,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     sources, dst = split_paths(args.paths)
     classes = read_names(Path(args.classes)) if args.classes else None
     options = AdoptOptions(split=args.split, classes=classes, label_names=args.label_names,
-                           label_field=args.label_field, decode=args.decode,
+                           label_field=args.label_field, multi_label=args.multi_label, decode=args.decode,
                            jobs=args.jobs, max_pixels=args.max_pixels or DEFAULT_MAX_PIXELS, staging=args.staging)
     spec = sources[0] if len(sources) == 1 else sources
     bar = progress(tar_count(spec), "shard", "fastdata index", enabled=not args.no_progress)
@@ -97,4 +100,4 @@ def run(args: argparse.Namespace) -> int:
 def _labels_held(m) -> str:
     """How an adopted dataset's labels are held, when not as class indices in label members."""
     where = f" in json field {m.label_field!r}" if m.label_field else ""
-    return where + (" by class name" if m.label_names else "")
+    return where + (" by class name" if m.label_names else "") + (", several a sample" if m.multi_label else "")
