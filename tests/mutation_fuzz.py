@@ -173,6 +173,12 @@ class Context:
                 (f"s{i}.jpg", jpg), (f"s{i}.json", f'{{"file": "s{i}.jpg", "label": {i % 2}}}'.encode()))]),
             "json-named": raw_tar(work / "json-named.tar", [m for i in range(4) for m in (
                 (f"s{i}.jpg", jpg), (f"s{i}.json", f'{{"class": "{("cat", "dog")[i % 2]}"}}'.encode()))]),
+            # adopted with --multi-label: a list of classes a sample, indices and names
+            "json-listed": raw_tar(work / "json-listed.tar", [m for i in range(4) for m in (
+                (f"s{i}.jpg", jpg), (f"s{i}.json", json.dumps({"labels": [0, 2][:i % 3]}).encode()))]),
+            "json-tagged": raw_tar(work / "json-tagged.tar", [m for i in range(4) for m in (
+                (f"s{i}.jpg", jpg), (f"s{i}.json", json.dumps({"tags": ["haze", "primary", "water"][i % 2:i + 1]})
+                                     .encode()))]),
         }
         self.tables = [  # captions files of every format and a labels CSV, as users write them
             ("captions.csv", b"file,caption\nimg_000.jpg,a cat on a mat\nimg_001.jpg,\"two, dogs\"\n"),
@@ -482,7 +488,8 @@ def _foreign_tar(ctx: Context, rng: random.Random, label: str, tar: Path) -> str
     data, what = mutate_bytes(rng, tar.read_bytes(), (tar_size_field, tar_name_byte, text_number))
     (ctx.case_dir / "a.tar").write_bytes(data)
     try:
-        result = adopt(ctx.case_dir, options=AdoptOptions(jobs=1))
+        listed = {"json-listed": {"multi_label": True}, "json-tagged": {"multi_label": True, "label_field": "tags"}}
+        result = adopt(ctx.case_dir, options=AdoptOptions(jobs=1, **listed.get(label, {})))
     except Exception as exc:  # noqa: BLE001 - the oracle sorts every exception
         if not _allowed(exc) or "unexpected error" in str(exc):  # every tar rejected, one by the catch-all
             raise Finding(f"index: {type(exc).__name__}: {exc}") from exc
