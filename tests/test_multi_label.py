@@ -632,3 +632,31 @@ def test_index_without_a_list_of_classes_is_refused_and_a_saved_scan_is_not_reus
     with pytest.raises(ConvertError, match=r"--multi-label: no sample's json member lists its classes \(its json "
                                            r"member has none of the fields labels, label"):
         adopt(tmp_path / "t", options=AdoptOptions(jobs=1, multi_label=True))
+
+
+def test_a_split_column_class_names_and_split_lists_work_with_the_option(tmp_path):
+    from helpers import make_image
+
+    src = tmp_path / "src"
+    for i in range(4):
+        make_image(src / f"img{i}.jpg", seed=i)
+    (tmp_path / "labels.csv").write_text("file,labels,split\nimg0.jpg,0|2,train\nimg1.jpg,1,val\nimg2.jpg,2|1,train\n"
+                                         "img3.jpg,0,train\n")
+    (tmp_path / "classes.txt").write_text("cat\ndog\nbird\n")
+    (tmp_path / "test.txt").write_text("img3.jpg\n")
+    result = convert_images(src, tmp_path / "out", labels=str(tmp_path / "labels.csv"), multi_label=True,
+                            classes=str(tmp_path / "classes.txt"))
+    assert result.manifest.classes == ("cat", "dog", "bird")
+
+    def split_labels(out: Path) -> dict[str, dict[str, list[int]]]:
+        return {split: {json.loads(m["json"])["source"]: json.loads(m["json"])["labels"]
+                        for k, m in _members(out).items() if k.startswith(split)} for split in ("train", "val", "test")}
+
+    assert split_labels(tmp_path / "out") == {"train": {"img0.jpg": [0, 2], "img2.jpg": [1, 2], "img3.jpg": [0]},
+                                              "val": {"img1.jpg": [1]}, "test": {}}
+    (tmp_path / "plain.csv").write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in
+                                                (tmp_path / "labels.csv").read_text().splitlines()))
+    convert_images(src, tmp_path / "listed", labels=str(tmp_path / "plain.csv"), multi_label=True,
+                   split_lists=(f"test={tmp_path / 'test.txt'}",))
+    assert split_labels(tmp_path / "listed") == {"train": {"img0.jpg": [0, 2], "img1.jpg": [1], "img2.jpg": [1, 2]},
+                                                 "val": {}, "test": {"img3.jpg": [0]}}
