@@ -605,6 +605,45 @@ def test_an_adopted_sample_whose_list_is_no_list_of_classes_is_rejected_and_the_
     assert m.classes == ("clear", "haze") and sum(sh.samples for sh in m.splits["train"].shards) == 2
 
 
+@pytest.mark.parametrize(("labels", "problem"), [
+    (["fog"], "holds \"fog\", not a class name the manifest lists"),
+    (["haze", "haze "], "names a class twice: [\"haze\", \"haze \"]"),  # two texts, one class once stripped
+    (["\ud800"], "holds \"\\ud800\", not a class name the manifest lists"),  # a lone surrogate: no crash
+])
+def test_a_forged_list_of_an_adopted_dataset_of_names_is_refused(tmp_path, labels, problem):
+    from converters.adopt import AdoptOptions, adopt
+
+    _tagged_shards(tmp_path / "s", TAGS)
+    adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True, label_field="tags"))
+    shard = sorted((tmp_path / "s").glob("*.tar"))[0]
+    data = bytearray(shard.read_bytes())
+    with tarfile.open(shard) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith(".json"))
+    old = json.loads(data[member.offset_data:member.offset_data + member.size])
+    new = json.dumps({**old, "tags": labels}, separators=(",", ":")).encode()
+    data[member.offset_data:member.offset_data + member.size] = new[:-1] + b" " * (member.size - len(new)) + b"}"
+    shard.write_bytes(bytes(data))
+    key = member.name.split(".")[0]
+    assert any(f"sample {key} has no class labels: its json member's 'tags' {problem}" in p
+               for p in verify_dataset(tmp_path / "s")), verify_dataset(tmp_path / "s")
+    with pytest.raises(ShardError, match=f"sample {key} in .* has no class labels"):
+        list(loader(tmp_path / "s", train=False))
+
+
+def test_an_adopted_sample_without_a_json_member_is_rejected_among_listed_ones(tmp_path):
+    from conftest_adopt import photo_bytes, raw_tar
+
+    from converters.adopt import AdoptOptions, adopt
+
+    (stem, jpg), = photo_bytes(1)
+    raw_tar(tmp_path / "s" / "a.tar", [("a.jpg", jpg), ("a.json", b'{"labels": [1]}'), ("b.jpg", jpg),
+                                       ("c.jpg", jpg), ("c.json", b'{"labels": []}')])
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True)).manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("a.tar:b", "no label member while the rest of the dataset is labeled")]
+    assert fastdata.sample_labels(tmp_path / "s").tolist() == [[0, 1], [0, 0]]
+
+
 def test_an_adopted_class_that_is_no_index_among_indices_is_rejected(tmp_path):
     from converters.adopt import AdoptOptions, adopt
 

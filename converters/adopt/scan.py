@@ -120,7 +120,7 @@ def scan_stamp(identity: list[Any], options: Any) -> list[Any]:
     """What a saved scan must match to be reused: the tar's `identity` (its size, and its mtime when local), the
     options a scan depends on, and SCAN_VERSION."""
     return [*identity, options.max_pixels, options.decode, options.label_field, SCAN_VERSION,
-            *(["multi_label"] if getattr(options, "multi_label", False) else [])]
+            *(["multi_label"] if options.multi_label else [])]
 
 
 def saved_scan(path: Path, stamp: list[Any]) -> TarScan | None:
@@ -203,7 +203,7 @@ MULTI_LABEL_FIELDS = ("labels", "label")  # --multi-label: a json member's field
 
 
 def _label(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_field: str | None,
-           multi: bool = False) -> None:
+           multi: bool) -> None:
     """Read the sample's label: its label member's text, else (or with `label_field`, only) the label field of its
     json member: `label_field`, else the first of JSON_LABEL_FIELDS it has. A member that holds no usable label
     leaves the reason in `problem` (a label member) or `unlabeled` (a json member: it may hold none). `multi`
