@@ -255,7 +255,8 @@ class Collector(abc.ABC):
 
     def warn_unused(self, classes: tuple[str, ...], what: str) -> None:
         """One warning naming the classes no input has (the first 10 of them, and how many more)."""
-        used = {it.label for items in self.items.values() for it in items}
+        used = {c for items in self.items.values() for it in items  # a --multi-label input's label: its classes
+                for c in (it.label if isinstance(it.label, tuple | list) else (it.label,))}
         empty = [c for i, c in enumerate(classes) if i not in used]
         if len(empty) == 1:
             log.warning("class %r has no %s", empty[0], what)

@@ -204,7 +204,7 @@ class Context:
         self.image_tables = [(name, _image_table(name, [data for _, data in self.jpegs + self.pngs]))
                              for name in ("train-00000-of-00001.parquet", "train.arrow", "captions/train.parquet",
                                           "captions/train.arrow", "train-00000-of-00001", "data.tfrecord.gz",
-                                          *ARRAY_FILES)]
+                                          VOC_RECORDS, *ARRAY_FILES)]
         self.case_dir = work / "case"
         self._server: Any = None
         self._local: dict[str, list] = {}
@@ -292,7 +292,7 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     if name in ARRAY_FILES:
         return _array_file(name, images)
     if "." not in name or ".tfrecord" in name:  # TensorFlow's ImageNet records, or TFDS's (gzip-compressed here)
-        data = _tfrecords(images, tfds=name.endswith(".gz"))
+        data = _tfrecords(images, tfds=name.endswith(".gz"), voc=name == VOC_RECORDS)
         return _gzip(data) if name.endswith(".gz") else data
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=2)
@@ -350,9 +350,13 @@ def _array_partners(src: Path, name: str, count: int) -> None:
                                                       + bytes(i % 2 for i in range(count)))
 
 
-def _tfrecords(images: list[bytes], *, tfds: bool) -> bytes:
+VOC_RECORDS = "voc-train.tfrecord-00000-of-00001"  # TensorFlow Datasets' VOC: classes listed, read with --multi-label
+
+
+def _tfrecords(images: list[bytes], *, tfds: bool, voc: bool = False) -> bytes:
     """A TFRecord file of `images`, written by the tfrecord package: as TensorFlow Datasets writes them (image,
-    label) or as TensorFlow's ImageNet script does (image/encoded, image/class/synset, image/class/label)."""
+    label; VOC's image and labels, a list of classes), or as TensorFlow's ImageNet script does (image/encoded,
+    image/class/synset, image/class/label)."""
     import tempfile
 
     from tfrecord import TFRecordWriter
@@ -360,7 +364,9 @@ def _tfrecords(images: list[bytes], *, tfds: bool) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         writer = TFRecordWriter(f"{tmp}/f")  # a path: the writer opens it
         for i, data in enumerate(images):
-            writer.write({"image": (data, "byte"), "label": (i % 2, "int")} if tfds else {
+            writer.write({"image": (data, "byte"), "labels": ([i % 3, 4][:i % 3], "int"),
+                          "objects/label": ([4, i % 3, 4], "int")} if voc else
+                         {"image": (data, "byte"), "label": (i % 2, "int")} if tfds else {
                 "image/encoded": (data, "byte"), "image/class/synset": (f"n0{i % 2}".encode(), "byte"),
                 "image/class/label": (i % 2 + 1, "int")})
         writer.close()
@@ -978,9 +984,11 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     pairs = name.startswith("captions/")
     found: list[Any] = []
     discover = (functools.partial(discover_caption_tables, image_field=None, caption_field=None, split="train",
-                                  max_bytes=1 << 20) if pairs else functools.partial(discover_images,
-                                                                                      max_pixels=1 << 16))
+                                  max_bytes=1 << 20) if pairs else functools.partial(
+        discover_images, max_pixels=1 << 16, multi_label=name == VOC_RECORDS))
     _expect(lambda: found.append(discover(src)), step=f"{name} discover")
+    if found and name == VOC_RECORDS:
+        _check_class_lists(found[0], name)
     convert = PairProcessor(ImageTextOptions(max_pixels=1 << 16), sha256=None) if pairs else functools.partial(
         process_image, opts=ImageOptions(max_pixels=1 << 16))
     for items in (found[0].splits.values() if found else ()):
@@ -990,6 +998,16 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
                                                            out.reason.startswith("unexpected")):
                 raise Finding(f"{item.rel}: {out!r}")
     return f"{name}: {what}"
+
+
+def _check_class_lists(found: Any, name: str) -> None:
+    """A --multi-label discovery: a Finding unless every item's label is a sorted tuple of distinct classes."""
+    for items in found.splits.values():
+        for item in items:
+            label = item.label
+            if (not isinstance(label, tuple) or list(label) != sorted(set(label))
+                    or not all(isinstance(c, int) and 0 <= c < len(found.classes) for c in label)):
+                raise Finding(f"{name}: {item.rel} has the label {label!r} of {len(found.classes)} classes")
 
 
 def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:

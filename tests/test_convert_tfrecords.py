@@ -200,7 +200,8 @@ def test_a_record_over_the_size_limit_is_skipped_unread_and_the_next_one_read(tm
 
 @pytest.mark.parametrize(("features", "reason"), [
     ({"image/class/label": (1.5, "float")}, "feature 'image/class/label' holds floats, not image bytes or a label"),
-    ({"image/class/label": ([1, 2], "int")}, "feature 'image/class/label' holds 2 values, not one"),
+    ({"image/class/label": ([1, 2], "int")},
+     "feature 'image/class/label' holds 2 values, not one (a list of classes a record: convert with --multi-label)"),
     ({"image/class/label": ([], "int")}, "feature 'image/class/label' holds 0 values, not one"),
     ({"image/class/label": (b"\xff", "byte")}, "the label in feature 'image/class/label' is not UTF-8 text: b'\\xff'"),
     ({}, "no feature 'image/class/label'"),

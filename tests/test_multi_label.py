@@ -206,7 +206,7 @@ def test_the_option_without_a_labels_file_of_the_whole_source_is_refused(tmp_pat
     src, table, _ = _source(tmp_path)
     given = {} if labels is None else {"labels": labels.format(table)}
     with pytest.raises(ValueError, match=r"--multi-label reads the classes of each image from a labels CSV of the "
-                                         r"whole source \(--labels FILE\) or from a column of Parquet or Arrow tables"):
+                                         r"whole source \(--labels FILE\), from a column of Parquet or Arrow tables"):
         convert_images(src, tmp_path / "out", multi_label=True, **given)
     assert not (tmp_path / "out" / "manifest.json").exists()
 
@@ -517,12 +517,22 @@ def test_a_column_of_lists_without_the_option_or_of_numbers_with_it_is_refused_n
         convert_images(tmp_path / "floats", tmp_path / "c", multi_label=True)
 
 
+def test_a_table_whose_every_list_is_empty_is_refused_not_converted_without_classes(tmp_path):
+    _hub_table(tmp_path / "empty" / "train.parquet", [[], [], None], feature=None)
+    with pytest.raises(ConvertError, match=r"--multi-label: the column 'labels' of every row lists no class \(every "
+                                           r"list is empty\), so there is no class to learn; --unlabeled converts"):
+        convert_images(tmp_path / "empty", tmp_path / "out", multi_label=True)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+    _hub_table(tmp_path / "named" / "train.parquet", [[], []])  # a ClassLabel names the classes: no list needs to
+    assert convert_images(tmp_path / "named", tmp_path / "ok", multi_label=True).manifest.classes == CLASSES
+
+
 def test_the_option_on_a_table_of_pixels_is_refused(tmp_path):
     src = tmp_path / "digits"
     src.mkdir()
     (src / "train.csv").write_text("label," + ",".join(f"pixel{i}" for i in range(784)) + "\n"
                                    + "".join(f"{d}," + ",".join(["0"] * 784) + "\n" for d in (3, 7)))
-    with pytest.raises(ValueError, match=r"or from a column of Parquet or Arrow tables that lists them .*; .* holds "
+    with pytest.raises(ValueError, match=r"or from a feature of TFRecord files that lists them .*; .* holds "
                                          "image datasets kept as arrays"):
         convert_images(src, tmp_path / "out", multi_label=True)
 

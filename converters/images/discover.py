@@ -190,8 +190,8 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
-                       "(--labels FILE) or from a column of Parquet or Arrow tables that lists them "
-                       "(docs/converting.md, \"Several classes an image\")")
+                       "(--labels FILE), from a column of Parquet or Arrow tables that lists them, or from a feature "
+                       "of TFRecord files that lists them (docs/converting.md, \"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 
@@ -250,7 +250,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         if split_labels or label_pattern:
             given = f"--labels {labels_csv}" if split_labels else "--label-pattern"
             raise ValueError(f"{given} labels image files; {src} holds {what}")
-        if multi_label and not tables:
+        if multi_label and arrays:
             raise ValueError(f"{MULTI_LABEL_SOURCES}; {src} holds {what}")
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels), multi_label)
         read = discover_tfrecords if tfrecords else discover_array_files if arrays else discover_tables

@@ -36,6 +36,7 @@ from converters.spill import Spill
 from converters.table_files import ARROW, HF_METADATA, PARQUET, Damage, Table, TableError
 from converters.table_labels import TableLabels
 from converters.tree import Collector, first_files
+from fastdata.errors import ConvertError
 
 SUFFIXES = (*PARQUET, *ARROW)
 LOOK_AT = 8  # tables whose schema `has_image_tables` reads
@@ -126,6 +127,7 @@ class ImageRows(TableCollector):
     raw values until `TableLabels.relabel` turns them into class indices."""
 
     label_field = "column"  # what a row's label is found in, as messages name it
+    row = "row"  # what holds an image, as messages name it
 
     def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
         super().__init__(src, split=opts.split, follow=follow, what="images")
@@ -170,6 +172,10 @@ def collected(col: ImageRows, layout: str) -> Discovery:
     """The discovery of the rows `col` takes from every file of its source: their labels made class indices."""
     col.add_tree(col.src, col.opts.split, None)
     classes = col.labels.classes()
+    if col.opts.multi_label and col.labels.column is not None and not classes and any(col.items.values()):
+        raise ConvertError(f"--multi-label: the {col.label_field} {col.labels.column!r} of every {col.row} lists no "
+                           "class (every list is empty), so there is no class to learn; --unlabeled converts the "
+                           "images without labels")
     col.items = col.labels.relabel(col.items, classes)
     if classes:
         col.warn_unused(classes, "images")

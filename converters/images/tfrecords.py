@@ -17,6 +17,11 @@ and TensorFlow Datasets does (`imagenet2012-train.tfrecord-00000-of-01024`: `ima
   Labels become classes as a labels CSV's do (table_labels.py): ids stay labels, names are sorted; a file whose
   features differ from the first file's is rejected whole. Each image goes to a spill file and is converted like
   an image file (tables.py).
+- With --multi-label a record's label feature lists its classes, any number of them: the `--label-field` feature,
+  else the first of MULTI_LABEL_FEATURES (TensorFlow Datasets' `labels` of VOC, the object detection API's
+  `image/object/class/text` names before its `image/object/class/label` ids, TensorFlow Datasets' `objects/label`).
+  A class listed twice (two objects of one class) is one class; an empty list is an image of no class. Without
+  --multi-label, records of such a feature and none of LABEL_FEATURES are refused (not read as unlabeled).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from fastdata.errors import ConvertError
 
 IMAGE_FEATURES = ("image/encoded", "image")
 LABEL_FEATURES = ("image/class/synset", "image/class/label", "label")
+MULTI_LABEL_FEATURES = ("labels", "image/object/class/text", "image/object/class/label", "objects/label")
 LOOK_AT = 8  # files whose first frame `has_tfrecords` reads
 FRAME = struct.Struct("<QI")  # a record's length and the masked CRC-32C of the length
 CRC = struct.Struct("<I")
@@ -171,15 +177,22 @@ def parse_example(data: bytes) -> Any:
         return f"not a tf.train.Example: {str(exc)[:80] or type(exc).__name__}"
 
 
-def feature_value(example: Any, name: str) -> tuple[bytes | int | None, str | None]:
-    """(the one value of feature `name`, None) or (None, why it has none): a bytes or int64 list of one value."""
+def feature_values(example: Any, name: str) -> tuple[list[bytes] | list[int], str | None]:
+    """(the values of feature `name`, None) or ([], why it has none): a bytes or int64 list."""
     feature = example.features.feature
     if name not in feature:
-        return None, f"no feature {name!r}"
+        return [], f"no feature {name!r}"
     kind = feature[name].WhichOneof("kind")
-    values = list(getattr(feature[name], kind).value) if kind else []
     if kind == "float_list":
-        return None, f"feature {name!r} holds floats, not image bytes or a label"
+        return [], f"feature {name!r} holds floats, not image bytes or a label"
+    return (list(getattr(feature[name], kind).value) if kind else []), None
+
+
+def feature_value(example: Any, name: str) -> tuple[bytes | int | None, str | None]:
+    """(the one value of feature `name`, None) or (None, why it has none): a bytes or int64 list of one value."""
+    values, problem = feature_values(example, name)
+    if problem is not None:
+        return None, problem
     if len(values) != 1:
         return None, f"feature {name!r} holds {len(values)} values, not one"
     return values[0], None
@@ -193,7 +206,18 @@ def pick_features(example: Any, opts: TableOptions) -> Columns:
     if image is None:
         raise TableError(f"no image feature ({', '.join(sorted(present)) or 'none'}): name the one to convert with "
                          "--image-field")
+    if opts.multi_label and not opts.label_field:
+        label = next((n for n in MULTI_LABEL_FEATURES if n in present), None)
+        if label is None:
+            listed = ", ".join(sorted(present)) or "none"
+            raise TableError(f"no feature of a list of classes (--multi-label; features: {listed}): name the one to "
+                             "read with --label-field")
+        return Columns(image, label, None)
     label = None if opts.unlabeled else opts.label_field or next((n for n in LABEL_FEATURES if n in present), None)
+    listing = next((n for n in MULTI_LABEL_FEATURES if n in present), None)
+    if label is None and listing is not None and not opts.unlabeled:  # VOC's records, read as unlabeled otherwise
+        raise TableError(f"no label feature, and feature {listing!r} lists classes: convert with --multi-label, or "
+                         "with --unlabeled for images without labels")
     return Columns(image, label, None)
 
 
@@ -201,31 +225,38 @@ class Rejected(str):
     """Why a row has no label (a label that is a str is a class name)."""
 
 
-def record_values(example: Any, columns: Columns) -> tuple[bytes | str, Any]:
+def record_values(example: Any, columns: Columns, multi: bool = False) -> tuple[bytes | str, Any]:
     """(the image bytes or why there are none, the label: an int, a str, None without a label feature, or why
-    there is none)."""
+    there is none). `multi` (--multi-label): the label is the list of the feature's values, each an int or a str."""
     image, problem = feature_value(example, columns.image)
     if problem is not None or not isinstance(image, bytes):
         image = problem or f"feature {columns.image!r} holds an integer, not image bytes"
     if columns.label is None:
         return image, None
-    label, problem = feature_value(example, columns.label)
+    labels, problem = feature_values(example, columns.label)
+    if problem is None and not multi and len(labels) != 1:
+        problem = (f"feature {columns.label!r} holds {len(labels)} values, not one"
+                   + (" (a list of classes a record: convert with --multi-label)" if labels else ""))
     if problem is not None:
         return image, Rejected(problem)
-    if label == -1:  # what TensorFlow Datasets writes for a split without labels
-        return image, Rejected(f"no label (-1 in feature {columns.label!r}: the split has no labels)")
-    if isinstance(label, bytes):
-        try:
-            return image, label.decode("utf-8")
-        except UnicodeDecodeError:
-            return image, Rejected(f"the label in feature {columns.label!r} is not UTF-8 text: {label[:40]!r}")
-    return image, label
+    named: list[int | str] = []
+    for label in labels:
+        if label == -1:  # what TensorFlow Datasets writes for a split without labels
+            return image, Rejected(f"no label (-1 in feature {columns.label!r}: the split has no labels)")
+        if isinstance(label, bytes):
+            try:
+                label = label.decode("utf-8")
+            except UnicodeDecodeError:
+                return image, Rejected(f"the label in feature {columns.label!r} is not UTF-8 text: {label[:40]!r}")
+        named.append(label)
+    return image, named if multi else named[0]
 
 
 class _Records(ImageRows):
     """The records of every TFRecord file, taken as the rows of a table are."""
 
     label_field = "feature"
+    row = "record"
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)
@@ -259,7 +290,7 @@ class _Records(ImageRows):
             if columns is None:
                 columns = pick_features(example, self.opts)
                 self.labels.agree(rel, columns.label, None)
-            image, value = record_values(example, columns)
+            image, value = record_values(example, columns, self.opts.multi_label)
             if isinstance(value, Rejected):
                 self.rejected.append(Rejection(split, f"{rel}#{i}", str(value)))
                 continue
