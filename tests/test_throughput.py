@@ -18,10 +18,12 @@ def test_an_image_count_comes_from_the_leading_dimension_or_the_length() -> None
     assert batch_images((np.zeros((4, 2)), "labels")) == 4 and batch_images([1, 2, 3]) == 3
 
 
-def test_real_images_leave_padding_rows_out_of_one_label_per_row_only() -> None:
+def test_real_images_leave_padding_rows_out() -> None:
     images = torch.zeros(4, 3)
     assert real_images((images, torch.tensor([0, -100, -1, 2]))) == 3  # unlabeled (-1) rows are images
-    assert real_images((images, torch.full((4, 10), -100))) == 4  # one-hot or multi-label rows: every row counts
+    multi_hot = torch.tensor([[0.0, 1.0, 1.0], [0.0, 0.0, 0.0], [-100.0] * 3, [-100.0] * 3])
+    assert real_images((images, multi_hot)) == 2  # multi-hot rows: padding is -100 throughout; no class is a row
+    assert real_images((images, torch.full((4, 10), -100))) == 0
     assert real_images((images, torch.tensor([0, -100, 1, 2]), "extra")) == 4  # not an (images, labels) pair
 
 
