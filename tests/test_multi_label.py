@@ -584,6 +584,19 @@ def test_adopted_shards_listing_class_names_load_as_multi_hot_rows(tmp_path, bac
     assert fastdata.sample_labels(tmp_path / "s").tolist() == [[int(v) for v in want[k]] for k in sorted(want)]
 
 
+def test_adopted_shards_whose_every_list_is_empty_are_refused_unless_classes_are_named(tmp_path):
+    from converters.adopt import AdoptOptions, adopt
+
+    _tagged_shards(tmp_path / "s", [[], [], []])
+    with pytest.raises(ConvertError, match=r"--multi-label: every sample's json member lists no class \(every list "
+                                           r"is empty\), so there is no class to learn; --classes FILE names"):
+        adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True, label_field="tags"))
+    assert not (tmp_path / "s" / "manifest.json").exists()
+    m = adopt(tmp_path / "s", options=AdoptOptions(jobs=1, multi_label=True, label_field="tags",
+                                                   classes=("cat", "dog"), label_names=True)).manifest
+    assert (m.classes, m.multi_label, list(m.splits["train"].class_counts)) == (("cat", "dog"), True, [0, 0])
+
+
 def test_adopted_class_indices_in_the_labels_field_are_named_by_classes(tmp_path, capsys):
     from fastdata.cli import main as cli
 

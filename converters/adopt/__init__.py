@@ -254,6 +254,9 @@ def assemble(scans: list[tuple[WorkItem, TarScan]], rejected: list[Rejection], o
         raise ConvertError(f"--multi-label: no sample's json member lists its classes ({why})")
     classes, index_of, names = _label_space({t for s in good for t in _texts(s.label)} if labeled else set(),
                                             options)
+    if multi and not classes:
+        raise ConvertError("--multi-label: every sample's json member lists no class (every list is empty), so there "
+                           "is no class to learn; --classes FILE names the classes, or index without --multi-label")
     label_member, label_field = _label_source(good) if labeled else (None, None)
     image_members = sorted({s.image for s in good if s.image}, key=lambda e: (e.lower() != "jpg", e))
     splits: dict[str, list[ShardInfo]] = {}
