@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import flowers102
+from converters.images import celeba, flowers102
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import (
@@ -126,6 +126,16 @@ def _discover_flowers(src: Path, split: str, follow: bool) -> Discovery:
     return Discovery(col.items, classes, col.rejected, "flowers102", col.identity)
 
 
+def _discover_celeba(src: Path, files: tuple[Path, Path], split: str, follow: bool, multi: bool) -> Discovery:
+    """CelebA (celeba.py): its images' attributes, with --multi-label, split by its partition file."""
+    if not multi:
+        raise ConvertError(celeba.NEEDS_OPTION.format(src=src, attributes=files[0].name, folder=celeba.FOLDER))
+    col = _Collector(src, follow=follow)
+    table = celeba.read_celeba(src, *files)
+    classes = _take_listed(col, src, files[0], split, table=table, skip=celeba.FILES, multi=True)
+    return Discovery(col.items, classes, col.rejected, "celeba", col.identity)
+
+
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
                         pattern: re.Pattern[str] | None = None) -> Discovery:
     """Every image under `src`, without a label or (`pattern`) with the class its file name gives: split folders
@@ -190,8 +200,9 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
-                       "(--labels FILE), from a column of Parquet or Arrow tables that lists them, or from a feature "
-                       "of TFRecord files that lists them (docs/converting.md, \"Several classes an image\")")
+                       "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
+                       "of TFRecord files that lists them, or from CelebA's attributes (docs/converting.md, "
+                       "\"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 
@@ -258,6 +269,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if image_field or label_field:
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images "
                          f"(or the features of TFRecord files); {src} holds image files, or no table")
+    layout = None if unlabeled or label_pattern or labels_csv else celeba.found(src)
+    if layout is not None:
+        return _discover_celeba(src, layout, split, follow_symlinks, multi_label)
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
     if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):

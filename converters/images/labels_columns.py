@@ -40,21 +40,31 @@ def read_split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
 
 
 HOT, COLD = ("1", "1.0"), ("0", "0.0")
+SIGNED_COLD = ("-1", "-1.0")  # CelebA's attributes are 1 or -1: -1 is cold where no cell is 0
+
+
+def _cold(rows: list[tuple[int, list[str]]]) -> tuple[str, ...] | None:
+    """The cold values of a table of one-hot cells, 0 or (none being 0) -1; None when a cell is neither hot nor
+    cold, or the table holds both 0 and -1."""
+    cells = {c.strip() for _, r in rows[1:] for c in r[1:]}
+    cold = SIGNED_COLD if cells & set(SIGNED_COLD) else COLD
+    return cold if cells <= set(HOT + cold) else None
 
 
 def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]], *, multi: bool
             ) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
     """(the class columns, the rows as `filename,class`) of a table of one-hot columns: a first row naming the
     file column and then two or more class columns, and rows holding a 1 in the column of their class and 0
-    elsewhere (Kaggle's `image_id,healthy,multiple_diseases,rust,scab`). None for any other table. A row that marks
+    elsewhere (Kaggle's `image_id,healthy,multiple_diseases,rust,scab`; -1 for 0 in a table of no 0, as CelebA's
+    attributes are 1 or -1). None for any other table. A row that marks
     no class or several (a multi-label table), or whose cells are not one a column, is refused, naming its line: an
     image has one class here. With `multi` (--multi-label) a row may mark any number of classes, none included: its
     row is `filename` and then each class it marks."""
     if not rows or len(rows[0][1]) < 3:
         return None
     header = [c.strip() for c in rows[0][1]]
-    if header[1].lower() in LABEL_HEADERS or any(c in HOT + COLD for c in header[1:]) or not all(
-            all(c.strip() in HOT + COLD for c in r[1:]) for _, r in rows[1:]):
+    if header[1].lower() in LABEL_HEADERS or any(c in HOT + COLD + SIGNED_COLD for c in header[1:]) or \
+            _cold(rows) is None:
         return None
     out = []
     for lineno, row in rows[1:]:

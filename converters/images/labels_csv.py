@@ -1,7 +1,8 @@
 """The labels CSV of an image source (`fastdata convert SRC --labels labels.csv`): which file has which class.
 
 - `read_labels`: the `filename,class` rows (split by tabs, semicolons or bars when the first line holds no
-  comma), a first row of column names skipped (the usual names, or a row whose file is not in the source and whose
+  comma; CelebA's count line, names line and rows split by spaces, `_counted_rows`), a first row of column names
+  skipped (the usual names, or a row whose file is not in the source and whose
   class labels no other row: Kaggle's `id,label`), or a table of one-hot columns, one per class. A spreadsheet's
   UTF-8 BOM and CRLF line ends are read right; a file listed twice, a class with control characters, a class
   written in two Unicode normalisations and a row of a one-hot table that marks no class or several are refused,
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 EXTENSIONS = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif")
 
 _HEADER_FILE = {"filename", "file", "file_name", "path", "image", "name"}
+COUNT = re.compile(r"[0-9]{1,12}")  # a first line that counts the rows (CelebA's attribute lists): `_counted_rows`
 
 
 def _is_header(row: list[str], rows: list[tuple[int, list[str]]], files: set[str] | None) -> bool:
@@ -60,6 +62,21 @@ def _path_label_rows(f) -> list[tuple[int, list[str]]]:
     """The `path label` lines of Caffe's and OpenMMLab's annotation files (`n01440764/a.JPEG 0`, Places365's
     `/a/airfield/00000001.jpg 0`): the label is the last word, the path all before it."""
     return [(n, line.rsplit(None, 1)) for n, line in enumerate(f.read().splitlines(), 1) if line.strip()]
+
+
+def _counted_rows(f, csv_path: Path) -> list[tuple[int, list[str]]]:
+    """CelebA's `list_attr_celeba.txt`: a first line of the row count, a second of the column names without the
+    file's, then `000001.jpg -1  1  1 ...` rows split by runs of spaces; read as a table whose first row names an
+    `image` column and then those. A count other than the rows' is warned of (a file cut short, or a subset)."""
+    lines = f.read().splitlines()
+    count = int(lines[0])
+    rows = [(n, line.split()) for n, line in enumerate(lines[1:], 2) if line.strip()]
+    if not rows:
+        raise ConvertError(f"{csv_path}: a count of {count} rows and no line of column names after it")
+    if count != len(rows) - 1:
+        log.warning("%s: line 1 counts %d rows, the file holds %d (cut short, or a subset?)", csv_path, count,
+                    len(rows) - 1)
+    return [(rows[0][0], ["image", *rows[0][1]]), *rows[1:]]
 
 
 def source_path(name: str, src: Path | None, known: set[str] | None = None) -> str:
@@ -128,10 +145,12 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
     try:
         with open(csv_path, newline="", encoding="utf-8-sig") as f:
-            delimiter = _delimiter(f.readline(1 << 16))
+            head = f.readline(1 << 16)
+            delimiter = _delimiter(head)
             f.seek(0)
-            rows = _path_label_rows(f) if delimiter == " " else [
-                (lineno, row) for lineno, row in enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1) if row]
+            rows = _counted_rows(f, csv_path) if COUNT.fullmatch(head.strip()) else _path_label_rows(f) \
+                if delimiter == " " else [(lineno, row) for lineno, row in
+                                          enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1) if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
     known = None if files is None else known_names(files)
