@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import celeba, flowers102
+from converters.images import celeba, flowers102, voc
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import (
@@ -64,20 +64,22 @@ class _Collector(Collector):
 
 def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
                  classes: tuple[str, ...] | None = None, table: Labels | None = None,
-                 skip: tuple[str, ...] = (), multi: bool = False) -> tuple[str, ...]:
+                 skip: tuple[str, ...] = (), multi: bool = False, listing: str | None = None) -> tuple[str, ...]:
     """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
     `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
     as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
     `table`: the labels, read already from `csv_path`; `skip`: the files directly under `folder` read with them,
     which are no images to reject. `multi` (--multi-label): a row names several classes, and a file's label is the
-    sorted tuple of their indices. Returns the classes."""
+    sorted tuple of their indices. `listing`: what rejections name as the list (`csv_path`'s name). Returns the
+    classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
     # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
     found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
     found = [(rel, path, problem) for rel, path, problem in found if path.parent != folder or path.name not in skip]
     names = [rel[len(prefix):] for rel, _, _ in found]
     labels, own, splits = table or read_labels(csv_path, names, folder, multi=multi)
-    if splits is not None and prefix:
+    listing = listing or csv_path.name
+    if splits is not None and prefix and table is None:
         raise ConvertError(f"{csv_path} has a split column: --labels {split}=FILE puts every file it lists in "
                            f"{split}; give it as --labels FILE instead")
     row_split = splits or dict.fromkeys(labels, split)  # a split column's, else the one split of the folder
@@ -92,7 +94,7 @@ def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
         if problem is not None:  # a link not followed, a loop, a special file: said, never opened
             col.rejected.append(Rejection(split if row is None else row_split[row], rel, problem))
         elif row is None:
-            col.rejected.append(Rejection(split, rel, f"not listed in labels file {csv_path.name}"))
+            col.rejected.append(Rejection(split, rel, f"not listed in labels file {listing}"))
         elif multi:
             col.add_file(path, row_split[row], tuple(sorted(index[c] for c in labels[row])))
         elif labels[row] not in index:
@@ -101,11 +103,11 @@ def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
             col.add_file(path, row_split[row], index[labels[row]])
     for name in sorted(set(labels) - seen):
         if name in ambiguous:
-            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {csv_path.name} without an "
+            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {listing} without an "
                                           f"extension, which several files have ({', '.join(ambiguous[name])}): "
                                           "name the file whole"))
         else:
-            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {csv_path.name} but no such "
+            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {listing} but no such "
                                           "file in the source"))
     return classes
 
@@ -134,6 +136,21 @@ def _discover_celeba(src: Path, files: tuple[Path, Path], split: str, follow: bo
     table = celeba.read_celeba(src, *files)
     classes = _take_listed(col, src, files[0], split, table=table, skip=celeba.FILES, multi=True)
     return Discovery(col.items, classes, col.rejected, "celeba", col.identity)
+
+
+def _discover_voc(src: Path, split: str, follow: bool, multi: bool) -> Discovery:
+    """Pascal VOC (voc.py): `JPEGImages/` with the classes and splits of the lists in `ImageSets/Main/`."""
+    if not multi:
+        raise ConvertError(voc.NEEDS_OPTION.format(src=src))
+    table, unmarked = voc.read_voc(src)
+    col = _Collector(src, follow=follow)
+    classes = _take_listed(col, src / voc.IMAGES, src / voc.LISTS, split, table=table, multi=True,
+                           listing=voc.LISTS.as_posix())
+    for i, r in enumerate(col.rejected):  # the images of a split no class list marks: not merely unlisted
+        listed_in = unmarked.get(Path(r.source).stem) if r.reason.startswith("not listed in") else None
+        if listed_in is not None:
+            col.rejected[i] = Rejection(listed_in, r.source, voc.UNMARKED.format(split=listed_in))
+    return Discovery(col.items, classes, col.rejected, "voc", col.identity)
 
 
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
@@ -201,7 +218,8 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
                        "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
-                       "of TFRecord files that lists them, or from CelebA's attributes (docs/converting.md, "
+                       "of TFRecord files that lists them, or from the lists of CelebA and Pascal VOC "
+                       "(docs/converting.md, "
                        "\"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
@@ -272,6 +290,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     layout = None if unlabeled or label_pattern or labels_csv else celeba.found(src)
     if layout is not None:
         return _discover_celeba(src, layout, split, follow_symlinks, multi_label)
+    if not (unlabeled or label_pattern or labels_csv) and voc.found(src):
+        return _discover_voc(src, split, follow_symlinks, multi_label)
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
     if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):
