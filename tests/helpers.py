@@ -100,6 +100,26 @@ def convert_images(src: Path, dst: Path, **config: object):
     return convert(get_kind("images"), src, dst, options=opts, config=ConvertConfig(**cfg))
 
 
+def class_lists(dst: Path, key=lambda source: source) -> dict[str, tuple[str, list[int]]]:
+    """Each sample of a --multi-label dataset -> (its split, the classes its json member lists), by its source as
+    `key` makes it (a sample listing its classes has no `cls` member)."""
+    import tarfile
+
+    from fastdata.manifest import read_manifest
+
+    out = {}
+    m = read_manifest(dst)
+    for split in m.splits:
+        for shard in m.split(split).shards:
+            with tarfile.open(dst / shard.name) as tar:
+                for member in tar:
+                    assert not member.name.endswith(".cls")
+                    if member.name.endswith(".json"):
+                        meta = json.loads(tar.extractfile(member).read())
+                        out[key(meta["source"])] = (split, meta["labels"])
+    return out
+
+
 @contextlib.contextmanager
 def crash_after_first_record():
     """Inside it, a conversion stops with KeyboardInterrupt once it has recorded its first finished shard (a run

@@ -5,16 +5,14 @@ count line and a names line, `list_eval_partition.txt`) and as Kaggle's copy hol
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
-import tarfile
 from pathlib import Path
 
 import pytest
 import torch
 from conftest_images import loader
-from helpers import PHOTOS, convert_images
+from helpers import PHOTOS, class_lists, convert_images
 
 from converters.images.labels_columns import one_hot
 from converters.images.labels_csv import read_labels
@@ -52,17 +50,8 @@ def _torchvision_layout(root: Path, *, partition: bool = True) -> Path:
 
 
 def _lists(dst: Path) -> dict[str, tuple[str, list[int]]]:
-    """Each converted sample's source file -> (its split, the classes its json member lists)."""
-    out = {}
-    m = read_manifest(dst)
-    for split in m.splits:
-        for shard in m.split(split).shards:
-            with tarfile.open(dst / shard.name) as tar:
-                for member in tar:
-                    if member.name.endswith(".json"):
-                        meta = json.loads(tar.extractfile(member).read())
-                        out[Path(meta["source"]).name] = (split, meta["labels"])
-    return out
+    """Each converted sample's file name -> (its split, the classes its json member lists)."""
+    return class_lists(dst, lambda source: Path(source).name)
 
 
 def _expected(partition: bool = True) -> dict[str, tuple[str, list[int]]]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from conftest_images import loader
-from helpers import convert_images
+from helpers import class_lists, convert_images
 from test_convert_tfrecords import PHOTO_BYTES, write_tfrecord
 
 from fastdata.cli import main as cli
@@ -36,17 +36,9 @@ def _voc(src: Path) -> Path:
          "objects/label": (labels, "int")} for i, labels in enumerate(VOC_LABELS)])
 
 
-def _lists(dst: Path, split: str = "train") -> dict[str, list[int]]:
+def _lists(dst: Path) -> dict[str, list[int]]:
     """Each converted sample's source (`file#record`) -> the classes its json member lists."""
-    out = {}
-    for shard in read_manifest(dst).split(split).shards:
-        with tarfile.open(dst / shard.name) as tar:
-            for member in tar:
-                assert not member.name.endswith(".cls")  # a multi-label sample has no one class
-                if member.name.endswith(".json"):
-                    meta = json.loads(tar.extractfile(member).read())
-                    out[meta["source"]] = meta["labels"]
-    return out
+    return {source: labels for source, (_, labels) in class_lists(dst).items()}
 
 
 def test_voc_records_list_their_classes_and_an_empty_list_is_an_image_of_no_class(tmp_path: Path, caplog):

@@ -5,15 +5,13 @@ tests/data, named as VOC names its images."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import tarfile
 from pathlib import Path
 
 import pytest
 import torch
 from conftest_images import loader
-from helpers import PHOTOS, convert_images
+from helpers import PHOTOS, class_lists, convert_images
 
 from converters.images.voc import read_voc
 from fastdata.cli import main as cli
@@ -52,16 +50,7 @@ def _voc(root: Path, *, test_marks: bool = True) -> Path:
 
 def _lists(dst: Path) -> dict[str, tuple[str, list[int]]]:
     """Each converted sample's image id -> (its split, the classes its json member lists)."""
-    out = {}
-    m = read_manifest(dst)
-    for split in m.splits:
-        for shard in m.split(split).shards:
-            with tarfile.open(dst / shard.name) as tar:
-                for member in tar:
-                    if member.name.endswith(".json"):
-                        meta = json.loads(tar.extractfile(member).read())
-                        out[Path(meta["source"]).stem] = (split, meta["labels"])
-    return out
+    return class_lists(dst, lambda source: Path(source).stem)
 
 
 def _expected(splits=("train", "val", "test")) -> dict[str, tuple[str, list[int]]]:
