@@ -1013,6 +1013,57 @@ def _check_class_lists(found: Any, name: str) -> None:
                 raise Finding(f"{name}: {item.rel} has the label {label!r} of {len(found.classes)} classes")
 
 
+# datasets that convert as they lie from their own lists (--multi-label): the list each case mutates
+LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.txt",
+                 "voc:ImageSets/Main/dog_val.txt", "celeba:list_attr_celeba.txt", "celeba:list_eval_partition.txt",
+                 "celeba:list_attr_celeba.csv")
+
+
+def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
+    """A small Pascal VOC year folder or CelebA folder (converters/images/voc.py, celeba.py) of one photo copied."""
+    ids = ["000005", "000007", "000009", "000012"]
+    if kind == "voc":
+        main = src / "ImageSets" / "Main"
+        main.mkdir(parents=True)
+        (src / "JPEGImages").mkdir()
+        marks = {"cat": [1, -1, 0, -1], "dog": [-1, 1, 1, -1]}
+        for split, images in (("train", ids[:2]), ("val", ids[2:])):
+            (main / f"{split}.txt").write_text("".join(f"{i}\n" for i in images))
+            for cls, row in marks.items():
+                (main / f"{cls}_{split}.txt").write_text("".join(f"{i} {row[ids.index(i)]:2d}\n" for i in images))
+    else:
+        (src / "img_align_celeba").mkdir(parents=True)
+        rows = [f"{i}.jpg" + "".join(f" {m:2d}" for m in ((1, -1), (-1, -1), (1, 1), (-1, 1))[k]) for k, i in
+                enumerate(ids)]
+        if csv:
+            (src / "list_attr_celeba.csv").write_text("image_id,Bald,Young\n" + "".join(
+                ",".join(r.split()) + "\n" for r in rows))
+        else:
+            (src / "list_attr_celeba.txt").write_text(f"{len(ids)}\nBald Young \n" + "\n".join(rows) + "\n")
+        (src / "list_eval_partition.txt").write_text("".join(f"{i}.jpg {k % 3}\n" for k, i in enumerate(ids)))
+    for i in ids:
+        (src / ("JPEGImages" if kind == "voc" else "img_align_celeba") / f"{i}.jpg").write_bytes(jpg)
+
+
+def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
+    """A VOC or CelebA folder whose one list is mutated (as bytes): its discovery with --multi-label, whose every
+    label must be a sorted tuple of distinct classes, or a fastdata error."""
+    from converters.images.discover import discover_images
+
+    kind, name = label.split(":", 1)
+    src = ctx.work / "case-lists"
+    shutil.rmtree(src, ignore_errors=True)
+    _list_folder(src, kind, ctx.jpegs[0][1], name.endswith(".csv"))
+    path = src / name
+    data, what = mutate_bytes(rng, path.read_bytes(), (text_number,))
+    path.write_bytes(data)
+    found: list[Any] = []
+    _expect(lambda: found.append(discover_images(src, multi_label=True)), step=f"{kind} discover")
+    if found:
+        _check_class_lists(found[0], label)
+    return f"{label}: {what}"
+
+
 def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     """A captions file or a labels CSV, mutated (as bytes, or as JSON values): rows, or a ConvertError."""
     from converters.image_text.captions import read_captions
@@ -1260,6 +1311,8 @@ def targets(ctx: Context) -> list[Target]:
         Target("text", lambda: ctx.texts, lambda r, label, d: _text_file(ctx, r, label, d)),
         Target("tables", lambda: ctx.tables, lambda r, label, d: _table_file(ctx, r, label, d)),
         Target("hf_tables", lambda: ctx.image_tables, lambda r, label, d: _hf_table(ctx, r, label, d)),
+        Target("lists", lambda: [(n, None) for n in LIST_DATASETS],
+               lambda r, label, d: _list_dataset(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
         Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None), ("split/loose", None),
