@@ -82,6 +82,14 @@ def test_detection_api_records_give_their_class_names_before_their_ids(tmp_path:
     assert _lists(tmp_path / "ids")["pets_train.record-00000-of-00001#0"] == [2, 3]
 
 
+def test_tfds_labels_come_before_the_names_of_objects(tmp_path: Path):
+    write_tfrecord(tmp_path / "src" / "train.tfrecord", [
+        {"image": (PHOTO_BYTES[i], "byte"), "labels": ([i], "int"), "image/object/class/text": ([b"dog"], "byte")}
+        for i in range(2)])
+    convert_images(tmp_path / "src", tmp_path / "dst", multi_label=True)
+    assert read_manifest(tmp_path / "dst").classes == ("0", "1")
+
+
 @pytest.mark.parametrize(("features", "reason"), [
     ({"labels": ([0.5, 1.0], "float")}, "feature 'labels' holds floats, not image bytes or a label"),
     ({"labels": ([3, -1], "int")}, "no label (-1 in feature 'labels': the split has no labels)"),
