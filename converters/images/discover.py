@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import celeba, flowers102, voc
+from converters.images import celeba, coco, flowers102, voc
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import (
@@ -153,6 +153,17 @@ def _discover_voc(src: Path, split: str, follow: bool, multi: bool) -> Discovery
     return Discovery(col.items, classes, col.rejected, "voc", col.identity)
 
 
+def _discover_coco(src: Path, splits: list[tuple[str, Path, Path]], follow: bool, multi: bool) -> Discovery:
+    """COCO (coco.py): each split's folder with the classes its instances file gives its images."""
+    if not multi:
+        raise ConvertError(coco.NEEDS_OPTION.format(src=src))
+    col = _Collector(src, follow=follow)
+    classes: tuple[str, ...] = ()
+    for split, instances, folder, table in coco.read_coco(src, splits):
+        classes = _take_listed(col, folder, instances, split, table=table, multi=True)
+    return Discovery(col.items, classes, col.rejected, "coco", col.identity)
+
+
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
                         pattern: re.Pattern[str] | None = None) -> Discovery:
     """Every image under `src`, without a label or (`pattern`) with the class its file name gives: split folders
@@ -218,7 +229,7 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
                        "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
-                       "of TFRecord files that lists them, or from the lists of CelebA and Pascal VOC "
+                       "of TFRecord files that lists them, or from the lists of CelebA, Pascal VOC and COCO "
                        "(docs/converting.md, "
                        "\"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
@@ -292,6 +303,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         return _discover_celeba(src, layout, split, follow_symlinks, multi_label)
     if not (unlabeled or label_pattern or labels_csv) and voc.found(src):
         return _discover_voc(src, split, follow_symlinks, multi_label)
+    instances = [] if unlabeled or label_pattern or labels_csv else coco.found(src)
+    if instances:
+        return _discover_coco(src, instances, follow_symlinks, multi_label)
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
     if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):
