@@ -1016,12 +1016,24 @@ def _check_class_lists(found: Any, name: str) -> None:
 # datasets that convert as they lie from their own lists (--multi-label): the list each case mutates
 LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.txt",
                  "voc:ImageSets/Main/dog_val.txt", "celeba:list_attr_celeba.txt", "celeba:list_eval_partition.txt",
-                 "celeba:list_attr_celeba.csv")
+                 "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
-    """A small Pascal VOC year folder or CelebA folder (converters/images/voc.py, celeba.py) of one photo copied."""
+    """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
+    of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "coco":
+        (src / "annotations").mkdir(parents=True)
+        (src / "train2017").mkdir()
+        for i in ids:
+            (src / "train2017" / f"{i}.jpg").write_bytes(jpg)
+        (src / "annotations" / "instances_train2017.json").write_text(json.dumps({
+            "images": [{"id": k + 1, "file_name": f"{i}.jpg", "height": 8, "width": 8} for k, i in enumerate(ids)],
+            "annotations": [{"id": 10 + k, "image_id": k % 3 + 1, "category_id": (1, 18, 3)[k % 3], "iscrowd": 0,
+                             "bbox": [0, 0, 1, 1]} for k in range(5)],
+            "categories": [{"id": 1, "name": "person"}, {"id": 3, "name": "car"}, {"id": 18, "name": "dog"}]}))
+        return
     if kind == "voc":
         main = src / "ImageSets" / "Main"
         main.mkdir(parents=True)
@@ -1055,8 +1067,12 @@ def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     shutil.rmtree(src, ignore_errors=True)
     _list_folder(src, kind, ctx.jpegs[0][1], name.endswith(".csv"))
     path = src / name
-    data, what = mutate_bytes(rng, path.read_bytes(), (text_number,))
-    path.write_bytes(data)
+    if name.endswith(".json") and rng.random() < 0.5:
+        doc, what = mutate_json(rng, json.loads(path.read_bytes()))
+        path.write_text(dumps(doc))
+    else:
+        data, what = mutate_bytes(rng, path.read_bytes(), (text_number,))
+        path.write_bytes(data)
     found: list[Any] = []
     _expect(lambda: found.append(discover_images(src, multi_label=True)), step=f"{kind} discover")
     if found:
