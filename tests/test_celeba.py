@@ -105,6 +105,9 @@ def test_without_a_partition_every_image_goes_to_the_split_given(tmp_path):
     (["000001.jpg 3"], r"list_eval_partition.txt:1: expected a file and its split \(0 train, 1 val, 2 test\), got "
                        r"\['000001.jpg', '3'\]"),
     (["000001.jpg 0", "000002.jpg 0", "000001.jpg 0"], r"list_eval_partition.txt:3: '000001.jpg' is listed again"),
+    (["000001.jpg"], r"list_eval_partition.txt:1: expected a file and its split \(0 train, 1 val, 2 test\), got "
+                     r"\['000001.jpg'\]"),
+    (["000001.jpg 0 1"], r"list_eval_partition.txt:1: expected a file and its split"),
     ([f"{n} 0" for n in NAMES[:-1]], r"list_eval_partition.txt: 1 image\(s\) of list_attr_celeba.txt are in no split "
                                      r"\(first: 000009.jpg\): the files are not CelebA's"),
 ])
@@ -114,6 +117,26 @@ def test_a_partition_that_is_not_celebas_stops_the_conversion(tmp_path, lines, p
     with pytest.raises(ConvertError, match=problem):
         convert_images(src, tmp_path / "dst", multi_label=True)
     assert not (tmp_path / "dst" / "manifest.json").exists()
+
+
+def test_kaggles_partition_with_a_bom_an_unreadable_one_a_big_one_and_lists_without_images(tmp_path, monkeypatch):
+    import converters.images.celeba as celeba
+
+    src = _torchvision_layout(tmp_path)
+    (src / "list_eval_partition.txt").unlink()
+    (src / "list_eval_partition.csv").write_text("\ufeffimage_id,partition\n" + "".join(
+        f"{n},{p}\n" for n, p in zip(NAMES, PARTITION)), encoding="utf-8")  # a spreadsheet's byte order mark
+    convert_images(src, tmp_path / "dst", multi_label=True)
+    assert _lists(tmp_path / "dst") == _expected()
+    (src / "list_eval_partition.csv").write_bytes(b"image_id,partition\n\xff\xfe,0\n")
+    with pytest.raises(ConvertError, match=r"cannot read .*list_eval_partition.csv: 'utf-8' codec can't decode"):
+        convert_images(src, tmp_path / "bad", multi_label=True)
+    monkeypatch.setattr(celeba, "MAX_FILE", 10)
+    with pytest.raises(ConvertError, match=r"list_eval_partition.csv: 24 bytes, more than CelebA's partition list "
+                                           r"holds"):
+        convert_images(src, tmp_path / "big", multi_label=True)
+    shutil.rmtree(src / "img_align_celeba")
+    assert celeba.found(src) is None  # the lists without the images: no CelebA folder
 
 
 def test_the_attribute_list_read_as_a_labels_file(tmp_path, caplog):

@@ -100,7 +100,11 @@ def _forge(src: Path, change) -> None:
 
 @pytest.mark.parametrize(("change", "problem"), [
     (lambda d: d.pop("categories"), r"instances_train2017.json: no 'categories' list: not a COCO instances file"),
-    (lambda d: d.update(annotations={}), r"no 'annotations' list"),
+    (lambda d: d.update(annotations={}), r"instances_train2017.json: no 'annotations' list"),
+    (lambda d: d.pop("images"), r"instances_train2017.json: no 'images' list"),
+    (lambda d: d.update(images=[{"id": 3, "file_name": "a.jpg"}], categories=[{"id": 1}]),
+     r"instances_train2017.json: category 0 has no whole-number id and name: \{'id': 1\}"),
+    (lambda d: d["images"].insert(0, {"id": 3}), r"image 0 has no whole-number id and file name: \{'id': 3\}"),
     (lambda d: d["images"][1].pop("id"), r"instances_train2017.json: image 1 has no whole-number id and file name"),
     (lambda d: d["images"][1].update(id=True), r"image 1 has no whole-number id and file name"),
     (lambda d: d["images"][2].update(file_name=7), r"image 2 has no whole-number id and file name"),
@@ -140,6 +144,9 @@ def test_unreadable_json_a_missing_folder_and_another_splits_file(tmp_path, capl
                for r in caplog.records)
     shutil.rmtree(src / "val2017")
     with pytest.raises(ConvertError, match=r"instances_val2017.json names the images of val2017/, which is not in"):
+        convert_images(src, tmp_path / "dst", multi_label=True)
+    (src / "annotations" / "instances_train2017.json").write_text('[{"images": []}]')
+    with pytest.raises(ConvertError, match=r"instances_train2017.json: no 'categories' list: not a COCO instances"):
         convert_images(src, tmp_path / "dst", multi_label=True)
     (src / "annotations" / "instances_train2017.json").write_text('{"images": [')
     with pytest.raises(ConvertError, match=r"cannot read .*instances_train2017.json: invalid JSON"):

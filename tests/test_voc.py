@@ -101,6 +101,11 @@ def test_class_lists_of_a_split_without_its_list_are_not_read_and_a_big_list_is_
     (src / "ImageSets" / "Main" / "bird_test.txt").write_text("000001 1\n")
     labels, unmarked = read_voc(src)
     assert labels.classes == CLASSES and unmarked == {} and set(labels.splits.values()) == {"train", "val"}
+    val = (src / "ImageSets" / "Main" / "val.txt").read_bytes()
+    (src / "ImageSets" / "Main" / "val.txt").write_bytes(b"000016\n\xff\n")
+    with pytest.raises(ConvertError, match=r"cannot read .*Main/val.txt: 'utf-8' codec can't decode"):
+        read_voc(src)
+    (src / "ImageSets" / "Main" / "val.txt").write_bytes(val)
     monkeypatch.setattr(voc, "MAX_FILE", 30)
     with pytest.raises(ConvertError, match=r"Main/car_train.txt: 40 bytes, more than a VOC list holds"):
         read_voc(src)
