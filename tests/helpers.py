@@ -94,7 +94,7 @@ def convert_images(src: Path, dst: Path, **config: object):
     from converters.images import ImageOptions
 
     image_keys = {"short_side", "quality", "max_pixels", "labels", "split", "unlabeled", "keep_metadata", "image_field",
-                  "label_field", "label_pattern", "split_lists", "classes", "val_fraction", "multi_label"}
+                  "label_field", "label_pattern", "split_lists", "classes", "val_fraction", "multi_label", "uncertain"}
     opts = ImageOptions(**{k: v for k, v in config.items() if k in image_keys})
     cfg = {"jobs": 1, "samples_per_shard": 5, **{k: v for k, v in config.items() if k not in image_keys}}
     return convert(get_kind("images"), src, dst, options=opts, config=ConvertConfig(**cfg))

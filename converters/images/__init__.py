@@ -50,8 +50,12 @@ class ImagesKind:
                                  "loose images of the val folder (Kaggle's ImageNet; docs/converting.md)")
         parser.add_argument("--multi-label", action="store_true",
                             help="images: each row of the --labels CSV names several classes (ChestX-ray14's "
-                                 "'Effusion|Mass', Planet's 'haze primary'; or one-hot columns marking several); "
-                                 "batches then carry multi-hot labels")
+                                 "'Effusion|Mass', Planet's 'haze primary'; or one-hot columns marking several), "
+                                 "or a table's list column, a TFRecord feature, Pascal VOC's, COCO's, CelebA's or "
+                                 "CheXpert's own files do; batches then carry multi-hot labels")
+        parser.add_argument("--uncertain", choices=("ones", "zeros"),
+                            help="images: CheXpert's uncertain findings (-1.0) count as present (ones) or absent "
+                                 "(zeros)")
         parser.add_argument("--label-pattern", metavar="REGEX",
                             help="images: each file's class is the first group of REGEX in its name, as in "
                                  r"'^(.+)_\d+\.jpg$' (fastai's from_name_re; Oxford-IIIT Pet, dogs vs cats)")
@@ -85,13 +89,15 @@ class ImagesKind:
                             keep_metadata=args.keep_metadata, image_field=args.image_field,
                             label_field=args.label_field, label_pattern=args.label_pattern,
                             split_lists=tuple(args.split_list), classes=args.classes,
-                            val_fraction=args.val_fraction, multi_label=args.multi_label)
+                            val_fraction=args.val_fraction, multi_label=args.multi_label,
+                            uncertain=args.uncertain)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         found = discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
                                 follow_symlinks=follow_symlinks, image_field=options.image_field,
                                 label_field=options.label_field, max_pixels=options.max_pixels,
-                                label_pattern=options.label_pattern, multi_label=options.multi_label)
+                                label_pattern=options.label_pattern, multi_label=options.multi_label,
+                                uncertain=options.uncertain)
         found = apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
         found = apply_val_fraction(found, options.val_fraction, options.split, layouts=ONE_SPLIT)
         return name_ids(found, Path(options.classes).expanduser() if options.classes else None)

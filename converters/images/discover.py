@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import celeba, coco, flowers102, voc
+from converters.images import celeba, chexpert, coco, flowers102, voc
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import (
@@ -164,6 +164,18 @@ def _discover_coco(src: Path, splits: list[tuple[str, Path, Path]], follow: bool
     return Discovery(col.items, classes, col.rejected, "coco", col.identity)
 
 
+def _discover_chexpert(src: Path, files: list[tuple[str, Path]], follow: bool, multi: bool,
+                       uncertain: str | None) -> Discovery:
+    """CheXpert (chexpert.py): the X-rays its labels files list, each with its findings."""
+    if not multi:
+        raise ConvertError(chexpert.NEEDS_OPTION.format(src=src))
+    col = _Collector(src, follow=follow)
+    table = chexpert.read_chexpert(src, files, uncertain)
+    classes = _take_listed(col, src, files[0][1], "train", table=table, skip=tuple(chexpert.FILES), multi=True,
+                           listing=" and ".join(path.name for _, path in files))
+    return Discovery(col.items, classes, col.rejected, "chexpert", col.identity)
+
+
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
                         pattern: re.Pattern[str] | None = None) -> Discovery:
     """Every image under `src`, without a label or (`pattern`) with the class its file name gives: split folders
@@ -229,9 +241,8 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
                        "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
-                       "of TFRecord files that lists them, or from the lists of CelebA, Pascal VOC and COCO "
-                       "(docs/converting.md, "
-                       "\"Several classes an image\")")
+                       "of TFRecord files that lists them, or from the lists of CelebA, Pascal VOC, COCO and "
+                       "CheXpert (docs/converting.md, \"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 
@@ -263,7 +274,8 @@ def _annotated_split(src: Path, named: dict[str, str], loose: dict[str, Path | N
 def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str = "train",
                     unlabeled: bool = False, follow_symlinks: bool = True, image_field: str | None = None,
                     label_field: str | None = None, max_pixels: int = DEFAULT_MAX_PIXELS,
-                    label_pattern: str | None = None, multi_label: bool = False) -> Discovery:
+                    label_pattern: str | None = None, multi_label: bool = False,
+                    uncertain: str | None = None) -> Discovery:
     """The inputs of an image source. `label_pattern` gives each file the class its name holds (name_labels.py),
     the tree walked as unlabeled. A folder with no subfolder (and no labels CSV), split folders of loose images
     only, or any tree with `unlabeled=True`, give unlabeled samples. `labels_csv` lists the files of the whole tree,
@@ -276,6 +288,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if len(given) > 1 or multi_label and (unlabeled or label_pattern):
         given = given if len(given) > 1 else ["--multi-label", given[0]]
         raise ValueError(f"{' and '.join(given)} contradict each other: pick one")
+    if uncertain is not None and (unlabeled or label_pattern or labels_csv or not chexpert.found(src)):
+        raise ValueError(f"--uncertain reads the uncertain findings of CheXpert's own files; {src} is not laid out "
+                         "as CheXpert (train.csv of a Path column beside train/), or other labels are asked for")
     split_labels = labels_of_split(labels_csv)
     if multi_label and split_labels is not None:
         raise ValueError(MULTI_LABEL_SOURCES)
@@ -306,6 +321,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     instances = [] if unlabeled or label_pattern or labels_csv else coco.found(src)
     if instances:
         return _discover_coco(src, instances, follow_symlinks, multi_label)
+    xrays = [] if unlabeled or label_pattern or labels_csv else chexpert.found(src)
+    if xrays:
+        return _discover_chexpert(src, xrays, follow_symlinks, multi_label, uncertain)
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
     if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):

@@ -37,6 +37,7 @@ class ImageOptions:
     split_lists: tuple[str, ...] = ()  # SPLIT=FILE: the files FILE lists are in SPLIT (split_lists.py)
     classes: str | None = None  # a file naming the class ids 0..K-1, one a line (id_names.py)
     val_fraction: float = 0.0  # held out of --split as val, file by file (split_lists.py)
+    uncertain: str | None = None  # CheXpert's -1.0: "ones" present, "zeros" absent (chexpert.py)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -46,6 +47,8 @@ class ImageOptions:
         if self.max_pixels < 1:
             raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
         check_split_name(self.split)
+        if self.uncertain not in (None, "ones", "zeros"):
+            raise ValueError(f"--uncertain must be ones or zeros, got {self.uncertain!r}")
         if self.label_pattern is not None:
             compile_label_pattern(self.label_pattern)
         parse_split_lists(self.split_lists)
