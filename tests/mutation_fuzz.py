@@ -1016,13 +1016,22 @@ def _check_class_lists(found: Any, name: str) -> None:
 # datasets that convert as they lie from their own lists (--multi-label): the list each case mutates
 LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.txt",
                  "voc:ImageSets/Main/dog_val.txt", "celeba:list_attr_celeba.txt", "celeba:list_eval_partition.txt",
-                 "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json")
+                 "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json", "chexpert:train.csv")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "chexpert":
+        (src / "train").mkdir(parents=True)
+        lines = ["Path,Sex,Age,Frontal/Lateral,AP/PA,No Finding,Cardiomegaly,Edema"]
+        for k, i in enumerate(ids):
+            (src / "train" / f"{i}.jpg").write_bytes(jpg)
+            lines.append(f"small/train/{i}.jpg,Female,{60 + k},Frontal,AP," + ("1.0,,", ",1.0,-1.0", ",0.0,",
+                                                                                 ",,")[k])
+        (src / "train.csv").write_text("\n".join(lines) + "\n")
+        return
     if kind == "coco":
         (src / "annotations").mkdir(parents=True)
         (src / "train2017").mkdir()
@@ -1061,6 +1070,7 @@ def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     """A VOC or CelebA folder whose one list is mutated (as bytes): its discovery with --multi-label, whose every
     label must be a sorted tuple of distinct classes, or a fastdata error."""
     from converters.images.discover import discover_images
+    from fastdata.errors import ConvertError
 
     kind, name = label.split(":", 1)
     src = ctx.work / "case-lists"
@@ -1074,7 +1084,16 @@ def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
         data, what = mutate_bytes(rng, path.read_bytes(), (text_number,))
         path.write_bytes(data)
     found: list[Any] = []
-    _expect(lambda: found.append(discover_images(src, multi_label=True)), step=f"{kind} discover")
+    uncertain = rng.choice(("ones", "zeros")) if kind == "chexpert" else None
+    def discover() -> None:
+        try:
+            found.append(discover_images(src, multi_label=True, uncertain=uncertain))
+        except ValueError as exc:  # a header mutated past CheXpert's makes --uncertain a usage error, said so
+            if not str(exc).startswith("--uncertain reads"):
+                raise
+            raise ConvertError(str(exc)) from exc
+
+    _expect(discover, step=f"{kind} discover")
     if found:
         _check_class_lists(found[0], label)
     return f"{label}: {what}"
