@@ -139,6 +139,24 @@ def test_which_folders_are_chexperts(tmp_path):
     assert chexpert.found(lone) == []
 
 
+def test_an_empty_valid_csv_is_not_read_and_damage_after_the_header_is_said(tmp_path):
+    src = _chexpert(tmp_path)
+    (src / "valid.csv").write_bytes(b"")
+    assert chexpert.found(src) == [("train", src / "train.csv")]
+    (src / "train.csv").write_bytes((src / "train.csv").read_bytes() + b"\n" * 20000 + b"\xff,,\n")  # past the
+    # part of the file its header is read from
+    with pytest.raises(ConvertError, match=r"cannot read .*train.csv: 'utf-8' codec can't decode"):
+        convert_images(src, tmp_path / "dst", multi_label=True, uncertain="ones")
+
+
+def test_observations_may_follow_the_path_at_once(tmp_path):
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train.csv").write_text("Path,No Finding,Edema\ntrain/a.jpg,1.0,\ntrain/b.jpg,,-1.0\n")
+    labels = chexpert.read_chexpert(tmp_path, chexpert.found(tmp_path), "ones")
+    assert labels.classes == ("No Finding", "Edema")
+    assert labels.rows == {"train/a.jpg": ("No Finding",), "train/b.jpg": ("Edema",)}
+
+
 def test_an_xray_in_both_files_stops_the_run(tmp_path):
     src = _chexpert(tmp_path)
     (src / "valid.csv").write_text(_csv({**VALID, **dict([next(iter(TRAIN.items()))])}, "CheXpert-v1.0-small/"))
