@@ -83,6 +83,37 @@ def one_hot(csv_path: Path, rows: list[tuple[int, list[str]]], *, multi: bool
     return header[1:], out
 
 
+OPEN_IMAGES = ("imageid", "labelname", "confidence")  # oidv6-train-annotations-human-imagelabels.csv's columns
+
+
+def image_labels(csv_path: Path, rows: list[tuple[int, list[str]]], *, multi: bool
+                 ) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+    """(the classes, a row an image: its file and then each class it has) of Open Images' image-level labels:
+    `ImageID,Source,LabelName,Confidence`, a row an image and class; Confidence 1 says the class is there, 0 that
+    it was checked and is not (such an image is still one of the source's, perhaps of no class). None for any other
+    table. The classes are the labels (MIDs such as /m/01g317), sorted; a table without --multi-label is refused,
+    naming the option, as a Confidence that is neither 0 nor 1 is, naming its line."""
+    if not rows:
+        return None
+    header = [c.strip().lower() for c in rows[0][1]]
+    if not all(name in header for name in OPEN_IMAGES):
+        return None
+    if not multi:
+        raise ConvertError(f"{csv_path}: Open Images' image-level labels (ImageID, LabelName, Confidence): several "
+                           "classes an image; convert with --multi-label")
+    image, label, confidence = (header.index(name) for name in OPEN_IMAGES)
+    found: dict[str, tuple[int, list[str]]] = {}
+    for lineno, row in rows[1:]:
+        if len(row) != len(header) or row[confidence].strip() not in HOT + COLD:
+            raise ConvertError(f"{csv_path}:{lineno}: expected {len(header)} cells and a Confidence of 0 or 1, got "
+                               f"{row!r}")
+        _, classes = found.setdefault(row[image].strip(), (lineno, []))
+        if row[confidence].strip() in HOT:  # (a class twice is one: read_labels keeps each once)
+            classes.append(row[label].strip())
+    names = sorted({c for _, classes in found.values() for c in classes})
+    return names, [(lineno, [name, *classes]) for name, (lineno, classes) in found.items()]
+
+
 def _is_number(word: str) -> bool:
     try:
         float(word)

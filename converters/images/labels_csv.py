@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from converters.class_folders import has_control_characters, same_name
-from converters.images.labels_columns import LABEL_HEADERS, boxes, one_hot, read_split_column
+from converters.images.labels_columns import LABEL_HEADERS, boxes, image_labels, one_hot, read_split_column
 from converters.tree import under_source
 from fastdata.errors import ConvertError
 
@@ -137,7 +137,8 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     column (`read_split_column`); a spreadsheet's UTF-8 BOM and CRLF line ends are read right, a file listed twice is
     refused (which label would be meant?). Columns after the second of any other table are not read: a warning
     says so. `multi` (--multi-label): a row's cell names several classes (`class_separator`), a one-hot row marks
-    any number; each file's row is then the tuple of its classes, in the row's order, none twice."""
+    any number, and a file may have several rows (a class a row: a long table; in one split), or Open Images'
+    (`image_labels`); each file's row is then the tuple of its classes, in the rows' order, none twice."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, Any] = {}
@@ -158,10 +159,11 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     split_column = read_split_column(csv_path, rows)
     if split_column is not None:
         rows = split_column[0]
-    columns = one_hot(csv_path, rows, multi=multi)
+    columns = one_hot(csv_path, rows, multi=multi) or image_labels(csv_path, rows, multi=multi)
     box_rows = None if columns is not None else boxes(csv_path, rows)
     if columns is not None:
-        log.info("%s: one-hot columns, the classes %s", csv_path, columns[0])
+        log.info("%s: one-hot columns or Open Images' labels; %d classes: %s", csv_path, len(columns[0]),
+                 ", ".join(columns[0][:10]))
         rows = columns[1]
     elif box_rows is not None:
         log.info("%s: a PredictionString column; each image's class is the class of its boxes", csv_path)
@@ -182,9 +184,12 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         if not row[0].strip() or not one_hot_rows and (len(row) < 2 or not row[1].strip()):
             raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
         name = row[0].strip()
-        if name in labels:
+        again = name in labels  # --multi-label: a row a class (a long table), the file's classes all its rows'
+        if again and (not multi or one_hot_rows or split_column is not None and
+                      split_column[1][lineno] != split_column[1][where[name]]):
             raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
-                               f"{where[name]}); each file has one label: remove the duplicate row")
+                               f"{where[name]}); each file has one label: remove the duplicate row"
+                               + (" (its split differs)" if multi and not one_hot_rows else ""))
         cells = row[1:] if one_hot_rows else split_classes(row[1], separator) if multi else [row[1].strip()]
         if not cells and not one_hot_rows:
             raise ConvertError(f"{csv_path}:{lineno}: {row[1]!r} names no class between its separators")
@@ -198,6 +203,9 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
                 raise ConvertError(f"{csv_path}:{lineno}: the class {ascii(cls)} differs from {ascii(first)} (line "
                                    f"{first_line}) only in Unicode normalisation (NFC/NFD): the same name written "
                                    "two ways; write it one way")
+        if again:
+            labels[name] = tuple(dict.fromkeys((*labels[name], *cells)))
+            continue
         labels[name], where[name] = tuple(dict.fromkeys(cells)) if multi else cells[0], lineno
     if not labels:
         raise ConvertError(f"labels file {csv_path} lists no 'filename,class' rows")
