@@ -196,6 +196,11 @@ class Context:
                                     b"00000002_000.png,No Finding,2\n00000003_000.png,Mass|Mass,3\n"),
             ("train_v2.csv", b"image_name,tags\ntrain_0,haze primary\ntrain_1,clear primary water\n"),
             ("multi_hot.csv", b"image,MEL,NV,BCC\na,1.0,0.0,1.0\nb,0,0,0\nc,0,1,0\n"),
+            # a long table (a row an image and class) and Open Images' image-level labels (Confidence 1 or 0)
+            ("long_labels.csv", b"filename,label\na.jpg,cat\nb.jpg,dog\na.jpg,dog\n"),
+            ("oidv6-train-annotations-human-imagelabels.csv", b"ImageID,Source,LabelName,Confidence\n"
+                                                              b"0002,verification,/m/014sv8,1\n0002,verification,"
+                                                              b"/m/01g317,0\n0003,verification,/m/05s2s,1\n"),
             # CelebA's attributes: a count line, a names line, rows of 1 and -1 split by runs of spaces
             ("list_attr_celeba.txt", b"3\n5_o_Clock_Shadow Arched_Eyebrows Bald \n000001.jpg -1  1  1\n"
                                      b"000002.jpg  1 -1 -1\n000003.jpg -1 -1 -1\n"),
@@ -1119,7 +1124,8 @@ def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str
     return f"{name}: {what}"
 
 
-MULTI_LABEL_TABLES = ("Data_Entry_2017.csv", "train_v2.csv", "multi_hot.csv", "list_attr_celeba.txt")
+MULTI_LABEL_TABLES = ("Data_Entry_2017.csv", "train_v2.csv", "multi_hot.csv", "list_attr_celeba.txt",
+                      "long_labels.csv", "oidv6-train-annotations-human-imagelabels.csv")
 
 
 def _multi_labels(path: Path) -> None:
