@@ -11,6 +11,8 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
   ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files
   ~/chestxray14/images/<n>_000.png, ~/chestxray14/Data_Entry_2017.csv   greyscale PNGs, several findings an image
+  ~/data/coco/annotations/instances_train2017.json   the photos' objects, in COCO's shape (several classes each)
+  ~/data/VOCdevkit/VOC2007/, ~/data/celeba/, ~/data/CheXpert-v1.0-small/   the photos in those datasets' layouts
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
   scans/                                      a real CT series from pydicom's bundled files
@@ -46,6 +48,9 @@ from conftest_pairs import COCO_CAPTIONS
 from conftest_text import FORTUNES, TOKENIZER
 from docs_walk import ELSEWHERE, _commands, command_text, steps
 from helpers import PHOTOS, with_features
+from test_celeba import _torchvision_layout
+from test_chexpert import _chexpert
+from test_voc import _voc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from nifti_sample import (  # noqa: E402
@@ -96,6 +101,13 @@ def _captioned(data: Path) -> None:
     karpathy = [{"filepath": "train2017", "filename": name, "split": ("train", "restval", "val", "test")[i % 4],
                  "sentences": sentences[name]} for i, name in enumerate(sorted(sentences))]
     (data / "coco" / "dataset_coco.json").write_text(json.dumps({"dataset": "coco", "images": karpathy}))
+    (data / "coco" / "annotations").mkdir()
+    photos = sorted(p.name for p in PHOTOS.glob("*.jpg"))
+    (data / "coco" / "annotations" / "instances_train2017.json").write_text(json.dumps({  # COCO's multi-label task
+        "images": [{"id": i, "file_name": name} for i, name in enumerate(photos)],
+        "annotations": [{"id": k, "image_id": k % len(photos), "category_id": (1, 3, 18)[k % 3]}
+                        for k in range(2 * len(photos))],
+        "categories": [{"id": 1, "name": "person"}, {"id": 3, "name": "car"}, {"id": 18, "name": "dog"}]}))
     first: dict[str, str] = {}
     for ann in coco["annotations"]:
         first.setdefault(names[ann["image_id"]], ann["caption"])
@@ -261,6 +273,9 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _hub_captions(box / "home" / "hf" / "flickr30k")
     _kaggle_imagenet(box)
     _named(box / "home")
+    _voc(box / "home" / "data")
+    _torchvision_layout(box / "home" / "data")
+    _chexpert(box / "home" / "data")
     for f in sorted(FORTUNES.iterdir()):
         (box / "corpus" / f.name).mkdir(parents=True)
         shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")
