@@ -9,7 +9,8 @@ import re
 import pytest
 from helpers import split_items, split_rejections, touch
 
-from converters.images.discover import _check_file, discover_images
+from converters.images.discover import discover_images
+from converters.images.listed_files import check_file
 from converters.sample import Rejection
 from converters.tree import NOT_FOLLOWED, SPLIT_FOLDERS
 from fastdata.errors import ConvertError
@@ -158,7 +159,7 @@ def test_a_file_that_cannot_be_read_is_rejected_with_the_reason():
         def stat(self):
             raise PermissionError(13, "Permission denied")
 
-    assert _check_file(Unreadable(), "a/x.jpg", "val") == (None, Rejection("val", "a/x.jpg",
+    assert check_file(Unreadable(), "a/x.jpg", "val") == (None, Rejection("val", "a/x.jpg",
                                                                            "unreadable: Permission denied"))
 
 

@@ -15,7 +15,7 @@ from converters.image_text.discover import METADATA, discover_pairs
 from converters.image_text.process import IDS_FILL, ImageTextOptions, PairProcessor
 from converters.image_text.tables import discover_caption_tables, has_caption_tables
 from converters.images import KIND as IMAGES
-from converters.images.discover import EXTENSIONS
+from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import bytes_limit
 from converters.images.tables import table_files
 from converters.kind import Discovery

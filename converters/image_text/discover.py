@@ -24,7 +24,7 @@ from converters.image_text.captions import (
     read_captions,
     split_named,
 )
-from converters.images.discover import EXTENSIONS
+from converters.images.labels_csv import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.spill import SpillRef

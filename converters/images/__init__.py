@@ -12,9 +12,10 @@ from typing import Any
 import pyarrow as pa
 
 from converters.images.array_files import has_array_files
-from converters.images.discover import EXTENSIONS, discover_images
+from converters.images.discover import discover_images
 from converters.images.encode import ImageOptions, process_image
 from converters.images.id_names import name_ids
+from converters.images.labels_csv import EXTENSIONS
 from converters.images.split_lists import ONE_SPLIT, apply_split_lists, parse_split_lists
 from converters.images.tables import has_image_tables
 from converters.images.tfrecords import has_tfrecords

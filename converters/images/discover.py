@@ -1,7 +1,8 @@
 """Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...` (or
-`SRC/<class>/<split>/...`), the files a `filename,class` CSV lists, or files whose names hold their classes
-(name_labels.py). Class index = position in the sorted class names (ImageFolder); the class ids of a CSV (whole
-numbers) stay the labels they are (`label_order`; the CSV is read by labels_csv.py)."""
+`SRC/<class>/<split>/...`), the files a `filename,class` CSV lists (listed_files.py), files whose names hold their
+classes (name_labels.py), or a dataset labelled by its own lists (dataset_lists.py). Class index = position in the
+sorted class names (ImageFolder); the class ids of a CSV (whole numbers) stay the labels they are (`label_order`;
+the CSV is read by labels_csv.py)."""
 
 from __future__ import annotations
 
@@ -11,169 +12,38 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import celeba, chexpert, coco, flowers102, voc
+from converters.images import chexpert, flowers102
 from converters.images.array_files import discover_array_files, has_array_files
+from converters.images.dataset_lists import discover_layout
 from converters.images.encode import DEFAULT_MAX_PIXELS
-from converters.images.labels_csv import (
-    EXTENSIONS,
-    Labels,
-    label_order,
-    listed_names,
-    read_labels,
-    warn_if_a_class_each,
-)
-from converters.images.name_labels import class_of_name, compile_label_pattern
+from converters.images.labels_csv import label_order, warn_if_a_class_each
+from converters.images.listed_files import ImageCollector, take_listed
+from converters.images.name_labels import compile_label_pattern
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
 from converters.images.tfrecords import discover_tfrecords, has_tfrecords
 from converters.kind import Discovery
-from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Collector, is_folder, listed, split_folders, split_of_folder
+from converters.tree import SPLIT_FOLDERS, is_folder, listed, split_folders, split_of_folder
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
 TABLE_LOOK = 2000  # files looked at for tables of images, and for no image file among them
 
 
-def _check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection | None]:
-    """(size, None) for a usable file, or (None, rejection) saying why it is not (a regular file: `Walk.problem`
-    was asked before)."""
-    if path.suffix.lower() not in EXTENSIONS:
-        return None, Rejection(split, rel, f"unsupported extension {path.suffix!r}; allowed: {', '.join(EXTENSIONS)}")
-    try:
-        return path.stat().st_size, None
-    except OSError as exc:
-        return None, Rejection(split, rel, f"unreadable: {exc.strerror or exc}")
-
-
-class _Collector(Collector):
-    pattern: re.Pattern[str] | None = None  # --label-pattern: each file's class from its name (a string, for now)
-
-    def add_file(self, path: Path, split: str, label: int | str | tuple[int, ...] | None) -> None:
-        rel = self.rel(path)
-        size, rejection = _check_file(path, rel, split)
-        if rejection is None and self.pattern is not None:
-            label, problem = class_of_name(self.pattern, path.name)
-            rejection = None if problem is None else Rejection(split, rel, problem)
-        if rejection is not None:
-            self.rejected.append(rejection)
-            return
-        self.items.setdefault(split, []).append(WorkItem(split=split, rel=rel, source=str(path), label=label))
-        self.identity.append([split, rel, label, size])
-
-
-def _take_listed(col: _Collector, folder: Path, csv_path: Path, split: str,
-                 classes: tuple[str, ...] | None = None, table: Labels | None = None,
-                 skip: tuple[str, ...] = (), multi: bool = False, listing: str | None = None) -> tuple[str, ...]:
-    """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
-    `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
-    as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
-    `table`: the labels, read already from `csv_path`; `skip`: the files directly under `folder` read with them,
-    which are no images to reject. `multi` (--multi-label): a row names several classes, and a file's label is the
-    sorted tuple of their indices. `listing`: what rejections name as the list (`csv_path`'s name). Returns the
-    classes."""
-    prefix = "" if folder == col.src else col.rel(folder) + "/"
-    # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
-    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
-    found = [(rel, path, problem) for rel, path, problem in found if path.parent != folder or path.name not in skip]
-    names = [rel[len(prefix):] for rel, _, _ in found]
-    labels, own, splits = table or read_labels(csv_path, names, folder, multi=multi)
-    listing = listing or csv_path.name
-    if splits is not None and prefix and table is None:
-        raise ConvertError(f"{csv_path} has a split column: --labels {split}=FILE puts every file it lists in "
-                           f"{split}; give it as --labels FILE instead")
-    row_split = splits or dict.fromkeys(labels, split)  # a split column's, else the one split of the folder
-    classes = own if classes is None else classes
-    index = {c: i for i, c in enumerate(classes)}
-    seen = set()
-    listed, ambiguous = listed_names(labels, names)
-    for name, (rel, path, problem) in zip(names, found):
-        row = listed.get(name)
-        if row is not None:
-            seen.add(row)
-        if problem is not None:  # a link not followed, a loop, a special file: said, never opened
-            col.rejected.append(Rejection(split if row is None else row_split[row], rel, problem))
-        elif row is None:
-            col.rejected.append(Rejection(split, rel, f"not listed in labels file {listing}"))
-        elif multi:
-            col.add_file(path, row_split[row], tuple(sorted(index[c] for c in labels[row])))
-        elif labels[row] not in index:
-            col.rejected.append(Rejection(split, rel, f"class not among train's classes: {labels[row]!r}"))
-        else:
-            col.add_file(path, row_split[row], index[labels[row]])
-    for name in sorted(set(labels) - seen):
-        if name in ambiguous:
-            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {listing} without an "
-                                          f"extension, which several files have ({', '.join(ambiguous[name])}): "
-                                          "name the file whole"))
-        else:
-            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {listing} but no such "
-                                          "file in the source"))
-    return classes
-
-
 def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool, multi: bool = False) -> Discovery:
-    """The files a labels CSV lists, anywhere under `src` (`_take_listed`)."""
-    col = _Collector(src, follow=follow)
-    classes = _take_listed(col, src, csv_path, split, multi=multi)
+    """The files a labels CSV lists, anywhere under `src` (`take_listed`)."""
+    col = ImageCollector(src, follow=follow)
+    classes = take_listed(col, src, csv_path, split, multi=multi)
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
 def _discover_flowers(src: Path, split: str, follow: bool) -> Discovery:
     """Oxford Flowers-102 (flowers102.py): `jpg/` labelled by `imagelabels.mat`, split by `setid.mat`."""
-    col = _Collector(src, follow=follow)
+    col = ImageCollector(src, follow=follow)
     table = flowers102.read_flowers(src)
-    classes = _take_listed(col, src, src / flowers102.LABELS, split, table=table,
+    classes = take_listed(col, src, src / flowers102.LABELS, split, table=table,
                            skip=(flowers102.LABELS, flowers102.SETID))
     return Discovery(col.items, classes, col.rejected, "flowers102", col.identity)
-
-
-def _discover_celeba(src: Path, files: tuple[Path, Path], split: str, follow: bool, multi: bool) -> Discovery:
-    """CelebA (celeba.py): its images' attributes, with --multi-label, split by its partition file."""
-    if not multi:
-        raise ConvertError(celeba.NEEDS_OPTION.format(src=src, attributes=files[0].name, folder=celeba.FOLDER))
-    col = _Collector(src, follow=follow)
-    table = celeba.read_celeba(src, *files)
-    classes = _take_listed(col, src, files[0], split, table=table, skip=celeba.FILES, multi=True)
-    return Discovery(col.items, classes, col.rejected, "celeba", col.identity)
-
-
-def _discover_voc(src: Path, split: str, follow: bool, multi: bool) -> Discovery:
-    """Pascal VOC (voc.py): `JPEGImages/` with the classes and splits of the lists in `ImageSets/Main/`."""
-    if not multi:
-        raise ConvertError(voc.NEEDS_OPTION.format(src=src))
-    table, unmarked = voc.read_voc(src)
-    col = _Collector(src, follow=follow)
-    classes = _take_listed(col, src / voc.IMAGES, src / voc.LISTS, split, table=table, multi=True,
-                           listing=voc.LISTS.as_posix())
-    for i, r in enumerate(col.rejected):  # the images of a split no class list marks: not merely unlisted
-        listed_in = unmarked.get(Path(r.source).stem) if r.reason.startswith("not listed in") else None
-        if listed_in is not None:
-            col.rejected[i] = Rejection(listed_in, r.source, voc.UNMARKED.format(split=listed_in))
-    return Discovery(col.items, classes, col.rejected, "voc", col.identity)
-
-
-def _discover_coco(src: Path, splits: list[tuple[str, Path, Path]], follow: bool, multi: bool) -> Discovery:
-    """COCO (coco.py): each split's folder with the classes its instances file gives its images."""
-    if not multi:
-        raise ConvertError(coco.NEEDS_OPTION.format(src=src))
-    col = _Collector(src, follow=follow)
-    classes: tuple[str, ...] = ()
-    for split, instances, folder, table in coco.read_coco(src, splits):
-        classes = _take_listed(col, folder, instances, split, table=table, multi=True)
-    return Discovery(col.items, classes, col.rejected, "coco", col.identity)
-
-
-def _discover_chexpert(src: Path, files: list[tuple[str, Path]], follow: bool, multi: bool,
-                       uncertain: str | None) -> Discovery:
-    """CheXpert (chexpert.py): the X-rays its labels files list, each with its findings."""
-    if not multi:
-        raise ConvertError(chexpert.NEEDS_OPTION.format(src=src))
-    col = _Collector(src, follow=follow)
-    table = chexpert.read_chexpert(src, files, uncertain)
-    classes = _take_listed(col, src, files[0][1], "train", table=table, skip=tuple(chexpert.FILES), multi=True,
-                           listing=" and ".join(path.name for _, path in files))
-    return Discovery(col.items, classes, col.rejected, "chexpert", col.identity)
 
 
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
@@ -181,7 +51,7 @@ def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
     """Every image under `src`, without a label or (`pattern`) with the class its file name gives: split folders
     (`train/val/test` and their aliases, tree.py) are splits, anything else `split`; class folders are plain
     folders."""
-    col = _Collector(src, follow=follow)
+    col = ImageCollector(src, follow=follow)
     col.pattern = pattern
     splits = split_folders([n for n in top if is_folder(src / n, follow=follow)])
     if splits:
@@ -313,17 +183,10 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if image_field or label_field:
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images "
                          f"(or the features of TFRecord files); {src} holds image files, or no table")
-    layout = None if unlabeled or label_pattern or labels_csv else celeba.found(src)
+    layout = None if unlabeled or label_pattern or labels_csv else \
+        discover_layout(src, split, follow_symlinks, multi_label, uncertain)
     if layout is not None:
-        return _discover_celeba(src, layout, split, follow_symlinks, multi_label)
-    if not (unlabeled or label_pattern or labels_csv) and voc.found(src):
-        return _discover_voc(src, split, follow_symlinks, multi_label)
-    instances = [] if unlabeled or label_pattern or labels_csv else coco.found(src)
-    if instances:
-        return _discover_coco(src, instances, follow_symlinks, multi_label)
-    xrays = [] if unlabeled or label_pattern or labels_csv else chexpert.found(src)
-    if xrays:
-        return _discover_chexpert(src, xrays, follow_symlinks, multi_label, uncertain)
+        return layout
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
     if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):
@@ -350,14 +213,14 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         unlabeled = True
     if unlabeled or not dirs:
         return _discover_unlabeled(src, top, split, follow)
-    col = _Collector(src, follow=follow)
+    col = ImageCollector(src, follow=follow)
     if classy or labelled:
         layout = "split/class"
         folders = ClassFolders.of(split_classes(src, classy, follow=follow))  # () without classy
         classes = folders.classes
         if labelled:
             inner = images_in[labelled] or src / labelled
-            classes = _take_listed(col, inner, split_labels[1], split_labels[0], classes if classy else None)
+            classes = take_listed(col, inner, split_labels[1], split_labels[0], classes if classy else None)
             for name in listed(src / labelled) if inner != src / labelled else ():  # beside `images/`
                 if name != IMAGES_FOLDER and (src / labelled / name).resolve() != split_labels[1].resolve():
                     col.reject(src / labelled / name, split_labels[0], f"beside {labelled}/{IMAGES_FOLDER}/, which "

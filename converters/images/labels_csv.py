@@ -2,8 +2,8 @@
 
 - `read_labels`: the `filename,class` rows (split by tabs, semicolons or bars when the first line holds no
   comma; CelebA's count line, names line and rows split by spaces, `_counted_rows`), a first row of column names
-  skipped (the usual names, or a row whose file is not in the source and whose
-  class labels no other row: Kaggle's `id,label`), or a table of one-hot columns, one per class. A spreadsheet's
+  skipped (the usual names, or a row whose file is not in the source and whose class labels no other row:
+  Kaggle's `id,label`), or a table of one-hot columns, one per class. A spreadsheet's
   UTF-8 BOM and CRLF line ends are read right; a file listed twice, a class with control characters, a class
   written in two Unicode normalisations and a row of a one-hot table that marks no class or several are refused,
   naming the line. A `split` column gives each file its split. Kaggle's `ImageId,PredictionString` (ImageNet's
