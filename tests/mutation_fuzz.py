@@ -1021,13 +1021,29 @@ def _check_class_lists(found: Any, name: str) -> None:
 # datasets that convert as they lie from their own lists (--multi-label): the list each case mutates
 LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.txt",
                  "voc:ImageSets/Main/dog_val.txt", "celeba:list_attr_celeba.txt", "celeba:list_eval_partition.txt",
-                 "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json", "chexpert:train.csv")
+                 "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json", "chexpert:train.csv",
+                 "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "mimic":
+        studies = ["50414267", "53189527", "57375967"]
+        (src / "mimic-cxr-2.0.0-chexpert.csv").parent.mkdir(parents=True)
+        (src / "mimic-cxr-2.0.0-chexpert.csv").write_text("subject_id,study_id,Cardiomegaly,Edema,No Finding\n"
+                                                          f"10000032,{studies[0]},1.0,-1.0,\n"
+                                                          f"10000032,{studies[1]},,,1.0\n")
+        rows = ["dicom_id,study_id,subject_id,split"]
+        for k, i in enumerate(ids):
+            study = studies[k % 3]
+            path = src / "files" / "p10" / "p10000032" / f"s{study}" / f"{i}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(jpg)
+            rows.append(f"{i},{study},10000032,{('train', 'validate', 'test')[k % 3]}")
+        (src / "mimic-cxr-2.0.0-split.csv").write_text("\n".join(rows) + "\n")
+        return
     if kind == "chexpert":
         (src / "train").mkdir(parents=True)
         lines = ["Path,Sex,Age,Frontal/Lateral,AP/PA,No Finding,Cardiomegaly,Edema"]
@@ -1089,7 +1105,7 @@ def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
         data, what = mutate_bytes(rng, path.read_bytes(), (text_number,))
         path.write_bytes(data)
     found: list[Any] = []
-    uncertain = rng.choice(("ones", "zeros")) if kind == "chexpert" else None
+    uncertain = rng.choice(("ones", "zeros")) if kind in ("chexpert", "mimic") else None
     def discover() -> None:
         try:
             found.append(discover_images(src, multi_label=True, uncertain=uncertain))

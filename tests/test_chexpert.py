@@ -93,9 +93,10 @@ def test_without_the_option_the_folder_is_refused_and_the_option_elsewhere_too(t
                                            r"beside train/\): .* --multi-label converts them so"):
         convert_images(src, tmp_path / "dst", uncertain="ones")
     assert convert_images(src, tmp_path / "xrays", unlabeled=True).manifest.classes == ()
-    with pytest.raises(ValueError, match=r"--uncertain reads the uncertain findings of CheXpert's own files"):
+    with pytest.raises(ValueError, match=r"--uncertain reads the uncertain findings of CheXpert's or "
+                                         r"MIMIC-CXR-JPG's own files"):
         convert_images(src, tmp_path / "both", unlabeled=True, uncertain="zeros")
-    with pytest.raises(ValueError, match=r"--uncertain reads .* is not laid out as CheXpert"):
+    with pytest.raises(ValueError, match=r"--uncertain reads .* is laid out as neither"):
         convert_images(src / "train", tmp_path / "tree", uncertain="ones")
     with pytest.raises(ValueError, match=r"--uncertain must be ones or zeros, got 'maybe'"):
         convert_images(src, tmp_path / "bad", uncertain="maybe")

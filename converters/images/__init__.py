@@ -52,11 +52,11 @@ class ImagesKind:
         parser.add_argument("--multi-label", action="store_true",
                             help="images: each row of the --labels CSV names several classes (ChestX-ray14's "
                                  "'Effusion|Mass', Planet's 'haze primary'; or one-hot columns marking several), "
-                                 "or a table's list column, a TFRecord feature, Pascal VOC's, COCO's, CelebA's or "
-                                 "CheXpert's own files do; batches then carry multi-hot labels")
+                                 "or a table's list column, a TFRecord feature, Pascal VOC's, COCO's, CelebA's, "
+                                 "CheXpert's or MIMIC-CXR-JPG's own files do; batches then carry multi-hot labels")
         parser.add_argument("--uncertain", choices=("ones", "zeros"),
-                            help="images: CheXpert's uncertain findings (-1.0) count as present (ones) or absent "
-                                 "(zeros)")
+                            help="images: CheXpert's and MIMIC-CXR-JPG's uncertain findings (-1.0) count as present "
+                                 "(ones) or absent (zeros)")
         parser.add_argument("--label-pattern", metavar="REGEX",
                             help="images: each file's class is the first group of REGEX in its name, as in "
                                  r"'^(.+)_\d+\.jpg$' (fastai's from_name_re; Oxford-IIIT Pet, dogs vs cats)")

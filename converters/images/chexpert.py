@@ -16,6 +16,8 @@ view1_frontal.jpg`, from the folder above), `Sex`, `Age`, `Frontal/Lateral`, `AP
 from __future__ import annotations
 
 import csv
+import gzip
+import zlib
 from pathlib import Path
 
 from converters.images.labels_csv import Labels
@@ -47,26 +49,51 @@ def found(src: Path) -> list[tuple[str, Path]]:
     return out if any(split == "train" for split, _ in out) else []
 
 
-def _rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """(the header, the numbered rows) of a CSV, gzip-compressed where its name ends in `.gz`; ConvertError for one
+    that cannot be read, is empty, or has a row of another number of cells than its header."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:
+        with (gzip.open(path, "rt", newline="", encoding="utf-8-sig") if path.name.endswith(".gz") else
+              open(path, newline="", encoding="utf-8-sig")) as f:
             rows = [(n, row) for n, row in enumerate(csv.reader(f), 1) if row]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, csv.Error) as exc:
         raise ConvertError(f"cannot read {path}: {exc}") from exc
     if not rows:
         raise ConvertError(f"{path}: an empty file")
-    return rows[0][1], rows[1:]
+    header = rows[0][1]
+    for n, row in rows[1:]:
+        if len(row) != len(header):
+            raise ConvertError(f"{path}:{n}: {len(row)} cells, where the first row names {len(header)} columns")
+    return header, rows[1:]
+
+
+def observations(path: Path, header: list[str], rows: list[tuple[int, list[str]]], first: int) -> list[int]:
+    """The columns from `first` on whose every value is 1.0, 0.0, -1.0 or blank: the observations."""
+    kept = [j for j in range(first, len(header)) if all(row[j].strip() in MARKS for _, row in rows)]
+    if not kept:
+        raise ConvertError(f"{path}: no column of observations (1.0, 0.0, -1.0 or blank in every row)")
+    return kept
+
+
+def findings(path: Path, n: int, header: list[str], row: list[str], kept: list[int],
+             uncertain: str | None) -> tuple[str, ...]:
+    """The observations row `n` finds: its positives, and its uncertain ones with `--uncertain ones`; ConvertError
+    for an uncertain one without `--uncertain`."""
+    classes = []
+    for j in kept:
+        mark = MARKS[row[j].strip()]
+        if mark is None and uncertain is None:
+            raise ConvertError(f"{path}:{n}: {header[j]!r} is {row[j].strip()} (uncertain): --uncertain ones "
+                               "counts an uncertain finding as present, --uncertain zeros as absent")
+        if mark or mark is None and uncertain == "ones":
+            classes.append(header[j])
+    return tuple(classes)
 
 
 def _read(path: Path, uncertain: str | None) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
     """(the observation columns, each row's path -> its classes) of one of CheXpert's labels files."""
-    header, rows = _rows(path)
-    for n, row in rows:
-        if len(row) != len(header):
-            raise ConvertError(f"{path}:{n}: {len(row)} cells, where the first row names {len(header)} columns")
-    kept = [j for j in range(1, len(header)) if all(row[j].strip() in MARKS for _, row in rows)]
-    if not kept:
-        raise ConvertError(f"{path}: no column of observations (1.0, 0.0, -1.0 or blank in every row)")
+    header, rows = read_table(path)
+    kept = observations(path, header, rows, first=1)
     out: dict[str, tuple[str, ...]] = {}
     for n, row in rows:
         name = row[0].strip()
@@ -74,15 +101,7 @@ def _read(path: Path, uncertain: str | None) -> tuple[tuple[str, ...], dict[str,
             raise ConvertError(f"{path}:{n}: a row without a path")
         if name in out:
             raise ConvertError(f"{path}:{n}: {name!r} is listed again: each X-ray has one row")
-        classes = []
-        for j in kept:
-            mark = MARKS[row[j].strip()]
-            if mark is None and uncertain is None:
-                raise ConvertError(f"{path}:{n}: {header[j]!r} is {row[j].strip()} (uncertain): --uncertain ones "
-                                   "counts an uncertain finding as present, --uncertain zeros as absent")
-            if mark or mark is None and uncertain == "ones":
-                classes.append(header[j])
-        out[name] = tuple(classes)
+        out[name] = findings(path, n, header, row, kept, uncertain)
     return tuple(header[j] for j in kept), out
 
 

@@ -1,16 +1,15 @@
 """Datasets of several classes an image that come with lists of their own, converted as they lie with
---multi-label (and refused without it, naming the option): CelebA (celeba.py), Pascal VOC (voc.py), COCO (coco.py)
-and CheXpert (chexpert.py). Each module reads its dataset's lists into `Labels`; the files are taken as any listed
-files are (listed_files.py)."""
+--multi-label (and refused without it, naming the option): CelebA (celeba.py), Pascal VOC (voc.py), COCO (coco.py),
+CheXpert (chexpert.py) and MIMIC-CXR-JPG (mimic_cxr.py). Each module reads its dataset's lists into `Labels`; the
+files are taken as any listed files are (listed_files.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from converters.images import celeba, chexpert, coco, voc
+from converters.images import celeba, chexpert, coco, mimic_cxr, voc
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
-from converters.sample import Rejection
 from fastdata.errors import ConvertError
 
 
@@ -30,12 +29,13 @@ def _discover_voc(src: Path, split: str, follow: bool, multi: bool) -> Discovery
         raise ConvertError(voc.NEEDS_OPTION.format(src=src))
     table, unmarked = voc.read_voc(src)
     col = ImageCollector(src, follow=follow)
+
+    def unmarked_split(name: str) -> tuple[str, str] | None:  # an image of a split no class list marks
+        split_of = unmarked.get(Path(name).stem)
+        return None if split_of is None else (split_of, voc.UNMARKED.format(split=split_of))
+
     classes = take_listed(col, src / voc.IMAGES, src / voc.LISTS, split, table=table, multi=True,
-                           listing=voc.LISTS.as_posix())
-    for i, r in enumerate(col.rejected):  # the images of a split no class list marks: not merely unlisted
-        listed_in = unmarked.get(Path(r.source).stem) if r.reason.startswith("not listed in") else None
-        if listed_in is not None:
-            col.rejected[i] = Rejection(listed_in, r.source, voc.UNMARKED.format(split=listed_in))
+                          listing=voc.LISTS.as_posix(), why_unlisted=unmarked_split)
     return Discovery(col.items, classes, col.rejected, "voc", col.identity)
 
 
@@ -62,6 +62,23 @@ def _discover_chexpert(src: Path, files: list[tuple[str, Path]], follow: bool, m
     return Discovery(col.items, classes, col.rejected, "chexpert", col.identity)
 
 
+def _discover_mimic(src: Path, files: tuple[Path, Path | None], split: str, follow: bool, multi: bool,
+                    uncertain: str | None) -> Discovery:
+    """MIMIC-CXR-JPG (mimic_cxr.py): the X-rays under `files/` with their studies' findings, in their splits."""
+    if not multi:
+        raise ConvertError(mimic_cxr.NEEDS_OPTION.format(src=src, labels=files[0].name))
+    table, unlabelled = mimic_cxr.read_mimic(src, *files, uncertain)
+    col = ImageCollector(src, follow=follow)
+    classes = take_listed(col, src / mimic_cxr.FOLDER, files[1] or files[0], split, table=table, multi=True,
+                          why_unlisted=unlabelled.get)
+    return Discovery(col.items, classes, col.rejected, "mimic_cxr", col.identity)
+
+
+def reads_uncertain(src: Path) -> bool:
+    """Whether `src` is a dataset whose lists mark uncertain findings (CheXpert, MIMIC-CXR-JPG): --uncertain's."""
+    return bool(chexpert.found(src)) or mimic_cxr.found(src) is not None
+
+
 def discover_layout(src: Path, split: str, follow: bool, multi: bool, uncertain: str | None) -> Discovery | None:
     """A dataset of several classes an image laid out with its own lists (CelebA, Pascal VOC, COCO, CheXpert),
     refused without --multi-label; None for any other source."""
@@ -74,4 +91,7 @@ def discover_layout(src: Path, split: str, follow: bool, multi: bool, uncertain:
     if instances:
         return _discover_coco(src, instances, follow, multi)
     xrays = chexpert.found(src)
-    return _discover_chexpert(src, xrays, follow, multi, uncertain) if xrays else None
+    if xrays:
+        return _discover_chexpert(src, xrays, follow, multi, uncertain)
+    mimic = mimic_cxr.found(src)
+    return None if mimic is None else _discover_mimic(src, mimic, split, follow, multi, uncertain)

@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import chexpert, flowers102
+from converters.images import flowers102
 from converters.images.array_files import discover_array_files, has_array_files
-from converters.images.dataset_lists import discover_layout
+from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import label_order, warn_if_a_class_each
 from converters.images.listed_files import ImageCollector, take_listed
@@ -111,8 +111,8 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
                        "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
-                       "of TFRecord files that lists them, or from the lists of CelebA, Pascal VOC, COCO and "
-                       "CheXpert (docs/converting.md, \"Several classes an image\")")
+                       "of TFRecord files that lists them, or from the lists of CelebA, Pascal VOC, COCO, CheXpert "
+                       "and MIMIC-CXR-JPG (docs/converting.md, \"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 
@@ -158,9 +158,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if len(given) > 1 or multi_label and (unlabeled or label_pattern):
         given = given if len(given) > 1 else ["--multi-label", given[0]]
         raise ValueError(f"{' and '.join(given)} contradict each other: pick one")
-    if uncertain is not None and (unlabeled or label_pattern or labels_csv or not chexpert.found(src)):
-        raise ValueError(f"--uncertain reads the uncertain findings of CheXpert's own files; {src} is not laid out "
-                         "as CheXpert (train.csv of a Path column beside train/), or other labels are asked for")
+    if uncertain is not None and (unlabeled or label_pattern or labels_csv or not reads_uncertain(src)):
+        raise ValueError(f"--uncertain reads the uncertain findings of CheXpert's or MIMIC-CXR-JPG's own files; {src} "
+                         "is laid out as neither, or other labels are asked for")
     split_labels = labels_of_split(labels_csv)
     if multi_label and split_labels is not None:
         raise ValueError(MULTI_LABEL_SOURCES)

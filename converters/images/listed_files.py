@@ -6,6 +6,7 @@ not match), `take_listed` takes the files under a folder that a labels file (or 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from converters.images.labels_csv import EXTENSIONS, Labels, listed_names, read_labels
@@ -44,14 +45,16 @@ class ImageCollector(Collector):
 
 def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
                  classes: tuple[str, ...] | None = None, table: Labels | None = None,
-                 skip: tuple[str, ...] = (), multi: bool = False, listing: str | None = None) -> tuple[str, ...]:
+                 skip: tuple[str, ...] = (), multi: bool = False, listing: str | None = None,
+                why_unlisted: Callable[[str], tuple[str, str] | None] | None = None) -> tuple[str, ...]:
     """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
     `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
     as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
     `table`: the labels, read already from `csv_path`; `skip`: the files directly under `folder` read with them,
     which are no images to reject. `multi` (--multi-label): a row names several classes, and a file's label is the
-    sorted tuple of their indices. `listing`: what rejections name as the list (`csv_path`'s name). Returns the
-    classes."""
+    sorted tuple of their indices. `listing`: what rejections name as the list (`csv_path`'s name);
+    `why_unlisted`: (split, reason) of a file the list leaves out for a reason of the dataset's (its name under
+    `folder`), None for one merely not listed. Returns the classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
     # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
     found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
@@ -74,7 +77,9 @@ def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
         if problem is not None:  # a link not followed, a loop, a special file: said, never opened
             col.rejected.append(Rejection(split if row is None else row_split[row], rel, problem))
         elif row is None:
-            col.rejected.append(Rejection(split, rel, f"not listed in labels file {listing}"))
+            other = why_unlisted(name) if why_unlisted is not None else None
+            col.rejected.append(Rejection(other[0], rel, other[1]) if other else
+                                Rejection(split, rel, f"not listed in labels file {listing}"))
         elif multi:
             col.add_file(path, row_split[row], tuple(sorted(index[c] for c in labels[row])))
         elif labels[row] not in index:
