@@ -58,7 +58,7 @@ def _discover_chexpert(src: Path, files: list[tuple[str, Path]], follow: bool, m
     col = ImageCollector(src, follow=follow)
     table = chexpert.read_chexpert(src, files, uncertain)
     classes = take_listed(col, src, files[0][1], "train", table=table, skip=tuple(chexpert.FILES), multi=True,
-                           listing=" and ".join(path.name for _, path in files))
+                          listing=" and ".join(path.name for _, path in files))
     return Discovery(col.items, classes, col.rejected, "chexpert", col.identity)
 
 
@@ -70,7 +70,7 @@ def _discover_mimic(src: Path, files: tuple[Path, Path | None], split: str, foll
     table, unlabelled = mimic_cxr.read_mimic(src, *files, uncertain)
     col = ImageCollector(src, follow=follow)
     classes = take_listed(col, src / mimic_cxr.FOLDER, files[1] or files[0], split, table=table, multi=True,
-                          why_unlisted=unlabelled.get)
+                          why_unlisted=unlabelled.get)  # (read_mimic stops without a split file)
     return Discovery(col.items, classes, col.rejected, "mimic_cxr", col.identity)
 
 
@@ -80,8 +80,8 @@ def reads_uncertain(src: Path) -> bool:
 
 
 def discover_layout(src: Path, split: str, follow: bool, multi: bool, uncertain: str | None) -> Discovery | None:
-    """A dataset of several classes an image laid out with its own lists (CelebA, Pascal VOC, COCO, CheXpert),
-    refused without --multi-label; None for any other source."""
+    """A dataset of several classes an image laid out with its own lists (CelebA, Pascal VOC, COCO, CheXpert,
+    MIMIC-CXR-JPG), refused without --multi-label; None for any other source."""
     attributes = celeba.found(src)
     if attributes is not None:
         return _discover_celeba(src, attributes, split, follow, multi)

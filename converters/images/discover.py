@@ -42,7 +42,7 @@ def _discover_flowers(src: Path, split: str, follow: bool) -> Discovery:
     col = ImageCollector(src, follow=follow)
     table = flowers102.read_flowers(src)
     classes = take_listed(col, src, src / flowers102.LABELS, split, table=table,
-                           skip=(flowers102.LABELS, flowers102.SETID))
+                          skip=(flowers102.LABELS, flowers102.SETID))
     return Discovery(col.items, classes, col.rejected, "flowers102", col.identity)
 
 

@@ -28,6 +28,8 @@ def check_file(path: Path, rel: str, split: str) -> tuple[int | None, Rejection 
 
 
 class ImageCollector(Collector):
+    """The image files of a source as work items (`check_file`), each with its label."""
+
     pattern: re.Pattern[str] | None = None  # --label-pattern: each file's class from its name (a string, for now)
 
     def add_file(self, path: Path, split: str, label: int | str | tuple[int, ...] | None) -> None:
@@ -44,8 +46,8 @@ class ImageCollector(Collector):
 
 
 def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
-                 classes: tuple[str, ...] | None = None, table: Labels | None = None,
-                 skip: tuple[str, ...] = (), multi: bool = False, listing: str | None = None,
+                classes: tuple[str, ...] | None = None, table: Labels | None = None,
+                skip: tuple[str, ...] = (), multi: bool = False, listing: str | None = None,
                 why_unlisted: Callable[[str], tuple[str, str] | None] | None = None) -> tuple[str, ...]:
     """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
     `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
