@@ -71,8 +71,8 @@ def test_the_observations_are_the_classes_and_uncertain_ones_follow_the_option(t
     want = {p: ("train", _classes(marks, uncertain)) for p, marks in TRAIN.items()}
     want.update({p: ("val", _classes(marks, uncertain)) for p, marks in VALID.items()})
     assert class_lists(tmp_path / "dst") == want
-    assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("train/patient00009/study1/view1_frontal.jpg", "not listed in labels file train.csv and valid.csv")]
+    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+        ("train", "train/patient00009/study1/view1_frontal.jpg", "not listed in labels file train.csv and valid.csv")]
 
 
 def test_an_uncertain_finding_without_the_option_stops_the_run_naming_it(tmp_path):
@@ -105,6 +105,8 @@ def test_without_the_option_the_folder_is_refused_and_the_option_elsewhere_too(t
 @pytest.mark.parametrize(("change", "problem"), [
     (lambda t: t.replace("Female,68,Frontal,AP,,,", "Female,68,Frontal,AP,,", 1),
      r"train.csv:3: 18 cells, where the first row names 19 columns"),
+    (lambda t: t.replace("Female,68,Frontal,AP,1.0", "Female,68,Frontal,AP", 1),
+     r"train.csv:2: 18 cells, where the first row names 19 columns"),  # the first row after the header too
     (lambda t: t + t.splitlines()[1] + "\n", r"train.csv:7: 'CheXpert-v1.0-small/train/patient00001/study1/"
                                             r"view1_frontal.jpg' is listed again"),
     (lambda t: t + ",Male,50,Frontal,AP" + "," * 14 + "\n", r"train.csv:7: a row without a path"),
