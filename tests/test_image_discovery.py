@@ -240,8 +240,7 @@ def test_ids_without_extension_name_the_one_image_file_of_that_name(tmp_path):
     assert d.classes == ("dingo", "pug")  # "id,breed" is column names: "breed" labels no other row
     assert split_items(d) == {"train": [("a.jpg", 0), ("b.v2.JPEG", 1), ("e.jpg", 0)]}
     assert split_rejections(d) == [
-        ("train", "c", "listed in labels.csv without an extension, which several files have (c.jpg, c.png): name "
-                       "the file whole"),
+        ("train", "c", "listed in labels.csv by a name several files have (c.jpg, c.png): name the file whole"),
         ("train", "c.jpg", "not listed in labels file labels.csv"),
         ("train", "c.png", "not listed in labels file labels.csv"),
         ("train", "d.jpg", "not listed in labels file labels.csv"),

@@ -251,16 +251,21 @@ def image_stem(name: str) -> str | None:
 
 
 def known_names(files: list[str]) -> set[str]:
-    """The names a row may give `files` by: each whole, and an image file's without its extension (NFC)."""
-    return {same_name(n) for n in files} | {same_name(s) for n in files if (s := image_stem(n)) is not None}
+    """The names a row may give `files` by: each whole, and an image file's without its extension (NFC); the same of
+    its name alone, without its folders."""
+    names = {*files, *(n.rsplit("/", 1)[1] for n in files if "/" in n)}
+    return {same_name(n) for n in names} | {same_name(s) for n in names if (s := image_stem(n)) is not None}
 
 
 def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
     """The labels file's name for each file of `names` it lists: the same string; else the one name it lists that
     differs only in Unicode normalisation (a CSV typed on one system for files named on macOS), when no other file
     of the folder has that name too; else a name without extension (Kaggle's `id` column: `img1` for `img1.jpg`)
-    when exactly one image file has that name. Also: each listed name without extension that several files have
-    (`img1.jpg` and `img1.png`), with those files: which one would be meant?"""
+    when exactly one image file has that name; else, for a name without a folder, the one file in a folder of that
+    name, whole or without its extension (Kaggle's NIH ChestX-ray14 keeps `images_001/images/00000001_000.png` for
+    the CSV's `00000001_000.png`; HAM10000 two part folders for its `ISIC_0027419`). Also: each listed name that
+    several files have (`img1.jpg` and `img1.png`; `a/x.jpg` and `b/x.jpg`), with those files: which one would be
+    meant?"""
     listed = {n: n for n in names if n in labels}
     unmatched: dict[str, list[str]] = {}
     for n in labels:
@@ -286,7 +291,30 @@ def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, st
             listed[found[0]] = n
         elif found:
             ambiguous[n] = sorted(found)
+    _by_base_name(labels, names, listed, ambiguous)
     return listed, ambiguous
+
+
+def _by_base_name(labels: dict[str, Any], names: list[str], listed: dict[str, str],
+                  ambiguous: dict[str, list[str]]) -> None:
+    """`listed_names`' last resort: a row naming a file by its name alone (whole or without its extension) takes the
+    one file of that name in a folder; several such files make the row ambiguous."""
+    taken = set(listed.values())
+    by_base: dict[str, list[str]] = {}
+    for n in names:
+        if n not in listed and "/" in n:
+            base = n.rsplit("/", 1)[1]
+            stem = image_stem(base)
+            for key in {same_name(base), *(() if stem is None else (same_name(stem),))}:
+                by_base.setdefault(key, []).append(n)
+    for n in labels:  # (a name with a folder is no key: files are keyed by their names alone)
+        if n in taken or n in ambiguous:
+            continue
+        found = by_base.get(same_name(n), [])
+        if len(found) == 1:
+            listed[found[0]] = n
+        elif found:
+            ambiguous[n] = sorted(found)
 
 
 INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")  # up to 19 digits (int64's); a longer number is a name

@@ -90,9 +90,8 @@ def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
             col.add_file(path, row_split[row], index[labels[row]])
     for name in sorted(set(labels) - seen):
         if name in ambiguous:
-            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {listing} without an "
-                                          f"extension, which several files have ({', '.join(ambiguous[name])}): "
-                                          "name the file whole"))
+            col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {listing} by a name "
+                                          f"several files have ({', '.join(ambiguous[name])}): name the file whole"))
         else:
             col.rejected.append(Rejection(row_split[name], prefix + name, f"listed in {listing} but no such "
                                           "file in the source"))
