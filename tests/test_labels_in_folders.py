@@ -9,9 +9,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers import PHOTOS, class_lists, convert_images
 
 from converters.images.discover import discover_images
+from fastdata.errors import ConvertError
 
 FINDINGS = {"00000001_000.png": "Cardiomegaly", "00000001_001.png": "Cardiomegaly|Emphysema",
             "00000002_000.png": "No Finding", "00000003_000.png": "Hernia"}
@@ -81,3 +83,81 @@ def test_a_name_ambiguous_among_the_sources_own_files_stays_so_whatever_folders_
     assert not found.splits
     assert ("c", "listed in labels.csv by a name several files have (c.jpg, c.png): name the file whole") in [
         (r.source, r.reason) for r in found.rejected]
+
+
+HAM_METADATA = ("lesion_id,image_id,dx,dx_type,age,sex,localization\n"
+                "HAM_0000118,ISIC_0027419,bkl,histo,80.0,male,scalp\n"
+                "HAM_0000118,ISIC_0025030,bkl,histo,80.0,male,scalp\n"
+                "HAM_0002730,ISIC_0031633,nv,histo,75.0,male,ear\n")
+
+
+def test_the_columns_of_a_labels_csv_are_named_by_the_field_options(tmp_path, caplog):
+    src = tmp_path / "ham10000"
+    _place(src, {"HAM10000_images_part_1/ISIC_0027419.jpg": 0, "HAM10000_images_part_1/ISIC_0025030.jpg": 1,
+                 "HAM10000_images_part_2/ISIC_0031633.jpg": 2})
+    (tmp_path / "HAM10000_metadata.csv").write_text(HAM_METADATA)
+    caplog.set_level("WARNING")
+    found = discover_images(src, labels_csv=str(tmp_path / "HAM10000_metadata.csv"), image_field="image_id",
+                            label_field="DX")  # a column's name whatever its case
+    assert found.classes == ("bkl", "nv") and found.rejected == [] and caplog.records == []
+    assert sorted((Path(it.rel).name, it.label) for its in found.splits.values() for it in its) == [
+        ("ISIC_0025030.jpg", 0), ("ISIC_0027419.jpg", 0), ("ISIC_0031633.jpg", 1)]
+    only_file = discover_images(src, labels_csv=str(tmp_path / "HAM10000_metadata.csv"), image_field="image_id")
+    assert only_file.classes == ("HAM_0000118", "HAM_0002730")  # the label: the first other column
+
+
+@pytest.mark.parametrize(("fields", "problem"), [
+    ({"image_field": "image"}, r"--image-field image: no column of that name \(its first row: lesion_id, image_id, "
+                               r"dx, dx_type, age, sex, localization\)"),
+    ({"image_field": "image_id", "label_field": "image_id"}, r"--image-field and --label-field name one column, "
+                                                              r"'image_id'"),
+])
+def test_a_field_the_labels_csv_lacks_is_refused_naming_its_columns(tmp_path, fields, problem):
+    src = tmp_path / "src"
+    _place(src, {"ISIC_0027419.jpg": 0})
+    (tmp_path / "meta.csv").write_text(HAM_METADATA)
+    with pytest.raises(ConvertError, match=problem):
+        discover_images(src, labels_csv=str(tmp_path / "meta.csv"), **fields)
+
+
+def test_the_field_options_without_a_labels_csv_are_refused(tmp_path):
+    src = tmp_path / "src"
+    _place(src, {"a/x.jpg": 0})
+    with pytest.raises(ValueError, match=r"or the columns of a --labels CSV; .* and no labels CSV is given"):
+        discover_images(src, label_field="dx")
+
+
+def _items(found) -> list[tuple[str, str, int]]:
+    return sorted((it.split, it.rel, it.label) for its in found.splits.values() for it in its)
+
+
+def test_named_columns_keep_a_split_column_short_rows_and_an_exact_name_first(tmp_path):
+    src = tmp_path / "src"
+    _place(src, {"a.jpg": 0, "b.jpg": 1})
+    (tmp_path / "meta.csv").write_text("id,Label,file,label,split\n1,x,a.jpg,cat,train\n2,y,b.jpg,dog,val\n")
+    found = discover_images(src, labels_csv=str(tmp_path / "meta.csv"), image_field="file", label_field="label")
+    assert _items(found) == [("train", "a.jpg", 0), ("val", "b.jpg", 1)]  # `label`, not `Label`; the split column
+    (tmp_path / "short.csv").write_text("file,label,age,site\na.jpg,cat,80\nb.jpg,dog\n")  # trailing cells left out
+    found = discover_images(src, labels_csv=str(tmp_path / "short.csv"), image_field="file", label_field="label")
+    assert _items(found) == [("train", "a.jpg", 0), ("train", "b.jpg", 1)]
+
+
+def test_the_first_row_names_the_columns_even_when_it_reads_like_a_row(tmp_path):
+    src = tmp_path / "src"
+    _place(src, {"a.jpg": 0, "b.jpg": 1, "c.jpg": 2})
+    (tmp_path / "meta.csv").write_text("file,cat,flag\na.jpg,cat,1\nb.jpg,dog,0\nc.jpg,cat,1\n")  # `cat`: a class too
+    found = discover_images(src, labels_csv=str(tmp_path / "meta.csv"), image_field="file", label_field="cat")
+    assert found.classes == ("cat", "dog") and found.rejected == []
+    (tmp_path / "binary.csv").write_text("image,malignant,reviewed\na.jpg,1,0\nb.jpg,0,1\nc.jpg,1,1\n")
+    found = discover_images(src, labels_csv=str(tmp_path / "binary.csv"), label_field="malignant")
+    assert found.classes == ("0", "1") and _items(found) == [("train", "a.jpg", 1), ("train", "b.jpg", 0),
+                                                            ("train", "c.jpg", 1)]  # a column of 0/1, not one-hot
+
+
+def test_named_columns_label_a_split_folder_of_loose_images(tmp_path):
+    src = tmp_path / "src"
+    _place(src, {"train/cat/a.jpg": 0, "train/dog/b.jpg": 1, "val/c.jpg": 2, "val/d.jpg": 3})
+    (tmp_path / "val.csv").write_text("score,file,class\n0.5,c.jpg,dog\n0.7,d.jpg,cat\n")
+    found = discover_images(src, labels_csv=f"val={tmp_path / 'val.csv'}", image_field="file", label_field="class")
+    assert _items(found) == [("train", "train/cat/a.jpg", 0), ("train", "train/dog/b.jpg", 1),
+                             ("val", "val/c.jpg", 1), ("val", "val/d.jpg", 0)]

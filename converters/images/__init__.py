@@ -78,11 +78,13 @@ class ImagesKind:
                                  "ignored (a folder without subfolders is unlabeled anyway)")
         parser.add_argument("--image-field", metavar="COLUMN",
                             help="images from Parquet/Arrow tables: the image column (default: the one there is); "
-                                 "from TFRecord files: the image feature (default: image/encoded or image)")
+                                 "from TFRecord files: the image feature (default: image/encoded or image); with "
+                                 "--labels: the CSV's file column (default: the first)")
         parser.add_argument("--label-field", metavar="COLUMN",
                             help="images, text from Parquet/Arrow tables: the label column (default: the "
                                  "ClassLabel, or label/labels); images from TFRecord files: the label feature "
-                                 "(default: image/class/synset, image/class/label or label)")
+                                 "(default: image/class/synset, image/class/label or label); with --labels: the "
+                                 "CSV's label column (default: the first other)")
 
     def options_from_args(self, args: Any) -> ImageOptions:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,

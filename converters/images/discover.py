@@ -30,10 +30,11 @@ log = logging.getLogger(__name__)
 TABLE_LOOK = 2000  # files looked at for tables of images, and for no image file among them
 
 
-def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool, multi: bool = False) -> Discovery:
+def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool, multi: bool = False,
+                     columns: tuple[str | None, str | None] = (None, None)) -> Discovery:
     """The files a labels CSV lists, anywhere under `src` (`take_listed`)."""
     col = ImageCollector(src, follow=follow)
-    classes = take_listed(col, src, csv_path, split, multi=multi)
+    classes = take_listed(col, src, csv_path, split, multi=multi, columns=columns)
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
 
 
@@ -165,7 +166,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if multi_label and split_labels is not None:
         raise ValueError(MULTI_LABEL_SOURCES)
     if labels_csv and split_labels is None:
-        return _discover_listed(src, Path(labels_csv), split, follow_symlinks, multi_label)
+        return _discover_listed(src, Path(labels_csv), split, follow_symlinks, multi_label, (image_field, label_field))
     tables = bool(table_files(src, limit=TABLE_LOOK))
     tfrecords = not tables and has_tfrecords(src, limit=TABLE_LOOK)
     arrays = not tables and not tfrecords and has_array_files(src, limit=TABLE_LOOK)
@@ -180,9 +181,10 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels), multi_label)
         read = discover_tfrecords if tfrecords else discover_array_files if arrays else discover_tables
         return read(src, tables, follow_symlinks=follow_symlinks)
-    if image_field or label_field:
-        raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images "
-                         f"(or the features of TFRecord files); {src} holds image files, or no table")
+    if (image_field or label_field) and not split_labels:
+        raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images, "
+                         f"the features of TFRecord files, or the columns of a --labels CSV; {src} holds image files, "
+                         "or no table, and no labels CSV is given")
     layout = None if unlabeled or label_pattern or labels_csv else \
         discover_layout(src, split, follow_symlinks, multi_label, uncertain)
     if layout is not None:
@@ -220,7 +222,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         classes = folders.classes
         if labelled:
             inner = images_in[labelled] or src / labelled
-            classes = take_listed(col, inner, split_labels[1], split_labels[0], classes if classy else None)
+            classes = take_listed(col, inner, split_labels[1], split_labels[0], classes if classy else None,
+                                  columns=(image_field, label_field))
             for name in listed(src / labelled) if inner != src / labelled else ():  # beside `images/`
                 if name != IMAGES_FOLDER and (src / labelled / name).resolve() != split_labels[1].resolve():
                     col.reject(src / labelled / name, split_labels[0], f"beside {labelled}/{IMAGES_FOLDER}/, which "

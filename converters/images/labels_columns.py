@@ -39,6 +39,32 @@ def read_split_column(csv_path: Path, rows: list[tuple[int, list[str]]]
     return out, splits
 
 
+def named_columns(csv_path: Path, rows: list[tuple[int, list[str]]], file_column: str | None,
+                  label_column: str | None) -> list[tuple[int, list[str]]]:
+    """The rows with the columns `--image-field` and `--label-field` name first (HAM10000's
+    `lesion_id,image_id,dx,...`: image_id and dx), the others after them in their order; the first row names the
+    columns, matched exactly, else whatever their case. Without one of the two, the file is the first column and
+    the label the first other. ConvertError for a name the first row lacks, or one column named for both."""
+    header = [c.strip() for c in rows[0][1]] if rows else []
+
+    def index(name: str | None, default: int, option: str) -> int:
+        if name is None:
+            return default
+        exact = [j for j, c in enumerate(header) if c == name] or [j for j, c in enumerate(header)
+                                                                    if c.lower() == name.lower()]
+        if len(exact) != 1:
+            raise ConvertError(f"{csv_path}: {option} {name}: {'no' if not exact else 'more than one'} column of that "
+                               f"name (its first row: {', '.join(header) or 'none'})")
+        return exact[0]
+
+    file = index(file_column, 0, "--image-field")
+    label = index(label_column, 1 if file == 0 else 0, "--label-field")
+    if file == label:
+        raise ConvertError(f"{csv_path}: --image-field and --label-field name one column, {header[file]!r}")
+    order = [file, label, *(j for j in range(len(header)) if j not in (file, label))]
+    return [(n, [row[j] if j < len(row) else "" for j in order]) for n, row in rows]
+
+
 HOT, COLD = ("1", "1.0"), ("0", "0.0")
 SIGNED_COLD = ("-1", "-1.0")  # CelebA's attributes are 1 or -1: -1 is cold where no cell is 0
 

@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from converters.class_folders import has_control_characters, same_name
-from converters.images.labels_columns import LABEL_HEADERS, boxes, image_labels, one_hot, read_split_column
+from converters.images.labels_columns import (
+    LABEL_HEADERS,
+    boxes,
+    image_labels,
+    named_columns,
+    one_hot,
+    read_split_column,
+)
 from converters.tree import under_source
 from fastdata.errors import ConvertError
 
@@ -130,7 +137,7 @@ def warn_if_a_class_each(source: str, labels: list[str], inputs: str, hint: str)
 
 
 def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None, *,
-                multi: bool = False) -> Labels:
+                multi: bool = False, columns: tuple[str | None, str | None] = (None, None)) -> Labels:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
     column names the list does not know; a full path under `src` names its file), or a table of one-hot columns
     (`one_hot`: the classes are its columns, in their order), or of boxes (`boxes`), any of them with a `split`
@@ -138,7 +145,9 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     refused (which label would be meant?). Columns after the second of any other table are not read: a warning
     says so. `multi` (--multi-label): a row's cell names several classes (`class_separator`), a one-hot row marks
     any number, and a file may have several rows (a class a row: a long table; in one split), or Open Images'
-    (`image_labels`); each file's row is then the tuple of its classes, in the rows' order, none twice."""
+    (`image_labels`); each file's row is then the tuple of its classes, in the rows' order, none twice. `columns`
+    (--image-field, --label-field): the file's and the label's columns by the names the first row gives them
+    (`named_columns`); the others are then not read and draw no warning, a split column aside."""
     if not csv_path.is_file():
         raise ConvertError(f"labels file {csv_path} does not exist")
     labels: dict[str, Any] = {}
@@ -154,13 +163,16 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
                                           enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1) if row]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
         raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
+    named = columns != (None, None)
+    if named:
+        rows = named_columns(csv_path, rows, *columns)
     known = None if files is None else known_names(files)
     rows = [(lineno, [source_path(row[0], src, known), *row[1:]]) for lineno, row in rows]
     split_column = read_split_column(csv_path, rows)
     if split_column is not None:
         rows = split_column[0]
-    columns = one_hot(csv_path, rows, multi=multi) or image_labels(csv_path, rows, multi=multi)
-    box_rows = None if columns is not None else boxes(csv_path, rows)
+    columns = None if named else one_hot(csv_path, rows, multi=multi) or image_labels(csv_path, rows, multi=multi)
+    box_rows = None if columns is not None or named else boxes(csv_path, rows)
     if columns is not None:
         log.info("%s: one-hot columns or Open Images' labels; %d classes: %s", csv_path, len(columns[0]),
                  ", ".join(columns[0][:10]))
@@ -168,13 +180,13 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     elif box_rows is not None:
         log.info("%s: a PredictionString column; each image's class is the class of its boxes", csv_path)
         rows = box_rows
-    elif split_column is not None:  # its first row names the columns
+    elif split_column is not None or named:  # its first row names the columns
         rows = rows[1:]
     elif rows and rows[0][0] == 1 and _is_header(rows[0][1], rows, known):
         log.info("%s: its first row %s is read as column names", csv_path, rows[0][1][:2])
         rows = rows[1:]
     one_hot_rows = multi and columns is not None  # `filename` and then each class the row marks, none included
-    if not one_hot_rows and any(c.strip() for _, row in rows for c in row[2:]):
+    if not one_hot_rows and not named and any(c.strip() for _, row in rows for c in row[2:]):
         log.warning("%s: its rows have more than two columns; the file is the first and the class the second, the "
                     "others are not read", csv_path)
     separator = class_separator([row[1] for _, row in rows if len(row) > 1]) if multi and not one_hot_rows else None

@@ -48,7 +48,8 @@ class ImageCollector(Collector):
 def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
                 classes: tuple[str, ...] | None = None, table: Labels | None = None,
                 skip: tuple[str, ...] = (), multi: bool = False, listing: str | None = None,
-                why_unlisted: Callable[[str], tuple[str, str] | None] | None = None) -> tuple[str, ...]:
+                why_unlisted: Callable[[str], tuple[str, str] | None] | None = None,
+                columns: tuple[str | None, str | None] = (None, None)) -> tuple[str, ...]:
     """Take the files under `folder` a labels CSV lists, named by their paths relative to `folder` (`a.jpg`,
     `part_1/a.jpg`), each in the split its row gives (a split column's, else `split`); every other file is rejected
     as not listed, and so is a row whose class is not among `classes` (None: the CSV's own classes are the classes).
@@ -56,13 +57,14 @@ def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
     which are no images to reject. `multi` (--multi-label): a row names several classes, and a file's label is the
     sorted tuple of their indices. `listing`: what rejections name as the list (`csv_path`'s name);
     `why_unlisted`: (split, reason) of a file the list leaves out for a reason of the dataset's (its name under
-    `folder`), None for one merely not listed. Returns the classes."""
+    `folder`), None for one merely not listed; `columns`: the CSV's file and label columns by name (`read_labels`).
+    Returns the classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
     # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
     found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
     found = [(rel, path, problem) for rel, path, problem in found if path.parent != folder or path.name not in skip]
     names = [rel[len(prefix):] for rel, _, _ in found]
-    labels, own, splits = table or read_labels(csv_path, names, folder, multi=multi)
+    labels, own, splits = table or read_labels(csv_path, names, folder, multi=multi, columns=columns)
     listing = listing or csv_path.name
     if splits is not None and prefix and table is None:
         raise ConvertError(f"{csv_path} has a split column: --labels {split}=FILE puts every file it lists in "
