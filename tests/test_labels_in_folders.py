@@ -40,6 +40,28 @@ def test_kaggles_nih_folders_are_labelled_by_the_csvs_file_names(tmp_path):
                      for name, finding in FINDINGS.items()}
 
 
+def test_nihs_split_lists_name_the_files_in_folders_too(tmp_path):
+    src = tmp_path / "nih"
+    _place(src, {"images_001/images/00000001_000.png": 0, "images_001/images/00000001_001.png": 1,
+                 "images_002/images/00000002_000.png": 2, "images_002/images/00000003_000.png": 3,
+                 "images_003/images/00000003_000.png": 4})
+    table = tmp_path / "Data_Entry_2017.csv"
+    table.write_text("Image Index,Finding Labels\n" + "".join(f"{n},{f}\n" for n, f in FINDINGS.items()))
+    (tmp_path / "test_list.txt").write_text("00000002_000.png\n00000003_000.png\n")
+    (tmp_path / "train_val_list.txt").write_text("00000001_000.png\n00000001_001.png\n")
+    result = convert_images(src, tmp_path / "dst", labels=str(table), multi_label=True,
+                            split_lists=(f"test={tmp_path / 'test_list.txt'}",
+                                         f"train={tmp_path / 'train_val_list.txt'}"))
+    lists = class_lists(tmp_path / "dst")
+    assert {name: split for name, (split, _) in lists.items()} == {
+        "images_001/images/00000001_000.png": "train", "images_001/images/00000001_001.png": "train",
+        "images_002/images/00000002_000.png": "test"}
+    reasons = {r["source"]: (r["split"], r["reason"]) for r in result.manifest.rejected}
+    assert reasons["00000003_000.png"] == ("test", "listed in Data_Entry_2017.csv by a name several files have "
+                                           "(images_002/images/00000003_000.png, images_003/images/00000003_000.png):"
+                                           " name the file whole")  # in the split its list gives it
+
+
 def test_ham10000s_two_parts_are_labelled_by_ids_without_extensions(tmp_path):
     src = tmp_path / "ham10000"
     _place(src, {"HAM10000_images_part_1/ISIC_0027419.jpg": 0, "HAM10000_images_part_1/ISIC_0025030.jpg": 1,
@@ -161,3 +183,14 @@ def test_named_columns_label_a_split_folder_of_loose_images(tmp_path):
     found = discover_images(src, labels_csv=f"val={tmp_path / 'val.csv'}", image_field="file", label_field="class")
     assert _items(found) == [("train", "train/cat/a.jpg", 0), ("train", "train/dog/b.jpg", 1),
                              ("val", "val/c.jpg", 1), ("val", "val/d.jpg", 0)]
+
+
+def test_a_split_list_name_in_several_folders_is_a_rejection_naming_them(tmp_path):
+    src = tmp_path / "src"
+    _place(src, {"a/x.jpg": 0, "b/x.jpg": 1, "c/y.jpg": 2, "z.jpg": 3})
+    (tmp_path / "test.txt").write_text("x.jpg\ny\nz\n")
+    result = convert_images(src, tmp_path / "dst", unlabeled=True, split_lists=(f"test={tmp_path / 'test.txt'}",))
+    m = result.manifest
+    assert {s: m.split(s).samples for s in m.splits} == {"test": 2, "train": 2}  # c/y.jpg and z.jpg; a/, b/ train
+    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+        ("test", "x.jpg", "listed in split list test.txt: names several files (a/x.jpg, b/x.jpg): name the file whole")]

@@ -307,18 +307,25 @@ def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, st
     return listed, ambiguous
 
 
+def by_base_name(names: list[str]) -> dict[str, list[str]]:
+    """The names of files in folders by the names a list may give them alone: the file's name whole and without
+    its image extension (NFC)."""
+    out: dict[str, list[str]] = {}
+    for n in names:
+        if "/" in n:
+            base = n.rsplit("/", 1)[1]
+            stem = image_stem(base)
+            for key in {same_name(base), *(() if stem is None else (same_name(stem),))}:
+                out.setdefault(key, []).append(n)
+    return out
+
+
 def _by_base_name(labels: dict[str, Any], names: list[str], listed: dict[str, str],
                   ambiguous: dict[str, list[str]]) -> None:
     """`listed_names`' last resort: a row naming a file by its name alone (whole or without its extension) takes the
     one file of that name in a folder; several such files make the row ambiguous."""
     taken = set(listed.values())
-    by_base: dict[str, list[str]] = {}
-    for n in names:
-        if n not in listed and "/" in n:
-            base = n.rsplit("/", 1)[1]
-            stem = image_stem(base)
-            for key in {same_name(base), *(() if stem is None else (same_name(stem),))}:
-                by_base.setdefault(key, []).append(n)
+    by_base = by_base_name([n for n in names if n not in listed])
     for n in labels:  # (a name with a folder is no key: files are keyed by their names alone)
         if n in taken or n in ambiguous:
             continue

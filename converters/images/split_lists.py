@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import same_name
-from converters.images.labels_csv import image_stem, known_names, source_path
+from converters.images.labels_csv import by_base_name, image_stem, known_names, source_path
 from converters.kind import Discovery
 from converters.sample import Rejection
 from fastdata.errors import ConvertError
@@ -52,8 +52,11 @@ def _entries(path: Path, src: Path, known: set[str]) -> list[tuple[int, str]]:
 
 def _resolver(names: list[str]):
     """A function from a list's entry to (the one file of `names` it names, or None and the several it could
-    name): the name whole, in the other Unicode normalisation, or without its image extension."""
+    name): the name whole, in the other Unicode normalisation, or without its image extension; else, for a name
+    without a folder, the one file of that name in a folder (Kaggle's NIH ChestX-ray14 lists `00000003_000.png` in
+    `test_list.txt` for `images_001/images/00000003_000.png`)."""
     exact = set(names)
+    bases = by_base_name(names)
     same: dict[str, list[str]] = {}
     stems: dict[str, list[str]] = {}
     for n in names:
@@ -67,6 +70,8 @@ def _resolver(names: list[str]):
         found = same.get(same_name(entry), [])
         if len(found) != 1 and image_stem(entry) is None:  # a name with an image extension names its file whole
             found = stems.get(same_name(entry), [])
+        if not found:  # (a name with a folder is no key: `bases` holds names alone)
+            found = bases.get(same_name(entry), [])
         return (found[0], []) if len(found) == 1 else (None, sorted(found))
 
     return resolve
