@@ -196,6 +196,10 @@ class Context:
                                     b"00000002_000.png,No Finding,2\n00000003_000.png,Mass|Mass,3\n"),
             ("train_v2.csv", b"image_name,tags\ntrain_0,haze primary\ntrain_1,clear primary water\n"),
             ("multi_hot.csv", b"image,MEL,NV,BCC\na,1.0,0.0,1.0\nb,0,0,0\nc,0,1,0\n"),
+            # HAM10000's metadata, its file and label columns named (--image-field image_id --label-field dx)
+            ("HAM10000_metadata.csv", b"lesion_id,image_id,dx,dx_type,age,sex,localization\n"
+                                      b"HAM_0000118,ISIC_0027419,bkl,histo,80.0,male,scalp\n"
+                                      b"HAM_0002730,ISIC_0031633,nv,histo,75.0,male,ear\n"),
             # a long table (a row an image and class) and Open Images' image-level labels (Confidence 1 or 0)
             ("long_labels.csv", b"filename,label\na.jpg,cat\nb.jpg,dog\na.jpg,dog\n"),
             ("oidv6-train-annotations-human-imagelabels.csv", b"ImageID,Source,LabelName,Confidence\n"
@@ -1135,6 +1139,8 @@ def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str
     labels = name in ("labels.csv", "LOC_val_solution.csv", "train_list.txt")
     if name in MULTI_LABEL_TABLES:
         _expect(lambda: _multi_labels(path), step=f"{name} read")
+    elif name == "HAM10000_metadata.csv":
+        _expect(lambda: read_labels(path, columns=("image_id", "dx")), step=f"{name} read")
     else:
         _expect(lambda: read_labels(path) if labels else read_captions(path), step=f"{name} read")
     return f"{name}: {what}"
