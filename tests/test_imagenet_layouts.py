@@ -213,6 +213,20 @@ def test_path_label_lines_of_caffe_and_openmmlab_annotation_files(tmp_path):
     assert split_items(d) == {"train": [("n01/a.JPEG", 0), ("n02/c.jpg", 1), ("n02/my photo.jpg", 1)]}
 
 
+def test_fgvc_aircraft_lines_of_an_id_and_a_label_with_spaces(tmp_path):
+    """`images_variant_trainval.txt`: `1340192 Cessna 172`, read as torchvision reads it (the id, then the rest);
+    a path with spaces and a last-word label (Caffe's) keeps being read so."""
+    src = touch(tmp_path / "images", "1025794.jpg", "1340192.jpg", "0056978.jpg", "my photo.jpg", "a.jpg",
+                "a.jpg b.jpg")
+    (tmp_path / "variants.txt").write_text("1025794 707-320\n1340192 Cessna 172\n0056978 Global  Express\n"
+                                           "my photo.jpg 3\na.jpg b.jpg 3\na.jpg 3\nnone 5 6\n")
+    d = discover_images(src, labels_csv=str(tmp_path / "variants.txt"))
+    assert d.classes == ("3", "6", "707-320", "Cessna 172", "Global Express")  # runs of spaces read as one
+    assert split_items(d) == {"train": [("0056978.jpg", 4), ("1025794.jpg", 2), ("1340192.jpg", 3), ("a.jpg", 0),
+                                        ("a.jpg b.jpg", 0), ("my photo.jpg", 0)]}
+    assert split_rejections(d) == [("train", "none 5", "listed in variants.txt but no such file in the source")]
+
+
 def test_places365_paths_from_a_root_name_the_files_under_the_source(tmp_path):
     src = touch(tmp_path / "data_256", "a/airfield/00000001.jpg", "b/bar/00000002.jpg")
     (tmp_path / "places.txt").write_text("/a/airfield/00000001.jpg 0\n/b/bar/00000002.jpg 1\n/z/none/3.jpg 1\n")

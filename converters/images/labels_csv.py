@@ -71,6 +71,16 @@ def _path_label_rows(f) -> list[tuple[int, list[str]]]:
     return [(n, line.rsplit(None, 1)) for n, line in enumerate(f.read().splitlines(), 1) if line.strip()]
 
 
+def _label_after_file(row: list[str], src: Path | None, known: set[str]) -> list[str]:
+    """A `path label` line whose label holds spaces, as FGVC-Aircraft's `1025794 Cessna 172` (torchvision reads it
+    as the id and the rest): the first word and the rest, where the first word names a file of the source and the
+    words before the last do not."""
+    if len(row) != 2 or same_name(source_path(row[0], src)) in known:
+        return row
+    first, rest = f"{row[0]} {row[1]}".split(None, 1)
+    return [first, rest] if same_name(source_path(first, src)) in known else row
+
+
 def _counted_rows(f, csv_path: Path) -> list[tuple[int, list[str]]]:
     """CelebA's `list_attr_celeba.txt`: a first line of the row count, a second of the column names without the
     file's, then `000001.jpg -1  1  1 ...` rows split by runs of spaces; read as a table whose first row names an
@@ -167,6 +177,8 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     if named:
         rows = named_columns(csv_path, rows, *columns)
     known = None if files is None else known_names(files)
+    if delimiter == " " and not COUNT.fullmatch(head.strip()) and known is not None:
+        rows = [(lineno, _label_after_file(row, src, known)) for lineno, row in rows]
     rows = [(lineno, [source_path(row[0], src, known), *row[1:]]) for lineno, row in rows]
     split_column = read_split_column(csv_path, rows)
     if split_column is not None:
