@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import flowers102
+from converters.images import fgvc_aircraft, flowers102
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
@@ -45,6 +45,15 @@ def _discover_flowers(src: Path, split: str, follow: bool) -> Discovery:
     classes = take_listed(col, src, src / flowers102.LABELS, split, table=table,
                           skip=(flowers102.LABELS, flowers102.SETID))
     return Discovery(col.items, classes, col.rejected, "flowers102", col.identity)
+
+
+def _discover_fgvc(src: Path, data: Path, split: str, follow: bool) -> Discovery:
+    """FGVC-Aircraft (fgvc_aircraft.py): `images/` labelled by the variant lists beside it, split by them."""
+    col = ImageCollector(src, follow=follow)
+    table = fgvc_aircraft.read_fgvc(data)
+    classes = take_listed(col, data / fgvc_aircraft.IMAGES, data / "images_variant_train.txt", split, table=table,
+                          listing="the images_variant lists")
+    return Discovery(col.items, classes, col.rejected, "fgvc_aircraft", col.identity)
 
 
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
@@ -193,6 +202,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         raise ValueError(MULTI_LABEL_SOURCES)
     if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):
         return _discover_flowers(src, split, follow_symlinks)
+    aircraft = None if unlabeled or label_pattern or labels_csv else fgvc_aircraft.found(src)
+    if aircraft is not None:
+        return _discover_fgvc(src, aircraft, split, follow_symlinks)
     follow = follow_symlinks
     top = listed(src)
     if label_pattern:
