@@ -150,6 +150,14 @@ def test_info_line_by_line(dataset: Path, capsys) -> None:
     assert listed[11].startswith("  [train] class_1/broken.jpg: corrupt or truncated image") and len(listed) == 12
 
 
+def test_info_of_a_multi_label_split_names_what_weighs_its_classes_not_the_refused_option() -> None:
+    from fastdata.cli.info import _imbalance
+
+    assert [x.strip() for x in _imbalance(("a", "b"), (6, 2), multi=True)] == [
+        "classes: largest a (6), smallest b (2), 3.0x; BCEWithLogitsLoss's pos_weight from fastdata.sample_labels "
+        "weighs them"]
+
+
 def test_info_names_no_imbalance_when_the_counts_are_not_the_classes() -> None:
     from fastdata.cli.info import _imbalance
 

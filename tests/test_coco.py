@@ -83,6 +83,16 @@ def test_each_split_converts_with_the_categories_of_its_objects(tmp_path, year):
         ("train", f"train{year}/{_name(year, 'train', 99)}", f"not listed in labels file instances_train{year}.json")]
 
 
+def test_info_names_what_weighs_the_classes_of_a_multi_label_split(tmp_path, capsys):
+    src = _coco(tmp_path)
+    convert_images(src, tmp_path / "dst", multi_label=True)
+    capsys.readouterr()
+    assert cli(["info", str(tmp_path / "dst")]) == 0
+    out = capsys.readouterr().out
+    assert ("classes: largest person (2), smallest car (1), 2.0x; BCEWithLogitsLoss's pos_weight from "
+            "fastdata.sample_labels weighs them") in out and "sample_weights='balanced'" not in out
+
+
 def test_without_the_option_the_folder_is_refused_naming_it(tmp_path):
     src = _coco(tmp_path)
     with pytest.raises(ConvertError, match=r"is laid out as COCO \(annotations/instances_\*.json beside the images' "

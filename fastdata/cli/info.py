@@ -74,7 +74,7 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
         yield f"{'':10s} data_digest: {digest_of([s.shards])} (what a loader state saved on the whole split names)"
         for key, value in sorted(s.stats.items()):
             yield f"{'':10s} {key}: {_stat(key, value)}"
-        yield from _imbalance(m.classes, s.class_counts)
+        yield from _imbalance(m.classes, s.class_counts, multi=m.multi_label)
     if m.classes:
         shown = joined_names(m.classes[:10]) + (", ..." if len(m.classes) > 10 else "")
         yield f"classes ({len(m.classes)}): {shown}"
@@ -92,15 +92,18 @@ def _lines(args: argparse.Namespace, m: Manifest) -> Iterator[str]:
             yield f"  {line}"
 
 
-def _imbalance(classes: tuple[str, ...], counts: tuple[int, ...]) -> Iterator[str]:
+def _imbalance(classes: tuple[str, ...], counts: tuple[int, ...], multi: bool = False) -> Iterator[str]:
     """A line on a split whose largest class holds twice its smallest or more, naming the option that draws them
-    alike (docs/loading.md, "Weighted sampling"). None where no sample has a class: a volume dataset's classes are
-    its masks' values, which no sample is labelled with."""
+    alike (docs/loading.md, "Weighted sampling"), or with several classes an image (`multi`), which it refuses,
+    what weighs them. None where no sample has a class: a volume dataset's classes are its masks' values, which no
+    sample is labelled with."""
     if not counts or len(counts) != len(classes) or not any(counts):
         return
     hi = max(range(len(counts)), key=lambda c: (counts[c], -c))
     lo = min(range(len(counts)), key=lambda c: (counts[c], c))
     if counts[hi] >= 2 * counts[lo]:
         ratio = f"{counts[hi] / counts[lo]:.1f}x" if counts[lo] else "a class without samples"
+        remedy = ("BCEWithLogitsLoss's pos_weight from fastdata.sample_labels weighs them" if multi else
+                  "sample_weights='balanced' draws them alike")
         yield (f"{'':10s} classes: largest {classes[hi]} ({counts[hi]}), smallest {classes[lo]} ({counts[lo]}), "
-               f"{ratio}; sample_weights='balanced' draws them alike")
+               f"{ratio}; {remedy}")
