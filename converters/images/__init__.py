@@ -1,6 +1,7 @@
 """The images kind: ImageNet-style folders, Hugging Face tables of images (tables.py), TFRecord files of
 tf.train.Example records (tfrecords.py), torchvision's CIFAR and MNIST files or Kaggle's tables of pixels
-(array_files.py) -> baseline RGB JPEG samples (jpg, cls, json)."""
+(array_files.py), datasets labelled by their own files (flowers102.py, fgvc_aircraft.py, dataset_lists.py) ->
+baseline RGB JPEG samples (jpg, cls, json; with --multi-label, json lists the classes)."""
 
 from __future__ import annotations
 

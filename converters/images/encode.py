@@ -37,7 +37,7 @@ class ImageOptions:
     split_lists: tuple[str, ...] = ()  # SPLIT=FILE: the files FILE lists are in SPLIT (split_lists.py)
     classes: str | None = None  # a file naming the class ids 0..K-1, one a line (id_names.py)
     val_fraction: float = 0.0  # held out of --split as val, file by file (split_lists.py)
-    uncertain: str | None = None  # CheXpert's -1.0: "ones" present, "zeros" absent (chexpert.py)
+    uncertain: str | None = None  # CheXpert's and MIMIC-CXR-JPG's -1.0: "ones" present, "zeros" absent
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
