@@ -9,6 +9,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -100,9 +101,9 @@ def convert_images(src: Path, dst: Path, **config: object):
     return convert(get_kind("images"), src, dst, options=opts, config=ConvertConfig(**cfg))
 
 
-def class_lists(dst: Path, key=lambda source: source) -> dict[str, tuple[str, list[int]]]:
-    """Each sample of a --multi-label dataset -> (its split, the classes its json member lists), by its source as
-    `key` makes it (a sample listing its classes has no `cls` member)."""
+def class_lists(dst: Path, key=lambda source: source, field: str = "labels") -> dict[str, tuple[str, Any]]:
+    """Each sample of a converted dataset -> (its split, its json member's `field`: a --multi-label sample's list of
+    classes, whose sample has no `cls` member; `label` for one class), by its source as `key` makes it."""
     import tarfile
 
     from fastdata.manifest import read_manifest
@@ -113,10 +114,10 @@ def class_lists(dst: Path, key=lambda source: source) -> dict[str, tuple[str, li
         for shard in m.split(split).shards:
             with tarfile.open(dst / shard.name) as tar:
                 for member in tar:
-                    assert not member.name.endswith(".cls")
+                    assert field != "labels" or not member.name.endswith(".cls")
                     if member.name.endswith(".json"):
                         meta = json.loads(tar.extractfile(member).read())
-                        out[key(meta["source"])] = (split, meta["labels"])
+                        out[key(meta["source"])] = (split, meta[field])
     return out
 
 

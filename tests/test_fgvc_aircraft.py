@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import PHOTOS, convert_images
+from helpers import PHOTOS, class_lists, convert_images
 
 from converters.images import fgvc_aircraft
 from fastdata.cli import main as cli
@@ -38,29 +38,13 @@ def _aircraft(root: Path, *, variants: bool = True, lists=LISTS) -> Path:
     return src
 
 
-def _labels(dst: Path) -> dict[str, tuple[str, int]]:
-    import json
-    import tarfile
-
-    out = {}
-    m = read_manifest(dst)
-    for split in m.splits:
-        for shard in m.split(split).shards:
-            with tarfile.open(dst / shard.name) as tar:
-                for member in tar:
-                    if member.name.endswith(".json"):
-                        meta = json.loads(tar.extractfile(member).read())
-                        out[Path(meta["source"]).stem] = (split, meta["label"])
-    return out
-
-
 def test_the_download_converts_with_the_variants_in_their_order_and_the_lists_splits(tmp_path, capsys):
     src = _aircraft(tmp_path)
     assert cli(["convert", str(src), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
     m = read_manifest(tmp_path / "dst")
     assert m.classes == tuple(VARIANTS) and m.extra["layout"] == "fgvc_aircraft"
-    assert _labels(tmp_path / "dst") == {i: (split, VARIANTS.index(c)) for split, rows in LISTS.items()
-                                         for i, c in rows.items()}
+    assert class_lists(tmp_path / "dst", lambda source: Path(source).stem, field="label") == {
+        i: (split, VARIANTS.index(c)) for split, rows in LISTS.items() for i, c in rows.items()}
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("data/images/9999999.jpg", "not listed in labels file the images_variant lists")]
 
@@ -106,5 +90,6 @@ def test_blank_lines_are_skipped_and_an_oversized_or_unreadable_list_is_refused(
     with pytest.raises(ConvertError, match=r"cannot read .*images_variant_val.txt: 'utf-8' codec can't decode"):
         fgvc_aircraft.read_fgvc(src / "data")
     monkeypatch.setattr(fgvc_aircraft, "MAX_FILE", 10)
-    with pytest.raises(ConvertError, match=r"images_variant_train.txt: 35 bytes, more than FGVC-Aircraft's lists hold"):
+    with pytest.raises(ConvertError, match=r"images_variant_train.txt: 35 bytes, more than an FGVC-Aircraft list "
+                                           r"holds"):
         fgvc_aircraft.read_fgvc(src / "data")

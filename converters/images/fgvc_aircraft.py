@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from converters.images.labels_csv import Labels
+from converters.images.list_text import list_text
 from fastdata.errors import ConvertError
 
 IMAGES = "images"
@@ -32,12 +33,7 @@ def found(src: Path) -> Path | None:
 
 
 def _lines(path: Path) -> list[tuple[int, str, str]]:
-    if path.stat().st_size > MAX_FILE:
-        raise ConvertError(f"{path}: {path.stat().st_size} bytes, more than FGVC-Aircraft's lists hold")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConvertError(f"cannot read {path}: {exc}") from exc
+    text = list_text(path, MAX_FILE, "an FGVC-Aircraft list")
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():

@@ -307,16 +307,24 @@ def listed_names(labels: dict[str, str], names: list[str]) -> tuple[dict[str, st
         if n not in listed and stem is not None:
             by_stem.setdefault(same_name(stem), []).append(n)
     ambiguous: dict[str, list[str]] = {}
-    for n in labels:
-        if image_stem(n) is not None:  # a name with an image extension names its file whole
-            continue
-        found = by_stem.get(same_name(n), [])
+    # a name with an image extension names its file whole
+    _match([n for n in labels if image_stem(n) is None], by_stem, listed, ambiguous)
+    # last: a name alone, the one file of that name in a folder (a name with a folder is no key of `by_base_name`)
+    taken = set(listed.values())
+    _match([n for n in labels if n not in taken and n not in ambiguous],
+           by_base_name([n for n in names if n not in listed]), listed, ambiguous)
+    return listed, ambiguous
+
+
+def _match(rows: list[str], files: dict[str, list[str]], listed: dict[str, str],
+           ambiguous: dict[str, list[str]]) -> None:
+    """Each of `rows` takes the one file `files` holds under its name (NFC); several make the row ambiguous."""
+    for n in rows:
+        found = files.get(same_name(n), [])
         if len(found) == 1:
             listed[found[0]] = n
         elif found:
             ambiguous[n] = sorted(found)
-    _by_base_name(labels, names, listed, ambiguous)
-    return listed, ambiguous
 
 
 def by_base_name(names: list[str]) -> dict[str, list[str]]:
@@ -330,22 +338,6 @@ def by_base_name(names: list[str]) -> dict[str, list[str]]:
             for key in {same_name(base), *(() if stem is None else (same_name(stem),))}:
                 out.setdefault(key, []).append(n)
     return out
-
-
-def _by_base_name(labels: dict[str, Any], names: list[str], listed: dict[str, str],
-                  ambiguous: dict[str, list[str]]) -> None:
-    """`listed_names`' last resort: a row naming a file by its name alone (whole or without its extension) takes the
-    one file of that name in a folder; several such files make the row ambiguous."""
-    taken = set(listed.values())
-    by_base = by_base_name([n for n in names if n not in listed])
-    for n in labels:  # (a name with a folder is no key: files are keyed by their names alone)
-        if n in taken or n in ambiguous:
-            continue
-        found = by_base.get(same_name(n), [])
-        if len(found) == 1:
-            listed[found[0]] = n
-        elif found:
-            ambiguous[n] = sorted(found)
 
 
 INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,18})")  # up to 19 digits (int64's); a longer number is a name

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from converters.images.labels_csv import Labels
+from converters.images.list_text import list_text
 from fastdata.errors import ConvertError
 
 IMAGES = "JPEGImages"
@@ -40,12 +41,7 @@ def found(src: Path) -> bool:
 
 def _lines(path: Path) -> list[tuple[int, list[str]]]:
     """The words of each line of a list that is not blank, with its line number."""
-    if path.stat().st_size > MAX_FILE:
-        raise ConvertError(f"{path}: {path.stat().st_size} bytes, more than a VOC list holds")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConvertError(f"cannot read {path}: {exc}") from exc
+    text = list_text(path, MAX_FILE, "a VOC list")
     return [(n, line.split()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
