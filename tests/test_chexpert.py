@@ -110,7 +110,7 @@ def test_without_the_option_the_folder_is_refused_and_the_option_elsewhere_too(t
     (lambda t: t + t.splitlines()[1] + "\n", r"train.csv:7: 'CheXpert-v1.0-small/train/patient00001/study1/"
                                             r"view1_frontal.jpg' is listed again"),
     (lambda t: t + ",Male,50,Frontal,AP" + "," * 14 + "\n", r"train.csv:7: a row without a path"),
-    (lambda t: "Path,Sex\n" + "".join(line.split(",")[0] + ",Male\n" for line in t.splitlines()[1:]),
+    (lambda t: "Path,Sex,No Finding\n" + "".join(line.split(",")[0] + ",Male,yes\n" for line in t.splitlines()[1:]),
      r"train.csv: no column of observations \(1.0, 0.0, -1.0 or blank in every row\)"),
     (lambda t: t.replace(",Support Devices", ",Devices"), r"valid.csv: its observations are not those of train.csv"),
 ])
@@ -127,6 +127,8 @@ def test_which_folders_are_chexperts(tmp_path):
     assert chexpert.found(src) == [("train", src / "train.csv"), ("val", src / "valid.csv")]
     (src / "valid.csv").write_text("Image,Label\n")
     assert chexpert.found(src) == [("train", src / "train.csv")]  # a valid.csv of other columns: not read
+    (src / "valid.csv").write_text("Path,label\nvalid/a.jpg,cat\n")  # a table of paths, but not CheXpert's
+    assert chexpert.found(src) == [("train", src / "train.csv")]
     (src / "valid.csv").write_bytes(b"\xff\xfe")
     assert chexpert.found(src) == [("train", src / "train.csv")]
     (src / "train.csv").write_text("Image,Label\n")

@@ -25,6 +25,7 @@ from fastdata.errors import ConvertError
 
 FILES = {"train.csv": "train", "valid.csv": "val"}
 PATH = "Path"
+NO_FINDING = "No Finding"  # an observation every CheXpert file has
 MARKS = {"1.0": True, "1": True, "0.0": False, "0": False, "": False, "-1.0": None, "-1": None}  # None: uncertain
 UNCERTAIN = ("ones", "zeros")
 NEEDS_OPTION = ("{src} is laid out as CheXpert (train.csv of a Path column and observations beside train/): an "
@@ -33,8 +34,8 @@ NEEDS_OPTION = ("{src} is laid out as CheXpert (train.csv of a Path column and o
 
 
 def found(src: Path) -> list[tuple[str, Path]]:
-    """(split, labels file) of each of CheXpert's files under `src` whose first column is `Path`; [] when `src` is
-    not laid out as CheXpert (`train.csv` of that header beside `train/`)."""
+    """(split, labels file) of each of CheXpert's files under `src` whose first column is `Path` and which has a
+    `No Finding` column; [] when `src` is not laid out as CheXpert (`train.csv` of that header beside `train/`)."""
     if not (src / "train").is_dir():
         return []
     out = []
@@ -44,7 +45,7 @@ def found(src: Path) -> list[tuple[str, Path]]:
                 head = next(csv.reader(f), [])
         except (OSError, UnicodeDecodeError, csv.Error):
             continue
-        if head[:1] == [PATH]:
+        if head[:1] == [PATH] and NO_FINDING in head:  # CheXpert's columns, not any table of paths
             out.append((split, src / name))
     return out if any(split == "train" for split, _ in out) else []
 
