@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -216,34 +217,35 @@ def _label(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_fi
         sample.label, sample.problem = label_text(data[label_ext])
         sample.label_member = label_ext
         return
-    json_ext = next((e for e in exts if last_ext(e) == JSON_EXT), None)
-    if json_ext is None:
-        return
-    record, why = json_record(data[json_ext])
-    field = label_field or next((f for f in JSON_LABEL_FIELDS if f in (record or ())), None)
-    if record is not None and field is None:
-        why = f"its json member has none of the fields {', '.join(JSON_LABEL_FIELDS)}"
-    elif record is not None:
-        text, why = field_label(record, field)
-        if text is not None:
-            sample.label, why = label_text(text.encode("utf-8", "surrogatepass"))
-        sample.label_member, sample.label_field = json_ext, field
-    sample.unlabeled = None if why is None else f"{why} (read for its label)"
+    _from_json(sample, data, exts, label_field, JSON_LABEL_FIELDS, _single_label, "label")
+
+
+def _single_label(record: dict, field: str) -> tuple[str | None, str | None]:
+    """(the label text of `field`, None) or (None, why there is none)."""
+    text, why = field_label(record, field)
+    return (None, why) if text is None else label_text(text.encode("utf-8", "surrogatepass"))
 
 
 def _classes(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_field: str | None) -> None:
     """--multi-label: the text of each class the sample's json member lists (`field_texts`)."""
+    _from_json(sample, data, exts, label_field, MULTI_LABEL_FIELDS, field_texts, "labels")
+
+
+def _from_json(sample: SampleScan, data: dict[str, bytes], exts: list[str], label_field: str | None,
+               fields: tuple[str, ...], read: Callable[[dict, str], tuple[Any, str | None]], what: str) -> None:
+    """The sample's label as `read` takes it from its json member's `label_field`, else the first of `fields` it
+    has; why there is none in `unlabeled` (a json member may hold no label)."""
     json_ext = next((e for e in exts if last_ext(e) == JSON_EXT), None)
     if json_ext is None:
         return
     record, why = json_record(data[json_ext])
-    field = label_field or next((f for f in MULTI_LABEL_FIELDS if f in (record or ())), None)
+    field = label_field or next((f for f in fields if f in (record or ())), None)
     if record is not None and field is None:
-        why = f"its json member has none of the fields {', '.join(MULTI_LABEL_FIELDS)}"
+        why = f"its json member has none of the fields {', '.join(fields)}"
     elif record is not None:
-        sample.label, why = field_texts(record, field)
+        sample.label, why = read(record, field)
         sample.label_member, sample.label_field = json_ext, field
-    sample.unlabeled = None if why is None else f"{why} (read for its labels)"
+    sample.unlabeled = None if why is None else f"{why} (read for its {what})"
 
 
 def _finish(sample: SampleScan, data: dict[str, bytes], *, max_pixels: int, decode: bool,
