@@ -1026,13 +1026,22 @@ def _check_class_lists(found: Any, name: str) -> None:
 LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.txt",
                  "voc:ImageSets/Main/dog_val.txt", "celeba:list_attr_celeba.txt", "celeba:list_eval_partition.txt",
                  "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json", "chexpert:train.csv",
-                 "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv")
+                 "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv", "hf:train/metadata.jsonl",
+                 "hf:val/metadata.csv")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "hf":  # Hugging Face ImageFolder metadata in each split folder (hf_metadata.py)
+        for k, i in enumerate(ids):
+            (src / ("train" if k < 2 else "val")).mkdir(parents=True, exist_ok=True)
+            (src / ("train" if k < 2 else "val") / f"{i}.jpg").write_bytes(jpg)
+        (src / "train" / "metadata.jsonl").write_text(f'{{"file_name": "{ids[0]}.jpg", "labels": ["cat", "dog"]}}\n'
+                                                      f'{{"file_name": "{ids[1]}.jpg", "labels": []}}\n')
+        (src / "val" / "metadata.csv").write_text(f"file_name,labels\n{ids[2]}.jpg,dog\n{ids[3]}.jpg,cat|bird\n")
+        return
     if kind == "mimic":
         studies = ["50414267", "53189527", "57375967"]
         (src / "mimic-cxr-2.0.0-chexpert.csv").parent.mkdir(parents=True)

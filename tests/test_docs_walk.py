@@ -7,6 +7,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/coco/dataset_coco.json               the same captions as Karpathy's split file
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
+  ~/hf/pets/{train,test}/*.jpg, metadata.jsonl   the photos labelled by Hugging Face ImageFolder metadata
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
   ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
   ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files
@@ -258,6 +259,17 @@ def _hub_captions(root: Path) -> None:
     pq.write_table(with_features(table, features), path)
 
 
+def _hf_imagefolder(root: Path) -> None:
+    """The photos as a folder for `load_dataset("imagefolder")`: train/ and test/, each with a metadata.jsonl of
+    `file_name` and `label`."""
+    for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))):
+        split = "test" if i % 5 == 4 else "train"
+        (root / split).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, root / split / p.name)
+        with open(root / split / "metadata.jsonl", "a") as f:
+            f.write(json.dumps({"file_name": p.name, "label": CLASSES[i % 3]}) + "\n")
+
+
 @pytest.fixture(scope="session")
 def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path:
     S3_ENV.update(AWS_ENDPOINT_URL=s3_endpoint, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
@@ -275,6 +287,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _captioned(box / "home" / "data")
     _hub_download(box / "home" / "hf" / "beans")
     _hub_captions(box / "home" / "hf" / "flickr30k")
+    _hf_imagefolder(box / "home" / "hf" / "pets")
     _kaggle_imagenet(box)
     _named(box / "home")
     _voc(box / "home" / "data")

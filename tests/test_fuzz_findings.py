@@ -345,16 +345,16 @@ def test_a_captions_parquet_column_with_a_field_name_that_is_not_utf8_is_a_conve
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from converters.image_text.captions import _parquet_rows
+    from converters.image_text.captions import read_captions
     from fastdata.errors import ConvertError
 
     path = tmp_path / "captions.parquet"
     pq.write_table(pa.table({"file": pa.array([{"zq": "a.jpg"}]), "caption": ["a cat"]}), path, store_schema=False)
     raw = path.read_bytes()
     path.write_bytes(raw.replace(b"zq", b"\xff\xfe"))
-    with pytest.raises(ConvertError, match=r"^cannot read captions file .*captions\.parquet: column 'file' or "
-                                           r"'caption' holds a field name that is not UTF-8"):
-        _parquet_rows(path)
+    with pytest.raises(ConvertError, match=r"^cannot read captions file .*captions\.parquet: a column's name, or the "
+                                           r"name of a field of one, is not UTF-8"):
+        read_captions(path)
 
 
 def _lengthen_offsets_buffer(path: Path, column: str, extra: int) -> None:

@@ -145,7 +145,8 @@ def test_a_field_the_labels_csv_lacks_is_refused_naming_its_columns(tmp_path, fi
 def test_the_field_options_without_a_labels_csv_are_refused(tmp_path):
     src = tmp_path / "src"
     _place(src, {"a/x.jpg": 0})
-    with pytest.raises(ValueError, match=r"or the columns of a --labels CSV; .* and no labels CSV is given"):
+    with pytest.raises(ValueError, match=r"the columns of a --labels CSV or of Hugging Face metadata .* and no labels "
+                                         r"CSV is given"):
         discover_images(src, label_field="dx")
 
 

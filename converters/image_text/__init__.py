@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.image_text.captions import names_files_and_captions
-from converters.image_text.discover import METADATA, discover_pairs
+from converters.image_text.discover import discover_pairs
 from converters.image_text.process import IDS_FILL, ImageTextOptions, PairProcessor
 from converters.image_text.tables import discover_caption_tables, has_caption_tables
 from converters.images import KIND as IMAGES
@@ -19,6 +19,7 @@ from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import bytes_limit
 from converters.images.tables import table_files
 from converters.kind import Discovery
+from converters.metadata_files import METADATA
 from converters.text.tokenize import tokenizer_identity, tokenizer_info
 from converters.tree import first_files
 

@@ -7,10 +7,12 @@ split)`; `where` names the file and line for the rejections."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from converters.metadata_files import column_rows, header_names
 from converters.tree import split_of_folder
 from fastdata.errors import ConvertError
 from fastdata.json_text import BadJSON, parse_json
@@ -68,45 +70,19 @@ def _table_rows(path: Path, delimiter: str) -> list[CaptionRow]:
                 for row in reader]
 
 
-def _jsonl_rows(path: Path) -> list[CaptionRow]:
-    rows = []
-    file_col = cap_col = None
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = parse_json(line)
-            except BadJSON as exc:
-                raise ConvertError(f"{path}:{lineno}: not a JSON object: {exc}") from exc
-            if not isinstance(record, dict):
-                raise ConvertError(f"{path}:{lineno}: expected a JSON object with file and caption fields")
-            if file_col is None:
-                file_col = _column(list(record), FILE_COLUMNS, "file", path)
-                cap_col = _column(list(record), CAPTION_COLUMNS, "caption", path)
-            rows.append(CaptionRow(_text(record.get(file_col)), _text(record.get(cap_col)), f"{path.name}:{lineno}"))
-    return rows
+def _pick(path: Path) -> Callable[[list[str]], list[str]]:
+    """What `column_rows` reads of a captions table: its file column and its caption column."""
+    return lambda names: [_column(names, FILE_COLUMNS, "file", path), _column(names, CAPTION_COLUMNS, "caption", path)]
+
+
+def _named_rows(path: Path) -> list[CaptionRow]:
+    """The rows of a JSON Lines or Parquet captions table (metadata_files.py)."""
+    _, rows = column_rows(path, _pick(path), "captions file")
+    return [CaptionRow(_text(f), _text(c), f"{path.name}:{where}") for where, (f, c) in rows]
 
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _parquet_rows(path: Path) -> list[CaptionRow]:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
-        raise ConvertError(f"cannot read captions file {path}: {exc}") from exc
-    file_col = _column(table.column_names, FILE_COLUMNS, "file", path)
-    cap_col = _column(table.column_names, CAPTION_COLUMNS, "caption", path)
-    try:
-        files, caps = table.column(file_col).to_pylist(), table.column(cap_col).to_pylist()
-    except UnicodeDecodeError as exc:  # a struct column with a field name that is not UTF-8
-        raise ConvertError(f"cannot read captions file {path}: column {file_col!r} or {cap_col!r} holds a field "
-                           f"name that is not UTF-8 ({exc})") from exc
-    return [CaptionRow(_text(f), _text(c), f"{path.name}:row {i}") for i, (f, c) in enumerate(zip(files, caps))]
 
 
 def _coco_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
@@ -167,21 +143,11 @@ def _karpathy_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
 
 
 def _first_names(path: Path) -> list[str]:
-    """The column names of a table as its first line or footer gives them: a CSV/TSV header split by the first of
-    DELIMITERS that finds both columns, the first JSON Lines record's keys, a Parquet schema's names (what
-    `read_captions` reads them from)."""
+    """The column names of a table as its first line or footer gives them (`header_names`), a CSV/TSV header split by
+    the first of DELIMITERS that finds both columns (what `read_captions` reads them from)."""
     suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return list(pq.read_schema(path).names)
-    with open(path, encoding="utf-8-sig") as f:
-        if suffix == ".jsonl":  # the first record, after blank lines (as `_jsonl_rows` reads it)
-            head = next((line for line in iter(lambda: f.readline(1 << 16), "") if line.strip()), "")
-            record = parse_json(head)
-            return list(record) if isinstance(record, dict) else []
-        head = f.readline(1 << 16)
-    return next(csv.reader([head], delimiter=_delimiter(path, "\t" if suffix == ".tsv" else ",")), [])
+    return header_names(path, "" if suffix in (".parquet", ".jsonl") else _delimiter(path, "\t" if suffix == ".tsv"
+                                                                                      else ","))
 
 
 def names_files_and_captions(path: Path) -> bool:
@@ -205,10 +171,8 @@ def read_captions(path: Path | str) -> list[CaptionRow]:
             return _table_rows(path, ",")
         if suffix == ".tsv":
             return _table_rows(path, "\t")
-        if suffix == ".jsonl":
-            return _jsonl_rows(path)
-        if suffix == ".parquet":
-            return _parquet_rows(path)
+        if suffix in (".jsonl", ".parquet"):
+            return _named_rows(path)
         if suffix == ".json":
             try:
                 data = parse_json(path.read_text(encoding="utf-8-sig"))

@@ -26,13 +26,13 @@ from converters.image_text.captions import (
 )
 from converters.images.labels_csv import EXTENSIONS
 from converters.kind import Discovery
+from converters.metadata_files import METADATA
 from converters.sample import Rejection, WorkItem
 from converters.spill import SpillRef
 from converters.tree import Walk, display, split_of_folder, under_source
 from fastdata.errors import ConvertError
 
 MAX_TXT_BYTES = 1 << 16  # a caption sidecar larger than this is not a caption
-METADATA = ("metadata.jsonl", "metadata.csv", "metadata.parquet")  # Hugging Face ImageFolder's captions tables
 
 
 @dataclass(frozen=True)

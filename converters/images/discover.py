@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import fgvc_aircraft, flowers102
+from converters.images import fgvc_aircraft, flowers102, hf_metadata
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
@@ -121,8 +121,9 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
                        "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
-                       "of TFRecord files that lists them, or from the lists of CelebA, Pascal VOC, COCO, CheXpert "
-                       "and MIMIC-CXR-JPG (docs/converting.md, \"Several classes an image\")")
+                       "of TFRecord files that lists them, from Hugging Face ImageFolder metadata, or from the lists "
+                       "of CelebA, Pascal VOC, COCO, CheXpert and MIMIC-CXR-JPG (docs/converting.md, \"Several "
+                       "classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 
@@ -190,10 +191,14 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels), multi_label)
         read = discover_tfrecords if tfrecords else discover_array_files if arrays else discover_tables
         return read(src, tables, follow_symlinks=follow_symlinks)
+    meta = None if unlabeled or label_pattern or labels_csv else \
+        hf_metadata.found(src, follow_symlinks, image_field, label_field)
+    if meta is not None:
+        return hf_metadata.discover_metadata(src, meta, split, follow_symlinks, multi_label)
     if (image_field or label_field) and not split_labels:
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images, "
-                         f"the features of TFRecord files, or the columns of a --labels CSV; {src} holds image files, "
-                         "or no table, and no labels CSV is given")
+                         "the features of TFRecord files, the columns of a --labels CSV or of Hugging Face metadata "
+                         f"(metadata.csv); {src} holds image files, or no table, and no labels CSV is given")
     layout = None if unlabeled or label_pattern or labels_csv else \
         discover_layout(src, split, follow_symlinks, multi_label, uncertain)
     if layout is not None:

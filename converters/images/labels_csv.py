@@ -147,7 +147,8 @@ def warn_if_a_class_each(source: str, labels: list[str], inputs: str, hint: str)
 
 
 def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None = None, *,
-                multi: bool = False, columns: tuple[str | None, str | None] = (None, None)) -> Labels:
+                multi: bool = False, columns: tuple[str | None, str | None] = (None, None),
+                rows: list[tuple[Any, list[Any]]] | None = None) -> Labels:
     """`filename,class` rows (a header row of column names is skipped; `files`, the source's file names, tell
     column names the list does not know; a full path under `src` names its file), or a table of one-hot columns
     (`one_hot`: the classes are its columns, in their order), or of boxes (`boxes`), any of them with a `split`
@@ -157,22 +158,15 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     any number, and a file may have several rows (a class a row: a long table; in one split), or Open Images'
     (`image_labels`); each file's row is then the tuple of its classes, in the rows' order, none twice. `columns`
     (--image-field, --label-field): the file's and the label's columns by the names the first row gives them
-    (`named_columns`); the others are then not read and draw no warning, a split column aside."""
-    if not csv_path.is_file():
-        raise ConvertError(f"labels file {csv_path} does not exist")
+    (`named_columns`); the others are then not read and draw no warning, a split column aside. `rows`: the rows of
+    a table read already (a JSON Lines or Parquet metadata file: hf_metadata.py), its first the names of `columns`;
+    a --multi-label row's classes may be a tuple (a list value), which may be empty."""
     labels: dict[str, Any] = {}
-    where: dict[str, int] = {}
-    class_lines: dict[str, tuple[str, int]] = {}  # same_name(class) -> (the class as first written, its line)
-    try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as f:
-            head = f.readline(1 << 16)
-            delimiter = _delimiter(head)
-            f.seek(0)
-            rows = _counted_rows(f, csv_path) if COUNT.fullmatch(head.strip()) else _path_label_rows(f) \
-                if delimiter == " " else [(lineno, row) for lineno, row in
-                                          enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1) if row]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
-        raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
+    where: dict[str, Any] = {}
+    class_lines: dict[str, tuple[str, Any]] = {}  # same_name(class) -> (the class as first written, its line)
+    head = delimiter = ""
+    if rows is None:
+        head, delimiter, rows = _read_rows(csv_path)
     named = columns != (None, None)
     if named:
         rows = named_columns(csv_path, rows, *columns)
@@ -201,11 +195,13 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     if not one_hot_rows and not named and any(c.strip() for _, row in rows for c in row[2:]):
         log.warning("%s: its rows have more than two columns; the file is the first and the class the second, the "
                     "others are not read", csv_path)
-    separator = class_separator([row[1] for _, row in rows if len(row) > 1]) if multi and not one_hot_rows else None
+    separator = class_separator([row[1] for _, row in rows if len(row) > 1 and isinstance(row[1], str)]) \
+        if multi and not one_hot_rows else None
     if multi and not one_hot_rows:
         log.info("%s: --multi-label: a row's classes are separated by %s", csv_path, repr(separator or "whitespace"))
     for lineno, row in rows:
-        if not row[0].strip() or not one_hot_rows and (len(row) < 2 or not row[1].strip()):
+        listed = len(row) > 1 and isinstance(row[1], tuple)  # a list of classes, none perhaps
+        if not row[0].strip() or not one_hot_rows and not listed and (len(row) < 2 or not row[1].strip()):
             raise ConvertError(f"{csv_path}:{lineno}: expected 'filename,class', got {row!r}")
         name = row[0].strip()
         again = name in labels  # --multi-label: a row a class (a long table), the file's classes all its rows'
@@ -214,8 +210,9 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
             raise ConvertError(f"{csv_path}:{lineno}: {name!r} is listed again (first on line "
                                f"{where[name]}); each file has one label: remove the duplicate row"
                                + (" (its split differs)" if multi and not one_hot_rows else ""))
-        cells = row[1:] if one_hot_rows else split_classes(row[1], separator) if multi else [row[1].strip()]
-        if not cells and not one_hot_rows:
+        cells = row[1:] if one_hot_rows else [c.strip() for c in row[1] if c.strip()] if listed else \
+            split_classes(row[1], separator) if multi else [row[1].strip()]
+        if not cells and not one_hot_rows and not listed:
             raise ConvertError(f"{csv_path}:{lineno}: {row[1]!r} names no class between its separators")
         for cls in cells:
             if has_control_characters(cls):
@@ -239,6 +236,23 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
         _warn_if_combined(csv_path, named)
     splits = None if split_column is None else {name: split_column[1][line] for name, line in where.items()}
     return Labels(labels, tuple(columns[0]) if columns is not None else label_order(named), splits)
+
+
+def _read_rows(csv_path: Path) -> tuple[str, str, list[tuple[int, list[str]]]]:
+    """(the first line, the delimiter, the rows with their line numbers) of a labels file (`read_labels`)."""
+    if not csv_path.is_file():
+        raise ConvertError(f"labels file {csv_path} does not exist")
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as f:
+            head = f.readline(1 << 16)
+            delimiter = _delimiter(head)
+            f.seek(0)
+            rows = _counted_rows(f, csv_path) if COUNT.fullmatch(head.strip()) else _path_label_rows(f) \
+                if delimiter == " " else [(lineno, row) for lineno, row in
+                                          enumerate(map(_trimmed, csv.reader(f, delimiter=delimiter)), 1) if row]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:  # not UTF-8 text, a field past csv's size limit
+        raise ConvertError(f"cannot read labels file {csv_path}: {exc}; save it as UTF-8 CSV") from exc
+    return head, delimiter, rows
 
 
 def _warn_if_combined(csv_path: Path, classes: set[str]) -> None:

@@ -1,0 +1,155 @@
+"""Images labelled by Hugging Face ImageFolder metadata (`datasets.load_dataset("imagefolder", data_dir=SRC)`):
+`metadata.csv`, `metadata.jsonl` or `metadata.parquet` at the top of SRC or in each split folder, a row an image:
+its `file_name`, relative to the metadata file's folder, and its class in a `label` column (or `labels`, `class`,
+`category`, `target`; --label-field and --image-field name others). A class is a name or a whole number (an id,
+kept as the label it is); with --multi-label a row's classes are a list (JSON Lines, Parquet; an empty list: no
+class) or a cell of classes separated as a labels CSV's are. Metadata at the top puts each image in the split its
+path's first folder names. The files a metadata file does not name, those of a split folder without one, and
+those beside the split folders are rejected, saying so; metadata of captions (`file_name`, `text`) is the
+image_text kind's."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from converters.images.labels_csv import Labels, label_order, read_labels
+from converters.images.listed_files import ImageCollector, take_listed
+from converters.kind import Discovery
+from converters.metadata_files import METADATA, column_rows, header_names
+from converters.tree import is_folder, listed, split_folders, split_of_folder
+from fastdata.errors import ConvertError
+
+log = logging.getLogger(__name__)
+FILE_COLUMN = "file_name"  # what Hugging Face's ImageFolder requires
+LABEL_COLUMNS = ("label", "labels", "class", "category", "target")  # the first a metadata file has is its classes
+
+
+class Metadata(NamedTuple):
+    path: Path
+    split: str | None  # the split folder's; None for metadata at the top of the source (each row's path says)
+    file: str  # the file column's name, as the table writes it
+    label: str | None  # the label column's name; None: the table has none
+
+
+def _column(names: list[str], wanted: tuple[str, ...]) -> str | None:
+    """The first of `wanted` among `names`: written so, else in any case."""
+    for w in wanted:
+        found = [n for n in names if n == w] or [n for n in names if n.strip().lower() == w.lower()]
+        if found:
+            return found[0]
+    return None
+
+
+def _in_folder(folder: Path, split: str | None, fields: tuple[str | None, str | None],
+               follow: bool) -> Metadata | None:
+    """The metadata file of `folder` with a file column, or None; ConvertError for two (which one holds the
+    labels?) or for a column --image-field or --label-field names that it lacks."""
+    files = [folder / n for n in METADATA if (folder / n).is_file() and (follow or not (folder / n).is_symlink())]
+    if len(files) > 1:
+        raise ConvertError(f"{folder} holds {' and '.join(f.name for f in files)}: which one lists its images? "
+                           "Keep one")
+    if not files:
+        return None
+    try:
+        names = header_names(files[0])
+    except Exception:  # noqa: BLE001 - detection only: a table that cannot be read is no metadata of ours
+        return None
+    file = _column(names, (fields[0] or FILE_COLUMN,))
+    label = _column(names, (fields[1],) if fields[1] else LABEL_COLUMNS)
+    for option, name, got in (("--image-field", fields[0], file), ("--label-field", fields[1], label)):
+        if name and got is None:
+            raise ConvertError(f"{files[0]}: {option} {name}: no column of that name (its columns: "
+                               f"{', '.join(names) or 'none'})")
+    return None if file is None else Metadata(files[0], split, file, label)
+
+
+def found(src: Path, follow: bool, image_field: str | None = None,
+          label_field: str | None = None) -> list[Metadata] | None:
+    """The metadata files that label the images of `src`: the one at its top, or those of its split folders; None
+    when no metadata file with a file column and a label column is there (one without a label column is warned
+    about). ConvertError for metadata at the top and in a split folder both."""
+    fields = (image_field, label_field)
+    top = _in_folder(src, None, fields, follow)
+    splits = split_folders([n for n in listed(src) if split_of_folder(n) and is_folder(src / n, follow=follow)])
+    inner = [m for f, s in splits.items() if (m := _in_folder(src / f, s, fields, follow)) is not None]
+    if top is not None and inner:
+        raise ConvertError(f"{top.path} and {inner[0].path} both list images: Hugging Face metadata sits at the top "
+                           "of the source or in each split folder, not both")
+    tables = [top] if top is not None else inner
+    if tables and all(m.label is None for m in tables):
+        log.warning("%s: no label column (%s); its rows' other columns are not read. --label-field names the one "
+                    "that holds each image's class", ", ".join(str(m.path) for m in tables), ", ".join(LABEL_COLUMNS))
+        return None
+    return tables or None
+
+
+def _cell(value: Any, where: str, multi: bool) -> str | tuple[str, ...]:
+    """A label cell as `read_labels` reads it: a name, a whole number as its digits, with --multi-label a list of
+    them as a tuple. ConvertError naming the row for anything else."""
+    if isinstance(value, list) and multi:
+        return tuple(_class(v, where) for v in value)
+    if isinstance(value, list):
+        raise ConvertError(f"{where}: the label {str(value)[:80]!r} lists classes: convert with --multi-label")
+    return _class(value, where)
+
+
+def _class(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise ConvertError(f"{where}: the class {str(value)[:80]!r} is no class name or whole number")
+
+
+def read_metadata(table: Metadata, multi: bool) -> Labels:
+    """The labels of one metadata file, each file named relative to its folder (`read_labels` reads a CSV)."""
+    columns = (table.file, table.label)
+    if table.path.suffix.lower() == ".csv":
+        return read_labels(table.path, None, table.path.parent, multi=multi, columns=columns)
+    _, rows = column_rows(table.path, lambda names: list(columns), "metadata file")
+    cells: list[tuple[Any, list[Any]]] = [(0, list(columns))]
+    for where, (file, label) in rows:
+        at = f"{table.path}:{where}"
+        if not isinstance(file, str):
+            raise ConvertError(f"{at}: {table.file} is {str(file)[:80]!r}, not a file's name")
+        if label is None:
+            raise ConvertError(f"{at}: no {table.label} for {file!r}")
+        cells.append((where, [file, _cell(label, at, multi)]))
+    return read_labels(table.path, None, table.path.parent, multi=multi, columns=columns, rows=cells)
+
+
+def _split_of(name: str, split: str) -> str:
+    """The split of a file a top metadata file names: its first folder's, when that is a split folder."""
+    first = name.replace("\\", "/").lstrip("./").split("/", 1)
+    return (split_of_folder(first[0]) or split) if len(first) > 1 else split
+
+
+def discover_metadata(src: Path, tables: list[Metadata], split: str, follow: bool, multi: bool) -> Discovery:
+    """The images the metadata files `tables` name, each with its class (the classes of all of them, in label
+    order), in its split."""
+    col = ImageCollector(src, follow=follow)
+    for m in tables:
+        if m.label is None:
+            col.reject(m.path.parent, m.split or split, f"no label: {col.rel(m.path)} has no label column "
+                                                        f"({', '.join(LABEL_COLUMNS)})")
+    read = [(m, read_metadata(m, multi)) for m in tables if m.label is not None]
+    classes = label_order({c for _, labels in read for c in labels.classes})
+    if not classes:
+        raise ConvertError(f"{', '.join(str(m.path) for m in tables)}: no image has a class; a dataset of no class "
+                           "would yield -1 for every image (--unlabeled converts it so)")
+    for m, labels in read:
+        splits = {name: _split_of(name, split) for name in labels.rows} if m.split is None else None
+        take_listed(col, m.path.parent, m.path, m.split or split, classes, Labels(labels.rows, classes, splits),
+                    skip=(m.path.name,), multi=multi, listing=col.rel(m.path))
+    if tables[0].split is not None:
+        names = [n for n in listed(src) if is_folder(src / n, follow=follow) and split_of_folder(n)]
+        folders = split_folders(names)
+        for folder, s in folders.items():
+            if src / folder not in {m.path.parent for m in tables}:
+                col.reject(src / folder, s, f"no label: {folder}/ holds no metadata file ({', '.join(METADATA)}), "
+                                            f"as {', '.join(col.rel(m.path) for m in tables)} does")
+        col.reject_outside(listed(src), list(folders))
+    col.warn_unused(classes, "images")
+    return Discovery(col.items, classes, col.rejected, "hf_metadata", col.identity)
