@@ -80,12 +80,14 @@ class ImagesKind:
         parser.add_argument("--image-field", metavar="COLUMN",
                             help="images from Parquet/Arrow tables: the image column (default: the one there is); "
                                  "from TFRecord files: the image feature (default: image/encoded or image); with "
-                                 "--labels: the CSV's file column (default: the first)")
+                                 "--labels: the CSV's file column (default: the first); of Hugging Face ImageFolder "
+                                 "metadata: its file column (default: file_name)")
         parser.add_argument("--label-field", metavar="COLUMN",
                             help="images, text from Parquet/Arrow tables: the label column (default: the "
                                  "ClassLabel, or label/labels); images from TFRecord files: the label feature "
                                  "(default: image/class/synset, image/class/label or label); with --labels: the "
-                                 "CSV's label column (default: the first other)")
+                                 "CSV's label column (default: the first other); of Hugging Face ImageFolder "
+                                 "metadata: its label column (default: label, labels, class, category or target)")
 
     def options_from_args(self, args: Any) -> ImageOptions:
         return ImageOptions(short_side=args.short_side, quality=args.quality, max_pixels=args.max_pixels,
