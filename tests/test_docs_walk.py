@@ -142,7 +142,7 @@ def _hub_download(root: Path) -> None:
 
 def _kaggle_imagenet(box: Path) -> None:
     """12 photos as Kaggle's ImageNet: train in class folders, val loose, val's classes as boxes in
-    `LOC_val_solution.csv`."""
+    `LOC_val_solution.csv`, the classes' names in `LOC_synset_mapping.txt`."""
     rows = ["ImageId,PredictionString"]
     for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))[:12]):
         if i % 4 == 3:
@@ -154,6 +154,7 @@ def _kaggle_imagenet(box: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(p, target)
     (box / "LOC_val_solution.csv").write_text("\n".join(rows) + "\n")
+    (box / "LOC_synset_mapping.txt").write_text("".join(f"{c} {c.title()}, a class\n" for c in CLASSES))
 
 
 def _segmented_patients(root: Path) -> None:

@@ -1,5 +1,7 @@
 """`--classes FILE`: names for the class ids a labels file gives (OpenMMLab's `ann_file` and `classes.txt`,
-Places365's lists). Before, such a dataset's classes were "0".."K-1" and the names stayed in a file beside it."""
+Places365's lists and `categories_places365.txt`), and for classes that are codes (Open Images' MIDs, WordNet ids:
+`code,name` lines). Before, such a dataset's classes were "0".."K-1" or the codes, and the names stayed in a file
+beside it; Places365's names were read whole (`/a/airfield 0`)."""
 
 from __future__ import annotations
 
@@ -57,13 +59,76 @@ def test_a_missing_or_binary_names_file_is_refused(tmp_path):
         _discover(src, labels=str(labels), classes=str(tmp_path / "bin.txt"))
 
 
-@pytest.mark.parametrize(("tree", "shown"), [(("cat/a.jpg", "dog/b.jpg", "eel/c.jpg", "fox/d.jpg"), "cat, dog, eel"),
-                                             (("a.jpg",), "none")])
+@pytest.mark.parametrize(("tree", "shown"), [
+    (("cat/a.jpg", "dog/b.jpg", "eel/c.jpg", "fox/d.jpg"), r"'s classes are not ids, and .*classes\.txt names none of "
+                                                           r"them \(cat, dog, eel\)"),
+    (("a.jpg",), " has no class")])
 def test_classes_that_are_names_already_or_none_are_not_renamed(tmp_path, tree, shown):
-    (tmp_path / "classes.txt").write_text("x\ny\n")
-    with pytest.raises(ValueError, match=rf"^--classes names class ids 0\.\.K-1; this source's classes are not ids "
-                                         rf"\({shown}\)$"):
+    (tmp_path / "classes.txt").write_text("x\ny\nkitten cat\n")  # `kitten cat` would name cat by `code name`; no
+    with pytest.raises(ValueError, match=rf"^--classes names class ids 0\.\.K-1, or codes by lines of `code,name`; "
+                                         rf"this source{shown}$"):
         _discover(touch(tmp_path / "src", *tree), classes=str(tmp_path / "classes.txt"))
+
+
+def test_name_id_lines_name_each_id_places365s_categories(tmp_path):
+    src, labels = _ids(tmp_path)
+    (tmp_path / "categories_places365.txt").write_text("/a/airfield 0\n/b/bakery/shop 2\n/a/alley 1\n")
+    d = _discover(src, labels=str(labels), classes=str(tmp_path / "categories_places365.txt"))
+    assert d.classes == ("/a/airfield", "/a/alley", "/b/bakery/shop")
+    (tmp_path / "numbered.txt").write_text("model 1\nmodel 0\nmodel 2\n")  # the numbers belong to the names
+    assert _discover(src, labels=str(labels), classes=str(tmp_path / "numbered.txt")).classes == (
+        "model 1", "model 0", "model 2")
+    (tmp_path / "twelve.txt").write_text("".join(f"c{i} {i}\n" for i in (11, 2, 10, 0, 1, 3, 4, 5, 6, 7, 8, 9)))
+    assert _discover(src, labels=str(labels), classes=str(tmp_path / "twelve.txt")).classes == tuple(
+        f"c{i}" for i in range(12))  # ids in numeric order, 10 after 9
+    (tmp_path / "gap.txt").write_text("a 0\nb 1\nc 3\n")  # not 0..K-1: names, one a line
+    assert _discover(src, labels=str(labels), classes=str(tmp_path / "gap.txt")).classes == ("a 0", "b 1", "c 3")
+
+
+def test_codes_are_named_by_code_name_lines_of_three_shapes(tmp_path):
+    src = touch(tmp_path / "src", "n01440764/a.jpg", "n01443537/b.jpg", "n01484850/c.jpg")
+    shapes = {"LOC_synset_mapping.txt": "n01440764 tench, Tinca tinca\nn01443537 goldfish, Carassius auratus\n"
+                                        "n01484850 great white shark\nn09999999 unused\n",
+              "words.txt": "n00001740\tentity\nn01440764\ttench, Tinca tinca\nn01443537\tgoldfish, Carassius "
+                           "auratus\nn01484850\tgreat white shark\n",
+              "descriptions.csv": 'LabelName,DisplayName\nn01484850,great white shark\nn01440764,"tench, Tinca tinca"\n'
+                                  "n01443537,goldfish, Carassius auratus\n"}
+    for name, text in shapes.items():
+        (tmp_path / name).write_text(text)
+        d = _discover(src, classes=str(tmp_path / name))
+        assert d.classes == ("tench, Tinca tinca", "goldfish, Carassius auratus", "great white shark"), name
+        assert sorted((it.rel, it.label) for it in d.splits["train"]) == [
+            ("n01440764/a.jpg", 0), ("n01443537/b.jpg", 1), ("n01484850/c.jpg", 2)]  # the labels stay
+
+
+def test_open_images_mids_named_by_their_descriptions_a_shared_name_given_its_code(tmp_path, caplog):
+    src = touch(tmp_path / "src", "a.jpg", "b.jpg")
+    (tmp_path / "labels.csv").write_text("ImageID,Source,LabelName,Confidence\na,verification,/m/0cat,1\n"
+                                         "a,verification,/m/0ball,1\nb,crowdsource,/m/0bat,1\nb,verification,/m/0cat,0\n")
+    (tmp_path / "oidv7-class-descriptions.csv").write_text("LabelName,DisplayName\n/m/0ball,Ball\n/m/0bat,Bat\n"
+                                                           "/m/0cat,Cat\n/m/0bat2,Bat\n/m/0zzz,Bat\n")
+    d = _discover(src, labels=str(tmp_path / "labels.csv"), multi_label=True,
+                  classes=str(tmp_path / "oidv7-class-descriptions.csv"))
+    assert d.classes == ("Ball", "Bat", "Cat")  # /m/0bat2 and /m/0zzz are no class of the source: not read
+    assert sorted((it.rel, it.label) for it in d.splits["train"]) == [("a.jpg", (0, 2)), ("b.jpg", (1,))]
+    (tmp_path / "shared.csv").write_text("/m/0ball,Bat\n/m/0bat,Bat\n/m/0cat,Cat\n")
+    d = _discover(src, labels=str(tmp_path / "labels.csv"), multi_label=True, classes=str(tmp_path / "shared.csv"))
+    assert d.classes == ("Bat (/m/0ball)", "Bat (/m/0bat)", "Cat")
+    assert "2 classes share a name with another (/m/0ball 'Bat', /m/0bat 'Bat')" in caplog.text
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("n1,tench\nn2,goldfish\n", r"classes\.txt names 2 of the 3 classes; not n3$"),
+    ("n1,tench\nn2,goldfish\nn3,shark\nn1,carp\n", r"classes\.txt:4: 'n1' is named again \(first at "
+                                                      r".*classes\.txt:1\): which name is meant\?"),
+    ("n1,tench\nn2,tench\nn3,gold\x1b[31mfish\n", r"classes\.txt:3: the class .* holds control characters"),
+    ("n1,tench\nn2,\nn3,shark\n", r"classes\.txt:2: a class name is blank"),
+])
+def test_a_codes_file_that_cannot_name_every_class_is_refused(tmp_path, text, message):
+    src = touch(tmp_path / "src", "n1/a.jpg", "n2/b.jpg", "n3/c.jpg")
+    (tmp_path / "classes.txt").write_text(text)
+    with pytest.raises(ConvertError, match=message):
+        _discover(src, classes=str(tmp_path / "classes.txt"))
 
 
 def test_ids_named_convert_into_a_manifest_of_names(tmp_path):
@@ -73,3 +138,13 @@ def test_ids_named_convert_into_a_manifest_of_names(tmp_path):
     convert_images(src, tmp_path / "out", labels=str(tmp_path / "train.txt"), classes=str(tmp_path / "classes.txt"))
     m = read_manifest(tmp_path / "out")
     assert m.classes == ("tench", "goldfish") and list(m.splits["train"].class_counts) == [2, 2]
+
+
+def test_more_classes_unnamed_are_counted_and_codes_match_in_either_normalisation(tmp_path):
+    src = touch(tmp_path / "src", *(f"n{i}/a.jpg" for i in range(8)), "caf\u00e9/b.jpg")
+    (tmp_path / "classes.txt").write_text("n0,tench\n")
+    with pytest.raises(ConvertError, match=r"names 1 of the 9 classes; not caf\u00e9, n1, n2, n3, n4 and 3 more$"):
+        _discover(src, classes=str(tmp_path / "classes.txt"))
+    (tmp_path / "classes.txt").write_text("".join(f"n{i},fish {i}\n" for i in range(8)) + "cafe\u0301,coffee\n")
+    assert _discover(src, classes=str(tmp_path / "classes.txt")).classes == (
+        "coffee", *(f"fish {i}" for i in range(8)))  # the folders' order, caf\u00e9 first, named by its NFD code

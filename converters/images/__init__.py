@@ -69,7 +69,9 @@ class ImagesKind:
                                  "imagesTr) as val, each file (case) by its path's hash, each DICOM patient by its "
                                  "PatientID's (Keras' validation_split, fastai's valid_pct)")
         parser.add_argument("--classes", metavar="FILE",
-                            help="images: names of the class ids 0..K-1 a labels file gives, one a line")
+                            help="images: names of the class ids 0..K-1 a labels file gives, one a line (or "
+                                 "'name id' lines); or of classes that are codes, by 'code,name' lines (Open "
+                                 "Images' class descriptions, ImageNet's LOC_synset_mapping.txt)")
         parser.add_argument("--split", default="train",
                             help=SPLIT_HELP)
         parser.add_argument("--keep-metadata", action="store_true",
