@@ -38,10 +38,10 @@ def header_names(path: Path, delimiter: str = ",") -> list[str]:
 Pick = Callable[[list[str]], list[str]]  # the column names of a table -> the columns to read (ConvertError if none)
 
 
-def column_rows(path: Path, pick: Pick, what: str) -> tuple[list[str], list[tuple[int | str, list[Any]]]]:
-    """(the columns `pick` chose, then (where, their values) for each row) of a JSON Lines file (where: the line
-    number; a blank line skipped, a field a record lacks None; `pick` sees the first record's keys) or a Parquet
-    file (where: `row N`, from 0). ConvertError naming the file (`what`: "captions file") and the line for a line
+def column_rows(path: Path, pick: Pick, what: str) -> list[tuple[int | str, list[Any]]]:
+    """(where, the values of the columns `pick` chooses) for each row of a JSON Lines file (where: the line number;
+    a blank line skipped, a field a record lacks None; `pick` sees the first record's keys) or a Parquet file
+    (where: `row N`, from 0). ConvertError naming the file (`what`: "captions file") and the line for a line
     that is no JSON object, a file pyarrow cannot read, or a column that cannot be turned into Python values."""
     if path.suffix.lower() == ".parquet":
         return _parquet_rows(path, pick, what)
@@ -60,10 +60,10 @@ def column_rows(path: Path, pick: Pick, what: str) -> tuple[list[str], list[tupl
             if columns is None:
                 columns = pick(list(record))
             rows.append((lineno, [record.get(c) for c in columns]))
-    return columns or [], rows
+    return rows
 
 
-def _parquet_rows(path: Path, pick: Pick, what: str) -> tuple[list[str], list[tuple[int | str, list[Any]]]]:
+def _parquet_rows(path: Path, pick: Pick, what: str) -> list[tuple[int | str, list[Any]]]:
     import pyarrow.parquet as pq
 
     not_utf8 = f"cannot read {what} {path}: a column's name, or the name of a field of one, is not UTF-8"
@@ -81,4 +81,4 @@ def _parquet_rows(path: Path, pick: Pick, what: str) -> tuple[list[str], list[tu
         raise ConvertError(f"{not_utf8} ({exc})") from exc
     except Exception as exc:  # noqa: BLE001 - as above
         raise ConvertError(f"cannot read {what} {path}: {exc}") from exc
-    return columns, [(f"row {i}", list(row)) for i, row in enumerate(zip(*values))]
+    return [(f"row {i}", list(row)) for i, row in enumerate(zip(*values))]

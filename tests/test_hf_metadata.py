@@ -188,3 +188,66 @@ def test_the_folder_converts_on_the_real_photos_as_datasets_reads_it(tmp_path):
     assert m.classes == ("fish", "logo", "suzanne") and m.extra["layout"] == "hf_metadata" and not m.rejected
     assert class_lists(tmp_path / "dst", lambda source: Path(source).name, field="label") == {
         n: (s, m.classes.index(c)) for n, (s, c) in labels.items()}
+
+
+def test_a_spreadsheets_bom_full_paths_and_windows_paths_are_read(tmp_path):
+    touch(tmp_path, "train/a.jpg", "val/b.jpg", "val/c.jpg")
+    (tmp_path / "metadata.csv").write_text(f"\ufefffile_name,label\n{tmp_path / 'train' / 'a.jpg'},x\n"
+                                           "./val/b.jpg,y\nval\\c.jpg,y\n")
+    d = discover_images(tmp_path)
+    assert split_items(d) == {"train": [("train/a.jpg", 0)], "val": [("val/b.jpg", 1), ("val/c.jpg", 1)]}
+    assert d.rejected == []
+    (tmp_path / "metadata.csv").unlink()
+    (tmp_path / "train" / "metadata.jsonl").write_text('\ufeff{"file_name": "a.jpg", "label": "x"}\n')
+    (tmp_path / "val" / "metadata.jsonl").write_text(
+        json.dumps({"file_name": str(tmp_path / "val" / "b.jpg"), "label": 4}) + '\n{"file_name": "c.jpg", '
+        '"label": 0}\n')
+    d = discover_images(tmp_path)
+    assert d.classes == ("0", "1", "2", "3", "4", "x")  # ids beside a name: all sorted as names
+    assert split_items(d) == {"train": [("train/a.jpg", 5)], "val": [("val/b.jpg", 4), ("val/c.jpg", 0)]}
+    assert ["train", "train/a.jpg", 5] in [entry[:3] for entry in d.identity]  # what a resumed run compares
+
+
+def test_links_not_followed_are_neither_read_nor_converted(tmp_path):
+    touch(tmp_path / "elsewhere", "a.jpg")
+    (tmp_path / "elsewhere" / "metadata.csv").write_text("file_name,label\na.jpg,x\n")
+    touch(tmp_path / "src", "train/b.jpg")
+    (tmp_path / "src" / "train" / "metadata.csv").write_text("file_name,label\nb.jpg,y\nlinked.jpg,y\n")
+    (tmp_path / "src" / "train" / "linked.jpg").symlink_to(tmp_path / "elsewhere" / "a.jpg")
+    d = discover_images(tmp_path / "src", follow_symlinks=False)
+    assert split_items(d) == {"train": [("train/b.jpg", 0)]}
+    assert [(r.source, r.reason) for r in d.rejected] == [
+        ("train/linked.jpg", "symbolic link not followed (--no-follow-symlinks)")]
+    assert split_items(discover_images(tmp_path / "src")) == {"train": [("train/b.jpg", 0), ("train/linked.jpg", 0)]}
+    (tmp_path / "src" / "train" / "metadata.csv").unlink()
+    (tmp_path / "src" / "train" / "metadata.csv").symlink_to(tmp_path / "elsewhere" / "metadata.csv")
+    assert discover_images(tmp_path / "src", follow_symlinks=False).layout == "unlabeled"  # a linked metadata file
+    assert discover_images(tmp_path / "src").layout == "hf_metadata"                     # is read when followed
+
+
+def test_metadata_without_a_file_name_column_or_beside_no_split_folder_is_not_read(tmp_path):
+    touch(tmp_path, "train/a.jpg", "extra/b.jpg")
+    (tmp_path / "train" / "metadata.csv").write_text("image,label\na.jpg,x\n")  # no file_name: not Hugging Face's
+    assert discover_images(tmp_path).layout != "hf_metadata"
+    assert split_items(discover_images(tmp_path, image_field="image")) == {"train": [("train/a.jpg", 0)]}
+    (tmp_path / "train" / "metadata.csv").unlink()
+    (tmp_path / "extra" / "metadata.csv").write_text("file_name,label\nb.jpg,x\n")  # extra/ is no split folder
+    assert discover_images(tmp_path).layout != "hf_metadata"
+
+
+def test_a_metadata_file_that_cannot_be_read_stops_the_conversion(tmp_path):
+    touch(tmp_path, "train/a.jpg")
+    (tmp_path / "train" / "metadata.parquet").write_bytes(b"PAR1 not a table")
+    with pytest.raises(ConvertError, match=r"^cannot read metadata file .*train/metadata.parquet: "):
+        discover_images(tmp_path)
+    (tmp_path / "train" / "metadata.parquet").unlink()
+    (tmp_path / "train" / "metadata.csv").write_bytes(b"\xff\xfefile_name,label\n")  # UTF-16, or no text
+    with pytest.raises(ConvertError, match=r"^cannot read metadata file .*train/metadata.csv: "):
+        discover_images(tmp_path)
+
+
+def test_a_list_of_classes_holding_no_class_name_is_refused_naming_its_line(tmp_path):
+    touch(tmp_path, "a.jpg")
+    _jsonl(tmp_path / "metadata.jsonl", [{"file_name": "a.jpg", "labels": ["x", 1.5]}])
+    with pytest.raises(ConvertError, match=r"metadata.jsonl:1: the class '1.5' is no class name or whole number"):
+        discover_images(tmp_path, multi_label=True)

@@ -77,8 +77,8 @@ def _pick(path: Path) -> Callable[[list[str]], list[str]]:
 
 def _named_rows(path: Path) -> list[CaptionRow]:
     """The rows of a JSON Lines or Parquet captions table (metadata_files.py)."""
-    _, rows = column_rows(path, _pick(path), "captions file")
-    return [CaptionRow(_text(f), _text(c), f"{path.name}:{where}") for where, (f, c) in rows]
+    return [CaptionRow(_text(f), _text(c), f"{path.name}:{where}")
+            for where, (f, c) in column_rows(path, _pick(path), "captions file")]
 
 
 def _text(value: Any) -> str:

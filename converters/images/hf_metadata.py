@@ -54,8 +54,8 @@ def _in_folder(folder: Path, split: str | None, fields: tuple[str | None, str | 
         return None
     try:
         names = header_names(files[0])
-    except Exception:  # noqa: BLE001 - detection only: a table that cannot be read is no metadata of ours
-        return None
+    except Exception as exc:  # noqa: BLE001 - csv, JSON and pyarrow raise several types for a file they cannot read
+        raise ConvertError(f"cannot read metadata file {files[0]}: {exc}") from exc
     file = _column(names, (fields[0] or FILE_COLUMN,))
     label = _column(names, (fields[1],) if fields[1] else LABEL_COLUMNS)
     for option, name, got in (("--image-field", fields[0], file), ("--label-field", fields[1], label)):
@@ -65,6 +65,11 @@ def _in_folder(folder: Path, split: str | None, fields: tuple[str | None, str | 
     return None if file is None else Metadata(files[0], split, file, label)
 
 
+def _split_folders(src: Path, follow: bool) -> dict[str, str]:
+    """The split folders at the top of `src`, folder -> split."""
+    return split_folders([n for n in listed(src) if is_folder(src / n, follow=follow)])
+
+
 def found(src: Path, follow: bool, image_field: str | None = None,
           label_field: str | None = None) -> list[Metadata] | None:
     """The metadata files that label the images of `src`: the one at its top, or those of its split folders; None
@@ -72,8 +77,8 @@ def found(src: Path, follow: bool, image_field: str | None = None,
     about). ConvertError for metadata at the top and in a split folder both."""
     fields = (image_field, label_field)
     top = _in_folder(src, None, fields, follow)
-    splits = split_folders([n for n in listed(src) if split_of_folder(n) and is_folder(src / n, follow=follow)])
-    inner = [m for f, s in splits.items() if (m := _in_folder(src / f, s, fields, follow)) is not None]
+    inner = [m for f, s in _split_folders(src, follow).items()
+             if (m := _in_folder(src / f, s, fields, follow)) is not None]
     if top is not None and inner:
         raise ConvertError(f"{top.path} and {inner[0].path} both list images: Hugging Face metadata sits at the top "
                            "of the source or in each split folder, not both")
@@ -108,9 +113,8 @@ def read_metadata(table: Metadata, multi: bool) -> Labels:
     columns = (table.file, table.label)
     if table.path.suffix.lower() == ".csv":
         return read_labels(table.path, None, table.path.parent, multi=multi, columns=columns)
-    _, rows = column_rows(table.path, lambda names: list(columns), "metadata file")
     cells: list[tuple[Any, list[Any]]] = [(0, list(columns))]
-    for where, (file, label) in rows:
+    for where, (file, label) in column_rows(table.path, lambda names: list(columns), "metadata file"):
         at = f"{table.path}:{where}"
         if not isinstance(file, str):
             raise ConvertError(f"{at}: {table.file} is {str(file)[:80]!r}, not a file's name")
@@ -122,8 +126,8 @@ def read_metadata(table: Metadata, multi: bool) -> Labels:
 
 def _split_of(name: str, split: str) -> str:
     """The split of a file a top metadata file names: its first folder's, when that is a split folder."""
-    first = name.replace("\\", "/").lstrip("./").split("/", 1)
-    return (split_of_folder(first[0]) or split) if len(first) > 1 else split
+    folder, _, rest = name.partition("/")  # (`read_labels` wrote it as a path under the source)
+    return (split_of_folder(folder) or split) if rest else split
 
 
 def discover_metadata(src: Path, tables: list[Metadata], split: str, follow: bool, multi: bool) -> Discovery:
@@ -141,11 +145,10 @@ def discover_metadata(src: Path, tables: list[Metadata], split: str, follow: boo
                            "would yield -1 for every image (--unlabeled converts it so)")
     for m, labels in read:
         splits = {name: _split_of(name, split) for name in labels.rows} if m.split is None else None
-        take_listed(col, m.path.parent, m.path, m.split or split, classes, Labels(labels.rows, classes, splits),
+        take_listed(col, m.path.parent, m.path, m.split or split, table=Labels(labels.rows, classes, splits),
                     skip=(m.path.name,), multi=multi, listing=col.rel(m.path))
     if tables[0].split is not None:
-        names = [n for n in listed(src) if is_folder(src / n, follow=follow) and split_of_folder(n)]
-        folders = split_folders(names)
+        folders = _split_folders(src, follow)
         for folder, s in folders.items():
             if src / folder not in {m.path.parent for m in tables}:
                 col.reject(src / folder, s, f"no label: {folder}/ holds no metadata file ({', '.join(METADATA)}), "
