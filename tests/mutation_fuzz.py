@@ -205,6 +205,12 @@ class Context:
             ("oidv6-train-annotations-human-imagelabels.csv", b"ImageID,Source,LabelName,Confidence\n"
                                                               b"0002,verification,/m/014sv8,1\n0002,verification,"
                                                               b"/m/01g317,0\n0003,verification,/m/05s2s,1\n"),
+            # --classes files: Open Images' class descriptions (codes of the source's classes named, a shared name),
+            # ImageNet's synset mapping (`code name, name`), Places365's categories (`name id`)
+            ("oidv7-class-descriptions.csv", b"LabelName,DisplayName\n/m/014sv8,Human eye\n/m/01g317,Person\n"
+                                             b'/m/05s2s,"Plant, green"\n/m/0zzzz,Person\n'),
+            ("LOC_synset_mapping.txt", b"n01440764 tench, Tinca tinca\nn01443537 goldfish\n/m/05s2s Plant\n"),
+            ("categories_places365.txt", b"/a/airfield 0\n/a/alley 2\n/b/bakery/shop 1\n"),
             # CelebA's attributes: a count line, a names line, rows of 1 and -1 split by runs of spaces
             ("list_attr_celeba.txt", b"3\n5_o_Clock_Shadow Arched_Eyebrows Bald \n000001.jpg -1  1  1\n"
                                      b"000002.jpg  1 -1 -1\n000003.jpg -1 -1 -1\n"),
@@ -1148,11 +1154,32 @@ def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str
     labels = name in ("labels.csv", "LOC_val_solution.csv", "train_list.txt")
     if name in MULTI_LABEL_TABLES:
         _expect(lambda: _multi_labels(path), step=f"{name} read")
+    elif name in CLASS_FILES:
+        _expect(lambda: _class_names(path), step=f"{name} read")
     elif name == "HAM10000_metadata.csv":
         _expect(lambda: read_labels(path, columns=("image_id", "dx")), step=f"{name} read")
     else:
         _expect(lambda: read_labels(path) if labels else read_captions(path), step=f"{name} read")
     return f"{name}: {what}"
+
+
+CLASS_FILES = {  # each --classes file with the classes (codes) of the source it names
+    "oidv7-class-descriptions.csv": ("/m/014sv8", "/m/01g317", "/m/05s2s"),
+    "LOC_synset_mapping.txt": ("/m/05s2s", "n01440764", "n01443537"), "categories_places365.txt": ("/a/alley",)}
+
+
+def _class_names(path: Path) -> None:
+    """A --classes file read as names of ids and as names of codes: a Finding unless the names are as many as the
+    codes, distinct and none blank (or none is named)."""
+    from converters.images.id_names import name_codes, read_names
+
+    codes = CLASS_FILES[path.name]
+    for names, count in ((read_names(path), None), (name_codes(codes, path), len(codes))):
+        if names is None:
+            continue
+        if count is not None and len(names) != count or len(set(names)) != len(names) or \
+                not all(n.strip() for n in names):
+            raise Finding(f"{path.name}: the names {names!r}")
 
 
 MULTI_LABEL_TABLES = ("Data_Entry_2017.csv", "train_v2.csv", "multi_hot.csv", "list_attr_celeba.txt",

@@ -59,6 +59,12 @@ def test_metadata_at_the_top_puts_each_image_in_the_split_of_its_first_folder(tm
     assert d.rejected == []
 
 
+def test_a_split_column_of_metadata_at_the_top_gives_each_image_its_split(tmp_path):
+    touch(tmp_path, "images/a.jpg", "images/b.jpg")
+    (tmp_path / "metadata.csv").write_text("file_name,label,split\nimages/a.jpg,x,val\nimages/b.jpg,y,train\n")
+    assert split_items(discover_images(tmp_path)) == {"val": [("images/a.jpg", 0)], "train": [("images/b.jpg", 1)]}
+
+
 def test_a_split_folder_without_metadata_and_files_beside_the_split_folders_are_rejected(tmp_path):
     touch(tmp_path, "train/a.jpg", "test/b.jpg", "notes/c.jpg")
     (tmp_path / "train" / "metadata.csv").write_text("file_name,label\na.jpg,x\n")

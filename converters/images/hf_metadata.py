@@ -3,10 +3,10 @@
 its `file_name`, relative to the metadata file's folder, and its class in a `label` column (or `labels`, `class`,
 `category`, `target`; --label-field and --image-field name others). A class is a name or a whole number (an id,
 kept as the label it is); with --multi-label a row's classes are a list (JSON Lines, Parquet; an empty list: no
-class) or a cell of classes separated as a labels CSV's are. Metadata at the top puts each image in the split its
-path's first folder names. The files a metadata file does not name, those of a split folder without one, and
-those beside the split folders are rejected, saying so; metadata of captions (`file_name`, `text`) is the
-image_text kind's."""
+class) or a cell of classes separated as a labels CSV's are. Metadata at the top puts each image in the split of its
+`split` column, else in the one its path's first folder names. The files a metadata file does not name, those of a
+split folder without one, and those beside the split folders are rejected, saying so; metadata of captions
+(`file_name`, `text`) is the image_text kind's."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def discover_metadata(src: Path, tables: list[Metadata], split: str, follow: boo
         raise ConvertError(f"{', '.join(str(m.path) for m in tables)}: no image has a class; a dataset of no class "
                            "would yield -1 for every image (--unlabeled converts it so)")
     for m, labels in read:
-        splits = {name: _split_of(name, split) for name in labels.rows} if m.split is None else None
+        splits = labels.splits or {name: _split_of(name, split) for name in labels.rows} if m.split is None else None
         take_listed(col, m.path.parent, m.path, m.split or split, table=Labels(labels.rows, classes, splits),
                     skip=(m.path.name,), multi=multi, listing=col.rel(m.path))
     if tables[0].split is not None:
