@@ -1040,7 +1040,7 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
-    if kind == "hf":  # Hugging Face ImageFolder metadata in each split folder (hf_metadata.py)
+    if kind == "hf":  # Hugging Face ImageFolder metadata in each split folder (folder_labels.py)
         for k, i in enumerate(ids):
             (src / ("train" if k < 2 else "val")).mkdir(parents=True, exist_ok=True)
             (src / ("train" if k < 2 else "val") / f"{i}.jpg").write_bytes(jpg)

@@ -8,6 +8,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
   ~/hf/pets/{train,test}/*.jpg, metadata.jsonl   the photos labelled by Hugging Face ImageFolder metadata
+  ~/roboflow/pets.v1i.multiclass/{train,valid}/   the photos as Roboflow's export, each folder's _classes.csv
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
   ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
   ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files
@@ -260,6 +261,19 @@ def _hub_captions(root: Path) -> None:
     pq.write_table(with_features(table, features), path)
 
 
+def _roboflow(root: Path) -> None:
+    """The photos as Roboflow's multi-label classification export: train/ and valid/, each with its `_classes.csv`
+    of one-hot columns."""
+    tables: dict[str, str] = {}
+    for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))):
+        folder = "valid" if i % 5 == 4 else "train"
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, root / folder / p.name)
+        tables[folder] = tables.get(folder, "filename, dog, cat\n") + f"{p.name},{i % 2},{i // 2 % 2}\n"
+    for folder, text in tables.items():
+        (root / folder / "_classes.csv").write_text(text)
+
+
 def _hf_imagefolder(root: Path) -> None:
     """The photos as a folder for `load_dataset("imagefolder")`: train/ and test/, each with a metadata.jsonl of
     `file_name` and `label`."""
@@ -289,6 +303,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _hub_download(box / "home" / "hf" / "beans")
     _hub_captions(box / "home" / "hf" / "flickr30k")
     _hf_imagefolder(box / "home" / "hf" / "pets")
+    _roboflow(box / "home" / "roboflow" / "pets.v1i.multiclass")
     _kaggle_imagenet(box)
     _named(box / "home")
     _voc(box / "home" / "data")

@@ -1,6 +1,6 @@
 """Images labelled by Hugging Face ImageFolder metadata (`metadata.csv`, `.jsonl`, `.parquet` at the top of SRC or
 in each split folder: `file_name` relative to its folder and a `label`): converted as `load_dataset("imagefolder")`
-reads them (converters/images/hf_metadata.py). Before, the metadata file was rejected as an unsupported extension
+reads them (converters/images/folder_labels.py). Before, the metadata file was rejected as an unsupported extension
 and the images converted unlabeled. Discovery is tested on marker files (`touch`), one conversion on the real
 photos of tests/data."""
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import fgvc_aircraft, flowers102, hf_metadata
+from converters.images import fgvc_aircraft, flowers102, folder_labels
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
@@ -121,7 +121,8 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
                        "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
-                       "of TFRecord files that lists them, from Hugging Face ImageFolder metadata, or from the lists "
+                       "of TFRecord files that lists them, from a split folder's Hugging Face metadata or Roboflow "
+                       "_classes.csv, or from the lists "
                        "of CelebA, Pascal VOC, COCO, CheXpert and MIMIC-CXR-JPG (docs/converting.md, \"Several "
                        "classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
@@ -192,9 +193,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         read = discover_tfrecords if tfrecords else discover_array_files if arrays else discover_tables
         return read(src, tables, follow_symlinks=follow_symlinks)
     meta = None if unlabeled or label_pattern or labels_csv else \
-        hf_metadata.found(src, follow_symlinks, image_field, label_field)
+        folder_labels.found(src, follow_symlinks, image_field, label_field)
     if meta is not None:
-        return hf_metadata.discover_metadata(src, meta, split, follow_symlinks, multi_label)
+        return folder_labels.discover_metadata(src, meta, split, follow_symlinks, multi_label)
     if (image_field or label_field) and not split_labels:
         raise ValueError("--image-field and --label-field name the columns of Parquet or Arrow tables of images, "
                          "the features of TFRecord files, the columns of a --labels CSV or of Hugging Face metadata "

@@ -159,7 +159,7 @@ def read_labels(csv_path: Path, files: list[str] | None = None, src: Path | None
     (`image_labels`); each file's row is then the tuple of its classes, in the rows' order, none twice. `columns`
     (--image-field, --label-field): the file's and the label's columns by the names the first row gives them
     (`named_columns`); the others are then not read and draw no warning, a split column aside. `rows`: the rows of
-    a table read already (a JSON Lines or Parquet metadata file: hf_metadata.py), its first the names of `columns`;
+    a table read already (a JSON Lines or Parquet metadata file: folder_labels.py), its first the names of `columns`;
     a --multi-label row's classes may be a tuple (a list value), which may be empty."""
     labels: dict[str, Any] = {}
     where: dict[str, Any] = {}

@@ -1,12 +1,17 @@
-"""Images labelled by Hugging Face ImageFolder metadata (`datasets.load_dataset("imagefolder", data_dir=SRC)`):
-`metadata.csv`, `metadata.jsonl` or `metadata.parquet` at the top of SRC or in each split folder, a row an image:
-its `file_name`, relative to the metadata file's folder, and its class in a `label` column (or `labels`, `class`,
-`category`, `target`; --label-field and --image-field name others). A class is a name or a whole number (an id,
-kept as the label it is); with --multi-label a row's classes are a list (JSON Lines, Parquet; an empty list: no
-class) or a cell of classes separated as a labels CSV's are. Metadata at the top puts each image in the split of its
-`split` column, else in the one its path's first folder names. The files a metadata file does not name, those of a
-split folder without one, and those beside the split folders are rejected, saying so; metadata of captions
-(`file_name`, `text`) is the image_text kind's."""
+"""Images labelled by a table in each split folder (or one at the top of SRC), as two tools write them:
+
+- Hugging Face ImageFolder metadata (`datasets.load_dataset("imagefolder", data_dir=SRC)`): `metadata.csv`,
+  `metadata.jsonl` or `metadata.parquet`, a row an image: its `file_name`, relative to the metadata file's folder,
+  and its class in a `label` column (or `labels`, `class`, `category`, `target`; --label-field and --image-field
+  name others). A class is a name or a whole number (an id, kept as the label it is); with --multi-label a row's
+  classes are a list (JSON Lines, Parquet; an empty list: no class) or a cell of classes separated as a labels
+  CSV's are. Metadata at the top puts each image in the split of its `split` column, else in the one its path's
+  first folder names.
+- Roboflow's classification export: `_classes.csv` in `train/`, `valid/` and `test/`, `filename` and a one-hot
+  column a class (read as any labels CSV: labels_csv.py), several marked with --multi-label.
+
+The files a table does not name, those of a split folder without one, and those beside the split folders are
+rejected, saying so; metadata of captions (`file_name`, `text`) is the image_text kind's."""
 
 from __future__ import annotations
 
@@ -23,14 +28,15 @@ from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
 FILE_COLUMN = "file_name"  # what Hugging Face's ImageFolder requires
+ROBOFLOW = "_classes.csv"  # Roboflow's table of each split folder
 LABEL_COLUMNS = ("label", "labels", "class", "category", "target")  # the first a metadata file has is its classes
 
 
 class Metadata(NamedTuple):
     path: Path
     split: str | None  # the split folder's; None for metadata at the top of the source (each row's path says)
-    file: str  # the file column's name, as the table writes it
-    label: str | None  # the label column's name; None: the table has none
+    columns: tuple[str | None, str | None]  # the file and label columns by name; (None, None): a labels CSV as it is
+    labelled: bool  # False: Hugging Face metadata without a label column
 
 
 def _column(names: list[str], wanted: tuple[str, ...]) -> str | None:
@@ -44,14 +50,18 @@ def _column(names: list[str], wanted: tuple[str, ...]) -> str | None:
 
 def _in_folder(folder: Path, split: str | None, fields: tuple[str | None, str | None],
                follow: bool) -> Metadata | None:
-    """The metadata file of `folder` with a file column, or None; ConvertError for two (which one holds the
-    labels?) or for a column --image-field or --label-field names that it lacks."""
-    files = [folder / n for n in METADATA if (folder / n).is_file() and (follow or not (folder / n).is_symlink())]
+    """The labels table of `folder`: Roboflow's `_classes.csv`, or Hugging Face metadata with a file column; None
+    for neither. ConvertError for two (which one holds the labels?), one that cannot be read, or a column
+    --image-field or --label-field names that it lacks."""
+    files = [folder / n for n in (*METADATA, ROBOFLOW)
+             if (folder / n).is_file() and (follow or not (folder / n).is_symlink())]
     if len(files) > 1:
         raise ConvertError(f"{folder} holds {' and '.join(f.name for f in files)}: which one lists its images? "
                            "Keep one")
     if not files:
         return None
+    if files[0].name == ROBOFLOW:
+        return Metadata(files[0], split, fields, True)
     try:
         names = header_names(files[0])
     except Exception as exc:  # noqa: BLE001 - csv, JSON and pyarrow raise several types for a file they cannot read
@@ -62,7 +72,7 @@ def _in_folder(folder: Path, split: str | None, fields: tuple[str | None, str | 
         if name and got is None:
             raise ConvertError(f"{files[0]}: {option} {name}: no column of that name (its columns: "
                                f"{', '.join(names) or 'none'})")
-    return None if file is None else Metadata(files[0], split, file, label)
+    return None if file is None else Metadata(files[0], split, (file, label), label is not None)
 
 
 def _split_folders(src: Path, follow: bool) -> dict[str, str]:
@@ -72,18 +82,18 @@ def _split_folders(src: Path, follow: bool) -> dict[str, str]:
 
 def found(src: Path, follow: bool, image_field: str | None = None,
           label_field: str | None = None) -> list[Metadata] | None:
-    """The metadata files that label the images of `src`: the one at its top, or those of its split folders; None
-    when no metadata file with a file column and a label column is there (one without a label column is warned
-    about). ConvertError for metadata at the top and in a split folder both."""
+    """The tables that label the images of `src`: the one at its top, or those of its split folders; None when none
+    is there, or only Hugging Face metadata without a label column (warned about). ConvertError for a table at the
+    top and in a split folder both."""
     fields = (image_field, label_field)
     top = _in_folder(src, None, fields, follow)
     inner = [m for f, s in _split_folders(src, follow).items()
              if (m := _in_folder(src / f, s, fields, follow)) is not None]
     if top is not None and inner:
-        raise ConvertError(f"{top.path} and {inner[0].path} both list images: Hugging Face metadata sits at the top "
-                           "of the source or in each split folder, not both")
+        raise ConvertError(f"{top.path} and {inner[0].path} both list images: a labels table sits at the top of the "
+                           "source or in each split folder, not both")
     tables = [top] if top is not None else inner
-    if tables and all(m.label is None for m in tables):
+    if tables and not any(m.labelled for m in tables):
         log.warning("%s: no label column (%s); its rows' other columns are not read. --label-field names the one "
                     "that holds each image's class", ", ".join(str(m.path) for m in tables), ", ".join(LABEL_COLUMNS))
         return None
@@ -109,19 +119,19 @@ def _class(value: Any, where: str) -> str:
 
 
 def read_metadata(table: Metadata, multi: bool) -> Labels:
-    """The labels of one metadata file, each file named relative to its folder (`read_labels` reads a CSV)."""
-    columns = (table.file, table.label)
+    """The labels of one table, each file named relative to its folder (`read_labels` reads a CSV)."""
     if table.path.suffix.lower() == ".csv":
-        return read_labels(table.path, None, table.path.parent, multi=multi, columns=columns)
-    cells: list[tuple[Any, list[Any]]] = [(0, list(columns))]
-    for where, (file, label) in column_rows(table.path, lambda names: list(columns), "metadata file"):
+        return read_labels(table.path, None, table.path.parent, multi=multi, columns=table.columns)
+    file_column, label_column = table.columns
+    cells: list[tuple[Any, list[Any]]] = [(0, list(table.columns))]
+    for where, (file, label) in column_rows(table.path, lambda names: list(table.columns), "metadata file"):
         at = f"{table.path}:{where}"
         if not isinstance(file, str):
-            raise ConvertError(f"{at}: {table.file} is {str(file)[:80]!r}, not a file's name")
+            raise ConvertError(f"{at}: {file_column} is {str(file)[:80]!r}, not a file's name")
         if label is None:
-            raise ConvertError(f"{at}: no {table.label} for {file!r}")
+            raise ConvertError(f"{at}: no {label_column} for {file!r}")
         cells.append((where, [file, _cell(label, at, multi)]))
-    return read_labels(table.path, None, table.path.parent, multi=multi, columns=columns, rows=cells)
+    return read_labels(table.path, None, table.path.parent, multi=multi, columns=table.columns, rows=cells)
 
 
 def _split_of(name: str, split: str) -> str:
@@ -131,15 +141,16 @@ def _split_of(name: str, split: str) -> str:
 
 
 def discover_metadata(src: Path, tables: list[Metadata], split: str, follow: bool, multi: bool) -> Discovery:
-    """The images the metadata files `tables` name, each with its class (the classes of all of them, in label
-    order), in its split."""
+    """The images the tables name, each with its class, in its split. The classes are those of all tables: in the
+    order they all give (one-hot columns), else in label order."""
     col = ImageCollector(src, follow=follow)
     for m in tables:
-        if m.label is None:
+        if not m.labelled:
             col.reject(m.path.parent, m.split or split, f"no label: {col.rel(m.path)} has no label column "
                                                         f"({', '.join(LABEL_COLUMNS)})")
-    read = [(m, read_metadata(m, multi)) for m in tables if m.label is not None]
-    classes = label_order({c for _, labels in read for c in labels.classes})
+    read = [(m, read_metadata(m, multi)) for m in tables if m.labelled]
+    orders = {labels.classes for _, labels in read}  # one order all tables give (one-hot columns') is kept
+    classes = next(iter(orders)) if len(orders) == 1 else label_order({c for order in orders for c in order})
     if not classes:
         raise ConvertError(f"{', '.join(str(m.path) for m in tables)}: no image has a class; a dataset of no class "
                            "would yield -1 for every image (--unlabeled converts it so)")
@@ -151,8 +162,10 @@ def discover_metadata(src: Path, tables: list[Metadata], split: str, follow: boo
         folders = _split_folders(src, follow)
         for folder, s in folders.items():
             if src / folder not in {m.path.parent for m in tables}:
-                col.reject(src / folder, s, f"no label: {folder}/ holds no metadata file ({', '.join(METADATA)}), "
-                                            f"as {', '.join(col.rel(m.path) for m in tables)} does")
+                names = f"metadata file ({', '.join(METADATA)})" if tables[0].path.name in METADATA else ROBOFLOW
+                col.reject(src / folder, s, f"no label: {folder}/ holds no {names}, as "
+                                            f"{', '.join(col.rel(m.path) for m in tables)} does")
         col.reject_outside(listed(src), list(folders))
     col.warn_unused(classes, "images")
-    return Discovery(col.items, classes, col.rejected, "hf_metadata", col.identity)
+    layout = "roboflow" if tables[0].path.name == ROBOFLOW else "hf_metadata"
+    return Discovery(col.items, classes, col.rejected, layout, col.identity)
