@@ -231,6 +231,15 @@ def test_links_not_followed_are_neither_read_nor_converted(tmp_path):
     assert discover_images(tmp_path / "src").layout == "hf_metadata"                     # is read when followed
 
 
+def test_a_linked_split_folder_is_read_when_links_are_followed(tmp_path):
+    touch(tmp_path / "elsewhere", "a.jpg")
+    (tmp_path / "elsewhere" / "metadata.csv").write_text("file_name,label\na.jpg,x\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train").symlink_to(tmp_path / "elsewhere")
+    assert split_items(discover_images(tmp_path / "src")) == {"train": [("train/a.jpg", 0)]}
+    assert discover_images(tmp_path / "src", follow_symlinks=False).layout != "hf_metadata"
+
+
 def test_metadata_without_a_file_name_column_or_beside_no_split_folder_is_not_read(tmp_path):
     touch(tmp_path, "train/a.jpg", "extra/b.jpg")
     (tmp_path / "train" / "metadata.csv").write_text("image,label\na.jpg,x\n")  # no file_name: not Hugging Face's

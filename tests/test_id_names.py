@@ -81,6 +81,11 @@ def test_name_id_lines_name_each_id_places365s_categories(tmp_path):
     (tmp_path / "twelve.txt").write_text("".join(f"c{i} {i}\n" for i in (11, 2, 10, 0, 1, 3, 4, 5, 6, 7, 8, 9)))
     assert _discover(src, labels=str(labels), classes=str(tmp_path / "twelve.txt")).classes == tuple(
         f"c{i}" for i in range(12))  # ids in numeric order, 10 after 9
+    (tmp_path / "spaced.txt").write_text("great white shark 2\ntench 0\ngold fish 1\n")
+    assert _discover(src, labels=str(labels), classes=str(tmp_path / "spaced.txt")).classes == (
+        "tench", "gold fish", "great white shark")
+    (tmp_path / "ids_first.txt").write_text("2 x\n0 y\n1 z\n")  # codes of ids are no `code name` lines: names
+    assert _discover(src, labels=str(labels), classes=str(tmp_path / "ids_first.txt")).classes == ("2 x", "0 y", "1 z")
     (tmp_path / "gap.txt").write_text("a 0\nb 1\nc 3\n")  # not 0..K-1: names, one a line
     assert _discover(src, labels=str(labels), classes=str(tmp_path / "gap.txt")).classes == ("a 0", "b 1", "c 3")
 

@@ -136,8 +136,7 @@ def read_metadata(table: Metadata, multi: bool) -> Labels:
 
 def _split_of(name: str, split: str) -> str:
     """The split of a file a top metadata file names: its first folder's, when that is a split folder."""
-    folder, _, rest = name.partition("/")  # (`read_labels` wrote it as a path under the source)
-    return (split_of_folder(folder) or split) if rest else split
+    return split_of_folder(name.partition("/")[0]) or split  # (`read_labels` wrote it as a path under the source)
 
 
 def discover_metadata(src: Path, tables: list[Metadata], split: str, follow: bool, multi: bool) -> Discovery:

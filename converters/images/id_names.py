@@ -58,7 +58,7 @@ def _code_and_name(line: str, codes: dict[str, str]) -> tuple[str, str] | None:
     """(the class, its name) of a `code,name` line (a CSV row), or of a `code name` line (`code<TAB>name` too) whose
     code is one of `codes` (NFC name -> the class); None for any other line (a header, a class the source does not
     have)."""
-    cells = next(csv.reader([line]), [""])
+    cells = next(csv.reader([line]))  # (a line is not blank)
     words = line.split(None, 1) + [""]
     for code, name in ((cells[0], ",".join(cells[1:])), (words[0], words[1])):
         found = codes.get(same_name(code.strip()))
