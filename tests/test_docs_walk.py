@@ -5,6 +5,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/wds/shards-00000{0,1,2}.tar          WebDataset shards of them, written by webdataset's ShardWriter
   ~/data/coco/train2017/*.jpg, ~/data/coco/captions_train2017.json   the photos and their bundled COCO captions
   ~/data/coco/dataset_coco.json               the same captions as Karpathy's split file
+  ~/data/coco/prompts.csv                     their first captions as a table of `img_path,description`
   ~/data/laion/00000.tar                      img2dataset-style shard (jpg, txt, json) of the captioned photos
   ~/hf/beans/data/{train,validation}-00000-of-00001.parquet   the photos as a Hugging Face Hub download
   ~/hf/pets/{train,test}/*.jpg, metadata.jsonl   the photos labelled by Hugging Face ImageFolder metadata
@@ -117,6 +118,8 @@ def _captioned(data: Path) -> None:
     first: dict[str, str] = {}
     for ann in coco["annotations"]:
         first.setdefault(names[ann["image_id"]], ann["caption"])
+    (data / "coco" / "prompts.csv").write_text("img_path,description\n" + "".join(  # columns of other names
+        f"{name},\"{caption}\"\n" for name, caption in sorted(first.items())))
     (data / "laion").mkdir(parents=True)
     with wds.TarWriter(str(data / "laion" / "00000.tar")) as sink:
         for i, name in enumerate(sorted(first)):

@@ -51,8 +51,9 @@ class ImageTextKind:
                             help="image_text: CSV/TSV/JSONL/Parquet with file and caption columns, or a COCO "
                                  "captions_*.json (default: a same-stem .txt beside each image)")
         parser.add_argument("--caption-field", metavar="COLUMN",
-                            help="image_text from Parquet/Arrow tables: the caption column (default: caption, text, "
-                                 "..., or caption_0, caption_1, ...)")
+                            help="image_text: the caption column of Parquet/Arrow tables, of a --captions table or "
+                                 "of Hugging Face metadata (default: caption, text, ..., or caption_0, caption_1, "
+                                 "...)")
 
     def options_from_args(self, args: Any) -> ImageTextOptions:
         return ImageTextOptions(captions=getattr(args, "captions", None), tokenizer=getattr(args, "tokenizer", None),
@@ -71,11 +72,8 @@ class ImageTextKind:
                                             split=options.split, max_bytes=bytes_limit(options.max_pixels),
                                             follow_symlinks=follow_symlinks)
         else:
-            if options.image_field or options.caption_field:
-                raise ValueError("--image-field and --caption-field name the columns of Parquet or Arrow tables of "
-                                 f"captioned images; {src} holds image files, or no table")
             found = discover_pairs(src, captions=options.captions, split=options.split,
-                                   follow_symlinks=follow_symlinks)
+                                   follow_symlinks=follow_symlinks, fields=(options.image_field, options.caption_field))
         found.identity[:0] = tokenizer
         return found
 

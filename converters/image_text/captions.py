@@ -46,39 +46,49 @@ def _column(names: list[str], wanted: tuple[str, ...], what: str, where: Path) -
                        f"{list(wanted)}")
 
 
-def _delimiter(path: Path, default: str) -> str:
+Fields = tuple[str | None, str | None]  # the file and caption columns --image-field and --caption-field name
+NO_FIELDS: Fields = (None, None)
+
+
+def _wanted(fields: Fields) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names a file column and a caption column may have (lower case): those `fields` give, else the usual."""
+    return ((fields[0].strip().lower(),) if fields[0] else FILE_COLUMNS,
+            (fields[1].strip().lower(),) if fields[1] else CAPTION_COLUMNS)
+
+
+def _delimiter(path: Path, default: str, fields: Fields = NO_FIELDS) -> str:
     """The first of DELIMITERS that splits the header row into a file column and a caption column (Flickr30k's
     `results.csv` is split by "|", Flickr8k's `captions.txt` by commas), else `default`, a `.csv`'s comma or a
     `.tsv`'s tab (whose error then names the columns it found)."""
+    files, captions = _wanted(fields)
     with open(path, newline="", encoding="utf-8-sig") as f:
         head = f.readline(1 << 16).rstrip("\r\n")
     for d in DELIMITERS:
         names = [n.strip().lower() for n in head.split(d)]
-        if any(n in FILE_COLUMNS for n in names) and any(n in CAPTION_COLUMNS for n in names):
+        if any(n in files for n in names) and any(n in captions for n in names):
             return d
     return default
 
 
-def _table_rows(path: Path, delimiter: str) -> list[CaptionRow]:
-    delimiter = _delimiter(path, delimiter)
+def _table_rows(path: Path, delimiter: str, fields: Fields) -> list[CaptionRow]:
+    delimiter = _delimiter(path, delimiter, fields)
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f, delimiter=delimiter)
-        names = list(reader.fieldnames or [])
-        file_col = _column(names, FILE_COLUMNS, "file", path)
-        cap_col = _column(names, CAPTION_COLUMNS, "caption", path)
+        file_col, cap_col = _pick(path, fields)(list(reader.fieldnames or []))
         return [CaptionRow(str(row.get(file_col) or ""), str(row.get(cap_col) or ""), f"{path.name}:{reader.line_num}")
                 for row in reader]
 
 
-def _pick(path: Path) -> Callable[[list[str]], list[str]]:
-    """What `column_rows` reads of a captions table: its file column and its caption column."""
-    return lambda names: [_column(names, FILE_COLUMNS, "file", path), _column(names, CAPTION_COLUMNS, "caption", path)]
+def _pick(path: Path, fields: Fields) -> Callable[[list[str]], list[str]]:
+    """What a captions table is read by: its file column and its caption column."""
+    files, captions = _wanted(fields)
+    return lambda names: [_column(names, files, "file", path), _column(names, captions, "caption", path)]
 
 
-def _named_rows(path: Path) -> list[CaptionRow]:
+def _named_rows(path: Path, fields: Fields) -> list[CaptionRow]:
     """The rows of a JSON Lines or Parquet captions table (metadata_files.py)."""
     return [CaptionRow(_text(f), _text(c), f"{path.name}:{where}")
-            for where, (f, c) in column_rows(path, _pick(path), "captions file")]
+            for where, (f, c) in column_rows(path, _pick(path, fields), "captions file")]
 
 
 def _text(value: Any) -> str:
@@ -142,37 +152,43 @@ def _karpathy_rows(path: Path, data: dict[str, Any]) -> list[CaptionRow]:
     return rows
 
 
-def _first_names(path: Path) -> list[str]:
+def _first_names(path: Path, fields: Fields) -> list[str]:
     """The column names of a table as its first line or footer gives them (`header_names`), a CSV/TSV header split by
     the first of DELIMITERS that finds both columns (what `read_captions` reads them from)."""
     suffix = path.suffix.lower()
-    return header_names(path, "" if suffix in (".parquet", ".jsonl") else _delimiter(path, "\t" if suffix == ".tsv"
-                                                                                      else ","))
+    return header_names(path, "" if suffix in (".parquet", ".jsonl") else
+                        _delimiter(path, "\t" if suffix == ".tsv" else ",", fields))
 
 
-def names_files_and_captions(path: Path) -> bool:
-    """Whether the table at `path` (CSV, TSV, JSON Lines, Parquet) has a file column and a caption column, judged
-    from its first line or footer only (what `--kind auto` may read)."""
+def names_files_and_captions(path: Path, fields: Fields = NO_FIELDS) -> bool:
+    """Whether the table at `path` (CSV, TSV, JSON Lines, Parquet) has a file column and a caption column (those
+    `fields` name, else the usual), judged from its first line or footer only (what `--kind auto` may read)."""
+    files, captions = _wanted(fields)
     try:
-        names = [n.strip().lower() for n in _first_names(path)]
+        names = [n.strip().lower() for n in _first_names(path, fields)]
     except Exception:  # noqa: BLE001 - detection only: what csv, JSON or pyarrow cannot read is said when it is read
         return False
-    return any(n in FILE_COLUMNS for n in names) and any(n in CAPTION_COLUMNS for n in names)
+    return any(n in files for n in names) and any(n in captions for n in names)
 
 
-def read_captions(path: Path | str) -> list[CaptionRow]:
-    """Every row of a captions file, in file order; ConvertError for a file that cannot be read as one."""
+def read_captions(path: Path | str, fields: Fields = NO_FIELDS) -> list[CaptionRow]:
+    """Every row of a captions file, in file order; ConvertError for a file that cannot be read as one. `fields`:
+    the file and caption columns of a table by name (--image-field, --caption-field; a COCO or Karpathy JSON file
+    has none to name)."""
     path = Path(path)
     if not path.is_file():
         raise ConvertError(f"captions file {path} does not exist")
     suffix = path.suffix.lower()
     try:
         if suffix in (".csv", ".txt"):  # Flickr8k's captions.txt is a CSV
-            return _table_rows(path, ",")
+            return _table_rows(path, ",", fields)
         if suffix == ".tsv":
-            return _table_rows(path, "\t")
+            return _table_rows(path, "\t", fields)
         if suffix in (".jsonl", ".parquet"):
-            return _named_rows(path)
+            return _named_rows(path, fields)
+        if suffix == ".json" and fields != NO_FIELDS:
+            raise ConvertError(f"--image-field and --caption-field name the columns of a captions table; {path} is "
+                               "JSON (COCO's or Karpathy's), whose fields are fixed")
         if suffix == ".json":
             try:
                 data = parse_json(path.read_text(encoding="utf-8-sig"))

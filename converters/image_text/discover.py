@@ -18,7 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from converters.image_text.captions import (
+    NO_FIELDS,
     CaptionRow,
+    Fields,
     names_files_and_captions,
     normalize_caption,
     read_captions,
@@ -85,9 +87,9 @@ class _Pairs:
         self.rejected.append(Rejection(_split_of(rel, self.split), rel, reason))
 
 
-def _from_file(pairs: _Pairs, captions_file: Path) -> dict[str, list[str]]:
+def _from_file(pairs: _Pairs, captions_file: Path, fields: Fields) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    rows = read_captions(captions_file)
+    rows = read_captions(captions_file, fields)
     if not rows:
         raise ConvertError(f"captions file {captions_file} holds no rows")
     for row in rows:
@@ -177,13 +179,13 @@ def metadata_files(rels: list[str]) -> list[str]:
     return sorted((r for r in rels if posixpath.basename(r) in METADATA), key=lambda r: (r.count("/"), r))
 
 
-def _from_metadata(pairs: _Pairs, files: list[str]) -> dict[str, list[str]]:
+def _from_metadata(pairs: _Pairs, files: list[str], fields: Fields) -> dict[str, list[str]]:
     """Captions from Hugging Face ImageFolder metadata files: each row's `file_name` is relative to the folder of
     its metadata file."""
     found: dict[str, list[str]] = {}
     for rel in files:
         folder = posixpath.dirname(rel)
-        for row in read_captions(pairs.others[rel]):
+        for row in read_captions(pairs.others[rel], fields):
             path = row.path.replace("\\", "/").strip()
             named = posixpath.join(folder, path) if folder and path else path
             _take_row(pairs, replace(row, path=named), found, rel)
@@ -196,14 +198,19 @@ def _from_metadata(pairs: _Pairs, files: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def discover_pairs(src: Path, /, *, captions: str | None, split: str, follow_symlinks: bool = True) -> Discovery:
-    """The pairs of `src` per split, in path order (see the module docstring)."""
+def discover_pairs(src: Path, /, *, captions: str | None, split: str, follow_symlinks: bool = True,
+                   fields: Fields = NO_FIELDS) -> Discovery:
+    """The pairs of `src` per split, in path order (see the module docstring). `fields`: the file and caption columns
+    of the captions file or metadata by name (--image-field, --caption-field)."""
     if not src.is_dir():
         raise ConvertError(f"source {src} is not a directory")
     pairs = _Pairs(src, split, follow_symlinks)
     meta = [r for r in metadata_files(list(pairs.others))  # read when no --captions names the file; metadata of
-            if names_files_and_captions(pairs.others[r])]   # labels only (`file_name,label`) is no captions table
-    found = (_from_file(pairs, Path(captions)) if captions else _from_metadata(pairs, meta) if meta
+            if names_files_and_captions(pairs.others[r], fields)]  # labels only (`file_name,label`): no captions
+    if not captions and not meta and fields != NO_FIELDS:
+        raise ValueError("--image-field and --caption-field name the columns of a captions file (--captions), of "
+                         f"Hugging Face metadata or of Parquet or Arrow tables; {src} holds none with them")
+    found = (_from_file(pairs, Path(captions), fields) if captions else _from_metadata(pairs, meta, fields) if meta
              else _from_sidecars(pairs))
     items: dict[str, list[WorkItem]] = {}
     identity: list[list[object]] = []

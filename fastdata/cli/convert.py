@@ -69,7 +69,7 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
 
     if not src.exists():
         raise ConvertError(f"source {src} does not exist")
-    if args is not None and getattr(args, "captions", None):
+    if args is not None and (getattr(args, "captions", None) or getattr(args, "caption_field", None)):
         return "image_text"
     if args is not None and getattr(args, "tokenizer", None):  # a tokenizer says text is meant, whatever stray
         return "image_text" if get_kind("image_text").detect(src) else "text"  # images: unless they have captions
