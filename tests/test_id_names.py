@@ -62,7 +62,8 @@ def test_a_missing_or_binary_names_file_is_refused(tmp_path):
 @pytest.mark.parametrize(("tree", "shown"), [
     (("cat/a.jpg", "dog/b.jpg", "eel/c.jpg", "fox/d.jpg"), r"'s classes are not ids, and .*classes\.txt names none of "
                                                            r"them \(cat, dog, eel\)"),
-    (("a.jpg",), " has no class")])
+    (("a.jpg",), " has no class"),
+    (("x/a.jpg", "y/b.jpg"), r"'s classes are not ids, and .*classes\.txt names none of them \(x, y\)")])
 def test_classes_that_are_names_already_or_none_are_not_renamed(tmp_path, tree, shown):
     (tmp_path / "classes.txt").write_text("x\ny\nkitten cat\n")  # `kitten cat` would name cat by `code name`; no
     with pytest.raises(ValueError, match=rf"^--classes names class ids 0\.\.K-1, or codes by lines of `code,name`; "
@@ -127,7 +128,7 @@ def test_open_images_mids_named_by_their_descriptions_a_shared_name_given_its_co
     ("n1,tench\nn2,goldfish\nn3,shark\nn1,carp\n", r"classes\.txt:4: 'n1' is named again \(first at "
                                                       r".*classes\.txt:1\): which name is meant\?"),
     ("n1,tench\nn2,tench\nn3,gold\x1b[31mfish\n", r"classes\.txt:3: the class .* holds control characters"),
-    ("n1,tench\nn2,\nn3,shark\n", r"classes\.txt:2: a class name is blank"),
+    ("n1,tench\nn2,\nn3,shark\n", r"classes\.txt names 2 of the 3 classes; not n2$"),
 ])
 def test_a_codes_file_that_cannot_name_every_class_is_refused(tmp_path, text, message):
     src = touch(tmp_path / "src", "n1/a.jpg", "n2/b.jpg", "n3/c.jpg")

@@ -122,9 +122,8 @@ def labels_of_split(value: str | None) -> tuple[str, Path] | None:
 MULTI_LABEL_SOURCES = ("--multi-label reads the classes of each image from a labels CSV of the whole source "
                        "(--labels FILE), from a column of Parquet or Arrow tables that lists them, from a feature "
                        "of TFRecord files that lists them, from a split folder's Hugging Face metadata or Roboflow "
-                       "_classes.csv, or from the lists "
-                       "of CelebA, Pascal VOC, COCO, CheXpert and MIMIC-CXR-JPG (docs/converting.md, \"Several "
-                       "classes an image\")")
+                       "_classes.csv, or from the lists of CelebA, Pascal VOC, COCO, CheXpert and MIMIC-CXR-JPG "
+                       "(docs/converting.md, \"Several classes an image\")")
 LOOSE_SPLIT = "not inside a class folder: the split folder has none; --labels {split}=FILE labels its images"
 
 

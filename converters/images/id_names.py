@@ -62,7 +62,7 @@ def _code_and_name(line: str, codes: dict[str, str]) -> tuple[str, str] | None:
     words = line.split(None, 1) + [""]
     for code, name in ((cells[0], ",".join(cells[1:])), (words[0], words[1])):
         found = codes.get(same_name(code.strip()))
-        if found is not None:
+        if found is not None and name.strip():  # a code alone names nothing (a list of the source's own names)
             return found, name
     return None
 
