@@ -1028,18 +1028,37 @@ def _check_class_lists(found: Any, name: str) -> None:
                 raise Finding(f"{name}: {item.rel} has the label {label!r} of {len(found.classes)} classes")
 
 
+def _check_labels(found: Any, name: str) -> None:
+    """A discovery of one class an image: a Finding unless every item's label is one of its classes."""
+    for items in found.splits.values():
+        for item in items:
+            if not isinstance(item.label, int) or not 0 <= item.label < len(found.classes):
+                raise Finding(f"{name}: {item.rel} has the label {item.label!r} of {len(found.classes)} classes")
+
+
 # datasets that convert as they lie from their own lists (--multi-label): the list each case mutates
 LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.txt",
                  "voc:ImageSets/Main/dog_val.txt", "celeba:list_attr_celeba.txt", "celeba:list_eval_partition.txt",
                  "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json", "chexpert:train.csv",
                  "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv", "hf:train/metadata.jsonl",
-                 "hf:val/metadata.csv")
+                 "hf:val/metadata.csv", "cub:images.txt", "cub:image_class_labels.txt", "cub:train_test_split.txt",
+                 "cub:classes.txt")
+SINGLE_LABEL_LISTS = ("cub",)  # datasets of one class an image, discovered without --multi-label
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "cub":  # CUB-200-2011's lists (cub.py)
+        for k, i in enumerate(ids):
+            (src / "images" / f"00{k % 2 + 1}.bird").mkdir(parents=True, exist_ok=True)
+            (src / "images" / f"00{k % 2 + 1}.bird" / f"{i}.jpg").write_bytes(jpg)
+        (src / "images.txt").write_text("".join(f"{k + 1} 00{k % 2 + 1}.bird/{i}.jpg\n" for k, i in enumerate(ids)))
+        (src / "image_class_labels.txt").write_text("".join(f"{k + 1} {k % 2 + 1}\n" for k in range(len(ids))))
+        (src / "train_test_split.txt").write_text("".join(f"{k + 1} {k // 3}\n" for k in range(len(ids))))
+        (src / "classes.txt").write_text("1 001.bird\n2 002.bird\n")
+        return
     if kind == "hf":  # Hugging Face ImageFolder metadata in each split folder (folder_labels.py)
         for k, i in enumerate(ids):
             (src / ("train" if k < 2 else "val")).mkdir(parents=True, exist_ok=True)
@@ -1127,14 +1146,16 @@ def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     uncertain = rng.choice(("ones", "zeros")) if kind in ("chexpert", "mimic") else None
     def discover() -> None:
         try:
-            found.append(discover_images(src, multi_label=True, uncertain=uncertain))
+            found.append(discover_images(src, multi_label=kind not in SINGLE_LABEL_LISTS, uncertain=uncertain))
         except ValueError as exc:  # a header mutated past CheXpert's makes --uncertain a usage error, said so
             if not str(exc).startswith("--uncertain reads"):
                 raise
             raise ConvertError(str(exc)) from exc
 
     _expect(discover, step=f"{kind} discover")
-    if found:
+    if found and kind in SINGLE_LABEL_LISTS:
+        _check_labels(found[0], label)
+    elif found:
         _check_class_lists(found[0], label)
     return f"{label}: {what}"
 

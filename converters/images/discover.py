@@ -1,6 +1,7 @@
 """Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...` (or
 `SRC/<class>/<split>/...`), the files a `filename,class` CSV lists (listed_files.py), files whose names hold their
-classes (name_labels.py), or a dataset labelled by its own lists (dataset_lists.py). Class index = position in the
+classes (name_labels.py), a labels table in each split folder (folder_labels.py), or a dataset labelled by its own
+lists (dataset_lists.py; flowers102.py, fgvc_aircraft.py, cub.py). Class index = position in the
 sorted class names (ImageFolder); the class ids of a CSV (whole numbers) stay the labels they are (`label_order`;
 the CSV is read by labels_csv.py)."""
 
@@ -12,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import fgvc_aircraft, flowers102, folder_labels
+from converters.images import cub, fgvc_aircraft, flowers102, folder_labels
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
@@ -54,6 +55,14 @@ def _discover_fgvc(src: Path, data: Path, split: str, follow: bool) -> Discovery
     classes = take_listed(col, data / fgvc_aircraft.IMAGES, data / "images_variant_train.txt", split, table=table,
                           listing="the images_variant lists")
     return Discovery(col.items, classes, col.rejected, "fgvc_aircraft", col.identity)
+
+
+def _discover_cub(src: Path, root: Path, follow: bool) -> Discovery:
+    """CUB-200-2011 or NABirds (cub.py): `images/` labelled and split by the lists beside it."""
+    col = ImageCollector(src, follow=follow)
+    classes = take_listed(col, root / cub.IMAGES, root / cub.LISTS[0], "train", table=cub.read_cub(root),
+                          listing=cub.LISTS[0])
+    return Discovery(col.items, classes, col.rejected, "cub", col.identity)
 
 
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
@@ -210,6 +219,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     aircraft = None if unlabeled or label_pattern or labels_csv else fgvc_aircraft.found(src)
     if aircraft is not None:
         return _discover_fgvc(src, aircraft, split, follow_symlinks)
+    birds = None if unlabeled or label_pattern or labels_csv else cub.found(src)
+    if birds is not None:
+        return _discover_cub(src, birds, follow_symlinks)
     follow = follow_symlinks
     top = listed(src)
     if label_pattern:
