@@ -1,7 +1,7 @@
 """Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...` (or
 `SRC/<class>/<split>/...`), the files a `filename,class` CSV lists (listed_files.py), files whose names hold their
 classes (name_labels.py), a labels table in each split folder (folder_labels.py), or a dataset labelled by its own
-lists (dataset_lists.py; flowers102.py, fgvc_aircraft.py, cub.py). Class index = position in the
+lists (own_lists.py, dataset_lists.py). Class index = position in the
 sorted class names (ImageFolder); the class ids of a CSV (whole numbers) stay the labels they are (`label_order`;
 the CSV is read by labels_csv.py)."""
 
@@ -13,13 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
-from converters.images import cub, fgvc_aircraft, flowers102, folder_labels
+from converters.images import folder_labels
 from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import label_order, warn_if_a_class_each
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.images.name_labels import compile_label_pattern
+from converters.images.own_lists import discover_own_lists
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
 from converters.images.tfrecords import discover_tfrecords, has_tfrecords
@@ -37,32 +38,6 @@ def _discover_listed(src: Path, csv_path: Path, split: str, follow: bool, multi:
     col = ImageCollector(src, follow=follow)
     classes = take_listed(col, src, csv_path, split, multi=multi, columns=columns)
     return Discovery(col.items, classes, col.rejected, "flat+labels", col.identity)
-
-
-def _discover_flowers(src: Path, split: str, follow: bool) -> Discovery:
-    """Oxford Flowers-102 (flowers102.py): `jpg/` labelled by `imagelabels.mat`, split by `setid.mat`."""
-    col = ImageCollector(src, follow=follow)
-    table = flowers102.read_flowers(src)
-    classes = take_listed(col, src, src / flowers102.LABELS, split, table=table,
-                          skip=(flowers102.LABELS, flowers102.SETID))
-    return Discovery(col.items, classes, col.rejected, "flowers102", col.identity)
-
-
-def _discover_fgvc(src: Path, data: Path, split: str, follow: bool) -> Discovery:
-    """FGVC-Aircraft (fgvc_aircraft.py): `images/` labelled by the variant lists beside it, split by them."""
-    col = ImageCollector(src, follow=follow)
-    table = fgvc_aircraft.read_fgvc(data)
-    classes = take_listed(col, data / fgvc_aircraft.IMAGES, data / "images_variant_train.txt", split, table=table,
-                          listing="the images_variant lists")
-    return Discovery(col.items, classes, col.rejected, "fgvc_aircraft", col.identity)
-
-
-def _discover_cub(src: Path, root: Path, follow: bool) -> Discovery:
-    """CUB-200-2011 or NABirds (cub.py): `images/` labelled and split by the lists beside it."""
-    col = ImageCollector(src, follow=follow)
-    classes = take_listed(col, root / cub.IMAGES, root / cub.LISTS[0], "train", table=cub.read_cub(root),
-                          listing=cub.LISTS[0])
-    return Discovery(col.items, classes, col.rejected, "cub", col.identity)
 
 
 def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
@@ -214,14 +189,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         return layout
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
-    if not unlabeled and not label_pattern and not labels_csv and flowers102.is_flowers(src):
-        return _discover_flowers(src, split, follow_symlinks)
-    aircraft = None if unlabeled or label_pattern or labels_csv else fgvc_aircraft.found(src)
-    if aircraft is not None:
-        return _discover_fgvc(src, aircraft, split, follow_symlinks)
-    birds = None if unlabeled or label_pattern or labels_csv else cub.found(src)
-    if birds is not None:
-        return _discover_cub(src, birds, follow_symlinks)
+    own = None if unlabeled or label_pattern or labels_csv else discover_own_lists(src, split, follow_symlinks)
+    if own is not None:
+        return own
     follow = follow_symlinks
     top = listed(src)
     if label_pattern:

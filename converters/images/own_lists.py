@@ -1,0 +1,54 @@
+"""Datasets of one class an image that come with lists of their own, converted as they lie: Oxford Flowers-102
+(flowers102.py), FGVC-Aircraft (fgvc_aircraft.py), CUB-200-2011 and NABirds (cub.py) and Oxford-IIIT Pet
+(oxford_pet.py). Each module finds its dataset's folder and reads its lists into `Labels`; the files of its images
+folder are taken as any listed files are (listed_files.py). Datasets of several classes an image: dataset_lists.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from converters.images import cub, fgvc_aircraft, flowers102, oxford_pet
+from converters.images.labels_csv import Labels
+from converters.images.listed_files import ImageCollector, take_listed
+from converters.kind import Discovery
+
+
+@dataclass(frozen=True)
+class OwnLists:
+    layout: str  # the manifest's name for it
+    images: Path  # the folder whose files the lists name
+    lists: Path  # the list that rejections name (`listing`: what they call all of them)
+    read: Callable[[], Labels]
+    listing: str | None = None
+    skip: tuple[str, ...] = ()  # files directly in `images` read as lists, no images to reject
+
+
+def _found(src: Path) -> OwnLists | None:
+    if flowers102.is_flowers(src):
+        return OwnLists("flowers102", src, src / flowers102.LABELS, lambda: flowers102.read_flowers(src),
+                        skip=(flowers102.LABELS, flowers102.SETID))
+    data = fgvc_aircraft.found(src)
+    if data is not None:
+        return OwnLists("fgvc_aircraft", data / fgvc_aircraft.IMAGES, data / "images_variant_train.txt",
+                        lambda: fgvc_aircraft.read_fgvc(data), "the images_variant lists")
+    root = cub.found(src)
+    if root is not None:
+        return OwnLists("cub", root / cub.IMAGES, root / cub.LISTS[0], lambda: cub.read_cub(root))
+    pets = oxford_pet.found(src)
+    if pets is not None:
+        return OwnLists("oxford_pet", pets / oxford_pet.IMAGES, pets / oxford_pet.LISTS["train"],
+                        lambda: oxford_pet.read_pets(pets), "trainval.txt and test.txt")
+    return None
+
+
+def discover_own_lists(src: Path, split: str, follow: bool) -> Discovery | None:
+    """The images of a dataset labelled by its own lists, each in the split they give it (an image they leave out
+    rejected in `split`); None for any other source."""
+    own = _found(src)
+    if own is None:
+        return None
+    col = ImageCollector(src, follow=follow)
+    classes = take_listed(col, own.images, own.lists, split, table=own.read(), skip=own.skip, listing=own.listing)
+    return Discovery(col.items, classes, col.rejected, own.layout, col.identity)
