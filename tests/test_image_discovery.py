@@ -70,6 +70,19 @@ def test_split_folders_of_names_no_split_has_are_classes_with_a_warning(tmp_path
         f"splits, name them {SPLIT_FOLDERS}; as they are, each is one class"]
 
 
+@pytest.mark.parametrize(("tree", "named"), [
+    (("images/a/1.jpg", "annotations/trimaps/1.png"), "annotations, images"),  # a download's top folder
+    (("train/images/1.jpg", "train/labels/1.txt", "valid/images/2.jpg"), "images, labels"),  # a YOLO export
+    (("Images/n02085620-Chihuahua/1.jpg", "Annotation/n02085620-Chihuahua/1"), "Annotation, Images")])
+def test_class_folders_named_as_a_datasets_folders_are_warned_about(tmp_path, caplog, tree, named):
+    with caplog.at_level(logging.WARNING):
+        discover_images(touch(tmp_path / "src", *tree))
+    assert [r.getMessage() for r in caplog.records if "named as a dataset's folders" in r.getMessage()] == [
+        f"the class folders {named} are named as a dataset's folders, not as classes: if the source is a download's "
+        "top folder, convert the folder that holds its class folders, or see the layouts that convert as they lie "
+        "(docs/converting.md, \"Sources\")"]
+
+
 @pytest.mark.parametrize("tree", [
     ("seg_train/forest/1.jpg", "seg_train/sea/2.jpg", "seg_test/forest/3.jpg", "seg_test/sea/4.jpg",
      "seg_test/loose.jpg"),  # an image beside the folders: a class

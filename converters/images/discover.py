@@ -80,6 +80,21 @@ def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: 
                     SPLIT_FOLDERS)
 
 
+# folders a dataset keeps beside or above its images, never classes: read as class folders, a download's top folder
+# (CUB's images/ and parts/, Oxford-IIIT Pet's annotations/, a YOLO export's images/ and labels/) was converted so
+DATASET_FOLDERS = frozenset({"images", "imgs", "jpegimages", "annotations", "annotation", "labels", "masks", "trimaps",
+                             "lists", "meta", "metadata", "segmentations", "imdb", "attributes", "parts"})
+
+
+def _warn_if_dataset_folders(classes: tuple[str, ...]) -> None:
+    """Log a warning when class folders are named as a dataset's own folders (`images/`, `annotations/`)."""
+    named = [c for c in classes if c.lower() in DATASET_FOLDERS]
+    if named:
+        log.warning("the class folders %s are named as a dataset's folders, not as classes: if the source is a "
+                    "download's top folder, convert the folder that holds its class folders, or see the layouts "
+                    "that convert as they lie (docs/converting.md, \"Sources\")", ", ".join(named))
+
+
 def _splits_inside(src: Path, classes: tuple[str, ...], follow: bool) -> dict[str, dict[str, str]] | None:
     """For a `SRC/<class>/<split>/` tree (every class folder holds split folders and nothing else: `cat/train/`,
     `cat/val/`): class -> (folder -> split). None for any other tree. Read as one split, val's images were
@@ -255,5 +270,6 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
             if name not in classes:
                 col.reject(src / name, split, (name in dirs and folders.problems.get(name)) or
                            "not inside a class folder")
+    _warn_if_dataset_folders(classes)
     col.warn_unused(classes, "images")
     return Discovery(col.items, classes, col.rejected, layout, col.identity)
