@@ -1042,14 +1042,24 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "celeba:list_attr_celeba.csv", "coco:annotations/instances_train2017.json", "chexpert:train.csv",
                  "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv", "hf:train/metadata.jsonl",
                  "hf:val/metadata.csv", "cub:images.txt", "cub:image_class_labels.txt", "cub:train_test_split.txt",
-                 "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt")
-SINGLE_LABEL_LISTS = ("cub", "pets")  # datasets of one class an image, discovered without --multi-label
+                 "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt",
+                 "food:meta/train.txt", "food:meta/test.txt")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food")  # datasets of one class an image, discovered without --multi-label
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "food":  # Food-101's lists (folder_lists.py)
+        (src / "meta").mkdir(parents=True)
+        for k, i in enumerate(ids):
+            (src / "images" / ("pizza", "ramen")[k % 2]).mkdir(parents=True, exist_ok=True)
+            (src / "images" / ("pizza", "ramen")[k % 2] / f"{i}.jpg").write_bytes(jpg)
+        for split, part in (("train", ids[:3]), ("test", ids[3:])):
+            (src / "meta" / f"{split}.txt").write_text("".join(f"{('pizza', 'ramen')[ids.index(i) % 2]}/{i}\n"
+                                                             for i in part))
+        return
     if kind == "pets":  # Oxford-IIIT Pet's lists (oxford_pet.py)
         (src / "images").mkdir(parents=True)
         (src / "annotations").mkdir()

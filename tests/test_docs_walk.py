@@ -12,7 +12,8 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/roboflow/pets.v1i.multiclass/{train,valid}/   the photos as Roboflow's export, each folder's _classes.csv
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
   ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
-  ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files
+  ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files (Food-101's download)
+  ~/dtd/images/<class>/, ~/dtd/labels/{train,val,test}{1,3}.txt   the photos as DTD's download
   ~/chestxray14/images/<n>_000.png, ~/chestxray14/Data_Entry_2017.csv   greyscale PNGs, several findings an image
   ~/data/coco/annotations/instances_train2017.json   the photos' objects, in COCO's shape (several classes each)
   ~/data/VOCdevkit/VOC2007/, ~/data/celeba/, ~/data/CheXpert-v1.0-small/, ~/data/mimic-cxr-jpg/2.0.0/,
@@ -279,6 +280,20 @@ def _roboflow(root: Path) -> None:
         (root / folder / "_classes.csv").write_text(text)
 
 
+def _dtd_partitions(root: Path) -> None:
+    """The photos as DTD's download: `images/<class>/`, partitions 1 and 3 of its split lists."""
+    rows: dict[str, list[str]] = {"train": [], "val": [], "test": []}
+    for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))[:12]):
+        entry = f"{('banded', 'dotted')[i % 2]}/{p.name}"
+        (root / "images" / entry).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, root / "images" / entry)
+        rows[("train", "train", "val", "test")[i % 4]].append(entry)
+    (root / "labels").mkdir()
+    for split, entries in rows.items():
+        for fold in (1, 3):
+            (root / "labels" / f"{split}{fold}.txt").write_text("".join(f"{e}\n" for e in entries))
+
+
 def _hf_imagefolder(root: Path) -> None:
     """The photos as a folder for `load_dataset("imagefolder")`: train/ and test/, each with a metadata.jsonl of
     `file_name` and `label`."""
@@ -318,6 +333,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _aircraft(box / "home" / "data")
     _cub(box / "home" / "data")
     _pets(box / "home" / "data")
+    _dtd_partitions(box / "home" / "dtd")
     for f in sorted(FORTUNES.iterdir()):
         (box / "corpus" / f.name).mkdir(parents=True)
         shutil.copyfile(f, box / "corpus" / f.name / f"{f.name}.txt")
