@@ -29,7 +29,8 @@ from fastdata.storage.url import all_urls, is_url
 from fastdata.wds_index import compressed_tar, decompress_advice
 
 SHARD_SUFFIXES = (".tar", ".arrow")
-RAW_SUFFIXES = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif", ".txt",
+RAW_SUFFIXES = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif", ".ppm",
+                ".pgm", ".pbm", ".pnm", ".txt",
                 ".jsonl", ".json", ".csv", ".tsv", ".parquet", ".dcm", ".gz", ".zst")
 
 

@@ -53,7 +53,7 @@ def test_every_bad_input_is_rejected_with_its_reason(bad_tree: Path, tmp_path: P
     assert reasons["b/empty.jpg"] == "empty file (0 bytes)"
     assert reasons["b/notes.jpg"].startswith("not an image")
     assert reasons["b/readme.txt"] == ("unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, .jpe, .png, .webp, "
-                                       ".bmp, .tif, .tiff, .gif, .avif")
+                                       ".bmp, .tif, .tiff, .gif, .avif, .ppm, .pgm, .pbm, .pnm")
     assert reasons["b/bomb.png"].startswith("decompression bomb: 200x200 = 40000 pixels")
     assert reasons["b/dangling.jpg"].startswith("broken symlink")
     assert reasons["b/locked.jpg"] == "unreadable: Permission denied"

@@ -124,6 +124,34 @@ def test_json_records_source_and_sizes(tmp_path: Path) -> None:
                     "height": 100, "orig_format": "PNG", "orig_mode": "RGB", "copied": False}
 
 
+def test_netpbm_files_are_images_as_gtsrb_ships_its_signs(tmp_path: Path) -> None:
+    """GTSRB's `Training/00000/00000_00000.ppm` (binary RGB), greyscale PGM, bitmap PBM, ASCII P3 and a 16-bit PGM
+    had been rejected for their extension, every sign of the dataset with them; the CSV beside them still is."""
+    from converters.images.discover import discover_images
+
+    sign = Image.new("RGB", (31, 29), (200, 30, 30))
+    (tmp_path / "00000").mkdir()
+    sign.save(tmp_path / "00000" / "00000_00000.ppm", "PPM")
+    sign.convert("L").save(tmp_path / "00000" / "00000_00001.PGM", "PPM")
+    sign.convert("1").save(tmp_path / "00000" / "00000_00002.pbm", "PPM")
+    (tmp_path / "00000" / "GT-00000.csv").write_text("Filename;Width;Height;ClassId\n00000_00000.ppm;31;29;0\n")
+    (tmp_path / "00001").mkdir()
+    (tmp_path / "00001" / "a.pnm").write_bytes(b"P3\n2 2\n255\n255 0 0  0 255 0\n0 0 255  255 255 255\n")
+    Image.fromarray(np.full((8, 8), 40000, dtype=np.uint16)).save(tmp_path / "00001" / "b.pgm", "PPM")
+    found = discover_images(tmp_path)
+    assert found.classes == ("00000", "00001")
+    assert sorted((it.rel, it.label) for it in found.splits["train"]) == [
+        ("00000/00000_00000.ppm", 0), ("00000/00000_00001.PGM", 0), ("00000/00000_00002.pbm", 0),
+        ("00001/a.pnm", 1), ("00001/b.pgm", 1)]
+    assert [(r.source, r.reason.split(";")[0]) for r in found.rejected] == [
+        ("00000/GT-00000.csv", "unsupported extension '.csv'")]
+    for item in found.splits["train"]:
+        out, meta = prepare_jpeg((tmp_path / item.rel).read_bytes(), ImageOptions())
+        assert meta["orig_format"] == "PPM" and _check_baseline(out).mode == "RGB"
+    out, _ = prepare_jpeg((tmp_path / "00001" / "b.pgm").read_bytes(), ImageOptions())
+    assert abs(int(np.asarray(_decode(out))[0, 0, 0]) - round(40000 / 65535 * 255)) <= 1  # 16 bits scaled, not cut
+
+
 def test_jfif_gif_and_avif_files_are_images(tmp_path: Path) -> None:
     """`.jfif` and `.jpe` (JPEGs as browsers save them), GIF (the first frame of an animation) and AVIF were rejected
     for their extension; JPEG 2000 still is, saying which extensions are taken."""

@@ -48,7 +48,7 @@ def test_tiny_imagenet_converts_val_with_the_classes_its_annotations_give(tmp_pa
     assert reasons(m) == {
         "test/images/test_0.JPEG": loose, "test/images/test_1.JPEG": loose,
         **{f"train/{w}/{w}_boxes.txt": "unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, .jpe, .png, "
-                                       ".webp, .bmp, .tif, .tiff, .gif, .avif" for w in WNIDS},
+                                       ".webp, .bmp, .tif, .tiff, .gif, .avif, .ppm, .pgm, .pbm, .pnm" for w in WNIDS},
         "wnids.txt": "not inside a split folder (train, val, test, or an alias: training, valid, validation, "
                      "testing)",
         "words.txt": "not inside a split folder (train, val, test, or an alias: training, valid, validation, "

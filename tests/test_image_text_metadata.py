@@ -40,7 +40,8 @@ def test_a_diffusers_folder_becomes_pairs(tmp_path: Path) -> None:
     assert captions == {p.name: [f"a photo of {p.stem}"] for p in PHOTO_FILES[:3]}
     assert {r["source"]: r["reason"] for r in result.rejected} == {
         PHOTO_FILES[3].name: "no caption: not named in a metadata file (metadata.jsonl)",
-        "notes.md": "not an image (.jpg, .jpeg, .jfif, .jpe, .png, .webp, .bmp, .tif, .tiff, .gif, .avif) or a "
+        "notes.md": "not an image (.jpg, .jpeg, .jfif, .jpe, .png, .webp, .bmp, .tif, .tiff, .gif, .avif, .ppm, .pgm, "
+                    ".pbm, .pnm) or a "
                     "metadata file (metadata.jsonl, metadata.csv, metadata.parquet)"}
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["preprocessing"]["captions"] == "Hugging Face ImageFolder metadata files"

@@ -30,7 +30,7 @@ def test_oxford_pets_names_give_the_breeds(tmp_path):
     assert sorted((r.split, r.source, r.reason) for r in d.rejected) == [
         ("train", "noclass.jpg", NO_MATCH), ("train", "readme.txt", "unsupported extension '.txt'; allowed: .jpg, "
                                                                     ".jpeg, .jfif, .jpe, .png, .webp, .bmp, .tif, "
-                                                                    ".tiff, .gif, .avif")]
+                                                                    ".tiff, .gif, .avif, .ppm, .pgm, .pbm, .pnm")]
     assert [row[:3] for row in d.identity] == [  # the class names: a renamed file changes what is converted
         ["train", "Abyssinian_1.jpg", "Abyssinian"], ["train", "Abyssinian_2.jpg", "Abyssinian"],
         ["train", "american_bulldog_10.jpg", "american_bulldog"]]

@@ -39,7 +39,7 @@ def test_food101_lists_give_train_and_test_and_files_listed_in_neither_are_rejec
     assert split_rejections(d) == [
         ("test", "ribs/999", "listed in split list test.txt: no such file in the source"),
         ("test", "ribs/notes.txt", "unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, .jpe, .png, .webp, "
-                                   ".bmp, .tif, .tiff, .gif, .avif"),  # its list's split
+                                   ".bmp, .tif, .tiff, .gif, .avif, .ppm, .pgm, .pbm, .pnm"),  # its list's split
         ("train", "ribs/103.jpg", "listed in no --split-list")]
     assert sorted((row[0], row[1]) for row in d.identity) == sorted(
         (s, rel) for s, items in split_items(d).items() for rel, _ in items)  # a moved file changes the identity

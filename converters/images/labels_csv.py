@@ -36,8 +36,9 @@ from converters.tree import under_source
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
-# the image files of a source (decoded by Pillow; a GIF's first frame)
-EXTENSIONS = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif")
+# the image files of a source (decoded by Pillow; a GIF's first frame; Netpbm's as GTSRB ships its signs)
+EXTENSIONS = (".jpg", ".jpeg", ".jfif", ".jpe", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif", ".avif", ".ppm",
+              ".pgm", ".pbm", ".pnm")
 
 _HEADER_FILE = {"filename", "file", "file_name", "path", "image", "name"}
 COUNT = re.compile(r"[0-9]{1,12}")  # a first line that counts the rows (CelebA's attribute lists): `_counted_rows`
