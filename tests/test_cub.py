@@ -37,7 +37,7 @@ def _cub(root: Path, images=IMAGES, classes=CLASSES) -> Path:
     (data / "images.txt").write_text("".join(f"{i} {p}\n" for i, p in paths.items()))
     (data / "image_class_labels.txt").write_text("".join(f"{i} {c}\n" for i, (c, _) in images.items()))
     (data / "train_test_split.txt").write_text("".join(f"{i} {t}\n" for i, (_, t) in images.items()))
-    (data / "classes.txt").write_text("".join(f"{c} {n}\n" for c, n in classes.items()) + "\n")  # a blank line
+    (data / "classes.txt").write_text("\n".join(f"{c} {n}\n" for c, n in classes.items()))  # blank lines between
     (data / "bounding_boxes.txt").write_text("1 60.0 27.0 325.0 304.0\n")
     (data / "parts").mkdir()
     (data / "parts" / "parts.txt").write_text("1 back\n")
@@ -82,6 +82,8 @@ def _same_path(path: Path) -> None:
      r"train_test_split.txt:5: expected 1 \(train\) or 0 \(test\), got '2'"),
     (lambda d: (d / "train_test_split.txt").write_text("1 1\n2 0\n3 1\n4 0\n"),
      r"train_test_split.txt gives the image 5 \(.*images.txt:5\) nothing: the lists are not CUB's"),
+    (lambda d: (d / "image_class_labels.txt").write_text("1 1\n2 1\n4 2\n5 3\n"),
+     r"image_class_labels.txt gives the image 3 \(.*images.txt:3\) nothing: the lists are not CUB's"),
     (lambda d: (d / "image_class_labels.txt").write_text("1 1\n2 1\n3 3\n4 2\n5 9\n"),
      r"classes.txt does not list the class id 9 that .*image_class_labels.txt gives"),
     (lambda d: (d / "images.txt").write_text((d / "images.txt").read_text() + "1 other.jpg\n"),
