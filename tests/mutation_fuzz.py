@@ -1043,14 +1043,28 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv", "hf:train/metadata.jsonl",
                  "hf:val/metadata.csv", "cub:images.txt", "cub:image_class_labels.txt", "cub:train_test_split.txt",
                  "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt",
-                 "food:meta/train.txt", "food:meta/test.txt")
-SINGLE_LABEL_LISTS = ("cub", "pets", "food")  # datasets of one class an image, discovered without --multi-label
+                 "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs")  # datasets of one class an image, discovered without --multi-label
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "dogs":  # Stanford Dogs' MATLAB lists (stanford_dogs.py)
+        import numpy as np
+        from scipy.io import savemat
+
+        paths = [f"n0{k % 2}-{('pug', 'chow')[k % 2]}/{i}.jpg" for k, i in enumerate(ids)]
+        for path in paths:
+            (src / "Images" / path).parent.mkdir(parents=True, exist_ok=True)
+            (src / "Images" / path).write_bytes(jpg)
+        for split, part in (("train", paths[:3]), ("test", paths[3:])):
+            cells = np.empty((len(part), 1), dtype=object)
+            for n, path in enumerate(part):
+                cells[n, 0] = np.array([path])
+            savemat(src / f"{split}_list.mat", {"file_list": cells, "labels": np.ones((len(part), 1))})
+        return
     if kind == "food":  # Food-101's lists (folder_lists.py)
         (src / "meta").mkdir(parents=True)
         for k, i in enumerate(ids):

@@ -344,7 +344,6 @@ def test_only_the_variables_asked_for_are_loaded_and_a_failure_says_what_scipy_s
 
     from converters import mat_files
     from converters.images import svhn
-    from converters.table_files import TableError
 
     path = svhn_file(tmp_path / "train_32x32.mat", small_photos(2, 32), [1, 2], weights=np.zeros((64, 64)))
     held = mat_files.load_mat(path, ["X"], limit=1 << 20, what="a file")
@@ -362,10 +361,11 @@ def test_only_the_variables_asked_for_are_loaded_and_a_failure_says_what_scipy_s
     for raised, reason in ((EOFError(), "EOFError"), (ValueError("v" * 300), "v" * 120)):
         def fail(*args, exc=raised, **kwargs):
             raise exc
-        monkeypatch.setattr(scipy.io, "loadmat", fail)
-        with pytest.raises(TableError) as err:
-            mat_files.load_mat(path, ["X"], limit=1 << 20, what="a file")
-        assert str(err.value) == f"not a MATLAB 5 file: {reason}"
+        monkeypatch.setattr(scipy.io, "loadmat", fail)  # what the child answers (it reads in a process of its own)
+        assert mat_files._answer(str(path), ["X"]) == ("bad", f"not a MATLAB 5 file: {reason}")
+    monkeypatch.setattr(scipy.io, "loadmat", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):  # an error nobody expected is no damaged file
+        mat_files._answer(str(path), ["X"])
     (tmp_path / "folder.mat").mkdir()  # unreadable as a file: no MATLAB file
     (tmp_path / "gone.mat").symlink_to(tmp_path / "nowhere.mat")
     assert mat_files.is_mat(path) and not mat_files.is_mat(tmp_path / "folder.mat")
@@ -393,3 +393,24 @@ def test_an_stl10_file_that_cannot_be_read_is_said_or_no_dataset(tmp_path: Path)
     other.mkdir()
     (other / "train_X.bin").symlink_to(tmp_path / "nowhere.bin")
     assert not IMAGES.detect(other) and not stl10.is_images_file(other / "train_X.bin")
+
+
+def test_a_reader_that_crashes_or_fails_unexpectedly_in_its_child_is_said_so(tmp_path: Path, monkeypatch):
+    """scipy's reader segfaults on some damaged files (the fuzz's `lists` target, seed 80): it reads in a child, whose
+    death by a signal refuses the file, and whose unexpected error is raised as one, not taken for a bad file."""
+    from converters import mat_files
+    from converters.table_files import TableError
+
+    path = svhn_file(tmp_path / "train_32x32.mat", small_photos(1, 32), [1])
+    monkeypatch.setattr(mat_files, "_CHILD", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    with pytest.raises(TableError, match=r"^not a MATLAB 5 file scipy can read: its reader crashed on it \(signal "
+                                         r"11\)$"):
+        mat_files.load_mat(path, ["X"], limit=1 << 20, what="a file")
+    monkeypatch.setattr(mat_files, "_CHILD", "raise ZeroDivisionError('nobody expected')")
+    with pytest.raises(RuntimeError, match=r"(?s)reading the MATLAB file .*train_32x32.mat failed: .*"
+                                           r"ZeroDivisionError: nobody expected"):
+        mat_files.load_mat(path, ["X"], limit=1 << 20, what="a file")
+    monkeypatch.setattr(mat_files, "_CHILD", "import time\ntime.sleep(30)")
+    monkeypatch.setattr(mat_files, "CHILD_TIMEOUT_S", 1)
+    with pytest.raises(TableError, match=r"^not a MATLAB 5 file scipy can read: it read for more than 1 s$"):
+        mat_files.load_mat(path, ["X"], limit=1 << 20, what="a file")

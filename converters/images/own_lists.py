@@ -1,8 +1,8 @@
 """Datasets of one class an image that come with lists of their own, converted as they lie: Oxford Flowers-102
 (flowers102.py), FGVC-Aircraft (fgvc_aircraft.py), CUB-200-2011 and NABirds (cub.py), Oxford-IIIT Pet
-(oxford_pet.py), Food-101 and DTD (folder_lists.py). Each module finds its dataset's folder and reads its lists into
-`Labels`; the files of its images folder are taken as any listed files are (listed_files.py). Datasets of several
-classes an image: dataset_lists.py."""
+(oxford_pet.py), Stanford Dogs (stanford_dogs.py), Food-101 and DTD (folder_lists.py). Each module finds its
+dataset's folder and reads its lists into `Labels`; the files of its images folder are taken as any listed files are
+(listed_files.py). Datasets of several classes an image: dataset_lists.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from converters.images import cub, fgvc_aircraft, flowers102, folder_lists, oxford_pet
+from converters.images import cub, fgvc_aircraft, flowers102, folder_lists, oxford_pet, stanford_dogs
 from converters.images.labels_csv import Labels
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
@@ -41,6 +41,10 @@ def _found(src: Path) -> OwnLists | None:
     if pets is not None:
         return OwnLists("oxford_pet", pets / oxford_pet.IMAGES, pets / oxford_pet.LISTS["train"],
                         lambda: oxford_pet.read_pets(pets), "trainval.txt and test.txt")
+    dogs = stanford_dogs.found(src)
+    if dogs is not None:
+        return OwnLists("stanford_dogs", dogs / stanford_dogs.IMAGES, dogs / stanford_dogs.LISTS["train"],
+                        lambda: stanford_dogs.read_dogs(dogs), "train_list.mat and test_list.mat")
     listed = folder_lists.found(src)
     if listed is not None:
         name, top = listed
