@@ -1043,14 +1043,25 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv", "hf:train/metadata.jsonl",
                  "hf:val/metadata.csv", "cub:images.txt", "cub:image_class_labels.txt", "cub:train_test_split.txt",
                  "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt",
-                 "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat")
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs")  # datasets of one class an image, discovered without --multi-label
+                 "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv")
+# datasets of one class an image, discovered without --multi-label
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
     """A small Pascal VOC year folder, CelebA folder or COCO folder (converters/images/voc.py, celeba.py, coco.py)
     of one photo copied."""
     ids = ["000005", "000007", "000009", "000012"]
+    if kind == "gtsrb":  # GTSRB's test ground truth beside its training folders (gtsrb.py)
+        for k, i in enumerate(ids[:2]):
+            (src / "GTSRB" / "Training" / f"0000{k}").mkdir(parents=True)
+            (src / "GTSRB" / "Training" / f"0000{k}" / f"{i}.ppm").write_bytes(jpg)  # a JPEG named .ppm: decoded
+        (src / "GTSRB" / "Final_Test" / "Images").mkdir(parents=True)
+        for i in ids[2:]:
+            (src / "GTSRB" / "Final_Test" / "Images" / f"{i}.ppm").write_bytes(jpg)
+        (src / "GT-final_test.csv").write_text("Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n" + "".join(
+            f"{i}.ppm;9;9;1;1;8;8;{k}\n" for k, i in enumerate(ids[2:])))
+        return
     if kind == "dogs":  # Stanford Dogs' MATLAB lists (stanford_dogs.py)
         import numpy as np
         from scipy.io import savemat

@@ -2,7 +2,8 @@
 (flowers102.py), FGVC-Aircraft (fgvc_aircraft.py), CUB-200-2011 and NABirds (cub.py), Oxford-IIIT Pet
 (oxford_pet.py), Stanford Dogs (stanford_dogs.py), Food-101 and DTD (folder_lists.py). Each module finds its
 dataset's folder and reads its lists into `Labels`; the files of its images folder are taken as any listed files are
-(listed_files.py). Datasets of several classes an image: dataset_lists.py."""
+(listed_files.py). GTSRB (gtsrb.py), whose training signs lie in class folders and test signs in a list's, is taken
+by its own module. Datasets of several classes an image: dataset_lists.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from converters.images import cub, fgvc_aircraft, flowers102, folder_lists, oxford_pet, stanford_dogs
+from converters.images import cub, fgvc_aircraft, flowers102, folder_lists, gtsrb, oxford_pet, stanford_dogs
 from converters.images.labels_csv import Labels
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
@@ -59,7 +60,7 @@ def discover_own_lists(src: Path, split: str, follow: bool) -> Discovery | None:
     rejected in `split`); None for any other source."""
     own = _found(src)
     if own is None:
-        return None
+        return gtsrb.discover_gtsrb(src, follow)
     col = ImageCollector(src, follow=follow)
     classes = take_listed(col, own.images, own.lists, split, table=own.read(), skip=own.skip, listing=own.listing)
     return Discovery(col.items, classes, col.rejected, own.layout, col.identity)
