@@ -1043,9 +1043,10 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "mimic:mimic-cxr-2.0.0-chexpert.csv", "mimic:mimic-cxr-2.0.0-split.csv", "hf:train/metadata.jsonl",
                  "hf:val/metadata.csv", "cub:images.txt", "cub:image_class_labels.txt", "cub:train_test_split.txt",
                  "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt",
-                 "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv")
+                 "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv",
+                 "gtsrbk:Train.csv", "gtsrbk:Test.csv")
 # datasets of one class an image, discovered without --multi-label
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
@@ -1061,6 +1062,15 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
             (src / "GTSRB" / "Final_Test" / "Images" / f"{i}.ppm").write_bytes(jpg)
         (src / "GT-final_test.csv").write_text("Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n" + "".join(
             f"{i}.ppm;9;9;1;1;8;8;{k}\n" for k, i in enumerate(ids[2:])))
+        return
+    if kind == "gtsrbk":  # Kaggle's copy of GTSRB (gtsrb.py)
+        rows = {f"Train/{k}/{i}.png": k for k, i in enumerate(ids[:2])} | {f"Test/{i}.png": 1 for i in ids[2:]}
+        for rel in rows:
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            (src / rel).write_bytes(jpg)  # a JPEG named .png: decoded by what it holds
+        for name, split in (("Train.csv", "Train/"), ("Test.csv", "Test/")):
+            (src / name).write_text("Width,Height,Roi.X1,Roi.Y1,Roi.X2,Roi.Y2,ClassId,Path\n" + "".join(
+                f"9,9,1,1,8,8,{k},{rel}\n" for rel, k in rows.items() if rel.startswith(split)))
         return
     if kind == "dogs":  # Stanford Dogs' MATLAB lists (stanford_dogs.py)
         import numpy as np

@@ -169,3 +169,63 @@ def test_what_is_no_sign_of_a_class_folder_is_a_rejection(tmp_path):
         ("train", "gtsrb/GTSRB/Training/00005", "not a GTSRB class folder (00000 ... 00042)"),
         ("train", "gtsrb/GTSRB_Final_Test_GT.zip", "beside GTSRB's training and test folders: not read")]
     assert d.classes == ("00000", "00001", "00010")
+
+
+KAGGLE_TRAIN = {"Train/0/00000_00000_00000.png": 0, "Train/2/00002_00000_00000.png": 2,
+                "Train/10/00010_00000_00000.png": 10, "Train/10/00010_00000_00001.png": 10}
+KAGGLE_TEST = {"Test/00000.png": 10, "Test/00001.png": 2}
+KAGGLE_HEADER = "Width,Height,Roi.X1,Roi.Y1,Roi.X2,Roi.Y2,ClassId,Path"
+
+
+def _kaggle(root: Path, train=KAGGLE_TRAIN, test=KAGGLE_TEST) -> Path:
+    """Kaggle's copy: PNG signs in Train/<ClassId>/ and Test/, the pictograms of Meta/, and the three tables."""
+    photos = iter(sorted(PHOTOS.glob("*.jpg")))
+    for rel in [*train, *test, "Meta/0.png", "Meta/10.png"]:
+        _sign(next(photos), root / rel)
+    for name, rows in (("Train.csv", train), ("Test.csv", test)):
+        (root / name).write_text("\ufeff" + KAGGLE_HEADER + "\n" + "".join(
+            f"40,36,5,5,35,31,{c},{rel}\n" for rel, c in rows.items()))
+    (root / "Meta.csv").write_text("Path,ClassId,ShapeId,ColorId,SignId\nMeta/0.png,0,1,0,3.29\n")
+    return root
+
+
+def test_kaggles_copy_converts_with_the_class_ids_in_the_order_of_their_numbers(tmp_path):
+    src = _kaggle(tmp_path / "src")
+    assert cli(["convert", str(src), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
+    m = read_manifest(tmp_path / "dst")
+    assert m.classes == ("0", "2", "10") and m.extra["layout"] == "gtsrb_kaggle"  # a tree sorts "10" before "2"
+    index = {c: i for i, c in enumerate(m.classes)}
+    assert class_lists(tmp_path / "dst", field="label") == {
+        **{rel: ("train", index[str(c)]) for rel, c in KAGGLE_TRAIN.items()},
+        **{rel: ("test", index[str(c)]) for rel, c in KAGGLE_TEST.items()}}
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        ("Meta/0.png", "not listed in labels file Train.csv and Test.csv"),
+        ("Meta/10.png", "not listed in labels file Train.csv and Test.csv")]
+
+
+@pytest.mark.parametrize(("name", "text", "problem"), [
+    ("Test.csv", "Width,Height,Path\n40,36,Test/00000.png\n", r"Test.csv: expected a header of Path and ClassId"),
+    ("Test.csv", KAGGLE_HEADER + "\n40,36,5,5,35,31,x,Test/00000.png\n", r"Test.csv:2: expected a file name and a"),
+    ("Test.csv", KAGGLE_HEADER + "\n40,36,5,5,35,31,1,Train/0/00000_00000_00000.png\n",
+     r"Test.csv:2: Train/0/00000_00000_00000.png is in train too: a sign has one split"),
+    ("Train.csv", KAGGLE_HEADER + "\n40,36,5,5,35,31,0,Train/0/a.png\n40,36,5,5,35,31,2,Train/0/a.png\n",
+     r"Train.csv:3: Train/0/a.png is named twice"),
+])
+def test_kaggle_tables_that_are_not_gtsrbs_stop_the_conversion(tmp_path, name, text, problem):
+    src = _kaggle(tmp_path)
+    (src / name).write_text(text)
+    with pytest.raises(ConvertError, match=problem):
+        discover_images(src)
+
+
+def test_a_train_table_of_other_columns_is_no_gtsrb(tmp_path):
+    src = _kaggle(tmp_path)
+    (src / "Train.csv").write_text("file,label\nTrain/0/00000_00000_00000.png,0\n")
+    assert gtsrb.kaggle_found(src) is None
+    (src / "Train.csv").write_text("\ufeffClassId,Path\n")  # a spreadsheet's BOM before the first column
+    assert gtsrb.kaggle_found(src) == src and gtsrb.kaggle_found(src / "Train") is None
+    (src / "Train").rename(src / "train-images")
+    assert gtsrb.kaggle_found(src) is None
+    (src / "train-images").rename(src / "Train")
+    (src / "Test.csv").unlink()
+    assert gtsrb.kaggle_found(src) is None

@@ -10,12 +10,18 @@ signs in `GTSRB/Final_Test/Images/00000.ppm` ..., labelled by `GT-final_test.csv
 - Test signs without `GT-final_test.csv` stop the conversion (the test archive's `GT-final_test.test.csv` has no
   ClassId), and so does a row without a file or with a ClassId that is no number, or a file named twice. A test row
   whose class has no training folder is a rejection, as is every file beside the dataset's folders.
+
+Kaggle's copy (`Train/0/00000_00000_00000.png` ..., `Test/00000.png` ..., `Meta/`, and `Train.csv`, `Test.csv`
+whose rows give each image's `Path` and `ClassId`) is a dataset of own lists (own_lists.py): its classes are the
+ClassIds, `0` ... `42`, in the order of their numbers (a tree's sort would put `10` before `2`), its splits the two
+tables'; the sign pictograms of `Meta/` are rejected as not listed.
 """
 
 from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +40,9 @@ ITS_OWN = ("GT-final_test.test.csv", TEST_LABELS)  # lists that lie among the te
 CLASS_FOLDER = re.compile(r"[0-9]{5}")
 FOLDER_LIST = re.compile(r"GT-[0-9]{5}\.csv")  # a training folder's own list
 CLASS_ID = re.compile(r"[0-9]{1,5}")  # ASCII digits, as many as a folder's name holds
-MAX_FILE = 1 << 23  # bytes of GT-final_test.csv read (the real one holds 12,630 rows, about 0.5 MB)
+MAX_FILE = 1 << 24  # bytes of a table read (Kaggle's Train.csv holds 39,209 rows, about 2 MB)
+KAGGLE_LISTS = {"train": "Train.csv", "test": "Test.csv"}  # Kaggle's copy: `Path` and `ClassId` columns
+KAGGLE_SKIP = ("Train.csv", "Test.csv", "Meta.csv")  # its tables, beside the images: no images to reject
 
 
 @dataclass(frozen=True)
@@ -59,28 +67,60 @@ def found(src: Path, follow: bool = True) -> Gtsrb | None:
     return None
 
 
-def read_test_labels(path: Path) -> dict[str, str]:
-    """Each test sign's class folder (`00014`), by its file name, from GT-final_test.csv's rows."""
-    text = list_text(path, MAX_FILE, "GTSRB's GT-final_test.csv")
-    rows = csv.reader(text.splitlines(), delimiter=";")
+def _class_rows(path: Path, delimiter: str, file_column: str, hint: str) -> Iterator[tuple[int, str, int]]:
+    """(line number, file, class id) of each row of a GTSRB table of `file_column` and `ClassId` columns (rows of
+    empty cells skipped); ConvertError for a header without them (`hint`: why), a row without a file or with a
+    ClassId that is no number, or a file named twice."""
+    text = list_text(path, MAX_FILE, f"GTSRB's {path.name}").lstrip("\ufeff")
+    rows = csv.reader(text.splitlines(), delimiter=delimiter)
     header = [h.strip() for h in next(rows, [])]
-    if "Filename" not in header or "ClassId" not in header:
-        raise ConvertError(f"{path}: expected a header of Filename and ClassId columns (separated by ';'), got "
-                           f"{';'.join(header)[:200]!r}: the test archive's GT-final_test.test.csv has no ClassId; "
-                           "the labels are GTSRB_Final_Test_GT.zip's")
-    file_col, class_col = header.index("Filename"), header.index("ClassId")
-    out: dict[str, str] = {}
+    if file_column not in header or "ClassId" not in header:
+        raise ConvertError(f"{path}: expected a header of {file_column} and ClassId columns (separated by "
+                           f"{delimiter!r}), got {delimiter.join(header)[:200]!r}{hint}")
+    file_col, class_col = header.index(file_column), header.index("ClassId")
+    seen: set[str] = set()
     for n, row in enumerate(rows, 2):
         if not any(cell.strip() for cell in row):
             continue
         name = row[file_col].strip() if len(row) > file_col else ""
         class_id = row[class_col].strip() if len(row) > class_col else ""
         if not name or not CLASS_ID.fullmatch(class_id):
-            raise ConvertError(f"{path}:{n}: expected a file name and a class id (a number), got {';'.join(row)!r}")
-        if name in out:
+            raise ConvertError(f"{path}:{n}: expected a file name and a class id (a number), got "
+                               f"{delimiter.join(row)!r}")
+        if name in seen:
             raise ConvertError(f"{path}:{n}: {name} is named twice: a sign has one class")
-        out[name] = f"{int(class_id):05d}"
-    return out
+        seen.add(name)
+        yield n, name, int(class_id)
+
+
+def read_test_labels(path: Path) -> dict[str, str]:
+    """Each test sign's class folder (`00014`), by its file name, from GT-final_test.csv's rows."""
+    hint = (": the test archive's GT-final_test.test.csv has no ClassId; the labels are GTSRB_Final_Test_GT.zip's")
+    return {name: f"{class_id:05d}" for _, name, class_id in _class_rows(path, ";", "Filename", hint)}
+
+
+def kaggle_found(src: Path) -> Path | None:
+    """SRC when it is Kaggle's copy of GTSRB (`Train/`, and `Train.csv` and `Test.csv` whose header names `Path`
+    and `ClassId`), None for any other source."""
+    if not (src / "Train").is_dir() or not all((src / name).is_file() for name in KAGGLE_LISTS.values()):
+        return None
+    with open(src / KAGGLE_LISTS["train"], "rb") as f:
+        header = f.readline(4096).decode("utf-8", "replace").lstrip("\ufeff").split(",")
+    return src if {"Path", "ClassId"} <= {h.strip() for h in header} else None
+
+
+def read_kaggle(root: Path) -> Labels:
+    """Each listed sign's class (its ClassId, `0` ... `42`: the classes in the order of their numbers) and split,
+    by its `Path` under SRC (`Train/20/00020_00000_00000.png`, `Test/00000.png`)."""
+    rows: dict[str, str] = {}
+    splits: dict[str, str] = {}
+    for split, name in KAGGLE_LISTS.items():
+        path = root / name
+        for n, sign, class_id in _class_rows(path, ",", "Path", ""):
+            if sign in splits:
+                raise ConvertError(f"{path}:{n}: {sign} is in {splits[sign]} too: a sign has one split")
+            rows[sign], splits[sign] = str(class_id), split
+    return Labels(rows, tuple(sorted(set(rows.values()), key=int)), splits)
 
 
 def discover_gtsrb(src: Path, follow: bool) -> Discovery | None:

@@ -2,8 +2,9 @@
 (flowers102.py), FGVC-Aircraft (fgvc_aircraft.py), CUB-200-2011 and NABirds (cub.py), Oxford-IIIT Pet
 (oxford_pet.py), Stanford Dogs (stanford_dogs.py), Food-101 and DTD (folder_lists.py). Each module finds its
 dataset's folder and reads its lists into `Labels`; the files of its images folder are taken as any listed files are
-(listed_files.py). GTSRB (gtsrb.py), whose training signs lie in class folders and test signs in a list's, is taken
-by its own module. Datasets of several classes an image: dataset_lists.py."""
+(listed_files.py). GTSRB as Kaggle copies it is one of them; as torchvision and its own archives lay it out
+(gtsrb.py), its training signs lie in class folders and its test signs in a list's, and its module takes them.
+Datasets of several classes an image: dataset_lists.py."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ def _found(src: Path) -> OwnLists | None:
     if dogs is not None:
         return OwnLists("stanford_dogs", dogs / stanford_dogs.IMAGES, dogs / stanford_dogs.LISTS["train"],
                         lambda: stanford_dogs.read_dogs(dogs), "train_list.mat and test_list.mat")
+    kaggle = gtsrb.kaggle_found(src)
+    if kaggle is not None:
+        return OwnLists("gtsrb_kaggle", kaggle, kaggle / gtsrb.KAGGLE_LISTS["train"], lambda: gtsrb.read_kaggle(kaggle),
+                        "Train.csv and Test.csv", skip=gtsrb.KAGGLE_SKIP)
     listed = folder_lists.found(src)
     if listed is not None:
         name, top = listed
