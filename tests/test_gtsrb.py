@@ -105,12 +105,29 @@ def test_training_folders_alone_are_the_train_split(tmp_path):
 def test_test_signs_without_the_ground_truth_stop_the_conversion(tmp_path):
     src = _gtsrb(tmp_path)
     (src / "gtsrb" / gtsrb.TEST_LABELS).unlink()
-    with pytest.raises(ConvertError, match=r"test signs have no labels: GT-final_test.csv \(GTSRB_Final_Test_GT"):
+    with pytest.raises(ConvertError, match=r"test signs have no labels: GT-final_test.csv \(GTSRB_Final_Test_GT.zip\) "
+                       r"is neither there nor in \S+/gtsrb/GTSRB; put it there, or convert \S+/GTSRB/Training alone"):
         discover_images(src)
 
 
+def test_ground_truth_without_test_signs_is_a_rejection(tmp_path):
+    src = _gtsrb(tmp_path)
+    top = src / "gtsrb" / "GTSRB"
+    for f in (top / gtsrb.TEST_IMAGES).iterdir():
+        f.unlink()
+    (top / gtsrb.TEST_IMAGES).rmdir()
+    d = discover_images(src)
+    assert list(d.splits) == ["train"] and split_rejections(d) == [
+        ("train", "gtsrb/GT-final_test.csv", "beside GTSRB's training and test folders: not read"),
+        ("train", "gtsrb/GTSRB_Final_Test_GT.zip", "beside GTSRB's training and test folders: not read")]
+
+
 @pytest.mark.parametrize(("text", "problem"), [
-    (HEADER.rsplit(";", 1)[0] + "\n00000.ppm;40;36;5;5;35;31\n", r"expected a header of Filename and ClassId"),
+    (HEADER.rsplit(";", 1)[0] + "\n00000.ppm;40;36;5;5;35;31\n",
+     r"expected a header of Filename and ClassId columns \(separated by ';'\), got 'Filename;Width;Height;Roi.X1;"
+     r"Roi.Y1;Roi.X2;Roi.Y2': the test archive's GT-final_test.test.csv has no ClassId; the labels are "
+     r"GTSRB_Final_Test_GT.zip's$"),
+    (HEADER + "\n00000.ppm;40;36;5;5;35;31\n", r"GT-final_test.csv:2: expected a file name and a class id"),
     ("", r"expected a header of Filename and ClassId"),
     (HEADER + "\n00000.ppm;40;36;5;5;35;31;x\n", r"GT-final_test.csv:2: expected a file name and a class id"),
     (HEADER + "\n\n00000.ppm;40;36;5;5;35;31;" + "9" * 5000 + "\n", r"GT-final_test.csv:3: expected a file name"),
@@ -204,7 +221,10 @@ def test_kaggles_copy_converts_with_the_class_ids_in_the_order_of_their_numbers(
 
 
 @pytest.mark.parametrize(("name", "text", "problem"), [
-    ("Test.csv", "Width,Height,Path\n40,36,Test/00000.png\n", r"Test.csv: expected a header of Path and ClassId"),
+    ("Test.csv", "Width,Height,Path\n40,36,Test/00000.png\n",
+     r"Test.csv: expected a header of Path and ClassId columns \(separated by ','\), got 'Width,Height,Path'$"),
+    ("Test.csv", KAGGLE_HEADER + "\n40,36\n", r"Test.csv:2: expected a file name and a class id"),
+    ("Test.csv", KAGGLE_HEADER + "\n40,36,5,5,35,31,1\n", r"Test.csv:2: expected a file name and a class id"),
     ("Test.csv", KAGGLE_HEADER + "\n40,36,5,5,35,31,x,Test/00000.png\n", r"Test.csv:2: expected a file name and a"),
     ("Test.csv", KAGGLE_HEADER + "\n40,36,5,5,35,31,1,Train/0/00000_00000_00000.png\n",
      r"Test.csv:2: Train/0/00000_00000_00000.png is in train too: a sign has one split"),
@@ -229,3 +249,55 @@ def test_a_train_table_of_other_columns_is_no_gtsrb(tmp_path):
     (src / "train-images").rename(src / "Train")
     (src / "Test.csv").unlink()
     assert gtsrb.kaggle_found(src) is None
+
+
+def test_a_bom_before_the_ground_truths_header_is_no_column(tmp_path):
+    src = _gtsrb(tmp_path)
+    labels = src / "gtsrb" / gtsrb.TEST_LABELS
+    labels.write_text("\ufeff" + labels.read_text())  # Filename, the first column, behind a spreadsheet's BOM
+    assert len(discover_images(src).splits["test"]) == 3
+
+
+def test_a_first_line_that_is_not_utf8_is_read_for_its_columns(tmp_path):
+    src = _kaggle(tmp_path)
+    (src / "Train.csv").write_bytes(b"Width,\xff\xfe,ClassId,Path\n")
+    assert gtsrb.kaggle_found(src) == src
+
+
+def test_links_are_followed_unless_asked_not_to_and_the_identity_names_each_sign(tmp_path):
+    src = _gtsrb(tmp_path / "src")
+    top = src / "gtsrb" / "GTSRB"
+    _sign(next(iter(sorted(PHOTOS.glob("*.jpg")))), tmp_path / "elsewhere" / "00001_00009.ppm")
+    (top / "Training" / "00001" / "00001_00009.ppm").symlink_to(tmp_path / "elsewhere" / "00001_00009.ppm")
+    (top / "Training" / "00001" / "back").symlink_to(top, target_is_directory=True)  # a loop
+    (top / "Training" / "00010").rename(tmp_path / "elsewhere" / "00010")
+    (top / "Training" / "00010").symlink_to(tmp_path / "elsewhere" / "00010", target_is_directory=True)
+    d = discover_images(src)
+    assert d.classes == ("00000", "00001", "00010") and len(d.splits["train"]) == 6
+    entries = {rel: (split, label, size) for split, rel, label, size in d.identity}
+    linked = "gtsrb/GTSRB/Training/00001/00001_00009.ppm"
+    assert entries[linked] == ("train", 1, (tmp_path / "elsewhere" / "00001_00009.ppm").stat().st_size)
+    assert entries["gtsrb/GTSRB/Final_Test/Images/00000.ppm"][:2] == ("test", 2) and len(entries) == 9
+    assert [r for r in split_rejections(d) if "back" in r[1]] == [
+        ("train", "gtsrb/GTSRB/Training/00001/back", f"symlink loop: points back to {top}, a folder being walked")]
+    quiet = discover_images(src, follow_symlinks=False)
+    assert quiet.classes == ("00000", "00001") and len(quiet.splits["train"]) == 3
+    assert ("train", "gtsrb/GTSRB/Training/00010", "symbolic link not followed (--no-follow-symlinks)") in \
+        split_rejections(quiet)
+    (top / "Training" / "00000").rename(tmp_path / "elsewhere" / "00000")
+    (top / "Training" / "00000").symlink_to(tmp_path / "elsewhere" / "00000", target_is_directory=True)
+    first_linked = discover_images(src, follow_symlinks=False)  # GTSRB still, its first class folder not followed
+    assert first_linked.layout == "gtsrb" and first_linked.classes == ("00001",)
+    assert ("train", "gtsrb/GTSRB/Training/00000", "symbolic link not followed (--no-follow-symlinks)") in \
+        split_rejections(first_linked)
+    for linked_folder in (top / "Training", top / gtsrb.TEST_IMAGES):
+        real = tmp_path / "moved" / linked_folder.name
+        real.parent.mkdir(exist_ok=True)
+        linked_folder.rename(real)
+        linked_folder.symlink_to(real, target_is_directory=True)
+    assert gtsrb.found(src, follow=False) is None and discover_images(src, follow_symlinks=False).layout != "gtsrb"
+    g = gtsrb.found(src)
+    assert g is not None and g.test == top / gtsrb.TEST_IMAGES
+    (top / "Training").unlink()
+    (tmp_path / "moved" / "Training").rename(top / "Training")
+    assert gtsrb.found(src, follow=False).test is None  # the linked test folder alone, not followed

@@ -58,7 +58,7 @@ def found(src: Path, follow: bool = True) -> Gtsrb | None:
     `00000` class folder among them); None for any other source."""
     for top in (src / "gtsrb" / "GTSRB", src / "GTSRB", src):
         training = next((top / t for t in TRAINING if is_folder(top / t, follow=follow)), None)
-        if training is None or not is_folder(training / "00000", follow=follow):
+        if training is None or not (training / "00000").is_dir():  # a link not followed is rejected, below
             continue
         test = top / TEST_IMAGES if is_folder(top / TEST_IMAGES, follow=follow) else None
         places = [top / TEST_IMAGES, top] + ([top.parent] if top != src else [])
@@ -148,7 +148,7 @@ def discover_gtsrb(src: Path, follow: bool) -> Discovery | None:
     taken = [g.training]
     if g.test is not None and g.labels is not None:
         rows = read_test_labels(g.labels)
-        take_listed(col, g.test, g.labels, "test", classes, table=Labels(rows, classes, None), skip=ITS_OWN)
+        take_listed(col, g.test, g.labels, "test", table=Labels(rows, classes, None), skip=ITS_OWN)
         taken += [g.test, g.labels]
     _reject_beside(col, src, taken)
     return Discovery(col.items, classes, col.rejected, "gtsrb", col.identity)
