@@ -1044,9 +1044,9 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "hf:val/metadata.csv", "cub:images.txt", "cub:image_class_labels.txt", "cub:train_test_split.txt",
                  "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt",
                  "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv",
-                 "gtsrbk:Train.csv", "gtsrbk:Test.csv")
+                 "gtsrbk:Train.csv", "gtsrbk:Test.csv", "cars:devkit/cars_train_annos.mat", "cars:devkit/cars_meta.mat")
 # datasets of one class an image, discovered without --multi-label
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
@@ -1062,6 +1062,21 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
             (src / "GTSRB" / "Final_Test" / "Images" / f"{i}.ppm").write_bytes(jpg)
         (src / "GT-final_test.csv").write_text("Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n" + "".join(
             f"{i}.ppm;9;9;1;1;8;8;{k}\n" for k, i in enumerate(ids[2:])))
+        return
+    if kind == "cars":  # Stanford Cars' devkit (stanford_cars.py): MATLAB struct and cell arrays
+        import numpy as np
+        from scipy.io import savemat
+
+        (src / "cars_train").mkdir(parents=True)
+        (src / "devkit").mkdir()
+        names = np.empty((1, 2), dtype=object)
+        names[0, 0], names[0, 1] = np.array(["Audi A4 2010"]), np.array(["smart fortwo 2012"])
+        savemat(src / "devkit" / "cars_meta.mat", {"class_names": names})
+        annotations = np.empty((1, len(ids)), dtype=[("class", object), ("fname", object)])
+        for k, i in enumerate(ids):
+            (src / "cars_train" / f"{i}.jpg").write_bytes(jpg)
+            annotations[0, k] = (np.array([[k % 2 + 1]], dtype=np.uint8), np.array([f"{i}.jpg"]))
+        savemat(src / "devkit" / "cars_train_annos.mat", {"annotations": annotations})
         return
     if kind == "gtsrbk":  # Kaggle's copy of GTSRB (gtsrb.py)
         rows = {f"Train/{k}/{i}.png": k for k, i in enumerate(ids[:2])} | {f"Test/{i}.png": 1 for i in ids[2:]}

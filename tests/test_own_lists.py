@@ -1,7 +1,8 @@
-"""What the single-label datasets labelled by their own lists (converters/images/own_lists.py: Oxford Flowers-102,
-FGVC-Aircraft, CUB-200-2011, Oxford-IIIT Pet, Food-101, Stanford Dogs) share with every other image source: the
-layout the manifest names, the identity a resumed run checks (each image taken, with its label and size), and a
-linked image followed unless asked not to. The layouts are the ones each dataset's own test file builds."""
+"""What the single-label datasets labelled by their own lists (converters/images/own_lists.py: Oxford Flowers-102, FGVC-
+Aircraft, CUB-200-2011, Oxford-IIIT Pet, Food-101, Stanford Dogs, Stanford Cars, GTSRB as Kaggle copies it) share
+with every other image source: the layout the manifest names, the identity a resumed run checks (each image taken,
+with its label and size), and a linked image followed unless asked not to. The layouts are the ones each dataset's
+own test file builds."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ from test_convert_flowers102 import flowers
 from test_cub import _cub
 from test_fgvc_aircraft import _aircraft
 from test_food101_dtd import _food
+from test_gtsrb import _kaggle
 from test_oxford_pet import _pets
+from test_stanford_cars import _cars
 from test_stanford_dogs import _dogs
 
 from converters.images.discover import discover_images
 
 LAYOUTS = {"flowers102": lambda root: flowers(root, [3, 1, 2], {"trnid": [1], "valid": [2], "tstid": [3]}),
-           "fgvc_aircraft": _aircraft, "cub": _cub, "oxford_pet": _pets, "food101": _food, "stanford_dogs": _dogs}
+           "fgvc_aircraft": _aircraft, "cub": _cub, "oxford_pet": _pets, "food101": _food, "stanford_dogs": _dogs,
+           "stanford_cars": _cars, "gtsrb_kaggle": _kaggle}
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

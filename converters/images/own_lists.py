@@ -1,10 +1,10 @@
 """Datasets of one class an image that come with lists of their own, converted as they lie: Oxford Flowers-102
 (flowers102.py), FGVC-Aircraft (fgvc_aircraft.py), CUB-200-2011 and NABirds (cub.py), Oxford-IIIT Pet
-(oxford_pet.py), Stanford Dogs (stanford_dogs.py), Food-101 and DTD (folder_lists.py). Each module finds its
-dataset's folder and reads its lists into `Labels`; the files of its images folder are taken as any listed files are
-(listed_files.py). GTSRB as Kaggle copies it is one of them; as torchvision and its own archives lay it out
-(gtsrb.py), its training signs lie in class folders and its test signs in a list's, and its module takes them.
-Datasets of several classes an image: dataset_lists.py."""
+(oxford_pet.py), Stanford Dogs (stanford_dogs.py), Stanford Cars (stanford_cars.py), Food-101 and DTD
+(folder_lists.py). Each module finds its dataset's folder and reads its lists into `Labels`; the files of its images
+folder are taken as any listed files are (listed_files.py). GTSRB as Kaggle copies it is one of them; as torchvision
+and its own archives lay it out (gtsrb.py), its training signs lie in class folders and its test signs in a list's,
+and its module takes them. Datasets of several classes an image: dataset_lists.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from converters.images import cub, fgvc_aircraft, flowers102, folder_lists, gtsrb, oxford_pet, stanford_dogs
+from converters.images import (
+    cub,
+    fgvc_aircraft,
+    flowers102,
+    folder_lists,
+    gtsrb,
+    oxford_pet,
+    stanford_cars,
+    stanford_dogs,
+)
 from converters.images.labels_csv import Labels
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
@@ -26,6 +35,7 @@ class OwnLists:
     read: Callable[[], Labels]
     listing: str | None = None
     skip: tuple[str, ...] = ()  # files directly in `images` read as lists, no images to reject
+    why_unlisted: Callable[[str], tuple[str, str] | None] | None = None  # (split, reason) of a file no list names
 
 
 def _found(src: Path) -> OwnLists | None:
@@ -47,6 +57,12 @@ def _found(src: Path) -> OwnLists | None:
     if dogs is not None:
         return OwnLists("stanford_dogs", dogs / stanford_dogs.IMAGES, dogs / stanford_dogs.LISTS["train"],
                         lambda: stanford_dogs.read_dogs(dogs), "train_list.mat and test_list.mat")
+    cars = stanford_cars.found(src)
+    if cars is not None:
+        annotations = stanford_cars.ANNOTATIONS
+        return OwnLists("stanford_cars", cars, cars / annotations["train"], lambda: stanford_cars.read_cars(cars),
+                        "cars_train_annos.mat and cars_test_annos_withlabels.mat", skip=(annotations["test"],),
+                        why_unlisted=stanford_cars.why_unlisted)
     kaggle = gtsrb.kaggle_found(src)
     if kaggle is not None:
         return OwnLists("gtsrb_kaggle", kaggle, kaggle / gtsrb.KAGGLE_LISTS["train"], lambda: gtsrb.read_kaggle(kaggle),
@@ -67,5 +83,6 @@ def discover_own_lists(src: Path, split: str, follow: bool) -> Discovery | None:
     if own is None:
         return gtsrb.discover_gtsrb(src, follow)
     col = ImageCollector(src, follow=follow)
-    classes = take_listed(col, own.images, own.lists, split, table=own.read(), skip=own.skip, listing=own.listing)
+    classes = take_listed(col, own.images, own.lists, split, table=own.read(), skip=own.skip, listing=own.listing,
+                          why_unlisted=own.why_unlisted)
     return Discovery(col.items, classes, col.rejected, own.layout, col.identity)
