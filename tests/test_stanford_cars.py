@@ -109,6 +109,10 @@ def _write(path: Path, value: dict) -> None:
     (lambda d: _write(d / "cars_test_annos_withlabels.mat", {"annotations": _annotations(
         {"00001.jpg": np.array([[1.5]])})}), r"annotation 1 has no file name"),
     (lambda d: _write(d / "cars_test_annos_withlabels.mat", {"annotations": _annotations(
+        {"00001.jpg": np.array([[np.nan]])})}), r"annotation 1 has no file name"),
+    (lambda d: _write(d / "cars_test_annos_withlabels.mat", {"annotations": _annotations(
+        {"00001.jpg": np.array([[4.0]])})}), r"annotation 1 has no file name, or no class from 1 to 3"),
+    (lambda d: _write(d / "cars_test_annos_withlabels.mat", {"annotations": _annotations(
         {"00001.jpg": np.array([[1, 2]], dtype=np.uint8)})}), r"annotation 1 has no file name"),
     (lambda d: _write(d / "cars_test_annos_withlabels.mat", {"annotations": _annotations({" ": 1})}),
      r"annotation 1 has no file name"),
@@ -135,6 +139,14 @@ def test_files_that_are_not_stanford_cars_stop_the_conversion(tmp_path, change, 
     change(src / "stanford_cars")
     with pytest.raises(ConvertError, match=problem):
         convert_images(src, tmp_path / "dst")
+
+
+def test_classes_saved_as_whole_doubles_are_read(tmp_path):
+    src = _cars(tmp_path)
+    savemat(src / "stanford_cars" / "cars_test_annos_withlabels.mat", {"annotations": _annotations(
+        {f: np.array([[float(c)]]) for f, c in TEST.items()})})  # MATLAB's default: double
+    d = discover_images(src)
+    assert sorted(it.label for it in d.splits["test"]) == sorted(c - 1 for c in TEST.values())
 
 
 def test_an_image_annotated_twice_stops_the_conversion(tmp_path):

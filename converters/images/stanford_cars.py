@@ -60,10 +60,13 @@ def _text(cell: object) -> str | None:
 
 
 def _class_id(value: object, count: int) -> int | None:
-    """The class id (1 ... `count`) a struct field holds, None for anything else."""
-    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iu":
-        number = int(value.reshape(-1)[0])
-        return number if 1 <= number <= count else None
+    """The class id (1 ... `count`) a struct field holds: an integer, or a whole double as MATLAB saves numbers by
+    default (the devkit's own are uint8); None for anything else."""
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf":
+        number = value.reshape(-1)[0]
+        if value.dtype.kind == "f" and not float(number).is_integer():  # NaN and infinities are not whole either
+            return None
+        return int(number) if 1 <= number <= count else None
     return None
 
 
