@@ -1044,9 +1044,10 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "hf:val/metadata.csv", "cub:images.txt", "cub:image_class_labels.txt", "cub:train_test_split.txt",
                  "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt",
                  "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv",
-                 "gtsrbk:Train.csv", "gtsrbk:Test.csv", "cars:devkit/cars_train_annos.mat", "cars:devkit/cars_meta.mat")
+                 "gtsrbk:Train.csv", "gtsrbk:Test.csv", "cars:devkit/cars_train_annos.mat", "cars:devkit/cars_meta.mat",
+                 "sun:ClassName.txt")
 # datasets of one class an image, discovered without --multi-label
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
@@ -1062,6 +1063,13 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
             (src / "GTSRB" / "Final_Test" / "Images" / f"{i}.ppm").write_bytes(jpg)
         (src / "GT-final_test.csv").write_text("Filename;Width;Height;Roi.X1;Roi.Y1;Roi.X2;Roi.Y2;ClassId\n" + "".join(
             f"{i}.ppm;9;9;1;1;8;8;{k}\n" for k, i in enumerate(ids[2:])))
+        return
+    if kind == "sun":  # SUN397's classes below a letter (sun397.py)
+        for k, i in enumerate(ids):
+            folder = src / ("a/abbey", "b/bakery/shop")[k % 2]
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"sun_{i}.jpg").write_bytes(jpg)
+        (src / "ClassName.txt").write_text("/a/abbey\n/b/bakery/shop\n")
         return
     if kind == "cars":  # Stanford Cars' devkit (stanford_cars.py): MATLAB struct and cell arrays
         import numpy as np

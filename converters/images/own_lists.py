@@ -4,7 +4,8 @@
 (folder_lists.py). Each module finds its dataset's folder and reads its lists into `Labels`; the files of its images
 folder are taken as any listed files are (listed_files.py). GTSRB as Kaggle copies it is one of them; as torchvision
 and its own archives lay it out (gtsrb.py), its training signs lie in class folders and its test signs in a list's,
-and its module takes them. Datasets of several classes an image: dataset_lists.py."""
+and its module takes them; so does SUN397's (sun397.py), whose classes are folders below a letter. Datasets of
+several classes an image: dataset_lists.py."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from converters.images import (
     oxford_pet,
     stanford_cars,
     stanford_dogs,
+    sun397,
 )
 from converters.images.labels_csv import Labels
 from converters.images.listed_files import ImageCollector, take_listed
@@ -81,7 +83,7 @@ def discover_own_lists(src: Path, split: str, follow: bool) -> Discovery | None:
     rejected in `split`); None for any other source."""
     own = _found(src)
     if own is None:
-        return gtsrb.discover_gtsrb(src, follow)
+        return gtsrb.discover_gtsrb(src, follow) or sun397.discover_sun397(src, split, follow)
     col = ImageCollector(src, follow=follow)
     classes = take_listed(col, own.images, own.lists, split, table=own.read(), skip=own.skip, listing=own.listing,
                           why_unlisted=own.why_unlisted)
