@@ -126,3 +126,15 @@ def test_a_loop_back_to_the_dataset_and_a_classname_txt_in_a_class_folder_are_re
     assert [r for r in split_rejections(d) if "/abbey/" in r[1]] == [
         ("train", "SUN397/a/abbey/ClassName.txt", "unsupported extension '.txt'; allowed: " + ", ".join(EXTENSIONS)),
         ("train", "SUN397/a/abbey/back", f"symlink loop: points back to {src}, a folder being walked")]
+
+
+def test_a_classname_txt_not_utf8_or_huge_is_refused(tmp_path):
+    src = _sun(tmp_path)
+    names = src / "SUN397" / "ClassName.txt"
+    names.write_bytes(b"/a/abb\xffey\n")
+    assert sun397.found(src) == src / "SUN397"  # its first line looked at, not a crash
+    with pytest.raises(ConvertError, match=r"cannot read .*ClassName.txt: 'utf-8' codec can't decode"):
+        discover_images(src)
+    names.write_text("/a/abbey\n" + "/b/bakery\n" * 200_000)
+    with pytest.raises(ConvertError, match=r"ClassName.txt: 2000009 bytes, more than SUN397's ClassName.txt holds"):
+        discover_images(src)
