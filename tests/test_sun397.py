@@ -138,3 +138,12 @@ def test_a_classname_txt_not_utf8_or_huge_is_refused(tmp_path):
     names.write_text("/a/abbey\n" + "/b/bakery\n" * 200_000)
     with pytest.raises(ConvertError, match=r"ClassName.txt: 2000009 bytes, more than SUN397's ClassName.txt holds"):
         discover_images(src)
+
+
+def test_a_val_fraction_holds_out_part_of_the_one_split(tmp_path):
+    src = _sun(tmp_path)
+    assert cli(["convert", str(src / "SUN397"), str(tmp_path / "dst"), "-j", "1", "--no-progress",
+                "--val-fraction", "0.5"]) == 0
+    m = read_manifest(tmp_path / "dst")
+    assert set(m.splits) == {"train", "val"} and m.classes[0] == "abbey"
+    assert {s for s, _ in class_lists(tmp_path / "dst", field="label").values()} == {"train", "val"}

@@ -94,7 +94,7 @@ def _warn_if_dataset_folders(classes: tuple[str, ...]) -> None:
         log.warning("the class folders %s are named as a dataset's folders, not as classes: if the source is a "
                     "download's top folder, convert the folder that holds its class folders, or see the layouts "
                     "that convert as they lie (docs/converting.md, \"Sources\")", ", ".join(named))
-    if len(classes) >= 3 and all(len(c) == 1 and c.isalpha() for c in classes):  # (two: a and b of a test)
+    if len(classes) >= 3 and all(len(c) == 1 and c.isalpha() for c in classes):  # (two may well be classes)
         log.warning("the class folders are the letters %s: SUN397 and Places365 file their classes below a letter "
                     "(a/abbey/); SUN397 converts as it lies with its ClassName.txt, Places365 with its lists "
                     "(--labels, --classes; docs/converting.md)", ", ".join(classes))

@@ -80,7 +80,7 @@ def _found(src: Path) -> OwnLists | None:
 
 def discover_own_lists(src: Path, split: str, follow: bool) -> Discovery | None:
     """The images of a dataset labelled by its own lists, each in the split they give it (an image they leave out
-    rejected in `split`); None for any other source."""
+    rejected in `split`), GTSRB's and SUN397's as their modules take them; None for any other source."""
     own = _found(src)
     if own is None:
         return gtsrb.discover_gtsrb(src, follow) or sun397.discover_sun397(src, split, follow)
