@@ -1,5 +1,6 @@
 """MATLAB files, read with scipy's `loadmat` as torchvision reads them: SVHN's images (images/svhn.py), Oxford
-Flowers-102's labels and splits (images/flowers102.py) and Stanford Dogs' lists (images/stanford_dogs.py). MATLAB 5
+Flowers-102's labels and splits (images/flowers102.py), Stanford Dogs' lists (images/stanford_dogs.py) and Stanford
+Cars' devkit (images/stanford_cars.py). MATLAB 5
 files are read; a MATLAB 7.3 file is HDF5, which `loadmat` does not read, and is refused, saying so. Only the
 variables asked for are loaded, in a child process: scipy's reader crashes the process (a segmentation fault) on
 some damaged files, and such a file is then refused like any other that is no MATLAB file."""
@@ -14,6 +15,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from converters.table_files import TableError
 
 MAT_HEAD = b"MATLAB "  # what the text every MATLAB 5 and 7.3 file starts with starts with
@@ -22,6 +25,15 @@ INSTALL = "MATLAB files are read with scipy: pip install 'fastdata[nifti]' (or p
 # made it raise UnboundLocalError, a NameError)
 _MAT_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError, EOFError, zlib.error,
                NotImplementedError, AttributeError, RecursionError, NameError)
+
+
+def cell_text(cell: object) -> str | None:
+    """The one string a MATLAB cell or struct field holds (`loadmat` gives an array of one str), None for anything
+    else: a number, several strings, a blank one."""
+    if isinstance(cell, np.ndarray) and cell.size == 1 and cell.dtype.kind == "U":
+        text = str(cell.reshape(-1)[0])
+        return text if text.strip() else None
+    return None
 
 
 def is_mat(path: Path) -> bool:

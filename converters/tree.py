@@ -253,6 +253,17 @@ class Collector(abc.ABC):
                 split = display(name) if is_folder(path, follow=self.walk.follow) else ""
                 self.reject(path, split, f"not inside a split folder ({SPLIT_FOLDERS})")
 
+    def reject_beside(self, taken: list[Path], split: str, reason: str) -> None:
+        """Reject what lies in the folders from the source down to the folders and files `taken`, beside them (a
+        dataset's archives and readme beside its folders)."""
+        around = {p for t in taken for p in [t, *t.parents] if p == self.src or self.src in p.parents}
+        for parent in sorted(around):
+            if parent in taken or not parent.is_dir():
+                continue
+            for name in listed(parent):
+                if parent / name not in around:
+                    self.reject(parent / name, split, reason)
+
     def warn_unused(self, classes: tuple[str, ...], what: str) -> None:
         """One warning naming the classes no input has (the first 10 of them, and how many more)."""
         used = {c for items in self.items.values() for it in items  # a --multi-label input's label: its classes

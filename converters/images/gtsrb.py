@@ -150,16 +150,6 @@ def discover_gtsrb(src: Path, follow: bool) -> Discovery | None:
         rows = read_test_labels(g.labels)
         take_listed(col, g.test, g.labels, "test", table=Labels(rows, classes, None), skip=ITS_OWN)
         taken += [g.test, g.labels]
-    _reject_beside(col, src, taken)
+    col.reject_beside(taken, "train", "beside GTSRB's training and test folders: not read")
     return Discovery(col.items, classes, col.rejected, "gtsrb", col.identity)
 
-
-def _reject_beside(col: ImageCollector, src: Path, taken: list[Path]) -> None:
-    """Reject what lies in the folders between SRC and what was taken, beside it (an archive, a readme)."""
-    around = {p for t in taken for p in [t, *t.parents] if p == src or src in p.parents}
-    for parent in sorted(around):
-        if parent in taken or not parent.is_dir():
-            continue
-        for name in listed(parent):
-            if parent / name not in around:
-                col.reject(parent / name, "train", "beside GTSRB's training and test folders: not read")

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from converters.images.labels_csv import Labels
-from converters.mat_files import load_mat
+from converters.mat_files import cell_text, load_mat
 from converters.table_files import TableError
 from fastdata.errors import ConvertError
 
@@ -51,14 +51,6 @@ def _load(path: Path, variable: str) -> np.ndarray:
     return value.reshape(-1)
 
 
-def _text(cell: object) -> str | None:
-    """The one string a MATLAB cell or struct field holds, None for anything else."""
-    if isinstance(cell, np.ndarray) and cell.size == 1 and cell.dtype.kind == "U":
-        text = str(cell.reshape(-1)[0])
-        return text if text.strip() else None
-    return None
-
-
 def _class_id(value: object, count: int) -> int | None:
     """The class id (1 ... `count`) a struct field holds: an integer, or a whole double as MATLAB saves numbers by
     default (the devkit's own are uint8); None for anything else."""
@@ -74,7 +66,7 @@ def read_names(root: Path) -> tuple[str, ...]:
     path = root / META
     names = []
     for n, cell in enumerate(_load(path, "class_names"), 1):
-        name = _text(cell)
+        name = cell_text(cell)
         if name is None:
             raise ConvertError(f"{path}: 'class_names' cell {n} holds no class name")
         if name in names:
@@ -101,7 +93,7 @@ def read_cars(root: Path) -> Labels:
             raise ConvertError(f"{path}: 'annotations' is no struct array of fname and class: the file is not "
                                "Stanford Cars' with labels")
         for n, record in enumerate(records, 1):
-            image, class_id = _text(record["fname"]), _class_id(record["class"], len(classes))
+            image, class_id = cell_text(record["fname"]), _class_id(record["class"], len(classes))
             if image is None or class_id is None:
                 raise ConvertError(f"{path}: annotation {n} has no file name, or no class from 1 to {len(classes)}")
             entry = f"{IMAGES[split]}/{image}"

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from converters.images.labels_csv import Labels
-from converters.mat_files import load_mat
+from converters.mat_files import cell_text, load_mat
 from converters.table_files import TableError
 from fastdata.errors import ConvertError
 
@@ -42,9 +42,10 @@ def _paths(path: Path) -> list[str]:
         raise ConvertError(f"{path}: no 'file_list' of image paths (a cell array): the file is not Stanford Dogs'")
     out = []
     for n, cell in enumerate(cells.reshape(-1), 1):
-        if not isinstance(cell, np.ndarray) or cell.size != 1 or cell.dtype.kind != "U":
+        entry = cell_text(cell)
+        if entry is None:
             raise ConvertError(f"{path}: 'file_list' cell {n} holds no image path")
-        out.append(str(cell.reshape(-1)[0]))
+        out.append(entry)
     return out
 
 

@@ -21,7 +21,6 @@ from converters.images.list_text import list_text
 from converters.images.listed_files import ImageCollector
 from converters.kind import Discovery
 from converters.sample import Rejection
-from converters.tree import listed
 from fastdata.errors import ConvertError
 
 FOLDER = "SUN397"  # what the archive unpacks to
@@ -78,10 +77,7 @@ def discover_sun397(src: Path, split: str, follow: bool) -> Discovery | None:
             col.rejected.append(Rejection(split, col.rel(path), f"in no class folder {NAMES} names"))
         else:
             col.add_file(path, split, index[folder])
-    if root != src:
-        for name in listed(src):
-            if name != FOLDER:
-                col.reject(src / name, split, f"beside {FOLDER}/: not read")
+    col.reject_beside([root], split, f"beside {FOLDER}/: not read")
     classes = tuple(folders.values())
     col.warn_unused(classes, "image")
     return Discovery(col.items, classes, col.rejected, "sun397", col.identity)
