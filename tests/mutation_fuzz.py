@@ -1045,9 +1045,10 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "cub:classes.txt", "pets:annotations/trainval.txt", "pets:annotations/test.txt",
                  "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv",
                  "gtsrbk:Train.csv", "gtsrbk:Test.csv", "cars:devkit/cars_train_annos.mat", "cars:devkit/cars_meta.mat",
-                 "sun:ClassName.txt")
+                 "sun:ClassName.txt", "places:categories_places365.txt", "places:places365_train_standard.txt",
+                 "places:places365_val.txt")
 # datasets of one class an image, discovered without --multi-label
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun", "places")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
@@ -1070,6 +1071,18 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"sun_{i}.jpg").write_bytes(jpg)
         (src / "ClassName.txt").write_text("/a/abbey\n/b/bakery/shop\n")
+        return
+    if kind == "places":  # Places365's categories and lists (places365.py)
+        (src / "val_256").mkdir(parents=True)
+        (src / "categories_places365.txt").write_text("/a/airfield 0\n/b/bakery/shop 1\n")
+        for k, i in enumerate(ids):
+            folder = src / "data_256" / ("a/airfield", "b/bakery/shop")[k % 2]
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{i}.jpg").write_bytes(jpg)
+            (src / "val_256" / f"Places365_val_{i}.jpg").write_bytes(jpg)
+        (src / "places365_train_standard.txt").write_text("".join(
+            f"/{('a/airfield', 'b/bakery/shop')[k % 2]}/{i}.jpg {k % 2}\n" for k, i in enumerate(ids)))
+        (src / "places365_val.txt").write_text("".join(f"Places365_val_{i}.jpg {k % 2}\n" for k, i in enumerate(ids)))
         return
     if kind == "cars":  # Stanford Cars' devkit (stanford_cars.py): MATLAB struct and cell arrays
         import numpy as np

@@ -18,7 +18,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/coco/annotations/instances_train2017.json   the photos' objects, in COCO's shape (several classes each)
   ~/data/VOCdevkit/VOC2007/, ~/data/celeba/, ~/data/CheXpert-v1.0-small/, ~/data/mimic-cxr-jpg/2.0.0/,
   ~/data/fgvc-aircraft-2013b/, ~/data/CUB_200_2011/, ~/data/oxford-iiit-pet/, ~/data/stanford-dogs/,
-  ~/data/gtsrb/, ~/kaggle/gtsrb/, ~/data/stanford_cars/, ~/data/sun/{SUN397,Partitions}/
+  ~/data/gtsrb/, ~/kaggle/gtsrb/, ~/data/stanford_cars/, ~/data/sun/{SUN397,Partitions}/, ~/data/places365/
                                               the photos in those datasets' layouts
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
@@ -62,6 +62,7 @@ from test_fgvc_aircraft import _aircraft
 from test_gtsrb import _gtsrb, _kaggle
 from test_mimic_cxr import _mimic
 from test_oxford_pet import _pets
+from test_places365 import _places
 from test_stanford_cars import _cars
 from test_stanford_dogs import _dogs
 from test_sun397 import _sun
@@ -342,6 +343,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _gtsrb(box / "home" / "data")
     _cars(box / "home" / "data")
     _sun(box / "home" / "data" / "sun")
+    _places(box / "home" / "data" / "places365")
     _kaggle(box / "home" / "kaggle" / "gtsrb")
     _dtd_partitions(box / "home" / "dtd")
     for f in sorted(FORTUNES.iterdir()):

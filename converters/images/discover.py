@@ -96,8 +96,8 @@ def _warn_if_dataset_folders(classes: tuple[str, ...]) -> None:
                     "that convert as they lie (docs/converting.md, \"Sources\")", ", ".join(named))
     if len(classes) >= 3 and all(len(c) == 1 and c.isalpha() for c in classes):  # (two may well be classes)
         log.warning("the class folders are the letters %s: SUN397 and Places365 file their classes below a letter "
-                    "(a/abbey/); SUN397 converts as it lies with its ClassName.txt, Places365 with its lists "
-                    "(--labels, --classes; docs/converting.md)", ", ".join(classes))
+                    "(a/abbey/); SUN397 converts as it lies with its ClassName.txt, Places365 from the folder holding "
+                    "its categories_places365.txt and lists (docs/converting.md)", ", ".join(classes))
 
 
 def _splits_inside(src: Path, classes: tuple[str, ...], follow: bool) -> dict[str, dict[str, str]] | None:

@@ -60,8 +60,7 @@ def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
     `folder`), None for one merely not listed; `columns`: the CSV's file and label columns by name (`read_labels`).
     Returns the classes."""
     prefix = "" if folder == col.src else col.rel(folder) + "/"
-    # no `root` for the walk: `folder` is the source itself, or a split folder that holds no folder
-    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder)]
+    found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder, root=col.src)]
     found = [(rel, path, problem) for rel, path, problem in found if path.parent != folder or path.name not in skip]
     names = [rel[len(prefix):] for rel, _, _ in found]
     labels, own, splits = table or read_labels(csv_path, names, folder, multi=multi, columns=columns)
