@@ -18,7 +18,8 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/coco/annotations/instances_train2017.json   the photos' objects, in COCO's shape (several classes each)
   ~/data/VOCdevkit/VOC2007/, ~/data/celeba/, ~/data/CheXpert-v1.0-small/, ~/data/mimic-cxr-jpg/2.0.0/,
   ~/data/fgvc-aircraft-2013b/, ~/data/CUB_200_2011/, ~/data/oxford-iiit-pet/, ~/data/stanford-dogs/,
-  ~/data/gtsrb/, ~/kaggle/gtsrb/, ~/data/stanford_cars/, ~/data/sun/{SUN397,Partitions}/, ~/data/places365/
+  ~/data/gtsrb/, ~/kaggle/gtsrb/, ~/data/stanford_cars/, ~/data/sun/{SUN397,Partitions}/, ~/data/places365/,
+  ~/data/caltech101/
                                               the photos in those datasets' layouts
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
@@ -55,6 +56,7 @@ from conftest_pairs import COCO_CAPTIONS
 from conftest_text import FORTUNES, TOKENIZER
 from docs_walk import ELSEWHERE, _commands, command_text, steps
 from helpers import PHOTOS, with_features
+from test_caltech101 import _caltech
 from test_celeba import _torchvision_layout
 from test_chexpert import _chexpert
 from test_cub import _cub
@@ -344,6 +346,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _cars(box / "home" / "data")
     _sun(box / "home" / "data" / "sun")
     _places(box / "home" / "data" / "places365")
+    _caltech(box / "home" / "data")
     _kaggle(box / "home" / "kaggle" / "gtsrb")
     _dtd_partitions(box / "home" / "dtd")
     for f in sorted(FORTUNES.iterdir()):

@@ -1,7 +1,7 @@
 """Find the images of an ImageNet-style tree: `SRC/<class>/...`, `SRC/<split>/<class>/...` (or
 `SRC/<class>/<split>/...`), the files a `filename,class` CSV lists (listed_files.py), files whose names hold their
 classes (name_labels.py), a labels table in each split folder (folder_labels.py), or a dataset labelled by its own
-lists (own_lists.py, dataset_lists.py). Class index = position in the
+lists (own_lists.py, dataset_lists.py) or by folders of its own (caltech101.py). Class index = position in the
 sorted class names (ImageFolder); the class ids of a CSV (whole numbers) stay the labels they are (`label_order`;
 the CSV is read by labels_csv.py)."""
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from converters.class_folders import ClassFolders, split_classes
 from converters.images import folder_labels
 from converters.images.array_files import discover_array_files, has_array_files
+from converters.images.caltech101 import discover_caltech101
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.labels_csv import label_order, warn_if_a_class_each
@@ -209,7 +210,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         return layout
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
-    own = None if unlabeled or label_pattern or labels_csv else discover_own_lists(src, split, follow_symlinks)
+    own = None if unlabeled or label_pattern or labels_csv else \
+        discover_own_lists(src, split, follow_symlinks) or discover_caltech101(src, split, follow_symlinks)
     if own is not None:
         return own
     follow = follow_symlinks

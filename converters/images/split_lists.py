@@ -20,7 +20,8 @@ from fastdata.errors import ConvertError
 from fastdata.manifest import check_split_name
 
 log = logging.getLogger(__name__)
-ONE_SPLIT = ("class", "flat+labels", "unlabeled", "name", "sun397")  # the layouts of image files in one split
+# the layouts of image files in one split
+ONE_SPLIT = ("class", "flat+labels", "unlabeled", "name", "sun397", "caltech101")
 
 
 def parse_split_lists(values: list[str] | tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
