@@ -1046,9 +1046,9 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv",
                  "gtsrbk:Train.csv", "gtsrbk:Test.csv", "cars:devkit/cars_train_annos.mat", "cars:devkit/cars_meta.mat",
                  "sun:ClassName.txt", "places:categories_places365.txt", "places:places365_train_standard.txt",
-                 "places:places365_val.txt")
+                 "places:places365_val.txt", "inat:train2018.json", "inat:categories.json")
 # datasets of one class an image, discovered without --multi-label
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun", "places")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun", "places", "inat")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
@@ -1071,6 +1071,19 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"sun_{i}.jpg").write_bytes(jpg)
         (src / "ClassName.txt").write_text("/a/abbey\n/b/bakery/shop\n")
+        return
+    if kind == "inat":  # iNaturalist 2018's files in COCO's shape (inaturalist.py)
+        for k, i in enumerate(ids):
+            (src / "train_val2018" / "Plantae" / str(k % 2)).mkdir(parents=True, exist_ok=True)
+            (src / "train_val2018" / "Plantae" / str(k % 2) / f"{i}.jpg").write_bytes(jpg)
+        categories = [{"id": c, "name": f"obf{c}", "supercategory": "Plantae"} for c in (0, 1)]
+        for split, part in (("train", ids[:3]), ("val", ids[3:])):
+            images = [{"id": n, "file_name": f"train_val2018/Plantae/{ids.index(i) % 2}/{i}.jpg"}
+                      for n, i in enumerate(part)]
+            annotations = [{"id": n, "image_id": n, "category_id": ids.index(i) % 2} for n, i in enumerate(part)]
+            (src / f"{split}2018.json").write_text(json.dumps({"images": images, "annotations": annotations,
+                                                               "categories": categories}))
+        (src / "categories.json").write_text(json.dumps([{"id": 0, "name": "Abies"}, {"id": 1, "name": "Anas"}]))
         return
     if kind == "places":  # Places365's categories and lists (places365.py)
         (src / "val_256").mkdir(parents=True)

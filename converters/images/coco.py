@@ -64,8 +64,8 @@ def _listed(data: Any, key: str, path: Path) -> list[Any]:
     return values
 
 
-def _categories(data: Any, path: Path) -> dict[int, str]:
-    """Category id -> name, in the order of the ids."""
+def categories_of(data: Any, path: Path) -> dict[int, str]:
+    """Category id -> name, in the order of the ids, of the `categories` list of `data` (an instances file)."""
     names: dict[int, str] = {}
     for i, cat in enumerate(_listed(data, "categories", path)):
         if not isinstance(cat, dict) or not _whole(cat.get("id")) or not isinstance(cat.get("name"), str):
@@ -76,13 +76,14 @@ def _categories(data: Any, path: Path) -> dict[int, str]:
     return dict(sorted(names.items()))
 
 
-def read_instances(path: Path) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
-    """(the classes, each image's file name -> the classes of its annotations) of one instances file."""
+def read_instances(path: Path) -> tuple[dict[int, str], dict[str, tuple[str, ...]]]:
+    """(the categories: id -> name, in the order of the ids; each image's file name -> the names of its
+    annotations' categories) of one instances file."""
     try:
         data = parse_json(path.read_bytes())
     except (OSError, BadJSON) as exc:
         raise ConvertError(f"cannot read {path}: {exc}") from exc
-    categories = _categories(data, path)
+    categories = categories_of(data, path)
     names: dict[int, str] = {}
     for i, image in enumerate(_listed(data, "images", path)):
         if not isinstance(image, dict) or not _whole(image.get("id")) or not isinstance(image.get("file_name"), str):
@@ -98,7 +99,7 @@ def read_instances(path: Path) -> tuple[tuple[str, ...], dict[str, tuple[str, ..
                                f"{str(image_id)[:40]}, category_id {str(category)[:40]})")
         has.setdefault(image_id, set()).add(category)
     rows = {name: tuple(categories[c] for c in sorted(has.get(i, ()))) for i, name in names.items()}
-    return tuple(categories.values()), rows
+    return categories, rows
 
 
 def read_coco(src: Path, splits: list[tuple[str, Path, Path]]) -> list[tuple[str, Path, Path, Labels]]:
@@ -108,7 +109,8 @@ def read_coco(src: Path, splits: list[tuple[str, Path, Path]]) -> list[tuple[str
     for split, path, folder in splits:
         if not folder.is_dir():
             raise ConvertError(f"{path.name} names the images of {folder.name}/, which is not in {src}")
-        classes, rows = read_instances(path)
+        categories, rows = read_instances(path)
+        classes = tuple(categories.values())
         if out and classes != out[0][3].classes:
             raise ConvertError(f"{path.name}: its categories are not those of {out[0][1].name}: convert them apart")
         out.append((split, path, folder, Labels(rows, classes)))

@@ -5,8 +5,9 @@
 folder are taken as any listed files are (listed_files.py). GTSRB as Kaggle copies it is one of them; as torchvision
 and its own archives lay it out (gtsrb.py), its training signs lie in class folders and its test signs in a list's,
 and its module takes them; so do SUN397's (sun397.py), whose classes are folders below a letter, and
-Places365's (places365.py), whose training and validation images lie in folders of their own. Datasets of
-several classes an image: dataset_lists.py."""
+Places365's (places365.py), whose training and validation images lie in folders of their own, and iNaturalist's
+(inaturalist.py), whose files in COCO's shape split one folder of images. Datasets of several classes an image:
+dataset_lists.py."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from converters.images import (
     flowers102,
     folder_lists,
     gtsrb,
+    inaturalist,
     oxford_pet,
     places365,
     stanford_cars,
@@ -82,11 +84,12 @@ def _found(src: Path) -> OwnLists | None:
 
 def discover_own_lists(src: Path, split: str, follow: bool) -> Discovery | None:
     """The images of a dataset labelled by its own lists, each in the split they give it (an image they leave out
-    rejected in `split`), GTSRB's, SUN397's and Places365's as their modules take them; None for any other source."""
+    rejected in `split`), GTSRB's, SUN397's, Places365's and iNaturalist's as their modules take them; None for
+    any other source."""
     own = _found(src)
     if own is None:
         return (gtsrb.discover_gtsrb(src, follow) or sun397.discover_sun397(src, split, follow)
-                or places365.discover_places365(src, follow))
+                or places365.discover_places365(src, follow) or inaturalist.discover_inaturalist(src, follow))
     col = ImageCollector(src, follow=follow)
     classes = take_listed(col, own.images, own.lists, split, table=own.read(), skip=own.skip, listing=own.listing,
                           why_unlisted=own.why_unlisted)
