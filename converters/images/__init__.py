@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from converters.images.array_files import has_array_files
+from converters.images.class_order import ORDERS, order_classes
 from converters.images.discover import discover_images
 from converters.images.encode import ImageOptions, process_image
 from converters.images.id_names import name_ids
@@ -72,6 +73,10 @@ class ImagesKind:
                             help="images: names of the class ids 0..K-1 a labels file gives, one a line (or "
                                  "'name id' lines); or of classes that are codes, by 'code,name' lines (Open "
                                  "Images' class descriptions, ImageNet's LOC_synset_mapping.txt)")
+        parser.add_argument("--class-order", choices=ORDERS, default="name",
+                            help="images: classes that are whole numbers (class folders 0 ... 999, as ImageNetV2's) "
+                                 "in the order of their names as text, as ImageFolder orders them (default), or of "
+                                 "their values, so that a folder's label is its number")
         parser.add_argument("--split", default="train",
                             help=SPLIT_HELP)
         parser.add_argument("--keep-metadata", action="store_true",
@@ -98,7 +103,7 @@ class ImagesKind:
                             label_field=args.label_field, label_pattern=args.label_pattern,
                             split_lists=tuple(args.split_list), classes=args.classes,
                             val_fraction=args.val_fraction, multi_label=args.multi_label,
-                            uncertain=args.uncertain)
+                            uncertain=args.uncertain, class_order=args.class_order)
 
     def discover(self, src: Path, /, *, options: ImageOptions, follow_symlinks: bool = True) -> Discovery:
         found = discover_images(src, labels_csv=options.labels, split=options.split, unlabeled=options.unlabeled,
@@ -108,6 +113,7 @@ class ImagesKind:
                                 uncertain=options.uncertain)
         found = apply_split_lists(found, parse_split_lists(options.split_lists), options.split, src)
         found = apply_val_fraction(found, options.val_fraction, options.split, layouts=ONE_SPLIT)
+        found = order_classes(found, options.class_order)
         return name_ids(found, Path(options.classes).expanduser() if options.classes else None)
 
     def processor(self, options: ImageOptions):

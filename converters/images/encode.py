@@ -38,6 +38,7 @@ class ImageOptions:
     classes: str | None = None  # a file naming the class ids 0..K-1, one a line (id_names.py)
     val_fraction: float = 0.0  # held out of --split as val, file by file (split_lists.py)
     uncertain: str | None = None  # CheXpert's and MIMIC-CXR-JPG's -1.0: "ones" present, "zeros" absent
+    class_order: str = "name"  # classes that are whole numbers: as text (ImageFolder's) or by value (class_order.py)
 
     def __post_init__(self) -> None:
         if self.short_side < 0:
@@ -47,6 +48,8 @@ class ImageOptions:
         if self.max_pixels < 1:
             raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
         check_split_name(self.split)
+        if self.class_order not in ("name", "number"):
+            raise ValueError(f"--class-order must be name or number, got {self.class_order!r}")
         if self.uncertain not in (None, "ones", "zeros"):
             raise ValueError(f"--uncertain must be ones or zeros, got {self.uncertain!r}")
         if self.label_pattern is not None:
