@@ -62,13 +62,56 @@ def test_a_missing_or_binary_names_file_is_refused(tmp_path):
 @pytest.mark.parametrize(("tree", "shown"), [
     (("cat/a.jpg", "dog/b.jpg", "eel/c.jpg", "fox/d.jpg"), r"'s classes are not ids, and .*classes\.txt names none of "
                                                            r"them \(cat, dog, eel\)"),
-    (("a.jpg",), " has no class"),
-    (("x/a.jpg", "y/b.jpg"), r"'s classes are not ids, and .*classes\.txt names none of them \(x, y\)")])
-def test_classes_that_are_names_already_or_none_are_not_renamed(tmp_path, tree, shown):
+    (("a.jpg",), " has no class")])
+def test_classes_that_are_names_the_file_lists_none_of_or_no_classes_are_refused(tmp_path, tree, shown):
     (tmp_path / "classes.txt").write_text("x\ny\nkitten cat\n")  # `kitten cat` would name cat by `code name`; no
-    with pytest.raises(ValueError, match=rf"^--classes names class ids 0\.\.K-1, or codes by lines of `code,name`; "
-                                         rf"this source{shown}$"):
+    with pytest.raises(ValueError, match=rf"^--classes names class ids 0\.\.K-1, codes by lines of `code,name`, or "
+                                         rf"the classes of the labels, a name a line; this source{shown}$"):
         _discover(touch(tmp_path / "src", *tree), classes=str(tmp_path / "classes.txt"))
+
+
+def test_classes_that_are_names_take_their_places_among_the_files_as_labels(tmp_path, caplog):
+    """ImageNet-R's class folders are 200 of ImageNet's 1000 WordNet ids: listed in ImageNet's order, a label is the
+    ImageNet index, which a model trained on ImageNet predicts."""
+    src = touch(tmp_path / "src", "n01443537/a.jpg", "n01443537/b.jpg", "n01833805/c.jpg", "n01484850/d.jpg")
+    (tmp_path / "wnids.txt").write_text("n01440764\nn01443537\nn01484850\nn01491361\nn01833805\n")
+    caplog.set_level("INFO")
+    d = _discover(src, classes=str(tmp_path / "wnids.txt"))
+    assert d.classes == ("n01440764", "n01443537", "n01484850", "n01491361", "n01833805")
+    assert sorted((it.rel, it.label) for it in d.splits["train"]) == [
+        ("n01443537/a.jpg", 1), ("n01443537/b.jpg", 1), ("n01484850/d.jpg", 2), ("n01833805/c.jpg", 4)]
+    assert d.identity[-1] == ["classes", list(d.classes)]
+    assert "each label is its class's place among the 5 classes it lists (2 of them not this source's)" in caplog.text
+    (tmp_path / "x.txt").write_text("x\ny\nkitten cat\n")
+    xy = _discover(touch(tmp_path / "xy", "y/a.jpg", "x/b.jpg"), classes=str(tmp_path / "x.txt"))
+    assert xy.classes == ("x", "y", "kitten cat")
+    assert sorted((it.rel, it.label) for it in xy.splits["train"]) == [("x/b.jpg", 0), ("y/a.jpg", 1)]
+
+
+def test_a_file_written_in_the_other_unicode_normalisation_keeps_the_folders_spelling(tmp_path):
+    src = touch(tmp_path / "src", "Mu\u0308ller/a.jpg", "Zoe/b.jpg")  # the folder as macOS writes it (NFD)
+    (tmp_path / "classes.txt").write_text("Abe\nZoe\nM\u00fcller\n")  # the list in NFC
+    d = _discover(src, classes=str(tmp_path / "classes.txt"))
+    assert d.classes == ("Abe", "Zoe", "Mu\u0308ller")
+    assert sorted((it.rel, it.label) for it in d.splits["train"]) == [("Mu\u0308ller/a.jpg", 2), ("Zoe/b.jpg", 1)]
+
+
+def test_a_file_that_lists_some_of_the_classes_only_is_refused(tmp_path):
+    src = touch(tmp_path / "src", *(f"c{i}/a.jpg" for i in range(8)))
+    (tmp_path / "classes.txt").write_text("c0\nc7\n")
+    with pytest.raises(ConvertError, match=r"^classes file .*classes\.txt lists 2 classes, but not c1, c2, c3, c4, "
+                                           r"c5 and 1 more of this source: the labels are the places of its classes "
+                                           r"there$"):
+        _discover(src, classes=str(tmp_path / "classes.txt"))
+
+
+def test_multi_label_classes_take_their_places_too(tmp_path):
+    src = touch(tmp_path / "src", "a.jpg", "b.jpg")
+    (tmp_path / "labels.csv").write_text("a.jpg,cat|dog\nb.jpg,dog\n")
+    (tmp_path / "classes.txt").write_text("dog\nbird\ncat\n")
+    d = _discover(src, labels=str(tmp_path / "labels.csv"), multi_label=True, classes=str(tmp_path / "classes.txt"))
+    assert d.classes == ("dog", "bird", "cat")
+    assert sorted((it.rel, it.label) for it in d.splits["train"]) == [("a.jpg", (0, 2)), ("b.jpg", (0,))]
 
 
 def test_name_id_lines_name_each_id_places365s_categories(tmp_path):

@@ -72,7 +72,9 @@ class ImagesKind:
         parser.add_argument("--classes", metavar="FILE",
                             help="images: names of the class ids 0..K-1 a labels file gives, one a line (or "
                                  "'name id' lines); or of classes that are codes, by 'code,name' lines (Open "
-                                 "Images' class descriptions, ImageNet's LOC_synset_mapping.txt)")
+                                 "Images' class descriptions, ImageNet's LOC_synset_mapping.txt); or, for classes that "
+                                 "are names, the classes of the labels, a name a line (ImageNet-R's folders among "
+                                 "ImageNet's 1000 classes)")
         parser.add_argument("--class-order", choices=ORDERS, default="name",
                             help="images: classes that are whole numbers (class folders 0 ... 999, as ImageNetV2's) "
                                  "in the order of their names as text, as ImageFolder orders them (default), or of "

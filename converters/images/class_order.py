@@ -38,7 +38,13 @@ def order_classes(d: Discovery, order: str) -> Discovery:
     if missing is not None:
         log.warning("the classes are numbers, but not 0 ... %d (no class %d): each label is its class's rank among "
                     "them, not its number", len(by_value) - 1, missing)
-    new = [by_value.index(c) for c in d.classes]  # old label -> new
+    return relabeled(d, tuple(by_value), ["class_order", order])
+
+
+def relabeled(d: Discovery, classes: tuple[str, ...], note: list[object]) -> Discovery:
+    """`d` with `classes`, which hold each of its classes (in another order, or among more), each input's label
+    the place of its class there; `note` is added to the identity a resumed run checks."""
+    new = [classes.index(c) for c in d.classes]  # old label -> new
 
     def relabel(label):
         if isinstance(label, tuple | list):  # --multi-label: the sorted indices of its classes
@@ -46,4 +52,4 @@ def order_classes(d: Discovery, order: str) -> Discovery:
         return new[label] if isinstance(label, int) else label
 
     splits = {s: [replace(it, label=relabel(it.label)) for it in items] for s, items in d.splits.items()}
-    return replace(d, splits=splits, classes=tuple(by_value), identity=[*d.identity, ["class_order", order]])
+    return replace(d, splits=splits, classes=classes, identity=[*d.identity, note])

@@ -1,4 +1,5 @@
-"""Names for classes given as ids or codes (`fastdata convert SRC --labels train.txt --classes classes.txt`).
+"""Names for classes given as ids or codes, and the classes of the labels for classes that are names
+(`fastdata convert SRC --labels train.txt --classes classes.txt`).
 
 - Ids: a labels file of ids (OpenMMLab's `ann_file`, Places365's lists, a CSV of `0`..`K-1`) gives classes
   "0".."K-1"; the names file names them, one a line in that order as `fastdata index --classes` reads it, or by
@@ -7,6 +8,9 @@
   `code,name` lines (Open Images' `oidv7-class-descriptions.csv`; `code<TAB>name`, as Tiny ImageNet's `words.txt`;
   `code name`, as ImageNet's `LOC_synset_mapping.txt`); lines of other codes are not read. The labels stay as they
   are; only their names change.
+- Names: classes that are names (class folders) take their places among the classes the file lists, a name a line,
+  as their labels (ImageNet-R's 200 folders among ImageNet's 1000 WordNet ids: a label is the ImageNet index); the
+  classes are the file's, those of no input included. A file that lists some of them only is refused.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from converters.class_folders import has_control_characters, same_name
+from converters.images.class_order import relabeled
 from converters.kind import Discovery
 from fastdata.errors import ConvertError
 
@@ -115,9 +120,30 @@ def class_names(named: list[tuple[str, str]]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _label_space(d: Discovery, path: Path) -> Discovery | None:
+    """`d` labelled by the places of its classes among those `path` lists, a name a line (ImageNet-R's 200 class
+    folders among ImageNet's 1000 classes, so that a label is the class's ImageNet index); None when it lists none
+    of them (or `d` has no class). ConvertError when it lists some only."""
+    listed = read_names(path)
+    where = {same_name(c): i for i, c in enumerate(listed)}
+    missing = [c for c in d.classes if same_name(c) not in where]
+    if len(missing) == len(d.classes):
+        return None
+    if missing:
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise ConvertError(f"classes file {path} lists {len(listed)} classes, but not {', '.join(missing[:5])}{more} "
+                           "of this source: the labels are the places of its classes there")
+    spelled = {same_name(c): c for c in d.classes}  # a name the file writes in the other Unicode normalisation
+    classes = tuple(spelled.get(same_name(c), c) for c in listed)
+    log.info("--classes %s: each label is its class's place among the %d classes it lists (%d of them not this "
+             "source's)", path, len(listed), len(listed) - len(d.classes))
+    return relabeled(d, classes, ["classes", list(classes)])
+
+
 def name_ids(d: Discovery, path: Path | None) -> Discovery:
     """`d` with its classes named by the file at `path` (None: `d` as it is): ids "0".."K-1" by `read_names`, codes
-    by `name_codes`. ValueError when it has no class, or its classes are neither ids nor codes the file names;
+    by `name_codes`; classes that are names, by their places among those the file lists (`_label_space`). ValueError
+    when it has no class, or its classes are neither ids nor codes nor names the file names;
     ConvertError when the file names fewer classes than there are ids. Names past the largest id are kept: a val
     list without the last classes gets train's label space."""
     if path is None:
@@ -125,9 +151,13 @@ def name_ids(d: Discovery, path: Path | None) -> Discovery:
     ids = bool(d.classes) and d.classes == tuple(str(i) for i in range(len(d.classes)))
     names = None if ids else name_codes(d.classes, path)
     if names is None and not ids:
+        space = _label_space(d, path)
+        if space is not None:
+            return space
         has = f"'s classes are not ids, and {path} names none of them ({', '.join(d.classes[:3])})" if d.classes \
             else " has no class"
-        raise ValueError(f"--classes names class ids 0..K-1, or codes by lines of `code,name`; this source{has}")
+        raise ValueError(f"--classes names class ids 0..K-1, codes by lines of `code,name`, or the classes of the "
+                         f"labels, a name a line; this source{has}")
     if names is None:
         names = read_names(path)
         if len(names) < len(d.classes):
