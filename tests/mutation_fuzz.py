@@ -1046,9 +1046,10 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "food:meta/train.txt", "food:meta/test.txt", "dogs:train_list.mat", "gtsrb:GT-final_test.csv",
                  "gtsrbk:Train.csv", "gtsrbk:Test.csv", "cars:devkit/cars_train_annos.mat", "cars:devkit/cars_meta.mat",
                  "sun:ClassName.txt", "places:categories_places365.txt", "places:places365_train_standard.txt",
-                 "places:places365_val.txt", "inat:train2018.json", "inat:categories.json")
+                 "places:places365_val.txt", "inat:train2018.json", "inat:categories.json",
+                 "carsr:cars_annos.mat")
 # datasets of one class an image, discovered without --multi-label
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun", "places", "inat")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun", "places", "inat", "carsr")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
@@ -1111,6 +1112,20 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
             (src / "cars_train" / f"{i}.jpg").write_bytes(jpg)
             annotations[0, k] = (np.array([[k % 2 + 1]], dtype=np.uint8), np.array([f"{i}.jpg"]))
         savemat(src / "devkit" / "cars_train_annos.mat", {"annotations": annotations})
+        return
+    if kind == "carsr":  # Stanford Cars' first release: cars_annos.mat beside car_ims/ (stanford_cars.py)
+        import numpy as np
+        from scipy.io import savemat
+
+        (src / "car_ims").mkdir(parents=True)
+        names = np.empty((1, 2), dtype=object)
+        names[0, 0], names[0, 1] = np.array(["Audi A4 2010"]), np.array(["smart fortwo 2012"])
+        annotations = np.empty((1, len(ids)), dtype=[("relative_im_path", object), ("class", object), ("test", object)])
+        for k, i in enumerate(ids):
+            (src / "car_ims" / f"{i}.jpg").write_bytes(jpg)
+            annotations[0, k] = (np.array([f"car_ims/{i}.jpg"]), np.array([[k % 2 + 1]], dtype=np.uint8),
+                                 np.array([[k // 3]], dtype=np.uint8))
+        savemat(src / "cars_annos.mat", {"annotations": annotations, "class_names": names})
         return
     if kind == "gtsrbk":  # Kaggle's copy of GTSRB (gtsrb.py)
         rows = {f"Train/{k}/{i}.png": k for k, i in enumerate(ids[:2])} | {f"Test/{i}.png": 1 for i in ids[2:]}

@@ -19,7 +19,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/VOCdevkit/VOC2007/, ~/data/celeba/, ~/data/CheXpert-v1.0-small/, ~/data/mimic-cxr-jpg/2.0.0/,
   ~/data/fgvc-aircraft-2013b/, ~/data/CUB_200_2011/, ~/data/oxford-iiit-pet/, ~/data/stanford-dogs/,
   ~/data/gtsrb/, ~/kaggle/gtsrb/, ~/data/stanford_cars/, ~/data/sun/{SUN397,Partitions}/, ~/data/places365/,
-  ~/data/caltech101/, ~/data/inat2018/
+  ~/data/caltech101/, ~/data/inat2018/, ~/data/cars-release/
                                               the photos in those datasets' layouts
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
@@ -66,7 +66,7 @@ from test_inaturalist import _inat
 from test_mimic_cxr import _mimic
 from test_oxford_pet import _pets
 from test_places365 import _places
-from test_stanford_cars import _cars
+from test_stanford_cars import _cars, _release
 from test_stanford_dogs import _dogs
 from test_sun397 import _sun
 from test_voc import _voc
@@ -345,6 +345,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _dogs(box / "home" / "data" / "stanford-dogs")
     _gtsrb(box / "home" / "data")
     _cars(box / "home" / "data")
+    _release(box / "home" / "data" / "cars-release")
     _sun(box / "home" / "data" / "sun")
     _places(box / "home" / "data" / "places365")
     _caltech(box / "home" / "data")

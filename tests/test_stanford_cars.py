@@ -163,3 +163,78 @@ def test_a_folder_without_the_devkit_is_a_tree(tmp_path):
     (src / "stanford_cars" / "devkit" / "cars_meta.mat").unlink()
     assert stanford_cars.found(src) is None
     assert discover_images(src / "stanford_cars", unlabeled=True).layout != "stanford_cars"
+
+
+RELEASE = {"car_ims/000001.jpg": (3, 0), "car_ims/000002.jpg": (1, 1), "car_ims/000003.jpg": (2, 0)}
+RELEASE_FIELDS = ("relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "test")
+
+
+def _release_annotations(rows: dict[str, tuple[object, object]], fields=RELEASE_FIELDS) -> np.ndarray:
+    """cars_annos.mat's 1 x N struct array: each image's path, box, class and test flag (uint8, as released)."""
+    out = np.empty((1, len(rows)), dtype=[(f, object) for f in fields])
+    for i, (path, (class_id, test)) in enumerate(rows.items()):
+        values = {"relative_im_path": np.array([path]), "bbox_x1": np.array([[5]], dtype=np.uint8),
+                  "bbox_y1": np.array([[6]], dtype=np.uint8), "bbox_x2": np.array([[30]], dtype=np.uint8),
+                  "bbox_y2": np.array([[20]], dtype=np.uint8),
+                  "class": class_id if isinstance(class_id, np.ndarray) else np.array([[class_id]], dtype=np.uint8),
+                  "test": test if isinstance(test, np.ndarray) else np.array([[test]], dtype=np.uint8)}
+        out[0, i] = tuple(values[f] for f in fields)
+    return out
+
+
+def _release(root: Path, rows=RELEASE) -> Path:
+    """The first release: car_ims/ (the photos, and one no annotation names) beside cars_annos.mat."""
+    (root / "car_ims").mkdir(parents=True)
+    photos = iter(sorted(PHOTOS.glob("*.jpg")))
+    for rel in [*rows, "car_ims/009999.jpg"]:
+        shutil.copyfile(next(photos), root / rel)
+    savemat(root / "cars_annos.mat", {"annotations": _release_annotations(rows), "class_names": _names(NAMES)})
+    return root
+
+
+def test_the_first_release_converts_with_its_test_flags_as_the_splits(tmp_path):
+    src = _release(tmp_path / "cars")
+    assert cli(["convert", str(src), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
+    m = read_manifest(tmp_path / "dst")
+    assert m.classes == tuple(NAMES) and m.extra["layout"] == "stanford_cars"
+    assert class_lists(tmp_path / "dst", field="label") == {
+        rel: ("test" if test else "train", class_id - 1) for rel, (class_id, test) in RELEASE.items()}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("car_ims/009999.jpg", "not listed in labels file cars_annos.mat")]
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ({"car_ims/000001.jpg": (3, 2)}, r"annotation 1 has no image path, no class from 1 to 3, or a test flag that is "
+                                     r"neither 0 nor 1"),
+    ({"car_ims/000001.jpg": (4, 0)}, r"annotation 1 has no image path, no class from 1 to 3"),
+    ({"car_ims/000001.jpg": (1, np.array([["yes"]]))}, r"annotation 1 has no image path"),
+    ({"car_ims/000001.jpg": (1, np.array([[0.5]]))}, r"annotation 1 has no image path"),
+])
+def test_a_release_annotation_that_cannot_be_read_right_stops_the_conversion(tmp_path, rows, message):
+    src = _release(tmp_path, rows)
+    with pytest.raises(ConvertError, match=rf"cars_annos\.mat: {message}"):
+        discover_images(src)
+
+
+def test_a_release_image_annotated_twice_or_annotations_without_a_test_flag_are_refused(tmp_path):
+    src = _release(tmp_path)
+    rows = {**RELEASE}
+    annotations = _release_annotations(rows)
+    twice = np.concatenate([annotations, annotations[:, :1]], axis=1)
+    savemat(src / "cars_annos.mat", {"annotations": twice, "class_names": _names(NAMES)})
+    with pytest.raises(ConvertError, match=r"annotation 4 names car_ims/000001\.jpg again: an image has one class"):
+        discover_images(src)
+    fields = tuple(f for f in RELEASE_FIELDS if f != "test")
+    savemat(src / "cars_annos.mat", {"annotations": _release_annotations(
+        {p: (c, 0) for p, (c, _) in rows.items()}, fields), "class_names": _names(NAMES)})
+    with pytest.raises(ConvertError, match=r"'annotations' is no struct array of relative_im_path and class and test: "
+                                           r"the file is not Stanford Cars'$"):
+        discover_images(src)
+
+
+def test_the_release_is_found_in_stanford_cars_and_not_without_car_ims(tmp_path):
+    src = _release(tmp_path / "data" / "stanford_cars")
+    assert stanford_cars.release_found(tmp_path / "data") == src
+    assert sorted(discover_images(tmp_path / "data").splits) == ["test", "train"]
+    shutil.rmtree(src / "car_ims")
+    assert stanford_cars.release_found(tmp_path / "data") is None

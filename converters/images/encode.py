@@ -11,6 +11,7 @@ from pathlib import Path
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from converters.images.class_order import ORDERS
 from converters.images.jpeg_meta import NotAJpeg, strip_metadata
 from converters.images.name_labels import compile_label_pattern
 from converters.images.split_lists import parse_split_lists
@@ -48,7 +49,7 @@ class ImageOptions:
         if self.max_pixels < 1:
             raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
         check_split_name(self.split)
-        if self.class_order not in ("name", "number"):
+        if self.class_order not in ORDERS:
             raise ValueError(f"--class-order must be name or number, got {self.class_order!r}")
         if self.uncertain not in (None, "ones", "zeros"):
             raise ValueError(f"--uncertain must be ones or zeros, got {self.uncertain!r}")

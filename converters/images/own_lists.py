@@ -69,6 +69,10 @@ def _found(src: Path) -> OwnLists | None:
         return OwnLists("stanford_cars", cars, cars / annotations["train"], lambda: stanford_cars.read_cars(cars),
                         "cars_train_annos.mat and cars_test_annos_withlabels.mat", skip=(annotations["test"],),
                         why_unlisted=stanford_cars.why_unlisted)
+    release = stanford_cars.release_found(src)
+    if release is not None:
+        return OwnLists("stanford_cars", release, release / stanford_cars.RELEASE,
+                        lambda: stanford_cars.read_release(release), skip=(stanford_cars.RELEASE,))
     kaggle = gtsrb.kaggle_found(src)
     if kaggle is not None:
         return OwnLists("gtsrb_kaggle", kaggle, kaggle / gtsrb.KAGGLE_LISTS["train"], lambda: gtsrb.read_kaggle(kaggle),
