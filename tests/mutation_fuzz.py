@@ -1047,9 +1047,11 @@ LIST_DATASETS = ("voc:ImageSets/Main/train.txt", "voc:ImageSets/Main/cat_train.t
                  "gtsrbk:Train.csv", "gtsrbk:Test.csv", "cars:devkit/cars_train_annos.mat", "cars:devkit/cars_meta.mat",
                  "sun:ClassName.txt", "places:categories_places365.txt", "places:places365_train_standard.txt",
                  "places:places365_val.txt", "inat:train2018.json", "inat:categories.json",
-                 "carsr:cars_annos.mat")
+                 "carsr:cars_annos.mat", "ilsvrc:ILSVRC2012_img_train.tar", "ilsvrc:ILSVRC2012_img_val.tar",
+                 "ilsvrc:ILSVRC2012_devkit_t12.tar.gz")
 # datasets of one class an image, discovered without --multi-label
-SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun", "places", "inat", "carsr")
+SINGLE_LABEL_LISTS = ("cub", "pets", "food", "dogs", "gtsrb", "gtsrbk", "cars", "sun", "places", "inat", "carsr",
+                      "ilsvrc")
 
 
 def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
@@ -1112,6 +1114,35 @@ def _list_folder(src: Path, kind: str, jpg: bytes, csv: bool) -> None:
             (src / "cars_train" / f"{i}.jpg").write_bytes(jpg)
             annotations[0, k] = (np.array([[k % 2 + 1]], dtype=np.uint8), np.array([f"{i}.jpg"]))
         savemat(src / "devkit" / "cars_train_annos.mat", {"annotations": annotations})
+        return
+    if kind == "ilsvrc":  # image-net.org's archives, read without unpacking (imagenet_archives.py)
+        import tarfile
+
+        import numpy as np
+        from scipy.io import savemat
+
+        def tar_of(members: dict[str, bytes], mode: str = "w") -> bytes:
+            out = io.BytesIO()
+            with tarfile.open(fileobj=out, mode=mode, format=tarfile.USTAR_FORMAT) as tar:
+                for member, data in members.items():
+                    info = tarfile.TarInfo(member)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+            return out.getvalue()
+
+        src.mkdir(parents=True)
+        wnids = ["n01440764", "n01443537"]
+        (src / "ILSVRC2012_img_train.tar").write_bytes(tar_of({f"{w}.tar": tar_of(
+            {f"{w}_{i}.JPEG": jpg for i in ids[:2]}) for w in wnids}))
+        (src / "ILSVRC2012_img_val.tar").write_bytes(tar_of({f"ILSVRC2012_val_{n:08d}.JPEG": jpg for n in (1, 2, 3)}))
+        synsets = np.empty((2, 1), dtype=[("ILSVRC2012_ID", object), ("WNID", object)])
+        for k, w in enumerate(wnids):
+            synsets[k, 0] = (np.array([[k + 1]], dtype=np.uint16), np.array([w]))
+        meta = io.BytesIO()
+        savemat(meta, {"synsets": synsets})
+        (src / "ILSVRC2012_devkit_t12.tar.gz").write_bytes(tar_of({
+            "ILSVRC2012_devkit_t12/data/meta.mat": meta.getvalue(),
+            "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt": b"2\n1\n2\n"}, mode="w:gz"))
         return
     if kind == "carsr":  # Stanford Cars' first release: cars_annos.mat beside car_ims/ (stanford_cars.py)
         import numpy as np
@@ -1271,6 +1302,13 @@ def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
             raise ConvertError(str(exc)) from exc
 
     _expect(discover, step=f"{kind} discover")
+    for item in (it for d in found for items in d.splits.values() for it in items if it.payload is not None):
+        try:  # an image inside an archive: its bytes, or an OSError that the conversion rejects it by
+            data = item.payload.read_bytes()
+        except OSError:
+            continue
+        if len(data) != item.payload.length:
+            raise Finding(f"{label}: {item.rel} read {len(data)} bytes of {item.payload.length}")
     if found and kind in SINGLE_LABEL_LISTS:
         _check_labels(found[0], label)
     elif found:

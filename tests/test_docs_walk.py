@@ -19,7 +19,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ~/data/VOCdevkit/VOC2007/, ~/data/celeba/, ~/data/CheXpert-v1.0-small/, ~/data/mimic-cxr-jpg/2.0.0/,
   ~/data/fgvc-aircraft-2013b/, ~/data/CUB_200_2011/, ~/data/oxford-iiit-pet/, ~/data/stanford-dogs/,
   ~/data/gtsrb/, ~/kaggle/gtsrb/, ~/data/stanford_cars/, ~/data/sun/{SUN397,Partitions}/, ~/data/places365/,
-  ~/data/caltech101/, ~/data/inat2018/, ~/data/cars-release/
+  ~/data/caltech101/, ~/data/inat2018/, ~/data/cars-release/, ~/data/ilsvrc/
                                               the photos in those datasets' layouts
   ~/hf/flickr30k/data/test-00000-of-00001.parquet   the captioned photos as the Hub's Flickr30k: caption lists, split
   corpus/<class>/<class>.txt, tokenizer.json  the fortunes and the BERT tokenizer
@@ -62,6 +62,7 @@ from test_chexpert import _chexpert
 from test_cub import _cub
 from test_fgvc_aircraft import _aircraft
 from test_gtsrb import _gtsrb, _kaggle
+from test_imagenet_archives import _imagenet
 from test_inaturalist import _inat
 from test_mimic_cxr import _mimic
 from test_oxford_pet import _pets
@@ -350,6 +351,7 @@ def base_box(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Path
     _places(box / "home" / "data" / "places365")
     _caltech(box / "home" / "data")
     _inat(box / "home" / "data" / "inat2018")
+    _imagenet(box / "home" / "data" / "ilsvrc")
     _kaggle(box / "home" / "kaggle" / "gtsrb")
     _dtd_partitions(box / "home" / "dtd")
     for f in sorted(FORTUNES.iterdir()):

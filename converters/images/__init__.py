@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from converters.images import imagenet_archives
 from converters.images.array_files import has_array_files
 from converters.images.class_order import ORDERS, order_classes
 from converters.images.discover import discover_images
@@ -40,7 +41,7 @@ class ImagesKind:
     def detect(self, src: Path, /) -> bool:
         return src.is_dir() and (any(path.suffix.lower() in EXTENSIONS for path in first_files(src, DETECT_FILES))
                                  or has_image_tables(src, limit=DETECT_FILES) or has_tfrecords(src, limit=DETECT_FILES)
-                                 or has_array_files(src, limit=DETECT_FILES))
+                                 or has_array_files(src, limit=DETECT_FILES) or bool(imagenet_archives.found(src)))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--short-side", type=int, default=256,

@@ -18,6 +18,7 @@ from converters.images.array_files import discover_array_files, has_array_files
 from converters.images.caltech101 import discover_caltech101
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
+from converters.images.imagenet_archives import discover_imagenet_archives
 from converters.images.labels_csv import label_order, warn_if_a_class_each
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.images.name_labels import compile_label_pattern
@@ -211,7 +212,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if multi_label:
         raise ValueError(MULTI_LABEL_SOURCES)
     own = None if unlabeled or label_pattern or labels_csv else \
-        discover_own_lists(src, split, follow_symlinks) or discover_caltech101(src, split, follow_symlinks)
+        discover_own_lists(src, split, follow_symlinks) or discover_caltech101(src, split, follow_symlinks) or \
+        discover_imagenet_archives(src, follow_symlinks)
     if own is not None:
         return own
     follow = follow_symlinks

@@ -1,0 +1,256 @@
+"""ImageNet as image-net.org hands it out: `ILSVRC2012_img_train.tar` (a tar of one tar a class),
+`ILSVRC2012_img_val.tar` and the devkit `ILSVRC2012_devkit_t12.tar.gz`, read inside the archives with nothing
+unpacked (converters/images/imagenet_archives.py). Before, a folder of the three archives held no image fastdata
+read. The images are the real photos of tests/data; meta.mat is written with scipy as the devkit's is laid out."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import PHOTOS, class_lists, split_items, split_rejections
+from scipy.io import savemat
+
+from converters.images import imagenet_archives as archives
+from converters.images.discover import discover_images
+from converters.tree import NOT_FOLLOWED
+from fastdata.cli import main as cli
+from fastdata.errors import ConvertError
+from fastdata.manifest import read_manifest
+
+WNIDS = ["n01440764", "n01443537", "n01484850"]
+IDS = {1: "n01484850", 2: "n01440764", 3: "n01443537"}  # ILSVRC2012_IDs do not follow the sorted WNIDs
+TRUTH = [2, 3, 1, 2]  # the val images' ILSVRC2012_IDs, in the images' order
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in members.items():
+            _add(tar, name, data)
+    return out.getvalue()
+
+
+def _meta(ids=IDS) -> bytes:
+    """meta.mat: the synsets struct array, the leaves' ILSVRC2012_IDs with their WNIDs, and one inner synset."""
+    rows = [*((i, w, 0) for i, w in ids.items()), (1001, "n00001740", 3)]
+    synsets = np.empty((len(rows), 1), dtype=[("ILSVRC2012_ID", object), ("WNID", object), ("words", object),
+                                               ("num_children", object)])
+    for k, (i, wnid, children) in enumerate(rows):
+        synsets[k, 0] = (np.array([[i]], dtype=np.uint16), np.array([wnid]), np.array([f"words of {wnid}"]),
+                         np.array([[children]], dtype=np.uint8))
+    out = io.BytesIO()
+    savemat(out, {"synsets": synsets})
+    return out.getvalue()
+
+
+def _devkit(path: Path, truth=TRUTH, meta: bytes | None = None) -> None:
+    with tarfile.open(path, mode="w:gz") as tar:
+        _add(tar, "ILSVRC2012_devkit_t12/data/meta.mat", _meta() if meta is None else meta)
+        _add(tar, "ILSVRC2012_devkit_t12/data/ILSVRC2012_validation_ground_truth.txt",
+             "".join(f"{i}\n" for i in truth).encode())
+        _add(tar, "ILSVRC2012_devkit_t12/readme.txt", b"ILSVRC2012 devkit\n")
+
+
+def _imagenet(root: Path) -> Path:
+    """The three archives of image-net.org (two photos a class, four val photos) and a checksum file beside."""
+    photos = iter(sorted(PHOTOS.glob("*.jpg")))
+    root.mkdir(parents=True)
+    classes = {f"{w}.tar": _tar({f"{w}_{k}.JPEG": next(photos).read_bytes() for k in range(2)}) for w in WNIDS}
+    (root / archives.TRAIN).write_bytes(_tar(classes))
+    (root / archives.VAL).write_bytes(_tar({f"ILSVRC2012_val_{n:08d}.JPEG": next(photos).read_bytes()
+                                            for n in range(1, 5)}))
+    _devkit(root / archives.DEVKIT)
+    (root / "md5sums").write_text("0 ILSVRC2012_img_val.tar\n")
+    return root
+
+
+TRAIN_ITEMS = [(f"{archives.TRAIN}/{w}.tar/{w}_{k}.JPEG", i) for i, w in enumerate(WNIDS) for k in range(2)]
+VAL_ITEMS = [(f"{archives.VAL}/ILSVRC2012_val_{n:08d}.JPEG", WNIDS.index(IDS[i])) for n, i in enumerate(TRUTH, 1)]
+
+
+def test_the_archives_convert_as_they_lie_with_the_devkits_val_labels(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    assert cli(["convert", str(src), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
+    m = read_manifest(tmp_path / "dst")
+    assert m.classes == tuple(WNIDS) and m.extra["layout"] == "imagenet_archives"
+    assert class_lists(tmp_path / "dst", field="label") == {
+        **{rel: ("train", label) for rel, label in TRAIN_ITEMS}, **{rel: ("val", label) for rel, label in VAL_ITEMS}}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [("md5sums", "beside ImageNet's archives: not read")]
+
+
+def test_each_image_is_the_range_of_the_archive_that_holds_its_bytes(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    d = discover_images(src)
+    photos = sorted(PHOTOS.glob("*.jpg"))
+    items = d.splits["train"] + d.splits["val"]
+    assert [it.payload.read_bytes() for it in items] == [p.read_bytes() for p in photos[:len(items)]]
+    assert d.identity[0] == ["train", TRAIN_ITEMS[0][0], 0, photos[0].stat().st_size]
+
+
+def test_the_val_archive_alone_takes_the_classes_of_the_ground_truth(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    (src / archives.TRAIN).unlink()
+    d = discover_images(src)
+    assert d.classes == tuple(WNIDS)
+    assert split_items(d) == {"val": sorted(VAL_ITEMS)}
+
+
+def test_members_that_are_no_image_or_no_class_tar_are_rejections(tmp_path):
+    src = tmp_path / "imagenet"
+    src.mkdir()
+    photo = next(iter(sorted(PHOTOS.glob("*.jpg")))).read_bytes()
+    inner = _tar({"n01440764_1.JPEG": photo, "notes.txt": b"notes"})
+    with tarfile.open(src / archives.TRAIN, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        _add(tar, "n01440764.tar", inner)
+        _add(tar, "README", b"readme")
+        _add(tar, "n01443537.tar", b"not a tar at all")
+        folder = tarfile.TarInfo("n01484850.tar")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+    d = discover_images(src)
+    assert d.classes == ("n01440764", "n01443537")
+    assert split_items(d) == {"train": [(f"{archives.TRAIN}/n01440764.tar/n01440764_1.JPEG", 0)]}
+    reasons = {rel: reason for _, rel, reason in split_rejections(d)}
+    assert reasons[f"{archives.TRAIN}/n01440764.tar/notes.txt"].startswith("unsupported extension '.txt'")
+    assert reasons[f"{archives.TRAIN}/README"] == "not a class tar (n01440764.tar) of the training archive: not read"
+    assert reasons[f"{archives.TRAIN}/n01484850.tar"] == reasons[f"{archives.TRAIN}/README"]
+    assert reasons[f"{archives.TRAIN}/n01443537.tar"].startswith("damaged or truncated archive")
+
+
+def test_a_truncated_archive_converts_what_was_read_and_rejects_the_rest(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    data = (src / archives.TRAIN).read_bytes()
+    third = data.index(b"n01484850.tar")  # the third class tar's header
+    (src / archives.TRAIN).write_bytes(data[:third + 700])
+    d = discover_images(src)
+    assert [rel for rel, _ in split_items(d)["train"]] == [rel for rel, _ in TRAIN_ITEMS[:4]]
+    assert any(rel == archives.TRAIN and reason.startswith("damaged or truncated archive")
+               for _, rel, reason in split_rejections(d))
+
+
+def test_a_val_image_the_ground_truth_does_not_reach_is_a_rejection(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    _devkit(src / archives.DEVKIT, truth=TRUTH[:3])
+    d = discover_images(src)
+    assert split_items(d)["val"] == sorted(VAL_ITEMS[:3])
+    assert ("val", f"{archives.VAL}/ILSVRC2012_val_00000004.JPEG",
+            f"no line of {archives.GROUND_TRUTH} labels it (it has 3)") in split_rejections(d)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda s: (s / archives.DEVKIT).unlink(), r"ILSVRC2012_img_val\.tar: ImageNet's val images have no labels: "
+                                                r"ILSVRC2012_devkit_t12\.tar\.gz \(its ground truth\) is not in "),
+    (lambda s: _devkit(s / archives.DEVKIT, truth=[2, 7]), r"data/ILSVRC2012_validation_ground_truth\.txt:2: '7' is "
+                                                           r"no ILSVRC2012_ID of data/meta\.mat"),
+    (lambda s: _devkit(s / archives.DEVKIT, truth=["x"]), r"ground_truth\.txt:1: 'x' is no ILSVRC2012_ID"),
+    (lambda s: _devkit(s / archives.DEVKIT, meta=b"MATLAB 5.0 but broken"), r"data/meta\.mat: "),
+    (lambda s: (s / archives.DEVKIT).write_bytes(b"not gzip"), r"cannot read .*ILSVRC2012_devkit_t12\.tar\.gz"),
+])
+def test_val_labels_that_cannot_be_read_stop_the_conversion(tmp_path, change, message):
+    src = _imagenet(tmp_path / "imagenet")
+    change(src)
+    with pytest.raises(ConvertError, match=message):
+        discover_images(src)
+
+
+def test_a_devkit_without_its_files_or_synsets_is_refused(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    with tarfile.open(src / archives.DEVKIT, mode="w:gz") as tar:
+        _add(tar, "ILSVRC2012_devkit_t12/data/meta.mat", _meta())
+    with pytest.raises(ConvertError, match=r"holds no data/ILSVRC2012_validation_ground_truth\.txt: is it ImageNet "
+                                           r"2012's devkit"):
+        discover_images(src)
+    out = io.BytesIO()
+    savemat(out, {"other": np.zeros(3)})
+    _devkit(src / archives.DEVKIT, meta=out.getvalue())
+    with pytest.raises(ConvertError, match=r"data/meta\.mat holds no 'synsets' struct array of ILSVRC2012_ID and WNID"):
+        discover_images(src)
+
+
+def test_a_linked_archive_is_not_read_unless_links_are_followed(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    os.rename(src / archives.TRAIN, tmp_path / "train.tar")
+    os.symlink(tmp_path / "train.tar", src / archives.TRAIN)
+    kept = discover_images(src, follow_symlinks=False)
+    assert set(kept.splits) == {"val"} and ("train", archives.TRAIN, NOT_FOLLOWED) in split_rejections(kept)
+    assert split_items(discover_images(src))["train"] == sorted(TRAIN_ITEMS)
+
+
+def test_a_member_read_past_the_archives_end_is_an_error(tmp_path):
+    (tmp_path / "short.tar").write_bytes(b"x" * 10)
+    with pytest.raises(OSError, match=r"short\.tar ends before this image's 20 bytes at 5 \(truncated\)"):
+        archives.Member(str(tmp_path / "short.tar"), 5, 20).read_bytes()
+
+
+def test_a_folder_in_a_class_tar_and_an_archive_that_is_no_tar_are_rejections(tmp_path):
+    src = tmp_path / "imagenet"
+    src.mkdir()
+    photo = next(iter(sorted(PHOTOS.glob("*.jpg")))).read_bytes()
+    inner = io.BytesIO()
+    with tarfile.open(fileobj=inner, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        folder = tarfile.TarInfo("n01440764")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+        _add(tar, "n01440764/n01440764_1.JPEG", photo)
+    (src / archives.TRAIN).write_bytes(_tar({"n01440764.tar": inner.getvalue()}))
+    d = discover_images(src)
+    assert split_items(d) == {"train": [(f"{archives.TRAIN}/n01440764.tar/n01440764/n01440764_1.JPEG", 0)]}
+    assert split_rejections(d) == [("train", f"{archives.TRAIN}/n01440764.tar/n01440764",
+                                    "not a regular file in the archive: not read")]
+    (src / archives.TRAIN).write_bytes(b"<html>403 Forbidden</html>")  # a failed download saved under the name
+    d = discover_images(src)
+    assert d.splits == {} and [(rel, reason.split(":")[0]) for _, rel, reason in split_rejections(d)] == [
+        (archives.TRAIN, "damaged or truncated archive")]
+
+
+def test_a_class_tar_cut_short_ends_at_its_own_end_and_never_reads_the_next_ones(tmp_path):
+    """The last image of a cut class tar claims bytes past the tar's end, up to the next class tar's first header:
+    read on, that header would have put the next class's image in this class."""
+    photos = sorted(PHOTOS.glob("*.jpg"))
+    whole = _tar({"n01440764_1.JPEG": photos[0].read_bytes(), "n01440764_2.JPEG": photos[1].read_bytes()[:1024]})
+    second = tarfile.open(fileobj=io.BytesIO(whole)).getmember("n01440764_2.JPEG").offset_data
+    cut = whole[:second + 512]  # half of the last image, and no end-of-archive blocks
+    src = tmp_path / "imagenet"
+    src.mkdir()
+    (src / archives.TRAIN).write_bytes(_tar({"n01440764.tar": cut,
+                                             "n01443537.tar": _tar({"n01443537_1.JPEG": photos[2].read_bytes()})}))
+    d = discover_images(src)
+    assert split_items(d) == {"train": [(f"{archives.TRAIN}/n01440764.tar/n01440764_1.JPEG", 0),
+                                        (f"{archives.TRAIN}/n01443537.tar/n01443537_1.JPEG", 1)]}
+    assert ("train", f"{archives.TRAIN}/n01440764.tar/n01440764_2.JPEG",
+            "truncated: its bytes run past the end of the archive that holds it") in split_rejections(d)
+    assert [rel for _, rel, _ in split_rejections(d) if "n01443537_1" in rel] == []  # never taken for the cut tar's
+
+
+def test_a_val_image_of_a_class_without_training_images_is_a_rejection(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    photo = next(iter(sorted(PHOTOS.glob("*.jpg")))).read_bytes()
+    (src / archives.TRAIN).write_bytes(_tar({f"{w}.tar": _tar({f"{w}_0.JPEG": photo}) for w in WNIDS[:2]}))
+    d = discover_images(src)
+    assert d.classes == tuple(WNIDS[:2])
+    assert ("val", f"{archives.VAL}/ILSVRC2012_val_00000003.JPEG", "class n01484850 has no training images") in \
+        split_rejections(d)
+
+
+def test_a_ground_truth_of_a_blank_line_among_its_ids_or_a_devkit_file_past_the_limit_is_refused(tmp_path,
+                                                                                                   monkeypatch):
+    src = _imagenet(tmp_path / "imagenet")
+    _devkit(src / archives.DEVKIT, truth=[2, "", 1])  # a blank line would move every later image's label
+    with pytest.raises(ConvertError, match=r"ground_truth\.txt:2: '' is no ILSVRC2012_ID"):
+        discover_images(src)
+    _devkit(src / archives.DEVKIT, truth=[2, 3, 1, 2, "", ""])  # blank lines at the end are no line of an image
+    assert split_items(discover_images(src))["val"] == sorted(VAL_ITEMS)
+    monkeypatch.setattr(archives, "MAX_DEVKIT_FILE", 100)
+    with pytest.raises(ConvertError, match=r"data/meta\.mat is \d+ bytes, more than ImageNet's devkit holds"):
+        discover_images(src)
