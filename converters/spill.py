@@ -39,6 +39,15 @@ def spilling_only(ordinals: Iterable[int]) -> Iterator[None]:
         _ONLY.reset(token)
 
 
+def read_range(path: str, offset: int, length: int) -> bytes:
+    """The `length` bytes at `offset` of the file at `path`, with one pread (fewer where the file ends first)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, length, offset)
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True, slots=True)
 class SpillRef:
     """Where one input's bytes (a document's UTF-8 text) lie in a spill file; `ordinal`: the input's place among
@@ -53,11 +62,7 @@ class SpillRef:
         if self.offset < 0:
             raise OSError(f"input {self.ordinal} of spill file {self.path} was not written: this process spilled only "
                           "the inputs it converts")
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            data = os.pread(fd, self.length, self.offset)
-        finally:
-            os.close(fd)
+        data = read_range(self.path, self.offset, self.length)
         if len(data) != self.length:
             raise OSError(f"spill file {self.path} lost its data (wanted {self.length} bytes at {self.offset})")
         return data

@@ -243,6 +243,14 @@ def test_stack_grid_tiny_end_to_end():
     assert 0 < rows[0]["outside_voxels"] == rows[1]["outside_voxels"] < 6 * 80 * 80  # the PET's edges, both ways
 
 
+def test_archive_discovery_tiny_end_to_end():
+    from benchmarks import archive_discovery
+
+    row = archive_discovery.main(["--classes", "3", "--per-class", "4", "--reps", "1"])
+    assert row["members"] == 12 and row["median_s"] > 0
+    assert row["imagenet_train_s"] == pytest.approx(row["us_per_member"] * 1e-6 * archive_discovery.IMAGENET_TRAIN)
+
+
 def test_mixing_tiny_end_to_end_without_peers(tmp_path):
     """The same data as one dataset and as 2-/5-way mixtures carries the same epoch; fastdata's 70/30 mixture
     realises its shares exactly and resumes exactly; absent peers are reported, not hidden."""

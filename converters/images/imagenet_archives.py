@@ -17,7 +17,6 @@ torchvision's `ImageNet` takes the same three files (and unpacks them first).
 from __future__ import annotations
 
 import io
-import os
 import re
 import tarfile
 import tempfile
@@ -31,6 +30,7 @@ from converters.images.labels_csv import EXTENSIONS
 from converters.kind import Discovery
 from converters.mat_files import cell_text, load_mat
 from converters.sample import Rejection, WorkItem
+from converters.spill import read_range
 from converters.table_files import TableError
 from converters.tree import NOT_FOLLOWED, listed, outside_rejections
 from fastdata.errors import ConvertError
@@ -54,11 +54,7 @@ class Member:
     length: int
 
     def read_bytes(self) -> bytes:
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            data = os.pread(fd, self.length, self.offset)
-        finally:
-            os.close(fd)
+        data = read_range(self.path, self.offset, self.length)
         if len(data) != self.length:
             raise OSError(f"{self.path} ends before this image's {self.length} bytes at {self.offset} (truncated)")
         return data
