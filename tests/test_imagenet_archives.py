@@ -254,3 +254,23 @@ def test_a_ground_truth_of_a_blank_line_among_its_ids_or_a_devkit_file_past_the_
     monkeypatch.setattr(archives, "MAX_DEVKIT_FILE", 100)
     with pytest.raises(ConvertError, match=r"data/meta\.mat is \d+ bytes, more than ImageNet's devkit holds"):
         discover_images(src)
+
+
+def test_a_name_twice_in_a_tar_is_taken_once_and_a_name_that_is_not_utf8_shows_as_text(tmp_path):
+    src = tmp_path / "imagenet"
+    src.mkdir()
+    photos = sorted(PHOTOS.glob("*.jpg"))
+    inner = io.BytesIO()
+    with tarfile.open(fileobj=inner, mode="w", format=tarfile.USTAR_FORMAT, encoding="latin-1") as tar:
+        _add(tar, "n01440764_1.JPEG", photos[0].read_bytes())
+        _add(tar, "n01440764_1.JPEG", photos[1].read_bytes())
+        _add(tar, "caf\xe9.JPEG", photos[2].read_bytes())  # a Latin-1 byte: not UTF-8
+    (src / archives.TRAIN).write_bytes(_tar({"n01440764.tar": inner.getvalue()}))
+    d = discover_images(src)
+    where = f"{archives.TRAIN}/n01440764.tar"
+    assert split_items(d) == {"train": [(f"{where}/caf\\xe9.JPEG", 0), (f"{where}/n01440764_1.JPEG", 0)]}
+    assert d.splits["train"][0].payload.read_bytes() == photos[0].read_bytes()
+    assert split_rejections(d) == [("train", f"{where}/n01440764_1.JPEG", "the archive holds a member of this name "
+                                                                           "before: that one is taken")]
+    assert cli(["convert", str(src), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
+    assert f"{where}/caf\\xe9.JPEG" in class_lists(tmp_path / "dst", field="label")

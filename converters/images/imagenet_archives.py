@@ -32,7 +32,7 @@ from converters.mat_files import cell_text, load_mat
 from converters.sample import Rejection, WorkItem
 from converters.spill import read_range
 from converters.table_files import TableError
-from converters.tree import NOT_FOLLOWED, listed, outside_rejections
+from converters.tree import NOT_FOLLOWED, display, listed, outside_rejections
 from fastdata.errors import ConvertError
 
 TRAIN = "ILSVRC2012_img_train.tar"
@@ -125,12 +125,16 @@ class _Reader:
         self.items: dict[str, list[WorkItem]] = {}
         self.rejected: list[Rejection] = []
         self.identity: list[list[object]] = []
+        self.seen: set[str] = set()
 
     def take(self, archive: Path, rel: str, member: tarfile.TarInfo, base: int, split: str, label: int,
              end: int) -> None:
         """One image member of `archive` (whose first byte lies `base` bytes into the file, and which ends at its
         byte `end`), or its rejection."""
-        if not member.isfile():
+        if rel in self.seen:
+            self.rejected.append(Rejection(split, rel, "the archive holds a member of this name before: that one is "
+                                                       "taken"))
+        elif not member.isfile():
             self.rejected.append(Rejection(split, rel, "not a regular file in the archive: not read"))
         elif member.offset_data + member.size > end:
             self.rejected.append(Rejection(split, rel, "truncated: its bytes run past the end of the archive that "
@@ -143,6 +147,7 @@ class _Reader:
             self.items.setdefault(split, []).append(WorkItem(split=split, rel=rel, source=str(archive), label=label,
                                                              payload=payload))
             self.identity.append([split, rel, label, member.size])
+            self.seen.add(rel)
 
     def train(self, archive: Path) -> tuple[str, ...]:
         """Take every image of the class tars of the training archive; the classes, sorted."""
@@ -155,14 +160,15 @@ class _Reader:
             for member in inner:
                 match = CLASS_TAR.fullmatch(member.name)
                 if match is None or not member.isfile():
-                    self.rejected.append(Rejection("train", f"{name}/{member.name}", "not a class tar (n01440764.tar) "
+                    self.rejected.append(Rejection("train", f"{name}/{display(member.name)}", "not a class tar "
+                                                   "(n01440764.tar) "
                                                    "of the training archive: not read"))
                     continue
                 where = f"{name}/{member.name}"
                 tar = _open(_Window(f, member.offset_data, member.size), where, self.rejected, "train")
                 for image in [] if tar is None else _members(tar, where, self.rejected, "train"):
-                    self.take(archive, f"{where}/{image.name}", image, member.offset_data, "train", index[match[1]],
-                              member.size)
+                    self.take(archive, f"{where}/{display(image.name)}", image, member.offset_data, "train",
+                              index[match[1]], member.size)
         return classes
 
     def val(self, archive: Path, wnids: list[str], classes: tuple[str, ...]) -> None:
@@ -172,7 +178,7 @@ class _Reader:
         with open(archive, "rb") as f:
             tar = _open(f, archive.name, self.rejected, "val")
             for member in [] if tar is None else _members(tar, archive.name, self.rejected, "val"):
-                rel = f"{archive.name}/{member.name}"
+                rel = f"{archive.name}/{display(member.name)}"
                 match = VAL_IMAGE.fullmatch(member.name)
                 n = int(match[1]) if match else 0
                 if not 1 <= n <= len(wnids):
