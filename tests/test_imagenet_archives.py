@@ -274,3 +274,33 @@ def test_a_name_twice_in_a_tar_is_taken_once_and_a_name_that_is_not_utf8_shows_a
                                                                            "before: that one is taken")]
     assert cli(["convert", str(src), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
     assert f"{where}/caf\\xe9.JPEG" in class_lists(tmp_path / "dst", field="label")
+
+
+def test_the_training_archive_unpacked_one_level_converts_from_its_class_tars(tmp_path):
+    """`tar -xf ILSVRC2012_img_train.tar -C train/`, the first step of every ImageNet set-up, leaves a folder of class
+    tars: it converts as it lies, beside the val archive and the devkit."""
+    src = _imagenet(tmp_path / "imagenet")
+    with tarfile.open(src / archives.TRAIN) as tar:
+        tar.extractall(src, filter="data")
+    (src / archives.TRAIN).unlink()
+    os.rename(src / "n01484850.tar", tmp_path / "n01484850.tar")
+    os.symlink(tmp_path / "n01484850.tar", src / "n01484850.tar")  # a linked class tar: followed unless asked not to
+    (src / "n01530575.tar").mkdir()  # a folder of a class tar's name is no class tar
+    d = discover_images(src)
+    assert d.layout == "imagenet_archives" and d.classes == tuple(WNIDS)
+    assert split_items(d) == {"train": sorted((rel.split("/", 1)[1], label) for rel, label in TRAIN_ITEMS),
+                              "val": sorted(VAL_ITEMS)}
+    assert split_rejections(d) == [("", "md5sums", "beside ImageNet's archives: not read")]
+    kept = discover_images(src, follow_symlinks=False)
+    assert kept.classes == tuple(WNIDS[:2]) and ("train", "n01484850.tar", NOT_FOLLOWED) in split_rejections(kept)
+    assert cli(["convert", str(src), str(tmp_path / "dst"), "-j", "1", "--no-progress"]) == 0
+    assert read_manifest(tmp_path / "dst").classes == tuple(WNIDS)
+
+
+def test_class_tars_beside_the_training_archive_are_not_read_twice(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    with tarfile.open(src / archives.TRAIN) as tar:
+        tar.extract("n01440764.tar", src, filter="data")  # half unpacked: the archive is what is read
+    d = discover_images(src)
+    assert split_items(d)["train"] == sorted(TRAIN_ITEMS)
+    assert ("", "n01440764.tar", "beside ImageNet's archives: not read") in split_rejections(d)

@@ -2,7 +2,8 @@
 tar of one tar a class (`n01440764.tar` of `n01440764_10026.JPEG` ...), `ILSVRC2012_img_val.tar`, the 50,000 val
 images (`ILSVRC2012_val_00000001.JPEG` ...), and the devkit `ILSVRC2012_devkit_t12.tar.gz`, whose
 `data/ILSVRC2012_validation_ground_truth.txt` gives the n-th val image's ILSVRC2012_ID, a synset of `data/meta.mat`.
-torchvision's `ImageNet` takes the same three files (and unpacks them first).
+torchvision's `ImageNet` takes the same three files (and unpacks them first). A folder of the class tars (the
+training archive unpacked one level, the first step of every set-up) is read the same way.
 
 - The classes are the 1000 WordNet ids, sorted: ImageFolder's order and torchvision's. A training image's class is
   its tar's name; a val image's, the WNID of its ground-truth line's ILSVRC2012_ID.
@@ -97,8 +98,12 @@ class _Window(io.RawIOBase):
 
 
 def found(src: Path) -> list[Path]:
-    """The archives of ImageNet's training or val images SRC holds; [] for any other source."""
-    return [src / name for name in (TRAIN, VAL) if (src / name).is_file()]
+    """The archives of ImageNet's training or val images SRC holds, or without the training archive its class tars
+    (`n01440764.tar` ..., the training archive unpacked one level); [] for any other source."""
+    archives = [src / name for name in (TRAIN, VAL) if (src / name).is_file()]
+    if not (src / TRAIN).is_file():
+        archives += [src / name for name in listed(src) if CLASS_TAR.fullmatch(name) and (src / name).is_file()]
+    return archives
 
 
 def _members(tar: tarfile.TarFile, where: str, rejected: list[Rejection], split: str) -> Iterator[tarfile.TarInfo]:
@@ -161,15 +166,28 @@ class _Reader:
                 match = CLASS_TAR.fullmatch(member.name)
                 if match is None or not member.isfile():
                     self.rejected.append(Rejection("train", f"{name}/{display(member.name)}", "not a class tar "
-                                                   "(n01440764.tar) "
-                                                   "of the training archive: not read"))
-                    continue
-                where = f"{name}/{member.name}"
-                tar = _open(_Window(f, member.offset_data, member.size), where, self.rejected, "train")
-                for image in [] if tar is None else _members(tar, where, self.rejected, "train"):
-                    self.take(archive, f"{where}/{display(image.name)}", image, member.offset_data, "train",
-                              index[match[1]], member.size)
+                                                   "(n01440764.tar) of the training archive: not read"))
+                else:
+                    self.class_tar(archive, f, member.offset_data, member.size, f"{name}/{member.name}",
+                                   index[match[1]])
         return classes
+
+    def class_tars(self, paths: list[Path]) -> tuple[str, ...]:
+        """Take every image of the class tars `paths` (the training archive unpacked one level: `n01440764.tar`
+        ...); the classes, sorted."""
+        classes = tuple(sorted(CLASS_TAR.fullmatch(p.name)[1] for p in paths))
+        for path in paths:
+            with open(path, "rb") as f:
+                self.class_tar(path, f, 0, path.stat().st_size, path.name,
+                               classes.index(CLASS_TAR.fullmatch(path.name)[1]))
+        return classes
+
+    def class_tar(self, path: Path, f, start: int, length: int, where: str, label: int) -> None:
+        """Take the images of the class tar that lies `length` bytes from `start` of `path` (open as `f`), read
+        through a window that never passes its end."""
+        tar = _open(_Window(f, start, length), where, self.rejected, "train")
+        for image in [] if tar is None else _members(tar, where, self.rejected, "train"):
+            self.take(path, f"{where}/{display(image.name)}", image, start, "train", label, length)
 
     def val(self, archive: Path, wnids: list[str], classes: tuple[str, ...]) -> None:
         """Take every val image the ground truth labels (`wnids`: the n-th image's class)."""
@@ -222,7 +240,7 @@ def _synsets(data: bytes, devkit: Path) -> dict[int, str]:
     return out
 
 
-def read_devkit(devkit: Path, count: int | None = None) -> list[str]:
+def read_devkit(devkit: Path) -> list[str]:
     """Each val image's WNID, in the order of the images' numbers, from the devkit's ground truth and meta.mat."""
     try:
         with tarfile.open(devkit, mode="r:gz") as tar:
@@ -255,6 +273,9 @@ def discover_imagenet_archives(src: Path, follow: bool) -> Discovery | None:
     classes: tuple[str, ...] = ()
     if TRAIN in read:
         classes = reader.train(src / TRAIN)
+    loose = [src / name for name in sorted(read) if CLASS_TAR.fullmatch(name)]
+    if loose:
+        classes = reader.class_tars(loose)
     if VAL in read:
         if not (src / DEVKIT).is_file():
             raise ConvertError(f"{src / VAL}: ImageNet's val images have no labels: {DEVKIT} (its ground truth) is not "
@@ -262,7 +283,8 @@ def discover_imagenet_archives(src: Path, follow: bool) -> Discovery | None:
         wnids = read_devkit(src / DEVKIT)
         classes = classes or tuple(sorted(set(wnids)))
         reader.val(src / VAL, wnids, classes)
-    beside = [n for n in listed(src) if n not in (TRAIN, VAL, DEVKIT)]
+    taken = {TRAIN, VAL, DEVKIT} | {p.name for p in archives}
+    beside = [n for n in listed(src) if n not in taken]
     reader.rejected += outside_rejections(src, beside, "beside ImageNet's archives: not read", follow=follow,
                                           private=False)
     return Discovery(reader.items, classes, reader.rejected, "imagenet_archives", reader.identity)
