@@ -304,3 +304,30 @@ def test_class_tars_beside_the_training_archive_are_not_read_twice(tmp_path):
     d = discover_images(src)
     assert split_items(d)["train"] == sorted(TRAIN_ITEMS)
     assert ("", "n01440764.tar", "beside ImageNet's archives: not read") in split_rejections(d)
+
+
+def _unpacked(root: Path) -> Path:
+    """ImageNet unpacked as its set-up scripts leave it before sorting val: train/<wnid>/ folders, val/ flat, the
+    devkit beside them."""
+    photos = iter(sorted(PHOTOS.glob("*.jpg")))
+    for w in WNIDS:
+        (root / "train" / w).mkdir(parents=True)
+        (root / "train" / w / f"{w}_0.JPEG").write_bytes(next(photos).read_bytes())
+    (root / "val").mkdir()
+    for n in range(1, 5):
+        (root / "val" / f"ILSVRC2012_val_{n:08d}.JPEG").write_bytes(next(photos).read_bytes())
+    _devkit(root / archives.DEVKIT)
+    return root
+
+
+def test_the_devkit_labels_an_unpacked_val_folder_as_a_labels_file(tmp_path):
+    src = _unpacked(tmp_path / "imagenet")
+    d = discover_images(src, labels_csv=f"val={src / archives.DEVKIT}")
+    assert d.classes == tuple(WNIDS)
+    assert split_items(d)["val"] == sorted((rel.replace(archives.VAL, "val"), label) for rel, label in VAL_ITEMS)
+    assert not [r for r in split_rejections(d) if r[1].startswith("val/")]
+    alone = discover_images(src / "val", labels_csv=str(src / archives.DEVKIT), split="val")  # the val folder alone
+    assert split_items(alone)["val"] == sorted((rel.split("/")[1], label) for rel, label in VAL_ITEMS)
+    with pytest.raises(ValueError, match=r"ILSVRC2012_devkit_t12\.tar\.gz is ImageNet's devkit, which gives each val "
+                                         r"image one class by its file name: --multi-label"):
+        discover_images(src / "val", labels_csv=str(src / archives.DEVKIT), multi_label=True)

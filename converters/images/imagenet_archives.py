@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from converters.images.labels_csv import EXTENSIONS
+from converters.images.labels_csv import EXTENSIONS, Labels
 from converters.kind import Discovery
 from converters.mat_files import cell_text, load_mat
 from converters.sample import Rejection, WorkItem
@@ -255,6 +255,19 @@ def read_devkit(devkit: Path) -> list[str]:
             raise ConvertError(f"{devkit}: {GROUND_TRUTH}:{n}: {line.strip()[:40]!r} is no ILSVRC2012_ID of {META}")
         wnids.append(synsets[int(line)])
     return wnids
+
+
+def is_devkit(path: Path) -> bool:
+    """Whether a labels file given as `--labels` is a tar archive (ImageNet's devkit), not a table."""
+    return path.name.lower().endswith((".tar.gz", ".tgz", ".tar")) and path.is_file()
+
+
+def devkit_labels(devkit: Path) -> Labels:
+    """The val images' classes by their file names (`ILSVRC2012_val_00000001.JPEG`), from the devkit's ground
+    truth: `--labels val=ILSVRC2012_devkit_t12.tar.gz` for the val archive unpacked beside class folders."""
+    wnids = read_devkit(devkit)
+    rows = {f"ILSVRC2012_val_{n:08d}.JPEG": wnid for n, wnid in enumerate(wnids, 1)}
+    return Labels(rows, tuple(sorted(set(wnids))))
 
 
 def discover_imagenet_archives(src: Path, follow: bool) -> Discovery | None:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from converters.images.imagenet_archives import devkit_labels, is_devkit
 from converters.images.labels_csv import EXTENSIONS, Labels, listed_names, read_labels
 from converters.images.name_labels import class_of_name
 from converters.sample import Rejection, WorkItem
@@ -63,6 +64,11 @@ def take_listed(col: ImageCollector, folder: Path, csv_path: Path, split: str,
     found = [(col.rel(path), path, problem) for path, problem in col.walk.files(folder, root=col.src)]
     found = [(rel, path, problem) for rel, path, problem in found if path.parent != folder or path.name not in skip]
     names = [rel[len(prefix):] for rel, _, _ in found]
+    if table is None and is_devkit(csv_path):  # ImageNet's devkit: the val images' ground truth
+        if multi or columns != (None, None):
+            raise ValueError(f"{csv_path} is ImageNet's devkit, which gives each val image one class by its file "
+                             "name: --multi-label, --image-field and --label-field do not apply")
+        table = devkit_labels(csv_path)
     labels, own, splits = table or read_labels(csv_path, names, folder, multi=multi, columns=columns)
     listing = listing or csv_path.name
     if splits is not None and prefix and table is None:
