@@ -51,7 +51,8 @@ class ImagesKind:
                             help="reject images with more pixels than this (decompression bombs)")
         parser.add_argument("--labels", metavar="[SPLIT=]CSV",
                             help="a 'filename,class' CSV of the images under SRC, their classes; val=CSV: of the "
-                                 "loose images of the val folder (Kaggle's ImageNet; docs/converting.md)")
+                                 "loose images of the val folder (Kaggle's ImageNet; docs/converting.md); or "
+                                 "ImageNet's devkit (ILSVRC2012_devkit_t12.tar.gz), the val images' ground truth")
         parser.add_argument("--multi-label", action="store_true",
                             help="images: each row of the --labels CSV names several classes (ChestX-ray14's "
                                  "'Effusion|Mass', Planet's 'haze primary'; or one-hot columns marking several), "
