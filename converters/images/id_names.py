@@ -125,8 +125,8 @@ def _label_space(d: Discovery, path: Path) -> Discovery | None:
     folders among ImageNet's 1000 classes, so that a label is the class's ImageNet index); None when it lists none
     of them (or `d` has no class). ConvertError when it lists some only."""
     listed = read_names(path)
-    where = {same_name(c): i for i, c in enumerate(listed)}
-    missing = [c for c in d.classes if same_name(c) not in where]
+    named = {same_name(c) for c in listed}
+    missing = [c for c in d.classes if same_name(c) not in named]
     if len(missing) == len(d.classes):
         return None
     if missing:
