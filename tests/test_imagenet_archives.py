@@ -331,3 +331,19 @@ def test_the_devkit_labels_an_unpacked_val_folder_as_a_labels_file(tmp_path):
     with pytest.raises(ValueError, match=r"ILSVRC2012_devkit_t12\.tar\.gz is ImageNet's devkit, which gives each val "
                                          r"image one class by its file name: --multi-label"):
         discover_images(src / "val", labels_csv=str(src / archives.DEVKIT), multi_label=True)
+
+
+def test_a_conversion_in_parts_reads_the_same_archive_ranges_as_one_run(tmp_path):
+    """Each part discovers again and converts its shards from the archives (Slurm arrays, `--num-parts`); merged, the
+    shards are those of one run, byte for byte."""
+    src = _imagenet(tmp_path / "imagenet")
+    common = ["-j", "1", "--no-progress", "--samples-per-shard", "2"]
+    assert cli(["convert", str(src), str(tmp_path / "one"), *common]) == 0
+    for part in ("0", "1"):
+        assert cli(["convert", str(src), str(tmp_path / "parts"), *common, "--num-parts", "2", "--part", part]) == 0
+    assert cli(["convert", "--merge", str(tmp_path / "parts")]) == 0
+
+    def shards(folder: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.suffix in (".tar", ".idx")}
+
+    assert len(shards(tmp_path / "one")) == 10 and shards(tmp_path / "parts") == shards(tmp_path / "one")
