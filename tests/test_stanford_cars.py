@@ -25,16 +25,23 @@ TEST = {"00001.jpg": 2, "00002.jpg": 3}
 FIELDS = ("bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2", "class", "fname")
 
 
-def _annotations(rows: dict[str, object], fields=FIELDS) -> np.ndarray:
-    """A 1 x N MATLAB struct array as the devkit's: boxes, the class (uint8) and the file name of each image."""
-    out = np.empty((1, len(rows)), dtype=[(f, object) for f in fields])
-    for i, (fname, class_id) in enumerate(rows.items()):
-        values = {"bbox_x1": np.array([[5]], dtype=np.uint8), "bbox_y1": np.array([[6]], dtype=np.uint8),
-                  "bbox_x2": np.array([[30]], dtype=np.uint8), "bbox_y2": np.array([[20]], dtype=np.uint8),
-                  "class": class_id if isinstance(class_id, np.ndarray) else np.array([[class_id]], dtype=np.uint8),
-                  "fname": np.array([fname])}
-        out[0, i] = tuple(values[f] for f in fields)
+BOX = {"bbox_x1": 5, "bbox_y1": 6, "bbox_x2": 30, "bbox_y2": 20}
+
+
+def _struct(records: list[dict[str, object]], fields: tuple[str, ...]) -> np.ndarray:
+    """A 1 x N MATLAB struct array of `fields` as Stanford Cars' files hold them: each record's box (BOX), its
+    strings as MATLAB strings and its numbers as uint8 (an array is kept as it is: a double, a string, two values)."""
+    out = np.empty((1, len(records)), dtype=[(f, object) for f in fields])
+    for i, record in enumerate(records):
+        values = {**BOX, **record}
+        out[0, i] = tuple(np.array([v]) if isinstance(v, str) else v if isinstance(v, np.ndarray) else
+                          np.array([[v]], dtype=np.uint8) for v in (values[f] for f in fields))
     return out
+
+
+def _annotations(rows: dict[str, object], fields=FIELDS) -> np.ndarray:
+    """The devkit's annotations: the box, the class (uint8) and the file name of each image."""
+    return _struct([{"class": class_id, "fname": fname} for fname, class_id in rows.items()], fields)
 
 
 def _names(names: list[object]) -> np.ndarray:
@@ -170,16 +177,9 @@ RELEASE_FIELDS = ("relative_im_path", "bbox_x1", "bbox_y1", "bbox_x2", "bbox_y2"
 
 
 def _release_annotations(rows: dict[str, tuple[object, object]], fields=RELEASE_FIELDS) -> np.ndarray:
-    """cars_annos.mat's 1 x N struct array: each image's path, box, class and test flag (uint8, as released)."""
-    out = np.empty((1, len(rows)), dtype=[(f, object) for f in fields])
-    for i, (path, (class_id, test)) in enumerate(rows.items()):
-        values = {"relative_im_path": np.array([path]), "bbox_x1": np.array([[5]], dtype=np.uint8),
-                  "bbox_y1": np.array([[6]], dtype=np.uint8), "bbox_x2": np.array([[30]], dtype=np.uint8),
-                  "bbox_y2": np.array([[20]], dtype=np.uint8),
-                  "class": class_id if isinstance(class_id, np.ndarray) else np.array([[class_id]], dtype=np.uint8),
-                  "test": test if isinstance(test, np.ndarray) else np.array([[test]], dtype=np.uint8)}
-        out[0, i] = tuple(values[f] for f in fields)
-    return out
+    """cars_annos.mat's annotations: each image's path, box, class and test flag (uint8, as released)."""
+    return _struct([{"relative_im_path": path, "class": class_id, "test": test}
+                    for path, (class_id, test) in rows.items()], fields)
 
 
 def _release(root: Path, rows=RELEASE) -> Path:

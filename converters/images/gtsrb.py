@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from converters.images.labels_csv import Labels
-from converters.images.list_text import list_text
+from converters.images.list_text import first_line, list_text
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
 from converters.sample import Rejection
@@ -104,8 +104,7 @@ def kaggle_found(src: Path) -> Path | None:
     and `ClassId`), None for any other source."""
     if not (src / "Train").is_dir() or not all((src / name).is_file() for name in KAGGLE_LISTS.values()):
         return None
-    with open(src / KAGGLE_LISTS["train"], "rb") as f:
-        header = f.readline(4096).decode("utf-8", "replace").lstrip("\ufeff").split(",")
+    header = first_line(src / KAGGLE_LISTS["train"]).split(",")
     return src if {"Path", "ClassId"} <= {h.strip() for h in header} else None
 
 

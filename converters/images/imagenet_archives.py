@@ -175,12 +175,11 @@ class _Reader:
     def class_tars(self, paths: list[Path]) -> tuple[str, ...]:
         """Take every image of the class tars `paths` (the training archive unpacked one level: `n01440764.tar`
         ...); the classes, sorted."""
-        classes = tuple(sorted(CLASS_TAR.fullmatch(p.name)[1] for p in paths))
-        for path in paths:
+        paths = sorted(paths)  # `n01440764.tar` ...: in the order of their classes
+        for label, path in enumerate(paths):
             with open(path, "rb") as f:
-                self.class_tar(path, f, 0, path.stat().st_size, path.name,
-                               classes.index(CLASS_TAR.fullmatch(path.name)[1]))
-        return classes
+                self.class_tar(path, f, 0, path.stat().st_size, path.name, label)
+        return tuple(CLASS_TAR.fullmatch(p.name)[1] for p in paths)
 
     def class_tar(self, path: Path, f, start: int, length: int, where: str, label: int) -> None:
         """Take the images of the class tar that lies `length` bytes from `start` of `path` (open as `f`), read

@@ -17,3 +17,10 @@ def list_text(path: Path, limit: int, what: str) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConvertError(f"cannot read {path}: {exc}") from exc
+
+
+def first_line(path: Path) -> str:
+    """The first line of `path` (its first 4 KB at most) as text, without a UTF-8 byte order mark or surrounding
+    blanks: what a dataset's own file shows of itself, read to tell whether a source is that dataset."""
+    with open(path, "rb") as f:
+        return f.readline(4096).decode("utf-8", "replace").lstrip("\ufeff").strip()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from converters.images.labels_csv import Labels
-from converters.images.list_text import list_text
+from converters.images.list_text import first_line, list_text
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
 from fastdata.errors import ConvertError
@@ -84,9 +84,7 @@ def found(src: Path) -> Places | None:
     for root in (src / "places365", src):
         if not (root / CATEGORIES).is_file():
             continue
-        with open(root / CATEGORIES, "rb") as f:
-            first = f.readline(4096).decode("utf-8", "replace").lstrip("\ufeff").strip()
-        if not CATEGORY.fullmatch(first):
+        if not CATEGORY.fullmatch(first_line(root / CATEGORIES)):
             continue
         train = _one(root, list(TRAINING), "Places365's training images at two sizes or of two sets")
         val = _one(root, VALIDATION, "Places365's validation images at two sizes")
