@@ -55,6 +55,21 @@ def test_voc_records_list_their_classes_and_an_empty_list_is_an_image_of_no_clas
     assert unused == ["10 classes have no images: '1', '3', '4', '5', '6', '8', '9', '10', '12', '13'"]
 
 
+def test_a_record_file_whose_first_frame_is_damaged_is_named_by_the_refusal(tmp_path: Path):
+    """Found by the fuzz (seed 97): the file is no TFRecord file by its first frame, so no source --multi-label
+    reads was found, and the refusal listed the sources without naming the file the user meant."""
+    path = _voc(tmp_path / "src")
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0xFF  # the first record's length: its CRC fails
+    path.write_bytes(bytes(data))
+    with pytest.raises(ConvertError, match=r"^--multi-label: voc-train\.tfrecord-00000-of-00001 is named like a "
+                                           r"TFRecord file, but its first frame is damaged or it is none"):
+        convert_images(tmp_path / "src", tmp_path / "dst", multi_label=True)
+    path.rename(tmp_path / "src" / "voc-train.records")  # named like none: the sources are listed
+    with pytest.raises(ValueError, match=r"^--multi-label reads the classes of each image from"):
+        convert_images(tmp_path / "src", tmp_path / "dst", multi_label=True)
+
+
 def test_the_label_field_names_another_list(tmp_path: Path):
     _voc(tmp_path / "src")
     convert_images(tmp_path / "src", tmp_path / "dst", multi_label=True, label_field="labels_no_difficult")

@@ -25,7 +25,7 @@ from converters.images.name_labels import compile_label_pattern
 from converters.images.own_lists import discover_own_lists
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
-from converters.images.tfrecords import discover_tfrecords, has_tfrecords
+from converters.images.tfrecords import damaged_tfrecord, discover_tfrecords, has_tfrecords
 from converters.kind import Discovery
 from converters.tree import SPLIT_FOLDERS, is_folder, listed, split_folders, split_of_folder
 from fastdata.errors import ConvertError
@@ -210,6 +210,11 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if layout is not None:
         return layout
     if multi_label:
+        damaged = damaged_tfrecord(src, limit=TABLE_LOOK)
+        if damaged is not None:  # (a VOC record file whose first frame is damaged)
+            raise ConvertError(f"--multi-label: {damaged.relative_to(src)} is named like a TFRecord file, but its "
+                               "first frame is damaged or it is none (the frame's length fails its CRC), so no "
+                               f"TFRecord file is read and {src} holds nothing --multi-label reads")
         raise ValueError(MULTI_LABEL_SOURCES)
     own = None if unlabeled or label_pattern or labels_csv else \
         discover_own_lists(src, split, follow_symlinks) or discover_caltech101(src, split, follow_symlinks) or \

@@ -105,6 +105,16 @@ def has_tfrecords(src: Path, *, limit: int) -> bool:
     return any(looks_like_tfrecord(p) for p in candidates)
 
 
+def damaged_tfrecord(src: Path, *, limit: int) -> Path | None:
+    """The first of the first `limit` files of `src` named like a TFRecord file (`.tfrecord`, `-00000-of-01024`)
+    whose first frame fails its CRC (None: none is, or crc32c is not installed to tell): a message that says
+    `src` holds no TFRecord file names it."""
+    if importlib.util.find_spec("crc32c") is None:
+        return None
+    return next((p for p in first_files(src, limit) if NAMED_LIKE_TFRECORD.search(p.name) and not is_tfrecord(p)),
+                None)
+
+
 def looks_like_tfrecord(path: Path) -> bool:
     """Whether `path` is a TFRecord file by its first frame (`is_tfrecord`), or, without the crc32c package to check
     one, by its name (discovery then says what to install)."""
