@@ -317,8 +317,9 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+PCAM_X, PCAM_Y = "camelyonpatch_level_2_split_train_x.h5", "camelyonpatch_level_2_split_valid_y.h5"
 ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv", "train_32x32.mat",
-               "train_X.bin")  # torchvision's CIFAR, MNIST, SVHN and STL-10, Kaggle's tables of pixels
+               "train_X.bin", PCAM_X, PCAM_Y)  # torchvision's CIFAR, MNIST, SVHN, STL-10, PCAM; tables of pixels
 
 
 def _array_file(name: str, images: list[bytes]) -> bytes:
@@ -349,8 +350,26 @@ def _array_file(name: str, images: list[bytes]) -> bytes:
         return buf.getvalue()
     if name == "train_X.bin":  # each image's planes, each plane column after column
         return np.stack([pixels(d, "RGB", 96).transpose(2, 1, 0) for d in images]).tobytes()
+    if name in (PCAM_X, PCAM_Y):  # x [N, 96, 96, 3] in gzip-compressed chunks of an image; y [N, 1, 1, 1]
+        return _pcam_file(name == PCAM_X, np.stack([pixels(d, "RGB", 96) for d in images]))
     grey = np.stack([pixels(d, "L", 28) for d in images])
     return bytes([0, 0, 8, 3]) + struct.pack(">3I", *grey.shape) + grey.tobytes()
+
+
+def _pcam_file(images: bool, pixels: Any) -> bytes:
+    """A PCam `_x.h5` of `pixels` [N, 96, 96, 3], or the `_y.h5` of their labels (0, 1, 0, ...), as h5py writes them."""
+    import io
+
+    import h5py
+    import numpy as np
+
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
+        if images:
+            f.create_dataset("x", data=pixels, chunks=(1, *pixels.shape[1:]), compression="gzip")
+        else:
+            f.create_dataset("y", data=(np.arange(len(pixels)) % 2).astype(np.uint8).reshape(-1, 1, 1, 1))
+    return buf.getvalue()
 
 
 def _array_partners(src: Path, name: str, count: int) -> None:
@@ -360,6 +379,12 @@ def _array_partners(src: Path, name: str, count: int) -> None:
 
     if name == "data_batch_1":
         (src / "batches.meta").write_bytes(pickle.dumps({"label_names": ["a", "b"]}, protocol=2))
+    elif name in (PCAM_X, PCAM_Y):
+        import numpy as np
+
+        partner = name.replace("_x.h5", "_y.h5") if name == PCAM_X else name.replace("_y.h5", "_x.h5")
+        noise = np.random.default_rng(0).integers(0, 256, (count, 96, 96, 3), dtype=np.uint8)
+        (src / partner).write_bytes(_pcam_file(name != PCAM_X, noise))
     elif name == "train_X.bin":
         (src / "train_y.bin").write_bytes(bytes(1 + i % 2 for i in range(count)))
         (src / "class_names.txt").write_text("a\nb\n")

@@ -1,19 +1,20 @@
 """Image datasets kept as arrays, in the files torchvision's dataset classes download: CIFAR-10 and CIFAR-100's
-pickled batches (cifar.py), MNIST-style IDX files (idx_files.py), SVHN's MATLAB files (svhn.py) and STL-10's binary
-files (stl10.py); and Kaggle's CSV tables of pixels (pixel_tables.py). Their images are read as the rows of a
-table are (tables.py `ImageRows`): each is encoded as PNG (lossless) into a spill file and converted like an image
-file.
+pickled batches (cifar.py), MNIST-style IDX files (idx_files.py), SVHN's MATLAB files (svhn.py), STL-10's binary
+files (stl10.py) and PatchCamelyon's HDF5 files (pcam.py); and Kaggle's CSV tables of pixels (pixel_tables.py).
+Their images are read as the rows of a table are (tables.py `ImageRows`): each is encoded as PNG (lossless) into a
+spill file and converted like an image file.
 
 - Splits: CIFAR's `test_batch` and `test`, MNIST's `t10k-*` and a name with a split's word (`emnist-letters-test-*`,
-  `test_32x32.mat`, `test_X.bin`) are `test`; the rest (SVHN's `extra_32x32.mat` too) is `--split` (default
-  `train`).
+  `test_32x32.mat`, `test_X.bin`; `camelyonpatch_level_2_split_valid_x.h5`: val) are that split; the rest (SVHN's
+  `extra_32x32.mat` too) is `--split` (default `train`).
 - Classes: CIFAR's meta file names them in id order (CIFAR-100: the fine labels; `--label-field coarse_labels` for
   the 20 superclasses). IDX labels are class ids, so the classes are `0` ... the largest (`--classes FILE` names
-  them, as for a labels CSV); SVHN's are the digits `0` ... `9`; STL-10's `class_names.txt` names them.
+  them, as for a labels CSV), and so are PCam's (`0` and `1`); SVHN's are the digits `0` ... `9`; STL-10's
+  `class_names.txt` names them.
 - One dataset a conversion: the files must lie in one folder. A dataset file in a second folder (torchvision's
   `data/` holding `MNIST/raw/` and `FashionMNIST/raw/`) is rejected, naming the first folder; a file that is no
-  dataset file is rejected too. A meta file, an IDX or STL-10 labels file, STL-10's `class_names.txt` and a `.gz`
-  copy beside its unpacked file are read with the batches or images they go with.
+  dataset file is rejected too. A meta file, an IDX, STL-10 or PCam labels file, STL-10's `class_names.txt`, PCam's
+  `_meta.csv` and a `.gz` copy beside its unpacked file are read with the batches or images they go with.
 - A table of pixels without a label column (Kaggle's `test.csv`) is read once every table has been seen: beside a
   labelled one it is rejected, saying so; alone, it converts unlabeled.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from converters.images import cifar, idx_files, pixel_tables, stl10, svhn
+from converters.images import cifar, idx_files, pcam, pixel_tables, stl10, svhn
 from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected
@@ -36,9 +37,10 @@ from fastdata.manifest_splits import SPLIT_NAMES
 
 LOOK_AT = 8  # files named like CIFAR batches, CSV or MATLAB files, whose first bytes `has_array_files` reads
 NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read as the files of torchvision's CIFAR, "
-           "MNIST, SVHN or STL-10 datasets, or Kaggle's tables of pixels)")
+           "MNIST, SVHN, STL-10 or PCAM datasets, or Kaggle's tables of pixels)")
 WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",
-        "stl": "an STL-10 file", "table": "a table of pixels"}  # a file's kind -> what messages call it
+        "stl": "an STL-10 file", "h5": "a PatchCamelyon file",
+        "table": "a table of pixels"}  # a file's kind -> what messages call it
 
 
 def has_array_files(src: Path, *, limit: int) -> bool:
@@ -49,7 +51,7 @@ def has_array_files(src: Path, *, limit: int) -> bool:
         if path.suffix.lower() in EXTENSIONS:
             return False
         name = idx_files.idx_name(path.name)
-        found = found or (name is not None and name.images) or stl10.is_images_file(path)
+        found = found or (name is not None and name.images) or stl10.is_images_file(path) or pcam.is_images_file(path)
         if path.suffix.lower() == ".mat":
             from converters.nifti.pairs import HEADERS  # here: a tree of images never imports the nifti kind
 
@@ -69,6 +71,9 @@ def _kind(path: Path) -> tuple[str | None, object]:
     stl = stl10.stl_name(path.name)
     if stl is not None:
         return "stl", stl
+    h5 = pcam.pcam_name(path.name)
+    if h5 is not None:
+        return "h5", h5
     if (cifar.BATCH.match(path.name) or path.name in cifar.META) and cifar.is_pickle(path):
         return ("cifar meta" if path.name in cifar.META else "cifar"), None
     if is_mat(path):
@@ -112,11 +117,14 @@ class _ArrayFiles(ImageRows):
     def add_file(self, path: Path, split: str, label: int | None) -> None:
         rel = self.rel(path)
         kind, told = _kind(path)
-        stem = told.stem if isinstance(told, idx_files.Idx | stl10.StlName) else path.stem
+        stem = told.stem if isinstance(told, idx_files.Idx | stl10.StlName | pcam.PcamName) else path.stem
         split = _split(stem, self.split)
         if kind is None and path.name in stl10.COMPANIONS and any(path.parent.glob("*_X.bin")):
             self.identity.append([split, rel, None, path.stat().st_size, 0])  # read with the STL-10 images beside it
             return  # (fold_indices.txt: not converted)
+        if kind is None and pcam.is_meta(path):
+            self.identity.append([split, rel, None, path.stat().st_size, 0])  # PCam's patch coordinates: not
+            return  # converted
         if kind is None:
             self.rejected.append(Rejection(split, rel, NOT_ONE))
             return
@@ -138,6 +146,8 @@ class _ArrayFiles(ImageRows):
                 found = self._add_mat(path, rel, split)
             elif kind == "stl":
                 found = self._add_stl(path, rel, told, split)  # type: ignore[arg-type]
+            elif kind == "h5":
+                found = self._add_h5(path, rel, told, split)  # type: ignore[arg-type]
         except TableError as exc:
             self.rejected.append(Rejection(split, rel, str(exc)))
         self.identity.append([split, rel, None, path.stat().st_size, found])
@@ -225,6 +235,35 @@ class _ArrayFiles(ImageRows):
                                                                      f"then {rest} bytes"))
         return sum(self._add_row(y if isinstance(y, str) else _png(image), y, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(stl10.images(path), labels, strict=True)))
+
+    def _add_h5(self, path: Path, rel: str, name: pcam.PcamName, split: str) -> int:
+        if name.gz:
+            if name.unpacked(path).is_file():
+                return 0  # torchvision keeps the download beside the file it unpacked, which is read
+            raise TableError(f"a gzip-compressed HDF5 file, which is read in place only unpacked: gunzip it "
+                             f"(to {name.unpacked(path).name})")
+        if not name.images:
+            if not any(name.partner(path).with_name(name.partner(path).name + gz).is_file() for gz in ("", ".gz")):
+                raise TableError(f"labels without their images file ({name.partner(path).name})")
+            return 0  # read with its images
+        self._no_label_field("PCam's labels are the 'y' of its _y.h5 files")
+        with pcam.images(path) as pictures:
+            labels: list[int | None] = [None] * pictures.count
+            label = None
+            if not self.opts.unlabeled:
+                where = name.partner(path)
+                if not where.is_file():
+                    raise TableError(f"no labels file beside it ({where.name}); --unlabeled converts it without "
+                                     "labels")
+                try:
+                    labels, label = pcam.read_labels(where, pictures.count), "y"
+                except TableError as exc:
+                    raise TableError(f"{where.name}: {exc}") from exc
+            columns = Columns("x", label, None)
+            self.labels.agree(rel, label, None)
+            return sum(self._add_row(image if isinstance(image, str) else _png(image), y, columns, split,
+                                     f"{rel}#{i}", str(path))
+                       for i, (image, y) in enumerate(zip(pictures, labels, strict=True)))
 
     def add_tree(self, folder: Path, split: str, label: int | None) -> None:
         super().add_tree(folder, split, label)

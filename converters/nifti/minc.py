@@ -8,7 +8,7 @@ Three things differ from the other formats volume.py reads:
   (double) could is refused before it is read; a `.mnc.gz` is decompressed once to be measured, as gzip's ratio
   could otherwise turn a small file into a read of many GB.
 - An HDF5 file may keep what it holds in other files, and h5py would read them: a MINC-2 file is walked first
-  (`_contained`), and one that reaches outside itself is refused.
+  (`_contained`, converters/hdf5_files.py), and one that reaches outside itself is refused.
 - MINC names the axes of its image array, in the file's order: three spatial ones (`xspace`, `yspace`, `zspace`,
   in any order) whose directions and steps make nibabel's RAS+ affine, column for column, and a fourth that is
   time (4D fMRI and PET files put it first) or a list of values. `MincVolume` moves that fourth axis last, where
@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from converters import hdf5_files
 from converters.dicom.geometry import RejectSeries
 from fastdata.errors import MissingDependencyError, require
 
 EXTENSIONS = (".mnc", ".mnc.gz")
-HDF5 = b"\x89HDF"  # MINC-2; MINC-1 starts with netCDF's b"CDF\x01"
+HDF5 = hdf5_files.SIGNATURE[:4]  # MINC-2; MINC-1 starts with netCDF's b"CDF\x01"
 WIDEST = 8  # bytes of a voxel of MINC's widest type (double)
 HEADROOM = 16 * 2**20  # bytes of a file's header, attributes and scaling variables besides its voxels
 CHUNK = 2**20
@@ -91,36 +92,16 @@ def check(path: str, rel: str, max_voxels: int) -> None:
 
 
 def _contained(h5py: Any, path: str, rel: str) -> None:
-    """RejectSeries unless everything in the HDF5 file at `path` lies in it. HDF5 lets a file link to an object of
-    another file (an external link), keep a dataset's bytes in other files (external storage) or map them from other
-    files (a virtual dataset), and h5py follows each when the object is read: a MINC-2 file could make a conversion
-    read, as voxels, any file the user can. Every link is walked (soft links name a path in the file: their targets
-    are walked where they lie), at most MAX_OBJECTS of them (a file linking its groups in a cycle is refused)."""
-    seen = 0
+    """RejectSeries unless everything in the HDF5 file at `path` lies in it (converters/hdf5_files.py), walking at
+    most MAX_OBJECTS links: a MINC-2 file holds a few dozen."""
     try:
         with h5py.File(path, "r") as f:
-            groups = [f]
-            while groups:
-                group = groups.pop()
-                for name in group:  # link names: nothing is resolved
-                    seen += 1
-                    if seen > MAX_OBJECTS:
-                        raise RejectSeries(f"{rel}: an HDF5 file of more than {MAX_OBJECTS} objects; a MINC-2 file "
-                                           "holds a few dozen")
-                    link = group.get(name, getlink=True)
-                    if isinstance(link, h5py.ExternalLink):
-                        raise RejectSeries(f"{rel}: the HDF5 file links to an object in another file; only what "
-                                           "lies in the file is read")
-                    if isinstance(link, h5py.SoftLink):
-                        continue
-                    item = group[name]
-                    if isinstance(item, h5py.Group):
-                        groups.append(item)
-                    elif isinstance(item, h5py.Dataset) and (item.external or item.is_virtual):
-                        raise RejectSeries(f"{rel}: an HDF5 dataset whose bytes lie in other files (external "
-                                           "storage, or a virtual dataset); only what lies in the file is read")
-    except (OSError, KeyError, ValueError, RuntimeError) as exc:  # h5py's errors for damaged files
+            problem = hdf5_files.outside(h5py, f, MAX_OBJECTS)
+    except hdf5_files.ERRORS as exc:  # h5py's errors for damaged files
         raise RejectSeries(f"{rel}: not a readable MINC file ({type(exc).__name__})") from exc
+    if problem is not None:
+        more = "; a MINC-2 file holds a few dozen" if problem.endswith("objects") else ""
+        raise RejectSeries(f"{rel}: {problem}{more}")
 
 
 class MincVolume:
