@@ -7,16 +7,15 @@ some damaged files, and such a file is then refused like any other that is no MA
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from converters.child_process import run_python
 from converters.table_files import TableError
 
 MAT_HEAD = b"MATLAB "  # what the text every MATLAB 5 and 7.3 file starts with starts with
@@ -66,11 +65,8 @@ def load_mat(path: Path, variables: list[str], *, limit: int, what: str) -> dict
                                  "files are MATLAB 5)")
     except (MatReadError, *_MAT_ERRORS) as exc:
         raise TableError(f"not a MATLAB 5 file: {str(exc)[:120] or type(exc).__name__}") from exc
-    root = str(Path(__file__).resolve().parents[1])  # where `converters` is imported from, for the child
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     try:
-        proc = subprocess.run([sys.executable, "-c", _CHILD, str(path), *variables], capture_output=True, env=env,
-                              timeout=CHILD_TIMEOUT_S)
+        proc = run_python(_CHILD, [str(path), *variables], timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
         raise TableError(f"not a MATLAB 5 file scipy can read: it read for more than {CHILD_TIMEOUT_S} s") from exc
     if proc.returncode < 0:

@@ -49,6 +49,22 @@ def read_range(path: str, offset: int, length: int) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
+class FileRange:
+    """Where one image lies inside a file it is read from in place (an uncompressed tar, LMDB's data.mdb):
+    `length` bytes at `offset` of the file at `path`."""
+
+    path: str
+    offset: int
+    length: int
+
+    def read_bytes(self) -> bytes:
+        data = read_range(self.path, self.offset, self.length)
+        if len(data) != self.length:
+            raise OSError(f"{self.path} ends before this image's {self.length} bytes at {self.offset} (truncated)")
+        return data
+
+
+@dataclass(frozen=True, slots=True)
 class SpillRef:
     """Where one input's bytes (a document's UTF-8 text) lie in a spill file; `ordinal`: the input's place among
     the spill's inputs. An offset of -1: the input was not written (`spilling_only`)."""

@@ -14,6 +14,6 @@ pip="$venv/bin/pip"
 "$pip" install -q --upgrade pip
 "$pip" install -q --only-binary=:all: --no-binary=tfrecord -r scripts/oldest.txt torchvision==0.17.2
 "$pip" install -q --only-binary=:all: --no-binary=tfrecord -c scripts/oldest.txt \
-  -e ".[dali,kornia,text,dicom,nifti,hdf5,remote,ray,tfrecord,dev]" \
+  -e ".[dali,kornia,text,dicom,nifti,hdf5,lmdb,remote,ray,tfrecord,dev]" \
   "matplotlib>=3.7" "psutil>=5.9"
 echo "oldest environment ready in $venv"

@@ -222,7 +222,7 @@ class Context:
         self.image_tables = [(name, _image_table(name, [data for _, data in self.jpegs + self.pngs]))
                              for name in ("train-00000-of-00001.parquet", "train.arrow", "captions/train.parquet",
                                           "captions/train.arrow", "train-00000-of-00001", "data.tfrecord.gz",
-                                          VOC_RECORDS, *ARRAY_FILES)]
+                                          VOC_RECORDS, LSUN_DATA, *ARRAY_FILES)]
         self.case_dir = work / "case"
         self._server: Any = None
         self._local: dict[str, list] = {}
@@ -309,12 +309,32 @@ def _image_table(name: str, images: list[bytes]) -> bytes:
         return _arrow_stream(table)
     if name in ARRAY_FILES:
         return _array_file(name, images)
+    if name == LSUN_DATA:
+        return _lmdb_data(images)
     if "." not in name or ".tfrecord" in name:  # TensorFlow's ImageNet records, or TFDS's (gzip-compressed here)
         data = _tfrecords(images, tfds=name.endswith(".gz"), voc=name == VOC_RECORDS)
         return _gzip(data) if name.endswith(".gz") else data
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=2)
     return sink.getvalue().to_pybytes()
+
+
+LSUN_DATA = "bedroom_train_lmdb/data.mdb"  # an LMDB environment of LSUN's, its keys hex ids, its values images
+
+
+def _lmdb_data(images: list[bytes]) -> bytes:
+    """The data.mdb of an LMDB environment holding `images` (written by the lmdb package, as LSUN's are)."""
+    import tempfile
+
+    import lmdb
+
+    with tempfile.TemporaryDirectory() as folder:
+        env = lmdb.open(folder, map_size=1 << 26)
+        with env.begin(write=True) as txn:
+            for i, data in enumerate(images):
+                txn.put(f"{i:040x}".encode(), data)
+        env.close()
+        return (Path(folder) / "data.mdb").read_bytes()
 
 
 PCAM_X, PCAM_Y = "camelyonpatch_level_2_split_train_x.h5", "camelyonpatch_level_2_split_valid_y.h5"
@@ -1021,7 +1041,9 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     src = ctx.work / "hf-table"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
-    (src / Path(name).name).write_bytes(data)
+    where = src / (name if name == LSUN_DATA else Path(name).name)
+    where.parent.mkdir(exist_ok=True)
+    where.write_bytes(data)
     if name in ARRAY_FILES:
         _array_partners(src, name, len(ctx.jpegs) + len(ctx.pngs))
     pairs = name.startswith("captions/")

@@ -17,6 +17,7 @@ from scipy.io import savemat
 
 from converters.images import imagenet_archives as archives
 from converters.images.discover import discover_images
+from converters.spill import FileRange
 from converters.tree import NOT_FOLLOWED
 from fastdata.cli import main as cli
 from fastdata.errors import ConvertError
@@ -190,7 +191,7 @@ def test_a_linked_archive_is_not_read_unless_links_are_followed(tmp_path):
 def test_a_member_read_past_the_archives_end_is_an_error(tmp_path):
     (tmp_path / "short.tar").write_bytes(b"x" * 10)
     with pytest.raises(OSError, match=r"short\.tar ends before this image's 20 bytes at 5 \(truncated\)"):
-        archives.Member(str(tmp_path / "short.tar"), 5, 20).read_bytes()
+        FileRange(str(tmp_path / "short.tar"), 5, 20).read_bytes()
 
 
 def test_a_folder_in_a_class_tar_and_an_archive_that_is_no_tar_are_rejections(tmp_path):

@@ -1,6 +1,7 @@
 """The images kind: ImageNet-style folders, Hugging Face tables of images (tables.py), TFRecord files of
 tf.train.Example records (tfrecords.py), torchvision's CIFAR and MNIST files or Kaggle's tables of pixels
-(array_files.py), datasets labelled by their own files (flowers102.py, fgvc_aircraft.py, dataset_lists.py) ->
+(array_files.py), LSUN's LMDB environments (lsun.py), datasets labelled by their own files (flowers102.py,
+fgvc_aircraft.py, dataset_lists.py) ->
 baseline RGB JPEG samples (jpg, cls, json; with --multi-label, json lists the classes)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from converters.images import imagenet_archives
+from converters.images import imagenet_archives, lsun
 from converters.images.array_files import has_array_files
 from converters.images.class_order import ORDERS, order_classes
 from converters.images.discover import discover_images
@@ -41,7 +42,8 @@ class ImagesKind:
     def detect(self, src: Path, /) -> bool:
         return src.is_dir() and (any(path.suffix.lower() in EXTENSIONS for path in first_files(src, DETECT_FILES))
                                  or has_image_tables(src, limit=DETECT_FILES) or has_tfrecords(src, limit=DETECT_FILES)
-                                 or has_array_files(src, limit=DETECT_FILES) or bool(imagenet_archives.found(src)))
+                                 or has_array_files(src, limit=DETECT_FILES) or bool(imagenet_archives.found(src))
+                                 or bool(lsun.found(src)))
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--short-side", type=int, default=256,

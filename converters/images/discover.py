@@ -21,6 +21,7 @@ from converters.images.encode import DEFAULT_MAX_PIXELS
 from converters.images.imagenet_archives import discover_imagenet_archives
 from converters.images.labels_csv import label_order, warn_if_a_class_each
 from converters.images.listed_files import ImageCollector, take_listed
+from converters.images.lsun import discover_lsun
 from converters.images.name_labels import compile_label_pattern
 from converters.images.own_lists import discover_own_lists
 from converters.images.table_columns import TableOptions, bytes_limit
@@ -216,6 +217,10 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
                                "first frame is damaged or it is none (the frame's length fails its CRC), so no "
                                f"TFRecord file is read and {src} holds nothing --multi-label reads")
         raise ValueError(MULTI_LABEL_SOURCES)
+    environments = None if label_pattern or labels_csv else discover_lsun(
+        src, split, unlabeled=unlabeled, follow=follow_symlinks, max_bytes=bytes_limit(max_pixels))
+    if environments is not None:
+        return environments
     own = None if unlabeled or label_pattern or labels_csv else \
         discover_own_lists(src, split, follow_symlinks) or discover_caltech101(src, split, follow_symlinks) or \
         discover_imagenet_archives(src, follow_symlinks)

@@ -8,7 +8,7 @@ training archive unpacked one level, the first step of every set-up) is read the
 - The classes are the 1000 WordNet ids, sorted: ImageFolder's order and torchvision's. A training image's class is
   its tar's name; a val image's, the WNID of its ground-truth line's ILSVRC2012_ID.
 - A tar is uncompressed, so an image inside it is a range of the archive's bytes: each work item's payload is that
-  range (`Member`), read with one pread by the worker. Only the tar headers are read at discovery.
+  range (`spill.FileRange`), read with one pread by the worker. Only the tar headers are read at discovery.
 - Members that are no image (by extension), no regular file, or no class tar are rejections, and so are the val
   images the ground truth does not reach. A damaged or truncated archive is a rejection of what could not be read,
   naming the archive; what was read before converts. Val images without the devkit, a devkit without the ground
@@ -22,7 +22,6 @@ import re
 import tarfile
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ from converters.images.labels_csv import EXTENSIONS, Labels
 from converters.kind import Discovery
 from converters.mat_files import cell_text, load_mat
 from converters.sample import Rejection, WorkItem
-from converters.spill import read_range
+from converters.spill import FileRange
 from converters.table_files import TableError
 from converters.tree import NOT_FOLLOWED, display, listed, outside_rejections
 from fastdata.errors import ConvertError
@@ -44,21 +43,6 @@ META = "data/meta.mat"
 CLASS_TAR = re.compile(r"(n[0-9]{8})\.tar")
 VAL_IMAGE = re.compile(r"ILSVRC2012_val_([0-9]{8})\.[A-Za-z]+")
 MAX_DEVKIT_FILE = 1 << 24  # bytes of meta.mat or the ground truth read (the real ones are under 1 MB)
-
-
-@dataclass(frozen=True, slots=True)
-class Member:
-    """Where one image lies inside an uncompressed tar: `length` bytes at `offset` of the file at `path`."""
-
-    path: str
-    offset: int
-    length: int
-
-    def read_bytes(self) -> bytes:
-        data = read_range(self.path, self.offset, self.length)
-        if len(data) != self.length:
-            raise OSError(f"{self.path} ends before this image's {self.length} bytes at {self.offset} (truncated)")
-        return data
 
 
 class _Window(io.RawIOBase):
@@ -148,7 +132,7 @@ class _Reader:
             self.rejected.append(Rejection(split, rel, f"unsupported extension {Path(member.name).suffix!r}; allowed: "
                                                        f"{', '.join(EXTENSIONS)}"))
         else:
-            payload = Member(str(archive), base + member.offset_data, member.size)
+            payload = FileRange(str(archive), base + member.offset_data, member.size)
             self.items.setdefault(split, []).append(WorkItem(split=split, rel=rel, source=str(archive), label=label,
                                                              payload=payload))
             self.identity.append([split, rel, label, member.size])
