@@ -310,12 +310,12 @@ def test_the_reader_keeps_a_value_of_max_bytes_and_says_why_a_walk_stopped(tmp_p
     assert len(images[0]) < len(images[1])
     env = environment(tmp_path / "lsun" / "bedroom_train_lmdb", {b"a": images[0], b"b": images[1]})
     for limit, kept in ((len(images[1]), [b"a", b"b"]), (len(images[1]) - 1, [b"a"])):
-        reader = lsun._Reader(tmp_path / "lsun", "train", False, limit)
+        reader = lsun._Reader(tmp_path / "lsun", limit)
         reader.read(env, "train", 0)
         assert [i.rel for i in reader.items["train"]] == [f"bedroom_train_lmdb#{k.decode()}" for k in kept]
         assert [i.payload.read_bytes() for i in reader.items["train"]] == images[:len(kept)]
     monkeypatch.setattr(lsun, "_walked", lambda env: ([], "map", "where data.mdb is mapped cannot be found here"))
-    reader = lsun._Reader(tmp_path / "lsun", "train", False, 1 << 30)
+    reader = lsun._Reader(tmp_path / "lsun", 1 << 30)
     reader.read(env, "train", 0)
     assert [(r.source, r.reason) for r in reader.rejected] == [
         ("bedroom_train_lmdb", "where data.mdb is mapped cannot be found here")]
@@ -326,3 +326,12 @@ def test_a_linked_environment_given_as_the_source_is_read_without_following_link
     (tmp_path / "bedroom_train_lmdb").symlink_to(env)
     m = convert_images(tmp_path / "bedroom_train_lmdb", tmp_path / "out", follow_symlinks=False).manifest
     assert m.rejected == () and m.splits["train"].samples == 1
+    src = tmp_path / "lsun"  # a data.mdb that is a link, in a folder that is none
+    (src / "bedroom_train_lmdb").mkdir(parents=True)
+    (src / "bedroom_train_lmdb" / "data.mdb").symlink_to(env / "data.mdb")
+    environment(src / "tower_train_lmdb", {b"t": photos(2)[1]})
+    m = convert_images(src, tmp_path / "out2", follow_symlinks=False).manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("bedroom_train_lmdb", "symbolic link not followed (--no-follow-symlinks)")]
+    assert m.splits["train"].samples == 1
+    assert convert_images(src, tmp_path / "out3").manifest.splits["train"].samples == 2

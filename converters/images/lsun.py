@@ -9,8 +9,7 @@ payload is that range of the file (`spill.FileRange`), read with one pread by th
   one (`{category}_lmdb`) goes to `--split`. SRC may be one environment itself (`bedroom_train_lmdb/`): its name
   gives its category and split the same way.
 - `test_lmdb` has no labels (nor has any environment named by a split alone): beside labelled environments it is one
-  rejection saying so; with `--unlabeled` every
-  environment converts without labels (`test_lmdb` into `test`).
+  rejection saying so; with `--unlabeled` every environment converts without labels (`test_lmdb` into `test`).
 - LMDB trusts its file: a damaged `data.mdb` crashes the process that walks it (a segmentation fault), so the walk
   runs in a child (converters/lmdb_walk.py, child_process.py), whose crash rejects that environment. The lmdb
   package reads a value's pages as it gives its place, so the walk reads `data.mdb` once, with readahead; a value's
@@ -20,8 +19,8 @@ payload is that range of the file (`spill.FileRange`), read with one pread by th
   is no encoded image (a pickle of another tool's LMDB layout) is rejected whole, saying what it starts with; an
   environment that is damaged, of another LMDB version or empty is rejected with lmdb's reason, and one damaged
   part of the way keeps the keys before. An environment must not be written while it converts (LSUN's never are).
-- An environment folder that is a link is not read when links are not followed; files and folders beside the
-  environments are rejected.
+- An environment folder or a `data.mdb` that is a link is not read when links are not followed; files and folders
+  beside the environments are rejected.
 """
 
 from __future__ import annotations
@@ -105,8 +104,8 @@ def _what(head: bytes) -> str:
 
 
 class _Reader:
-    def __init__(self, src: Path, split: str, unlabeled: bool, max_bytes: int) -> None:
-        self.src, self.split, self.unlabeled, self.max_bytes = src, split, unlabeled, max_bytes
+    def __init__(self, src: Path, max_bytes: int) -> None:
+        self.src, self.max_bytes = src, max_bytes
         self.items: dict[str, list[WorkItem]] = {}
         self.rejected: list[Rejection] = []
         self.identity: list[list[object]] = []
@@ -120,8 +119,8 @@ class _Reader:
         entries, stage, why = _walked(env)
         data = str(env / DATA)
         self.identity.append([split, where, label, (env / DATA).stat().st_size, len(entries)])
-        if entries and not read_range(data, entries[0][1], min(8, entries[0][2])).startswith(SIGNATURES):
-            head = read_range(data, entries[0][1], min(8, entries[0][2]))
+        head = read_range(data, entries[0][1], min(8, entries[0][2])) if entries else b""
+        if entries and not head.startswith(SIGNATURES):
             self.rejected.append(Rejection(split, where, f"its values are no encoded images: the first is "
                                                          f"{_what(head)}"))
             return
@@ -160,12 +159,12 @@ def discover_lsun(src: Path, split: str, *, unlabeled: bool, follow: bool, max_b
         require("lmdb", "lmdb")
     except MissingDependencyError as exc:
         raise ConvertError(f"{src} holds LMDB environments (LSUN), which are read with lmdb: {exc}") from exc
-    reader = _Reader(src, split, unlabeled, max_bytes)
+    reader = _Reader(src, max_bytes)
     named: list[tuple[Path, str | None, str]] = []
     for env in envs:
         category, env_split = _category_and_split(env.name, split)
-        if env != src and not is_folder(env, follow=follow):
-            reader.rejected.append(Rejection(env_split, env.name, NOT_FOLLOWED))
+        if env != src and not is_folder(env, follow=follow) or not follow and (env / DATA).is_symlink():
+            reader.rejected.append(Rejection(env_split, reader.rel(env), NOT_FOLLOWED))
         else:
             named.append((env, category, env_split))
     labelled = not unlabeled and any(c is not None for _, c, _ in named)
