@@ -52,6 +52,8 @@ def test_pcam_as_torchvision_downloads_it_converts_with_its_splits_and_targets(t
         (x.parent / (x.name + ".gz")).write_bytes(gzip.compress(x.read_bytes()))
     (src / f"{STEM}_train_meta.csv").write_text(",coord_y,coord_x,tumor_patch,center_tumor_patch,wsi\n"
                                                 "0,1,2,False,False,camelyon16_train_normal_001\n")
+    with h5py.File(src / f"{STEM}_train_mask.h5", "w") as f:  # tumour masks: not converted
+        f.create_dataset("mask", data=np.zeros((6, 96, 96), bool))
     assert IMAGES.detect(src)
     m = convert_images(src, tmp_path / "out").manifest
     assert m.classes == ("0", "1")
@@ -142,15 +144,16 @@ def test_labels_of_strings_and_files_alone_are_rejected(tmp_path: Path):
     (src / f"{STEM}_extra_x.h5.gz").write_bytes(gzip.compress(b"\x89HDF\r\n\x1a\n"))  # a download not unpacked
     (src / f"{STEM}_extra_meta.csv").write_text("coord_y,coord_x\n")  # beside the download: PCam's
     (src / f"{STEM}_test_meta.csv").write_text("coord_y,coord_x\n")  # beside no images: no PCam file
+    (src / f"{STEM}_test_mask.h5").write_bytes(b"\x89HDF\r\n\x1a\n")
     m = convert_images(src, tmp_path / "out").manifest
     assert sorted((r["source"], r["reason"]) for r in m.rejected) == sorted([
         (f"{STEM}_train_x.h5", f"{STEM}_train_y.h5: 'y' is no array of 2 numbers, one an image (|S1 [2])"),
         (f"{STEM}_test_y.h5", f"labels without their images file ({STEM}_test_x.h5)"),
         (f"{STEM}_extra_x.h5.gz", f"a gzip-compressed HDF5 file, which is read in place only unpacked: gunzip it "
                                   f"(to {STEM}_extra_x.h5)"),
-        (f"{STEM}_test_meta.csv", "not a file of an image dataset kept as arrays (this source is read as the files "
+        *[(f"{STEM}_test_{what}", "not a file of an image dataset kept as arrays (this source is read as the files "
                                   "of torchvision's CIFAR, MNIST, SVHN, STL-10 or PCAM datasets, or Kaggle's tables "
-                                  "of pixels)")])
+                                  "of pixels)") for what in ("mask.h5", "meta.csv")]])
     assert {k: s.samples for k, s in m.splits.items()} == {"val": 2}
 
 

@@ -14,7 +14,7 @@ spill file and converted like an image file.
 - One dataset a conversion: the files must lie in one folder. A dataset file in a second folder (torchvision's
   `data/` holding `MNIST/raw/` and `FashionMNIST/raw/`) is rejected, naming the first folder; a file that is no
   dataset file is rejected too. A meta file, an IDX, STL-10 or PCam labels file, STL-10's `class_names.txt`, PCam's
-  `_meta.csv` and a `.gz` copy beside its unpacked file are read with the batches or images they go with.
+  `_meta.csv` and `_mask.h5` and a `.gz` copy beside its unpacked file are read with the batches or images they go with.
 - A table of pixels without a label column (Kaggle's `test.csv`) is read once every table has been seen: beside a
   labelled one it is rejected, saying so; alone, it converts unlabeled.
 """
@@ -122,9 +122,9 @@ class _ArrayFiles(ImageRows):
         if kind is None and path.name in stl10.COMPANIONS and any(path.parent.glob("*_X.bin")):
             self.identity.append([split, rel, None, path.stat().st_size, 0])  # read with the STL-10 images beside it
             return  # (fold_indices.txt: not converted)
-        if kind is None and pcam.is_meta(path):
-            self.identity.append([split, rel, None, path.stat().st_size, 0])  # PCam's patch coordinates: not
-            return  # converted
+        if kind is None and pcam.is_companion(path):
+            self.identity.append([split, rel, None, path.stat().st_size, 0])  # PCam's patch coordinates or
+            return  # masks: not converted
         if kind is None:
             self.rejected.append(Rejection(split, rel, NOT_ONE))
             return

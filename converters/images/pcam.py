@@ -1,6 +1,7 @@
 """PatchCamelyon (PCam) as torchvision's `PCAM` downloads it (`pcam/`): for each split, its images in
 `camelyonpatch_level_2_split_{train,valid,test}_x.h5` and its labels in the `_y.h5` beside them, HDF5 files read
-with h5py as torchvision reads them; the `_meta.csv` files of Zenodo's copy may lie beside.
+with h5py as torchvision reads them; the `_meta.csv` files of Zenodo's copy, and `_mask.h5` tumour masks, may lie
+beside (not converted).
 
 - An `_x.h5` file holds `x`, uint8 [N, 96, 96, 3]; its `_y.h5` holds `y`, [N, 1, 1, 1]: 1 when the patch's centre
   (32 x 32 pixels) holds tumour tissue, else 0. The classes are `0` and `1`, torchvision's targets. Any such pair of
@@ -32,7 +33,7 @@ from converters.table_files import TableError
 from fastdata.errors import MissingDependencyError, require
 
 NAME = re.compile(r"^(?P<stem>.+)_(?P<what>[xy])\.h5(?P<gz>\.gz)?$")
-META = re.compile(r"^(?P<stem>.+)_meta\.csv$")
+COMPANION = re.compile(r"^(?P<stem>.+)_(meta\.csv|mask\.h5(\.gz)?)$")  # patch coordinates, tumour masks
 MAX_SIDE = 4096
 MAX_OBJECTS = 64  # links walked in a file (PCam's hold one dataset each)
 MAX_RATIO = 1000  # a dataset's bytes of pixels for each byte the file stores for them
@@ -64,9 +65,10 @@ def is_images_file(path: Path) -> bool:
     return name is not None and name.images and (name.gz or hdf5_files.is_hdf5(str(path)))
 
 
-def is_meta(path: Path) -> bool:
-    """Whether `path` is a PCam `_meta.csv` (patch coordinates and slide names) beside its split's images."""
-    m = META.match(path.name)
+def is_companion(path: Path) -> bool:
+    """Whether `path` is a PCam `_meta.csv` (patch coordinates and slide names) or `_mask.h5` (tumour masks) beside
+    its split's images: read with them, not converted."""
+    m = COMPANION.match(path.name)
     return m is not None and any(path.with_name(f"{m['stem']}_x.h5{gz}").is_file() for gz in ("", ".gz"))
 
 
