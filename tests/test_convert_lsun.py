@@ -128,7 +128,7 @@ def test_an_environments_name_gives_its_category_and_split(name: str, category: 
 def test_names_without_a_split_go_to_the_split_option_and_odd_keys_are_shown_in_hex(tmp_path: Path):
     images = photos(4)
     src = tmp_path / "lmdb"
-    environment(src / "cats_lmdb", {b"a#1": images[0], b"\x00\xff": images[1], b"\xffa": images[3]})
+    environment(src / "cats_lmdb", {b"a#1": images[0], b"\x00\xff": images[1], "\u00e9".encode(): images[3]})
     environment(src / "dogs_lmdb", {b"dog-1": images[2]})
     (src / "notes_lmdb").mkdir()  # no data.mdb: no environment
     (src / "notes_lmdb" / "readme.txt").write_text("LSUN\n")
@@ -137,7 +137,7 @@ def test_names_without_a_split_go_to_the_split_option_and_odd_keys_are_shown_in_
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("notes_lmdb/readme.txt", "beside the LMDB environments: not read")]
     got = converted_pixels(tmp_path / "out", "val")
-    assert {k: v[0] for k, v in got.items()} == {"cats_lmdb#0x612331": 0, "cats_lmdb#0x00ff": 0, "cats_lmdb#0xff61": 0,
+    assert {k: v[0] for k, v in got.items()} == {"cats_lmdb#0x612331": 0, "cats_lmdb#0x00ff": 0, "cats_lmdb#0xc3a9": 0,
                                                  "dogs_lmdb#dog-1": 1}
 
 
@@ -151,6 +151,7 @@ def test_environments_that_hold_no_images_are_rejected_saying_why(tmp_path: Path
     (src / "bridge_train_lmdb" / "data.mdb").write_bytes(b"not an LMDB file" * 512)
     environment(src / "classroom_train_lmdb", {b"k1": images[3], b"k2": b"<html>not found</html>"})
     m = convert_images(src, tmp_path / "out").manifest
+    assert {r["split"] for r in m.rejected} == {"train"}
     reasons = {r["source"]: r["reason"] for r in m.rejected}
     assert m.classes == ("bedroom", "bridge", "classroom", "kitchen", "tower")  # the categories named, as torchvision's
     assert reasons.pop("kitchen_train_lmdb") == ("its values are no encoded images: the first is a Python pickle "
@@ -195,8 +196,9 @@ def test_a_damaged_environment_is_rejected_and_the_conversion_goes_on(tmp_path: 
     monkeypatch.setattr(lsun, "_CHILD", "import os, signal, sys\nif 'bedroom' in sys.argv[1]:\n"
                                         "    os.kill(os.getpid(), signal.SIGSEGV)\n" + lsun._CHILD)
     m = convert_images(src, tmp_path / "out").manifest
-    assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("bedroom_train_lmdb", "LMDB's reader crashed on it (signal 11): a damaged environment; no key of it is read")]
+    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+        ("train", "bedroom_train_lmdb", "LMDB's reader crashed on it (signal 11): a damaged environment; no key of it "
+                                        "is read")]
     assert list(converted_pixels(tmp_path / "out", "train")) == ["tower_train_lmdb#t"]
     monkeypatch.setattr(lsun, "_CHILD", "import time\ntime.sleep(30)")
     monkeypatch.setattr(lsun, "CHILD_TIMEOUT_S", 0.5)
@@ -219,6 +221,7 @@ def test_a_walk_that_fails_part_of_the_way_keeps_the_keys_before(tmp_path: Path,
 
     monkeypatch.setattr(lsun, "_walked", cut)
     m = convert_images(src, tmp_path / "out").manifest
+    assert {r["split"] for r in m.rejected} == {"train"}
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("bedroom_train_lmdb", "damaged LMDB environment (CorruptedError: MDB_CORRUPTED: Located page was wrong type); "
                                "the 1 keys before are kept")]
@@ -233,8 +236,8 @@ def test_links_to_environments_are_not_read_unless_followed_and_lmdb_missing_is_
     environment(src / "bedroom_train_lmdb", {b"b": images[1]})
     (src / "tower_train_lmdb").symlink_to(elsewhere)
     m = convert_images(src, tmp_path / "out", follow_symlinks=False).manifest
-    assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("tower_train_lmdb", "symbolic link not followed (--no-follow-symlinks)")]
+    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+        ("train", "tower_train_lmdb", "symbolic link not followed (--no-follow-symlinks)")]
     assert m.splits["train"].samples == 1
     m = convert_images(src, tmp_path / "out2").manifest
     assert m.splits["train"].samples == 2 and m.classes == ("bedroom", "tower")
@@ -302,6 +305,10 @@ def test_the_identity_of_a_discovery_and_files_inside_an_environment(tmp_path: P
     found = discover_images(one)
     assert found.identity == [["train", "bedroom_train_lmdb", 0, size, 2]]
     assert [(r.source, r.reason) for r in found.rejected] == [("keys.txt", "in the LMDB environment: not read")]
+    pickled = environment(tmp_path / "kitchen_val_lmdb", {b"0": pickle.dumps((images[0], 3))})
+    (pickled / "keys.txt").write_text("0\n")
+    assert [(r.split, r.source) for r in discover_images(pickled).rejected] == [("val", "kitchen_val_lmdb"),
+                                                                                ("", "keys.txt")]
 
 
 def test_the_reader_keeps_a_value_of_max_bytes_and_says_why_a_walk_stopped(tmp_path: Path,
@@ -335,3 +342,29 @@ def test_a_linked_environment_given_as_the_source_is_read_without_following_link
         ("bedroom_train_lmdb", "symbolic link not followed (--no-follow-symlinks)")]
     assert m.splits["train"].samples == 1
     assert convert_images(src, tmp_path / "out3").manifest.splits["train"].samples == 2
+
+
+def test_a_walk_without_its_verdict_or_failing_at_its_first_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A child that stops writing before its verdict (killed by nothing that sets a signal) keeps the keys it gave;
+    a walk that fails before any key says nothing of keys kept."""
+    images = photos(1)
+    env = environment(tmp_path / "lsun" / "bedroom_train_lmdb", {b"a": images[0]})
+    entries, _, _ = lsun._walked(env)
+    record = lmdb_walk.RECORD.pack(1, entries[0][1], entries[0][2]) + b"a"
+    monkeypatch.setattr(lsun, "_CHILD", f"import sys\nsys.stdout.buffer.write({record!r})")
+    assert lsun._walked(env) == (entries, "walk", "the walk ended without its verdict")
+    monkeypatch.setattr(lsun, "_walked", lambda env: ([], "walk", "CorruptedError: at the root"))
+    reader = lsun._Reader(tmp_path / "lsun", 1 << 30)
+    reader.read(env, "val", 0)
+    assert [(r.split, r.source, r.reason) for r in reader.rejected] == [
+        ("val", "bedroom_train_lmdb", "damaged LMDB environment (CorruptedError: at the root)")]
+
+
+def test_walking_leaves_the_environment_as_it_was(tmp_path: Path, capsysbinary):
+    """Read only and without the lock file: a dataset on a read-only disk, or shared, is walked without a write."""
+    env = environment(tmp_path / "bedroom_train_lmdb", {b"a": photos(1)[0]})
+    (env / "lock.mdb").unlink()
+    before = {p.name: p.stat().st_mtime_ns for p in env.iterdir()}
+    lmdb_walk.walk(str(env))
+    assert capsysbinary.readouterr().out.endswith(b'["", ""]')
+    assert {p.name: p.stat().st_mtime_ns for p in env.iterdir()} == before == {"data.mdb": before["data.mdb"]}
