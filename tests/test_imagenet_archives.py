@@ -127,6 +127,7 @@ def test_members_that_are_no_image_or_no_class_tar_are_rejections(tmp_path):
     assert reasons[f"{archives.TRAIN}/README"] == "not a class tar (n01440764.tar) of the training archive: not read"
     assert reasons[f"{archives.TRAIN}/n01484850.tar"] == reasons[f"{archives.TRAIN}/README"]
     assert reasons[f"{archives.TRAIN}/n01443537.tar"].startswith("damaged or truncated archive")
+    assert {split for split, _, _ in split_rejections(d)} == {"train"}
 
 
 def test_a_truncated_archive_converts_what_was_read_and_rejects_the_rest(tmp_path):
@@ -211,8 +212,26 @@ def test_a_folder_in_a_class_tar_and_an_archive_that_is_no_tar_are_rejections(tm
                                     "not a regular file in the archive: not read")]
     (src / archives.TRAIN).write_bytes(b"<html>403 Forbidden</html>")  # a failed download saved under the name
     d = discover_images(src)
-    assert d.splits == {} and [(rel, reason.split(":")[0]) for _, rel, reason in split_rejections(d)] == [
-        (archives.TRAIN, "damaged or truncated archive")]
+    assert d.splits == {} and [(split, rel, reason.split(":")[0]) for split, rel, reason in split_rejections(d)] == [
+        ("train", archives.TRAIN, "damaged or truncated archive")]
+
+
+def test_a_val_archive_that_is_no_tar_is_a_rejection_of_the_val_split(tmp_path):
+    src = _imagenet(tmp_path / "imagenet")
+    (src / archives.VAL).write_bytes(b"<html>403 Forbidden</html>")
+    d = discover_images(src)
+    assert set(d.splits) == {"train"}
+    assert [(split, rel, reason.split(":")[0]) for split, rel, reason in split_rejections(d)] == [
+        ("", "md5sums", "beside ImageNet's archives"), ("val", archives.VAL, "damaged or truncated archive")]
+
+
+@pytest.mark.parametrize("name, devkit", [("ILSVRC2012_devkit_t12.tar.gz", True), ("devkit.TGZ", True),
+                                          ("devkit.tar", True), ("labels.csv", False), ("devkit.tar.bz2", False)])
+def test_a_labels_file_is_a_devkit_by_its_archive_name(tmp_path, name: str, devkit: bool):
+    (tmp_path / name).write_bytes(b"x")
+    assert archives.is_devkit(tmp_path / name) is devkit
+    (tmp_path / "folder.tar").mkdir()
+    assert archives.is_devkit(tmp_path / "folder.tar") is False
 
 
 def test_a_class_tar_cut_short_ends_at_its_own_end_and_never_reads_the_next_ones(tmp_path):
