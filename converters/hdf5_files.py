@@ -22,11 +22,12 @@ def is_hdf5(path: str) -> bool:
         return False
 
 
-def outside(h5py: Any, f: Any, max_objects: int) -> str | None:
+def outside(h5py: Any, f: Any, max_objects: int, holds: str = "") -> str | None:
     """Why the open HDF5 file `f` is not read (None: everything in it lies in it). Every link is walked (soft links
     name a path in the file: their targets are walked where they lie), at most `max_objects` of them (a file
-    linking its groups in a cycle has more). Link names are listed without resolving them; an object is opened only
-    once its link is known to lie in the file."""
+    linking its groups in a cycle has more; `holds`, when given, says after that how many the caller's files hold).
+    Link names are listed without resolving them; an object is opened only once its link is known to lie in the
+    file."""
     seen = 0
     groups = [f]
     while groups:
@@ -34,7 +35,7 @@ def outside(h5py: Any, f: Any, max_objects: int) -> str | None:
         for name in group:
             seen += 1
             if seen > max_objects:
-                return f"an HDF5 file of more than {max_objects} objects"
+                return f"an HDF5 file of more than {max_objects} objects" + (f"; {holds}" if holds else "")
             link = group.get(name, getlink=True)
             if isinstance(link, h5py.ExternalLink):
                 return f"the HDF5 file links to an object in another file; {OUTSIDE}"

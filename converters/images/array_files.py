@@ -243,7 +243,7 @@ class _ArrayFiles(ImageRows):
             raise TableError(f"a gzip-compressed HDF5 file, which is read in place only unpacked: gunzip it "
                              f"(to {name.unpacked(path).name})")
         if not name.images:
-            if not any(name.partner(path).with_name(name.partner(path).name + gz).is_file() for gz in ("", ".gz")):
+            if not pcam.images_beside(path, name.stem):
                 raise TableError(f"labels without their images file ({name.partner(path).name})")
             return 0  # read with its images
         self._no_label_field("PCam's labels are the 'y' of its _y.h5 files")

@@ -65,11 +65,16 @@ def is_images_file(path: Path) -> bool:
     return name is not None and name.images and (name.gz or hdf5_files.is_hdf5(str(path)))
 
 
+def images_beside(path: Path, stem: str) -> bool:
+    """Whether the images file `{stem}_x.h5` lies beside `path`, unpacked or as its `.gz` download."""
+    return any(path.with_name(f"{stem}_x.h5{gz}").is_file() for gz in ("", ".gz"))
+
+
 def is_companion(path: Path) -> bool:
     """Whether `path` is a PCam `_meta.csv` (patch coordinates and slide names) or `_mask.h5` (tumour masks) beside
     its split's images: read with them, not converted."""
     m = COMPANION.match(path.name)
-    return m is not None and any(path.with_name(f"{m['stem']}_x.h5{gz}").is_file() for gz in ("", ".gz"))
+    return m is not None and images_beside(path, m["stem"])
 
 
 def _h5py() -> Any:
@@ -79,8 +84,13 @@ def _h5py() -> Any:
         raise TableError(f"an HDF5 file, which is read with h5py: {exc}") from exc
 
 
+def _why(exc: BaseException) -> str:
+    """An h5py error as a reason quotes it: its type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:120]}"
+
+
 def _unreadable(exc: BaseException) -> TableError:
-    return TableError(f"not a readable HDF5 file ({type(exc).__name__}: {str(exc)[:120]})")
+    return TableError(f"not a readable HDF5 file ({_why(exc)})")
 
 
 @contextmanager
@@ -131,7 +141,7 @@ def read_labels(path: Path, count: int) -> list[int | None]:
         try:
             values = np.asarray(y[()]).reshape(-1).tolist()
         except hdf5_files.ERRORS as exc:
-            raise TableError(f"'y' cannot be read ({type(exc).__name__}: {str(exc)[:120]})") from exc
+            raise TableError(f"'y' cannot be read ({_why(exc)})") from exc
     return [int(v) if float(v).is_integer() else None for v in values]
 
 
@@ -161,7 +171,7 @@ class Images:
         try:
             return _picture(self.x[i])
         except hdf5_files.ERRORS as exc:
-            return f"image {i} of 'x' cannot be read ({type(exc).__name__}: {str(exc)[:120]})"
+            return f"image {i} of 'x' cannot be read ({_why(exc)})"
 
 
 def _picture(image: np.ndarray) -> np.ndarray:

@@ -96,12 +96,11 @@ def _contained(h5py: Any, path: str, rel: str) -> None:
     most MAX_OBJECTS links: a MINC-2 file holds a few dozen."""
     try:
         with h5py.File(path, "r") as f:
-            problem = hdf5_files.outside(h5py, f, MAX_OBJECTS)
+            problem = hdf5_files.outside(h5py, f, MAX_OBJECTS, holds="a MINC-2 file holds a few dozen")
     except hdf5_files.ERRORS as exc:  # h5py's errors for damaged files
         raise RejectSeries(f"{rel}: not a readable MINC file ({type(exc).__name__})") from exc
     if problem is not None:
-        more = "; a MINC-2 file holds a few dozen" if problem.endswith("objects") else ""
-        raise RejectSeries(f"{rel}: {problem}{more}")
+        raise RejectSeries(f"{rel}: {problem}")
 
 
 class MincVolume:
