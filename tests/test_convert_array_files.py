@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import lzma
 import os
 import pickle
+import re
 import struct
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from helpers import PHOTOS, convert_images, converted_pixels, small_photos
 
 from converters.images import KIND as IMAGES
 from converters.images import cifar
-from converters.images.idx_files import read_idx
+from converters.images.idx_files import Idx, read_idx
 from converters.table_files import TableError
 from fastdata.cli import main as cli
 from fastdata.errors import ConvertError
@@ -450,3 +452,133 @@ def test_a_linked_batch_is_followed_unless_told_not_to(tmp_path: Path):
     found = discover_array_files(src, TableOptions(), follow_symlinks=False)
     assert sum(len(v) for v in found.splits.values()) == 4  # data_batch_1 and test_batch
     assert [r.source for r in found.rejected] == ["data_batch_2", "readme.html"]
+
+
+def idx_int(values: np.ndarray) -> bytes:
+    """An IDX file of big-endian 32-bit integers (type 0x0C): QMNIST's labels."""
+    return (bytes([0, 0, 0x0C, values.ndim]) + struct.pack(f">{values.ndim}I", *values.shape)
+            + values.astype(">i4").tobytes())
+
+
+def qmnist_labels(classes: list[int]) -> np.ndarray:
+    """QMNIST's N x 8 labels: the class, then NIST's series, writer, index, class code, global index, duplicate flag
+    and an unused zero (the writer ids run past 255, so a byte-per-label reader would see other classes)."""
+    n = len(classes)
+    return np.stack([np.array(classes), np.full(n, 4), 2100 + np.arange(n), np.arange(n) % 7,
+                     np.array(classes) + 48, 300000 + np.arange(n), np.zeros(n), np.zeros(n)], axis=1).astype(np.int32)
+
+
+def write_qmnist(folder: Path, images: np.ndarray, classes: list[int], *, test: int, gz: bool = True) -> Path:
+    """torchvision's `QMNIST/raw/`: each file unpacked, and its `.gz` beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    labels = qmnist_labels(classes)
+    n = len(images) - test
+    for stem, part in (("qmnist-train", slice(0, n)), ("qmnist-test", slice(n, None))):
+        for name, data in ((f"{stem}-images-idx3-ubyte", idx(images[part])),
+                           (f"{stem}-labels-idx2-int", idx_int(labels[part]))):
+            (folder / name).write_bytes(data)
+            if gz:
+                (folder / f"{name}.gz").write_bytes(gzip.compress(data))
+    return folder
+
+
+def test_qmnist_as_torchvision_keeps_it_converts_with_torchvisions_targets(tmp_path: Path):
+    torchvision = pytest.importorskip("torchvision")
+    images = small_photos(10, 28, "L")
+    classes = [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
+    src = write_qmnist(tmp_path / "QMNIST" / "raw", images, classes, test=4)
+    assert IMAGES.detect(src)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 6, "test": 4}
+    assert not m.rejected  # the .gz copies beside the unpacked files are left, not rejected
+    assert m.classes == tuple(str(i) for i in range(10))
+    got = {**converted_pixels(tmp_path / "out", "train"), **converted_pixels(tmp_path / "out", "test")}
+    for what, stem, first in (("train", "qmnist-train", 0), ("test", "qmnist-test", 6)):
+        theirs = torchvision.datasets.QMNIST(str(tmp_path), what=what, download=False)  # compat: the class
+        assert len(theirs) == len(images[first:first + 6 if what == "train" else None])
+        for i in range(len(theirs)):
+            image, target = theirs[i]
+            label, pixels = got[f"{stem}-images-idx3-ubyte#{i}"]
+            assert label == target == classes[first + i]
+            assert np.abs(pixels.mean(axis=2) - np.asarray(image, np.float32)).mean() < 4
+
+
+def test_nist_digits_as_xz_convert_alone_and_are_refused_beside_qmnist(tmp_path: Path):
+    images = small_photos(5, 28, "L")
+    labels = qmnist_labels([3, 1, 4, 1, 5])
+    nist = tmp_path / "nist"
+    nist.mkdir()
+    for name, data in (("xnist-images-idx3-ubyte", idx(images)), ("xnist-labels-idx2-int", idx_int(labels))):
+        (nist / f"{name}.xz").write_bytes(lzma.compress(data))
+    assert IMAGES.detect(nist)
+    m = convert_images(nist, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 5} and not m.rejected  # --split's, train
+    assert [y for _, (y, _) in sorted(converted_pixels(tmp_path / "out", "train").items())] == [3, 1, 4, 1, 5]
+    write_qmnist(nist, images, [3, 1, 4, 1, 5], test=2, gz=False)
+    m = convert_images(nist, tmp_path / "out2").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 2}
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("xnist-images-idx3-ubyte.xz", "NIST's digits, QMNIST's train and test images among them: beside QMNIST's "
+                                       "files they would be converted twice; convert this pair from a folder of its "
+                                       "own")]
+
+
+def test_a_labels_file_cut_short_records_each_image_it_leaves_without_a_label(tmp_path: Path):
+    images = small_photos(6, 28, "L")
+    src = write_mnist(tmp_path / "raw", images, np.array([1, 2, 3, 4, 5, 6], np.uint8), test=2, gz=False)
+    labels = src / "train-labels-idx1-ubyte"
+    labels.write_bytes(labels.read_bytes()[:-1])  # its header still promises 4 labels
+    m = convert_images(src, tmp_path / "out").manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("train-images-idx3-ubyte#3", "the labels file is cut short: 3 labels for 4 whole images")]
+    assert m.splits["train"].samples == 3
+    q = write_qmnist(tmp_path / "q", images, [1, 2, 3, 4, 5, 6], test=2, gz=False)
+    qlabels = q / "qmnist-train-labels-idx2-int"
+    qlabels.write_bytes(qlabels.read_bytes()[:-5])  # the last label's class whole, its row not: no label
+    m = convert_images(q, tmp_path / "out2").manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("qmnist-train-images-idx3-ubyte#3", "the labels file is cut short: 3 labels for 4 whole images")]
+
+
+@pytest.mark.parametrize("body, reason", [
+    (idx(np.zeros((3, 8), np.uint8)),
+     "not an IDX file of 2-dimensional 32-bit integers: it starts 00 00 08 02, not 00 00 0c 02"),
+    (idx_int(np.zeros((3, 0), np.int32)), "labels of 0 values each: not what an IDX dataset holds"),
+    (idx_int(np.zeros((3, 65), np.int32)), "labels of 65 values each: not what an IDX dataset holds"),
+    (lzma.compress(idx_int(qmnist_labels([1, 2, 3])))[:40],
+     "unreadable: EOFError: Compressed file ended before the end-of-stream marker was reached"),
+    (lzma.compress(idx_int(qmnist_labels([1, 2, 3])))[:20] + b"\0" * 40, "unreadable: LZMAError: Corrupt input data"),
+])
+def test_qmnist_labels_files_that_are_none_are_refused(tmp_path: Path, body: bytes, reason: str):
+    src = tmp_path / "raw"
+    src.mkdir()
+    (src / "qmnist-train-images-idx3-ubyte").write_bytes(idx(small_photos(3, 28, "L")))
+    (src / "qmnist-train-labels-idx2-int.xz").write_bytes(body)
+    with pytest.raises(ConvertError, match=re.escape(f"1 x {reason}")):
+        convert_images(src, tmp_path / "out")
+
+
+def test_idx_names_read_as_the_files_torchvision_downloads():
+    from converters.images.idx_files import idx_name
+
+    assert idx_name("qmnist-test-labels-idx2-int.gz") == Idx("qmnist-test", False, ".gz", "-", True)
+    assert idx_name("xnist-images-idx3-ubyte.XZ") == Idx("xnist", True, ".xz")
+    assert idx_name("train-labels.idx1-ubyte") == Idx("train", False, "", ".")
+    for name in ("train-labels-idx2-ubyte", "train-images-idx3-int", "train-labels-idx1-int", "train-images-idx1-ubyte",
+                 "train-labels-idx3-ubyte", "qmnist-train-labels-idx2-int.bz2", "train-images-idx3-ubyte.gz.part"):
+        assert idx_name(name) is None, name
+    p = Path("/d/qmnist-train-images-idx3-ubyte.gz")
+    assert [q.name for q in Idx("qmnist-train", True, ".gz").partner(p)] == [
+        "qmnist-train-labels-idx1-ubyte", "qmnist-train-labels-idx1-ubyte.gz", "qmnist-train-labels-idx1-ubyte.xz",
+        "qmnist-train-labels-idx2-int", "qmnist-train-labels-idx2-int.gz", "qmnist-train-labels-idx2-int.xz"]
+
+
+def test_integer_labels_of_any_width_up_to_the_bound_are_read_as_the_header_gives_them(tmp_path: Path):
+    from converters.images.idx_files import INT, MAX_COLUMNS
+
+    path = tmp_path / "x-labels-idx2-int"
+    for values in (np.array([[-5], [7], [2**31 - 1]], np.int32), np.arange(2 * MAX_COLUMNS).reshape(2, MAX_COLUMNS)):
+        path.write_bytes(idx_int(values) + b"\x01\x02")  # and bytes after the last label
+        got, count = read_idx(path, 2, INT)
+        np.testing.assert_array_equal(got, values)
+        assert got.dtype == np.int32 and count == len(values)

@@ -164,3 +164,28 @@ def test_2021s_split_folders_of_class_folders_convert_as_a_tree_in_the_order_of_
     assert split_items(d) == {s: [(f"{s}/{c}/a.jpg", i) for i, c in enumerate(classes)] for s in ("train", "val")}
     assert sorted(r[1] for r in split_rejections(d)) == [
         "train.json", *[f"train_mini/{c}/a.jpg" for c in classes], "val.json"]
+
+
+def test_the_identity_a_resume_checks_holds_each_images_split_label_and_size(tmp_path):
+    """The fingerprint a resume and each part check is made of the discovery's identity: a label changed in the
+    validation file must change it."""
+    src = _inat(tmp_path / "inat")
+    folder = src / "train_val2018"
+    found = inaturalist.discover_inaturalist(src, follow=True)
+    assert sorted(found.identity) == sorted(
+        [s, f"train_val2018/{rel}", c, (folder / rel).stat().st_size]
+        for s, images in (("train", TRAIN), ("val", VAL)) for rel, c in images.items())
+    (src / "val2018.json").write_text(json.dumps(_file({**VAL, "Aves/2/f.jpg": 3}, "train_val2018")))
+    assert ["val", "train_val2018/Aves/2/f.jpg", 3, (folder / "Aves/2/f.jpg").stat().st_size] in (
+        inaturalist.discover_inaturalist(src, follow=True).identity)
+
+
+def test_an_image_that_is_a_link_is_followed_unless_told_not_to(tmp_path):
+    src = _inat(tmp_path / "inat")
+    image = src / "train_val2018" / "Aves/3/d.jpg"
+    shutil.move(image, tmp_path / "d.jpg")
+    image.symlink_to(tmp_path / "d.jpg")
+    assert ("train_val2018/Aves/3/d.jpg", 3) in split_items(inaturalist.discover_inaturalist(src, follow=True))["train"]
+    kept = inaturalist.discover_inaturalist(src, follow=False)
+    assert ("train_val2018/Aves/3/d.jpg", 3) not in split_items(kept)["train"]
+    assert ("train", "train_val2018/Aves/3/d.jpg") in {(s, rel) for s, rel, _ in split_rejections(kept)}

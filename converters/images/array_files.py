@@ -171,13 +171,16 @@ class _ArrayFiles(ImageRows):
                    for i, (image, y) in enumerate(zip(batch.images, batch.labels, strict=True)))
 
     def _add_idx(self, path: Path, rel: str, idx: idx_files.Idx, split: str) -> int:
-        if idx.gz and path.with_name(path.name[:-3]).is_file():
+        if idx.packed and path.with_name(path.name[:-len(idx.packed)]).is_file():
             return 0  # the unpacked copy beside it is read
         if not idx.images:
             if not any(p.is_file() for p in idx.partner(path)):
                 raise TableError(f"labels without their images file ({idx.partner(path)[0].name})")
             return 0  # read with its images
         self._no_label_field("an IDX file has one label an image")
+        if idx_files.nist_beside_qmnist(path, idx):
+            raise TableError("NIST's digits, QMNIST's train and test images among them: beside QMNIST's files they "
+                             "would be converted twice; convert this pair from a folder of its own")
         images, count = idx_files.read_idx(path, 3)
         if idx.stem.lower().startswith("emnist"):
             images = images.transpose(0, 2, 1)  # EMNIST's images are stored transposed
@@ -188,7 +191,7 @@ class _ArrayFiles(ImageRows):
             if where is None:
                 raise TableError(f"no labels file beside it ({idx.partner(path)[0].name}); --unlabeled converts it "
                                  "without labels")
-            values, label_count = idx_files.read_idx(where, 1)
+            values, label_count = idx_files.read_labels(where, idx_files.idx_name(where.name))  # type: ignore[arg-type]
             if label_count != count:
                 raise TableError(f"{count} images and {label_count} labels in {where.name}")
             labels, label = [int(v) for v in values[:len(images)]], where.name
@@ -197,6 +200,10 @@ class _ArrayFiles(ImageRows):
         if len(images) < count:
             self.rejected.append(Rejection(split, f"{rel}#{len(images)}", f"the file is cut short: {len(images)} of "
                                                                           f"{count} images are whole"))
+        if label is not None and len(labels) < len(images):
+            self.rejected.append(Rejection(split, f"{rel}#{len(labels)}", f"the labels file is cut short: "
+                                                                          f"{len(labels)} labels for {len(images)} "
+                                                                          f"whole images"))
         return sum(self._add_row(_png(image), y, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(images, labels, strict=False)))
 
