@@ -24,6 +24,7 @@ import gzip
 import io
 import json
 import logging
+import lzma
 import os
 import random
 import shutil
@@ -338,8 +339,10 @@ def _lmdb_data(images: list[bytes]) -> bytes:
 
 
 PCAM_X, PCAM_Y = "camelyonpatch_level_2_split_train_x.h5", "camelyonpatch_level_2_split_valid_y.h5"
-ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv", "train_32x32.mat",
-               "train_X.bin", PCAM_X, PCAM_Y)  # torchvision's CIFAR, MNIST, SVHN, STL-10, PCAM; tables of pixels
+QMNIST_Y = "qmnist-train-labels-idx2-int.xz"  # QMNIST's labels, N x 8 big-endian integers, as the .xz it downloads
+NPZ = "pathmnist.npz"  # MedMNIST's: train_images [N, 28, 28, 3] and train_labels [N, 1], as np.savez stores them
+ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv", "train_32x32.mat", "train_X.bin", PCAM_X,
+               PCAM_Y, QMNIST_Y, NPZ)  # torchvision's CIFAR, MNIST, SVHN, STL-10, PCAM, QMNIST; pixel tables; .npz
 
 
 def _array_file(name: str, images: list[bytes]) -> bytes:
@@ -372,6 +375,16 @@ def _array_file(name: str, images: list[bytes]) -> bytes:
         return np.stack([pixels(d, "RGB", 96).transpose(2, 1, 0) for d in images]).tobytes()
     if name in (PCAM_X, PCAM_Y):  # x [N, 96, 96, 3] in gzip-compressed chunks of an image; y [N, 1, 1, 1]
         return _pcam_file(name == PCAM_X, np.stack([pixels(d, "RGB", 96) for d in images]))
+    if name == NPZ:
+        buf = io.BytesIO()
+        np.savez(buf, train_images=np.stack([pixels(d, "RGB", 28) for d in images]),
+                 train_labels=(np.arange(len(images)) % 3).astype(np.uint8).reshape(-1, 1))
+        return buf.getvalue()
+    if name == QMNIST_Y:  # the class, then NIST's series, writer, index, code, global index, duplicate, unused
+        n = len(images)
+        rows = np.stack([np.arange(n) % 2, np.full(n, 4), 2100 + np.arange(n), np.arange(n), 48 + np.arange(n) % 2,
+                         300000 + np.arange(n), np.zeros(n), np.zeros(n)], axis=1)
+        return lzma.compress(bytes([0, 0, 0x0C, 2]) + struct.pack(">2I", *rows.shape) + rows.astype(">i4").tobytes())
     grey = np.stack([pixels(d, "L", 28) for d in images])
     return bytes([0, 0, 8, 3]) + struct.pack(">3I", *grey.shape) + grey.tobytes()
 
@@ -408,6 +421,12 @@ def _array_partners(src: Path, name: str, count: int) -> None:
     elif name == "train_X.bin":
         (src / "train_y.bin").write_bytes(bytes(1 + i % 2 for i in range(count)))
         (src / "class_names.txt").write_text("a\nb\n")
+    elif name == QMNIST_Y:
+        import numpy as np
+
+        noise = np.random.default_rng(0).integers(0, 256, (count, 28, 28), dtype=np.uint8)
+        (src / "qmnist-train-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + struct.pack(">3I", *noise.shape)
+                                                             + noise.tobytes())
     elif name == "train-images-idx3-ubyte":
         (src / "train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1]) + struct.pack(">I", count)
                                                       + bytes(i % 2 for i in range(count)))
@@ -1035,9 +1054,10 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
 
     tfrecord = name not in ARRAY_FILES and ("." not in name or ".tfrecord" in name)
     packed = name.endswith(".gz")
-    data = gzip.decompress(data) if packed else data
+    xz = name.endswith(".xz") and rng.random() < 0.8  # mostly the values inside, else the compressed stream
+    data = gzip.decompress(data) if packed else lzma.decompress(data) if xz else data
     data, what = mutate_bytes(rng, data, (tfrecord_payload,) if tfrecord else ())
-    data = _gzip(data) if packed else data
+    data = _gzip(data) if packed else lzma.compress(data) if xz else data
     src = ctx.work / "hf-table"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()

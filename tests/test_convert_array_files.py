@@ -86,7 +86,8 @@ def test_cifar10_converts_with_its_classes_in_id_order_and_its_pixels_in_place(t
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 8, "test": 4}
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("readme.html", "not a file of an image dataset kept as arrays (this source is read as the files of "
-                        "torchvision's CIFAR, MNIST, SVHN, STL-10 or PCAM datasets, or Kaggle's tables of pixels)")]
+                        "torchvision's CIFAR, MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, "
+                        "or Kaggle's tables of pixels)")]
     got = {**converted_pixels(tmp_path / "out", "train"), **converted_pixels(tmp_path / "out", "test")}
     where = [f"data_batch_1#{i}" for i in range(4)] + [f"data_batch_2#{i}" for i in range(4)] + [
         f"test_batch#{i}" for i in range(4)]

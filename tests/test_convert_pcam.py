@@ -153,8 +153,8 @@ def test_labels_of_strings_and_files_alone_are_rejected(tmp_path: Path):
         (f"{STEM}_extra_x.h5.gz", f"a gzip-compressed HDF5 file, which is read in place only unpacked: gunzip it "
                                   f"(to {STEM}_extra_x.h5)"),
         *[(f"{STEM}_test_{what}", "not a file of an image dataset kept as arrays (this source is read as the files "
-                                  "of torchvision's CIFAR, MNIST, SVHN, STL-10 or PCAM datasets, or Kaggle's tables "
-                                  "of pixels)") for what in ("mask.h5", "meta.csv")]])
+                                  "of torchvision's CIFAR, MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz "
+                                  "files, or Kaggle's tables of pixels)") for what in ("mask.h5", "meta.csv")]])
     assert {k: s.samples for k, s in m.splits.items()} == {"val": 2}
 
 

@@ -19,7 +19,7 @@ from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest
 
 NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read as the files of torchvision's CIFAR, "
-           "MNIST, SVHN, STL-10 or PCAM datasets, or Kaggle's tables of pixels)")
+           "MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, or Kaggle's tables of pixels)")
 
 
 def csv_table(path: Path, header: list[str] | None, rows: list[list[object]]) -> Path:

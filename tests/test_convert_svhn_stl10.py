@@ -54,7 +54,8 @@ def test_svhn_converts_its_digits_0_to_9_with_extra_in_the_default_split(tmp_pat
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 10, "test": 4}
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("svhn_readme.txt", "not a file of an image dataset kept as arrays (this source is read as the files of "
-                            "torchvision's CIFAR, MNIST, SVHN, STL-10 or PCAM datasets, or Kaggle's tables of pixels)")]
+                            "torchvision's CIFAR, MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, "
+                            "or Kaggle's tables of pixels)")]
     got = {**converted_pixels(tmp_path / "out", "train"), **converted_pixels(tmp_path / "out", "test")}
     where = [f"train_32x32.mat#{i}" for i in range(6)] + [f"test_32x32.mat#{i}" for i in range(4)] + [
         f"extra_32x32.mat#{i}" for i in range(4)]

@@ -533,9 +533,10 @@ def test_the_option_on_a_table_of_pixels_is_refused(tmp_path):
     (src / "train.csv").write_text("label," + ",".join(f"pixel{i}" for i in range(784)) + "\n"
                                    + "".join(f"{d}," + ",".join(["0"] * 784) + "\n" for d in (3, 7)))
     with pytest.raises(ValueError, match=r"from a feature of TFRecord files that lists them, from a split folder's "
-                                         r"Hugging Face metadata or Roboflow _classes.csv, or from the lists of "
+                                         r"Hugging Face metadata or Roboflow _classes.csv, from the lists of "
                                          r"CelebA, Pascal VOC, COCO, "
-                                         r"CheXpert and MIMIC-CXR-JPG .*; .* holds image "
+                                         r"CheXpert and MIMIC-CXR-JPG, or from the rows of flags of NumPy .npz files "
+                                         r".*; .* holds image "
                                          "datasets kept as arrays"):
         convert_images(src, tmp_path / "out", multi_label=True)
 

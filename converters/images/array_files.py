@@ -22,9 +22,12 @@ spill file and converted like an image file.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
+from itertools import repeat
 from pathlib import Path
+from typing import Any
 
-from converters.images import cifar, idx_files, pcam, pixel_tables, stl10, svhn
+from converters.images import cifar, idx_files, npz_files, pcam, pixel_tables, stl10, svhn
 from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected
@@ -37,9 +40,9 @@ from fastdata.manifest_splits import SPLIT_NAMES
 
 LOOK_AT = 8  # files named like CIFAR batches, CSV or MATLAB files, whose first bytes `has_array_files` reads
 NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read as the files of torchvision's CIFAR, "
-           "MNIST, SVHN, STL-10 or PCAM datasets, or Kaggle's tables of pixels)")
+           "MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, or Kaggle's tables of pixels)")
 WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",
-        "stl": "an STL-10 file", "h5": "a PatchCamelyon file",
+        "stl": "an STL-10 file", "h5": "a PatchCamelyon file", "npz": "a NumPy .npz file",
         "table": "a table of pixels"}  # a file's kind -> what messages call it
 
 
@@ -51,7 +54,8 @@ def has_array_files(src: Path, *, limit: int) -> bool:
         if path.suffix.lower() in EXTENSIONS:
             return False
         name = idx_files.idx_name(path.name)
-        found = found or (name is not None and name.images) or stl10.is_images_file(path) or pcam.is_images_file(path)
+        found = (found or (name is not None and name.images) or stl10.is_images_file(path) or pcam.is_images_file(path)
+                 or path.suffix.lower() == ".npz" and npz_files.holds_images(path))
         if path.suffix.lower() == ".mat":
             from converters.nifti.pairs import HEADERS  # here: a tree of images never imports the nifti kind
 
@@ -60,6 +64,12 @@ def has_array_files(src: Path, *, limit: int) -> bool:
         if cifar.BATCH.match(path.name) or path.suffix.lower() in (".csv", ".mat"):
             sniffed.append(path)
     return found or any(_kind(p)[0] in ("cifar", "mat", "table") for p in sniffed[:LOOK_AT])
+
+
+def has_npz_files(src: Path, *, limit: int) -> bool:
+    """Whether a NumPy `.npz` file is among the first `limit` files of `src` (the one kind of them whose labels may
+    be several classes an image, --multi-label)."""
+    return any(npz_files.is_npz(p) for p in first_files(src, limit))
 
 
 def _kind(path: Path) -> tuple[str | None, object]:
@@ -78,6 +88,8 @@ def _kind(path: Path) -> tuple[str | None, object]:
         return ("cifar meta" if path.name in cifar.META else "cifar"), None
     if is_mat(path):
         return "mat", None
+    if npz_files.is_npz(path):
+        return "npz", None
     layout = pixel_tables.table_layout(path)
     return ("table", layout) if layout is not None else (None, None)
 
@@ -134,6 +146,10 @@ class _ArrayFiles(ImageRows):
             self.rejected.append(Rejection(split, rel, f"a second dataset: the first is in "
                                                        f"{self.rel(self.folder)}; convert each folder apart"))
             return
+        if self.opts.multi_label and kind != "npz":
+            self.rejected.append(Rejection(split, rel, f"{WHAT[kind]} gives one class an image; --multi-label reads "
+                                                       "the rows of flags of .npz files: convert it apart"))
+            return
         found = 0
         try:
             if kind == "table":
@@ -148,6 +164,8 @@ class _ArrayFiles(ImageRows):
                 found = self._add_stl(path, rel, told, split)  # type: ignore[arg-type]
             elif kind == "h5":
                 found = self._add_h5(path, rel, told, split)  # type: ignore[arg-type]
+            elif kind == "npz":
+                found = self._add_npz(path, rel, split)
         except TableError as exc:
             self.rejected.append(Rejection(split, rel, str(exc)))
         self.identity.append([split, rel, None, path.stat().st_size, found])
@@ -271,6 +289,57 @@ class _ArrayFiles(ImageRows):
             return sum(self._add_row(image if isinstance(image, str) else _png(image), y, columns, split,
                                      f"{rel}#{i}", str(path))
                        for i, (image, y) in enumerate(zip(pictures, labels, strict=True)))
+
+    def _add_npz(self, path: Path, rel: str, split: str) -> int:
+        self._no_label_field("a .npz file's labels are the member named as its images are, with y or labels")
+        found = 0
+        with npz_files.opened(path) as archive:
+            for name in archive.others:
+                self.rejected.append(Rejection(split, f"{rel}/{name}", "not an .npy array: not read"))
+            for key in archive.members:
+                named = npz_files.key_of(key)
+                where, member_split = f"{rel}/{key}", (named.split if named and named.split else split)
+                partner = archive.find(named.partner) if named else None
+                if named is None:
+                    self.rejected.append(Rejection(split, where, "not named as images (x, images, x_SPLIT, "
+                                                                 "SPLIT_images) or their labels (y, labels, ...) "
+                                                                 "are: not read"))
+                elif not named.images and partner is None:
+                    self.rejected.append(Rejection(member_split, where, f"labels without their images "
+                                                                        f"({named.partner})"))
+                elif named.images:
+                    try:
+                        found += self._add_npz_images(archive, key, partner, member_split, where, path)
+                    except TableError as exc:
+                        self.rejected.append(Rejection(member_split, where, str(exc)))
+        return found
+
+    def _add_npz_images(self, archive: npz_files.Archive, key: str, partner: str | None, split: str, where: str,
+                        path: Path) -> int:
+        """The images of the member `key` of an `.npz` file, each with its label from the member `partner`."""
+        with archive.images(key) as (head, images):
+            count = head.shape[0]
+            labels: Iterable[Any] = repeat(None)  # (not a list of `count`: a header may promise billions)
+            label, names = None, None
+            if not self.opts.unlabeled:
+                if partner is None:
+                    raise TableError(f"no labels beside it ({npz_files.key_of(key).partner}); "  # type: ignore[union-attr]
+                                     "--unlabeled converts it without labels")
+                labels, width = archive.labels(partner, count, multi=self.opts.multi_label)
+                label, names = partner, (tuple(str(i) for i in range(width)) if width else None)
+            columns = Columns(key, label, names)
+            self.labels.agree(where, label, names)
+            found = taken = 0
+            try:
+                for taken, (image, y) in enumerate(zip(images, labels, strict=False), start=1):
+                    if label is not None and y is None:
+                        self.rejected.append(Rejection(split, f"{where}#{taken - 1}", f"its row of {partner!r} holds "
+                                                                                      "values other than 0 and 1"))
+                        continue
+                    found += self._add_row(_png(image), y, columns, split, f"{where}#{taken - 1}", str(path))
+            except TableError as exc:  # the images before it are kept
+                self.rejected.append(Rejection(split, f"{where}#{taken}", str(exc)))
+        return found
 
     def add_tree(self, folder: Path, split: str, label: int | None) -> None:
         super().add_tree(folder, split, label)

@@ -1,0 +1,219 @@
+"""Image datasets saved as NumPy arrays in one `.npz` file, as Keras and MedMNIST ship them: Keras' `mnist.npz`
+(`x_train`, `y_train`, `x_test`, `y_test`) and MedMNIST's `pathmnist.npz`, `chestmnist_224.npz`, ... (`train_images`,
+`train_labels`, `val_images`, ..., `test_labels`).
+
+- A `.npz` file is a zip archive of `.npy` files (`np.savez`, `np.savez_compressed`). Each member is read by its
+  name: images are `x`, `images`, `x_SPLIT` or `SPLIT_images` (any case), their labels the member named alike with
+  `y` or `labels`; SPLIT is a split's name or alias (`valid`, `validation`), and a member without one goes to
+  `--split`. Their headers are read by numpy (`numpy.lib.format`) before any value; nothing is unpickled (an array
+  of Python objects is refused unread, as `np.load(..., allow_pickle=False)` refuses it).
+- Images: uint8 [N, rows, columns] or [N, rows, columns, 1 or 3 channels], sides up to 4,096, read a block of 64 MB
+  at a time from the archive (MedMNIST's 224-pixel files hold gigabytes). Labels: whole numbers, [N] or [N, 1]: class
+  ids; [N, K] of 0 and 1 (ChestMNIST's 14 findings) with `--multi-label`: the classes `0` ... `K-1`, each image's
+  label those whose value is 1.
+- Each member's stored bytes are checked against the archive's CRC before any of its images is taken, so a damaged
+  member is refused whole rather than converted in part with wrong pixels; a compressed member that would grow more
+  than 1,000 times is refused unread (all-zero images: a small file that would convert for hours).
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from converters.table_files import TableError
+from fastdata.manifest_splits import canonical_split
+
+KEY = re.compile(r"^(?:(?P<w1>x|y|images|labels)(?:_(?P<s1>[a-z]+))?|(?P<s2>[a-z]+)_(?P<w2>x|y|images|labels))$",
+                 re.IGNORECASE)
+PARTNER = {"x": "y", "images": "labels", "y": "x", "labels": "images"}
+MAX_SIDE = 4096  # rows or columns of one image
+MAX_LABEL_BYTES = 1 << 31  # labels are read whole
+MAX_RATIO = 1000  # bytes a compressed member may grow to, for each byte stored
+BLOCK_BYTES = 64 << 20  # bytes of images read at a time, and of a member checked at a time
+ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, NotImplementedError)  # a member unreadable
+
+
+@dataclass(frozen=True)
+class Key:
+    """A member's name read: whether it holds images, its split (None: --split), and the name of its labels' or
+    images' member, lower case (`X_train` is read with `Y_train` or `y_train`)."""
+
+    images: bool
+    split: str | None
+    partner: str
+
+
+def key_of(name: str) -> Key | None:
+    """The member `name` (`x_train`, `train_images`, `labels`) read; None for a name that is neither."""
+    m = KEY.match(name)
+    if m is None:
+        return None
+    word, split_word = (m["w1"], m["s1"]) if m["w1"] else (m["w2"], m["s2"])
+    split = canonical_split(split_word) if split_word else None
+    if split_word and split is None:
+        return None
+    lower = word.lower()
+    other = PARTNER[lower]
+    partner = f"{other}_{split_word}" if m["w1"] and split_word else f"{split_word}_{other}" if split_word else other
+    return Key(lower in ("x", "images"), split, partner.lower())
+
+
+def is_npz(path: Path) -> bool:
+    return path.suffix.lower() == ".npz" and zipfile.is_zipfile(path)
+
+
+def holds_images(path: Path) -> bool:
+    """Whether the `.npz` file at `path` has a member named as images are (its directory read, no value)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return any((k := key_of(n[:-4])) is not None and k.images for n in zf.namelist() if n.endswith(".npy"))
+    except ERRORS:
+        return False
+
+
+@dataclass(frozen=True)
+class Header:
+    """A member's `.npy` header: its shape and dtype."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @property
+    def item_bytes(self) -> int:
+        return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+
+
+class Archive:
+    """An open `.npz` file: its members by name (without `.npy`), their headers, labels and images."""
+
+    def __init__(self, zf: zipfile.ZipFile) -> None:
+        self.zf = zf
+        self.members = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+        self.others = [i.filename for i in zf.infolist() if not i.filename.endswith(".npy") and not i.is_dir()]
+
+    def find(self, name: str) -> str | None:
+        """The member named `name`, whatever its case, or None."""
+        return next((k for k in self.members if k.lower() == name), None)
+
+    def _open(self, key: str) -> tuple[IO[bytes], Header]:
+        info = self.members[key]
+        if info.file_size > MAX_RATIO * max(1, info.compress_size):  # (a stored member's sizes are equal)
+            raise TableError(f"its {info.file_size} bytes are stored in {info.compress_size}, more than {MAX_RATIO} "
+                             "times fewer (an array of zeros, or a forged size)")
+        self._check(info)
+        f = self.zf.open(info)
+        try:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise TableError(f"an .npy file of version {version[0]}.{version[1]}: a structured array, not numbers")
+        except ERRORS as exc:
+            f.close()
+            raise TableError(f"not an .npy file numpy reads: {_why(exc)}") from exc
+        except TableError:
+            f.close()
+            raise
+        if dtype.hasobject:
+            f.close()
+            raise TableError(f"an array of Python objects ({dtype}), which only unpickling reads: not read")
+        if fortran and len(shape) > 1:
+            f.close()
+            raise TableError("an array stored column-major (Fortran order): save it with np.ascontiguousarray")
+        return f, Header(tuple(shape), dtype)
+
+    def _check(self, info: zipfile.ZipInfo) -> None:
+        """TableError unless the member's bytes match the archive's CRC (read a block at a time, kept nowhere)."""
+        try:
+            with self.zf.open(info) as f:
+                while f.read(BLOCK_BYTES):
+                    pass
+        except ERRORS as exc:
+            raise TableError(f"damaged: {_why(exc)}") from exc
+
+    @contextmanager
+    def images(self, key: str) -> Iterator[tuple[Header, Iterator[np.ndarray]]]:
+        """(the header of the images member `key`, its whole images, uint8 [rows, columns(, 3)], a block at a time);
+        TableError saying why it holds none."""
+        f, head = self._open(key)
+        with f:
+            shape = head.shape
+            if (head.dtype != np.uint8 or len(shape) not in (3, 4) or len(shape) == 4 and shape[3] not in (1, 3)
+                    or not all(0 < s <= MAX_SIDE for s in shape[1:3])):
+                raise TableError(f"no images: {key!r} is no uint8 array of [images, rows, columns, 1 or 3 channels] "
+                                 f"({head.dtype} {list(shape)})")
+            yield head, _blocks(f, head)
+
+    def labels(self, key: str, count: int, *, multi: bool) -> tuple[list[Any], int | None]:
+        """(the labels of the member `key` for `count` images: a class id each, or with `multi` the list of the
+        classes whose value is 1 (None: a row of other values); the number of classes a row of flags gives, else
+        None); TableError saying why it holds none."""
+        f, head = self._open(key)
+        with f:
+            shape = head.shape
+            if head.dtype.kind not in "biu" or len(shape) not in (1, 2) or shape[0] != count:
+                raise TableError(f"no labels for its {count} images: {key!r} is no array of whole numbers, one row an "
+                                 f"image ({head.dtype} {list(shape)})")
+            flags = len(shape) == 2 and shape[1] > 1
+            if flags and not multi:
+                raise TableError(f"{shape[1]} labels an image in {key!r}, flags of several classes (ChestMNIST's "
+                                 "findings): --multi-label converts them")
+            size = count * head.item_bytes
+            if size > MAX_LABEL_BYTES:
+                raise TableError(f"{key!r} holds {size} bytes of labels, more than {MAX_LABEL_BYTES}")
+            try:
+                data = f.read(size)
+            except ERRORS as exc:
+                raise TableError(f"{key!r} cannot be read: {_why(exc)}") from exc
+        if len(data) < size:
+            raise TableError(f"{key!r} is cut short: {len(data)} of {size} bytes of labels")
+        values = np.frombuffer(data, head.dtype).reshape(shape).astype(np.int64)
+        if not flags:
+            rows = values.reshape(-1).tolist()
+            return ([[v] for v in rows] if multi else rows), None
+        return [np.flatnonzero(r).tolist() if np.isin(r, (0, 1)).all() else None for r in values], int(shape[1])
+
+
+def _blocks(f: IO[bytes], head: Header) -> Iterator[np.ndarray]:
+    """The whole images of a member whose header `head` has been read from `f`: TableError (after the images
+    before it) where its values stop short or cannot be read."""
+    item = head.item_bytes
+    per_block = max(1, BLOCK_BYTES // item)
+    shape = head.shape
+    for start in range(0, shape[0], per_block):
+        want = min(per_block, shape[0] - start)
+        try:
+            data = f.read(want * item)
+        except ERRORS as exc:
+            raise TableError(f"cannot be read from image {start}: {_why(exc)}") from exc
+        n = len(data) // item
+        block = np.frombuffer(data, np.uint8, count=n * item).reshape(n, *shape[1:])
+        yield from (image[:, :, 0] if image.ndim == 3 and image.shape[2] == 1 else image for image in block)
+        if n < want:
+            raise TableError(f"cut short: {start + n} of {shape[0]} images are whole")
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+@contextmanager
+def opened(path: Path) -> Iterator[Archive]:
+    """The `.npz` file at `path`, open; TableError saying why it cannot be."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except ERRORS as exc:
+        raise TableError(f"not a zip archive numpy wrote: {_why(exc)}") from exc
+    with zf:
+        yield Archive(zf)

@@ -1,0 +1,281 @@
+"""Image datasets saved as NumPy `.npz` files convert as they lie (converters/images/npz_files.py): Keras' `mnist.npz`
+(`x_train`, `y_train`, `x_test`, `y_test`) and MedMNIST's (`train_images`, `train_labels`, `val_*`, `test_*`;
+ChestMNIST's 14 findings with `--multi-label`). Before, `fastdata convert` could not tell what such a file held. The
+files are written by numpy itself (`np.savez`, `np.savez_compressed`) and read back by `np.load` as a second opinion;
+the images are the real photos, made small."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import class_lists, convert_images, converted_pixels, small_photos
+
+from converters.images import KIND as IMAGES
+from converters.images import npz_files
+from converters.images.npz_files import Key, key_of
+from fastdata.errors import ConvertError
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=True)
+    return buf.getvalue()
+
+
+def _zip(path: Path, members: dict[str, bytes], compress: int = zipfile.ZIP_STORED) -> Path:
+    """An `.npz` file of `members` (name -> the bytes of a member, an .npy file or not), as np.savez lays it out."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=compress) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _all(out: Path) -> dict[str, tuple]:
+    got: dict[str, tuple] = {}
+    for split in ("train", "val", "test"):
+        if (out / split).exists() or any(out.glob(f"{split}-*")):
+            got.update(converted_pixels(out, split))
+    return got
+
+
+def test_keras_mnist_npz_converts_with_the_labels_and_pixels_np_load_reads(tmp_path: Path):
+    src = tmp_path / "datasets"
+    src.mkdir()
+    images = small_photos(9, 28, "L")
+    labels = np.array([5, 0, 4, 1, 9, 2, 1, 3, 1], np.uint8)
+    np.savez(src / "mnist.npz", x_train=images[:6], y_train=labels[:6], x_test=images[6:], y_test=labels[6:])
+    assert IMAGES.detect(src)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 6, "test": 3}
+    assert not m.rejected and m.extra["layout"] == "arrays"
+    assert m.classes == tuple(str(i) for i in range(10))
+    theirs = np.load(src / "mnist.npz", allow_pickle=False)
+    got = {**converted_pixels(tmp_path / "out", "train"), **converted_pixels(tmp_path / "out", "test")}
+    for split in ("train", "test"):
+        for i, (image, y) in enumerate(zip(theirs[f"x_{split}"], theirs[f"y_{split}"], strict=True)):
+            label, pixels = got[f"mnist.npz/x_{split}#{i}"]
+            assert label == y
+            assert np.abs(pixels.mean(axis=2) - image).mean() < 4
+
+
+def test_medmnist_compressed_colour_images_in_three_splits(tmp_path: Path):
+    src = tmp_path / "medmnist"
+    src.mkdir()
+    images = small_photos(10, 28)
+    labels = np.array([[8], [0], [3], [3], [1], [7], [2], [6], [5], [4]], np.uint8)  # [N, 1], as MedMNIST's
+    parts = {"train": slice(0, 6), "val": slice(6, 8), "test": slice(8, 10)}
+    np.savez_compressed(src / "pathmnist.npz", **{f"{s}_images": images[p] for s, p in parts.items()},
+                        **{f"{s}_labels": labels[p] for s, p in parts.items()})
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 6, "val": 2, "test": 2} and not m.rejected
+    assert m.classes == tuple(str(i) for i in range(9))
+    got = _all(tmp_path / "out")
+    for split, part in parts.items():
+        for i, n in enumerate(range(part.start, part.stop)):
+            label, pixels = got[f"pathmnist.npz/{split}_images#{i}"]
+            assert label == labels[n, 0]
+            assert pixels.shape == (28, 28, 3)
+            assert np.abs(pixels.astype(int) - images[n]).mean() < 12  # JPEG at 28 px, chroma halved
+
+
+def test_chestmnist_flags_convert_with_multi_label_and_a_row_of_other_values_is_rejected(tmp_path: Path):
+    src = tmp_path / "chest"
+    src.mkdir()
+    flags = np.zeros((5, 14), np.uint8)
+    flags[0, [1, 12]] = 1  # no image has the last finding
+    flags[2, 4] = 1
+    flags[3, 5] = 2  # no flag
+    np.savez_compressed(src / "chestmnist.npz", train_images=small_photos(5, 28, "L"), train_labels=flags)
+    with pytest.raises(ConvertError, match=r"14 labels an image in 'train_labels', flags of several classes "
+                                           r"\(ChestMNIST's findings\): --multi-label converts them"):
+        convert_images(src, tmp_path / "single")
+    m = convert_images(src, tmp_path / "out", multi_label=True).manifest
+    assert m.classes == tuple(str(i) for i in range(14))  # every column, those no image has too
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("chestmnist.npz/train_images#3", "its row of 'train_labels' holds values other than 0 and 1")]
+    assert class_lists(tmp_path / "out") == {
+        "chestmnist.npz/train_images#0": ("train", [1, 12]), "chestmnist.npz/train_images#1": ("train", []),
+        "chestmnist.npz/train_images#2": ("train", [4]), "chestmnist.npz/train_images#4": ("train", [])}
+
+
+def test_members_without_a_split_go_to_the_split_given_and_unlabeled_reads_no_labels(tmp_path: Path):
+    src = tmp_path / "plain"
+    src.mkdir()
+    np.savez(src / "digits.npz", X=small_photos(3, 16, "L"), Y=np.array([2, 0, 1], np.int64))
+    m = convert_images(src, tmp_path / "out", split="val").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"val": 3} and m.classes == ("0", "1", "2")
+    assert {k: v[0] for k, v in converted_pixels(tmp_path / "out", "val").items()} == {
+        "digits.npz/X#0": 2, "digits.npz/X#1": 0, "digits.npz/X#2": 1}
+    np.savez(src / "digits.npz", images=small_photos(3, 16, "L"))
+    with pytest.raises(ConvertError, match=r"no labels beside it \(labels\); --unlabeled converts it without labels"):
+        convert_images(src, tmp_path / "out2")
+    m = convert_images(src, tmp_path / "out3", unlabeled=True).manifest
+    assert m.splits["train"].samples == 3 and m.classes == ()
+
+
+def test_what_an_npz_file_holds_besides_its_images_is_recorded(tmp_path: Path):
+    images = small_photos(4, 20, "L")
+    src = tmp_path / "src"
+    _zip(src / "data.npz", {"x_train.npy": _npy(images[:2]), "y_train.npy": _npy(np.array([1, 0])),
+                            "y_test.npy": _npy(np.array([0])), "mean.npy": _npy(np.zeros(3)),
+                            "x_holdout.npy": _npy(images[2:]), "README.txt": b"made by hand\n", "sub/": b""})
+    m = convert_images(src, tmp_path / "out").manifest
+    assert m.splits["train"].samples == 2
+    assert sorted((r["split"], r["source"], r["reason"]) for r in m.rejected) == [
+        ("test", "data.npz/y_test", "labels without their images (x_test)"),
+        ("train", "data.npz/README.txt", "not an .npy array: not read"),
+        ("train", "data.npz/mean", "not named as images (x, images, x_SPLIT, SPLIT_images) or their labels (y, "
+                                   "labels, ...) are: not read"),
+        ("train", "data.npz/x_holdout", "not named as images (x, images, x_SPLIT, SPLIT_images) or their labels (y, "
+                                        "labels, ...) are: not read")]
+
+
+def _header_only(shape: tuple[int, ...], dtype: str = "|u1") -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+IMAGES4 = small_photos(4, 8, "L")
+
+
+@pytest.mark.parametrize("images, labels, reason", [
+    (_npy(IMAGES4.astype(np.float32)), _npy(np.arange(4)),
+     "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (float32 [4, 8, 8])"),
+    (_npy(np.zeros((4, 8, 8, 4), np.uint8)), _npy(np.arange(4)),
+     "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (uint8 [4, 8, 8, 4])"),
+    (_npy(np.zeros((4, 8, 8, 8), np.uint8)), _npy(np.arange(4)),  # MedMNIST's 3-D volumes
+     "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (uint8 [4, 8, 8, 8])"),
+    (_header_only((1, 4097, 8)), _npy(np.arange(1)),
+     "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (uint8 [1, 4097, 8])"),
+    (_npy(IMAGES4), _npy(np.arange(3)),
+     "no labels for its 4 images: 'y_train' is no array of whole numbers, one row an image (int64 [3])"),
+    (_npy(IMAGES4), _npy(np.arange(4.0)),
+     "no labels for its 4 images: 'y_train' is no array of whole numbers, one row an image (float64 [4])"),
+    (_npy(IMAGES4), _npy(np.array(["a", "b", "c", "d"])),
+     "no labels for its 4 images: 'y_train' is no array of whole numbers, one row an image (<U1 [4])"),
+    (_npy(np.array([IMAGES4[0], None], dtype=object)), _npy(np.arange(2)),
+     "an array of Python objects (object), which only unpickling reads: not read"),
+    (_npy(np.asfortranarray(IMAGES4)), _npy(np.arange(4)),
+     "an array stored column-major (Fortran order): save it with np.ascontiguousarray"),
+    (b"\x93NUMPY\x03\x00" + _npy(IMAGES4)[8:], _npy(np.arange(4)),
+     "an .npy file of version 3.0: a structured array, not numbers"),
+    (b"not an npy file", _npy(np.arange(4)),
+     "not an .npy file numpy reads: ValueError: the magic string is not correct; expected b'\\x93NUMPY', got "
+     "b'not an'"),
+    (_npy(IMAGES4), _header_only((4,), "<i8") + b"\x01" * 20, "'y_train' is cut short: 20 of 32 bytes of labels"),
+    (_header_only((2**31 + 1, 1, 1)), _header_only((2**31 + 1,), "|i1"),
+     "'y_train' holds 2147483649 bytes of labels, more than 2147483648"),
+])
+def test_members_that_hold_no_images_or_no_labels_are_refused_saying_why(tmp_path: Path, images: bytes,
+                                                                         labels: bytes, reason: str):
+    src = _zip(tmp_path / "src" / "a.npz", {"x_train.npy": images, "y_train.npy": labels})
+    with pytest.raises(ConvertError, match=r"1 x ") as exc:
+        convert_images(src.parent, tmp_path / "out")
+    assert reason in str(exc.value)
+
+
+def test_a_member_cut_short_keeps_its_whole_images_across_blocks(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(npz_files, "BLOCK_BYTES", 2 * 8 * 8)  # two images a block
+    images = small_photos(5, 8, "L")
+    body = _header_only((5, 8, 8)) + images.tobytes()[:-30]  # the last image cut short
+    src = _zip(tmp_path / "src" / "a.npz", {"x_train.npy": body, "y_train.npy": _npy(np.arange(5))})
+    m = convert_images(src.parent, tmp_path / "out").manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("a.npz/x_train#4", "cut short: 4 of 5 images are whole")]
+    got = converted_pixels(tmp_path / "out", "train")
+    assert sorted(got) == [f"a.npz/x_train#{i}" for i in range(4)]
+    for i in range(4):
+        assert got[f"a.npz/x_train#{i}"][0] == i
+        assert np.abs(got[f"a.npz/x_train#{i}"][1].mean(axis=2) - images[i]).mean() < 8
+
+
+def test_a_damaged_member_is_refused_whole_and_a_bomb_unread(tmp_path: Path):
+    images = small_photos(4, 16, "L")
+    src = _zip(tmp_path / "src" / "a.npz", {"x_train.npy": _npy(images), "y_train.npy": _npy(np.arange(4))})
+    data = bytearray(src.read_bytes())
+    at = bytes(data).index(images[2].tobytes()[:16])
+    data[at] ^= 0xFF  # a pixel of the third image: the zip's CRC no longer matches
+    src.write_bytes(bytes(data))
+    with pytest.raises(ConvertError, match=r"1 x damaged: BadZipFile: Bad CRC-32 for file 'x_train.npy'"):
+        convert_images(src.parent, tmp_path / "out")
+    zeros = np.zeros((2000, 64, 64), np.uint8)  # 8 MB of zeros: deflate stores them in about 8 KB
+    bomb = _zip(tmp_path / "bomb" / "a.npz", {"x_train.npy": _npy(zeros), "y_train.npy": _npy(np.zeros(2000, int))},
+                compress=zipfile.ZIP_DEFLATED)
+    with zipfile.ZipFile(bomb) as zf:
+        info = zf.getinfo("x_train.npy")
+        assert info.file_size > 1000 * info.compress_size
+    with pytest.raises(ConvertError, match=rf"1 x its {info.file_size} bytes are stored in {info.compress_size}, "
+                                           r"more than 1000 times fewer"):
+        convert_images(bomb.parent, tmp_path / "out2")
+
+
+def test_a_file_named_npz_that_is_none_and_other_arrays_under_multi_label(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "broken.npz").write_bytes(b"PK\x03\x04 not really")
+    np.savez(src / "good.npz", x_train=small_photos(2, 8, "L"), y_train=np.array([[0, 1], [1, 1]]))
+    m = convert_images(src, tmp_path / "out", multi_label=True).manifest
+    assert m.splits["train"].samples == 2
+    assert [(r["source"], r["reason"][:45]) for r in m.rejected] == [
+        ("broken.npz", "not a file of an image dataset kept as arrays")]
+    (src / "broken.npz").unlink()
+    (src / "train-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + (1).to_bytes(4, "big") * 3 + b"\0")
+    m = convert_images(src, tmp_path / "out2", multi_label=True).manifest
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("train-images-idx3-ubyte", "an IDX file gives one class an image; --multi-label reads the rows of flags of "
+                                    ".npz files: convert it apart")]
+
+
+def test_member_names_read_as_keras_and_medmnist_write_them():
+    assert key_of("x_train") == Key(True, "train", "y_train")
+    assert key_of("Y_Test") == Key(False, "test", "x_test")
+    assert key_of("validation_images") == Key(True, "val", "validation_labels")
+    assert key_of("val_labels") == Key(False, "val", "val_images")
+    assert key_of("images") == Key(True, None, "labels")
+    assert key_of("y") == Key(False, None, "x")
+    for name in ("x_holdout", "train", "mean", "x_train_extra", "images_", "_x", "xy_train", "trainx"):
+        assert key_of(name) is None, name
+
+
+def test_grey_images_with_a_channel_axis_and_single_labels_under_multi_label(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    images = small_photos(3, 12, "L")
+    np.savez(src / "a.npz", x_train=images[:, :, :, None], y_train=np.array([2, 0, 2], np.uint8))  # [N, 12, 12, 1]
+    convert_images(src, tmp_path / "out")
+    got = converted_pixels(tmp_path / "out", "train")
+    for i in range(3):
+        assert np.abs(got[f"a.npz/x_train#{i}"][1].mean(axis=2) - images[i]).mean() < 6
+    convert_images(src, tmp_path / "multi", multi_label=True)
+    assert class_lists(tmp_path / "multi") == {f"a.npz/x_train#{i}": ("train", [y]) for i, y in enumerate([2, 0, 2])}
+
+
+def test_images_are_read_a_block_at_a_time(monkeypatch):
+    monkeypatch.setattr(npz_files, "BLOCK_BYTES", 2 * 8 * 8)  # two images a block
+    images = small_photos(5, 8, "L")
+    reads: list[int] = []
+
+    class Spy(io.BytesIO):
+        def read(self, n=-1):
+            reads.append(n)
+            return super().read(n)
+
+    got = npz_files._blocks(Spy(images.tobytes()), npz_files.Header((5, 8, 8), np.dtype(np.uint8)))
+    np.testing.assert_array_equal(next(got), images[0])
+    assert reads == [128]  # the first image comes before the rest is read
+    np.testing.assert_array_equal(np.stack([images[0], *got]), images)
+    assert reads == [128, 128, 64]
+
+
+def test_a_header_that_promises_a_trillion_images_costs_nothing_before_its_values_run_out(tmp_path: Path):
+    src = _zip(tmp_path / "src" / "a.npz", {"images.npy": _header_only((2**40, 1, 1)) + b"\x07\x08"})
+    m = convert_images(src.parent, tmp_path / "out", unlabeled=True).manifest
+    assert m.splits["train"].samples == 2
+    assert [(r["source"], r["reason"]) for r in m.rejected] == [
+        ("a.npz/images#2", "cut short: 2 of 1099511627776 images are whole")]
