@@ -91,8 +91,8 @@ def test_chestmnist_flags_convert_with_multi_label_and_a_row_of_other_values_is_
     flags[2, 4] = 1
     flags[3, 5] = 2  # no flag
     np.savez_compressed(src / "chestmnist.npz", train_images=small_photos(5, 28, "L"), train_labels=flags)
-    with pytest.raises(ConvertError, match=r"14 labels an image in 'train_labels', flags of several classes "
-                                           r"\(ChestMNIST's findings\): --multi-label converts them"):
+    with pytest.raises(ConvertError, match=r"14 labels an image in 'train_labels', not one 1 a row \(one-hot\): flags "
+                                           r"of several classes \(ChestMNIST's findings\) convert with --multi-label"):
         convert_images(src, tmp_path / "single")
     m = convert_images(src, tmp_path / "out", multi_label=True).manifest
     assert m.classes == tuple(str(i) for i in range(14))  # every column, those no image has too
@@ -229,7 +229,7 @@ def test_a_file_named_npz_that_is_none_and_other_arrays_under_multi_label(tmp_pa
     m = convert_images(src, tmp_path / "out2", multi_label=True).manifest
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("train-images-idx3-ubyte", "an IDX file gives one class an image; --multi-label reads the rows of flags of "
-                                    ".npz files: convert it apart")]
+                                    "NumPy arrays: convert it apart")]
 
 
 def test_member_names_read_as_keras_and_medmnist_write_them():
@@ -279,3 +279,59 @@ def test_a_header_that_promises_a_trillion_images_costs_nothing_before_its_value
     assert m.splits["train"].samples == 2
     assert [(r["source"], r["reason"]) for r in m.rejected] == [
         ("a.npz/images#2", "cut short: 2 of 1099511627776 images are whole")]
+
+
+def test_one_hot_labels_are_one_class_an_image_and_every_column_a_class(tmp_path: Path):
+    """Keras' `to_categorical` rows, as Kaggle's Sign Language Digits ship them (`Y.npy`): one 1 a row."""
+    src = tmp_path / "src"
+    src.mkdir()
+    onehot = np.eye(10, dtype=np.float32)[[3, 0, 3]].astype(np.uint8)  # classes 1, 2, 4 ... 9 used by no image
+    np.savez(src / "a.npz", x_train=small_photos(3, 8, "L"), y_train=onehot)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert m.classes == tuple(str(i) for i in range(10)) and not m.rejected
+    assert {k: v[0] for k, v in converted_pixels(tmp_path / "out", "train").items()} == {
+        "a.npz/x_train#0": 3, "a.npz/x_train#1": 0, "a.npz/x_train#2": 3}
+    for bad in ([[0, 1, 1], [1, 0, 0]], [[0, 0, 0], [1, 0, 0]], [[0, 2, 0], [1, 0, 0]], [[2, -1, 0], [1, 0, 0]]):
+        np.savez(src / "a.npz", x_train=small_photos(2, 8, "L"), y_train=np.array(bad))
+        with pytest.raises(ConvertError, match=r"3 labels an image in 'y_train', not one 1 a row \(one-hot\)"):
+            convert_images(src, tmp_path / "bad")
+
+
+def test_npy_files_named_as_arrays_convert_beside_each_other(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    images = small_photos(7, 16)
+    labels = np.array([1, 0, 2, 1, 0, 2, 1], np.int32)
+    np.save(src / "X_train.npy", images[:4])
+    np.save(src / "y_train.npy", labels[:4])
+    np.save(src / "test_images.npy", images[4:])
+    np.save(src / "test_labels.npy", labels[4:])
+    np.save(src / "mean.npy", np.zeros(3))
+    np.save(src / "y_val.npy", labels[:1])
+    assert IMAGES.detect(src)
+    only_labels = tmp_path / "labels"
+    only_labels.mkdir()
+    np.save(only_labels / "y_train.npy", labels)
+    assert not IMAGES.detect(only_labels)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 4, "test": 3}
+    assert m.classes == ("0", "1", "2")
+    assert sorted((r["split"], r["source"], r["reason"][:40]) for r in m.rejected) == [
+        ("train", "mean.npy", "not a file of an image dataset kept as a"),
+        ("val", "y_val.npy", "labels without their images file (x_val.")]
+    got = _all(tmp_path / "out")
+    for i in range(7):
+        source = f"X_train.npy#{i}" if i < 4 else f"test_images.npy#{i - 4}"
+        label, pixels = got[source]
+        assert label == labels[i]
+        assert np.abs(pixels.astype(int) - images[i]).mean() < 12
+    (src / "y_train.npy").unlink()
+    (src / "y_train.npy").mkdir()  # a folder of that name is no labels file
+    m = convert_images(src, tmp_path / "out2").manifest
+    assert ("train", "X_train.npy", "no labels beside it (y_train); --unlabeled converts it without labels") in {
+        (r["split"], r["source"], r["reason"]) for r in m.rejected}
+    (src / "y_train.npy").rmdir()
+    np.save(src / "y_train.npy", labels[:3])
+    m = convert_images(src, tmp_path / "out3").manifest
+    assert ("train", "X_train.npy", "no labels for its 4 images: 'y_train' is no array of whole numbers, one row an "
+                                    "image (int32 [3])") in {(r["split"], r["source"], r["reason"]) for r in m.rejected}

@@ -21,16 +21,12 @@ spill file and converted like an image file.
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterable
-from itertools import repeat
 from pathlib import Path
-from typing import Any
 
-from converters.images import cifar, idx_files, npz_files, pcam, pixel_tables, stl10, svhn
+from converters.images import cifar, idx_files, npz_files, numpy_rows, pcam, pixel_tables, stl10, svhn
 from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
-from converters.images.tables import ImageRows, collected
+from converters.images.tables import ImageRows, collected, png_bytes
 from converters.kind import Discovery
 from converters.mat_files import is_mat
 from converters.sample import Rejection
@@ -42,7 +38,7 @@ LOOK_AT = 8  # files named like CIFAR batches, CSV or MATLAB files, whose first 
 NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read as the files of torchvision's CIFAR, "
            "MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, or Kaggle's tables of pixels)")
 WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",
-        "stl": "an STL-10 file", "h5": "a PatchCamelyon file", "npz": "a NumPy .npz file",
+        "stl": "an STL-10 file", "h5": "a PatchCamelyon file", "npz": "a NumPy .npz file", "npy": "a NumPy .npy file",
         "table": "a table of pixels"}  # a file's kind -> what messages call it
 
 
@@ -55,7 +51,7 @@ def has_array_files(src: Path, *, limit: int) -> bool:
             return False
         name = idx_files.idx_name(path.name)
         found = (found or (name is not None and name.images) or stl10.is_images_file(path) or pcam.is_images_file(path)
-                 or path.suffix.lower() == ".npz" and npz_files.holds_images(path))
+                 or npz_files.holds_images(path))
         if path.suffix.lower() == ".mat":
             from converters.nifti.pairs import HEADERS  # here: a tree of images never imports the nifti kind
 
@@ -66,10 +62,10 @@ def has_array_files(src: Path, *, limit: int) -> bool:
     return found or any(_kind(p)[0] in ("cifar", "mat", "table") for p in sniffed[:LOOK_AT])
 
 
-def has_npz_files(src: Path, *, limit: int) -> bool:
-    """Whether a NumPy `.npz` file is among the first `limit` files of `src` (the one kind of them whose labels may
-    be several classes an image, --multi-label)."""
-    return any(npz_files.is_npz(p) for p in first_files(src, limit))
+def has_numpy_files(src: Path, *, limit: int) -> bool:
+    """Whether a NumPy `.npz` file or a `.npy` file of images or labels is among the first `limit` files of `src`
+    (the one kind of them whose labels may be several classes an image, --multi-label)."""
+    return any(npz_files.is_npz(p) or npz_files.npy_key(p) is not None for p in first_files(src, limit))
 
 
 def _kind(path: Path) -> tuple[str | None, object]:
@@ -90,6 +86,9 @@ def _kind(path: Path) -> tuple[str | None, object]:
         return "mat", None
     if npz_files.is_npz(path):
         return "npz", None
+    npy = npz_files.npy_key(path)
+    if npy is not None:
+        return "npy", npy
     layout = pixel_tables.table_layout(path)
     return ("table", layout) if layout is not None else (None, None)
 
@@ -108,15 +107,7 @@ def _split(stem: str, default: str) -> str:
     return named.pop() if len(named) == 1 else default
 
 
-def _png(image) -> bytes:  # type: ignore[no-untyped-def]
-    from PIL import Image
-
-    buf = io.BytesIO()
-    Image.fromarray(image).save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
-
-
-class _ArrayFiles(ImageRows):
+class ArrayFiles(ImageRows):
     """Every image of the dataset's files, as a row of a table."""
 
     label_field = "field"
@@ -146,9 +137,9 @@ class _ArrayFiles(ImageRows):
             self.rejected.append(Rejection(split, rel, f"a second dataset: the first is in "
                                                        f"{self.rel(self.folder)}; convert each folder apart"))
             return
-        if self.opts.multi_label and kind != "npz":
+        if self.opts.multi_label and kind not in ("npz", "npy"):
             self.rejected.append(Rejection(split, rel, f"{WHAT[kind]} gives one class an image; --multi-label reads "
-                                                       "the rows of flags of .npz files: convert it apart"))
+                                                       "the rows of flags of NumPy arrays: convert it apart"))
             return
         found = 0
         try:
@@ -165,12 +156,14 @@ class _ArrayFiles(ImageRows):
             elif kind == "h5":
                 found = self._add_h5(path, rel, told, split)  # type: ignore[arg-type]
             elif kind == "npz":
-                found = self._add_npz(path, rel, split)
+                found = numpy_rows.add_npz(self, path, rel, split)
+            elif kind == "npy":
+                found = numpy_rows.add_npy(self, path, rel, told, split)  # type: ignore[arg-type]
         except TableError as exc:
             self.rejected.append(Rejection(split, rel, str(exc)))
         self.identity.append([split, rel, None, path.stat().st_size, found])
 
-    def _no_label_field(self, labels_are: str) -> None:
+    def no_label_field(self, labels_are: str) -> None:
         """TableError when --label-field is given: it names a field of CIFAR batches, and the file's labels are
         where `labels_are` says."""
         if self.opts.label_field:
@@ -185,7 +178,7 @@ class _ArrayFiles(ImageRows):
         label = None if self.opts.unlabeled else field
         columns = Columns("data", label, names)
         self.labels.agree(rel, label, columns.names)
-        return sum(self._add_row(_png(image), y if label else None, columns, split, f"{rel}#{i}", str(path))
+        return sum(self.add_row(png_bytes(image), y if label else None, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(batch.images, batch.labels, strict=True)))
 
     def _add_idx(self, path: Path, rel: str, idx: idx_files.Idx, split: str) -> int:
@@ -195,7 +188,7 @@ class _ArrayFiles(ImageRows):
             if not any(p.is_file() for p in idx.partner(path)):
                 raise TableError(f"labels without their images file ({idx.partner(path)[0].name})")
             return 0  # read with its images
-        self._no_label_field("an IDX file has one label an image")
+        self.no_label_field("an IDX file has one label an image")
         if idx_files.nist_beside_qmnist(path, idx):
             raise TableError("NIST's digits, QMNIST's train and test images among them: beside QMNIST's files they "
                              "would be converted twice; convert this pair from a folder of its own")
@@ -222,26 +215,26 @@ class _ArrayFiles(ImageRows):
             self.rejected.append(Rejection(split, f"{rel}#{len(labels)}", f"the labels file is cut short: "
                                                                           f"{len(labels)} labels for {len(images)} "
                                                                           f"whole images"))
-        return sum(self._add_row(_png(image), y, columns, split, f"{rel}#{i}", str(path))
+        return sum(self.add_row(png_bytes(image), y, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(images, labels, strict=False)))
 
     def _add_mat(self, path: Path, rel: str, split: str) -> int:
-        self._no_label_field("a MATLAB file's labels are its 'y'")
+        self.no_label_field("a MATLAB file's labels are its 'y'")
         digits = svhn.read_digits(path, labelled=not self.opts.unlabeled)
         label = None if digits.labels is None else "y"
         columns = Columns("X", label, None)
         self.labels.agree(rel, label, None)
         labels = [None] * len(digits.images) if digits.labels is None else digits.labels
         grey = digits.images.shape[3] == 1
-        return sum(self._add_row(_png(image[:, :, 0] if grey else image), y, columns, split, f"{rel}#{i}", str(path))
-                   for i, (image, y) in enumerate(zip(digits.images, labels, strict=True)))
+        return sum(self.add_row(png_bytes(image[:, :, 0] if grey else image), y, columns, split, f"{rel}#{i}",
+                                str(path)) for i, (image, y) in enumerate(zip(digits.images, labels, strict=True)))
 
     def _add_stl(self, path: Path, rel: str, name: stl10.StlName, split: str) -> int:
         if not name.images:
             if not name.partner(path).is_file():
                 raise TableError(f"labels without their images file ({name.partner(path).name})")
             return 0  # read with its images
-        self._no_label_field("STL-10's labels are its _y.bin files")
+        self.no_label_field("STL-10's labels are its _y.bin files")
         size = path.stat().st_size
         count, rest = divmod(size, stl10.IMAGE)
         labels: list[int | str | None] = [None] * count
@@ -258,8 +251,8 @@ class _ArrayFiles(ImageRows):
         if rest:
             self.rejected.append(Rejection(split, f"{rel}#{count}", f"the file is cut short: {count} whole images, "
                                                                      f"then {rest} bytes"))
-        return sum(self._add_row(y if isinstance(y, str) else _png(image), y, columns, split, f"{rel}#{i}", str(path))
-                   for i, (image, y) in enumerate(zip(stl10.images(path), labels, strict=True)))
+        return sum(self.add_row(y if isinstance(y, str) else png_bytes(image), y, columns, split, f"{rel}#{i}",
+                                str(path)) for i, (image, y) in enumerate(zip(stl10.images(path), labels, strict=True)))
 
     def _add_h5(self, path: Path, rel: str, name: pcam.PcamName, split: str) -> int:
         if name.gz:
@@ -271,7 +264,7 @@ class _ArrayFiles(ImageRows):
             if not pcam.images_beside(path, name.stem):
                 raise TableError(f"labels without their images file ({name.partner(path).name})")
             return 0  # read with its images
-        self._no_label_field("PCam's labels are the 'y' of its _y.h5 files")
+        self.no_label_field("PCam's labels are the 'y' of its _y.h5 files")
         with pcam.images(path) as pictures:
             labels: list[int | None] = [None] * pictures.count
             label = None
@@ -286,60 +279,9 @@ class _ArrayFiles(ImageRows):
                     raise TableError(f"{where.name}: {exc}") from exc
             columns = Columns("x", label, None)
             self.labels.agree(rel, label, None)
-            return sum(self._add_row(image if isinstance(image, str) else _png(image), y, columns, split,
+            return sum(self.add_row(image if isinstance(image, str) else png_bytes(image), y, columns, split,
                                      f"{rel}#{i}", str(path))
                        for i, (image, y) in enumerate(zip(pictures, labels, strict=True)))
-
-    def _add_npz(self, path: Path, rel: str, split: str) -> int:
-        self._no_label_field("a .npz file's labels are the member named as its images are, with y or labels")
-        found = 0
-        with npz_files.opened(path) as archive:
-            for name in archive.others:
-                self.rejected.append(Rejection(split, f"{rel}/{name}", "not an .npy array: not read"))
-            for key in archive.members:
-                named = npz_files.key_of(key)
-                where, member_split = f"{rel}/{key}", (named.split if named and named.split else split)
-                partner = archive.find(named.partner) if named else None
-                if named is None:
-                    self.rejected.append(Rejection(split, where, "not named as images (x, images, x_SPLIT, "
-                                                                 "SPLIT_images) or their labels (y, labels, ...) "
-                                                                 "are: not read"))
-                elif not named.images and partner is None:
-                    self.rejected.append(Rejection(member_split, where, f"labels without their images "
-                                                                        f"({named.partner})"))
-                elif named.images:
-                    try:
-                        found += self._add_npz_images(archive, key, partner, member_split, where, path)
-                    except TableError as exc:
-                        self.rejected.append(Rejection(member_split, where, str(exc)))
-        return found
-
-    def _add_npz_images(self, archive: npz_files.Archive, key: str, partner: str | None, split: str, where: str,
-                        path: Path) -> int:
-        """The images of the member `key` of an `.npz` file, each with its label from the member `partner`."""
-        with archive.images(key) as (head, images):
-            count = head.shape[0]
-            labels: Iterable[Any] = repeat(None)  # (not a list of `count`: a header may promise billions)
-            label, names = None, None
-            if not self.opts.unlabeled:
-                if partner is None:
-                    raise TableError(f"no labels beside it ({npz_files.key_of(key).partner}); "  # type: ignore[union-attr]
-                                     "--unlabeled converts it without labels")
-                labels, width = archive.labels(partner, count, multi=self.opts.multi_label)
-                label, names = partner, (tuple(str(i) for i in range(width)) if width else None)
-            columns = Columns(key, label, names)
-            self.labels.agree(where, label, names)
-            found = taken = 0
-            try:
-                for taken, (image, y) in enumerate(zip(images, labels, strict=False), start=1):
-                    if label is not None and y is None:
-                        self.rejected.append(Rejection(split, f"{where}#{taken - 1}", f"its row of {partner!r} holds "
-                                                                                      "values other than 0 and 1"))
-                        continue
-                    found += self._add_row(_png(image), y, columns, split, f"{where}#{taken - 1}", str(path))
-            except TableError as exc:  # the images before it are kept
-                self.rejected.append(Rejection(split, f"{where}#{taken}", str(exc)))
-        return found
 
     def add_tree(self, folder: Path, split: str, label: int | None) -> None:
         super().add_tree(folder, split, label)
@@ -354,7 +296,7 @@ class _ArrayFiles(ImageRows):
         self.unlabeled_tables = []
 
     def _add_pixel_table(self, path: Path, rel: str, layout: pixel_tables.PixelLayout, split: str) -> int:
-        self._no_label_field(f"a table of pixels has its label in the column named "
+        self.no_label_field(f"a table of pixels has its label in the column named "
                              f"{', '.join(pixel_tables.LABEL_COLUMNS)}")
         if layout.label is None and not self.opts.unlabeled:  # Kaggle's test.csv beside a labelled train.csv
             self.unlabeled_tables.append((path, rel, layout, split))
@@ -374,8 +316,8 @@ class _ArrayFiles(ImageRows):
                 if row_split not in SPLIT_NAMES:
                     self.rejected.append(Rejection(split, where, f"no split: {row.split!r} in the split column"))
                     continue
-                image = row.image if isinstance(row.image, str) else _png(row.image)
-                found += self._add_row(image, row.label if label else None, columns, row_split, where, str(path))
+                image = row.image if isinstance(row.image, str) else png_bytes(row.image)
+                found += self.add_row(image, row.label if label else None, columns, row_split, where, str(path))
         except TableError as exc:
             self.rejected.append(Rejection(split, rel, str(exc)))  # the rows before it are kept
         return found
@@ -386,4 +328,4 @@ def discover_array_files(src: Path, opts: TableOptions, *, follow_symlinks: bool
     if opts.image_field:
         raise ValueError(f"--image-field names the image column of a table; {src} holds CIFAR batches, IDX files or "
                          "tables of pixels")
-    return collected(_ArrayFiles(src, opts, follow=follow_symlinks), "arrays")
+    return collected(ArrayFiles(src, opts, follow=follow_symlinks), "arrays")

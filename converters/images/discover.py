@@ -14,7 +14,7 @@ from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
 from converters.images import folder_labels
-from converters.images.array_files import discover_array_files, has_array_files, has_npz_files
+from converters.images.array_files import discover_array_files, has_array_files, has_numpy_files
 from converters.images.caltech101 import discover_caltech101
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS
@@ -194,7 +194,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         if split_labels or label_pattern:
             given = f"--labels {labels_csv}" if split_labels else "--label-pattern"
             raise ValueError(f"{given} labels image files; {src} holds {what}")
-        if multi_label and arrays and not has_npz_files(src, limit=TABLE_LOOK):
+        if multi_label and arrays and not has_numpy_files(src, limit=TABLE_LOOK):
             raise ValueError(f"{MULTI_LABEL_SOURCES}; {src} holds {what}")
         tables = TableOptions(image_field, label_field, unlabeled, split, bytes_limit(max_pixels), multi_label)
         read = discover_tfrecords if tfrecords else discover_array_files if arrays else discover_tables

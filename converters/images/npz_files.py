@@ -1,19 +1,19 @@
-"""Image datasets saved as NumPy arrays in one `.npz` file, as Keras and MedMNIST ship them: Keras' `mnist.npz`
+"""Image datasets saved as NumPy arrays, as Keras and MedMNIST ship them: one `.npz` file, Keras' `mnist.npz`
 (`x_train`, `y_train`, `x_test`, `y_test`) and MedMNIST's `pathmnist.npz`, `chestmnist_224.npz`, ... (`train_images`,
-`train_labels`, `val_images`, ..., `test_labels`).
+`train_labels`, `val_images`, ..., `test_labels`); or `.npy` files, each an array (`X_train.npy`, `y_train.npy`).
 
-- A `.npz` file is a zip archive of `.npy` files (`np.savez`, `np.savez_compressed`). Each member is read by its
-  name: images are `x`, `images`, `x_SPLIT` or `SPLIT_images` (any case), their labels the member named alike with
-  `y` or `labels`; SPLIT is a split's name or alias (`valid`, `validation`), and a member without one goes to
-  `--split`. Their headers are read by numpy (`numpy.lib.format`) before any value; nothing is unpickled (an array
-  of Python objects is refused unread, as `np.load(..., allow_pickle=False)` refuses it).
+- A `.npz` file is a zip archive of `.npy` files (`np.savez`, `np.savez_compressed`). Each array is read by its
+  name: images are `x`, `images`, `x_SPLIT` or `SPLIT_images` (any case), their labels the array named alike with
+  `y` or `labels`; SPLIT is a split's name or alias (`valid`, `validation`), and an array without one goes to
+  `--split`. Headers are read by numpy (`numpy.lib.format`) before any value; nothing is unpickled (an array of
+  Python objects is refused unread, as `np.load(..., allow_pickle=False)` refuses it).
 - Images: uint8 [N, rows, columns] or [N, rows, columns, 1 or 3 channels], sides up to 4,096, read a block of 64 MB
-  at a time from the archive (MedMNIST's 224-pixel files hold gigabytes). Labels: whole numbers, [N] or [N, 1]: class
-  ids; [N, K] of 0 and 1 (ChestMNIST's 14 findings) with `--multi-label`: the classes `0` ... `K-1`, each image's
-  label those whose value is 1.
-- Each member's stored bytes are checked against the archive's CRC before any of its images is taken, so a damaged
-  member is refused whole rather than converted in part with wrong pixels; a compressed member that would grow more
-  than 1,000 times is refused unread (all-zero images: a small file that would convert for hours).
+  at a time (MedMNIST's 224-pixel files hold gigabytes). Labels: whole numbers, [N] or [N, 1]: class ids; [N, K]
+  rows of one 1 (one-hot): the class of the 1's column; other [N, K] of 0 and 1 (ChestMNIST's 14 findings) with
+  `--multi-label`: the classes `0` ... `K-1`, each image's label those whose value is 1.
+- Each `.npz` member's stored bytes are checked against the archive's CRC before any of its images is taken, so a
+  damaged member is refused whole rather than converted in part with wrong pixels; a compressed member that would
+  grow more than 1,000 times is refused unread (all-zero images: a small file that would convert for hours).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +71,17 @@ def is_npz(path: Path) -> bool:
     return path.suffix.lower() == ".npz" and zipfile.is_zipfile(path)
 
 
+def npy_key(path: Path) -> Key | None:
+    """The name of the `.npy` file at `path` read as an array's (`x_train.npy`); None for any other file."""
+    return key_of(path.name[:-4]) if path.name.lower().endswith(".npy") else None
+
+
 def holds_images(path: Path) -> bool:
-    """Whether the `.npz` file at `path` has a member named as images are (its directory read, no value)."""
+    """Whether the file at `path` is a `.npy` file named as images are, or a `.npz` file with a member so named (its
+    directory read, no value)."""
+    if path.suffix.lower() != ".npz":
+        key = npy_key(path)
+        return key is not None and key.images
     try:
         with zipfile.ZipFile(path) as zf:
             return any((k := key_of(n[:-4])) is not None and k.images for n in zf.namelist() if n.endswith(".npy"))
@@ -92,25 +101,21 @@ class Header:
         return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
 
 
-class Archive:
-    """An open `.npz` file: its members by name (without `.npy`), their headers, labels and images."""
+class Arrays:
+    """Arrays by name (a `.npz` file's members, or the `.npy` files of a folder, without `.npy`): their headers,
+    labels and images. `raw` opens what `members` holds for an array, at its `.npy` header; TableError where its
+    bytes cannot be trusted."""
 
-    def __init__(self, zf: zipfile.ZipFile) -> None:
-        self.zf = zf
-        self.members = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
-        self.others = [i.filename for i in zf.infolist() if not i.filename.endswith(".npy") and not i.is_dir()]
+    def __init__(self, members: dict[str, Any], raw: Callable[[Any], IO[bytes]]) -> None:
+        self.members = members
+        self._raw = raw
 
     def find(self, name: str) -> str | None:
-        """The member named `name`, whatever its case, or None."""
+        """The array named `name`, whatever its case, or None."""
         return next((k for k in self.members if k.lower() == name), None)
 
     def _open(self, key: str) -> tuple[IO[bytes], Header]:
-        info = self.members[key]
-        if info.file_size > MAX_RATIO * max(1, info.compress_size):  # (a stored member's sizes are equal)
-            raise TableError(f"its {info.file_size} bytes are stored in {info.compress_size}, more than {MAX_RATIO} "
-                             "times fewer (an array of zeros, or a forged size)")
-        self._check(info)
-        f = self.zf.open(info)
+        f = self._raw(self.members[key])
         try:
             version = np.lib.format.read_magic(f)
             if version == (1, 0):
@@ -133,18 +138,9 @@ class Archive:
             raise TableError("an array stored column-major (Fortran order): save it with np.ascontiguousarray")
         return f, Header(tuple(shape), dtype)
 
-    def _check(self, info: zipfile.ZipInfo) -> None:
-        """TableError unless the member's bytes match the archive's CRC (read a block at a time, kept nowhere)."""
-        try:
-            with self.zf.open(info) as f:
-                while f.read(BLOCK_BYTES):
-                    pass
-        except ERRORS as exc:
-            raise TableError(f"damaged: {_why(exc)}") from exc
-
     @contextmanager
     def images(self, key: str) -> Iterator[tuple[Header, Iterator[np.ndarray]]]:
-        """(the header of the images member `key`, its whole images, uint8 [rows, columns(, 3)], a block at a time);
+        """(the header of the images array `key`, its whole images, uint8 [rows, columns(, 3)], a block at a time);
         TableError saying why it holds none."""
         f, head = self._open(key)
         with f:
@@ -156,19 +152,15 @@ class Archive:
             yield head, _blocks(f, head)
 
     def labels(self, key: str, count: int, *, multi: bool) -> tuple[list[Any], int | None]:
-        """(the labels of the member `key` for `count` images: a class id each, or with `multi` the list of the
-        classes whose value is 1 (None: a row of other values); the number of classes a row of flags gives, else
-        None); TableError saying why it holds none."""
+        """(the labels of the array `key` for `count` images: a class id each, or with `multi` the list of the
+        classes whose value is 1 (None: a row of other values); the number of classes a row of flags or a one-hot
+        row gives, else None); TableError saying why it holds none."""
         f, head = self._open(key)
         with f:
             shape = head.shape
             if head.dtype.kind not in "biu" or len(shape) not in (1, 2) or shape[0] != count:
                 raise TableError(f"no labels for its {count} images: {key!r} is no array of whole numbers, one row an "
                                  f"image ({head.dtype} {list(shape)})")
-            flags = len(shape) == 2 and shape[1] > 1
-            if flags and not multi:
-                raise TableError(f"{shape[1]} labels an image in {key!r}, flags of several classes (ChestMNIST's "
-                                 "findings): --multi-label converts them")
             size = count * head.item_bytes
             if size > MAX_LABEL_BYTES:
                 raise TableError(f"{key!r} holds {size} bytes of labels, more than {MAX_LABEL_BYTES}")
@@ -179,10 +171,50 @@ class Archive:
         if len(data) < size:
             raise TableError(f"{key!r} is cut short: {len(data)} of {size} bytes of labels")
         values = np.frombuffer(data, head.dtype).reshape(shape).astype(np.int64)
-        if not flags:
+        if len(shape) == 1 or shape[1] == 1:
             rows = values.reshape(-1).tolist()
             return ([[v] for v in rows] if multi else rows), None
-        return [np.flatnonzero(r).tolist() if np.isin(r, (0, 1)).all() else None for r in values], int(shape[1])
+        flags = np.isin(values, (0, 1)).all(axis=1)
+        if multi:
+            return [np.flatnonzero(r).tolist() if ok else None for r, ok in zip(values, flags, strict=True)], shape[1]
+        if flags.all() and (values.sum(axis=1) == 1).all():  # one-hot (Keras' to_categorical): one class a row
+            return values.argmax(axis=1).tolist(), shape[1]
+        raise TableError(f"{shape[1]} labels an image in {key!r}, not one 1 a row (one-hot): flags of several classes "
+                         "(ChestMNIST's findings) convert with --multi-label")
+
+
+class ZipArrays(Arrays):
+    """The `.npy` members of an open `.npz` file (a zip archive); `others`, those of other names."""
+
+    def __init__(self, zf: zipfile.ZipFile) -> None:
+        super().__init__({i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}, self._member)
+        self.zf = zf
+        self.others = [i.filename for i in zf.infolist() if not i.filename.endswith(".npy") and not i.is_dir()]
+
+    def _member(self, info: zipfile.ZipInfo) -> IO[bytes]:
+        if info.file_size > MAX_RATIO * max(1, info.compress_size):  # (a stored member's sizes are equal)
+            raise TableError(f"its {info.file_size} bytes are stored in {info.compress_size}, more than {MAX_RATIO} "
+                             "times fewer (an array of zeros, or a forged size)")
+        try:  # its bytes checked against the archive's CRC-32, a block at a time, kept nowhere
+            with self.zf.open(info) as f:
+                while f.read(BLOCK_BYTES):
+                    pass
+            return self.zf.open(info)
+        except ERRORS as exc:
+            raise TableError(f"damaged: {_why(exc)}") from exc
+
+
+def npy_files(folder: Path) -> Arrays:
+    """The `.npy` files of `folder` (`x_train.npy` beside `y_train.npy`, as `np.save` writes them)."""
+    return Arrays({p.name[:-4]: p for p in sorted(folder.iterdir()) if p.name.lower().endswith(".npy")
+                   and p.is_file()}, _npy_file)
+
+
+def _npy_file(path: Path) -> IO[bytes]:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise TableError(f"unreadable: {_why(exc)}") from exc
 
 
 def _blocks(f: IO[bytes], head: Header) -> Iterator[np.ndarray]:
@@ -209,11 +241,11 @@ def _why(exc: BaseException) -> str:
 
 
 @contextmanager
-def opened(path: Path) -> Iterator[Archive]:
+def opened(path: Path) -> Iterator[ZipArrays]:
     """The `.npz` file at `path`, open; TableError saying why it cannot be."""
     try:
         zf = zipfile.ZipFile(path)
     except ERRORS as exc:
         raise TableError(f"not a zip archive numpy wrote: {_why(exc)}") from exc
     with zf:
-        yield Archive(zf)
+        yield ZipArrays(zf)

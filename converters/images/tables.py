@@ -137,7 +137,7 @@ class ImageRows(TableCollector):
     def add_table(self, table: Table, rel: str, split: str) -> int:
         columns = self._columns(table, rel)
         read = functools.partial(row_values, columns=columns, limit=self.opts.max_bytes)
-        return sum(self._add_row(image, label, columns, split, where, str(table.path))
+        return sum(self.add_row(image, label, columns, split, where, str(table.path))
                    for where, (image, label) in image_rows(table, columns.image, [columns.image, columns.label], read,
                                                            rel=rel, split=split, rejected=self.rejected))
 
@@ -147,7 +147,7 @@ class ImageRows(TableCollector):
         self.labels.agree(rel, label, names)
         return columns
 
-    def _add_row(self, image: bytes | str, label: Any, columns: Columns, split: str, rel: str, source: str) -> int:
+    def add_row(self, image: bytes | str, label: Any, columns: Columns, split: str, rel: str, source: str) -> int:
         """Take one row (1) or record why not (0)."""
         if isinstance(image, str):
             self.rejected.append(Rejection(split, rel, image))
@@ -161,6 +161,18 @@ class ImageRows(TableCollector):
         self.items.setdefault(split, []).append(
             WorkItem(split=split, rel=rel, source=source, label=label, payload=self.spill.add(image)))
         return 1
+
+
+def png_bytes(image: Any) -> bytes:
+    """A uint8 array of pixels ([rows, columns] or [rows, columns, 3]), as the bytes of a PNG (lossless): how the
+    images of datasets kept as arrays go to the spill file."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
 
 
 def discover_tables(src: Path, opts: TableOptions, *, follow_symlinks: bool = True) -> Discovery:

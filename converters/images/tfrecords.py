@@ -304,7 +304,7 @@ class _Records(ImageRows):
             if isinstance(value, Rejected):
                 self.rejected.append(Rejection(split, f"{rel}#{i}", str(value)))
                 continue
-            found += self._add_row(image, value, columns, split, f"{rel}#{i}", str(path))
+            found += self.add_row(image, value, columns, split, f"{rel}#{i}", str(path))
         return found
 
 
