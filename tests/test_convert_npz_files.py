@@ -169,6 +169,8 @@ IMAGES4 = small_photos(4, 8, "L")
      "not an .npy file numpy reads: ValueError: the magic string is not correct; expected b'\\x93NUMPY', got "
      "b'not an'"),
     (_npy(IMAGES4), _header_only((4,), "<i8") + b"\x01" * 20, "'y_train' is cut short: 20 of 32 bytes of labels"),
+    (_header_only((-3, 8, 8)) + bytes(200), _npy(np.arange(4)), "a shape of [-3, 8, 8]: a negative dimension"),
+    (_npy(IMAGES4), _header_only((-4,), "<i8") + bytes(64), "a shape of [-4]: a negative dimension"),
     (_header_only((2**31 + 1, 1, 1)), _header_only((2**31 + 1,), "|i1"),
      "'y_train' holds 2147483649 bytes of labels, more than 2147483648"),
 ])

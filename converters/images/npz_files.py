@@ -130,6 +130,9 @@ class Arrays:
         except TableError:
             f.close()
             raise
+        if any(d < 0 for d in shape):  # (numpy's header reader takes any whole numbers)
+            f.close()
+            raise TableError(f"a shape of {list(shape)}: a negative dimension")
         if dtype.hasobject:
             f.close()
             raise TableError(f"an array of Python objects ({dtype}), which only unpickling reads: not read")
