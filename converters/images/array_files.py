@@ -1,12 +1,15 @@
 """Image datasets kept as arrays, in the files torchvision's dataset classes download: CIFAR-10 and CIFAR-100's
 pickled batches (cifar.py), MNIST-style IDX files (idx_files.py), SVHN's MATLAB files (svhn.py), STL-10's binary
-files (stl10.py) and PatchCamelyon's HDF5 files (pcam.py); and Kaggle's CSV tables of pixels (pixel_tables.py).
+files (stl10.py), PatchCamelyon's HDF5 files (pcam.py), USPS's and SEMEION's lines of numbers (digit_texts.py);
+NumPy `.npz` and `.npy` files as Keras and MedMNIST ship them (npz_files.py, numpy_rows.py); and Kaggle's CSV tables
+of pixels (pixel_tables.py).
 Their images are read as the rows of a table are (tables.py `ImageRows`): each is encoded as PNG (lossless) into a
 spill file and converted like an image file.
 
-- Splits: CIFAR's `test_batch` and `test`, MNIST's `t10k-*` and a name with a split's word (`emnist-letters-test-*`,
-  `test_32x32.mat`, `test_X.bin`; `camelyonpatch_level_2_split_valid_x.h5`: val) are that split; the rest (SVHN's
-  `extra_32x32.mat` too) is `--split` (default `train`).
+- Splits: CIFAR's `test_batch` and `test`, MNIST's `t10k-*`, USPS's `usps.t.bz2` and a name with a split's word
+  (`emnist-letters-test-*`, `test_32x32.mat`, `test_X.bin`; `camelyonpatch_level_2_split_valid_x.h5`: val) are that
+  split, and so is a NumPy array whose name holds one (`x_test`); the rest (SVHN's `extra_32x32.mat` too) is
+  `--split` (default `train`).
 - Classes: CIFAR's meta file names them in id order (CIFAR-100: the fine labels; `--label-field coarse_labels` for
   the 20 superclasses). IDX labels are class ids, so the classes are `0` ... the largest (`--classes FILE` names
   them, as for a labels CSV), and so are PCam's (`0` and `1`); SVHN's are the digits `0` ... `9`; STL-10's
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from converters.images import cifar, idx_files, npz_files, numpy_rows, pcam, pixel_tables, stl10, svhn
+from converters.images import cifar, digit_texts, idx_files, npz_files, numpy_rows, pcam, pixel_tables, stl10, svhn
 from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected, png_bytes
@@ -39,6 +42,7 @@ NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read a
            "MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, or Kaggle's tables of pixels)")
 WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",
         "stl": "an STL-10 file", "h5": "a PatchCamelyon file", "npz": "a NumPy .npz file", "npy": "a NumPy .npy file",
+        "digits": "a USPS or SEMEION file",
         "table": "a table of pixels"}  # a file's kind -> what messages call it
 
 
@@ -51,7 +55,7 @@ def has_array_files(src: Path, *, limit: int) -> bool:
             return False
         name = idx_files.idx_name(path.name)
         found = (found or (name is not None and name.images) or stl10.is_images_file(path) or pcam.is_images_file(path)
-                 or npz_files.holds_images(path))
+                 or npz_files.holds_images(path) or digit_texts.is_digit_text(path))
         if path.suffix.lower() == ".mat":
             from converters.nifti.pairs import HEADERS  # here: a tree of images never imports the nifti kind
 
@@ -86,6 +90,8 @@ def _kind(path: Path) -> tuple[str | None, object]:
         return "mat", None
     if npz_files.is_npz(path):
         return "npz", None
+    if digit_texts.is_digit_text(path):
+        return "digits", None
     npy = npz_files.npy_key(path)
     if npy is not None:
         return "npy", npy
@@ -101,7 +107,7 @@ def what_file(path: Path) -> str | None:
 
 
 def _split(stem: str, default: str) -> str:
-    if stem.lower() == "t10k":  # MNIST's test files
+    if stem.lower() in ("t10k", "usps.t"):  # MNIST's test files, USPS's (`usps.t.bz2`)
         return "test"
     named = splits_named(stem)
     return named.pop() if len(named) == 1 else default
@@ -157,6 +163,8 @@ class ArrayFiles(ImageRows):
                 found = self._add_h5(path, rel, told, split)  # type: ignore[arg-type]
             elif kind == "npz":
                 found = numpy_rows.add_npz(self, path, rel, split)
+            elif kind == "digits":
+                found = self._add_digit_text(path, rel, split)
             elif kind == "npy":
                 found = numpy_rows.add_npy(self, path, rel, told, split)  # type: ignore[arg-type]
         except TableError as exc:
@@ -217,6 +225,20 @@ class ArrayFiles(ImageRows):
                                                                           f"whole images"))
         return sum(self.add_row(png_bytes(image), y, columns, split, f"{rel}#{i}", str(path))
                    for i, (image, y) in enumerate(zip(images, labels, strict=False)))
+
+    def _add_digit_text(self, path: Path, rel: str, split: str) -> int:
+        self.no_label_field("USPS's and SEMEION's labels are on each image's line")
+        label = None if self.opts.unlabeled else "label"
+        columns = Columns("pixels", label, None)
+        self.labels.agree(rel, label, None)
+        found = 0
+        try:
+            for number, image, y in digit_texts.rows(path):
+                pixels = image if isinstance(image, str) else png_bytes(image)
+                found += self.add_row(pixels, y if label else None, columns, split, f"{rel}#{number}", str(path))
+        except TableError as exc:  # the lines before it are kept
+            self.rejected.append(Rejection(split, rel, str(exc)))
+        return found
 
     def _add_mat(self, path: Path, rel: str, split: str) -> int:
         self.no_label_field("a MATLAB file's labels are its 'y'")
