@@ -16,6 +16,7 @@ is a finding. Findings are printed with their (seed, target, case) and the input
 from __future__ import annotations
 
 import argparse
+import bz2
 import csv
 import dataclasses
 import faulthandler
@@ -342,7 +343,8 @@ PCAM_X, PCAM_Y = "camelyonpatch_level_2_split_train_x.h5", "camelyonpatch_level_
 QMNIST_Y = "qmnist-train-labels-idx2-int.xz"  # QMNIST's labels, N x 8 big-endian integers, as the .xz it downloads
 NPZ = "pathmnist.npz"  # MedMNIST's: train_images [N, 28, 28, 3] and train_labels [N, 1], as np.savez stores them
 ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv", "train_32x32.mat", "train_X.bin", PCAM_X,
-               PCAM_Y, QMNIST_Y, NPZ)  # torchvision's CIFAR, MNIST, SVHN, STL-10, PCAM, QMNIST; pixel tables; .npz
+               PCAM_Y, QMNIST_Y, NPZ, "usps.bz2", "semeion.data")  # torchvision's CIFAR, MNIST, SVHN, STL-10, PCAM,
+# QMNIST, USPS, SEMEION; pixel tables; MedMNIST's .npz
 
 
 def _array_file(name: str, images: list[bytes]) -> bytes:
@@ -380,6 +382,14 @@ def _array_file(name: str, images: list[bytes]) -> bytes:
         np.savez(buf, train_images=np.stack([pixels(d, "RGB", 28) for d in images]),
                  train_labels=(np.arange(len(images)) % 3).astype(np.uint8).reshape(-1, 1))
         return buf.getvalue()
+    if name == "usps.bz2":  # LIBSVM lines: the label 1 ... 10, then INDEX:VALUE of each pixel, -1 ... 1
+        return bz2.compress(b"".join(f"{1 + i % 10} ".encode() + b" ".join(
+            f"{j}:{v / 127.5 - 1:.4f}".encode() for j, v in enumerate(pixels(d, "L", 16).ravel(), 1)) + b"\n"
+            for i, d in enumerate(images)))
+    if name == "semeion.data":  # 256 pixels of 0 or 1, then ten digit flags
+        return b"".join(b" ".join([f"{int(v > 127)}.0000".encode() for v in pixels(d, "L", 16).ravel()]
+                                  + [b"1" if k == i % 10 else b"0" for k in range(10)]) + b"\n"
+                        for i, d in enumerate(images))
     if name == QMNIST_Y:  # the class, then NIST's series, writer, index, code, global index, duplicate, unused
         n = len(images)
         rows = np.stack([np.arange(n) % 2, np.full(n, 4), 2100 + np.arange(n), np.arange(n), 48 + np.arange(n) % 2,
@@ -1055,9 +1065,10 @@ def _hf_table(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     tfrecord = name not in ARRAY_FILES and ("." not in name or ".tfrecord" in name)
     packed = name.endswith(".gz")
     xz = name.endswith(".xz") and rng.random() < 0.8  # mostly the values inside, else the compressed stream
-    data = gzip.decompress(data) if packed else lzma.decompress(data) if xz else data
+    bz = name.endswith(".bz2") and rng.random() < 0.8
+    data = gzip.decompress(data) if packed else lzma.decompress(data) if xz else bz2.decompress(data) if bz else data
     data, what = mutate_bytes(rng, data, (tfrecord_payload,) if tfrecord else ())
-    data = _gzip(data) if packed else lzma.compress(data) if xz else data
+    data = _gzip(data) if packed else lzma.compress(data) if xz else bz2.compress(data) if bz else data
     src = ctx.work / "hf-table"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
