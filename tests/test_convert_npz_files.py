@@ -337,3 +337,23 @@ def test_npy_files_named_as_arrays_convert_beside_each_other(tmp_path: Path):
     m = convert_images(src, tmp_path / "out3").manifest
     assert ("train", "X_train.npy", "no labels for its 4 images: 'y_train' is no array of whole numbers, one row an "
                                     "image (int32 [3])") in {(r["split"], r["source"], r["reason"]) for r in m.rejected}
+
+
+def test_medmnists_folder_of_datasets_converts_the_first_and_parts_named_by_split_convert_together(tmp_path: Path):
+    """MedMNIST keeps each dataset it downloads in `~/.medmnist/`, one `.npz` each: merged, 9 classes of pathology
+    and 7 of dermatoscopy would be one wrong dataset of 9 classes."""
+    src = tmp_path / ".medmnist"
+    src.mkdir()
+    for name, classes in (("pathmnist.npz", 9), ("dermamnist.npz", 7), ("dermamnist_64.npz", 7)):
+        np.savez(src / name, train_images=small_photos(3, 8), train_labels=np.arange(3)[:, None] % classes)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert m.splits["train"].samples == 3
+    assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
+        (name, "a second dataset: dermamnist.npz is the one converted from this folder; convert each .npz from a "
+               "folder of its own") for name in ("dermamnist_64.npz", "pathmnist.npz")]
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for name, n in (("train.npz", 4), ("test.npz", 2)):  # one dataset, a file a split
+        np.savez(parts / name, x=small_photos(n, 8, "L"), y=np.arange(n))
+    m = convert_images(parts, tmp_path / "out2").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 4, "test": 2} and not m.rejected

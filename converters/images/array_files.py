@@ -121,6 +121,7 @@ class ArrayFiles(ImageRows):
     def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
         super().__init__(src, opts, follow=follow)
         self.folder: Path | None = None  # where the dataset's files are
+        self.npz: Path | None = None  # the first `.npz` file whose name holds no split: a dataset of its own
         self.unlabeled_tables: list[tuple[Path, str, pixel_tables.PixelLayout, str]] = []  # read at the end
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
@@ -143,6 +144,13 @@ class ArrayFiles(ImageRows):
             self.rejected.append(Rejection(split, rel, f"a second dataset: the first is in "
                                                        f"{self.rel(self.folder)}; convert each folder apart"))
             return
+        if kind == "npz" and not splits_named(path.stem):
+            self.npz = self.npz or path
+            if path != self.npz:  # (MedMNIST keeps every dataset it downloads in ~/.medmnist/, one .npz each)
+                self.rejected.append(Rejection(split, rel, f"a second dataset: {self.npz.name} is the one converted "
+                                                           "from this folder; convert each .npz from a folder of its "
+                                                           "own"))
+                return
         if self.opts.multi_label and kind not in ("npz", "npy"):
             self.rejected.append(Rejection(split, rel, f"{WHAT[kind]} gives one class an image; --multi-label reads "
                                                        "the rows of flags of NumPy arrays: convert it apart"))
