@@ -583,3 +583,25 @@ def test_integer_labels_of_any_width_up_to_the_bound_are_read_as_the_header_give
         got, count = read_idx(path, 2, INT)
         np.testing.assert_array_equal(got, values)
         assert got.dtype == np.int32 and count == len(values)
+
+
+def test_emnists_six_datasets_in_one_folder_convert_one_at_a_time(tmp_path: Path):
+    """torchvision's `EMNIST` unpacks every split it downloads into `EMNIST/raw/` (balanced, byclass, bymerge,
+    digits, letters, mnist: 47, 62, 47, 10, 26 and 10 classes): merged, they would be one wrong dataset."""
+    raw = tmp_path / "EMNIST" / "raw"
+    images = small_photos(5, 28, "L")
+    write_mnist(raw, images.transpose(0, 2, 1), np.array([1, 2, 3, 4, 5], np.uint8), prefix="emnist-letters-", test=2)
+    write_mnist(raw, images.transpose(0, 2, 1), np.array([0, 9, 8, 7, 6], np.uint8), prefix="emnist-digits-", test=2)
+    m = convert_images(raw, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 3, "test": 2}
+    assert m.classes == tuple(str(i) for i in range(10))  # emnist-digits, the first by name
+    second = ("a second dataset: emnist-digits-test-images-idx3-ubyte's is the one converted from this folder; "
+              "convert each from a folder of its own (links to its files will do)")
+    assert {r["reason"] for r in m.rejected} == {second}
+    assert sorted(r["source"] for r in m.rejected) == sorted(
+        p.name for p in raw.iterdir() if p.name.startswith("emnist-letters-"))
+    letters = tmp_path / "letters"  # what the rejection says to do
+    letters.mkdir()
+    for p in raw.glob("emnist-letters-*"):
+        (letters / p.name).symlink_to(p)
+    assert convert_images(letters, tmp_path / "out2").manifest.classes == tuple(str(i) for i in range(6))

@@ -146,3 +146,14 @@ def test_only_torchvisions_names_are_read(tmp_path: Path):
     (src / "semeion.txt").write_bytes(semeion_line(1, small_photos(1, 16, "L")[0]))
     assert not IMAGES.detect(src)
     assert not digit_texts.is_digit_text(src / "usps.txt.bz2") and digit_texts.is_digit_text(Path("usps.t.bz2"))
+
+
+def test_usps_beside_semeion_in_torchvisions_root_convert_one_at_a_time(tmp_path: Path):
+    """torchvision's `USPS` and `SEMEION` download into the root they are given, often the same `data/`."""
+    images = small_photos(4, 16, "L")
+    root = write_usps(tmp_path / "data", images, [1, 2, 3, 4], test=1)
+    (root / "semeion.data").write_bytes(b"".join(semeion_line(d, im) for d, im in zip([5, 6], images, strict=False)))
+    m = convert_images(root, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 2}  # semeion.data, the first by name
+    assert sorted((r["source"], r["reason"][:60]) for r in m.rejected) == [
+        (name, "a second dataset: semeion.data's is the one converted from t") for name in ("usps.bz2", "usps.t.bz2")]

@@ -227,11 +227,12 @@ def test_a_file_named_npz_that_is_none_and_other_arrays_under_multi_label(tmp_pa
     assert [(r["source"], r["reason"][:45]) for r in m.rejected] == [
         ("broken.npz", "not a file of an image dataset kept as arrays")]
     (src / "broken.npz").unlink()
+    (src / "good.npz").rename(src / "z.npz")  # after the IDX file: its dataset is the folder's
     (src / "train-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + (1).to_bytes(4, "big") * 3 + b"\0")
-    m = convert_images(src, tmp_path / "out2", multi_label=True).manifest
-    assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("train-images-idx3-ubyte", "an IDX file gives one class an image; --multi-label reads the rows of flags of "
-                                    "NumPy arrays: convert it apart")]
+    with pytest.raises(ConvertError, match=r"2 file\(s\) rejected: 1 x an IDX file gives one class an image; "
+                                           r"--multi-label reads the rows of flags of NumPy arrays: convert it apart; "
+                                           r"1 x a second dataset: train-images-idx3-ubyte's is the one converted"):
+        convert_images(src, tmp_path / "out2", multi_label=True)
 
 
 def test_member_names_read_as_keras_and_medmnist_write_them():
@@ -349,8 +350,8 @@ def test_medmnists_folder_of_datasets_converts_the_first_and_parts_named_by_spli
     m = convert_images(src, tmp_path / "out").manifest
     assert m.splits["train"].samples == 3
     assert sorted((r["source"], r["reason"]) for r in m.rejected) == [
-        (name, "a second dataset: dermamnist.npz is the one converted from this folder; convert each .npz from a "
-               "folder of its own") for name in ("dermamnist_64.npz", "pathmnist.npz")]
+        (name, "a second dataset: dermamnist.npz's is the one converted from this folder; convert each from a folder "
+               "of its own (links to its files will do)") for name in ("dermamnist_64.npz", "pathmnist.npz")]
     parts = tmp_path / "parts"
     parts.mkdir()
     for name, n in (("train.npz", 4), ("test.npz", 2)):  # one dataset, a file a split

@@ -24,6 +24,7 @@ spill file and converted like an image file.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from converters.images import cifar, digit_texts, idx_files, npz_files, numpy_rows, pcam, pixel_tables, stl10, svhn
@@ -99,6 +100,21 @@ def _kind(path: Path) -> tuple[str | None, object]:
     return ("table", layout) if layout is not None else (None, None)
 
 
+def _dataset(kind: str, told: object, path: Path) -> str:
+    """Which dataset the file at `path` (of `kind`, its name read as `told`) belongs to: files of two datasets in one
+    folder (EMNIST's six in `EMNIST/raw/`, MedMNIST's `~/.medmnist/`, torchvision's root with `usps.bz2` beside
+    `semeion.data`) would merge into one wrong dataset. A dataset's files differ by their split's word only."""
+    if isinstance(told, idx_files.Idx):  # emnist-letters-train, t10k, qmnist-test: the name without its split
+        words = re.split(r"[-_.]", told.stem.lower())
+        family = "-".join(w for w in words if w != "t10k" and not splits_named(w))
+        return "idx:" + ("qmnist" if family == "xnist" else family)  # (NIST's digits beside QMNIST's: refused apart)
+    if kind == "npz" and not splits_named(path.stem):  # pathmnist.npz: a dataset a file (train.npz: a split's)
+        return f"npz:{path.name}"
+    if kind == "digits":
+        return path.name.split(".")[0]  # usps (usps.bz2, usps.t.bz2), semeion
+    return "cifar" if kind == "cifar meta" else kind
+
+
 def what_file(path: Path) -> str | None:
     """What the file at `path` is among the files this module reads ("a CIFAR batch", "an IDX file", ...), or
     None."""
@@ -121,7 +137,7 @@ class ArrayFiles(ImageRows):
     def __init__(self, src: Path, opts: TableOptions, *, follow: bool) -> None:
         super().__init__(src, opts, follow=follow)
         self.folder: Path | None = None  # where the dataset's files are
-        self.npz: Path | None = None  # the first `.npz` file whose name holds no split: a dataset of its own
+        self.dataset: tuple[str, str] | None = None  # the dataset the folder's first file is of, and that file
         self.unlabeled_tables: list[tuple[Path, str, pixel_tables.PixelLayout, str]] = []  # read at the end
 
     def add_file(self, path: Path, split: str, label: int | None) -> None:
@@ -144,13 +160,13 @@ class ArrayFiles(ImageRows):
             self.rejected.append(Rejection(split, rel, f"a second dataset: the first is in "
                                                        f"{self.rel(self.folder)}; convert each folder apart"))
             return
-        if kind == "npz" and not splits_named(path.stem):
-            self.npz = self.npz or path
-            if path != self.npz:  # (MedMNIST keeps every dataset it downloads in ~/.medmnist/, one .npz each)
-                self.rejected.append(Rejection(split, rel, f"a second dataset: {self.npz.name} is the one converted "
-                                                           "from this folder; convert each .npz from a folder of its "
-                                                           "own"))
-                return
+        dataset = _dataset(kind, told, path)
+        self.dataset = self.dataset or (dataset, path.name)
+        if dataset != self.dataset[0]:
+            self.rejected.append(Rejection(split, rel, f"a second dataset: {self.dataset[1]}'s is the one converted "
+                                                       "from this folder; convert each from a folder of its own "
+                                                       "(links to its files will do)"))
+            return
         if self.opts.multi_label and kind not in ("npz", "npy"):
             self.rejected.append(Rejection(split, rel, f"{WHAT[kind]} gives one class an image; --multi-label reads "
                                                        "the rows of flags of NumPy arrays: convert it apart"))
