@@ -171,6 +171,7 @@ IMAGES4 = small_photos(4, 8, "L")
     (_npy(IMAGES4), _header_only((4,), "<i8") + b"\x01" * 20, "'y_train' is cut short: 20 of 32 bytes of labels"),
     (_header_only((-3, 8, 8)) + bytes(200), _npy(np.arange(4)), "a shape of [-3, 8, 8]: a negative dimension"),
     (_npy(IMAGES4), _header_only((-4,), "<i8") + bytes(64), "a shape of [-4]: a negative dimension"),
+    (_header_only((2**31, 1, 1)), _header_only((2**31,), "|i1"), "'y_train' is cut short: 0 of 2147483648 bytes"),
     (_header_only((2**31 + 1, 1, 1)), _header_only((2**31 + 1,), "|i1"),
      "'y_train' holds 2147483649 bytes of labels, more than 2147483648"),
 ])
@@ -358,3 +359,75 @@ def test_medmnists_folder_of_datasets_converts_the_first_and_parts_named_by_spli
         np.savez(parts / name, x=small_photos(n, 8, "L"), y=np.arange(n))
     m = convert_images(parts, tmp_path / "out2").manifest
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 4, "test": 2} and not m.rejected
+
+
+def test_what_a_resume_checks_and_the_splits_and_sources_of_items_and_rejections(tmp_path: Path):
+    from converters.images.array_files import discover_array_files
+    from converters.images.table_columns import TableOptions
+
+    src = tmp_path / "src"
+    src.mkdir()
+    np.savez(src / "a.npz", x_train=small_photos(3, 8, "L"), y_train=np.arange(3),
+             x_test=np.zeros((2, 8, 8), np.float32), y_test=np.arange(2), x_val=small_photos(1, 8, "L"), y_val=[0])
+    found = discover_array_files(src, TableOptions())
+    assert found.identity == [["train", "a.npz", None, (src / "a.npz").stat().st_size, 4]]  # the images taken
+    assert {it.source for items in found.splits.values() for it in items} == {str(src / "a.npz")}
+    assert [(r.split, r.source, r.reason[:10]) for r in found.rejected] == [("test", "a.npz/x_test", "no images:")]
+    npy = tmp_path / "npy"
+    npy.mkdir()
+    np.save(npy / "images.npy", small_photos(2, 8, "L"))
+    np.save(npy / "labels.npy", np.array([1, 0]))
+    found = discover_array_files(npy, TableOptions())
+    assert sorted(found.identity) == [["train", "images.npy", None, (npy / "images.npy").stat().st_size, 2],
+                                      ["train", "labels.npy", None, (npy / "labels.npy").stat().st_size, 0]]
+    assert {it.source for items in found.splits.values() for it in items} == {str(npy / "images.npy")}
+    with pytest.raises(ConvertError, match=r"--label-field names a field of CIFAR batches; NumPy arrays' labels are "
+                                           r"the array named as its images are, with y or labels"):
+        convert_images(src, tmp_path / "out", label_field="y")
+
+
+def test_cut_short_and_flag_rows_are_rejected_in_their_split_and_labels_must_agree(tmp_path: Path):
+    src = _zip(tmp_path / "src" / "a.npz", {
+        "x_val.npy": _header_only((3, 8, 8)) + IMAGES4[:2].tobytes() + b"\0",
+        "y_val.npy": _npy(np.array([[1, 0], [1, 1], [1, 1]]))})
+    m = convert_images(src.parent, tmp_path / "out", multi_label=True).manifest
+    assert sorted((r["split"], r["source"], r["reason"]) for r in m.rejected) == [
+        ("val", "a.npz/x_val#2", "cut short: 2 of 3 images are whole")]
+    _zip(src, {"x_val.npy": _npy(IMAGES4[:2]), "y_val.npy": _npy(np.array([[1, 0], [2, 1]]))})
+    m = convert_images(src.parent, tmp_path / "out2", multi_label=True).manifest
+    assert [(r["split"], r["source"]) for r in m.rejected] == [("val", "a.npz/x_val#1")]
+    _zip(src, {"x_test.npy": _npy(IMAGES4[:2]), "y_test.npy": _npy(np.eye(3, dtype=int)[[0, 2]]),
+               "x_train.npy": _npy(IMAGES4[:2]), "y_train.npy": _npy(np.array([0, 1]))})
+    m = convert_images(src.parent, tmp_path / "out3").manifest
+    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+        ("train", "a.npz/x_train", "its labels are not those of a.npz/x_test (label field 'y_test' with 3 classes): "
+                                   "convert them apart")]
+
+
+def test_headers_of_version_2_empty_splits_and_bytes_after_the_values(tmp_path: Path):
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_2_0(buf, {"descr": "|u1", "fortran_order": False, "shape": (2, 8, 8)})
+    one_d = io.BytesIO()  # Fortran order means nothing to one dimension
+    np.lib.format.write_array_header_1_0(one_d, {"descr": "<i8", "fortran_order": True, "shape": (2,)})
+    src = _zip(tmp_path / "src" / "a.npz", {
+        "x_train.npy": buf.getvalue() + IMAGES4[:2].tobytes(),
+        "y_train.npy": one_d.getvalue() + np.array([3, 1]).tobytes() + b"trailing",
+        "x_val.npy": _npy(np.zeros((0, 8, 8), np.uint8)), "y_val.npy": _npy(np.zeros(0, int))})
+    m = convert_images(src.parent, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 2} and not m.rejected
+    assert {k: v[0] for k, v in converted_pixels(tmp_path / "out", "train").items()} == {
+        "a.npz/x_train#0": 3, "a.npz/x_train#1": 1}
+    _zip(src, {"x_train.npy": _npy(IMAGES4[:2]), "y_train.npy": _npy(np.asfortranarray(np.eye(3, dtype=int)[:2]))})
+    with pytest.raises(ConvertError, match=r"an array stored column-major \(Fortran order\)"):
+        convert_images(src.parent, tmp_path / "out2")
+
+
+def test_detection_reads_names_only_and_what_is_no_npz(tmp_path: Path):
+    labels_only = _zip(tmp_path / "labels" / "a.npz", {"y_train.npy": _npy(np.arange(3))})
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "a.npz").write_bytes(b"PK\x03\x04 no zip")
+    assert not npz_files.holds_images(labels_only) and not npz_files.holds_images(broken / "a.npz")
+    assert not IMAGES.detect(labels_only.parent) and not IMAGES.detect(broken)
+    assert npz_files.npy_key(Path("x_train.npy")) == Key(True, "train", "y_train")
+    assert npz_files.npy_key(Path("x_train.txt")) is None
