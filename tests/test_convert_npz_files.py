@@ -236,45 +236,23 @@ def test_a_file_named_npz_that_is_none_and_other_arrays_under_multi_label(tmp_pa
         convert_images(src, tmp_path / "out2", multi_label=True)
 
 
-def test_member_names_read_as_keras_and_medmnist_write_them():
-    assert key_of("x_train") == Key(True, "train", "y_train")
-    assert key_of("Y_Test") == Key(False, "test", "x_test")
-    assert key_of("validation_images") == Key(True, "val", "validation_labels")
-    assert key_of("val_labels") == Key(False, "val", "val_images")
-    assert key_of("images") == Key(True, None, "labels")
-    assert key_of("y") == Key(False, None, "x")
-    for name in ("x_holdout", "train", "mean", "x_train_extra", "images_", "_x", "xy_train", "trainx"):
+def test_member_names_read_as_keras_medmnist_and_kuzushiji_write_them():
+    assert key_of("x_train") == Key(True, "train", ("y_train",))
+    assert key_of("Y_Test") == Key(False, "test", ("x_test",))
+    assert key_of("validation_images") == Key(True, "val", ("validation_labels",))
+    assert key_of("val_labels") == Key(False, "val", ("val_images", "val_imgs"))
+    assert key_of("images") == Key(True, None, ("labels",))
+    assert key_of("y") == Key(False, None, ("x",))
+    assert key_of("k49-train-imgs") == Key(True, "train", ("k49-train-labels",), "k49")
+    assert key_of("kmnist-test-labels") == Key(False, "test", ("kmnist-test-images", "kmnist-test-imgs"), "kmnist")
+    assert key_of("kuzushiji50_train_imgs") == Key(True, "train", ("kuzushiji50_train_labels",), "kuzushiji50")
+    assert key_of("mnist_x_train") == Key(True, "train", ("mnist_y_train",), "mnist")
+    assert key_of("my.data.x") == Key(True, None, ("my.data.y",), "my.data")
+    assert key_of("k49-holdout-imgs") == Key(True, None, ("k49-holdout-labels",), "k49-holdout")  # --split's
+    assert key_of("Train.X") == Key(True, "train", ("train.y",))
+    for name in ("x_holdout", "train", "mean", "x_train_extra", "images_", "_x", "xy_train", "trainx", "arr_0",
+                 "x-", "x__train", ""):
         assert key_of(name) is None, name
-
-
-def test_grey_images_with_a_channel_axis_and_single_labels_under_multi_label(tmp_path: Path):
-    src = tmp_path / "src"
-    src.mkdir()
-    images = small_photos(3, 12, "L")
-    np.savez(src / "a.npz", x_train=images[:, :, :, None], y_train=np.array([2, 0, 2], np.uint8))  # [N, 12, 12, 1]
-    convert_images(src, tmp_path / "out")
-    got = converted_pixels(tmp_path / "out", "train")
-    for i in range(3):
-        assert np.abs(got[f"a.npz/x_train#{i}"][1].mean(axis=2) - images[i]).mean() < 6
-    convert_images(src, tmp_path / "multi", multi_label=True)
-    assert class_lists(tmp_path / "multi") == {f"a.npz/x_train#{i}": ("train", [y]) for i, y in enumerate([2, 0, 2])}
-
-
-def test_images_are_read_a_block_at_a_time(monkeypatch):
-    monkeypatch.setattr(npz_files, "BLOCK_BYTES", 2 * 8 * 8)  # two images a block
-    images = small_photos(5, 8, "L")
-    reads: list[int] = []
-
-    class Spy(io.BytesIO):
-        def read(self, n=-1):
-            reads.append(n)
-            return super().read(n)
-
-    got = npz_files._blocks(Spy(images.tobytes()), npz_files.Header((5, 8, 8), np.dtype(np.uint8)))
-    np.testing.assert_array_equal(next(got), images[0])
-    assert reads == [128]  # the first image comes before the rest is read
-    np.testing.assert_array_equal(np.stack([images[0], *got]), images)
-    assert reads == [128, 128, 64]
 
 
 def test_a_header_that_promises_a_trillion_images_costs_nothing_before_its_values_run_out(tmp_path: Path):
@@ -429,5 +407,66 @@ def test_detection_reads_names_only_and_what_is_no_npz(tmp_path: Path):
     (broken / "a.npz").write_bytes(b"PK\x03\x04 no zip")
     assert not npz_files.holds_images(labels_only) and not npz_files.holds_images(broken / "a.npz")
     assert not IMAGES.detect(labels_only.parent) and not IMAGES.detect(broken)
-    assert npz_files.npy_key(Path("x_train.npy")) == Key(True, "train", "y_train")
-    assert npz_files.npy_key(Path("x_train.txt")) is None
+    assert npz_files.array_key(tmp_path / "x_train.npy") == Key(True, "train", ("y_train",))
+    assert npz_files.array_key(tmp_path / "x_train.txt") is None
+
+
+def test_kuzushiji_49_as_its_npz_files_of_one_array_each(tmp_path: Path):
+    """ROIS-CODH's Kuzushiji-49 (and KMNIST's NumPy format): `k49-train-imgs.npz` beside `k49-train-labels.npz`, each
+    one array that `np.savez(file, array)` names `arr_0`; `k49_classmap.csv` beside."""
+    src = tmp_path / "k49"
+    src.mkdir()
+    images = small_photos(7, 28, "L")
+    labels = np.array([48, 0, 12, 3, 48, 7, 1], np.uint8)
+    for split, part in (("train", slice(0, 5)), ("test", slice(5, 7))):
+        np.savez_compressed(src / f"k49-{split}-imgs.npz", images[part])
+        np.savez_compressed(src / f"k49-{split}-labels.npz", labels[part])
+    (src / "k49_classmap.csv").write_text("index,codepoint,char\n0,U+3042,\\u3042\n")
+    assert IMAGES.detect(src)
+    m = convert_images(src, tmp_path / "out").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 5, "test": 2}
+    assert m.classes == tuple(str(i) for i in range(49))
+    assert [r["source"] for r in m.rejected] == ["k49_classmap.csv"]
+    got = _all(tmp_path / "out")
+    for split, first in (("train", 0), ("test", 5)):
+        theirs = np.load(src / f"k49-{split}-labels.npz")["arr_0"]
+        for i, y in enumerate(theirs):
+            label, pixels = got[f"k49-{split}-imgs.npz#{i}"]
+            assert label == y == labels[first + i]
+            assert np.abs(pixels.mean(axis=2) - images[first + i]).mean() < 4
+    for split in ("train", "test"):  # KMNIST's NumPy files in the same folder: another dataset
+        np.savez_compressed(src / f"kmnist-{split}-imgs.npz", images[:2])
+        np.savez_compressed(src / f"kmnist-{split}-labels.npz", labels[:2])
+    m = convert_images(src, tmp_path / "out2").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 5, "test": 2}
+    assert sorted(r["source"] for r in m.rejected if r["reason"].startswith("a second dataset: k49-")) == [
+        f"kmnist-{s}-{w}.npz" for s in ("test", "train") for w in ("imgs", "labels")]
+
+
+def test_kaggles_kuzushiji_npy_files_and_npz_files_that_are_no_single_array(tmp_path: Path):
+    src = tmp_path / "kanji"
+    src.mkdir()
+    images = small_photos(4, 16, "L")
+    np.save(src / "kuzushiji50_train_imgs.npy", images)
+    np.save(src / "kuzushiji50_train_labels.npy", np.array([2, 0, 1, 2]))
+    m = convert_images(src, tmp_path / "out").manifest
+    assert m.splits["train"].samples == 4 and m.classes == ("0", "1", "2") and not m.rejected
+    other = tmp_path / "other"
+    other.mkdir()
+    np.savez(other / "x_train.npz", images=images, labels=np.arange(4))  # two arrays: an archive, not an array file
+    assert npz_files.array_key(other / "x_train.npz") is None and npz_files.holds_images(other / "x_train.npz")
+    m = convert_images(other, tmp_path / "out2").manifest
+    assert {k: s.samples for k, s in m.splits.items()} == {"train": 4} and not m.rejected  # its name's split
+    np.savez(other / "y_train.npz", np.arange(4))
+    assert npz_files.array_key(other / "y_train.npz") == Key(False, "train", ("x_train",))
+    m = convert_images(other, tmp_path / "out3").manifest
+    assert [r["source"] for r in m.rejected] == ["y_train.npz"]  # of another dataset than the archive beside
+    data = bytearray((src / "kuzushiji50_train_imgs.npy").read_bytes())
+    np.savez(src / "kuzushiji50_train_imgs.npz", images)  # (.npz beside .npy: the first of either is read)
+    (src / "kuzushiji50_train_imgs.npy").unlink()
+    packed = bytearray((src / "kuzushiji50_train_imgs.npz").read_bytes())
+    at = bytes(packed).index(bytes(data[-40:-20]))
+    packed[at] ^= 0xFF
+    (src / "kuzushiji50_train_imgs.npz").write_bytes(bytes(packed))
+    with pytest.raises(ConvertError, match=r"1 x damaged: BadZipFile: Bad CRC-32 for file 'arr_0.npy'"):
+        convert_images(src, tmp_path / "out4")

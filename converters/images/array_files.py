@@ -42,7 +42,7 @@ LOOK_AT = 8  # files named like CIFAR batches, CSV or MATLAB files, whose first 
 NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read as the files of torchvision's CIFAR, "
            "MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, or Kaggle's tables of pixels)")
 WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",
-        "stl": "an STL-10 file", "h5": "a PatchCamelyon file", "npz": "a NumPy .npz file", "npy": "a NumPy .npy file",
+        "stl": "an STL-10 file", "h5": "a PatchCamelyon file", "npz": "a NumPy .npz file", "npy": "a NumPy array file",
         "digits": "a USPS or SEMEION file",
         "table": "a table of pixels"}  # a file's kind -> what messages call it
 
@@ -70,7 +70,7 @@ def has_array_files(src: Path, *, limit: int) -> bool:
 def has_numpy_files(src: Path, *, limit: int) -> bool:
     """Whether a NumPy `.npz` file or a `.npy` file of images or labels is among the first `limit` files of `src`
     (the one kind of them whose labels may be several classes an image, --multi-label)."""
-    return any(npz_files.is_npz(p) or npz_files.npy_key(p) is not None for p in first_files(src, limit))
+    return any(npz_files.is_npz(p) or npz_files.array_key(p) is not None for p in first_files(src, limit))
 
 
 def _kind(path: Path) -> tuple[str | None, object]:
@@ -89,13 +89,13 @@ def _kind(path: Path) -> tuple[str | None, object]:
         return ("cifar meta" if path.name in cifar.META else "cifar"), None
     if is_mat(path):
         return "mat", None
+    array = npz_files.array_key(path)
+    if array is not None:
+        return "npy", array
     if npz_files.is_npz(path):
         return "npz", None
     if digit_texts.is_digit_text(path):
         return "digits", None
-    npy = npz_files.npy_key(path)
-    if npy is not None:
-        return "npy", npy
     layout = pixel_tables.table_layout(path)
     return ("table", layout) if layout is not None else (None, None)
 
@@ -108,8 +108,10 @@ def _dataset(kind: str, told: object, path: Path) -> str:
         words = re.split(r"[-_.]", told.stem.lower())
         family = "-".join(w for w in words if w != "t10k" and not splits_named(w))
         return "idx:" + ("qmnist" if family == "xnist" else family)  # (NIST's digits beside QMNIST's: refused apart)
-    if kind == "npz" and not splits_named(path.stem):  # pathmnist.npz: a dataset a file (train.npz: a split's)
-        return f"npz:{path.name}"
+    if kind == "npz":  # pathmnist.npz: a dataset a file; train.npz beside test.npz: one
+        return f"npz:{path.name}" if not splits_named(path.stem) else "npz"
+    if isinstance(told, npz_files.Key):  # k49-train-imgs.npz, kuzushiji50_train_labels.npy: the name before its roles
+        return f"arrays:{told.family}"
     if kind == "digits":
         return path.name.split(".")[0]  # usps (usps.bz2, usps.t.bz2), semeion
     return "cifar" if kind == "cifar meta" else kind
@@ -190,7 +192,7 @@ class ArrayFiles(ImageRows):
             elif kind == "digits":
                 found = self._add_digit_text(path, rel, split)
             elif kind == "npy":
-                found = numpy_rows.add_npy(self, path, rel, told, split)  # type: ignore[arg-type]
+                found = numpy_rows.add_array_file(self, path, rel, told, split)  # type: ignore[arg-type]
         except TableError as exc:
             self.rejected.append(Rejection(split, rel, str(exc)))
         self.identity.append([split, rel, None, path.stat().st_size, found])

@@ -1,12 +1,14 @@
-"""Image datasets saved as NumPy arrays, as Keras and MedMNIST ship them: one `.npz` file, Keras' `mnist.npz`
-(`x_train`, `y_train`, `x_test`, `y_test`) and MedMNIST's `pathmnist.npz`, `chestmnist_224.npz`, ... (`train_images`,
-`train_labels`, `val_images`, ..., `test_labels`); or `.npy` files, each an array (`X_train.npy`, `y_train.npy`).
+"""Image datasets saved as NumPy arrays, as Keras, MedMNIST and Kuzushiji ship them: one `.npz` file, Keras'
+`mnist.npz` (`x_train`, `y_train`, `x_test`, `y_test`) and MedMNIST's `pathmnist.npz`, `chestmnist_224.npz`, ...
+(`train_images`, `train_labels`, `val_images`, ..., `test_labels`); or files of one array each, `.npy` files
+(`X_train.npy`, `y_train.npy`) and `.npz` files of one member (Kuzushiji-49's `k49-train-imgs.npz`, its `arr_0`).
 
 - A `.npz` file is a zip archive of `.npy` files (`np.savez`, `np.savez_compressed`). Each array is read by its
-  name: images are `x`, `images`, `x_SPLIT` or `SPLIT_images` (any case), their labels the array named alike with
-  `y` or `labels`; SPLIT is a split's name or alias (`valid`, `validation`), and an array without one goes to
-  `--split`. Headers are read by numpy (`numpy.lib.format`) before any value; nothing is unpickled (an array of
-  Python objects is refused unread, as `np.load(..., allow_pickle=False)` refuses it).
+  name, from its end: images are `x`, `images` or `imgs`, their labels the array named alike with `y` or `labels`,
+  with a split's name or alias (`valid`, `validation`) before or after (`x_train`, `train_images`), the words
+  before them the dataset's name (`k49-train-imgs`); an array without a split goes to `--split`. Headers are read
+  by numpy (`numpy.lib.format`) before any value; nothing is unpickled (an array of Python objects is refused
+  unread, as `np.load(..., allow_pickle=False)` refuses it).
 - Images: uint8 [N, rows, columns] or [N, rows, columns, 1 or 3 channels], sides up to 4,096, read a block of 64 MB
   at a time (MedMNIST's 224-pixel files hold gigabytes). Labels: whole numbers, [N] or [N, 1]: class ids; [N, K]
   rows of one 1 (one-hot): the class of the 1's column; other [N, K] of 0 and 1 (ChestMNIST's 14 findings) with
@@ -32,9 +34,8 @@ import numpy as np
 from converters.table_files import TableError
 from fastdata.manifest_splits import canonical_split
 
-KEY = re.compile(r"^(?:(?P<w1>x|y|images|labels)(?:_(?P<s1>[a-z]+))?|(?P<s2>[a-z]+)_(?P<w2>x|y|images|labels))$",
-                 re.IGNORECASE)
-PARTNER = {"x": "y", "images": "labels", "y": "x", "labels": "images"}
+ROLES = ("x", "y", "images", "imgs", "labels")  # the words that say what an array holds
+PARTNERS = {"x": ("y",), "images": ("labels",), "imgs": ("labels",), "y": ("x",), "labels": ("images", "imgs")}
 MAX_SIDE = 4096  # rows or columns of one image
 MAX_LABEL_BYTES = 1 << 31  # labels are read whole
 MAX_RATIO = 1000  # bytes a compressed member may grow to, for each byte stored
@@ -44,43 +45,63 @@ ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, NotImpl
 
 @dataclass(frozen=True)
 class Key:
-    """A member's name read: whether it holds images, its split (None: --split), and the name of its labels' or
-    images' member, lower case (`X_train` is read with `Y_train` or `y_train`)."""
+    """An array's name read: whether it holds images, its split (None: --split), the names its labels' or images'
+    array may have, lower case (`X_train` is read with `Y_train` or `y_train`), and the dataset's name before them
+    (`k49` of `k49-train-imgs`; "" for none)."""
 
     images: bool
     split: str | None
-    partner: str
+    partners: tuple[str, ...]
+    family: str = ""
 
 
 def key_of(name: str) -> Key | None:
-    """The member `name` (`x_train`, `train_images`, `labels`) read; None for a name that is neither."""
-    m = KEY.match(name)
-    if m is None:
+    """The array `name` (`x_train`, `train_images`, `labels`, `k49-train-imgs`, `kuzushiji50_train_labels`) read
+    from its end: what it holds, then its split before or after that (words set apart by `-`, `_` or `.`); the words
+    before them name the dataset. None for a name that is neither."""
+    tokens = re.split(r"([-_.])", name)  # words at even places, the separators between them
+    words = [t.lower() for t in tokens[::2]]
+    if "" in words:
         return None
-    word, split_word = (m["w1"], m["s1"]) if m["w1"] else (m["w2"], m["s2"])
-    split = canonical_split(split_word) if split_word else None
-    if split_word and split is None:
+    if words[-1] in ROLES:
+        role = len(words) - 1
+        split = canonical_split(words[-2]) if len(words) > 1 else None
+    elif len(words) > 1 and words[-2] in ROLES and canonical_split(words[-1]):
+        role, split = len(words) - 2, canonical_split(words[-1])
+    else:
         return None
-    lower = word.lower()
-    other = PARTNER[lower]
-    partner = f"{other}_{split_word}" if m["w1"] and split_word else f"{split_word}_{other}" if split_word else other
-    return Key(lower in ("x", "images"), split, partner.lower())
+    first = role - 1 if split and role == len(words) - 1 else role  # the first word of the role and split
+    word = words[role]
+    partners = tuple("".join([*tokens[:2 * role], other, *tokens[2 * role + 1:]]).lower() for other in PARTNERS[word])
+    return Key(word in ("x", "images", "imgs"), split, partners, "".join(tokens[:max(0, 2 * first - 1)]).lower())
 
 
 def is_npz(path: Path) -> bool:
     return path.suffix.lower() == ".npz" and zipfile.is_zipfile(path)
 
 
-def npy_key(path: Path) -> Key | None:
-    """The name of the `.npy` file at `path` read as an array's (`x_train.npy`); None for any other file."""
-    return key_of(path.name[:-4]) if path.name.lower().endswith(".npy") else None
+def array_key(path: Path) -> Key | None:
+    """The name of the file at `path` read as one array's: a `.npy` file (`x_train.npy`), or a `.npz` file of one
+    array named by the file (`k49-train-imgs.npz`, whose `arr_0` is what `np.savez(file, images)` names it); None for
+    any other file."""
+    lower = path.name.lower()
+    if not lower.endswith((".npy", ".npz")):
+        return None
+    key = key_of(path.name[:-4])
+    if key is None or lower.endswith(".npy"):
+        return key
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return key if len([n for n in zf.namelist() if not n.endswith("/")]) == 1 else None
+    except ERRORS:
+        return None
 
 
 def holds_images(path: Path) -> bool:
-    """Whether the file at `path` is a `.npy` file named as images are, or a `.npz` file with a member so named (its
-    directory read, no value)."""
-    if path.suffix.lower() != ".npz":
-        key = npy_key(path)
+    """Whether the file at `path` is an array file named as images are (array_key), or a `.npz` file with a member so
+    named (its directory read, no value)."""
+    key = array_key(path)
+    if key is not None or path.suffix.lower() != ".npz":
         return key is not None and key.images
     try:
         with zipfile.ZipFile(path) as zf:
@@ -110,9 +131,10 @@ class Arrays:
         self.members = members
         self._raw = raw
 
-    def find(self, name: str) -> str | None:
-        """The array named `name`, whatever its case, or None."""
-        return next((k for k in self.members if k.lower() == name), None)
+    def find(self, names: tuple[str, ...]) -> str | None:
+        """The array named by the first of `names` there is, whatever its case, or None."""
+        lower = {k.lower(): k for k in self.members}
+        return next((lower[n] for n in names if n in lower), None)
 
     def _open(self, key: str) -> tuple[IO[bytes], Header]:
         f = self._raw(self.members[key])
@@ -195,28 +217,38 @@ class ZipArrays(Arrays):
         self.others = [i.filename for i in zf.infolist() if not i.filename.endswith(".npy") and not i.is_dir()]
 
     def _member(self, info: zipfile.ZipInfo) -> IO[bytes]:
-        if info.file_size > MAX_RATIO * max(1, info.compress_size):  # (a stored member's sizes are equal)
-            raise TableError(f"its {info.file_size} bytes are stored in {info.compress_size}, more than {MAX_RATIO} "
-                             "times fewer (an array of zeros, or a forged size)")
-        try:  # its bytes checked against the archive's CRC-32, a block at a time, kept nowhere
-            with self.zf.open(info) as f:
-                while f.read(BLOCK_BYTES):
-                    pass
-            return self.zf.open(info)
-        except ERRORS as exc:
-            raise TableError(f"damaged: {_why(exc)}") from exc
+        return _checked(self.zf, info)
 
 
-def npy_files(folder: Path) -> Arrays:
-    """The `.npy` files of `folder` (`x_train.npy` beside `y_train.npy`, as `np.save` writes them)."""
-    return Arrays({p.name[:-4]: p for p in sorted(folder.iterdir()) if p.name.lower().endswith(".npy")
-                   and p.is_file()}, _npy_file)
-
-
-def _npy_file(path: Path) -> IO[bytes]:
+def _checked(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
+    """The member `info` of `zf`, open, once it is known not to grow more than MAX_RATIO times and its bytes match
+    the archive's CRC-32 (read a block at a time, kept nowhere); TableError saying why not."""
+    if info.file_size > MAX_RATIO * max(1, info.compress_size):  # (a stored member's sizes are equal)
+        raise TableError(f"its {info.file_size} bytes are stored in {info.compress_size}, more than {MAX_RATIO} "
+                         "times fewer (an array of zeros, or a forged size)")
     try:
-        return open(path, "rb")
-    except OSError as exc:
+        with zf.open(info) as f:
+            while f.read(BLOCK_BYTES):
+                pass
+        return zf.open(info)
+    except ERRORS as exc:
+        raise TableError(f"damaged: {_why(exc)}") from exc
+
+
+def array_files(folder: Path) -> Arrays:
+    """The files of `folder` that are one array each (array_key: `x_train.npy` beside `y_train.npy`, as `np.save`
+    writes them; `k49-train-imgs.npz` beside `k49-train-labels.npz`)."""
+    return Arrays({p.name[:-4]: p for p in sorted(folder.iterdir()) if p.is_file() and array_key(p) is not None},
+                  _array_file)
+
+
+def _array_file(path: Path) -> IO[bytes]:
+    try:
+        if path.suffix.lower() == ".npy":
+            return open(path, "rb")
+        with zipfile.ZipFile(path) as zf:  # (the member open keeps the file open)
+            return _checked(zf, next(i for i in zf.infolist() if not i.is_dir()))
+    except (*ERRORS, StopIteration) as exc:
         raise TableError(f"unreadable: {_why(exc)}") from exc
 
 

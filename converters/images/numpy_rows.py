@@ -1,7 +1,7 @@
 """The rows a conversion takes from NumPy arrays of images (npz_files.py): each member of a `.npz` file, or each
-`.npy` file, named as images are, read with its labels; each image a row of array_files.py's collector
-(`ArrayFiles`, a tables.py `ImageRows`), encoded as PNG into its spill file. Sources are `FILE/MEMBER#i` for a
-member, `FILE#i` for a file."""
+file of one array (`.npy`; `.npz` of one member), named as images are, read with its labels; each image a row of
+array_files.py's collector (`ArrayFiles`, a tables.py `ImageRows`), encoded as PNG into its spill file. Sources are
+`FILE/MEMBER#i` for a member, `FILE#i` for a file."""
 
 from __future__ import annotations
 
@@ -38,9 +38,10 @@ def add_npz(col: ArrayFiles, path: Path, rel: str, split: str) -> int:
                 col.rejected.append(Rejection(split, where, UNNAMED))
                 continue
             member_split = named.split or split
-            partner = arrays.find(named.partner)
+            partner = arrays.find(named.partners)
             if not named.images and partner is None:
-                col.rejected.append(Rejection(member_split, where, f"labels without their images ({named.partner})"))
+                col.rejected.append(Rejection(member_split, where, f"labels without their images "
+                                                                   f"({named.partners[0]})"))
             elif named.images:
                 try:
                     found += _add_images(col, arrays, key, partner, member_split, where, path)
@@ -49,15 +50,16 @@ def add_npz(col: ArrayFiles, path: Path, rel: str, split: str) -> int:
     return found
 
 
-def add_npy(col: ArrayFiles, path: Path, rel: str, named: npz_files.Key, split: str) -> int:
-    """Take the images of the `.npy` file at `path`, whose name reads as `named`, with the labels file beside it (a
-    labels file is read with its images). The images taken; TableError saying why there are none."""
+def add_array_file(col: ArrayFiles, path: Path, rel: str, named: npz_files.Key, split: str) -> int:
+    """Take the images of the file of one array at `path` (`.npy`, or `.npz` of one member), whose name reads as
+    `named`, with the labels file beside it (a labels file is read with its images). The images taken; TableError
+    saying why there are none."""
     col.no_label_field(NO_LABEL_FIELD)
-    arrays = npz_files.npy_files(path.parent)
-    partner = arrays.find(named.partner)
+    arrays = npz_files.array_files(path.parent)
+    partner = arrays.find(named.partners)
     if not named.images:
         if partner is None:
-            raise TableError(f"labels without their images file ({named.partner}.npy)")
+            raise TableError(f"labels without their images file ({named.partners[0]}{path.suffix.lower()})")
         return 0  # read with its images
     return _add_images(col, arrays, path.name[:-4], partner, split, rel, path)  # (`split`: the one its name says)
 
@@ -70,7 +72,7 @@ def _add_images(col: ArrayFiles, arrays: npz_files.Arrays, key: str, partner: st
         label, names = None, None
         if not col.opts.unlabeled:
             if partner is None:
-                raise TableError(f"no labels beside it ({npz_files.key_of(key).partner}); "  # type: ignore[union-attr]
+                raise TableError(f"no labels beside it ({npz_files.key_of(key).partners[0]}); "  # type: ignore[union-attr]
                                  "--unlabeled converts it without labels")
             labels, width = arrays.labels(partner, head.shape[0], multi=col.opts.multi_label)
             label, names = partner, (tuple(str(i) for i in range(width)) if width else None)
