@@ -255,6 +255,36 @@ def test_member_names_read_as_keras_medmnist_and_kuzushiji_write_them():
         assert key_of(name) is None, name
 
 
+def test_grey_images_with_a_channel_axis_and_single_labels_under_multi_label(tmp_path: Path):
+    src = tmp_path / "src"
+    src.mkdir()
+    images = small_photos(3, 12, "L")
+    np.savez(src / "a.npz", x_train=images[:, :, :, None], y_train=np.array([2, 0, 2], np.uint8))  # [N, 12, 12, 1]
+    convert_images(src, tmp_path / "out")
+    got = converted_pixels(tmp_path / "out", "train")
+    for i in range(3):
+        assert np.abs(got[f"a.npz/x_train#{i}"][1].mean(axis=2) - images[i]).mean() < 6
+    convert_images(src, tmp_path / "multi", multi_label=True)
+    assert class_lists(tmp_path / "multi") == {f"a.npz/x_train#{i}": ("train", [y]) for i, y in enumerate([2, 0, 2])}
+
+
+def test_images_are_read_a_block_at_a_time(monkeypatch):
+    monkeypatch.setattr(npz_files, "BLOCK_BYTES", 2 * 8 * 8)  # two images a block
+    images = small_photos(5, 8, "L")
+    reads: list[int] = []
+
+    class Spy(io.BytesIO):
+        def read(self, n=-1):
+            reads.append(n)
+            return super().read(n)
+
+    got = npz_files._blocks(Spy(images.tobytes()), npz_files.Header((5, 8, 8), np.dtype(np.uint8)))
+    np.testing.assert_array_equal(next(got), images[0])
+    assert reads == [128]  # the first image comes before the rest is read
+    np.testing.assert_array_equal(np.stack([images[0], *got]), images)
+    assert reads == [128, 128, 64]
+
+
 def test_a_header_that_promises_a_trillion_images_costs_nothing_before_its_values_run_out(tmp_path: Path):
     src = _zip(tmp_path / "src" / "a.npz", {"images.npy": _header_only((2**40, 1, 1)) + b"\x07\x08"})
     m = convert_images(src.parent, tmp_path / "out", unlabeled=True).manifest
