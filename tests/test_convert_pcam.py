@@ -100,10 +100,16 @@ def test_labels_that_are_not_class_ids_are_rejected_one_by_one(tmp_path: Path):
     assert [got[f"{x.name}#{i}"][0] for i in (0, 2)] == [1, 2]
 
 
+UNWRITTEN = (1 << 24) + 1  # an `x` of this many 1x1 grey images, no chunk written
+
+
 def _x_file(path: Path, **datasets: object) -> None:
     with h5py.File(path, "w") as f:
         for name, value in datasets.items():
-            f.create_dataset(name, data=value)
+            if value is UNWRITTEN:
+                f.create_dataset(name, shape=(UNWRITTEN, 1, 1), dtype=np.uint8, chunks=(1 << 16, 1, 1))
+            else:
+                f.create_dataset(name, data=value)
 
 
 @pytest.mark.parametrize("x, y, reason", [
@@ -119,6 +125,8 @@ def _x_file(path: Path, **datasets: object) -> None:
      "no images: 'x' is no uint8 array of [images, rows, columns, 1 or 3 channels] (uint8 [1, 4097, 1, 3])"),
     ({"images": np.zeros((2, 32, 32, 3), np.uint8)}, [0, 1],
      "no dataset 'x' in the file (PCam's `_x.h5` holds 'x', its `_y.h5` 'y')"),
+    ({"x": UNWRITTEN}, [0],  # a billion images in a small file: each would have a label in memory
+     "'x' holds 16777217 images, more than 16777216: not a file of PCam's (its largest holds 262,144)"),
     ({"x": np.zeros((2, 32, 32, 3), np.uint8)}, [0, 1, 1],
      f"{STEM}_train_y.h5: 'y' is no array of 2 numbers, one an image (uint8 [3, 1, 1, 1])"),
     ({"x": np.zeros((2, 32, 32, 3), np.uint8)}, None,

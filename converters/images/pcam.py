@@ -12,7 +12,7 @@ beside (not converted).
   rejected, saying to unpack it (HDF5 is read in place, which a gzip stream does not allow).
 - Nothing outside the file is read: a file linking elsewhere is refused (converters/hdf5_files.py). A dataset
   whose pixels are more than MAX_RATIO times the bytes the file stores for them (unwritten or extremely compressed
-  chunks: a small file that would convert for hours) is refused.
+  chunks: a small file that would convert for hours) is refused, and so is one of more than MAX_IMAGES images.
 - Images are read a block at a time; where a block cannot be read (a damaged chunk), its images are read one by
   one, and each that cannot is rejected, naming why.
 """
@@ -37,6 +37,7 @@ COMPANION = re.compile(r"^(?P<stem>.+)_(meta\.csv|mask\.h5(\.gz)?)$")  # patch c
 MAX_SIDE = 4096
 MAX_OBJECTS = 64  # links walked in a file (PCam's hold one dataset each)
 MAX_RATIO = 1000  # a dataset's bytes of pixels for each byte the file stores for them
+MAX_IMAGES = 1 << 24  # images of one file (PCam's train split: 262,144); each has a label in memory
 BLOCK_BYTES = 64 << 20  # bytes of pixels read at a time
 
 
@@ -123,6 +124,8 @@ def _pixels_layout(x: Any) -> str | None:
             or not all(0 < s <= MAX_SIDE for s in shape[1:3])):
         return (f"no images: 'x' is no uint8 array of [images, rows, columns, 1 or 3 channels] "
                 f"({x.dtype} {list(shape)})")
+    if shape[0] > MAX_IMAGES:  # (a billion 1x1 images fit the ratio below in a megabyte)
+        return f"'x' holds {shape[0]} images, more than {MAX_IMAGES}: not a file of PCam's (its largest holds 262,144)"
     stored = x.id.get_storage_size()
     if x.size and x.nbytes > MAX_RATIO * stored:
         return (f"'x' holds {x.nbytes} bytes of pixels in {stored} bytes of the file, more than {MAX_RATIO} times as "
