@@ -157,3 +157,16 @@ def test_usps_beside_semeion_in_torchvisions_root_convert_one_at_a_time(tmp_path
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 2}  # semeion.data, the first by name
     assert sorted((r["source"], r["reason"][:60]) for r in m.rejected) == [
         (name, "a second dataset: semeion.data's is the one converted from t") for name in ("usps.bz2", "usps.t.bz2")]
+
+
+def test_the_bounds_of_values_and_lines_are_kept_and_a_byte_that_is_no_text_is_shown(tmp_path: Path, monkeypatch):
+    path = tmp_path / "usps.bz2"
+    lines = [b"1 1:-1 2:1 3:-1.0000\n", b"2 1:-1.5\n", b"\xff 1:0\n", b"3 1:1.0001\n"]
+    path.write_bytes(bz2.compress(b"".join(lines)))
+    got = list(digit_texts.rows(path))
+    assert got[0][1].reshape(-1)[:3].tolist() == [0, 255, 0] and got[0][2] == 0  # -1 and 1, the ends, kept
+    assert [why for _, why, _ in got[1:]] == ["the value '-1.5' of pixel 1 is outside -1 ... 1",
+                                             "the label '\ufffd' is no whole number",
+                                             "the value '1.0001' of pixel 1 is outside -1 ... 1"]
+    monkeypatch.setattr(digit_texts, "MAX_LINE", len(lines[0]))  # a line of exactly the bound is read
+    assert next(digit_texts.rows(path))[2] == 0
