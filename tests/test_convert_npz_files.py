@@ -500,3 +500,15 @@ def test_kaggles_kuzushiji_npy_files_and_npz_files_that_are_no_single_array(tmp_
     (src / "kuzushiji50_train_imgs.npz").write_bytes(bytes(packed))
     with pytest.raises(ConvertError, match=r"1 x damaged: BadZipFile: Bad CRC-32 for file 'arr_0.npy'"):
         convert_images(src, tmp_path / "out4")
+
+
+def test_a_member_of_a_compression_method_zipfile_lacks_is_a_rejection(tmp_path: Path):
+    """zipfile raises NotImplementedError for a member compressed by a method it lacks (here 99, WinZip's AES)."""
+    src = _zip(tmp_path / "src" / "a.npz", {"x_train.npy": _npy(IMAGES4), "y_train.npy": _npy(np.arange(4))})
+    data = bytearray(src.read_bytes())
+    local, central = 0, bytes(data).index(b"PK\x01\x02")  # the first member's local and central headers
+    data[local + 8:local + 10] = data[central + 10:central + 12] = (99).to_bytes(2, "little")
+    src.write_bytes(bytes(data))
+    with pytest.raises(ConvertError, match=r"1 x damaged: NotImplementedError: That compression method is not "
+                                           r"supported"):
+        convert_images(src.parent, tmp_path / "out")

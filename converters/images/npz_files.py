@@ -40,7 +40,8 @@ MAX_SIDE = 4096  # rows or columns of one image
 MAX_LABEL_BYTES = 1 << 31  # labels are read whole
 MAX_RATIO = 1000  # bytes a compressed member may grow to, for each byte stored
 BLOCK_BYTES = 64 << 20  # bytes of images read at a time, and of a member checked at a time
-ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, NotImplementedError)  # a member unreadable
+# a member unreadable (zipfile raises NotImplementedError for a compression method it lacks)
+ERRORS = (OSError, EOFError, zlib.error, zipfile.BadZipFile, ValueError, NotImplementedError)
 
 
 @dataclass(frozen=True)
@@ -80,34 +81,37 @@ def is_npz(path: Path) -> bool:
     return path.suffix.lower() == ".npz" and zipfile.is_zipfile(path)
 
 
-def array_key(path: Path) -> Key | None:
+def _member_names(path: Path) -> list[str] | None:
+    """The names of the files in the zip archive at `path` (its directory read, no value), or None for no archive."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return [n for n in zf.namelist() if not n.endswith("/")]
+    except ERRORS:
+        return None
+
+
+def array_key(path: Path, members: list[str] | None = None) -> Key | None:
     """The name of the file at `path` read as one array's: a `.npy` file (`x_train.npy`), or a `.npz` file of one
-    array named by the file (`k49-train-imgs.npz`, whose `arr_0` is what `np.savez(file, images)` names it); None for
-    any other file."""
+    array named by the file (`k49-train-imgs.npz`, whose `arr_0` is what `np.savez(file, images)` names it; its
+    `members`, where they have been read); None for any other file."""
     lower = path.name.lower()
     if not lower.endswith((".npy", ".npz")):
         return None
     key = key_of(path.name[:-4])
     if key is None or lower.endswith(".npy"):
         return key
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return key if len([n for n in zf.namelist() if not n.endswith("/")]) == 1 else None
-    except ERRORS:
-        return None
+    members = _member_names(path) if members is None else members
+    return key if members is not None and len(members) == 1 else None
 
 
 def holds_images(path: Path) -> bool:
     """Whether the file at `path` is an array file named as images are (array_key), or a `.npz` file with a member so
     named (its directory read, no value)."""
-    key = array_key(path)
-    if key is not None or path.suffix.lower() != ".npz":
+    members = _member_names(path) if path.suffix.lower() == ".npz" else None
+    key = array_key(path, members)
+    if key is not None or members is None:
         return key is not None and key.images
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return any((k := key_of(n[:-4])) is not None and k.images for n in zf.namelist() if n.endswith(".npy"))
-    except ERRORS:
-        return False
+    return any((k := key_of(n[:-4])) is not None and k.images for n in members if n.endswith(".npy"))
 
 
 @dataclass(frozen=True)

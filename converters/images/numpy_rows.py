@@ -38,15 +38,14 @@ def add_npz(col: ArrayFiles, path: Path, rel: str, split: str) -> int:
                 col.rejected.append(Rejection(split, where, UNNAMED))
                 continue
             member_split = named.split or split
-            partner = arrays.find(named.partners)
-            if not named.images and partner is None:
-                col.rejected.append(Rejection(member_split, where, f"labels without their images "
-                                                                   f"({named.partners[0]})"))
-            elif named.images:
+            if named.images:
                 try:
-                    found += _add_images(col, arrays, key, partner, member_split, where, path)
+                    found += _add_images(col, arrays, key, named, member_split, where, path)
                 except TableError as exc:
                     col.rejected.append(Rejection(member_split, where, str(exc)))
+            elif arrays.find(named.partners) is None:
+                col.rejected.append(Rejection(member_split, where, f"labels without their images "
+                                                                   f"({named.partners[0]})"))
     return found
 
 
@@ -56,24 +55,24 @@ def add_array_file(col: ArrayFiles, path: Path, rel: str, named: npz_files.Key, 
     saying why there are none."""
     col.no_label_field(NO_LABEL_FIELD)
     arrays = npz_files.array_files(path.parent)
-    partner = arrays.find(named.partners)
     if not named.images:
-        if partner is None:
+        if arrays.find(named.partners) is None:
             raise TableError(f"labels without their images file ({named.partners[0]}{path.suffix.lower()})")
         return 0  # read with its images
-    return _add_images(col, arrays, path.name[:-4], partner, split, rel, path)  # (`split`: the one its name says)
+    return _add_images(col, arrays, path.name[:-4], named, split, rel, path)  # (`split`: the one its name says)
 
 
-def _add_images(col: ArrayFiles, arrays: npz_files.Arrays, key: str, partner: str | None, split: str, where: str,
+def _add_images(col: ArrayFiles, arrays: npz_files.Arrays, key: str, named: npz_files.Key, split: str, where: str,
                 path: Path) -> int:
-    """The images of the array `key`, each with its label from the array `partner`: the images taken."""
+    """The images of the array `key`, whose name reads as `named`, each with its label from its labels' array: the
+    images taken."""
+    partner = arrays.find(named.partners)
     with arrays.images(key) as (head, images):
         labels: Iterable[Any] = repeat(None)  # (not a list of the count: a header may promise billions)
         label, names = None, None
         if not col.opts.unlabeled:
             if partner is None:
-                raise TableError(f"no labels beside it ({npz_files.key_of(key).partners[0]}); "  # type: ignore[union-attr]
-                                 "--unlabeled converts it without labels")
+                raise TableError(f"no labels beside it ({named.partners[0]}); --unlabeled converts it without labels")
             labels, width = arrays.labels(partner, head.shape[0], multi=col.opts.multi_label)
             label, names = partner, (tuple(str(i) for i in range(width)) if width else None)
         columns = Columns(key, label, names)
