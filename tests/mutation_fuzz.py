@@ -342,9 +342,10 @@ def _lmdb_data(images: list[bytes]) -> bytes:
 PCAM_X, PCAM_Y = "camelyonpatch_level_2_split_train_x.h5", "camelyonpatch_level_2_split_valid_y.h5"
 QMNIST_Y = "qmnist-train-labels-idx2-int.xz"  # QMNIST's labels, N x 8 big-endian integers, as the .xz it downloads
 NPZ = "pathmnist.npz"  # MedMNIST's: train_images [N, 28, 28, 3] and train_labels [N, 1], as np.savez stores them
+EMNIST_MAP, K49_MAP = "emnist-letters-mapping.txt", "k49_classmap.csv"  # class maps, read with the images they name
 ARRAY_FILES = ("data_batch_1", "train-images-idx3-ubyte", "train.csv", "train_32x32.mat", "train_X.bin", PCAM_X,
-               PCAM_Y, QMNIST_Y, NPZ, "usps.bz2", "semeion.data")  # torchvision's CIFAR, MNIST, SVHN, STL-10, PCAM,
-# QMNIST, USPS, SEMEION; pixel tables; MedMNIST's .npz
+               PCAM_Y, QMNIST_Y, NPZ, "usps.bz2", "semeion.data", EMNIST_MAP, K49_MAP)  # torchvision's CIFAR, MNIST,
+# SVHN, STL-10, PCAM, QMNIST, USPS, SEMEION; pixel tables; MedMNIST's .npz; EMNIST's and Kuzushiji-49's class maps
 
 
 def _array_file(name: str, images: list[bytes]) -> bytes:
@@ -390,6 +391,11 @@ def _array_file(name: str, images: list[bytes]) -> bytes:
         return b"".join(b" ".join([f"{int(v > 127)}.0000".encode() for v in pixels(d, "L", 16).ravel()]
                                   + [b"1" if k == i % 10 else b"0" for k in range(10)]) + b"\n"
                         for i, d in enumerate(images))
+    if name == EMNIST_MAP:  # `ID UPPER LOWER`, ids 1 ... 26
+        return "".join(f"{i} {64 + i} {96 + i}\n" for i in range(1, 27)).encode()
+    if name == K49_MAP:
+        rows = "".join(f"{i},U+{ord(c):04X},{c}\n" for i, c in enumerate("あいう"))
+        return ("index,codepoint,char\n" + rows).encode()
     if name == QMNIST_Y:  # the class, then NIST's series, writer, index, code, global index, duplicate, unused
         n = len(images)
         rows = np.stack([np.arange(n) % 2, np.full(n, 4), 2100 + np.arange(n), np.arange(n), 48 + np.arange(n) % 2,
@@ -437,6 +443,19 @@ def _array_partners(src: Path, name: str, count: int) -> None:
         noise = np.random.default_rng(0).integers(0, 256, (count, 28, 28), dtype=np.uint8)
         (src / "qmnist-train-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + struct.pack(">3I", *noise.shape)
                                                              + noise.tobytes())
+    elif name == EMNIST_MAP:
+        import numpy as np
+
+        noise = np.random.default_rng(0).integers(0, 256, (count, 28, 28), dtype=np.uint8)
+        (src / "emnist-letters-train-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + struct.pack(
+            ">3I", *noise.shape) + noise.tobytes())
+        (src / "emnist-letters-train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1]) + struct.pack(">I", count)
+                                                                     + bytes(1 + i % 26 for i in range(count)))
+    elif name == K49_MAP:
+        import numpy as np
+
+        np.savez(src / "k49-train-imgs.npz", np.random.default_rng(0).integers(0, 256, (count, 28, 28), np.uint8))
+        np.savez(src / "k49-train-labels.npz", np.arange(count, dtype=np.uint8) % 3)
     elif name == "train-images-idx3-ubyte":
         (src / "train-labels-idx1-ubyte").write_bytes(bytes([0, 0, 8, 1]) + struct.pack(">I", count)
                                                       + bytes(i % 2 for i in range(count)))

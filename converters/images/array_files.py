@@ -27,7 +27,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from converters.images import cifar, digit_texts, idx_files, npz_files, numpy_rows, pcam, pixel_tables, stl10, svhn
+from converters.images import (
+    cifar,
+    class_maps,
+    digit_texts,
+    idx_files,
+    npz_files,
+    numpy_rows,
+    pcam,
+    pixel_tables,
+    stl10,
+    svhn,
+)
 from converters.images.labels_csv import EXTENSIONS
 from converters.images.table_columns import Columns, TableOptions
 from converters.images.tables import ImageRows, collected, png_bytes
@@ -43,7 +54,7 @@ NOT_ONE = ("not a file of an image dataset kept as arrays (this source is read a
            "MNIST, SVHN, STL-10 or PCAM datasets, NumPy .npz files, or Kaggle's tables of pixels)")
 WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",
         "stl": "an STL-10 file", "h5": "a PatchCamelyon file", "npz": "a NumPy .npz file", "npy": "a NumPy array file",
-        "digits": "a USPS or SEMEION file",
+        "digits": "a USPS or SEMEION file", "map": "a class map",
         "table": "a table of pixels"}  # a file's kind -> what messages call it
 
 
@@ -85,6 +96,8 @@ def _kind(path: Path) -> tuple[str | None, object]:
     h5 = pcam.pcam_name(path.name)
     if h5 is not None:
         return "h5", h5
+    if class_maps.family(path) is not None:
+        return "map", None
     if (cifar.BATCH.match(path.name) or path.name in cifar.META) and cifar.is_pickle(path):
         return ("cifar meta" if path.name in cifar.META else "cifar"), None
     if is_mat(path):
@@ -115,6 +128,22 @@ def _dataset(kind: str, told: object, path: Path) -> str:
     if kind == "digits":
         return path.name.split(".")[0]  # usps (usps.bz2, usps.t.bz2), semeion
     return "cifar" if kind == "cifar meta" else kind
+
+
+def _class_map(path: Path, kind: str | None, told: object) -> Path | None:
+    """The class map beside the images file at `path` (of `kind`, its name read as `told`) that names its classes,
+    or None (class_maps.py)."""
+    if kind == "idx" and isinstance(told, idx_files.Idx) and told.images:
+        return class_maps.for_idx(path, told.stem)
+    if kind == "npy" and isinstance(told, npz_files.Key) and told.images:
+        return class_maps.for_arrays(path, told.family)
+    return None
+
+
+def _named_by(class_map: Path) -> Path | None:
+    """The first images file beside `class_map` whose classes it names, or None."""
+    beside = sorted(p for p in class_map.parent.iterdir() if p != class_map and p.is_file())
+    return next((p for p in beside if _class_map(p, *_kind(p)) == class_map), None)
 
 
 def what_file(path: Path) -> str | None:
@@ -156,18 +185,26 @@ class ArrayFiles(ImageRows):
         if kind is None:
             self.rejected.append(Rejection(split, rel, NOT_ONE))
             return
+        images = _named_by(path) if kind == "map" else path
+        if images is None:
+            self.rejected.append(Rejection(split, rel, "a class map without the images whose classes it names "
+                                                       "beside it: not read"))
+            return
         if self.folder is None:
             self.folder = path.parent
         if path.parent != self.folder:
             self.rejected.append(Rejection(split, rel, f"a second dataset: the first is in "
                                                        f"{self.rel(self.folder)}; convert each folder apart"))
             return
-        dataset = _dataset(kind, told, path)
-        self.dataset = self.dataset or (dataset, path.name)
+        dataset = _dataset(*_kind(images), images) if kind == "map" else _dataset(kind, told, path)
+        self.dataset = self.dataset or (dataset, images.name)  # (a map's: the images it names)
         if dataset != self.dataset[0]:
             self.rejected.append(Rejection(split, rel, f"a second dataset: {self.dataset[1]}'s is the one converted "
                                                        "from this folder; convert each from a folder of its own "
                                                        "(links to its files will do)"))
+            return
+        if kind == "map":
+            self.identity.append([split, rel, None, path.stat().st_size, 0])  # read with the images it names
             return
         if self.opts.multi_label and kind not in ("npz", "npy"):
             self.rejected.append(Rejection(split, rel, f"{WHAT[kind]} gives one class an image; --multi-label reads "
@@ -230,7 +267,7 @@ class ArrayFiles(ImageRows):
         if idx.stem.lower().startswith("emnist"):
             images = images.transpose(0, 2, 1)  # EMNIST's images are stored transposed
         labels: list[int | None] = [None] * len(images)
-        label = None
+        label, names = None, None
         if not self.opts.unlabeled:
             where = next((p for p in idx.partner(path) if p.is_file()), None)
             if where is None:
@@ -240,8 +277,10 @@ class ArrayFiles(ImageRows):
             if label_count != count:
                 raise TableError(f"{count} images and {label_count} labels in {where.name}")
             labels, label = [int(v) for v in values[:len(images)]], where.name
-        columns = Columns("images", label, None)
-        self.labels.agree(rel, label, None)
+            mapped = _class_map(path, "idx", idx)
+            names = None if mapped is None else class_maps.read(mapped)
+        columns = Columns("images", label, names)
+        self.labels.agree(rel, label, names)
         if len(images) < count:
             self.rejected.append(Rejection(split, f"{rel}#{len(images)}", f"the file is cut short: {len(images)} of "
                                                                           f"{count} images are whole"))

@@ -10,7 +10,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from converters.images import npz_files
+from converters.images import class_maps, npz_files
 from converters.images.table_columns import Columns
 from converters.images.tables import png_bytes
 from converters.sample import Rejection
@@ -59,13 +59,14 @@ def add_array_file(col: ArrayFiles, path: Path, rel: str, named: npz_files.Key, 
         if arrays.find(named.partners) is None:
             raise TableError(f"labels without their images file ({named.partners[0]}{path.suffix.lower()})")
         return 0  # read with its images
-    return _add_images(col, arrays, path.name[:-4], named, split, rel, path)  # (`split`: the one its name says)
+    mapped = class_maps.for_arrays(path, named.family)  # (a .npz of several arrays has none: they name no dataset)
+    return _add_images(col, arrays, path.name[:-4], named, split, rel, path, mapped)  # (`split`: its name's)
 
 
 def _add_images(col: ArrayFiles, arrays: npz_files.Arrays, key: str, named: npz_files.Key, split: str, where: str,
-                path: Path) -> int:
-    """The images of the array `key`, whose name reads as `named`, each with its label from its labels' array: the
-    images taken."""
+                path: Path, mapped: Path | None = None) -> int:
+    """The images of the array `key`, whose name reads as `named`, each with its label from its labels' array,
+    their classes named by the class map at `mapped` (None: none): the images taken."""
     partner = arrays.find(named.partners)
     with arrays.images(key) as (head, images):
         labels: Iterable[Any] = repeat(None)  # (not a list of the count: a header may promise billions)
@@ -74,7 +75,7 @@ def _add_images(col: ArrayFiles, arrays: npz_files.Arrays, key: str, named: npz_
             if partner is None:
                 raise TableError(f"no labels beside it ({named.partners[0]}); --unlabeled converts it without labels")
             labels, width = arrays.labels(partner, head.shape[0], multi=col.opts.multi_label)
-            label, names = partner, (tuple(str(i) for i in range(width)) if width else None)
+            label, names = partner, _names(mapped, width)
         columns = Columns(key, label, names)
         col.labels.agree(where, label, names)
         found = taken = 0
@@ -88,3 +89,15 @@ def _add_images(col: ArrayFiles, arrays: npz_files.Arrays, key: str, named: npz_
         except TableError as exc:  # the images before it are kept
             col.rejected.append(Rejection(split, f"{where}#{taken}", str(exc)))
     return found
+
+
+def _names(mapped: Path | None, width: int | None) -> tuple[str, ...] | None:
+    """The class names of images whose labels are ids, or rows of `width` flags: those of the class map at `mapped`
+    (class_maps.py), else `0` ... `width - 1` for flags, and None for ids (their values are the classes).
+    TableError where the map and the rows disagree."""
+    if mapped is None:
+        return tuple(str(i) for i in range(width)) if width else None
+    names = class_maps.read(mapped)
+    if width and len(names) != width:
+        raise TableError(f"{mapped.name} names {len(names)} classes, and each label is a row of {width} flags")
+    return names
