@@ -23,6 +23,7 @@ from converters.images.labels_csv import label_order, warn_if_a_class_each
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.images.lsun import discover_lsun
 from converters.images.name_labels import compile_label_pattern
+from converters.images.omniglot import discover_omniglot
 from converters.images.own_lists import discover_own_lists
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
@@ -224,6 +225,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         return environments
     own = None if unlabeled or label_pattern or labels_csv else \
         discover_own_lists(src, split, follow_symlinks) or discover_caltech101(src, split, follow_symlinks) or \
+        discover_omniglot(src, split, follow_symlinks) or \
         discover_imagenet_archives(src, follow_symlinks)
     if own is not None:
         return own

@@ -21,7 +21,7 @@ from fastdata.manifest import check_split_name
 
 log = logging.getLogger(__name__)
 # the layouts of image files in one split
-ONE_SPLIT = ("class", "flat+labels", "unlabeled", "name", "sun397", "caltech101")
+ONE_SPLIT = ("class", "flat+labels", "unlabeled", "name", "sun397", "caltech101", "omniglot")
 
 
 def parse_split_lists(values: list[str] | tuple[str, ...]) -> tuple[tuple[str, Path], ...]:
