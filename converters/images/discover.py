@@ -7,6 +7,7 @@ the CSV is read by labels_csv.py)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import replace
@@ -28,6 +29,7 @@ from converters.images.own_lists import discover_own_lists
 from converters.images.table_columns import TableOptions, bytes_limit
 from converters.images.tables import discover_tables, table_files
 from converters.images.tfrecords import damaged_tfrecord, discover_tfrecords, has_tfrecords
+from converters.images.top_folder import top_folder, under
 from converters.kind import Discovery
 from converters.tree import SPLIT_FOLDERS, is_folder, listed, split_folders, split_of_folder
 from fastdata.errors import ConvertError
@@ -212,6 +214,12 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         discover_layout(src, split, follow_symlinks, multi_label, uncertain)
     if layout is not None:
         return layout
+    read = functools.partial(discover_images, labels_csv=labels_csv, split=split, follow_symlinks=follow_symlinks,
+                             image_field=image_field, label_field=label_field, max_pixels=max_pixels,
+                             multi_label=multi_label, uncertain=uncertain)  # a download's top folder as the source
+    inner = top_folder(src, follow=follow_symlinks) if multi_label else None
+    if inner is not None:  # (a dataset --multi-label reads, in it)
+        return under(read(inner), src, inner)
     if multi_label:
         damaged = damaged_tfrecord(src, limit=TABLE_LOOK)
         if damaged is not None:  # (a VOC record file whose first frame is damaged)
@@ -229,6 +237,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         discover_imagenet_archives(src, follow_symlinks)
     if own is not None:
         return own
+    inner = None if unlabeled or label_pattern else top_folder(src, follow=follow_symlinks)
+    if inner is not None:
+        return under(read(inner), src, inner)
     follow = follow_symlinks
     top = listed(src)
     if label_pattern:
