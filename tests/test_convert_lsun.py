@@ -173,10 +173,12 @@ def test_a_value_longer_than_an_image_may_be_is_rejected_unread(tmp_path: Path, 
     real = lsun.FileRange.read_bytes
     monkeypatch.setattr(lsun.FileRange, "read_bytes", lambda self: read.append(self.length) or real(self))
     m = convert_images(src, tmp_path / "out", max_pixels=1000).manifest
-    assert [(r["source"], r["reason"]) for r in m.rejected] == [
-        ("bedroom_train_lmdb#large", f"a value of {len(large)} bytes, more than an image of --max-pixels may hold "
-                                     f"({8 * 1000 + (1 << 20)})")]
+    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+        ("train", "bedroom_train_lmdb#large", f"a value of {len(large)} bytes, more than an image of --max-pixels "
+                                              f"may hold ({8 * 1000 + (1 << 20)})")]
     assert m.splits["train"].samples == 1 and read == [len(photos(1, 16)[0])]
+    found = discover_images(src, max_pixels=1000)
+    assert [it.source for it in found.splits["train"]] == [str(src / "bedroom_train_lmdb" / "data.mdb")]
 
 
 def test_a_damaged_environment_is_rejected_and_the_conversion_goes_on(tmp_path: Path,
@@ -235,12 +237,22 @@ def test_links_to_environments_are_not_read_unless_followed_and_lmdb_missing_is_
     src = tmp_path / "lsun"
     environment(src / "bedroom_train_lmdb", {b"b": images[1]})
     (src / "tower_train_lmdb").symlink_to(elsewhere)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("a")
+    (src / "notes").symlink_to(tmp_path / "notes")  # a linked folder beside the environments
     m = convert_images(src, tmp_path / "out", follow_symlinks=False).manifest
-    assert [(r["split"], r["source"], r["reason"]) for r in m.rejected] == [
+    assert sorted((r["split"], r["source"], r["reason"]) for r in m.rejected) == [
+        ("", "notes", "beside the LMDB environments: not read"),  # the link, not looked into
         ("train", "tower_train_lmdb", "symbolic link not followed (--no-follow-symlinks)")]
     assert m.splits["train"].samples == 1
     m = convert_images(src, tmp_path / "out2").manifest
     assert m.splits["train"].samples == 2 and m.classes == ("bedroom", "tower")
+    assert [r["source"] for r in m.rejected] == ["notes/a.txt"]  # followed: each file it holds
+    (src / "bedroom_train_lmdb" / "notes").symlink_to(tmp_path / "notes")  # in an environment given as the source
+    found = discover_images(src / "bedroom_train_lmdb", follow_symlinks=False)
+    assert [(r.source, r.reason) for r in found.rejected] == [("notes", "in the LMDB environment: not read")]
+    found = discover_images(src / "bedroom_train_lmdb")
+    assert [r.source for r in found.rejected] == ["notes/a.txt"]
 
     def missing(module: str, extra: str):
         raise MissingDependencyError(f"{module!r} is not installed; install it with: pip install 'fastdata[{extra}]'")
@@ -368,3 +380,59 @@ def test_walking_leaves_the_environment_as_it_was(tmp_path: Path, capsysbinary):
     lmdb_walk.walk(str(env))
     assert capsysbinary.readouterr().out.endswith(b'["", ""]')
     assert {p.name: p.stat().st_mtime_ns for p in env.iterdir()} == before == {"data.mdb": before["data.mdb"]}
+
+
+def _verdict(out: bytes) -> tuple[list[tuple[int, int, bytes]], list[str]]:
+    """The records (offset, length, key) and the verdict a walk wrote."""
+    pos, records = 0, []
+    while True:
+        length, offset, size = lmdb_walk.RECORD.unpack_from(out, pos)
+        pos += lmdb_walk.RECORD.size
+        if length == lmdb_walk.END:
+            return records, json.loads(out[pos:])
+        records.append((offset, size, out[pos:pos + length]))
+        pos += length
+
+
+def test_the_walks_verdicts_when_lmdb_fails_to_open_or_part_of_the_way(tmp_path: Path, capsysbinary,
+                                                                        monkeypatch: pytest.MonkeyPatch):
+    """An lmdb error is the verdict of its stage, named by its type and its first 160 characters: "walk" (a
+    verdict without a stage would pass for a whole walk) and "open"."""
+    env = environment(tmp_path / "bedroom_train_lmdb", {b"a": photos(1)[0]})
+
+    class Failing:
+        def begin(self, **kwargs):
+            raise lmdb.CorruptedError("x" * 200)
+
+    monkeypatch.setattr(lmdb_walk, "_open", lambda path: Failing())
+    monkeypatch.setattr(lmdb_walk, "_map_base", lambda path: 0)  # (nothing mapped)
+    lmdb_walk.walk(str(env))
+    assert _verdict(capsysbinary.readouterr().out) == ([], ["walk", "CorruptedError: " + "x" * 160])
+
+    def refused(path):
+        raise lmdb.InvalidError("y" * 161)
+
+    monkeypatch.setattr(lmdb_walk, "_open", refused)
+    lmdb_walk.walk(str(env))
+    assert _verdict(capsysbinary.readouterr().out) == ([], ["open", "InvalidError: " + "y" * 160])
+
+
+def test_an_empty_value_a_value_at_the_files_start_and_a_path_with_spaces(tmp_path: Path, capsysbinary,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    """An empty value lies at 0 (its buffer's address means nothing); a value at byte 0 of data.mdb is inside it;
+    /proc/self/maps is read from its left, so a path with spaces is found."""
+    image = photos(1)[0]
+    env = environment(tmp_path / "with spaces in it" / "bedroom_train_lmdb", {b"a": b"", b"b": image})
+    lmdb_walk.walk(str(env))
+    records, verdict = _verdict(capsysbinary.readouterr().out)
+    assert verdict == ["", ""] and records[0] == (0, 0, b"a") and records[1][1:] == (len(image), b"b")
+    data = (env / "data.mdb").read_bytes()
+    assert data[records[1][0]:records[1][0] + len(image)] == image
+    real = lmdb_walk._map_base
+    monkeypatch.setattr(lmdb_walk, "_map_base", lambda path: real(path) + records[1][0])  # b's value at byte 0
+    lmdb_walk.walk(str(env))
+    assert _verdict(capsysbinary.readouterr().out) == ([(0, 0, b"a"), (0, len(image), b"b")], ["", ""])
+    (tmp_path / "empty").mkdir()
+    lmdb_walk.walk(str(tmp_path / "empty"))
+    assert _verdict(capsysbinary.readouterr().out)[1][0] == "open"
+    assert not any((tmp_path / "empty").iterdir())  # nothing created where nothing was

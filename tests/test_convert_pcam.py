@@ -211,6 +211,10 @@ def test_a_file_reaching_outside_itself_or_declaring_pixels_it_does_not_store_is
     pcam_pair(src, "good", small_photos(1, 32), None)
     with h5py.File(src / "unwritten_x.h5", "w") as f:  # 300 MB of pixels, no chunk written
         f.create_dataset("x", shape=(100_000, 32, 32, 3), dtype=np.uint8, chunks=(1, 32, 32, 3))
+    with h5py.File(src / "crowded_x.h5", "w") as f:  # more objects than a file of PCam's (one dataset) could hold
+        f.create_dataset("x", data=small_photos(1, 32))
+        for i in range(pcam.MAX_OBJECTS):
+            f.create_group(f"g{i}")
     m = convert_images(src, tmp_path / "out", unlabeled=True).manifest
     outside = "only what lies in the file is read"
     assert {r["source"]: r["reason"] for r in m.rejected} == {
@@ -219,9 +223,14 @@ def test_a_file_reaching_outside_itself_or_declaring_pixels_it_does_not_store_is
                        f"{outside}",
         "virtual_x.h5": f"an HDF5 dataset whose bytes lie in other files (external storage, or a virtual dataset); "
                         f"{outside}",
+        "crowded_x.h5": f"an HDF5 file of more than {pcam.MAX_OBJECTS} objects",
         "unwritten_x.h5": "'x' holds 307200000 bytes of pixels in 0 bytes of the file, more than 1000 times as many "
                           "(unwritten or extremely compressed chunks); PCam's images are stored as they are"}
     assert {k: s.samples for k, s in m.splits.items()} == {"train": 1}
+    from converters.hdf5_files import is_hdf5
+
+    assert is_hdf5(str(src / f"{STEM}_good_x.h5")) and not is_hdf5(str(raw))
+    assert not is_hdf5(str(src)) and not is_hdf5(str(tmp_path / "missing.h5"))  # what cannot be read is none
 
 
 def test_without_h5py_each_file_is_rejected_naming_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

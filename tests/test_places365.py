@@ -92,6 +92,16 @@ def test_images_the_lists_leave_out_and_names_without_a_file_are_rejections(tmp_
         ("val", "val_256/extra.jpg", "not listed in labels file places365_val.txt")]
 
 
+def test_training_images_alone_convert_and_a_blank_line_among_the_categories_is_passed_over(tmp_path):
+    src = _places(tmp_path)
+    shutil.rmtree(src / "val_256")
+    (src / "places365_val.txt").unlink()
+    (src / "categories_places365.txt").write_text("".join(f"{c} {i}\n\n" for i, c in enumerate(CATEGORIES)))
+    d = discover_images(src)
+    assert split_items(d) == {"train": sorted((f"data_256/{rel}", c) for rel, c in TRAIN.items())}
+    assert d.classes == ("airfield", "apartment_building/outdoor", "bakery/shop", "bamboo_forest")
+
+
 def test_validation_images_alone_convert_and_unused_classes_are_warned_about(tmp_path, caplog):
     src = _places(tmp_path)
     shutil.rmtree(src / "data_256")
@@ -106,7 +116,8 @@ def test_validation_images_alone_convert_and_unused_classes_are_warned_about(tmp
                                            r"sizes or of two sets: convert one of them"),
     (lambda s: (s / "data_256_challenge").mkdir(), r"holds data_256_challenge/ and data_256/"),
     (lambda s: (s / "val_large").mkdir(), r"holds val_256/ and val_large/, Places365's validation images at two"),
-    (lambda s: (s / "test_large").mkdir(), r"holds test_256/ and test_large/"),
+    (lambda s: (s / "test_large").mkdir(), r"holds test_256/ and test_large/, Places365's test images at two sizes: "
+                                           r"convert one of them \(move the others out of the folder\)$"),
     (lambda s: (s / "places365_val.txt").unlink(), r"val_256: Places365's validation images have no labels: "
                                                    r"places365_val\.txt is not in "),
     (lambda s: (s / "places365_train_standard.txt").unlink(), r"data_256: Places365's training images have no "

@@ -111,7 +111,8 @@ class _Reader:
         self.identity: list[list[object]] = []
 
     def rel(self, env: Path) -> str:
-        return env.name if env == self.src else env.relative_to(self.src).as_posix()
+        """How an environment is named: by its folder's name (SRC itself, or a folder in it)."""
+        return env.name
 
     def read(self, env: Path, split: str, label: int | None) -> None:
         """Take each key of the environment folder `env` as an image of `split` and `label`."""
