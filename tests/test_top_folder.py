@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
 
@@ -22,7 +23,7 @@ def photos(folder: Path, n: int, start: int = 0) -> None:
         shutil.copyfile(photo, folder / f"{folder.name}_{i + 1}.jpg")
 
 
-def test_eurosats_folder_converts_with_its_classes_as_torchvisions_imagefolder_reads_them(tmp_path: Path):
+def test_eurosats_folder_converts_with_its_classes_as_torchvisions_imagefolder_reads_them(tmp_path: Path, caplog):
     datasets = pytest.importorskip("torchvision.datasets")
     src = tmp_path / "eurosat"  # what torchvision's EuroSAT unpacks: eurosat/2750/<class>/<class>_<n>.jpg
     for c, name in enumerate(("AnnualCrop", "Forest", "SeaLake")):
@@ -31,7 +32,10 @@ def test_eurosats_folder_converts_with_its_classes_as_torchvisions_imagefolder_r
     m = convert_images(src, tmp_path / "out").manifest
     theirs = datasets.ImageFolder(str(src / "2750"))  # what torchvision's EuroSAT is
     assert m.classes == tuple(theirs.classes) == ("AnnualCrop", "Forest", "SeaLake")
-    found = discover_images(src)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        found = discover_images(src)
+    assert f"{src} holds one folder, 2750/, and no image: its contents are read as the source" in caplog.text
     assert sorted((it.rel, it.label) for it in found.splits["train"]) == sorted(
         (Path(p).relative_to(src).as_posix(), y) for p, y in theirs.samples)  # named under the source, as before
     assert [(r.split, r.source, r.reason) for r in found.rejected] == [

@@ -60,6 +60,6 @@ def under(found: Discovery, src: Path, inner: Path) -> Discovery:
     split = next(iter(found.splits), "train")
     rejected += [Rejection(split, display(name), BESIDE.format(name=inner.name))
                  for name in listed(src) if src / name != inner]
-    log.info("%s holds one folder, %s/, and no image: its contents are read as the source (as one class folder it "
-             "would have been the class of every image)", src, inner.name)
+    log.warning("%s holds one folder, %s/, and no image: its contents are read as the source (as one class folder "
+                "it would have been the class of every image)", src, inner.name)
     return replace(found, splits=splits, rejected=rejected, identity=[["folder", prefix], *found.identity])
