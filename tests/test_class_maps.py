@@ -211,3 +211,30 @@ def test_a_folder_named_as_images_is_no_images_for_a_map(tmp_path: Path):
     found = discover_array_files(src, TableOptions())
     assert [(r.source, r.reason) for r in found.rejected] == [
         ("emnist-digits-mapping.txt", "a class map without the images whose classes it names beside it: not read")]
+
+
+def test_what_a_map_may_hold_at_its_bounds_is_read(tmp_path: Path):
+    def read(name: str, text: str) -> tuple[str, ...]:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        return class_maps.read(tmp_path / name)
+
+    many = read("emnist-byclass-mapping.txt", "".join(f"{i} {0x4E00 + i}\n" for i in range(class_maps.MAX_ID + 1)))
+    assert len(many) == 10000 and many[-1] == chr(0x4E00 + 9999)  # the largest id a map may give
+    edges = (0x21, 0xD7FF, 0xE000, 0x10FFFF)  # the first code after the space, those around the surrogates, the last
+    assert read("emnist-digits-mapping.txt", "".join(f"{i} {c}\n\n" for i, c in enumerate(edges))) == tuple(
+        map(chr, edges))  # (a blank line between lines is passed over)
+    assert read("kmnist_classmap.csv", "index,codepoint,char\n0,U+304a,お\n1,U+10FFFF,\U0010ffff\n") == (
+        "お", "\U0010ffff")  # a code point in lower case, one of six digits
+
+
+@pytest.mark.parametrize(("name", "text", "error"), [
+    ("emnist-digits-mapping.txt", "0 57343\n", r":1: the code 57343 is no character"),  # the last surrogate
+    ("k49_classmap.csv", "index,codepoint,char\n\u0661,U+3042,あ\n", r":2: not `index,U\+CODE,character`"),  # not
+    # an ASCII digit
+    ("k49_classmap.csv", "", r": its first line is not the header"),  # an empty file
+    ("k49_classmap.csv", "index,codepoint,char\n0,U+3042,あ,\n", r":2: not `index,U\+CODE,character`"),
+])
+def test_more_maps_refused(tmp_path: Path, name: str, text: str, error: str):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(TableError, match=f"^{name}{error}"):
+        class_maps.read(tmp_path / name)

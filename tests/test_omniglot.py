@@ -145,3 +145,19 @@ def test_a_tree_that_is_not_omniglot_is_read_as_before(tmp_path: Path):
     src = tmp_path / "src"
     write_set(src / "images", {"Greek": ("character01",)})
     assert discover_images(src).layout != "omniglot"
+
+
+def test_links_to_sets_and_loops_back_to_the_source(tmp_path: Path):
+    src = tmp_path / "omniglot-py"
+    write_set(tmp_path / "elsewhere", BACKGROUND)
+    write_set(src / "images_evaluation", EVALUATION)
+    (src / "images_background").symlink_to(tmp_path / "elsewhere")
+    (src / "images_evaluation" / "Angelic" / "character01" / "up").symlink_to(src)  # a loop back to the source
+    found = discover_images(src)
+    assert len(found.classes) == 6 and {k: len(v) for k, v in found.splits.items()} == {"train": 8, "test": 4}
+    assert [(r.split, r.source, r.reason[:40]) for r in found.rejected] == [
+        ("test", "images_evaluation/Angelic/character01/up", "symlink loop: points back to " + str(src)[:11])]
+    assert len(found.identity) == 12  # each image, so that a resume sees one changed
+    unfollowed = discover_images(src, follow_symlinks=False)  # the linked set is not read, nor named a set
+    assert unfollowed.classes == ("Angelic/character01", "Angelic/character02")
+    assert {k: len(v) for k, v in unfollowed.splits.items()} == {"test": 4}

@@ -117,3 +117,22 @@ def test_what_the_inner_discovery_names_is_named_under_the_source(tmp_path: Path
                                       also=(("data/a/2.txt", "x"),)),  # a path outside the source stays whole
                             Rejection("val", "readme.md", BESIDE.format(name="data"))]  # in the split there is
     assert got.identity == [["folder", "data/"], ["val", "a/1.jpg", 0, 10]]
+
+
+def test_class_folders_in_the_top_folder_reached_through_links(tmp_path: Path):
+    photos(tmp_path / "real" / "cats", 1)
+    (tmp_path / "src" / "top").mkdir(parents=True)
+    (tmp_path / "src" / "top" / "cats").symlink_to(tmp_path / "real" / "cats")  # a class folder, linked
+    assert top_folder(tmp_path / "src", follow=True) == tmp_path / "src" / "top"
+    assert top_folder(tmp_path / "src", follow=False) is None  # (no folder in it, where links are not followed)
+    (tmp_path / "split" / "top" / "train").mkdir(parents=True)
+    (tmp_path / "split" / "top" / "train" / "cats").symlink_to(tmp_path / "real" / "cats")  # a split's classes
+    assert top_folder(tmp_path / "split", follow=True) == tmp_path / "split" / "top"
+    assert top_folder(tmp_path / "split", follow=False) is None  # (a split folder of no folder: one class's)
+
+
+def test_what_lies_beside_a_top_folder_of_nothing_taken_is_rejected_in_train(tmp_path: Path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "notes.txt").write_text("a dataset")
+    got = under(Discovery({}, (), [], "split/class", []), tmp_path, tmp_path / "data")
+    assert got.rejected == [Rejection("train", "notes.txt", BESIDE.format(name="data"))]
