@@ -146,7 +146,12 @@ IMAGES4 = small_photos(4, 8, "L")
 
 @pytest.mark.parametrize("images, labels, reason", [
     (_npy(IMAGES4.astype(np.float32)), _npy(np.arange(4)),
-     "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (float32 [4, 8, 8])"),
+     "no images: 'x_train' holds floats (float32 [4, 8, 8]), not scaled by guess: save uint8 0 ... 255, "
+     "`np.round(x * 255).astype(np.uint8)` for 0 ... 1"),
+    (_npy(IMAGES4.astype(np.int16)), _npy(np.arange(4)),  # (whole numbers: no word of scaling)
+     "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (int16 [4, 8, 8])"),
+    (_npy(IMAGES4.astype(np.uint16)), _npy(np.arange(4)),  # 16-bit grey (a scanner's): not cut to 8 bits by guess
+     "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (uint16 [4, 8, 8])"),
     (_npy(np.zeros((4, 8, 8, 4), np.uint8)), _npy(np.arange(4)),
      "no images: 'x_train' is no uint8 array of [images, rows, columns, 1 or 3 channels] (uint8 [4, 8, 8, 4])"),
     (_npy(np.zeros((4, 8, 8, 8), np.uint8)), _npy(np.arange(4)),  # MedMNIST's 3-D volumes

@@ -114,7 +114,8 @@ def _x_file(path: Path, **datasets: object) -> None:
 
 @pytest.mark.parametrize("x, y, reason", [
     ({"x": np.zeros((2, 32, 32, 3), np.float32)}, [0, 1],
-     "no images: 'x' is no uint8 array of [images, rows, columns, 1 or 3 channels] (float32 [2, 32, 32, 3])"),
+     "no images: 'x' holds floats (float32 [2, 32, 32, 3]), not scaled by guess: save uint8 0 ... 255, "
+     "`np.round(x * 255).astype(np.uint8)` for 0 ... 1"),
     ({"x": np.zeros((2, 32, 32, 2), np.uint8)}, [0, 1],
      "no images: 'x' is no uint8 array of [images, rows, columns, 1 or 3 channels] (uint8 [2, 32, 32, 2])"),
     ({"x": np.zeros((2, 32), np.uint8)}, [0, 1],

@@ -31,12 +31,12 @@ from typing import IO, Any
 
 import numpy as np
 
+from converters.images.pixel_arrays import layout_problem
 from converters.table_files import TableError
 from fastdata.manifest_splits import canonical_split
 
 ROLES = ("x", "y", "images", "imgs", "labels")  # the words that say what an array holds
 PARTNERS = {"x": ("y",), "images": ("labels",), "imgs": ("labels",), "y": ("x",), "labels": ("images", "imgs")}
-MAX_SIDE = 4096  # rows or columns of one image
 MAX_LABEL_BYTES = 1 << 31  # labels are read whole
 MAX_RATIO = 1000  # bytes a compressed member may grow to, for each byte stored
 BLOCK_BYTES = 64 << 20  # bytes of images read at a time, and of a member checked at a time
@@ -173,11 +173,9 @@ class Arrays:
         TableError saying why it holds none."""
         f, head = self._open(key)
         with f:
-            shape = head.shape
-            if (head.dtype != np.uint8 or len(shape) not in (3, 4) or len(shape) == 4 and shape[3] not in (1, 3)
-                    or not all(0 < s <= MAX_SIDE for s in shape[1:3])):
-                raise TableError(f"no images: {key!r} is no uint8 array of [images, rows, columns, 1 or 3 channels] "
-                                 f"({head.dtype} {list(shape)})")
+            why = layout_problem(key, head.dtype, head.shape)
+            if why is not None:
+                raise TableError(why)
             yield head, _blocks(f, head)
 
     def labels(self, key: str, count: int, *, multi: bool) -> tuple[list[Any], int | None]:

@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from converters import hdf5_files
+from converters.images.pixel_arrays import layout_problem
 from converters.table_files import TableError
 from fastdata.errors import MissingDependencyError, require
 
 NAME = re.compile(r"^(?P<stem>.+)_(?P<what>[xy])\.h5(?P<gz>\.gz)?$")
 COMPANION = re.compile(r"^(?P<stem>.+)_(meta\.csv|mask\.h5(\.gz)?)$")  # patch coordinates, tumour masks
-MAX_SIDE = 4096
 MAX_OBJECTS = 64  # links walked in a file (PCam's hold one dataset each)
 MAX_RATIO = 1000  # a dataset's bytes of pixels for each byte the file stores for them
 MAX_IMAGES = 1 << 24  # images of one file (PCam's train split: 262,144); each has a label in memory
@@ -120,10 +120,9 @@ def _opened(path: Path, variable: str, problem: Callable[[Any], str | None]) -> 
 def _pixels_layout(x: Any) -> str | None:
     """Why the dataset `x` holds no images of [N, rows, columns(, 1 or 3 channels)] (None: it does)."""
     shape = tuple(x.shape or ())  # (a null dataspace has no shape)
-    if (x.dtype != np.uint8 or len(shape) not in (3, 4) or len(shape) == 4 and shape[3] not in (1, 3)
-            or not all(0 < s <= MAX_SIDE for s in shape[1:3])):
-        return (f"no images: 'x' is no uint8 array of [images, rows, columns, 1 or 3 channels] "
-                f"({x.dtype} {list(shape)})")
+    why = layout_problem("x", x.dtype, shape)
+    if why is not None:
+        return why
     if shape[0] > MAX_IMAGES:  # (a billion 1x1 images fit the ratio below in a megabyte)
         return f"'x' holds {shape[0]} images, more than {MAX_IMAGES}: not a file of PCam's (its largest holds 262,144)"
     stored = x.id.get_storage_size()
