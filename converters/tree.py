@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 SPLIT_WORD = re.compile(r"(?<![^-_.])(train|training|val|valid|validation|test|testing)(?![^-_.])", re.IGNORECASE)
 SPLIT_FOLDERS = "train, val, test, or an alias: training, valid, validation, testing"  # what rejections name
+# words that may stand beside a split's in a split folder's name: Kaggle's `training_set/` and `test_set/` (Cat and
+# Dog), `seg_train/` and `seg_test/` (Intel Image Classification), `train_data/`, `Train_Set/`, `test_images/`
+SPLIT_FILLERS = frozenset({"set", "data", "dataset", "images", "imgs", "seg", "split"})
 SPLIT_HELP = ("split name for a source without train/val/test folders (default: train); a table, or a text file of "
               "many documents, whose name names a split goes there")  # --split, shared by the kinds
 NOT_FOLLOWED = "symbolic link not followed (--no-follow-symlinks)"
@@ -176,8 +179,15 @@ def splits_named(name: str) -> set[str]:
 
 def split_of_folder(name: str) -> str | None:
     """The split a folder named `name` holds: `train`, `val` or `test`, whatever the case, and their aliases
-    (`Training`, `valid`, `validation`, `Testing`: Kaggle's and Hugging Face's names); None for any other name."""
-    return canonical_split(name)
+    (`Training`, `valid`, `validation`, `Testing`: Kaggle's and Hugging Face's names), alone or with words of
+    SPLIT_FILLERS set apart by '_', '-' or a space (`training_set`, `seg_test`, `Train Set`); None for any other
+    name (`test_tube`, `pretrain`, `train_2`: a class's)."""
+    split = canonical_split(name)
+    if split is not None:
+        return split
+    words = re.split(r"[-_ ]", name.lower())
+    splits = [w for w in words if w not in SPLIT_FILLERS]
+    return canonical_split(splits[0]) if len(splits) == 1 else None
 
 
 def split_folders(names: list[str]) -> dict[str, str]:
@@ -193,6 +203,23 @@ def split_folders(names: list[str]) -> dict[str, str]:
             raise ConvertError(f"the folders {other!r} and {name!r} both name the split {split!r}: merge them or "
                                "rename one")
         found[name] = split
+    return found
+
+
+def split_folders_in(src: Path, names: list[str], *, follow: bool) -> dict[str, str]:
+    """The split folders among the folder `names` of `src` (`split_folders`), each as the path under `src` of the
+    folder that holds its contents: itself, or the one folder of its own split it holds and nothing beside (a
+    Kaggle zip's `seg_train/seg_train/`, `training_set/training_set/`, `train/train/`), so that this inner folder's
+    name is not read as the split's one class."""
+    found = {}
+    for folder, split in split_folders(names).items():
+        inside = listed(src / folder)
+        if len(inside) == 1 and split_of_folder(inside[0]) == split and is_folder(src / folder / inside[0],
+                                                                                   follow=follow):
+            log.info("%s/ holds nothing but %s/: the %s split is read from it", display(folder),
+                     display(inside[0]), split)
+            folder = f"{folder}/{inside[0]}"
+        found[folder] = split
     return found
 
 
@@ -244,9 +271,11 @@ class Collector(abc.ABC):
             self.rejected.append(Rejection(split, self.rel(path), reason))
 
     def reject_outside(self, names: list[str], split_dirs: list[str]) -> None:
-        """Reject the top-level entries of a split-folder source that are not split folders."""
+        """Reject the top-level entries of a split-folder source that are not split folders (`split_dirs`, paths
+        under the source: `split_folders_in`)."""
+        tops = {d.split("/")[0] for d in split_dirs}
         for name in names:
-            if name not in split_dirs:
+            if name not in tops:
                 path = self.src / name
                 # the folder's name, as text (a name that is not UTF-8 crashed the plan's JSON); a link not followed
                 # is not looked into

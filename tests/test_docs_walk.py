@@ -13,6 +13,7 @@ docs/*.md runs as written (tests/docs_walk.py) on the bundled data, laid out und
   ILSVRC/Data/CLS-LOC/{train/<class>/,val/}, LOC_val_solution.csv   12 photos as Kaggle's ImageNet (val loose)
   ~/pets/images/<Breed>_<n>.jpg, ~/dogs-vs-cats/{train/<cat|dog>.<n>.jpg,test/<n>.jpg}   classes in file names
   ~/food-101/images/<class>/<n>.jpg, ~/food-101/meta/{train,test}.txt   splits in list files (Food-101's download)
+  ~/kaggle/intel-image-classification/seg_{train,test,pred}/seg_.../   Kaggle's nested split folders
   ~/dtd/images/<class>/, ~/dtd/labels/{train,val,test}{1,3}.txt   the photos as DTD's download
   ~/chestxray14/images/<n>_000.png, ~/chestxray14/Data_Entry_2017.csv   greyscale PNGs, several findings an image
   ~/data/coco/annotations/instances_train2017.json   the photos' objects, in COCO's shape (several classes each)
@@ -223,13 +224,17 @@ def _organ_files(root: Path) -> None:
 
 def _named(home: Path) -> None:
     """Photos whose names hold their classes: Oxford-IIIT Pet's `Bengal_3.jpg`, dogs vs cats' `train/cat.0.jpg`
-    (and an unlabeled `test/`); and Food-101's class folders with their split lists."""
+    (and an unlabeled `test/`); Food-101's class folders with their split lists; Intel Image Classification's
+    `seg_train/seg_train/<class>/`."""
     for i, p in enumerate(sorted(PHOTOS.glob("*.jpg"))[:12]):
         targets = [home / "pets" / "images" / f"{('Bengal', 'beagle')[i % 2]}_{i}.jpg",
                    home / "dogs-vs-cats" / ("test" if i % 4 == 3 else "train") / f"{('cat', 'dog')[i % 2]}.{i}.jpg"]
         if i % 4 == 3:
             targets[1] = targets[1].with_name(f"{i}.jpg")
         targets.append(home / "food-101" / "images" / ("apple_pie", "ribs")[i % 2] / f"{i}.jpg")
+        split = ("seg_train", "seg_train", "seg_test", "seg_pred")[i % 4]  # Intel's, as its zip unpacks
+        targets.append(home / "kaggle" / "intel-image-classification" / split / split /
+                       ("" if split == "seg_pred" else ("forest", "sea")[i % 2]) / f"{i}.jpg")
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, target)

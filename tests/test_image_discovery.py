@@ -60,13 +60,13 @@ def test_split_folders_by_other_names_are_the_splits_they_name(tmp_path):
 
 
 def test_split_folders_of_names_no_split_has_are_classes_with_a_warning(tmp_path, caplog):
-    src = touch(tmp_path / "src", "seg_train/forest/1.jpg", "seg_train/sea/2.jpg", "seg_test/forest/3.jpg",
-                 "seg_test/sea/4.jpg")
+    src = touch(tmp_path / "src", "trn/forest/1.jpg", "trn/sea/2.jpg", "tst/forest/3.jpg",
+                 "tst/sea/4.jpg")
     with caplog.at_level(logging.WARNING):
         d = discover_images(src)
-    assert d.classes == ("seg_test", "seg_train")
+    assert d.classes == ("trn", "tst")
     assert [r.getMessage() for r in caplog.records] == [
-        f"the class folders seg_test, seg_train hold no image but the same folders (forest, sea): if they are "
+        f"the class folders trn, tst hold no image but the same folders (forest, sea): if they are "
         f"splits, name them {SPLIT_FOLDERS}; as they are, each is one class"]
 
 
@@ -84,10 +84,10 @@ def test_class_folders_named_as_a_datasets_folders_are_warned_about(tmp_path, ca
 
 
 @pytest.mark.parametrize("tree", [
-    ("seg_train/forest/1.jpg", "seg_train/sea/2.jpg", "seg_test/forest/3.jpg", "seg_test/sea/4.jpg",
-     "seg_test/loose.jpg"),  # an image beside the folders: a class
-    ("seg_train/forest/1.jpg", "seg_train/sea/2.jpg", "seg_test/forest/3.jpg", "seg_test/sea/4.jpg",
-     "seg_test/mountain/5.jpg"),  # other folders: nested classes
+    ("trn/forest/1.jpg", "trn/sea/2.jpg", "tst/forest/3.jpg", "tst/sea/4.jpg",
+     "tst/loose.jpg"),  # an image beside the folders: a class
+    ("trn/forest/1.jpg", "trn/sea/2.jpg", "tst/forest/3.jpg", "tst/sea/4.jpg",
+     "tst/mountain/5.jpg"),  # other folders: nested classes
     ("cat/0001.jpg", "cat/0002.jpg", "dog/0001.jpg", "dog/0002.jpg"),  # the same image names: classes
     ("a/x/1.jpg", "b/x/2.jpg")])  # one folder inside each
 def test_class_folders_that_differ_or_hold_images_are_classes_quietly(tmp_path, caplog, tree):

@@ -31,7 +31,7 @@ from converters.images.tables import discover_tables, table_files
 from converters.images.tfrecords import damaged_tfrecord, discover_tfrecords, has_tfrecords
 from converters.images.top_folder import top_folder, under
 from converters.kind import Discovery
-from converters.tree import SPLIT_FOLDERS, is_folder, listed, split_folders, split_of_folder
+from converters.tree import SPLIT_FOLDERS, is_folder, listed, split_folders, split_folders_in, split_of_folder
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def _discover_unlabeled(src: Path, top: list[str], split: str, follow: bool,
 
 def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: bool) -> None:
     """Log a warning when every class folder holds no file but the same two or more folders: a
-    `SRC/<split>/<class>/` tree whose split folders have names no split has (`seg_train/`, `Train_Set/`), each
+    `SRC/<split>/<class>/` tree whose split folders have names no split has (`trn/`, `tst/`, `fold1/`), each
     taken for a class of its own."""
     inner = set()
     for c in classes:
@@ -245,7 +245,7 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if label_pattern:
         return _discover_unlabeled(src, top, split, follow, compile_label_pattern(label_pattern))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
-    named = split_folders([n for n in dirs if split_of_folder(n) is not None])
+    named = split_folders_in(src, dirs, follow=follow)
     images_in = _loose_folders(src, named, follow)
     classy = {f: s for f, s in named.items() if images_in[f] is None}  # split folders of class folders
     split_labels = split_labels or (None if unlabeled else _annotated_split(src, named, images_in))

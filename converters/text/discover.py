@@ -18,7 +18,7 @@ from converters.text.options import TextOptions
 from converters.text.record_labels import labeled_records
 from converters.text.records import Reject, file_format, read_documents
 from converters.text.token_files import TokenSpan
-from converters.tree import Collector, is_folder, listed, split_folders, splits_named
+from converters.tree import Collector, is_folder, listed, split_folders_in, splits_named
 from fastdata.errors import ConvertError
 
 TABLES = (*PARQUET, *ARROW)
@@ -121,7 +121,7 @@ def discover_text(src: Path, /, *, options: TextOptions, extra_identity: list[ob
         return Discovery(col.items, classes, col.rejected, "file", [*extra_identity, *col.identity], keep=col.spill)
     top = listed(src)
     dirs = [n for n in top if is_folder(src / n, follow=follow_symlinks)]
-    splits = split_folders(dirs)
+    splits = split_folders_in(src, dirs, follow=follow_symlinks)
     if options.unlabeled:  # every document of the tree, without a label: class folders are plain folders
         layout, classes, col.named_splits = "unlabeled", (), not splits
         if splits:
