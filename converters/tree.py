@@ -36,18 +36,26 @@ SPLIT_FILLERS = frozenset({"set", "data", "dataset", "images", "imgs", "seg", "s
 SPLIT_HELP = ("split name for a source without train/val/test folders (default: train); a table, or a text file of "
               "many documents, whose name names a split goes there")  # --split, shared by the kinds
 NOT_FOLLOWED = "symbolic link not followed (--no-follow-symlinks)"
+# the folder a zip made on macOS (Finder's "Compress", Kaggle's uploads) unpacks beside its files: `._NAME` resource
+# forks mirroring the tree, never data; read as a class before (empty, sorted before lower-case names: their labels
+# one too high)
+MACOS_METADATA = "__MACOSX"
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device"}
 
 
 def listed(folder: Path) -> list[str]:
-    """The names a discovery reads in `folder`: the visible ones, sorted, less what fastdata wrote there (a dataset,
-    a private report: outputs.py)."""
+    """The names a discovery reads in `folder`: the visible ones, sorted, less macOS's archive metadata
+    (MACOS_METADATA) and what fastdata wrote there (a dataset, a private report: outputs.py)."""
     from converters.outputs import may_be_output, written_by_fastdata  # lazy: outputs.py imports this module
 
     with os.scandir(folder) as found:  # a file's type comes with its name: no stat for each of a million images
         entries = sorted((e for e in found if not e.name.startswith(".")), key=lambda e: e.name)
-    return [e.name for e in entries if not (may_be_output(e) and written_by_fastdata(Path(folder) / e.name))]
+    if any(e.name == MACOS_METADATA for e in entries):
+        log.info("%s/%s/ skipped: the resource forks a zip made on macOS holds beside its files, no data",
+                 display(folder), MACOS_METADATA)
+    return [e.name for e in entries if e.name != MACOS_METADATA
+            and not (may_be_output(e) and written_by_fastdata(Path(folder) / e.name))]
 
 
 def display(path: Path | str) -> str:
