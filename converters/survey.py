@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from converters.kind import Discovery, Kind
+from converters.packed import packed_source_problem
 from converters.plan import shuffle_split
 from converters.sample import Rejection, WorkItem
 from converters.secret_options import public_options
@@ -57,7 +58,11 @@ def local_source(src: Path | str) -> Path:
                            "sync`, `gcloud storage cp -r`, `azcopy copy`, `wget -r`) and convert that folder; the "
                            "shards may go to a URL DST. WebDataset shards already there are adopted where they lie: "
                            "`fastdata index 'URL/shards-{000000..000099}.tar'`")
-    return src if isinstance(src, Path) else Path(local_path(src))  # file:///data/raw names /data/raw
+    path = src if isinstance(src, Path) else Path(local_path(src))  # file:///data/raw names /data/raw
+    problem = packed_source_problem(path)  # a download not unpacked: "source x.zip is not a directory" before
+    if problem is not None:
+        raise ConvertError(problem)
+    return path
 
 
 def survey(kind: Kind, src: Path, *, options: Any, config: ConvertConfig) -> Discovery:

@@ -65,6 +65,8 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     from converters import KINDS, get_kind
     from converters.images.array_files import what_file
     from converters.images.tfrecords import looks_like_tfrecord
+    from converters.packed import packed_folder_advice
+    from converters.tree import first_files
     from fastdata.errors import ConvertError
 
     if not src.exists():
@@ -81,6 +83,9 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
         raise ConvertError(f"{src} is {what or 'a TFRecord file'}: images are converted from a folder, so convert the "
                            f"folder that holds it (fastdata convert {src.parent} DST), or move it into a folder of its "
                            "own")
+    advice = packed_folder_advice(src, list(first_files(src, 1000))) if src.is_dir() else None
+    if advice is not None:
+        raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(src)}): {advice}")
     raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(src)}); pass --kind ({', '.join(KINDS)})")
 
 
