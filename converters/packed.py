@@ -1,6 +1,6 @@
 """Sources still packed as they were downloaded: a `.zip`, `.tar`, `.tar.gz`, `.7z` or `.rar` given as the source,
-or a folder holding nothing but such archives (Kaggle's `intel-image-classification.zip`, a tarball from a dataset's
-site). A conversion reads folders: what to run to unpack them first, named for the archive at hand."""
+or a folder no kind recognises that holds such archives (Kaggle's `intel-image-classification.zip`, a tarball from
+a dataset's site). A conversion reads folders: what to run to unpack them first, named for the archive at hand."""
 
 from __future__ import annotations
 

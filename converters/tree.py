@@ -221,14 +221,29 @@ def split_folders_in(src: Path, names: list[str], *, follow: bool) -> dict[str, 
     name is not read as the split's one class."""
     found = {}
     for folder, split in split_folders(names).items():
-        inside = listed(src / folder)
-        if len(inside) == 1 and split_of_folder(inside[0]) == split and is_folder(src / folder / inside[0],
-                                                                                   follow=follow):
-            log.info("%s/ holds nothing but %s/: the %s split is read from it", display(folder),
-                     display(inside[0]), split)
-            folder = f"{folder}/{inside[0]}"
+        inner = _sole_entry(src / folder)
+        if inner is not None and split_of_folder(inner) == split and is_folder(src / folder / inner, follow=follow):
+            log.info("%s/ holds nothing but %s/: the %s split is read from it", display(folder), display(inner), split)
+            folder = f"{folder}/{inner}"
         found[folder] = split
     return found
+
+
+def _sole_entry(folder: Path) -> str | None:
+    """The one name a discovery reads in `folder` (as `listed`, less its look for fastdata's outputs), without
+    listing a split folder of a million images to the end; None for none, more than one, or a folder that cannot be
+    read (the walk rejects it, saying why)."""
+    names: list[str] = []
+    try:
+        with os.scandir(folder) as found:
+            for entry in found:
+                if not entry.name.startswith(".") and entry.name != MACOS_METADATA:
+                    names.append(entry.name)
+                    if len(names) > 1:
+                        return None
+    except OSError:
+        return None
+    return names[0] if names else None
 
 
 class Collector(abc.ABC):

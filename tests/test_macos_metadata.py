@@ -52,7 +52,8 @@ def test_class_folders_zipped_on_macos_convert_with_their_own_classes_and_labels
      {"train": [("seg_train/seg_train/forest/1.jpg", 0), ("seg_train/seg_train/sea/2.jpg", 1)],
       "test": [("seg_test/seg_test/sea/3.jpg", 1)]}),
     # and beside the inner folder: it is still all a split folder holds
-    (("train/train/a/1.jpg",), ("train/__MACOSX/train/a/1.jpg",), {"train": [("train/train/a/1.jpg", 0)]}),
+    (("train/train/a/1.jpg", "train/train/b/2.jpg"), ("train/__MACOSX/train/a/1.jpg",),
+     {"train": [("train/train/a/1.jpg", 0), ("train/train/b/2.jpg", 1)]}),
     # a download's one top folder beside them (EuroSAT's `2750/`)
     (("eurosat/2750/Forest/1.jpg", "eurosat/2750/SeaLake/2.jpg"), ("eurosat/2750/Forest/1.jpg",),
      {"train": [("eurosat/2750/Forest/1.jpg", 0), ("eurosat/2750/SeaLake/2.jpg", 1)]}),

@@ -6,6 +6,7 @@ the classes `seg_pred`, `seg_test` and `seg_train`, and Kaggle's Cat and Dog int
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from helpers import split_items, split_rejections, touch
 from converters.images.discover import discover_images
 from converters.text.discover import discover_text
 from converters.text.options import TextOptions
-from converters.tree import NOT_FOLLOWED, SPLIT_FOLDERS, split_of_folder
+from converters.tree import NOT_FOLLOWED, SPLIT_FOLDERS, split_folders_in, split_of_folder
 from fastdata.errors import ConvertError
 
 OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"
@@ -70,6 +71,9 @@ def test_kaggles_cat_and_dog_and_a_split_in_a_folder_of_its_split_by_another_nam
      [("train", "train/readme.jpg", "not inside a class folder")]),
     (("train/train/a/1.jpg", "train/zz.jpg"), {"train": [("train/train/a/1.jpg", 0)]},
      [("train", "train/zz.jpg", "not inside a class folder")]),
+    # a hidden file beside it is no file (macOS's .DS_Store)
+    (("train/train/a/1.jpg", "train/train/b/2.jpg", "train/.DS_Store"),
+     {"train": [("train/train/a/1.jpg", 0), ("train/train/b/2.jpg", 1)]}, []),
     # an inner folder of another split, or none: a class
     (("train/test/1.jpg", "train/cat/2.jpg"), {"train": [("train/cat/2.jpg", 0), ("train/test/1.jpg", 1)]}, []),
     (("train/cats/1.jpg", "val/cats/2.jpg"), {"train": [("train/cats/1.jpg", 0)], "val": [("val/cats/2.jpg", 0)]}, []),
@@ -109,3 +113,17 @@ def test_a_text_corpus_in_kaggles_split_folders(tmp_path: Path):
     assert {s: sorted(it.rel for it in items) for s, items in d.splits.items()} == {
         "train": ["training_set/training_set/neg/2.txt", "training_set/training_set/pos/1.txt"],
         "test": ["test_set/pos/3.txt"]}
+
+
+def test_a_split_folder_that_cannot_be_read_is_taken_as_it_is(tmp_path: Path, monkeypatch):
+    """(what lies below it is the walk's to reject, saying why; the look for an inner folder raises nothing)"""
+    src = touch(tmp_path / "src", "train/train/a/1.jpg", "test/test/a/2.jpg")
+    real = os.scandir
+
+    def scandir(path):  # (root reads any folder: a permission error made by hand)
+        if Path(path) == src / "train":
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert split_folders_in(src, ["test", "train"], follow=True) == {"test/test": "test", "train": "train"}
