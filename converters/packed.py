@@ -28,12 +28,18 @@ def archive_suffix(name: str) -> str | None:
     return next((s for s in _UNPACK if lower.endswith(s) and len(lower) > len(s)), None)
 
 
-def unpack_command(path: Path) -> str:
-    """The shell command that unpacks the archive `path` into a folder beside it named as it is, less its suffix."""
+def _unpacked(path: Path) -> tuple[str, Path]:
+    """(the archive suffix of `path`, the folder beside it named as it is less that suffix); ValueError for a path
+    that is no archive."""
     suffix = archive_suffix(path.name)
     if suffix is None:
         raise ValueError(f"{path.name} is no archive")
-    out = path.with_name(path.name[:-len(suffix)])
+    return suffix, path.with_name(path.name[:-len(suffix)])
+
+
+def unpack_command(path: Path) -> str:
+    """The shell command that unpacks the archive `path` into a folder beside it named as it is, less its suffix."""
+    suffix, out = _unpacked(path)
     return _UNPACK[suffix][1].format(src=shlex.quote(str(path)), out=shlex.quote(str(out)))
 
 
@@ -42,13 +48,12 @@ def packed_source_problem(src: Path) -> str | None:
     and convert the folder; None for anything else."""
     from converters.images.imagenet_archives import DEVKIT, TRAIN, VAL  # (lazy: what it imports, only here)
 
-    suffix = archive_suffix(src.name)
-    if suffix is None or not src.is_file():
+    if archive_suffix(src.name) is None or not src.is_file():
         return None
     if src.name in (TRAIN, VAL, DEVKIT):
         return (f"{src} is one of ImageNet's archives, which a conversion reads as they are from the folder that "
                 f"holds them with the devkit: `fastdata convert {shlex.quote(str(src.parent))} DST`")
-    out = src.with_name(src.name[:-len(suffix)])
+    suffix, out = _unpacked(src)
     return (f"{src} is {_UNPACK[suffix][0]}: fastdata converts the folder it unpacks into: `{unpack_command(src)}`, "
             f"then `fastdata convert {shlex.quote(str(out))} DST`")
 
@@ -61,7 +66,7 @@ def packed_folder_advice(src: Path, files: Sequence[Path]) -> str | None:
     if not packed:
         return None
     if len(packed) == 1:
-        out = packed[0].with_name(packed[0].name[:-len(archive_suffix(packed[0].name) or "")])
+        out = _unpacked(packed[0])[1]
         advice = (f"{packed[0].name} is an archive: unpack it (`{unpack_command(packed[0])}`) and convert what it "
                   f"holds (`fastdata convert {shlex.quote(str(out))} DST`)")
     else:

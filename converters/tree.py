@@ -50,12 +50,17 @@ def listed(folder: Path) -> list[str]:
     from converters.outputs import may_be_output, written_by_fastdata  # lazy: outputs.py imports this module
 
     with os.scandir(folder) as found:  # a file's type comes with its name: no stat for each of a million images
-        entries = sorted((e for e in found if not e.name.startswith(".")), key=lambda e: e.name)
+        entries = sorted(found, key=lambda e: e.name)
     if any(e.name == MACOS_METADATA for e in entries):
         log.info("%s/%s/ skipped: the resource forks a zip made on macOS holds beside its files, no data",
                  display(folder), MACOS_METADATA)
-    return [e.name for e in entries if e.name != MACOS_METADATA
+    return [e.name for e in entries if _is_read(e.name)
             and not (may_be_output(e) and written_by_fastdata(Path(folder) / e.name))]
+
+
+def _is_read(name: str) -> bool:
+    """Whether a discovery reads what is named `name`: not a hidden file or folder, nor MACOS_METADATA."""
+    return not name.startswith(".") and name != MACOS_METADATA
 
 
 def display(path: Path | str) -> str:
@@ -237,7 +242,7 @@ def _sole_entry(folder: Path) -> str | None:
     try:
         with os.scandir(folder) as found:
             for entry in found:
-                if not entry.name.startswith(".") and entry.name != MACOS_METADATA:
+                if _is_read(entry.name):
                     names.append(entry.name)
                     if len(names) > 1:
                         return None

@@ -12,6 +12,8 @@ from fastdata.cli.progress import progress
 from fastdata.cpus import usable_cpus
 from fastdata.label_members import label_classes
 
+HOLDS_LIMIT = 1000  # files of a source no kind recognises that its error describes
+
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from converters import KINDS, get_kind
@@ -83,24 +85,23 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
         raise ConvertError(f"{src} is {what or 'a TFRecord file'}: images are converted from a folder, so convert the "
                            f"folder that holds it (fastdata convert {src.parent} DST), or move it into a folder of its "
                            "own")
-    advice = packed_folder_advice(src, list(first_files(src, 1000))) if src.is_dir() else None
+    files = [src] if src.is_file() else list(first_files(src, HOLDS_LIMIT))
+    advice = packed_folder_advice(src, files) if src.is_dir() else None
     if advice is not None:
-        raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(src)}): {advice}")
-    raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(src)}); pass --kind ({', '.join(KINDS)})")
+        raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(files)}): {advice}")
+    raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(files)}); pass --kind ({', '.join(KINDS)})")
 
 
 
-def _holds(src: Path, limit: int = 1000) -> str:
-    """What the first `limit` files of `src` are, by their extensions, most common first (`120 .nii.gz, 2 .csv`):
-    what the error shows of a source no kind recognises."""
-    from converters.tree import first_files
-
-    files = [src] if src.is_file() else list(first_files(src, limit))
+def _holds(files: list[Path]) -> str:
+    """What `files` (a source file, or the first HOLDS_LIMIT files of a folder) are, by their extensions, most common
+    first (`120 .nii.gz, 2 .csv`): what the error shows of a source no kind recognises."""
     if not files:
         return "no file"
     counts = Counter(_extension(p) for p in files)
     shown = ", ".join(f"{n} {suffix}" for suffix, n in counts.most_common(4))
-    return f"{shown} of its {'first ' if len(files) == limit else ''}{len(files)} files" if len(counts) > 4 else shown
+    return (f"{shown} of its {'first ' if len(files) == HOLDS_LIMIT else ''}{len(files)} files" if len(counts) > 4
+            else shown)
 
 
 def _summary(result) -> None:
