@@ -210,7 +210,7 @@ def test_mnist_as_torchvision_keeps_it_converts_each_file_once(tmp_path: Path):
     labels = np.array([5, 0, 4, 1, 9, 2, 1, 3, 1], np.uint8)
     src = write_mnist(tmp_path / "MNIST" / "raw", images, labels)
     assert IMAGES.detect(src)
-    from converters.images.array_files import has_array_files
+    from converters.images.array_kinds import has_array_files
 
     (tmp_path / "MNIST" / "raw" / "zz.png").write_bytes(b"")  # an image among the first files: a folder of images
     assert not has_array_files(src, limit=100)

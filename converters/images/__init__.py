@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from converters.images import imagenet_archives, lsun
-from converters.images.array_files import has_array_files
+from converters.images.array_kinds import has_array_files
 from converters.images.class_order import ORDERS, order_classes
 from converters.images.discover import discover_images
 from converters.images.encode import ImageOptions, process_image

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from converters.class_folders import ClassFolders, split_classes
 from converters.images import folder_labels
-from converters.images.array_files import discover_array_files, has_array_files, has_numpy_files
+from converters.images.array_files import discover_array_files
+from converters.images.array_kinds import has_array_files, has_numpy_files
 from converters.images.caltech101 import discover_caltech101
 from converters.images.dataset_lists import discover_layout, reads_uncertain
 from converters.images.encode import DEFAULT_MAX_PIXELS

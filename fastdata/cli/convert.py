@@ -65,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     from converters import KINDS, get_kind
-    from converters.images.array_files import what_file
+    from converters.images.array_kinds import what_file
     from converters.images.tfrecords import looks_like_tfrecord
     from converters.packed import packed_folder_advice
     from converters.tree import first_files
