@@ -14,6 +14,7 @@ from converters.packed import packed_source_problem
 from converters.plan import shuffle_split
 from converters.sample import Rejection, WorkItem
 from converters.secret_options import public_options
+from converters.tree import unlistable
 from fastdata.errors import ConvertError
 
 if TYPE_CHECKING:
@@ -62,6 +63,9 @@ def local_source(src: Path | str) -> Path:
     problem = packed_source_problem(path)  # a download not unpacked: "source x.zip is not a directory" before
     if problem is not None:
         raise ConvertError(problem)
+    problem = unlistable(path)
+    if problem is not None:
+        raise ConvertError(f"source {path} cannot be read: {problem}")
     return path
 
 

@@ -12,6 +12,7 @@ being opened, so nothing can block or stream forever.
 from __future__ import annotations
 
 import abc
+import errno
 import itertools
 import logging
 import os
@@ -44,6 +45,9 @@ _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a ch
           stat.S_IFBLK: "a block device"}
 
 
+UNREADABLE = "unreadable folder"  # the walk's rejection of a folder it cannot list ("unreadable folder: why")
+
+
 def listed(folder: Path) -> list[str]:
     """The names a discovery reads in `folder`: the visible ones, sorted, less macOS's archive metadata
     (MACOS_METADATA) and what fastdata wrote there (a dataset, a private report: outputs.py)."""
@@ -56,6 +60,41 @@ def listed(folder: Path) -> list[str]:
                  display(folder), MACOS_METADATA)
     return [e.name for e in entries if _is_read(e.name)
             and not (may_be_output(e) and written_by_fastdata(Path(folder) / e.name))]
+
+
+_PERMISSION = " (the user who converts needs read and search permission on it and its folders: chmod -R u+rX)"
+_DROPPED = " (a network or FUSE mount that has dropped, or a failing disk: remount it and try again)"
+_MENDS = {errno.EACCES: _PERMISSION, errno.EPERM: _PERMISSION, errno.ENOTCONN: _DROPPED, errno.ESTALE: _DROPPED,
+          errno.EIO: _DROPPED}
+
+
+def unlistable(folder: Path) -> str | None:
+    """Why `folder` cannot be listed, with what mends it ('Permission denied (the user who converts needs ...)');
+    None when it can be, or is no folder."""
+    if not folder.is_dir():
+        return None
+    try:
+        with os.scandir(folder):
+            return None
+    except OSError as exc:
+        return f"{exc.strerror or exc}{_MENDS.get(exc.errno, '')}"
+
+
+def readable(folder: Path) -> bool:
+    """Whether the names in the folder `folder` can be listed. A discovery that looks into folders to tell the
+    layout leaves a folder it cannot read to the walk, which rejects it saying why ('unreadable folder: Permission
+    denied'), instead of stopping on it."""
+    return unlistable(folder) is None
+
+
+def listed_or_refused(folder: Path, what: str) -> list[str]:
+    """`listed(folder)` for a folder whose names a layout needs (`what` says what they are); ConvertError saying why
+    for one that cannot be read: converted without them, the layout would be misread (a label lost, a class
+    missing)."""
+    problem = unlistable(folder)
+    if problem is not None:
+        raise ConvertError(f"{display(folder)} cannot be read: {problem}; {what}")
+    return listed(folder)
 
 
 def _is_read(name: str) -> bool:
@@ -124,7 +163,7 @@ class Walk:
             st = os.stat(folder)
             names = listed(folder)
         except OSError as exc:
-            yield folder, f"unreadable folder: {exc.strerror or exc}"
+            yield folder, f"{UNREADABLE}: {exc.strerror or exc}"
             return
         here = (*ancestors, (st.st_dev, st.st_ino))
         subfolders = []
@@ -168,6 +207,13 @@ def outside_rejections(src: Path, names: list[str], reason: str, *, follow: bool
 def first_files(src: Path, limit: int) -> Iterator[Path]:
     """The first `limit` regular files `Walk.files` takes under `src`: what a kind's cheap `detect` looks at."""
     return itertools.islice((p for p, problem in Walk().files(src) if problem is None), limit)
+
+
+def first_unreadable(src: Path, limit: int) -> list[tuple[Path, str]]:
+    """(folder, why) of the folders under `src` that cannot be read, among the walk's first `limit` paths: what kind
+    detection names rather than tell a kind from the rest."""
+    walked = itertools.islice(Walk().files(src), limit)
+    return [(p, problem.partition(": ")[2]) for p, problem in walked if problem and problem.startswith(UNREADABLE)]
 
 
 def under_source(path: str, src: Path) -> str:
@@ -315,7 +361,7 @@ class Collector(abc.ABC):
         dataset's archives and readme beside its folders)."""
         around = {p for t in taken for p in [t, *t.parents] if p == self.src or self.src in p.parents}
         for parent in sorted(around):
-            if parent in taken or not parent.is_dir():
+            if parent in taken or not parent.is_dir() or not readable(parent):  # (nothing to be seen beside)
                 continue
             for name in listed(parent):
                 if parent / name not in around:

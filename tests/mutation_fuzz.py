@@ -1413,6 +1413,43 @@ def _list_dataset(ctx: Context, rng: random.Random, label: str, _: Any) -> str:
     return f"{label}: {what}"
 
 
+def _unreadable_sources(ctx: Context) -> list[tuple[str, Any]]:
+    """(label, (maker of the source, convert options)) of sources of every kind, for the unreadable target."""
+    from fuzz_unreadable import TREES, copier, tree_maker
+
+    jpg = ctx.jpegs[0][1]
+    tokenizer = ["--tokenizer", str(ctx.tokenizer)]
+    out = [(f"images: {layout}", (tree_maker(layout, jpg), [], "images")) for layout in TREES]
+    for kind in sorted({n.split(":")[0] for n in LIST_DATASETS}):
+        options = ([] if kind in SINGLE_LABEL_LISTS else ["--multi-label"]) + \
+            (["--uncertain", "ones"] if kind in ("chexpert", "mimic") else [])
+        out.append((f"lists: {kind}", (functools.partial(_list_folder, kind=kind, jpg=jpg, csv=False), options,
+                                       "images")))
+    out.append(("text: text-src", (copier(ctx.work / "text-src"), tokenizer, "text")))
+    out += [(f"volumes: {name}", (copier(ctx.work / name), [], "dicom")) for name in (
+        "dcm-src", "dcm-seg", "dcm-rt", "dcm-pet", "dcm-stack")]
+    out += [(f"volumes: {name}", (copier(ctx.work / name), [], "nifti")) for name in (
+        "nii-src", "nii-ts", "mhd-src", "nrrd-src", "minc-src", "afni-src", "parrec-src", "petct-src")]
+    out.append(("pairs: pair-src", (copier(ctx.work / "pair-src"), tokenizer, "image_text")))
+    return out
+
+
+def _unreadable(ctx: Context, rng: random.Random, label: str,
+                setup: tuple[Callable[[Path], None], list[str], str]) -> str:
+    """A valid source with folders that cannot be listed, surveyed (tests/fuzz_unreadable.py)."""
+    from fuzz_unreadable import survey_unreadable
+
+    make, options, kind = setup
+    src = ctx.work / "case-unreadable" / "src"
+    shutil.rmtree(src.parent, ignore_errors=True)
+    src.parent.mkdir(parents=True)
+    make(src)
+    try:
+        return f"{label}: {survey_unreadable(src, rng, options, kind)}"
+    except AssertionError as exc:
+        raise Finding(str(exc)) from exc
+
+
 def _table_file(ctx: Context, rng: random.Random, name: str, data: bytes) -> str:
     """A captions file or a labels CSV, mutated (as bytes, or as JSON values): rows, or a ConvertError."""
     from converters.image_text.captions import read_captions
@@ -1686,6 +1723,7 @@ def targets(ctx: Context) -> list[Target]:
         Target("hf_tables", lambda: ctx.image_tables, lambda r, label, d: _hf_table(ctx, r, label, d)),
         Target("lists", lambda: [(n, None) for n in LIST_DATASETS],
                lambda r, label, d: _list_dataset(ctx, r, label, d)),
+        Target("unreadable", lambda: _unreadable_sources(ctx), lambda r, label, d: _unreadable(ctx, r, label, d)),
         Target("manifest", lambda: [("wds", None), ("tokens", None), ("volumes", None)],
                lambda r, label, d: _manifest(ctx, r, label, d)),
         Target("tree", lambda: [("class", None), ("split/class", None), ("flat", None), ("split/loose", None),

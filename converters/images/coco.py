@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from converters.images.labels_csv import Labels
-from converters.tree import split_of_folder
+from converters.tree import listed_or_refused, split_of_folder
 from fastdata.errors import ConvertError
 from fastdata.json_text import BadJSON, parse_json
 
@@ -41,7 +41,9 @@ def found(src: Path) -> list[tuple[str, Path, Path]]:
     if not folder.is_dir():
         return []
     out = []
-    for path in sorted(folder.iterdir()):
+    names = listed_or_refused(folder, "a dataset's annotations are looked for there (COCO's instances files, "
+                                      "Oxford-IIIT Pet's lists)")
+    for path in (folder / n for n in names):
         match = INSTANCES.fullmatch(path.name)
         if match is None or not path.is_file():
             continue

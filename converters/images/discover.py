@@ -32,7 +32,7 @@ from converters.images.tables import discover_tables, table_files
 from converters.images.tfrecords import damaged_tfrecord, discover_tfrecords, has_tfrecords
 from converters.images.top_folder import top_folder, under
 from converters.kind import Discovery
-from converters.tree import SPLIT_FOLDERS, is_folder, listed, split_folders, split_folders_in, split_of_folder
+from converters.tree import SPLIT_FOLDERS, is_folder, listed, readable, split_folders, split_folders_in, split_of_folder
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,8 @@ def _warn_if_splits_by_other_names(src: Path, classes: tuple[str, ...], follow: 
     taken for a class of its own."""
     inner = set()
     for c in classes:
+        if not readable(src / c):
+            return
         names = listed(src / c)
         if any(not is_folder(src / c / n, follow=follow) for n in names):
             return
@@ -112,8 +114,8 @@ def _splits_inside(src: Path, classes: tuple[str, ...], follow: bool) -> dict[st
     `cat/val/`): class -> (folder -> split). None for any other tree. Read as one split, val's images were
     trained on."""
     inside = {}
-    for c in classes:  # an empty class folder reads either way
-        names = listed(src / c)
+    for c in classes:  # an empty class folder reads either way, and so does one that cannot be read
+        names = listed(src / c) if readable(src / c) else []
         if any(split_of_folder(n) is None or not is_folder(src / c / n, follow=follow) for n in names):
             return None
         inside[c] = split_folders(names)
@@ -247,6 +249,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         return _discover_unlabeled(src, top, split, follow, compile_label_pattern(label_pattern))
     dirs = [n for n in top if is_folder(src / n, follow=follow)]
     named = split_folders_in(src, dirs, follow=follow)
+    unread = {f: s for f, s in named.items() if not readable(src / f)}  # left to the walk, which says why
+    named = {f: s for f, s in named.items() if f not in unread}
     images_in = _loose_folders(src, named, follow)
     classy = {f: s for f, s in named.items() if images_in[f] is None}  # split folders of class folders
     split_labels = split_labels or (None if unlabeled else _annotated_split(src, named, images_in))
@@ -254,14 +258,16 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
     if split_labels:
         labelled = next((f for f, s in named.items() if s == split_labels[0]), None)
         if labelled is None:
-            raise ConvertError(f"--labels {labels_csv}: {src} has no {split_labels[0]} folder")
+            why = "its folder cannot be read" if split_labels[0] in unread.values() else \
+                f"{src} has no {split_labels[0]} folder"
+            raise ConvertError(f"--labels {labels_csv}: {why}")
         if labelled in classy:
             raise ConvertError(f"--labels {labels_csv}: {labelled}/ holds class folders, which label its images; "
                                "SPLIT=FILE labels a split folder of loose images")
-    elif named and not classy and len(named) == len(dirs) and not unlabeled:
+    elif named and not classy and len(named) + len(unread) == len(dirs) and not unlabeled:
         log.warning("the split folders %s hold images but no class folder: converted unlabeled", ", ".join(named))
         unlabeled = True
-    if unlabeled or not dirs:
+    if unlabeled or not dirs or unread and not named:
         return _discover_unlabeled(src, top, split, follow)
     col = ImageCollector(src, follow=follow)
     if classy or labelled:
@@ -280,7 +286,9 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         loose = [f for f in named if f not in classy and f != labelled]
         for folder in loose:
             col.reject(src / folder, named[folder], LOOSE_SPLIT.format(split=named[folder]))
-        col.reject_outside(top, list(named))
+        col.reject_outside(top, [*named, *unread])
+        for folder, s in unread.items():
+            col.add_tree(src / folder, s, None)  # (it cannot be read: the walk rejects it, saying why)
         for folder, s in classy.items():
             for name in listed(src / folder):
                 path = src / folder / name
@@ -298,7 +306,8 @@ def discover_images(src: Path, /, *, labels_csv: str | None = None, split: str =
         if inside is None:
             _warn_if_splits_by_other_names(src, classes, follow)
         for i, c in enumerate(classes):
-            for folder, s in inside[c].items() if inside else [("", split)]:
+            # a class folder that holds no split folder as itself (one that cannot be read: the walk rejects it)
+            for folder, s in inside[c].items() if inside and inside[c] else [("", split)]:
                 col.add_tree(src / c / folder if folder else src / c, s, i)
         for name in top:
             if name not in classes:

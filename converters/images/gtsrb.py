@@ -30,7 +30,7 @@ from converters.images.list_text import first_line, list_text
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
 from converters.sample import Rejection
-from converters.tree import is_folder, listed
+from converters.tree import is_folder, listed_or_refused
 from fastdata.errors import ConvertError
 
 TRAINING = ("Training", "Final_Training/Images")  # torchvision's download, the benchmark's archive
@@ -132,7 +132,7 @@ def discover_gtsrb(src: Path, follow: bool) -> Discovery | None:
         raise ConvertError(f"{g.test}: GTSRB's test signs have no labels: {TEST_LABELS} (GTSRB_Final_Test_GT.zip) is "
                            f"neither there nor in {g.top}; put it there, or convert {g.training} alone")
     col = ImageCollector(src, follow=follow)
-    names = listed(g.training)
+    names = listed_or_refused(g.training, "GTSRB's classes are the folders it holds")
     classes = tuple(n for n in names if CLASS_FOLDER.fullmatch(n) and is_folder(g.training / n, follow=follow))
     for label, name in enumerate(classes):
         folder = g.training / name

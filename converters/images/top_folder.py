@@ -19,7 +19,7 @@ from pathlib import Path
 from converters.images.labels_csv import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection
-from converters.tree import display, is_folder, listed, split_of_folder
+from converters.tree import display, is_folder, listed, readable, split_of_folder
 
 log = logging.getLogger(__name__)
 BESIDE = "beside {name}/, the one folder of the source, whose contents are read as the source"
@@ -36,14 +36,16 @@ def top_folder(src: Path, *, follow: bool) -> Path | None:
     if len(folders) != 1 or split_of_folder(folders[0]) is not None or _images(names):
         return None
     inner = src / folders[0]
+    if not readable(inner):
+        return None  # (a class folder, which the walk rejects, saying why)
     names = listed(inner)
     if _images(names):
         return None
-    if all(split_of_folder(n) is not None and not any(is_folder(inner / n / m, follow=follow)
-                                                       for m in listed(inner / n))
+    if all(split_of_folder(n) is not None and readable(inner / n) and
+           not any(is_folder(inner / n / m, follow=follow) for m in listed(inner / n))
            for n in names if is_folder(inner / n, follow=follow)):
         return None  # no folder in it (all of none), or one class's split folders of images
-    return inner
+    return inner  # (and where a split folder in it cannot be read, the source's split folders it holds)
 
 
 def under(found: Discovery, src: Path, inner: Path) -> Discovery:

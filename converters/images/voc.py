@@ -21,6 +21,7 @@ from pathlib import Path
 
 from converters.images.labels_csv import Labels
 from converters.images.list_text import list_text
+from converters.tree import listed_or_refused
 from fastdata.errors import ConvertError
 
 IMAGES = "JPEGImages"
@@ -75,7 +76,7 @@ def read_voc(src: Path) -> tuple[Labels, dict[str, str]]:
     """(the classes of the images the split lists name, by id, with their splits; the ids of splits no class list
     marks -> those splits)."""
     lists = src / LISTS
-    names = sorted(p.name for p in lists.iterdir() if p.is_file())
+    names = [n for n in listed_or_refused(lists, "VOC's lists of its splits are there") if (lists / n).is_file()]
     splits = {SPLITS[n[:-4]]: _split_images(lists / n) for n in names if n[:-4] in SPLITS}
     if not splits:
         raise ConvertError(f"{lists}: no list of a split's images (train.txt, val.txt, test.txt)")
