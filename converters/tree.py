@@ -30,7 +30,9 @@ from fastdata.manifest_splits import SPLIT_ALIASES, canonical_split
 log = logging.getLogger(__name__)
 
 SPLIT_WORD = re.compile(r"(?<![^-_.])(train|training|val|valid|validation|test|testing)(?![^-_.])", re.IGNORECASE)
-SPLIT_FOLDERS = "train, val, test, or an alias: training, valid, validation, testing"  # what rejections name
+# what rejections name; no colon in it: a summary groups reasons by their words before the first colon, and cut
+# "not inside a split folder (train, val, test, or an alias" there
+SPLIT_FOLDERS = "train, val, test, or an alias of theirs such as training, valid, validation, testing"
 # words that may stand beside a split's in a split folder's name: Kaggle's `training_set/` and `test_set/` (Cat and
 # Dog), `seg_train/` and `seg_test/` (Intel Image Classification), `train_data/`, `Train_Set/`, `test_images/`
 SPLIT_FILLERS = frozenset({"set", "data", "dataset", "images", "imgs", "seg", "split"})

@@ -49,9 +49,11 @@ def test_tiny_imagenet_converts_val_with_the_classes_its_annotations_give(tmp_pa
         "test/images/test_0.JPEG": loose, "test/images/test_1.JPEG": loose,
         **{f"train/{w}/{w}_boxes.txt": "unsupported extension '.txt'; allowed: .jpg, .jpeg, .jfif, .jpe, .png, "
                                        ".webp, .bmp, .tif, .tiff, .gif, .avif, .ppm, .pgm, .pbm, .pnm" for w in WNIDS},
-        "wnids.txt": "not inside a split folder (train, val, test, or an alias: training, valid, validation, "
+        "wnids.txt": "not inside a split folder (train, val, test, "
+                     "or an alias of theirs such as training, valid, validation, "
                      "testing)",
-        "words.txt": "not inside a split folder (train, val, test, or an alias: training, valid, validation, "
+        "words.txt": "not inside a split folder (train, val, test, "
+                     "or an alias of theirs such as training, valid, validation, "
                      "testing)"}
     m2 = convert_images(src, tmp_path / "out2", labels=f"val={src / 'val' / 'val_annotations.txt'}").manifest
     assert reasons(m2) == reasons(m) and {k: s.samples for k, s in m2.splits.items()} == {"train": 6, "val": 3}

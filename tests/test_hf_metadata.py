@@ -71,7 +71,8 @@ def test_a_split_folder_without_metadata_and_files_beside_the_split_folders_are_
     d = discover_images(tmp_path)
     assert split_items(d) == {"train": [("train/a.jpg", 0)]}
     assert split_rejections(d) == [
-        ("notes", "notes/c.jpg", "not inside a split folder (train, val, test, or an alias: training, valid, "
+        ("notes", "notes/c.jpg", "not inside a split folder (train, val, test, "
+                                 "or an alias of theirs such as training, valid, "
                                  "validation, testing)"),
         ("test", "test/b.jpg", "no label: test/ holds no metadata file (metadata.jsonl, metadata.csv, "
                                "metadata.parquet), as train/metadata.csv does")]

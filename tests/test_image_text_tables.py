@@ -64,7 +64,8 @@ def test_flickr30k_as_the_hub_has_it_keeps_every_caption_in_its_split(tmp_path: 
         f"{rel}#2": ("val", ["a photo 2", "picture number 2"]),
         f"{rel}#3": ("test", ["a photo 3", "picture number 3"])}
     assert {r["source"]: r["reason"] for r in result.rejected} == {
-        f"{rel}#4": "the split column names no split (train, val, test, or an alias: training, valid, validation, "
+        f"{rel}#4": "the split column names no split (train, val, test, "
+                    "or an alias of theirs such as training, valid, validation, "
                     "testing): 'holdout'",
         f"{rel}#5": "no caption (every caption empty or null)"}
     ids = np.load(io.BytesIO(pairs[f"{rel}#0"][2]["ids.npy"]))

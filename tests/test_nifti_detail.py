@@ -157,7 +157,8 @@ def test_a_loose_discovery_item_by_item(tmp_path):
             image=(str(tmp_path / "val/v.nii"), "val/v.nii"), label=None, axis=2, channel=2, modality="PET",
             classes=0))]
     assert [(r.split, r.source, r.reason) for r in found.rejected] == [
-        ("", "stray.nii.gz", "not inside a split folder (train, val, test, or an alias: training, valid, validation, "
+        ("", "stray.nii.gz", "not inside a split folder (train, val, test, "
+                             "or an alias of theirs such as training, valid, validation, "
                              "testing)")]
     flat = _found(tmp_path / "val", split="test")
     assert flat.layout == "volume" and [(it.split, it.rel) for it in flat.splits["test"]] == [("test", "v.nii")]
@@ -569,5 +570,6 @@ def test_a_file_linked_from_a_stray_folder_is_still_taken_in_its_split(tmp_path)
     found = _found(tmp_path)
     assert [it.rel for it in found.splits["train"]] == ["train/a.nii.gz"]
     assert [(r.source, r.reason) for r in found.rejected] == [
-        ("stray/link.nii.gz", "not inside a split folder (train, val, test, or an alias: training, valid, validation, "
+        ("stray/link.nii.gz", "not inside a split folder (train, val, test, "
+                              "or an alias of theirs such as training, valid, validation, "
                               "testing)")]

@@ -37,9 +37,11 @@ def test_a_multi_label_export_converts_with_its_column_order_and_splits(tmp_path
     assert split_items(d) == {"train": [("train/a_jpg.rf.1.jpg", (0, 2)), ("train/b_jpg.rf.2.jpg", ())],
                               "val": [("valid/c_jpg.rf.3.jpg", (1,))], "test": [("test/d.jpg", (0, 1, 2))]}
     assert split_rejections(d) == [
-        ("", "README.dataset.txt", "not inside a split folder (train, val, test, or an alias: training, valid, "
+        ("", "README.dataset.txt", "not inside a split folder (train, val, test, "
+                                   "or an alias of theirs such as training, valid, "
                                    "validation, testing)"),
-        ("", "README.roboflow.txt", "not inside a split folder (train, val, test, or an alias: training, valid, "
+        ("", "README.roboflow.txt", "not inside a split folder (train, val, test, "
+                                    "or an alias of theirs such as training, valid, "
                                     "validation, testing)"),
         ("train", "train/unlisted.jpg", "not listed in labels file train/_classes.csv")]
 

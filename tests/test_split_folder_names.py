@@ -127,3 +127,14 @@ def test_a_split_folder_that_cannot_be_read_is_taken_as_it_is(tmp_path: Path, mo
 
     monkeypatch.setattr(os, "scandir", scandir)
     assert split_folders_in(src, ["test", "train"], follow=True) == {"test/test": "test", "train": "train"}
+
+
+def test_the_reason_outside_split_folders_is_summarised_whole() -> None:
+    """A summary groups reasons by their words before the first colon: the list of split folders held one, and a
+    dry run's summary read 'not inside a split folder (train, val, test, or an alias'."""
+    from fastdata.reasons import reason_group
+
+    reason = f"not inside a split folder ({SPLIT_FOLDERS})"
+    assert reason_group(reason) == reason
+    assert reason_group(f"the split column names no split ({SPLIT_FOLDERS}): 'holdout'") == \
+        f"the split column names no split ({SPLIT_FOLDERS})"
