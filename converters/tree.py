@@ -66,20 +66,29 @@ def listed(folder: Path) -> list[str]:
 
 _PERMISSION = " (the user who converts needs read and search permission on it and its folders: chmod -R u+rX)"
 _DROPPED = " (a network or FUSE mount that has dropped, or a failing disk: remount it and try again)"
+_TOO_DEEP = f" (its path is longer than the {os.pathconf('/', 'PC_PATH_MAX'):,} bytes the system takes: nest it less " \
+    "deeply)"
 _MENDS = {errno.EACCES: _PERMISSION, errno.EPERM: _PERMISSION, errno.ENOTCONN: _DROPPED, errno.ESTALE: _DROPPED,
-          errno.EIO: _DROPPED}
+          errno.EIO: _DROPPED, errno.ENAMETOOLONG: _TOO_DEEP}
+_MENDS_SAID = {os.strerror(code): words for code, words in _MENDS.items()}  # by the words of the failure
 
 
 def unlistable(folder: Path) -> str | None:
     """Why `folder` cannot be listed, with what mends it ('Permission denied (the user who converts needs ...)');
     None when it can be, or is no folder."""
-    if not folder.is_dir():
-        return None
     try:
         with os.scandir(folder):
             return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # (said where it matters: a source that does not exist, a file)
     except OSError as exc:
         return f"{exc.strerror or exc}{_MENDS.get(exc.errno, '')}"
+
+
+def mend(why: str) -> str:
+    """What mends the failure a walk's rejection gives as `why` ('Permission denied'), as `unlistable` words it
+    (' (the user who converts needs ...)'); '' for one it has no advice for."""
+    return _MENDS_SAID.get(why, "")
 
 
 def readable(folder: Path) -> bool:
@@ -160,32 +169,36 @@ class Walk:
                 ancestors.append((st.st_dev, st.st_ino))
         yield from self._files(folder, ancestors=tuple(ancestors))
 
-    def _files(self, folder: Path, ancestors: tuple[tuple[int, int], ...]) -> Iterator[tuple[Path, str | None]]:
-        try:
-            st = os.stat(folder)
-            names = listed(folder)
-        except OSError as exc:
-            yield folder, f"{UNREADABLE}: {exc.strerror or exc}"
-            return
-        here = (*ancestors, (st.st_dev, st.st_ino))
-        subfolders = []
-        for name in names:
-            path = folder / name
-            is_link = os.path.islink(path)
-            if is_link and not self.follow:
-                yield path, NOT_FOLLOWED
+    def _files(self, top: Path, ancestors: tuple[tuple[int, int], ...]) -> Iterator[tuple[Path, str | None]]:
+        # the folders still to walk, each with the (device, inode) of the folders above it, the next on top: a loop,
+        # not a call a folder (a chain of a thousand nested folders passed Python's recursion limit, RecursionError)
+        stack = [(top, ancestors)]
+        while stack:
+            folder, above = stack.pop()
+            try:
+                st = os.stat(folder)
+                names = listed(folder)
+            except OSError as exc:
+                yield folder, f"{UNREADABLE}: {exc.strerror or exc}"
                 continue
-            if os.path.isdir(path):
-                target = os.stat(path)
-                if (target.st_dev, target.st_ino) in here:
-                    target_path = self._show(os.path.realpath(path))
-                    yield path, f"symlink loop: points back to {target_path}, a folder being walked"
+            here = (*above, (st.st_dev, st.st_ino))
+            subfolders = []
+            for name in names:
+                path = folder / name
+                is_link = os.path.islink(path)
+                if is_link and not self.follow:
+                    yield path, NOT_FOLLOWED
                     continue
-                subfolders.append(path)
-                continue
-            yield path, self.problem(path)
-        for sub in subfolders:
-            yield from self._files(sub, here)
+                if os.path.isdir(path):
+                    target = os.stat(path)
+                    if (target.st_dev, target.st_ino) in here:
+                        target_path = self._show(os.path.realpath(path))
+                        yield path, f"symlink loop: points back to {target_path}, a folder being walked"
+                        continue
+                    subfolders.append(path)
+                    continue
+                yield path, self.problem(path)
+            stack.extend((sub, here) for sub in reversed(subfolders))  # the first subfolder walked next, whole
 
 
 def is_folder(path: Path, *, follow: bool) -> bool:

@@ -163,8 +163,8 @@ def test_auto_detection_refuses_a_source_it_cannot_see_whole_and_kind_converts_t
     assert cli(["convert", str(src), str(tmp_path / "out"), "--dry-run"]) == 2
     assert capsys.readouterr().err == (
         f"fastdata convert: error: cannot tell what kind of data {src} holds: train/ cannot be read: Permission denied "
-        "(the user who converts needs read and search permission on it and its folders: chmod -R u+rX); make it "
-        "readable, or name the kind with --kind (image_text, images, dicom, nifti, text) to convert what can be read "
+        "(the user who converts needs read and search permission on it and its folders: chmod -R u+rX); mend that, "
+        "or name the kind with --kind (image_text, images, dicom, nifti, text) to convert what can be read "
         "(what cannot is rejected)\n")
     assert cli(["convert", str(src), str(tmp_path / "out"), "--dry-run", "--kind", "images"]) == 0
     out = capsys.readouterr().out.splitlines()

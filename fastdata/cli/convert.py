@@ -77,8 +77,8 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
         return "image_text"
     hidden = _unreadable(src) if src.is_dir() else None
     if hidden is not None:  # (told from the rest, CheXpert without its train/ was text: "--tokenizer is required")
-        raise ConvertError(f"cannot tell what kind of data {src} holds: {hidden}; make it readable, or name the kind "
-                           f"with --kind ({', '.join(KINDS)}) to convert what can be read (what cannot is rejected)")
+        raise ConvertError(f"cannot tell what kind of data {src} holds: {hidden}; mend that, or name the kind with "
+                           f"--kind ({', '.join(KINDS)}) to convert what can be read (what cannot is rejected)")
     if args is not None and getattr(args, "tokenizer", None):  # a tokenizer says text is meant, whatever stray
         return "image_text" if get_kind("image_text").detect(src) else "text"  # images: unless they have captions
     what = what_file(src) if src.is_file() else None  # (a table of pixels is a CSV file, which text would take)
@@ -96,17 +96,23 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     raise ConvertError(f"cannot tell what kind of data {src} holds ({_holds(files)}); pass --kind ({', '.join(KINDS)})")
 
 
+def _shortened(path: str, limit: int = 80) -> str:
+    """`path` in at most `limit` characters: its start and end around '...' (a chain of folders too deep to read
+    was thousands of characters in the error)."""
+    return path if len(path) <= limit else f"{path[:limit // 2 - 2]}...{path[-(limit - limit // 2 - 1):]}"
+
+
 def _unreadable(src: Path) -> str | None:
     """The folders among the first HOLDS_LIMIT paths of `src` that cannot be read, and why (`train/ cannot be read:
     Permission denied (...)`): a kind told from the rest may be the wrong one. None for none."""
-    from converters.tree import first_unreadable, unlistable
+    from converters.tree import first_unreadable, mend
 
     found = first_unreadable(src, HOLDS_LIMIT)
     if not found:
         return None
-    shown = [f"{printable(p.relative_to(src).as_posix())}/" for p, _ in found[:3]]
+    shown = [f"{_shortened(printable(p.relative_to(src).as_posix()))}/" for p, _ in found[:3]]
     more = f" and {len(found) - 3} more" if len(found) > 3 else ""
-    return f"{', '.join(shown)}{more} cannot be read: {unlistable(found[0][0]) or found[0][1]}"
+    return f"{', '.join(shown)}{more} cannot be read: {found[0][1]}{mend(found[0][1])}"
 
 
 
