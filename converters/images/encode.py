@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,12 @@ from fastdata.images.pixels import ORIENTATION, decode_problem, to_rgb
 from fastdata.manifest import check_split_name
 
 DEFAULT_MAX_PIXELS = 89_478_485  # Pillow's own decompression-bomb threshold
+
+
+def bytes_limit(max_pixels: int) -> int:
+    """The most bytes an image may have: 8 a pixel of `max_pixels` (16-bit RGBA, uncompressed) and 1 MiB of headers.
+    A file or a table's value past it is rejected unread, as no image under `--max-pixels` needs that many."""
+    return 8 * max_pixels + (1 << 20)
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,12 @@ def process_image(item: WorkItem, /, *, opts: ImageOptions) -> Sample | Rejectio
     """Convert one source image into a sample with members jpg, cls and json."""
     if Image.MAX_IMAGE_PIXELS is not None and Image.MAX_IMAGE_PIXELS * 2 < opts.max_pixels:
         Image.MAX_IMAGE_PIXELS = opts.max_pixels  # our own limit is checked above; do not let Pillow's undercut it
-    try:  # an image of a table lies in the spill file (tables.py)
+    limit = bytes_limit(opts.max_pixels)
+    try:  # an image of a table lies in the spill file (tables.py), measured there
+        size = None if item.payload is not None else os.stat(item.source).st_size
+        if size is not None and size > limit:  # a disk image or a video named .jpg was read whole: a worker's memory
+            return Rejection(item.split, item.rel, f"too large for an image: a file of {size:,} bytes, more than an "
+                                                   f"image of --max-pixels {opts.max_pixels:,} may hold ({limit:,})")
         data = item.payload.read_bytes() if item.payload is not None else Path(item.source).read_bytes()
     except OSError as exc:
         return Rejection(item.split, item.rel, f"unreadable: {exc.strerror or exc}")

@@ -15,19 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from converters.images.encode import DEFAULT_MAX_PIXELS
+from converters.images.encode import DEFAULT_MAX_PIXELS, bytes_limit
 from converters.table_files import Table, TableError
 from converters.tree import split_of_folder, splits_named
 
 LABEL_NAMES = ("label", "labels")
 EMBED = ("save the dataset with its images embedded (`push_to_hub`, `save_to_disk`, or `embed_table_storage` before "
          "`to_parquet`)")
-
-
-def bytes_limit(max_pixels: int) -> int:
-    """The most bytes an image of a table may have: 8 a pixel of `max_pixels` (16-bit RGBA, uncompressed) and 1 MiB
-    of headers. A value past it is rejected unread, as no image under `--max-pixels` needs that many."""
-    return 8 * max_pixels + (1 << 20)
 
 
 @dataclass(frozen=True)
