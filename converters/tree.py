@@ -48,6 +48,7 @@ _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a ch
 
 
 UNREADABLE = "unreadable folder"  # the walk's rejection of a folder it cannot list ("unreadable folder: why")
+AROUND = "symlink to a folder that holds the source"  # a link to `/` in a class folder walked the whole machine
 
 
 def listed(folder: Path) -> list[str]:
@@ -143,7 +144,10 @@ class Walk:
             try:
                 st = os.stat(path)
             except OSError:
-                return f"broken symlink (points to {self._show(os.readlink(path))})"
+                try:
+                    return f"broken symlink (points to {self._show(os.readlink(path))})"
+                except OSError as exc:  # (gone since: a folder of temporary files)
+                    return f"unreadable: {exc.strerror or exc}"
         else:
             st = lst
         kind = stat.S_IFMT(st.st_mode)
@@ -167,11 +171,14 @@ class Walk:
             for parent in [root, *(root / p for p in between)]:
                 st = os.stat(parent)
                 ancestors.append((st.st_dev, st.st_ino))
-        yield from self._files(folder, ancestors=tuple(ancestors))
+        yield from self._files(folder, ancestors=tuple(ancestors), top_real=os.path.realpath(folder))
 
-    def _files(self, top: Path, ancestors: tuple[tuple[int, int], ...]) -> Iterator[tuple[Path, str | None]]:
+    def _files(self, top: Path, ancestors: tuple[tuple[int, int], ...],
+               top_real: str) -> Iterator[tuple[Path, str | None]]:
         # the folders still to walk, each with the (device, inode) of the folders above it, the next on top: a loop,
-        # not a call a folder (a chain of a thousand nested folders passed Python's recursion limit, RecursionError)
+        # not a call a folder (a chain of a thousand nested folders passed Python's recursion limit, RecursionError).
+        # `top_real`: the real path of `top`; a link to a folder that holds it is not followed (the walk would take
+        # all that lies around the source: a link to `/` took the whole machine)
         stack = [(top, ancestors)]
         while stack:
             folder, above = stack.pop()
@@ -190,10 +197,19 @@ class Walk:
                     yield path, NOT_FOLLOWED
                     continue
                 if os.path.isdir(path):
-                    target = os.stat(path)
+                    try:
+                        target = os.stat(path)
+                    except OSError as exc:  # gone since it was listed (a folder of /proc, of temporary files)
+                        yield path, f"{UNREADABLE}: {exc.strerror or exc}"
+                        continue
                     if (target.st_dev, target.st_ino) in here:
                         target_path = self._show(os.path.realpath(path))
                         yield path, f"symlink loop: points back to {target_path}, a folder being walked"
+                        continue
+                    real = os.path.realpath(path) if is_link else ""  # (a folder itself lies below the source)
+                    if real and top_real.startswith(real.rstrip(os.sep) + os.sep):  # `/`, a home folder
+                        yield path, (f"{AROUND}: {self._show(real)} (followed, the walk would take all that lies "
+                                     "around the source)")
                         continue
                     subfolders.append(path)
                     continue
@@ -228,7 +244,8 @@ def first_unreadable(src: Path, limit: int) -> list[tuple[Path, str]]:
     """(folder, why) of the folders under `src` that cannot be read, among the walk's first `limit` paths: what kind
     detection names rather than tell a kind from the rest."""
     walked = itertools.islice(Walk().files(src), limit)
-    return [(p, problem.partition(": ")[2]) for p, problem in walked if problem and problem.startswith(UNREADABLE)]
+    found = [(p, problem.partition(": ")[2]) for p, problem in walked if problem and problem.startswith(UNREADABLE)]
+    return [(p, why) for p, why in found if why != os.strerror(errno.ENOENT)]  # (one gone since hides nothing)
 
 
 def under_source(path: str, src: Path) -> str:
