@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 
 from converters.state import LOCK_PREFIX, PARTIAL, PLAN
-from converters.tree import display
+from converters.walk import display
 from fastdata.json_text import BadJSON, parse_json
 from fastdata.manifest import MANIFEST_NAME
 

@@ -14,7 +14,7 @@ from converters.packed import packed_source_problem
 from converters.plan import shuffle_split
 from converters.sample import Rejection, WorkItem
 from converters.secret_options import public_options
-from converters.tree import unlistable
+from converters.walk import unlistable
 from fastdata.errors import ConvertError
 
 if TYPE_CHECKING:

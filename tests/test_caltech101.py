@@ -15,7 +15,7 @@ from helpers import PHOTOS, class_lists, split_items, split_rejections
 
 from converters.images import caltech101
 from converters.images.discover import discover_images
-from converters.tree import NOT_FOLLOWED
+from converters.walk import NOT_FOLLOWED
 from fastdata.cli import main as cli
 from fastdata.manifest import read_manifest
 

@@ -16,7 +16,7 @@ from helpers import convert_images, make_image, touch
 
 from converters.text.discover import discover_text
 from converters.text.options import TextOptions
-from converters.tree import Walk
+from converters.walk import Walk
 from fastdata.cli import main as cli
 from fastdata.manifest import read_manifest
 

@@ -12,7 +12,8 @@ from helpers import split_items, split_rejections, touch
 from converters.images.discover import discover_images
 from converters.images.listed_files import check_file
 from converters.sample import Rejection
-from converters.tree import NOT_FOLLOWED, SPLIT_FOLDERS
+from converters.tree import SPLIT_FOLDERS
+from converters.walk import NOT_FOLLOWED
 from fastdata.errors import ConvertError
 
 OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"

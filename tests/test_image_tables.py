@@ -538,7 +538,7 @@ def test_a_table_with_labels_after_one_without_and_files_that_are_no_tables(tmp_
 
 
 def test_links_are_followed_or_rejected_as_asked(tmp_path: Path) -> None:
-    from converters.tree import NOT_FOLLOWED
+    from converters.walk import NOT_FOLLOWED
 
     _write(tmp_path / "real" / "train.parquet", _table(PHOTO_FILES[:1], [0]))
     (tmp_path / "src").mkdir()

@@ -171,7 +171,7 @@ print(len(d.splits["train"]), d.keep.size, (resource.getrusage(resource.RUSAGE_S
 def test_the_source_and_its_tables_say_where_each_problem_is(tmp_path: Path) -> None:
     """Damaged rows (row group 2 of 2), a link not followed, an image column named (two structs), the split of a
     table named by no word (`--split`), and the identity a resume compares."""
-    from converters.tree import NOT_FOLLOWED
+    from converters.walk import NOT_FOLLOWED
 
     src = tmp_path / "src"
     path = _write(src / "part-0.parquet", {"image": PHOTO_FILES[:6], "text": [f"c{i}" for i in range(6)]})

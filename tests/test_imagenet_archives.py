@@ -18,7 +18,7 @@ from scipy.io import savemat
 from converters.images import imagenet_archives as archives
 from converters.images.discover import discover_images
 from converters.spill import FileRange
-from converters.tree import NOT_FOLLOWED
+from converters.walk import NOT_FOLLOWED
 from fastdata.cli import main as cli
 from fastdata.errors import ConvertError
 from fastdata.manifest import read_manifest

@@ -15,7 +15,7 @@ from helpers import PHOTOS, convert_images, split_items, split_rejections, touch
 from converters.images.discover import discover_images
 from converters.text.discover import discover_text
 from converters.text.options import TextOptions
-from converters.tree import listed
+from converters.walk import listed
 
 APPLE_DOUBLE = b"\x00\x05\x16\x07\x00\x02\x00\x00" + bytes(18)  # the magic and version a resource fork opens with
 
@@ -35,7 +35,7 @@ def test_class_folders_zipped_on_macos_convert_with_their_own_classes_and_labels
         for i, photo in enumerate(sorted(PHOTOS.glob("*.jpg"))[2 * c:2 * c + 2]):
             shutil.copyfile(photo, src / name / f"{i}.jpg")
     forks(src, "cats", "cats/0.jpg", "cats/1.jpg", "dogs", "dogs/0.jpg", "dogs/1.jpg")
-    with caplog.at_level(logging.INFO, logger="converters.tree"):
+    with caplog.at_level(logging.INFO, logger="converters.walk"):
         found = discover_images(src)
     assert found.classes == ("cats", "dogs") and found.rejected == []
     assert split_items(found) == {"train": [("cats/0.jpg", 0), ("cats/1.jpg", 0), ("dogs/0.jpg", 1),

@@ -23,7 +23,7 @@ from helpers import convert_images, crash_after_first_record, make_image, make_i
 
 from converters.outputs import written_by_fastdata
 from converters.state import PARTIAL
-from converters.tree import listed
+from converters.walk import listed
 
 
 def _summary(dst: Path) -> tuple:

@@ -16,7 +16,8 @@ from helpers import split_items, split_rejections, touch
 from converters.images.discover import discover_images
 from converters.text.discover import discover_text
 from converters.text.options import TextOptions
-from converters.tree import NOT_FOLLOWED, SPLIT_FOLDERS, split_folders_in, split_of_folder
+from converters.tree import SPLIT_FOLDERS, split_folders_in, split_of_folder
+from converters.walk import NOT_FOLLOWED
 from fastdata.errors import ConvertError
 
 OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"

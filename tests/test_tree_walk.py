@@ -15,7 +15,8 @@ from helpers import make_image
 from converters.images.discover import discover_images
 from converters.text.discover import discover_text
 from converters.text.options import TextOptions
-from converters.tree import SPLIT_FOLDERS, Walk, first_files
+from converters.tree import SPLIT_FOLDERS
+from converters.walk import Walk, first_files
 
 OUTSIDE = f"not inside a split folder ({SPLIT_FOLDERS})"
 

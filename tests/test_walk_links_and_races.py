@@ -17,7 +17,7 @@ from pathlib import Path
 from helpers import split_items, split_rejections, touch
 
 from converters.images.discover import discover_images
-from converters.tree import Walk, first_unreadable
+from converters.walk import Walk, first_unreadable
 
 AROUND = "symlink to a folder that holds the source: {} (followed, the walk would take all that lies around the source)"
 

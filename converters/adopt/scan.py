@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 from PIL import UnidentifiedImageError
 
-from converters.tree import display
+from converters.walk import display
 from fastdata.atomic import read_json, write_json_atomic
 from fastdata.images.pixels import decode_problem, open_image, orientation_of
 from fastdata.label_members import (

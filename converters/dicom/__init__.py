@@ -32,7 +32,8 @@ from converters.dicom.privacy import (
 from converters.dicom.series import SeriesProcessor
 from converters.kind import ArrowLayout, Discovery
 from converters.sample import Rejection
-from converters.tree import SPLIT_HELP, first_files
+from converters.tree import SPLIT_HELP
+from converters.walk import first_files
 
 DETECT_FILES = 200  # files whose header detect reads
 STACKING = ("--channel: one (C, z, y, x) volume per study and frame of reference, one series per channel; the first "

@@ -18,8 +18,9 @@ from converters.dicom.privacy import burned_in, failure, quiet_values, sop_class
 from converters.dicom.segmentation import SegHeader
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, listed, outside_rejections, split_folders
+from converters.tree import SPLIT_FOLDERS, outside_rejections, split_folders
 from converters.val_fraction import check_divisible, held_out
+from converters.walk import Walk, display, is_folder, listed
 from fastdata.errors import ConvertError, require
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from converters.images.tables import table_files
 from converters.kind import Discovery
 from converters.metadata_files import METADATA
 from converters.text.tokenize import tokenizer_identity, tokenizer_info
-from converters.tree import first_files
+from converters.walk import first_files
 
 DETECT_FILES = 2000
 

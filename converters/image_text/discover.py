@@ -31,7 +31,8 @@ from converters.kind import Discovery
 from converters.metadata_files import METADATA
 from converters.sample import Rejection, WorkItem
 from converters.spill import SpillRef
-from converters.tree import Walk, display, split_of_folder, under_source
+from converters.tree import split_of_folder, under_source
+from converters.walk import Walk, display
 from fastdata.errors import ConvertError
 
 MAX_TXT_BYTES = 1 << 16  # a caption sidecar larger than this is not a caption

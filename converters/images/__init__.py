@@ -24,8 +24,9 @@ from converters.images.split_lists import ONE_SPLIT, apply_split_lists, parse_sp
 from converters.images.tables import has_image_tables
 from converters.images.tfrecords import has_tfrecords
 from converters.kind import ArrowLayout, Discovery
-from converters.tree import SPLIT_HELP, first_files
+from converters.tree import SPLIT_HELP
 from converters.val_fraction import apply_val_fraction
+from converters.walk import first_files
 
 DETECT_FILES = 2000  # files looked at by detect
 # --multi-label: no cls member; each sample's json member lists its classes in `labels` (fastdata/label_members.py)

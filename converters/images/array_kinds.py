@@ -10,7 +10,8 @@ from pathlib import Path
 from converters.images import cifar, class_maps, digit_texts, idx_files, npz_files, pcam, pixel_tables, stl10
 from converters.images.labels_csv import EXTENSIONS
 from converters.mat_files import is_mat
-from converters.tree import first_files, splits_named
+from converters.tree import splits_named
+from converters.walk import first_files
 
 LOOK_AT = 8  # files named like CIFAR batches, CSV or MATLAB files, whose first bytes `has_array_files` reads
 WHAT = {"idx": "an IDX file", "cifar": "a CIFAR batch", "cifar meta": "a CIFAR meta file", "mat": "a MATLAB file",

@@ -17,7 +17,7 @@ from pathlib import Path
 from converters.class_folders import ClassFolders
 from converters.images.listed_files import ImageCollector
 from converters.kind import Discovery
-from converters.tree import is_folder, listed
+from converters.walk import is_folder, listed
 
 FOLDER = "101_ObjectCategories"  # what the archive's 101_ObjectCategories.tar.gz unpacks to
 CLUTTER = "BACKGROUND_Google"

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from converters.images.labels_csv import Labels
-from converters.tree import listed_or_refused, split_of_folder
+from converters.tree import split_of_folder
+from converters.walk import listed_or_refused
 from fastdata.errors import ConvertError
 from fastdata.json_text import BadJSON, parse_json
 

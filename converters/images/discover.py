@@ -32,7 +32,8 @@ from converters.images.tables import discover_tables, table_files
 from converters.images.tfrecords import damaged_tfrecord, discover_tfrecords, has_tfrecords
 from converters.images.top_folder import top_folder, under
 from converters.kind import Discovery
-from converters.tree import SPLIT_FOLDERS, is_folder, listed, readable, split_folders, split_folders_in, split_of_folder
+from converters.tree import SPLIT_FOLDERS, split_folders, split_folders_in, split_of_folder
+from converters.walk import is_folder, listed, readable
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from converters.images.labels_csv import Labels, label_order, read_labels
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
 from converters.metadata_files import METADATA, column_rows, header_names
-from converters.tree import is_folder, listed, split_folders, split_of_folder
+from converters.tree import split_folders, split_of_folder
+from converters.walk import is_folder, listed
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)

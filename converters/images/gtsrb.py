@@ -30,7 +30,7 @@ from converters.images.list_text import first_line, list_text
 from converters.images.listed_files import ImageCollector, take_listed
 from converters.kind import Discovery
 from converters.sample import Rejection
-from converters.tree import is_folder, listed_or_refused
+from converters.walk import is_folder, listed_or_refused
 from fastdata.errors import ConvertError
 
 TRAINING = ("Training", "Final_Training/Images")  # torchvision's download, the benchmark's archive

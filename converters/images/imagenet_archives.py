@@ -32,7 +32,8 @@ from converters.mat_files import cell_text, load_mat
 from converters.sample import Rejection, WorkItem
 from converters.spill import FileRange
 from converters.table_files import TableError
-from converters.tree import NOT_FOLLOWED, display, listed, outside_rejections
+from converters.tree import outside_rejections
+from converters.walk import NOT_FOLLOWED, display, listed
 from fastdata.errors import ConvertError
 
 TRAIN = "ILSVRC2012_img_train.tar"

@@ -35,7 +35,8 @@ from converters.child_process import run_python
 from converters.kind import Discovery
 from converters.sample import Rejection, WorkItem
 from converters.spill import FileRange, read_range
-from converters.tree import NOT_FOLLOWED, is_folder, listed, outside_rejections, splits_named
+from converters.tree import outside_rejections, splits_named
+from converters.walk import NOT_FOLLOWED, is_folder, listed
 from fastdata.errors import ConvertError, MissingDependencyError, require
 
 DATA = lmdb_walk.DATA

@@ -8,7 +8,7 @@ import re
 import unicodedata
 
 from converters.class_folders import has_control_characters
-from converters.tree import display
+from converters.walk import display
 
 NO_MATCH = "file name does not match --label-pattern"
 

@@ -23,7 +23,7 @@ from converters.class_folders import class_folder_problem
 from converters.images.listed_files import ImageCollector
 from converters.kind import Discovery
 from converters.sample import Rejection
-from converters.tree import is_folder
+from converters.walk import is_folder
 
 FOLDER = "omniglot-py"  # where torchvision's Omniglot unpacks its archives
 SETS = {"images_background": "train", "images_evaluation": "test"}

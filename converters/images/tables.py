@@ -35,7 +35,8 @@ from converters.sample import Rejection, WorkItem
 from converters.spill import Spill
 from converters.table_files import ARROW, HF_METADATA, PARQUET, Damage, Table, TableError
 from converters.table_labels import TableLabels
-from converters.tree import Collector, first_files
+from converters.tree import Collector
+from converters.walk import first_files
 from fastdata.errors import ConvertError
 
 SUFFIXES = (*PARQUET, *ARROW)

@@ -42,7 +42,7 @@ from converters.images.tables import ImageRows, collected
 from converters.kind import Discovery
 from converters.sample import Rejection
 from converters.table_files import Damage, TableError
-from converters.tree import first_files
+from converters.walk import first_files
 from fastdata.errors import ConvertError
 
 IMAGE_FEATURES = ("image/encoded", "image")

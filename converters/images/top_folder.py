@@ -19,7 +19,8 @@ from pathlib import Path
 from converters.images.labels_csv import EXTENSIONS
 from converters.kind import Discovery
 from converters.sample import Rejection
-from converters.tree import display, is_folder, listed, readable, split_of_folder
+from converters.tree import split_of_folder
+from converters.walk import display, is_folder, listed, readable
 
 log = logging.getLogger(__name__)
 BESIDE = "beside {name}/, the one folder of the source, whose contents are read as the source"

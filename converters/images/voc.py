@@ -21,7 +21,7 @@ from pathlib import Path
 
 from converters.images.labels_csv import Labels
 from converters.images.list_text import list_text
-from converters.tree import listed_or_refused
+from converters.walk import listed_or_refused
 from fastdata.errors import ConvertError
 
 IMAGES = "JPEGImages"

@@ -22,8 +22,8 @@ from converters.nifti.case import CaseProcessor
 from converters.nifti.discover import NIFTI, discover_nifti
 from converters.nifti.options import NiftiOptions, parse_channel
 from converters.sample import Rejection
-from converters.tree import first_files
 from converters.val_fraction import apply_val_fraction
+from converters.walk import first_files
 
 ONE_SPLIT = ("volume", "decathlon")  # the layouts whose one labelled split --val-fraction may divide
 

@@ -34,7 +34,8 @@ from converters.nifti.options import NiftiOptions
 from converters.nifti.rejected_cases import case_rejections
 from converters.nifti.structures import structure_classes, structure_items, with_structures
 from converters.sample import Rejection, WorkItem
-from converters.tree import SPLIT_FOLDERS, Walk, display, is_folder, listed, outside_rejections, split_folders
+from converters.tree import SPLIT_FOLDERS, outside_rejections, split_folders
+from converters.walk import Walk, display, is_folder, listed
 from fastdata.errors import ConvertError
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from converters.text.discover import discover_text
 from converters.text.options import DEFAULT_MAX_DOCUMENT_BYTES, OVERFLOW, TextOptions
 from converters.text.records import EXTENSIONS, file_format
 from converters.text.tokenize import TextProcessor, tokenizer_identity, tokenizer_info
-from converters.tree import first_files
+from converters.walk import first_files
 from fastdata.cli.format import parse_size
 
 SNIFF_BYTES = 4096  # bytes read from an extension-less file to decide whether it is text

@@ -18,7 +18,8 @@ from converters.text.options import TextOptions
 from converters.text.record_labels import labeled_records
 from converters.text.records import Reject, file_format, read_documents
 from converters.text.token_files import TokenSpan
-from converters.tree import Collector, is_folder, listed, split_folders_in, splits_named
+from converters.tree import Collector, split_folders_in, splits_named
+from converters.walk import is_folder, listed
 from fastdata.errors import ConvertError
 
 TABLES = (*PARQUET, *ARROW)

@@ -68,7 +68,7 @@ def _detect(src: Path, args: argparse.Namespace | None = None) -> str:
     from converters.images.array_kinds import what_file
     from converters.images.tfrecords import looks_like_tfrecord
     from converters.packed import packed_folder_advice
-    from converters.tree import first_files
+    from converters.walk import first_files
     from fastdata.errors import ConvertError
 
     if not src.exists():
@@ -105,7 +105,7 @@ def _shortened(path: str, limit: int = 80) -> str:
 def _unreadable(src: Path) -> str | None:
     """The folders among the first HOLDS_LIMIT paths of `src` that cannot be read, and why (`train/ cannot be read:
     Permission denied (...)`): a kind told from the rest may be the wrong one. None for none."""
-    from converters.tree import first_unreadable, mend
+    from converters.walk import first_unreadable, mend
 
     found = first_unreadable(src, HOLDS_LIMIT)
     if not found:
