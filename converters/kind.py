@@ -61,7 +61,7 @@ class Kind(Protocol):
 
     def discover(self, src: Path, /, *, options: Any, follow_symlinks: bool = True) -> Discovery:
         """Every input per split, in a canonical order, and the rejections; only regular files are opened,
-        symbolic links are followed only with `follow_symlinks` (converters/tree.py walks for every kind)."""
+        symbolic links are followed only with `follow_symlinks` (converters/walk.py walks for every kind)."""
         ...
 
     def processor(self, options: Any) -> Callable[[WorkItem], Sample | Rejection]:

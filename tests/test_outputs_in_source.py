@@ -4,7 +4,7 @@ too wide) and its tars, indexes and manifest as rejected inputs; beside a text c
 one of class folders and converted nothing, after reading the DST's Arrow shard and manifest as input tables; a
 DICOM or NIfTI private report beside the DST became a rejected input. What fastdata wrote (a manifest.json of
 format "fastdata", a conversion's `.partial/` plan or lock, a private report) is not read: converters/outputs.py,
-listed by converters/tree.py's `listed`."""
+listed by converters/walk.py's `listed`."""
 
 from __future__ import annotations
 
