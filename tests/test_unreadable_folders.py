@@ -8,9 +8,9 @@ simulated where listing happens (os.scandir, os.listdir)."""
 from __future__ import annotations
 
 import errno
-import os
 
 import pytest
+from fuzz_unreadable import unlisted
 from helpers import convert_images, make_image, split_items, split_rejections, touch
 
 from converters.images.discover import discover_images
@@ -23,27 +23,12 @@ DENIED = "unreadable folder: Permission denied"
 
 
 @pytest.fixture
-def lock(monkeypatch):
-    """lock(path, code=EACCES): listing `path` fails as the system would fail it with `code`."""
+def lock():
+    """lock(path, code=EACCES): listing `path` fails as the system would fail it with `code` (the fuzz target's
+    `unlisted`, whose folders are looked up as each listing happens)."""
     locked: dict[str, int] = {}
-    real_scandir, real_listdir = os.scandir, os.listdir
-
-    def refuse(path) -> None:
-        code = None if isinstance(path, int) else locked.get(os.fsdecode(os.fspath(path)))  # (rmtree lists by fd)
-        if code is not None:
-            raise OSError(code, os.strerror(code), os.fspath(path))
-
-    def scandir(path="."):
-        refuse(path)
-        return real_scandir(path)
-
-    def listdir(path="."):
-        refuse(path)
-        return real_listdir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
-    monkeypatch.setattr(os, "listdir", listdir)
-    return lambda path, code=errno.EACCES: locked.__setitem__(str(path), code)
+    with unlisted(locked):
+        yield lambda path, code=errno.EACCES: locked.__setitem__(str(path), code)
 
 
 def test_a_split_folder_that_cannot_be_read_is_rejected_and_the_others_converted(tmp_path, lock) -> None:

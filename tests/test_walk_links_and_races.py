@@ -14,6 +14,7 @@ import errno
 import os
 from pathlib import Path
 
+from fuzz_unreadable import unlisted
 from helpers import split_items, split_rejections, touch
 
 from converters.images.discover import discover_images
@@ -80,17 +81,8 @@ def test_a_link_gone_before_it_is_read_is_a_rejection(tmp_path, monkeypatch) -> 
         ("train", "cat/gone.jpg", "unreadable: No such file or directory")]
 
 
-def test_kind_detection_does_not_count_a_folder_that_is_gone(tmp_path, monkeypatch) -> None:
+def test_kind_detection_does_not_count_a_folder_that_is_gone(tmp_path) -> None:
     src = touch(tmp_path / "src", "cat/a.jpg", "gone/b.jpg", "locked/c.jpg")
-    real_scandir = os.scandir
-    codes = {str(src / "gone"): errno.ENOENT, str(src / "locked"): errno.EACCES}
-
-    def scandir(path="."):
-        code = None if isinstance(path, int) else codes.get(os.fspath(path))
-        if code is not None:
-            raise OSError(code, os.strerror(code), os.fspath(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
-    assert first_unreadable(src, 100) == [(src / "locked", "Permission denied")]
-    assert [p for p, why in Walk().files(src) if why] == [Path(src / "gone"), Path(src / "locked")]
+    with unlisted({str(src / "gone"): errno.ENOENT, str(src / "locked"): errno.EACCES}):
+        assert first_unreadable(src, 100) == [(src / "locked", "Permission denied")]
+        assert [p for p, why in Walk().files(src) if why] == [Path(src / "gone"), Path(src / "locked")]
